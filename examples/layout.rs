@@ -1,0 +1,2 @@
+//! Placeholder demo (replaced below).
+fn main() {}

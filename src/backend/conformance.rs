@@ -1,0 +1,206 @@
+//! The contract of [`KvBackend`] as runnable checks.
+//!
+//! Each function takes a fresh, empty backend and panics with a message when the backend
+//! breaks the contract. Run them all from your own tests with the macro:
+//!
+//! ```
+//! rediskv::kv_backend_conformance!(rediskv::backend::MemoryBackend::new());
+//! ```
+//! which expands to one `#[test]` per check, or call [`run_all`] from one test.
+
+use bytes::Bytes;
+
+use super::{ColumnFamily, Direction, KvBackend, WriteBatch};
+use crate::codec::KeyRange;
+
+fn range(start: &[u8], end: Option<&[u8]>) -> KeyRange {
+    KeyRange { start: start.to_vec(), end: end.map(<[u8]>::to_vec) }
+}
+
+fn keys<B: KvBackend>(b: &B, cf: ColumnFamily, r: &KeyRange, dir: Direction) -> Vec<Vec<u8>> {
+    b.scan(cf, r, dir).expect("scan starts").map(|item| item.expect("scan item").0.to_vec()).collect()
+}
+
+fn put_all<B: KvBackend>(b: &mut B, cf: ColumnFamily, ks: &[&[u8]]) {
+    let mut batch = WriteBatch::new();
+    for k in ks {
+        batch.put(cf, k.to_vec(), k.to_vec());
+    }
+    b.write(batch).expect("write");
+}
+
+/// Point reads see puts, deletes and overwrites; a missing key reads as `None`.
+pub fn get_put_delete<B: KvBackend>(mut b: B) {
+    let cf = ColumnFamily::Metadata;
+    assert_eq!(b.get(cf, b"a").unwrap(), None, "empty store has no key");
+    let mut batch = WriteBatch::new();
+    batch.put(cf, &b"a"[..], &b"1"[..]);
+    b.write(batch).unwrap();
+    assert_eq!(b.get(cf, b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    let mut batch = WriteBatch::new();
+    batch.put(cf, &b"a"[..], &b"2"[..]);
+    b.write(batch).unwrap();
+    assert_eq!(b.get(cf, b"a").unwrap().as_deref(), Some(&b"2"[..]), "put overwrites");
+    let mut batch = WriteBatch::new();
+    batch.delete(cf, &b"a"[..]);
+    b.write(batch).unwrap();
+    assert_eq!(b.get(cf, b"a").unwrap(), None, "delete removes");
+}
+
+/// An empty value is stored and read back as present and empty, not as missing.
+pub fn empty_values<B: KvBackend>(mut b: B) {
+    let mut batch = WriteBatch::new();
+    batch.put(ColumnFamily::Subkey, &b"k"[..], Bytes::new());
+    b.write(batch).unwrap();
+    assert_eq!(b.get(ColumnFamily::Subkey, b"k").unwrap(), Some(Bytes::new()));
+    let all = keys(&b, ColumnFamily::Subkey, &range(b"", None), Direction::Forward);
+    assert_eq!(all, vec![b"k".to_vec()], "an empty value is still scanned");
+}
+
+/// Column families are separate key spaces.
+pub fn column_families_are_separate<B: KvBackend>(mut b: B) {
+    let mut batch = WriteBatch::new();
+    batch.put(ColumnFamily::Metadata, &b"k"[..], &b"m"[..]);
+    batch.put(ColumnFamily::Subkey, &b"k"[..], &b"s"[..]);
+    b.write(batch).unwrap();
+    assert_eq!(b.get(ColumnFamily::Metadata, b"k").unwrap().as_deref(), Some(&b"m"[..]));
+    assert_eq!(b.get(ColumnFamily::Subkey, b"k").unwrap().as_deref(), Some(&b"s"[..]));
+    assert_eq!(b.get(ColumnFamily::Score, b"k").unwrap(), None);
+    let mut batch = WriteBatch::new();
+    batch.delete(ColumnFamily::Metadata, &b"k"[..]);
+    b.write(batch).unwrap();
+    assert_eq!(
+        b.get(ColumnFamily::Subkey, b"k").unwrap().as_deref(),
+        Some(&b"s"[..]),
+        "delete stays in its CF"
+    );
+}
+
+/// Scans order keys as unsigned bytes, including 0x00 and 0xFF and keys that are prefixes
+/// of each other; the end bound is exclusive.
+pub fn scan_order_and_bounds<B: KvBackend>(mut b: B) {
+    let cf = ColumnFamily::Subkey;
+    let all: [&[u8]; 8] = [b"", b"\x00", b"\x00\x00", b"\x00\xff", b"a", b"ab", b"\x7f", b"\xff\xff"];
+    put_all(&mut b, cf, &all);
+    let mut sorted: Vec<Vec<u8>> = all.iter().map(|k| k.to_vec()).collect();
+    sorted.sort();
+    assert_eq!(keys(&b, cf, &range(b"", None), Direction::Forward), sorted, "unsigned byte order");
+    let mut rev = sorted.clone();
+    rev.reverse();
+    assert_eq!(keys(&b, cf, &range(b"", None), Direction::Reverse), rev, "reverse order");
+    assert_eq!(
+        keys(&b, cf, &range(b"\x00", Some(b"\x7f")), Direction::Forward),
+        vec![b"\x00".to_vec(), b"\x00\x00".to_vec(), b"\x00\xff".to_vec(), b"a".to_vec(), b"ab".to_vec()],
+        "start inclusive, end exclusive"
+    );
+    assert_eq!(
+        keys(&b, cf, &range(b"\x00", Some(b"\x7f")), Direction::Reverse),
+        vec![b"ab".to_vec(), b"a".to_vec(), b"\x00\xff".to_vec(), b"\x00\x00".to_vec(), b"\x00".to_vec()],
+        "reverse starts just before the end"
+    );
+    assert_eq!(
+        keys(&b, cf, &range(b"a", Some(b"ab")), Direction::Forward),
+        vec![b"a".to_vec()],
+        "a key equal to the end is excluded"
+    );
+    assert!(keys(&b, cf, &range(b"b", Some(b"b")), Direction::Forward).is_empty(), "empty range");
+    assert!(keys(&b, cf, &range(b"b", Some(b"a")), Direction::Reverse).is_empty(), "inverted range");
+}
+
+/// A scan can stop early and values come with their keys.
+pub fn scan_is_lazy_and_pairs_values<B: KvBackend>(mut b: B) {
+    let cf = ColumnFamily::Score;
+    let mut batch = WriteBatch::new();
+    for i in 0u32..1000 {
+        batch.put(cf, i.to_be_bytes().to_vec(), (i * 2).to_be_bytes().to_vec());
+    }
+    b.write(batch).unwrap();
+    let first: Vec<_> =
+        b.scan(cf, &range(b"", None), Direction::Forward).unwrap().take(3).map(Result::unwrap).collect();
+    assert_eq!(first.len(), 3);
+    for (i, (k, v)) in first.iter().enumerate() {
+        assert_eq!(k.as_ref(), (i as u32).to_be_bytes());
+        assert_eq!(v.as_ref(), (i as u32 * 2).to_be_bytes());
+    }
+    let last = b.scan(cf, &range(b"", None), Direction::Reverse).unwrap().next().unwrap().unwrap();
+    assert_eq!(last.0.as_ref(), 999u32.to_be_bytes());
+}
+
+/// A batch applies in order (the later operation on a key wins) and deleting a missing key
+/// is not an error.
+pub fn batch_order_and_missing_delete<B: KvBackend>(mut b: B) {
+    let cf = ColumnFamily::Metadata;
+    let mut batch = WriteBatch::new();
+    batch.delete(cf, &b"never"[..]);
+    batch.put(cf, &b"k"[..], &b"1"[..]);
+    batch.put(cf, &b"k"[..], &b"2"[..]);
+    batch.put(cf, &b"gone"[..], &b"x"[..]);
+    batch.delete(cf, &b"gone"[..]);
+    b.write(batch).expect("deleting a missing key is not an error");
+    assert_eq!(b.get(cf, b"k").unwrap().as_deref(), Some(&b"2"[..]), "later put wins");
+    assert_eq!(b.get(cf, b"gone").unwrap(), None, "later delete wins");
+    assert_eq!(b.get(cf, b"never").unwrap(), None);
+}
+
+/// A batch across column families is visible whole after `write` returns, and an empty
+/// batch changes nothing.
+pub fn batch_atomic_across_cfs<B: KvBackend>(mut b: B) {
+    let mut batch = WriteBatch::new();
+    for cf in ColumnFamily::ALL {
+        batch.put(cf, &b"x"[..], &b"v"[..]);
+    }
+    b.write(batch).unwrap();
+    for cf in ColumnFamily::ALL {
+        assert_eq!(b.get(cf, b"x").unwrap().as_deref(), Some(&b"v"[..]));
+    }
+    b.write(WriteBatch::new()).unwrap();
+    for cf in ColumnFamily::ALL {
+        assert_eq!(keys(&b, cf, &range(b"", None), Direction::Forward), vec![b"x".to_vec()]);
+    }
+}
+
+/// `multi_get` answers one entry per key, in order, `None` for missing ones.
+pub fn multi_get_matches_get<B: KvBackend>(mut b: B) {
+    put_all(&mut b, ColumnFamily::Subkey, &[b"a", b"c"]);
+    let got = b.multi_get(ColumnFamily::Subkey, &[b"a", b"b", b"c", b"a"]).unwrap();
+    assert_eq!(
+        got,
+        vec![
+            Some(Bytes::from_static(b"a")),
+            None,
+            Some(Bytes::from_static(b"c")),
+            Some(Bytes::from_static(b"a"))
+        ]
+    );
+}
+
+/// Every check, each on a fresh backend from `make`.
+pub fn run_all<B: KvBackend>(mut make: impl FnMut() -> B) {
+    get_put_delete(make());
+    empty_values(make());
+    column_families_are_separate(make());
+    scan_order_and_bounds(make());
+    scan_is_lazy_and_pairs_values(make());
+    batch_order_and_missing_delete(make());
+    batch_atomic_across_cfs(make());
+    multi_get_matches_get(make());
+}
+
+/// Expands to one `#[test]` per conformance check, each on a fresh backend made by `$make`.
+#[macro_export]
+macro_rules! kv_backend_conformance {
+    ($make:expr) => {
+        $crate::kv_backend_conformance!(@tests $make;
+            get_put_delete, empty_values, column_families_are_separate, scan_order_and_bounds,
+            scan_is_lazy_and_pairs_values, batch_order_and_missing_delete, batch_atomic_across_cfs,
+            multi_get_matches_get);
+    };
+    (@tests $make:expr; $($check:ident),*) => {
+        $(
+            #[test]
+            fn $check() {
+                $crate::backend::conformance::$check($make);
+            }
+        )*
+    };
+}

@@ -1,0 +1,136 @@
+//! The storage interface: [`KvBackend`], the in-memory reference [`MemoryBackend`], and the
+//! [`conformance`] kit every other implementation should run.
+
+pub mod conformance;
+mod memory;
+
+use bytes::Bytes;
+
+pub use crate::codec::ColumnFamily;
+use crate::codec::KeyRange;
+use crate::error::Result;
+pub use memory::MemoryBackend;
+
+/// A key and its value, as a scan yields them.
+pub type KvPair = (Bytes, Bytes);
+
+/// A lazy scan: records in key order (or reverse), each possibly a backend error.
+pub type ScanIter<'a> = Box<dyn Iterator<Item = Result<KvPair>> + 'a>;
+
+/// Which way a scan walks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Ascending byte order, from `start`.
+    Forward,
+    /// Descending byte order, from just before `end`.
+    Reverse,
+}
+
+/// One write in a [`WriteBatch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchOp {
+    /// Set `key` to `value` in `cf`.
+    Put {
+        /// Column family.
+        cf: ColumnFamily,
+        /// Record key.
+        key: Bytes,
+        /// Record value (may be empty).
+        value: Bytes,
+    },
+    /// Remove `key` from `cf`; removing a missing key is not an error.
+    Delete {
+        /// Column family.
+        cf: ColumnFamily,
+        /// Record key.
+        key: Bytes,
+    },
+}
+
+/// Puts and deletes across column families, applied all-or-nothing and in order: when two
+/// operations touch the same key, the later one wins.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteBatch {
+    ops: Vec<BatchOp>,
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        WriteBatch::default()
+    }
+
+    /// Adds a put.
+    pub fn put(&mut self, cf: ColumnFamily, key: impl Into<Bytes>, value: impl Into<Bytes>) {
+        self.ops.push(BatchOp::Put { cf, key: key.into(), value: value.into() });
+    }
+
+    /// Adds a delete.
+    pub fn delete(&mut self, cf: ColumnFamily, key: impl Into<Bytes>) {
+        self.ops.push(BatchOp::Delete { cf, key: key.into() });
+    }
+
+    /// The operations, in order.
+    pub fn ops(&self) -> &[BatchOp] {
+        &self.ops
+    }
+
+    /// Takes the operations, in order.
+    pub fn into_ops(self) -> Vec<BatchOp> {
+        self.ops
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether the batch has no operations.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+/// An ordered key-value store with three column families.
+///
+/// # Contract
+/// - Keys are compared as unsigned bytes; values may be empty.
+/// - [`KvBackend::scan`] yields exactly the keys in `[range.start, range.end)` (`end: None`
+///   is unbounded), ascending for [`Direction::Forward`], descending for
+///   [`Direction::Reverse`]. It may be lazy; the engine often stops early.
+/// - [`KvBackend::write`] applies the whole batch or none of it, operations in order.
+///
+/// # Consistency
+/// The engine runs one command at a time against `&mut Db`: it does its reads through
+/// `&self`, then submits one batch. The reads of one command must see one consistent state,
+/// which holds trivially when nothing else writes between them. A backend shared by several
+/// engines (threads, processes) must give that guarantee itself: implement the trait on a
+/// read view that holds a snapshot and writes through a transaction (TiKV, RocksDB
+/// `Snapshot` + `WriteBatch`), or have the caller lock the keys a command touches.
+pub trait KvBackend {
+    /// Reads one record.
+    ///
+    /// # Errors
+    /// [`crate::Error::Backend`] when the store fails.
+    fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>>;
+
+    /// Reads several records of one column family; the answer has one entry per key.
+    ///
+    /// # Errors
+    /// [`crate::Error::Backend`] when the store fails.
+    fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
+        keys.iter().map(|k| self.get(cf, k)).collect()
+    }
+
+    /// Walks `range` in one column family, lazily.
+    ///
+    /// # Errors
+    /// [`crate::Error::Backend`] when the scan cannot start; later failures come as items.
+    fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>>;
+
+    /// Applies a batch atomically.
+    ///
+    /// # Errors
+    /// [`crate::Error::Backend`] when the store fails; then nothing was applied.
+    fn write(&mut self, batch: WriteBatch) -> Result<()>;
+}

@@ -1,0 +1,423 @@
+//! Record keys: metadata keys, subkeys and score keys, and the scan ranges over them.
+//!
+//! ```text
+//! metadata key: [fixed prefix][ns_len u8][ns][slot u16]?[md5 N]?[user key]
+//! subkey:       [fixed prefix][ns_len u8][ns][slot u16]?[md5 N]?[key_len u32][user key][version u64][sub]
+//! score key:    [fixed prefix][ns_len u8][ns][slot u16]?[md5 N]?[key_len u32][user key][version u64][score 8][member]
+//! ```
+//! The default layout (no fixed prefix, no slot, no md5, namespace `__namespace`) is Kvrocks'.
+//! Decoders read the namespace from the bytes, so one layout decodes the records of every
+//! namespace (what a compaction filter needs); the fixed prefix must match.
+
+use bytes::BufMut;
+use md5::{Digest, Md5};
+
+use super::double::{decode_f64_slice, encode_f64};
+use super::reader::Reader;
+use super::slot::key_slot;
+use crate::error::{Error, Result};
+
+/// The namespace of the default layout (Kvrocks' default).
+pub const DEFAULT_NAMESPACE: &[u8] = b"__namespace";
+
+/// How keys are laid out: fixed prefix, namespace, cluster slot, md5 spread prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyLayout {
+    fixed_prefix: Vec<u8>,
+    namespace: Vec<u8>,
+    cluster_slots: bool,
+    hash_prefix_len: usize,
+    /// `fixed_prefix ++ [ns_len] ++ namespace`, the start of every record.
+    head: Vec<u8>,
+}
+
+impl Default for KeyLayout {
+    fn default() -> Self {
+        KeyLayout::new(DEFAULT_NAMESPACE).expect("default namespace fits")
+    }
+}
+
+impl KeyLayout {
+    /// Kvrocks standalone layout with the given namespace.
+    ///
+    /// # Errors
+    /// [`Error::NamespaceTooLong`] for a namespace over 255 bytes.
+    pub fn new(namespace: &[u8]) -> Result<Self> {
+        let mut layout = KeyLayout {
+            fixed_prefix: Vec::new(),
+            namespace: Vec::new(),
+            cluster_slots: false,
+            hash_prefix_len: 0,
+            head: Vec::new(),
+        };
+        layout.set_namespace(namespace)?;
+        Ok(layout)
+    }
+
+    fn set_namespace(&mut self, namespace: &[u8]) -> Result<()> {
+        let len = u8::try_from(namespace.len()).map_err(|_| Error::NamespaceTooLong(namespace.len()))?;
+        self.namespace = namespace.to_vec();
+        self.head.clear();
+        self.head.extend_from_slice(&self.fixed_prefix);
+        self.head.push(len);
+        self.head.extend_from_slice(namespace);
+        Ok(())
+    }
+
+    /// The same layout with another namespace.
+    ///
+    /// # Errors
+    /// [`Error::NamespaceTooLong`] for a namespace over 255 bytes.
+    pub fn with_namespace(mut self, namespace: &[u8]) -> Result<Self> {
+        self.set_namespace(namespace)?;
+        Ok(self)
+    }
+
+    /// Writes the 2-byte cluster slot of the user key after the namespace when `on`.
+    pub fn with_cluster_slots(mut self, on: bool) -> Self {
+        self.cluster_slots = on;
+        self
+    }
+
+    /// Puts `prefix` before every record (NeoKV writes region id + index id there).
+    pub fn with_fixed_prefix(mut self, prefix: &[u8]) -> Self {
+        self.fixed_prefix = prefix.to_vec();
+        let ns = std::mem::take(&mut self.namespace);
+        self.set_namespace(&ns).expect("namespace was valid");
+        self
+    }
+
+    /// Puts the first `len` bytes of md5(user key) before the user key (camellia's spread
+    /// prefix); 0 turns it off.
+    ///
+    /// # Errors
+    /// [`Error::HashPrefixTooLong`] for more than 16 bytes.
+    pub fn with_hash_prefix(mut self, len: usize) -> Result<Self> {
+        if len > 16 {
+            return Err(Error::HashPrefixTooLong(len));
+        }
+        self.hash_prefix_len = len;
+        Ok(self)
+    }
+
+    /// The namespace records are written under.
+    pub fn namespace(&self) -> &[u8] {
+        &self.namespace
+    }
+
+    /// Whether the cluster slot is written.
+    pub fn cluster_slots(&self) -> bool {
+        self.cluster_slots
+    }
+
+    /// The fixed prefix before every record.
+    pub fn fixed_prefix(&self) -> &[u8] {
+        &self.fixed_prefix
+    }
+
+    /// How many md5 bytes go before the user key.
+    pub fn hash_prefix_len(&self) -> usize {
+        self.hash_prefix_len
+    }
+
+    /// Writes `[slot]?[md5]?` for `key`.
+    fn put_key_route(&self, key: &[u8], out: &mut impl BufMut) {
+        if self.cluster_slots {
+            out.put_u16(key_slot(key));
+        }
+        if self.hash_prefix_len > 0 {
+            out.put_slice(&Md5::digest(key)[..self.hash_prefix_len]);
+        }
+    }
+
+    fn route_len(&self) -> usize {
+        self.head.len() + if self.cluster_slots { 2 } else { 0 } + self.hash_prefix_len
+    }
+
+    /// Writes the metadata key of `key`: `[prefix][ns_len][ns][slot]?[md5]?[key]`.
+    pub fn encode_metadata_key(&self, key: &[u8], out: &mut impl BufMut) {
+        out.put_slice(&self.head);
+        self.put_key_route(key, out);
+        out.put_slice(key);
+    }
+
+    /// The metadata key of `key`, in a new vector.
+    pub fn metadata_key(&self, key: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.route_len() + key.len());
+        self.encode_metadata_key(key, &mut out);
+        out
+    }
+
+    /// Writes the prefix shared by every subkey and score key of `key` at `version`:
+    /// `[prefix][ns_len][ns][slot]?[md5]?[key_len u32][key][version u64]`.
+    ///
+    /// # Errors
+    /// [`Error::KeyTooLong`] for a key over `u32::MAX` bytes.
+    pub fn encode_subkey_prefix(&self, key: &[u8], version: u64, out: &mut impl BufMut) -> Result<()> {
+        let len = u32::try_from(key.len()).map_err(|_| Error::KeyTooLong(key.len()))?;
+        out.put_slice(&self.head);
+        self.put_key_route(key, out);
+        out.put_u32(len);
+        out.put_slice(key);
+        out.put_u64(version);
+        Ok(())
+    }
+
+    /// The subkey prefix of `key` at `version`, in a new vector with room for `extra` bytes.
+    ///
+    /// # Errors
+    /// As [`KeyLayout::encode_subkey_prefix`].
+    pub fn subkey_prefix(&self, key: &[u8], version: u64, extra: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.route_len() + 12 + key.len() + extra);
+        self.encode_subkey_prefix(key, version, &mut out)?;
+        Ok(out)
+    }
+
+    /// Writes a subkey: the subkey prefix then `sub` (hash field, set member, zset member,
+    /// or a list index as u64 big-endian).
+    ///
+    /// # Errors
+    /// As [`KeyLayout::encode_subkey_prefix`].
+    pub fn encode_subkey(&self, key: &[u8], version: u64, sub: &[u8], out: &mut impl BufMut) -> Result<()> {
+        self.encode_subkey_prefix(key, version, out)?;
+        out.put_slice(sub);
+        Ok(())
+    }
+
+    /// The subkey of `sub`, in a new vector.
+    ///
+    /// # Errors
+    /// As [`KeyLayout::encode_subkey_prefix`].
+    pub fn subkey(&self, key: &[u8], version: u64, sub: &[u8]) -> Result<Vec<u8>> {
+        let mut out = self.subkey_prefix(key, version, sub.len())?;
+        out.extend_from_slice(sub);
+        Ok(out)
+    }
+
+    /// Writes a score key: the subkey prefix, the ordered score, then the member.
+    ///
+    /// # Errors
+    /// As [`KeyLayout::encode_subkey_prefix`], and [`Error::NanScore`] for NaN.
+    pub fn encode_score_key(
+        &self,
+        key: &[u8],
+        version: u64,
+        score: f64,
+        member: &[u8],
+        out: &mut impl BufMut,
+    ) -> Result<()> {
+        let score = encode_f64(score)?;
+        self.encode_subkey_prefix(key, version, out)?;
+        out.put_slice(&score);
+        out.put_slice(member);
+        Ok(())
+    }
+
+    /// The score key of `member` with `score`, in a new vector.
+    ///
+    /// # Errors
+    /// As [`KeyLayout::encode_score_key`].
+    pub fn score_key(&self, key: &[u8], version: u64, score: f64, member: &[u8]) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.route_len() + 20 + key.len() + member.len());
+        self.encode_score_key(key, version, score, member, &mut out)?;
+        Ok(out)
+    }
+
+    /// Every subkey of `key` at `version`, and no other record.
+    ///
+    /// # Errors
+    /// As [`KeyLayout::encode_subkey_prefix`].
+    pub fn subkey_range(&self, key: &[u8], version: u64) -> Result<KeyRange> {
+        Ok(KeyRange::prefix(self.subkey_prefix(key, version, 0)?))
+    }
+
+    /// Every score key of `key` at `version`, starting at `from` (inclusive) when given.
+    ///
+    /// # Errors
+    /// As [`KeyLayout::encode_subkey_prefix`], and [`Error::NanScore`] for a NaN bound.
+    pub fn score_range(&self, key: &[u8], version: u64, from: Option<f64>) -> Result<KeyRange> {
+        let mut range = self.subkey_range(key, version)?;
+        if let Some(score) = from {
+            range.start.extend_from_slice(&encode_f64(score)?);
+        }
+        Ok(range)
+    }
+
+    /// Every metadata key of this layout's namespace (all slots).
+    pub fn namespace_range(&self) -> KeyRange {
+        KeyRange::prefix(self.head.clone())
+    }
+
+    /// Every metadata key of this namespace in cluster slot `slot`.
+    ///
+    /// # Errors
+    /// [`Error::LayoutMismatch`] when the layout has no cluster slots.
+    pub fn slot_range(&self, slot: u16) -> Result<KeyRange> {
+        if !self.cluster_slots {
+            return Err(Error::LayoutMismatch("cluster slots are off"));
+        }
+        let mut start = self.head.clone();
+        start.put_u16(slot);
+        Ok(KeyRange::prefix(start))
+    }
+
+    /// Reads the head and route shared by all records: prefix, namespace, slot, md5.
+    fn read_route<'a>(&self, r: &mut Reader<'a>) -> Result<(&'a [u8], Option<u16>, &'a [u8])> {
+        if r.take(self.fixed_prefix.len())? != self.fixed_prefix.as_slice() {
+            return Err(Error::LayoutMismatch("fixed prefix differs"));
+        }
+        let ns_len = r.u8()?;
+        let namespace = r.take(usize::from(ns_len))?;
+        let slot = if self.cluster_slots { Some(r.u16()?) } else { None };
+        let hash = r.take(self.hash_prefix_len)?;
+        Ok((namespace, slot, hash))
+    }
+
+    /// Reads a metadata key, borrowing its parts.
+    ///
+    /// # Errors
+    /// [`Error::LayoutMismatch`] when the fixed prefix differs, [`Error::Truncated`] when
+    /// the bytes end inside the namespace, slot or md5 prefix.
+    pub fn decode_metadata_key<'a>(&self, bytes: &'a [u8]) -> Result<MetadataKey<'a>> {
+        let mut r = Reader::new(bytes, "metadata key");
+        let (namespace, slot, hash) = self.read_route(&mut r)?;
+        Ok(MetadataKey { namespace, slot, hash, user_key: r.rest() })
+    }
+
+    /// Reads a subkey, borrowing its parts.
+    ///
+    /// # Errors
+    /// As [`KeyLayout::decode_metadata_key`], and [`Error::Truncated`] when the key length,
+    /// key or version is cut short.
+    pub fn decode_subkey<'a>(&self, bytes: &'a [u8]) -> Result<Subkey<'a>> {
+        let mut r = Reader::new(bytes, "subkey");
+        let (namespace, slot, hash) = self.read_route(&mut r)?;
+        let key_len = r.u32()? as usize;
+        let user_key = r.take(key_len)?;
+        let version = r.u64()?;
+        Ok(Subkey { namespace, slot, hash, user_key, version, sub: r.rest() })
+    }
+
+    /// Reads a score key, borrowing its parts.
+    ///
+    /// # Errors
+    /// As [`KeyLayout::decode_subkey`], and [`Error::Truncated`] / [`Error::NanScore`] for
+    /// the score.
+    pub fn decode_score_key<'a>(&self, bytes: &'a [u8]) -> Result<ScoreKey<'a>> {
+        let sk = self.decode_subkey(bytes)?;
+        let mut r = Reader::new(sk.sub, "score key");
+        let score = decode_f64_slice(r.take(8)?)?;
+        Ok(ScoreKey { owner: sk.owner(), version: sk.version, score, member: r.rest() })
+    }
+
+    /// The metadata key that owns a decoded subkey or score key: same namespace, slot, md5
+    /// and user key. This is how a compaction filter finds a record's metadata.
+    pub fn owner_metadata_key(&self, owner: &KeyOwner<'_>) -> Vec<u8> {
+        let mut out = Vec::with_capacity(
+            self.fixed_prefix.len() + 3 + owner.namespace.len() + owner.hash.len() + owner.user_key.len(),
+        );
+        out.put_slice(&self.fixed_prefix);
+        out.put_u8(owner.namespace.len() as u8);
+        out.put_slice(owner.namespace);
+        if let Some(slot) = owner.slot {
+            out.put_u16(slot);
+        }
+        out.put_slice(owner.hash);
+        out.put_slice(owner.user_key);
+        out
+    }
+}
+
+/// The parts of a metadata key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetadataKey<'a> {
+    /// The namespace bytes.
+    pub namespace: &'a [u8],
+    /// The cluster slot, when the layout writes it.
+    pub slot: Option<u16>,
+    /// The md5 spread prefix (empty when off).
+    pub hash: &'a [u8],
+    /// The Redis key.
+    pub user_key: &'a [u8],
+}
+
+/// The parts of a subkey.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Subkey<'a> {
+    /// The namespace bytes.
+    pub namespace: &'a [u8],
+    /// The cluster slot, when the layout writes it.
+    pub slot: Option<u16>,
+    /// The md5 spread prefix (empty when off).
+    pub hash: &'a [u8],
+    /// The Redis key.
+    pub user_key: &'a [u8],
+    /// The version of the collection the record belongs to.
+    pub version: u64,
+    /// Field, member, or list index bytes.
+    pub sub: &'a [u8],
+}
+
+impl<'a> Subkey<'a> {
+    /// The key this record belongs to.
+    pub fn owner(&self) -> KeyOwner<'a> {
+        KeyOwner { namespace: self.namespace, slot: self.slot, hash: self.hash, user_key: self.user_key }
+    }
+}
+
+/// The parts of a score key.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoreKey<'a> {
+    /// The key this record belongs to.
+    pub owner: KeyOwner<'a>,
+    /// The version of the sorted set.
+    pub version: u64,
+    /// The member's score.
+    pub score: f64,
+    /// The member.
+    pub member: &'a [u8],
+}
+
+/// The key a subkey or score key belongs to (everything but version and sub).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyOwner<'a> {
+    /// The namespace bytes.
+    pub namespace: &'a [u8],
+    /// The cluster slot, when the layout writes it.
+    pub slot: Option<u16>,
+    /// The md5 spread prefix (empty when off).
+    pub hash: &'a [u8],
+    /// The Redis key.
+    pub user_key: &'a [u8],
+}
+
+/// A half-open key range `[start, end)`; `end: None` means to the end of the key space.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KeyRange {
+    /// First key in the range.
+    pub start: Vec<u8>,
+    /// First key past the range, or `None` for unbounded.
+    pub end: Option<Vec<u8>>,
+}
+
+impl KeyRange {
+    /// Every key that starts with `prefix`.
+    pub fn prefix(prefix: Vec<u8>) -> Self {
+        let end = prefix_successor(&prefix);
+        KeyRange { start: prefix, end }
+    }
+
+    /// Whether `key` lies in the range.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        key >= self.start.as_slice() && self.end.as_deref().is_none_or(|end| key < end)
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix`: the prefix with trailing
+/// `0xFF` bytes dropped and its last byte incremented; `None` when there is none.
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let last = prefix.iter().rposition(|&b| b != 0xFF)?;
+    let mut end = prefix[..=last].to_vec();
+    end[last] += 1;
+    Some(end)
+}

@@ -1,0 +1,156 @@
+//! Metadata values: the one record per Redis key in the Metadata CF.
+
+use bytes::BufMut;
+
+use super::list::LIST_INITIAL_INDEX;
+use super::reader::Reader;
+use super::types::{Flags, RedisType};
+use crate::error::Result;
+
+/// A decoded metadata value. Strings borrow their value from the input.
+///
+/// | type | bytes after flags and expire |
+/// |---|---|
+/// | String | the raw value |
+/// | Hash, Set, ZSet | version u64, size u64 |
+/// | List | version u64, size u64, head u64, tail u64 |
+///
+/// All integers are big-endian. Legacy records (flags bit 7 clear) have a u32 expire in
+/// seconds and a u32 size; they decode to the same struct, expire converted to milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metadata<'a> {
+    /// The value's type.
+    pub ty: RedisType,
+    /// Absolute expiry in unix milliseconds; 0 means none.
+    pub expire_ms: u64,
+    /// The incarnation of a collection; 0 for strings.
+    pub version: u64,
+    /// Number of elements of a collection; 0 for strings and blind-write collections.
+    pub size: u64,
+    /// First list index in use (lists only).
+    pub head: u64,
+    /// One past the last list index in use (lists only).
+    pub tail: u64,
+    /// The size is not tracked: the collection exists while this record exists.
+    pub blind_write: bool,
+    /// The string value (empty for collections).
+    pub value: &'a [u8],
+}
+
+impl<'a> Metadata<'a> {
+    /// The metadata of a string holding `value`.
+    pub fn string(value: &'a [u8], expire_ms: u64) -> Self {
+        Metadata {
+            ty: RedisType::String,
+            expire_ms,
+            version: 0,
+            size: 0,
+            head: 0,
+            tail: 0,
+            blind_write: false,
+            value,
+        }
+    }
+
+    /// The metadata of a new, empty collection with the given version. Lists start with
+    /// head = tail = [`LIST_INITIAL_INDEX`].
+    pub fn collection(ty: RedisType, version: u64) -> Metadata<'static> {
+        let (head, tail) =
+            if ty == RedisType::List { (LIST_INITIAL_INDEX, LIST_INITIAL_INDEX) } else { (0, 0) };
+        Metadata { ty, expire_ms: 0, version, size: 0, head, tail, blind_write: false, value: &[] }
+    }
+
+    /// Whether the key has expired at `now_ms`: `expire != 0 && expire < now`.
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_ms != 0 && self.expire_ms < now_ms
+    }
+
+    /// Whether the key exists at `now_ms`: not expired, and a collection is non-empty
+    /// (blind-write collections exist while their record does).
+    pub fn is_live(&self, now_ms: u64) -> bool {
+        !self.is_expired(now_ms) && (self.ty == RedisType::String || self.blind_write || self.size > 0)
+    }
+
+    /// The number of bytes [`Metadata::encode`] writes.
+    pub fn encoded_len(&self) -> usize {
+        9 + match self.ty {
+            RedisType::String => self.value.len(),
+            RedisType::List => 32,
+            _ => 16,
+        }
+    }
+
+    /// Writes the 64-bit form: flags, expire u64, then the value (strings), version and size
+    /// (hash, set, zset) or version, size, head and tail (lists). A blind-write collection
+    /// writes size 0.
+    pub fn encode(&self, out: &mut impl BufMut) {
+        out.put_u8(Flags::new(self.ty, self.blind_write).byte());
+        out.put_u64(self.expire_ms);
+        match self.ty {
+            RedisType::String => out.put_slice(self.value),
+            ty => {
+                out.put_u64(self.version);
+                out.put_u64(if self.blind_write { 0 } else { self.size });
+                if ty == RedisType::List {
+                    out.put_u64(self.head);
+                    out.put_u64(self.tail);
+                }
+            }
+        }
+    }
+
+    /// [`Metadata::encode`] into a new vector.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len());
+        self.encode(&mut out);
+        out
+    }
+
+    /// Reads a metadata value, 64-bit or legacy. Borrows the string value from `bytes`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Truncated`] when a field is cut short, [`crate::Error::TrailingBytes`]
+    /// after a collection's last field, and the flags errors of [`Flags::from_byte`].
+    pub fn decode(bytes: &'a [u8]) -> Result<Self> {
+        let mut r = Reader::new(bytes, "metadata");
+        let flags = Flags::from_byte(r.u8()?)?;
+        let expire_ms = if flags.wide { r.u64()? } else { u64::from(r.u32()?) * 1000 };
+        let mut meta = Metadata {
+            ty: flags.ty,
+            expire_ms,
+            version: 0,
+            size: 0,
+            head: 0,
+            tail: 0,
+            blind_write: flags.blind_write,
+            value: &[],
+        };
+        if flags.ty == RedisType::String {
+            meta.value = r.rest();
+            return Ok(meta);
+        }
+        meta.version = r.u64()?;
+        meta.size = if flags.wide { r.u64()? } else { u64::from(r.u32()?) };
+        if flags.blind_write {
+            meta.size = 0;
+        }
+        if flags.ty == RedisType::List {
+            meta.head = r.u64()?;
+            meta.tail = r.u64()?;
+        }
+        r.finish()?;
+        Ok(meta)
+    }
+}
+
+/// Reads only the type and expiry of a metadata value, without the rest: what a compaction
+/// filter or an expiry sweep needs.
+///
+/// # Errors
+/// As [`Metadata::decode`] for the flags and expire fields.
+pub fn peek_type_and_expire(bytes: &[u8]) -> Result<(RedisType, u64)> {
+    let mut r = Reader::new(bytes, "metadata");
+    let flags = Flags::from_byte(r.u8()?)?;
+    let expire_ms = if flags.wide { r.u64()? } else { u64::from(r.u32()?) * 1000 };
+    Ok((flags.ty, expire_ms))
+}

@@ -1,0 +1,49 @@
+//! Bytes only: record layouts, the ordered double, list indices, versions and cluster slots.
+//!
+//! Nothing here does I/O or knows about commands; every decoder borrows from its input and
+//! returns [`crate::Error`] instead of panicking.
+
+mod double;
+mod key;
+mod list;
+mod metadata;
+pub(crate) mod reader;
+mod slot;
+mod types;
+mod version;
+
+pub use double::{decode_f64, decode_f64_slice, encode_f64};
+pub use key::{
+    DEFAULT_NAMESPACE, KeyLayout, KeyOwner, KeyRange, MetadataKey, ScoreKey, Subkey, prefix_successor,
+};
+pub use list::{LIST_INITIAL_INDEX, position_of, push_back_tail, push_front_index, stored_index};
+pub use metadata::{Metadata, peek_type_and_expire};
+pub use slot::{SLOT_COUNT, hash_tag, key_slot};
+pub use types::{FLAG_64BIT, FLAG_BLIND_WRITE, FLAG_RESERVED, Flags, RedisType, TYPE_MASK};
+pub use version::{Clock, ManualClock, SystemClock, VersionGenerator};
+
+/// The column families records live in (LAYOUT.md). A backend with one key space maps each
+/// to a distinct one-byte prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ColumnFamily {
+    /// One record per Redis key (Kvrocks `metadata`).
+    Metadata,
+    /// Hash fields, set members, list elements, zset members (Kvrocks `default`).
+    Subkey,
+    /// Zset members ordered by score (Kvrocks `zset_score`).
+    Score,
+}
+
+impl ColumnFamily {
+    /// All three, in a fixed order.
+    pub const ALL: [ColumnFamily; 3] = [ColumnFamily::Metadata, ColumnFamily::Subkey, ColumnFamily::Score];
+
+    /// Kvrocks' name for the column family.
+    pub const fn kvrocks_name(self) -> &'static str {
+        match self {
+            ColumnFamily::Metadata => "metadata",
+            ColumnFamily::Subkey => "default",
+            ColumnFamily::Score => "zset_score",
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! [`Reply`]: a RESP2 value, and its wire encoding.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+
+/// A command's answer, mirroring the RESP2 value kinds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// `+text` — a simple string such as `OK` or `PONG`.
+    Status(Cow<'static, str>),
+    /// `-text` — an error; the text starts with its code (`ERR`, `WRONGTYPE`…).
+    Error(String),
+    /// `:n`.
+    Integer(i64),
+    /// `$len` then the bytes.
+    Bulk(Bytes),
+    /// `$-1` — the nil bulk string.
+    Nil,
+    /// `*len` then the elements.
+    Array(Vec<Reply>),
+    /// `*-1` — the nil array.
+    NilArray,
+}
+
+impl Reply {
+    /// `+OK`.
+    pub const OK: Reply = Reply::Status(Cow::Borrowed("OK"));
+
+    /// A status reply with static text.
+    pub const fn status(text: &'static str) -> Reply {
+        Reply::Status(Cow::Borrowed(text))
+    }
+
+    /// A bulk reply copying `bytes`.
+    pub fn bulk(bytes: &[u8]) -> Reply {
+        Reply::Bulk(Bytes::copy_from_slice(bytes))
+    }
+
+    /// A bulk reply holding the decimal text of `n`.
+    pub fn bulk_int(n: i64) -> Reply {
+        Reply::Bulk(Bytes::from(n.to_string()))
+    }
+
+    /// A bulk reply, or nil for `None`.
+    pub fn bulk_or_nil(bytes: Option<Bytes>) -> Reply {
+        bytes.map_or(Reply::Nil, Reply::Bulk)
+    }
+
+    /// An array of bulk replies.
+    pub fn bulks<I, T>(items: I) -> Reply
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<Bytes>,
+    {
+        Reply::Array(items.into_iter().map(|b| Reply::Bulk(b.into())).collect())
+    }
+
+    /// Whether this is an error reply.
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error(_))
+    }
+
+    /// Appends the RESP2 encoding: `+OK\r\n`, `-ERR …\r\n`, `:1\r\n`, `$3\r\nfoo\r\n`,
+    /// `$-1\r\n`, `*2\r\n…`, `*-1\r\n`.
+    pub fn write_resp(&self, out: &mut Vec<u8>) {
+        fn line(out: &mut Vec<u8>, prefix: u8, text: &[u8]) {
+            out.push(prefix);
+            out.extend_from_slice(text);
+            out.extend_from_slice(b"\r\n");
+        }
+        match self {
+            Reply::Status(s) => line(out, b'+', s.as_bytes()),
+            Reply::Error(e) => line(out, b'-', e.as_bytes()),
+            Reply::Integer(n) => line(out, b':', itoa_buf(*n).as_bytes()),
+            Reply::Bulk(b) => {
+                line(out, b'$', itoa_buf(b.len() as i64).as_bytes());
+                out.extend_from_slice(b);
+                out.extend_from_slice(b"\r\n");
+            }
+            Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
+            Reply::Array(items) => {
+                line(out, b'*', itoa_buf(items.len() as i64).as_bytes());
+                for item in items {
+                    item.write_resp(out);
+                }
+            }
+            Reply::NilArray => out.extend_from_slice(b"*-1\r\n"),
+        }
+    }
+}
+
+fn itoa_buf(n: i64) -> String {
+    n.to_string()
+}

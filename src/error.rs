@@ -1,0 +1,65 @@
+//! The crate's one error type.
+
+/// Everything that can go wrong in the codec and the backend layer.
+///
+/// Command-level failures (WRONGTYPE, syntax errors…) are not errors of the library: they are
+/// Redis error replies, see [`crate::commands::CommandError`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The input ended before a field could be read.
+    #[error("truncated {what}: need {need} bytes, have {have}")]
+    Truncated {
+        /// The record or field being read.
+        what: &'static str,
+        /// Bytes the field needs.
+        need: usize,
+        /// Bytes that were left.
+        have: usize,
+    },
+    /// A fixed-size record had bytes after its last field.
+    #[error("{what} has {extra} trailing bytes")]
+    TrailingBytes {
+        /// The record being read.
+        what: &'static str,
+        /// How many bytes were left over.
+        extra: usize,
+    },
+    /// A type id Kvrocks knows but this crate does not implement (0, 6–11).
+    #[error("unsupported redis type {name} (id {id})")]
+    UnsupportedType {
+        /// The type nibble.
+        id: u8,
+        /// Kvrocks' name for it.
+        name: &'static str,
+    },
+    /// A type id no known writer uses (12–15).
+    #[error("unknown redis type id {0}")]
+    UnknownType(u8),
+    /// Reserved flag bits were set, or the blind-write bit on a string.
+    #[error("invalid metadata flags {0:#04x}")]
+    InvalidFlags(u8),
+    /// A namespace longer than 255 bytes.
+    #[error("namespace is {0} bytes, the maximum is 255")]
+    NamespaceTooLong(usize),
+    /// A user key longer than `u32::MAX` bytes.
+    #[error("key is {0} bytes, the maximum is 4294967295")]
+    KeyTooLong(usize),
+    /// More md5 bytes were asked for than a digest has.
+    #[error("md5 prefix of {0} bytes, the maximum is 16")]
+    HashPrefixTooLong(usize),
+    /// NaN cannot be stored as a score.
+    #[error("NaN is not a storable score")]
+    NanScore,
+    /// A key does not belong to the layout it was decoded with.
+    #[error("key does not match the layout: {0}")]
+    LayoutMismatch(&'static str),
+    /// List head/tail arithmetic left the u64 range.
+    #[error("list index out of range")]
+    ListIndexOverflow,
+    /// A failure reported by a storage backend.
+    #[error("backend: {0}")]
+    Backend(String),
+}
+
+/// `Result` with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

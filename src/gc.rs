@@ -1,0 +1,1 @@
+//! Garbage decision and expiry sweep (to be filled).

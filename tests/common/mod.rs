@@ -1,0 +1,49 @@
+//! Shared helpers for the command tests: a database on `MemoryBackend` with a manual clock.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rediskv::backend::MemoryBackend;
+use rediskv::codec::ManualClock;
+use rediskv::commands::{Db, Reply};
+
+/// 2026-01-01T00:00:00Z in milliseconds: the clock every test starts at.
+pub const T0_MS: u64 = 1_767_225_600_000;
+
+/// A fresh database and the clock that drives it.
+pub fn db() -> (Db<MemoryBackend>, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    let db = Db::new(MemoryBackend::new()).with_clock(clock.clone()).with_seed(42);
+    (db, clock)
+}
+
+/// Runs a command written as one line of space-separated arguments.
+pub fn run(db: &mut Db<MemoryBackend>, line: &str) -> Reply {
+    db.run(&line.split_whitespace().collect::<Vec<_>>())
+}
+
+/// A bulk reply.
+pub fn bulk(s: &str) -> Reply {
+    Reply::Bulk(Bytes::copy_from_slice(s.as_bytes()))
+}
+
+/// An array of bulk replies.
+pub fn bulks(items: &[&str]) -> Reply {
+    Reply::Array(items.iter().map(|s| bulk(s)).collect())
+}
+
+/// An error reply with exactly this text.
+pub fn err(text: &str) -> Reply {
+    Reply::Error(text.to_string())
+}
+
+/// The integer reply `n`.
+pub fn int(n: i64) -> Reply {
+    Reply::Integer(n)
+}
+
+/// The WRONGTYPE error reply.
+pub fn wrongtype() -> Reply {
+    err("WRONGTYPE Operation against a key holding the wrong kind of value")
+}

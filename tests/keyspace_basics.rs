@@ -1,0 +1,27 @@
+//! DEL, EXISTS, TYPE, SELECT, PING and the dispatcher's errors.
+
+mod common;
+use common::*;
+use rediskv::commands::Reply;
+
+#[test]
+fn unknown_command_and_arity_errors_match_redis() {
+    let (mut db, _) = db();
+    // Texts from redis-server 7.0.15.
+    assert_eq!(run(&mut db, "foo a b"), err("ERR unknown command 'foo', with args beginning with: 'a' 'b' "));
+    assert_eq!(run(&mut db, "GeT"), err("ERR wrong number of arguments for 'get' command"));
+    assert_eq!(run(&mut db, "ping a b"), err("ERR wrong number of arguments for 'ping' command"));
+    assert_eq!(run(&mut db, "select 16"), err("ERR DB index is out of range"));
+    assert_eq!(run(&mut db, "select x"), err("ERR value is not an integer or out of range"));
+}
+
+#[test]
+fn ping_echo_type_of_missing() {
+    let (mut db, _) = db();
+    assert_eq!(run(&mut db, "PING"), Reply::status("PONG"));
+    assert_eq!(run(&mut db, "ping hi"), bulk("hi"));
+    assert_eq!(run(&mut db, "echo x"), bulk("x"));
+    assert_eq!(run(&mut db, "type nosuch"), Reply::status("none"));
+    assert_eq!(run(&mut db, "exists a b"), int(0));
+    assert_eq!(run(&mut db, "del a b"), int(0));
+}
