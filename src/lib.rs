@@ -1,8 +1,53 @@
-//! stub
+//! The Redis data model on an ordered key-value store.
+//!
+//! `rediskv` turns Redis keys into records of three column families and back, byte-compatible
+//! with Apache Kvrocks by default, and runs Redis 7.0 command semantics against any store that
+//! implements [`backend::KvBackend`]. It does no I/O of its own.
+//!
+//! | module | answers |
+//! |---|---|
+//! | [`codec`] | the bytes: record layouts, metadata, ordered doubles, list indices, versions, slots |
+//! | [`backend`] | the storage trait, the in-memory reference backend, the conformance kit |
+//! | [`commands`] | Redis semantics: [`commands::Db`], `execute(argv) -> Reply`, one file per type |
+//! | [`gc`] | lazy deletion: the garbage decision, the expiry sweep, a compaction pass |
+//!
+//! # Format
+//!
+//! All integers are big-endian; `ns` is the namespace (default `__namespace`), `slot` is
+//! present only with cluster slots on, `md5` only with a hash-spread prefix, and `prefix`
+//! only with a fixed prefix (see [`codec::KeyLayout`]).
+//!
+//! | record | CF | key | value |
+//! |---|---|---|---|
+//! | string | Metadata | `prefix ns_len:u8 ns slot:u16 md5 key` | `flags:u8 expire:u64 bytes` |
+//! | hash/set/zset | Metadata | as above | `flags expire version:u64 size:u64` |
+//! | list | Metadata | as above | `flags expire version size head:u64 tail:u64` |
+//! | hash field | Subkey | `prefix ns_len ns slot md5 key_len:u32 key version:u64 field` | field value |
+//! | set member | Subkey | `… version member` | empty |
+//! | list element | Subkey | `… version index:u64` | element |
+//! | zset member | Subkey | `… version member` | score, 8 ordered bytes |
+//! | zset score | Score | `… version score:8 member` | empty |
+//!
+//! `flags = 0x80 | type` (String 1, Hash 2, List 3, Set 4, ZSet 5); `0x40` marks a
+//! blind-write collection. Expire is unix milliseconds, 0 for none. Legacy records (bit 7
+//! clear) with a u32 expire in seconds and a u32 size are read, never written.
+//!
+//! # Example
+//!
+//! ```
+//! use rediskv::backend::MemoryBackend;
+//! use rediskv::commands::{Db, Reply};
+//!
+//! let mut db = Db::new(MemoryBackend::new());
+//! assert_eq!(db.run(&["PING"]), Reply::status("PONG"));
+//! assert_eq!(db.run(&["DEL", "nothing"]), Reply::Integer(0));
+//! ```
 #![deny(missing_docs)]
+
 pub mod backend;
 pub mod codec;
 pub mod commands;
 mod error;
 pub mod gc;
+
 pub use error::{Error, Result};

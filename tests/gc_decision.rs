@@ -1,0 +1,161 @@
+//! The garbage decision, the expiry sweep and the compaction pass on hand-built records.
+
+use bytes::Bytes;
+use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
+use rediskv::codec::{KeyLayout, Metadata, RedisType};
+use rediskv::gc::{Decision, ExpirySweep, compact, decide, decide_with_metadata};
+
+const NOW: u64 = 1_000_000;
+const GRACE: u64 = 300_000;
+
+fn hash_meta(version: u64, size: u64, expire_ms: u64) -> Vec<u8> {
+    Metadata { size, expire_ms, ..Metadata::collection(RedisType::Hash, version) }.to_vec()
+}
+
+#[test]
+fn decision_table() {
+    let live = hash_meta(7, 1, 0);
+    assert_eq!(decide_with_metadata(&live, 7, NOW, GRACE), Decision::Keep);
+    assert_eq!(decide_with_metadata(&live, 6, NOW, GRACE), Decision::Drop, "older version");
+    assert_eq!(decide_with_metadata(&live, 8, NOW, GRACE), Decision::Drop, "other version");
+    assert_eq!(decide_with_metadata(&Metadata::string(b"v", 0).to_vec(), 7, NOW, GRACE), Decision::Drop);
+    assert_eq!(decide_with_metadata(&hash_meta(7, 0, 0), 7, NOW, GRACE), Decision::Drop, "empty");
+    // Expired, but still within the grace period: kept.
+    assert_eq!(decide_with_metadata(&hash_meta(7, 1, NOW - 1), 7, NOW, GRACE), Decision::Keep);
+    assert_eq!(decide_with_metadata(&hash_meta(7, 1, NOW - GRACE), 7, NOW, GRACE), Decision::Keep);
+    assert_eq!(decide_with_metadata(&hash_meta(7, 1, NOW - GRACE - 1), 7, NOW, GRACE), Decision::Drop);
+    assert_eq!(decide_with_metadata(&hash_meta(7, 1, NOW - 1), 7, NOW, 0), Decision::Drop);
+    // Unreadable metadata (a Kvrocks bitmap, type 6): never drop what we cannot read.
+    let bitmap = [0x86, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 1];
+    assert_eq!(decide_with_metadata(&bitmap, 7, NOW, GRACE), Decision::Keep);
+}
+
+#[test]
+fn decide_looks_up_the_owner_metadata_key() {
+    let layout = KeyLayout::default().with_cluster_slots(true).with_hash_prefix(4).unwrap();
+    let sub = layout.subkey(b"user:1", 7, b"field").unwrap();
+    let want = layout.metadata_key(b"user:1");
+    let mut asked = Vec::new();
+    let d = decide(
+        &layout,
+        ColumnFamily::Subkey,
+        &sub,
+        |k: &[u8]| {
+            asked.push(k.to_vec());
+            Some(hash_meta(7, 1, 0))
+        },
+        NOW,
+        GRACE,
+    );
+    assert_eq!(d, Decision::Keep);
+    assert_eq!(asked, vec![want]);
+    let score = layout.score_key(b"user:1", 7, 1.5, b"m").unwrap();
+    assert_eq!(
+        decide(&layout, ColumnFamily::Score, &score, |_: &[u8]| None::<Vec<u8>>, NOW, GRACE),
+        Decision::Drop
+    );
+    // Another namespace's record is looked up under its own namespace.
+    let other = layout.clone().with_namespace(b"other").unwrap();
+    let sub = other.subkey(b"k", 1, b"f").unwrap();
+    let mut asked = Vec::new();
+    decide(
+        &layout,
+        ColumnFamily::Subkey,
+        &sub,
+        |k: &[u8]| {
+            asked.push(k.to_vec());
+            None::<Vec<u8>>
+        },
+        NOW,
+        GRACE,
+    );
+    assert_eq!(asked, vec![other.metadata_key(b"k")]);
+    // Garbage bytes: kept, never a panic.
+    assert_eq!(
+        decide(&layout, ColumnFamily::Subkey, b"\x0b__nam", |_: &[u8]| None::<Vec<u8>>, NOW, GRACE),
+        Decision::Keep
+    );
+}
+
+fn put_meta(b: &mut MemoryBackend, layout: &KeyLayout, key: &[u8], value: Vec<u8>) {
+    let mut batch = WriteBatch::new();
+    batch.put(ColumnFamily::Metadata, layout.metadata_key(key), value);
+    b.write(batch).unwrap();
+}
+
+#[test]
+fn sweep_deletes_expired_metadata_in_bounded_steps() {
+    let layout = KeyLayout::default();
+    let mut b = MemoryBackend::new();
+    let mut expired = Vec::new();
+    for i in 0..25u32 {
+        let key = format!("k{i:02}");
+        let expire = match i % 3 {
+            0 => NOW - 1,
+            1 => NOW + 1,
+            _ => 0,
+        };
+        if i % 3 == 0 {
+            expired.push(Bytes::from(layout.metadata_key(key.as_bytes())));
+        }
+        put_meta(&mut b, &layout, key.as_bytes(), Metadata::string(b"v", expire).to_vec());
+    }
+    // A key in another namespace, expired, outside the swept range.
+    let other = layout.clone().with_namespace(b"x").unwrap();
+    put_meta(&mut b, &other, b"k", Metadata::string(b"v", 1).to_vec());
+
+    let mut sweep = ExpirySweep::new(layout.namespace_range());
+    let mut removed = Vec::new();
+    let mut steps = 0;
+    while !sweep.is_done() {
+        let step = sweep.step(&mut b, NOW, 10).unwrap();
+        assert!(step.scanned <= 10);
+        removed.extend(step.removed);
+        steps += 1;
+    }
+    assert_eq!(steps, 3, "25 records in steps of 10");
+    assert_eq!(removed, expired);
+    assert_eq!(b.len(ColumnFamily::Metadata), 25 - expired.len() + 1);
+    assert!(b.get(ColumnFamily::Metadata, &other.metadata_key(b"k")).unwrap().is_some());
+}
+
+#[test]
+fn compaction_drops_exactly_the_orphans() {
+    let layout = KeyLayout::default();
+    let mut b = MemoryBackend::new();
+    let mut batch = WriteBatch::new();
+    // live hash v7 with 2 fields, plus leftovers of its old version 6
+    batch.put(ColumnFamily::Metadata, layout.metadata_key(b"h"), hash_meta(7, 2, 0));
+    for (v, f) in [(7, "a"), (7, "b"), (6, "a"), (6, "old")] {
+        batch.put(
+            ColumnFamily::Subkey,
+            layout.subkey(b"h", v, f.as_bytes()).unwrap(),
+            Bytes::from_static(b"x"),
+        );
+    }
+    // deleted zset: records with no metadata
+    batch.put(ColumnFamily::Subkey, layout.subkey(b"z", 3, b"m").unwrap(), Bytes::new());
+    batch.put(ColumnFamily::Score, layout.score_key(b"z", 3, 2.0, b"m").unwrap(), Bytes::new());
+    // zset that is live
+    let zmeta = Metadata { size: 1, ..Metadata::collection(RedisType::ZSet, 9) }.to_vec();
+    batch.put(ColumnFamily::Metadata, layout.metadata_key(b"z2"), zmeta);
+    batch.put(ColumnFamily::Subkey, layout.subkey(b"z2", 9, b"m").unwrap(), Bytes::new());
+    batch.put(ColumnFamily::Score, layout.score_key(b"z2", 9, 1.0, b"m").unwrap(), Bytes::new());
+    b.write(batch).unwrap();
+
+    let report = compact(&mut b, &layout, NOW, GRACE).unwrap();
+    assert_eq!(report.examined, 8);
+    assert_eq!(report.dropped_subkeys, 3);
+    assert_eq!(report.dropped_scores, 1);
+    let left: Vec<_> = b.records(ColumnFamily::Subkey).map(|(k, _)| k.clone()).collect();
+    assert_eq!(
+        left,
+        vec![
+            Bytes::from(layout.subkey(b"h", 7, b"a").unwrap()),
+            Bytes::from(layout.subkey(b"h", 7, b"b").unwrap()),
+            Bytes::from(layout.subkey(b"z2", 9, b"m").unwrap()),
+        ]
+    );
+    assert_eq!(b.len(ColumnFamily::Score), 1);
+    assert_eq!(compact(&mut b, &layout, NOW, GRACE).unwrap().dropped_subkeys, 0, "idempotent");
+}
