@@ -1113,5 +1113,31 @@ pub(crate) mod long_double {
             assert!(big.starts_with("1999999999999999999933717593116912913211"), "{big}");
             assert_eq!(big.len(), 309);
         }
+
+        proptest::proptest! {
+            #[test]
+            fn parse_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+                if let Some(v) = parse(&bytes) {
+                    let _ = add(v, v).map(format_human);
+                }
+            }
+
+            #[test]
+            fn integer_sums_are_exact(a in proptest::prelude::any::<i64>(), b in proptest::prelude::any::<i64>()) {
+                // |a + b| < 2^64 fits the 64-bit significand: no rounding at all.
+                let want = (i128::from(a) + i128::from(b)).to_string();
+                proptest::prop_assert_eq!(incr(&a.to_string(), &b.to_string()), Some(want));
+            }
+
+            #[test]
+            fn short_decimals_round_trip(m in 0u64..100_000_000_000_000_000, neg in proptest::prelude::any::<bool>()) {
+                // Below 1 the error of the nearest long double (<= 2^-65) is far under
+                // half of the 1e-17 step %.17Lf prints, so the input comes back.
+                let text = format!("{}0.{m:017}", if neg { "-" } else { "" });
+                let trimmed = text.trim_end_matches('0').trim_end_matches('.');
+                let want = if trimmed == "-0" || trimmed.is_empty() || trimmed == "-" { "0" } else { trimmed };
+                proptest::prop_assert_eq!(incr(&text, "0"), Some(want.to_string()));
+            }
+        }
     }
 }
