@@ -52,8 +52,8 @@ pub struct SetOptions {
     pub xx: bool,
     /// GET: read the old value (the key must then hold a string or be missing).
     pub get: bool,
-    /// The absolute expiry in unix milliseconds; `None` means no expiry (or, with
-    /// `keep_ttl`, the current one).
+    /// The absolute expiry in unix milliseconds (a past time stores the key already
+    /// expired); `None` means no expiry (or, with `keep_ttl`, the current one).
     pub expire_at_ms: Option<i64>,
     /// KEEPTTL: keep the current expiry.
     pub keep_ttl: bool,
@@ -80,6 +80,12 @@ pub enum GetExpiry {
 /// A byte length as i64 (never above 512 MB in practice).
 fn len_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// An absolute expiry as the metadata field: a time at or before the epoch becomes 1 ms
+/// (already expired), never 0 (which would mean "no expiry").
+fn expire_field(at_ms: i64) -> u64 {
+    u64::try_from(at_ms).unwrap_or(0).max(1)
 }
 
 fn check_length(size: u64, append: u64) -> CommandResult<()> {
@@ -137,7 +143,7 @@ impl<B: KvBackend> Db<B> {
             return Ok((false, old));
         }
         let expire_ms = match (opts.expire_at_ms, &entry) {
-            (Some(at), _) => u64::try_from(at).unwrap_or(0),
+            (Some(at), _) => expire_field(at),
             (None, Some(e)) if opts.keep_ttl => e.meta.expire_ms,
             _ => 0,
         };
@@ -175,7 +181,7 @@ impl<B: KvBackend> Db<B> {
             GetExpiry::Keep => {}
             GetExpiry::At { ms, absolute: true } if ms <= self.now_i64() => self.delete_key(&mut batch, key),
             GetExpiry::At { ms, .. } => {
-                self.queue_string(&mut batch, key, &entry.value, u64::try_from(ms).unwrap_or(0));
+                self.queue_string(&mut batch, key, &entry.value, expire_field(ms));
             }
             GetExpiry::Persist if entry.meta.expire_ms != 0 => {
                 self.queue_string(&mut batch, key, &entry.value, 0)
