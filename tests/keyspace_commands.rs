@@ -400,3 +400,31 @@ fn flushdb_and_flushall() {
     run(&mut db, "SELECT 0");
     assert_eq!(run(&mut db, "EXISTS a h"), int(0));
 }
+
+#[test]
+fn scan_bounds_the_expired_records_it_skips() {
+    let (mut db, clock) = db();
+    for i in 0..100 {
+        run(&mut db, &format!("SET dead:{i:03} v PX 1"));
+    }
+    run(&mut db, "MSET live:1 a live:2 b");
+    clock.advance_ms(2);
+    // COUNT 2 visits at most 20 records: the first call stops among the expired ones.
+    let Reply::Array(parts) = run(&mut db, "SCAN 0 COUNT 2") else { panic!() };
+    assert_eq!(parts[1], bulks(&[]));
+    assert_ne!(parts[0], bulk("0"));
+    let mut cursor = parts[0].clone();
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        let Reply::Bulk(c) = &cursor else { panic!() };
+        let Reply::Array(parts) = db.run(&[&b"SCAN"[..], c, b"COUNT", b"2"]) else { panic!() };
+        let Reply::Array(keys) = &parts[1] else { panic!() };
+        seen.extend(keys.iter().cloned());
+        cursor = parts[0].clone();
+        if cursor == bulk("0") {
+            break;
+        }
+    }
+    assert_eq!(cursor, bulk("0"));
+    assert_eq!(Reply::Array(seen), bulks(&["live:1", "live:2"]));
+}

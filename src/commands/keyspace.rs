@@ -309,13 +309,14 @@ impl<B: KvBackend> Db<B> {
         Ok(true)
     }
 
-    /// Walks the live keys of the selected database from just after the metadata key
-    /// `after` (from the start when `None`), calling `visit(metadata key, user key, type)`
-    /// until it returns false. Expired and empty records are skipped.
-    fn walk_keys(
+    /// Walks the metadata records of the selected database from just after the metadata
+    /// key `after` (from the start when `None`), calling `visit(metadata key, live)` until
+    /// it returns false; `live` is `Some((user key, type))` for a live key and `None` for
+    /// an expired, empty or undecodable record.
+    fn walk_records(
         &self,
         after: Option<&[u8]>,
-        mut visit: impl FnMut(&Bytes, &[u8], RedisType) -> bool,
+        mut visit: impl FnMut(&Bytes, Option<(&[u8], RedisType)>) -> bool,
     ) -> CommandResult<()> {
         let mut range: KeyRange = self.layout().namespace_range();
         if let Some(after) = after {
@@ -328,20 +329,25 @@ impl<B: KvBackend> Db<B> {
         let now = self.now_ms();
         for item in self.backend().scan(ColumnFamily::Metadata, &range, Direction::Forward)? {
             let (k, v) = item?;
-            let Ok(meta) = Metadata::decode(&v) else { continue };
-            if !meta.is_live(now) {
-                continue;
-            }
-            let Ok(decoded) = self.layout().decode_metadata_key(&k) else { continue };
-            if !visit(&k, decoded.user_key, meta.ty) {
+            let live = match (Metadata::decode(&v), self.layout().decode_metadata_key(&k)) {
+                (Ok(meta), Ok(decoded)) if meta.is_live(now) => Some((decoded.user_key, meta.ty)),
+                _ => None,
+            };
+            if !visit(&k, live) {
                 break;
             }
         }
         Ok(())
     }
 
-    /// One SCAN step: examines up to `count` live keys after `cursor` (0 starts over) and
-    /// returns the next cursor (0 when the iteration is complete) with the examined keys
+    /// Walks the live keys of the selected database, calling `visit(user key, type)` until
+    /// it returns false.
+    fn walk_keys(&self, mut visit: impl FnMut(&[u8], RedisType) -> bool) -> CommandResult<()> {
+        self.walk_records(None, |_, live| live.is_none_or(|(key, ty)| visit(key, ty)))
+    }
+
+    /// One SCAN step: examines up to `count` live keys after `cursor` (0 starts over),
+    /// visiting at most `10 * count` records (expired ones included), and returns the next cursor (0 when the iteration is complete) with the examined keys
     /// that match `pattern` and `ty` (a type name, compared case-insensitively). Every key
     /// present for the whole iteration is returned exactly once.
     ///
@@ -356,20 +362,26 @@ impl<B: KvBackend> Db<B> {
     ) -> CommandResult<(u64, Vec<Bytes>)> {
         let after = self.cursors.resolve(cursor).map(<[u8]>::to_vec);
         let count = count.max(1);
-        let mut examined = 0;
+        // Like Redis, give up after visiting ten times `count` records (expired ones
+        // included) so that a keyspace full of expired records cannot stall one call.
+        let max_visits = count.saturating_mul(10);
+        let (mut examined, mut visits) = (0, 0);
         let mut last: Option<Bytes> = None;
         let mut more = false;
         let mut keys = Vec::new();
-        self.walk_keys(after.as_deref(), |meta_key, user_key, key_ty| {
-            if examined == count {
+        self.walk_records(after.as_deref(), |meta_key, live| {
+            if examined == count || visits == max_visits {
                 more = true;
                 return false;
             }
-            examined += 1;
+            visits += 1;
             last = Some(meta_key.clone());
-            let type_ok = ty.is_none_or(|t| t.eq_ignore_ascii_case(key_ty.name().as_bytes()));
-            if type_ok && pattern.is_none_or(|p| glob_match(p, user_key)) {
-                keys.push(Bytes::copy_from_slice(user_key));
+            if let Some((user_key, key_ty)) = live {
+                examined += 1;
+                let type_ok = ty.is_none_or(|t| t.eq_ignore_ascii_case(key_ty.name().as_bytes()));
+                if type_ok && pattern.is_none_or(|p| glob_match(p, user_key)) {
+                    keys.push(Bytes::copy_from_slice(user_key));
+                }
             }
             true
         })?;
@@ -387,7 +399,7 @@ impl<B: KvBackend> Db<B> {
     pub fn keys(&self, pattern: &[u8]) -> CommandResult<Vec<Bytes>> {
         let mut keys = Vec::new();
         let all = pattern == b"*";
-        self.walk_keys(None, |_, user_key, _| {
+        self.walk_keys(|user_key, _| {
             if all || glob_match(pattern, user_key) {
                 keys.push(Bytes::copy_from_slice(user_key));
             }
@@ -402,7 +414,7 @@ impl<B: KvBackend> Db<B> {
     /// Storage errors.
     pub fn dbsize(&self) -> CommandResult<i64> {
         let mut n = 0;
-        self.walk_keys(None, |_, _, _| {
+        self.walk_keys(|_, _| {
             n += 1;
             true
         })?;
@@ -421,7 +433,7 @@ impl<B: KvBackend> Db<B> {
         }
         let mut skip = self.random_u64() % n as u64;
         let mut found = None;
-        self.walk_keys(None, |_, user_key, _| {
+        self.walk_keys(|user_key, _| {
             if skip == 0 {
                 found = Some(Bytes::copy_from_slice(user_key));
                 return false;
