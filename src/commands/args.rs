@@ -210,6 +210,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::excessive_precision)]
     fn g17_matches_redis_7_0_score_text() {
         // Replies of a real redis-server 7.0.15 to ZADD/ZRANGE WITHSCORES.
         assert_eq!(format_g17(0.1), "0.10000000000000001");

@@ -1,10 +1,17 @@
 //! Commands on keys of any type, and the connection commands.
+//!
+//! Expiry, rename, copy, scan and flush all work on the Metadata CF: expiring, renaming
+//! away, overwriting or flushing a collection only rewrites or deletes its metadata record
+//! (O(1)); the subkeys of the old incarnation become garbage for [`crate::gc`].
+
+use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::args::int_arg;
-use super::{Command, CommandError, CommandResult, Db, Reply};
-use crate::backend::{KvBackend, WriteBatch};
+use super::args::{glob_match, int_arg};
+use super::{Command, CommandError, CommandResult, DATABASES, Db, Entry, Reply};
+use crate::backend::{Direction, KvBackend, WriteBatch};
+use crate::codec::{ColumnFamily, KeyLayout, KeyRange, Metadata, RedisType};
 
 /// This family's command table.
 pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
@@ -13,11 +20,104 @@ pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
         "unlink" => Command::new("unlink", -2, del),
         "exists" => Command::new("exists", -2, exists),
         "type" => Command::new("type", 2, type_),
+        "expire" => Command::new("expire", -3, expire),
+        "pexpire" => Command::new("pexpire", -3, pexpire),
+        "expireat" => Command::new("expireat", -3, expireat),
+        "pexpireat" => Command::new("pexpireat", -3, pexpireat),
+        "ttl" => Command::new("ttl", 2, ttl),
+        "pttl" => Command::new("pttl", 2, pttl),
+        "expiretime" => Command::new("expiretime", 2, expiretime),
+        "pexpiretime" => Command::new("pexpiretime", 2, pexpiretime),
+        "persist" => Command::new("persist", 2, persist),
+        "rename" => Command::new("rename", 3, rename),
+        "renamenx" => Command::new("renamenx", 3, renamenx),
+        "copy" => Command::new("copy", -3, copy),
+        "scan" => Command::new("scan", -2, scan),
+        "keys" => Command::new("keys", 2, keys),
+        "randomkey" => Command::new("randomkey", 1, randomkey),
+        "dbsize" => Command::new("dbsize", 1, dbsize),
+        "flushdb" => Command::new("flushdb", -1, flushdb),
+        "flushall" => Command::new("flushall", -1, flushall),
         "ping" => Command::new("ping", -1, ping),
         "echo" => Command::new("echo", 2, echo),
         "select" => Command::new("select", 2, select),
         _ => return None,
     })
+}
+
+/// The NX / XX / GT / LT conditions of the EXPIRE family.
+///
+/// A key without expiry counts as having an infinite TTL: GT never succeeds on it and LT
+/// always does (Redis 7.0).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExpireCondition {
+    /// Set only when the key has no expiry.
+    pub nx: bool,
+    /// Set only when the key has an expiry.
+    pub xx: bool,
+    /// Set only when the new expiry is later than the current one.
+    pub gt: bool,
+    /// Set only when the new expiry is earlier than the current one.
+    pub lt: bool,
+}
+
+impl ExpireCondition {
+    /// Parses the option words after the time argument, as Redis 7.0 does.
+    ///
+    /// # Errors
+    /// "ERR Unsupported option X", "ERR NX and XX, GT or LT options at the same time are not
+    /// compatible", "ERR GT and LT options at the same time are not compatible".
+    pub fn parse(options: &[Bytes]) -> CommandResult<Self> {
+        let mut c = ExpireCondition::default();
+        for opt in options {
+            match opt.to_ascii_lowercase().as_slice() {
+                b"nx" => c.nx = true,
+                b"xx" => c.xx = true,
+                b"gt" => c.gt = true,
+                b"lt" => c.lt = true,
+                _ => {
+                    return Err(CommandError::err(format_args!(
+                        "Unsupported option {}",
+                        String::from_utf8_lossy(opt)
+                    )));
+                }
+            }
+        }
+        if c.nx && (c.xx || c.gt || c.lt) {
+            return Err(CommandError::err("NX and XX, GT or LT options at the same time are not compatible"));
+        }
+        if c.gt && c.lt {
+            return Err(CommandError::err("GT and LT options at the same time are not compatible"));
+        }
+        Ok(c)
+    }
+
+    /// Whether a key whose current expiry is `current` (None: persistent) may get `when`.
+    fn allows(&self, current: Option<i64>, when: i64) -> bool {
+        if self.nx && current.is_some() {
+            return false;
+        }
+        if self.xx && current.is_none() {
+            return false;
+        }
+        if self.gt && current.is_none_or(|cur| when <= cur) {
+            return false;
+        }
+        if self.lt && current.is_some_and(|cur| when >= cur) {
+            return false;
+        }
+        true
+    }
+}
+
+/// The metadata record of `entry` with another expiry (strings keep their value).
+fn with_expire(entry: &Entry, expire_ms: u64) -> Metadata<'_> {
+    Metadata { expire_ms, value: &entry.value, ..entry.meta }
+}
+
+/// The expiry of a live entry as Redis' signed milliseconds, `None` when persistent.
+fn expiry_of(entry: &Entry) -> Option<i64> {
+    (entry.meta.expire_ms != 0).then(|| i64::try_from(entry.meta.expire_ms).unwrap_or(i64::MAX))
 }
 
 impl<B: KvBackend> Db<B> {
@@ -28,7 +128,7 @@ impl<B: KvBackend> Db<B> {
     pub fn del(&mut self, keys: &[Bytes]) -> CommandResult<i64> {
         let mut batch = WriteBatch::new();
         let mut removed = 0;
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         for key in keys {
             if seen.insert(key) && self.lookup(key)?.is_some() {
                 removed += 1;
@@ -37,6 +137,346 @@ impl<B: KvBackend> Db<B> {
         }
         self.commit(batch)?;
         Ok(removed)
+    }
+
+    /// Makes `key` expire at `when_ms` (unix milliseconds) if `cond` allows; a time at or
+    /// before now deletes the key. Reads and rewrites (or deletes) the metadata record only.
+    /// Returns whether the key existed and the condition held.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn expire_at_ms(&mut self, key: &[u8], when_ms: i64, cond: ExpireCondition) -> CommandResult<bool> {
+        let Some(entry) = self.lookup(key)? else {
+            return Ok(false);
+        };
+        if !cond.allows(expiry_of(&entry), when_ms) {
+            return Ok(false);
+        }
+        let mut batch = WriteBatch::new();
+        if when_ms <= i64::try_from(self.now_ms()).unwrap_or(i64::MAX) {
+            self.delete_key(&mut batch, key);
+        } else {
+            self.put_metadata(&mut batch, key, &with_expire(&entry, when_ms as u64));
+        }
+        self.commit(batch)?;
+        Ok(true)
+    }
+
+    /// The absolute expiry of `key` in unix milliseconds: -2 when missing, -1 when it has
+    /// none. Reads the metadata record.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn pexpiretime(&self, key: &[u8]) -> CommandResult<i64> {
+        Ok(match self.lookup(key)? {
+            None => -2,
+            Some(entry) => expiry_of(&entry).unwrap_or(-1),
+        })
+    }
+
+    /// The remaining time to live of `key` in milliseconds: -2 when missing, -1 when it
+    /// has no expiry. Reads the metadata record.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn pttl(&self, key: &[u8]) -> CommandResult<i64> {
+        let at = self.pexpiretime(key)?;
+        if at < 0 {
+            return Ok(at);
+        }
+        let now = i64::try_from(self.now_ms()).unwrap_or(i64::MAX);
+        Ok(at.saturating_sub(now).max(0))
+    }
+
+    /// Removes the expiry of `key`; returns whether it had one. Rewrites the metadata record.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn persist(&mut self, key: &[u8]) -> CommandResult<bool> {
+        let Some(entry) = self.lookup(key)? else {
+            return Ok(false);
+        };
+        if entry.meta.expire_ms == 0 {
+            return Ok(false);
+        }
+        let mut batch = WriteBatch::new();
+        self.put_metadata(&mut batch, key, &with_expire(&entry, 0));
+        self.commit(batch)?;
+        Ok(true)
+    }
+
+    /// Reads a key's live metadata in another database's layout.
+    fn lookup_in(&self, layout: &KeyLayout, key: &[u8]) -> CommandResult<Option<Entry>> {
+        let Some(raw) = self.backend().get(ColumnFamily::Metadata, &layout.metadata_key(key))? else {
+            return Ok(None);
+        };
+        let meta = Metadata::decode(&raw)?;
+        if !meta.is_live(self.now_ms()) {
+            return Ok(None);
+        }
+        let value = raw.slice_ref(meta.value);
+        Ok(Some(Entry { meta: Metadata { value: &[], ..meta }, value }))
+    }
+
+    /// Queues a copy of the live key `entry` (named `src` in the selected database) as
+    /// `dst` in `dst_layout`: strings copy their metadata; collections get a fresh version
+    /// and a copy of every subkey (and, for sorted sets, every score key), sub bytes
+    /// unchanged.
+    fn queue_copy(
+        &self,
+        batch: &mut WriteBatch,
+        entry: &Entry,
+        src: &[u8],
+        dst_layout: &KeyLayout,
+        dst: &[u8],
+    ) -> CommandResult<()> {
+        let mut meta = Metadata { value: &entry.value, ..entry.meta };
+        if meta.ty.is_collection() {
+            let version = self.new_version();
+            let src_prefix_len = self.layout().subkey_prefix(src, meta.version, 0)?.len();
+            let range = self.layout().subkey_range(src, meta.version)?;
+            let dst_prefix = dst_layout.subkey_prefix(dst, version, 0)?;
+            let mut cfs = vec![ColumnFamily::Subkey];
+            if meta.ty == RedisType::ZSet {
+                cfs.push(ColumnFamily::Score);
+            }
+            for cf in cfs {
+                for item in self.backend().scan(cf, &range, Direction::Forward)? {
+                    let (k, v) = item?;
+                    let mut new_key = Vec::with_capacity(dst_prefix.len() + k.len() - src_prefix_len);
+                    new_key.extend_from_slice(&dst_prefix);
+                    new_key.extend_from_slice(&k[src_prefix_len..]);
+                    batch.put(cf, new_key, v);
+                }
+            }
+            meta.version = version;
+        }
+        batch.put(ColumnFamily::Metadata, dst_layout.metadata_key(dst), meta.to_vec());
+        Ok(())
+    }
+
+    /// Renames `src` to `dst`, keeping the expiry; with `nx`, only when `dst` does not
+    /// exist. A collection's records are copied under a fresh version and the old
+    /// incarnation is dropped by deleting its metadata, all in one batch. Returns whether
+    /// the rename happened (renaming a key onto itself succeeds without writing, or returns
+    /// false with `nx`).
+    ///
+    /// # Errors
+    /// [`CommandError::NoSuchKey`] when `src` does not exist; storage errors.
+    pub fn rename(&mut self, src: &[u8], dst: &[u8], nx: bool) -> CommandResult<bool> {
+        let Some(entry) = self.lookup(src)? else {
+            return Err(CommandError::NoSuchKey);
+        };
+        if src == dst {
+            return Ok(!nx);
+        }
+        if nx && self.lookup(dst)?.is_some() {
+            return Ok(false);
+        }
+        let mut batch = WriteBatch::new();
+        let layout = self.layout().clone();
+        self.queue_copy(&mut batch, &entry, src, &layout, dst)?;
+        self.delete_key(&mut batch, src);
+        self.commit(batch)?;
+        Ok(true)
+    }
+
+    /// Copies `src` to `dst` in database `db` (the selected one when `None`), keeping the
+    /// expiry; an existing `dst` is overwritten only with `replace`. Returns whether the
+    /// copy happened (false when `src` is missing or `dst` exists without `replace`).
+    ///
+    /// # Errors
+    /// "ERR DB index is out of range", "ERR source and destination objects are the same";
+    /// storage errors.
+    pub fn copy(&mut self, src: &[u8], dst: &[u8], db: Option<usize>, replace: bool) -> CommandResult<bool> {
+        let dst_index = db.unwrap_or(self.index());
+        if dst_index >= DATABASES {
+            return Err(CommandError::err("DB index is out of range"));
+        }
+        if dst_index == self.index() && src == dst {
+            return Err(CommandError::err("source and destination objects are the same"));
+        }
+        let dst_layout = self.layout_of(dst_index)?;
+        let Some(entry) = self.lookup(src)? else {
+            return Ok(false);
+        };
+        if !replace && self.lookup_in(&dst_layout, dst)?.is_some() {
+            return Ok(false);
+        }
+        let mut batch = WriteBatch::new();
+        self.queue_copy(&mut batch, &entry, src, &dst_layout, dst)?;
+        self.commit(batch)?;
+        Ok(true)
+    }
+
+    /// Walks the metadata records of the selected database from just after the metadata
+    /// key `after` (from the start when `None`), calling `visit(metadata key, live)` until
+    /// it returns false; `live` is `Some((user key, type))` for a live key and `None` for
+    /// an expired, empty or undecodable record.
+    fn walk_records(
+        &self,
+        after: Option<&[u8]>,
+        mut visit: impl FnMut(&Bytes, Option<(&[u8], RedisType)>) -> bool,
+    ) -> CommandResult<()> {
+        let mut range: KeyRange = self.layout().namespace_range();
+        if let Some(after) = after {
+            let mut start = after.to_vec();
+            start.push(0);
+            if start > range.start {
+                range.start = start;
+            }
+        }
+        let now = self.now_ms();
+        for item in self.backend().scan(ColumnFamily::Metadata, &range, Direction::Forward)? {
+            let (k, v) = item?;
+            let live = match (Metadata::decode(&v), self.layout().decode_metadata_key(&k)) {
+                (Ok(meta), Ok(decoded)) if meta.is_live(now) => Some((decoded.user_key, meta.ty)),
+                _ => None,
+            };
+            if !visit(&k, live) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Walks the live keys of the selected database, calling `visit(user key, type)` until
+    /// it returns false.
+    fn walk_keys(&self, mut visit: impl FnMut(&[u8], RedisType) -> bool) -> CommandResult<()> {
+        self.walk_records(None, |_, live| live.is_none_or(|(key, ty)| visit(key, ty)))
+    }
+
+    /// One SCAN step: examines up to `count` live keys after `cursor` (0 starts over),
+    /// visiting at most `10 * count` records (expired ones included), and returns the next cursor (0 when the iteration is complete) with the examined keys
+    /// that match `pattern` and `ty` (a type name, compared case-insensitively). Every key
+    /// present for the whole iteration is returned exactly once.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn scan(
+        &mut self,
+        cursor: u64,
+        pattern: Option<&[u8]>,
+        count: usize,
+        ty: Option<&[u8]>,
+    ) -> CommandResult<(u64, Vec<Bytes>)> {
+        let after = self.cursors.resolve(cursor).map(<[u8]>::to_vec);
+        let count = count.max(1);
+        // Like Redis, give up after visiting ten times `count` records (expired ones
+        // included) so that a keyspace full of expired records cannot stall one call.
+        let max_visits = count.saturating_mul(10);
+        let (mut examined, mut visits) = (0, 0);
+        let mut last: Option<Bytes> = None;
+        let mut more = false;
+        let mut keys = Vec::new();
+        self.walk_records(after.as_deref(), |meta_key, live| {
+            if examined == count || visits == max_visits {
+                more = true;
+                return false;
+            }
+            visits += 1;
+            last = Some(meta_key.clone());
+            if let Some((user_key, key_ty)) = live {
+                examined += 1;
+                let type_ok = ty.is_none_or(|t| t.eq_ignore_ascii_case(key_ty.name().as_bytes()));
+                if type_ok && pattern.is_none_or(|p| glob_match(p, user_key)) {
+                    keys.push(Bytes::copy_from_slice(user_key));
+                }
+            }
+            true
+        })?;
+        let next = match (more, last) {
+            (true, Some(last)) => self.cursors.save(last.to_vec()),
+            _ => 0,
+        };
+        Ok((next, keys))
+    }
+
+    /// Every live key matching the glob `pattern`, in key order.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn keys(&self, pattern: &[u8]) -> CommandResult<Vec<Bytes>> {
+        let mut keys = Vec::new();
+        let all = pattern == b"*";
+        self.walk_keys(|user_key, _| {
+            if all || glob_match(pattern, user_key) {
+                keys.push(Bytes::copy_from_slice(user_key));
+            }
+            true
+        })?;
+        Ok(keys)
+    }
+
+    /// The number of live keys in the selected database (a scan of its metadata records).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn dbsize(&self) -> CommandResult<i64> {
+        let mut n = 0;
+        self.walk_keys(|_, _| {
+            n += 1;
+            true
+        })?;
+        Ok(n)
+    }
+
+    /// A random live key, `None` when the database is empty (two scans of the metadata
+    /// records: count, then pick).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn randomkey(&mut self) -> CommandResult<Option<Bytes>> {
+        let n = self.dbsize()?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let mut skip = self.random_u64() % n as u64;
+        let mut found = None;
+        self.walk_keys(|user_key, _| {
+            if skip == 0 {
+                found = Some(Bytes::copy_from_slice(user_key));
+                return false;
+            }
+            skip -= 1;
+            true
+        })?;
+        Ok(found)
+    }
+
+    /// Queues the deletion of every metadata record under `layout`'s namespace.
+    fn queue_flush(&self, batch: &mut WriteBatch, layout: &KeyLayout) -> CommandResult<()> {
+        let range = layout.namespace_range();
+        for item in self.backend().scan(ColumnFamily::Metadata, &range, Direction::Forward)? {
+            let (k, _) = item?;
+            batch.delete(ColumnFamily::Metadata, k);
+        }
+        Ok(())
+    }
+
+    /// Deletes every key of the selected database: its metadata records, in one batch
+    /// (subkeys become garbage).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn flushdb(&mut self) -> CommandResult<()> {
+        let mut batch = WriteBatch::new();
+        let layout = self.layout().clone();
+        self.queue_flush(&mut batch, &layout)?;
+        self.commit(batch)
+    }
+
+    /// Deletes every key of all [`DATABASES`] databases, in one batch.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn flushall(&mut self) -> CommandResult<()> {
+        let mut batch = WriteBatch::new();
+        for i in 0..DATABASES {
+            let layout = self.layout_of(i)?;
+            self.queue_flush(&mut batch, &layout)?;
+        }
+        self.commit(batch)
     }
 }
 
@@ -56,6 +496,196 @@ fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 
 fn type_<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::status(db.lookup(&argv[1])?.map_or("none", |e| e.meta.ty.name())))
+}
+
+/// EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT: `unit_ms` is 1000 for seconds, `relative`
+/// adds the current time.
+fn expire_generic<B: KvBackend>(
+    db: &mut Db<B>,
+    argv: &[Bytes],
+    unit_ms: i64,
+    relative: bool,
+    name: &str,
+) -> CommandResult {
+    let cond = ExpireCondition::parse(&argv[3..])?;
+    let mut when = int_arg(&argv[2])?;
+    let invalid = || CommandError::err(format_args!("invalid expire time in '{name}' command"));
+    if unit_ms != 1 {
+        if when > i64::MAX / unit_ms || when < i64::MIN / unit_ms {
+            return Err(invalid());
+        }
+        when *= unit_ms;
+    }
+    let base = if relative { i64::try_from(db.now_ms()).unwrap_or(i64::MAX) } else { 0 };
+    if when > i64::MAX - base {
+        return Err(invalid());
+    }
+    when += base;
+    Ok(Reply::Integer(i64::from(db.expire_at_ms(&argv[1], when, cond)?)))
+}
+
+fn expire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    expire_generic(db, argv, 1000, true, "expire")
+}
+
+fn pexpire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    expire_generic(db, argv, 1, true, "pexpire")
+}
+
+fn expireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    expire_generic(db, argv, 1000, false, "expireat")
+}
+
+fn pexpireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    expire_generic(db, argv, 1, false, "pexpireat")
+}
+
+/// Milliseconds to Redis' rounded seconds, negative codes unchanged.
+fn to_seconds(ms: i64) -> i64 {
+    if ms < 0 { ms } else { ms.saturating_add(500) / 1000 }
+}
+
+fn ttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    Ok(Reply::Integer(to_seconds(db.pttl(&argv[1])?)))
+}
+
+fn pttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    Ok(Reply::Integer(db.pttl(&argv[1])?))
+}
+
+fn expiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    Ok(Reply::Integer(to_seconds(db.pexpiretime(&argv[1])?)))
+}
+
+fn pexpiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    Ok(Reply::Integer(db.pexpiretime(&argv[1])?))
+}
+
+fn persist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    Ok(Reply::Integer(i64::from(db.persist(&argv[1])?)))
+}
+
+fn rename<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    db.rename(&argv[1], &argv[2], false)?;
+    Ok(Reply::OK)
+}
+
+fn renamenx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    Ok(Reply::Integer(i64::from(db.rename(&argv[1], &argv[2], true)?)))
+}
+
+fn copy<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let mut replace = false;
+    let mut target = None;
+    let mut j = 3;
+    while j < argv.len() {
+        let opt = argv[j].to_ascii_lowercase();
+        if opt == b"replace" {
+            replace = true;
+        } else if opt == b"db" && j + 1 < argv.len() {
+            let index = int_arg(&argv[j + 1])?;
+            if i32::try_from(index).is_err() {
+                return Err(CommandError::err(
+                    "value is out of range, value must between -2147483648 and 2147483647",
+                ));
+            }
+            let index = usize::try_from(index)
+                .ok()
+                .filter(|&i| i < DATABASES)
+                .ok_or_else(|| CommandError::err("DB index is out of range"))?;
+            target = Some(index);
+            j += 1;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+        j += 1;
+    }
+    Ok(Reply::Integer(i64::from(db.copy(&argv[1], &argv[2], target, replace)?)))
+}
+
+/// Parses a SCAN cursor like Redis' `strtoul`: optional sign, decimal digits, nothing
+/// else; `-n` wraps; empty means 0.
+fn parse_cursor(s: &[u8]) -> CommandResult<u64> {
+    let invalid = || CommandError::err("invalid cursor");
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if s.is_empty() {
+        return Ok(0);
+    }
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(invalid());
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))).ok_or_else(invalid)?;
+    }
+    Ok(if neg { v.wrapping_neg() } else { v })
+}
+
+fn scan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let cursor = parse_cursor(&argv[1])?;
+    let mut count = 10usize;
+    let mut pattern: Option<&[u8]> = None;
+    let mut ty: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < argv.len() {
+        let opt = argv[i].to_ascii_lowercase();
+        let has_value = i + 1 < argv.len();
+        match opt.as_slice() {
+            b"count" if has_value => {
+                let n = int_arg(&argv[i + 1])?;
+                if n < 1 {
+                    return Err(CommandError::Syntax);
+                }
+                count = usize::try_from(n).unwrap_or(usize::MAX);
+            }
+            b"match" if has_value => {
+                let p = &argv[i + 1][..];
+                pattern = if p == b"*" { None } else { Some(p) };
+            }
+            b"type" if has_value => ty = Some(&argv[i + 1][..]),
+            _ => return Err(CommandError::Syntax),
+        }
+        i += 2;
+    }
+    let (next, keys) = db.scan(cursor, pattern, count, ty)?;
+    Ok(Reply::Array(vec![Reply::bulk(next.to_string().as_bytes()), Reply::bulks(keys)]))
+}
+
+fn keys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    Ok(Reply::bulks(db.keys(&argv[1])?))
+}
+
+fn randomkey<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
+    Ok(Reply::bulk_or_nil(db.randomkey()?))
+}
+
+fn dbsize<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
+    Ok(Reply::Integer(db.dbsize()?))
+}
+
+/// FLUSHDB / FLUSHALL accept one optional ASYNC or SYNC word.
+fn flush_mode(argv: &[Bytes]) -> CommandResult<()> {
+    match argv {
+        [_] => Ok(()),
+        [_, mode] if mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync") => Ok(()),
+        _ => Err(CommandError::Syntax),
+    }
+}
+
+fn flushdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    flush_mode(argv)?;
+    db.flushdb()?;
+    Ok(Reply::OK)
+}
+
+fn flushall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    flush_mode(argv)?;
+    db.flushall()?;
+    Ok(Reply::OK)
 }
 
 fn ping<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {

@@ -20,7 +20,9 @@ use bytes::Bytes;
 
 pub use db::{DATABASES, Db, Entry};
 pub use error::{CommandError, CommandResult};
+pub use keyspace::ExpireCondition;
 pub use reply::Reply;
+pub use string::{GetExpiry, MAX_STRING_LEN, SetOptions};
 
 use crate::backend::KvBackend;
 
