@@ -11,6 +11,7 @@ mod error;
 mod hash;
 mod keyspace;
 mod list;
+mod long_double;
 mod reply;
 mod set;
 mod string;
