@@ -20,6 +20,7 @@ use bytes::Bytes;
 
 pub use db::{DATABASES, Db, Entry};
 pub use error::{CommandError, CommandResult};
+pub use list::{ListEnd, LposOptions};
 pub use reply::Reply;
 
 use crate::backend::KvBackend;
