@@ -648,6 +648,10 @@ impl<B: KvBackend> Db<B> {
     ///
     /// Cost: two metadata reads, one point read, one delete, one put, the metadata writes.
     ///
+    /// BLMOVE and BRPOPLPUSH run this too, after validating their timeout: the library
+    /// cannot wait, so they answer nil at once when `src` is missing, as Redis does inside
+    /// MULTI.
+    ///
     /// # Errors
     /// WRONGTYPE for `src`, or for `dst` when `src` has data (then nothing is written); a
     /// storage error on index overflow; storage errors.
@@ -695,6 +699,10 @@ impl<B: KvBackend> Db<B> {
     ///
     /// Cost: one metadata read per key up to the first list found, then as
     /// [`Db::list_pop`].
+    ///
+    /// BLMPOP, BLPOP and BRPOP (count 1) run this too, after validating their timeout: the
+    /// library cannot wait, so they answer the nil array at once when no key holds a list,
+    /// as Redis does inside MULTI.
     ///
     /// # Errors
     /// WRONGTYPE when a key before the first list holds another type; storage errors.
