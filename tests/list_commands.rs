@@ -510,7 +510,21 @@ fn timeout_validation_matches_redis() {
         "9223372036854776",
         "-0x1p3",
     ];
-    let not_float = ["abc", "nan", "NaN", "1e5000", "1e-5000", " 1", "1 ", "", "1e", "0x"];
+    let not_float = [
+        "abc",
+        "nan",
+        "NaN",
+        "1e5000",
+        "1e-5000",
+        " 1",
+        "1 ",
+        "",
+        "1e",
+        "0x",
+        "1e-4951",
+        "1.8e-4951",
+        "1.2e4932",
+    ];
     for t in ok {
         assert_eq!(db.run(&["BLPOP", "nokey", t]), Reply::NilArray, "{t:?}");
     }
