@@ -642,3 +642,32 @@ fn arity_errors() {
         );
     }
 }
+
+#[test]
+fn inconsistent_metadata_is_an_error_not_a_panic() {
+    let (mut db, _) = db();
+    run(&mut db, "RPUSH l a b");
+    let mut m = meta(&db, "l").unwrap();
+    m.size = 5;
+    put_meta(&mut db, "l", &m);
+    for line in [
+        "LPOP l",
+        "RPOP l 3",
+        "LINDEX l 4",
+        "LRANGE l 0 -1",
+        "LTRIM l 1 3",
+        "LMOVE l x LEFT LEFT",
+        "RPUSH l c",
+        "LREM l 0 a",
+    ] {
+        assert!(run(&mut db, line).is_error(), "{line}");
+    }
+    m.size = 2;
+    m.tail = m.head; // head/tail claim an empty list
+    put_meta(&mut db, "l", &m);
+    assert!(run(&mut db, "LPOP l").is_error());
+    // A corrupt destination fails the move and writes nothing.
+    run(&mut db, "RPUSH x q");
+    assert!(run(&mut db, "LMOVE x l LEFT LEFT").is_error());
+    assert_eq!(all(&mut db, "x"), bulks(&["q"]));
+}

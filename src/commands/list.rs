@@ -147,9 +147,26 @@ impl<B: KvBackend> Db<B> {
         Ok(ElemKeys { prefix: self.layout().subkey_prefix(key, version, 8)? })
     }
 
-    /// The live list at `key`, `None` when missing, WRONGTYPE for another type.
+    /// The live list at `key`, `None` when missing, WRONGTYPE for another type, and a
+    /// storage error when its head, tail and size disagree (so no arithmetic on them can
+    /// go wrong later).
     fn list_meta(&self, key: &[u8]) -> CommandResult<Option<Metadata<'static>>> {
-        self.lookup_of(key, RedisType::List)
+        let meta = self.lookup_of(key, RedisType::List)?;
+        if let Some(m) = &meta {
+            if m.tail.checked_sub(m.head) != Some(m.size) {
+                return Err(CommandError::Other("ERR storage error: list head/tail/size disagree".into()));
+            }
+        }
+        Ok(meta)
+    }
+
+    /// The live list at `key`, or a new empty one under a fresh version with fresh
+    /// head/tail (a missing, expired or deleted key starts over).
+    fn list_or_create(&self, key: &[u8]) -> CommandResult<Metadata<'static>> {
+        match self.list_meta(key)? {
+            Some(meta) => Ok(meta),
+            None => Ok(Metadata::collection(RedisType::List, self.new_version())),
+        }
     }
 
     /// Reads positions `[from, to)` with one range scan, in `direction`; checks that every
@@ -241,7 +258,7 @@ impl<B: KvBackend> Db<B> {
                 None => return Ok(0),
             }
         } else {
-            self.lookup_or_create(key, RedisType::List)?
+            self.list_or_create(key)?
         };
         let keys = self.elem_keys(key, meta.version)?;
         let mut batch = WriteBatch::new();
@@ -666,7 +683,7 @@ impl<B: KvBackend> Db<B> {
             return Ok(None);
         };
         let same = src == dst;
-        let mut dst_meta = if same { None } else { Some(self.lookup_or_create(dst, RedisType::List)?) };
+        let mut dst_meta = if same { None } else { Some(self.list_or_create(dst)?) };
         let pos = match from {
             ListEnd::Left => 0,
             ListEnd::Right => src_meta.size - 1,
@@ -694,7 +711,7 @@ impl<B: KvBackend> Db<B> {
         Ok(Some(value))
     }
 
-    /// LMPOP: pops up to `count` elements from `end` of the first non-empty list among
+    /// LMPOP: pops up to `count` (the command requires at least 1) elements from `end` of the first non-empty list among
     /// `keys`; returns that key and the elements, `None` when all are missing.
     ///
     /// Cost: one metadata read per key up to the first list found, then as
