@@ -1,10 +1,1212 @@
 //! The list commands.
+//!
+//! A list is one metadata record (version, size, head, tail) plus one subkey per element,
+//! whose `sub` is the element's stored index as a big-endian u64 (LAYOUT.md, "List
+//! indices"). The element at position `p` (0 = first) lives at stored index `head + p`;
+//! the elements occupy exactly `[head, tail)`, so `size == tail - head`.
+//!
+//! Costs below count backend operations: "point read" is one `get`, "scan of n" is one
+//! range scan yielding n records, writes are all in one batch.
+//!
+//! The blocking forms (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) cannot wait: the library
+//! runs one command at a time and has no clients to wake. They behave as Redis does inside
+//! MULTI: the non-blocking result when data is there, a nil reply otherwise. Their timeout
+//! argument is still validated with Redis' messages.
 
-use super::Command;
-use crate::backend::KvBackend;
+use bytes::Bytes;
+
+use super::args::int_arg;
+use super::{Command, CommandError, CommandResult, Db, Reply};
+use crate::backend::{Direction, KvBackend, WriteBatch};
+use crate::codec::{
+    ColumnFamily, KeyRange, Metadata, RedisType, push_back_tail, push_front_index, stored_index,
+};
 
 /// This family's command table.
 pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
-    let _ = name;
-    None
+    Some(match name {
+        "lpush" => Command::new("lpush", -3, lpush_cmd),
+        "rpush" => Command::new("rpush", -3, rpush_cmd),
+        "lpushx" => Command::new("lpushx", -3, lpushx_cmd),
+        "rpushx" => Command::new("rpushx", -3, rpushx_cmd),
+        "lpop" => Command::new("lpop", -2, lpop_cmd),
+        "rpop" => Command::new("rpop", -2, rpop_cmd),
+        "llen" => Command::new("llen", 2, llen_cmd),
+        "lindex" => Command::new("lindex", 3, lindex_cmd),
+        "lrange" => Command::new("lrange", 4, lrange_cmd),
+        "lset" => Command::new("lset", 4, lset_cmd),
+        "lrem" => Command::new("lrem", 4, lrem_cmd),
+        "linsert" => Command::new("linsert", 5, linsert_cmd),
+        "ltrim" => Command::new("ltrim", 4, ltrim_cmd),
+        "lpos" => Command::new("lpos", -3, lpos_cmd),
+        "lmove" => Command::new("lmove", 5, lmove_cmd),
+        "rpoplpush" => Command::new("rpoplpush", 3, rpoplpush_cmd),
+        "lmpop" => Command::new("lmpop", -4, lmpop_cmd),
+        "blpop" => Command::new("blpop", -3, blpop_cmd),
+        "brpop" => Command::new("brpop", -3, brpop_cmd),
+        "blmove" => Command::new("blmove", 6, blmove_cmd),
+        "brpoplpush" => Command::new("brpoplpush", 4, brpoplpush_cmd),
+        "blmpop" => Command::new("blmpop", -5, blmpop_cmd),
+        _ => return None,
+    })
+}
+
+/// One end of a list: `LEFT` is the head (position 0), `RIGHT` the tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListEnd {
+    /// The head: LPUSH/LPOP side.
+    Left,
+    /// The tail: RPUSH/RPOP side.
+    Right,
+}
+
+impl ListEnd {
+    /// Parses `LEFT` or `RIGHT`, case-insensitively.
+    ///
+    /// # Errors
+    /// [`CommandError::Syntax`] for anything else.
+    pub fn parse(arg: &[u8]) -> CommandResult<ListEnd> {
+        if arg.eq_ignore_ascii_case(b"left") {
+            Ok(ListEnd::Left)
+        } else if arg.eq_ignore_ascii_case(b"right") {
+            Ok(ListEnd::Right)
+        } else {
+            Err(CommandError::Syntax)
+        }
+    }
+}
+
+/// The options of LPOS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LposOptions {
+    /// Which match to start from: 1 = first from the head, -1 = first from the tail. Never 0.
+    /// `i64::MIN` behaves as -1 (as in Redis 7.0, where negating it leaves it negative).
+    pub rank: i64,
+    /// How many positions to return; 0 = all matches.
+    pub count: u64,
+    /// How many elements to compare at most; 0 = the whole list.
+    pub maxlen: u64,
+}
+
+impl Default for LposOptions {
+    fn default() -> Self {
+        LposOptions { rank: 1, count: 1, maxlen: 0 }
+    }
+}
+
+/// The stored keys of one list incarnation: the shared subkey prefix, then the index.
+struct ElemKeys {
+    prefix: Vec<u8>,
+}
+
+impl ElemKeys {
+    fn at(&self, index: u64) -> Vec<u8> {
+        let mut k = Vec::with_capacity(self.prefix.len() + 8);
+        k.extend_from_slice(&self.prefix);
+        k.extend_from_slice(&index.to_be_bytes());
+        k
+    }
+}
+
+fn corrupted() -> CommandError {
+    CommandError::Other("ERR storage error: list element missing or out of place".into())
+}
+
+/// The length of a list as an i64 (saturating; a list never gets near 2^63 elements).
+fn len_i64(meta: &Metadata<'_>) -> i64 {
+    i64::try_from(meta.size).unwrap_or(i64::MAX)
+}
+
+/// Resolves a Redis index (negative counts from the tail) to a position, if in range.
+fn resolve_index(meta: &Metadata<'_>, index: i64) -> Option<u64> {
+    let len = len_i64(meta);
+    let i = if index < 0 { index.checked_add(len)? } else { index };
+    if (0..len).contains(&i) { u64::try_from(i).ok() } else { None }
+}
+
+/// Normalises LRANGE/LTRIM bounds: `Some((start, end))` inclusive positions, or `None`
+/// when the range is empty.
+fn normalize_range(meta: &Metadata<'_>, start: i64, stop: i64) -> Option<(u64, u64)> {
+    let len = len_i64(meta);
+    let mut start = if start < 0 { start.saturating_add(len) } else { start };
+    let mut stop = if stop < 0 { stop.saturating_add(len) } else { stop };
+    if start < 0 {
+        start = 0;
+    }
+    if start > stop || start >= len {
+        return None;
+    }
+    if stop >= len {
+        stop = len - 1;
+    }
+    Some((u64::try_from(start).ok()?, u64::try_from(stop).ok()?))
+}
+
+impl<B: KvBackend> Db<B> {
+    fn elem_keys(&self, key: &[u8], version: u64) -> CommandResult<ElemKeys> {
+        Ok(ElemKeys { prefix: self.layout().subkey_prefix(key, version, 8)? })
+    }
+
+    /// The live list at `key`, `None` when missing, WRONGTYPE for another type, and a
+    /// storage error when its head, tail and size disagree (so no arithmetic on them can
+    /// go wrong later).
+    fn list_meta(&self, key: &[u8]) -> CommandResult<Option<Metadata<'static>>> {
+        let meta = self.lookup_of(key, RedisType::List)?;
+        if let Some(m) = &meta {
+            if m.tail.checked_sub(m.head) != Some(m.size) {
+                return Err(CommandError::Other("ERR storage error: list head/tail/size disagree".into()));
+            }
+        }
+        Ok(meta)
+    }
+
+    /// The live list at `key`, or a new empty one under a fresh version with fresh
+    /// head/tail (a missing, expired or deleted key starts over).
+    fn list_or_create(&self, key: &[u8]) -> CommandResult<Metadata<'static>> {
+        match self.list_meta(key)? {
+            Some(meta) => Ok(meta),
+            None => Ok(Metadata::collection(RedisType::List, self.new_version())),
+        }
+    }
+
+    /// Reads positions `[from, to)` with one range scan, in `direction`; checks that every
+    /// stored index is where it should be.
+    fn read_span(
+        &self,
+        key: &[u8],
+        meta: &Metadata<'_>,
+        from: u64,
+        to: u64,
+        direction: Direction,
+    ) -> CommandResult<Vec<Bytes>> {
+        let mut out = Vec::new();
+        self.for_each_in_span(key, meta, from, to, direction, |_, v| {
+            out.push(v);
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// Walks positions `[from, to)` with one lazy range scan in `direction`, calling
+    /// `f(position, value)` until it returns false. Errors when a stored index is missing.
+    fn for_each_in_span(
+        &self,
+        key: &[u8],
+        meta: &Metadata<'_>,
+        from: u64,
+        to: u64,
+        direction: Direction,
+        mut f: impl FnMut(u64, Bytes) -> bool,
+    ) -> CommandResult<()> {
+        if from >= to {
+            return Ok(());
+        }
+        let keys = self.elem_keys(key, meta.version)?;
+        let start = stored_index(meta.head, from)?;
+        let end = stored_index(meta.head, to)?;
+        let range = KeyRange { start: keys.at(start), end: Some(keys.at(end)) };
+        let prefix_len = keys.prefix.len();
+        let mut expected = match direction {
+            Direction::Forward => from,
+            Direction::Reverse => to - 1,
+        };
+        let mut seen = 0u64;
+        for item in self.backend().scan(ColumnFamily::Subkey, &range, direction)? {
+            let (k, v) = item?;
+            let index = k
+                .get(prefix_len..)
+                .and_then(|s| <[u8; 8]>::try_from(s).ok())
+                .map(u64::from_be_bytes)
+                .ok_or_else(corrupted)?;
+            if index != meta.head + expected {
+                return Err(corrupted());
+            }
+            seen += 1;
+            if !f(expected, v) {
+                return Ok(());
+            }
+            expected = match direction {
+                Direction::Forward => expected + 1,
+                Direction::Reverse => expected.wrapping_sub(1),
+            };
+        }
+        if seen != to - from {
+            return Err(corrupted());
+        }
+        Ok(())
+    }
+
+    /// Pushes `elements` one by one onto `end` of the list at `key`, creating it (fresh
+    /// version, fresh head/tail) unless `only_existing` (LPUSHX/RPUSHX). Returns the new
+    /// length, or 0 when `only_existing` and the key is missing.
+    ///
+    /// Cost: one metadata read, one point write per element plus the metadata write.
+    ///
+    /// # Errors
+    /// WRONGTYPE; a storage error (list index overflow) when the indices would leave the
+    /// u64 range; storage errors.
+    pub fn list_push(
+        &mut self,
+        key: &[u8],
+        end: ListEnd,
+        elements: &[Bytes],
+        only_existing: bool,
+    ) -> CommandResult<i64> {
+        let mut meta = if only_existing {
+            match self.list_meta(key)? {
+                Some(meta) => meta,
+                None => return Ok(0),
+            }
+        } else {
+            self.list_or_create(key)?
+        };
+        let keys = self.elem_keys(key, meta.version)?;
+        let mut batch = WriteBatch::new();
+        for element in elements {
+            push_into(&mut batch, &keys, &mut meta, end, element.clone())?;
+        }
+        self.put_collection(&mut batch, key, &meta);
+        self.commit(batch)?;
+        Ok(len_i64(&meta))
+    }
+
+    /// LPUSH: each element in turn becomes the new head. Returns the new length.
+    ///
+    /// # Errors
+    /// As [`Db::list_push`].
+    pub fn lpush(&mut self, key: &[u8], elements: &[Bytes]) -> CommandResult<i64> {
+        self.list_push(key, ListEnd::Left, elements, false)
+    }
+
+    /// RPUSH: appends each element at the tail. Returns the new length.
+    ///
+    /// # Errors
+    /// As [`Db::list_push`].
+    pub fn rpush(&mut self, key: &[u8], elements: &[Bytes]) -> CommandResult<i64> {
+        self.list_push(key, ListEnd::Right, elements, false)
+    }
+
+    /// Pops up to `count` elements from `end` of the list at `key`, in pop order.
+    /// `None` when the key is missing. A list left empty is deleted (metadata only).
+    ///
+    /// Cost: one metadata read, one scan of `min(count, len)`, one delete per element and
+    /// the metadata write.
+    ///
+    /// # Errors
+    /// WRONGTYPE; storage errors.
+    pub fn list_pop(&mut self, key: &[u8], end: ListEnd, count: u64) -> CommandResult<Option<Vec<Bytes>>> {
+        match self.list_meta(key)? {
+            None => Ok(None),
+            Some(meta) => self.pop_in(key, meta, end, count).map(Some),
+        }
+    }
+
+    /// Pops from a list whose metadata was read already.
+    fn pop_in(
+        &mut self,
+        key: &[u8],
+        mut meta: Metadata<'static>,
+        end: ListEnd,
+        count: u64,
+    ) -> CommandResult<Vec<Bytes>> {
+        let n = count.min(meta.size);
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let popped = match end {
+            ListEnd::Left => self.read_span(key, &meta, 0, n, Direction::Forward)?,
+            ListEnd::Right => self.read_span(key, &meta, meta.size - n, meta.size, Direction::Reverse)?,
+        };
+        let keys = self.elem_keys(key, meta.version)?;
+        let mut batch = WriteBatch::new();
+        pop_from(&mut batch, &keys, &mut meta, end, n);
+        self.put_collection(&mut batch, key, &meta);
+        self.commit(batch)?;
+        Ok(popped)
+    }
+
+    /// LPOP without count: the head element, `None` when the key is missing.
+    ///
+    /// # Errors
+    /// As [`Db::list_pop`].
+    pub fn lpop(&mut self, key: &[u8]) -> CommandResult<Option<Bytes>> {
+        Ok(self.list_pop(key, ListEnd::Left, 1)?.and_then(|v| v.into_iter().next()))
+    }
+
+    /// RPOP without count: the tail element, `None` when the key is missing.
+    ///
+    /// # Errors
+    /// As [`Db::list_pop`].
+    pub fn rpop(&mut self, key: &[u8]) -> CommandResult<Option<Bytes>> {
+        Ok(self.list_pop(key, ListEnd::Right, 1)?.and_then(|v| v.into_iter().next()))
+    }
+
+    /// LLEN: the number of elements, 0 for a missing key. One metadata read.
+    ///
+    /// # Errors
+    /// WRONGTYPE; storage errors.
+    pub fn llen(&self, key: &[u8]) -> CommandResult<i64> {
+        Ok(self.list_meta(key)?.map_or(0, |m| len_i64(&m)))
+    }
+
+    /// LINDEX: the element at `index` (negative counts from the tail), `None` when out of
+    /// range or missing. One metadata read and one point read at `head + index`.
+    ///
+    /// # Errors
+    /// WRONGTYPE; storage errors (also when the element's record is missing).
+    pub fn lindex(&self, key: &[u8], index: i64) -> CommandResult<Option<Bytes>> {
+        match self.list_meta(key)? {
+            None => Ok(None),
+            Some(meta) => self.lindex_in(key, &meta, index),
+        }
+    }
+
+    /// LINDEX on a list whose metadata was read already: one point read.
+    fn lindex_in(&self, key: &[u8], meta: &Metadata<'_>, index: i64) -> CommandResult<Option<Bytes>> {
+        let Some(pos) = resolve_index(meta, index) else {
+            return Ok(None);
+        };
+        let keys = self.elem_keys(key, meta.version)?;
+        let value = self.backend().get(ColumnFamily::Subkey, &keys.at(stored_index(meta.head, pos)?))?;
+        value.map(Some).ok_or_else(corrupted)
+    }
+
+    /// LRANGE: the elements from `start` to `stop` inclusive (negative counts from the
+    /// tail, out-of-range bounds clamped). One metadata read and one range scan of the
+    /// elements returned.
+    ///
+    /// # Errors
+    /// WRONGTYPE; storage errors.
+    pub fn lrange(&self, key: &[u8], start: i64, stop: i64) -> CommandResult<Vec<Bytes>> {
+        let Some(meta) = self.list_meta(key)? else {
+            return Ok(Vec::new());
+        };
+        let Some((from, to)) = normalize_range(&meta, start, stop) else {
+            return Ok(Vec::new());
+        };
+        self.read_span(key, &meta, from, to + 1, Direction::Forward)
+    }
+
+    /// LSET: replaces the element at `index`. One metadata read, one point write.
+    ///
+    /// # Errors
+    /// "ERR no such key" for a missing key, WRONGTYPE, "ERR index out of range";
+    /// storage errors.
+    pub fn lset(&mut self, key: &[u8], index: i64, value: &[u8]) -> CommandResult<()> {
+        let meta = self.list_meta(key)?.ok_or(CommandError::NoSuchKey)?;
+        self.lset_in(key, &meta, index, value)
+    }
+
+    /// LSET on a list whose metadata was read already: one point write.
+    fn lset_in(&mut self, key: &[u8], meta: &Metadata<'_>, index: i64, value: &[u8]) -> CommandResult<()> {
+        let pos = resolve_index(meta, index).ok_or(CommandError::IndexOutOfRange)?;
+        let keys = self.elem_keys(key, meta.version)?;
+        let mut batch = WriteBatch::new();
+        batch.put(
+            ColumnFamily::Subkey,
+            keys.at(stored_index(meta.head, pos)?),
+            Bytes::copy_from_slice(value),
+        );
+        self.commit(batch)
+    }
+
+    /// LREM: removes the first `count` occurrences of `element` from the head (`count >
+    /// 0`), the last `|count|` from the tail (`count < 0`), or all (`count == 0`).
+    /// Returns how many were removed. A list left empty is deleted (metadata only).
+    ///
+    /// Cost: one scan from the starting end up to the last removed occurrence (the whole
+    /// list when `count == 0` or too few match). The survivors between the first and last
+    /// removed positions are rewritten, and then the shorter outer side (towards the head
+    /// or the tail) is shifted: at most `len/2` extra moves (plus one scan of that side
+    /// when it was not read yet), and `removed` deletes.
+    ///
+    /// # Errors
+    /// WRONGTYPE; storage errors.
+    pub fn lrem(&mut self, key: &[u8], count: i64, element: &[u8]) -> CommandResult<i64> {
+        let Some(meta) = self.list_meta(key)? else {
+            return Ok(0);
+        };
+        let limit = count.unsigned_abs();
+        let direction = if count < 0 { Direction::Reverse } else { Direction::Forward };
+        // Scan from the starting end until `limit` matches, keeping the values read.
+        let mut read: Vec<(u64, Bytes)> = Vec::new();
+        let mut matches: Vec<u64> = Vec::new();
+        self.for_each_in_span(key, &meta, 0, meta.size, direction, |pos, v| {
+            if v.as_ref() == element {
+                matches.push(pos);
+            }
+            read.push((pos, v));
+            limit == 0 || (matches.len() as u64) < limit
+        })?;
+        if matches.is_empty() {
+            return Ok(0);
+        }
+        let removed = matches.len() as i64;
+        if direction == Direction::Reverse {
+            read.reverse();
+            matches.reverse();
+        }
+        let (first, last) = (matches[0], matches[matches.len() - 1]);
+        // What was read covers a contiguous span of positions starting at one end.
+        let read_from = read[0].0;
+        let read_to = read[read.len() - 1].0 + 1;
+        let kept: Vec<Bytes> = read
+            .iter()
+            .filter(|(p, _)| *p >= first && *p <= last && matches.binary_search(p).is_err())
+            .map(|(_, v)| v.clone())
+            .collect();
+        let prefix = (read_from == 0).then(|| slice_values(&read, 0, first));
+        let suffix = (read_to == meta.size).then(|| slice_values(&read, last + 1, meta.size));
+        self.splice(key, meta, first, last + 1, kept, prefix, suffix)?;
+        Ok(removed)
+    }
+
+    /// LINSERT: inserts `element` before or after the first occurrence of `pivot` (from
+    /// the head). Returns the new length, -1 when the pivot is absent, 0 when the key is
+    /// missing.
+    ///
+    /// Cost: one scan from the head to the pivot, then the shorter side is shifted by one
+    /// (at most `len/2` moves, plus one scan of the tail side when that side is chosen),
+    /// one write for the new element and the metadata write.
+    ///
+    /// # Errors
+    /// WRONGTYPE; a storage error (list index overflow) when neither side can grow;
+    /// storage errors.
+    pub fn linsert(&mut self, key: &[u8], before: bool, pivot: &[u8], element: &[u8]) -> CommandResult<i64> {
+        let Some(meta) = self.list_meta(key)? else {
+            return Ok(0);
+        };
+        let mut read: Vec<Bytes> = Vec::new();
+        let mut found = None;
+        self.for_each_in_span(key, &meta, 0, meta.size, Direction::Forward, |pos, v| {
+            if v.as_ref() == pivot {
+                found = Some(pos);
+                false
+            } else {
+                read.push(v);
+                true
+            }
+        })?;
+        let Some(pivot_pos) = found else {
+            return Ok(-1);
+        };
+        let at = if before { pivot_pos } else { pivot_pos + 1 };
+        if !before {
+            // The pivot itself lies before the insertion point: part of the head side.
+            read.push(Bytes::copy_from_slice(pivot));
+        }
+        let new_len =
+            self.splice(key, meta, at, at, vec![Bytes::copy_from_slice(element)], Some(read), None)?;
+        Ok(i64::try_from(new_len).unwrap_or(i64::MAX))
+    }
+
+    /// Replaces positions `[a, b)` of the list with `new`, shifting the shorter outer side
+    /// (the prefix `[0, a)` by moving the head, or the suffix `[b, len)` by moving the
+    /// tail). `prefix`/`suffix` are the values of those sides when already read; the chosen
+    /// side is scanned otherwise. Writes one batch; returns the new length.
+    #[allow(clippy::too_many_arguments)]
+    fn splice(
+        &mut self,
+        key: &[u8],
+        mut meta: Metadata<'static>,
+        a: u64,
+        b: u64,
+        new: Vec<Bytes>,
+        prefix: Option<Vec<Bytes>>,
+        suffix: Option<Vec<Bytes>>,
+    ) -> CommandResult<u64> {
+        let old_len = meta.size;
+        let new_count = new.len() as u64;
+        let new_len = old_len - (b - a) + new_count;
+        let mut batch = WriteBatch::new();
+        if new_len == 0 {
+            self.delete_key(&mut batch, key);
+            self.commit(batch)?;
+            return Ok(0);
+        }
+        let keys = self.elem_keys(key, meta.version)?;
+        let prefix_len = a;
+        let suffix_len = old_len - b;
+        // Candidate new heads/tails; a side whose indices would overflow is not an option.
+        let head_side = if new_count >= b - a {
+            meta.head.checked_sub(new_count - (b - a))
+        } else {
+            meta.head.checked_add((b - a) - new_count)
+        };
+        let tail_side = if new_count >= b - a {
+            meta.tail.checked_add(new_count - (b - a))
+        } else {
+            meta.tail.checked_sub((b - a) - new_count)
+        };
+        let use_head = match (head_side, tail_side) {
+            (Some(_), Some(_)) => prefix_len < suffix_len || (prefix_len == suffix_len && prefix.is_some()),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return Err(crate::Error::ListIndexOverflow.into()),
+        };
+        if use_head {
+            let new_head = head_side.unwrap_or(meta.head);
+            let moved = new_head != meta.head;
+            let prefix = match prefix {
+                Some(p) if moved => p,
+                _ if moved => self.read_span(key, &meta, 0, a, Direction::Forward)?,
+                _ => Vec::new(),
+            };
+            for (i, v) in prefix.into_iter().enumerate() {
+                batch.put(ColumnFamily::Subkey, keys.at(new_head + i as u64), v);
+            }
+            for (j, v) in new.into_iter().enumerate() {
+                batch.put(ColumnFamily::Subkey, keys.at(new_head + a + j as u64), v);
+            }
+            for index in meta.head..new_head {
+                batch.delete(ColumnFamily::Subkey, keys.at(index));
+            }
+            meta.head = new_head;
+        } else {
+            let new_tail = tail_side.unwrap_or(meta.tail);
+            let moved = new_tail != meta.tail;
+            let suffix = match suffix {
+                Some(s) if moved => s,
+                _ if moved => self.read_span(key, &meta, b, old_len, Direction::Forward)?,
+                _ => Vec::new(),
+            };
+            for (j, v) in new.into_iter().enumerate() {
+                batch.put(ColumnFamily::Subkey, keys.at(meta.head + a + j as u64), v);
+            }
+            for (k, v) in suffix.into_iter().enumerate() {
+                batch.put(ColumnFamily::Subkey, keys.at(meta.head + a + new_count + k as u64), v);
+            }
+            for index in new_tail..meta.tail {
+                batch.delete(ColumnFamily::Subkey, keys.at(index));
+            }
+            meta.tail = new_tail;
+        }
+        meta.size = new_len;
+        self.put_collection(&mut batch, key, &meta);
+        self.commit(batch)?;
+        Ok(new_len)
+    }
+
+    /// LTRIM: keeps only positions `start..=stop` (Redis index rules). The trimmed ends
+    /// are deleted subkey by subkey and head/tail move; no element is moved. A list left
+    /// empty is deleted by its metadata alone (O(1)).
+    ///
+    /// Cost: one metadata read, one delete per trimmed element (none when emptied).
+    ///
+    /// # Errors
+    /// WRONGTYPE; storage errors.
+    pub fn ltrim(&mut self, key: &[u8], start: i64, stop: i64) -> CommandResult<()> {
+        let Some(mut meta) = self.list_meta(key)? else {
+            return Ok(());
+        };
+        let mut batch = WriteBatch::new();
+        match normalize_range(&meta, start, stop) {
+            None => self.delete_key(&mut batch, key),
+            Some((from, to)) => {
+                let keys = self.elem_keys(key, meta.version)?;
+                let new_head = meta.head + from;
+                let new_tail = meta.head + to + 1;
+                for index in (meta.head..new_head).chain(new_tail..meta.tail) {
+                    batch.delete(ColumnFamily::Subkey, keys.at(index));
+                }
+                if new_head != meta.head || new_tail != meta.tail {
+                    meta.head = new_head;
+                    meta.tail = new_tail;
+                    meta.size = new_tail - new_head;
+                    self.put_collection(&mut batch, key, &meta);
+                }
+            }
+        }
+        self.commit(batch)
+    }
+
+    /// LPOS: the positions (from the head) of the elements equal to `element`, per
+    /// [`LposOptions`]. Empty when the key is missing or nothing matches.
+    ///
+    /// Cost: one lazy scan from the rank's end, stopping after `count` matches or
+    /// `maxlen` elements.
+    ///
+    /// # Errors
+    /// The RANK-zero error for `rank == 0`; WRONGTYPE; storage errors.
+    pub fn lpos(&self, key: &[u8], element: &[u8], opts: LposOptions) -> CommandResult<Vec<u64>> {
+        if opts.rank == 0 {
+            return Err(rank_zero());
+        }
+        let Some(meta) = self.list_meta(key)? else {
+            return Ok(Vec::new());
+        };
+        let direction = if opts.rank < 0 { Direction::Reverse } else { Direction::Forward };
+        let rank = if opts.rank == i64::MIN { 1 } else { opts.rank.unsigned_abs() };
+        let limit = if opts.maxlen == 0 { meta.size } else { opts.maxlen.min(meta.size) };
+        let (from, to) = match direction {
+            Direction::Forward => (0, limit),
+            Direction::Reverse => (meta.size - limit, meta.size),
+        };
+        let mut found = Vec::new();
+        let mut matches = 0u64;
+        self.for_each_in_span(key, &meta, from, to, direction, |pos, v| {
+            if v.as_ref() == element {
+                matches += 1;
+                if matches >= rank {
+                    found.push(pos);
+                    if opts.count != 0 && found.len() as u64 >= opts.count {
+                        return false;
+                    }
+                }
+            }
+            true
+        })?;
+        Ok(found)
+    }
+
+    /// LMOVE: pops from `from` of `src` and pushes onto `to` of `dst`, returning the
+    /// element; `None` when `src` is missing (then `dst` is not even looked at). `src ==
+    /// dst` rotates (or leaves the list as it was) with one metadata update.
+    ///
+    /// Cost: two metadata reads, one point read, one delete, one put, the metadata writes.
+    ///
+    /// BLMOVE and BRPOPLPUSH run this too, after validating their timeout: the library
+    /// cannot wait, so they answer nil at once when `src` is missing, as Redis does inside
+    /// MULTI.
+    ///
+    /// # Errors
+    /// WRONGTYPE for `src`, or for `dst` when `src` has data (then nothing is written); a
+    /// storage error on index overflow; storage errors.
+    pub fn lmove(
+        &mut self,
+        src: &[u8],
+        dst: &[u8],
+        from: ListEnd,
+        to: ListEnd,
+    ) -> CommandResult<Option<Bytes>> {
+        let Some(mut src_meta) = self.list_meta(src)? else {
+            return Ok(None);
+        };
+        let same = src == dst;
+        let mut dst_meta = if same { None } else { Some(self.list_or_create(dst)?) };
+        let pos = match from {
+            ListEnd::Left => 0,
+            ListEnd::Right => src_meta.size - 1,
+        };
+        let src_keys = self.elem_keys(src, src_meta.version)?;
+        let value = self
+            .backend()
+            .get(ColumnFamily::Subkey, &src_keys.at(stored_index(src_meta.head, pos)?))?
+            .ok_or_else(corrupted)?;
+        let mut batch = WriteBatch::new();
+        pop_from(&mut batch, &src_keys, &mut src_meta, from, 1);
+        match dst_meta.as_mut() {
+            None => {
+                push_into(&mut batch, &src_keys, &mut src_meta, to, value.clone())?;
+                self.put_collection(&mut batch, src, &src_meta);
+            }
+            Some(dm) => {
+                let dst_keys = self.elem_keys(dst, dm.version)?;
+                push_into(&mut batch, &dst_keys, dm, to, value.clone())?;
+                self.put_collection(&mut batch, src, &src_meta);
+                self.put_collection(&mut batch, dst, dm);
+            }
+        }
+        self.commit(batch)?;
+        Ok(Some(value))
+    }
+
+    /// LMPOP: pops up to `count` (the command requires at least 1) elements from `end` of the first non-empty list among
+    /// `keys`; returns that key and the elements, `None` when all are missing.
+    ///
+    /// Cost: one metadata read per key up to the first list found, then as
+    /// [`Db::list_pop`].
+    ///
+    /// BLMPOP, BLPOP and BRPOP (count 1) run this too, after validating their timeout: the
+    /// library cannot wait, so they answer the nil array at once when no key holds a list,
+    /// as Redis does inside MULTI.
+    ///
+    /// # Errors
+    /// WRONGTYPE when a key before the first list holds another type; storage errors.
+    pub fn lmpop(
+        &mut self,
+        keys: &[Bytes],
+        end: ListEnd,
+        count: u64,
+    ) -> CommandResult<Option<(Bytes, Vec<Bytes>)>> {
+        for key in keys {
+            if let Some(meta) = self.list_meta(key)? {
+                let popped = self.pop_in(key, meta, end, count)?;
+                return Ok(Some((key.clone(), popped)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn slice_values(read: &[(u64, Bytes)], from: u64, to: u64) -> Vec<Bytes> {
+    read.iter().filter(|(p, _)| *p >= from && *p < to).map(|(_, v)| v.clone()).collect()
+}
+
+/// Queues one element pushed onto `end`, updating head/tail/size in `meta`.
+fn push_into(
+    batch: &mut WriteBatch,
+    keys: &ElemKeys,
+    meta: &mut Metadata<'static>,
+    end: ListEnd,
+    value: Bytes,
+) -> CommandResult<()> {
+    match end {
+        ListEnd::Left => {
+            let index = push_front_index(meta.head)?;
+            batch.put(ColumnFamily::Subkey, keys.at(index), value);
+            meta.head = index;
+        }
+        ListEnd::Right => {
+            let tail = push_back_tail(meta.tail)?;
+            batch.put(ColumnFamily::Subkey, keys.at(meta.tail), value);
+            meta.tail = tail;
+        }
+    }
+    meta.size += 1;
+    Ok(())
+}
+
+/// Queues the deletion of `n <= size` elements at `end`, updating `meta`.
+fn pop_from(batch: &mut WriteBatch, keys: &ElemKeys, meta: &mut Metadata<'static>, end: ListEnd, n: u64) {
+    for _ in 0..n {
+        match end {
+            ListEnd::Left => {
+                batch.delete(ColumnFamily::Subkey, keys.at(meta.head));
+                meta.head += 1;
+            }
+            ListEnd::Right => {
+                meta.tail -= 1;
+                batch.delete(ColumnFamily::Subkey, keys.at(meta.tail));
+            }
+        }
+    }
+    meta.size -= n;
+}
+
+fn rank_zero() -> CommandError {
+    CommandError::err(
+        "RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
+    )
+}
+
+/// Redis' `getPositiveLongFromObjectOrReply`: 0..=i64::MAX, else `message`.
+fn positive_arg(arg: &[u8], message: &str) -> CommandResult<u64> {
+    super::args::parse_i64(arg).and_then(|n| u64::try_from(n).ok()).ok_or_else(|| CommandError::err(message))
+}
+
+/// Redis' `getRangeLongFromObjectOrReply(1, LONG_MAX)`: 1..=i64::MAX, else `message`.
+fn strictly_positive_arg(arg: &[u8], message: &str) -> CommandResult<u64> {
+    super::args::parse_i64(arg)
+        .filter(|&n| n > 0)
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or_else(|| CommandError::err(message))
+}
+
+/// Validates a blocking command's timeout (seconds, a float) as Redis 7.0 does: parsed by
+/// `strtold` (decimal, hex float, `inf`/`infinity`), multiplied by 1000 and truncated to
+/// a `long long`. Unparsable text, NaN, and magnitudes a long double cannot hold give "ERR
+/// timeout is not a float or out of range"; a negative result gives "ERR timeout is
+/// negative" — including the infinities and anything from 9223372036854775.808 seconds up,
+/// whose conversion yields `LLONG_MIN` on x86-64. Between -0.001 and 0 the truncation gives
+/// 0, which is accepted; -0.001 itself is accepted too (its long double times 1000 is just
+/// above -1). Decimal input is compared exactly, so only values within a long double
+/// rounding step of those two thresholds could be judged differently from Redis.
+pub(crate) fn parse_timeout(arg: &[u8]) -> CommandResult<()> {
+    let not_float = || CommandError::err("timeout is not a float or out of range");
+    let negative = || CommandError::err("timeout is negative");
+    match timeout_value(arg).ok_or_else(not_float)? {
+        Timeout::Infinite => Err(negative()),
+        Timeout::Decimal { negative: neg, lead_exp, digits } => {
+            let value = (lead_exp, digits.as_slice());
+            if digits.is_empty() {
+                return Ok(());
+            }
+            if value > (4932, b"118973149535723176502".as_slice())
+                || value < (-4951, b"18225997659412373012".as_slice())
+            {
+                return Err(not_float()); // ERANGE in a long double
+            }
+            let too_big = value >= (15, b"9223372036854775808".as_slice());
+            let below_minus_one_ms = neg && value > (-3, b"1".as_slice());
+            if too_big || below_minus_one_ms { Err(negative()) } else { Ok(()) }
+        }
+        Timeout::Hex(v) => {
+            if (-0.001..9_223_372_036_854_776.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(negative())
+            }
+        }
+    }
+}
+
+/// A parsed timeout.
+enum Timeout {
+    /// `inf` or `infinity`, either sign.
+    Infinite,
+    /// A decimal number: significant digits (no leading/trailing zeros; empty for zero) and
+    /// the decimal exponent of the first one.
+    Decimal { negative: bool, lead_exp: i64, digits: Vec<u8> },
+    /// A hexadecimal float.
+    Hex(f64),
+}
+
+/// Parses a timeout the way `strtold` + Redis' `string2ld` accept it; `None` when it is not
+/// a float (empty, leading space, trailing garbage, NaN, 5120 bytes or more).
+fn timeout_value(arg: &[u8]) -> Option<Timeout> {
+    if arg.is_empty() || arg.len() >= 5 * 1024 || arg[0].is_ascii_whitespace() {
+        return None;
+    }
+    let (negative, body) = match arg[0] {
+        b'-' => (true, &arg[1..]),
+        b'+' => (false, &arg[1..]),
+        _ => (false, arg),
+    };
+    let lower = body.to_ascii_lowercase();
+    if lower == b"inf" || lower == b"infinity" {
+        return Some(Timeout::Infinite);
+    }
+    if let Some(hex) = lower.strip_prefix(b"0x") {
+        let v = parse_hex_float(hex)?;
+        return Some(Timeout::Hex(if negative { -v } else { v }));
+    }
+    let (lead_exp, digits) = parse_decimal(&lower)?;
+    Some(Timeout::Decimal { negative, lead_exp, digits })
+}
+
+/// A decimal float body (no sign): `digits[.digits][e[sign]digits]`, at least one digit.
+/// Returns the exponent of the leading significant digit and the significant digits.
+fn parse_decimal(bytes: &[u8]) -> Option<(i64, Vec<u8>)> {
+    let mut i = 0;
+    let mut int_digits = 0i64;
+    let mut all: Vec<u8> = Vec::new();
+    while i < bytes.len() && bytes[i].is_ascii_digit() {
+        all.push(bytes[i]);
+        int_digits += 1;
+        i += 1;
+    }
+    let mut frac = false;
+    if i < bytes.len() && bytes[i] == b'.' {
+        i += 1;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            all.push(bytes[i]);
+            frac = true;
+            i += 1;
+        }
+    }
+    if int_digits == 0 && !frac {
+        return None;
+    }
+    let mut exp: i64 = 0;
+    if i < bytes.len() && bytes[i] == b'e' {
+        i += 1;
+        let neg = match bytes.get(i) {
+            Some(b'-') => {
+                i += 1;
+                true
+            }
+            Some(b'+') => {
+                i += 1;
+                false
+            }
+            _ => false,
+        };
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            exp = exp.saturating_mul(10).saturating_add(i64::from(bytes[i] - b'0'));
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        if neg {
+            exp = -exp;
+        }
+    }
+    if i != bytes.len() {
+        return None;
+    }
+    let Some(lead) = all.iter().position(|&d| d != b'0') else {
+        return Some((0, Vec::new()));
+    };
+    let last = all.iter().rposition(|&d| d != b'0').unwrap_or(lead);
+    let lead_exp = (int_digits - 1 - lead as i64).saturating_add(exp);
+    Some((lead_exp, all[lead..=last].to_vec()))
+}
+
+/// A hexadecimal float body after `0x` (no sign): hex digits, optional fraction, optional
+/// binary exponent `p`; `None` when malformed or beyond a long double's range.
+fn parse_hex_float(bytes: &[u8]) -> Option<f64> {
+    let mut i = 0;
+    let mut mantissa = 0f64;
+    let mut any = false;
+    let mut scale = 0i64;
+    let mut in_fraction = false;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'.' && !in_fraction {
+            in_fraction = true;
+        } else if let Some(d) = (b as char).to_digit(16) {
+            mantissa = mantissa * 16.0 + f64::from(d);
+            any = true;
+            if in_fraction {
+                scale -= 4;
+            }
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    if !any {
+        return None;
+    }
+    if i < bytes.len() && bytes[i] == b'p' {
+        i += 1;
+        let neg = match bytes.get(i) {
+            Some(b'-') => {
+                i += 1;
+                true
+            }
+            Some(b'+') => {
+                i += 1;
+                false
+            }
+            _ => false,
+        };
+        let start = i;
+        let mut exp = 0i64;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            exp = exp.saturating_mul(10).saturating_add(i64::from(bytes[i] - b'0'));
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        scale = scale.saturating_add(if neg { -exp } else { exp });
+    }
+    if i != bytes.len() {
+        return None;
+    }
+    if mantissa == 0.0 {
+        return Some(0.0);
+    }
+    let bits = (mantissa.log2().floor() as i64).saturating_add(scale);
+    if !(-16446..=16383).contains(&bits) {
+        return None; // beyond a long double: ERANGE
+    }
+    Some(mantissa * 2f64.powi(scale.clamp(-4000, 4000) as i32))
+}
+
+// ---- argv handlers ----
+
+fn push_cmd<B: KvBackend>(
+    db: &mut Db<B>,
+    argv: &[Bytes],
+    end: ListEnd,
+    only_existing: bool,
+) -> CommandResult {
+    db.list_push(&argv[1], end, &argv[2..], only_existing).map(Reply::Integer)
+}
+
+fn lpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    push_cmd(db, argv, ListEnd::Left, false)
+}
+
+fn rpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    push_cmd(db, argv, ListEnd::Right, false)
+}
+
+fn lpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    push_cmd(db, argv, ListEnd::Left, true)
+}
+
+fn rpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    push_cmd(db, argv, ListEnd::Right, true)
+}
+
+fn pop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], end: ListEnd, name: &str) -> CommandResult {
+    match argv.len() {
+        2 => Ok(Reply::bulk_or_nil(db.list_pop(&argv[1], end, 1)?.and_then(|v| v.into_iter().next()))),
+        3 => {
+            let count = positive_arg(&argv[2], "value is out of range, must be positive")?;
+            Ok(match db.list_pop(&argv[1], end, count)? {
+                None => Reply::NilArray,
+                Some(items) => Reply::bulks(items),
+            })
+        }
+        _ => Err(CommandError::WrongArity(name.into())),
+    }
+}
+
+fn lpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    pop_cmd(db, argv, ListEnd::Left, "lpop")
+}
+
+fn rpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    pop_cmd(db, argv, ListEnd::Right, "rpop")
+}
+
+fn llen_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    db.llen(&argv[1]).map(Reply::Integer)
+}
+
+fn lindex_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    // Redis looks the key up before parsing the index.
+    let Some(meta) = db.list_meta(&argv[1])? else {
+        return Ok(Reply::Nil);
+    };
+    let index = int_arg(&argv[2])?;
+    db.lindex_in(&argv[1], &meta, index).map(Reply::bulk_or_nil)
+}
+
+fn lrange_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let start = int_arg(&argv[2])?;
+    let stop = int_arg(&argv[3])?;
+    db.lrange(&argv[1], start, stop).map(Reply::bulks)
+}
+
+fn lset_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    // Redis looks the key up before parsing the index.
+    let meta = db.list_meta(&argv[1])?.ok_or(CommandError::NoSuchKey)?;
+    let index = int_arg(&argv[2])?;
+    db.lset_in(&argv[1], &meta, index, &argv[3])?;
+    Ok(Reply::OK)
+}
+
+fn lrem_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let count = int_arg(&argv[2])?;
+    db.lrem(&argv[1], count, &argv[3]).map(Reply::Integer)
+}
+
+fn linsert_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let before = if argv[2].eq_ignore_ascii_case(b"before") {
+        true
+    } else if argv[2].eq_ignore_ascii_case(b"after") {
+        false
+    } else {
+        return Err(CommandError::Syntax);
+    };
+    db.linsert(&argv[1], before, &argv[3], &argv[4]).map(Reply::Integer)
+}
+
+fn ltrim_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let start = int_arg(&argv[2])?;
+    let stop = int_arg(&argv[3])?;
+    db.ltrim(&argv[1], start, stop)?;
+    Ok(Reply::OK)
+}
+
+fn lpos_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let mut opts = LposOptions::default();
+    let mut with_count = false;
+    let mut j = 3;
+    while j < argv.len() {
+        let opt = &argv[j];
+        let has_value = j + 1 < argv.len();
+        if opt.eq_ignore_ascii_case(b"rank") && has_value {
+            let rank = int_arg(&argv[j + 1])?;
+            if rank == 0 {
+                return Err(rank_zero());
+            }
+            opts.rank = rank;
+        } else if opt.eq_ignore_ascii_case(b"count") && has_value {
+            opts.count = positive_arg(&argv[j + 1], "COUNT can't be negative")?;
+            with_count = true;
+        } else if opt.eq_ignore_ascii_case(b"maxlen") && has_value {
+            opts.maxlen = positive_arg(&argv[j + 1], "MAXLEN can't be negative")?;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+        j += 2;
+    }
+    let found = db.lpos(&argv[1], &argv[2], opts)?;
+    let as_int = |p: u64| Reply::Integer(i64::try_from(p).unwrap_or(i64::MAX));
+    Ok(if with_count {
+        Reply::Array(found.into_iter().map(as_int).collect())
+    } else {
+        found.into_iter().next().map_or(Reply::Nil, as_int)
+    })
+}
+
+fn lmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let from = ListEnd::parse(&argv[3])?;
+    let to = ListEnd::parse(&argv[4])?;
+    db.lmove(&argv[1], &argv[2], from, to).map(Reply::bulk_or_nil)
+}
+
+fn rpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    db.lmove(&argv[1], &argv[2], ListEnd::Right, ListEnd::Left).map(Reply::bulk_or_nil)
+}
+
+/// Parses `numkeys key... LEFT|RIGHT [COUNT n]` starting at `argv[first]`.
+fn parse_mpop(argv: &[Bytes], first: usize) -> CommandResult<(&[Bytes], ListEnd, u64)> {
+    let numkeys = strictly_positive_arg(&argv[first], "numkeys should be greater than 0")?;
+    let available = (argv.len() - first - 1) as u64; // keys + where (+ options)
+    if numkeys >= available {
+        return Err(CommandError::Syntax);
+    }
+    let keys_end = first + 1 + numkeys as usize;
+    let keys = &argv[first + 1..keys_end];
+    let end = ListEnd::parse(&argv[keys_end])?;
+    let mut count = None;
+    let mut j = keys_end + 1;
+    while j < argv.len() {
+        if count.is_none() && argv[j].eq_ignore_ascii_case(b"count") && j + 1 < argv.len() {
+            count = Some(strictly_positive_arg(&argv[j + 1], "count should be greater than 0")?);
+            j += 2;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    Ok((keys, end, count.unwrap_or(1)))
+}
+
+fn mpop_reply(result: Option<(Bytes, Vec<Bytes>)>) -> Reply {
+    match result {
+        None => Reply::NilArray,
+        Some((key, items)) => Reply::Array(vec![Reply::Bulk(key), Reply::bulks(items)]),
+    }
+}
+
+fn lmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let (keys, end, count) = parse_mpop(argv, 1)?;
+    db.lmpop(keys, end, count).map(mpop_reply)
+}
+
+fn bpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], end: ListEnd) -> CommandResult {
+    let (timeout, keys) = argv[1..].split_last().ok_or(CommandError::Syntax)?;
+    parse_timeout(timeout)?;
+    Ok(match db.lmpop(keys, end, 1)? {
+        Some((key, mut items)) if !items.is_empty() => {
+            Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(items.swap_remove(0))])
+        }
+        _ => Reply::NilArray,
+    })
+}
+
+fn blpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    bpop_cmd(db, argv, ListEnd::Left)
+}
+
+fn brpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    bpop_cmd(db, argv, ListEnd::Right)
+}
+
+fn blmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let from = ListEnd::parse(&argv[3])?;
+    let to = ListEnd::parse(&argv[4])?;
+    parse_timeout(&argv[5])?;
+    db.lmove(&argv[1], &argv[2], from, to).map(Reply::bulk_or_nil)
+}
+
+fn brpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    parse_timeout(&argv[3])?;
+    db.lmove(&argv[1], &argv[2], ListEnd::Right, ListEnd::Left).map(Reply::bulk_or_nil)
+}
+
+fn blmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    parse_timeout(&argv[1])?;
+    let (keys, end, count) = parse_mpop(argv, 2)?;
+    db.lmpop(keys, end, count).map(mpop_reply)
 }

@@ -22,6 +22,7 @@ use bytes::Bytes;
 pub use db::{DATABASES, Db, Entry};
 pub use error::{CommandError, CommandResult};
 pub use keyspace::ExpireCondition;
+pub use list::{ListEnd, LposOptions};
 pub use reply::Reply;
 pub use string::{GetExpiry, MAX_STRING_LEN, SetOptions};
 
