@@ -134,6 +134,40 @@ fn random_picks_on_a_large_set_are_distinct_members() {
 }
 
 #[test]
+fn huge_negative_count_is_refused_not_aborted() {
+    // Redis 7.0 tries to build such a reply and runs out of memory; we refuse (documented).
+    let (mut db, _) = db();
+    run(&mut db, "SADD s a");
+    assert_eq!(run(&mut db, "SRANDMEMBER s -9223372036854775807"), err("ERR value is out of range"));
+    assert_eq!(run(&mut db, "SRANDMEMBER nokey -9223372036854775807"), bulks(&[]));
+    run(&mut db, "HSET h a 1");
+    assert_eq!(
+        run(&mut db, "HRANDFIELD h -4611686018427387903 WITHVALUES"),
+        err("ERR value is out of range")
+    );
+}
+
+#[test]
+fn set_algebra_past_one_probe_chunk() {
+    let (mut db, _) = db();
+    let mut a = vec!["SADD".to_string(), "a".to_string()];
+    a.extend((0..400).map(|i| format!("m{i:03}")));
+    let mut b = vec!["SADD".to_string(), "b".to_string()];
+    b.extend((0..400).filter(|i| i % 3 == 0).map(|i| format!("m{i:03}")));
+    db.run(&a);
+    db.run(&b);
+    let common: Vec<String> = (0..400).filter(|i| i % 3 == 0).map(|i| format!("m{i:03}")).collect();
+    let rest: Vec<String> = (0..400).filter(|i| i % 3 != 0).map(|i| format!("m{i:03}")).collect();
+    assert_eq!(items(run(&mut db, "SINTER a b")), common);
+    assert_eq!(items(run(&mut db, "SINTER b a")), common);
+    assert_eq!(run(&mut db, "SINTERCARD 2 a b"), int(134));
+    assert_eq!(run(&mut db, "SINTERCARD 2 a b LIMIT 130"), int(130));
+    assert_eq!(items(run(&mut db, "SDIFF a b")), rest);
+    assert_eq!(run(&mut db, "SDIFFSTORE d a b"), int(266));
+    assert_eq!(run(&mut db, "SCARD d"), int(266));
+}
+
+#[test]
 fn smove_cases() {
     let (mut db, _) = db();
     run(&mut db, "SADD one x y");

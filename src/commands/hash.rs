@@ -55,6 +55,11 @@ pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
 /// (with a small count) by seeking to random keys.
 const SMALL_COLLECTION: u64 = 512;
 
+/// The largest negative count SRANDMEMBER/HRANDFIELD accept (2^26 picks). Redis 7.0 tries to
+/// build any size of reply and runs out of memory past a few hundred million; here a larger
+/// count is refused with "ERR value is out of range" rather than aborting the process.
+pub(crate) const MAX_REPEAT_PICKS: u64 = 1 << 26;
+
 /// The options of HSCAN/SSCAN after the cursor.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ScanOptions {
@@ -240,7 +245,8 @@ impl<B: KvBackend> Db<B> {
     /// `8 * count + 64` seeks and falls back to positions.
     ///
     /// # Errors
-    /// Storage errors.
+    /// "ERR value is out of range" for `Repeat(n)` past [`MAX_REPEAT_PICKS`] on a non-empty
+    /// collection; storage errors.
     pub(crate) fn sample_subkeys(
         &mut self,
         key: &[u8],
@@ -253,6 +259,11 @@ impl<B: KvBackend> Db<B> {
         };
         if size == 0 || count == 0 {
             return Ok(Vec::new());
+        }
+        if let Pick::Repeat(n) = pick {
+            if n > MAX_REPEAT_PICKS {
+                return Err(CommandError::err("value is out of range"));
+            }
         }
         if let Pick::Distinct(n) = pick {
             if n >= size {
@@ -378,7 +389,7 @@ impl<B: KvBackend> Db<B> {
         for (f, v) in pairs {
             batch.put(ColumnFamily::Subkey, self.subkey(key, meta.version, f)?, v.clone());
         }
-        if existed.is_none() || !meta.blind_write {
+        if existed.is_none() || (!meta.blind_write && added > 0) {
             self.put_collection(&mut batch, key, &meta);
         }
         self.commit(batch)?;
@@ -572,7 +583,8 @@ impl<B: KvBackend> Db<B> {
     /// large hash).
     ///
     /// # Errors
-    /// WRONGTYPE; storage errors.
+    /// WRONGTYPE; "ERR value is out of range" for `count < -2^26` (a deviation: Redis would
+    /// try to build the reply); storage errors.
     pub fn hrandfield(&mut self, key: &[u8], count: i64) -> CommandResult<Vec<(Bytes, Bytes)>> {
         let Some(meta) = self.lookup_of(key, RedisType::Hash)? else { return Ok(Vec::new()) };
         let pick = if count >= 0 { Pick::Distinct(count as u64) } else { Pick::Repeat(count.unsigned_abs()) };

@@ -170,7 +170,8 @@ impl<B: KvBackend> Db<B> {
     /// (approximately uniform).
     ///
     /// # Errors
-    /// WRONGTYPE; storage errors.
+    /// WRONGTYPE; "ERR value is out of range" for `count < -2^26` (a deviation: Redis would
+    /// try to build the reply); storage errors.
     pub fn srandmember(&mut self, key: &[u8], count: i64) -> CommandResult<Vec<Bytes>> {
         let Some(meta) = self.lookup_of(key, RedisType::Set)? else { return Ok(Vec::new()) };
         let pick = if count >= 0 { Pick::Distinct(count as u64) } else { Pick::Repeat(count.unsigned_abs()) };
@@ -220,8 +221,8 @@ impl<B: KvBackend> Db<B> {
     }
 
     /// SINTER (limit 0) and SINTERCARD: the members common to all sets. Walks the smallest
-    /// set (sizes from metadata; a blind-write set counts as largest) and probes each member
-    /// in the others with one `multi_get`; stops after `limit` members when `limit > 0`.
+    /// set (sizes from metadata; a blind-write set counts as largest) and probes its members
+    /// in the others with `multi_get` (128 members per call); stops after `limit` members when `limit > 0`.
     /// A missing key gives an empty result.
     ///
     /// # Errors
@@ -232,23 +233,68 @@ impl<B: KvBackend> Db<B> {
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by_key(|&i| if metas[i].blind_write { u64::MAX } else { metas[i].size });
         let (first, others) = order.split_first().expect("at least one key");
+        let probe: Vec<(&[u8], u64)> = others
+            .iter()
+            .filter(|&&i| keys[i] != keys[*first])
+            .map(|&i| (keys[i].as_ref(), metas[i].version))
+            .collect();
+        self.filter_members(&keys[*first], metas[*first].version, &probe, true, limit)
+    }
+
+    /// Walks the members of `key` and keeps those present in every `probe` set (`want_all`)
+    /// or in none of them (`!want_all`), probing 128 members at a time with one `multi_get`
+    /// over all probe sets; stops once `limit` members are kept (0: no limit).
+    fn filter_members(
+        &self,
+        key: &[u8],
+        version: u64,
+        probe: &[(&[u8], u64)],
+        want_all: bool,
+        limit: usize,
+    ) -> CommandResult<Vec<Bytes>> {
+        const CHUNK: usize = 128;
         let mut out = Vec::new();
-        for item in self.scan_subkeys(&keys[*first], metas[*first].version, Direction::Forward)? {
-            let (m, _) = item?;
-            let probes = others
-                .iter()
-                .filter(|&&i| keys[i] != keys[*first])
-                .map(|&i| self.subkey(&keys[i], metas[i].version, &m))
-                .collect::<CommandResult<Vec<_>>>()?;
-            let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
-            if self.backend().multi_get(ColumnFamily::Subkey, &refs)?.iter().all(Option::is_some) {
-                out.push(m);
-                if limit > 0 && out.len() >= limit {
-                    break;
+        let mut iter = self.scan_subkeys(key, version, Direction::Forward)?;
+        loop {
+            let mut chunk = Vec::with_capacity(CHUNK);
+            for item in iter.by_ref().take(CHUNK) {
+                chunk.push(item?.0);
+            }
+            if chunk.is_empty() {
+                return Ok(out);
+            }
+            let keep: Vec<bool> =
+                if probe.is_empty() {
+                    vec![true; chunk.len()]
+                } else {
+                    let mut probe_keys = Vec::with_capacity(chunk.len() * probe.len());
+                    for m in &chunk {
+                        for (k, v) in probe {
+                            probe_keys.push(self.subkey(k, *v, m)?);
+                        }
+                    }
+                    let refs: Vec<&[u8]> = probe_keys.iter().map(Vec::as_slice).collect();
+                    let found = self.backend().multi_get(ColumnFamily::Subkey, &refs)?;
+                    found
+                        .chunks(probe.len())
+                        .map(|c| {
+                            if want_all {
+                                c.iter().all(Option::is_some)
+                            } else {
+                                c.iter().all(Option::is_none)
+                            }
+                        })
+                        .collect()
+                };
+            for (m, k) in chunk.into_iter().zip(keep) {
+                if k {
+                    out.push(m);
+                    if limit > 0 && out.len() >= limit {
+                        return Ok(out);
+                    }
                 }
             }
         }
-        Ok(out)
     }
 
     /// SUNION: every member of any set, each once (in the order the scans meet them). One
@@ -273,7 +319,7 @@ impl<B: KvBackend> Db<B> {
     }
 
     /// SDIFF: the members of the first set in none of the others. Walks the first set and
-    /// probes the other existing sets with one `multi_get` per member.
+    /// probes the other existing sets with `multi_get` (128 members per call).
     ///
     /// # Errors
     /// WRONGTYPE when any key holds another type; storage errors.
@@ -283,21 +329,9 @@ impl<B: KvBackend> Db<B> {
         if keys[1..].iter().any(|k| k == &keys[0]) {
             return Ok(Vec::new());
         }
-        let others: Vec<(usize, u64)> =
-            metas.iter().enumerate().skip(1).filter_map(|(i, m)| m.map(|m| (i, m.version))).collect();
-        let mut out = Vec::new();
-        for item in self.scan_subkeys(&keys[0], first.version, Direction::Forward)? {
-            let (m, _) = item?;
-            let probes = others
-                .iter()
-                .map(|&(i, v)| self.subkey(&keys[i], v, &m))
-                .collect::<CommandResult<Vec<_>>>()?;
-            let refs: Vec<&[u8]> = probes.iter().map(Vec::as_slice).collect();
-            if self.backend().multi_get(ColumnFamily::Subkey, &refs)?.iter().all(Option::is_none) {
-                out.push(m);
-            }
-        }
-        Ok(out)
+        let probe: Vec<(&[u8], u64)> =
+            keys.iter().zip(&metas).skip(1).filter_map(|(k, m)| m.map(|m| (k.as_ref(), m.version))).collect();
+        self.filter_members(&keys[0], first.version, &probe, false, 0)
     }
 
     /// Replaces `dst` (any type) by a set of `members` under a fresh version, in one batch;
