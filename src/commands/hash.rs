@@ -23,7 +23,8 @@ use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 
-use super::args::{glob_match, int_arg, parse_f64, parse_i64};
+use super::args::{glob_match, int_arg, parse_i64};
+use super::long_double::{self, LongDouble};
 use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{KeyRange, Metadata, RedisType};
@@ -527,35 +528,28 @@ impl<B: KvBackend> Db<B> {
         Ok(new)
     }
 
-    /// HINCRBYFLOAT: adds `delta` to the float in `field` (missing = 0) and returns the
-    /// stored text.
-    ///
-    /// Redis computes in x87 `long double` and prints `%.17Lf` with trailing zeros trimmed;
-    /// this computes in `f64` and prints at most 15 significant digits (at most 17 decimals),
-    /// trimmed, so that `0.1 + 0.2` gives `0.3` as in Redis. Results whose long-double
-    /// digits show past 15 significant digits differ (Redis: `1000.1` → `1000.09999999999999998`,
-    /// here `1000.1`), and sums past `f64::MAX` (~1.8e308) are refused here while Redis
-    /// accepts them up to ~1.2e4932. Hexadecimal values (`0x10`), which Redis' `strtold`
-    /// accepts, are refused.
+    /// HINCRBYFLOAT: adds `delta` (text) to the number in `field` (missing = 0) with the
+    /// x87 `long double` arithmetic and `%.17Lf` formatting Redis uses (shared with
+    /// INCRBYFLOAT), and returns the stored text.
     ///
     /// # Errors
-    /// WRONGTYPE; "ERR value is NaN or Infinity" for an infinite `delta`; "ERR hash value is
-    /// not a float"; "ERR increment would produce NaN or Infinity"; storage errors.
-    pub fn hincrbyfloat(&mut self, key: &[u8], field: &[u8], delta: f64) -> CommandResult<Bytes> {
-        if !delta.is_finite() {
+    /// "ERR value is not a valid float" for a `delta` that is not a number; "ERR value is NaN
+    /// or Infinity" for an infinite `delta`; WRONGTYPE; "ERR hash value is not a float";
+    /// "ERR increment would produce NaN or Infinity"; storage errors.
+    pub fn hincrbyfloat(&mut self, key: &[u8], field: &[u8], delta: &[u8]) -> CommandResult<Bytes> {
+        let delta = long_double::parse(delta).ok_or(CommandError::NotFloat)?;
+        if delta == LongDouble::Inf {
             return Err(CommandError::err("value is NaN or Infinity"));
         }
         let mut meta = self.lookup_or_create(key, RedisType::Hash)?;
         let old = self.get_subkey(key, meta.version, field)?;
         let current = match &old {
-            None => 0.0,
-            Some(v) => parse_f64(v).ok_or_else(|| CommandError::err("hash value is not a float"))?,
+            None => LongDouble::ZERO,
+            Some(v) => long_double::parse(v).ok_or_else(|| CommandError::err("hash value is not a float"))?,
         };
-        let new = current + delta;
-        if !new.is_finite() {
-            return Err(CommandError::err("increment would produce NaN or Infinity"));
-        }
-        let text = Bytes::from(format_incr_float(new));
+        let new = long_double::add(current, delta)
+            .ok_or_else(|| CommandError::err("increment would produce NaN or Infinity"))?;
+        let text = Bytes::from(long_double::format_human(new));
         self.put_field(key, &mut meta, field, old.is_none(), text.clone())?;
         Ok(text)
     }
@@ -608,20 +602,6 @@ impl<B: KvBackend> Db<B> {
         let opts = ScanOptions { pattern: pattern.map(Bytes::copy_from_slice), count: count.max(1) };
         self.scan_page(key, meta.version, cursor, &opts)
     }
-}
-
-/// Formats an HINCRBYFLOAT result: fixed notation, at most 15 significant digits and 17
-/// decimals, trailing zeros (and a trailing point) trimmed; `-0` prints as `0`.
-// TODO(unify with INCRBYFLOAT)
-fn format_incr_float(x: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    let magnitude = x.abs().log10().floor() as i64;
-    let decimals = (14 - magnitude).clamp(0, 17) as usize;
-    let text = format!("{x:.decimals$}");
-    let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.') } else { &text };
-    if text == "-0" { "0".into() } else { text.to_string() }
 }
 
 fn pairs_reply(pairs: Vec<(Bytes, Bytes)>) -> Reply {
@@ -693,8 +673,7 @@ fn hincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 fn hincrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    let delta = parse_f64(&argv[3]).ok_or(CommandError::NotFloat)?;
-    db.hincrbyfloat(&argv[1], &argv[2], delta).map(Reply::Bulk)
+    db.hincrbyfloat(&argv[1], &argv[2], &argv[3]).map(Reply::Bulk)
 }
 
 fn hrandfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
@@ -731,18 +710,6 @@ fn hscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn incr_float_text() {
-        assert_eq!(format_incr_float(0.1 + 0.2), "0.3");
-        assert_eq!(format_incr_float(10.5 + 0.1), "10.6");
-        assert_eq!(format_incr_float(5000.0), "5000");
-        assert_eq!(format_incr_float(1e20), "100000000000000000000");
-        assert_eq!(format_incr_float(3.0e-5), "0.00003");
-        assert_eq!(format_incr_float(-0.0), "0");
-        assert_eq!(format_incr_float(-1.5), "-1.5");
-        assert_eq!(format_incr_float(1e-20), "0");
-    }
 
     #[test]
     fn cursors_parse_like_strtoul() {
