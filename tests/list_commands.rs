@@ -538,6 +538,9 @@ fn timeout_validation_matches_redis() {
             "{t:?}"
         );
     }
+    // Probed on redis-server 7.0.15 inside MULTI: Redis rounds the milliseconds up (ceill).
+    assert_eq!(db.run(&["BLPOP", "nokey", "9223372036854775.807"]), Reply::NilArray);
+    assert_eq!(db.run(&["BLPOP", "nokey", "-0.0011"]), err("ERR timeout is negative"));
     assert_eq!(
         db.run(&["BLPOP", "nokey", "9223372036854775.808"]),
         err("ERR timeout is negative"),

@@ -16,6 +16,7 @@
 use bytes::Bytes;
 
 use super::args::int_arg;
+use super::long_double;
 use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{
@@ -804,201 +805,19 @@ fn strictly_positive_arg(arg: &[u8], message: &str) -> CommandResult<u64> {
 }
 
 /// Validates a blocking command's timeout (seconds, a float) as Redis 7.0 does: parsed by
-/// `strtold` (decimal, hex float, `inf`/`infinity`), multiplied by 1000 and truncated to
-/// a `long long`. Unparsable text, NaN, and magnitudes a long double cannot hold give "ERR
-/// timeout is not a float or out of range"; a negative result gives "ERR timeout is
-/// negative" — including the infinities and anything from 9223372036854775.808 seconds up,
-/// whose conversion yields `LLONG_MIN` on x86-64. Between -0.001 and 0 the truncation gives
-/// 0, which is accepted; -0.001 itself is accepted too (its long double times 1000 is just
-/// above -1). Decimal input is compared exactly, so only values within a long double
-/// rounding step of those two thresholds could be judged differently from Redis.
+/// `strtold` (decimal, hex float, `inf`/`infinity`), multiplied by 1000 and rounded up to a
+/// `long long` (`ceill`), all in x87 long double arithmetic. Unparsable text, NaN, and magnitudes a
+/// long double cannot hold give "ERR timeout is not a float or out of range"; a negative
+/// result gives "ERR timeout is negative" — including the infinities and anything from
+/// 9223372036854775.808 seconds up, whose conversion yields `LLONG_MIN` on x86-64.
 pub(crate) fn parse_timeout(arg: &[u8]) -> CommandResult<()> {
-    let not_float = || CommandError::err("timeout is not a float or out of range");
-    let negative = || CommandError::err("timeout is negative");
-    match timeout_value(arg).ok_or_else(not_float)? {
-        Timeout::Infinite => Err(negative()),
-        Timeout::Decimal { negative: neg, lead_exp, digits } => {
-            let value = (lead_exp, digits.as_slice());
-            if digits.is_empty() {
-                return Ok(());
-            }
-            if value > (4932, b"118973149535723176502".as_slice())
-                || value < (-4951, b"18225997659412373012".as_slice())
-            {
-                return Err(not_float()); // ERANGE in a long double
-            }
-            let too_big = value >= (15, b"9223372036854775808".as_slice());
-            let below_minus_one_ms = neg && value > (-3, b"1".as_slice());
-            if too_big || below_minus_one_ms { Err(negative()) } else { Ok(()) }
-        }
-        Timeout::Hex(v) => {
-            if (-0.001..9_223_372_036_854_776.0).contains(&v) {
-                Ok(())
-            } else {
-                Err(negative())
-            }
-        }
+    let seconds =
+        long_double::parse(arg).ok_or_else(|| CommandError::err("timeout is not a float or out of range"))?;
+    if long_double::times_1000_ceil_as_i64(seconds) < 0 {
+        return Err(CommandError::err("timeout is negative"));
     }
+    Ok(())
 }
-
-/// A parsed timeout.
-enum Timeout {
-    /// `inf` or `infinity`, either sign.
-    Infinite,
-    /// A decimal number: significant digits (no leading/trailing zeros; empty for zero) and
-    /// the decimal exponent of the first one.
-    Decimal { negative: bool, lead_exp: i64, digits: Vec<u8> },
-    /// A hexadecimal float.
-    Hex(f64),
-}
-
-/// Parses a timeout the way `strtold` + Redis' `string2ld` accept it; `None` when it is not
-/// a float (empty, leading space, trailing garbage, NaN, 5120 bytes or more).
-fn timeout_value(arg: &[u8]) -> Option<Timeout> {
-    if arg.is_empty() || arg.len() >= 5 * 1024 || arg[0].is_ascii_whitespace() {
-        return None;
-    }
-    let (negative, body) = match arg[0] {
-        b'-' => (true, &arg[1..]),
-        b'+' => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    let lower = body.to_ascii_lowercase();
-    if lower == b"inf" || lower == b"infinity" {
-        return Some(Timeout::Infinite);
-    }
-    if let Some(hex) = lower.strip_prefix(b"0x") {
-        let v = parse_hex_float(hex)?;
-        return Some(Timeout::Hex(if negative { -v } else { v }));
-    }
-    let (lead_exp, digits) = parse_decimal(&lower)?;
-    Some(Timeout::Decimal { negative, lead_exp, digits })
-}
-
-/// A decimal float body (no sign): `digits[.digits][e[sign]digits]`, at least one digit.
-/// Returns the exponent of the leading significant digit and the significant digits.
-fn parse_decimal(bytes: &[u8]) -> Option<(i64, Vec<u8>)> {
-    let mut i = 0;
-    let mut int_digits = 0i64;
-    let mut all: Vec<u8> = Vec::new();
-    while i < bytes.len() && bytes[i].is_ascii_digit() {
-        all.push(bytes[i]);
-        int_digits += 1;
-        i += 1;
-    }
-    let mut frac = false;
-    if i < bytes.len() && bytes[i] == b'.' {
-        i += 1;
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            all.push(bytes[i]);
-            frac = true;
-            i += 1;
-        }
-    }
-    if int_digits == 0 && !frac {
-        return None;
-    }
-    let mut exp: i64 = 0;
-    if i < bytes.len() && bytes[i] == b'e' {
-        i += 1;
-        let neg = match bytes.get(i) {
-            Some(b'-') => {
-                i += 1;
-                true
-            }
-            Some(b'+') => {
-                i += 1;
-                false
-            }
-            _ => false,
-        };
-        let start = i;
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            exp = exp.saturating_mul(10).saturating_add(i64::from(bytes[i] - b'0'));
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        if neg {
-            exp = -exp;
-        }
-    }
-    if i != bytes.len() {
-        return None;
-    }
-    let Some(lead) = all.iter().position(|&d| d != b'0') else {
-        return Some((0, Vec::new()));
-    };
-    let last = all.iter().rposition(|&d| d != b'0').unwrap_or(lead);
-    let lead_exp = (int_digits - 1 - lead as i64).saturating_add(exp);
-    Some((lead_exp, all[lead..=last].to_vec()))
-}
-
-/// A hexadecimal float body after `0x` (no sign): hex digits, optional fraction, optional
-/// binary exponent `p`; `None` when malformed or beyond a long double's range.
-fn parse_hex_float(bytes: &[u8]) -> Option<f64> {
-    let mut i = 0;
-    let mut mantissa = 0f64;
-    let mut any = false;
-    let mut scale = 0i64;
-    let mut in_fraction = false;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b == b'.' && !in_fraction {
-            in_fraction = true;
-        } else if let Some(d) = (b as char).to_digit(16) {
-            mantissa = mantissa * 16.0 + f64::from(d);
-            any = true;
-            if in_fraction {
-                scale -= 4;
-            }
-        } else {
-            break;
-        }
-        i += 1;
-    }
-    if !any {
-        return None;
-    }
-    if i < bytes.len() && bytes[i] == b'p' {
-        i += 1;
-        let neg = match bytes.get(i) {
-            Some(b'-') => {
-                i += 1;
-                true
-            }
-            Some(b'+') => {
-                i += 1;
-                false
-            }
-            _ => false,
-        };
-        let start = i;
-        let mut exp = 0i64;
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            exp = exp.saturating_mul(10).saturating_add(i64::from(bytes[i] - b'0'));
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        scale = scale.saturating_add(if neg { -exp } else { exp });
-    }
-    if i != bytes.len() {
-        return None;
-    }
-    if mantissa == 0.0 {
-        return Some(0.0);
-    }
-    let bits = (mantissa.log2().floor() as i64).saturating_add(scale);
-    if !(-16446..=16383).contains(&bits) {
-        return None; // beyond a long double: ERANGE
-    }
-    Some(mantissa * 2f64.powi(scale.clamp(-4000, 4000) as i32))
-}
-
-// ---- argv handlers ----
 
 fn push_cmd<B: KvBackend>(
     db: &mut Db<B>,

@@ -464,6 +464,31 @@ impl Big {
     }
 }
 
+/// `(long long)ceill(v * 1000.0)` as Redis 7.0 computes a blocking timeout on x86-64: the
+/// product rounded to a long double, rounded up to an integer; an infinity or a result
+/// outside the i64 range gives `i64::MIN`, the x87 "integer indefinite".
+pub(crate) fn times_1000_ceil_as_i64(v: LongDouble) -> i64 {
+    let LongDouble::Finite { neg, mant, exp } = v else { return i64::MIN };
+    let product = Big::from_u128(u128::from(mant) * 1000);
+    let LongDouble::Finite { neg, mant, exp } = round(neg, &product, exp, false) else {
+        return i64::MIN;
+    };
+    let (whole, fraction) = match exp {
+        e if e >= 64 => return i64::MIN,
+        e if e >= 0 => (u128::from(mant) << e, false),
+        e if e > -64 => (u128::from(mant >> -e), mant & ((1u64 << -e) - 1) != 0),
+        _ => (0, mant != 0),
+    };
+    // Ceiling: a positive value with a fraction rounds away from zero, a negative one
+    // towards it.
+    let magnitude = if fraction && !neg { whole + 1 } else { whole };
+    match i64::try_from(magnitude) {
+        Ok(m) if neg => -m,
+        Ok(m) => m,
+        Err(_) => i64::MIN,
+    }
+}
+
 /// `a + b` rounded to a long double; `None` when the sum is infinite or NaN.
 pub(crate) fn add(a: LongDouble, b: LongDouble) -> Option<LongDouble> {
     let (
