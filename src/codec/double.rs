@@ -26,11 +26,19 @@ pub fn encode_f64(x: f64) -> Result<[u8; 8]> {
 ///
 /// # Errors
 /// [`Error::NanScore`] when the bytes decode to NaN (never written by [`encode_f64`]).
+/// The bytes `7F FF FF FF FF FF FF FF` (what `-0.0` would encode to without the policy
+/// above, never written by [`encode_f64`]) decode to `+0.0`.
 pub fn decode_f64(bytes: [u8; 8]) -> Result<f64> {
     let ordered = u64::from_be_bytes(bytes);
     let bits = if ordered >> 63 == 1 { ordered & !(1 << 63) } else { !ordered };
     let x = f64::from_bits(bits);
-    if x.is_nan() { Err(Error::NanScore) } else { Ok(x) }
+    if x.is_nan() {
+        Err(Error::NanScore)
+    } else if x == 0.0 {
+        Ok(0.0)
+    } else {
+        Ok(x)
+    }
 }
 
 /// [`decode_f64`] from a slice that must be exactly 8 bytes.

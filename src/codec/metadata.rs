@@ -82,9 +82,10 @@ impl<'a> Metadata<'a> {
 
     /// Writes the 64-bit form: flags, expire u64, then the value (strings), version and size
     /// (hash, set, zset) or version, size, head and tail (lists). A blind-write collection
-    /// writes size 0.
+    /// writes size 0. The blind-write bit is only written for collections (a string with it
+    /// would not decode).
     pub fn encode(&self, out: &mut impl BufMut) {
-        out.put_u8(Flags::new(self.ty, self.blind_write).byte());
+        out.put_u8(Flags::new(self.ty, self.blind_write && self.ty.is_collection()).byte());
         out.put_u64(self.expire_ms);
         match self.ty {
             RedisType::String => out.put_slice(self.value),

