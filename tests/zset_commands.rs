@@ -1356,3 +1356,328 @@ fn zrangestore_cmd() {
         "zrangestore d z 0 -1 rev limit 0 1"
     );
 }
+// ---- behaviour checked by properties and by reading the records ----
+
+/// Every (member, score) of `key` under its live version, read from the Subkey CF and from
+/// the Score CF; the two must agree.
+fn records(db: &Db<MemoryBackend>, key: &str) -> Vec<(Vec<u8>, f64)> {
+    let raw = db.backend().get(ColumnFamily::Metadata, &db.metadata_key(key.as_bytes())).unwrap();
+    let Some(raw) = raw else { return Vec::new() };
+    let meta = Metadata::decode(&raw).unwrap();
+    let layout = db.layout();
+    let range = layout.subkey_range(key.as_bytes(), meta.version).unwrap();
+    let mut by_member = Vec::new();
+    for item in db.backend().scan(ColumnFamily::Subkey, &range, rediskv::backend::Direction::Forward).unwrap()
+    {
+        let (k, v) = item.unwrap();
+        let sk = layout.decode_subkey(&k).unwrap();
+        by_member.push((sk.sub.to_vec(), rediskv::codec::decode_f64_slice(&v).unwrap()));
+    }
+    let mut by_score = Vec::new();
+    for item in db.backend().scan(ColumnFamily::Score, &range, rediskv::backend::Direction::Forward).unwrap()
+    {
+        let (k, v) = item.unwrap();
+        assert!(v.is_empty());
+        let sk = layout.decode_score_key(&k).unwrap();
+        by_score.push((sk.member.to_vec(), sk.score));
+    }
+    let mut sorted = by_score.clone();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(by_member, sorted, "Subkey and Score records of {key} disagree");
+    assert_eq!(meta.size as usize, by_member.len(), "size of {key}");
+    by_score
+}
+
+fn strs(reply: Reply) -> Vec<String> {
+    match reply {
+        Reply::Array(items) => items
+            .into_iter()
+            .map(|r| match r {
+                Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
+                other => panic!("not a bulk: {other:?}"),
+            })
+            .collect(),
+        other => panic!("not an array: {other:?}"),
+    }
+}
+
+#[test]
+fn score_changes_move_the_score_record() {
+    let (mut db, _) = db();
+    run(&mut db, "zadd z 1 a 2 b 3 c");
+    run(&mut db, "zadd z 10 a");
+    run(&mut db, "zincrby z -5 b");
+    run(&mut db, "zadd z 5 x 6 x 7 x");
+    let recs = records(&db, "z");
+    let names: Vec<&[u8]> = recs.iter().map(|(m, _)| m.as_slice()).collect();
+    assert_eq!(names, [&b"b"[..], b"c", b"x", b"a"]);
+    assert_eq!(recs.iter().map(|r| r.1).collect::<Vec<_>>(), [-3.0, 3.0, 7.0, 10.0]);
+    run(&mut db, "zrem z c x");
+    run(&mut db, "zpopmax z");
+    assert_eq!(records(&db, "z"), vec![(b"b".to_vec(), -3.0)]);
+    run(&mut db, "zpopmin z");
+    assert_eq!(db.backend().len(ColumnFamily::Metadata), 0, "an empty sorted set no longer exists");
+}
+
+#[test]
+fn negative_zero_is_stored_as_zero() {
+    // redis-server 7.0.15: ZADD z -0 m; ZSCORE z m → "0"; ZADD z INCR -0 q → "-0" then ZSCORE → "0".
+    let (mut db, _) = db();
+    assert_eq!(run(&mut db, "zadd z -0 m"), int(1));
+    assert_eq!(run(&mut db, "zscore z m"), bulk("0"));
+    assert_eq!(run(&mut db, "zadd z 0 n"), int(1));
+    assert_eq!(run(&mut db, "zrangebyscore z 0 0"), bulks(&["m", "n"]));
+    assert_eq!(run(&mut db, "zadd z -0 n"), int(0));
+    assert_eq!(records(&db, "z").iter().filter(|(_, s)| s.is_sign_negative()).count(), 0);
+}
+
+#[test]
+fn store_replaces_any_type_under_a_fresh_version() {
+    let (mut db, _) = db();
+    set_string(&mut db, "d", "text");
+    run(&mut db, "zadd a 1 x 2 y");
+    assert_eq!(run(&mut db, "zunionstore d 1 a"), int(2));
+    assert_eq!(run(&mut db, "type d"), Reply::status("zset"));
+    let v1 =
+        Metadata::decode(&db.backend().get(ColumnFamily::Metadata, &db.metadata_key(b"d")).unwrap().unwrap())
+            .unwrap()
+            .version;
+    assert_eq!(run(&mut db, "zrangestore d a 0 0"), int(1));
+    let v2 =
+        Metadata::decode(&db.backend().get(ColumnFamily::Metadata, &db.metadata_key(b"d")).unwrap().unwrap())
+            .unwrap()
+            .version;
+    assert!(v2 > v1);
+    assert_eq!(records(&db, "d"), vec![(b"x".to_vec(), 1.0)]);
+    // The destination may be a source.
+    assert_eq!(run(&mut db, "zunionstore a 2 a a"), int(2));
+    assert_eq!(run(&mut db, "zrange a 0 -1 withscores"), bulks(&["x", "2", "y", "4"]));
+    records(&db, "a");
+}
+
+#[test]
+fn expired_zset_starts_over() {
+    let (mut db, clock) = db();
+    run(&mut db, "zadd z 1 a 2 b");
+    let key = db.metadata_key(b"z");
+    let raw = db.backend().get(ColumnFamily::Metadata, &key).unwrap().unwrap();
+    let meta = Metadata::decode(&raw).unwrap();
+    let expiring = Metadata { expire_ms: T0_MS + 10, ..meta };
+    let mut batch = WriteBatch::new();
+    batch.put(ColumnFamily::Metadata, key.clone(), expiring.to_vec());
+    db.backend_mut().write(batch).unwrap();
+    assert_eq!(run(&mut db, "zcard z"), int(2));
+    clock.advance_ms(11);
+    assert_eq!(run(&mut db, "zcard z"), int(0));
+    assert_eq!(run(&mut db, "zscore z a"), Reply::Nil);
+    assert_eq!(run(&mut db, "zadd z 5 c"), int(1));
+    assert_eq!(run(&mut db, "zrange z 0 -1 withscores"), bulks(&["c", "5"]));
+    assert_eq!(records(&db, "z"), vec![(b"c".to_vec(), 5.0)]);
+}
+
+#[test]
+fn wrongtype_for_every_command() {
+    let (mut db, _) = db();
+    set_string(&mut db, "s", "x");
+    for line in [
+        "zadd s 1 a",
+        "zincrby s 1 a",
+        "zrem s a",
+        "zcard s",
+        "zscore s a",
+        "zmscore s a",
+        "zcount s 0 1",
+        "zlexcount s - +",
+        "zrange s 0 1",
+        "zrangestore d s 0 1",
+        "zrangebyscore s 0 1",
+        "zrevrangebyscore s 1 0",
+        "zrangebylex s - +",
+        "zrevrangebylex s + -",
+        "zrevrange s 0 1",
+        "zrank s a",
+        "zrevrank s a",
+        "zremrangebyscore s 0 1",
+        "zremrangebyrank s 0 1",
+        "zremrangebylex s - +",
+        "zpopmin s",
+        "zpopmax s",
+        "zmpop 1 s min",
+        "bzpopmin s 0",
+        "bzpopmax s 0",
+        "bzmpop 0 1 s max",
+        "zrandmember s",
+        "zunion 1 s",
+        "zinter 1 s",
+        "zdiff 1 s",
+        "zunionstore d 1 s",
+        "zinterstore d 1 s",
+        "zdiffstore d 1 s",
+        "zintercard 1 s",
+        "zscan s 0",
+    ] {
+        assert_eq!(run(&mut db, line), wrongtype(), "{line}");
+    }
+    assert_eq!(run(&mut db, "exists d"), int(0));
+}
+
+#[test]
+fn ranks_and_rank_ranges_on_a_larger_set() {
+    let (mut db, _) = db();
+    let mut line = String::from("zadd z");
+    for i in 0..200 {
+        line.push_str(&format!(" {} m{i:03}", i / 2));
+    }
+    assert_eq!(run(&mut db, &line), int(200));
+    for i in [0, 1, 57, 99, 100, 150, 198, 199] {
+        assert_eq!(run(&mut db, &format!("zrank z m{i:03}")), int(i));
+        assert_eq!(run(&mut db, &format!("zrevrank z m{i:03}")), int(199 - i));
+    }
+    assert_eq!(run(&mut db, "zrange z 195 -3"), bulks(&["m195", "m196", "m197"]));
+    assert_eq!(run(&mut db, "zrange z -3 -1 rev"), bulks(&["m002", "m001", "m000"]));
+    assert_eq!(run(&mut db, "zrange z 2 3 rev withscores"), bulks(&["m197", "98", "m196", "98"]));
+    assert_eq!(run(&mut db, "zrangebyscore z (97 +inf limit 1 2"), bulks(&["m197", "m198"]));
+    assert_eq!(run(&mut db, "zrevrangebyscore z 1 -inf limit 1 10"), bulks(&["m002", "m001", "m000"]));
+    assert_eq!(run(&mut db, "zcount z 10 (20"), int(20));
+    assert_eq!(run(&mut db, "zremrangebyrank z 190 -1"), int(10));
+    assert_eq!(run(&mut db, "zcard z"), int(190));
+    assert_eq!(records(&db, "z").len(), 190);
+}
+
+#[test]
+fn zrandmember_properties() {
+    let (mut db, _) = db();
+    run(&mut db, "zadd z 1 a 2 b 3 c 4 d 5 e");
+    let all = ["a", "b", "c", "d", "e"];
+    for _ in 0..20 {
+        let one = match run(&mut db, "zrandmember z") {
+            Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
+            other => panic!("{other:?}"),
+        };
+        assert!(all.contains(&one.as_str()));
+        let mut three = strs(run(&mut db, "zrandmember z 3"));
+        assert_eq!(three.len(), 3);
+        three.sort();
+        three.dedup();
+        assert_eq!(three.len(), 3, "positive count gives distinct members");
+        let many = strs(run(&mut db, "zrandmember z -12"));
+        assert_eq!(many.len(), 12, "negative count gives exactly |count| members");
+        assert!(many.iter().all(|m| all.contains(&m.as_str())));
+        let ws = strs(run(&mut db, "zrandmember z -3 withscores"));
+        for pair in ws.chunks(2) {
+            let expect = (all.iter().position(|m| *m == pair[0]).unwrap() + 1).to_string();
+            assert_eq!(pair[1], expect);
+        }
+    }
+    assert_eq!(strs(run(&mut db, "zrandmember z 10")).len(), 5);
+    // Over many draws every member shows up.
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..200 {
+        seen.extend(strs(run(&mut db, "zrandmember z 1")));
+    }
+    assert_eq!(seen.len(), 5);
+}
+
+#[test]
+fn zscan_pages_cover_every_member_once() {
+    let (mut db, _) = db();
+    let mut line = String::from("zadd z");
+    for i in 0..25 {
+        line.push_str(&format!(" {i} k{i:02}"));
+    }
+    run(&mut db, &line);
+    let mut cursor = "0".to_string();
+    let mut seen = Vec::new();
+    let mut calls = 0;
+    loop {
+        let reply = run(&mut db, &format!("zscan z {cursor} count 4"));
+        let Reply::Array(parts) = reply else { panic!() };
+        let Reply::Bulk(next) = &parts[0] else { panic!() };
+        let items = strs(parts[1].clone());
+        for pair in items.chunks(2) {
+            let i: usize = pair[0][1..].parse().unwrap();
+            assert_eq!(pair[1], i.to_string());
+            seen.push(pair[0].clone());
+        }
+        calls += 1;
+        cursor = String::from_utf8(next.to_vec()).unwrap();
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(calls, 7);
+    let expect: Vec<String> = (0..25).map(|i| format!("k{i:02}")).collect();
+    assert_eq!(seen, expect);
+    // MATCH filters after COUNT, as in Redis.
+    let Reply::Array(parts) = run(&mut db, "zscan z 0 match k1* count 100") else { panic!() };
+    assert_eq!(strs(parts[1].clone()).len(), 20);
+    // Deviation: ZSCAN walks member order (Redis' small listpack sets come in score order).
+    run(&mut db, "zadd y 2 a 1 b");
+    assert_eq!(run(&mut db, "zscan y 0"), Reply::Array(vec![bulk("0"), bulks(&["a", "2", "b", "1"])]));
+}
+
+#[test]
+fn zmpop_reply_shape_and_typed_api() {
+    let (mut db, _) = db();
+    run(&mut db, "zadd z 1 a 2 b 3 c");
+    // redis-server 7.0.15: ZMPOP 1 z MIN COUNT 2 → [z, [[a, 1], [b, 2]]].
+    assert_eq!(
+        run(&mut db, "zmpop 1 z min count 2"),
+        Reply::Array(vec![bulk("z"), Reply::Array(vec![bulks(&["a", "1"]), bulks(&["b", "2"])])])
+    );
+    assert_eq!(db.zscore(b"z", b"c").unwrap(), Some(3.0));
+    assert_eq!(db.zcard(b"z").unwrap(), 1);
+    assert_eq!(db.zrank(b"z", b"c", false).unwrap(), Some(0));
+}
+
+/// A backend that counts write batches, to check one batch per command.
+struct Counting {
+    inner: MemoryBackend,
+    writes: usize,
+}
+
+impl KvBackend for Counting {
+    fn get(&self, cf: ColumnFamily, key: &[u8]) -> rediskv::Result<Option<Bytes>> {
+        self.inner.get(cf, key)
+    }
+    fn scan<'a>(
+        &'a self,
+        cf: ColumnFamily,
+        range: &rediskv::codec::KeyRange,
+        direction: rediskv::backend::Direction,
+    ) -> rediskv::Result<rediskv::backend::ScanIter<'a>> {
+        self.inner.scan(cf, range, direction)
+    }
+    fn write(&mut self, batch: WriteBatch) -> rediskv::Result<()> {
+        self.writes += 1;
+        self.inner.write(batch)
+    }
+}
+
+#[test]
+fn every_command_writes_one_batch_or_none() {
+    let mut db = Db::new(Counting { inner: MemoryBackend::new(), writes: 0 });
+    let mut check = |line: &str, batches: usize| {
+        let before = db.backend().writes;
+        let reply = db.run(&line.split_whitespace().collect::<Vec<_>>());
+        assert_eq!(db.backend().writes - before, batches, "{line} → {reply:?}");
+    };
+    check("zadd z 1 a 2 b 3 c 4 d 5 e 6 f", 1);
+    check("zadd z 9 a 9 b 1 a", 1);
+    check("zadd z nx 1 a", 0);
+    check("zadd z 1 a nan b", 0);
+    check("zadd z incr 1 a", 1);
+    check("zincrby z 1 zz", 1);
+    check("zrem z zz nosuch", 1);
+    check("zrem z nosuch", 0);
+    check("zremrangebyrank z 0 1", 1);
+    check("zremrangebyscore z 100 200", 0);
+    check("zpopmin z 2", 1);
+    check("zmpop 1 z max count 5", 1);
+    check("zadd a 1 x 2 y", 1);
+    check("zunionstore d 2 a a", 1);
+    check("zinterstore d 2 a nosuch", 1);
+    check("zrangestore d a 0 -1", 1);
+    check("zrange a 0 -1", 0);
+    check("zunionstore d 2 a", 0);
+}
