@@ -266,7 +266,7 @@ fn apply(model: &mut Model, op: &Op) -> (String, Reply) {
             if nx && xx {
                 return (line, err("ERR XX and NX options at the same time are not compatible"));
             }
-            if (gt && nx) || (lt && nx) || (gt && lt) {
+            if (nx && (gt || lt)) || (gt && lt) {
                 return (line, err("ERR GT, LT, and/or NX options at the same time are not compatible"));
             }
             if incr && pairs.len() > 1 {
