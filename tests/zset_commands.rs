@@ -1681,3 +1681,189 @@ fn every_command_writes_one_batch_or_none() {
     check("zrange a 0 -1", 0);
     check("zunionstore d 2 a", 0);
 }
+
+// ---- more golden edge cases (generated from redis-server 7.0.15) ----
+
+#[test]
+fn extra_edges() {
+    let (mut db, _) = db();
+    assert_eq!(run(&mut db, "zadd z gt ch 5 new"), int(1), "zadd z gt ch 5 new");
+    assert_eq!(run(&mut db, "zadd z lt ch 5 new2"), int(1), "zadd z lt ch 5 new2");
+    assert_eq!(run(&mut db, "zadd z xx gt ch 6 new 7 nope"), int(1), "zadd z xx gt ch 6 new 7 nope");
+    assert_eq!(
+        run(&mut db, "zrange z 0 -1 withscores"),
+        bulks(&["new2", "5", "new", "6"]),
+        "zrange z 0 -1 withscores"
+    );
+    assert_eq!(run(&mut db, "zadd z 1 a 2 b 3 c 4 d 5 e"), int(5), "zadd z 1 a 2 b 3 c 4 d 5 e");
+    assert_eq!(
+        run(&mut db, "zrangestore d z 5 1 byscore rev limit 1 2"),
+        int(2),
+        "zrangestore d z 5 1 byscore rev limit 1 2"
+    );
+    assert_eq!(
+        run(&mut db, "zrange d 0 -1 withscores"),
+        bulks(&["d", "4", "e", "5"]),
+        "zrange d 0 -1 withscores"
+    );
+    assert_eq!(
+        run(&mut db, "zrangestore d z (1 5 byscore limit 0 -1"),
+        int(5),
+        "zrangestore d z (1 5 byscore limit 0 -1"
+    );
+    assert_eq!(run(&mut db, "zrange d 0 -1"), bulks(&["b", "c", "d", "e", "new2"]), "zrange d 0 -1");
+    sadd_raw(&mut db, "st", &["a", "b", "x"]);
+    assert_eq!(
+        run(&mut db, "zinterstore d 3 z st z weights 2 10 1 aggregate sum"),
+        int(2),
+        "zinterstore d 3 z st z weights 2 10 1 aggregate sum"
+    );
+    assert_eq!(
+        run(&mut db, "zrange d 0 -1 withscores"),
+        bulks(&["a", "13", "b", "16"]),
+        "zrange d 0 -1 withscores"
+    );
+    assert_eq!(
+        run(&mut db, "zunion 1 z weights 3 withscores"),
+        bulks(&["a", "3", "b", "6", "c", "9", "d", "12", "e", "15", "new2", "15", "new", "18"]),
+        "zunion 1 z weights 3 withscores"
+    );
+    assert_eq!(
+        run(&mut db, "zunion 1 z weights 3 2 withscores"),
+        err("ERR syntax error"),
+        "zunion 1 z weights 3 2 withscores"
+    );
+    assert_eq!(
+        run(&mut db, "zrange z 9223372036854775807 -9223372036854775808"),
+        Reply::Array(vec![]),
+        "zrange z 9223372036854775807 -9223372036854775808"
+    );
+    assert_eq!(
+        run(&mut db, "zrange z -9223372036854775808 9223372036854775807"),
+        bulks(&["a", "b", "c", "d", "e", "new2", "new"]),
+        "zrange z -9223372036854775808 9223372036854775807"
+    );
+    assert_eq!(
+        run(&mut db, "zrangebyscore z -9223372036854775808 9223372036854775807 limit 9223372036854775807 1"),
+        Reply::Array(vec![]),
+        "zrangebyscore z -9223372036854775808 9223372036854775807 limit 9223372036854775807 1"
+    );
+    assert_eq!(
+        run(&mut db, "zrangebyscore z 1 5 limit 2 9223372036854775807"),
+        bulks(&["c", "d", "e", "new2"]),
+        "zrangebyscore z 1 5 limit 2 9223372036854775807"
+    );
+    assert_eq!(run(&mut db, "zcount z 1.0 2.00"), int(2), "zcount z 1.0 2.00");
+    assert_eq!(run(&mut db, "zcount z +1 +2"), int(2), "zcount z +1 +2");
+    assert_eq!(run(&mut db, "zcount z -inf (-inf"), int(0), "zcount z -inf (-inf");
+    assert_eq!(run(&mut db, "zcount z +inf +inf"), int(0), "zcount z +inf +inf");
+    assert_eq!(
+        run(&mut db, "zrangebyscore z (-inf (+inf"),
+        bulks(&["a", "b", "c", "d", "e", "new2", "new"]),
+        "zrangebyscore z (-inf (+inf"
+    );
+    assert_eq!(
+        run(&mut db, "zrangebyscore z -INF +Infinity"),
+        bulks(&["a", "b", "c", "d", "e", "new2", "new"]),
+        "zrangebyscore z -INF +Infinity"
+    );
+    assert_eq!(
+        run(&mut db, "zremrangebyrank z -9223372036854775808 9223372036854775807"),
+        int(7),
+        "zremrangebyrank z -9223372036854775808 9223372036854775807"
+    );
+    assert_eq!(run(&mut db, "exists z"), int(0), "exists z");
+    assert_eq!(run(&mut db, "zadd z 1 a"), int(1), "zadd z 1 a");
+    assert_eq!(run(&mut db, "zinter 2 z nosuch"), Reply::Array(vec![]), "zinter 2 z nosuch");
+    assert_eq!(run(&mut db, "zdiff 2 nosuch z"), Reply::Array(vec![]), "zdiff 2 nosuch z");
+    assert_eq!(run(&mut db, "zunion 1 nosuch"), Reply::Array(vec![]), "zunion 1 nosuch");
+    assert_eq!(run(&mut db, "zunionstore d 1 nosuch"), int(0), "zunionstore d 1 nosuch");
+    assert_eq!(run(&mut db, "exists d"), int(0), "exists d");
+    assert_eq!(run(&mut db, "zdiff 3 z z z withscores"), Reply::Array(vec![]), "zdiff 3 z z z withscores");
+    assert_eq!(
+        run(&mut db, "zinter 1 z aggregate min aggregate max withscores"),
+        bulks(&["a", "1"]),
+        "zinter 1 z aggregate min aggregate max withscores"
+    );
+    assert_eq!(
+        run(&mut db, "zunion 1 z weights 1 weights 2 withscores"),
+        bulks(&["a", "2"]),
+        "zunion 1 z weights 1 weights 2 withscores"
+    );
+    assert_eq!(run(&mut db, "zadd z 2 b"), int(1), "zadd z 2 b");
+    assert_eq!(
+        run(&mut db, "zunion 1 z withscores aggregate max weights -1"),
+        bulks(&["b", "-2", "a", "-1"]),
+        "zunion 1 z withscores aggregate max weights -1"
+    );
+    assert_eq!(run(&mut db, "zpopmax z 0"), Reply::Array(vec![]), "zpopmax z 0");
+    assert_eq!(
+        run(&mut db, "zpopmax z 9223372036854775807"),
+        bulks(&["b", "2", "a", "1"]),
+        "zpopmax z 9223372036854775807"
+    );
+    assert_eq!(run(&mut db, "zadd z 1 a"), int(1), "zadd z 1 a");
+    assert_eq!(
+        run(&mut db, "zmpop 1 z max count 9223372036854775807"),
+        Reply::Array(vec![bulk("z"), Reply::Array(vec![bulks(&["a", "1"])])]),
+        "zmpop 1 z max count 9223372036854775807"
+    );
+    assert_eq!(run(&mut db, "zadd z 1 a"), int(1), "zadd z 1 a");
+    assert_eq!(
+        run(&mut db, "zmpop 9223372036854775807 z max"),
+        err("ERR syntax error"),
+        "zmpop 9223372036854775807 z max"
+    );
+    assert_eq!(run(&mut db, "zadd z 1 a 2 b 3 c"), int(2), "zadd z 1 a 2 b 3 c");
+    assert_eq!(
+        run(&mut db, "bzpopmin z 922337203685477"),
+        bulks(&["z", "a", "1"]),
+        "bzpopmin z 922337203685477"
+    );
+    assert_eq!(run(&mut db, "bzpopmin z 0x0.1p-10"), bulks(&["z", "b", "2"]), "bzpopmin z 0x0.1p-10");
+    assert_eq!(
+        run(&mut db, "bzmpop 0 1 z min count 1 count 1"),
+        err("ERR syntax error"),
+        "bzmpop 0 1 z min count 1 count 1"
+    );
+    assert_eq!(
+        run(&mut db, "zscan z 0 count 9223372036854775807"),
+        Reply::Array(vec![bulk("0"), bulks(&["c", "3"])]),
+        "zscan z 0 count 9223372036854775807"
+    );
+    assert_eq!(
+        run(&mut db, "zscan z 0 match * match a"),
+        Reply::Array(vec![bulk("0"), Reply::Array(vec![])]),
+        "zscan z 0 match * match a"
+    );
+    assert_eq!(run(&mut db, "zscan z +5"), Reply::Array(vec![bulk("0"), bulks(&["c", "3"])]), "zscan z +5");
+    assert_eq!(run(&mut db, "zrangebylex z [a [a"), Reply::Array(vec![]), "zrangebylex z [a [a");
+    assert_eq!(run(&mut db, "zrangebylex z (a [a"), Reply::Array(vec![]), "zrangebylex z (a [a");
+    assert_eq!(run(&mut db, "zlexcount z [a (a"), int(0), "zlexcount z [a (a");
+    assert_eq!(run(&mut db, "zrangebylex z - + limit 0 -1"), bulks(&["c"]), "zrangebylex z - + limit 0 -1");
+    assert_eq!(run(&mut db, "zrandmember z 1 WITHSCORES"), bulks(&["c", "3"]), "zrandmember z 1 WITHSCORES");
+    assert_eq!(
+        run(&mut db, "zrandmember z -1 withscores"),
+        bulks(&["c", "3"]),
+        "zrandmember z -1 withscores"
+    );
+    assert_eq!(
+        run(&mut db, "zrandmember z 9223372036854775807"),
+        bulks(&["c"]),
+        "zrandmember z 9223372036854775807"
+    );
+    assert_eq!(run(&mut db, "zincrby z 1e308 a"), bulk("1e+308"), "zincrby z 1e308 a");
+    assert_eq!(run(&mut db, "zincrby z 1e308 a"), bulk("inf"), "zincrby z 1e308 a");
+    assert_eq!(
+        run(&mut db, "zincrby z -inf a"),
+        err("ERR resulting score is not a number (NaN)"),
+        "zincrby z -inf a"
+    );
+    assert_eq!(run(&mut db, "zscore z a"), bulk("inf"), "zscore z a");
+    assert_eq!(
+        run(&mut db, "zintercard 1 z limit 9223372036854775807"),
+        int(2),
+        "zintercard 1 z limit 9223372036854775807"
+    );
+    assert_eq!(run(&mut db, "zintercard 2 z z limit 1 limit 2"), int(2), "zintercard 2 z z limit 1 limit 2");
+}

@@ -433,7 +433,7 @@ fn zmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], numkeys_idx: usize) -> Co
 
 fn bzpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResult {
     let last = argv.len() - 1;
-    timeout_arg(&argv[last], db.now_ms())?;
+    timeout_arg(&argv[last])?;
     Ok(match db.zmpop(&argv[1..last], max, 1)? {
         Some((key, items)) if !items.is_empty() => {
             let (member, score) = items.into_iter().next().expect("one item");
@@ -444,7 +444,7 @@ fn bzpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResu
 }
 
 fn bzmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    timeout_arg(&argv[1], db.now_ms())?;
+    timeout_arg(&argv[1])?;
     zmpop(db, argv, 2)
 }
 
