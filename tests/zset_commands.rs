@@ -1867,3 +1867,28 @@ fn extra_edges() {
     );
     assert_eq!(run(&mut db, "zintercard 2 z z limit 1 limit 2"), int(2), "zintercard 2 z z limit 1 limit 2");
 }
+
+#[test]
+fn typed_api_and_library_limits() {
+    use rediskv::commands::{Aggregate, RangeQuery, RangeSpec, ScoreBound, ScoreRange, SetOp, ZAddFlags};
+    let (mut db, _) = db();
+    let pairs =
+        [(1.0, Bytes::from_static(b"a")), (2.0, Bytes::from_static(b"b")), (3.0, Bytes::from_static(b"c"))];
+    let out = db.zadd(b"z", ZAddFlags::default(), &pairs).unwrap();
+    assert_eq!((out.added, out.updated), (3, 0));
+    let out = db.zadd(b"z", ZAddFlags { xx: true, ch: true, ..ZAddFlags::default() }, &pairs[..1]).unwrap();
+    assert_eq!((out.added, out.updated), (0, 0));
+    let range = ScoreRange {
+        min: ScoreBound { value: 1.0, exclusive: true },
+        max: ScoreBound { value: f64::INFINITY, exclusive: false },
+    };
+    let q = RangeQuery { spec: RangeSpec::Score(range), rev: true, limit: Some((0, 1)) };
+    assert_eq!(db.zrange(b"z", &q).unwrap(), vec![(Bytes::from_static(b"c"), 3.0)]);
+    assert_eq!(db.zcount(b"z", &range).unwrap(), 2);
+    let keys = [Bytes::from_static(b"z"), Bytes::from_static(b"z")];
+    let union = db.zsetop(SetOp::Union, &keys, Some(&[1.0, 2.0]), Aggregate::Max).unwrap();
+    assert_eq!(union.iter().map(|(_, s)| *s).collect::<Vec<_>>(), [2.0, 4.0, 6.0]);
+    // A negative ZRANDMEMBER count builds its whole reply in memory: the library caps it.
+    assert_eq!(run(&mut db, "zrandmember z -16777217"), err("ERR value is out of range"));
+    assert_eq!(strs(run(&mut db, "zrandmember z -1000")).len(), 1000);
+}

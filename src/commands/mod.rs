@@ -21,6 +21,10 @@ use bytes::Bytes;
 pub use db::{DATABASES, Db, Entry};
 pub use error::{CommandError, CommandResult};
 pub use reply::Reply;
+pub use zset::{
+    Aggregate, LexBound, LexRange, MAX_RANDOM_REPEATS, RangeQuery, RangeSpec, ScoreBound, ScoreRange,
+    ScoredMember, SetOp, ZAddFlags, ZAddOutcome,
+};
 
 use crate::backend::KvBackend;
 

@@ -29,6 +29,10 @@ use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::KvBackend;
 use crate::codec::RedisType;
 
+/// The largest `|count|` ZRANDMEMBER accepts for a negative count (members may repeat):
+/// a library limit, since such a reply is built in memory.
+pub const MAX_RANDOM_REPEATS: i64 = 1 << 24;
+
 /// One end of a score range.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScoreBound {
@@ -465,6 +469,11 @@ fn zrandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         return Err(CommandError::Syntax);
     }
     let withscores = argv.len() == 4;
+    if count < -MAX_RANDOM_REPEATS {
+        // Redis would try to build the reply (and a real 7.0.15 server dies on
+        // `ZRANDMEMBER z -9223372036854775807`); the library refuses instead.
+        return Err(CommandError::err("value is out of range"));
+    }
     if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return Err(CommandError::err("value is out of range"));
     }

@@ -210,8 +210,12 @@ impl<B: KvBackend> Db<B> {
     /// may repeat. One scan of the set, O(size + |count|).
     ///
     /// # Errors
-    /// WRONGTYPE; storage errors.
+    /// WRONGTYPE; "ERR value is out of range" for a negative count below
+    /// `-`[`super::MAX_RANDOM_REPEATS`]; storage errors.
     pub fn zrandmember(&mut self, key: &[u8], count: i64) -> CommandResult<Vec<ScoredMember>> {
+        if count < -super::MAX_RANDOM_REPEATS {
+            return Err(crate::commands::CommandError::err("value is out of range"));
+        }
         let Some(z) = self.zkey(key)? else { return Ok(Vec::new()) };
         let size = z.meta.size;
         if count == 0 || size == 0 {
