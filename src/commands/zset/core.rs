@@ -197,15 +197,12 @@ pub(super) struct ZEdit<'k> {
 }
 
 impl<'k> ZEdit<'k> {
-    /// Starts editing the sorted set at `key` (a new empty one under a fresh version when
-    /// missing; `create` false leaves `meta.version` meaningless for a missing key).
+    /// Starts editing the sorted set at `key`: a missing or expired key starts as an empty
+    /// set under a fresh version, written only if a member gets added.
     pub fn open<B: KvBackend>(db: &Db<B>, key: &'k [u8]) -> CommandResult<Self> {
         let existing = db.lookup_of(key, RedisType::ZSet)?;
         let existed = existing.is_some();
-        let meta = match existing {
-            Some(m) => m,
-            None => db.lookup_or_create(key, RedisType::ZSet)?,
-        };
+        let meta = existing.unwrap_or_else(|| Metadata::collection(RedisType::ZSet, db.new_version()));
         Ok(ZEdit { key, meta, existed, state: HashMap::new(), order: Vec::new() })
     }
 
