@@ -25,6 +25,10 @@ pub use keyspace::ExpireCondition;
 pub use list::{ListEnd, LposOptions};
 pub use reply::Reply;
 pub use string::{GetExpiry, MAX_STRING_LEN, SetOptions};
+pub use zset::{
+    Aggregate, LexBound, LexRange, MAX_RANDOM_REPEATS, RangeQuery, RangeSpec, ScoreBound, ScoreRange,
+    ScoredMember, SetOp, ZAddFlags, ZAddOutcome,
+};
 
 use crate::backend::KvBackend;
 

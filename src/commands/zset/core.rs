@@ -1,0 +1,263 @@
+//! Record-level helpers: reading a sorted set's two column families and editing both in
+//! one batch.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+use super::{LexBound, LexRange, ScoreRange};
+use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
+use crate::codec::{KeyRange, Metadata, RedisType, decode_f64_slice, encode_f64, prefix_successor};
+use crate::commands::{CommandResult, Db};
+
+/// A (member, score) pair as commands return them.
+pub type ScoredMember = (Bytes, f64);
+
+/// The 8 ordered bytes of a stored score; NaN never reaches here (commands reject it), but
+/// would be a storage error rather than a panic.
+pub(super) fn score_bytes(score: f64) -> CommandResult<[u8; 8]> {
+    Ok(encode_f64(score)?)
+}
+
+/// The key range of a score range inside `prefix` (the subkey prefix of key+version), or
+/// `None` when it is empty.
+pub(super) fn score_key_range(prefix: &[u8], range: &ScoreRange) -> Option<KeyRange> {
+    let enc = |x: f64| encode_f64(x).map(u64::from_be_bytes).ok();
+    let lo = enc(range.min.value)?;
+    let hi = enc(range.max.value)?;
+    let lo = if range.min.exclusive { lo.checked_add(1)? } else { lo };
+    // `hi` is the first encoded score past the range.
+    let hi = if range.max.exclusive { hi } else { hi.checked_add(1)? };
+    if lo >= hi {
+        return None;
+    }
+    let mut start = prefix.to_vec();
+    start.extend_from_slice(&lo.to_be_bytes());
+    let mut end = prefix.to_vec();
+    end.extend_from_slice(&hi.to_be_bytes());
+    Some(KeyRange { start, end: Some(end) })
+}
+
+/// The key range of a lex range inside `prefix`, or `None` when it is empty.
+pub(super) fn lex_key_range(prefix: &[u8], range: &LexRange) -> Option<KeyRange> {
+    let join = |m: &[u8], zero: bool| {
+        let mut k = Vec::with_capacity(prefix.len() + m.len() + 1);
+        k.extend_from_slice(prefix);
+        k.extend_from_slice(m);
+        if zero {
+            k.push(0);
+        }
+        k
+    };
+    let start = match &range.min {
+        LexBound::Min => prefix.to_vec(),
+        LexBound::Max => return None,
+        LexBound::Inclusive(m) => join(m, false),
+        LexBound::Exclusive(m) => join(m, true),
+    };
+    let end = match &range.max {
+        LexBound::Min => return None,
+        LexBound::Max => prefix_successor(prefix),
+        LexBound::Inclusive(m) => Some(join(m, true)),
+        LexBound::Exclusive(m) => Some(join(m, false)),
+    };
+    if end.as_ref().is_some_and(|e| e <= &start) {
+        return None;
+    }
+    Some(KeyRange { start, end })
+}
+
+/// A live sorted set: its metadata and the record prefix of its version.
+pub(super) struct ZKey {
+    pub meta: Metadata<'static>,
+    pub prefix: Vec<u8>,
+}
+
+impl<B: KvBackend> Db<B> {
+    /// The live sorted set at `key`, with its record prefix.
+    pub(super) fn zkey(&self, key: &[u8]) -> CommandResult<Option<ZKey>> {
+        let Some(meta) = self.lookup_of(key, RedisType::ZSet)? else { return Ok(None) };
+        let prefix = self.layout().subkey_prefix(key, meta.version, 0)?;
+        Ok(Some(ZKey { meta, prefix }))
+    }
+
+    /// The stored score of `member`.
+    pub(super) fn member_score(&self, key: &[u8], version: u64, member: &[u8]) -> CommandResult<Option<f64>> {
+        match self.get_subkey(key, version, member)? {
+            None => Ok(None),
+            Some(v) => Ok(Some(decode_f64_slice(&v)?)),
+        }
+    }
+
+    /// Walks Score CF records in `range` (inside `prefix`), yielding (member, score).
+    pub(super) fn scan_score_range<'a>(
+        &'a self,
+        prefix_len: usize,
+        range: &KeyRange,
+        dir: Direction,
+    ) -> CommandResult<impl Iterator<Item = CommandResult<ScoredMember>> + use<'a, B>> {
+        let iter = self.backend().scan(ColumnFamily::Score, range, dir)?;
+        Ok(iter.map(move |item| {
+            let (k, _) = item?;
+            if k.len() < prefix_len + 8 {
+                return Err(crate::Error::Truncated {
+                    what: "score key",
+                    need: prefix_len + 8,
+                    have: k.len(),
+                }
+                .into());
+            }
+            let score = decode_f64_slice(&k[prefix_len..prefix_len + 8])?;
+            Ok((k.slice(prefix_len + 8..), score))
+        }))
+    }
+
+    /// Walks Subkey CF records in `range` (inside `prefix`), yielding (member, score).
+    pub(super) fn scan_member_range<'a>(
+        &'a self,
+        prefix_len: usize,
+        range: &KeyRange,
+        dir: Direction,
+    ) -> CommandResult<impl Iterator<Item = CommandResult<ScoredMember>> + use<'a, B>> {
+        let iter = self.backend().scan(ColumnFamily::Subkey, range, dir)?;
+        Ok(iter.map(move |item| {
+            let (k, v) = item?;
+            let score = decode_f64_slice(&v)?;
+            Ok((k.slice(prefix_len.min(k.len())..), score))
+        }))
+    }
+
+    /// Walks the whole sorted set in score order.
+    pub(super) fn scan_all_scores<'a>(
+        &'a self,
+        z: &ZKey,
+        dir: Direction,
+    ) -> CommandResult<impl Iterator<Item = CommandResult<ScoredMember>> + use<'a, B>> {
+        self.scan_score_range(z.prefix.len(), &KeyRange::prefix(z.prefix.clone()), dir)
+    }
+
+    /// Queues both records of `member` with `score`.
+    pub(super) fn put_member_records(
+        &self,
+        batch: &mut WriteBatch,
+        key: &[u8],
+        version: u64,
+        member: &[u8],
+        score: f64,
+    ) -> CommandResult<()> {
+        let bytes = score_bytes(score)?;
+        batch.put(ColumnFamily::Subkey, self.layout().subkey(key, version, member)?, bytes.to_vec());
+        batch.put(ColumnFamily::Score, self.layout().score_key(key, version, score, member)?, Bytes::new());
+        Ok(())
+    }
+
+    /// Queues the deletion of both records of `member`, whose stored score is `score`.
+    pub(super) fn delete_member_records(
+        &self,
+        batch: &mut WriteBatch,
+        key: &[u8],
+        version: u64,
+        member: &[u8],
+        score: f64,
+    ) -> CommandResult<()> {
+        batch.delete(ColumnFamily::Subkey, self.layout().subkey(key, version, member)?);
+        batch.delete(ColumnFamily::Score, self.layout().score_key(key, version, score, member)?);
+        Ok(())
+    }
+
+    /// Replaces `dst` (whatever its type) with a new sorted set holding `items` (unique
+    /// members), under a fresh version; an empty `items` deletes `dst`. Returns the size.
+    pub(super) fn store_zset(&mut self, dst: &[u8], items: &[ScoredMember]) -> CommandResult<i64> {
+        let mut batch = WriteBatch::new();
+        if items.is_empty() {
+            self.delete_key(&mut batch, dst);
+        } else {
+            let mut meta = Metadata::collection(RedisType::ZSet, self.new_version());
+            for (member, score) in items {
+                self.put_member_records(&mut batch, dst, meta.version, member, *score)?;
+            }
+            meta.size = items.len() as u64;
+            self.put_metadata(&mut batch, dst, &meta);
+        }
+        self.commit(batch)?;
+        Ok(items.len() as i64)
+    }
+}
+
+/// In-memory state of the members one command edits, so duplicates within the command see
+/// earlier changes; [`ZEdit::finish`] turns the net changes into one batch.
+pub(super) struct ZEdit<'k> {
+    pub key: &'k [u8],
+    pub meta: Metadata<'static>,
+    /// Whether the key existed before the command.
+    pub existed: bool,
+    /// member → (score in storage, score now).
+    state: HashMap<Bytes, (Option<f64>, Option<f64>)>,
+    order: Vec<Bytes>,
+}
+
+impl<'k> ZEdit<'k> {
+    /// Starts editing the sorted set at `key`: a missing or expired key starts as an empty
+    /// set under a fresh version, written only if a member gets added.
+    pub fn open<B: KvBackend>(db: &Db<B>, key: &'k [u8]) -> CommandResult<Self> {
+        let existing = db.lookup_of(key, RedisType::ZSet)?;
+        let existed = existing.is_some();
+        let meta = existing.unwrap_or_else(|| Metadata::collection(RedisType::ZSet, db.new_version()));
+        Ok(ZEdit { key, meta, existed, state: HashMap::new(), order: Vec::new() })
+    }
+
+    /// The member's score as of now in this command.
+    pub fn get<B: KvBackend>(&mut self, db: &Db<B>, member: &Bytes) -> CommandResult<Option<f64>> {
+        if let Some(&(_, now)) = self.state.get(member) {
+            return Ok(now);
+        }
+        let stored = if self.existed { db.member_score(self.key, self.meta.version, member)? } else { None };
+        self.state.insert(member.clone(), (stored, stored));
+        self.order.push(member.clone());
+        Ok(stored)
+    }
+
+    /// Sets (or removes, with `None`) the member's score; [`ZEdit::get`] must have been
+    /// called for it first.
+    pub fn set(&mut self, member: &Bytes, score: Option<f64>) {
+        if let Some(entry) = self.state.get_mut(member) {
+            entry.1 = score;
+        }
+    }
+
+    /// Queues the net changes and the metadata into one batch and commits it.
+    pub fn finish<B: KvBackend>(self, db: &mut Db<B>) -> CommandResult<()> {
+        let mut batch = WriteBatch::new();
+        let mut size = self.meta.size as i64;
+        let version = self.meta.version;
+        for member in &self.order {
+            let (stored, now) = self.state[member];
+            let same = match (stored, now) {
+                (Some(a), Some(b)) => score_bytes(a)? == score_bytes(b)?,
+                (None, None) => true,
+                _ => false,
+            };
+            if same {
+                continue;
+            }
+            if let Some(old) = stored {
+                if now.is_none() {
+                    db.delete_member_records(&mut batch, self.key, version, member, old)?;
+                    size -= 1;
+                } else {
+                    batch.delete(ColumnFamily::Score, db.layout().score_key(self.key, version, old, member)?);
+                }
+            } else {
+                size += 1;
+            }
+            if let Some(new) = now {
+                db.put_member_records(&mut batch, self.key, version, member, new)?;
+            }
+        }
+        if size as u64 != self.meta.size {
+            let meta = Metadata { size: size.max(0) as u64, ..self.meta };
+            db.put_collection(&mut batch, self.key, &meta);
+        }
+        db.commit(batch)
+    }
+}
