@@ -1,6 +1,7 @@
 //! Argument parsing and number formatting with Redis' exact rules.
 
 use super::error::CommandError;
+use super::long_double;
 
 /// Parses an i64 the way Redis' `string2ll` does: optional `-`, no `+`, no spaces, no
 /// leading zeros (but `0`), at most i64's range.
@@ -43,24 +44,166 @@ pub fn int_arg(s: &[u8]) -> Result<i64, CommandError> {
     parse_i64(s).ok_or(CommandError::NotInteger)
 }
 
-/// Parses a double the way Redis does with `strtod`: the whole argument, no leading
-/// space, `inf`/`-inf`/`+inf`/`infinity` accepted, NaN and overflow to infinity refused.
-pub fn parse_f64(s: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(s).ok()?;
-    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) {
-        return None;
+/// What [`strtod`] read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Strtod {
+    /// The value (0 when nothing was read).
+    pub(crate) value: f64,
+    /// How many bytes were consumed (0 when no number was found).
+    pub(crate) used: usize,
+    /// Whether C would set `errno = ERANGE` with a zero or infinite result
+    /// (overflow, or underflow of a non-zero number to zero).
+    pub(crate) range_error: bool,
+}
+
+/// C's `strtod` (glibc): leading white space, sign, `inf`/`infinity`/`nan`, hex floats
+/// (`0x1.8p3`), decimal with optional exponent. Reads the longest valid prefix.
+pub(crate) fn strtod(s: &[u8]) -> Strtod {
+    let none = Strtod { value: 0.0, used: 0, range_error: false };
+    let mut i = 0;
+    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r') {
+        i += 1;
     }
-    let v: f64 = text.parse().ok()?;
-    if v.is_nan() {
-        return None;
+    let mut negative = false;
+    if i < s.len() && (s[i] == b'+' || s[i] == b'-') {
+        negative = s[i] == b'-';
+        i += 1;
     }
-    if v.is_infinite() {
-        let body = text.trim_start_matches(['+', '-']).to_ascii_lowercase();
-        if body != "inf" && body != "infinity" {
-            return None;
+    let sign = |v: f64| if negative { -v } else { v };
+    let rest = &s[i..];
+    let starts_with_ci =
+        |word: &[u8]| rest.len() >= word.len() && rest[..word.len()].eq_ignore_ascii_case(word);
+    if starts_with_ci(b"infinity") {
+        return Strtod { value: sign(f64::INFINITY), used: i + 8, range_error: false };
+    }
+    if starts_with_ci(b"inf") {
+        return Strtod { value: sign(f64::INFINITY), used: i + 3, range_error: false };
+    }
+    if starts_with_ci(b"nan") {
+        let mut used = i + 3;
+        if s.get(used) == Some(&b'(') {
+            if let Some(close) = s[used..].iter().position(|&b| b == b')') {
+                if s[used + 1..used + close].iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+                    used += close + 1;
+                }
+            }
+        }
+        return Strtod { value: f64::NAN, used, range_error: false };
+    }
+    if rest.len() >= 2 && rest[0] == b'0' && (rest[1] | 0x20) == b'x' {
+        if let Some(r) = hex_float(&rest[2..]) {
+            return Strtod { value: sign(r.value), used: i + 2 + r.used, range_error: r.range_error };
+        }
+        // "0x" without hex digits: strtod reads the "0".
+        return Strtod { value: sign(0.0), used: i + 1, range_error: false };
+    }
+    // Decimal: digits [. digits] [e [sign] digits], at least one digit in the mantissa.
+    let mut j = 0;
+    let mut digits = 0;
+    let mut nonzero = false;
+    while j < rest.len() && rest[j].is_ascii_digit() {
+        nonzero |= rest[j] != b'0';
+        j += 1;
+        digits += 1;
+    }
+    if j < rest.len() && rest[j] == b'.' {
+        j += 1;
+        while j < rest.len() && rest[j].is_ascii_digit() {
+            nonzero |= rest[j] != b'0';
+            j += 1;
+            digits += 1;
         }
     }
-    Some(v)
+    if digits == 0 {
+        return none;
+    }
+    if j < rest.len() && (rest[j] | 0x20) == b'e' {
+        let mut k = j + 1;
+        if k < rest.len() && (rest[k] == b'+' || rest[k] == b'-') {
+            k += 1;
+        }
+        if k < rest.len() && rest[k].is_ascii_digit() {
+            while k < rest.len() && rest[k].is_ascii_digit() {
+                k += 1;
+            }
+            j = k;
+        }
+    }
+    let text = std::str::from_utf8(&rest[..j]).unwrap_or("0");
+    let value: f64 = text.parse().unwrap_or(0.0);
+    let range_error = value.is_infinite() || (value == 0.0 && nonzero);
+    Strtod { value: sign(value), used: i + j, range_error }
+}
+
+/// A hex float body after `0x`: hex digits, optional `.` and hex digits, optional `p` exponent.
+fn hex_float(s: &[u8]) -> Option<Strtod> {
+    let mut mantissa: u64 = 0;
+    let mut exp: i64 = 0;
+    let mut digits = 0;
+    let mut sticky = false;
+    let mut j = 0;
+    let mut seen_dot = false;
+    while j < s.len() {
+        let c = s[j];
+        if c == b'.' && !seen_dot {
+            seen_dot = true;
+            j += 1;
+            continue;
+        }
+        let Some(d) = (c as char).to_digit(16) else { break };
+        digits += 1;
+        if mantissa >> 60 == 0 {
+            mantissa = mantissa << 4 | u64::from(d);
+            if seen_dot {
+                exp -= 4;
+            }
+        } else {
+            sticky |= d != 0;
+            if !seen_dot {
+                exp += 4;
+            }
+        }
+        j += 1;
+    }
+    if digits == 0 {
+        return None;
+    }
+    if j < s.len() && (s[j] | 0x20) == b'p' {
+        let mut k = j + 1;
+        let mut neg = false;
+        if k < s.len() && (s[k] == b'+' || s[k] == b'-') {
+            neg = s[k] == b'-';
+            k += 1;
+        }
+        if k < s.len() && s[k].is_ascii_digit() {
+            let mut e: i64 = 0;
+            while k < s.len() && s[k].is_ascii_digit() {
+                e = (e * 10 + i64::from(s[k] - b'0')).min(1 << 20);
+                k += 1;
+            }
+            exp += if neg { -e } else { e };
+            j = k;
+        }
+    }
+    if sticky {
+        mantissa |= 1;
+    }
+    let value = (mantissa as f64) * 2f64.powi(exp.clamp(-2000, 2000) as i32);
+    let range_error = value.is_infinite() || (value == 0.0 && mantissa != 0);
+    Some(Strtod { value, used: j, range_error })
+}
+
+/// Redis' `getDoubleFromObject`: the whole argument must be a number, no leading space,
+/// no overflow or underflow to zero, not NaN. Accepts hex floats and `inf`.
+pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    if s.is_empty() || s[0].is_ascii_whitespace() || s[0] == b'\x0b' {
+        return None;
+    }
+    let r = strtod(s);
+    if r.used != s.len() || r.range_error || r.value.is_nan() {
+        return None;
+    }
+    Some(r.value)
 }
 
 /// [`parse_f64`], or Redis' "value is not a valid float".
@@ -69,6 +212,49 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
 /// [`CommandError::NotFloat`].
 pub fn float_arg(s: &[u8]) -> Result<f64, CommandError> {
     parse_f64(s).ok_or(CommandError::NotFloat)
+}
+
+/// Parses a SCAN-family cursor as Redis' `parseScanCursorOrReply` (`strtoul`): optional
+/// sign, decimal digits and nothing else, a leading `-` wraps, empty means 0.
+///
+/// # Errors
+/// "ERR invalid cursor".
+pub fn cursor_arg(s: &[u8]) -> Result<u64, CommandError> {
+    let invalid = || CommandError::err("invalid cursor");
+    if s.is_empty() {
+        return Ok(0);
+    }
+    let (negative, digits) = match s[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(invalid());
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))).ok_or_else(invalid)?;
+    }
+    Ok(if negative { v.wrapping_neg() } else { v })
+}
+
+/// Validates a blocking command's timeout (seconds, a float) as Redis 7.0 does: parsed by
+/// `strtold` (decimal, hex float, `inf`/`infinity`), multiplied by 1000 and rounded up to a
+/// `long long` (`ceill`), all in x87 long double arithmetic.
+///
+/// # Errors
+/// "ERR timeout is not a float or out of range" for text that is not a number or that a
+/// long double cannot hold; "ERR timeout is negative" for a negative result — including the
+/// infinities and anything from 9223372036854775.808 seconds up, whose conversion yields
+/// `LLONG_MIN` on x86-64.
+pub fn timeout_arg(s: &[u8]) -> Result<(), CommandError> {
+    let seconds =
+        long_double::parse(s).ok_or_else(|| CommandError::err("timeout is not a float or out of range"))?;
+    if long_double::times_1000_ceil_as_i64(seconds) < 0 {
+        return Err(CommandError::err("timeout is negative"));
+    }
+    Ok(())
 }
 
 /// Formats a double as C's `%.17g`, which Redis 7.0 uses for scores: `inf`, `-inf`,
@@ -199,16 +385,31 @@ mod tests {
     }
 
     #[test]
-    fn floats_follow_strtod() {
+    fn doubles_follow_get_double_from_object() {
         assert_eq!(parse_f64(b"1.5"), Some(1.5));
-        assert_eq!(parse_f64(b"+inf"), Some(f64::INFINITY));
-        assert_eq!(parse_f64(b"-Infinity"), Some(f64::NEG_INFINITY));
-        assert_eq!(parse_f64(b"5.0e3"), Some(5000.0));
-        for bad in [&b""[..], b"nan", b" 1", b"1 ", b"1e400", b"abc"] {
+        assert_eq!(parse_f64(b"0x10"), Some(16.0));
+        assert_eq!(parse_f64(b"0x1.8p1"), Some(3.0));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"+Infinity"), Some(f64::INFINITY));
+        assert_eq!(parse_f64(b"1."), Some(1.0));
+        assert_eq!(parse_f64(b".5"), Some(0.5));
+        assert_eq!(parse_f64(b"0e-400"), Some(0.0));
+        for bad in [&b""[..], b" 1", b"1 ", b"1e400", b"1e-400", b"nan", b"abc", b".", b"1e", b"--1", b"0x"] {
             assert_eq!(parse_f64(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }
 
+    #[test]
+    fn cursors_follow_strtoul() {
+        // HSCAN/SSCAN/ZSCAN/SCAN with "" all start over on redis-server 7.0.15.
+        assert_eq!(cursor_arg(b""), Ok(0));
+        assert_eq!(cursor_arg(b"0"), Ok(0));
+        assert_eq!(cursor_arg(b"-1"), Ok(u64::MAX));
+        assert_eq!(cursor_arg(b"18446744073709551615"), Ok(u64::MAX));
+        assert!(cursor_arg(b"18446744073709551616").is_err());
+        assert!(cursor_arg(b"x").is_err());
+        assert!(cursor_arg(b" 1").is_err());
+    }
     #[test]
     #[allow(clippy::excessive_precision)]
     fn g17_matches_redis_7_0_score_text() {

@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 
-use super::args::{glob_match, int_arg, parse_i64};
+use super::args::{cursor_arg, glob_match, int_arg, parse_i64};
 use super::long_double::{self, LongDouble};
 use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
@@ -68,27 +68,6 @@ pub(crate) struct ScanOptions {
     pub(crate) pattern: Option<Bytes>,
     /// COUNT: how many subkeys to walk (default 10).
     pub(crate) count: usize,
-}
-
-/// Parses a SCAN cursor like Redis' `strtoul`: decimal, an optional sign (`-1` wraps).
-///
-/// # Errors
-/// "ERR invalid cursor".
-pub(crate) fn parse_cursor(arg: &[u8]) -> CommandResult<u64> {
-    let invalid = || CommandError::err("invalid cursor");
-    let (neg, digits) = match arg {
-        [b'-', rest @ ..] => (true, rest),
-        [b'+', rest @ ..] => (false, rest),
-        _ => (false, arg),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(invalid());
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))).ok_or_else(invalid)?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
 }
 
 /// Parses `[MATCH pattern] [COUNT n]` (any order, repeatable).
@@ -699,25 +678,10 @@ pub(crate) fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
 }
 
 fn hscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    let cursor = parse_cursor(&argv[2])?;
+    let cursor = cursor_arg(&argv[2])?;
     let Some(meta) = db.lookup_of(&argv[1], RedisType::Hash)? else { return Ok(scan_reply(0, Vec::new())) };
     let opts = parse_scan_options(&argv[3..])?;
     let (next, pairs) = db.scan_page(&argv[1], meta.version, cursor, &opts)?;
     let Reply::Array(items) = pairs_reply(pairs) else { unreachable!() };
     Ok(scan_reply(next, items))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_parse_like_strtoul() {
-        assert_eq!(parse_cursor(b"0").unwrap(), 0);
-        assert_eq!(parse_cursor(b"-1").unwrap(), u64::MAX);
-        assert_eq!(parse_cursor(b"18446744073709551615").unwrap(), u64::MAX);
-        assert!(parse_cursor(b"18446744073709551616").is_err());
-        assert!(parse_cursor(b"x").is_err());
-        assert!(parse_cursor(b"").is_err());
-    }
 }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::args::{glob_match, int_arg};
+use super::args::{cursor_arg, glob_match, int_arg};
 use super::{Command, CommandError, CommandResult, DATABASES, Db, Entry, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{ColumnFamily, KeyLayout, KeyRange, Metadata, RedisType};
@@ -603,30 +603,8 @@ fn copy<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.copy(&argv[1], &argv[2], target, replace)?)))
 }
 
-/// Parses a SCAN cursor like Redis' `strtoul`: optional sign, decimal digits, nothing
-/// else; `-n` wraps; empty means 0.
-fn parse_cursor(s: &[u8]) -> CommandResult<u64> {
-    let invalid = || CommandError::err("invalid cursor");
-    let (neg, digits) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if s.is_empty() {
-        return Ok(0);
-    }
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(invalid());
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10).and_then(|v| v.checked_add(u64::from(d - b'0'))).ok_or_else(invalid)?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
-}
-
 fn scan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    let cursor = parse_cursor(&argv[1])?;
+    let cursor = cursor_arg(&argv[1])?;
     let mut count = 10usize;
     let mut pattern: Option<&[u8]> = None;
     let mut ty: Option<&[u8]> = None;

@@ -15,8 +15,7 @@
 
 use bytes::Bytes;
 
-use super::args::int_arg;
-use super::long_double;
+use super::args::{int_arg, timeout_arg};
 use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{
@@ -804,21 +803,6 @@ fn strictly_positive_arg(arg: &[u8], message: &str) -> CommandResult<u64> {
         .ok_or_else(|| CommandError::err(message))
 }
 
-/// Validates a blocking command's timeout (seconds, a float) as Redis 7.0 does: parsed by
-/// `strtold` (decimal, hex float, `inf`/`infinity`), multiplied by 1000 and rounded up to a
-/// `long long` (`ceill`), all in x87 long double arithmetic. Unparsable text, NaN, and magnitudes a
-/// long double cannot hold give "ERR timeout is not a float or out of range"; a negative
-/// result gives "ERR timeout is negative" — including the infinities and anything from
-/// 9223372036854775.808 seconds up, whose conversion yields `LLONG_MIN` on x86-64.
-pub(crate) fn parse_timeout(arg: &[u8]) -> CommandResult<()> {
-    let seconds =
-        long_double::parse(arg).ok_or_else(|| CommandError::err("timeout is not a float or out of range"))?;
-    if long_double::times_1000_ceil_as_i64(seconds) < 0 {
-        return Err(CommandError::err("timeout is negative"));
-    }
-    Ok(())
-}
-
 fn push_cmd<B: KvBackend>(
     db: &mut Db<B>,
     argv: &[Bytes],
@@ -995,7 +979,7 @@ fn lmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 
 fn bpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], end: ListEnd) -> CommandResult {
     let (timeout, keys) = argv[1..].split_last().ok_or(CommandError::Syntax)?;
-    parse_timeout(timeout)?;
+    timeout_arg(timeout)?;
     Ok(match db.lmpop(keys, end, 1)? {
         Some((key, mut items)) if !items.is_empty() => {
             Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(items.swap_remove(0))])
@@ -1015,17 +999,17 @@ fn brpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 fn blmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let from = ListEnd::parse(&argv[3])?;
     let to = ListEnd::parse(&argv[4])?;
-    parse_timeout(&argv[5])?;
+    timeout_arg(&argv[5])?;
     db.lmove(&argv[1], &argv[2], from, to).map(Reply::bulk_or_nil)
 }
 
 fn brpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    parse_timeout(&argv[3])?;
+    timeout_arg(&argv[3])?;
     db.lmove(&argv[1], &argv[2], ListEnd::Right, ListEnd::Left).map(Reply::bulk_or_nil)
 }
 
 fn blmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    parse_timeout(&argv[1])?;
+    timeout_arg(&argv[1])?;
     let (keys, end, count) = parse_mpop(argv, 2)?;
     db.lmpop(keys, end, count).map(mpop_reply)
 }

@@ -22,7 +22,8 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::hash::{Pick, parse_cursor, parse_random_count, parse_scan_options, scan_reply};
+use super::args::cursor_arg;
+use super::hash::{Pick, parse_random_count, parse_scan_options, scan_reply};
 use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
@@ -482,7 +483,7 @@ fn sdiffstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 fn sscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    let cursor = parse_cursor(&argv[2])?;
+    let cursor = cursor_arg(&argv[2])?;
     let Some(meta) = db.lookup_of(&argv[1], RedisType::Set)? else { return Ok(scan_reply(0, Vec::new())) };
     let opts = parse_scan_options(&argv[3..])?;
     let (next, items) = db.scan_page(&argv[1], meta.version, cursor, &opts)?;

@@ -23,7 +23,8 @@ mod write;
 use bytes::Bytes;
 
 pub use self::core::ScoredMember;
-use self::parse::{lex_range, scan_cursor, score_arg, score_range, timeout_arg};
+use self::parse::{lex_range, score_range};
+use super::args::{cursor_arg, float_arg, timeout_arg};
 use super::args::{format_g17, int_arg};
 use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::KvBackend;
@@ -253,7 +254,7 @@ fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     flags.validate(elements / 2)?;
     let pairs = argv[i..]
         .chunks(2)
-        .map(|p| Ok((score_arg(&p[0])?, p[1].clone())))
+        .map(|p| Ok((float_arg(&p[0])?, p[1].clone())))
         .collect::<CommandResult<Vec<_>>>()?;
     let out = db.zadd(&argv[1], flags, &pairs)?;
     Ok(if flags.incr {
@@ -264,7 +265,7 @@ fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 fn zincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    let incr = score_arg(&argv[2])?;
+    let incr = float_arg(&argv[2])?;
     db.zincrby(&argv[1], incr, argv[3].clone()).map(score_reply)
 }
 
@@ -516,7 +517,7 @@ fn setop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], op: SetOp, store: boo
             let w = argv[j + 1..j + 1 + keys.len()]
                 .iter()
                 .map(|a| {
-                    parse::parse_double(a).ok_or_else(|| CommandError::err("weight value is not a float"))
+                    super::args::parse_f64(a).ok_or_else(|| CommandError::err("weight value is not a float"))
                 })
                 .collect::<CommandResult<Vec<_>>>()?;
             weights = Some(w);
@@ -571,7 +572,7 @@ fn zintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 fn zscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    let cursor = scan_cursor(&argv[2])?;
+    let cursor = cursor_arg(&argv[2])?;
     let empty = || Reply::Array(vec![Reply::bulk(b"0"), Reply::Array(Vec::new())]);
     if db.lookup_of(&argv[1], RedisType::ZSet)?.is_none() {
         return Ok(empty());
