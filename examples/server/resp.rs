@@ -6,6 +6,7 @@
 //! connection. Multibulk (`*2\r\n$3\r\nGET\r\n$1\r\nk\r\n`) and inline (`GET k\r\n`,
 //! with redis' quoting rules) requests are both understood.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 /// Longest inline request, and longest `*count`/`$len` line (Redis' `PROTO_INLINE_MAX_SIZE`).
@@ -37,7 +38,7 @@ pub enum Parsed {
 
 /// A protocol error: the connection gets `-{text}\r\n` and is closed.
 #[derive(Debug, PartialEq, Eq)]
-pub struct ProtocolError(pub &'static str);
+pub struct ProtocolError(pub Cow<'static, str>);
 
 impl ProtocolError {
     /// The full error line Redis sends, without the `-` and CRLF.
@@ -71,7 +72,7 @@ fn header_line(buf: &[u8], start: usize, too_big: &'static str) -> Result<Option
     match memchr(b'\r', &buf[start..]) {
         Some(i) if start + i + 1 < buf.len() => Ok(Some(start + i)),
         Some(_) => Ok(None),
-        None if buf.len() - start > INLINE_MAX => Err(ProtocolError(too_big)),
+        None if buf.len() - start > INLINE_MAX => Err(ProtocolError(Cow::Borrowed(too_big))),
         None => Ok(None),
     }
 }
@@ -98,7 +99,7 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>) -> Result<Parsed, Protoco
     };
     let count = parse_len(&buf[1..cr]).filter(|&n| n <= MULTIBULK_MAX);
     let Some(count) = count else {
-        return Err(ProtocolError("invalid multibulk length"));
+        return Err(ProtocolError(Cow::Borrowed("invalid multibulk length")));
     };
     let mut pos = cr + 2;
     if count <= 0 {
@@ -110,14 +111,14 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>) -> Result<Parsed, Protoco
             return Ok(Parsed::Incomplete);
         }
         if buf[pos] != b'$' {
-            return Err(ProtocolError(expected_dollar(buf[pos])));
+            return Err(expected_dollar(buf[pos]));
         }
         let Some(cr) = header_line(buf, pos + 1, "too big bulk count string")? else {
             return Ok(Parsed::Incomplete);
         };
         let len = match parse_len(&buf[pos + 1..cr]) {
             Some(n) if (0..=BULK_MAX).contains(&n) => n as usize,
-            _ => return Err(ProtocolError("invalid bulk length")),
+            _ => return Err(ProtocolError(Cow::Borrowed("invalid bulk length"))),
         };
         let start = cr + 2;
         // Like Redis, the two bytes after the data are skipped without being checked.
@@ -130,36 +131,20 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>) -> Result<Parsed, Protoco
     Ok(Parsed::Command { consumed: pos })
 }
 
-/// Redis' "expected '$', got 'x'" (the text is static: one per possible byte is overkill,
-/// so non-printable bytes share one spelling as Redis would print them raw).
-fn expected_dollar(got: u8) -> &'static str {
-    const TABLE: [&str; 95] = {
-        let mut t = [""; 95];
-        macro_rules! fill {
-            ($($c:literal)*) => { $( t[($c as u8 - b' ') as usize] = concat!("expected '$', got '", $c, "'"); )* };
-        }
-        fill!(' ' '!' '"' '#' '$' '%' '&' '\'' '(' ')' '*' '+' ',' '-' '.' '/' '0' '1' '2' '3' '4' '5' '6' '7' '8' '9' ':' ';' '<' '=' '>' '?' '@'
-              'A' 'B' 'C' 'D' 'E' 'F' 'G' 'H' 'I' 'J' 'K' 'L' 'M' 'N' 'O' 'P' 'Q' 'R' 'S' 'T' 'U' 'V' 'W' 'X' 'Y' 'Z'
-              '[' '\\' ']' '^' '_' '`' 'a' 'b' 'c' 'd' 'e' 'f' 'g' 'h' 'i' 'j' 'k' 'l' 'm' 'n' 'o' 'p' 'q' 'r' 's' 't' 'u' 'v' 'w' 'x' 'y' 'z'
-              '{' '|' '}' '~');
-        t
-    };
-    if (b' '..=b'~').contains(&got) {
-        TABLE[(got - b' ') as usize]
-    } else {
-        "expected '$', got something else"
-    }
+/// Redis' "expected '$', got 'x'" (Redis prints the byte raw).
+fn expected_dollar(got: u8) -> ProtocolError {
+    ProtocolError(format!("expected '$', got '{}'", String::from_utf8_lossy(&[got])).into())
 }
 
 fn parse_inline(buf: &[u8], args: &mut Vec<Range<usize>>) -> Result<Parsed, ProtocolError> {
     let Some(nl) = memchr(b'\n', buf) else {
         if buf.len() > INLINE_MAX {
-            return Err(ProtocolError("too big inline request"));
+            return Err(ProtocolError(Cow::Borrowed("too big inline request")));
         }
         return Ok(Parsed::Incomplete);
     };
     if nl > INLINE_MAX {
-        return Err(ProtocolError("too big inline request"));
+        return Err(ProtocolError(Cow::Borrowed("too big inline request")));
     }
     let end = if nl > 0 && buf[nl - 1] == b'\r' { nl - 1 } else { nl };
     let line = &buf[..end];
@@ -181,7 +166,7 @@ fn parse_inline(buf: &[u8], args: &mut Vec<Range<usize>>) -> Result<Parsed, Prot
         }
         return Ok(Parsed::Command { consumed });
     }
-    let words = split_args(line).ok_or(ProtocolError("unbalanced quotes in request"))?;
+    let words = split_args(line).ok_or(ProtocolError(Cow::Borrowed("unbalanced quotes in request")))?;
     Ok(Parsed::Inline { consumed, args: words })
 }
 
