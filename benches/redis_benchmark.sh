@@ -20,9 +20,6 @@ for tool in redis-server redis-benchmark redis-cli; do
     command -v "$tool" >/dev/null || { echo "redis_benchmark.sh: $tool not found" >&2; exit 1; }
 done
 
-echo "building the server example (release)…" >&2
-cargo build --release --quiet --example server
-SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/examples/server
 
 free_port() {
     python3 - <<'EOF' 2>/dev/null || echo $((20000 + RANDOM % 20000))
@@ -43,6 +40,13 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
+
+echo "building the server example (release)…" >&2
+if ! cargo build --release --example server >"$WORK/build.log" 2>&1; then
+    cat "$WORK/build.log" >&2
+    exit 1
+fi
+SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/examples/server
 
 wait_ready() {
     local port=$1
@@ -65,53 +69,30 @@ PIDS+=($!)
 wait_ready "$REDIS_PORT"
 wait_ready "$KV_PORT"
 
-# Runs redis-benchmark and prints "test ops/s" per line ("error" when replies were errors).
-bench() {
-    local port=$1 out
-    out=$(redis-benchmark -p "$port" -q -n "$N" -P "$P" -c "$CLIENTS" -t "$TESTS" 2>&1 </dev/null | tr '\r' '\n')
-    echo "$out" >"$WORK/bench-$port.txt"
-    # Final lines look like "SET: 123456.79 requests per second, p50=…"; error replies
-    # are printed by redis-benchmark as "ERR …" lines.
-    echo "$out" | awk '
-        /requests per second/ { name=$1; sub(":", "", name); print name, $2 }
-    '
-    if echo "$out" | grep -q -E '^(ERR|WRONGTYPE|Error)'; then
-        echo "$out" | grep -E '^(ERR|WRONGTYPE|Error)' | sort -u | sed 's/^/  /' >&2
+# One test against one server: prints its ops/s, or "error" (redis-benchmark stops at the
+# first error reply, e.g. a command the engine does not implement yet).
+bench_one() {
+    local port=$1 test=$2 out
+    out=$(redis-benchmark -p "$port" -q -n "$N" -P "$P" -c "$CLIENTS" -t "$test" 2>&1 </dev/null | tr '\r' '\n' || true)
+    echo "$out" >>"$WORK/bench-$port.txt"
+    if echo "$out" | grep -q "Error from server"; then
+        echo "$out" | grep -o "Error from server: .*" | head -1 | cut -c1-90 >&2
+        echo "error"
+        return
     fi
+    echo "$out" | awk '/requests per second/ { v=$2 } END { if (v == "") print "?"; else print v }'
 }
 
-echo "redis-benchmark -q -n $N -P $P -c $CLIENTS -t $TESTS" >&2
-echo "  against redis-server (port $REDIS_PORT)…" >&2
-bench "$REDIS_PORT" >"$WORK/redis.res"
-redis-cli -p "$REDIS_PORT" flushall >/dev/null
-echo "  against rediskv (port $KV_PORT)…" >&2
-bench "$KV_PORT" 2>"$WORK/rediskv.err" >"$WORK/rediskv.res"
-
-# redis-benchmark names a test whose replies were all errors as usual, so mark tests whose
-# command the engine answered with an error by probing it once.
-probe() {
-    case "$1" in
-        SET) echo "set __probe__ x" ;;
-        GET) echo "get __probe__" ;;
-        INCR) echo "incr __probe_counter__" ;;
-        LPUSH) echo "lpush __probe_list__ x" ;;
-        RPOP) echo "rpop __probe_list__" ;;
-        SADD) echo "sadd __probe_set__ x" ;;
-        HSET) echo "hset __probe_hash__ f x" ;;
-        ZADD) echo "zadd __probe_zset__ 1 x" ;;
-        *) echo "ping" ;;
-    esac
-}
-
-printf '\n%-26s %16s %16s %8s\n' "command" "redis-server" "rediskv" "ratio"
-printf '%-26s %16s %16s %8s\n' "-------" "------------" "-------" "-----"
-while read -r name redis_ops; do
-    kv_ops=$(awk -v n="$name" '$1 == n { print $2 }' "$WORK/rediskv.res")
-    # shellcheck disable=SC2046
-    if redis-cli -p "$KV_PORT" $(probe "$name") 2>&1 | grep -q -E '^(ERR|WRONGTYPE)'; then
-        printf '%-26s %16s %16s %8s\n' "$name" "$redis_ops" "error" "-"
-        continue
-    fi
-    ratio=$(awk -v a="$kv_ops" -v b="$redis_ops" 'BEGIN { if (b > 0 && a != "") printf "%.2f", a / b; else print "-" }')
-    printf '%-26s %16s %16s %8s\n' "$name" "$redis_ops" "${kv_ops:--}" "$ratio"
-done <"$WORK/redis.res"
+echo "redis-benchmark -q -n $N -P $P -c $CLIENTS -t <each of $TESTS>" >&2
+echo "redis-server on port $REDIS_PORT, rediskv on port $KV_PORT" >&2
+printf '\n%-14s %16s %16s %8s\n' "command" "redis-server" "rediskv" "ratio"
+printf '%-14s %16s %16s %8s\n' "-------" "------------" "-------" "-----"
+IFS=',' read -r -a TEST_LIST <<<"$TESTS"
+for test in "${TEST_LIST[@]}"; do
+    redis_ops=$(bench_one "$REDIS_PORT" "$test")
+    kv_ops=$(bench_one "$KV_PORT" "$test" 2>"$WORK/kv-error.txt")
+    note=""
+    [ "$kv_ops" = "error" ] && note="  ($(cat "$WORK/kv-error.txt"))"
+    ratio=$(awk -v a="$kv_ops" -v b="$redis_ops" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }')
+    printf '%-14s %16s %16s %8s%s\n' "$test" "$redis_ops" "$kv_ops" "$ratio" "$note"
+done

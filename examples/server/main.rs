@@ -144,6 +144,8 @@ impl Connection {
                 }
             }
             drop(guard);
+            // Release the last request's bytes so the buffer can be reused in place.
+            argv.clear();
             if !out.is_empty() {
                 stream.write_all(&out)?;
                 out.clear();
