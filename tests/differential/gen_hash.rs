@@ -50,13 +50,9 @@ pub fn generators() -> Vec<CmdGen> {
             let mut count = None;
             let mut with_values = false;
             if g.chance(70) {
-                let c = g.count();
-                if g.chance(25) {
-                    a.push(format!("-{}", String::from_utf8_lossy(&c)).arg());
-                } else {
-                    a.push(c);
-                }
-                count = std::str::from_utf8(a.last().unwrap()).ok().and_then(|s| s.parse().ok());
+                let (c, parsed) = g.random_count(true);
+                a.push(c);
+                count = parsed;
                 if g.chance(40) {
                     a.push(g.kw("WITHVALUES"));
                     with_values = true;

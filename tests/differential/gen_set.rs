@@ -15,11 +15,7 @@ fn random_count(g: &mut G, a: &mut Vec<Vec<u8>>, allow_negative: bool) -> Option
     if g.chance(35) {
         return None;
     }
-    let mut c = g.count();
-    if allow_negative && g.chance(25) {
-        c = format!("-{}", String::from_utf8_lossy(&c)).arg();
-    }
-    let parsed = std::str::from_utf8(&c).ok().and_then(|s| s.parse().ok());
+    let (c, parsed) = g.random_count(allow_negative);
     a.push(c);
     parsed
 }

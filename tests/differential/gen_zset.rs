@@ -173,11 +173,8 @@ pub fn generators() -> Vec<CmdGen> {
             let mut count = None;
             let mut with_values = false;
             if g.chance(65) {
-                let mut c = g.count();
-                if g.chance(25) {
-                    c = format!("-{}", String::from_utf8_lossy(&c)).arg();
-                }
-                count = std::str::from_utf8(&c).ok().and_then(|s| s.parse().ok());
+                let (c, parsed) = g.random_count(true);
+                count = parsed;
                 a.push(c);
                 if g.chance(40) {
                     a.push(g.kw("WITHSCORES"));

@@ -317,6 +317,21 @@ impl G<'_> {
     pub fn count(&mut self) -> Vec<u8> {
         if self.chance(80) { self.rng.range(0, 6).arg() } else { self.pick(INTS).arg() }
     }
+    /// The count of SRANDMEMBER/HRANDFIELD/ZRANDMEMBER/SPOP and its value: small positive,
+    /// small negative (repeats allowed) when `negative`, or an edge/invalid one. Never a
+    /// huge negative count: Redis 7.0 accepts down to -LONG_MAX and would try to build a
+    /// reply of 2^63 elements.
+    pub fn random_count(&mut self, negative: bool) -> (Vec<u8>, Option<i64>) {
+        let text = match self.rng.below(10) {
+            0..=5 => self.rng.range(0, 6).to_string(),
+            6 | 7 if negative => self.rng.range(-6, -1).to_string(),
+            _ => self
+                .pick(&["9223372036854775807", "-9223372036854775808", "100", "x", "", "1.5", "-0"])
+                .to_string(),
+        };
+        let value = text.parse().ok();
+        (text.into_bytes(), value)
+    }
     pub fn index(&mut self) -> Vec<u8> {
         if self.chance(60) { self.rng.range(-6, 6).arg() } else { self.pick(INDEXES).arg() }
     }
