@@ -100,7 +100,7 @@ pub fn generators() -> Vec<CmdGen> {
                 pops: false,
             }),
         }),
-        cmd("dbsize", 1, |_| exact(argv!["DBSIZE"])),
+        cmd("dbsize", 1, |_| Op { argv: argv!["DBSIZE"], cmp: Cmp::DbSize }),
     ]
 }
 

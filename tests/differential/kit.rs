@@ -49,6 +49,11 @@ pub enum Cmp {
     /// A SCAN-family command: iterated to the end on each side with argument `cursor_arg`
     /// as the cursor; the collected elements (pairs when `pairs`) are compared as sets.
     Scan { cursor_arg: usize, pairs: bool },
+    /// DBSIZE: Redis counts keys that expired but were not reclaimed yet (a logically
+    /// deleted key lingers until lazy or active expiry removes it, at a time of Redis'
+    /// choosing), so the engine may answer either Redis' number or the live key count
+    /// (`KEYS *` on the reference).
+    DbSize,
     /// A random reply, checked by property against a snapshot of the key taken from the
     /// reference before the command.
     Random(Random),
