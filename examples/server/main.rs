@@ -5,27 +5,26 @@
 //! redis-cli -p 6380
 //! ```
 //!
-//! One thread per connection; all connections share one `Db<MemoryBackend>` behind a mutex,
-//! each remembering its own `SELECT`ed database. Every complete request in the input buffer
-//! is parsed and executed (the lock is taken once per batch) and all replies go out in one
-//! write, so pipelining is cheap. Connection-level commands (QUIT, HELLO, CLIENT, COMMAND,
+//! One event-loop thread (mio/epoll) serves every connection and owns the
+//! `Db<MemoryBackend>`, like redis-server; each connection remembers its own `SELECT`ed
+//! database. Every complete request in the input buffer is parsed and executed and all
+//! replies go out in one write, so pipelining is cheap. Connection-level commands (QUIT, HELLO, CLIENT, COMMAND,
 //! INFO, CONFIG) are answered here; everything else goes to `Db::execute`.
 
 mod resp;
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::{Bytes, BytesMut};
 use rediskv::backend::MemoryBackend;
 use rediskv::commands::args::{glob_match, parse_i64};
 use rediskv::commands::{Db, Reply};
 
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
 use resp::{Parsed, parse};
-
-type SharedDb = Arc<Mutex<Db<MemoryBackend>>>;
 
 static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -57,32 +56,119 @@ fn main() {
         eprintln!("server: {e}");
         std::process::exit(2);
     });
-    let listener = TcpListener::bind((opts.bind.as_str(), opts.port)).unwrap_or_else(|e| {
-        eprintln!("server: cannot listen on {}:{}: {e}", opts.bind, opts.port);
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(opts.bind.as_str(), opts.port))
+        .ok()
+        .and_then(|mut a| a.next())
+        .unwrap_or_else(|| {
+            eprintln!("server: cannot resolve {}:{}", opts.bind, opts.port);
+            std::process::exit(1);
+        });
+    let listener = TcpListener::bind(addr).unwrap_or_else(|e| {
+        eprintln!("server: cannot listen on {addr}: {e}");
         std::process::exit(1);
     });
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(opts.port);
     eprintln!("rediskv server listening on {}:{port} (RESP2)", opts.bind);
-    let db: SharedDb = Arc::new(Mutex::new(Db::new(MemoryBackend::new())));
-    for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
-        let db = db.clone();
-        let spawned = std::thread::Builder::new().name("conn".into()).spawn(move || {
-            let _ = Connection::new(db, port).serve(stream);
-        });
-        if let Err(e) = spawned {
-            eprintln!("server: cannot spawn a connection thread: {e}");
+    if let Err(e) = Server::new(listener, port).and_then(Server::run) {
+        eprintln!("server: {e}");
+        std::process::exit(1);
+    }
+}
+
+const LISTENER: Token = Token(usize::MAX);
+
+/// One event loop thread owning the database, like redis-server.
+struct Server {
+    poll: Poll,
+    listener: TcpListener,
+    db: Db<MemoryBackend>,
+    port: u16,
+    conns: HashMap<usize, Connection>,
+    next_token: usize,
+    /// Shared read buffer: bytes go from the socket here, then into a connection's buffer.
+    chunk: Vec<u8>,
+}
+
+impl Server {
+    fn new(mut listener: TcpListener, port: u16) -> io::Result<Server> {
+        let poll = Poll::new()?;
+        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        Ok(Server {
+            poll,
+            listener,
+            db: Db::new(MemoryBackend::new()),
+            port,
+            conns: HashMap::new(),
+            next_token: 0,
+            chunk: vec![0; 64 * 1024],
+        })
+    }
+
+    fn run(mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            if let Err(e) = self.poll.poll(&mut events, None) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            for event in events.iter() {
+                if event.token() == LISTENER {
+                    self.accept();
+                    continue;
+                }
+                let token = event.token().0;
+                let Some(conn) = self.conns.get_mut(&token) else { continue };
+                let keep = conn.on_event(&mut self.db, &mut self.chunk, self.port);
+                let keep = keep && conn.update_interest(self.poll.registry(), Token(token)).is_ok();
+                if !keep {
+                    if let Some(mut conn) = self.conns.remove(&token) {
+                        let _ = self.poll.registry().deregister(&mut conn.stream);
+                    }
+                }
+            }
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((mut stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    let token = self.next_token;
+                    self.next_token = self.next_token.wrapping_add(1) % (usize::MAX - 1);
+                    if self.poll.registry().register(&mut stream, Token(token), Interest::READABLE).is_ok() {
+                        self.conns.insert(token, Connection::new(stream));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // Out of file descriptors and such: keep serving the others.
+                    eprintln!("server: accept: {e}");
+                    return;
+                }
+            }
         }
     }
 }
 
 struct Connection {
-    db: SharedDb,
+    stream: TcpStream,
     id: u64,
-    port: u16,
     /// The database this client has SELECTed.
     index: usize,
     name: Option<Bytes>,
+    buf: BytesMut,
+    out: Vec<u8>,
+    /// How much of `out` is already written.
+    written: usize,
+    /// QUIT or a protocol error: close once `out` is flushed.
+    closing: bool,
+    writable_interest: bool,
+    ranges: Vec<std::ops::Range<usize>>,
+    argv: Vec<Bytes>,
 }
 
 /// What to do after a request.
@@ -92,86 +178,119 @@ enum Next {
 }
 
 impl Connection {
-    fn new(db: SharedDb, port: u16) -> Self {
-        Connection { db, id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed), port, index: 0, name: None }
-    }
-
-    fn serve(mut self, mut stream: TcpStream) -> io::Result<()> {
-        stream.set_nodelay(true)?;
-        let db = self.db.clone();
-        let mut buf = BytesMut::with_capacity(64 * 1024);
-        let mut chunk = vec![0u8; 64 * 1024];
-        let mut out = Vec::with_capacity(16 * 1024);
-        let mut ranges = Vec::new();
-        let mut argv: Vec<Bytes> = Vec::new();
-        loop {
-            let n = match stream.read(&mut chunk) {
-                Ok(0) => return Ok(()),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            buf.extend_from_slice(&chunk[..n]);
-            let mut next = Next::Continue;
-            let mut guard = None;
-            loop {
-                let parsed = match parse(&buf, &mut ranges) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        Reply::Error(e.text()).write_resp(&mut out);
-                        next = Next::Close;
-                        break;
-                    }
-                };
-                argv.clear();
-                match parsed {
-                    Parsed::Incomplete => break,
-                    Parsed::Command { consumed } => {
-                        let frame = buf.split_to(consumed).freeze();
-                        argv.extend(ranges.iter().map(|r| frame.slice(r.clone())));
-                    }
-                    Parsed::Inline { consumed, args } => {
-                        let _ = buf.split_to(consumed);
-                        argv.extend(args.into_iter().map(Bytes::from));
-                    }
-                }
-                if argv.is_empty() {
-                    continue;
-                }
-                if let Next::Close = self.dispatch(&argv, &db, &mut guard, &mut out) {
-                    next = Next::Close;
-                    break;
-                }
-            }
-            drop(guard);
-            // Release the last request's bytes so the buffer can be reused in place.
-            argv.clear();
-            if !out.is_empty() {
-                stream.write_all(&out)?;
-                out.clear();
-                if out.capacity() > 1 << 20 {
-                    out.shrink_to(16 * 1024);
-                }
-            }
-            if let Next::Close = next {
-                return Ok(());
-            }
+    fn new(stream: TcpStream) -> Self {
+        Connection {
+            stream,
+            id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed),
+            index: 0,
+            name: None,
+            buf: BytesMut::with_capacity(16 * 1024),
+            out: Vec::new(),
+            written: 0,
+            closing: false,
+            writable_interest: false,
+            ranges: Vec::new(),
+            argv: Vec::new(),
         }
     }
 
-    /// Runs one command, appending its reply. The database lock is taken on the first
-    /// command that needs it and kept for the rest of the batch.
-    fn dispatch<'a>(
-        &mut self,
-        argv: &[Bytes],
-        db: &'a Mutex<Db<MemoryBackend>>,
-        guard: &mut Option<MutexGuard<'a, Db<MemoryBackend>>>,
-        out: &mut Vec<u8>,
-    ) -> Next {
+    /// Handles readiness: reads everything available, runs every complete request, writes
+    /// the replies. Returns false when the connection is done.
+    fn on_event(&mut self, db: &mut Db<MemoryBackend>, chunk: &mut [u8], port: u16) -> bool {
+        if !self.closing {
+            loop {
+                match self.stream.read(chunk) {
+                    Ok(0) => return false,
+                    Ok(n) => {
+                        self.buf.extend_from_slice(&chunk[..n]);
+                        if n < chunk.len() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => return false,
+                }
+            }
+            self.run_requests(db, port);
+        }
+        match self.flush() {
+            Ok(()) => !(self.closing && self.written == self.out.len()),
+            Err(_) => false,
+        }
+    }
+
+    fn run_requests(&mut self, db: &mut Db<MemoryBackend>, port: u16) {
+        while !self.closing {
+            let parsed = match parse(&self.buf, &mut self.ranges) {
+                Ok(p) => p,
+                Err(e) => {
+                    Reply::Error(e.text()).write_resp(&mut self.out);
+                    self.closing = true;
+                    break;
+                }
+            };
+            let mut argv = std::mem::take(&mut self.argv);
+            argv.clear();
+            match parsed {
+                Parsed::Incomplete => {
+                    self.argv = argv;
+                    break;
+                }
+                Parsed::Command { consumed } => {
+                    let frame = self.buf.split_to(consumed).freeze();
+                    argv.extend(self.ranges.iter().map(|r| frame.slice(r.clone())));
+                }
+                Parsed::Inline { consumed, args } => {
+                    let _ = self.buf.split_to(consumed);
+                    argv.extend(args.into_iter().map(Bytes::from));
+                }
+            }
+            if !argv.is_empty() {
+                if let Next::Close = self.dispatch(&argv, db, port) {
+                    self.closing = true;
+                }
+            }
+            argv.clear();
+            self.argv = argv;
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        while self.written < self.out.len() {
+            match self.stream.write(&self.out[self.written..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        self.out.clear();
+        self.written = 0;
+        if self.out.capacity() > 1 << 20 {
+            self.out.shrink_to(16 * 1024);
+        }
+        Ok(())
+    }
+
+    /// Asks for WRITABLE events only while replies are waiting to be written.
+    fn update_interest(&mut self, registry: &mio::Registry, token: Token) -> io::Result<()> {
+        let want = self.written < self.out.len();
+        if want != self.writable_interest {
+            let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+            registry.reregister(&mut self.stream, token, interest)?;
+            self.writable_interest = want;
+        }
+        Ok(())
+    }
+
+    /// Runs one command, appending its reply to `out`.
+    fn dispatch(&mut self, argv: &[Bytes], db: &mut Db<MemoryBackend>, port: u16) -> Next {
         let name = &argv[0];
         let is = |s: &str| name.eq_ignore_ascii_case(s.as_bytes());
         let reply = if is("quit") {
-            Reply::OK.write_resp(out);
+            Reply::OK.write_resp(&mut self.out);
             return Next::Close;
         } else if is("hello") {
             self.hello(argv)
@@ -180,11 +299,10 @@ impl Connection {
         } else if is("command") {
             command(argv)
         } else if is("info") {
-            self.info()
+            info(port)
         } else if is("config") {
             config(argv)
         } else {
-            let db = guard.get_or_insert_with(|| db.lock().unwrap_or_else(|p| p.into_inner()));
             if db.index() != self.index {
                 let _ = db.select(self.index);
             }
@@ -192,7 +310,7 @@ impl Connection {
             self.index = db.index();
             reply
         };
-        reply.write_resp(out);
+        reply.write_resp(&mut self.out);
         Next::Continue
     }
 
@@ -274,16 +392,17 @@ impl Connection {
             )),
         }
     }
+}
 
-    fn info(&self) -> Reply {
-        Reply::Bulk(Bytes::from(format!(
-            "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nos:rediskv\r\narch_bits:64\r\n\
-             process_id:{}\r\ntcp_port:{}\r\n\r\n# Clients\r\nconnected_clients:1\r\n\r\n\
-             # Persistence\r\nloading:0\r\n\r\n# Replication\r\nrole:master\r\nconnected_slaves:0\r\n",
-            std::process::id(),
-            self.port
-        )))
-    }
+/// INFO: a minimal server section.
+fn info(port: u16) -> Reply {
+    Reply::Bulk(Bytes::from(format!(
+        "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nos:rediskv\r\narch_bits:64\r\n\
+         process_id:{}\r\ntcp_port:{}\r\n\r\n# Clients\r\nconnected_clients:1\r\n\r\n\
+         # Persistence\r\nloading:0\r\n\r\n# Replication\r\nrole:master\r\nconnected_slaves:0\r\n",
+        std::process::id(),
+        port
+    )))
 }
 
 /// COMMAND: no per-command documentation is served; clients fall back gracefully.
