@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Compares the rediskv server example with redis-server using redis-benchmark.
+#
+#   benches/redis_benchmark.sh                 # default tests
+#   TESTS=set,get,ping_mbulk N=100000 P=16 benches/redis_benchmark.sh
+#
+# Builds `examples/server` in release, starts it and a redis-server on free loopback
+# ports, runs `redis-benchmark -q -n N -P P -t TESTS` against each (one after the other),
+# and prints: command, redis-server ops/s, rediskv ops/s, ratio. Both servers are stopped
+# on exit, whatever happens. A test whose command the engine rejects shows "error".
+set -euo pipefail
+
+N=${N:-200000}
+P=${P:-16}
+CLIENTS=${CLIENTS:-50}
+TESTS=${TESTS:-set,get,incr,lpush,rpop,sadd,hset,zadd,ping_inline,ping_mbulk}
+
+cd "$(dirname "$0")/.."
+for tool in redis-server redis-benchmark redis-cli; do
+    command -v "$tool" >/dev/null || { echo "redis_benchmark.sh: $tool not found" >&2; exit 1; }
+done
+
+
+free_port() {
+    python3 - <<'EOF' 2>/dev/null || echo $((20000 + RANDOM % 20000))
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+EOF
+}
+
+PIDS=()
+WORK=$(mktemp -d)
+cleanup() {
+    for pid in "${PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "${PIDS[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+echo "building the server example (release)…" >&2
+if ! cargo build --release --example server >"$WORK/build.log" 2>&1; then
+    cat "$WORK/build.log" >&2
+    exit 1
+fi
+SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/examples/server
+
+wait_ready() {
+    local port=$1
+    for _ in $(seq 1 100); do
+        if [ "$(redis-cli -p "$port" ping 2>/dev/null)" = "PONG" ]; then return 0; fi
+        sleep 0.05
+    done
+    echo "redis_benchmark.sh: server on port $port did not answer PING" >&2
+    exit 1
+}
+
+REDIS_PORT=$(free_port)
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --daemonize no --dir "$WORK" --loglevel warning >"$WORK/redis.log" 2>&1 &
+PIDS+=($!)
+KV_PORT=$(free_port)
+while [ "$KV_PORT" = "$REDIS_PORT" ]; do KV_PORT=$(free_port); done
+"$SERVER_BIN" --port "$KV_PORT" >"$WORK/rediskv.log" 2>&1 &
+PIDS+=($!)
+wait_ready "$REDIS_PORT"
+wait_ready "$KV_PORT"
+
+# One test against one server: prints its ops/s, or "error" (redis-benchmark stops at the
+# first error reply, e.g. a command the engine does not implement yet).
+bench_one() {
+    local port=$1 test=$2 out
+    out=$(redis-benchmark -p "$port" -q -n "$N" -P "$P" -c "$CLIENTS" -t "$test" 2>&1 </dev/null | tr '\r' '\n' || true)
+    echo "$out" >>"$WORK/bench-$port.txt"
+    if echo "$out" | grep -q "Error from server"; then
+        echo "$out" | grep -o "Error from server: .*" | head -1 | cut -c1-90 >&2
+        echo "error"
+        return
+    fi
+    echo "$out" | awk '/requests per second/ { v=$2 } END { if (v == "") print "?"; else print v }'
+}
+
+echo "redis-benchmark -q -n $N -P $P -c $CLIENTS -t <each of $TESTS>" >&2
+echo "redis-server on port $REDIS_PORT, rediskv on port $KV_PORT" >&2
+printf '\n%-14s %16s %16s %8s\n' "command" "redis-server" "rediskv" "ratio"
+printf '%-14s %16s %16s %8s\n' "-------" "------------" "-------" "-----"
+IFS=',' read -r -a TEST_LIST <<<"$TESTS"
+for test in "${TEST_LIST[@]}"; do
+    redis_ops=$(bench_one "$REDIS_PORT" "$test")
+    kv_ops=$(bench_one "$KV_PORT" "$test" 2>"$WORK/kv-error.txt")
+    note=""
+    [ "$kv_ops" = "error" ] && note="  ($(cat "$WORK/kv-error.txt"))"
+    ratio=$(awk -v a="$kv_ops" -v b="$redis_ops" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }')
+    printf '%-14s %16s %16s %8s%s\n' "$test" "$redis_ops" "$kv_ops" "$ratio" "$note"
+done

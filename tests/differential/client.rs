@@ -1,0 +1,152 @@
+//! A real redis-server child process and a minimal blocking RESP2 client for it.
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rediskv::commands::Reply;
+
+/// A `redis-server` on a free loopback port, killed on drop.
+pub struct RedisServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl RedisServer {
+    /// Whether `redis-server` can be run at all.
+    pub fn available() -> bool {
+        Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok()
+    }
+
+    /// Starts one (a few attempts, in case another process grabs the port first).
+    pub fn start() -> io::Result<RedisServer> {
+        let mut last = io::Error::other("redis-server did not start");
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+            let mut child = Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .args(["--daemonize", "no", "--loglevel", "warning", "--dir"])
+                .arg(std::env::temp_dir())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?;
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break; // exited: port taken, try another
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Ok(RedisServer { child, port });
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            last = io::Error::other(format!("redis-server did not come up on port {port}"));
+        }
+        Err(last)
+    }
+
+    pub fn connect(&self) -> io::Result<Client> {
+        Client::connect(self.port)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A blocking RESP2 client: one request, one reply.
+pub struct Client {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+    out: Vec<u8>,
+}
+
+impl Client {
+    pub fn connect(port: u16) -> io::Result<Client> {
+        let stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(Client { reader: BufReader::new(stream.try_clone()?), writer: stream, out: Vec::new() })
+    }
+
+    /// Sends `argv` as a multibulk request and reads the reply.
+    pub fn call<A: AsRef<[u8]>>(&mut self, argv: &[A]) -> io::Result<Reply> {
+        self.out.clear();
+        self.out.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
+        for a in argv {
+            let a = a.as_ref();
+            self.out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            self.out.extend_from_slice(a);
+            self.out.extend_from_slice(b"\r\n");
+        }
+        self.writer.write_all(&self.out)?;
+        self.read_reply()
+    }
+
+    fn line(&mut self) -> io::Result<Vec<u8>> {
+        let mut line = Vec::new();
+        self.reader.read_until(b'\n', &mut line)?;
+        if !line.ends_with(b"\r\n") {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed mid-reply"));
+        }
+        line.truncate(line.len() - 2);
+        Ok(line)
+    }
+
+    fn read_reply(&mut self) -> io::Result<Reply> {
+        let line = self.line()?;
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, "bad RESP");
+        let (&kind, rest) = line.split_first().ok_or_else(bad)?;
+        let text = String::from_utf8_lossy(rest).into_owned();
+        let int = || text.parse::<i64>().map_err(|_| bad());
+        Ok(match kind {
+            b'+' => Reply::Status(text.clone().into()),
+            b'-' => Reply::Error(text.clone()),
+            b':' => Reply::Integer(int()?),
+            b'$' => {
+                let n = int()?;
+                if n < 0 {
+                    return Ok(Reply::Nil);
+                }
+                let mut data = vec![0; n as usize + 2];
+                io::Read::read_exact(&mut self.reader, &mut data)?;
+                data.truncate(n as usize);
+                Reply::Bulk(Bytes::from(data))
+            }
+            b'*' => {
+                let n = int()?;
+                if n < 0 {
+                    return Ok(Reply::NilArray);
+                }
+                let mut items = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    items.push(self.read_reply()?);
+                }
+                Reply::Array(items)
+            }
+            _ => return Err(bad()),
+        })
+    }
+}
