@@ -372,3 +372,14 @@ fn typed_api() {
     assert_eq!(db.setrange(b"f", 0, b"9").unwrap(), 4);
     assert_eq!(db.get(b"f").unwrap().as_deref(), Some(&b"9.15"[..]));
 }
+
+#[test]
+fn incrbyfloat_refuses_nul_bytes_anywhere() {
+    // redis-server 7.0.15: every one of these is "ERR value is not a valid float".
+    let (mut db, _) = db();
+    for value in [&b"\x00"[..], b"1\x00", b"\x001", b"1.5\x00"] {
+        db.run(&[&b"SET"[..], b"k", value]);
+        assert_eq!(db.run(&["INCRBYFLOAT", "k", "1"]), err("ERR value is not a valid float"));
+        assert_eq!(db.run(&[&b"INCRBYFLOAT"[..], b"other", value]), err("ERR value is not a valid float"));
+    }
+}

@@ -293,13 +293,12 @@ pub(crate) fn parse(s: &[u8]) -> Option<LongDouble> {
     if s.is_empty() || s.len() >= MAX_CHARS {
         return None;
     }
-    // strtold stops at a NUL byte, and Redis only checks the byte it stopped at.
-    let s = &s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())];
-    if s.first().is_some_and(|&b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')) {
+    // redis-server 7.0.15 refuses a NUL byte anywhere ("\x00", "1\x00", "\x001").
+    if s.contains(&0) {
         return None;
     }
-    if s.is_empty() {
-        return Some(LongDouble::ZERO);
+    if s.first().is_some_and(|&b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')) {
+        return None;
     }
     let (neg, body) = match s[0] {
         b'-' => (true, &s[1..]),

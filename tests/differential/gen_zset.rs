@@ -43,6 +43,11 @@ fn range_spec(g: &mut G, a: &mut Vec<Vec<u8>>) {
     limit(g, a);
 }
 
+/// ZRANGE/ZRANGESTORE: a lex comparison when the spec says BYLEX.
+fn by_lex_or_exact(a: Vec<Vec<u8>>, key_arg: usize) -> Op {
+    if a.iter().any(|arg| arg.eq_ignore_ascii_case(b"BYLEX")) { lex(a, key_arg) } else { exact(a) }
+}
+
 /// ZUNION/ZINTER/ZDIFF and their STORE forms: numkeys, keys, WEIGHTS, AGGREGATE.
 fn combine(g: &mut G, a: &mut Vec<Vec<u8>>, weights: bool) {
     let keys = g.keys(3);
@@ -97,17 +102,17 @@ pub fn generators() -> Vec<CmdGen> {
             exact(a)
         }),
         cmd("zcount", 2, |g| exact(argv!["ZCOUNT", g.key(), g.score_bound(), g.score_bound()])),
-        cmd("zlexcount", 2, |g| exact(argv!["ZLEXCOUNT", g.key(), g.lex_bound(), g.lex_bound()])),
+        cmd("zlexcount", 2, |g| lex(argv!["ZLEXCOUNT", g.key(), g.lex_bound(), g.lex_bound()], 1)),
         cmd("zrange", 6, |g| {
             let mut a = argv!["ZRANGE", g.key()];
             range_spec(g, &mut a);
             withscores(g, &mut a);
-            exact(a)
+            by_lex_or_exact(a, 1)
         }),
         cmd("zrangestore", 2, |g| {
             let mut a = argv!["ZRANGESTORE", g.key(), g.key()];
             range_spec(g, &mut a);
-            exact(a)
+            by_lex_or_exact(a, 2)
         }),
         cmd("zrangebyscore", 3, |g| {
             let mut a = argv!["ZRANGEBYSCORE", g.key(), g.score_bound(), g.score_bound()];
@@ -124,12 +129,12 @@ pub fn generators() -> Vec<CmdGen> {
         cmd("zrangebylex", 2, |g| {
             let mut a = argv!["ZRANGEBYLEX", g.key(), g.lex_bound(), g.lex_bound()];
             limit(g, &mut a);
-            exact(a)
+            lex(a, 1)
         }),
         cmd("zrevrangebylex", 2, |g| {
             let mut a = argv!["ZREVRANGEBYLEX", g.key(), g.lex_bound(), g.lex_bound()];
             limit(g, &mut a);
-            exact(a)
+            lex(a, 1)
         }),
         cmd("zrevrange", 2, |g| {
             let mut a = argv!["ZREVRANGE", g.key(), g.index(), g.index()];
@@ -142,7 +147,7 @@ pub fn generators() -> Vec<CmdGen> {
             exact(argv!["ZREMRANGEBYSCORE", g.key(), g.score_bound(), g.score_bound()])
         }),
         cmd("zremrangebyrank", 2, |g| exact(argv!["ZREMRANGEBYRANK", g.key(), g.index(), g.index()])),
-        cmd("zremrangebylex", 2, |g| exact(argv!["ZREMRANGEBYLEX", g.key(), g.lex_bound(), g.lex_bound()])),
+        cmd("zremrangebylex", 2, |g| lex(argv!["ZREMRANGEBYLEX", g.key(), g.lex_bound(), g.lex_bound()], 1)),
         cmd("zpopmin", 2, |g| {
             let mut a = argv!["ZPOPMIN", g.key()];
             if g.chance(50) {

@@ -57,6 +57,11 @@ pub enum Cmp {
     /// A random reply, checked by property against a snapshot of the key taken from the
     /// reference before the command.
     Random(Random),
+    /// A lex-range command on the zset at argument `key_arg`: compared exactly while every
+    /// member of that key has the same score on the reference, skipped on both sides
+    /// otherwise. Redis leaves lex ranges over mixed scores unspecified (its answer walks
+    /// score order); the engine answers in member order, as LAYOUT.md's Subkey CF stores it.
+    Lex { key_arg: usize },
 }
 
 /// What a random command is checked against.
@@ -166,6 +171,9 @@ pub fn cmd(name: &'static str, weight: u32, make: fn(&mut G) -> Op) -> CmdGen {
 
 pub fn exact(argv: Vec<Vec<u8>>) -> Op {
     Op { argv, cmp: Cmp::Exact }
+}
+pub fn lex(argv: Vec<Vec<u8>>, key_arg: usize) -> Op {
+    Op { argv, cmp: Cmp::Lex { key_arg } }
 }
 pub fn unordered(argv: Vec<Vec<u8>>) -> Op {
     Op { argv, cmp: Cmp::Unordered }
