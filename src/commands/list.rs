@@ -313,11 +313,14 @@ impl<B: KvBackend> Db<B> {
         if n == 0 {
             return Ok(Vec::new());
         }
+        let keys = self.elem_keys(key, meta.version)?;
+        // One element is a point read (the common LPOP/RPOP), more are one range scan.
         let popped = match end {
+            ListEnd::Left if n == 1 => vec![self.element(&keys, meta.head)?],
+            ListEnd::Right if n == 1 => vec![self.element(&keys, meta.tail - 1)?],
             ListEnd::Left => self.read_span(key, &meta, 0, n, Direction::Forward)?,
             ListEnd::Right => self.read_span(key, &meta, meta.size - n, meta.size, Direction::Reverse)?,
         };
-        let keys = self.elem_keys(key, meta.version)?;
         let mut batch = WriteBatch::new();
         pop_from(&mut batch, &keys, &mut meta, end, n);
         self.put_collection(&mut batch, key, &meta);
@@ -367,8 +370,12 @@ impl<B: KvBackend> Db<B> {
             return Ok(None);
         };
         let keys = self.elem_keys(key, meta.version)?;
-        let value = self.backend().get(ColumnFamily::Subkey, &keys.at(stored_index(meta.head, pos)?))?;
-        value.map(Some).ok_or_else(corrupted)
+        self.element(&keys, stored_index(meta.head, pos)?).map(Some)
+    }
+
+    /// The element stored at `index`: one point read.
+    fn element(&self, keys: &ElemKeys, index: u64) -> CommandResult<Bytes> {
+        self.backend().get(ColumnFamily::Subkey, &keys.at(index))?.ok_or_else(corrupted)
     }
 
     /// LRANGE: the elements from `start` to `stop` inclusive (negative counts from the
