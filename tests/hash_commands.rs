@@ -354,3 +354,19 @@ fn blind_write_hashes() {
     assert_eq!(run(&mut db, "HSET exact a 2 b 3"), int(1));
     assert_eq!(run(&mut db, "HDEL exact a zz"), int(1));
 }
+
+#[test]
+fn hrandfield_withvalues_refuses_counts_whose_reply_would_overflow() {
+    // redis-server 7.0.15, on a missing key: the guard comes before the lookup.
+    let (mut db, _) = db();
+    for count in ["4611686018427387904", "-4611686018427387904", "9223372036854775807"] {
+        assert_eq!(db.run(&["HRANDFIELD", "nokey", count, "WITHVALUES"]), err("ERR value is out of range"));
+        assert_eq!(db.run(&["ZRANDMEMBER", "nokey", count, "WITHSCORES"]), err("ERR value is out of range"));
+        assert_eq!(db.run(&["HRANDFIELD", "nokey", count]), bulks(&[]));
+    }
+    assert_eq!(db.run(&["HRANDFIELD", "nokey", "4611686018427387903", "WITHVALUES"]), bulks(&[]));
+    assert_eq!(
+        db.run(&["SRANDMEMBER", "nokey", "-9223372036854775808"]),
+        err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+    );
+}

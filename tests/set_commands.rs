@@ -15,21 +15,8 @@ fn put_string(db: &mut Db<MemoryBackend>, key: &str) {
     db.backend_mut().write(batch).unwrap();
 }
 
-fn items(reply: Reply) -> Vec<String> {
-    match reply {
-        Reply::Array(items) => items
-            .into_iter()
-            .map(|r| match r {
-                Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
-                other => panic!("not a bulk: {other:?}"),
-            })
-            .collect(),
-        other => panic!("not an array: {other:?}"),
-    }
-}
-
 fn members(db: &mut Db<MemoryBackend>, key: &str) -> BTreeSet<String> {
-    items(run(db, &format!("SMEMBERS {key}"))).into_iter().collect()
+    strings(run(db, &format!("SMEMBERS {key}"))).into_iter().collect()
 }
 
 fn set_of(items: &[&str]) -> BTreeSet<String> {
@@ -84,16 +71,16 @@ fn spop_and_srandmember() {
     assert_eq!(run(&mut db, "SPOP s 0"), bulks(&[]));
     assert_eq!(run(&mut db, "SRANDMEMBER s 0"), bulks(&[]));
     let all = set_of(&["a", "b", "c", "d", "e"]);
-    let r = items(run(&mut db, "SRANDMEMBER s 3"));
+    let r = strings(run(&mut db, "SRANDMEMBER s 3"));
     assert_eq!(r.len(), 3);
     assert_eq!(r.iter().collect::<HashSet<_>>().len(), 3);
     assert!(r.iter().all(|m| all.contains(m)));
-    assert_eq!(items(run(&mut db, "SRANDMEMBER s 100")).into_iter().collect::<BTreeSet<_>>(), all);
-    let rep = items(run(&mut db, "SRANDMEMBER s -12"));
+    assert_eq!(strings(run(&mut db, "SRANDMEMBER s 100")).into_iter().collect::<BTreeSet<_>>(), all);
+    let rep = strings(run(&mut db, "SRANDMEMBER s -12"));
     assert_eq!(rep.len(), 12);
     assert!(rep.iter().all(|m| all.contains(m)));
     assert_eq!(run(&mut db, "SCARD s"), int(5));
-    let popped = items(run(&mut db, "SPOP s 2"));
+    let popped = strings(run(&mut db, "SPOP s 2"));
     assert_eq!(popped.iter().collect::<HashSet<_>>().len(), 2);
     assert_eq!(run(&mut db, "SCARD s"), int(3));
     let left = members(&mut db, "s");
@@ -121,16 +108,16 @@ fn random_picks_on_a_large_set_are_distinct_members() {
     let mut argv = vec!["SADD".to_string(), "s".to_string()];
     argv.extend((0..5000).map(|i| format!("m{i}")));
     assert_eq!(db.run(&argv), int(5000));
-    let picked = items(run(&mut db, "SRANDMEMBER s 30"));
+    let picked = strings(run(&mut db, "SRANDMEMBER s 30"));
     assert_eq!(picked.iter().collect::<HashSet<_>>().len(), 30);
-    let popped = items(run(&mut db, "SPOP s 40"));
+    let popped = strings(run(&mut db, "SPOP s 40"));
     assert_eq!(popped.iter().collect::<HashSet<_>>().len(), 40);
     assert_eq!(run(&mut db, "SCARD s"), int(4960));
     for p in &popped {
         assert!(p.starts_with('m'));
         assert_eq!(run(&mut db, &format!("SISMEMBER s {p}")), int(0));
     }
-    assert_eq!(items(run(&mut db, "SRANDMEMBER s -100")).len(), 100);
+    assert_eq!(strings(run(&mut db, "SRANDMEMBER s -100")).len(), 100);
 }
 
 #[test]
@@ -158,11 +145,11 @@ fn set_algebra_past_one_probe_chunk() {
     db.run(&b);
     let common: Vec<String> = (0..400).filter(|i| i % 3 == 0).map(|i| format!("m{i:03}")).collect();
     let rest: Vec<String> = (0..400).filter(|i| i % 3 != 0).map(|i| format!("m{i:03}")).collect();
-    assert_eq!(items(run(&mut db, "SINTER a b")), common);
-    assert_eq!(items(run(&mut db, "SINTER b a")), common);
+    assert_eq!(strings(run(&mut db, "SINTER a b")), common);
+    assert_eq!(strings(run(&mut db, "SINTER b a")), common);
     assert_eq!(run(&mut db, "SINTERCARD 2 a b"), int(134));
     assert_eq!(run(&mut db, "SINTERCARD 2 a b LIMIT 130"), int(130));
-    assert_eq!(items(run(&mut db, "SDIFF a b")), rest);
+    assert_eq!(strings(run(&mut db, "SDIFF a b")), rest);
     assert_eq!(run(&mut db, "SDIFFSTORE d a b"), int(266));
     assert_eq!(run(&mut db, "SCARD d"), int(266));
 }
@@ -203,7 +190,7 @@ fn set_algebra() {
     assert_eq!(run(&mut db, "SINTER s1 s1"), bulks(&["a", "b", "c"]));
     assert_eq!(run(&mut db, "SINTER s1 nokey"), bulks(&[]));
     assert_eq!(
-        items(run(&mut db, "SUNION s1 s2 nokey")).into_iter().collect::<BTreeSet<_>>(),
+        strings(run(&mut db, "SUNION s1 s2 nokey")).into_iter().collect::<BTreeSet<_>>(),
         set_of(&["a", "b", "c", "d"])
     );
     assert_eq!(run(&mut db, "SDIFF s1 s2 s3"), bulks(&["a"]));
@@ -317,7 +304,7 @@ fn sscan_pages_and_errors() {
     loop {
         let Reply::Array(parts) = run(&mut db, &format!("SSCAN s {cursor} COUNT 5")) else { panic!() };
         let Reply::Bulk(next) = &parts[0] else { panic!() };
-        seen.extend(items(parts[1].clone()));
+        seen.extend(strings(parts[1].clone()));
         cursor = String::from_utf8(next.to_vec()).unwrap();
         if cursor == "0" {
             break;
@@ -364,7 +351,7 @@ fn blind_write_sets() {
     assert_eq!(run(&mut db, "DEL s"), int(1));
     assert_eq!(run(&mut db, "EXISTS s"), int(0));
     run(&mut db, "SADD u a b c");
-    assert_eq!(items(run(&mut db, "SPOP u 2")).len(), 2);
+    assert_eq!(strings(run(&mut db, "SPOP u 2")).len(), 2);
     assert_eq!(run(&mut db, "SCARD u"), int(1));
     assert_eq!(run(&mut db, "SINTERSTORE v u t"), int(0));
     assert_eq!(run(&mut db, "SUNIONSTORE v u t"), int(2));

@@ -1388,19 +1388,6 @@ fn records(db: &Db<MemoryBackend>, key: &str) -> Vec<(Vec<u8>, f64)> {
     by_score
 }
 
-fn strs(reply: Reply) -> Vec<String> {
-    match reply {
-        Reply::Array(items) => items
-            .into_iter()
-            .map(|r| match r {
-                Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
-                other => panic!("not a bulk: {other:?}"),
-            })
-            .collect(),
-        other => panic!("not an array: {other:?}"),
-    }
-}
-
 #[test]
 fn score_changes_move_the_score_record() {
     let (mut db, _) = db();
@@ -1555,25 +1542,25 @@ fn zrandmember_properties() {
             other => panic!("{other:?}"),
         };
         assert!(all.contains(&one.as_str()));
-        let mut three = strs(run(&mut db, "zrandmember z 3"));
+        let mut three = strings(run(&mut db, "zrandmember z 3"));
         assert_eq!(three.len(), 3);
         three.sort();
         three.dedup();
         assert_eq!(three.len(), 3, "positive count gives distinct members");
-        let many = strs(run(&mut db, "zrandmember z -12"));
+        let many = strings(run(&mut db, "zrandmember z -12"));
         assert_eq!(many.len(), 12, "negative count gives exactly |count| members");
         assert!(many.iter().all(|m| all.contains(&m.as_str())));
-        let ws = strs(run(&mut db, "zrandmember z -3 withscores"));
+        let ws = strings(run(&mut db, "zrandmember z -3 withscores"));
         for pair in ws.chunks(2) {
             let expect = (all.iter().position(|m| *m == pair[0]).unwrap() + 1).to_string();
             assert_eq!(pair[1], expect);
         }
     }
-    assert_eq!(strs(run(&mut db, "zrandmember z 10")).len(), 5);
+    assert_eq!(strings(run(&mut db, "zrandmember z 10")).len(), 5);
     // Over many draws every member shows up.
     let mut seen = std::collections::HashSet::new();
     for _ in 0..200 {
-        seen.extend(strs(run(&mut db, "zrandmember z 1")));
+        seen.extend(strings(run(&mut db, "zrandmember z 1")));
     }
     assert_eq!(seen.len(), 5);
 }
@@ -1593,7 +1580,7 @@ fn zscan_pages_cover_every_member_once() {
         let reply = run(&mut db, &format!("zscan z {cursor} count 4"));
         let Reply::Array(parts) = reply else { panic!() };
         let Reply::Bulk(next) = &parts[0] else { panic!() };
-        let items = strs(parts[1].clone());
+        let items = strings(parts[1].clone());
         for pair in items.chunks(2) {
             let i: usize = pair[0][1..].parse().unwrap();
             assert_eq!(pair[1], i.to_string());
@@ -1610,7 +1597,7 @@ fn zscan_pages_cover_every_member_once() {
     assert_eq!(seen, expect);
     // MATCH filters after COUNT, as in Redis.
     let Reply::Array(parts) = run(&mut db, "zscan z 0 match k1* count 100") else { panic!() };
-    assert_eq!(strs(parts[1].clone()).len(), 20);
+    assert_eq!(strings(parts[1].clone()).len(), 20);
     // Deviation: ZSCAN walks member order (Redis' small listpack sets come in score order).
     run(&mut db, "zadd y 2 a 1 b");
     assert_eq!(run(&mut db, "zscan y 0"), Reply::Array(vec![bulk("0"), bulks(&["a", "2", "b", "1"])]));
@@ -1890,5 +1877,5 @@ fn typed_api_and_library_limits() {
     assert_eq!(union.iter().map(|(_, s)| *s).collect::<Vec<_>>(), [2.0, 4.0, 6.0]);
     // A negative ZRANDMEMBER count builds its whole reply in memory: the library caps it.
     assert_eq!(run(&mut db, "zrandmember z -16777217"), err("ERR value is out of range"));
-    assert_eq!(strs(run(&mut db, "zrandmember z -1000")).len(), 1000);
+    assert_eq!(strings(run(&mut db, "zrandmember z -1000")).len(), 1000);
 }

@@ -257,6 +257,44 @@ pub fn timeout_arg(s: &[u8]) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// Normalises a Redis index range (LRANGE, LTRIM, ZRANGE by rank…) against a length:
+/// negative indexes count from the end, the start is clamped to 0 and the stop to
+/// `len - 1`. `None` when the range is empty, else the inclusive `(start, stop)`.
+pub fn normalize_range(start: i64, stop: i64, len: i64) -> Option<(i64, i64)> {
+    let start = if start < 0 { len.saturating_add(start).max(0) } else { start };
+    let stop = if stop < 0 { len.saturating_add(stop) } else { stop };
+    if start > stop || start >= len {
+        return None;
+    }
+    Some((start, stop.min(len - 1)))
+}
+
+/// Parses the count of SRANDMEMBER/HRANDFIELD/ZRANDMEMBER: an i64 in `[-i64::MAX, i64::MAX]`.
+///
+/// # Errors
+/// Redis 7.0's texts for a non-integer or `i64::MIN`.
+pub fn random_count_arg(arg: &[u8]) -> Result<i64, CommandError> {
+    let n = int_arg(arg)?;
+    if n == i64::MIN {
+        return Err(CommandError::err(
+            "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    Ok(n)
+}
+
+/// HRANDFIELD … WITHVALUES / ZRANDMEMBER … WITHSCORES: Redis refuses a count whose reply
+/// length (twice the count) would overflow, before it looks at the key.
+///
+/// # Errors
+/// "ERR value is out of range" when `with_values` and `|count| > i64::MAX / 2`.
+pub fn check_pairs_count(count: i64, with_values: bool) -> Result<(), CommandError> {
+    if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return Err(CommandError::err("value is out of range"));
+    }
+    Ok(())
+}
+
 /// Formats a double as C's `%.17g`, which Redis 7.0 uses for scores: `inf`, `-inf`,
 /// `0.10000000000000001`, `1e+20`, `3.0000000000000001e-05`. `-0.0` prints as `-0`.
 pub fn format_g17(x: f64) -> String {

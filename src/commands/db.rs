@@ -168,7 +168,15 @@ impl<B: KvBackend> Db<B> {
     /// # Errors
     /// A storage error when the backend fails or the record does not decode.
     pub fn lookup(&self, key: &[u8]) -> CommandResult<Option<Entry>> {
-        let Some(raw) = self.backend.get(ColumnFamily::Metadata, &self.metadata_key(key))? else {
+        self.lookup_in(&self.layout, key)
+    }
+
+    /// [`Db::lookup`] in another database's layout (COPY … DB n).
+    ///
+    /// # Errors
+    /// As [`Db::lookup`].
+    pub(crate) fn lookup_in(&self, layout: &KeyLayout, key: &[u8]) -> CommandResult<Option<Entry>> {
+        let Some(raw) = self.backend.get(ColumnFamily::Metadata, &layout.metadata_key(key))? else {
             return Ok(None);
         };
         let meta = Metadata::decode(&raw)?;

@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 
-use super::args::{cursor_arg, glob_match, int_arg, parse_i64};
+use super::args::{check_pairs_count, cursor_arg, glob_match, int_arg, parse_i64, random_count_arg};
 use super::long_double::{self, LongDouble};
 use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
@@ -95,20 +95,6 @@ pub(crate) fn parse_scan_options(args: &[Bytes]) -> CommandResult<ScanOptions> {
         i += 2;
     }
     Ok(opts)
-}
-
-/// Parses the count of SRANDMEMBER/HRANDFIELD: an i64 in `[-i64::MAX, i64::MAX]`.
-///
-/// # Errors
-/// Redis 7.0's texts for a non-integer or `i64::MIN`.
-pub(crate) fn parse_random_count(arg: &[u8]) -> CommandResult<i64> {
-    let n = int_arg(arg)?;
-    if n == i64::MIN {
-        return Err(CommandError::err(
-            "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-        ));
-    }
-    Ok(n)
 }
 
 /// A random pick of subkeys: `count` distinct ones, or `count` with repetition.
@@ -660,14 +646,12 @@ fn hrandfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         let picked = db.hrandfield(&argv[1], 1)?;
         return Ok(picked.into_iter().next().map_or(Reply::Nil, |(f, _)| Reply::Bulk(f)));
     }
-    let count = parse_random_count(&argv[2])?;
+    let count = random_count_arg(&argv[2])?;
     if argv.len() > 4 || (argv.len() == 4 && !argv[3].eq_ignore_ascii_case(b"withvalues")) {
         return Err(CommandError::Syntax);
     }
     let withvalues = argv.len() == 4;
-    if withvalues && count < -(i64::MAX / 2) {
-        return Err(CommandError::err("value is out of range"));
-    }
+    check_pairs_count(count, withvalues)?;
     let picked = db.hrandfield(&argv[1], count)?;
     Ok(if withvalues { pairs_reply(picked) } else { Reply::bulks(picked.into_iter().map(|(f, _)| f)) })
 }

@@ -205,19 +205,6 @@ impl<B: KvBackend> Db<B> {
         Ok(true)
     }
 
-    /// Reads a key's live metadata in another database's layout.
-    fn lookup_in(&self, layout: &KeyLayout, key: &[u8]) -> CommandResult<Option<Entry>> {
-        let Some(raw) = self.backend().get(ColumnFamily::Metadata, &layout.metadata_key(key))? else {
-            return Ok(None);
-        };
-        let meta = Metadata::decode(&raw)?;
-        if !meta.is_live(self.now_ms()) {
-            return Ok(None);
-        }
-        let value = raw.slice_ref(meta.value);
-        Ok(Some(Entry { meta: Metadata { value: &[], ..meta }, value }))
-    }
-
     /// Queues a copy of the live key `entry` (named `src` in the selected database) as
     /// `dst` in `dst_layout`: strings copy their metadata; collections get a fresh version
     /// and a copy of every subkey (and, for sorted sets, every score key), sub bytes

@@ -15,7 +15,7 @@
 
 use bytes::Bytes;
 
-use super::args::{int_arg, timeout_arg};
+use super::args::{int_arg, normalize_range, timeout_arg};
 use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{
@@ -126,19 +126,8 @@ fn resolve_index(meta: &Metadata<'_>, index: i64) -> Option<u64> {
 
 /// Normalises LRANGE/LTRIM bounds: `Some((start, end))` inclusive positions, or `None`
 /// when the range is empty.
-fn normalize_range(meta: &Metadata<'_>, start: i64, stop: i64) -> Option<(u64, u64)> {
-    let len = len_i64(meta);
-    let mut start = if start < 0 { start.saturating_add(len) } else { start };
-    let mut stop = if stop < 0 { stop.saturating_add(len) } else { stop };
-    if start < 0 {
-        start = 0;
-    }
-    if start > stop || start >= len {
-        return None;
-    }
-    if stop >= len {
-        stop = len - 1;
-    }
+fn list_range(meta: &Metadata<'_>, start: i64, stop: i64) -> Option<(u64, u64)> {
+    let (start, stop) = normalize_range(start, stop, len_i64(meta))?;
     Some((u64::try_from(start).ok()?, u64::try_from(stop).ok()?))
 }
 
@@ -388,7 +377,7 @@ impl<B: KvBackend> Db<B> {
         let Some(meta) = self.list_meta(key)? else {
             return Ok(Vec::new());
         };
-        let Some((from, to)) = normalize_range(&meta, start, stop) else {
+        let Some((from, to)) = list_range(&meta, start, stop) else {
             return Ok(Vec::new());
         };
         self.read_span(key, &meta, from, to + 1, Direction::Forward)
@@ -607,7 +596,7 @@ impl<B: KvBackend> Db<B> {
             return Ok(());
         };
         let mut batch = WriteBatch::new();
-        match normalize_range(&meta, start, stop) {
+        match list_range(&meta, start, stop) {
             None => self.delete_key(&mut batch, key),
             Some((from, to)) => {
                 let keys = self.elem_keys(key, meta.version)?;

@@ -22,8 +22,8 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::args::cursor_arg;
-use super::hash::{Pick, parse_random_count, parse_scan_options, scan_reply};
+use super::args::{cursor_arg, random_count_arg};
+use super::hash::{Pick, parse_scan_options, scan_reply};
 use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
@@ -419,7 +419,7 @@ fn srandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     match argv.len() {
         2 => Ok(db.srandmember(&argv[1], 1)?.into_iter().next().map_or(Reply::Nil, Reply::Bulk)),
         3 => {
-            let count = parse_random_count(&argv[2])?;
+            let count = random_count_arg(&argv[2])?;
             Ok(Reply::bulks(db.srandmember(&argv[1], count)?))
         }
         _ => Err(CommandError::Syntax),

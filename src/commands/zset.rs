@@ -24,7 +24,7 @@ use bytes::Bytes;
 
 pub use self::core::ScoredMember;
 use self::parse::{lex_range, score_range};
-use super::args::{cursor_arg, float_arg, timeout_arg};
+use super::args::{check_pairs_count, cursor_arg, float_arg, random_count_arg, timeout_arg};
 use super::args::{format_g17, int_arg};
 use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::KvBackend;
@@ -457,15 +457,7 @@ fn zrandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     if argv.len() == 2 {
         return Ok(Reply::bulk_or_nil(db.zrandmember_one(&argv[1])?));
     }
-    let count = match super::args::parse_i64(&argv[2]) {
-        None => return Err(CommandError::NotInteger),
-        Some(i64::MIN) => {
-            return Err(CommandError::err(
-                "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-            ));
-        }
-        Some(n) => n,
-    };
+    let count = random_count_arg(&argv[2])?;
     if argv.len() > 4 || (argv.len() == 4 && !is(&argv[3], "withscores")) {
         return Err(CommandError::Syntax);
     }
@@ -475,9 +467,7 @@ fn zrandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         // `ZRANDMEMBER z -9223372036854775807`); the library refuses instead.
         return Err(CommandError::err("value is out of range"));
     }
-    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-        return Err(CommandError::err("value is out of range"));
-    }
+    check_pairs_count(count, withscores)?;
     Ok(items_reply(db.zrandmember(&argv[1], count)?, withscores))
 }
 

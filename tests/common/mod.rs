@@ -47,3 +47,17 @@ pub fn int(n: i64) -> Reply {
 pub fn wrongtype() -> Reply {
     err("WRONGTYPE Operation against a key holding the wrong kind of value")
 }
+
+/// The elements of an array of bulk strings, as UTF-8 text.
+pub fn strings(reply: Reply) -> Vec<String> {
+    match reply {
+        Reply::Array(items) => items
+            .into_iter()
+            .map(|r| match r {
+                Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
+                other => panic!("not a bulk: {other:?}"),
+            })
+            .collect(),
+        other => panic!("not an array: {other:?}"),
+    }
+}

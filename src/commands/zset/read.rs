@@ -8,25 +8,8 @@ use super::core::{ScoredMember, ZKey, lex_key_range, score_key_range};
 use super::{LexRange, RangeQuery, RangeSpec, ScoreRange};
 use crate::backend::{Direction, KvBackend};
 use crate::codec::{KeyRange, RedisType};
-use crate::commands::args::glob_match;
+use crate::commands::args::{glob_match, normalize_range};
 use crate::commands::{CommandResult, Db};
-
-/// Normalizes a Redis rank range (negative indexes count from the end) against `len`:
-/// `None` when it is empty, else the inclusive ascending-from-zero `(start, stop)`.
-pub(super) fn normalize_ranks(start: i64, stop: i64, len: i64) -> Option<(i64, i64)> {
-    let mut start = if start < 0 { len.saturating_add(start) } else { start };
-    let mut stop = if stop < 0 { len.saturating_add(stop) } else { stop };
-    if start < 0 {
-        start = 0;
-    }
-    if start > stop || start >= len {
-        return None;
-    }
-    if stop >= len {
-        stop = len - 1;
-    }
-    Some((start, stop))
-}
 
 impl<B: KvBackend> Db<B> {
     /// ZCARD: the number of members of `key` (0 when missing), from the metadata alone.
@@ -114,7 +97,7 @@ impl<B: KvBackend> Db<B> {
         match &query.spec {
             RangeSpec::Rank { start, stop } => {
                 let len = z.meta.size as i64;
-                let Some((s, e)) = normalize_ranks(*start, *stop, len) else { return Ok(Vec::new()) };
+                let Some((s, e)) = normalize_range(*start, *stop, len) else { return Ok(Vec::new()) };
                 // Ascending positions [a, b].
                 let (a, b) = if query.rev { (len - 1 - e, len - 1 - s) } else { (s, e) };
                 let mut items = self.positions(z, a, b)?;

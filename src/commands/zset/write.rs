@@ -3,10 +3,10 @@
 use bytes::Bytes;
 
 use super::core::{ScoredMember, ZEdit, lex_key_range, score_key_range};
-use super::read::normalize_ranks;
 use super::{RangeQuery, RangeSpec, ZAddFlags, ZAddOutcome};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
+use crate::commands::args::normalize_range;
 use crate::commands::{CommandError, CommandResult, Db};
 
 impl ZAddFlags {
@@ -133,7 +133,7 @@ impl<B: KvBackend> Db<B> {
     pub fn zremrange(&mut self, key: &[u8], spec: &RangeSpec) -> CommandResult<i64> {
         let Some(z) = self.zkey(key)? else { return Ok(0) };
         let items: Vec<ScoredMember> = match spec {
-            RangeSpec::Rank { start, stop } => match normalize_ranks(*start, *stop, z.meta.size as i64) {
+            RangeSpec::Rank { start, stop } => match normalize_range(*start, *stop, z.meta.size as i64) {
                 None => Vec::new(),
                 Some((a, b)) => self.positions(&z, a, b)?,
             },
