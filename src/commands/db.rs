@@ -219,12 +219,16 @@ impl<B: KvBackend> Db<B> {
     pub fn lookup_or_create(&self, key: &[u8], ty: RedisType) -> CommandResult<Metadata<'static>> {
         Ok(match self.lookup_of(key, ty)? {
             Some(meta) => meta,
-            None => {
-                let mut meta = Metadata::collection(ty, self.new_version());
-                meta.blind_write = self.blind_write && matches!(ty, RedisType::Hash | RedisType::Set);
-                meta
-            }
+            None => self.new_collection(ty),
         })
+    }
+
+    /// A new, empty collection of `ty` under a fresh version; hashes and sets are
+    /// blind-write while [`Db::blind_write`] is on.
+    pub fn new_collection(&self, ty: RedisType) -> Metadata<'static> {
+        let mut meta = Metadata::collection(ty, self.new_version());
+        meta.blind_write = self.blind_write && matches!(ty, RedisType::Hash | RedisType::Set);
+        meta
     }
 
     /// Queues the metadata record of `key`.

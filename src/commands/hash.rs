@@ -19,15 +19,16 @@
 //! HSETNX, HINCRBY and HINCRBYFLOAT read the field anyway (their reply depends on it) and
 //! are exact in both modes.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use bytes::Bytes;
 
-use super::args::{check_pairs_count, cursor_arg, glob_match, int_arg, parse_i64, random_count_arg};
+use super::args::{check_pairs_count, cursor_arg, int_arg, parse_i64, random_count_arg};
 use super::long_double::{self, LongDouble};
+use super::subkeys::{Pick, ScanOptions, parse_scan_options, scan_reply};
 use super::{Command, CommandError, CommandResult, Db, Reply};
-use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use crate::codec::{KeyRange, Metadata, RedisType};
+use crate::backend::{ColumnFamily, KvBackend, WriteBatch};
+use crate::codec::{Metadata, RedisType};
 
 /// This family's command table.
 pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
@@ -52,278 +53,7 @@ pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
     })
 }
 
-/// Collections at most this large are sampled by walking to random positions; larger ones
-/// (with a small count) by seeking to random keys.
-const SMALL_COLLECTION: u64 = 512;
-
-/// The largest negative count SRANDMEMBER/HRANDFIELD accept (2^26 picks). Redis 7.0 tries to
-/// build any size of reply and runs out of memory past a few hundred million; here a larger
-/// count is refused with "ERR value is out of range" rather than aborting the process.
-pub(crate) const MAX_REPEAT_PICKS: u64 = 1 << 26;
-
-/// The options of HSCAN/SSCAN after the cursor.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ScanOptions {
-    /// MATCH pattern.
-    pub(crate) pattern: Option<Bytes>,
-    /// COUNT: how many subkeys to walk (default 10).
-    pub(crate) count: usize,
-}
-
-/// Parses `[MATCH pattern] [COUNT n]` (any order, repeatable).
-///
-/// # Errors
-/// "ERR syntax error" for an unknown option or COUNT < 1; "ERR value is not an integer or
-/// out of range" for a non-integer COUNT.
-pub(crate) fn parse_scan_options(args: &[Bytes]) -> CommandResult<ScanOptions> {
-    let mut opts = ScanOptions { pattern: None, count: 10 };
-    let mut i = 0;
-    while i < args.len() {
-        let more = i + 1 < args.len();
-        if args[i].eq_ignore_ascii_case(b"count") && more {
-            let n = int_arg(&args[i + 1])?;
-            if n < 1 {
-                return Err(CommandError::Syntax);
-            }
-            opts.count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if args[i].eq_ignore_ascii_case(b"match") && more {
-            let pattern = args[i + 1].clone();
-            opts.pattern = if pattern.as_ref() == b"*" { None } else { Some(pattern) };
-        } else {
-            return Err(CommandError::Syntax);
-        }
-        i += 2;
-    }
-    Ok(opts)
-}
-
-/// A random pick of subkeys: `count` distinct ones, or `count` with repetition.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Pick {
-    /// At most `n` distinct subkeys (all of them when `n >= size`).
-    Distinct(u64),
-    /// Exactly `n` subkeys, repeats allowed (none when the collection is empty).
-    Repeat(u64),
-}
-
 impl<B: KvBackend> Db<B> {
-    /// A new empty hash or set under a fresh version, blind-write when the mode is on.
-    pub(crate) fn fresh_collection(&self, ty: RedisType) -> Metadata<'static> {
-        let mut meta = Metadata::collection(ty, self.new_version());
-        meta.blind_write = self.blind_write();
-        meta
-    }
-
-    /// The number of fields/members of a hash or set: `meta.size`, or for a blind-write
-    /// collection a count by scanning all its subkeys (O(n)).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub(crate) fn collection_len(&self, key: &[u8], meta: &Metadata<'_>) -> CommandResult<u64> {
-        if !meta.blind_write {
-            return Ok(meta.size);
-        }
-        let mut n = 0;
-        for item in self.scan_subkeys(key, meta.version, Direction::Forward)? {
-            item?;
-            n += 1;
-        }
-        Ok(n)
-    }
-
-    /// Every subkey of a collection, in key order: one range scan.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub(crate) fn all_subkeys(&self, key: &[u8], version: u64) -> CommandResult<Vec<(Bytes, Bytes)>> {
-        self.scan_subkeys(key, version, Direction::Forward)?.collect()
-    }
-
-    /// Point reads of several subkeys of one collection (one backend `multi_get`).
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub(crate) fn get_subkeys(
-        &self,
-        key: &[u8],
-        version: u64,
-        subs: &[&[u8]],
-    ) -> CommandResult<Vec<Option<Bytes>>> {
-        let keys = subs.iter().map(|s| self.subkey(key, version, s)).collect::<CommandResult<Vec<_>>>()?;
-        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        Ok(self.backend().multi_get(ColumnFamily::Subkey, &refs)?)
-    }
-
-    /// One page of HSCAN/SSCAN: walks up to `opts.count` subkeys after the position the
-    /// cursor stands for, keeps those matching the pattern, and returns the next cursor
-    /// (0 when the walk reached the end) with them. Reads O(count) subkeys.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub(crate) fn scan_page(
-        &mut self,
-        key: &[u8],
-        version: u64,
-        cursor: u64,
-        opts: &ScanOptions,
-    ) -> CommandResult<(u64, Vec<(Bytes, Bytes)>)> {
-        let mut range = self.layout().subkey_range(key, version)?;
-        let prefix_len = range.start.len();
-        if let Some(last) = self.cursors.resolve(cursor) {
-            range.start.extend_from_slice(last);
-            range.start.push(0);
-        }
-        let mut out = Vec::new();
-        let mut last: Option<Bytes> = None;
-        let mut more = false;
-        for (walked, item) in
-            self.backend().scan(ColumnFamily::Subkey, &range, Direction::Forward)?.enumerate()
-        {
-            let (k, v) = item?;
-            if walked == opts.count {
-                more = true;
-                break;
-            }
-            let sub = k.slice(prefix_len..);
-            if opts.pattern.as_ref().is_none_or(|p| glob_match(p, &sub)) {
-                out.push((sub.clone(), v));
-            }
-            last = Some(sub);
-        }
-        let next = match (more, last) {
-            (true, Some(last)) => self.cursors.save(last.to_vec()),
-            _ => 0,
-        };
-        Ok((next, out))
-    }
-
-    /// Random subkeys of a hash or set, as `(sub, value)`.
-    ///
-    /// Cost: the size comes from the metadata (a blind-write collection is counted by a
-    /// full scan). `Distinct(n)` with `n >= size` is one full scan. Otherwise, for a
-    /// collection of at most [`SMALL_COLLECTION`] subkeys or a count of at least a quarter of
-    /// the size, random positions are chosen (uniformly) and one scan walks only up to the
-    /// largest position: O(max position) reads, never the whole collection when the largest
-    /// position is early. For a larger collection and a small count, each pick is one seek
-    /// (a scan of one record) to a random key between the first and the last subkey: O(count)
-    /// reads whatever the size, but only approximately uniform (a subkey after a wide gap in
-    /// key space is picked more often). Distinct sampling by seeks gives up after
-    /// `8 * count + 64` seeks and falls back to positions.
-    ///
-    /// # Errors
-    /// "ERR value is out of range" for `Repeat(n)` past [`MAX_REPEAT_PICKS`] on a non-empty
-    /// collection; storage errors.
-    pub(crate) fn sample_subkeys(
-        &mut self,
-        key: &[u8],
-        meta: &Metadata<'_>,
-        pick: Pick,
-    ) -> CommandResult<Vec<(Bytes, Bytes)>> {
-        let size = self.collection_len(key, meta)?;
-        let count = match pick {
-            Pick::Distinct(n) | Pick::Repeat(n) => n,
-        };
-        if size == 0 || count == 0 {
-            return Ok(Vec::new());
-        }
-        if let Pick::Repeat(n) = pick {
-            if n > MAX_REPEAT_PICKS {
-                return Err(CommandError::err("value is out of range"));
-            }
-        }
-        if let Pick::Distinct(n) = pick {
-            if n >= size {
-                return self.all_subkeys(key, meta.version);
-            }
-        }
-        let distinct = matches!(pick, Pick::Distinct(_));
-        if size > SMALL_COLLECTION && count.saturating_mul(4) < size {
-            if let Some(found) = self.sample_by_seeks(key, meta.version, count, distinct)? {
-                return Ok(found);
-            }
-        }
-        let positions: Vec<u64> = if distinct {
-            // Floyd's algorithm: `count` distinct positions in [0, size).
-            let mut chosen = HashSet::new();
-            let mut order = Vec::new();
-            for j in size - count..size {
-                let t = self.random_u64() % (j + 1);
-                let p = if chosen.insert(t) { t } else { j };
-                if p == j {
-                    chosen.insert(j);
-                }
-                order.push(p);
-            }
-            order
-        } else {
-            (0..count).map(|_| self.random_u64() % size).collect()
-        };
-        let mut wanted: Vec<(u64, usize)> = positions.iter().enumerate().map(|(i, &p)| (p, i)).collect();
-        wanted.sort_unstable();
-        let mut out: Vec<Option<(Bytes, Bytes)>> = vec![None; positions.len()];
-        let mut next = 0;
-        for (pos, item) in self.scan_subkeys(key, meta.version, Direction::Forward)?.enumerate() {
-            if next == wanted.len() {
-                break;
-            }
-            let item = item?;
-            while next < wanted.len() && wanted[next].0 == pos as u64 {
-                out[wanted[next].1] = Some(item.clone());
-                next += 1;
-            }
-        }
-        Ok(out.into_iter().flatten().collect())
-    }
-
-    /// Picks by seeking to random keys; `None` when distinct picks could not be completed.
-    fn sample_by_seeks(
-        &mut self,
-        key: &[u8],
-        version: u64,
-        count: u64,
-        distinct: bool,
-    ) -> CommandResult<Option<Vec<(Bytes, Bytes)>>> {
-        let range = self.layout().subkey_range(key, version)?;
-        let prefix_len = range.start.len();
-        let first = self.scan_subkeys(key, version, Direction::Forward)?.next().transpose()?;
-        let last = self.scan_subkeys(key, version, Direction::Reverse)?.next().transpose()?;
-        let (Some(first), Some(last)) = (first, last) else { return Ok(Some(Vec::new())) };
-        let as_u128 = |b: &[u8]| {
-            let mut buf = [0u8; 16];
-            let n = b.len().min(16);
-            buf[..n].copy_from_slice(&b[..n]);
-            u128::from_be_bytes(buf)
-        };
-        let (lo, hi) = (as_u128(&first.0), as_u128(&last.0));
-        let span = hi - lo;
-        let mut out = Vec::new();
-        let mut seen = HashSet::new();
-        let mut attempts = 0u64;
-        while (out.len() as u64) < count {
-            if distinct && attempts > 8 * count + 64 {
-                return Ok(None);
-            }
-            attempts += 1;
-            let r = (u128::from(self.random_u64()) << 64) | u128::from(self.random_u64());
-            let x = lo + if span == u128::MAX { r } else { r % (span + 1) };
-            let bytes = x.to_be_bytes();
-            let keep = bytes.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-            let mut start = range.start.clone();
-            start.extend_from_slice(&bytes[..keep]);
-            let seek = KeyRange { start, end: range.end.clone() };
-            let found =
-                self.backend().scan(ColumnFamily::Subkey, &seek, Direction::Forward)?.next().transpose()?;
-            let item = match found {
-                Some((k, v)) => (k.slice(prefix_len..), v),
-                None => first.clone(),
-            };
-            if !distinct || seen.insert(item.0.clone()) {
-                out.push(item);
-            }
-        }
-        Ok(Some(out))
-    }
-
     /// HSET: sets each field to its value (a later duplicate field wins) and returns how many
     /// fields were new. Reads the hash's metadata and the given fields (one `multi_get`),
     /// writes the fields and the metadata in one batch. A blind-write hash skips the field
@@ -333,7 +63,7 @@ impl<B: KvBackend> Db<B> {
     /// WRONGTYPE for a non-hash key; storage errors.
     pub fn hset(&mut self, key: &[u8], pairs: &[(Bytes, Bytes)]) -> CommandResult<i64> {
         let existed = self.lookup_of(key, RedisType::Hash)?;
-        let mut meta = existed.unwrap_or_else(|| self.fresh_collection(RedisType::Hash));
+        let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Hash));
         let mut batch = WriteBatch::new();
         let added = if meta.blind_write {
             pairs.len() as i64
@@ -415,43 +145,6 @@ impl<B: KvBackend> Db<B> {
     pub fn hdel(&mut self, key: &[u8], fields: &[Bytes]) -> CommandResult<i64> {
         let Some(mut meta) = self.lookup_of(key, RedisType::Hash)? else { return Ok(0) };
         self.remove_subkeys(key, &mut meta, fields)
-    }
-
-    /// Deletes subkeys of a hash or set and updates the metadata; returns how many existed
-    /// (blind-write: how many were given).
-    pub(crate) fn remove_subkeys(
-        &mut self,
-        key: &[u8],
-        meta: &mut Metadata<'static>,
-        subs: &[Bytes],
-    ) -> CommandResult<i64> {
-        let mut batch = WriteBatch::new();
-        let removed = if meta.blind_write {
-            for s in subs {
-                batch.delete(ColumnFamily::Subkey, self.subkey(key, meta.version, s)?);
-            }
-            subs.len() as i64
-        } else {
-            let unique: Vec<&[u8]> = {
-                let mut seen = HashSet::new();
-                subs.iter().map(Bytes::as_ref).filter(|s| seen.insert(*s)).collect()
-            };
-            let found = self.get_subkeys(key, meta.version, &unique)?;
-            let mut removed = 0;
-            for (s, f) in unique.iter().zip(&found) {
-                if f.is_some() {
-                    removed += 1;
-                    batch.delete(ColumnFamily::Subkey, self.subkey(key, meta.version, s)?);
-                }
-            }
-            if removed > 0 {
-                meta.size = meta.size.saturating_sub(removed);
-                self.put_collection(&mut batch, key, meta);
-            }
-            removed as i64
-        };
-        self.commit(batch)?;
-        Ok(removed)
     }
 
     /// HLEN: one metadata read (a blind-write hash is counted by a scan).
@@ -654,11 +347,6 @@ fn hrandfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     check_pairs_count(count, withvalues)?;
     let picked = db.hrandfield(&argv[1], count)?;
     Ok(if withvalues { pairs_reply(picked) } else { Reply::bulks(picked.into_iter().map(|(f, _)| f)) })
-}
-
-/// `[cursor, items]`, the SCAN family's reply.
-pub(crate) fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
-    Reply::Array(vec![Reply::Bulk(Bytes::from(cursor.to_string())), Reply::Array(items)])
 }
 
 fn hscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {

@@ -15,6 +15,7 @@ mod long_double;
 mod reply;
 mod set;
 mod string;
+mod subkeys;
 mod zset;
 
 use bytes::Bytes;

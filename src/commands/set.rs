@@ -23,7 +23,7 @@ use std::collections::HashSet;
 use bytes::Bytes;
 
 use super::args::{cursor_arg, random_count_arg};
-use super::hash::{Pick, parse_scan_options, scan_reply};
+use super::subkeys::{Pick, parse_scan_options, scan_reply};
 use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
@@ -61,7 +61,7 @@ impl<B: KvBackend> Db<B> {
     /// WRONGTYPE for a non-set key; storage errors.
     pub fn sadd(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
         let existed = self.lookup_of(key, RedisType::Set)?;
-        let mut meta = existed.unwrap_or_else(|| self.fresh_collection(RedisType::Set));
+        let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Set));
         let mut batch = WriteBatch::new();
         if meta.blind_write {
             for m in members {
@@ -201,7 +201,7 @@ impl<B: KvBackend> Db<B> {
             smeta.size -= 1;
             self.put_collection(&mut batch, src, &smeta);
         }
-        let mut dmeta = dexisting.unwrap_or_else(|| self.fresh_collection(RedisType::Set));
+        let mut dmeta = dexisting.unwrap_or_else(|| self.new_collection(RedisType::Set));
         let present = dexisting.is_some() && self.get_subkey(dst, dmeta.version, member)?.is_some();
         if !present {
             batch.put(ColumnFamily::Subkey, self.subkey(dst, dmeta.version, member)?, Bytes::new());
@@ -346,7 +346,7 @@ impl<B: KvBackend> Db<B> {
         if members.is_empty() {
             self.delete_key(&mut batch, dst);
         } else {
-            let mut meta = self.fresh_collection(RedisType::Set);
+            let mut meta = self.new_collection(RedisType::Set);
             meta.size = members.len() as u64;
             for m in members {
                 batch.put(ColumnFamily::Subkey, self.subkey(dst, meta.version, m)?, Bytes::new());
@@ -371,7 +371,7 @@ impl<B: KvBackend> Db<B> {
     ) -> CommandResult<(u64, Vec<Bytes>)> {
         let Some(meta) = self.lookup_of(key, RedisType::Set)? else { return Ok((0, Vec::new())) };
         let opts =
-            super::hash::ScanOptions { pattern: pattern.map(Bytes::copy_from_slice), count: count.max(1) };
+            super::subkeys::ScanOptions { pattern: pattern.map(Bytes::copy_from_slice), count: count.max(1) };
         let (next, items) = self.scan_page(key, meta.version, cursor, &opts)?;
         Ok((next, items.into_iter().map(|(m, _)| m).collect()))
     }
