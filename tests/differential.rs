@@ -254,7 +254,7 @@ fn compare_op_inner(r: &mut dyn Target, e: &mut dyn Target, op: &Op) -> Result<(
                 (Cmp::Tolerance(t), Reply::Integer(x), Reply::Integer(y)) if *x >= 0 && *y >= 0 => {
                     (x - y).abs() <= *t
                 }
-                _ => a == b,
+                _ => same_modulo_stored_negative_zero(&a, &b),
             };
             if same { Ok((1, a)) } else { Err(mismatch("replies differ", &a, &b)) }
         }
@@ -300,6 +300,20 @@ fn compare_op_inner(r: &mut dyn Target, e: &mut dyn Target, op: &Op) -> Result<(
                 _ => Err(mismatch(&format!("replies differ (live keys: {live})"), &a, &b)),
             }
         }
+    }
+}
+
+/// Equal, except that a score `-0` from Redis matches `0` from the engine. Redis keeps a
+/// stored `-0` only once a zset is skiplist-encoded (more than 128 members, or one over 64
+/// bytes) and prints `0` while it is a listpack; the engine stores `-0` as `+0` (LAYOUT.md's
+/// ordered double) and always prints `0`.
+fn same_modulo_stored_negative_zero(a: &Reply, b: &Reply) -> bool {
+    match (a, b) {
+        (Reply::Bulk(x), Reply::Bulk(y)) => x == y || (x.as_ref() == b"-0" && y.as_ref() == b"0"),
+        (Reply::Array(xs), Reply::Array(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_modulo_stored_negative_zero(x, y))
+        }
+        _ => a == b,
     }
 }
 
