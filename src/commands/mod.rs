@@ -76,8 +76,14 @@ impl<B: KvBackend> Db<B> {
         let Some(first) = argv.first() else {
             return Reply::Error("ERR empty command".into());
         };
-        let name = String::from_utf8_lossy(first).to_ascii_lowercase();
-        let Some(cmd) = lookup::<B>(&name) else {
+        // Every command name fits in 24 bytes; lowercase it on the stack.
+        let mut buf = [0u8; 24];
+        let name = buf.get_mut(..first.len()).and_then(|buf| {
+            buf.copy_from_slice(first);
+            buf.make_ascii_lowercase();
+            std::str::from_utf8(buf).ok()
+        });
+        let Some(cmd) = name.and_then(lookup::<B>) else {
             return Reply::Error(unknown_command(first, &argv[1..]));
         };
         if !cmd.arity_ok(argv.len()) {
