@@ -85,8 +85,11 @@ pub fn generators() -> Vec<CmdGen> {
             let mut a = argv!["SCAN", "0"];
             scan_options(g, &mut a);
             if g.chance(20) {
+                // Not "none": Redis 7.0 lists under TYPE none the expired keys its active
+                // expiry has not reclaimed yet (the type lookup deletes the key, so the expiry
+                // filter after it passes), which depends on Redis' timing.
                 a.push(g.kw("TYPE"));
-                a.push(g.pick(&["string", "list", "set", "zset", "hash", "none", "STRING"]).arg());
+                a.push(g.pick(&["string", "list", "set", "zset", "hash", "STRING", "nosuchtype"]).arg());
             }
             Op { argv: a, cmp: Cmp::Scan { cursor_arg: 1, pairs: false } }
         }),
