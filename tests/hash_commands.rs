@@ -370,3 +370,19 @@ fn hrandfield_withvalues_refuses_counts_whose_reply_would_overflow() {
         err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
     );
 }
+
+#[test]
+fn hset_with_many_pairs_counts_each_field_once_and_keeps_the_last_value() {
+    let (mut db, _) = db();
+    run(&mut db, "HSET h f0 old");
+    // 30 pairs over 10 distinct fields, f0 already present: 9 added.
+    let mut argv = vec!["HSET".to_string(), "h".to_string()];
+    for i in 0..30 {
+        argv.push(format!("f{}", i % 10));
+        argv.push(format!("v{i}"));
+    }
+    assert_eq!(db.run(&argv), int(9));
+    assert_eq!(run(&mut db, "HLEN h"), int(10));
+    assert_eq!(run(&mut db, "HGET h f0"), bulk("v20"));
+    assert_eq!(run(&mut db, "HGET h f9"), bulk("v29"));
+}

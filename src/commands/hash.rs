@@ -64,26 +64,42 @@ impl<B: KvBackend> Db<B> {
     pub fn hset(&mut self, key: &[u8], pairs: &[(Bytes, Bytes)]) -> CommandResult<i64> {
         let existed = self.lookup_of(key, RedisType::Hash)?;
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Hash));
-        let mut batch = WriteBatch::new();
+        // One subkey per distinct field, each built once; a repeated field keeps its first
+        // slot and its last value, as Redis applies the pairs in order.
+        let mut writes: Vec<(&[u8], Vec<u8>, &Bytes)> = Vec::with_capacity(pairs.len());
+        let mut slots: HashMap<&[u8], usize> = HashMap::new();
+        for (f, v) in pairs {
+            // A linear search is cheapest for the usual handful of pairs.
+            let slot = if pairs.len() <= 16 {
+                writes.iter().position(|(field, _, _)| *field == f.as_ref())
+            } else {
+                slots.get(f.as_ref()).copied()
+            };
+            match slot {
+                Some(i) => writes[i].2 = v,
+                None => {
+                    if pairs.len() > 16 {
+                        slots.insert(f, writes.len());
+                    }
+                    writes.push((f, self.subkey(key, meta.version, f)?, v));
+                }
+            }
+        }
         let added = if meta.blind_write {
             pairs.len() as i64
+        } else if existed.is_some() {
+            let keys: Vec<&[u8]> = writes.iter().map(|(_, k, _)| k.as_slice()).collect();
+            let found = self.backend().multi_get(ColumnFamily::Subkey, &keys)?;
+            found.iter().filter(|f| f.is_none()).count() as i64
         } else {
-            let mut last: HashMap<&[u8], &Bytes> = HashMap::new();
-            for (f, v) in pairs {
-                last.insert(f.as_ref(), v);
-            }
-            let fields: Vec<&[u8]> = last.keys().copied().collect();
-            let found = if existed.is_some() {
-                self.get_subkeys(key, meta.version, &fields)?
-            } else {
-                vec![None; fields.len()]
-            };
-            let added = found.iter().filter(|f| f.is_none()).count() as i64;
-            meta.size += added as u64;
-            added
+            writes.len() as i64
         };
-        for (f, v) in pairs {
-            batch.put(ColumnFamily::Subkey, self.subkey(key, meta.version, f)?, v.clone());
+        if !meta.blind_write {
+            meta.size += added as u64;
+        }
+        let mut batch = WriteBatch::new();
+        for (_, sub, v) in writes {
+            batch.put(ColumnFamily::Subkey, sub, v.clone());
         }
         if existed.is_none() || (!meta.blind_write && added > 0) {
             self.put_collection(&mut batch, key, &meta);
