@@ -72,15 +72,15 @@ impl Reply {
         match self {
             Reply::Status(s) => line(out, b'+', s.as_bytes()),
             Reply::Error(e) => line(out, b'-', e.as_bytes()),
-            Reply::Integer(n) => line(out, b':', itoa_buf(*n).as_bytes()),
+            Reply::Integer(n) => line(out, b':', decimal(*n, &mut [0; 20])),
             Reply::Bulk(b) => {
-                line(out, b'$', itoa_buf(b.len() as i64).as_bytes());
+                line(out, b'$', decimal(b.len() as i64, &mut [0; 20]));
                 out.extend_from_slice(b);
                 out.extend_from_slice(b"\r\n");
             }
             Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
             Reply::Array(items) => {
-                line(out, b'*', itoa_buf(items.len() as i64).as_bytes());
+                line(out, b'*', decimal(items.len() as i64, &mut [0; 20]));
                 for item in items {
                     item.write_resp(out);
                 }
@@ -90,6 +90,47 @@ impl Reply {
     }
 }
 
-fn itoa_buf(n: i64) -> String {
-    n.to_string()
+/// The decimal text of `n`, written into `buf` without allocating.
+fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resp_encoding() {
+        let mut out = Vec::new();
+        for r in [
+            Reply::OK,
+            Reply::Error("ERR x".into()),
+            Reply::Integer(i64::MIN),
+            Reply::Integer(0),
+            Reply::Integer(42),
+            Reply::bulk(b""),
+            Reply::Nil,
+            Reply::Array(vec![Reply::bulk(b"ab"), Reply::Integer(-7)]),
+            Reply::NilArray,
+        ] {
+            r.write_resp(&mut out);
+        }
+        let want = "+OK\r\n-ERR x\r\n:-9223372036854775808\r\n:0\r\n:42\r\n$0\r\n\r\n$-1\r\n\
+                    *2\r\n$2\r\nab\r\n:-7\r\n*-1\r\n";
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
 }
