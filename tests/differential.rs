@@ -427,28 +427,16 @@ fn compare_random(r: &mut dyn Target, e: &mut dyn Target, op: &Op, rnd: &Random)
         let key = op.argv[1].clone();
         let only_b: Vec<Vec<u8>> = got_b.iter().filter(|m| !got_a.contains(m)).cloned().collect();
         let only_a: Vec<Vec<u8>> = got_a.iter().filter(|m| !got_b.contains(m)).cloned().collect();
-        if !only_b.is_empty() {
-            let mut argv = argv!["SADD", key.clone()];
-            argv.extend(only_b);
-            let fix = e.exec(&argv);
-            if fix.is_error() {
-                return Err(format!(
-                    "resync {} failed: {}",
-                    Op { argv, cmp: Cmp::Exact }.display(),
-                    show(&fix)
-                ));
+        for (fix, members) in [("SADD", only_b), ("SREM", only_a)] {
+            if members.is_empty() {
+                continue;
             }
-        }
-        if !only_a.is_empty() {
-            let mut argv = argv!["SREM", key];
-            argv.extend(only_a);
-            let fix = e.exec(&argv);
-            if fix.is_error() {
-                return Err(format!(
-                    "resync {} failed: {}",
-                    Op { argv, cmp: Cmp::Exact }.display(),
-                    show(&fix)
-                ));
+            let mut argv = argv![fix, key.clone()];
+            argv.extend(members);
+            let reply = e.exec(&argv);
+            if reply.is_error() {
+                let op = Op { argv, cmp: Cmp::Exact };
+                return Err(format!("resync {} failed: {}", op.display(), show(&reply)));
             }
         }
     }

@@ -154,7 +154,7 @@ impl<B: KvBackend> Db<B> {
     fn list_or_create(&self, key: &[u8]) -> CommandResult<Metadata<'static>> {
         match self.list_meta(key)? {
             Some(meta) => Ok(meta),
-            None => Ok(Metadata::collection(RedisType::List, self.new_version())),
+            None => Ok(self.new_collection(RedisType::List)),
         }
     }
 

@@ -7,8 +7,9 @@ use bytes::Bytes;
 use super::core::{ScoredMember, ZKey, lex_key_range, score_key_range};
 use super::{LexRange, RangeQuery, RangeSpec, ScoreRange};
 use crate::backend::{Direction, KvBackend};
-use crate::codec::{KeyRange, RedisType};
-use crate::commands::args::{glob_match, normalize_range};
+use crate::codec::{KeyRange, RedisType, decode_f64_slice};
+use crate::commands::args::normalize_range;
+use crate::commands::subkeys::ScanOptions;
 use crate::commands::{CommandResult, Db};
 
 impl<B: KvBackend> Db<B> {
@@ -265,37 +266,14 @@ impl<B: KvBackend> Db<B> {
         pattern: Option<&[u8]>,
         count: usize,
     ) -> CommandResult<(u64, Vec<ScoredMember>)> {
-        let Some(z) = self.zkey(key)? else { return Ok((0, Vec::new())) };
-        let mut range = KeyRange::prefix(z.prefix.clone());
-        if cursor != 0 {
-            if let Some(pos) = self.cursors.resolve(cursor) {
-                let mut start = z.prefix.clone();
-                start.extend_from_slice(pos);
-                start.push(0);
-                range.start = start;
-            }
-        }
-        let mut out = Vec::new();
-        let mut last: Option<Bytes> = None;
-        let mut more = false;
-        for (examined, item) in
-            self.scan_member_range(z.prefix.len(), &range, Direction::Forward)?.enumerate()
-        {
-            let (member, score) = item?;
-            if examined == count {
-                more = true;
-                break;
-            }
-            if pattern.is_none_or(|p| glob_match(p, &member)) {
-                out.push((member.clone(), score));
-            }
-            last = Some(member);
-        }
-        let next = match (more, last) {
-            (true, Some(m)) => self.cursors.save(m.to_vec()),
-            _ => 0,
-        };
-        Ok((next, out))
+        let Some(meta) = self.lookup_of(key, RedisType::ZSet)? else { return Ok((0, Vec::new())) };
+        let opts = ScanOptions { pattern: pattern.map(Bytes::copy_from_slice), count };
+        let (next, page) = self.scan_page(key, meta.version, cursor, &opts)?;
+        let members = page
+            .into_iter()
+            .map(|(member, score)| Ok((member, decode_f64_slice(&score)?)))
+            .collect::<CommandResult<_>>()?;
+        Ok((next, members))
     }
 }
 
