@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Compares the rediskv server example with redis-server using redis-benchmark.
+# Compares rediskv-server with redis-server using redis-benchmark.
 #
 #   benches/redis_benchmark.sh                 # default tests
 #   TESTS=set,get,ping_mbulk N=100000 P=16 benches/redis_benchmark.sh
 #
-# Builds `examples/server` in release, starts it and a redis-server on free loopback
+# Builds `rediskv-server` in release, starts it and a redis-server on free loopback
 # ports, runs `redis-benchmark -q -n N -P P -t TESTS` against each (one after the other),
 # and prints: command, redis-server ops/s, rediskv ops/s, ratio. Both servers are stopped
 # on exit, whatever happens. A test whose command the engine rejects shows "error".
@@ -41,12 +41,12 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-echo "building the server example (release)…" >&2
-if ! cargo build --release --example server >"$WORK/build.log" 2>&1; then
+echo "building rediskv-server (release)…" >&2
+if ! cargo build --release -p rediskv-server >"$WORK/build.log" 2>&1; then
     cat "$WORK/build.log" >&2
     exit 1
 fi
-SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/examples/server
+SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
 
 wait_ready() {
     local port=$1

@@ -48,6 +48,7 @@ fn main() {
     let backend = db.backend();
     println!("\n== records (namespace __namespace, Kvrocks layout) ==");
     for (key, value) in backend.records(ColumnFamily::Metadata) {
+        let (key, value) = (&key[..], &value[..]);
         println!("\n[metadata] key {}\n           val {}", hex(key), hex(value));
         let Ok(k) = layout.decode_metadata_key(key) else { continue };
         println!(
@@ -69,6 +70,7 @@ fn main() {
         }
     }
     for (key, value) in backend.records(ColumnFamily::Subkey) {
+        let (key, value) = (&key[..], &value[..]);
         println!("\n[subkey]   key {}\n           val {}", hex(key), hex(value));
         let Ok(s) = layout.decode_subkey(key) else { continue };
         let sub = match <[u8; 8]>::try_from(s.sub) {
@@ -88,6 +90,7 @@ fn main() {
         );
     }
     for (key, _) in backend.records(ColumnFamily::Score) {
+        let key = &key[..];
         println!("\n[score]    key {}", hex(key));
         if let Ok(s) = layout.decode_score_key(key) {
             println!(

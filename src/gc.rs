@@ -123,12 +123,7 @@ impl ExpirySweep {
     ///
     /// # Errors
     /// Backend errors; the step then deleted nothing and can be retried.
-    pub fn step<B: KvBackend>(
-        &mut self,
-        backend: &mut B,
-        now_ms: u64,
-        batch_size: usize,
-    ) -> Result<SweepStep> {
+    pub fn step<B: KvBackend>(&mut self, backend: &B, now_ms: u64, batch_size: usize) -> Result<SweepStep> {
         let mut step = SweepStep { done: self.done, ..SweepStep::default() };
         if self.done || batch_size == 0 {
             return Ok(step);
@@ -182,7 +177,7 @@ pub struct CompactionReport {
 /// # Errors
 /// Backend errors; nothing is deleted then.
 pub fn compact<B: KvBackend>(
-    backend: &mut B,
+    backend: &B,
     layout: &KeyLayout,
     now_ms: u64,
     grace_ms: u64,

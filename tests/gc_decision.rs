@@ -108,7 +108,7 @@ fn sweep_deletes_expired_metadata_in_bounded_steps() {
     let mut removed = Vec::new();
     let mut steps = 0;
     while !sweep.is_done() {
-        let step = sweep.step(&mut b, NOW, 10).unwrap();
+        let step = sweep.step(&b, NOW, 10).unwrap();
         assert!(step.scanned <= 10);
         removed.extend(step.removed);
         steps += 1;
@@ -122,7 +122,7 @@ fn sweep_deletes_expired_metadata_in_bounded_steps() {
 #[test]
 fn compaction_drops_exactly_the_orphans() {
     let layout = KeyLayout::default();
-    let mut b = MemoryBackend::new();
+    let b = MemoryBackend::new();
     let mut batch = WriteBatch::new();
     // live hash v7 with 2 fields, plus leftovers of its old version 6
     batch.put(ColumnFamily::Metadata, layout.metadata_key(b"h"), hash_meta(7, 2, 0));
@@ -143,7 +143,7 @@ fn compaction_drops_exactly_the_orphans() {
     batch.put(ColumnFamily::Score, layout.score_key(b"z2", 9, 1.0, b"m").unwrap(), Bytes::new());
     b.write(batch).unwrap();
 
-    let report = compact(&mut b, &layout, NOW, GRACE).unwrap();
+    let report = compact(&b, &layout, NOW, GRACE).unwrap();
     assert_eq!(report.examined, 8);
     assert_eq!(report.dropped_subkeys, 3);
     assert_eq!(report.dropped_scores, 1);
@@ -157,5 +157,5 @@ fn compaction_drops_exactly_the_orphans() {
         ]
     );
     assert_eq!(b.len(ColumnFamily::Score), 1);
-    assert_eq!(compact(&mut b, &layout, NOW, GRACE).unwrap().dropped_subkeys, 0, "idempotent");
+    assert_eq!(compact(&b, &layout, NOW, GRACE).unwrap().dropped_subkeys, 0, "idempotent");
 }

@@ -80,19 +80,19 @@ proptest! {
 
         let mut sweep = ExpirySweep::new(layout.namespace_range());
         while !sweep.is_done() {
-            sweep.step(db.backend_mut(), now, 3).unwrap();
+            sweep.step(db.backend(), now, 3).unwrap();
         }
-        compact(db.backend_mut(), &layout, now, 0).unwrap();
+        compact(db.backend(), &layout, now, 0).unwrap();
 
         prop_assert_eq!(contents(&mut db), before);
         let backend = db.backend();
         for (key, value) in backend.records(ColumnFamily::Metadata) {
-            let meta = Metadata::decode(value).unwrap();
+            let meta = Metadata::decode(&value).unwrap();
             prop_assert!(meta.is_live(now), "sweep left an expired or empty record {:?}", key);
             if meta.ty == RedisType::String {
                 continue;
             }
-            let user_key = layout.decode_metadata_key(key).unwrap().user_key.to_vec();
+            let user_key = layout.decode_metadata_key(&key).unwrap().user_key.to_vec();
             let range = layout.subkey_range(&user_key, meta.version).unwrap();
             let subkeys = backend.records(ColumnFamily::Subkey).filter(|(k, _)| range.contains(k)).count();
             prop_assert_eq!(subkeys as u64, meta.size, "subkeys of live {:?}", user_key);
@@ -102,7 +102,7 @@ proptest! {
         }
         for cf in [ColumnFamily::Subkey, ColumnFamily::Score] {
             for (key, _) in backend.records(cf) {
-                let d = decide(&layout, cf, key, |k: &[u8]| backend.records(ColumnFamily::Metadata)
+                let d = decide(&layout, cf, &key, |k: &[u8]| backend.records(ColumnFamily::Metadata)
                     .find(|(mk, _)| mk.as_ref() == k).map(|(_, v)| v.clone()), now, 0);
                 prop_assert_eq!(d, Decision::Keep, "orphan left in {:?}: {:?}", cf, key);
             }

@@ -1620,7 +1620,7 @@ fn zmpop_reply_shape_and_typed_api() {
 /// A backend that counts write batches, to check one batch per command.
 struct Counting {
     inner: MemoryBackend,
-    writes: usize,
+    writes: std::sync::atomic::AtomicUsize,
 }
 
 impl KvBackend for Counting {
@@ -1635,19 +1635,20 @@ impl KvBackend for Counting {
     ) -> rediskv::Result<rediskv::backend::ScanIter<'a>> {
         self.inner.scan(cf, range, direction)
     }
-    fn write(&mut self, batch: WriteBatch) -> rediskv::Result<()> {
-        self.writes += 1;
+    fn write(&self, batch: WriteBatch) -> rediskv::Result<()> {
+        self.writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.write(batch)
     }
 }
 
 #[test]
 fn every_command_writes_one_batch_or_none() {
-    let mut db = Db::new(Counting { inner: MemoryBackend::new(), writes: 0 });
+    let mut db = Db::new(Counting { inner: MemoryBackend::new(), writes: Default::default() });
     let mut check = |line: &str, batches: usize| {
-        let before = db.backend().writes;
+        let writes = |db: &Db<Counting>| db.backend().writes.load(std::sync::atomic::Ordering::SeqCst);
+        let before = writes(&db);
         let reply = db.run(&line.split_whitespace().collect::<Vec<_>>());
-        assert_eq!(db.backend().writes - before, batches, "{line} → {reply:?}");
+        assert_eq!(writes(&db) - before, batches, "{line} → {reply:?}");
     };
     check("zadd z 1 a 2 b 3 c 4 d 5 e 6 f", 1);
     check("zadd z 9 a 9 b 1 a", 1);

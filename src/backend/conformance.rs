@@ -21,7 +21,7 @@ fn keys<B: KvBackend>(b: &B, cf: ColumnFamily, r: &KeyRange, dir: Direction) -> 
     b.scan(cf, r, dir).expect("scan starts").map(|item| item.expect("scan item").0.to_vec()).collect()
 }
 
-fn put_all<B: KvBackend>(b: &mut B, cf: ColumnFamily, ks: &[&[u8]]) {
+fn put_all<B: KvBackend>(b: &B, cf: ColumnFamily, ks: &[&[u8]]) {
     let mut batch = WriteBatch::new();
     for k in ks {
         batch.put(cf, k.to_vec(), k.to_vec());
@@ -30,7 +30,7 @@ fn put_all<B: KvBackend>(b: &mut B, cf: ColumnFamily, ks: &[&[u8]]) {
 }
 
 /// Point reads see puts, deletes and overwrites; a missing key reads as `None`.
-pub fn get_put_delete<B: KvBackend>(mut b: B) {
+pub fn get_put_delete<B: KvBackend>(b: B) {
     let cf = ColumnFamily::Metadata;
     assert_eq!(b.get(cf, b"a").unwrap(), None, "empty store has no key");
     let mut batch = WriteBatch::new();
@@ -48,7 +48,7 @@ pub fn get_put_delete<B: KvBackend>(mut b: B) {
 }
 
 /// An empty value is stored and read back as present and empty, not as missing.
-pub fn empty_values<B: KvBackend>(mut b: B) {
+pub fn empty_values<B: KvBackend>(b: B) {
     let mut batch = WriteBatch::new();
     batch.put(ColumnFamily::Subkey, &b"k"[..], Bytes::new());
     b.write(batch).unwrap();
@@ -58,7 +58,7 @@ pub fn empty_values<B: KvBackend>(mut b: B) {
 }
 
 /// Column families are separate key spaces.
-pub fn column_families_are_separate<B: KvBackend>(mut b: B) {
+pub fn column_families_are_separate<B: KvBackend>(b: B) {
     let mut batch = WriteBatch::new();
     batch.put(ColumnFamily::Metadata, &b"k"[..], &b"m"[..]);
     batch.put(ColumnFamily::Subkey, &b"k"[..], &b"s"[..]);
@@ -78,10 +78,10 @@ pub fn column_families_are_separate<B: KvBackend>(mut b: B) {
 
 /// Scans order keys as unsigned bytes, including 0x00 and 0xFF and keys that are prefixes
 /// of each other; the end bound is exclusive.
-pub fn scan_order_and_bounds<B: KvBackend>(mut b: B) {
+pub fn scan_order_and_bounds<B: KvBackend>(b: B) {
     let cf = ColumnFamily::Subkey;
     let all: [&[u8]; 8] = [b"", b"\x00", b"\x00\x00", b"\x00\xff", b"a", b"ab", b"\x7f", b"\xff\xff"];
-    put_all(&mut b, cf, &all);
+    put_all(&b, cf, &all);
     let mut sorted: Vec<Vec<u8>> = all.iter().map(|k| k.to_vec()).collect();
     sorted.sort();
     assert_eq!(keys(&b, cf, &range(b"", None), Direction::Forward), sorted, "unsigned byte order");
@@ -108,7 +108,7 @@ pub fn scan_order_and_bounds<B: KvBackend>(mut b: B) {
 }
 
 /// A scan can stop early and values come with their keys.
-pub fn scan_is_lazy_and_pairs_values<B: KvBackend>(mut b: B) {
+pub fn scan_is_lazy_and_pairs_values<B: KvBackend>(b: B) {
     let cf = ColumnFamily::Score;
     let mut batch = WriteBatch::new();
     for i in 0u32..1000 {
@@ -128,7 +128,7 @@ pub fn scan_is_lazy_and_pairs_values<B: KvBackend>(mut b: B) {
 
 /// A batch applies in order (the later operation on a key wins) and deleting a missing key
 /// is not an error.
-pub fn batch_order_and_missing_delete<B: KvBackend>(mut b: B) {
+pub fn batch_order_and_missing_delete<B: KvBackend>(b: B) {
     let cf = ColumnFamily::Metadata;
     let mut batch = WriteBatch::new();
     batch.delete(cf, &b"never"[..]);
@@ -144,7 +144,7 @@ pub fn batch_order_and_missing_delete<B: KvBackend>(mut b: B) {
 
 /// A batch across column families is visible whole after `write` returns, and an empty
 /// batch changes nothing.
-pub fn batch_atomic_across_cfs<B: KvBackend>(mut b: B) {
+pub fn batch_atomic_across_cfs<B: KvBackend>(b: B) {
     let mut batch = WriteBatch::new();
     for cf in ColumnFamily::ALL {
         batch.put(cf, &b"x"[..], &b"v"[..]);
@@ -160,8 +160,8 @@ pub fn batch_atomic_across_cfs<B: KvBackend>(mut b: B) {
 }
 
 /// `multi_get` answers one entry per key, in order, `None` for missing ones.
-pub fn multi_get_matches_get<B: KvBackend>(mut b: B) {
-    put_all(&mut b, ColumnFamily::Subkey, &[b"a", b"c"]);
+pub fn multi_get_matches_get<B: KvBackend>(b: B) {
+    put_all(&b, ColumnFamily::Subkey, &[b"a", b"c"]);
     let got = b.multi_get(ColumnFamily::Subkey, &[b"a", b"b", b"c", b"a"]).unwrap();
     assert_eq!(
         got,

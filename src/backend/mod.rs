@@ -101,12 +101,13 @@ impl WriteBatch {
 /// - [`KvBackend::write`] applies the whole batch or none of it, operations in order.
 ///
 /// # Consistency
-/// The engine runs one command at a time against `&mut Db`: it does its reads through
-/// `&self`, then submits one batch. The reads of one command must see one consistent state,
-/// which holds trivially when nothing else writes between them. A backend shared by several
-/// engines (threads, processes) must give that guarantee itself: implement the trait on a
+/// Every method takes `&self`, so one backend can serve many threads (wrap it in an `Arc`).
+/// A command does its reads, then submits one batch. The reads of one command must see one
+/// consistent state of the keys it touches; the engine gets that by locking those keys for
+/// the command's duration, so a backend only has to apply each batch atomically. A backend
+/// shared by several processes must give the guarantee itself: implement the trait on a
 /// read view that holds a snapshot and writes through a transaction (TiKV, RocksDB
-/// `Snapshot` + `WriteBatch`), or have the caller lock the keys a command touches.
+/// `Snapshot` + `WriteBatch`).
 pub trait KvBackend {
     /// Reads one record.
     ///
@@ -132,5 +133,36 @@ pub trait KvBackend {
     ///
     /// # Errors
     /// [`crate::Error::Backend`] when the store fails; then nothing was applied.
-    fn write(&mut self, batch: WriteBatch) -> Result<()>;
+    fn write(&self, batch: WriteBatch) -> Result<()>;
+}
+
+/// Sharing a backend: `&B` and `Arc<B>` are backends too.
+impl<B: KvBackend + ?Sized> KvBackend for &B {
+    fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+        (**self).get(cf, key)
+    }
+    fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
+        (**self).multi_get(cf, keys)
+    }
+    fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
+        (**self).scan(cf, range, direction)
+    }
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        (**self).write(batch)
+    }
+}
+
+impl<B: KvBackend + ?Sized> KvBackend for std::sync::Arc<B> {
+    fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+        (**self).get(cf, key)
+    }
+    fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
+        (**self).multi_get(cf, keys)
+    }
+    fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
+        (**self).scan(cf, range, direction)
+    }
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        (**self).write(batch)
+    }
 }

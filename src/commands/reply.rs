@@ -63,15 +63,24 @@ impl Reply {
 
     /// Appends the RESP2 encoding: `+OK\r\n`, `-ERR …\r\n`, `:1\r\n`, `$3\r\nfoo\r\n`,
     /// `$-1\r\n`, `*2\r\n…`, `*-1\r\n`.
+    ///
+    /// Status and error lines have every CR and LF replaced by a space, as Redis 7.0 does:
+    /// their text often quotes client arguments, and a raw line break there would let a client
+    /// forge the replies that follow. Bulk strings stay binary-safe.
     pub fn write_resp(&self, out: &mut Vec<u8>) {
         fn line(out: &mut Vec<u8>, prefix: u8, text: &[u8]) {
             out.push(prefix);
             out.extend_from_slice(text);
             out.extend_from_slice(b"\r\n");
         }
+        fn safe_line(out: &mut Vec<u8>, prefix: u8, text: &[u8]) {
+            out.push(prefix);
+            out.extend(text.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+            out.extend_from_slice(b"\r\n");
+        }
         match self {
-            Reply::Status(s) => line(out, b'+', s.as_bytes()),
-            Reply::Error(e) => line(out, b'-', e.as_bytes()),
+            Reply::Status(s) => safe_line(out, b'+', s.as_bytes()),
+            Reply::Error(e) => safe_line(out, b'-', e.as_bytes()),
             Reply::Integer(n) => line(out, b':', decimal(*n, &mut [0; 20])),
             Reply::Bulk(b) => {
                 line(out, b'$', decimal(b.len() as i64, &mut [0; 20]));
@@ -131,6 +140,18 @@ mod tests {
         }
         let want = "+OK\r\n-ERR x\r\n:-9223372036854775808\r\n:0\r\n:42\r\n$0\r\n\r\n$-1\r\n\
                     *2\r\n$2\r\nab\r\n:-7\r\n*-1\r\n";
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+
+    #[test]
+    fn line_breaks_in_status_and_error_lines_become_spaces() {
+        let mut out = Vec::new();
+        Reply::Error("ERR unknown command 'FOO', with args beginning with: 'a\nb\r\nc' ".into())
+            .write_resp(&mut out);
+        Reply::Status("x\r\n$4\r\nfake".into()).write_resp(&mut out);
+        Reply::bulk(b"a\r\nb").write_resp(&mut out);
+        let want = "-ERR unknown command 'FOO', with args beginning with: 'a b  c' \r\n\
+                    +x  $4  fake\r\n$4\r\na\r\nb\r\n";
         assert_eq!(String::from_utf8(out).unwrap(), want);
     }
 }

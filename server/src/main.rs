@@ -1,7 +1,7 @@
 //! A RESP2 server over the rediskv engine, for redis-cli, redis-benchmark and client libraries.
 //!
 //! ```text
-//! cargo run --release --example server -- [--port 6380] [--bind 127.0.0.1]
+//! cargo run --release -p rediskv-server -- [--port 6380] [--bind 127.0.0.1]
 //! redis-cli -p 6380
 //! ```
 //!
@@ -42,7 +42,7 @@ fn options() -> Result<Options, String> {
             "--port" | "-p" => opts.port = value()?.parse().map_err(|e| format!("--port: {e}"))?,
             "--bind" | "-b" => opts.bind = value()?,
             "--help" | "-h" => {
-                println!("usage: server [--port 6380] [--bind 127.0.0.1]");
+                println!("usage: rediskv-server [--port 6380] [--bind 127.0.0.1]");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown flag {other} (try --help)")),
