@@ -1,5 +1,5 @@
-//! Garbage and expiry: the decision a compaction filter calls, the active expiry sweep, and a
-//! compaction pass over any [`KvBackend`].
+//! Garbage and expiry: the decision a compaction filter calls, the active expiry sweep, and
+//! the incremental [`Collector`] for stores without a compaction filter.
 //!
 //! DEL, overwrite and expiry of a collection only touch its metadata record (lazy deletion).
 //! Its subkeys and score keys stay behind, invisible because readers only look under the live
@@ -170,56 +170,184 @@ pub struct CompactionReport {
     pub dropped_scores: usize,
 }
 
-/// A full compaction pass: applies [`decide`] to every Subkey and Score record and deletes
-/// the garbage in one batch, as a RocksDB compaction filter would over time. Records of one
-/// key are adjacent, so the last metadata lookup is cached.
+/// A full compaction pass: one [`Collector`] pass over every Subkey and Score record, as a
+/// RocksDB compaction filter would do over time.
 ///
 /// # Errors
-/// Backend errors; nothing is deleted then.
+/// Backend errors; what was deleted before the failure was garbage and stays deleted.
 pub fn compact<B: KvBackend>(
     backend: &B,
     layout: &KeyLayout,
     now_ms: u64,
     grace_ms: u64,
 ) -> Result<CompactionReport> {
+    let mut collector = Collector::new(layout, grace_ms);
     let mut report = CompactionReport::default();
-    let mut batch = WriteBatch::new();
-    let everything = KeyRange::prefix(layout.fixed_prefix().to_vec());
-    for cf in [ColumnFamily::Subkey, ColumnFamily::Score] {
-        let mut cache: Option<(Vec<u8>, Option<Bytes>)> = None;
-        let mut failure = None;
-        for item in backend.scan(cf, &everything, Direction::Forward)? {
-            let (key, _) = item?;
-            report.examined += 1;
-            let lookup = |meta_key: &[u8]| -> Option<Bytes> {
-                if let Some((cached_key, value)) = &cache {
-                    if cached_key.as_slice() == meta_key {
-                        return value.clone();
-                    }
-                }
-                let value = match backend.get(ColumnFamily::Metadata, meta_key) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        failure = Some(e);
-                        // Keep the record: an unreadable answer must not drop data.
-                        return Some(Bytes::new());
-                    }
-                };
-                cache = Some((meta_key.to_vec(), value.clone()));
-                value
-            };
-            if decide(layout, cf, &key, lookup, now_ms, grace_ms) == Decision::Drop {
-                match cf {
-                    ColumnFamily::Score => report.dropped_scores += 1,
-                    _ => report.dropped_subkeys += 1,
-                }
-                batch.delete(cf, key);
-            }
-            if let Some(e) = failure.take() {
-                return Err(e);
-            }
+    loop {
+        let step = collector.step(backend, now_ms, 4096)?;
+        report.examined += step.examined;
+        report.dropped_subkeys += step.dropped_subkeys;
+        report.dropped_scores += step.dropped_scores;
+        if step.pass_done {
+            return Ok(report);
         }
     }
-    backend.write(batch)?;
-    Ok(report)
+}
+
+/// What one [`Collector::step`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CollectStep {
+    /// Subkey and Score records examined.
+    pub examined: usize,
+    /// Subkey records deleted.
+    pub dropped_subkeys: usize,
+    /// Score records deleted.
+    pub dropped_scores: usize,
+    /// Metadata records read (one per run of records with the same owner and version).
+    pub metadata_reads: usize,
+    /// Whether the step finished a pass over both column families (the next step starts
+    /// the next pass from the beginning).
+    pub pass_done: bool,
+}
+
+/// Totals of a [`Collector`] since it was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CollectorStats {
+    /// Records examined.
+    pub examined: u64,
+    /// Records deleted.
+    pub dropped: u64,
+    /// Complete passes over both column families.
+    pub passes: u64,
+}
+
+/// An incremental garbage collector for stores without a compaction filter (the memory
+/// backend, TiKV, etcd, FoundationDB): each [`Collector::step`] examines at most N Subkey and
+/// Score records after where the last step stopped, applies [`decide`] to them, and deletes
+/// the garbage in one batch.
+///
+/// # Why it never deletes a live record
+/// A record `(key, version, …)` is live only while the key's metadata names that version.
+/// Versions are never reused: once the metadata has moved away from a version (deleted,
+/// overwritten, expired past the grace period, or emptied), no command can make it live
+/// again — any write to the key creates a fresh version, whose records have other bytes.
+/// The collector reads a record, *then* reads its owner's metadata; a `Drop` decision thus
+/// proves the version dead at a moment after the record was read, and deleting a dead
+/// version's records is safe at any later time, whatever commands run concurrently. The
+/// metadata is read once per run of records with the same owner **and version**: a
+/// decision is never carried over to another version, because a version created after the
+/// metadata read would otherwise be judged by a stale answer.
+#[derive(Debug, Clone)]
+pub struct Collector {
+    layout: KeyLayout,
+    grace_ms: u64,
+    cf: ColumnFamily,
+    /// The first key of `cf` not yet examined in this pass.
+    next: Vec<u8>,
+    stats: CollectorStats,
+}
+
+impl Collector {
+    /// A collector over every record under `layout`'s fixed prefix (all namespaces), with
+    /// the grace period after expiry of [`decide`].
+    pub fn new(layout: &KeyLayout, grace_ms: u64) -> Self {
+        Collector {
+            layout: layout.clone(),
+            grace_ms,
+            cf: ColumnFamily::Subkey,
+            next: layout.fixed_prefix().to_vec(),
+            stats: CollectorStats::default(),
+        }
+    }
+
+    /// Where the next step starts: the column family and the first key it will examine.
+    pub fn position(&self) -> (ColumnFamily, &[u8]) {
+        (self.cf, &self.next)
+    }
+
+    /// Totals since the collector was made.
+    pub fn stats(&self) -> CollectorStats {
+        self.stats
+    }
+
+    /// Examines at most `max_records` records (at least one) and deletes the garbage among
+    /// them in one batch.
+    ///
+    /// # Errors
+    /// Backend errors; the step then deleted nothing and the position did not move.
+    pub fn step<B: KvBackend>(
+        &mut self,
+        backend: &B,
+        now_ms: u64,
+        max_records: usize,
+    ) -> Result<CollectStep> {
+        let mut step = CollectStep::default();
+        let mut batch = WriteBatch::new();
+        let (mut cf, mut next) = (self.cf, self.next.clone());
+        let end = crate::codec::prefix_successor(self.layout.fixed_prefix());
+        let budget = max_records.max(1);
+        while step.examined < budget && !step.pass_done {
+            let range = KeyRange { start: next.clone(), end: end.clone() };
+            let mut run: Option<(Vec<u8>, u64, Decision)> = None;
+            let mut reached_end = true;
+            for item in backend.scan(cf, &range, Direction::Forward)? {
+                if step.examined == budget {
+                    reached_end = false;
+                    break;
+                }
+                let (key, _) = item?;
+                step.examined += 1;
+                next.clear();
+                next.extend_from_slice(&key);
+                next.push(0);
+                let Some((owner, version)) = self.owner_of(cf, &key) else { continue };
+                let decision = match &run {
+                    Some((o, v, d)) if *o == owner && *v == version => *d,
+                    _ => {
+                        step.metadata_reads += 1;
+                        let d = match backend.get(ColumnFamily::Metadata, &owner)? {
+                            None => Decision::Drop,
+                            Some(raw) => decide_with_metadata(&raw, version, now_ms, self.grace_ms),
+                        };
+                        run = Some((owner, version, d));
+                        d
+                    }
+                };
+                if decision == Decision::Drop {
+                    match cf {
+                        ColumnFamily::Score => step.dropped_scores += 1,
+                        _ => step.dropped_subkeys += 1,
+                    }
+                    batch.delete(cf, key);
+                }
+            }
+            if reached_end {
+                if cf == ColumnFamily::Subkey {
+                    cf = ColumnFamily::Score;
+                } else {
+                    cf = ColumnFamily::Subkey;
+                    step.pass_done = true;
+                }
+                next = self.layout.fixed_prefix().to_vec();
+            }
+        }
+        if !batch.is_empty() {
+            backend.write(batch)?;
+        }
+        (self.cf, self.next) = (cf, next);
+        self.stats.examined += step.examined as u64;
+        self.stats.dropped += (step.dropped_subkeys + step.dropped_scores) as u64;
+        self.stats.passes += u64::from(step.pass_done);
+        Ok(step)
+    }
+
+    /// The owner's metadata key and the record's version; `None` for a key that does not
+    /// decode (kept, as [`decide`] keeps it).
+    fn owner_of(&self, cf: ColumnFamily, key: &[u8]) -> Option<(Vec<u8>, u64)> {
+        let (owner, version) = match cf {
+            ColumnFamily::Score => self.layout.decode_score_key(key).ok().map(|sk| (sk.owner, sk.version))?,
+            _ => self.layout.decode_subkey(key).ok().map(|sk| (sk.owner(), sk.version))?,
+        };
+        Some((self.layout.owner_metadata_key(&owner), version))
+    }
 }

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
 use rediskv::codec::{KeyLayout, Metadata, RedisType};
-use rediskv::gc::{Decision, ExpirySweep, compact, decide, decide_with_metadata};
+use rediskv::gc::{Collector, Decision, ExpirySweep, compact, decide, decide_with_metadata};
 
 const NOW: u64 = 1_000_000;
 const GRACE: u64 = 300_000;
@@ -119,9 +119,9 @@ fn sweep_deletes_expired_metadata_in_bounded_steps() {
     assert!(b.get(ColumnFamily::Metadata, &other.metadata_key(b"k")).unwrap().is_some());
 }
 
-#[test]
-fn compaction_drops_exactly_the_orphans() {
-    let layout = KeyLayout::default();
+/// Live hash `h` v7 (fields a, b) beside leftovers of its v6; deleted zset `z` v3; live zset
+/// `z2` v9: 6 subkeys and 2 score records, of which 3 subkeys and 1 score record are garbage.
+fn mixed_store(layout: &KeyLayout) -> MemoryBackend {
     let b = MemoryBackend::new();
     let mut batch = WriteBatch::new();
     // live hash v7 with 2 fields, plus leftovers of its old version 6
@@ -142,7 +142,13 @@ fn compaction_drops_exactly_the_orphans() {
     batch.put(ColumnFamily::Subkey, layout.subkey(b"z2", 9, b"m").unwrap(), Bytes::new());
     batch.put(ColumnFamily::Score, layout.score_key(b"z2", 9, 1.0, b"m").unwrap(), Bytes::new());
     b.write(batch).unwrap();
+    b
+}
 
+#[test]
+fn compaction_drops_exactly_the_orphans() {
+    let layout = KeyLayout::default();
+    let b = mixed_store(&layout);
     let report = compact(&b, &layout, NOW, GRACE).unwrap();
     assert_eq!(report.examined, 8);
     assert_eq!(report.dropped_subkeys, 3);
@@ -158,4 +164,32 @@ fn compaction_drops_exactly_the_orphans() {
     );
     assert_eq!(b.len(ColumnFamily::Score), 1);
     assert_eq!(compact(&b, &layout, NOW, GRACE).unwrap().dropped_subkeys, 0, "idempotent");
+}
+
+#[test]
+fn collector_works_in_bounded_steps_and_reads_metadata_once_per_run() {
+    let layout = KeyLayout::default();
+    let b = mixed_store(&layout);
+    let mut collector = Collector::new(&layout, GRACE);
+    let mut steps = Vec::new();
+    loop {
+        let step = collector.step(&b, NOW, 3).unwrap();
+        assert!(step.examined <= 3);
+        steps.push(step);
+        if step.pass_done {
+            break;
+        }
+    }
+    // 6 subkeys then 2 score records, three at a time.
+    assert_eq!(steps.iter().map(|s| s.examined).collect::<Vec<_>>(), vec![3, 3, 2]);
+    assert_eq!(steps.iter().map(|s| s.dropped_subkeys).sum::<usize>(), 3);
+    assert_eq!(steps.iter().map(|s| s.dropped_scores).sum::<usize>(), 1);
+    // Runs by (owner, version): [h6 h6 h7] [h7 z3 z2] [z-score z2-score].
+    assert_eq!(steps.iter().map(|s| s.metadata_reads).collect::<Vec<_>>(), vec![2, 3, 2]);
+    assert_eq!(collector.stats().passes, 1);
+    assert_eq!(collector.position(), (ColumnFamily::Subkey, &b""[..]), "the next pass starts over");
+    assert_eq!(b.len(ColumnFamily::Subkey), 3);
+    assert_eq!(b.len(ColumnFamily::Score), 1);
+    let again = collector.step(&b, NOW, 100).unwrap();
+    assert_eq!((again.examined, again.dropped_subkeys + again.dropped_scores, again.pass_done), (4, 0, true));
 }

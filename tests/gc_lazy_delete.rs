@@ -1,15 +1,19 @@
-//! Lazy deletion end to end: after random commands with DEL, overwrites and expiries, an
-//! expiry sweep and a compaction pass leave no Subkey/Score record without its live key, and
-//! every live key reads exactly as before.
+//! Lazy deletion end to end: after random commands with DEL, overwrites and expiries,
+//! interleaved with incremental collector steps (and, in the threaded test, with a collector
+//! running beside the writer), an expiry sweep and a compaction pass leave no Subkey/Score
+//! record without its live key, and every live key reads exactly as before.
 
 mod common;
 
 use common::*;
 use proptest::prelude::*;
-use rediskv::backend::{ColumnFamily, MemoryBackend};
-use rediskv::codec::{Metadata, RedisType};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend};
+use rediskv::codec::{Clock, KeyLayout, ManualClock, Metadata, RedisType};
 use rediskv::commands::{Db, Reply};
-use rediskv::gc::{Decision, ExpirySweep, compact, decide};
+use rediskv::gc::{Collector, Decision, ExpirySweep, compact, decide};
 
 const KEYS: [&str; 5] = ["a", "b", "c", "d", "e"];
 
@@ -30,20 +34,22 @@ fn op() -> impl Strategy<Value = Vec<String>> {
         (key.clone(), 1u32..50).prop_map(|(k, ms)| vec!["PEXPIRE".into(), k, ms.to_string()]),
         key.prop_map(|k| vec!["PERSIST".into(), k]),
         (1u32..40).prop_map(|ms| vec!["#advance".into(), ms.to_string()]),
+        (1u32..8).prop_map(|n| vec!["#collect".into(), n.to_string()]),
     ]
 }
 
 /// Everything a client can read of the key pool.
-fn contents(db: &mut Db<MemoryBackend>) -> Vec<(String, Reply)> {
+fn contents<B: KvBackend>(db: &mut Db<B>) -> Vec<(String, Reply)> {
+    let mut run = |line: String| db.run(&line.split_whitespace().collect::<Vec<_>>());
     KEYS.iter()
         .map(|k| {
-            let Reply::Status(ty) = run(db, &format!("TYPE {k}")) else { panic!("TYPE reply") };
+            let Reply::Status(ty) = run(format!("TYPE {k}")) else { panic!("TYPE reply") };
             let read = match ty.as_ref() {
-                "string" => run(db, &format!("GET {k}")),
-                "hash" => sorted(run(db, &format!("HKEYS {k}"))),
-                "set" => sorted(run(db, &format!("SMEMBERS {k}"))),
-                "list" => run(db, &format!("LRANGE {k} 0 -1")),
-                "zset" => run(db, &format!("ZRANGE {k} 0 -1 WITHSCORES")),
+                "string" => run(format!("GET {k}")),
+                "hash" => sorted(run(format!("HKEYS {k}"))),
+                "set" => sorted(run(format!("SMEMBERS {k}"))),
+                "list" => run(format!("LRANGE {k} 0 -1")),
+                "zset" => run(format!("ZRANGE {k} 0 -1 WITHSCORES")),
                 _ => Reply::Nil,
             };
             (ty.to_string(), read)
@@ -61,14 +67,62 @@ fn sorted(reply: Reply) -> Reply {
     }
 }
 
+/// After a sweep and a compaction: every metadata record live, every live collection's
+/// subkeys and score records counted exactly by its size, no record left that `decide` drops.
+fn check_clean(backend: &MemoryBackend, layout: &KeyLayout, now: u64) -> Result<(), String> {
+    for (key, value) in backend.records(ColumnFamily::Metadata) {
+        let meta = Metadata::decode(&value).unwrap();
+        if !meta.is_live(now) {
+            return Err(format!("sweep left an expired or empty record {key:?}"));
+        }
+        if meta.ty == RedisType::String {
+            continue;
+        }
+        let user_key = layout.decode_metadata_key(&key).unwrap().user_key.to_vec();
+        let range = layout.subkey_range(&user_key, meta.version).unwrap();
+        let subkeys = backend.records(ColumnFamily::Subkey).filter(|(k, _)| range.contains(k)).count();
+        if subkeys as u64 != meta.size {
+            return Err(format!("{subkeys} subkeys of live {user_key:?}, size {}", meta.size));
+        }
+        let scores = backend.records(ColumnFamily::Score).filter(|(k, _)| range.contains(k)).count();
+        let want = if meta.ty == RedisType::ZSet { meta.size } else { 0 };
+        if scores as u64 != want {
+            return Err(format!("{scores} score records of live {user_key:?}, want {want}"));
+        }
+    }
+    let metadata: Vec<_> = backend.records(ColumnFamily::Metadata).collect();
+    for cf in [ColumnFamily::Subkey, ColumnFamily::Score] {
+        for (key, _) in backend.records(cf) {
+            let find = |k: &[u8]| metadata.iter().find(|(mk, _)| mk.as_ref() == k).map(|(_, v)| v.clone());
+            if decide(layout, cf, &key, find, now, 0) != Decision::Keep {
+                return Err(format!("orphan left in {cf:?}: {key:?}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the expiry sweep and a compaction to the end.
+fn sweep_and_compact(backend: &MemoryBackend, layout: &KeyLayout, now: u64) {
+    let mut sweep = ExpirySweep::new(layout.namespace_range());
+    while !sweep.is_done() {
+        sweep.step(backend, now, 3).unwrap();
+    }
+    compact(backend, layout, now, 0).unwrap();
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
     fn sweep_and_compaction_keep_live_data_and_drop_orphans(ops in prop::collection::vec(op(), 1..80)) {
         let (mut db, clock) = db();
+        let mut collector = Collector::new(db.layout(), 0);
         for argv in &ops {
             if argv[0] == "#advance" {
                 clock.advance_ms(argv[1].parse().unwrap());
+            } else if argv[0] == "#collect" {
+                let step = collector.step(db.backend(), db.now_ms(), argv[1].parse().unwrap()).unwrap();
+                prop_assert!(step.examined <= argv[1].parse().unwrap());
             } else {
                 let reply = db.run(argv);
                 prop_assert!(!matches!(&reply, Reply::Error(e) if !e.starts_with("WRONGTYPE")), "{argv:?} -> {reply:?}");
@@ -77,35 +131,70 @@ proptest! {
         let before = contents(&mut db);
         let now = db.now_ms();
         let layout = db.layout().clone();
-
-        let mut sweep = ExpirySweep::new(layout.namespace_range());
-        while !sweep.is_done() {
-            sweep.step(db.backend(), now, 3).unwrap();
-        }
-        compact(db.backend(), &layout, now, 0).unwrap();
-
+        sweep_and_compact(db.backend(), &layout, now);
         prop_assert_eq!(contents(&mut db), before);
-        let backend = db.backend();
-        for (key, value) in backend.records(ColumnFamily::Metadata) {
-            let meta = Metadata::decode(&value).unwrap();
-            prop_assert!(meta.is_live(now), "sweep left an expired or empty record {:?}", key);
-            if meta.ty == RedisType::String {
-                continue;
-            }
-            let user_key = layout.decode_metadata_key(&key).unwrap().user_key.to_vec();
-            let range = layout.subkey_range(&user_key, meta.version).unwrap();
-            let subkeys = backend.records(ColumnFamily::Subkey).filter(|(k, _)| range.contains(k)).count();
-            prop_assert_eq!(subkeys as u64, meta.size, "subkeys of live {:?}", user_key);
-            let scores = backend.records(ColumnFamily::Score).filter(|(k, _)| range.contains(k)).count();
-            let want = if meta.ty == RedisType::ZSet { meta.size } else { 0 };
-            prop_assert_eq!(scores as u64, want, "score records of live {:?}", user_key);
-        }
-        for cf in [ColumnFamily::Subkey, ColumnFamily::Score] {
-            for (key, _) in backend.records(cf) {
-                let d = decide(&layout, cf, &key, |k: &[u8]| backend.records(ColumnFamily::Metadata)
-                    .find(|(mk, _)| mk.as_ref() == k).map(|(_, v)| v.clone()), now, 0);
-                prop_assert_eq!(d, Decision::Keep, "orphan left in {:?}: {:?}", cf, key);
-            }
+        if let Err(problem) = check_clean(db.backend(), &layout, now) {
+            prop_assert!(false, "{}", problem);
         }
     }
+}
+
+/// A writer thread recreates the same few keys over and over (DEL, overwrite with another
+/// type, expiry) while a collector thread steps through the store beside it in small steps.
+/// A collector that judged a new version by a stale metadata read would delete live records,
+/// and the sizes would no longer match.
+#[test]
+fn collector_beside_a_writer_never_drops_live_records() {
+    let backend = Arc::new(MemoryBackend::new());
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    let mut db = Db::new(backend.clone()).with_clock(clock.clone()).with_seed(7);
+    let layout = db.layout().clone();
+    let done = Arc::new(AtomicBool::new(false));
+    let collector = {
+        let (backend, clock, done, layout) = (backend.clone(), clock.clone(), done.clone(), layout.clone());
+        std::thread::spawn(move || {
+            let mut collector = Collector::new(&layout, 0);
+            let mut steps = 0u64;
+            while !done.load(Ordering::Acquire) {
+                collector.step(&*backend, clock.now_ms(), 1 + (steps % 7) as usize).unwrap();
+                steps += 1;
+            }
+            collector.stats()
+        })
+    };
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    for _ in 0..50_000 {
+        let k = KEYS[next(3) as usize];
+        let m = ["x", "y", "z", "w", "v"][next(5) as usize];
+        let line = match next(10) {
+            0 => format!("DEL {k}"),
+            1 => format!("SET {k} {m}"),
+            2 => format!("HSET {k} {m} 1"),
+            3 => format!("SADD {k} {m}"),
+            4 => format!("RPUSH {k} {m}"),
+            5 => format!("ZADD {k} {} {m}", next(4)),
+            6 => format!("PEXPIRE {k} {}", 1 + next(3)),
+            7 => {
+                clock.advance_ms(1);
+                continue;
+            }
+            8 => format!("HDEL {k} {m}"),
+            _ => format!("LPOP {k}"),
+        };
+        db.run(&line.split_whitespace().collect::<Vec<_>>());
+    }
+    done.store(true, Ordering::Release);
+    let stats = collector.join().unwrap();
+    assert!(stats.passes > 0 && stats.dropped > 0, "the collector ran and collected: {stats:?}");
+    let before = contents(&mut db);
+    let now = db.now_ms();
+    sweep_and_compact(&backend, &layout, now);
+    assert_eq!(contents(&mut db), before);
+    check_clean(&backend, &layout, now).unwrap();
 }
