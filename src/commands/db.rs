@@ -179,7 +179,10 @@ impl<B: KvBackend> Db<B> {
         let Some(raw) = self.backend.get(ColumnFamily::Metadata, &layout.metadata_key(key))? else {
             return Ok(None);
         };
-        let meta = Metadata::decode(&raw)?;
+        // A record this crate cannot read is an error naming the key, never an absent key.
+        let meta = Metadata::decode(&raw).map_err(|e| {
+            CommandError::err(format!("undecodable metadata of key '{}': {e}", key.escape_ascii()))
+        })?;
         if !meta.is_live(self.now_ms()) {
             return Ok(None);
         }
