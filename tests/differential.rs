@@ -108,7 +108,7 @@ impl Target for Engine {
     fn exec(&mut self, argv: &[Vec<u8>]) -> Reply {
         self.clock.set_ms(now_ms());
         let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
-        self.db.execute(&argv)
+        client::fold_resp2(&self.db.execute(&argv))
     }
     fn reset(&mut self) {
         *self = Engine::new();
@@ -191,6 +191,7 @@ fn show(r: &Reply) -> String {
         Reply::Nil => "(nil)".into(),
         Reply::NilArray => "(nil array)".into(),
         Reply::Array(items) => format!("[{}]", items.iter().map(show).collect::<Vec<_>>().join(", ")),
+        other => format!("{other:?}"),
     }
 }
 

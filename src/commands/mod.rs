@@ -24,7 +24,7 @@ pub use db::{DATABASES, Db, Entry};
 pub use error::{CommandError, CommandResult};
 pub use keyspace::ExpireCondition;
 pub use list::{ListEnd, LposOptions};
-pub use reply::Reply;
+pub use reply::{Protocol, Reply};
 pub use string::{GetExpiry, MAX_STRING_LEN, SetOptions};
 pub use zset::{
     Aggregate, LexBound, LexRange, MAX_RANDOM_REPEATS, RangeQuery, RangeSpec, ScoreBound, ScoreRange,
