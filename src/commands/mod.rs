@@ -7,6 +7,7 @@
 pub mod args;
 mod cursor;
 mod db;
+mod dump;
 mod error;
 mod hash;
 mod keyspace;
@@ -21,6 +22,7 @@ mod zset;
 use bytes::Bytes;
 
 pub use db::{DATABASES, Db, Entry};
+pub use dump::RestoreOptions;
 pub use error::{CommandError, CommandResult};
 pub use keyspace::ExpireCondition;
 pub use list::{ListEnd, LposOptions};
@@ -67,6 +69,7 @@ pub fn lookup<B: KvBackend>(name: &str) -> Option<Command<B>> {
         .or_else(|| set::command(name))
         .or_else(|| list::command(name))
         .or_else(|| zset::command(name))
+        .or_else(|| dump::command(name))
 }
 
 impl<B: KvBackend> Db<B> {
