@@ -9,6 +9,7 @@ mod cursor;
 mod db;
 mod dump;
 mod error;
+mod generic;
 mod hash;
 mod keyspace;
 mod list;
@@ -70,6 +71,7 @@ pub fn lookup<B: KvBackend>(name: &str) -> Option<Command<B>> {
         .or_else(|| list::command(name))
         .or_else(|| zset::command(name))
         .or_else(|| dump::command(name))
+        .or_else(|| generic::command(name))
 }
 
 impl<B: KvBackend> Db<B> {
