@@ -16,6 +16,7 @@ mod list;
 mod long_double;
 mod reply;
 mod set;
+mod sort;
 mod string;
 mod subkeys;
 mod zset;
@@ -72,6 +73,7 @@ pub fn lookup<B: KvBackend>(name: &str) -> Option<Command<B>> {
         .or_else(|| zset::command(name))
         .or_else(|| dump::command(name))
         .or_else(|| generic::command(name))
+        .or_else(|| sort::command(name))
 }
 
 impl<B: KvBackend> Db<B> {
