@@ -3,6 +3,7 @@
 //! `COMMAND GETKEYS` over the numkeys and keyword forms and their errors.
 
 #[path = "differential/client.rs"]
+#[allow(dead_code)]
 mod client;
 
 use bytes::Bytes;

@@ -9,8 +9,10 @@
 pub mod args;
 mod cursor;
 mod db;
+mod dump;
 mod engine;
 mod error;
+mod generic;
 mod hash;
 mod keyspace;
 mod list;
@@ -29,13 +31,14 @@ mod zset;
 use bytes::Bytes;
 
 pub use db::{DATABASES, Db, Entry, Touch, TouchedKey};
+pub use dump::RestoreOptions;
 pub use engine::Engine;
 pub use error::{CommandError, CommandResult};
 pub use keyspace::ExpireCondition;
 pub use list::{ListEnd, LposOptions};
 pub use locks::{KeyLocks, LockGuard};
 pub use overlay::Overlay;
-pub use reply::Reply;
+pub use reply::{Protocol, Reply};
 pub use session::Session;
 pub use string::{GetExpiry, MAX_STRING_LEN, SetOptions};
 pub use table::{CommandInfo, Handler, keys};
@@ -57,6 +60,8 @@ pub fn handler<B: KvBackend>(info: &CommandInfo) -> Option<Handler<B>> {
         Family::Set => set::command(info.name),
         Family::List => list::command(info.name),
         Family::Zset => zset::command(info.name),
+        Family::Dump => dump::command(info.name),
+        Family::Generic => generic::command(info.name),
         Family::Session => None,
     }
 }

@@ -108,6 +108,10 @@ pub enum Family {
     List,
     /// Sorted sets.
     Zset,
+    /// DUMP and RESTORE.
+    Dump,
+    /// Introspection and the rest (OBJECT, TOUCH, WAIT, LCS…).
+    Generic,
     /// MULTI/EXEC/WATCH and COMMAND: per-connection state, answered by
     /// [`super::Engine::execute`].
     Session,
