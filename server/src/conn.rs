@@ -19,7 +19,7 @@ const LISTENER: Token = Token(usize::MAX);
 pub struct Server {
     poll: Poll,
     listener: TcpListener,
-    db: Db<MemoryBackend>,
+    db: Db<'static, MemoryBackend>,
     port: u16,
     conns: HashMap<usize, Connection>,
     next_token: usize,
