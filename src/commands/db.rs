@@ -49,7 +49,7 @@ pub(crate) struct Shared {
     pub(crate) clock: Arc<dyn Clock>,
     versions: &'static VersionGenerator,
     layouts: Vec<Option<KeyLayout>>,
-    base_layout: KeyLayout,
+    pub(crate) base_layout: KeyLayout,
     blind_write: AtomicBool,
     pub(crate) cursors: CursorStore,
     rng: AtomicU64,

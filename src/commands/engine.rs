@@ -66,6 +66,16 @@ impl<B: KvBackend> Engine<B> {
         &self.backend
     }
 
+    /// The layout of database 0 (its decoders read every database's records).
+    pub fn layout(&self) -> &KeyLayout {
+        &self.shared.base_layout
+    }
+
+    /// The clock's time in unix milliseconds.
+    pub fn now_ms(&self) -> u64 {
+        self.shared.clock.now_ms()
+    }
+
     /// The key locks, for an engine that runs its own maintenance beside the commands.
     pub fn locks(&self) -> &KeyLocks {
         &self.locks
