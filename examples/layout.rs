@@ -21,7 +21,19 @@ fn show(reply: &Reply) -> String {
         Reply::Integer(n) => format!("(integer) {n}"),
         Reply::Bulk(b) => format!("\"{}\"", text(b)),
         Reply::Nil | Reply::NilArray => "(nil)".into(),
-        Reply::Array(items) => format!("[{}]", items.iter().map(show).collect::<Vec<_>>().join(", ")),
+        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
+            format!("[{}]", items.iter().map(show).collect::<Vec<_>>().join(", "))
+        }
+        Reply::Map(pairs) => {
+            format!(
+                "{{{}}}",
+                pairs.iter().map(|(k, v)| format!("{}: {}", show(k), show(v))).collect::<Vec<_>>().join(", ")
+            )
+        }
+        Reply::Double(x) => format!("(double) {x}"),
+        Reply::Boolean(b) => format!("({b})"),
+        Reply::BigNumber(n) => format!("(big number) {n}"),
+        Reply::Verbatim { text: t, .. } => format!("\"{}\"", text(t)),
     }
 }
 

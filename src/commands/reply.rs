@@ -1,11 +1,35 @@
-//! [`Reply`]: a RESP2 value, and its wire encoding.
+//! [`Reply`]: a RESP3 value, and its wire encoding in RESP3 or folded to RESP2 as Redis 7.0
+//! folds each kind.
+//!
+//! | kind | RESP3 | RESP2 |
+//! |---|---|---|
+//! | [`Reply::Map`] | `%n` then n key/value pairs | `*2n`, the pairs flattened |
+//! | [`Reply::Set`] | `~n` | `*n` |
+//! | [`Reply::Double`] | `,<%.17g>` (`,inf`, `,-inf`) | a bulk string of the same text |
+//! | [`Reply::Boolean`] | `#t` / `#f` | `:1` / `:0` |
+//! | [`Reply::BigNumber`] | `(digits` | a bulk string |
+//! | [`Reply::Verbatim`] | `=len` then `txt:` and the text | a bulk string of the text |
+//! | [`Reply::Push`] | `>n` | `*n` |
+//! | [`Reply::Nil`], [`Reply::NilArray`] | `_` | `$-1`, `*-1` |
 
 use std::borrow::Cow;
 
 use bytes::Bytes;
 
-/// A command's answer, mirroring the RESP2 value kinds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+use super::args::format_g17;
+
+/// Which protocol a client speaks (`HELLO 2` / `HELLO 3`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// RESP2, every client's default.
+    #[default]
+    Resp2,
+    /// RESP3.
+    Resp3,
+}
+
+/// A command's answer, mirroring the RESP3 value kinds.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     /// `+text` — a simple string such as `OK` or `PONG`.
     Status(Cow<'static, str>),
@@ -21,7 +45,29 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// `*-1` — the nil array.
     NilArray,
+    /// A map: field/value pairs in order (HGETALL, CONFIG GET, HELLO).
+    Map(Vec<(Reply, Reply)>),
+    /// A set: unordered distinct elements (SMEMBERS, SINTER…).
+    Set(Vec<Reply>),
+    /// A double (ZSCORE, ZINCRBY…).
+    Double(f64),
+    /// A boolean.
+    Boolean(bool),
+    /// An integer too large for `i64`, as decimal digits.
+    BigNumber(String),
+    /// Text with a three-letter format (`txt`, `mkd`): INFO, CLIENT LIST under RESP3.
+    Verbatim {
+        /// The format, e.g. `*b"txt"`.
+        format: [u8; 3],
+        /// The text.
+        text: Bytes,
+    },
+    /// An out-of-band message (pub/sub, invalidation).
+    Push(Vec<Reply>),
 }
+
+// Replies are compared in tests; a NaN double is never a reply (Redis refuses NaN scores).
+impl Eq for Reply {}
 
 impl Reply {
     /// `+OK`.
@@ -68,6 +114,12 @@ impl Reply {
     /// their text often quotes client arguments, and a raw line break there would let a client
     /// forge the replies that follow. Bulk strings stay binary-safe.
     pub fn write_resp(&self, out: &mut Vec<u8>) {
+        self.write(Protocol::Resp2, out);
+    }
+
+    /// Appends the encoding in `protocol`: RESP3 as is, or folded to RESP2 as the module
+    /// docs' table says. Status and error lines are sanitized as in [`Reply::write_resp`].
+    pub fn write(&self, protocol: Protocol, out: &mut Vec<u8>) {
         fn line(out: &mut Vec<u8>, prefix: u8, text: &[u8]) {
             out.push(prefix);
             out.extend_from_slice(text);
@@ -82,20 +134,69 @@ impl Reply {
             Reply::Status(s) => safe_line(out, b'+', s.as_bytes()),
             Reply::Error(e) => safe_line(out, b'-', e.as_bytes()),
             Reply::Integer(n) => line(out, b':', decimal(*n, &mut [0; 20])),
-            Reply::Bulk(b) => {
-                line(out, b'$', decimal(b.len() as i64, &mut [0; 20]));
-                out.extend_from_slice(b);
-                out.extend_from_slice(b"\r\n");
-            }
+            Reply::Bulk(b) => bulk(out, b'$', b),
+            Reply::Nil | Reply::NilArray if protocol == Protocol::Resp3 => out.extend_from_slice(b"_\r\n"),
             Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
-            Reply::Array(items) => {
-                line(out, b'*', decimal(items.len() as i64, &mut [0; 20]));
-                for item in items {
-                    item.write_resp(out);
+            Reply::NilArray => out.extend_from_slice(b"*-1\r\n"),
+            Reply::Array(items) => aggregate(out, protocol, b'*', items),
+            Reply::Set(items) => {
+                aggregate(out, protocol, if protocol == Protocol::Resp3 { b'~' } else { b'*' }, items)
+            }
+            Reply::Push(items) => {
+                aggregate(out, protocol, if protocol == Protocol::Resp3 { b'>' } else { b'*' }, items)
+            }
+            Reply::Map(pairs) => {
+                match protocol {
+                    Protocol::Resp3 => line(out, b'%', decimal(pairs.len() as i64, &mut [0; 20])),
+                    Protocol::Resp2 => line(out, b'*', decimal(2 * pairs.len() as i64, &mut [0; 20])),
+                }
+                for (k, v) in pairs {
+                    k.write(protocol, out);
+                    v.write(protocol, out);
                 }
             }
-            Reply::NilArray => out.extend_from_slice(b"*-1\r\n"),
+            Reply::Double(x) => match protocol {
+                Protocol::Resp3 => line(out, b',', format_g17(*x).as_bytes()),
+                Protocol::Resp2 => bulk(out, b'$', format_g17(*x).as_bytes()),
+            },
+            Reply::Boolean(b) => match protocol {
+                Protocol::Resp3 => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+                Protocol::Resp2 => out.extend_from_slice(if *b { b":1\r\n" } else { b":0\r\n" }),
+            },
+            Reply::BigNumber(digits) => match protocol {
+                Protocol::Resp3 => safe_line(out, b'(', digits.as_bytes()),
+                Protocol::Resp2 => bulk(out, b'$', digits.as_bytes()),
+            },
+            Reply::Verbatim { format, text } => match protocol {
+                Protocol::Resp3 => {
+                    line(out, b'=', decimal(text.len() as i64 + 4, &mut [0; 20]));
+                    out.extend_from_slice(format);
+                    out.push(b':');
+                    out.extend_from_slice(text);
+                    out.extend_from_slice(b"\r\n");
+                }
+                Protocol::Resp2 => bulk(out, b'$', text),
+            },
         }
+    }
+}
+
+/// `$len\r\n` then the bytes and `\r\n`.
+fn bulk(out: &mut Vec<u8>, prefix: u8, bytes: &[u8]) {
+    out.push(prefix);
+    out.extend_from_slice(decimal(bytes.len() as i64, &mut [0; 20]));
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(bytes);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `<prefix>n\r\n` then each item.
+fn aggregate(out: &mut Vec<u8>, protocol: Protocol, prefix: u8, items: &[Reply]) {
+    out.push(prefix);
+    out.extend_from_slice(decimal(items.len() as i64, &mut [0; 20]));
+    out.extend_from_slice(b"\r\n");
+    for item in items {
+        item.write(protocol, out);
     }
 }
 
@@ -153,5 +254,55 @@ mod tests {
         let want = "-ERR unknown command 'FOO', with args beginning with: 'a b  c' \r\n\
                     +x  $4  fake\r\n$4\r\na\r\nb\r\n";
         assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+
+    /// Each RESP3 kind in both protocols; the RESP3 bytes are what redis-server 7.0.15 sends
+    /// after `HELLO 3` (HGETALL, ZSCORE of 1.5 and inf, SMEMBERS of nothing, GET of nothing,
+    /// INFO cluster).
+    #[test]
+    fn resp3_kinds_and_their_resp2_folding() {
+        let cases: Vec<(Reply, &str, &str)> = vec![
+            (
+                Reply::Map(vec![
+                    (Reply::bulk(b"a"), Reply::bulk(b"1")),
+                    (Reply::bulk(b"b"), Reply::bulk(b"2")),
+                ]),
+                "%2\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n",
+                "*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n",
+            ),
+            (Reply::Double(1.5), ",1.5\r\n", "$3\r\n1.5\r\n"),
+            (Reply::Double(f64::INFINITY), ",inf\r\n", "$3\r\ninf\r\n"),
+            (Reply::Double(0.1), ",0.10000000000000001\r\n", "$19\r\n0.10000000000000001\r\n"),
+            (Reply::Set(vec![]), "~0\r\n", "*0\r\n"),
+            (Reply::Nil, "_\r\n", "$-1\r\n"),
+            (Reply::NilArray, "_\r\n", "*-1\r\n"),
+            (Reply::Boolean(true), "#t\r\n", ":1\r\n"),
+            (Reply::Boolean(false), "#f\r\n", ":0\r\n"),
+            (
+                Reply::BigNumber("123456789012345678901234567890".into()),
+                "(123456789012345678901234567890\r\n",
+                "$30\r\n123456789012345678901234567890\r\n",
+            ),
+            (
+                Reply::Verbatim {
+                    format: *b"txt",
+                    text: Bytes::from_static(b"# Cluster\r\ncluster_enabled:0\r\n"),
+                },
+                "=34\r\ntxt:# Cluster\r\ncluster_enabled:0\r\n\r\n",
+                "$30\r\n# Cluster\r\ncluster_enabled:0\r\n\r\n",
+            ),
+            (
+                Reply::Push(vec![Reply::bulk(b"message"), Reply::Array(vec![Reply::Double(-2.0)])]),
+                ">2\r\n$7\r\nmessage\r\n*1\r\n,-2\r\n",
+                "*2\r\n$7\r\nmessage\r\n*1\r\n$2\r\n-2\r\n",
+            ),
+        ];
+        for (reply, resp3, resp2) in cases {
+            let (mut three, mut two) = (Vec::new(), Vec::new());
+            reply.write(Protocol::Resp3, &mut three);
+            reply.write(Protocol::Resp2, &mut two);
+            assert_eq!(String::from_utf8(three).unwrap(), resp3, "{reply:?} in RESP3");
+            assert_eq!(String::from_utf8(two).unwrap(), resp2, "{reply:?} in RESP2");
+        }
     }
 }

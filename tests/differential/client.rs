@@ -1,6 +1,6 @@
 //! A real redis-server child process and a minimal blocking RESP2 client for it.
 
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -105,48 +105,61 @@ impl Client {
         self.read_reply()
     }
 
-    fn line(&mut self) -> io::Result<Vec<u8>> {
-        let mut line = Vec::new();
-        self.reader.read_until(b'\n', &mut line)?;
-        if !line.ends_with(b"\r\n") {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed mid-reply"));
-        }
-        line.truncate(line.len() - 2);
-        Ok(line)
-    }
-
     fn read_reply(&mut self) -> io::Result<Reply> {
-        let line = self.line()?;
-        let bad = || io::Error::new(io::ErrorKind::InvalidData, "bad RESP");
-        let (&kind, rest) = line.split_first().ok_or_else(bad)?;
-        let text = String::from_utf8_lossy(rest).into_owned();
-        let int = || text.parse::<i64>().map_err(|_| bad());
-        Ok(match kind {
-            b'+' => Reply::Status(text.clone().into()),
-            b'-' => Reply::Error(text.clone()),
-            b':' => Reply::Integer(int()?),
-            b'$' => {
-                let n = int()?;
-                if n < 0 {
-                    return Ok(Reply::Nil);
-                }
-                let mut data = vec![0; n as usize + 2];
-                io::Read::read_exact(&mut self.reader, &mut data)?;
-                data.truncate(n as usize);
-                Reply::Bulk(Bytes::from(data))
-            }
-            b'*' => {
-                let n = int()?;
-                if n < 0 {
-                    return Ok(Reply::NilArray);
-                }
-                let mut items = Vec::with_capacity(n as usize);
-                for _ in 0..n {
-                    items.push(self.read_reply()?);
-                }
-                Reply::Array(items)
-            }
-            _ => return Err(bad()),
-        })
+        read_reply(&mut self.reader)
     }
+}
+
+/// The RESP2 form of a reply as a client reads it: maps flattened, doubles as bulk strings,
+/// and so on (the engine's typed replies compare with redis-server's RESP2 answers this way).
+pub fn fold_resp2(reply: &Reply) -> Reply {
+    let mut bytes = Vec::new();
+    reply.write(rediskv::commands::Protocol::Resp2, &mut bytes);
+    read_reply(&mut io::Cursor::new(bytes)).expect("every reply encodes to one RESP2 value")
+}
+
+fn line<R: io::BufRead>(reader: &mut R) -> io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    reader.read_until(b'\n', &mut line)?;
+    if !line.ends_with(b"\r\n") {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed mid-reply"));
+    }
+    line.truncate(line.len() - 2);
+    Ok(line)
+}
+
+/// Reads one RESP2 value.
+pub fn read_reply<R: io::BufRead>(reader: &mut R) -> io::Result<Reply> {
+    let line = line(reader)?;
+    let bad = || io::Error::new(io::ErrorKind::InvalidData, "bad RESP");
+    let (&kind, rest) = line.split_first().ok_or_else(bad)?;
+    let text = String::from_utf8_lossy(rest).into_owned();
+    let int = || text.parse::<i64>().map_err(|_| bad());
+    Ok(match kind {
+        b'+' => Reply::Status(text.clone().into()),
+        b'-' => Reply::Error(text.clone()),
+        b':' => Reply::Integer(int()?),
+        b'$' => {
+            let n = int()?;
+            if n < 0 {
+                return Ok(Reply::Nil);
+            }
+            let mut data = vec![0; n as usize + 2];
+            io::Read::read_exact(reader, &mut data)?;
+            data.truncate(n as usize);
+            Reply::Bulk(Bytes::from(data))
+        }
+        b'*' => {
+            let n = int()?;
+            if n < 0 {
+                return Ok(Reply::NilArray);
+            }
+            let mut items = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                items.push(read_reply(reader)?);
+            }
+            Reply::Array(items)
+        }
+        _ => return Err(bad()),
+    })
 }
