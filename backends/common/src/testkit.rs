@@ -191,6 +191,31 @@ pub fn clock_set_back_child<B: DiskBackend>(open: impl Fn(&Path, Options) -> red
     assert!(ours > top, "version {ours} after reopen is not above {top} written before");
 }
 
+/// Writes `n` new fields into hash `key`, 10,000 per HSET.
+pub fn fill_hash<B: KvBackend>(db: &mut Db<B>, key: &str, n: usize) {
+    fill(db, "HSET", key, n, |i| [format!("field:{i:08}"), format!("value-{i}-{}", i * 7919)]);
+}
+
+/// Writes `n` new members into zset `key`, 10,000 per ZADD.
+pub fn fill_zset<B: KvBackend>(db: &mut Db<B>, key: &str, n: usize) {
+    fill(db, "ZADD", key, n, |i| [format!("{}", i as f64 * 0.5), format!("member:{i:08}")]);
+}
+
+fn fill<B: KvBackend>(
+    db: &mut Db<B>,
+    command: &str,
+    key: &str,
+    n: usize,
+    pair: impl Fn(usize) -> [String; 2],
+) {
+    for start in (0..n).step_by(10_000) {
+        let end = (start + 10_000).min(n);
+        let mut argv = vec![command.to_string(), key.to_string()];
+        argv.extend((start..end).flat_map(&pair));
+        assert_eq!(db.run(&argv), Reply::Integer((end - start) as i64), "{command} {key} {start}..{end}");
+    }
+}
+
 /// What [`gc_on_disk`] measured, in bytes of the engine's size figure.
 #[derive(Debug, Clone, Copy)]
 pub struct GcFigures {
@@ -224,16 +249,8 @@ pub fn gc_on_disk<B: DiskBackend>(
     assert!(matches!(db.run(&["ZADD", "zlive", "1", "m"]), Reply::Integer(1)));
     backend.compact().expect("compact");
     let base = [backend.disk_bytes(ColumnFamily::Subkey), backend.disk_bytes(ColumnFamily::Score)];
-    for chunk in (0..n).collect::<Vec<_>>().chunks(10_000) {
-        let mut hset = vec!["HSET".to_string(), "big".into()];
-        let mut zadd = vec!["ZADD".to_string(), "zbig".into()];
-        for i in chunk {
-            hset.extend([format!("field:{i:08}"), format!("value-{i}-{}", i * 7919)]);
-            zadd.extend([format!("{}", *i as f64 * 0.5), format!("member:{i:08}")]);
-        }
-        assert_eq!(db.run(&hset), Reply::Integer(chunk.len() as i64));
-        assert_eq!(db.run(&zadd), Reply::Integer(chunk.len() as i64));
-    }
+    fill_hash(&mut db, "big", n);
+    fill_zset(&mut db, "zbig", n);
     backend.compact().expect("compact");
     let full = [backend.disk_bytes(ColumnFamily::Subkey), backend.disk_bytes(ColumnFamily::Score)];
     assert_eq!(db.run(&["DEL", "big", "zbig"]), Reply::Integer(2));
