@@ -328,3 +328,81 @@ pub fn other_layout_refused<B: DiskBackend>(open: impl Fn(&Path, Options) -> red
     let mut db = Db::new(open(dir.path(), Options::default()).expect("reopen with its own layout"));
     assert_eq!(db.run(&["GET", "k"]), bulk("v"));
 }
+
+/// Three writers create, grow and delete hashes and zsets on their own keys while a fourth
+/// thread compacts in a loop (the compaction filter judging records as they are written):
+/// afterwards every key reads as its writer's model says and `fsck` finds nothing.
+pub fn compaction_beside_writers<B: DiskBackend + std::marker::Sync>(
+    open: impl Fn(&Path, Options) -> rediskv::Result<B>,
+) {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::AtomicBool;
+    let dir = TempDir::new("concurrent");
+    let backend = open(dir.path(), Options { sync: Sync::No, ..Options::default() }).expect("open");
+    let stop = AtomicBool::new(false);
+    let (backend, stop) = (&backend, &stop);
+    let (passes, models) = std::thread::scope(|s| {
+        let compactor = s.spawn(move || {
+            let mut passes = 0;
+            loop {
+                backend.compact().expect("compact");
+                passes += 1;
+                if stop.load(Ordering::SeqCst) {
+                    return passes;
+                }
+            }
+        });
+        let writers: Vec<_> = (0..3)
+            .map(|t| {
+                s.spawn(move || {
+                    let mut db = Db::new(backend);
+                    let mut model: BTreeMap<String, Vec<String>> = BTreeMap::new();
+                    for round in 0..400 {
+                        let key = format!("w{t}-k{}", round % 5);
+                        let zkey = format!("z{key}");
+                        if round % 7 == 6 {
+                            assert!(matches!(
+                                db.run(&["DEL", key.as_str(), zkey.as_str()]),
+                                Reply::Integer(_)
+                            ));
+                            model.remove(&key);
+                        } else {
+                            let (field, score) = (format!("f{round:04}"), round.to_string());
+                            assert_eq!(
+                                db.run(&["HSET", key.as_str(), field.as_str(), "v"]),
+                                Reply::Integer(1)
+                            );
+                            assert_eq!(
+                                db.run(&["ZADD", zkey.as_str(), score.as_str(), field.as_str()]),
+                                Reply::Integer(1)
+                            );
+                            model.entry(key).or_default().push(field);
+                        }
+                    }
+                    model
+                })
+            })
+            .collect();
+        let models: Vec<_> = writers.into_iter().map(|w| w.join().expect("writer")).collect();
+        stop.store(true, Ordering::SeqCst);
+        (compactor.join().expect("compactor"), models)
+    });
+    assert!(passes >= 1);
+    let mut db = Db::new(backend);
+    for (t, model) in models.iter().enumerate() {
+        for k in 0..5 {
+            let key = format!("w{t}-k{k}");
+            let fields = model.get(&key).cloned().unwrap_or_default();
+            let expect_hash: Vec<Reply> = fields.iter().flat_map(|f| [bulk(f), bulk("v")]).collect();
+            assert_eq!(db.run(&["HGETALL", key.as_str()]), Reply::Array(expect_hash), "{key}");
+            let expect_zset: Vec<Reply> = fields.iter().map(|f| bulk(f)).collect();
+            assert_eq!(
+                db.run(&["ZRANGE", format!("z{key}").as_str(), "0", "-1"]),
+                Reply::Array(expect_zset),
+                "z{key}"
+            );
+        }
+    }
+    let problems = rediskv::fsck::check(backend, &KeyLayout::default(), now_ms()).expect("fsck");
+    assert!(problems.is_empty(), "fsck: {problems:?}");
+}

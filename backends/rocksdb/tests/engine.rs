@@ -56,3 +56,8 @@ fn corrupt_records_are_errors_naming_the_key() {
 fn a_directory_with_another_layout_is_refused() {
     testkit::other_layout_refused(open);
 }
+
+#[test]
+fn compaction_beside_writers_keeps_every_live_record() {
+    testkit::compaction_beside_writers(open);
+}
