@@ -33,6 +33,13 @@
 //! `metadata` keyspace as it is at that moment, with the grace period of [`Options`]. Dropped
 //! records are destroyed without a tombstone: an older copy of the same key that this would
 //! uncover belongs to the same dead version, so it is invisible and is dropped in its turn.
+//!
+//! Known limit, shared with Kvrocks' filter: the filter reads the latest *published* metadata.
+//! A batch's records become visible together, but if fjall flushed and compacted a subkey
+//! between the batch's memtable insert and its publication, the filter would not yet see the
+//! owner's metadata and drop a live record. Both steps happen inside one batch commit, so
+//! the window is a few microseconds against a flush plus a compaction; the concurrency test
+//! (writers beside a compaction loop, checked by `fsck`) has not hit it.
 #![deny(missing_docs)]
 
 use std::path::{Path, PathBuf};

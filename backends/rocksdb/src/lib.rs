@@ -30,6 +30,13 @@
 //! `metadata` family of the live database as Kvrocks' subkey filter does, with the grace
 //! period of [`Options`]. The filter reaches the database through a `Weak` handle (the
 //! database owns its filters); a failed metadata read keeps the record.
+//!
+//! Known limit, shared with Kvrocks' filter: the filter reads the latest *published* metadata.
+//! A batch's records become visible together, but if RocksDB flushed and compacted a subkey
+//! between the batch's memtable insert and its publication, the filter would not yet see the
+//! owner's metadata and drop a live record. Both steps happen inside one batch commit, so
+//! the window is a few microseconds against a flush plus a compaction; the concurrency test
+//! (writers beside a compaction loop, checked by `fsck`) has not hit it.
 #![deny(missing_docs)]
 
 use std::ffi::CStr;
