@@ -8,6 +8,7 @@ pub mod args;
 mod cursor;
 mod db;
 mod error;
+mod glob;
 mod hash;
 mod keyspace;
 mod list;
