@@ -176,7 +176,16 @@ impl<B: KvBackend> Db<B> {
     /// # Errors
     /// As [`Db::lookup`].
     pub(crate) fn lookup_in(&self, layout: &KeyLayout, key: &[u8]) -> CommandResult<Option<Entry>> {
-        let Some(raw) = self.backend.get(ColumnFamily::Metadata, &layout.metadata_key(key))? else {
+        self.lookup_at(&layout.metadata_key(key))
+    }
+
+    /// [`Db::lookup`] by metadata key, for a command that reads and then writes a key and
+    /// builds its metadata key once.
+    ///
+    /// # Errors
+    /// As [`Db::lookup`].
+    pub(crate) fn lookup_at(&self, mkey: &[u8]) -> CommandResult<Option<Entry>> {
+        let Some(raw) = self.backend.get(ColumnFamily::Metadata, mkey)? else {
             return Ok(None);
         };
         let meta = Metadata::decode(&raw)?;
@@ -192,7 +201,19 @@ impl<B: KvBackend> Db<B> {
     /// # Errors
     /// [`CommandError::WrongType`] when it holds another type; storage errors.
     pub fn lookup_of(&self, key: &[u8], ty: RedisType) -> CommandResult<Option<Metadata<'static>>> {
-        match self.lookup(key)? {
+        self.lookup_of_at(&self.metadata_key(key), ty)
+    }
+
+    /// [`Db::lookup_of`] by metadata key (see [`Db::lookup_at`]).
+    ///
+    /// # Errors
+    /// As [`Db::lookup_of`].
+    pub(crate) fn lookup_of_at(
+        &self,
+        mkey: &[u8],
+        ty: RedisType,
+    ) -> CommandResult<Option<Metadata<'static>>> {
+        match self.lookup_at(mkey)? {
             None => Ok(None),
             Some(e) if e.meta.ty == ty => Ok(Some(e.meta)),
             Some(_) => Err(CommandError::WrongType),
@@ -239,11 +260,7 @@ impl<B: KvBackend> Db<B> {
     /// Queues the metadata of a collection after an edit: deleted when it became empty
     /// (an empty collection does not exist), written otherwise.
     pub fn put_collection(&self, batch: &mut WriteBatch, key: &[u8], meta: &Metadata<'_>) {
-        if meta.size == 0 && !meta.blind_write {
-            self.delete_key(batch, key);
-        } else {
-            self.put_metadata(batch, key, meta);
-        }
+        put_collection_at(batch, self.metadata_key(key), meta);
     }
 
     /// Queues the deletion of `key`: its metadata record only, O(1) whatever the size; the
@@ -288,5 +305,14 @@ impl<B: KvBackend> Db<B> {
             self.backend.write(batch)?;
         }
         Ok(())
+    }
+}
+
+/// [`Db::put_collection`] under a metadata key built already (see [`Db::lookup_at`]).
+pub(crate) fn put_collection_at(batch: &mut WriteBatch, mkey: Vec<u8>, meta: &Metadata<'_>) {
+    if meta.size == 0 && !meta.blind_write {
+        batch.delete(ColumnFamily::Metadata, mkey);
+    } else {
+        batch.put(ColumnFamily::Metadata, mkey, meta.to_vec());
     }
 }
