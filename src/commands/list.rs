@@ -247,7 +247,9 @@ impl<B: KvBackend> Db<B> {
         elements: &[Bytes],
         only_existing: bool,
     ) -> CommandResult<i64> {
-        let mkey = self.metadata_key(key);
+        // One routing for both keys: one md5 per command with a spread prefix.
+        let routed = self.layout().routed(key);
+        let mkey = routed.metadata_key();
         let mut meta = if only_existing {
             match self.list_meta_at(&mkey)? {
                 Some(meta) => meta,
@@ -256,7 +258,7 @@ impl<B: KvBackend> Db<B> {
         } else {
             self.list_or_create_at(&mkey)?
         };
-        let keys = self.elem_keys(key, meta.version)?;
+        let keys = ElemKeys { prefix: routed.subkey_prefix(meta.version, 8)? };
         let mut batch = WriteBatch::new();
         for element in elements {
             push_into(&mut batch, &keys, &mut meta, end, element.clone())?;
@@ -291,11 +293,13 @@ impl<B: KvBackend> Db<B> {
     /// # Errors
     /// WRONGTYPE; storage errors.
     pub fn list_pop(&mut self, key: &[u8], end: ListEnd, count: u64) -> CommandResult<Option<Vec<Bytes>>> {
-        let mkey = self.metadata_key(key);
-        match self.list_meta_at(&mkey)? {
-            None => Ok(None),
-            Some(meta) => self.pop_in(key, mkey, meta, end, count).map(Some),
-        }
+        let routed = self.layout().routed(key);
+        let mkey = routed.metadata_key();
+        let Some(meta) = self.list_meta_at(&mkey)? else {
+            return Ok(None);
+        };
+        let keys = ElemKeys { prefix: routed.subkey_prefix(meta.version, 8)? };
+        self.pop_in(key, mkey, keys, meta, end, count).map(Some)
     }
 
     /// Pops from a list whose metadata was read already.
@@ -303,6 +307,7 @@ impl<B: KvBackend> Db<B> {
         &mut self,
         key: &[u8],
         mkey: Vec<u8>,
+        keys: ElemKeys,
         mut meta: Metadata<'static>,
         end: ListEnd,
         count: u64,
@@ -311,7 +316,6 @@ impl<B: KvBackend> Db<B> {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let keys = self.elem_keys(key, meta.version)?;
         let mut batch = WriteBatch::new();
         // One element is a point read (the common LPOP/RPOP), more are one range scan.
         let popped = if n == 1 {
@@ -756,7 +760,8 @@ impl<B: KvBackend> Db<B> {
         for key in keys {
             let mkey = self.metadata_key(key);
             if let Some(meta) = self.list_meta_at(&mkey)? {
-                let popped = self.pop_in(key, mkey, meta, end, count)?;
+                let keys = self.elem_keys(key, meta.version)?;
+                let popped = self.pop_in(key, mkey, keys, meta, end, count)?;
                 return Ok(Some((key.clone(), popped)));
             }
         }
