@@ -7,6 +7,7 @@ mod double;
 mod key;
 mod list;
 mod metadata;
+pub mod rdb;
 pub(crate) mod reader;
 mod slot;
 mod types;
