@@ -300,7 +300,10 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let Some(raw) = self.backend.get(ColumnFamily::Metadata, mkey)? else {
             return Ok(None);
         };
-        let meta = Metadata::decode(&raw)?;
+        // A record this crate cannot read is an error naming the key, never an absent key.
+        let meta = Metadata::decode(&raw).map_err(|e| {
+            CommandError::err(format!("undecodable metadata of key '{}': {e}", key.escape_ascii()))
+        })?;
         if !meta.is_live(self.now_ms()) {
             if meta.is_expired(self.now_ms()) {
                 let metadata_key = Bytes::copy_from_slice(mkey);

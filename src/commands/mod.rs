@@ -13,6 +13,7 @@ mod dump;
 mod engine;
 mod error;
 mod generic;
+mod glob;
 mod hash;
 mod keyspace;
 mod list;
