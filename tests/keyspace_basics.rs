@@ -25,3 +25,16 @@ fn ping_echo_type_of_missing() {
     assert_eq!(run(&mut db, "exists a b"), int(0));
     assert_eq!(run(&mut db, "del a b"), int(0));
 }
+
+#[test]
+fn undecodable_metadata_is_an_error_naming_the_user_key() {
+    use rediskv::backend::{KvBackend, WriteBatch};
+    use rediskv::codec::ColumnFamily;
+    let (mut db, _) = db();
+    let mut batch = WriteBatch::new();
+    // Flags byte 0x3F: reserved bits set, which no writer produces.
+    batch.put(ColumnFamily::Metadata, db.metadata_key(b"bad"), vec![0x3F]);
+    db.backend().write(batch).unwrap();
+    let Reply::Error(text) = run(&mut db, "lpop bad") else { panic!("expected an error") };
+    assert!(text.contains("undecodable metadata of key 'bad'"), "{text}");
+}
