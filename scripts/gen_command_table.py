@@ -60,10 +60,14 @@ def key_spec(spec):
     bspec = pairs(begin["spec"])
     if begin["type"] == "index":
         b = "Begin::Index(%d)" % bspec["index"]
+    elif begin["type"] == "unknown":
+        b = "Begin::Unknown"
     else:
         b = "Begin::Keyword { keyword: %s, startfrom: %d }" % (rust_str(bspec["keyword"]), bspec["startfrom"])
     fspec = pairs(find["spec"])
-    if find["type"] == "range":
+    if find["type"] == "unknown":
+        k = "Find::Unknown"
+    elif find["type"] == "range":
         k = "Find::Range { lastkey: %d, step: %d, limit: %d }" % (fspec["lastkey"], fspec["keystep"], fspec["limit"])
     else:
         k = "Find::Keynum { keynumidx: %d, firstkey: %d, step: %d }" % (

@@ -89,6 +89,10 @@ fn command_getkeys_matches_redis() {
         "NOSUCH a",
         "MULTI",
         "WATCH a b",
+        "SORT s",
+        "SORT s BY w_* GET # LIMIT 0 1 STORE d",
+        "SORT s STORE d1 STORE d2",
+        "SORT_RO s BY w_*",
     ];
     for case in cases {
         let mut argv = vec!["COMMAND", "GETKEYS"];

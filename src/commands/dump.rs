@@ -12,9 +12,7 @@ use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::rdb::{self, RdbValue};
-use crate::codec::{
-    ColumnFamily, LIST_INITIAL_INDEX, Metadata, RedisType, decode_f64_slice, encode_f64, push_back_tail,
-};
+use crate::codec::{ColumnFamily, Metadata, RedisType, decode_f64_slice, encode_f64, push_back_tail};
 
 /// This family's command table.
 pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
@@ -104,19 +102,35 @@ impl<B: KvBackend> Db<'_, B> {
             }
             return self.commit(batch);
         }
-        let expire_ms = expire as u64;
+        self.queue_value(&mut batch, key, value, expire as u64)?;
+        self.commit(batch)
+    }
+
+    /// Queues `key` as a new key holding `value` (overwriting whatever it held): the
+    /// metadata, and for a collection every record under a fresh version. `expire_ms` is
+    /// absolute unix milliseconds, 0 for none. RESTORE and SORT … STORE write through this.
+    ///
+    /// # Errors
+    /// Storage errors (a key or list too long for the layout).
+    pub(crate) fn queue_value(
+        &self,
+        batch: &mut WriteBatch,
+        key: &[u8],
+        value: RdbValue,
+        expire_ms: u64,
+    ) -> CommandResult<()> {
         let ty = match &value {
             RdbValue::String(s) => {
-                self.put_metadata(&mut batch, key, &Metadata::string(s, expire_ms));
-                return self.commit(batch);
+                self.put_metadata(batch, key, &Metadata::string(s, expire_ms));
+                return Ok(());
             }
             RdbValue::Hash(_) => RedisType::Hash,
             RdbValue::Set(_) => RedisType::Set,
             RdbValue::List(_) => RedisType::List,
             RdbValue::ZSet(_) => RedisType::ZSet,
         };
+        // Not blind-write even in blind-write mode: the size is known.
         let mut meta = Metadata { expire_ms, ..Metadata::collection(ty, self.new_version()) };
-        // Blind-write mode does not apply: the size is known.
         let version = meta.version;
         match value {
             RdbValue::String(_) => unreachable!("returned above"),
@@ -133,8 +147,6 @@ impl<B: KvBackend> Db<'_, B> {
                 }
             }
             RdbValue::List(items) => {
-                meta.head = LIST_INITIAL_INDEX;
-                meta.tail = LIST_INITIAL_INDEX;
                 for item in items {
                     let index = meta.tail;
                     meta.tail = push_back_tail(meta.tail)?;
@@ -157,8 +169,8 @@ impl<B: KvBackend> Db<'_, B> {
                 }
             }
         }
-        self.put_metadata(&mut batch, key, &meta);
-        self.commit(batch)
+        self.put_metadata(batch, key, &meta);
+        Ok(())
     }
 }
 

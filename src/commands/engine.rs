@@ -66,6 +66,16 @@ impl<B: KvBackend> Engine<B> {
         &self.backend
     }
 
+    /// The layout of database 0 (its decoders read every database's records).
+    pub fn layout(&self) -> &KeyLayout {
+        &self.shared.base_layout
+    }
+
+    /// The clock's time in unix milliseconds.
+    pub fn now_ms(&self) -> u64 {
+        self.shared.clock.now_ms()
+    }
+
     /// The key locks, for an engine that runs its own maintenance beside the commands.
     pub fn locks(&self) -> &KeyLocks {
         &self.locks
@@ -174,7 +184,9 @@ impl<B: KvBackend> Engine<B> {
         watched: &'c [Watched],
     ) -> LockGuard<'_> {
         let several = commands.clone().nth(1).is_some();
-        let whole = commands.clone().any(|(info, _)| info.is_keyspace_wide() && (several || info.is_write()));
+        let whole = commands.clone().any(|(info, argv)| {
+            (info.is_keyspace_wide() && (several || info.is_write())) || info.reads_derived_keys(argv)
+        });
         let keys = commands.flat_map(|(info, argv)| {
             let positions = table::key_positions(info, argv).unwrap_or_default();
             positions.into_iter().map(move |i| (argv[i].as_ref(), info.is_write()))

@@ -13,6 +13,7 @@ mod dump;
 mod engine;
 mod error;
 mod generic;
+mod glob;
 mod hash;
 mod keyspace;
 mod list;
@@ -22,6 +23,7 @@ mod overlay;
 mod reply;
 mod session;
 mod set;
+mod sort;
 mod string;
 mod subkeys;
 pub mod table;
@@ -63,6 +65,7 @@ pub fn handler<B: KvBackend>(info: &CommandInfo) -> Option<Handler<B>> {
         Family::Zset => zset::command(name),
         Family::Dump => dump::command(name),
         Family::Generic => generic::command(name),
+        Family::Sort => sort::command(name),
         Family::Session => None,
     }
 }

@@ -112,6 +112,8 @@ pub enum Family {
     Dump,
     /// Introspection and the rest (OBJECT, TOUCH, WAIT, LCS…).
     Generic,
+    /// SORT and SORT_RO.
+    Sort,
     /// MULTI/EXEC/WATCH and COMMAND: per-connection state, answered by
     /// [`super::Engine::execute`].
     Session,
@@ -130,6 +132,8 @@ pub enum Begin {
         /// Where to start looking.
         startfrom: i32,
     },
+    /// Redis cannot say (SORT's BY/GET and STORE keys): [`key_positions`] knows the command.
+    Unknown,
 }
 
 /// How a key spec finds the keys after its start.
@@ -155,6 +159,8 @@ pub enum Find {
         /// Distance between keys.
         step: usize,
     },
+    /// Redis cannot say (see [`Begin::Unknown`]).
+    Unknown,
 }
 
 /// One key spec (Redis 7.0).
@@ -220,6 +226,20 @@ impl CommandInfo {
     pub fn is_keyspace_wide(&self) -> bool {
         self.keys.is_empty() && self.has(flag::WRITE | flag::READONLY)
     }
+
+    /// Whether this call reads keys named by the data it reads (SORT's `BY w_*` and
+    /// `GET h_*->f`), which no lock taken beforehand can name: the engine runs such a call
+    /// alone, as it runs FLUSHALL.
+    pub fn reads_derived_keys(&self, argv: &[Bytes]) -> bool {
+        let derived = |spec: &KeySpec| spec.begin == Begin::Unknown && spec.flags.contains(&"RO");
+        if !self.keys.iter().any(derived) {
+            return false;
+        }
+        argv.windows(2).skip(2).any(|w| {
+            (w[0].eq_ignore_ascii_case(b"by") && w[1].contains(&b'*'))
+                || (w[0].eq_ignore_ascii_case(b"get") && w[1].as_ref() != b"#")
+        })
+    }
 }
 
 /// Every command and subcommand (`container|sub`), sorted by name.
@@ -283,6 +303,14 @@ pub fn key_positions(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<usize>, I
                 Some(i) => i as i64 + 1,
                 None => continue,
             },
+            Begin::Unknown => {
+                // SORT's STORE destination is the only such key written; BY/GET keys are
+                // derived from the sorted values and cannot be known beforehand.
+                if info.name == "sort" && spec.flags.contains(&"OW") {
+                    out.extend(sort_store_key(argv));
+                }
+                continue;
+            }
         };
         let (first, last, step) = match spec.find {
             Find::Range { lastkey, step, limit } => {
@@ -307,6 +335,7 @@ pub fn key_positions(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<usize>, I
                 let first = first + firstkey as i64;
                 (first, first + numkeys - 1, step as i64)
             }
+            Find::Unknown => continue,
         };
         if last >= argc || last < first || first >= argc {
             return Err(InvalidKeys);
@@ -318,6 +347,26 @@ pub fn key_positions(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<usize>, I
         }
     }
     Ok(out)
+}
+
+/// The position of SORT's STORE destination, parsing the options as Redis'
+/// `sortGetKeys` does (LIMIT takes two arguments, GET/BY one; the last STORE wins).
+fn sort_store_key(argv: &[Bytes]) -> Option<usize> {
+    let mut found = None;
+    let mut i = 2;
+    while i < argv.len() {
+        let skip = match argv[i].to_ascii_lowercase().as_slice() {
+            b"limit" => 2,
+            b"get" | b"by" => 1,
+            b"store" if i + 1 < argv.len() => {
+                found = Some(i + 1);
+                1
+            }
+            _ => 0,
+        };
+        i += 1 + skip;
+    }
+    found
 }
 
 fn find_keyword(argv: &[Bytes], keyword: &str, startfrom: i32) -> Option<usize> {
@@ -376,6 +425,7 @@ fn spec_reply(spec: &KeySpec) -> Reply {
             "keyword",
             vec![pair("keyword", Reply::bulk(keyword.as_bytes())), pair("startfrom", int(startfrom.into()))],
         ),
+        Begin::Unknown => ("unknown", Vec::new()),
     };
     let find = match spec.find {
         Find::Range { lastkey, step, limit } => (
@@ -394,6 +444,7 @@ fn spec_reply(spec: &KeySpec) -> Reply {
                 pair("keystep", int(step as i64)),
             ],
         ),
+        Find::Unknown => ("unknown", Vec::new()),
     };
     let search = |(ty, spec): (&'static str, Vec<[Reply; 2]>)| {
         Reply::Array(

@@ -1631,6 +1631,64 @@ pub(super) const TABLE: &[CommandInfo] = &[
         has_subcommands: false,
     },
     CommandInfo {
+        name: "sort",
+        family: Family::Sort,
+        arity: -2,
+        flags: flag::WRITE | flag::DENYOOM | flag::MOVABLEKEYS,
+        legacy: (1, 1, 1),
+        acl: "@write @set @sortedset @list @slow @dangerous",
+        keys: &[
+            KeySpec {
+                notes: None,
+                flags: &["RO", "access"],
+                begin: Begin::Index(1),
+                find: Find::Range { lastkey: 0, step: 1, limit: 0 },
+            },
+            KeySpec {
+                notes: Some(
+                    "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort",
+                ),
+                flags: &["RO", "access"],
+                begin: Begin::Unknown,
+                find: Find::Unknown,
+            },
+            KeySpec {
+                notes: Some(
+                    "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array",
+                ),
+                flags: &["OW", "update"],
+                begin: Begin::Unknown,
+                find: Find::Unknown,
+            },
+        ],
+        has_subcommands: false,
+    },
+    CommandInfo {
+        name: "sort_ro",
+        family: Family::Sort,
+        arity: -2,
+        flags: flag::READONLY | flag::MOVABLEKEYS,
+        legacy: (1, 1, 1),
+        acl: "@read @set @sortedset @list @slow @dangerous",
+        keys: &[
+            KeySpec {
+                notes: None,
+                flags: &["RO", "access"],
+                begin: Begin::Index(1),
+                find: Find::Range { lastkey: 0, step: 1, limit: 0 },
+            },
+            KeySpec {
+                notes: Some(
+                    "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort",
+                ),
+                flags: &["RO", "access"],
+                begin: Begin::Unknown,
+                find: Find::Unknown,
+            },
+        ],
+        has_subcommands: false,
+    },
+    CommandInfo {
         name: "spop",
         family: Family::Set,
         arity: -2,
