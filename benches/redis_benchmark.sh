@@ -3,10 +3,12 @@
 #
 #   benches/redis_benchmark.sh                 # default tests
 #   TESTS=set,get,ping_mbulk N=100000 P=16 benches/redis_benchmark.sh
+#   THREADS=1,2 benches/redis_benchmark.sh     # one rediskv-server per --threads value
 #
 # Builds `rediskv-server` in release, starts it and a redis-server on free loopback
 # ports, runs `redis-benchmark -q -n N -P P -t TESTS` against each (one after the other),
-# and prints: command, redis-server ops/s, rediskv ops/s, ratio. Both servers are stopped
+# and prints: command, redis-server ops/s, then per rediskv --threads value its ops/s and
+# ratio to redis-server (and, with two values, the second's ratio to the first). Both servers are stopped
 # on exit, whatever happens. A test whose command the engine rejects shows "error".
 set -euo pipefail
 
@@ -14,6 +16,7 @@ N=${N:-200000}
 P=${P:-16}
 CLIENTS=${CLIENTS:-50}
 TESTS=${TESTS:-set,get,incr,lpush,rpop,sadd,hset,zadd,ping_inline,ping_mbulk}
+THREADS=${THREADS:-1,2}
 
 cd "$(dirname "$0")/.."
 for tool in redis-server redis-benchmark redis-cli; do
@@ -62,12 +65,17 @@ REDIS_PORT=$(free_port)
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
     --daemonize no --dir "$WORK" --loglevel warning >"$WORK/redis.log" 2>&1 &
 PIDS+=($!)
-KV_PORT=$(free_port)
-while [ "$KV_PORT" = "$REDIS_PORT" ]; do KV_PORT=$(free_port); done
-"$SERVER_BIN" --port "$KV_PORT" >"$WORK/rediskv.log" 2>&1 &
-PIDS+=($!)
+IFS=',' read -r -a THREAD_LIST <<<"$THREADS"
+KV_PORTS=()
+for threads in "${THREAD_LIST[@]}"; do
+    port=$(free_port)
+    while [ "$port" = "$REDIS_PORT" ] || [[ " ${KV_PORTS[*]} " == *" $port "* ]]; do port=$(free_port); done
+    "$SERVER_BIN" --port "$port" --threads "$threads" >"$WORK/rediskv-$port.log" 2>&1 &
+    PIDS+=($!)
+    KV_PORTS+=("$port")
+done
 wait_ready "$REDIS_PORT"
-wait_ready "$KV_PORT"
+for port in "${KV_PORTS[@]}"; do wait_ready "$port"; done
 
 # One test against one server: prints its ops/s, or "error" (redis-benchmark stops at the
 # first error reply, e.g. a command the engine does not implement yet).
@@ -84,15 +92,24 @@ bench_one() {
 }
 
 echo "redis-benchmark -q -n $N -P $P -c $CLIENTS -t <each of $TESTS>" >&2
-echo "redis-server on port $REDIS_PORT, rediskv on port $KV_PORT" >&2
-printf '\n%-14s %16s %16s %8s\n' "command" "redis-server" "rediskv" "ratio"
-printf '%-14s %16s %16s %8s\n' "-------" "------------" "-------" "-----"
+echo "redis-server on port $REDIS_PORT, rediskv --threads ${THREAD_LIST[*]} on ports ${KV_PORTS[*]}" >&2
+printf '\n%-14s %14s' "command" "redis-server"
+for threads in "${THREAD_LIST[@]}"; do printf ' %14s %6s' "rediskv -t$threads" "ratio"; done
+[ "${#THREAD_LIST[@]}" = 2 ] && printf ' %8s' "t2/t1"
+printf '\n'
 IFS=',' read -r -a TEST_LIST <<<"$TESTS"
 for test in "${TEST_LIST[@]}"; do
     redis_ops=$(bench_one "$REDIS_PORT" "$test")
-    kv_ops=$(bench_one "$KV_PORT" "$test" 2>"$WORK/kv-error.txt")
-    note=""
-    [ "$kv_ops" = "error" ] && note="  ($(cat "$WORK/kv-error.txt"))"
-    ratio=$(awk -v a="$kv_ops" -v b="$redis_ops" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }')
-    printf '%-14s %16s %16s %8s%s\n' "$test" "$redis_ops" "$kv_ops" "$ratio" "$note"
+    printf '%-14s %14s' "$test" "$redis_ops"
+    all=()
+    for port in "${KV_PORTS[@]}"; do
+        kv_ops=$(bench_one "$port" "$test" 2>"$WORK/kv-error.txt")
+        all+=("$kv_ops")
+        ratio=$(awk -v a="$kv_ops" -v b="$redis_ops" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }')
+        printf ' %14s %6s' "$kv_ops" "$ratio"
+    done
+    if [ "${#all[@]}" = 2 ]; then
+        printf ' %8s' "$(awk -v a="${all[1]}" -v b="${all[0]}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }')"
+    fi
+    printf '\n'
 done

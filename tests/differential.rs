@@ -5,8 +5,13 @@
 //!   live in `tests/differential/gen_<family>.rs` and say how their replies compare
 //!   (exactly, as unordered arrays, as unordered pairs, within a TTL tolerance, SCAN-style
 //!   by collecting every element, or by property for random replies).
-//! - Before each sequence Redis gets `FLUSHALL` + `SELECT 0` and the engine a fresh `Db`
-//!   whose `ManualClock` is set to the real time before every command.
+//! - Each side has several client connections (the `txn` family switches between them and
+//!   generates MULTI/EXEC/DISCARD/WATCH/UNWATCH): Redis one TCP connection per client, the
+//!   engine one `Session` per client on an `Engine`. Inside a MULTI the runner sends only
+//!   commands whose replies compare exactly or as unordered arrays, and compares EXEC's
+//!   array element by element with the queued commands' modes.
+//! - Before each sequence Redis gets fresh connections and `FLUSHALL`, the engine a fresh
+//!   `Engine` whose `ManualClock` is set to the real time before every command.
 //! - After each sequence the state of every pool key is compared (TYPE, then its contents
 //!   and PTTL when those commands are enabled).
 //! - A divergence is shrunk (delta debugging, replaying on a flushed Redis and a fresh Db)
@@ -36,7 +41,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use rediskv::backend::MemoryBackend;
 use rediskv::codec::ManualClock;
-use rediskv::commands::{Db, Reply};
+use rediskv::commands::{Engine as KvEngine, Reply, Session};
 
 /// `argv!["GET", g.key()]` → `Vec<Vec<u8>>`.
 macro_rules! argv {
@@ -44,6 +49,7 @@ macro_rules! argv {
 }
 
 #[path = "differential/client.rs"]
+#[allow(dead_code)]
 mod client;
 #[path = "differential/gen_generic.rs"]
 mod gen_generic;
@@ -57,6 +63,8 @@ mod gen_list;
 mod gen_set;
 #[path = "differential/gen_string.rs"]
 mod gen_string;
+#[path = "differential/gen_txn.rs"]
+mod gen_txn;
 #[path = "differential/gen_zset.rs"]
 mod gen_zset;
 #[path = "differential/kit.rs"]
@@ -67,7 +75,7 @@ use kit::*;
 
 /// What runs. An entry is a family name (all its commands) or `family:cmd cmd …` (only
 /// those). Add a family here once its commands are merged.
-const ENABLED_FAMILIES: &[&str] = &["keyspace", "string", "hash", "set", "list", "zset", "generic"];
+const ENABLED_FAMILIES: &[&str] = &["keyspace", "string", "hash", "set", "list", "zset", "generic", "txn"];
 
 /// Every family's generators, by name, with the pool keys it prefers (overlapping, so
 /// types still collide; keyspace commands use the whole pool).
@@ -80,6 +88,7 @@ const FAMILIES: &[Family] = &[
     ("list", gen_list::generators, &[b"k1", b"k2", b""]),
     ("zset", gen_zset::generators, &[b"k4", b"{k}x", b"k0"]),
     ("generic", gen_generic::generators, &[b"k0", b"k1"]),
+    ("txn", gen_txn::generators, &[b"k0", b"k3", b"k4"]),
 ];
 
 const DEFAULT_OPS: usize = 30_000;
@@ -88,11 +97,15 @@ const DEFAULT_OPS: usize = 30_000;
 trait Target {
     fn exec(&mut self, argv: &[Vec<u8>]) -> Reply;
     fn reset(&mut self);
+    /// Sends the following commands on client connection `conn` (0 after a reset).
+    fn switch(&mut self, _conn: usize) {}
 }
 
-/// The engine in process.
+/// The engine in process, with one session per client connection.
 struct Engine {
-    db: Db<'static, MemoryBackend>,
+    engine: KvEngine<MemoryBackend>,
+    sessions: Vec<Session>,
+    current: usize,
     clock: Arc<ManualClock>,
 }
 
@@ -103,7 +116,9 @@ fn now_ms() -> u64 {
 impl Engine {
     fn new() -> Self {
         let clock = Arc::new(ManualClock::new(now_ms()));
-        Engine { db: Db::new(MemoryBackend::new()).with_clock(clock.clone()).with_seed(42), clock }
+        let engine = KvEngine::new(MemoryBackend::new()).with_clock(clock.clone()).with_seed(42);
+        let sessions = (0..gen_txn::CONNS).map(|_| engine.session()).collect();
+        Engine { engine, sessions, current: 0, clock }
     }
 }
 
@@ -111,25 +126,45 @@ impl Target for Engine {
     fn exec(&mut self, argv: &[Vec<u8>]) -> Reply {
         self.clock.set_ms(now_ms());
         let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
-        client::fold_resp2(&self.db.execute(&argv))
+        client::fold_resp2(&self.engine.execute(&mut self.sessions[self.current], &argv))
     }
     fn reset(&mut self) {
         *self = Engine::new();
     }
+    fn switch(&mut self, conn: usize) {
+        self.current = conn;
+    }
 }
 
-/// A redis-server over the wire.
+/// A redis-server over the wire, one connection per client.
 struct Remote {
-    client: Client,
+    port: u16,
+    clients: Vec<Client>,
+    current: usize,
+}
+
+impl Remote {
+    fn new(server: &RedisServer) -> Self {
+        let mut remote = Remote { port: server.port, clients: Vec::new(), current: 0 };
+        remote.reset();
+        remote
+    }
 }
 
 impl Target for Remote {
     fn exec(&mut self, argv: &[Vec<u8>]) -> Reply {
-        self.client.call(argv).unwrap_or_else(|e| panic!("redis-server connection failed: {e}"))
+        self.clients[self.current]
+            .call(argv)
+            .unwrap_or_else(|e| panic!("redis-server connection failed: {e}"))
     }
     fn reset(&mut self) {
+        // Fresh connections: no MULTI, no WATCH, database 0.
+        self.clients = (0..gen_txn::CONNS).map(|_| Client::connect(self.port).expect("connect")).collect();
+        self.current = 0;
         assert_eq!(self.exec(&argv!["FLUSHALL"]), Reply::OK);
-        assert_eq!(self.exec(&argv!["SELECT", "0"]), Reply::OK);
+    }
+    fn switch(&mut self, conn: usize) {
+        self.current = conn;
     }
 }
 
@@ -243,23 +278,94 @@ thread_local! {
     static STATS: std::cell::RefCell<std::collections::BTreeMap<String, (usize, usize)>> = Default::default();
 }
 
+thread_local! {
+    /// The client connection commands go to, and per connection the comparison modes of
+    /// the commands queued in its open MULTI (`None`: no MULTI).
+    static TXN: std::cell::RefCell<(usize, Vec<Option<Vec<Cmp>>>)> =
+        std::cell::RefCell::new((0, vec![None; gen_txn::CONNS]));
+}
+
+fn txn_reset() {
+    TXN.with_borrow_mut(|t| *t = (0, vec![None; gen_txn::CONNS]));
+}
+
+/// Compares one op, keeping track of connections and open transactions: inside a MULTI only
+/// the modes EXEC can compare element by element are sent.
 fn compare_op_inner(r: &mut dyn Target, e: &mut dyn Target, op: &Op) -> Result<(usize, Reply), String> {
+    if let Cmp::Conn(n) = op.cmp {
+        r.switch(n);
+        e.switch(n);
+        TXN.with_borrow_mut(|t| t.0 = n);
+        return Ok((0, Reply::OK));
+    }
+    let name = op.argv[0].to_ascii_uppercase();
+    let queueing = TXN.with_borrow(|t| t.1[t.0].is_some());
+    let control = matches!(name.as_slice(), b"MULTI" | b"EXEC" | b"DISCARD" | b"WATCH");
+    let queueable = matches!(op.cmp, Cmp::Exact | Cmp::Unordered | Cmp::PairsUnordered | Cmp::Tolerance(_));
+    if queueing && !control && !queueable {
+        return Ok((0, Reply::Nil));
+    }
+    if op.cmp == Cmp::Exec {
+        let queued = TXN.with_borrow_mut(|t| {
+            let current = t.0;
+            t.1[current].take()
+        });
+        let a = r.exec(&op.argv);
+        let b = e.exec(&op.argv);
+        return match (&a, &b, queued) {
+            (Reply::Array(xs), Reply::Array(ys), Some(cmps))
+                if xs.len() == ys.len() && xs.len() == cmps.len() =>
+            {
+                for ((x, y), cmp) in xs.iter().zip(ys).zip(cmps) {
+                    if !same_reply(&cmp, x, y) {
+                        return Err(mismatch("EXEC replies differ", &a, &b));
+                    }
+                }
+                Ok((1, a))
+            }
+            _ if same_modulo_stored_negative_zero(&a, &b) => Ok((1, a)),
+            _ => Err(mismatch("replies differ", &a, &b)),
+        };
+    }
+    let result = compare_op_modes(r, e, op);
+    if let Ok((_, reply)) = &result {
+        TXN.with_borrow_mut(|t| {
+            let current = t.0;
+            let open = &mut t.1[current];
+            match name.as_slice() {
+                b"MULTI" if *reply == Reply::OK => *open = Some(Vec::new()),
+                b"DISCARD" if *reply == Reply::OK => *open = None,
+                _ if *reply == Reply::status("QUEUED") => {
+                    open.get_or_insert_with(Vec::new).push(op.cmp.clone())
+                }
+                _ => {}
+            }
+        });
+    }
+    result
+}
+
+/// Whether two replies agree under `cmp` (the non-iterating modes).
+fn same_reply(cmp: &Cmp, a: &Reply, b: &Reply) -> bool {
+    match (cmp, a, b) {
+        (Cmp::Unordered, Reply::Array(_), Reply::Array(_)) => canonical(a, false) == canonical(b, false),
+        (Cmp::PairsUnordered, Reply::Array(_), Reply::Array(_)) => {
+            canonical(a, true).is_some() && canonical(a, true) == canonical(b, true)
+        }
+        (Cmp::Tolerance(t), Reply::Integer(x), Reply::Integer(y)) if *x >= 0 && *y >= 0 => {
+            (x - y).abs() <= *t
+        }
+        _ => same_modulo_stored_negative_zero(a, b),
+    }
+}
+
+fn compare_op_modes(r: &mut dyn Target, e: &mut dyn Target, op: &Op) -> Result<(usize, Reply), String> {
     match &op.cmp {
+        Cmp::Exec | Cmp::Conn(_) => unreachable!("handled by compare_op_inner"),
         Cmp::Exact | Cmp::Unordered | Cmp::PairsUnordered | Cmp::Tolerance(_) => {
             let a = r.exec(&op.argv);
             let b = e.exec(&op.argv);
-            let same = match (&op.cmp, &a, &b) {
-                (Cmp::Unordered, Reply::Array(_), Reply::Array(_)) => {
-                    canonical(&a, false) == canonical(&b, false)
-                }
-                (Cmp::PairsUnordered, Reply::Array(_), Reply::Array(_)) => {
-                    canonical(&a, true).is_some() && canonical(&a, true) == canonical(&b, true)
-                }
-                (Cmp::Tolerance(t), Reply::Integer(x), Reply::Integer(y)) if *x >= 0 && *y >= 0 => {
-                    (x - y).abs() <= *t
-                }
-                _ => same_modulo_stored_negative_zero(&a, &b),
-            };
+            let same = same_reply(&op.cmp, &a, &b);
             if same { Ok((1, a)) } else { Err(mismatch("replies differ", &a, &b)) }
         }
         Cmp::Scan { cursor_arg, pairs } => {
@@ -285,7 +391,7 @@ fn compare_op_inner(r: &mut dyn Target, e: &mut dyn Target, op: &Op) -> Result<(
             if mixed_scores(r, &op.argv[*key_arg]) {
                 return Ok((0, Reply::Nil));
             }
-            compare_op_inner(r, e, &Op { argv: op.argv.clone(), cmp: Cmp::Exact })
+            compare_op_modes(r, e, &Op { argv: op.argv.clone(), cmp: Cmp::Exact })
         }
         Cmp::DbSize => {
             let a = r.exec(&op.argv);
@@ -467,6 +573,7 @@ fn run_ops(
 ) -> Result<usize, Divergence> {
     r.reset();
     e.reset();
+    txn_reset();
     let mut compared = 0;
     for (index, op) in ops.iter().enumerate() {
         compared += compare_op(r, e, op)
@@ -477,6 +584,15 @@ fn run_ops(
         index: ops.len(),
         what: format!("final state check: {}\n      {what}", op.display()),
     };
+    // Close every open transaction, then check the state from connection 0.
+    for conn in (0..gen_txn::CONNS).rev() {
+        let switch = Op { argv: argv!["\u{0}CONN", conn.to_string()], cmp: Cmp::Conn(conn) };
+        compare_op(r, e, &switch).map_err(|w| fail(&switch, w))?;
+        if TXN.with_borrow(|t| t.1[conn].is_some()) {
+            let discard = exact(argv!["DISCARD"]);
+            compare_op(r, e, &discard).map_err(|w| fail(&discard, w))?;
+        }
+    }
     let select = exact(argv!["SELECT", "0"]);
     compare_op(r, e, &select).map_err(|w| fail(&select, w))?;
     for key in KEYS {
@@ -567,7 +683,7 @@ fn engine_replies_match_redis() {
         return;
     }
     let server = RedisServer::start().expect("start redis-server");
-    let mut reference = Remote { client: server.connect().expect("connect to redis-server") };
+    let mut reference = Remote::new(&server);
     let version = reference.exec(&argv!["INFO", "server"]);
     if let Some(info) = bytes_of(&version) {
         let info = String::from_utf8_lossy(&info);
@@ -583,7 +699,7 @@ fn engine_replies_match_redis() {
     let second_server;
     let mut subject: Box<dyn Target> = if against_redis {
         second_server = RedisServer::start().expect("start the second redis-server");
-        Box::new(Remote { client: second_server.connect().expect("connect") })
+        Box::new(Remote::new(&second_server))
     } else {
         Box::new(Engine::new())
     };

@@ -1,4 +1,4 @@
-//! Connection-level commands about the client itself: HELLO, CLIENT, COMMAND.
+//! Connection-level commands about the client itself: HELLO, CLIENT.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -103,20 +103,5 @@ impl Client {
                 String::from_utf8_lossy(sub)
             )),
         }
-    }
-}
-
-/// COMMAND: no per-command documentation is served; clients fall back gracefully.
-pub fn command(argv: &[Bytes]) -> Reply {
-    match argv.get(1) {
-        None => Reply::Array(Vec::new()),
-        Some(sub) if sub.eq_ignore_ascii_case(b"count") => Reply::Integer(0),
-        Some(sub) if sub.eq_ignore_ascii_case(b"docs") || sub.eq_ignore_ascii_case(b"info") => {
-            Reply::Array(Vec::new())
-        }
-        Some(sub) => Reply::Error(format!(
-            "ERR unknown subcommand '{}'. Try COMMAND HELP.",
-            String::from_utf8_lossy(sub)
-        )),
     }
 }

@@ -2,24 +2,91 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
 
 use bytes::{Bytes, BytesMut};
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Token, Waker};
 use rediskv::backend::MemoryBackend;
-use rediskv::commands::{Db, Reply};
+use rediskv::commands::{Engine, Reply, Session};
 
-use crate::admin::{self, Client};
+use crate::admin::Client;
 use crate::resp::{Parsed, parse};
 use crate::{config, info};
 
-const LISTENER: Token = Token(usize::MAX);
+/// The engine every event loop shares.
+pub type SharedEngine = Arc<Engine<MemoryBackend>>;
 
-/// One event loop thread owning the database, like redis-server.
-pub struct Server {
+const LISTENER: Token = Token(usize::MAX);
+const WAKER: Token = Token(usize::MAX - 1);
+
+/// Accepts connections and hands them round-robin to `threads` event loops over one
+/// shared [`Engine`]; each loop owns its connections and each connection its [`Session`].
+///
+/// # Errors
+/// Creating a poller or registering the listener failed, or the acceptor's poll failed.
+pub fn serve(mut listener: TcpListener, port: u16, threads: usize) -> io::Result<()> {
+    let engine: SharedEngine = Arc::new(Engine::new(MemoryBackend::new()));
+    let mut loops = Vec::new();
+    for i in 0..threads.max(1) {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let (tx, rx) = channel();
+        let event_loop = EventLoop::new(poll, rx, engine.clone(), port);
+        std::thread::Builder::new().name(format!("loop-{i}")).spawn(move || {
+            if let Err(e) = event_loop.run() {
+                eprintln!("server: event loop {i}: {e}");
+                std::process::exit(1);
+            }
+        })?;
+        loops.push((tx, waker));
+    }
+    let mut poll = Poll::new()?;
+    poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+    let mut events = Events::with_capacity(16);
+    let mut next = 0;
+    loop {
+        if let Err(e) = poll.poll(&mut events, None) {
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        while let Some(stream) = accept(&listener) {
+            let (tx, waker): &(Sender<TcpStream>, Arc<Waker>) = &loops[next % loops.len()];
+            next += 1;
+            if tx.send(stream).is_ok() {
+                waker.wake()?;
+            }
+        }
+    }
+}
+
+/// The next pending connection, if any.
+fn accept(listener: &TcpListener) -> Option<TcpStream> {
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let _ = stream.set_nodelay(true);
+                return Some(stream);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                // Out of file descriptors and such: keep serving the others.
+                eprintln!("server: accept: {e}");
+                return None;
+            }
+        }
+    }
+}
+
+/// One event-loop thread: its connections, their reads, commands and writes.
+struct EventLoop {
     poll: Poll,
-    listener: TcpListener,
-    db: Db<'static, MemoryBackend>,
+    incoming: Receiver<TcpStream>,
+    engine: SharedEngine,
     port: u16,
     conns: HashMap<usize, Connection>,
     next_token: usize,
@@ -27,30 +94,20 @@ pub struct Server {
     chunk: Vec<u8>,
 }
 
-impl Server {
-    /// A server listening on `listener` (already bound to `port`).
-    ///
-    /// # Errors
-    /// Creating the poller or registering the listener failed.
-    pub fn new(mut listener: TcpListener, port: u16) -> io::Result<Server> {
-        let poll = Poll::new()?;
-        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-        Ok(Server {
+impl EventLoop {
+    fn new(poll: Poll, incoming: Receiver<TcpStream>, engine: SharedEngine, port: u16) -> Self {
+        EventLoop {
             poll,
-            listener,
-            db: Db::new(MemoryBackend::new()),
+            incoming,
+            engine,
             port,
             conns: HashMap::new(),
             next_token: 0,
             chunk: vec![0; 64 * 1024],
-        })
+        }
     }
 
-    /// Serves until polling fails.
-    ///
-    /// # Errors
-    /// The poller failed.
-    pub fn run(mut self) -> io::Result<()> {
+    fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
             if let Err(e) = self.poll.poll(&mut events, None) {
@@ -60,41 +117,32 @@ impl Server {
                 return Err(e);
             }
             for event in events.iter() {
-                if event.token() == LISTENER {
-                    self.accept();
+                if event.token() == WAKER {
+                    self.adopt();
                     continue;
                 }
                 let token = event.token().0;
                 let Some(conn) = self.conns.get_mut(&token) else { continue };
-                let keep = conn.on_event(&mut self.db, &mut self.chunk, self.port);
+                let keep = conn.on_event(&self.engine, &mut self.chunk, self.port);
                 let keep = keep && conn.update_interest(self.poll.registry(), Token(token)).is_ok();
                 if !keep {
                     if let Some(mut conn) = self.conns.remove(&token) {
                         let _ = self.poll.registry().deregister(&mut conn.stream);
+                        self.engine.close(&mut conn.session);
                     }
                 }
             }
         }
     }
 
-    fn accept(&mut self) {
-        loop {
-            match self.listener.accept() {
-                Ok((mut stream, _)) => {
-                    let _ = stream.set_nodelay(true);
-                    let token = self.next_token;
-                    self.next_token = self.next_token.wrapping_add(1) % (usize::MAX - 1);
-                    if self.poll.registry().register(&mut stream, Token(token), Interest::READABLE).is_ok() {
-                        self.conns.insert(token, Connection::new(stream));
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    // Out of file descriptors and such: keep serving the others.
-                    eprintln!("server: accept: {e}");
-                    return;
-                }
+    /// Registers the connections the acceptor handed over.
+    fn adopt(&mut self) {
+        while let Ok(mut stream) = self.incoming.try_recv() {
+            let token = self.next_token;
+            self.next_token = self.next_token.wrapping_add(1) % (usize::MAX - 2);
+            if self.poll.registry().register(&mut stream, Token(token), Interest::READABLE).is_ok() {
+                let session = self.engine.session();
+                self.conns.insert(token, Connection::new(stream, session));
             }
         }
     }
@@ -104,6 +152,8 @@ struct Connection {
     stream: TcpStream,
     /// What the connection-level commands know about this client.
     client: Client,
+    /// The engine's per-client state: database, MULTI queue, WATCHes.
+    session: Session,
     buf: BytesMut,
     out: Vec<u8>,
     /// How much of `out` is already written.
@@ -122,10 +172,11 @@ enum Next {
 }
 
 impl Connection {
-    fn new(stream: TcpStream) -> Self {
+    fn new(stream: TcpStream, session: Session) -> Self {
         Connection {
             stream,
             client: Client::new(),
+            session,
             buf: BytesMut::with_capacity(16 * 1024),
             out: Vec::new(),
             written: 0,
@@ -138,7 +189,7 @@ impl Connection {
 
     /// Handles readiness: reads everything available, runs every complete request, writes
     /// the replies. Returns false when the connection is done.
-    fn on_event(&mut self, db: &mut Db<MemoryBackend>, chunk: &mut [u8], port: u16) -> bool {
+    fn on_event(&mut self, engine: &SharedEngine, chunk: &mut [u8], port: u16) -> bool {
         if !self.closing {
             loop {
                 match self.stream.read(chunk) {
@@ -154,7 +205,7 @@ impl Connection {
                     Err(_) => return false,
                 }
             }
-            self.run_requests(db, port);
+            self.run_requests(engine, port);
         }
         match self.flush() {
             Ok(()) => !(self.closing && self.written == self.out.len()),
@@ -162,7 +213,7 @@ impl Connection {
         }
     }
 
-    fn run_requests(&mut self, db: &mut Db<MemoryBackend>, port: u16) {
+    fn run_requests(&mut self, engine: &SharedEngine, port: u16) {
         while !self.closing {
             let parsed = match parse(&self.buf, &mut self.ranges) {
                 Ok(p) => p,
@@ -189,7 +240,7 @@ impl Connection {
                 }
             }
             if !argv.is_empty() {
-                if let Next::Close = self.dispatch(&argv, db, port) {
+                if let Next::Close = self.dispatch(&argv, engine, port) {
                     self.closing = true;
                 }
             }
@@ -228,7 +279,7 @@ impl Connection {
     }
 
     /// Runs one command, appending its reply to `out`.
-    fn dispatch(&mut self, argv: &[Bytes], db: &mut Db<MemoryBackend>, port: u16) -> Next {
+    fn dispatch(&mut self, argv: &[Bytes], engine: &SharedEngine, port: u16) -> Next {
         let name = &argv[0];
         let is = |s: &str| name.eq_ignore_ascii_case(s.as_bytes());
         let client = &mut self.client;
@@ -239,18 +290,13 @@ impl Connection {
             client.hello(argv)
         } else if is("client") {
             client.client(argv)
-        } else if is("command") {
-            admin::command(argv)
         } else if is("info") {
             info::info(port)
         } else if is("config") {
             config::config(argv)
         } else {
-            if db.index() != client.index {
-                let _ = db.select(client.index);
-            }
-            let reply = db.execute(argv);
-            client.index = db.index();
+            let reply = engine.execute(&mut self.session, argv);
+            client.index = self.session.db();
             reply
         };
         reply.write_resp(&mut self.out);

@@ -1,16 +1,18 @@
 //! A RESP2 server over the rediskv engine, for redis-cli, redis-benchmark and client libraries.
 //!
 //! ```text
-//! cargo run --release -p rediskv-server -- [--port 6380] [--bind 127.0.0.1]
+//! cargo run --release -p rediskv-server -- [--port 6380] [--bind 127.0.0.1] [--threads N]
 //! redis-cli -p 6380
 //! ```
 //!
-//! One event-loop thread (mio/epoll, [`conn`]) serves every connection and owns the
-//! `Db<MemoryBackend>`, like redis-server; each connection remembers its own `SELECT`ed
-//! database. Every complete request in the input buffer is parsed and executed and all
-//! replies go out in one write, so pipelining is cheap. Connection-level commands are
-//! answered by this crate ([`admin`], [`config`], [`info`]); everything else goes to
-//! `Db::execute`.
+//! `--threads N` (default: the number of cores) event-loop threads (mio/epoll, [`conn`])
+//! share one `Engine<MemoryBackend>`; an acceptor thread hands connections out round-robin
+//! and each connection owns its `Session` (database, MULTI queue, WATCHes). The engine's
+//! key locks keep commands on the same keys atomic across threads. Every complete request
+//! in the input buffer is parsed and executed and all replies go out in one write, so
+//! pipelining is cheap. Connection-level commands are answered by this crate ([`admin`],
+//! [`config`], [`info`]); everything else, MULTI/EXEC/WATCH and COMMAND included, goes to
+//! `Engine::execute`.
 
 mod admin;
 mod config;
@@ -21,18 +23,26 @@ mod resp;
 struct Options {
     bind: String,
     port: u16,
+    threads: usize,
 }
 
 fn options() -> Result<Options, String> {
-    let mut opts = Options { bind: "127.0.0.1".into(), port: 6380 };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut opts = Options { bind: "127.0.0.1".into(), port: 6380, threads: cores };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
             "--port" | "-p" => opts.port = value()?.parse().map_err(|e| format!("--port: {e}"))?,
             "--bind" | "-b" => opts.bind = value()?,
+            "--threads" | "-t" => {
+                opts.threads = value()?.parse().map_err(|e| format!("--threads: {e}"))?;
+                if opts.threads == 0 {
+                    return Err("--threads must be at least 1".into());
+                }
+            }
             "--help" | "-h" => {
-                println!("usage: rediskv-server [--port 6380] [--bind 127.0.0.1]");
+                println!("usage: rediskv-server [--port 6380] [--bind 127.0.0.1] [--threads N]");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown flag {other} (try --help)")),
@@ -58,8 +68,8 @@ fn main() {
         std::process::exit(1);
     });
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(opts.port);
-    eprintln!("rediskv server listening on {}:{port} (RESP2)", opts.bind);
-    if let Err(e) = conn::Server::new(listener, port).and_then(conn::Server::run) {
+    eprintln!("rediskv server listening on {}:{port} (RESP2, {} threads)", opts.bind, opts.threads);
+    if let Err(e) = conn::serve(listener, port, opts.threads) {
         eprintln!("server: {e}");
         std::process::exit(1);
     }

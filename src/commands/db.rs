@@ -416,21 +416,31 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }))
     }
 
-    /// Applies a command's writes as one atomic batch (nothing for an empty batch).
+    /// Applies a command's writes as one atomic batch (nothing for an empty batch), and
+    /// records the keys it touched: every metadata put, and every metadata delete of a
+    /// record that exists (see [`Db::take_touched`]).
     ///
     /// # Errors
-    /// Storage errors.
+    /// Storage errors; then nothing was written or recorded.
     pub fn commit(&mut self, batch: WriteBatch) -> CommandResult<()> {
         if batch.is_empty() {
             return Ok(());
         }
-        let written = batch.ops().iter().filter_map(|op| match op {
-            BatchOp::Put { cf: ColumnFamily::Metadata, key, .. }
-            | BatchOp::Delete { cf: ColumnFamily::Metadata, key } => {
-                Some(TouchedKey { metadata_key: key.clone(), kind: Touch::Written })
+        // A delete touches a key only if it had a record (Redis signals what it removed).
+        let mut written = Vec::new();
+        for op in batch.ops() {
+            match op {
+                BatchOp::Put { cf: ColumnFamily::Metadata, key, .. } => written.push(key.clone()),
+                BatchOp::Delete { cf: ColumnFamily::Metadata, key }
+                    if self.backend.get(ColumnFamily::Metadata, key)?.is_some() =>
+                {
+                    written.push(key.clone());
+                }
+                _ => {}
             }
-            _ => None,
-        });
+        }
+        let written =
+            written.into_iter().map(|metadata_key| TouchedKey { metadata_key, kind: Touch::Written });
         let mut touched = std::mem::take(self.touched.get_mut());
         let before = touched.len();
         touched.extend(written);

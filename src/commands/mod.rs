@@ -55,22 +55,24 @@ use crate::backend::KvBackend;
 
 /// The handler of a data command (`None` for session commands such as MULTI).
 pub fn handler<B: KvBackend>(info: &CommandInfo) -> Option<Handler<B>> {
+    let name = info.container();
     match info.family {
-        Family::Keyspace => keyspace::command(info.name),
-        Family::String => string::command(info.name),
-        Family::Hash => hash::command(info.name),
-        Family::Set => set::command(info.name),
-        Family::List => list::command(info.name),
-        Family::Zset => zset::command(info.name),
-        Family::Dump => dump::command(info.name),
-        Family::Generic => generic::command(info.name),
-        Family::Sort => sort::command(info.name),
+        Family::Keyspace => keyspace::command(name),
+        Family::String => string::command(name),
+        Family::Hash => hash::command(name),
+        Family::Set => set::command(name),
+        Family::List => list::command(name),
+        Family::Zset => zset::command(name),
+        Family::Dump => dump::command(name),
+        Family::Generic => generic::command(name),
+        Family::Sort => sort::command(name),
         Family::Session => None,
     }
 }
 
-/// Looks `argv[0]` up and checks the arity: the command's metadata, or Redis 7.0's error
-/// reply for an unknown command or a wrong argument count.
+/// Looks `argv[0]` (and a container's subcommand) up and checks the arity: the command's
+/// metadata, or Redis 7.0's error reply for an unknown command or subcommand or a wrong
+/// argument count.
 ///
 /// # Errors
 /// The error reply, ready to send.
@@ -78,8 +80,19 @@ pub fn resolve(argv: &[Bytes]) -> Result<&'static CommandInfo, Reply> {
     let Some(first) = argv.first() else {
         return Err(Reply::Error("ERR empty command".into()));
     };
-    let Some(info) = table::lookup_bytes(first) else {
-        return Err(Reply::Error(unknown_command(first, &argv[1..])));
+    let info = match table::find(argv) {
+        Ok(info) => info,
+        Err(None) => return Err(Reply::Error(unknown_command(first, &argv[1..]))),
+        Err(Some(container)) if !container.arity_ok(argv.len()) => {
+            return Err(Reply::Error(CommandError::WrongArity(container.name.to_string()).to_string()));
+        }
+        Err(Some(container)) => {
+            return Err(Reply::Error(format!(
+                "ERR unknown subcommand '{}'. Try {} HELP.",
+                String::from_utf8_lossy(&argv[1]),
+                container.name.to_uppercase()
+            )));
+        }
     };
     if !info.arity_ok(argv.len()) {
         return Err(Reply::Error(CommandError::WrongArity(info.name.to_string()).to_string()));
@@ -103,7 +116,7 @@ impl<B: KvBackend> Db<'_, B> {
     pub(crate) fn execute_resolved(&mut self, info: &CommandInfo, argv: &[Bytes]) -> Reply {
         match handler::<B>(info) {
             Some(run) => run(self, argv).unwrap_or_else(|e| Reply::Error(e.to_string())),
-            None if info.name == "command" => table::command_reply(argv),
+            None if info.container() == "command" => table::command_reply(argv),
             None => Reply::Error(format!("ERR {} needs a client session", info.name.to_uppercase())),
         }
     }

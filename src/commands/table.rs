@@ -193,9 +193,17 @@ pub struct CommandInfo {
     pub acl: &'static str,
     /// Key specs.
     pub keys: &'static [KeySpec],
+    /// A container (OBJECT, COMMAND): its subcommands have rows of their own, named
+    /// `container|subcommand`, with their own arity, flags and key specs.
+    pub has_subcommands: bool,
 }
 
 impl CommandInfo {
+    /// The name the family knows the command by: the container's for a subcommand.
+    pub fn container(&self) -> &'static str {
+        self.name.split('|').next().unwrap_or(self.name)
+    }
+
     /// Whether `argc` arguments (the name included) satisfy the arity.
     pub fn arity_ok(&self, argc: usize) -> bool {
         let argc = argc as i64;
@@ -234,9 +242,30 @@ impl CommandInfo {
     }
 }
 
-/// Every command, sorted by name.
+/// Every command and subcommand (`container|sub`), sorted by name.
 pub fn all() -> &'static [CommandInfo] {
     TABLE
+}
+
+/// The top-level commands, as `COMMAND` and `COMMAND COUNT` list them.
+fn top_level() -> impl Iterator<Item = &'static CommandInfo> {
+    TABLE.iter().filter(|c| !c.name.contains('|'))
+}
+
+/// The row `argv` runs: the command's, or for a container its subcommand's (`argv[1]`,
+/// any case). `Err(Some(info))` names a container whose subcommand is unknown; `Err(None)`
+/// an unknown command.
+pub fn find(argv: &[Bytes]) -> Result<&'static CommandInfo, Option<&'static CommandInfo>> {
+    let info = argv.first().and_then(|n| lookup_bytes(n)).ok_or(None)?;
+    match argv.get(1) {
+        Some(sub) if info.has_subcommands => {
+            let mut name = info.name.as_bytes().to_vec();
+            name.push(b'|');
+            name.extend_from_slice(sub);
+            lookup_bytes(&name).ok_or(Some(info))
+        }
+        _ => Ok(info),
+    }
 }
 
 /// The metadata of the command named `name` (lowercase).
@@ -246,8 +275,8 @@ pub fn lookup(name: &str) -> Option<&'static CommandInfo> {
 
 /// [`lookup`] for a name in any case; `None` for unknown names.
 pub fn lookup_bytes(name: &[u8]) -> Option<&'static CommandInfo> {
-    // Every command name fits in 24 bytes; lowercase it on the stack.
-    let mut buf = [0u8; 24];
+    // Every command name fits in 32 bytes; lowercase it on the stack.
+    let mut buf = [0u8; 32];
     let lower = buf.get_mut(..name.len())?;
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
@@ -355,7 +384,7 @@ fn find_keyword(argv: &[Bytes], keyword: &str, startfrom: i32) -> Option<usize> 
 /// The keys of `argv` (an engine locks or routes by them): [`key_positions`] as bytes,
 /// empty for an unknown command or invalid arguments.
 pub fn keys(argv: &[Bytes]) -> Vec<Bytes> {
-    let Some(info) = argv.first().and_then(|n| lookup_bytes(n)) else {
+    let Ok(info) = find(argv) else {
         return Vec::new();
     };
     key_positions(info, argv)
@@ -443,21 +472,17 @@ fn spec_reply(spec: &KeySpec) -> Reply {
 }
 
 /// The reply to `COMMAND [INFO name… | COUNT | GETKEYS command arg…]` (argv includes
-/// `COMMAND` itself), with Redis 7.0's errors.
+/// `COMMAND` itself, and passed [`super::resolve`]: subcommand and arity are checked).
 pub fn command_reply(argv: &[Bytes]) -> Reply {
     let Some(sub) = argv.get(1) else {
-        return Reply::Array(TABLE.iter().map(info_reply).collect());
+        return Reply::Array(top_level().map(info_reply).collect());
     };
-    let wrong_arity =
-        |name: &str| Reply::Error(format!("ERR wrong number of arguments for 'command|{name}' command"));
     match sub.to_ascii_lowercase().as_slice() {
-        b"info" if argv.len() == 2 => Reply::Array(TABLE.iter().map(info_reply).collect()),
+        b"info" if argv.len() == 2 => Reply::Array(top_level().map(info_reply).collect()),
         b"info" => Reply::Array(
             argv[2..].iter().map(|name| lookup_bytes(name).map_or(Reply::Nil, info_reply)).collect(),
         ),
-        b"count" if argv.len() == 2 => Reply::Integer(TABLE.len() as i64),
-        b"count" => wrong_arity("count"),
-        b"getkeys" if argv.len() < 4 => wrong_arity("getkeys"),
+        b"count" => Reply::Integer(top_level().count() as i64),
         b"getkeys" => getkeys_reply(&argv[2..]),
         _ => Reply::Error(format!(
             "ERR unknown subcommand '{}'. Try COMMAND HELP.",
@@ -467,7 +492,7 @@ pub fn command_reply(argv: &[Bytes]) -> Reply {
 }
 
 fn getkeys_reply(argv: &[Bytes]) -> Reply {
-    let Some(info) = lookup_bytes(&argv[0]) else {
+    let Ok(info) = find(argv) else {
         return Reply::Error("ERR Invalid command specified".into());
     };
     if info.keys.is_empty() {
@@ -496,6 +521,7 @@ mod tests {
     #[test]
     fn table_is_sorted_and_unique() {
         assert!(TABLE.windows(2).all(|w| w[0].name < w[1].name));
+        assert!(TABLE.iter().all(|c| c.name.len() <= 32));
     }
 
     #[test]

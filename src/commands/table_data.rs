@@ -18,6 +18,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "blmove",
@@ -40,6 +41,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: 0, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "blmpop",
@@ -54,6 +56,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(2),
             find: Find::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "blpop",
@@ -68,6 +71,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -2, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "brpop",
@@ -82,6 +86,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -2, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "brpoplpush",
@@ -104,6 +109,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: 0, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "bzmpop",
@@ -118,6 +124,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(2),
             find: Find::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "bzpopmax",
@@ -132,6 +139,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -2, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "bzpopmin",
@@ -146,6 +154,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -2, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "command",
@@ -155,6 +164,37 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@slow @connection",
         keys: &[],
+        has_subcommands: true,
+    },
+    CommandInfo {
+        name: "command|count",
+        family: Family::Session,
+        arity: 2,
+        flags: flag::LOADING | flag::STALE,
+        legacy: (0, 0, 0),
+        acl: "@slow @connection",
+        keys: &[],
+        has_subcommands: false,
+    },
+    CommandInfo {
+        name: "command|getkeys",
+        family: Family::Session,
+        arity: -4,
+        flags: flag::LOADING | flag::STALE,
+        legacy: (0, 0, 0),
+        acl: "@slow @connection",
+        keys: &[],
+        has_subcommands: false,
+    },
+    CommandInfo {
+        name: "command|info",
+        family: Family::Session,
+        arity: -2,
+        flags: flag::LOADING | flag::STALE,
+        legacy: (0, 0, 0),
+        acl: "@slow @connection",
+        keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "copy",
@@ -177,6 +217,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: 0, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "dbsize",
@@ -186,6 +227,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@keyspace @read @fast",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "decr",
@@ -200,6 +242,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "decrby",
@@ -214,6 +257,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "del",
@@ -228,6 +272,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -1, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "discard",
@@ -237,6 +282,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@fast @transaction",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "dump",
@@ -251,6 +297,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "echo",
@@ -260,6 +307,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@fast @connection",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "exec",
@@ -269,6 +317,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@slow @transaction",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "exists",
@@ -283,6 +332,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -1, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "expire",
@@ -297,6 +347,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "expireat",
@@ -311,6 +362,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "expiretime",
@@ -325,6 +377,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "flushall",
@@ -334,6 +387,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@keyspace @write @slow @dangerous",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "flushdb",
@@ -343,6 +397,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@keyspace @write @slow @dangerous",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "get",
@@ -357,6 +412,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "getdel",
@@ -371,6 +427,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "getex",
@@ -385,6 +442,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "getrange",
@@ -399,6 +457,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "getset",
@@ -413,6 +472,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hdel",
@@ -427,6 +487,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hexists",
@@ -441,6 +502,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hget",
@@ -455,6 +517,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hgetall",
@@ -469,6 +532,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hincrby",
@@ -483,6 +547,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hincrbyfloat",
@@ -497,6 +562,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hkeys",
@@ -511,6 +577,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hlen",
@@ -525,6 +592,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hmget",
@@ -539,6 +607,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hmset",
@@ -553,6 +622,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hrandfield",
@@ -567,6 +637,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hscan",
@@ -581,6 +652,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hset",
@@ -595,6 +667,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hsetnx",
@@ -609,6 +682,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hstrlen",
@@ -623,6 +697,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "hvals",
@@ -637,6 +712,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "incr",
@@ -651,6 +727,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "incrby",
@@ -665,6 +742,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "incrbyfloat",
@@ -679,6 +757,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "keys",
@@ -688,6 +767,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@keyspace @read @slow @dangerous",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "lcs",
@@ -702,6 +782,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 1, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "lindex",
@@ -716,6 +797,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "linsert",
@@ -730,6 +812,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "llen",
@@ -744,6 +827,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "lmove",
@@ -766,6 +850,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: 0, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "lmpop",
@@ -780,6 +865,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "lpop",
@@ -794,6 +880,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "lpos",
@@ -808,6 +895,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "lpush",
@@ -822,6 +910,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "lpushx",
@@ -836,6 +925,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "lrange",
@@ -850,6 +940,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "lrem",
@@ -864,6 +955,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "lset",
@@ -878,6 +970,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "ltrim",
@@ -892,6 +985,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "mget",
@@ -906,6 +1000,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -1, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "mset",
@@ -920,6 +1015,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -1, step: 2, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "msetnx",
@@ -934,6 +1030,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -1, step: 2, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "multi",
@@ -943,6 +1040,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@fast @transaction",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "object",
@@ -952,6 +1050,77 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@slow",
         keys: &[],
+        has_subcommands: true,
+    },
+    CommandInfo {
+        name: "object|encoding",
+        family: Family::Generic,
+        arity: 3,
+        flags: flag::READONLY,
+        legacy: (2, 2, 1),
+        acl: "@keyspace @read @slow",
+        keys: &[KeySpec {
+            notes: None,
+            flags: &["RO"],
+            begin: Begin::Index(2),
+            find: Find::Range { lastkey: 0, step: 1, limit: 0 },
+        }],
+        has_subcommands: false,
+    },
+    CommandInfo {
+        name: "object|freq",
+        family: Family::Generic,
+        arity: 3,
+        flags: flag::READONLY,
+        legacy: (2, 2, 1),
+        acl: "@keyspace @read @slow",
+        keys: &[KeySpec {
+            notes: None,
+            flags: &["RO"],
+            begin: Begin::Index(2),
+            find: Find::Range { lastkey: 0, step: 1, limit: 0 },
+        }],
+        has_subcommands: false,
+    },
+    CommandInfo {
+        name: "object|help",
+        family: Family::Generic,
+        arity: 2,
+        flags: flag::LOADING | flag::STALE,
+        legacy: (0, 0, 0),
+        acl: "@keyspace @slow",
+        keys: &[],
+        has_subcommands: false,
+    },
+    CommandInfo {
+        name: "object|idletime",
+        family: Family::Generic,
+        arity: 3,
+        flags: flag::READONLY,
+        legacy: (2, 2, 1),
+        acl: "@keyspace @read @slow",
+        keys: &[KeySpec {
+            notes: None,
+            flags: &["RO"],
+            begin: Begin::Index(2),
+            find: Find::Range { lastkey: 0, step: 1, limit: 0 },
+        }],
+        has_subcommands: false,
+    },
+    CommandInfo {
+        name: "object|refcount",
+        family: Family::Generic,
+        arity: 3,
+        flags: flag::READONLY,
+        legacy: (2, 2, 1),
+        acl: "@keyspace @read @slow",
+        keys: &[KeySpec {
+            notes: None,
+            flags: &["RO"],
+            begin: Begin::Index(2),
+            find: Find::Range { lastkey: 0, step: 1, limit: 0 },
+        }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "persist",
@@ -966,6 +1135,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "pexpire",
@@ -980,6 +1150,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "pexpireat",
@@ -994,6 +1165,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "pexpiretime",
@@ -1008,6 +1180,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "ping",
@@ -1017,6 +1190,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@fast @connection",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "psetex",
@@ -1031,6 +1205,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "pttl",
@@ -1045,6 +1220,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "randomkey",
@@ -1054,6 +1230,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@keyspace @read @slow",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "rename",
@@ -1076,6 +1253,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: 0, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "renamenx",
@@ -1098,6 +1276,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: 0, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "restore",
@@ -1112,6 +1291,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "rpop",
@@ -1126,6 +1306,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "rpoplpush",
@@ -1148,6 +1329,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: 0, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "rpush",
@@ -1162,6 +1344,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "rpushx",
@@ -1176,6 +1359,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "sadd",
@@ -1190,6 +1374,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "scan",
@@ -1199,6 +1384,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@keyspace @read @slow",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "scard",
@@ -1213,6 +1399,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "sdiff",
@@ -1227,6 +1414,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -1, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "sdiffstore",
@@ -1249,6 +1437,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: -1, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "select",
@@ -1258,6 +1447,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@fast @connection",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "set",
@@ -1272,6 +1462,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "setex",
@@ -1286,6 +1477,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "setnx",
@@ -1300,6 +1492,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "setrange",
@@ -1314,6 +1507,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "sinter",
@@ -1328,6 +1522,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -1, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "sintercard",
@@ -1342,6 +1537,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "sinterstore",
@@ -1364,6 +1560,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: -1, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "sismember",
@@ -1378,6 +1575,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "smembers",
@@ -1392,6 +1590,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "smismember",
@@ -1406,6 +1605,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "smove",
@@ -1428,6 +1628,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: 0, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "sort",
@@ -1460,6 +1661,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Unknown,
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "sort_ro",
@@ -1484,6 +1686,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Unknown,
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "spop",
@@ -1498,6 +1701,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "srandmember",
@@ -1512,6 +1716,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "srem",
@@ -1526,6 +1731,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "sscan",
@@ -1540,6 +1746,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "strlen",
@@ -1554,6 +1761,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "substr",
@@ -1568,6 +1776,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "sunion",
@@ -1582,6 +1791,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -1, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "sunionstore",
@@ -1604,6 +1814,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: -1, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "touch",
@@ -1618,6 +1829,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -1, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "ttl",
@@ -1632,6 +1844,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "type",
@@ -1646,6 +1859,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "unlink",
@@ -1660,6 +1874,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -1, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "unwatch",
@@ -1669,6 +1884,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@fast @transaction",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "wait",
@@ -1678,6 +1894,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         legacy: (0, 0, 0),
         acl: "@slow @connection",
         keys: &[],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "watch",
@@ -1692,6 +1909,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: -1, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zadd",
@@ -1706,6 +1924,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zcard",
@@ -1720,6 +1939,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zcount",
@@ -1734,6 +1954,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zdiff",
@@ -1748,6 +1969,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zdiffstore",
@@ -1770,6 +1992,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zincrby",
@@ -1784,6 +2007,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zinter",
@@ -1798,6 +2022,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zintercard",
@@ -1812,6 +2037,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zinterstore",
@@ -1834,6 +2060,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zlexcount",
@@ -1848,6 +2075,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zmpop",
@@ -1862,6 +2090,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zmscore",
@@ -1876,6 +2105,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zpopmax",
@@ -1890,6 +2120,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zpopmin",
@@ -1904,6 +2135,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zrandmember",
@@ -1918,6 +2150,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zrange",
@@ -1932,6 +2165,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zrangebylex",
@@ -1946,6 +2180,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zrangebyscore",
@@ -1960,6 +2195,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zrangestore",
@@ -1982,6 +2218,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: 0, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zrank",
@@ -1996,6 +2233,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zrem",
@@ -2010,6 +2248,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zremrangebylex",
@@ -2024,6 +2263,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zremrangebyrank",
@@ -2038,6 +2278,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zremrangebyscore",
@@ -2052,6 +2293,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zrevrange",
@@ -2066,6 +2308,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zrevrangebylex",
@@ -2080,6 +2323,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zrevrangebyscore",
@@ -2094,6 +2338,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zrevrank",
@@ -2108,6 +2353,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zscan",
@@ -2122,6 +2368,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zscore",
@@ -2136,6 +2383,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zunion",
@@ -2150,6 +2398,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             begin: Begin::Index(1),
             find: Find::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
         }],
+        has_subcommands: false,
     },
     CommandInfo {
         name: "zunionstore",
@@ -2172,5 +2421,6 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
             },
         ],
+        has_subcommands: false,
     },
 ];

@@ -62,6 +62,11 @@ pub enum Cmp {
     /// otherwise. Redis leaves lex ranges over mixed scores unspecified (its answer walks
     /// score order); the engine answers in member order, as LAYOUT.md's Subkey CF stores it.
     Lex { key_arg: usize },
+    /// EXEC: an array is compared element by element, each with the mode of the command
+    /// queued at that position; anything else (an error, a WATCH abort's nil) exactly.
+    Exec,
+    /// Not a command: the following commands go to client connection `n` on both sides.
+    Conn(usize),
 }
 
 /// What a random command is checked against.
