@@ -16,37 +16,39 @@
 use bytes::Bytes;
 
 use super::args::{int_arg, normalize_range, timeout_arg};
-use super::{Command, CommandError, CommandResult, Db, Reply};
+use super::db::put_collection_at;
+use super::table::Handler;
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{
     ColumnFamily, KeyRange, Metadata, RedisType, push_back_tail, push_front_index, stored_index,
 };
 
 /// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
     Some(match name {
-        "lpush" => Command::new("lpush", -3, lpush_cmd),
-        "rpush" => Command::new("rpush", -3, rpush_cmd),
-        "lpushx" => Command::new("lpushx", -3, lpushx_cmd),
-        "rpushx" => Command::new("rpushx", -3, rpushx_cmd),
-        "lpop" => Command::new("lpop", -2, lpop_cmd),
-        "rpop" => Command::new("rpop", -2, rpop_cmd),
-        "llen" => Command::new("llen", 2, llen_cmd),
-        "lindex" => Command::new("lindex", 3, lindex_cmd),
-        "lrange" => Command::new("lrange", 4, lrange_cmd),
-        "lset" => Command::new("lset", 4, lset_cmd),
-        "lrem" => Command::new("lrem", 4, lrem_cmd),
-        "linsert" => Command::new("linsert", 5, linsert_cmd),
-        "ltrim" => Command::new("ltrim", 4, ltrim_cmd),
-        "lpos" => Command::new("lpos", -3, lpos_cmd),
-        "lmove" => Command::new("lmove", 5, lmove_cmd),
-        "rpoplpush" => Command::new("rpoplpush", 3, rpoplpush_cmd),
-        "lmpop" => Command::new("lmpop", -4, lmpop_cmd),
-        "blpop" => Command::new("blpop", -3, blpop_cmd),
-        "brpop" => Command::new("brpop", -3, brpop_cmd),
-        "blmove" => Command::new("blmove", 6, blmove_cmd),
-        "brpoplpush" => Command::new("brpoplpush", 4, brpoplpush_cmd),
-        "blmpop" => Command::new("blmpop", -5, blmpop_cmd),
+        "lpush" => lpush_cmd,
+        "rpush" => rpush_cmd,
+        "lpushx" => lpushx_cmd,
+        "rpushx" => rpushx_cmd,
+        "lpop" => lpop_cmd,
+        "rpop" => rpop_cmd,
+        "llen" => llen_cmd,
+        "lindex" => lindex_cmd,
+        "lrange" => lrange_cmd,
+        "lset" => lset_cmd,
+        "lrem" => lrem_cmd,
+        "linsert" => linsert_cmd,
+        "ltrim" => ltrim_cmd,
+        "lpos" => lpos_cmd,
+        "lmove" => lmove_cmd,
+        "rpoplpush" => rpoplpush_cmd,
+        "lmpop" => lmpop_cmd,
+        "blpop" => blpop_cmd,
+        "brpop" => brpop_cmd,
+        "blmove" => blmove_cmd,
+        "brpoplpush" => brpoplpush_cmd,
+        "blmpop" => blmpop_cmd,
         _ => return None,
     })
 }
@@ -131,7 +133,7 @@ fn list_range(meta: &Metadata<'_>, start: i64, stop: i64) -> Option<(u64, u64)> 
     Some((u64::try_from(start).ok()?, u64::try_from(stop).ok()?))
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     fn elem_keys(&self, key: &[u8], version: u64) -> CommandResult<ElemKeys> {
         Ok(ElemKeys { prefix: self.layout().subkey_prefix(key, version, 8)? })
     }
@@ -140,7 +142,12 @@ impl<B: KvBackend> Db<B> {
     /// storage error when its head, tail and size disagree (so no arithmetic on them can
     /// go wrong later).
     fn list_meta(&self, key: &[u8]) -> CommandResult<Option<Metadata<'static>>> {
-        let meta = self.lookup_of(key, RedisType::List)?;
+        self.list_meta_at(&self.metadata_key(key))
+    }
+
+    /// [`Db::list_meta`] by metadata key, for the commands that write it back.
+    fn list_meta_at(&self, mkey: &[u8]) -> CommandResult<Option<Metadata<'static>>> {
+        let meta = self.lookup_of_at(mkey, RedisType::List)?;
         if let Some(m) = &meta {
             if m.tail.checked_sub(m.head) != Some(m.size) {
                 return Err(CommandError::Other("ERR storage error: list head/tail/size disagree".into()));
@@ -151,8 +158,8 @@ impl<B: KvBackend> Db<B> {
 
     /// The live list at `key`, or a new empty one under a fresh version with fresh
     /// head/tail (a missing, expired or deleted key starts over).
-    fn list_or_create(&self, key: &[u8]) -> CommandResult<Metadata<'static>> {
-        match self.list_meta(key)? {
+    fn list_or_create_at(&self, mkey: &[u8]) -> CommandResult<Metadata<'static>> {
+        match self.list_meta_at(mkey)? {
             Some(meta) => Ok(meta),
             None => Ok(self.new_collection(RedisType::List)),
         }
@@ -241,20 +248,23 @@ impl<B: KvBackend> Db<B> {
         elements: &[Bytes],
         only_existing: bool,
     ) -> CommandResult<i64> {
+        // One routing for both keys: one md5 per command with a spread prefix.
+        let routed = self.layout().routed(key);
+        let mkey = routed.metadata_key();
         let mut meta = if only_existing {
-            match self.list_meta(key)? {
+            match self.list_meta_at(&mkey)? {
                 Some(meta) => meta,
                 None => return Ok(0),
             }
         } else {
-            self.list_or_create(key)?
+            self.list_or_create_at(&mkey)?
         };
-        let keys = self.elem_keys(key, meta.version)?;
+        let keys = ElemKeys { prefix: routed.subkey_prefix(meta.version, 8)? };
         let mut batch = WriteBatch::new();
         for element in elements {
             push_into(&mut batch, &keys, &mut meta, end, element.clone())?;
         }
-        self.put_collection(&mut batch, key, &meta);
+        put_collection_at(&mut batch, mkey, &meta);
         self.commit(batch)?;
         Ok(len_i64(&meta))
     }
@@ -284,16 +294,21 @@ impl<B: KvBackend> Db<B> {
     /// # Errors
     /// WRONGTYPE; storage errors.
     pub fn list_pop(&mut self, key: &[u8], end: ListEnd, count: u64) -> CommandResult<Option<Vec<Bytes>>> {
-        match self.list_meta(key)? {
-            None => Ok(None),
-            Some(meta) => self.pop_in(key, meta, end, count).map(Some),
-        }
+        let routed = self.layout().routed(key);
+        let mkey = routed.metadata_key();
+        let Some(meta) = self.list_meta_at(&mkey)? else {
+            return Ok(None);
+        };
+        let keys = ElemKeys { prefix: routed.subkey_prefix(meta.version, 8)? };
+        self.pop_in(key, mkey, keys, meta, end, count).map(Some)
     }
 
     /// Pops from a list whose metadata was read already.
     fn pop_in(
         &mut self,
         key: &[u8],
+        mkey: Vec<u8>,
+        keys: ElemKeys,
         mut meta: Metadata<'static>,
         end: ListEnd,
         count: u64,
@@ -302,17 +317,19 @@ impl<B: KvBackend> Db<B> {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let keys = self.elem_keys(key, meta.version)?;
-        // One element is a point read (the common LPOP/RPOP), more are one range scan.
-        let popped = match end {
-            ListEnd::Left if n == 1 => vec![self.element(&keys, meta.head)?],
-            ListEnd::Right if n == 1 => vec![self.element(&keys, meta.tail - 1)?],
-            ListEnd::Left => self.read_span(key, &meta, 0, n, Direction::Forward)?,
-            ListEnd::Right => self.read_span(key, &meta, meta.size - n, meta.size, Direction::Reverse)?,
-        };
         let mut batch = WriteBatch::new();
-        pop_from(&mut batch, &keys, &mut meta, end, n);
-        self.put_collection(&mut batch, key, &meta);
+        // One element is a point read (the common LPOP/RPOP), more are one range scan.
+        let popped = if n == 1 {
+            vec![self.take_end(&mut batch, &keys, &mut meta, end)?]
+        } else {
+            let popped = match end {
+                ListEnd::Left => self.read_span(key, &meta, 0, n, Direction::Forward)?,
+                ListEnd::Right => self.read_span(key, &meta, meta.size - n, meta.size, Direction::Reverse)?,
+            };
+            pop_from(&mut batch, &keys, &mut meta, end, n);
+            popped
+        };
+        put_collection_at(&mut batch, mkey, &meta);
         self.commit(batch)?;
         Ok(popped)
     }
@@ -363,6 +380,30 @@ impl<B: KvBackend> Db<B> {
     }
 
     /// The element stored at `index`: one point read.
+    /// Reads the element at `end` of a non-empty list and queues its deletion under the
+    /// same key, updating `meta`.
+    fn take_end(
+        &self,
+        batch: &mut WriteBatch,
+        keys: &ElemKeys,
+        meta: &mut Metadata<'static>,
+        end: ListEnd,
+    ) -> CommandResult<Bytes> {
+        let index = match end {
+            ListEnd::Left => meta.head,
+            ListEnd::Right => meta.tail - 1,
+        };
+        let elem_key = keys.at(index);
+        let value = self.backend().get(ColumnFamily::Subkey, &elem_key)?.ok_or_else(corrupted)?;
+        batch.delete(ColumnFamily::Subkey, elem_key);
+        match end {
+            ListEnd::Left => meta.head += 1,
+            ListEnd::Right => meta.tail -= 1,
+        }
+        meta.size -= 1;
+        Ok(value)
+    }
+
     fn element(&self, keys: &ElemKeys, index: u64) -> CommandResult<Bytes> {
         self.backend().get(ColumnFamily::Subkey, &keys.at(index))?.ok_or_else(corrupted)
     }
@@ -679,18 +720,10 @@ impl<B: KvBackend> Db<B> {
             return Ok(None);
         };
         let same = src == dst;
-        let mut dst_meta = if same { None } else { Some(self.list_or_create(dst)?) };
-        let pos = match from {
-            ListEnd::Left => 0,
-            ListEnd::Right => src_meta.size - 1,
-        };
+        let mut dst_meta = if same { None } else { Some(self.list_or_create_at(&self.metadata_key(dst))?) };
         let src_keys = self.elem_keys(src, src_meta.version)?;
-        let value = self
-            .backend()
-            .get(ColumnFamily::Subkey, &src_keys.at(stored_index(src_meta.head, pos)?))?
-            .ok_or_else(corrupted)?;
         let mut batch = WriteBatch::new();
-        pop_from(&mut batch, &src_keys, &mut src_meta, from, 1);
+        let value = self.take_end(&mut batch, &src_keys, &mut src_meta, from)?;
         match dst_meta.as_mut() {
             None => {
                 push_into(&mut batch, &src_keys, &mut src_meta, to, value.clone())?;
@@ -726,8 +759,10 @@ impl<B: KvBackend> Db<B> {
         count: u64,
     ) -> CommandResult<Option<(Bytes, Vec<Bytes>)>> {
         for key in keys {
-            if let Some(meta) = self.list_meta(key)? {
-                let popped = self.pop_in(key, meta, end, count)?;
+            let mkey = self.metadata_key(key);
+            if let Some(meta) = self.list_meta_at(&mkey)? {
+                let keys = self.elem_keys(key, meta.version)?;
+                let popped = self.pop_in(key, mkey, keys, meta, end, count)?;
                 return Ok(Some((key.clone(), popped)));
             }
         }
