@@ -31,6 +31,9 @@ macro_rules! argv {
 }
 
 #[allow(dead_code)]
+#[path = "differential/gen_generic.rs"]
+mod gen_generic;
+#[allow(dead_code)]
 #[path = "differential/gen_hash.rs"]
 mod gen_hash;
 #[allow(dead_code)]
@@ -61,13 +64,14 @@ const SEQUENCE: usize = 40;
 type Family = (fn() -> Vec<CmdGen>, &'static [&'static [u8]]);
 
 fn generators() -> Vec<CmdGen> {
-    let families: [Family; 6] = [
+    let families: [Family; 7] = [
         (gen_keyspace::generators, &[]),
         (gen_string::generators, &[b"k0", b"k1", b""]),
         (gen_hash::generators, &[b"k2", b"\x00\xff"]),
         (gen_set::generators, &[b"k3", b"k4", b"{k}x"]),
         (gen_list::generators, &[b"k1", b"k2", b""]),
         (gen_zset::generators, &[b"k4", b"{k}x", b"k0"]),
+        (gen_generic::generators, &[b"k0", b"k1"]),
     ];
     let mut all = Vec::new();
     for (make, home) in families {
@@ -149,7 +153,7 @@ struct Sequence<'a> {
 }
 
 impl Sequence<'_> {
-    fn db<B: KvBackend>(&self, backend: B, seed: u64) -> Db<B> {
+    fn db<B: KvBackend>(&self, backend: B, seed: u64) -> Db<'static, B> {
         let mut db = Db::new(backend).with_clock(self.clock.clone()).with_seed(seed);
         db.select(self.index).expect("a valid index");
         db
