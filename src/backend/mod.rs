@@ -1,7 +1,9 @@
-//! The storage interface: [`KvBackend`], the in-memory reference [`MemoryBackend`], and the
-//! [`conformance`] kit every other implementation should run.
+//! The storage interface: [`KvBackend`], the in-memory reference [`MemoryBackend`], the
+//! [`conformance`] kit every other implementation should run, and [`FaultyBackend`] for tests
+//! of what an engine does when its store fails.
 
 pub mod conformance;
+mod faulty;
 mod memory;
 
 use bytes::Bytes;
@@ -9,6 +11,7 @@ use bytes::Bytes;
 pub use crate::codec::ColumnFamily;
 use crate::codec::KeyRange;
 use crate::error::Result;
+pub use faulty::FaultyBackend;
 pub use memory::MemoryBackend;
 
 /// A key and its value, as a scan yields them.
