@@ -1,26 +1,34 @@
-//! The event loop and connection I/O: accept, read, parse, dispatch, write.
+//! The event loop and connection I/O: accept, read, parse, hand each command to its
+//! [`Client`], write the replies; and a 100 ms tick (Redis' `hz 10`) that closes idle
+//! (`timeout`) and killed connections and resumes paused ones.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
-use rediskv::backend::MemoryBackend;
+use rediskv::codec::KeyLayout;
 use rediskv::commands::{Db, Reply};
 
-use crate::admin::{self, Client};
-use crate::resp::{Parsed, parse};
-use crate::{config, info};
+use crate::admin::{Client, DEFAULT_NAMESPACE, Next, SharedDb};
+use crate::resp::{Limits, Parsed, parse};
+use crate::state::State;
 
 const LISTENER: Token = Token(usize::MAX);
+/// How often the event loop looks at timeouts, kills and pauses.
+const TICK: Duration = Duration::from_millis(100);
 
 /// One event loop thread owning the database, like redis-server.
 pub struct Server {
     poll: Poll,
     listener: TcpListener,
-    db: Db<MemoryBackend>,
-    port: u16,
+    state: Arc<State>,
+    db: SharedDb,
     conns: HashMap<usize, Connection>,
     next_token: usize,
     /// Shared read buffer: bytes go from the socket here, then into a connection's buffer.
@@ -28,18 +36,20 @@ pub struct Server {
 }
 
 impl Server {
-    /// A server listening on `listener` (already bound to `port`).
+    /// A server listening on `listener`, sharing `state`.
     ///
     /// # Errors
     /// Creating the poller or registering the listener failed.
-    pub fn new(mut listener: TcpListener, port: u16) -> io::Result<Server> {
+    pub fn new(mut listener: TcpListener, state: Arc<State>) -> io::Result<Server> {
         let poll = Poll::new()?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        let layout =
+            KeyLayout::default().with_namespace(DEFAULT_NAMESPACE.as_bytes()).map_err(io::Error::other)?;
         Ok(Server {
             poll,
             listener,
-            db: Db::new(MemoryBackend::new()),
-            port,
+            db: Db::with_layout(state.backend.clone(), layout),
+            state,
             conns: HashMap::new(),
             next_token: 0,
             chunk: vec![0; 64 * 1024],
@@ -53,7 +63,7 @@ impl Server {
     pub fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
-            if let Err(e) = self.poll.poll(&mut events, None) {
+            if let Err(e) = self.poll.poll(&mut events, Some(TICK)) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
@@ -66,13 +76,40 @@ impl Server {
                 }
                 let token = event.token().0;
                 let Some(conn) = self.conns.get_mut(&token) else { continue };
-                let keep = conn.on_event(&mut self.db, &mut self.chunk, self.port);
-                let keep = keep && conn.update_interest(self.poll.registry(), Token(token)).is_ok();
-                if !keep {
-                    if let Some(mut conn) = self.conns.remove(&token) {
-                        let _ = self.poll.registry().deregister(&mut conn.stream);
-                    }
-                }
+                let keep = conn.on_event(&mut self.db, &self.state, &mut self.chunk);
+                self.settle(token, keep);
+            }
+            self.tick();
+        }
+    }
+
+    /// Updates a connection's interest after it ran, or closes it.
+    fn settle(&mut self, token: usize, keep: bool) {
+        let Some(conn) = self.conns.get_mut(&token) else { return };
+        let keep = keep && conn.update_interest(self.poll.registry(), Token(token)).is_ok();
+        if !keep {
+            if let Some(mut conn) = self.conns.remove(&token) {
+                let _ = self.poll.registry().deregister(&mut conn.stream);
+                self.state.disconnect(conn.client.info.id);
+            }
+        }
+    }
+
+    /// Closes killed and idle connections, and runs the requests a pause held back.
+    fn tick(&mut self) {
+        let kills = self.state.kills_pending.swap(false, Relaxed);
+        let timeout = self.state.config().number("timeout").max(0) as u64;
+        let tokens: Vec<usize> = self.conns.keys().copied().collect();
+        for token in tokens {
+            let Some(conn) = self.conns.get_mut(&token) else { continue };
+            let info = &conn.client.info;
+            let idle = timeout > 0 && info.idle() >= timeout && conn.out.len() == conn.written;
+            if (kills && info.killed.load(Relaxed)) || idle {
+                self.settle(token, false);
+            } else if conn.pending.is_some() {
+                conn.run_requests(&mut self.db, &self.state);
+                let keep = conn.finish(&self.state);
+                self.settle(token, keep);
             }
         }
     }
@@ -80,12 +117,22 @@ impl Server {
     fn accept(&mut self) {
         loop {
             match self.listener.accept() {
-                Ok((mut stream, _)) => {
+                Ok((mut stream, peer)) => {
+                    let max = self.state.config().number("maxclients").max(1) as usize;
+                    if self.conns.len() >= max {
+                        // Redis answers this and closes.
+                        let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+                        self.state.stats.rejected_connections.fetch_add(1, Relaxed);
+                        continue;
+                    }
                     let _ = stream.set_nodelay(true);
                     let token = self.next_token;
                     self.next_token = self.next_token.wrapping_add(1) % (usize::MAX - 1);
                     if self.poll.registry().register(&mut stream, Token(token), Interest::READABLE).is_ok() {
-                        self.conns.insert(token, Connection::new(stream));
+                        let laddr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                        let info = self.state.connect(peer.to_string(), laddr, i64::from(stream.as_raw_fd()));
+                        let client = Client::new(info, &self.state, peer.ip().is_loopback());
+                        self.conns.insert(token, Connection::new(stream, client));
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -102,30 +149,26 @@ impl Server {
 
 struct Connection {
     stream: TcpStream,
-    /// What the connection-level commands know about this client.
+    /// The client's own state and commands.
     client: Client,
     buf: BytesMut,
     out: Vec<u8>,
     /// How much of `out` is already written.
     written: usize,
-    /// QUIT or a protocol error: close once `out` is flushed.
+    /// QUIT, a kill or a protocol error: close once `out` is flushed.
     closing: bool,
     writable_interest: bool,
     ranges: Vec<std::ops::Range<usize>>,
     argv: Vec<Bytes>,
-}
-
-/// What to do after a request.
-enum Next {
-    Continue,
-    Close,
+    /// A request CLIENT PAUSE holds back.
+    pending: Option<Vec<Bytes>>,
 }
 
 impl Connection {
-    fn new(stream: TcpStream) -> Self {
+    fn new(stream: TcpStream, client: Client) -> Self {
         Connection {
             stream,
-            client: Client::new(),
+            client,
             buf: BytesMut::with_capacity(16 * 1024),
             out: Vec::new(),
             written: 0,
@@ -133,18 +176,26 @@ impl Connection {
             writable_interest: false,
             ranges: Vec::new(),
             argv: Vec::new(),
+            pending: None,
         }
     }
 
     /// Handles readiness: reads everything available, runs every complete request, writes
     /// the replies. Returns false when the connection is done.
-    fn on_event(&mut self, db: &mut Db<MemoryBackend>, chunk: &mut [u8], port: u16) -> bool {
+    fn on_event(&mut self, db: &mut SharedDb, state: &State, chunk: &mut [u8]) -> bool {
         if !self.closing {
+            let limit = state.config().number("client-query-buffer-limit").max(1) as usize;
             loop {
                 match self.stream.read(chunk) {
                     Ok(0) => return false,
                     Ok(n) => {
+                        state.stats.net_input.fetch_add(n as u64, Relaxed);
                         self.buf.extend_from_slice(&chunk[..n]);
+                        if self.buf.len() > limit {
+                            // Redis closes such a client without a reply.
+                            eprintln!("server: closing client that reached max query buffer length");
+                            return false;
+                        }
                         if n < chunk.len() {
                             break;
                         }
@@ -154,20 +205,38 @@ impl Connection {
                     Err(_) => return false,
                 }
             }
-            self.run_requests(db, port);
+            self.run_requests(db, state);
         }
-        match self.flush() {
-            Ok(()) => !(self.closing && self.written == self.out.len()),
-            Err(_) => false,
-        }
+        self.finish(state)
     }
 
-    fn run_requests(&mut self, db: &mut Db<MemoryBackend>, port: u16) {
+    /// Writes what it can and publishes the buffer sizes; false when the connection is done.
+    fn finish(&mut self, state: &State) -> bool {
+        let info = self.client.info.clone();
+        info.qbuf.store(self.buf.len(), Relaxed);
+        let flushed = self.flush();
+        if let Ok(sent) = flushed {
+            state.stats.net_output.fetch_add(sent as u64, Relaxed);
+        }
+        info.omem.store(self.out.len() - self.written, Relaxed);
+        flushed.is_ok() && !(self.closing && self.written == self.out.len())
+    }
+
+    fn run_requests(&mut self, db: &mut SharedDb, state: &State) {
+        if let Some(argv) = self.pending.take() {
+            if !self.run_one(argv, db, state) {
+                return;
+            }
+        }
+        let max_bulk = state.config().number("proto-max-bulk-len");
         while !self.closing {
-            let parsed = match parse(&self.buf, &mut self.ranges) {
+            let limits = Limits { max_bulk, authenticated: self.client.authenticated() };
+            let parsed = match parse(&self.buf, &mut self.ranges, limits) {
                 Ok(p) => p,
                 Err(e) => {
-                    Reply::Error(e.text()).write_resp(&mut self.out);
+                    let reply = Reply::Error(e.text());
+                    state.stats.error(&e.text());
+                    reply.write_resp(&mut self.out);
                     self.closing = true;
                     break;
                 }
@@ -188,32 +257,52 @@ impl Connection {
                     argv.extend(args.into_iter().map(Bytes::from));
                 }
             }
-            if !argv.is_empty() {
-                if let Next::Close = self.dispatch(&argv, db, port) {
-                    self.closing = true;
-                }
+            if !self.run_one(argv, db, state) {
+                break;
             }
-            argv.clear();
-            self.argv = argv;
         }
     }
 
-    fn flush(&mut self) -> io::Result<()> {
+    /// Runs one request; false when later requests must wait (a pause) or the connection closes.
+    fn run_one(&mut self, mut argv: Vec<Bytes>, db: &mut SharedDb, state: &State) -> bool {
+        if argv.is_empty() {
+            self.argv = argv;
+            return true;
+        }
+        match self.client.execute(&argv, db, state, &mut self.out) {
+            Next::Continue => {}
+            Next::Close => self.closing = true,
+            Next::Wait => {
+                self.pending = Some(argv);
+                return false;
+            }
+        }
+        argv.clear();
+        self.argv = argv;
+        !self.closing
+    }
+    /// Writes what it can of `out`; returns how many bytes went out.
+    fn flush(&mut self) -> io::Result<usize> {
+        let mut sent = 0;
         while self.written < self.out.len() {
             match self.stream.write(&self.out[self.written..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Ok(n) => {
+                    self.written += n;
+                    sent += n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(sent),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
         }
         self.out.clear();
         self.written = 0;
+        // A huge reply's buffer is not kept for the next small ones.
         if self.out.capacity() > 1 << 20 {
             self.out.shrink_to(16 * 1024);
         }
-        Ok(())
+        Ok(sent)
     }
 
     /// Asks for WRITABLE events only while replies are waiting to be written.
@@ -225,35 +314,5 @@ impl Connection {
             self.writable_interest = want;
         }
         Ok(())
-    }
-
-    /// Runs one command, appending its reply to `out`.
-    fn dispatch(&mut self, argv: &[Bytes], db: &mut Db<MemoryBackend>, port: u16) -> Next {
-        let name = &argv[0];
-        let is = |s: &str| name.eq_ignore_ascii_case(s.as_bytes());
-        let client = &mut self.client;
-        let reply = if is("quit") {
-            Reply::OK.write_resp(&mut self.out);
-            return Next::Close;
-        } else if is("hello") {
-            client.hello(argv)
-        } else if is("client") {
-            client.client(argv)
-        } else if is("command") {
-            admin::command(argv)
-        } else if is("info") {
-            info::info(port)
-        } else if is("config") {
-            config::config(argv)
-        } else {
-            if db.index() != client.index {
-                let _ = db.select(client.index);
-            }
-            let reply = db.execute(argv);
-            client.index = db.index();
-            reply
-        };
-        reply.write_resp(&mut self.out);
-        Next::Continue
     }
 }

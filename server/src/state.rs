@@ -1,0 +1,266 @@
+//! What every connection shares: the configuration, the counters INFO reports, the list
+//! of connected clients (CLIENT LIST/KILL), and a client pause.
+//!
+//! Everything is behind atomics or short locks, so several event-loop threads can share one
+//! `State` through an `Arc`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use rediskv::backend::MemoryBackend;
+
+use crate::config::Config;
+
+/// Locks a mutex, going on after a panic elsewhere (the data is plain counters and names).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Microseconds since the Unix epoch.
+pub fn unix_micros() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
+}
+
+/// Per-command counters (INFO commandstats).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CommandStat {
+    /// Times the command ran.
+    pub calls: u64,
+    /// Microseconds spent running it.
+    pub usec: u64,
+    /// Refused before running (arity, auth, pause…).
+    pub rejected: u64,
+    /// Ran and answered an error.
+    pub failed: u64,
+}
+
+/// Counters INFO reports; CONFIG RESETSTAT zeroes them.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Connections accepted.
+    pub connections_received: AtomicU64,
+    /// Connections refused (maxclients).
+    pub rejected_connections: AtomicU64,
+    /// Commands run.
+    pub commands_processed: AtomicU64,
+    /// Bytes read from clients.
+    pub net_input: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output: AtomicU64,
+    /// Read commands that found their key.
+    pub keyspace_hits: AtomicU64,
+    /// Read commands that did not.
+    pub keyspace_misses: AtomicU64,
+    /// Error replies sent.
+    pub error_replies: AtomicU64,
+    /// Per command name (`config|get` for subcommands).
+    pub commands: Mutex<BTreeMap<String, CommandStat>>,
+    /// Error replies by their first word (`ERR`, `WRONGTYPE`…).
+    pub errors: Mutex<BTreeMap<String, u64>>,
+}
+
+impl Stats {
+    /// Zeroes every counter.
+    pub fn reset(&self) {
+        for c in [
+            &self.connections_received,
+            &self.rejected_connections,
+            &self.commands_processed,
+            &self.net_input,
+            &self.net_output,
+            &self.keyspace_hits,
+            &self.keyspace_misses,
+            &self.error_replies,
+        ] {
+            c.store(0, Relaxed);
+        }
+        lock(&self.commands).clear();
+        lock(&self.errors).clear();
+    }
+
+    /// Counts one error reply under its first word.
+    pub fn error(&self, text: &str) {
+        self.error_replies.fetch_add(1, Relaxed);
+        let code = text.split(' ').next().unwrap_or("ERR");
+        *lock(&self.errors).entry(code.to_string()).or_default() += 1;
+    }
+}
+
+/// What others may see of a connection (CLIENT LIST) and the flag CLIENT KILL sets.
+#[derive(Debug)]
+pub struct ClientInfo {
+    /// CLIENT ID.
+    pub id: u64,
+    /// The peer's `ip:port`.
+    pub addr: String,
+    /// The local `ip:port` the client connected to.
+    pub laddr: String,
+    /// The socket's file descriptor.
+    pub fd: i64,
+    /// When it connected.
+    pub created: Instant,
+    /// When it last ran a command, and which (`client|list`).
+    pub last: Mutex<(Instant, String)>,
+    /// CLIENT SETNAME.
+    pub name: Mutex<Option<Bytes>>,
+    /// The SELECTed database.
+    pub db: AtomicUsize,
+    /// Bytes waiting in its query buffer / output buffer.
+    pub qbuf: AtomicUsize,
+    /// Bytes of replies not yet written.
+    pub omem: AtomicUsize,
+    /// CLIENT NO-EVICT on.
+    pub no_evict: AtomicBool,
+    /// The Kvrocks namespace it authenticated into (`None`: the default one, admin).
+    pub namespace: Mutex<Option<String>>,
+    /// CLIENT KILL: close as soon as possible.
+    pub killed: AtomicBool,
+}
+
+impl ClientInfo {
+    /// A new client entry with the next id.
+    pub fn new(id: u64, addr: String, laddr: String, fd: i64) -> ClientInfo {
+        let now = Instant::now();
+        ClientInfo {
+            id,
+            addr,
+            laddr,
+            fd,
+            created: now,
+            last: Mutex::new((now, "NULL".into())),
+            name: Mutex::new(None),
+            db: AtomicUsize::new(0),
+            qbuf: AtomicUsize::new(0),
+            omem: AtomicUsize::new(0),
+            no_evict: AtomicBool::new(false),
+            namespace: Mutex::new(None),
+            killed: AtomicBool::new(false),
+        }
+    }
+
+    /// Seconds since its last command.
+    pub fn idle(&self) -> u64 {
+        lock(&self.last).0.elapsed().as_secs()
+    }
+
+    /// One CLIENT LIST line (without the newline), fields as Redis 7.0 prints them.
+    pub fn line(&self, resp: u8) -> String {
+        let name = lock(&self.name).as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned();
+        let cmd = lock(&self.last).1.clone();
+        let flags = if self.no_evict.load(Relaxed) { "e" } else { "N" };
+        let (qbuf, omem) = (self.qbuf.load(Relaxed), self.omem.load(Relaxed));
+        format!(
+            "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 \
+             multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={omem} \
+             tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={resp}",
+            self.id,
+            self.addr,
+            self.laddr,
+            self.fd,
+            self.created.elapsed().as_secs(),
+            self.idle(),
+            self.db.load(Relaxed),
+            qbuf + omem,
+        )
+    }
+}
+
+/// CLIENT PAUSE: until when, and whether only writes wait.
+#[derive(Debug, Clone, Copy)]
+pub struct Pause {
+    /// The pause ends then.
+    pub until: Instant,
+    /// WRITE mode (otherwise ALL).
+    pub writes_only: bool,
+}
+
+/// Everything connections share.
+#[derive(Debug)]
+pub struct State {
+    config: RwLock<Config>,
+    /// INFO counters.
+    pub stats: Stats,
+    /// Connected clients by id.
+    pub clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    /// Set by CLIENT KILL so the event loop looks for killed connections.
+    pub kills_pending: AtomicBool,
+    /// CLIENT PAUSE in force.
+    pub pause: Mutex<Option<Pause>>,
+    /// The store every connection's database lives in.
+    pub backend: Arc<MemoryBackend>,
+    /// When the server started.
+    pub started: Instant,
+    /// The start time in Unix seconds (LASTSAVE: nothing is ever saved).
+    pub started_unix: u64,
+    /// INFO run_id: 40 hex digits, new for each start.
+    pub run_id: String,
+    next_client_id: AtomicU64,
+}
+
+impl State {
+    /// Shared state over `config`, with an empty store.
+    pub fn new(config: Config) -> State {
+        let micros = unix_micros();
+        let seed = micros ^ u64::from(std::process::id()).rotate_left(32);
+        let run_id = (0..5u64)
+            .map(|i| {
+                format!(
+                    "{:08x}",
+                    (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(i as u32 * 13)) as u32
+                )
+            })
+            .collect();
+        State {
+            config: RwLock::new(config),
+            stats: Stats::default(),
+            clients: Mutex::new(BTreeMap::new()),
+            kills_pending: AtomicBool::new(false),
+            pause: Mutex::new(None),
+            backend: Arc::new(MemoryBackend::new()),
+            started: Instant::now(),
+            started_unix: micros / 1_000_000,
+            run_id,
+            next_client_id: AtomicU64::new(1),
+        }
+    }
+
+    /// The configuration, for reading.
+    pub fn config(&self) -> RwLockReadGuard<'_, Config> {
+        self.config.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The configuration, for CONFIG SET and NAMESPACE.
+    pub fn config_mut(&self) -> RwLockWriteGuard<'_, Config> {
+        self.config.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a new connection and returns its entry.
+    pub fn connect(&self, addr: String, laddr: String, fd: i64) -> Arc<ClientInfo> {
+        let id = self.next_client_id.fetch_add(1, Relaxed);
+        let info = Arc::new(ClientInfo::new(id, addr, laddr, fd));
+        lock(&self.clients).insert(id, info.clone());
+        self.stats.connections_received.fetch_add(1, Relaxed);
+        info
+    }
+
+    /// Forgets a closed connection.
+    pub fn disconnect(&self, id: u64) {
+        lock(&self.clients).remove(&id);
+    }
+
+    /// The pause in force for a command (`write`: whether it writes), if any.
+    pub fn paused(&self, write: bool) -> Option<Duration> {
+        let mut pause = lock(&self.pause);
+        match *pause {
+            Some(p) if p.until <= Instant::now() => {
+                *pause = None;
+                None
+            }
+            Some(p) if write || !p.writes_only => Some(p.until - Instant::now()),
+            _ => None,
+        }
+    }
+}
