@@ -386,7 +386,8 @@ impl Client {
             "auth" => self.auth(argv, state),
             "hello" => self.hello(argv, state),
             "client" => return self.client(argv, state),
-            "reset" => self.reset(state),
+            "reset" if argv.len() == 1 => self.reset(state),
+            "reset" => arity(argv, 1, || Reply::OK),
             "time" => arity(argv, 1, || {
                 let micros = unix_micros();
                 Reply::Array(vec![

@@ -224,16 +224,23 @@ impl Config {
         }
     }
 
-    /// CONFIG GET pattern…: name/value pairs of every parameter matching any pattern, in
-    /// name order, each once. (Redis 7.0 answers in the order of a hash table seeded
-    /// randomly at start, so no order is Redis' own; name order is stable.)
+    /// CONFIG GET pattern…: name/value pairs of every parameter matching a pattern, each
+    /// once: the patterns in the order given, each one's matches in name order. (Redis 7.0
+    /// answers in the order of a hash table seeded randomly at start, so no order is Redis'
+    /// own; this one is stable.)
     fn matching(&self, patterns: &[Bytes]) -> Vec<Reply> {
-        let patterns: Vec<Vec<u8>> = patterns.iter().map(|p| p.to_ascii_lowercase()).collect();
-        self.params
-            .iter()
-            .filter(|(name, _)| patterns.iter().any(|p| glob_match(p, name.as_bytes())))
-            .flat_map(|(name, p)| [Reply::bulk(name.as_bytes()), Reply::bulk(p.value.as_bytes())])
-            .collect()
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out = Vec::new();
+        for pattern in patterns {
+            let pattern = pattern.to_ascii_lowercase();
+            for (name, p) in &self.params {
+                if glob_match(&pattern, name.as_bytes()) && seen.insert(name.as_str()) {
+                    out.push(Reply::bulk(name.as_bytes()));
+                    out.push(Reply::bulk(p.value.as_bytes()));
+                }
+            }
+        }
+        out
     }
 
     /// CONFIG SET name value [name value …]: every pair checked first, then all applied.
@@ -253,10 +260,10 @@ impl Config {
             if staged.iter().any(|(n, _)| *n == name) {
                 return failed("duplicate parameter");
             }
-            if FIXED_AT_START.contains(&name.as_str()) {
-                return failed("can't set immutable config");
-            }
             match check(&name, &param.kind, &value, false) {
+                Ok(_) if FIXED_AT_START.contains(&name.as_str()) => {
+                    return failed("can't set immutable config");
+                }
                 Ok(v) => staged.push((name, v)),
                 Err(why) => return failed(&why),
             }
@@ -558,13 +565,13 @@ mod tests {
         let argv: Vec<Bytes> = ["maxmemory*", "TIMEOUT", "max*"].iter().map(|s| Bytes::from(*s)).collect();
         let names: Vec<Reply> = c.matching(&argv).into_iter().step_by(2).collect();
         let expect = [
-            "maxclients",
             "maxmemory",
             "maxmemory-clients",
             "maxmemory-eviction-tenacity",
             "maxmemory-policy",
             "maxmemory-samples",
             "timeout",
+            "maxclients",
         ];
         assert_eq!(names, expect.iter().map(|n| Reply::bulk(n.as_bytes())).collect::<Vec<_>>());
     }
