@@ -3,6 +3,7 @@
 //! LASTSAVE, DEBUG, NAMESPACE, CONFIG, INFO, SELECT, FLUSHALL), the counters INFO reports,
 //! and CLIENT REPLY. Everything else goes to the library's `Db::execute`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -41,7 +42,8 @@ const NO_AUTH: &[&str] = &["auth", "hello", "quit", "reset"];
 /// Commands with subcommands, counted in INFO commandstats as `name|sub`.
 const CONTAINERS: &[&str] = &["client", "config", "command", "object", "memory", "namespace", "debug"];
 
-/// Redis 7.0's `write` commands (generated from its COMMAND reply): CLIENT PAUSE WRITE holds them.
+/// Redis 7.0's `write` commands (generated from its COMMAND reply; sorted, for binary
+/// search): CLIENT PAUSE WRITE holds them.
 const WRITES: &[&str] = &[
     "append",
     "bitfield",
@@ -144,7 +146,7 @@ const WRITES: &[&str] = &[
     "zunionstore",
 ];
 
-/// Redis 7.0's `denyoom` commands: refused while used memory is over `maxmemory`.
+/// Redis 7.0's `denyoom` commands (sorted): refused while used memory is over `maxmemory`.
 const DENY_OOM: &[&str] = &[
     "append",
     "bitfield",
@@ -205,34 +207,34 @@ const DENY_OOM: &[&str] = &[
 
 /// Read commands whose reply tells whether their key was found (INFO keyspace_hits/misses):
 /// a nil or empty reply counts as a miss, any other non-error reply as a hit; MGET counts
-/// each key.
+/// each key. Sorted.
 const KEYED_READS: &[&str] = &[
+    "dump",
     "get",
+    "getex",
     "getrange",
-    "strlen",
-    "mget",
     "hget",
-    "hmget",
     "hgetall",
     "hkeys",
-    "hvals",
     "hlen",
+    "hmget",
     "hstrlen",
-    "lrange",
+    "hvals",
     "lindex",
     "llen",
-    "smembers",
+    "lrange",
+    "mget",
     "scard",
+    "smembers",
     "srandmember",
+    "strlen",
+    "zcard",
     "zrange",
     "zrangebyscore",
-    "zrevrange",
-    "zscore",
-    "zcard",
     "zrank",
+    "zrevrange",
     "zrevrank",
-    "dump",
-    "getex",
+    "zscore",
 ];
 
 /// CLIENT REPLY mode.
@@ -284,30 +286,48 @@ impl Client {
 
     /// Runs one command and appends its reply to `out` (unless CLIENT REPLY says not to).
     pub fn execute(&mut self, argv: &[Bytes], db: &mut SharedDb, state: &State, out: &mut Vec<u8>) -> Next {
-        let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
-        let stat_name = match argv.get(1) {
-            Some(sub) if CONTAINERS.contains(&name.as_str()) => {
-                format!("{name}|{}", String::from_utf8_lossy(sub).to_ascii_lowercase())
+        // Command names are short: lowercase on the stack, not in a new String.
+        let mut buf = [0u8; 32];
+        let lowered;
+        let name: &str = match buf.get_mut(..argv[0].len()) {
+            Some(buf) if argv[0].is_ascii() => {
+                buf.copy_from_slice(&argv[0]);
+                buf.make_ascii_lowercase();
+                std::str::from_utf8(buf).unwrap_or("")
             }
-            _ => name.clone(),
+            _ => {
+                lowered = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+                &lowered
+            }
         };
-        if let Some(refusal) = self.refusal(&name, &stat_name, argv, state) {
+        let stat_name: Cow<'_, str> = match argv.get(1) {
+            Some(sub) if CONTAINERS.contains(&name) => {
+                format!("{name}|{}", String::from_utf8_lossy(sub).to_ascii_lowercase()).into()
+            }
+            _ => name.into(),
+        };
+        if let Some(refusal) = self.refusal(name, &stat_name, argv, state) {
             let Some(refusal) = refusal else { return Next::Wait };
             self.count(state, &stat_name, None, &refusal);
-            self.send(&refusal, out, &name);
+            self.send(refusal, out, name);
             return Next::Continue;
         }
         let started = Instant::now();
-        // CLIENT INFO/LIST show the running command, as Redis does.
-        *lock(&self.info.last) = (started, stat_name.clone());
-        let (reply, next) = self.run(&name, argv, db, state);
+        {
+            // CLIENT INFO/LIST show the running command, as Redis does.
+            let mut last = lock(&self.info.last);
+            last.0 = started;
+            last.1.clear();
+            last.1.push_str(&stat_name);
+        }
+        let (reply, next) = self.run(name, argv, db, state);
         let usec = started.elapsed().as_micros() as u64;
         self.count(state, &stat_name, Some(usec), &reply);
-        if KEYED_READS.contains(&name.as_str()) {
+        if KEYED_READS.binary_search(&name).is_ok() {
             keyspace_hits(state, &reply);
         }
         lock(&self.info.last).0 = Instant::now();
-        self.send(&reply, out, &name);
+        self.send(reply, out, name);
         if self.info.killed.load(Relaxed) {
             return Next::Close;
         }
@@ -315,9 +335,9 @@ impl Client {
     }
 
     /// Writes a reply unless CLIENT REPLY OFF/SKIP holds it back.
-    fn send(&mut self, reply: &Reply, out: &mut Vec<u8>, name: &str) {
+    fn send(&mut self, reply: Reply, out: &mut Vec<u8>, name: &str) {
         match self.reply {
-            ReplyMode::On => reply.write_resp(out),
+            ReplyMode::On => write_consuming(reply, out),
             // CLIENT REPLY SKIP skips the command after itself.
             ReplyMode::Skip if name != "client" => self.reply = ReplyMode::On,
             _ => {}
@@ -364,11 +384,13 @@ impl Client {
         if self.tenant.is_some() && (ADMIN_ONLY.contains(&name) || ADMIN_ONLY.contains(&stat_name)) {
             return Some(Some(Reply::Error("ERR admin permission required to perform the command".into())));
         }
-        let served_here = SERVER_COMMANDS.contains(&name);
-        if !served_here && state.paused(WRITES.contains(&name)).is_some() {
+        if state.pause_active.load(Relaxed)
+            && !SERVER_COMMANDS.contains(&name)
+            && state.paused(WRITES.binary_search(&name).is_ok()).is_some()
+        {
             return Some(None);
         }
-        if DENY_OOM.contains(&name) {
+        if DENY_OOM.binary_search(&name).is_ok() {
             let max = state.config().number("maxmemory");
             if max > 0 && state.backend.bytes() > max as u64 && !self.info.no_evict.load(Relaxed) {
                 return Some(Some(Reply::Error(
@@ -632,6 +654,7 @@ impl Client {
             ("pause", 3 | 4) => client_pause(&argv[2..], state),
             ("unpause", 2) => {
                 *lock(&state.pause) = None;
+                state.pause_active.store(false, Relaxed);
                 Reply::OK
             }
             ("help", 2) => Reply::Array(CLIENT_HELP.iter().map(|s| Reply::status(s)).collect()),
@@ -665,7 +688,7 @@ impl Client {
         if args.len() % 2 == 1 {
             return (Reply::Error("ERR syntax error".into()), Next::Continue);
         }
-        let mut filter = KillFilter::default();
+        let mut filter = KillFilter { skipme: true, ..KillFilter::default() };
         for pair in args.chunks(2) {
             let value = text(&pair[1]);
             match text(&pair[0]).to_ascii_lowercase().as_str() {
@@ -747,6 +770,33 @@ impl Client {
                 String::from_utf8_lossy(sub)
             )),
         }
+    }
+}
+
+/// Encodes a reply in RESP2 like `Reply::write_resp`, freeing each element of an array
+/// (set, map, push) as soon as its bytes are out, so a huge reply (KEYS, LRANGE 0 -1,
+/// SMEMBERS) never sits in memory twice: at any moment it is the encoded part plus the rest.
+fn write_consuming(reply: Reply, out: &mut Vec<u8>) {
+    let header = |out: &mut Vec<u8>, n: usize| {
+        out.push(b'*');
+        out.extend_from_slice(n.to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+    };
+    match reply {
+        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
+            header(out, items.len());
+            for item in items {
+                write_consuming(item, out);
+            }
+        }
+        Reply::Map(pairs) => {
+            header(out, pairs.len() * 2);
+            for (k, v) in pairs {
+                write_consuming(k, out);
+                write_consuming(v, out);
+            }
+        }
+        leaf => leaf.write_resp(out),
     }
 }
 
@@ -852,6 +902,7 @@ fn client_pause(args: &[Bytes], state: &State) -> Reply {
     if !keep {
         *pause = Some(Pause { until, writes_only });
     }
+    state.pause_active.store(true, Relaxed);
     Reply::OK
 }
 
@@ -1074,3 +1125,30 @@ const DEBUG_HELP: &[&str] = &[
     "HELP",
     "    Prints this help.",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lists_are_sorted_for_binary_search() {
+        for list in [WRITES, DENY_OOM, KEYED_READS] {
+            assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
+        }
+    }
+
+    #[test]
+    fn consuming_encoder_writes_what_write_resp_writes() {
+        let reply = Reply::Array(vec![
+            Reply::bulk(b"a\r\nb"),
+            Reply::Set(vec![Reply::Integer(1), Reply::Nil]),
+            Reply::Map(vec![(Reply::bulk(b"k"), Reply::Double(1.5))]),
+            Reply::Push(vec![Reply::NilArray, Reply::Status("x\ny".into())]),
+            Reply::Array(Vec::new()),
+        ]);
+        let (mut expect, mut got) = (Vec::new(), Vec::new());
+        reply.write_resp(&mut expect);
+        write_consuming(reply, &mut got);
+        assert_eq!(got, expect);
+    }
+}

@@ -189,6 +189,8 @@ pub struct State {
     pub kills_pending: AtomicBool,
     /// CLIENT PAUSE in force.
     pub pause: Mutex<Option<Pause>>,
+    /// Whether `pause` may hold something (checked before taking its lock).
+    pub pause_active: AtomicBool,
     /// The store every connection's database lives in.
     pub backend: Arc<MemoryBackend>,
     /// When the server started.
@@ -219,6 +221,7 @@ impl State {
             clients: Mutex::new(BTreeMap::new()),
             kills_pending: AtomicBool::new(false),
             pause: Mutex::new(None),
+            pause_active: AtomicBool::new(false),
             backend: Arc::new(MemoryBackend::new()),
             started: Instant::now(),
             started_unix: micros / 1_000_000,
@@ -257,6 +260,7 @@ impl State {
         match *pause {
             Some(p) if p.until <= Instant::now() => {
                 *pause = None;
+                self.pause_active.store(false, Relaxed);
                 None
             }
             Some(p) if write || !p.writes_only => Some(p.until - Instant::now()),

@@ -8,7 +8,8 @@ use std::process::Command;
 
 #[test]
 fn redis_py_works_with_the_server() {
-    let has_redis_py = Command::new("python3").args(["-c", "import redis"]).status().is_ok_and(|s| s.success());
+    let has_redis_py =
+        Command::new("python3").args(["-c", "import redis"]).status().is_ok_and(|s| s.success());
     if !has_redis_py {
         if std::env::var("CI").as_deref() == Ok("true") {
             panic!("python3 with redis-py is required under CI (pip install redis)");

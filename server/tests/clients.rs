@@ -1,0 +1,102 @@
+//! CLIENT KILL, timeout, maxclients, maxmemory, DEBUG and the INFO counters on the running server.
+
+mod common;
+
+use common::{Value, rediskv};
+
+fn field(info: &str, name: &str) -> String {
+    info.split("\r\n")
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in {info}"))
+        .to_string()
+}
+
+#[test]
+fn client_kill_and_list() {
+    let server = rediskv(&[]);
+    let (mut a, mut b) = (server.client(), server.client());
+    let Value::Int(b_id) = b.cmd(&["CLIENT", "ID"]) else { panic!() };
+    assert_eq!(b.cmd(&["CLIENT", "SETNAME", "victim"]), Value::Status("OK".into()));
+    let list = a.cmd(&["CLIENT", "LIST"]).text();
+    assert_eq!(list.lines().count(), 2, "{list}");
+    let line = a.cmd(&["CLIENT", "LIST", "ID", &b_id.to_string()]).text();
+    assert!(
+        line.starts_with(&format!("id={b_id} addr=127.0.0.1:")) && line.contains(" name=victim "),
+        "{line}"
+    );
+    assert!(line.contains(&format!(" laddr=127.0.0.1:{} ", server.port)), "{line}");
+    assert_eq!(a.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"]), Value::Bulk(Some(Vec::new())));
+    let addr = line.split_whitespace().find_map(|f| f.strip_prefix("addr=")).unwrap().to_string();
+    assert_eq!(a.cmd(&["CLIENT", "KILL", "ID", &b_id.to_string()]), Value::Int(1));
+    assert_eq!(b.try_read(), None, "the killed client is closed");
+    assert_eq!(a.cmd(&["CLIENT", "KILL", &addr]), Value::Error("ERR No such client".into()));
+    // SKIPME yes (the default) spares the caller; SKIPME no does not.
+    assert_eq!(a.cmd(&["CLIENT", "KILL", "LADDR", &format!("127.0.0.1:{}", server.port)]), Value::Int(0));
+    a.send(&[b"CLIENT", b"KILL", b"USER", b"default", b"SKIPME", b"no"]);
+    assert_eq!(a.read(), Value::Int(1));
+    assert_eq!(a.try_read(), None);
+}
+
+#[test]
+fn idle_clients_time_out() {
+    let server = rediskv(&["--timeout", "1"]);
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["PING"]), Value::Status("PONG".into()));
+    // Blocks until the server closes the idle connection (the read timeout is 10 s).
+    assert_eq!(c.try_read(), None);
+}
+
+#[test]
+fn maxclients_and_maxmemory() {
+    let server = rediskv(&["--maxclients", "1"]);
+    let mut first = server.client();
+    let mut second = server.client();
+    assert_eq!(second.read(), Value::Error("ERR max number of clients reached".into()));
+    assert_eq!(first.cmd(&["CONFIG", "SET", "maxmemory", "1000"]), Value::Status("OK".into()));
+    let value = "v".repeat(2000);
+    assert_eq!(first.cmd(&["SET", "k", &value]), Value::Status("OK".into()), "under the limit until written");
+    assert_eq!(
+        first.cmd(&["SET", "k2", "v"]),
+        Value::Error("OOM command not allowed when used memory > 'maxmemory'.".into())
+    );
+    assert_eq!(first.cmd(&["GET", "k2"]), Value::Bulk(None), "reads still work");
+    assert_eq!(first.cmd(&["DEL", "k"]), Value::Int(1), "and deletes");
+    assert_eq!(first.cmd(&["SET", "k2", "v"]), Value::Status("OK".into()));
+}
+
+#[test]
+fn info_counts_commands_hits_and_errors() {
+    let server = rediskv(&["--enable-debug-command", "yes"]);
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), Value::Status("OK".into()));
+    c.cmd(&["SET", "a", "1"]);
+    c.cmd(&["GET", "a"]);
+    c.cmd(&["GET", "missing"]);
+    c.cmd(&["MGET", "a", "missing", "missing2"]);
+    c.cmd(&["HSET", "a", "f", "v"]);
+    c.cmd(&["NOSUCH"]);
+    assert_eq!(c.cmd(&["DEBUG", "ERROR", "CUSTOM oops"]), Value::Error("CUSTOM oops".into()));
+    assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0"]), Value::Status("OK".into()));
+    assert_eq!(c.cmd(&["DEBUG", "OBJECT", "nokey"]), Value::Error("ERR no such key".into()));
+    assert!(c.cmd(&["DEBUG", "OBJECT", "a"]).text().starts_with("Value at:"));
+    let info = c.cmd(&["INFO", "stats"]).text();
+    // RESETSTAT, SET, GET, GET, MGET, HSET, 4×DEBUG counted; the unknown command is not.
+    assert_eq!(field(&info, "total_commands_processed"), "10");
+    assert_eq!(field(&info, "keyspace_hits"), "2");
+    assert_eq!(field(&info, "keyspace_misses"), "3");
+    assert_eq!(field(&info, "total_error_replies"), "4");
+    let errors = c.cmd(&["INFO", "errorstats"]).text();
+    assert_eq!(field(&errors, "errorstat_ERR"), "count=2");
+    assert_eq!(field(&errors, "errorstat_WRONGTYPE"), "count=1");
+    assert_eq!(field(&errors, "errorstat_CUSTOM"), "count=1");
+    let commands = c.cmd(&["INFO", "commandstats"]).text();
+    assert!(field(&commands, "cmdstat_get").starts_with("calls=2,"), "{commands}");
+    assert!(field(&commands, "cmdstat_hset").ends_with(",rejected_calls=0,failed_calls=1"), "{commands}");
+    assert!(field(&commands, "cmdstat_config|resetstat").starts_with("calls=1,"), "{commands}");
+    assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), Value::Status("OK".into()));
+    let info = c.cmd(&["INFO", "stats"]).text();
+    assert_eq!(field(&info, "total_commands_processed"), "1");
+    assert_eq!(field(&info, "keyspace_hits"), "0");
+    let keyspace = c.cmd(&["INFO", "keyspace"]).text();
+    assert_eq!(field(&keyspace, "db0"), "keys=1,expires=0,avg_ttl=0");
+}
