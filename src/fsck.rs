@@ -656,7 +656,7 @@ mod tests {
         assert_eq!(problems(&store), vec![]);
     }
 
-    fn db_store(clock: Arc<ManualClock>) -> Db<MemoryBackend> {
+    fn db_store(clock: Arc<ManualClock>) -> Db<'static, MemoryBackend> {
         let mut db = Db::new(MemoryBackend::new()).with_clock(clock);
         let commands: &[&[&str]] = &[
             &["HSET", "h", "a", "1", "b", "2"],

@@ -92,7 +92,7 @@ trait Target {
 
 /// The engine in process.
 struct Engine {
-    db: Db<MemoryBackend>,
+    db: Db<'static, MemoryBackend>,
     clock: Arc<ManualClock>,
 }
 

@@ -12,13 +12,14 @@ use bytes::Bytes;
 use rediskv::backend::{KvBackend, MemoryBackend, WriteBatch};
 use rediskv::codec::{ColumnFamily, KeyLayout, KeyRange};
 use rediskv::commands::args::parse_i64;
+use rediskv::commands::table::{self, flag};
 use rediskv::commands::{Db, Reply};
 
 use crate::state::{ClientInfo, Pause, State, lock, unix_micros};
 use crate::{config, info};
 
 /// The database type every connection uses: the library's `Db` over the shared store.
-pub type SharedDb = Db<Arc<MemoryBackend>>;
+pub type SharedDb = Db<'static, Arc<MemoryBackend>>;
 
 /// Kvrocks' name for the namespace of the admin (requirepass) connections.
 pub const DEFAULT_NAMESPACE: &str = "__namespace";
@@ -41,169 +42,6 @@ const NO_AUTH: &[&str] = &["auth", "hello", "quit", "reset"];
 
 /// Commands with subcommands, counted in INFO commandstats as `name|sub`.
 const CONTAINERS: &[&str] = &["client", "config", "command", "object", "memory", "namespace", "debug"];
-
-/// Redis 7.0's `write` commands (generated from its COMMAND reply; sorted, for binary
-/// search): CLIENT PAUSE WRITE holds them.
-const WRITES: &[&str] = &[
-    "append",
-    "bitfield",
-    "bitop",
-    "blmove",
-    "blmpop",
-    "blpop",
-    "brpop",
-    "brpoplpush",
-    "bzmpop",
-    "bzpopmax",
-    "bzpopmin",
-    "copy",
-    "decr",
-    "decrby",
-    "del",
-    "expire",
-    "expireat",
-    "flushall",
-    "flushdb",
-    "geoadd",
-    "georadius",
-    "georadiusbymember",
-    "geosearchstore",
-    "getdel",
-    "getex",
-    "getset",
-    "hdel",
-    "hincrby",
-    "hincrbyfloat",
-    "hmset",
-    "hset",
-    "hsetnx",
-    "incr",
-    "incrby",
-    "incrbyfloat",
-    "linsert",
-    "lmove",
-    "lmpop",
-    "lpop",
-    "lpush",
-    "lpushx",
-    "lrem",
-    "lset",
-    "ltrim",
-    "migrate",
-    "move",
-    "mset",
-    "msetnx",
-    "persist",
-    "pexpire",
-    "pexpireat",
-    "pfadd",
-    "pfdebug",
-    "pfmerge",
-    "psetex",
-    "rename",
-    "renamenx",
-    "restore",
-    "restore-asking",
-    "rpop",
-    "rpoplpush",
-    "rpush",
-    "rpushx",
-    "sadd",
-    "sdiffstore",
-    "set",
-    "setbit",
-    "setex",
-    "setnx",
-    "setrange",
-    "sinterstore",
-    "smove",
-    "sort",
-    "spop",
-    "srem",
-    "sunionstore",
-    "swapdb",
-    "unlink",
-    "xack",
-    "xadd",
-    "xautoclaim",
-    "xclaim",
-    "xdel",
-    "xreadgroup",
-    "xsetid",
-    "xtrim",
-    "zadd",
-    "zdiffstore",
-    "zincrby",
-    "zinterstore",
-    "zmpop",
-    "zpopmax",
-    "zpopmin",
-    "zrangestore",
-    "zrem",
-    "zremrangebylex",
-    "zremrangebyrank",
-    "zremrangebyscore",
-    "zunionstore",
-];
-
-/// Redis 7.0's `denyoom` commands (sorted): refused while used memory is over `maxmemory`.
-const DENY_OOM: &[&str] = &[
-    "append",
-    "bitfield",
-    "bitop",
-    "blmove",
-    "brpoplpush",
-    "copy",
-    "decr",
-    "decrby",
-    "geoadd",
-    "georadius",
-    "georadiusbymember",
-    "geosearchstore",
-    "getset",
-    "hincrby",
-    "hincrbyfloat",
-    "hmset",
-    "hset",
-    "hsetnx",
-    "incr",
-    "incrby",
-    "incrbyfloat",
-    "linsert",
-    "lmove",
-    "lpush",
-    "lpushx",
-    "lset",
-    "mset",
-    "msetnx",
-    "pfadd",
-    "pfdebug",
-    "pfmerge",
-    "psetex",
-    "restore",
-    "restore-asking",
-    "rpoplpush",
-    "rpush",
-    "rpushx",
-    "sadd",
-    "sdiffstore",
-    "set",
-    "setbit",
-    "setex",
-    "setnx",
-    "setrange",
-    "sinterstore",
-    "sort",
-    "sunionstore",
-    "xadd",
-    "xsetid",
-    "zadd",
-    "zdiffstore",
-    "zincrby",
-    "zinterstore",
-    "zrangestore",
-    "zunionstore",
-];
 
 /// Read commands whose reply tells whether their key was found (INFO keyspace_hits/misses):
 /// a nil or empty reply counts as a miss, any other non-error reply as a hit; MGET counts
@@ -386,11 +224,11 @@ impl Client {
         }
         if state.pause_active.load(Relaxed)
             && !SERVER_COMMANDS.contains(&name)
-            && state.paused(WRITES.binary_search(&name).is_ok()).is_some()
+            && state.paused(has_flag(name, flag::WRITE)).is_some()
         {
             return Some(None);
         }
-        if DENY_OOM.binary_search(&name).is_ok() {
+        if has_flag(name, flag::DENYOOM) {
             let max = state.config().number("maxmemory");
             if max > 0 && state.backend.bytes() > max as u64 && !self.info.no_evict.load(Relaxed) {
                 return Some(Some(Reply::Error(
@@ -429,9 +267,6 @@ impl Client {
                 info::info(argv, state, ns.as_deref())
             }
             "flushall" if self.tenant.is_none() => flush_everything(argv, admin_db, state),
-            "command" if rediskv::commands::lookup::<Arc<MemoryBackend>>("command").is_none() => {
-                command(argv)
-            }
             _ => {
                 let databases = state.config().number("databases");
                 if name == "select"
@@ -1018,23 +853,16 @@ fn keyspace_hits(state: &State, reply: &Reply) {
 }
 
 /// The commands this crate answers itself.
-const SERVER_COMMANDS: &[&str] = &[
-    "quit",
-    "auth",
-    "hello",
-    "client",
-    "reset",
-    "time",
-    "lastsave",
-    "debug",
-    "namespace",
-    "config",
-    "info",
-    "command",
-];
+const SERVER_COMMANDS: &[&str] =
+    &["quit", "auth", "hello", "client", "reset", "time", "lastsave", "debug", "namespace", "config", "info"];
 
 fn is_command(name: &str) -> bool {
-    SERVER_COMMANDS.contains(&name) || rediskv::commands::lookup::<Arc<MemoryBackend>>(name).is_some()
+    SERVER_COMMANDS.contains(&name) || table::lookup(name).is_some()
+}
+
+/// Whether the library's command table gives `name` the flag (Redis 7.0's COMMAND flags).
+fn has_flag(name: &str, bits: u32) -> bool {
+    table::lookup(name).is_some_and(|info| info.has(bits))
 }
 
 /// `ERR unknown command 'foo', with args beginning with: 'a' 'b' ` (Redis 7.0).
@@ -1065,21 +893,6 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
         diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0));
     }
     diff == 0
-}
-
-/// COMMAND: no per-command documentation is served; clients fall back gracefully.
-fn command(argv: &[Bytes]) -> Reply {
-    match argv.get(1) {
-        None => Reply::Array(Vec::new()),
-        Some(sub) if sub.eq_ignore_ascii_case(b"count") => Reply::Integer(0),
-        Some(sub) if sub.eq_ignore_ascii_case(b"docs") || sub.eq_ignore_ascii_case(b"info") => {
-            Reply::Array(Vec::new())
-        }
-        Some(sub) => Reply::Error(format!(
-            "ERR unknown subcommand '{}'. Try COMMAND HELP.",
-            String::from_utf8_lossy(sub)
-        )),
-    }
 }
 
 const CLIENT_HELP: &[&str] = &[
@@ -1132,9 +945,7 @@ mod tests {
 
     #[test]
     fn command_lists_are_sorted_for_binary_search() {
-        for list in [WRITES, DENY_OOM, KEYED_READS] {
-            assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
-        }
+        assert!(KEYED_READS.windows(2).all(|w| w[0] < w[1]), "{KEYED_READS:?}");
     }
 
     #[test]

@@ -8,16 +8,17 @@
 use bytes::Bytes;
 
 use super::args::int_arg;
-use super::{Command, CommandError, CommandResult, Db, Reply};
+use super::table::Handler;
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::rdb::{self, RdbValue};
 use crate::codec::{ColumnFamily, Metadata, RedisType, decode_f64_slice, encode_f64, push_back_tail};
 
 /// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
     Some(match name {
-        "dump" => Command::new("dump", 2, dump_cmd),
-        "restore" => Command::new("restore", -4, restore_cmd),
+        "dump" => dump_cmd,
+        "restore" => restore_cmd,
         _ => return None,
     })
 }
@@ -31,7 +32,7 @@ pub struct RestoreOptions {
     pub absttl: bool,
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// The DUMP payload of `key`, `None` when it does not exist. Reads the metadata and
     /// every record of a collection.
     ///

@@ -10,17 +10,18 @@
 use bytes::Bytes;
 
 use super::args::{int_arg, parse_i64};
-use super::{Command, CommandError, CommandResult, Db, Reply};
+use super::table::Handler;
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend};
 use crate::codec::RedisType;
 
 /// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
     Some(match name {
-        "object" => Command::new("object", -2, object),
-        "touch" => Command::new("touch", -2, touch),
-        "wait" => Command::new("wait", 3, wait),
-        "lcs" => Command::new("lcs", -3, lcs),
+        "object" => object,
+        "touch" => touch,
+        "wait" => wait,
+        "lcs" => lcs,
         _ => return None,
     })
 }
@@ -50,7 +51,7 @@ const OBJECT_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// The encoding Redis 7.0 would report for `key` (see the module docs), `None` when
     /// missing. Reads the metadata, and at most 513 records of a collection.
     ///

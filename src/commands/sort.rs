@@ -12,16 +12,17 @@
 use bytes::Bytes;
 
 use super::args::{int_arg, strtod};
-use super::{Command, CommandError, CommandResult, Db, Reply};
+use super::table::Handler;
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::RedisType;
 use crate::codec::rdb::RdbValue;
 
 /// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
     Some(match name {
-        "sort" => Command::new("sort", -2, sort),
-        "sort_ro" => Command::new("sort_ro", -2, sort_ro),
+        "sort" => sort,
+        "sort_ro" => sort_ro,
         _ => return None,
     })
 }
@@ -39,11 +40,11 @@ struct SortSpec<'a> {
     store: Option<&'a [u8]>,
 }
 
-fn sort<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+fn sort<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes]) -> CommandResult {
     sort_generic(db, argv, false)
 }
 
-fn sort_ro<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+fn sort_ro<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes]) -> CommandResult {
     sort_generic(db, argv, true)
 }
 
@@ -80,7 +81,7 @@ fn parse(argv: &[Bytes], readonly: bool) -> CommandResult<SortSpec<'_>> {
     Ok(spec)
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// Redis' `lookupKeyByPattern`: `#` is the element itself; otherwise the first `*` is
     /// replaced by the element, and a `->field` suffix reads that hash field instead of a
     /// string. A pattern without `*`, a missing key or a key of the wrong type give `None`.
@@ -148,7 +149,7 @@ fn numeric_weight(bytes: &[u8]) -> Option<f64> {
     (r.used == text.len() && !r.range_error && !r.value.is_nan()).then_some(r.value)
 }
 
-fn sort_generic<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], readonly: bool) -> CommandResult {
+fn sort_generic<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes], readonly: bool) -> CommandResult {
     let mut spec = parse(argv, readonly)?;
     let (ty, mut items) = db.sort_source(&argv[1])?;
     if spec.dont_sort && ty == RedisType::Set && spec.store.is_some() {

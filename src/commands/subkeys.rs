@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::args::{glob_match, int_arg};
+use super::args::{Glob, int_arg};
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{KeyRange, Metadata};
@@ -65,7 +65,7 @@ pub(crate) enum Pick {
     Repeat(u64),
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// The number of fields/members of a hash or set: `meta.size`, or for a blind-write
     /// collection a count by scanning all its subkeys (O(n)).
     ///
@@ -121,13 +121,14 @@ impl<B: KvBackend> Db<B> {
     ) -> CommandResult<(u64, Vec<(Bytes, Bytes)>)> {
         let mut range = self.layout().subkey_range(key, version)?;
         let prefix_len = range.start.len();
-        if let Some(last) = self.cursors.resolve(cursor) {
-            range.start.extend_from_slice(last);
+        if let Some(last) = self.cursors().resolve(cursor) {
+            range.start.extend_from_slice(&last);
             range.start.push(0);
         }
         let mut out = Vec::new();
         let mut last: Option<Bytes> = None;
         let mut more = false;
+        let glob = opts.pattern.as_deref().map(Glob::new);
         for (walked, item) in
             self.backend().scan(ColumnFamily::Subkey, &range, Direction::Forward)?.enumerate()
         {
@@ -137,13 +138,13 @@ impl<B: KvBackend> Db<B> {
                 break;
             }
             let sub = k.slice(prefix_len..);
-            if opts.pattern.as_ref().is_none_or(|p| glob_match(p, &sub)) {
+            if glob.as_ref().is_none_or(|g| g.matches(&sub)) {
                 out.push((sub.clone(), v));
             }
             last = Some(sub);
         }
         let next = match (more, last) {
-            (true, Some(last)) => self.cursors.save(last.to_vec()),
+            (true, Some(last)) => self.cursors().save(last.to_vec()),
             _ => 0,
         };
         Ok((next, out))

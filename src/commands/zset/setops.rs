@@ -57,7 +57,7 @@ pub(super) fn sort_items(items: &mut [ScoredMember]) {
     });
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// Type-checks every input (sorted set or set; missing is empty), in argument order.
     fn sources<'k>(&self, keys: &'k [Bytes], weights: Option<&[f64]>) -> CommandResult<Vec<Source<'k>>> {
         keys.iter()
