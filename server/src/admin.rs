@@ -9,20 +9,14 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rediskv::backend::{KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{ColumnFamily, KeyLayout, KeyRange};
+use rediskv::backend::{KvBackend, WriteBatch};
+use rediskv::codec::{ColumnFamily, KeyRange};
 use rediskv::commands::args::parse_i64;
 use rediskv::commands::table::{self, flag};
-use rediskv::commands::{Db, Reply};
+use rediskv::commands::{Reply, Session};
 
-use crate::state::{ClientInfo, Pause, State, lock, unix_micros};
+use crate::state::{ClientInfo, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros};
 use crate::{config, info};
-
-/// The database type every connection uses: the library's `Db` over the shared store.
-pub type SharedDb = Db<'static, Arc<MemoryBackend>>;
-
-/// Kvrocks' name for the namespace of the admin (requirepass) connections.
-pub const DEFAULT_NAMESPACE: &str = "__namespace";
 
 /// Commands a tenant (namespace token) may not run: Kvrocks' admin commands.
 const ADMIN_ONLY: &[&str] = &[
@@ -101,10 +95,12 @@ pub struct Client {
     pub info: Arc<ClientInfo>,
     /// AUTH done, or no password is set.
     authenticated: bool,
-    /// A tenant's own database (AUTH with a namespace token); `None` for the admin.
-    tenant: Option<SharedDb>,
-    /// The database this client has SELECTed on the admin `Db`.
-    index: usize,
+    /// Whether it logged in with a namespace token (confined, no admin commands).
+    tenant: bool,
+    /// The engine of its namespace: the default one, or its tenant's.
+    engine: Arc<SharedEngine>,
+    /// Its selected database, MULTI queue and WATCHes.
+    session: Session,
     reply: ReplyMode,
     /// The peer is on loopback (`enable-debug-command local`).
     local: bool,
@@ -114,7 +110,21 @@ impl Client {
     /// A client just connected: authenticated when no password is set.
     pub fn new(info: Arc<ClientInfo>, state: &State, local: bool) -> Self {
         let authenticated = state.config().get("requirepass").is_empty();
-        Client { info, authenticated, tenant: None, index: 0, reply: ReplyMode::On, local }
+        let session = Session::new(info.id);
+        Client {
+            info,
+            authenticated,
+            tenant: false,
+            engine: state.engine.clone(),
+            session,
+            reply: ReplyMode::On,
+            local,
+        }
+    }
+
+    /// Ends the session (forgets its WATCHes): call it when the connection closes.
+    pub fn close(&mut self) {
+        self.engine.close(&mut self.session);
     }
 
     /// Whether big requests are allowed (the parser's unauthenticated limits).
@@ -123,7 +133,7 @@ impl Client {
     }
 
     /// Runs one command and appends its reply to `out` (unless CLIENT REPLY says not to).
-    pub fn execute(&mut self, argv: &[Bytes], db: &mut SharedDb, state: &State, out: &mut Vec<u8>) -> Next {
+    pub fn execute(&mut self, argv: &[Bytes], state: &State, out: &mut Vec<u8>) -> Next {
         // Command names are short: lowercase on the stack, not in a new String.
         let mut buf = [0u8; 32];
         let lowered;
@@ -158,7 +168,7 @@ impl Client {
             last.1.clear();
             last.1.push_str(&stat_name);
         }
-        let (reply, next) = self.run(name, argv, db, state);
+        let (reply, next) = self.run(name, argv, state);
         let usec = started.elapsed().as_micros() as u64;
         self.count(state, &stat_name, Some(usec), &reply);
         if KEYED_READS.binary_search(&name).is_ok() {
@@ -219,7 +229,7 @@ impl Client {
         if !self.authenticated && !NO_AUTH.contains(&name) {
             return Some(Some(Reply::Error("NOAUTH Authentication required.".into())));
         }
-        if self.tenant.is_some() && (ADMIN_ONLY.contains(&name) || ADMIN_ONLY.contains(&stat_name)) {
+        if self.tenant && (ADMIN_ONLY.contains(&name) || ADMIN_ONLY.contains(&stat_name)) {
             return Some(Some(Reply::Error("ERR admin permission required to perform the command".into())));
         }
         if state.pause_active.load(Relaxed)
@@ -240,7 +250,7 @@ impl Client {
     }
 
     /// Runs a command that passed the gates.
-    fn run(&mut self, name: &str, argv: &[Bytes], admin_db: &mut SharedDb, state: &State) -> (Reply, Next) {
+    fn run(&mut self, name: &str, argv: &[Bytes], state: &State) -> (Reply, Next) {
         let reply = match name {
             "quit" => return (Reply::OK, Next::Close),
             "auth" => self.auth(argv, state),
@@ -256,17 +266,14 @@ impl Client {
                 ])
             }),
             "lastsave" => arity(argv, 1, || Reply::Integer(state.started_unix as i64)),
-            "debug" => self.debug(argv, state, admin_db),
+            "debug" => self.debug(argv, state),
             "namespace" => namespace(argv, state),
             "config" => {
                 let mut config = state.config_mut();
                 config::config(argv, &mut config, || state.stats.reset())
             }
-            "info" => {
-                let ns = self.tenant.as_ref().map(|t| t.layout().namespace().to_vec());
-                info::info(argv, state, ns.as_deref())
-            }
-            "flushall" if self.tenant.is_none() => flush_everything(argv, admin_db, state),
+            "info" => info::info(argv, state, self.engine.layout().namespace()),
+            "flushall" if !self.tenant => self.flush_everything(argv, state),
             _ => {
                 let databases = state.config().number("databases");
                 if name == "select"
@@ -274,31 +281,12 @@ impl Client {
                 {
                     return (Reply::Error("ERR DB index is out of range".into()), Next::Continue);
                 }
-                let db = self.db(admin_db);
-                let reply = db.execute(argv);
-                let index = db.index();
-                if self.tenant.is_none() {
-                    self.index = index;
-                }
-                self.info.db.store(index, Relaxed);
+                let reply = self.engine.execute(&mut self.session, argv);
+                self.info.db.store(self.session.db(), Relaxed);
                 reply
             }
         };
         (reply, Next::Continue)
-    }
-
-    /// The database this client's commands run on: its tenant's, or the admin one with
-    /// this client's SELECTed index.
-    fn db<'a>(&'a mut self, admin_db: &'a mut SharedDb) -> &'a mut SharedDb {
-        match self.tenant.as_mut() {
-            Some(tenant) => tenant,
-            None => {
-                if admin_db.index() != self.index {
-                    let _ = admin_db.select(self.index);
-                }
-                admin_db
-            }
-        }
     }
 
     /// AUTH [default] password: requirepass makes an admin, a namespace token a tenant.
@@ -351,12 +339,14 @@ impl Client {
     }
 
     /// Confines the client to namespace `ns` (a tenant) or frees it (`None`: admin).
+    /// A fresh session (database 0, no MULTI or WATCH) in the engine of `ns`.
     fn become_tenant(&mut self, ns: Option<String>, state: &State) {
         self.authenticated = true;
-        self.tenant = ns.as_ref().and_then(|ns| {
-            let layout = KeyLayout::default().with_namespace(ns.as_bytes()).ok()?;
-            Some(Db::with_layout(state.backend.clone(), layout))
-        });
+        self.close();
+        self.engine = ns.as_deref().map_or_else(|| state.engine.clone(), |ns| state.tenant_engine(ns));
+        self.tenant = ns.is_some();
+        self.session = Session::new(self.info.id);
+        self.info.db.store(0, Relaxed);
         *lock(&self.info.namespace) = ns;
     }
 
@@ -430,8 +420,6 @@ impl Client {
     /// RESET: database 0, no name, replies on, not a tenant, authenticated only when no
     /// password is set.
     fn reset(&mut self, state: &State) -> Reply {
-        self.index = 0;
-        self.info.db.store(0, Relaxed);
         self.reply = ReplyMode::On;
         *lock(&self.info.name) = None;
         self.info.no_evict.store(false, Relaxed);
@@ -566,7 +554,7 @@ impl Client {
 
     /// DEBUG: SLEEP, OBJECT, ERROR, LOG, SET-ACTIVE-EXPIRE, HELP when enable-debug-command
     /// allows it; everything else (RELOAD, SEGFAULT, …) is refused.
-    fn debug(&mut self, argv: &[Bytes], state: &State, admin_db: &mut SharedDb) -> Reply {
+    fn debug(&mut self, argv: &[Bytes], state: &State) -> Reply {
         let allowed = match state.config().get("enable-debug-command") {
             "yes" => true,
             "local" => self.local,
@@ -598,7 +586,9 @@ impl Client {
                 Reply::OK
             }
             ("set-active-expire", 3) => Reply::OK,
-            ("object", 3) => debug_object(self.db(admin_db).run(&[&b"object"[..], b"encoding", &argv[2]])),
+            ("object", 3) => {
+                debug_object(self.engine.run(&mut self.session, &[&b"object"[..], b"encoding", &argv[2]]))
+            }
             ("help", 2) => Reply::Array(DEBUG_HELP.iter().map(|s| Reply::status(s)).collect()),
             _ => Reply::Error(format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
@@ -804,16 +794,24 @@ fn namespace(argv: &[Bytes], state: &State) -> Reply {
     }
 }
 
-/// FLUSHALL from the admin: every record of every namespace, in one batch.
-fn flush_everything(argv: &[Bytes], db: &mut SharedDb, state: &State) -> Reply {
-    let mode_ok = match argv {
-        [_] => true,
-        [_, mode] => mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync"),
-        _ => false,
-    };
-    if !mode_ok {
-        return db.execute(argv);
+impl Client {
+    /// FLUSHALL from the admin: every record of every namespace, in one batch. (Inside
+    /// MULTI, and for a bad argument, the engine answers: it queues or refuses.)
+    fn flush_everything(&mut self, argv: &[Bytes], state: &State) -> Reply {
+        let mode_ok = match argv {
+            [_] => true,
+            [_, mode] => mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync"),
+            _ => false,
+        };
+        if !mode_ok || self.session.in_multi() {
+            return self.engine.execute(&mut self.session, argv);
+        }
+        flush_backend(state)
     }
+}
+
+/// Deletes every record of the store.
+fn flush_backend(state: &State) -> Reply {
     let mut batch = WriteBatch::new();
     for cf in [ColumnFamily::Metadata, ColumnFamily::Subkey, ColumnFamily::Score] {
         let scan =

@@ -12,10 +12,9 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
-use rediskv::codec::KeyLayout;
-use rediskv::commands::{Db, Reply};
+use rediskv::commands::Reply;
 
-use crate::admin::{Client, DEFAULT_NAMESPACE, Next, SharedDb};
+use crate::admin::{Client, Next};
 use crate::resp::{Limits, Parsed, parse};
 use crate::state::State;
 
@@ -28,7 +27,6 @@ pub struct Server {
     poll: Poll,
     listener: TcpListener,
     state: Arc<State>,
-    db: SharedDb,
     conns: HashMap<usize, Connection>,
     next_token: usize,
     /// Shared read buffer: bytes go from the socket here, then into a connection's buffer.
@@ -43,17 +41,7 @@ impl Server {
     pub fn new(mut listener: TcpListener, state: Arc<State>) -> io::Result<Server> {
         let poll = Poll::new()?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-        let layout =
-            KeyLayout::default().with_namespace(DEFAULT_NAMESPACE.as_bytes()).map_err(io::Error::other)?;
-        Ok(Server {
-            poll,
-            listener,
-            db: Db::with_layout(state.backend.clone(), layout),
-            state,
-            conns: HashMap::new(),
-            next_token: 0,
-            chunk: vec![0; 64 * 1024],
-        })
+        Ok(Server { poll, listener, state, conns: HashMap::new(), next_token: 0, chunk: vec![0; 64 * 1024] })
     }
 
     /// Serves until polling fails.
@@ -76,7 +64,7 @@ impl Server {
                 }
                 let token = event.token().0;
                 let Some(conn) = self.conns.get_mut(&token) else { continue };
-                let keep = conn.on_event(&mut self.db, &self.state, &mut self.chunk);
+                let keep = conn.on_event(&self.state, &mut self.chunk);
                 self.settle(token, keep);
             }
             self.tick();
@@ -90,6 +78,7 @@ impl Server {
         if !keep {
             if let Some(mut conn) = self.conns.remove(&token) {
                 let _ = self.poll.registry().deregister(&mut conn.stream);
+                conn.client.close();
                 self.state.disconnect(conn.client.info.id);
             }
         }
@@ -107,7 +96,7 @@ impl Server {
             if (kills && info.killed.load(Relaxed)) || idle {
                 self.settle(token, false);
             } else if conn.pending.is_some() {
-                conn.run_requests(&mut self.db, &self.state);
+                conn.run_requests(&self.state);
                 let keep = conn.finish(&self.state);
                 self.settle(token, keep);
             }
@@ -182,7 +171,7 @@ impl Connection {
 
     /// Handles readiness: reads everything available, runs every complete request, writes
     /// the replies. Returns false when the connection is done.
-    fn on_event(&mut self, db: &mut SharedDb, state: &State, chunk: &mut [u8]) -> bool {
+    fn on_event(&mut self, state: &State, chunk: &mut [u8]) -> bool {
         if !self.closing {
             let limit = state.config().number("client-query-buffer-limit").max(1) as usize;
             loop {
@@ -205,7 +194,7 @@ impl Connection {
                     Err(_) => return false,
                 }
             }
-            self.run_requests(db, state);
+            self.run_requests(state);
         }
         self.finish(state)
     }
@@ -222,9 +211,9 @@ impl Connection {
         flushed.is_ok() && !(self.closing && self.written == self.out.len())
     }
 
-    fn run_requests(&mut self, db: &mut SharedDb, state: &State) {
+    fn run_requests(&mut self, state: &State) {
         if let Some(argv) = self.pending.take() {
-            if !self.run_one(argv, db, state) {
+            if !self.run_one(argv, state) {
                 return;
             }
         }
@@ -257,19 +246,19 @@ impl Connection {
                     argv.extend(args.into_iter().map(Bytes::from));
                 }
             }
-            if !self.run_one(argv, db, state) {
+            if !self.run_one(argv, state) {
                 break;
             }
         }
     }
 
     /// Runs one request; false when later requests must wait (a pause) or the connection closes.
-    fn run_one(&mut self, mut argv: Vec<Bytes>, db: &mut SharedDb, state: &State) -> bool {
+    fn run_one(&mut self, mut argv: Vec<Bytes>, state: &State) -> bool {
         if argv.is_empty() {
             self.argv = argv;
             return true;
         }
-        match self.client.execute(&argv, db, state, &mut self.out) {
+        match self.client.execute(&argv, state, &mut self.out) {
             Next::Continue => {}
             Next::Close => self.closing = true,
             Next::Wait => {

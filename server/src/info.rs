@@ -10,7 +10,6 @@ use rediskv::backend::{Direction, KvBackend};
 use rediskv::codec::{ColumnFamily, KeyLayout, Metadata};
 use rediskv::commands::{DATABASES, Reply};
 
-use crate::admin::DEFAULT_NAMESPACE;
 use crate::state::{State, lock, unix_micros};
 
 /// Every section in Redis 7.0's order; `true` for the ones INFO without arguments shows.
@@ -32,8 +31,8 @@ const SECTIONS: &[(&str, bool)] = &[
 
 /// INFO: the requested sections (`default`, `all`, `everything` or names), in Redis'
 /// order, as a bulk string of `# Title\r\nfield:value\r\n` blocks separated by blank lines.
-/// `namespace` is a tenant's (its keyspace is shown), `None` for the admin.
-pub fn info(argv: &[Bytes], state: &State, namespace: Option<&[u8]>) -> Reply {
+/// The keyspace section counts the keys of `namespace` (the client's).
+pub fn info(argv: &[Bytes], state: &State, namespace: &[u8]) -> Reply {
     let asked: Vec<String> =
         argv[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
     let wanted = |name: &str, default: bool| {
@@ -95,7 +94,7 @@ fn human(bytes: u64) -> String {
     }
 }
 
-fn section(name: &str, state: &State, namespace: Option<&[u8]>, out: &mut String) {
+fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
     let s = |v: &str| v.to_string();
     let n = |v: u64| v.to_string();
     let stats = &state.stats;
@@ -375,7 +374,7 @@ fn section(name: &str, state: &State, namespace: Option<&[u8]>, out: &mut String
         }
         "cluster" => fields(out, &[("cluster_enabled", s("0"))]),
         "keyspace" => {
-            let base = namespace.unwrap_or(DEFAULT_NAMESPACE.as_bytes());
+            let base = namespace;
             let databases = (config.number("databases").max(1) as usize).min(DATABASES);
             drop(config);
             for index in 0..databases {

@@ -11,8 +11,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use rediskv::backend::MemoryBackend;
+use rediskv::codec::KeyLayout;
+use rediskv::commands::Engine;
 
 use crate::config::Config;
+
+/// The engine type: the library's thread-safe `Engine` over the shared in-memory store.
+pub type SharedEngine = Engine<Arc<MemoryBackend>>;
+
+/// Kvrocks' name for the namespace of the admin (requirepass) connections.
+pub const DEFAULT_NAMESPACE: &str = "__namespace";
 
 /// Locks a mutex, going on after a panic elsewhere (the data is plain counters and names).
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -178,7 +186,6 @@ pub struct Pause {
 }
 
 /// Everything connections share.
-#[derive(Debug)]
 pub struct State {
     config: RwLock<Config>,
     /// INFO counters.
@@ -193,6 +200,10 @@ pub struct State {
     pub pause_active: AtomicBool,
     /// The store every connection's database lives in.
     pub backend: Arc<MemoryBackend>,
+    /// The engine of the default namespace (admin connections).
+    pub engine: Arc<SharedEngine>,
+    /// The engine of each tenant namespace, made when a tenant first logs in.
+    tenants: Mutex<BTreeMap<String, Arc<SharedEngine>>>,
     /// When the server started.
     pub started: Instant,
     /// The start time in Unix seconds (LASTSAVE: nothing is ever saved).
@@ -215,19 +226,30 @@ impl State {
                 )
             })
             .collect();
+        let backend = Arc::new(MemoryBackend::new());
         State {
+            engine: Arc::new(engine(&backend, DEFAULT_NAMESPACE)),
+            tenants: Mutex::new(BTreeMap::new()),
             config: RwLock::new(config),
             stats: Stats::default(),
             clients: Mutex::new(BTreeMap::new()),
             kills_pending: AtomicBool::new(false),
             pause: Mutex::new(None),
             pause_active: AtomicBool::new(false),
-            backend: Arc::new(MemoryBackend::new()),
+            backend,
             started: Instant::now(),
             started_unix: micros / 1_000_000,
             run_id,
             next_client_id: AtomicU64::new(1),
         }
+    }
+
+    /// The engine a tenant of namespace `ns` works in.
+    pub fn tenant_engine(&self, ns: &str) -> Arc<SharedEngine> {
+        lock(&self.tenants)
+            .entry(ns.to_string())
+            .or_insert_with(|| Arc::new(engine(&self.backend, ns)))
+            .clone()
     }
 
     /// The configuration, for reading.
@@ -267,4 +289,11 @@ impl State {
             _ => None,
         }
     }
+}
+
+/// An engine writing namespace `ns` of `backend` (a namespace longer than 255 bytes, which
+/// NAMESPACE refuses, falls back to the default one).
+fn engine(backend: &Arc<MemoryBackend>, ns: &str) -> SharedEngine {
+    let layout = KeyLayout::default().with_namespace(ns.as_bytes()).unwrap_or_default();
+    Engine::with_layout(backend.clone(), layout)
 }

@@ -100,3 +100,20 @@ fn info_counts_commands_hits_and_errors() {
     let keyspace = c.cmd(&["INFO", "keyspace"]).text();
     assert_eq!(field(&keyspace, "db0"), "keys=1,expires=0,avg_ttl=0");
 }
+
+#[test]
+fn transactions_and_watch_across_connections() {
+    let server = rediskv(&[]);
+    let (mut a, mut b) = (server.client(), server.client());
+    assert_eq!(a.cmd(&["MULTI"]), Value::Status("OK".into()));
+    assert_eq!(a.cmd(&["SET", "k", "1"]), Value::Status("QUEUED".into()));
+    assert_eq!(a.cmd(&["INCR", "k"]), Value::Status("QUEUED".into()));
+    assert_eq!(b.cmd(&["GET", "k"]), Value::Bulk(None), "nothing runs before EXEC");
+    assert_eq!(a.cmd(&["EXEC"]), Value::Array(Some(vec![Value::Status("OK".into()), Value::Int(2)])));
+    assert_eq!(a.cmd(&["WATCH", "k"]), Value::Status("OK".into()));
+    assert_eq!(b.cmd(&["SET", "k", "other"]), Value::Status("OK".into()));
+    assert_eq!(a.cmd(&["MULTI"]), Value::Status("OK".into()));
+    assert_eq!(a.cmd(&["SET", "k", "mine"]), Value::Status("QUEUED".into()));
+    assert_eq!(a.cmd(&["EXEC"]), Value::Array(None), "a watched key changed: EXEC aborts");
+    assert_eq!(b.cmd(&["GET", "k"]), Value::Bulk(Some(b"other".to_vec())));
+}

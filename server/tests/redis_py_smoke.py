@@ -54,6 +54,18 @@ pipe = r.pipeline(transaction=False)
 pipe.set("p1", "v1").get("p1").incr("pc").hset("ph", "f", "v").hgetall("ph").delete("p1").exists("p1")
 assert pipe.execute() == [True, "v1", 1, 1, {"f": "v"}, 1, 0]
 
+# Transactions (MULTI/EXEC) and WATCH.
+with r.pipeline() as tx:
+    tx.set("t1", "a").incr("tc").get("t1")
+    assert tx.execute() == [True, 1, "a"]
+r.set("balance", 10)
+def spend(pipe):
+    value = int(pipe.get("balance"))
+    pipe.multi()
+    pipe.set("balance", value - 3)
+r.transaction(spend, "balance")
+assert r.get("balance") == "7"
+
 # Expiries, relative and absolute from the server's clock.
 assert r.set("temp", "v", ex=100) is True
 assert 98 <= r.ttl("temp") <= 100
