@@ -223,24 +223,24 @@ impl Client {
     /// Why a command may not run now: `Some(Some(error))` to answer, `Some(None)` to wait
     /// for a CLIENT PAUSE, `None` to run it.
     fn refusal(&self, name: &str, stat_name: &str, argv: &[Bytes], state: &State) -> Option<Option<Reply>> {
-        if !is_command(name) {
+        // One table lookup: None for the commands this crate answers itself.
+        let info = table::lookup(name);
+        if info.is_none() && !SERVER_COMMANDS.contains(&name) {
             return Some(Some(Reply::Error(unknown_command(argv))));
         }
+        let has = |bits| info.is_some_and(|i| i.has(bits));
         if !self.authenticated && !NO_AUTH.contains(&name) {
             return Some(Some(Reply::Error("NOAUTH Authentication required.".into())));
         }
         if self.tenant && (ADMIN_ONLY.contains(&name) || ADMIN_ONLY.contains(&stat_name)) {
             return Some(Some(Reply::Error("ERR admin permission required to perform the command".into())));
         }
-        if state.pause_active.load(Relaxed)
-            && !SERVER_COMMANDS.contains(&name)
-            && state.paused(has_flag(name, flag::WRITE)).is_some()
-        {
+        if state.pause_active.load(Relaxed) && info.is_some() && state.paused(has(flag::WRITE)).is_some() {
             return Some(None);
         }
-        if has_flag(name, flag::DENYOOM) {
-            let max = state.config().number("maxmemory");
-            if max > 0 && state.backend.bytes() > max as u64 && !self.info.no_evict.load(Relaxed) {
+        if has(flag::DENYOOM) {
+            let max = state.maxmemory.load(Relaxed);
+            if max > 0 && state.backend.bytes() > max && !self.info.no_evict.load(Relaxed) {
                 return Some(Some(Reply::Error(
                     "OOM command not allowed when used memory > 'maxmemory'.".into(),
                 )));
@@ -270,14 +270,16 @@ impl Client {
             "namespace" => namespace(argv, state),
             "config" => {
                 let mut config = state.config_mut();
-                config::config(argv, &mut config, || state.stats.reset())
+                let reply = config::config(argv, &mut config, || state.stats.reset());
+                state.maxmemory.store(config.number("maxmemory").max(0) as u64, Relaxed);
+                reply
             }
             "info" => info::info(argv, state, self.engine.layout().namespace()),
             "flushall" if !self.tenant => self.flush_everything(argv, state),
             _ => {
-                let databases = state.config().number("databases");
                 if name == "select"
-                    && parse_i64(argv.get(1).map_or(&[][..], |a| a)).is_some_and(|i| i >= databases)
+                    && parse_i64(argv.get(1).map_or(&[][..], |a| a))
+                        .is_some_and(|i| i >= state.config().number("databases"))
                 {
                     return (Reply::Error("ERR DB index is out of range".into()), Next::Continue);
                 }
@@ -856,11 +858,6 @@ const SERVER_COMMANDS: &[&str] =
 
 fn is_command(name: &str) -> bool {
     SERVER_COMMANDS.contains(&name) || table::lookup(name).is_some()
-}
-
-/// Whether the library's command table gives `name` the flag (Redis 7.0's COMMAND flags).
-fn has_flag(name: &str, bits: u32) -> bool {
-    table::lookup(name).is_some_and(|info| info.has(bits))
 }
 
 /// `ERR unknown command 'foo', with args beginning with: 'a' 'b' ` (Redis 7.0).

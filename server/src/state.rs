@@ -198,6 +198,8 @@ pub struct State {
     pub pause: Mutex<Option<Pause>>,
     /// Whether `pause` may hold something (checked before taking its lock).
     pub pause_active: AtomicBool,
+    /// The `maxmemory` parameter, kept here so write commands need not read the config.
+    pub maxmemory: AtomicU64,
     /// The store every connection's database lives in.
     pub backend: Arc<MemoryBackend>,
     /// The engine of the default namespace (admin connections).
@@ -227,6 +229,7 @@ impl State {
             })
             .collect();
         let backend = Arc::new(MemoryBackend::new());
+        let maxmemory = config.number("maxmemory").max(0) as u64;
         State {
             engine: Arc::new(engine(&backend, DEFAULT_NAMESPACE)),
             tenants: Mutex::new(BTreeMap::new()),
@@ -236,6 +239,7 @@ impl State {
             kills_pending: AtomicBool::new(false),
             pause: Mutex::new(None),
             pause_active: AtomicBool::new(false),
+            maxmemory: AtomicU64::new(maxmemory),
             backend,
             started: Instant::now(),
             started_unix: micros / 1_000_000,
