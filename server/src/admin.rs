@@ -226,7 +226,8 @@ impl Client {
         // One table lookup: None for the commands this crate answers itself.
         let info = table::lookup(name);
         if info.is_none() && !SERVER_COMMANDS.contains(&name) {
-            return Some(Some(Reply::Error(unknown_command(argv))));
+            // The library's resolver words the unknown-command error.
+            return Some(Some(rediskv::commands::resolve(argv).err().unwrap_or(Reply::NilArray)));
         }
         let has = |bits| info.is_some_and(|i| i.has(bits));
         if !self.authenticated && !NO_AUTH.contains(&name) {
@@ -860,15 +861,6 @@ fn is_command(name: &str) -> bool {
     SERVER_COMMANDS.contains(&name) || table::lookup(name).is_some()
 }
 
-/// `ERR unknown command 'foo', with args beginning with: 'a' 'b' ` (Redis 7.0).
-fn unknown_command(argv: &[Bytes]) -> String {
-    let mut text =
-        format!("ERR unknown command '{}', with args beginning with: ", String::from_utf8_lossy(&argv[0]));
-    for arg in &argv[1..] {
-        text.push_str(&format!("'{}' ", String::from_utf8_lossy(arg)));
-    }
-    text
-}
 
 fn arity(argv: &[Bytes], n: usize, run: impl FnOnce() -> Reply) -> Reply {
     if argv.len() == n {
