@@ -861,7 +861,6 @@ fn is_command(name: &str) -> bool {
     SERVER_COMMANDS.contains(&name) || table::lookup(name).is_some()
 }
 
-
 fn arity(argv: &[Bytes], n: usize, run: impl FnOnce() -> Reply) -> Reply {
     if argv.len() == n {
         run()

@@ -262,10 +262,12 @@ impl Connection {
             Next::Continue => {}
             Next::Close => self.closing = true,
             Next::Wait => {
+                self.client.info.blocked.store(true, Relaxed);
                 self.pending = Some(argv);
                 return false;
             }
         }
+        self.client.info.blocked.store(false, Relaxed);
         argv.clear();
         self.argv = argv;
         !self.closing

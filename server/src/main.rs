@@ -5,12 +5,13 @@
 //! redis-cli -p 6380
 //! ```
 //!
-//! One event-loop thread (mio/epoll, [`conn`]) serves every connection and owns the
-//! `Db`, like redis-server; each connection remembers its own `SELECT`ed database, or works
-//! in its tenant's namespace. Every complete request in the input buffer is parsed and
-//! executed and all replies go out in one write, so pipelining is cheap. Connection-level
-//! commands are answered by this crate ([`admin`], [`config`], [`info`]); everything else
-//! goes to `Db::execute`. What connections share lives in [`state`].
+//! One event-loop thread (mio/epoll, [`conn`]) serves every connection, like redis-server;
+//! each connection is a library `Session` (selected database, MULTI, WATCH) on the shared
+//! `Engine` of its namespace (the default one, or its tenant's). Every complete request in
+//! the input buffer is parsed and executed and all replies go out in one write, so
+//! pipelining is cheap. Connection-level commands are answered by this crate ([`admin`],
+//! [`config`], [`info`]); everything else goes to `Engine::execute`. What connections share
+//! lives in [`state`].
 
 mod admin;
 mod config;

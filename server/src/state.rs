@@ -122,6 +122,8 @@ pub struct ClientInfo {
     pub omem: AtomicUsize,
     /// CLIENT NO-EVICT on.
     pub no_evict: AtomicBool,
+    /// A command of it waits for a CLIENT PAUSE to end (flag `b`, as Redis' postponed clients).
+    pub blocked: AtomicBool,
     /// The Kvrocks namespace it authenticated into (`None`: the default one, admin).
     pub namespace: Mutex<Option<String>>,
     /// CLIENT KILL: close as soon as possible.
@@ -144,6 +146,7 @@ impl ClientInfo {
             qbuf: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
             namespace: Mutex::new(None),
             killed: AtomicBool::new(false),
         }
@@ -158,7 +161,12 @@ impl ClientInfo {
     pub fn line(&self, resp: u8) -> String {
         let name = lock(&self.name).as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned();
         let cmd = lock(&self.last).1.clone();
-        let flags = if self.no_evict.load(Relaxed) { "e" } else { "N" };
+        let flags = match (self.blocked.load(Relaxed), self.no_evict.load(Relaxed)) {
+            (true, true) => "be",
+            (true, false) => "b",
+            (false, true) => "e",
+            (false, false) => "N",
+        };
         let (qbuf, omem) = (self.qbuf.load(Relaxed), self.omem.load(Relaxed));
         format!(
             "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 \

@@ -117,3 +117,20 @@ fn transactions_and_watch_across_connections() {
     assert_eq!(a.cmd(&["EXEC"]), Value::Array(None), "a watched key changed: EXEC aborts");
     assert_eq!(b.cmd(&["GET", "k"]), Value::Bulk(Some(b"other".to_vec())));
 }
+
+#[test]
+fn client_pause_holds_writes_until_unpause() {
+    let server = rediskv(&[]);
+    let (mut admin, mut writer) = (server.client(), server.client());
+    let Value::Int(writer_id) = writer.cmd(&["CLIENT", "ID"]) else { panic!() };
+    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), Value::Status("OK".into()));
+    writer.send(&[b"SET", b"k", b"v"]);
+    // Wait until the server holds the SET: the writer shows flag b, as in Redis.
+    let held = (0..10_000)
+        .any(|_| admin.cmd(&["CLIENT", "LIST", "ID", &writer_id.to_string()]).text().contains(" flags=b "));
+    assert!(held, "the SET was never held");
+    assert_eq!(admin.cmd(&["GET", "k"]), Value::Bulk(None), "reads go on, the write waits");
+    assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), Value::Status("OK".into()));
+    assert_eq!(writer.read(), Value::Status("OK".into()));
+    assert_eq!(admin.cmd(&["GET", "k"]), Value::Bulk(Some(b"v".to_vec())));
+}
