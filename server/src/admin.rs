@@ -13,7 +13,7 @@ use rediskv::backend::{KvBackend, WriteBatch};
 use rediskv::codec::{ColumnFamily, KeyRange};
 use rediskv::commands::args::parse_i64;
 use rediskv::commands::table::{self, flag};
-use rediskv::commands::{Reply, Session};
+use rediskv::commands::{Protocol, Reply, Session};
 
 use crate::state::{ClientInfo, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros};
 use crate::{config, info};
@@ -185,6 +185,7 @@ impl Client {
     /// Writes a reply unless CLIENT REPLY OFF/SKIP holds it back.
     fn send(&mut self, reply: Reply, out: &mut Vec<u8>, name: &str) {
         match self.reply {
+            ReplyMode::On if self.session.resp() == 3 => reply.write(Protocol::Resp3, out),
             ReplyMode::On => write_consuming(reply, out),
             // CLIENT REPLY SKIP skips the command after itself.
             ReplyMode::Skip if name != "client" => self.reply = ReplyMode::On,
@@ -353,14 +354,19 @@ impl Client {
         *lock(&self.info.namespace) = ns;
     }
 
-    /// HELLO [protover [AUTH user pass] [SETNAME name]]: the server's map as a flat array.
+    /// HELLO [protover [AUTH user pass] [SETNAME name]]: switches to RESP2 or RESP3 and
+    /// answers the server's map.
     fn hello(&mut self, argv: &[Bytes], state: &State) -> Reply {
         let mut auth = None;
         let mut name = None;
+        let mut resp = self.session.resp();
         if let Some(ver) = argv.get(1) {
             match parse_i64(ver) {
                 None => return Reply::Error("ERR Protocol version is not an integer or out of range".into()),
-                Some(2) => {}
+                // RESP3 stays refused until the library's commands answer RESP3 kinds (HGETALL
+                // still answers an array, which a RESP3 client would misread); the encoding
+                // below is ready for it.
+                Some(2) => resp = 2,
                 Some(_) => return Reply::Error("NOPROTO unsupported protocol version".into()),
             }
             let mut i = 2;
@@ -398,16 +404,18 @@ impl Client {
                 return e;
             }
         }
+        self.session.set_resp(resp);
+        self.info.resp.store(resp, Relaxed);
         let pairs: [(&str, Reply); 7] = [
             ("server", Reply::bulk(b"redis")),
             ("version", Reply::bulk(b"7.0.15")),
-            ("proto", Reply::Integer(2)),
+            ("proto", Reply::Integer(i64::from(resp))),
             ("id", Reply::Integer(self.info.id as i64)),
             ("mode", Reply::bulk(b"standalone")),
             ("role", Reply::bulk(b"master")),
             ("modules", Reply::Array(Vec::new())),
         ];
-        Reply::Array(pairs.into_iter().flat_map(|(k, v)| [Reply::bulk(k.as_bytes()), v]).collect())
+        Reply::Map(pairs.into_iter().map(|(k, v)| (Reply::bulk(k.as_bytes()), v)).collect())
     }
 
     fn set_name(&mut self, name: &Bytes) -> Result<(), Reply> {
@@ -446,7 +454,7 @@ impl Client {
             ("id", 2) => Reply::Integer(self.info.id as i64),
             ("getname", 2) => Reply::bulk_or_nil(lock(&self.info.name).clone()),
             ("setname", 3) => self.set_name(&argv[2]).map_or_else(|e| e, |()| Reply::OK),
-            ("info", 2) => Reply::Bulk(Bytes::from(self.info.line(2) + "\n")),
+            ("info", 2) => Reply::Verbatim { format: *b"txt", text: Bytes::from(self.info.line() + "\n") },
             ("list", _) => client_list(&argv[2..], state),
             ("kill", n) if n >= 3 => return self.kill(&argv[2..], state),
             ("reply", 3) => match String::from_utf8_lossy(&argv[2]).to_ascii_lowercase().as_str() {
@@ -703,10 +711,10 @@ fn client_list(args: &[Bytes], state: &State) -> Reply {
         if none || ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
             continue;
         }
-        text.push_str(&c.line(2));
+        text.push_str(&c.line());
         text.push('\n');
     }
-    Reply::Bulk(Bytes::from(text))
+    Reply::Verbatim { format: *b"txt", text: Bytes::from(text) }
 }
 
 /// CLIENT PAUSE timeout [WRITE|ALL].

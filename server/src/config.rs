@@ -228,15 +228,14 @@ impl Config {
     /// once: the patterns in the order given, each one's matches in name order. (Redis 7.0
     /// answers in the order of a hash table seeded randomly at start, so no order is Redis'
     /// own; this one is stable.)
-    fn matching(&self, patterns: &[Bytes]) -> Vec<Reply> {
+    fn matching(&self, patterns: &[Bytes]) -> Vec<(Reply, Reply)> {
         let mut seen = std::collections::BTreeSet::new();
         let mut out = Vec::new();
         for pattern in patterns {
             let pattern = pattern.to_ascii_lowercase();
             for (name, p) in &self.params {
                 if glob_match(&pattern, name.as_bytes()) && seen.insert(name.as_str()) {
-                    out.push(Reply::bulk(name.as_bytes()));
-                    out.push(Reply::bulk(p.value.as_bytes()));
+                    out.push((Reply::bulk(name.as_bytes()), Reply::bulk(p.value.as_bytes())));
                 }
             }
         }
@@ -437,7 +436,7 @@ pub fn config(argv: &[Bytes], config: &mut Config, reset_stats: impl FnOnce()) -
         }
     };
     match sub_name.as_slice() {
-        b"get" => arity(3, true).unwrap_or_else(|| Reply::Array(config.matching(&argv[2..]))),
+        b"get" => arity(3, true).unwrap_or_else(|| Reply::Map(config.matching(&argv[2..]))),
         b"set" => arity(4, true).unwrap_or_else(|| {
             if argv.len() % 2 == 1 {
                 return Reply::Error("ERR syntax error".into());
@@ -563,7 +562,7 @@ mod tests {
     fn get_matches_globs_once_each() {
         let c = Config::new();
         let argv: Vec<Bytes> = ["maxmemory*", "TIMEOUT", "max*"].iter().map(|s| Bytes::from(*s)).collect();
-        let names: Vec<Reply> = c.matching(&argv).into_iter().step_by(2).collect();
+        let names: Vec<Reply> = c.matching(&argv).into_iter().map(|(name, _)| name).collect();
         let expect = [
             "maxmemory",
             "maxmemory-clients",

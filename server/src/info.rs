@@ -30,7 +30,7 @@ const SECTIONS: &[(&str, bool)] = &[
 ];
 
 /// INFO: the requested sections (`default`, `all`, `everything` or names), in Redis'
-/// order, as a bulk string of `# Title\r\nfield:value\r\n` blocks separated by blank lines.
+/// order, as a verbatim (RESP2: bulk) string of `# Title\r\nfield:value\r\n` blocks separated by blank lines.
 /// The keyspace section counts the keys of `namespace` (the client's).
 pub fn info(argv: &[Bytes], state: &State, namespace: &[u8]) -> Reply {
     let asked: Vec<String> =
@@ -56,7 +56,7 @@ pub fn info(argv: &[Bytes], state: &State, namespace: &[u8]) -> Reply {
         let _ = write!(out, "# {}\r\n", title(name));
         section(name, state, namespace, &mut out);
     }
-    Reply::Bulk(Bytes::from(out))
+    Reply::Verbatim { format: *b"txt", text: Bytes::from(out) }
 }
 
 fn title(name: &str) -> &'static str {

@@ -5,7 +5,7 @@
 //! `State` through an `Arc`.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -122,6 +122,8 @@ pub struct ClientInfo {
     pub omem: AtomicUsize,
     /// CLIENT NO-EVICT on.
     pub no_evict: AtomicBool,
+    /// The RESP version it speaks (HELLO).
+    pub resp: AtomicU8,
     /// A command of it waits for a CLIENT PAUSE to end (flag `b`, as Redis' postponed clients).
     pub blocked: AtomicBool,
     /// The Kvrocks namespace it authenticated into (`None`: the default one, admin).
@@ -147,6 +149,7 @@ impl ClientInfo {
             omem: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
+            resp: AtomicU8::new(2),
             namespace: Mutex::new(None),
             killed: AtomicBool::new(false),
         }
@@ -158,7 +161,7 @@ impl ClientInfo {
     }
 
     /// One CLIENT LIST line (without the newline), fields as Redis 7.0 prints them.
-    pub fn line(&self, resp: u8) -> String {
+    pub fn line(&self) -> String {
         let name = lock(&self.name).as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned();
         let cmd = lock(&self.last).1.clone();
         let flags = match (self.blocked.load(Relaxed), self.no_evict.load(Relaxed)) {
@@ -171,7 +174,7 @@ impl ClientInfo {
         format!(
             "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 \
              multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={omem} \
-             tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={resp}",
+             tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -180,6 +183,7 @@ impl ClientInfo {
             self.idle(),
             self.db.load(Relaxed),
             qbuf + omem,
+            self.resp.load(Relaxed),
         )
     }
 }

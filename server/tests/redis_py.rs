@@ -1,4 +1,6 @@
-//! Runs `redis_py_smoke.py` (the official redis-py 8 client, `protocol=2`) against the server.
+//! Runs `redis_py_smoke.py` (the official redis-py 8 client, `protocol=2`) against the
+//! server, with and without a password. (RESP3, redis-py's default, waits for the library's
+//! commands to answer RESP3 kinds.)
 //! Needs python3 with `redis` installed (`pip install redis`): a loud skip without it, a
 //! failure under `CI=true`.
 
@@ -18,18 +20,18 @@ fn redis_py_works_with_the_server() {
         return;
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py_smoke.py");
-    for password in [None, Some("pw")] {
+    for (protocol, password) in [("2", None), ("2", Some("pw"))] {
         let server = match password {
             Some(pw) => common::rediskv(&["--requirepass", pw]),
             None => common::rediskv(&[]),
         };
         let mut cmd = Command::new("python3");
-        cmd.arg(script).arg(server.port.to_string());
+        cmd.arg(script).arg(server.port.to_string()).arg(protocol);
         cmd.args(password);
         let out = cmd.output().expect("run python3");
         assert!(
             out.status.success(),
-            "redis-py smoke test failed (password {password:?}):\n{}{}",
+            "redis-py smoke test failed (RESP{protocol}, password {password:?}):\n{}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );

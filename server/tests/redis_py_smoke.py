@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """redis-py (8.x) against a running rediskv-server: strings, hashes, pipelines, expiries and
-the connection-level commands clients call. usage: redis_py_smoke.py PORT [PASSWORD]
+the connection-level commands clients call. usage: redis_py_smoke.py PORT PROTOCOL [PASSWORD]
+(PROTOCOL 2 or 3; redis-py 8 defaults to 3)
 
 Exits non-zero (an assertion) on the first reply that differs from what Redis gives."""
 import sys
@@ -9,8 +10,9 @@ import time
 import redis
 
 port = int(sys.argv[1])
-password = sys.argv[2] if len(sys.argv) > 2 else None
-r = redis.Redis(host="127.0.0.1", port=port, protocol=2, decode_responses=True, password=password)
+protocol = int(sys.argv[2])
+password = sys.argv[3] if len(sys.argv) > 3 else None
+r = redis.Redis(host="127.0.0.1", port=port, protocol=protocol, decode_responses=True, password=password)
 
 assert r.ping() is True
 r.flushall()
@@ -104,4 +106,4 @@ assert me["name"] == "smoke" and me["laddr"].endswith(f":{port}"), me
 assert any(c["name"] == "smoke" for c in r.client_list())
 assert r.echo("hi") == "hi"
 assert r.dbsize() > 0
-print("redis-py", redis.__version__, "smoke test passed")
+print("redis-py", redis.__version__, f"RESP{protocol}", "smoke test passed")
