@@ -7,7 +7,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use mio::net::{TcpListener, TcpStream};
@@ -31,6 +31,8 @@ pub struct Server {
     next_token: usize,
     /// Shared read buffer: bytes go from the socket here, then into a connection's buffer.
     chunk: Vec<u8>,
+    /// When [`Server::tick`] last ran.
+    last_tick: Instant,
 }
 
 impl Server {
@@ -41,7 +43,15 @@ impl Server {
     pub fn new(mut listener: TcpListener, state: Arc<State>) -> io::Result<Server> {
         let poll = Poll::new()?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-        Ok(Server { poll, listener, state, conns: HashMap::new(), next_token: 0, chunk: vec![0; 64 * 1024] })
+        Ok(Server {
+            poll,
+            listener,
+            state,
+            conns: HashMap::new(),
+            next_token: 0,
+            chunk: vec![0; 64 * 1024],
+            last_tick: Instant::now(),
+        })
     }
 
     /// Serves until polling fails.
@@ -67,7 +77,10 @@ impl Server {
                 let keep = conn.on_event(&self.state, &mut self.chunk);
                 self.settle(token, keep);
             }
-            self.tick();
+            if self.last_tick.elapsed() >= TICK || self.state.kills_pending.load(Relaxed) {
+                self.last_tick = Instant::now();
+                self.tick();
+            }
         }
     }
 
@@ -86,6 +99,7 @@ impl Server {
 
     /// Closes killed and idle connections, and runs the requests a pause held back.
     fn tick(&mut self) {
+        self.state.sample();
         let kills = self.state.kills_pending.swap(false, Relaxed);
         let timeout = self.state.config().number("timeout").max(0) as u64;
         let tokens: Vec<usize> = self.conns.keys().copied().collect();

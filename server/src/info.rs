@@ -261,16 +261,20 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
         "stats" => {
             let get = |c: &std::sync::atomic::AtomicU64| n(c.load(Relaxed));
             let z = || s("0");
+            let (ops, kbps_in, kbps_out) = {
+                let sampler = lock(&state.sampler);
+                (sampler.rate(0), sampler.rate(1) as f64 / 1024.0, sampler.rate(2) as f64 / 1024.0)
+            };
             let mut pairs = vec![
                 ("total_connections_received", get(&stats.connections_received)),
                 ("total_commands_processed", get(&stats.commands_processed)),
-                ("instantaneous_ops_per_sec", z()),
+                ("instantaneous_ops_per_sec", n(ops)),
                 ("total_net_input_bytes", get(&stats.net_input)),
                 ("total_net_output_bytes", get(&stats.net_output)),
                 ("total_net_repl_input_bytes", z()),
                 ("total_net_repl_output_bytes", z()),
-                ("instantaneous_input_kbps", s("0.00")),
-                ("instantaneous_output_kbps", s("0.00")),
+                ("instantaneous_input_kbps", format!("{kbps_in:.2}")),
+                ("instantaneous_output_kbps", format!("{kbps_out:.2}")),
                 ("instantaneous_input_repl_kbps", s("0.00")),
                 ("instantaneous_output_repl_kbps", s("0.00")),
                 ("rejected_connections", get(&stats.rejected_connections)),

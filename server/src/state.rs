@@ -97,6 +97,28 @@ impl Stats {
     }
 }
 
+/// Redis' instantaneous metrics: per-second rates over the last 16 ticks.
+#[derive(Debug)]
+pub struct Sampler {
+    at: Instant,
+    /// Commands, input bytes, output bytes at the last sample.
+    last: [u64; 3],
+    /// Per-second rates of the last 16 samples, for each of the three.
+    rates: [[u64; 16]; 3],
+    next: usize,
+}
+
+impl Sampler {
+    fn new() -> Sampler {
+        Sampler { at: Instant::now(), last: [0; 3], rates: [[0; 16]; 3], next: 0 }
+    }
+
+    /// The mean rate of counter `i` (0 commands, 1 input bytes, 2 output bytes) per second.
+    pub fn rate(&self, i: usize) -> u64 {
+        self.rates[i].iter().sum::<u64>() / 16
+    }
+}
+
 /// What others may see of a connection (CLIENT LIST) and the flag CLIENT KILL sets.
 #[derive(Debug)]
 pub struct ClientInfo {
@@ -210,6 +232,8 @@ pub struct State {
     pub pause: Mutex<Option<Pause>>,
     /// Whether `pause` may hold something (checked before taking its lock).
     pub pause_active: AtomicBool,
+    /// instantaneous_ops_per_sec and the kbps figures of INFO stats.
+    pub sampler: Mutex<Sampler>,
     /// The `maxmemory` parameter, kept here so write commands need not read the config.
     pub maxmemory: AtomicU64,
     /// The store every connection's database lives in.
@@ -252,12 +276,32 @@ impl State {
             pause: Mutex::new(None),
             pause_active: AtomicBool::new(false),
             maxmemory: AtomicU64::new(maxmemory),
+            sampler: Mutex::new(Sampler::new()),
             backend,
             started: Instant::now(),
             started_unix: micros / 1_000_000,
             run_id,
             next_client_id: AtomicU64::new(1),
         }
+    }
+
+    /// Takes one sample of the counters (the event loop calls it every tick).
+    pub fn sample(&self) {
+        let mut s = lock(&self.sampler);
+        let elapsed = s.at.elapsed().as_millis() as u64;
+        if elapsed == 0 {
+            return;
+        }
+        let now = [&self.stats.commands_processed, &self.stats.net_input, &self.stats.net_output]
+            .map(|c| c.load(Relaxed));
+        let slot = s.next;
+        let last = s.last;
+        for ((rates, now), last) in s.rates.iter_mut().zip(now).zip(last) {
+            rates[slot] = now.saturating_sub(last) * 1000 / elapsed;
+        }
+        s.last = now;
+        s.at = Instant::now();
+        s.next = (slot + 1) % 16;
     }
 
     /// The engine a tenant of namespace `ns` works in.
