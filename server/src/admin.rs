@@ -15,7 +15,9 @@ use rediskv::commands::args::parse_i64;
 use rediskv::commands::table::{self, flag};
 use rediskv::commands::{Protocol, Reply, Session};
 
-use crate::state::{ClientInfo, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros};
+use crate::state::{
+    ClientInfo, CommandStat, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros,
+};
 use crate::{config, info};
 
 /// Commands a tenant (namespace token) may not run: Kvrocks' admin commands.
@@ -68,6 +70,9 @@ const KEYED_READS: &[&str] = &[
     "zrevrank",
     "zscore",
 ];
+
+/// At most this many INFO commandstats entries (and errorstats codes, as Redis' 128).
+const MAX_STAT_ENTRIES: usize = 1024;
 
 /// CLIENT REPLY mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,12 +208,20 @@ impl Client {
         if !known {
             return;
         }
+        // A made-up subcommand is refused before running, as in Redis: not counted, and
+        // never an entry, so the table stays small whatever clients send.
+        if matches!(reply, Reply::Error(e) if e.starts_with("ERR unknown subcommand")) {
+            return;
+        }
         stats.commands_processed.fetch_add(1, Relaxed);
         let mut commands = lock(&stats.commands);
-        let entry = match commands.get_mut(stat_name) {
-            Some(e) => e,
-            None => commands.entry(stat_name.to_string()).or_default(),
-        };
+        if !commands.contains_key(stat_name) {
+            if commands.len() >= MAX_STAT_ENTRIES {
+                return;
+            }
+            commands.insert(stat_name.to_string(), CommandStat::default());
+        }
+        let Some(entry) = commands.get_mut(stat_name) else { return };
         match usec {
             None => entry.rejected += 1,
             Some(usec) => {

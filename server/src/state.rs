@@ -89,11 +89,17 @@ impl Stats {
         lock(&self.errors).clear();
     }
 
-    /// Counts one error reply under its first word.
+    /// Counts one error reply under its first word (`ERR`, `WRONGTYPE`…). Redis stops
+    /// adding error codes past 128 distinct ones; so does this.
     pub fn error(&self, text: &str) {
         self.error_replies.fetch_add(1, Relaxed);
         let code = text.split(' ').next().unwrap_or("ERR");
-        *lock(&self.errors).entry(code.to_string()).or_default() += 1;
+        let mut errors = lock(&self.errors);
+        if let Some(n) = errors.get_mut(code) {
+            *n += 1;
+        } else if errors.len() < 128 {
+            errors.insert(code.to_string(), 1);
+        }
     }
 }
 

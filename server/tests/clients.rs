@@ -75,24 +75,27 @@ fn info_counts_commands_hits_and_errors() {
     c.cmd(&["MGET", "a", "missing", "missing2"]);
     c.cmd(&["HSET", "a", "f", "v"]);
     c.cmd(&["NOSUCH"]);
+    c.cmd(&["CLIENT", "MADE-UP"]);
     assert_eq!(c.cmd(&["DEBUG", "ERROR", "CUSTOM oops"]), Value::Error("CUSTOM oops".into()));
     assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0"]), Value::Status("OK".into()));
     assert_eq!(c.cmd(&["DEBUG", "OBJECT", "nokey"]), Value::Error("ERR no such key".into()));
     assert!(c.cmd(&["DEBUG", "OBJECT", "a"]).text().starts_with("Value at:"));
     let info = c.cmd(&["INFO", "stats"]).text();
-    // RESETSTAT, SET, GET, GET, MGET, HSET, 4×DEBUG counted; the unknown command is not.
+    // RESETSTAT, SET, GET, GET, MGET, HSET, 4×DEBUG counted; the unknown command and
+    // subcommand are not.
     assert_eq!(field(&info, "total_commands_processed"), "10");
     assert_eq!(field(&info, "keyspace_hits"), "2");
     assert_eq!(field(&info, "keyspace_misses"), "3");
-    assert_eq!(field(&info, "total_error_replies"), "4");
+    assert_eq!(field(&info, "total_error_replies"), "5");
     let errors = c.cmd(&["INFO", "errorstats"]).text();
-    assert_eq!(field(&errors, "errorstat_ERR"), "count=2");
+    assert_eq!(field(&errors, "errorstat_ERR"), "count=3");
     assert_eq!(field(&errors, "errorstat_WRONGTYPE"), "count=1");
     assert_eq!(field(&errors, "errorstat_CUSTOM"), "count=1");
     let commands = c.cmd(&["INFO", "commandstats"]).text();
     assert!(field(&commands, "cmdstat_get").starts_with("calls=2,"), "{commands}");
     assert!(field(&commands, "cmdstat_hset").ends_with(",rejected_calls=0,failed_calls=1"), "{commands}");
     assert!(field(&commands, "cmdstat_config|resetstat").starts_with("calls=1,"), "{commands}");
+    assert!(!commands.contains("made-up"), "{commands}");
     assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), Value::Status("OK".into()));
     let info = c.cmd(&["INFO", "stats"]).text();
     assert_eq!(field(&info, "total_commands_processed"), "1");
