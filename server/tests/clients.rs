@@ -137,3 +137,28 @@ fn client_pause_holds_writes_until_unpause() {
     assert_eq!(writer.read(), Value::Status("OK".into()));
     assert_eq!(admin.cmd(&["GET", "k"]), Value::Bulk(Some(b"v".to_vec())));
 }
+
+#[test]
+fn config_file_as_first_argument_and_rewrite() {
+    let dir = std::env::temp_dir().join(format!("rediskv-conf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("redis.conf");
+    std::fs::write(&file, "# mine\ntimeout 7\nproto-max-bulk-len 2mb\n").unwrap();
+    let server = common::rediskv_with_file(file.to_str().unwrap());
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["CONFIG", "GET", "timeout"]).texts(), ["timeout", "7"]);
+    assert_eq!(c.cmd(&["CONFIG", "GET", "proto-max-bulk-len"]).texts(), ["proto-max-bulk-len", "2097152"]);
+    let info = c.cmd(&["INFO", "server"]).text();
+    assert!(field(&info, "config_file").ends_with("redis.conf"), "{info}");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "timeout", "9", "maxmemory", "1gb"]), Value::Status("OK".into()));
+    assert_eq!(c.cmd(&["CONFIG", "REWRITE"]), Value::Status("OK".into()));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "# mine\ntimeout 9\nproto-max-bulk-len 2097152\nmaxmemory 1073741824\nport {}\n",
+            server.port
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

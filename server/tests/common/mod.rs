@@ -139,7 +139,17 @@ impl Server {
 
 /// Starts rediskv-server on a free port with extra arguments.
 pub fn rediskv(args: &[&str]) -> Server {
+    start(&[], args)
+}
+
+/// Starts rediskv-server with a config file as its first argument, on a free port.
+pub fn rediskv_with_file(file: &str) -> Server {
+    start(&[file], &[])
+}
+
+fn start(before: &[&str], args: &[&str]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
+        .args(before)
         .args(["--port", "0"])
         .args(args)
         .stderr(Stdio::piped())
