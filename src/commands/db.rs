@@ -302,7 +302,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
         };
         // A record this crate cannot read is an error naming the key, never an absent key.
         let meta = Metadata::decode(&raw).map_err(|e| {
-            CommandError::err(format!("undecodable metadata of key '{}': {e}", mkey.escape_ascii()))
+            // Name the user key (the layout decodes it back out of the metadata key).
+            let key = self.layout().decode_metadata_key(mkey).map_or(mkey, |k| k.user_key);
+            CommandError::err(format!("undecodable metadata of key '{}': {e}", key.escape_ascii()))
         })?;
         if !meta.is_live(self.now_ms()) {
             if meta.is_expired(self.now_ms()) {
