@@ -1,46 +1,395 @@
-//! Connection-level commands about the client itself: HELLO, CLIENT.
+//! One client's commands: the AUTH/NOAUTH gate, tenants (Kvrocks namespaces), CLIENT PAUSE
+//! and maxmemory gates, the connection-level commands (AUTH, HELLO, CLIENT, RESET, TIME,
+//! LASTSAVE, DEBUG, NAMESPACE, CONFIG, INFO, SELECT, FLUSHALL), the counters INFO reports,
+//! and CLIENT REPLY. Everything else goes to the library's `Db::execute`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
+use rediskv::backend::{KvBackend, WriteBatch};
+use rediskv::codec::{ColumnFamily, KeyRange};
 use rediskv::commands::args::parse_i64;
+use rediskv::commands::table::{self, flag};
+use rediskv::commands::{Protocol, Reply, Session};
 
-static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
+use crate::state::{
+    ClientInfo, CommandStat, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros,
+};
+use crate::{config, info};
 
-/// What the server knows about one connected client.
+/// Commands a tenant (namespace token) may not run: Kvrocks' admin commands.
+const ADMIN_ONLY: &[&str] = &[
+    "flushall",
+    "config",
+    "namespace",
+    "debug",
+    "shutdown",
+    "client|kill",
+    "client|list",
+    "client|pause",
+    "client|unpause",
+];
+
+/// Commands a client may send before AUTH.
+const NO_AUTH: &[&str] = &["auth", "hello", "quit", "reset"];
+
+/// Commands with subcommands, counted in INFO commandstats as `name|sub`.
+const CONTAINERS: &[&str] = &["client", "config", "command", "object", "memory", "namespace", "debug"];
+
+/// Read commands whose reply tells whether their key was found (INFO keyspace_hits/misses):
+/// a nil or empty reply counts as a miss, any other non-error reply as a hit; MGET counts
+/// each key. Sorted.
+const KEYED_READS: &[&str] = &[
+    "dump",
+    "get",
+    "getex",
+    "getrange",
+    "hget",
+    "hgetall",
+    "hkeys",
+    "hlen",
+    "hmget",
+    "hstrlen",
+    "hvals",
+    "lindex",
+    "llen",
+    "lrange",
+    "mget",
+    "scard",
+    "smembers",
+    "srandmember",
+    "strlen",
+    "zcard",
+    "zrange",
+    "zrangebyscore",
+    "zrank",
+    "zrevrange",
+    "zrevrank",
+    "zscore",
+];
+
+/// At most this many INFO commandstats entries (and errorstats codes, as Redis' 128).
+const MAX_STAT_ENTRIES: usize = 1024;
+
+/// CLIENT REPLY mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReplyMode {
+    On,
+    Off,
+    /// Skip the next command's reply.
+    Skip,
+}
+
+/// What the connection does after a command.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Go on with the next request.
+    Continue,
+    /// Flush the replies, then close (QUIT, CLIENT KILL of itself).
+    Close,
+    /// CLIENT PAUSE holds this command: keep it and try again later.
+    Wait,
+}
+
+/// What the server knows about one connected client, beyond what others see.
 pub struct Client {
-    /// CLIENT ID: unique, increasing from 1.
-    pub id: u64,
-    /// The database this client has SELECTed.
-    pub index: usize,
-    /// CLIENT SETNAME.
-    pub name: Option<Bytes>,
+    /// The part CLIENT LIST and CLIENT KILL see.
+    pub info: Arc<ClientInfo>,
+    /// AUTH done, or no password is set.
+    authenticated: bool,
+    /// Whether it logged in with a namespace token (confined, no admin commands).
+    tenant: bool,
+    /// The engine of its namespace: the default one, or its tenant's.
+    engine: Arc<SharedEngine>,
+    /// Its selected database, MULTI queue and WATCHes.
+    session: Session,
+    reply: ReplyMode,
+    /// The peer is on loopback (`enable-debug-command local`).
+    local: bool,
 }
 
 impl Client {
-    /// A fresh client with the next id, on database 0, without a name.
-    pub fn new() -> Self {
-        Client { id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed), index: 0, name: None }
+    /// A client just connected: authenticated when no password is set.
+    pub fn new(info: Arc<ClientInfo>, state: &State, local: bool) -> Self {
+        let authenticated = state.config().get("requirepass").is_empty();
+        let session = Session::new(info.id);
+        Client {
+            info,
+            authenticated,
+            tenant: false,
+            engine: state.engine.clone(),
+            session,
+            reply: ReplyMode::On,
+            local,
+        }
     }
 
-    /// HELLO [protover [AUTH user pass] [SETNAME name]]: the server's map as a flat array.
-    pub fn hello(&mut self, argv: &[Bytes]) -> Reply {
+    /// Ends the session (forgets its WATCHes): call it when the connection closes.
+    pub fn close(&mut self) {
+        self.engine.close(&mut self.session);
+    }
+
+    /// Whether big requests are allowed (the parser's unauthenticated limits).
+    pub fn authenticated(&self) -> bool {
+        self.authenticated
+    }
+
+    /// Runs one command and appends its reply to `out` (unless CLIENT REPLY says not to).
+    pub fn execute(&mut self, argv: &[Bytes], state: &State, out: &mut Vec<u8>) -> Next {
+        // Command names are short: lowercase on the stack, not in a new String.
+        let mut buf = [0u8; 32];
+        let lowered;
+        let name: &str = match buf.get_mut(..argv[0].len()) {
+            Some(buf) if argv[0].is_ascii() => {
+                buf.copy_from_slice(&argv[0]);
+                buf.make_ascii_lowercase();
+                std::str::from_utf8(buf).unwrap_or("")
+            }
+            _ => {
+                lowered = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+                &lowered
+            }
+        };
+        let stat_name: Cow<'_, str> = match argv.get(1) {
+            Some(sub) if CONTAINERS.contains(&name) => {
+                format!("{name}|{}", String::from_utf8_lossy(sub).to_ascii_lowercase()).into()
+            }
+            _ => name.into(),
+        };
+        if let Some(refusal) = self.refusal(name, &stat_name, argv, state) {
+            let Some(refusal) = refusal else { return Next::Wait };
+            self.count(state, &stat_name, None, &refusal);
+            self.send(refusal, out, name);
+            return Next::Continue;
+        }
+        let started = Instant::now();
+        {
+            // CLIENT INFO/LIST show the running command, as Redis does.
+            let mut last = lock(&self.info.last);
+            last.0 = started;
+            last.1.clear();
+            last.1.push_str(&stat_name);
+        }
+        let (reply, next) = self.run(name, argv, state);
+        let usec = started.elapsed().as_micros() as u64;
+        self.count(state, &stat_name, Some(usec), &reply);
+        if KEYED_READS.binary_search(&name).is_ok() {
+            keyspace_hits(state, &reply);
+        }
+        lock(&self.info.last).0 = Instant::now();
+        self.send(reply, out, name);
+        if self.info.killed.load(Relaxed) {
+            return Next::Close;
+        }
+        next
+    }
+
+    /// Writes a reply unless CLIENT REPLY OFF/SKIP holds it back.
+    fn send(&mut self, reply: Reply, out: &mut Vec<u8>, name: &str) {
+        match self.reply {
+            ReplyMode::On if self.session.resp() == 3 => reply.write(Protocol::Resp3, out),
+            ReplyMode::On => write_consuming(reply, out),
+            // CLIENT REPLY SKIP skips the command after itself.
+            ReplyMode::Skip if name != "client" => self.reply = ReplyMode::On,
+            _ => {}
+        }
+    }
+
+    /// INFO commandstats/errorstats and totals for one command.
+    fn count(&self, state: &State, stat_name: &str, usec: Option<u64>, reply: &Reply) {
+        let stats = &state.stats;
+        if let Reply::Error(text) = reply {
+            stats.error(text);
+        }
+        let known = usec.is_some() || is_command(stat_name.split('|').next().unwrap_or(""));
+        if !known {
+            return;
+        }
+        // A made-up subcommand is refused before running, as in Redis: not counted, and
+        // never an entry, so the table stays small whatever clients send.
+        if matches!(reply, Reply::Error(e) if e.starts_with("ERR unknown subcommand")) {
+            return;
+        }
+        stats.commands_processed.fetch_add(1, Relaxed);
+        let mut commands = lock(&stats.commands);
+        if !commands.contains_key(stat_name) {
+            if commands.len() >= MAX_STAT_ENTRIES {
+                return;
+            }
+            commands.insert(stat_name.to_string(), CommandStat::default());
+        }
+        let Some(entry) = commands.get_mut(stat_name) else { return };
+        match usec {
+            None => entry.rejected += 1,
+            Some(usec) => {
+                entry.calls += 1;
+                entry.usec += usec;
+                if reply.is_error() {
+                    entry.failed += 1;
+                }
+            }
+        }
+    }
+
+    /// Why a command may not run now: `Some(Some(error))` to answer, `Some(None)` to wait
+    /// for a CLIENT PAUSE, `None` to run it.
+    fn refusal(&self, name: &str, stat_name: &str, argv: &[Bytes], state: &State) -> Option<Option<Reply>> {
+        // One table lookup: None for the commands this crate answers itself.
+        let info = table::lookup(name);
+        if info.is_none() && !SERVER_COMMANDS.contains(&name) {
+            // The library's resolver words the unknown-command error.
+            return Some(Some(rediskv::commands::resolve(argv).err().unwrap_or(Reply::NilArray)));
+        }
+        let has = |bits| info.is_some_and(|i| i.has(bits));
+        if !self.authenticated && !NO_AUTH.contains(&name) {
+            return Some(Some(Reply::Error("NOAUTH Authentication required.".into())));
+        }
+        if self.tenant && (ADMIN_ONLY.contains(&name) || ADMIN_ONLY.contains(&stat_name)) {
+            return Some(Some(Reply::Error("ERR admin permission required to perform the command".into())));
+        }
+        if state.pause_active.load(Relaxed) && info.is_some() && state.paused(has(flag::WRITE)).is_some() {
+            return Some(None);
+        }
+        if has(flag::DENYOOM) {
+            let max = state.maxmemory.load(Relaxed);
+            if max > 0 && state.backend.bytes() > max && !self.info.no_evict.load(Relaxed) {
+                return Some(Some(Reply::Error(
+                    "OOM command not allowed when used memory > 'maxmemory'.".into(),
+                )));
+            }
+        }
+        None
+    }
+
+    /// Runs a command that passed the gates.
+    fn run(&mut self, name: &str, argv: &[Bytes], state: &State) -> (Reply, Next) {
+        let reply = match name {
+            "quit" => return (Reply::OK, Next::Close),
+            "auth" => self.auth(argv, state),
+            "hello" => self.hello(argv, state),
+            "client" => return self.client(argv, state),
+            "reset" if argv.len() == 1 => self.reset(state),
+            "reset" => arity(argv, 1, || Reply::OK),
+            "time" => arity(argv, 1, || {
+                let micros = unix_micros();
+                Reply::Array(vec![
+                    Reply::bulk_int((micros / 1_000_000) as i64),
+                    Reply::bulk_int((micros % 1_000_000) as i64),
+                ])
+            }),
+            "lastsave" => arity(argv, 1, || Reply::Integer(state.started_unix as i64)),
+            "debug" => self.debug(argv, state),
+            "namespace" => namespace(argv, state),
+            "config" => {
+                let mut config = state.config_mut();
+                let reply = config::config(argv, &mut config, || state.stats.reset());
+                state.maxmemory.store(config.number("maxmemory").max(0) as u64, Relaxed);
+                reply
+            }
+            "info" => info::info(argv, state, self.engine.layout().namespace()),
+            "flushall" if !self.tenant => self.flush_everything(argv, state),
+            _ => {
+                if name == "select"
+                    && parse_i64(argv.get(1).map_or(&[][..], |a| a))
+                        .is_some_and(|i| i >= state.config().number("databases"))
+                {
+                    return (Reply::Error("ERR DB index is out of range".into()), Next::Continue);
+                }
+                let reply = self.engine.execute(&mut self.session, argv);
+                self.info.db.store(self.session.db(), Relaxed);
+                reply
+            }
+        };
+        (reply, Next::Continue)
+    }
+
+    /// AUTH [default] password: requirepass makes an admin, a namespace token a tenant.
+    /// Passwords are compared in constant time.
+    fn auth(&mut self, argv: &[Bytes], state: &State) -> Reply {
+        let (user, password) = match argv {
+            [_, password] => (None, password),
+            [_, user, password] => (Some(user), password),
+            _ => return Reply::Error("ERR wrong number of arguments for 'auth' command".into()),
+        };
+        let requirepass = state.config().get("requirepass").to_string();
+        if requirepass.is_empty() && user.is_none() {
+            return Reply::Error(
+                "ERR AUTH <password> called without any password configured for the default user. \
+                 Are you sure your configuration is correct?"
+                    .into(),
+            );
+        }
+        match self.login(user.map(|u| &u[..]), password, state) {
+            Ok(()) => Reply::OK,
+            Err(e) => e,
+        }
+    }
+
+    /// Checks a user and password and switches the client to what they grant.
+    fn login(&mut self, user: Option<&[u8]>, password: &[u8], state: &State) -> Result<(), Reply> {
+        let wrong = || Reply::Error("WRONGPASS invalid username-password pair or user is disabled.".into());
+        if user.is_some_and(|u| u != b"default") {
+            return Err(wrong());
+        }
+        let config = state.config();
+        let requirepass = config.get("requirepass");
+        // The default user has no password: anything goes, as in Redis.
+        if requirepass.is_empty() || constant_time_eq(password, requirepass.as_bytes()) {
+            drop(config);
+            self.become_tenant(None, state);
+            return Ok(());
+        }
+        // Look at every token so the time taken does not tell which one matched.
+        let mut found = None;
+        for (ns, token) in &config.namespaces {
+            if constant_time_eq(password, token.as_bytes()) {
+                found = Some(ns.clone());
+            }
+        }
+        drop(config);
+        let ns = found.ok_or_else(wrong)?;
+        self.become_tenant(Some(ns), state);
+        Ok(())
+    }
+
+    /// Confines the client to namespace `ns` (a tenant) or frees it (`None`: admin).
+    /// A fresh session (database 0, no MULTI or WATCH) in the engine of `ns`.
+    fn become_tenant(&mut self, ns: Option<String>, state: &State) {
+        self.authenticated = true;
+        self.close();
+        self.engine = ns.as_deref().map_or_else(|| state.engine.clone(), |ns| state.tenant_engine(ns));
+        self.tenant = ns.is_some();
+        self.session = Session::new(self.info.id);
+        self.info.db.store(0, Relaxed);
+        *lock(&self.info.namespace) = ns;
+    }
+
+    /// HELLO [protover [AUTH user pass] [SETNAME name]]: switches to RESP2 or RESP3 and
+    /// answers the server's map.
+    fn hello(&mut self, argv: &[Bytes], state: &State) -> Reply {
+        let mut auth = None;
+        let mut name = None;
+        let mut resp = self.session.resp();
         if let Some(ver) = argv.get(1) {
             match parse_i64(ver) {
                 None => return Reply::Error("ERR Protocol version is not an integer or out of range".into()),
-                Some(2) => {}
+                // RESP3 stays refused until the library's commands answer RESP3 kinds (HGETALL
+                // still answers an array, which a RESP3 client would misread); the encoding
+                // below is ready for it.
+                Some(2) => resp = 2,
                 Some(_) => return Reply::Error("NOPROTO unsupported protocol version".into()),
             }
             let mut i = 2;
             while i < argv.len() {
                 let opt = &argv[i];
                 if opt.eq_ignore_ascii_case(b"setname") && i + 1 < argv.len() {
-                    if let Err(e) = self.set_name(&argv[i + 1]) {
-                        return e;
-                    }
+                    name = Some(&argv[i + 1]);
                     i += 2;
                 } else if opt.eq_ignore_ascii_case(b"auth") && i + 2 < argv.len() {
+                    auth = Some((&argv[i + 1], &argv[i + 2]));
                     i += 3;
                 } else {
                     return Reply::Error(format!(
@@ -50,16 +399,36 @@ impl Client {
                 }
             }
         }
+        if let Some((user, password)) = auth {
+            if let Err(e) = self.login(Some(user), password, state) {
+                return e;
+            }
+        }
+        if !self.authenticated {
+            return Reply::Error(
+                "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH \
+                 <user> <pass> option can be used to authenticate the client and select the RESP protocol \
+                 version at the same time"
+                    .into(),
+            );
+        }
+        if let Some(name) = name {
+            if let Err(e) = self.set_name(name) {
+                return e;
+            }
+        }
+        self.session.set_resp(resp);
+        self.info.resp.store(resp, Relaxed);
         let pairs: [(&str, Reply); 7] = [
             ("server", Reply::bulk(b"redis")),
             ("version", Reply::bulk(b"7.0.15")),
-            ("proto", Reply::Integer(2)),
-            ("id", Reply::Integer(self.id as i64)),
+            ("proto", Reply::Integer(i64::from(resp))),
+            ("id", Reply::Integer(self.info.id as i64)),
             ("mode", Reply::bulk(b"standalone")),
             ("role", Reply::bulk(b"master")),
             ("modules", Reply::Array(Vec::new())),
         ];
-        Reply::Array(pairs.into_iter().flat_map(|(k, v)| [Reply::bulk(k.as_bytes()), v]).collect())
+        Reply::Map(pairs.into_iter().map(|(k, v)| (Reply::bulk(k.as_bytes()), v)).collect())
     }
 
     fn set_name(&mut self, name: &Bytes) -> Result<(), Reply> {
@@ -68,40 +437,536 @@ impl Client {
                 "ERR Client names cannot contain spaces, newlines or special characters.".into(),
             ));
         }
-        self.name = if name.is_empty() { None } else { Some(name.clone()) };
+        *lock(&self.info.name) = if name.is_empty() { None } else { Some(name.clone()) };
         Ok(())
     }
 
-    /// CLIENT SETNAME/GETNAME/ID/SETINFO/INFO.
-    pub fn client(&mut self, argv: &[Bytes]) -> Reply {
+    /// RESET: database 0, no name, replies on, not a tenant, authenticated only when no
+    /// password is set.
+    fn reset(&mut self, state: &State) -> Reply {
+        self.reply = ReplyMode::On;
+        *lock(&self.info.name) = None;
+        self.info.no_evict.store(false, Relaxed);
+        self.become_tenant(None, state);
+        self.authenticated = state.config().get("requirepass").is_empty();
+        Reply::status("RESET")
+    }
+
+    /// CLIENT subcommands.
+    fn client(&mut self, argv: &[Bytes], state: &State) -> (Reply, Next) {
         let Some(sub) = argv.get(1) else {
-            return Reply::Error("ERR wrong number of arguments for 'client' command".into());
+            return (
+                Reply::Error("ERR wrong number of arguments for 'client' command".into()),
+                Next::Continue,
+            );
         };
-        let sub_is = |s: &str| sub.eq_ignore_ascii_case(s.as_bytes());
-        match argv.len() {
-            3 if sub_is("setname") => match self.set_name(&argv[2]) {
-                Ok(()) => Reply::OK,
-                Err(e) => e,
+        let sub = String::from_utf8_lossy(sub).to_ascii_lowercase();
+        let wrong_arity =
+            || Reply::Error(format!("ERR wrong number of arguments for 'client|{sub}' command"));
+        let reply = match (sub.as_str(), argv.len()) {
+            ("id", 2) => Reply::Integer(self.info.id as i64),
+            ("getname", 2) => Reply::bulk_or_nil(lock(&self.info.name).clone()),
+            ("setname", 3) => self.set_name(&argv[2]).map_or_else(|e| e, |()| Reply::OK),
+            ("info", 2) => Reply::Verbatim { format: *b"txt", text: Bytes::from(self.info.line() + "\n") },
+            ("list", _) => client_list(&argv[2..], state),
+            ("kill", n) if n >= 3 => return self.kill(&argv[2..], state),
+            ("reply", 3) => match String::from_utf8_lossy(&argv[2]).to_ascii_lowercase().as_str() {
+                "on" => {
+                    self.reply = ReplyMode::On;
+                    Reply::OK
+                }
+                "off" => {
+                    self.reply = ReplyMode::Off;
+                    Reply::OK
+                }
+                "skip" => {
+                    if self.reply == ReplyMode::On {
+                        self.reply = ReplyMode::Skip;
+                    }
+                    Reply::OK
+                }
+                _ => Reply::Error("ERR syntax error".into()),
             },
-            2 if sub_is("getname") => Reply::bulk_or_nil(self.name.clone()),
-            2 if sub_is("id") => Reply::Integer(self.id as i64),
-            4 if sub_is("setinfo") => Reply::OK,
-            2 if sub_is("info") => Reply::Bulk(Bytes::from(format!(
-                "id={} name={} db={} resp=2\n",
-                self.id,
-                self.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
-                self.index
-            ))),
-            _ if ["setname", "getname", "id", "setinfo", "info"].iter().any(|s| sub_is(s)) => {
-                Reply::Error(format!(
-                    "ERR wrong number of arguments for 'client|{}' command",
-                    sub.to_ascii_lowercase().escape_ascii()
-                ))
+            ("no-evict", 3) => match String::from_utf8_lossy(&argv[2]).to_ascii_lowercase().as_str() {
+                "on" => {
+                    self.info.no_evict.store(true, Relaxed);
+                    Reply::OK
+                }
+                "off" => {
+                    self.info.no_evict.store(false, Relaxed);
+                    Reply::OK
+                }
+                _ => Reply::Error("ERR syntax error".into()),
+            },
+            ("pause", 3 | 4) => client_pause(&argv[2..], state),
+            ("unpause", 2) => {
+                *lock(&state.pause) = None;
+                state.pause_active.store(false, Relaxed);
+                Reply::OK
             }
+            ("help", 2) => Reply::Array(CLIENT_HELP.iter().map(|s| Reply::status(s)).collect()),
+            (
+                "id" | "getname" | "setname" | "info" | "kill" | "reply" | "no-evict" | "pause" | "unpause"
+                | "help",
+                _,
+            ) => wrong_arity(),
             _ => Reply::Error(format!(
                 "ERR unknown subcommand '{}'. Try CLIENT HELP.",
+                String::from_utf8_lossy(&argv[1])
+            )),
+        };
+        (reply, Next::Continue)
+    }
+
+    /// CLIENT KILL ip:port | CLIENT KILL [ID id] [ADDR a] [LADDR a] [USER u] [SKIPME yes/no].
+    fn kill(&mut self, args: &[Bytes], state: &State) -> (Reply, Next) {
+        let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+        if let [addr] = args {
+            let addr = text(addr);
+            let victim = lock(&state.clients).values().find(|c| c.addr == addr).cloned();
+            return match victim {
+                Some(c) => {
+                    kill_client(&c, state);
+                    (Reply::OK, Next::Continue)
+                }
+                None => (Reply::Error("ERR No such client".into()), Next::Continue),
+            };
+        }
+        if args.len() % 2 == 1 {
+            return (Reply::Error("ERR syntax error".into()), Next::Continue);
+        }
+        let mut filter = KillFilter { skipme: true, ..KillFilter::default() };
+        for pair in args.chunks(2) {
+            let value = text(&pair[1]);
+            match text(&pair[0]).to_ascii_lowercase().as_str() {
+                "id" => match value.parse::<u64>() {
+                    Ok(0) | Err(_) => {
+                        return (
+                            Reply::Error("ERR client-id should be greater than 0".into()),
+                            Next::Continue,
+                        );
+                    }
+                    Ok(id) => filter.id = Some(id),
+                },
+                "addr" => filter.addr = Some(value),
+                "laddr" => filter.laddr = Some(value),
+                "user" => {
+                    if value != "default" {
+                        return (Reply::Error(format!("ERR No such user '{value}'")), Next::Continue);
+                    }
+                }
+                "type" => match value.to_ascii_lowercase().as_str() {
+                    "normal" => {}
+                    "master" | "slave" | "replica" | "pubsub" => filter.none = true,
+                    _ => return (Reply::Error(format!("ERR Unknown client type '{value}'")), Next::Continue),
+                },
+                "skipme" => match value.to_ascii_lowercase().as_str() {
+                    "yes" => filter.skipme = true,
+                    "no" => filter.skipme = false,
+                    _ => return (Reply::Error("ERR syntax error".into()), Next::Continue),
+                },
+                _ => return (Reply::Error("ERR syntax error".into()), Next::Continue),
+            }
+        }
+        let victims: Vec<Arc<ClientInfo>> =
+            lock(&state.clients).values().filter(|c| filter.matches(c, self.info.id)).cloned().collect();
+        for c in &victims {
+            kill_client(c, state);
+        }
+        (Reply::Integer(victims.len() as i64), Next::Continue)
+    }
+
+    /// DEBUG: SLEEP, OBJECT, ERROR, LOG, SET-ACTIVE-EXPIRE, HELP when enable-debug-command
+    /// allows it; everything else (RELOAD, SEGFAULT, …) is refused.
+    fn debug(&mut self, argv: &[Bytes], state: &State) -> Reply {
+        let allowed = match state.config().get("enable-debug-command") {
+            "yes" => true,
+            "local" => self.local,
+            _ => false,
+        };
+        if !allowed {
+            return Reply::Error(
+                "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run \
+                 it from a local connection, otherwise you need to set this option in the configuration file, and \
+                 then restart the server."
+                    .into(),
+            );
+        }
+        let Some(sub) = argv.get(1) else {
+            return Reply::Error("ERR wrong number of arguments for 'debug' command".into());
+        };
+        let sub_name = String::from_utf8_lossy(sub).to_ascii_lowercase();
+        match (sub_name.as_str(), argv.len()) {
+            ("sleep", 3) => {
+                let secs = String::from_utf8_lossy(&argv[2]).parse::<f64>().unwrap_or(0.0);
+                if secs > 0.0 && secs.is_finite() {
+                    std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
+                }
+                Reply::OK
+            }
+            ("error", 3) => Reply::Error(String::from_utf8_lossy(&argv[2]).into_owned()),
+            ("log", 3) => {
+                eprintln!("DEBUG LOG: {}", String::from_utf8_lossy(&argv[2]));
+                Reply::OK
+            }
+            ("set-active-expire", 3) => Reply::OK,
+            ("object", 3) => {
+                debug_object(self.engine.run(&mut self.session, &[&b"object"[..], b"encoding", &argv[2]]))
+            }
+            ("help", 2) => Reply::Array(DEBUG_HELP.iter().map(|s| Reply::status(s)).collect()),
+            _ => Reply::Error(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
                 String::from_utf8_lossy(sub)
             )),
         }
+    }
+}
+
+/// Encodes a reply in RESP2 like `Reply::write_resp`, freeing each element of an array
+/// (set, map, push) as soon as its bytes are out, so a huge reply (KEYS, LRANGE 0 -1,
+/// SMEMBERS) never sits in memory twice: at any moment it is the encoded part plus the rest.
+fn write_consuming(reply: Reply, out: &mut Vec<u8>) {
+    let header = |out: &mut Vec<u8>, n: usize| {
+        out.push(b'*');
+        out.extend_from_slice(n.to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+    };
+    match reply {
+        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
+            header(out, items.len());
+            for item in items {
+                write_consuming(item, out);
+            }
+        }
+        Reply::Map(pairs) => {
+            header(out, pairs.len() * 2);
+            for (k, v) in pairs {
+                write_consuming(k, out);
+                write_consuming(v, out);
+            }
+        }
+        leaf => leaf.write_resp(out),
+    }
+}
+
+/// `+Value at:… encoding:… ` from OBJECT ENCODING's answer.
+fn debug_object(encoding: Reply) -> Reply {
+    match encoding {
+        Reply::Bulk(enc) => Reply::Status(
+            format!(
+                "Value at:0x0 refcount:1 encoding:{} serializedlength:0 lru:0 lru_seconds_idle:0",
+                String::from_utf8_lossy(&enc)
+            )
+            .into(),
+        ),
+        Reply::Nil => Reply::Error("ERR no such key".into()),
+        other => other,
+    }
+}
+
+#[derive(Default)]
+struct KillFilter {
+    id: Option<u64>,
+    addr: Option<String>,
+    laddr: Option<String>,
+    skipme: bool,
+    /// A client type this server never has (master, replica, pubsub).
+    none: bool,
+}
+
+impl KillFilter {
+    fn matches(&self, c: &ClientInfo, me: u64) -> bool {
+        !self.none
+            && self.id.is_none_or(|id| id == c.id)
+            && self.addr.as_ref().is_none_or(|a| *a == c.addr)
+            && self.laddr.as_ref().is_none_or(|a| *a == c.laddr)
+            && !(self.skipme && c.id == me)
+    }
+}
+
+fn kill_client(c: &ClientInfo, state: &State) {
+    c.killed.store(true, Relaxed);
+    state.kills_pending.store(true, Relaxed);
+}
+
+/// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id…].
+fn client_list(args: &[Bytes], state: &State) -> Reply {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut none = false;
+    match args.first().map(|a| a.to_ascii_lowercase()) {
+        None => {}
+        Some(k) if k == b"type" && args.len() == 2 => match args[1].to_ascii_lowercase().as_slice() {
+            b"normal" => {}
+            b"master" | b"replica" | b"slave" | b"pubsub" => none = true,
+            _ => {
+                return Reply::Error(format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(&args[1])
+                ));
+            }
+        },
+        Some(k) if k == b"id" && args.len() >= 2 => {
+            let mut list = Vec::new();
+            for a in &args[1..] {
+                match parse_i64(a) {
+                    Some(id) if id > 0 => list.push(id as u64),
+                    Some(_) => {}
+                    None => return Reply::Error("ERR Invalid client ID".into()),
+                }
+            }
+            ids = Some(list);
+        }
+        Some(_) => return Reply::Error("ERR syntax error".into()),
+    }
+    let clients = lock(&state.clients);
+    let mut text = String::new();
+    for c in clients.values() {
+        if none || ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
+            continue;
+        }
+        text.push_str(&c.line());
+        text.push('\n');
+    }
+    Reply::Verbatim { format: *b"txt", text: Bytes::from(text) }
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL].
+fn client_pause(args: &[Bytes], state: &State) -> Reply {
+    let Some(ms) = parse_i64(&args[0]) else {
+        return Reply::Error("ERR timeout is not an integer or out of range".into());
+    };
+    if ms < 0 {
+        return Reply::Error("ERR timeout is negative".into());
+    }
+    let writes_only = match args.get(1).map(|a| a.to_ascii_lowercase()) {
+        None => false,
+        Some(m) if m == b"all" => false,
+        Some(m) if m == b"write" => true,
+        Some(_) => return Reply::Error("ERR CLIENT PAUSE mode must be WRITE or ALL".into()),
+    };
+    let until = Instant::now() + Duration::from_millis(ms as u64);
+    let mut pause = lock(&state.pause);
+    // A later or stricter pause wins, as in Redis.
+    let keep = pause.is_some_and(|p| p.until > until && (!p.writes_only || writes_only));
+    if !keep {
+        *pause = Some(Pause { until, writes_only });
+    }
+    state.pause_active.store(true, Relaxed);
+    Reply::OK
+}
+
+/// NAMESPACE GET ns|* / SET ns token / ADD ns token / DEL ns, with Kvrocks' replies.
+fn namespace(argv: &[Bytes], state: &State) -> Reply {
+    if argv.len() < 3 {
+        return Reply::Error("ERR wrong number of arguments for 'namespace' command".into());
+    }
+    let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
+    let sub = text(&argv[1]).to_ascii_lowercase();
+    let ns = text(&argv[2]);
+    let mut config = state.config_mut();
+    let result = match (sub.as_str(), argv.len()) {
+        ("get", 3) if ns == "*" => {
+            let mut items: Vec<Reply> = Vec::new();
+            for (ns, token) in &config.namespaces {
+                items.push(Reply::bulk(ns.as_bytes()));
+                items.push(Reply::bulk(token.as_bytes()));
+            }
+            items.push(Reply::bulk(DEFAULT_NAMESPACE.as_bytes()));
+            items.push(Reply::bulk(config.get("requirepass").as_bytes()));
+            return Reply::Array(items);
+        }
+        ("get", 3) => return Reply::bulk_or_nil(config.namespaces.get(&ns).map(|t| Bytes::from(t.clone()))),
+        ("add" | "set", 4) => {
+            let token = text(&argv[3]);
+            let existing = config.namespaces.get(&ns);
+            if sub == "add" && existing.is_some_and(|t| *t == token) {
+                return Reply::OK;
+            }
+            if sub == "add" && existing.is_some() {
+                Err("the namespace already exists")
+            } else if config.namespaces.iter().any(|(n, t)| *t == token && *n != ns) {
+                Err("the token already exists")
+            } else if ns.len() > 255 {
+                return Reply::Error("ERR size exceed limit 255".into());
+            } else if config.get("requirepass").is_empty() {
+                Err("forbidden to add namespace when requirepass was empty")
+            } else if ns == DEFAULT_NAMESPACE {
+                Err("forbidden to add the default namespace")
+            } else if token == config.get("requirepass") || token == config.get("masterauth") {
+                Err("the token is duplicated with requirepass or masterauth")
+            } else {
+                config.namespaces.insert(ns, token);
+                Ok(())
+            }
+        }
+        ("del", 3) => {
+            if ns == DEFAULT_NAMESPACE {
+                Err("forbidden to delete the default namespace")
+            } else if config.namespaces.remove(&ns).is_none() {
+                Err("the namespace was not found")
+            } else {
+                Ok(())
+            }
+        }
+        _ => Err("NAMESPACE subcommand must be one of GET, SET, DEL, ADD"),
+    };
+    match result {
+        Err(e) => Reply::Error(format!("ERR {e}")),
+        // Like Kvrocks, a server started with a config file keeps the tokens there.
+        Ok(()) if config.file().is_some() => config.rewrite().map_or_else(Reply::Error, |()| Reply::OK),
+        Ok(()) => Reply::OK,
+    }
+}
+
+impl Client {
+    /// FLUSHALL from the admin: every record of every namespace, in one batch. (Inside
+    /// MULTI, and for a bad argument, the engine answers: it queues or refuses.)
+    fn flush_everything(&mut self, argv: &[Bytes], state: &State) -> Reply {
+        let mode_ok = match argv {
+            [_] => true,
+            [_, mode] => mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync"),
+            _ => false,
+        };
+        if !mode_ok || self.session.in_multi() {
+            return self.engine.execute(&mut self.session, argv);
+        }
+        flush_backend(state)
+    }
+}
+
+/// Deletes every record of the store.
+fn flush_backend(state: &State) -> Reply {
+    let mut batch = WriteBatch::new();
+    for cf in [ColumnFamily::Metadata, ColumnFamily::Subkey, ColumnFamily::Score] {
+        let scan =
+            match state.backend.scan(cf, &KeyRange::prefix(Vec::new()), rediskv::backend::Direction::Forward)
+            {
+                Ok(scan) => scan,
+                Err(e) => return Reply::Error(format!("ERR {e}")),
+            };
+        for item in scan {
+            match item {
+                Ok((key, _)) => batch.delete(cf, key),
+                Err(e) => return Reply::Error(format!("ERR {e}")),
+            }
+        }
+    }
+    match state.backend.write(batch) {
+        Ok(()) => Reply::OK,
+        Err(e) => Reply::Error(format!("ERR {e}")),
+    }
+}
+
+/// Counts keyspace hits and misses from a read command's reply.
+fn keyspace_hits(state: &State, reply: &Reply) {
+    let (hits, misses) = match reply {
+        Reply::Error(_) => (0, 0),
+        Reply::Nil => (0, 1),
+        Reply::Array(items) if items.is_empty() => (0, 1),
+        Reply::Array(items) if items.iter().any(|r| matches!(r, Reply::Nil)) => {
+            let misses = items.iter().filter(|r| matches!(r, Reply::Nil)).count() as u64;
+            (items.len() as u64 - misses, misses)
+        }
+        Reply::Integer(0) => (0, 1),
+        _ => (1, 0),
+    };
+    state.stats.keyspace_hits.fetch_add(hits, Relaxed);
+    state.stats.keyspace_misses.fetch_add(misses, Relaxed);
+}
+
+/// The commands this crate answers itself.
+const SERVER_COMMANDS: &[&str] =
+    &["quit", "auth", "hello", "client", "reset", "time", "lastsave", "debug", "namespace", "config", "info"];
+
+fn is_command(name: &str) -> bool {
+    SERVER_COMMANDS.contains(&name) || table::lookup(name).is_some()
+}
+
+fn arity(argv: &[Bytes], n: usize, run: impl FnOnce() -> Reply) -> Reply {
+    if argv.len() == n {
+        run()
+    } else {
+        Reply::Error(format!(
+            "ERR wrong number of arguments for '{}' command",
+            String::from_utf8_lossy(&argv[0]).to_ascii_lowercase()
+        ))
+    }
+}
+
+/// Compares two byte strings in time that depends on their lengths only.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0));
+    }
+    diff == 0
+}
+
+const CLIENT_HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are: ID, ADDR, LADDR, USER, TYPE, SKIPME.",
+    "LIST [options ...]",
+    "    Return information about client connections. Options: TYPE, ID.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "HELP",
+    "    Prints this help.",
+];
+
+const DEBUG_HELP: &[&str] = &[
+    "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ERROR <string>",
+    "    Return a Redis protocol error with <string> as message.",
+    "LOG <message>",
+    "    Write <message> to the server log.",
+    "OBJECT <key>",
+    "    Show low level info about `key` and associated value.",
+    "SET-ACTIVE-EXPIRE <0|1>",
+    "    Accepted; expiry here is lazy plus the collector.",
+    "SLEEP <seconds>",
+    "    Stop the server for <seconds>. Decimals allowed.",
+    "HELP",
+    "    Prints this help.",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lists_are_sorted_for_binary_search() {
+        assert!(KEYED_READS.windows(2).all(|w| w[0] < w[1]), "{KEYED_READS:?}");
+    }
+
+    #[test]
+    fn consuming_encoder_writes_what_write_resp_writes() {
+        let reply = Reply::Array(vec![
+            Reply::bulk(b"a\r\nb"),
+            Reply::Set(vec![Reply::Integer(1), Reply::Nil]),
+            Reply::Map(vec![(Reply::bulk(b"k"), Reply::Double(1.5))]),
+            Reply::Push(vec![Reply::NilArray, Reply::Status("x\ny".into())]),
+            Reply::Array(Vec::new()),
+        ]);
+        let (mut expect, mut got) = (Vec::new(), Vec::new());
+        reply.write_resp(&mut expect);
+        write_consuming(reply, &mut got);
+        assert_eq!(got, expect);
     }
 }

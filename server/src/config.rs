@@ -1,32 +1,613 @@
-//! CONFIG and the parameter table.
+//! The parameter table, the redis.conf-style config file, and CONFIG GET/SET/RESETSTAT/REWRITE.
+//!
+//! Every parameter redis-server 7.0.15 lists under `CONFIG GET *` is here, with Redis'
+//! default and what CONFIG SET accepts (`redis_config.tsv`, generated once from a real server
+//! by `tools/gen_config_table.py`). The server honours port, bind, databases, requirepass,
+//! maxmemory (with the noeviction policy, the only one it has), timeout, proto-max-bulk-len,
+//! client-query-buffer-limit, maxclients, dir and enable-debug-command; the others are
+//! validated and stored like Redis would (appendfsync, notify-keyspace-events, save, …), so
+//! clients that read or set them are not surprised.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use rediskv::commands::Reply;
 use rediskv::commands::args::glob_match;
 
-/// CONFIG GET answers the few parameters tools ask about; CONFIG SET/RESETSTAT accept.
-pub fn config(argv: &[Bytes]) -> Reply {
-    const PARAMS: &[(&str, &str)] = &[("save", ""), ("appendonly", "no"), ("databases", "16")];
+use crate::resp::split_args;
+
+/// Parameters a running server cannot change here although Redis can (it rebinds sockets).
+const FIXED_AT_START: &[&str] = &["port", "bind"];
+
+/// Parameters whose value is several words, written unquoted by CONFIG REWRITE.
+const MULTI_WORD: &[&str] = &["save", "bind", "client-output-buffer-limit", "oom-score-adj-values"];
+
+/// What CONFIG SET accepts for a parameter.
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    Bool,
+    Int(i64, i64),
+    Memory(i64, i64),
+    Enum(Vec<String>),
+    Str,
+    Immutable,
+    Protected,
+}
+
+impl Kind {
+    fn parse(s: &str) -> Kind {
+        let mut parts = s.split(':');
+        let tag = parts.next().unwrap_or("");
+        let mut num = || parts.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        match tag {
+            "bool" => Kind::Bool,
+            "int" => Kind::Int(num(), num()),
+            "mem" => Kind::Memory(num(), num()),
+            "enum" => Kind::Enum(s[5..].split(',').map(str::to_string).collect()),
+            "immutable" => Kind::Immutable,
+            "protected" => Kind::Protected,
+            _ => Kind::Str,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Param {
+    kind: Kind,
+    default: String,
+    value: String,
+}
+
+/// The server's configuration: every Redis parameter with its current value.
+#[derive(Debug, Clone)]
+pub struct Config {
+    params: BTreeMap<String, Param>,
+    /// The config file the server was started with (CONFIG REWRITE writes it).
+    file: Option<PathBuf>,
+    /// Namespace → token, Kvrocks' `namespace.<ns> <token>` lines.
+    pub namespaces: BTreeMap<String, String>,
+}
+
+/// Why a value was refused: the text after Redis' `possibly related to argument` prefix.
+type Refusal = String;
+
+impl Config {
+    /// Redis 7.0.15's defaults, with `dir` the working directory and this server's own
+    /// listening defaults (port 6380, bind 127.0.0.1).
+    pub fn new() -> Config {
+        let mut params = BTreeMap::new();
+        for line in include_str!("redis_config.tsv").lines() {
+            let mut cols = line.splitn(3, '\t');
+            let (Some(name), Some(kind), Some(value)) = (cols.next(), cols.next(), cols.next()) else {
+                continue;
+            };
+            let param =
+                Param { kind: Kind::parse(kind), default: value.to_string(), value: value.to_string() };
+            params.insert(name.to_string(), param);
+        }
+        let mut config = Config { params, file: None, namespaces: BTreeMap::new() };
+        let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".into());
+        for (name, value) in [("port", "6380"), ("bind", "127.0.0.1"), ("dir", cwd.as_str())] {
+            if let Some(p) = config.params.get_mut(name) {
+                p.default = value.to_string();
+                p.value = value.to_string();
+            }
+        }
+        config
+    }
+
+    fn put(&mut self, name: &str, value: &str) {
+        if let Some(p) = self.params.get_mut(name) {
+            p.value = value.to_string();
+        }
+    }
+
+    /// The current value of a parameter ("" for an unknown name).
+    pub fn get(&self, name: &str) -> &str {
+        self.params.get(name).map_or("", |p| p.value.as_str())
+    }
+
+    /// A numeric parameter's value (0 when not a number).
+    pub fn number(&self, name: &str) -> i64 {
+        self.get(name).parse().unwrap_or(0)
+    }
+
+    /// The config file the server was started with.
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// Reads a redis.conf-style file: `name value…` lines, `#` comments, quoting as in
+    /// redis-cli; `namespace.<ns> <token>` lines add Kvrocks namespaces.
+    ///
+    /// # Errors
+    /// Redis' fatal config error text, naming the line.
+    pub fn load_file(&mut self, path: &Path) -> Result<(), String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("Fatal error, can't open config file '{}': {e}", path.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            let fail = |why: &str| {
+                format!(
+                    "*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***\nReading the configuration file, at line {}\n>>> '{line}'\n{why}",
+                    n + 1
+                )
+            };
+            let Some(words) = split_args(line.trim().as_bytes()) else {
+                return Err(fail("Unbalanced quotes in configuration line"));
+            };
+            if words.is_empty() || words[0].first() == Some(&b'#') {
+                continue;
+            }
+            let name = String::from_utf8_lossy(&words[0]).to_ascii_lowercase();
+            let value = words[1..].iter().map(|w| String::from_utf8_lossy(w)).collect::<Vec<_>>().join(" ");
+            if let Some(ns) = name.strip_prefix("namespace.") {
+                self.namespaces.insert(ns.to_string(), value);
+                continue;
+            }
+            if words.len() < 2 {
+                return Err(fail("Bad directive or wrong number of arguments"));
+            }
+            self.set_one(&name, &value, true).map_err(|e| fail(&e))?;
+        }
+        self.file = Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()));
+        Ok(())
+    }
+
+    /// Sets one parameter from the command line or the config file (`starting`: immutable
+    /// and protected ones too), or from CONFIG SET.
+    ///
+    /// # Errors
+    /// Redis' reason text when the name is unknown or the value is refused.
+    pub fn set_one(&mut self, name: &str, value: &str, starting: bool) -> Result<(), Refusal> {
+        let Some(param) = self.params.get(name) else {
+            return Err("Bad directive or wrong number of arguments".into());
+        };
+        let value = check(name, &param.kind, value, starting)?;
+        self.put(name, &value);
+        Ok(())
+    }
+
+    /// Writes the configuration back into its file: known directives get their current
+    /// value in place, changed parameters missing from the file and the namespaces are
+    /// appended, repeated directives dropped; comments and blank lines stay.
+    ///
+    /// # Errors
+    /// Redis' text for a server without a config file, or the I/O error.
+    pub fn rewrite(&self) -> Result<(), String> {
+        let Some(path) = &self.file else {
+            return Err("ERR The server is running without a config file".into());
+        };
+        let old = std::fs::read_to_string(path).unwrap_or_default();
+        let mut written = std::collections::BTreeSet::new();
+        let mut out = String::new();
+        for line in old.lines() {
+            let first = split_args(line.trim().as_bytes()).and_then(|w| w.into_iter().next());
+            let name = first.map(|w| String::from_utf8_lossy(&w).to_ascii_lowercase()).unwrap_or_default();
+            let known = self.params.contains_key(&name) || name.starts_with("namespace.");
+            if name.is_empty() || name.starts_with('#') || !known {
+                out.push_str(line);
+                out.push('\n');
+            } else if written.insert(name.clone()) {
+                if let Some(ns) = name.strip_prefix("namespace.") {
+                    if let Some(token) = self.namespaces.get(ns) {
+                        let _ = writeln!(out, "{name} {}", quote(token));
+                    }
+                } else {
+                    out.push_str(&self.directive(&name));
+                }
+            }
+        }
+        for (name, p) in &self.params {
+            if p.value != p.default && !written.contains(name) && !matches!(p.kind, Kind::Immutable) {
+                out.push_str(&self.directive(name));
+            }
+        }
+        for (ns, token) in &self.namespaces {
+            if !written.contains(&format!("namespace.{ns}")) {
+                let _ = writeln!(out, "namespace.{ns} {}", quote(token));
+            }
+        }
+        let tmp = path.with_extension("rewrite.tmp");
+        std::fs::write(&tmp, out)
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(|e| format!("ERR Rewriting config file: {e}"))
+    }
+
+    fn directive(&self, name: &str) -> String {
+        let value = self.get(name);
+        if MULTI_WORD.contains(&name) && !value.is_empty() {
+            format!("{name} {value}\n")
+        } else {
+            format!("{name} {}\n", quote(value))
+        }
+    }
+
+    /// CONFIG GET pattern…: name/value pairs of every parameter matching a pattern, each
+    /// once: the patterns in the order given, each one's matches in name order. (Redis 7.0
+    /// answers in the order of a hash table seeded randomly at start, so no order is Redis'
+    /// own; this one is stable.)
+    fn matching(&self, patterns: &[Bytes]) -> Vec<(Reply, Reply)> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out = Vec::new();
+        for pattern in patterns {
+            let pattern = pattern.to_ascii_lowercase();
+            for (name, p) in &self.params {
+                if glob_match(&pattern, name.as_bytes()) && seen.insert(name.as_str()) {
+                    out.push((Reply::bulk(name.as_bytes()), Reply::bulk(p.value.as_bytes())));
+                }
+            }
+        }
+        out
+    }
+
+    /// CONFIG SET name value [name value …]: every pair checked first, then all applied.
+    fn set_many(&mut self, pairs: &[Bytes]) -> Reply {
+        let mut staged: Vec<(String, String)> = Vec::new();
+        for pair in pairs.chunks(2) {
+            let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+            let value = String::from_utf8_lossy(&pair[1]);
+            let failed = |why: &str| {
+                Reply::Error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"))
+            };
+            let Some(param) = self.params.get(&name) else {
+                return Reply::Error(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+                ));
+            };
+            if staged.iter().any(|(n, _)| *n == name) {
+                return failed("duplicate parameter");
+            }
+            match check(&name, &param.kind, &value, false) {
+                Ok(_) if FIXED_AT_START.contains(&name.as_str()) => {
+                    return failed("can't set immutable config");
+                }
+                Ok(v) => staged.push((name, v)),
+                Err(why) => return failed(&why),
+            }
+        }
+        for (name, value) in staged {
+            self.put(&name, &value);
+        }
+        Reply::OK
+    }
+}
+
+/// Quotes a value for the config file when it is empty or has spaces, quotes or controls.
+fn quote(value: &str) -> String {
+    if !value.is_empty()
+        && value.bytes().all(|c| c.is_ascii_graphic() && c != b'"' && c != b'\'' && c != b'\\')
+    {
+        return value.to_string();
+    }
+    let mut q = String::from("\"");
+    for c in value.bytes() {
+        match c {
+            b'"' | b'\\' => {
+                q.push('\\');
+                q.push(c as char);
+            }
+            b'\n' => q.push_str("\\n"),
+            b'\r' => q.push_str("\\r"),
+            b'\t' => q.push_str("\\t"),
+            c if c.is_ascii_graphic() || c == b' ' => q.push(c as char),
+            c => {
+                let _ = write!(q, "\\x{c:02x}");
+            }
+        }
+    }
+    q.push('"');
+    q
+}
+
+/// Validates `value` for a parameter and returns it as CONFIG GET shows it afterwards.
+fn check(name: &str, kind: &Kind, value: &str, starting: bool) -> Result<String, Refusal> {
+    let value = match kind {
+        Kind::Immutable if !starting => return Err("can't set immutable config".into()),
+        Kind::Protected if !starting => return Err("can't set protected config".into()),
+        Kind::Bool => match value.to_ascii_lowercase().as_str() {
+            v @ ("yes" | "no") => v.to_string(),
+            _ => return Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Int(lo, hi) => {
+            let n: i64 =
+                value.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            in_range(n, *lo, *hi)?
+        }
+        Kind::Memory(lo, hi) => {
+            let n = memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
+            in_range(n, *lo, *hi)?
+        }
+        Kind::Enum(words) => {
+            let v = value.to_ascii_lowercase();
+            if !words.contains(&v) {
+                return Err(format!("argument(s) must be one of the following: {}", words.join(", ")));
+            }
+            v
+        }
+        _ => value.to_string(),
+    };
+    special(name, value, starting)
+}
+
+fn in_range(n: i64, lo: i64, hi: i64) -> Result<String, Refusal> {
+    if n < lo || n > hi {
+        return Err(format!("argument must be between {lo} and {hi} inclusive"));
+    }
+    Ok(n.to_string())
+}
+
+/// Redis' `memtoull`: a number with an optional unit (k=1000, kb=1024, m, mb, g, gb).
+fn memory(value: &str) -> Option<i64> {
+    let lower = value.to_ascii_lowercase();
+    let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let mul: i64 = match &lower[digits.len()..] {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<i64>().ok()?.checked_mul(mul)
+}
+
+/// Checks of particular parameters beyond their kind.
+fn special(name: &str, value: String, starting: bool) -> Result<String, Refusal> {
+    match name {
+        "save" => {
+            let words: Vec<&str> = value.split_whitespace().collect();
+            if words.len() % 2 == 1 || words.iter().any(|w| w.parse::<u64>().is_err()) {
+                return Err("Invalid save parameters".into());
+            }
+            Ok(words.join(" "))
+        }
+        "notify-keyspace-events" => keyspace_events(&value),
+        "maxmemory-policy" if value != "noeviction" => {
+            Err("only noeviction is supported by this server".into())
+        }
+        "databases" => {
+            let n: i64 = value.parse().unwrap_or(0);
+            if !(1..=rediskv::commands::DATABASES as i64).contains(&n) {
+                return Err(format!(
+                    "argument must be between 1 and {} inclusive",
+                    rediskv::commands::DATABASES
+                ));
+            }
+            Ok(value)
+        }
+        "dir" if starting => {
+            let dir = std::fs::canonicalize(&value).map_err(|e| format!("Can't chdir to '{value}': {e}"))?;
+            if !dir.is_dir() {
+                return Err(format!("Can't chdir to '{value}': not a directory"));
+            }
+            Ok(dir.display().to_string())
+        }
+        "enable-debug-command" if !["yes", "no", "local"].contains(&value.as_str()) => {
+            Err("argument(s) must be one of the following: no, yes, local".into())
+        }
+        _ => Ok(value),
+    }
+}
+
+/// The event classes of notify-keyspace-events, as Redis 7.0 normalises them.
+fn keyspace_events(value: &str) -> Result<String, Refusal> {
+    const ALL: &str = "g$lshzxetd";
+    let mut set = std::collections::BTreeSet::new();
+    for c in value.chars() {
+        match c {
+            'A' => set.extend(ALL.chars()),
+            c if ALL.contains(c) || "KEmn".contains(c) => {
+                set.insert(c);
+            }
+            _ => return Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
+        }
+    }
+    let mut out = String::new();
+    if ALL.chars().all(|c| set.contains(&c)) {
+        out.push('A');
+    } else {
+        out.extend(ALL.chars().filter(|c| set.contains(c)));
+    }
+    out.extend("KEmn".chars().filter(|c| set.contains(c)));
+    Ok(out)
+}
+
+/// CONFIG GET/SET/RESETSTAT/REWRITE/HELP. `reset_stats` runs for RESETSTAT.
+pub fn config(argv: &[Bytes], config: &mut Config, reset_stats: impl FnOnce()) -> Reply {
     let Some(sub) = argv.get(1) else {
         return Reply::Error("ERR wrong number of arguments for 'config' command".into());
     };
-    if sub.eq_ignore_ascii_case(b"get") && argv.len() >= 3 {
-        let mut items = Vec::new();
-        for (name, value) in PARAMS {
-            if argv[2..].iter().any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes())) {
-                items.push(Reply::bulk(name.as_bytes()));
-                items.push(Reply::bulk(value.as_bytes()));
-            }
+    let sub_name = sub.to_ascii_lowercase();
+    let arity = |n: usize, at_least: bool| {
+        if argv.len() == n || (at_least && argv.len() > n) {
+            None
+        } else {
+            Some(Reply::Error(format!(
+                "ERR wrong number of arguments for 'config|{}' command",
+                String::from_utf8_lossy(&sub_name)
+            )))
         }
-        Reply::Array(items)
-    } else if (sub.eq_ignore_ascii_case(b"set") && argv.len() >= 4 && argv.len() % 2 == 0)
-        || (sub.eq_ignore_ascii_case(b"resetstat") && argv.len() == 2)
-    {
-        Reply::OK
-    } else {
-        Reply::Error(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CONFIG HELP.",
+    };
+    match sub_name.as_slice() {
+        b"get" => arity(3, true).unwrap_or_else(|| Reply::Map(config.matching(&argv[2..]))),
+        b"set" => arity(4, true).unwrap_or_else(|| {
+            if argv.len() % 2 == 1 {
+                return Reply::Error("ERR syntax error".into());
+            }
+            config.set_many(&argv[2..])
+        }),
+        b"resetstat" => arity(2, false).unwrap_or_else(|| {
+            reset_stats();
+            Reply::OK
+        }),
+        b"rewrite" => arity(2, false).unwrap_or_else(|| match config.rewrite() {
+            Ok(()) => Reply::OK,
+            Err(e) => Reply::Error(e),
+        }),
+        b"help" => Reply::Array(
+            [
+                "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "GET <pattern>",
+                "    Return parameters matching the glob-like <pattern> and their values.",
+                "SET <directive> <value>",
+                "    Set the configuration <directive> to <value>.",
+                "RESETSTAT",
+                "    Reset statistics reported by the INFO command.",
+                "REWRITE",
+                "    Rewrite the configuration file.",
+                "HELP",
+                "    Prints this help.",
+            ]
+            .iter()
+            .map(|s| Reply::status(s))
+            .collect(),
+        ),
+        _ => Reply::Error(format!(
+            "ERR unknown subcommand '{}'. Try CONFIG HELP.",
             String::from_utf8_lossy(sub)
-        ))
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(c: &mut Config, args: &[&str]) -> Reply {
+        let argv: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+        c.set_many(&argv)
+    }
+
+    #[test]
+    fn table_has_every_redis_parameter() {
+        let c = Config::new();
+        assert_eq!(c.params.len(), 192);
+        assert_eq!(c.get("proto-max-bulk-len"), "536870912");
+        assert_eq!(c.get("maxmemory-policy"), "noeviction");
+    }
+
+    #[test]
+    fn set_validates_like_redis_and_applies_all_or_nothing() {
+        // Texts observed from redis-server 7.0.15.
+        let mut c = Config::new();
+        assert_eq!(
+            set(&mut c, &["foo", "bar"]),
+            Reply::Error("ERR Unknown option or number of arguments for CONFIG SET - 'foo'".into())
+        );
+        assert_eq!(
+            set(&mut c, &["timeout", "70", "maxmemory", "abc"]),
+            Reply::Error(
+                "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value".into()
+            )
+        );
+        assert_eq!(c.get("timeout"), "0", "nothing applied when one pair fails");
+        assert_eq!(set(&mut c, &["timeout", "70", "maxmemory", "10mb"]), Reply::OK);
+        assert_eq!((c.get("timeout"), c.get("maxmemory")), ("70", "10485760"));
+        assert_eq!(
+            set(&mut c, &["timeout", "-1"]),
+            Reply::Error("ERR CONFIG SET failed (possibly related to argument 'timeout') - argument must be between 0 and 2147483647 inclusive".into())
+        );
+        assert_eq!(
+            set(&mut c, &["timeout", "1", "TIMEOUT", "2"]),
+            Reply::Error(
+                "ERR CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter".into()
+            )
+        );
+        assert_eq!(
+            set(&mut c, &["proto-max-bulk-len", "10"]),
+            Reply::Error("ERR CONFIG SET failed (possibly related to argument 'proto-max-bulk-len') - argument must be between 1048576 and 9223372036854775807 inclusive".into())
+        );
+        assert_eq!(
+            set(&mut c, &["databases", "3"]),
+            Reply::Error("ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config".into())
+        );
+        assert_eq!(
+            set(&mut c, &["dir", "/"]),
+            Reply::Error(
+                "ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config"
+                    .into()
+            )
+        );
+        assert_eq!(
+            set(&mut c, &["activedefrag", "maybe"]),
+            Reply::Error("ERR CONFIG SET failed (possibly related to argument 'activedefrag') - argument must be 'yes' or 'no'".into())
+        );
+        assert_eq!(
+            set(&mut c, &["appendfsync", "bad"]),
+            Reply::Error("ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: everysec, always, no".into())
+        );
+        assert_eq!(set(&mut c, &["notify-keyspace-events", "KEA"]), Reply::OK);
+        assert_eq!(c.get("notify-keyspace-events"), "AKE");
+        assert_eq!(
+            set(&mut c, &["notify-keyspace-events", "Q"]),
+            Reply::Error("ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into())
+        );
+        assert_eq!(
+            set(&mut c, &["save", "100"]),
+            Reply::Error(
+                "ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters"
+                    .into()
+            )
+        );
+    }
+
+    #[test]
+    fn get_matches_globs_once_each() {
+        let c = Config::new();
+        let argv: Vec<Bytes> = ["maxmemory*", "TIMEOUT", "max*"].iter().map(|s| Bytes::from(*s)).collect();
+        let names: Vec<Reply> = c.matching(&argv).into_iter().map(|(name, _)| name).collect();
+        let expect = [
+            "maxmemory",
+            "maxmemory-clients",
+            "maxmemory-eviction-tenacity",
+            "maxmemory-policy",
+            "maxmemory-samples",
+            "timeout",
+            "maxclients",
+        ];
+        assert_eq!(names, expect.iter().map(|n| Reply::bulk(n.as_bytes())).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn file_load_and_rewrite_round_trip() {
+        let dir = std::env::temp_dir().join(format!("rediskv-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("redis.conf");
+        std::fs::write(&file, "# comment\nport 7777\nsave 60 1 30 2\nrequirepass \"a b\"\ntimeout 5\ntimeout 6\nnamespace.ns1 tok1\n")
+            .unwrap();
+        let mut c = Config::new();
+        c.load_file(&file).unwrap();
+        assert_eq!(
+            (c.get("port"), c.get("save"), c.get("requirepass"), c.get("timeout")),
+            ("7777", "60 1 30 2", "a b", "6")
+        );
+        assert_eq!(c.namespaces.get("ns1").map(String::as_str), Some("tok1"));
+        assert_eq!(set(&mut c, &["maxmemory", "1kb", "timeout", "9"]), Reply::OK);
+        c.namespaces.insert("ns2".into(), "tok2".into());
+        c.rewrite().unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(
+            text,
+            "# comment\nport 7777\nsave 60 1 30 2\nrequirepass \"a b\"\ntimeout 9\nnamespace.ns1 tok1\nmaxmemory 1024\nnamespace.ns2 tok2\n"
+        );
+        let mut again = Config::new();
+        again.load_file(&file).unwrap();
+        assert_eq!((again.get("maxmemory"), again.get("requirepass")), ("1024", "a b"));
+        let bad = dir.join("bad.conf");
+        std::fs::write(&bad, "port 7777\nnosuch 1\n").unwrap();
+        let err = Config::new().load_file(&bad).unwrap_err();
+        assert!(
+            err.contains("at line 2") && err.contains("Bad directive or wrong number of arguments"),
+            "{err}"
+        );
+        assert_eq!(Config::new().rewrite(), Err("ERR The server is running without a config file".into()));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,148 +1,150 @@
-//! The event loop and connection I/O: accept, read, parse, dispatch, write.
+//! The event loop and connection I/O: accept, read, parse, hand each command to its
+//! [`Client`], write the replies; and a 100 ms tick (Redis' `hz 10`) that closes idle
+//! (`timeout`) and killed connections and resumes paused ones.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token, Waker};
-use rediskv::backend::MemoryBackend;
-use rediskv::commands::{Engine, Reply, Session};
+use mio::{Events, Interest, Poll, Token};
+use rediskv::commands::Reply;
 
-use crate::admin::Client;
-use crate::resp::{Parsed, parse};
-use crate::{config, info};
-
-/// The engine every event loop shares.
-pub type SharedEngine = Arc<Engine<MemoryBackend>>;
+use crate::admin::{Client, Next};
+use crate::resp::{Limits, Parsed, parse};
+use crate::state::State;
 
 const LISTENER: Token = Token(usize::MAX);
-const WAKER: Token = Token(usize::MAX - 1);
+/// How often the event loop looks at timeouts, kills and pauses.
+const TICK: Duration = Duration::from_millis(100);
 
-/// Accepts connections and hands them round-robin to `threads` event loops over one
-/// shared [`Engine`]; each loop owns its connections and each connection its [`Session`].
-///
-/// # Errors
-/// Creating a poller or registering the listener failed, or the acceptor's poll failed.
-pub fn serve(mut listener: TcpListener, port: u16, threads: usize) -> io::Result<()> {
-    let engine: SharedEngine = Arc::new(Engine::new(MemoryBackend::new()));
-    let mut loops = Vec::new();
-    for i in 0..threads.max(1) {
-        let poll = Poll::new()?;
-        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let (tx, rx) = channel();
-        let event_loop = EventLoop::new(poll, rx, engine.clone(), port);
-        std::thread::Builder::new().name(format!("loop-{i}")).spawn(move || {
-            if let Err(e) = event_loop.run() {
-                eprintln!("server: event loop {i}: {e}");
-                std::process::exit(1);
-            }
-        })?;
-        loops.push((tx, waker));
-    }
-    let mut poll = Poll::new()?;
-    poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-    let mut events = Events::with_capacity(16);
-    let mut next = 0;
-    loop {
-        if let Err(e) = poll.poll(&mut events, None) {
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        while let Some(stream) = accept(&listener) {
-            let (tx, waker): &(Sender<TcpStream>, Arc<Waker>) = &loops[next % loops.len()];
-            next += 1;
-            if tx.send(stream).is_ok() {
-                waker.wake()?;
-            }
-        }
-    }
-}
-
-/// The next pending connection, if any.
-fn accept(listener: &TcpListener) -> Option<TcpStream> {
-    loop {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                let _ = stream.set_nodelay(true);
-                return Some(stream);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                // Out of file descriptors and such: keep serving the others.
-                eprintln!("server: accept: {e}");
-                return None;
-            }
-        }
-    }
-}
-
-/// One event-loop thread: its connections, their reads, commands and writes.
-struct EventLoop {
+/// One event loop thread owning the database, like redis-server.
+pub struct Server {
     poll: Poll,
-    incoming: Receiver<TcpStream>,
-    engine: SharedEngine,
-    port: u16,
+    listener: TcpListener,
+    state: Arc<State>,
     conns: HashMap<usize, Connection>,
     next_token: usize,
     /// Shared read buffer: bytes go from the socket here, then into a connection's buffer.
     chunk: Vec<u8>,
+    /// When [`Server::tick`] last ran.
+    last_tick: Instant,
 }
 
-impl EventLoop {
-    fn new(poll: Poll, incoming: Receiver<TcpStream>, engine: SharedEngine, port: u16) -> Self {
-        EventLoop {
+impl Server {
+    /// A server listening on `listener`, sharing `state`.
+    ///
+    /// # Errors
+    /// Creating the poller or registering the listener failed.
+    pub fn new(mut listener: TcpListener, state: Arc<State>) -> io::Result<Server> {
+        let poll = Poll::new()?;
+        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        Ok(Server {
             poll,
-            incoming,
-            engine,
-            port,
+            listener,
+            state,
             conns: HashMap::new(),
             next_token: 0,
             chunk: vec![0; 64 * 1024],
-        }
+            last_tick: Instant::now(),
+        })
     }
 
-    fn run(mut self) -> io::Result<()> {
+    /// Serves until polling fails.
+    ///
+    /// # Errors
+    /// The poller failed.
+    pub fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
-            if let Err(e) = self.poll.poll(&mut events, None) {
+            if let Err(e) = self.poll.poll(&mut events, Some(TICK)) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
                 return Err(e);
             }
             for event in events.iter() {
-                if event.token() == WAKER {
-                    self.adopt();
+                if event.token() == LISTENER {
+                    self.accept();
                     continue;
                 }
                 let token = event.token().0;
                 let Some(conn) = self.conns.get_mut(&token) else { continue };
-                let keep = conn.on_event(&self.engine, &mut self.chunk, self.port);
-                let keep = keep && conn.update_interest(self.poll.registry(), Token(token)).is_ok();
-                if !keep {
-                    if let Some(mut conn) = self.conns.remove(&token) {
-                        let _ = self.poll.registry().deregister(&mut conn.stream);
-                        self.engine.close(&mut conn.session);
-                    }
-                }
+                let keep = conn.on_event(&self.state, &mut self.chunk);
+                self.settle(token, keep);
+            }
+            if self.last_tick.elapsed() >= TICK || self.state.kills_pending.load(Relaxed) {
+                self.last_tick = Instant::now();
+                self.tick();
             }
         }
     }
 
-    /// Registers the connections the acceptor handed over.
-    fn adopt(&mut self) {
-        while let Ok(mut stream) = self.incoming.try_recv() {
-            let token = self.next_token;
-            self.next_token = self.next_token.wrapping_add(1) % (usize::MAX - 2);
-            if self.poll.registry().register(&mut stream, Token(token), Interest::READABLE).is_ok() {
-                let session = self.engine.session();
-                self.conns.insert(token, Connection::new(stream, session));
+    /// Updates a connection's interest after it ran, or closes it.
+    fn settle(&mut self, token: usize, keep: bool) {
+        let Some(conn) = self.conns.get_mut(&token) else { return };
+        let keep = keep && conn.update_interest(self.poll.registry(), Token(token)).is_ok();
+        if !keep {
+            if let Some(mut conn) = self.conns.remove(&token) {
+                let _ = self.poll.registry().deregister(&mut conn.stream);
+                conn.client.close();
+                self.state.disconnect(conn.client.info.id);
+            }
+        }
+    }
+
+    /// Closes killed and idle connections, and runs the requests a pause held back.
+    fn tick(&mut self) {
+        self.state.sample();
+        let kills = self.state.kills_pending.swap(false, Relaxed);
+        let timeout = self.state.config().number("timeout").max(0) as u64;
+        let tokens: Vec<usize> = self.conns.keys().copied().collect();
+        for token in tokens {
+            let Some(conn) = self.conns.get_mut(&token) else { continue };
+            let info = &conn.client.info;
+            let idle = timeout > 0 && info.idle() >= timeout && conn.out.len() == conn.written;
+            if (kills && info.killed.load(Relaxed)) || idle {
+                self.settle(token, false);
+            } else if conn.pending.is_some() {
+                conn.run_requests(&self.state);
+                let keep = conn.finish(&self.state);
+                self.settle(token, keep);
+            }
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((mut stream, peer)) => {
+                    let max = self.state.config().number("maxclients").max(1) as usize;
+                    if self.conns.len() >= max {
+                        // Redis answers this and closes.
+                        let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+                        self.state.stats.rejected_connections.fetch_add(1, Relaxed);
+                        continue;
+                    }
+                    let _ = stream.set_nodelay(true);
+                    let token = self.next_token;
+                    self.next_token = self.next_token.wrapping_add(1) % (usize::MAX - 1);
+                    if self.poll.registry().register(&mut stream, Token(token), Interest::READABLE).is_ok() {
+                        let laddr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                        let info = self.state.connect(peer.to_string(), laddr, i64::from(stream.as_raw_fd()));
+                        let client = Client::new(info, &self.state, peer.ip().is_loopback());
+                        self.conns.insert(token, Connection::new(stream, client));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // Out of file descriptors and such: keep serving the others.
+                    eprintln!("server: accept: {e}");
+                    return;
+                }
             }
         }
     }
@@ -150,33 +152,26 @@ impl EventLoop {
 
 struct Connection {
     stream: TcpStream,
-    /// What the connection-level commands know about this client.
+    /// The client's own state and commands.
     client: Client,
-    /// The engine's per-client state: database, MULTI queue, WATCHes.
-    session: Session,
     buf: BytesMut,
     out: Vec<u8>,
     /// How much of `out` is already written.
     written: usize,
-    /// QUIT or a protocol error: close once `out` is flushed.
+    /// QUIT, a kill or a protocol error: close once `out` is flushed.
     closing: bool,
     writable_interest: bool,
     ranges: Vec<std::ops::Range<usize>>,
     argv: Vec<Bytes>,
-}
-
-/// What to do after a request.
-enum Next {
-    Continue,
-    Close,
+    /// A request CLIENT PAUSE holds back.
+    pending: Option<Vec<Bytes>>,
 }
 
 impl Connection {
-    fn new(stream: TcpStream, session: Session) -> Self {
+    fn new(stream: TcpStream, client: Client) -> Self {
         Connection {
             stream,
-            client: Client::new(),
-            session,
+            client,
             buf: BytesMut::with_capacity(16 * 1024),
             out: Vec::new(),
             written: 0,
@@ -184,18 +179,26 @@ impl Connection {
             writable_interest: false,
             ranges: Vec::new(),
             argv: Vec::new(),
+            pending: None,
         }
     }
 
     /// Handles readiness: reads everything available, runs every complete request, writes
     /// the replies. Returns false when the connection is done.
-    fn on_event(&mut self, engine: &SharedEngine, chunk: &mut [u8], port: u16) -> bool {
+    fn on_event(&mut self, state: &State, chunk: &mut [u8]) -> bool {
         if !self.closing {
+            let limit = state.config().number("client-query-buffer-limit").max(1) as usize;
             loop {
                 match self.stream.read(chunk) {
                     Ok(0) => return false,
                     Ok(n) => {
+                        state.stats.net_input.fetch_add(n as u64, Relaxed);
                         self.buf.extend_from_slice(&chunk[..n]);
+                        if self.buf.len() > limit {
+                            // Redis closes such a client without a reply.
+                            eprintln!("server: closing client that reached max query buffer length");
+                            return false;
+                        }
                         if n < chunk.len() {
                             break;
                         }
@@ -205,20 +208,38 @@ impl Connection {
                     Err(_) => return false,
                 }
             }
-            self.run_requests(engine, port);
+            self.run_requests(state);
         }
-        match self.flush() {
-            Ok(()) => !(self.closing && self.written == self.out.len()),
-            Err(_) => false,
-        }
+        self.finish(state)
     }
 
-    fn run_requests(&mut self, engine: &SharedEngine, port: u16) {
+    /// Writes what it can and publishes the buffer sizes; false when the connection is done.
+    fn finish(&mut self, state: &State) -> bool {
+        let info = self.client.info.clone();
+        info.qbuf.store(self.buf.len(), Relaxed);
+        let flushed = self.flush();
+        if let Ok(sent) = flushed {
+            state.stats.net_output.fetch_add(sent as u64, Relaxed);
+        }
+        info.omem.store(self.out.len() - self.written, Relaxed);
+        flushed.is_ok() && !(self.closing && self.written == self.out.len())
+    }
+
+    fn run_requests(&mut self, state: &State) {
+        if let Some(argv) = self.pending.take() {
+            if !self.run_one(argv, state) {
+                return;
+            }
+        }
+        let max_bulk = state.config().number("proto-max-bulk-len");
         while !self.closing {
-            let parsed = match parse(&self.buf, &mut self.ranges) {
+            let limits = Limits { max_bulk, authenticated: self.client.authenticated() };
+            let parsed = match parse(&self.buf, &mut self.ranges, limits) {
                 Ok(p) => p,
                 Err(e) => {
-                    Reply::Error(e.text()).write_resp(&mut self.out);
+                    let reply = Reply::Error(e.text());
+                    state.stats.error(&e.text());
+                    reply.write_resp(&mut self.out);
                     self.closing = true;
                     break;
                 }
@@ -239,32 +260,54 @@ impl Connection {
                     argv.extend(args.into_iter().map(Bytes::from));
                 }
             }
-            if !argv.is_empty() {
-                if let Next::Close = self.dispatch(&argv, engine, port) {
-                    self.closing = true;
-                }
+            if !self.run_one(argv, state) {
+                break;
             }
-            argv.clear();
-            self.argv = argv;
         }
     }
 
-    fn flush(&mut self) -> io::Result<()> {
+    /// Runs one request; false when later requests must wait (a pause) or the connection closes.
+    fn run_one(&mut self, mut argv: Vec<Bytes>, state: &State) -> bool {
+        if argv.is_empty() {
+            self.argv = argv;
+            return true;
+        }
+        match self.client.execute(&argv, state, &mut self.out) {
+            Next::Continue => {}
+            Next::Close => self.closing = true,
+            Next::Wait => {
+                self.client.info.blocked.store(true, Relaxed);
+                self.pending = Some(argv);
+                return false;
+            }
+        }
+        self.client.info.blocked.store(false, Relaxed);
+        argv.clear();
+        self.argv = argv;
+        !self.closing
+    }
+    /// Writes what it can of `out`; returns how many bytes went out.
+    fn flush(&mut self) -> io::Result<usize> {
+        let mut sent = 0;
         while self.written < self.out.len() {
             match self.stream.write(&self.out[self.written..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Ok(n) => {
+                    self.written += n;
+                    sent += n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(sent),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
         }
         self.out.clear();
         self.written = 0;
+        // A huge reply's buffer is not kept for the next small ones.
         if self.out.capacity() > 1 << 20 {
             self.out.shrink_to(16 * 1024);
         }
-        Ok(())
+        Ok(sent)
     }
 
     /// Asks for WRITABLE events only while replies are waiting to be written.
@@ -276,30 +319,5 @@ impl Connection {
             self.writable_interest = want;
         }
         Ok(())
-    }
-
-    /// Runs one command, appending its reply to `out`.
-    fn dispatch(&mut self, argv: &[Bytes], engine: &SharedEngine, port: u16) -> Next {
-        let name = &argv[0];
-        let is = |s: &str| name.eq_ignore_ascii_case(s.as_bytes());
-        let client = &mut self.client;
-        let reply = if is("quit") {
-            Reply::OK.write_resp(&mut self.out);
-            return Next::Close;
-        } else if is("hello") {
-            client.hello(argv)
-        } else if is("client") {
-            client.client(argv)
-        } else if is("info") {
-            info::info(port)
-        } else if is("config") {
-            config::config(argv)
-        } else {
-            let reply = engine.execute(&mut self.session, argv);
-            client.index = self.session.db();
-            reply
-        };
-        reply.write_resp(&mut self.out);
-        Next::Continue
     }
 }

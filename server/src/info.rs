@@ -1,15 +1,446 @@
-//! INFO.
+//! INFO [section …]: Redis 7.0's sections and field names, with this server's real counters
+//! (fields about machinery it does not have — forks, AOF, replicas, allocators — are present
+//! with the values an idle Redis without them shows).
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
+use rediskv::backend::{Direction, KvBackend};
+use rediskv::codec::{ColumnFamily, KeyLayout, Metadata};
+use rediskv::commands::{DATABASES, Reply};
 
-/// INFO: a minimal server section.
-pub fn info(port: u16) -> Reply {
-    Reply::Bulk(Bytes::from(format!(
-        "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nos:rediskv\r\narch_bits:64\r\n\
-         process_id:{}\r\ntcp_port:{}\r\n\r\n# Clients\r\nconnected_clients:1\r\n\r\n\
-         # Persistence\r\nloading:0\r\n\r\n# Replication\r\nrole:master\r\nconnected_slaves:0\r\n",
-        std::process::id(),
-        port
-    )))
+use crate::state::{State, lock, unix_micros};
+
+/// Every section in Redis 7.0's order; `true` for the ones INFO without arguments shows.
+const SECTIONS: &[(&str, bool)] = &[
+    ("server", true),
+    ("clients", true),
+    ("memory", true),
+    ("persistence", true),
+    ("stats", true),
+    ("replication", true),
+    ("cpu", true),
+    ("modules", true),
+    ("commandstats", false),
+    ("errorstats", true),
+    ("latencystats", false),
+    ("cluster", true),
+    ("keyspace", true),
+];
+
+/// INFO: the requested sections (`default`, `all`, `everything` or names), in Redis'
+/// order, as a verbatim (RESP2: bulk) string of `# Title\r\nfield:value\r\n` blocks separated by blank lines.
+/// The keyspace section counts the keys of `namespace` (the client's).
+pub fn info(argv: &[Bytes], state: &State, namespace: &[u8]) -> Reply {
+    let asked: Vec<String> =
+        argv[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
+    let wanted = |name: &str, default: bool| {
+        if asked.is_empty() {
+            return default;
+        }
+        asked.iter().any(|a| match a.as_str() {
+            "default" => default,
+            "all" | "everything" => true,
+            a => a == name,
+        })
+    };
+    let mut out = String::new();
+    for &(name, default) in SECTIONS {
+        if !wanted(name, default) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        let _ = write!(out, "# {}\r\n", title(name));
+        section(name, state, namespace, &mut out);
+    }
+    Reply::Verbatim { format: *b"txt", text: Bytes::from(out) }
+}
+
+fn title(name: &str) -> &'static str {
+    match name {
+        "server" => "Server",
+        "clients" => "Clients",
+        "memory" => "Memory",
+        "persistence" => "Persistence",
+        "stats" => "Stats",
+        "replication" => "Replication",
+        "cpu" => "CPU",
+        "modules" => "Modules",
+        "commandstats" => "Commandstats",
+        "errorstats" => "Errorstats",
+        "latencystats" => "Latencystats",
+        "cluster" => "Cluster",
+        _ => "Keyspace",
+    }
+}
+
+/// Appends `field:value\r\n` lines.
+fn fields(out: &mut String, pairs: &[(&str, String)]) {
+    for (k, v) in pairs {
+        let _ = write!(out, "{k}:{v}\r\n");
+    }
+}
+
+fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    match bytes {
+        0..1024 => format!("{bytes}B"),
+        1024..1_048_576 => format!("{:.2}K", b / 1024.0),
+        1_048_576..1_073_741_824 => format!("{:.2}M", b / 1_048_576.0),
+        _ => format!("{:.2}G", b / 1_073_741_824.0),
+    }
+}
+
+fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
+    let s = |v: &str| v.to_string();
+    let n = |v: u64| v.to_string();
+    let stats = &state.stats;
+    let config = state.config();
+    match name {
+        "server" => {
+            let uptime = state.started.elapsed().as_secs();
+            let micros = unix_micros();
+            fields(
+                out,
+                &[
+                    ("redis_version", s("7.0.15")),
+                    ("rediskv_version", s(env!("CARGO_PKG_VERSION"))),
+                    ("redis_git_sha1", s("00000000")),
+                    ("redis_git_dirty", s("0")),
+                    ("redis_build_id", s("0")),
+                    ("redis_mode", s("standalone")),
+                    ("os", format!("{} {}", std::env::consts::OS, std::env::consts::ARCH)),
+                    ("arch_bits", n(usize::BITS as u64)),
+                    ("monotonic_clock", s("POSIX clock_gettime")),
+                    ("multiplexing_api", s("epoll")),
+                    ("atomicvar_api", s("c11-builtin")),
+                    ("gcc_version", s("0.0.0")),
+                    ("process_id", n(u64::from(std::process::id()))),
+                    ("process_supervised", s("no")),
+                    ("run_id", state.run_id.clone()),
+                    ("tcp_port", s(config.get("port"))),
+                    ("server_time_usec", n(micros)),
+                    ("uptime_in_seconds", n(uptime)),
+                    ("uptime_in_days", n(uptime / 86400)),
+                    ("hz", s(config.get("hz"))),
+                    ("configured_hz", s(config.get("hz"))),
+                    ("lru_clock", n((micros / 1_000_000) & ((1 << 24) - 1))),
+                    (
+                        "executable",
+                        std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+                    ),
+                    ("config_file", config.file().map(|p| p.display().to_string()).unwrap_or_default()),
+                    ("io_threads_active", s("0")),
+                ],
+            );
+        }
+        "clients" => {
+            let clients = lock(&state.clients);
+            let max_in = clients.values().map(|c| c.qbuf.load(Relaxed)).max().unwrap_or(0) as u64;
+            let max_out = clients.values().map(|c| c.omem.load(Relaxed)).max().unwrap_or(0) as u64;
+            fields(
+                out,
+                &[
+                    ("connected_clients", n(clients.len() as u64)),
+                    ("cluster_connections", s("0")),
+                    ("maxclients", s(config.get("maxclients"))),
+                    ("client_recent_max_input_buffer", n(max_in)),
+                    ("client_recent_max_output_buffer", n(max_out)),
+                    ("blocked_clients", s("0")),
+                    ("tracking_clients", s("0")),
+                    ("clients_in_timeout_table", s("0")),
+                ],
+            );
+        }
+        "memory" => {
+            let used = state.backend.bytes();
+            let rss = rss_bytes();
+            let max = config.number("maxmemory").max(0) as u64;
+            let ratio = if used == 0 { 0.0 } else { rss as f64 / used as f64 };
+            let z = || s("0");
+            fields(
+                out,
+                &[
+                    ("used_memory", n(used)),
+                    ("used_memory_human", human(used)),
+                    ("used_memory_rss", n(rss)),
+                    ("used_memory_rss_human", human(rss)),
+                    ("used_memory_peak", n(used)),
+                    ("used_memory_peak_human", human(used)),
+                    ("used_memory_peak_perc", s("100.00%")),
+                    ("used_memory_overhead", z()),
+                    ("used_memory_startup", z()),
+                    ("used_memory_dataset", n(used)),
+                    ("used_memory_dataset_perc", s("100.00%")),
+                    ("allocator_allocated", n(used)),
+                    ("allocator_active", n(used)),
+                    ("allocator_resident", n(rss)),
+                    ("total_system_memory", n(system_memory())),
+                    ("total_system_memory_human", human(system_memory())),
+                    ("used_memory_lua", z()),
+                    ("used_memory_vm_eval", z()),
+                    ("used_memory_lua_human", s("0B")),
+                    ("used_memory_scripts_eval", z()),
+                    ("number_of_cached_scripts", z()),
+                    ("number_of_functions", z()),
+                    ("number_of_libraries", z()),
+                    ("used_memory_vm_functions", z()),
+                    ("used_memory_vm_total", z()),
+                    ("used_memory_vm_total_human", s("0B")),
+                    ("used_memory_functions", z()),
+                    ("used_memory_scripts", z()),
+                    ("used_memory_scripts_human", s("0B")),
+                    ("maxmemory", n(max)),
+                    ("maxmemory_human", human(max)),
+                    ("maxmemory_policy", s(config.get("maxmemory-policy"))),
+                    ("allocator_frag_ratio", s("1.00")),
+                    ("allocator_frag_bytes", z()),
+                    ("allocator_rss_ratio", s("1.00")),
+                    ("allocator_rss_bytes", z()),
+                    ("rss_overhead_ratio", s("1.00")),
+                    ("rss_overhead_bytes", z()),
+                    ("mem_fragmentation_ratio", format!("{ratio:.2}")),
+                    ("mem_fragmentation_bytes", n(rss.saturating_sub(used))),
+                    ("mem_not_counted_for_evict", z()),
+                    ("mem_replication_backlog", z()),
+                    ("mem_total_replication_buffers", z()),
+                    ("mem_clients_slaves", z()),
+                    ("mem_clients_normal", z()),
+                    ("mem_cluster_links", z()),
+                    ("mem_aof_buffer", z()),
+                    ("mem_allocator", s("libc")),
+                    ("active_defrag_running", z()),
+                    ("lazyfree_pending_objects", z()),
+                    ("lazyfreed_objects", z()),
+                ],
+            );
+        }
+        "persistence" => {
+            let z = || s("0");
+            let m1 = || s("-1");
+            let ok = || s("ok");
+            fields(
+                out,
+                &[
+                    ("loading", z()),
+                    ("async_loading", z()),
+                    ("current_cow_peak", z()),
+                    ("current_cow_size", z()),
+                    ("current_cow_size_age", z()),
+                    ("current_fork_perc", s("0.00")),
+                    ("current_save_keys_processed", z()),
+                    ("current_save_keys_total", z()),
+                    ("rdb_changes_since_last_save", z()),
+                    ("rdb_bgsave_in_progress", z()),
+                    ("rdb_last_save_time", n(state.started_unix)),
+                    ("rdb_last_bgsave_status", ok()),
+                    ("rdb_last_bgsave_time_sec", m1()),
+                    ("rdb_current_bgsave_time_sec", m1()),
+                    ("rdb_saves", z()),
+                    ("rdb_last_cow_size", z()),
+                    ("rdb_last_load_keys_expired", z()),
+                    ("rdb_last_load_keys_loaded", z()),
+                    ("aof_enabled", z()),
+                    ("aof_rewrite_in_progress", z()),
+                    ("aof_rewrite_scheduled", z()),
+                    ("aof_last_rewrite_time_sec", m1()),
+                    ("aof_current_rewrite_time_sec", m1()),
+                    ("aof_last_bgrewrite_status", ok()),
+                    ("aof_rewrites", z()),
+                    ("aof_rewrites_consecutive_failures", z()),
+                    ("aof_last_write_status", ok()),
+                    ("aof_last_cow_size", z()),
+                    ("module_fork_in_progress", z()),
+                    ("module_fork_last_cow_size", z()),
+                ],
+            );
+        }
+        "stats" => {
+            let get = |c: &std::sync::atomic::AtomicU64| n(c.load(Relaxed));
+            let z = || s("0");
+            let (ops, kbps_in, kbps_out) = {
+                let sampler = lock(&state.sampler);
+                (sampler.rate(0), sampler.rate(1) as f64 / 1024.0, sampler.rate(2) as f64 / 1024.0)
+            };
+            let mut pairs = vec![
+                ("total_connections_received", get(&stats.connections_received)),
+                ("total_commands_processed", get(&stats.commands_processed)),
+                ("instantaneous_ops_per_sec", n(ops)),
+                ("total_net_input_bytes", get(&stats.net_input)),
+                ("total_net_output_bytes", get(&stats.net_output)),
+                ("total_net_repl_input_bytes", z()),
+                ("total_net_repl_output_bytes", z()),
+                ("instantaneous_input_kbps", format!("{kbps_in:.2}")),
+                ("instantaneous_output_kbps", format!("{kbps_out:.2}")),
+                ("instantaneous_input_repl_kbps", s("0.00")),
+                ("instantaneous_output_repl_kbps", s("0.00")),
+                ("rejected_connections", get(&stats.rejected_connections)),
+            ];
+            for zero in [
+                "sync_full",
+                "sync_partial_ok",
+                "sync_partial_err",
+                "expired_keys",
+                "expired_stale_perc",
+                "expired_time_cap_reached_count",
+                "expire_cycle_cpu_milliseconds",
+                "evicted_keys",
+                "evicted_clients",
+                "total_eviction_exceeded_time",
+                "current_eviction_exceeded_time",
+            ] {
+                pairs.push((zero, if zero == "expired_stale_perc" { s("0.00") } else { z() }));
+            }
+            pairs.push(("keyspace_hits", get(&stats.keyspace_hits)));
+            pairs.push(("keyspace_misses", get(&stats.keyspace_misses)));
+            for zero in [
+                "pubsub_channels",
+                "pubsub_patterns",
+                "pubsubshard_channels",
+                "latest_fork_usec",
+                "total_forks",
+                "migrate_cached_sockets",
+                "slave_expires_tracked_keys",
+                "active_defrag_hits",
+                "active_defrag_misses",
+                "active_defrag_key_hits",
+                "active_defrag_key_misses",
+                "total_active_defrag_time",
+                "current_active_defrag_time",
+                "tracking_total_keys",
+                "tracking_total_items",
+                "tracking_total_prefixes",
+                "unexpected_error_replies",
+            ] {
+                pairs.push((zero, z()));
+            }
+            pairs.push(("total_error_replies", get(&stats.error_replies)));
+            for zero in [
+                "dump_payload_sanitizations",
+                "total_reads_processed",
+                "total_writes_processed",
+                "io_threaded_reads_processed",
+                "io_threaded_writes_processed",
+                "reply_buffer_shrinks",
+                "reply_buffer_expands",
+            ] {
+                pairs.push((zero, z()));
+            }
+            fields(out, &pairs);
+        }
+        "replication" => fields(
+            out,
+            &[
+                ("role", s("master")),
+                ("connected_slaves", s("0")),
+                ("master_failover_state", s("no-failover")),
+                ("master_replid", state.run_id.clone()),
+                ("master_replid2", s("0000000000000000000000000000000000000000")),
+                ("master_repl_offset", s("0")),
+                ("second_repl_offset", s("-1")),
+                ("repl_backlog_active", s("0")),
+                ("repl_backlog_size", s(config.get("repl-backlog-size"))),
+                ("repl_backlog_first_byte_offset", s("0")),
+                ("repl_backlog_histlen", s("0")),
+            ],
+        ),
+        "cpu" => {
+            let (user, sys) = cpu_seconds();
+            fields(
+                out,
+                &[
+                    ("used_cpu_sys", format!("{sys:.6}")),
+                    ("used_cpu_user", format!("{user:.6}")),
+                    ("used_cpu_sys_children", s("0.000000")),
+                    ("used_cpu_user_children", s("0.000000")),
+                    ("used_cpu_sys_main_thread", format!("{sys:.6}")),
+                    ("used_cpu_user_main_thread", format!("{user:.6}")),
+                ],
+            );
+        }
+        "commandstats" => {
+            for (name, c) in lock(&stats.commands).iter() {
+                let per = if c.calls == 0 { 0.0 } else { c.usec as f64 / c.calls as f64 };
+                let _ = write!(
+                    out,
+                    "cmdstat_{name}:calls={},usec={},usec_per_call={per:.2},rejected_calls={},failed_calls={}\r\n",
+                    c.calls, c.usec, c.rejected, c.failed
+                );
+            }
+        }
+        "errorstats" => {
+            for (code, count) in lock(&stats.errors).iter() {
+                let _ = write!(out, "errorstat_{code}:count={count}\r\n");
+            }
+        }
+        "cluster" => fields(out, &[("cluster_enabled", s("0"))]),
+        "keyspace" => {
+            let base = namespace;
+            let databases = (config.number("databases").max(1) as usize).min(DATABASES);
+            drop(config);
+            for index in 0..databases {
+                let (keys, expires, avg_ttl) = keyspace(state, base, index);
+                if keys > 0 {
+                    let _ = write!(out, "db{index}:keys={keys},expires={expires},avg_ttl={avg_ttl}\r\n");
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Live keys, keys with a TTL, and their mean remaining TTL in ms, of database `index` of a
+/// namespace: one scan of its metadata records.
+fn keyspace(state: &State, base: &[u8], index: usize) -> (u64, u64, u64) {
+    let mut ns = base.to_vec();
+    if index > 0 {
+        ns.extend_from_slice(format!(":{index}").as_bytes());
+    }
+    let Ok(layout) = KeyLayout::default().with_namespace(&ns) else { return (0, 0, 0) };
+    let now = unix_micros() / 1000;
+    let (mut keys, mut expires, mut ttl_sum) = (0u64, 0u64, 0u64);
+    let Ok(scan) = state.backend.scan(ColumnFamily::Metadata, &layout.namespace_range(), Direction::Forward)
+    else {
+        return (0, 0, 0);
+    };
+    for (_, value) in scan.flatten() {
+        let Ok(meta) = Metadata::decode(&value) else { continue };
+        if !meta.is_live(now) {
+            continue;
+        }
+        keys += 1;
+        if meta.expire_ms != 0 {
+            expires += 1;
+            ttl_sum += meta.expire_ms.saturating_sub(now);
+        }
+    }
+    (keys, expires, ttl_sum.checked_div(expires).unwrap_or(0))
+}
+
+/// Resident memory from /proc (0 elsewhere).
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4096
+}
+
+fn system_memory() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kb = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
+    kb.unwrap_or(0) * 1024
+}
+
+/// User and system CPU seconds of this process from /proc (clock ticks at 100 Hz).
+fn cpu_seconds() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let mut f = rest.split_whitespace().skip(11);
+    let tick = |v: Option<&str>| v.and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    (tick(f.next()), tick(f.next()))
 }

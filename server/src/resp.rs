@@ -11,10 +11,28 @@ use std::ops::Range;
 
 /// Longest inline request, and longest `*count`/`$len` line (Redis' `PROTO_INLINE_MAX_SIZE`).
 pub const INLINE_MAX: usize = 64 * 1024;
-/// Largest bulk argument (Redis' default `proto-max-bulk-len`, 512 MB).
-pub const BULK_MAX: i64 = 512 * 1024 * 1024;
 /// Largest multibulk count Redis accepts from an authenticated client (`INT_MAX`).
 pub const MULTIBULK_MAX: i64 = i32::MAX as i64;
+/// Largest multibulk count from a client that still has to AUTH (Redis' 10).
+pub const UNAUTH_MULTIBULK_MAX: i64 = 10;
+/// Largest bulk argument from a client that still has to AUTH (Redis' 16 KB).
+pub const UNAUTH_BULK_MAX: i64 = 16 * 1024;
+
+/// The limits a request is parsed under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest bulk argument: the `proto-max-bulk-len` parameter.
+    pub max_bulk: i64,
+    /// Whether the client may send big requests (authenticated, or no password is set).
+    pub authenticated: bool,
+}
+
+impl Default for Limits {
+    /// Redis' defaults: 512 MB bulks, authenticated.
+    fn default() -> Self {
+        Limits { max_bulk: 512 * 1024 * 1024, authenticated: true }
+    }
+}
 
 /// What [`parse`] found at the start of the buffer.
 #[derive(Debug, PartialEq, Eq)]
@@ -85,8 +103,10 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
 /// (into `buf`) are appended to `args`, which the caller clears between calls.
 ///
 /// # Errors
-/// The Redis protocol error for a malformed request.
-pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>) -> Result<Parsed, ProtocolError> {
+/// The Redis protocol error for a malformed request or one past `limits` (Redis' texts:
+/// `invalid multibulk length`, `invalid bulk length`, `unauthenticated multibulk length`,
+/// `unauthenticated bulk length`, …).
+pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, limits: Limits) -> Result<Parsed, ProtocolError> {
     args.clear();
     if buf.is_empty() {
         return Ok(Parsed::Incomplete);
@@ -101,6 +121,9 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>) -> Result<Parsed, Protoco
     let Some(count) = count else {
         return Err(ProtocolError(Cow::Borrowed("invalid multibulk length")));
     };
+    if count > UNAUTH_MULTIBULK_MAX && !limits.authenticated {
+        return Err(ProtocolError(Cow::Borrowed("unauthenticated multibulk length")));
+    }
     let mut pos = cr + 2;
     if count <= 0 {
         return Ok(Parsed::Command { consumed: pos.min(buf.len()) });
@@ -117,7 +140,10 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>) -> Result<Parsed, Protoco
             return Ok(Parsed::Incomplete);
         };
         let len = match parse_len(&buf[pos + 1..cr]) {
-            Some(n) if (0..=BULK_MAX).contains(&n) => n as usize,
+            Some(n) if n > UNAUTH_BULK_MAX && n <= limits.max_bulk && !limits.authenticated => {
+                return Err(ProtocolError(Cow::Borrowed("unauthenticated bulk length")));
+            }
+            Some(n) if (0..=limits.max_bulk).contains(&n) => n as usize,
             _ => return Err(ProtocolError(Cow::Borrowed("invalid bulk length"))),
         };
         let start = cr + 2;
@@ -265,7 +291,7 @@ mod tests {
 
     fn words(buf: &[u8]) -> Result<(Vec<Vec<u8>>, usize), ProtocolError> {
         let mut ranges = Vec::new();
-        match parse(buf, &mut ranges)? {
+        match parse(buf, &mut ranges, Limits::default())? {
             Parsed::Command { consumed } => {
                 Ok((ranges.iter().map(|r| buf[r.clone()].to_vec()).collect(), consumed))
             }
@@ -282,11 +308,19 @@ mod tests {
     }
 
     fn incomplete(buf: &[u8]) {
-        assert_eq!(parse(buf, &mut Vec::new()), Ok(Parsed::Incomplete), "{:?}", String::from_utf8_lossy(buf));
+        assert_eq!(
+            parse(buf, &mut Vec::new(), Limits::default()),
+            Ok(Parsed::Incomplete),
+            "{:?}",
+            String::from_utf8_lossy(buf)
+        );
     }
 
     fn error(buf: &[u8], text: &str) {
-        assert_eq!(parse(buf, &mut Vec::new()).map_err(|e| e.text()), Err(text.to_string()));
+        assert_eq!(
+            parse(buf, &mut Vec::new(), Limits::default()).map_err(|e| e.text()),
+            Err(text.to_string())
+        );
     }
 
     #[test]
@@ -345,6 +379,26 @@ mod tests {
     }
 
     #[test]
+    fn limits_follow_the_configuration_and_authentication() {
+        // Texts observed from redis-server 7.0.15 (requirepass set, before AUTH).
+        let unauth = Limits { authenticated: false, ..Limits::default() };
+        let text = |buf: &[u8], limits| parse(buf, &mut Vec::new(), limits).map_err(|e| e.text());
+        assert_eq!(
+            text(b"*11\r\n", unauth),
+            Err("ERR Protocol error: unauthenticated multibulk length".into())
+        );
+        assert_eq!(text(b"*10\r\n", unauth), Ok(Parsed::Incomplete));
+        assert_eq!(
+            text(b"*2\r\n$16385\r\n", unauth),
+            Err("ERR Protocol error: unauthenticated bulk length".into())
+        );
+        assert_eq!(text(b"*2\r\n$16384\r\n", unauth), Ok(Parsed::Incomplete));
+        let small = Limits { max_bulk: 1 << 20, authenticated: true };
+        assert_eq!(text(b"*1\r\n$1048577\r\n", small), Err("ERR Protocol error: invalid bulk length".into()));
+        assert_eq!(text(b"*1\r\n$1048576\r\n", small), Ok(Parsed::Incomplete));
+    }
+
+    #[test]
     fn large_counts_are_not_preallocated() {
         // Redis accepts counts up to INT_MAX and waits for the data.
         incomplete(b"*2147483647\r\n");
@@ -377,7 +431,7 @@ mod tests {
                 buf.push(alphabet[(state % alphabet.len() as u64) as usize]);
             }
             let mut args = Vec::new();
-            if let Ok(Parsed::Command { consumed }) = parse(&buf, &mut args) {
+            if let Ok(Parsed::Command { consumed }) = parse(&buf, &mut args, Limits::default()) {
                 assert!(consumed <= buf.len());
                 assert!(args.iter().all(|r| r.end <= buf.len()));
             }

@@ -1,0 +1,365 @@
+//! What every connection shares: the configuration, the counters INFO reports, the list
+//! of connected clients (CLIENT LIST/KILL), and a client pause.
+//!
+//! Everything is behind atomics or short locks, so several event-loop threads can share one
+//! `State` through an `Arc`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use rediskv::backend::MemoryBackend;
+use rediskv::codec::KeyLayout;
+use rediskv::commands::Engine;
+
+use crate::config::Config;
+
+/// The engine type: the library's thread-safe `Engine` over the shared in-memory store.
+pub type SharedEngine = Engine<Arc<MemoryBackend>>;
+
+/// Kvrocks' name for the namespace of the admin (requirepass) connections.
+pub const DEFAULT_NAMESPACE: &str = "__namespace";
+
+/// Locks a mutex, going on after a panic elsewhere (the data is plain counters and names).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Microseconds since the Unix epoch.
+pub fn unix_micros() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
+}
+
+/// Per-command counters (INFO commandstats).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CommandStat {
+    /// Times the command ran.
+    pub calls: u64,
+    /// Microseconds spent running it.
+    pub usec: u64,
+    /// Refused before running (arity, auth, pause…).
+    pub rejected: u64,
+    /// Ran and answered an error.
+    pub failed: u64,
+}
+
+/// Counters INFO reports; CONFIG RESETSTAT zeroes them.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Connections accepted.
+    pub connections_received: AtomicU64,
+    /// Connections refused (maxclients).
+    pub rejected_connections: AtomicU64,
+    /// Commands run.
+    pub commands_processed: AtomicU64,
+    /// Bytes read from clients.
+    pub net_input: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output: AtomicU64,
+    /// Read commands that found their key.
+    pub keyspace_hits: AtomicU64,
+    /// Read commands that did not.
+    pub keyspace_misses: AtomicU64,
+    /// Error replies sent.
+    pub error_replies: AtomicU64,
+    /// Per command name (`config|get` for subcommands).
+    pub commands: Mutex<BTreeMap<String, CommandStat>>,
+    /// Error replies by their first word (`ERR`, `WRONGTYPE`…).
+    pub errors: Mutex<BTreeMap<String, u64>>,
+}
+
+impl Stats {
+    /// Zeroes every counter.
+    pub fn reset(&self) {
+        for c in [
+            &self.connections_received,
+            &self.rejected_connections,
+            &self.commands_processed,
+            &self.net_input,
+            &self.net_output,
+            &self.keyspace_hits,
+            &self.keyspace_misses,
+            &self.error_replies,
+        ] {
+            c.store(0, Relaxed);
+        }
+        lock(&self.commands).clear();
+        lock(&self.errors).clear();
+    }
+
+    /// Counts one error reply under its first word (`ERR`, `WRONGTYPE`…). Redis stops
+    /// adding error codes past 128 distinct ones; so does this.
+    pub fn error(&self, text: &str) {
+        self.error_replies.fetch_add(1, Relaxed);
+        let code = text.split(' ').next().unwrap_or("ERR");
+        let mut errors = lock(&self.errors);
+        if let Some(n) = errors.get_mut(code) {
+            *n += 1;
+        } else if errors.len() < 128 {
+            errors.insert(code.to_string(), 1);
+        }
+    }
+}
+
+/// Redis' instantaneous metrics: per-second rates over the last 16 ticks.
+#[derive(Debug)]
+pub struct Sampler {
+    at: Instant,
+    /// Commands, input bytes, output bytes at the last sample.
+    last: [u64; 3],
+    /// Per-second rates of the last 16 samples, for each of the three.
+    rates: [[u64; 16]; 3],
+    next: usize,
+}
+
+impl Sampler {
+    fn new() -> Sampler {
+        Sampler { at: Instant::now(), last: [0; 3], rates: [[0; 16]; 3], next: 0 }
+    }
+
+    /// The mean rate of counter `i` (0 commands, 1 input bytes, 2 output bytes) per second.
+    pub fn rate(&self, i: usize) -> u64 {
+        self.rates[i].iter().sum::<u64>() / 16
+    }
+}
+
+/// What others may see of a connection (CLIENT LIST) and the flag CLIENT KILL sets.
+#[derive(Debug)]
+pub struct ClientInfo {
+    /// CLIENT ID.
+    pub id: u64,
+    /// The peer's `ip:port`.
+    pub addr: String,
+    /// The local `ip:port` the client connected to.
+    pub laddr: String,
+    /// The socket's file descriptor.
+    pub fd: i64,
+    /// When it connected.
+    pub created: Instant,
+    /// When it last ran a command, and which (`client|list`).
+    pub last: Mutex<(Instant, String)>,
+    /// CLIENT SETNAME.
+    pub name: Mutex<Option<Bytes>>,
+    /// The SELECTed database.
+    pub db: AtomicUsize,
+    /// Bytes waiting in its query buffer / output buffer.
+    pub qbuf: AtomicUsize,
+    /// Bytes of replies not yet written.
+    pub omem: AtomicUsize,
+    /// CLIENT NO-EVICT on.
+    pub no_evict: AtomicBool,
+    /// The RESP version it speaks (HELLO).
+    pub resp: AtomicU8,
+    /// A command of it waits for a CLIENT PAUSE to end (flag `b`, as Redis' postponed clients).
+    pub blocked: AtomicBool,
+    /// The Kvrocks namespace it authenticated into (`None`: the default one, admin).
+    pub namespace: Mutex<Option<String>>,
+    /// CLIENT KILL: close as soon as possible.
+    pub killed: AtomicBool,
+}
+
+impl ClientInfo {
+    /// A new client entry with the next id.
+    pub fn new(id: u64, addr: String, laddr: String, fd: i64) -> ClientInfo {
+        let now = Instant::now();
+        ClientInfo {
+            id,
+            addr,
+            laddr,
+            fd,
+            created: now,
+            last: Mutex::new((now, "NULL".into())),
+            name: Mutex::new(None),
+            db: AtomicUsize::new(0),
+            qbuf: AtomicUsize::new(0),
+            omem: AtomicUsize::new(0),
+            no_evict: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
+            resp: AtomicU8::new(2),
+            namespace: Mutex::new(None),
+            killed: AtomicBool::new(false),
+        }
+    }
+
+    /// Seconds since its last command.
+    pub fn idle(&self) -> u64 {
+        lock(&self.last).0.elapsed().as_secs()
+    }
+
+    /// One CLIENT LIST line (without the newline), fields as Redis 7.0 prints them.
+    pub fn line(&self) -> String {
+        let name = lock(&self.name).as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned();
+        let cmd = lock(&self.last).1.clone();
+        let flags = match (self.blocked.load(Relaxed), self.no_evict.load(Relaxed)) {
+            (true, true) => "be",
+            (true, false) => "b",
+            (false, true) => "e",
+            (false, false) => "N",
+        };
+        let (qbuf, omem) = (self.qbuf.load(Relaxed), self.omem.load(Relaxed));
+        format!(
+            "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 \
+             multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={omem} \
+             tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            self.fd,
+            self.created.elapsed().as_secs(),
+            self.idle(),
+            self.db.load(Relaxed),
+            qbuf + omem,
+            self.resp.load(Relaxed),
+        )
+    }
+}
+
+/// CLIENT PAUSE: until when, and whether only writes wait.
+#[derive(Debug, Clone, Copy)]
+pub struct Pause {
+    /// The pause ends then.
+    pub until: Instant,
+    /// WRITE mode (otherwise ALL).
+    pub writes_only: bool,
+}
+
+/// Everything connections share.
+pub struct State {
+    config: RwLock<Config>,
+    /// INFO counters.
+    pub stats: Stats,
+    /// Connected clients by id.
+    pub clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    /// Set by CLIENT KILL so the event loop looks for killed connections.
+    pub kills_pending: AtomicBool,
+    /// CLIENT PAUSE in force.
+    pub pause: Mutex<Option<Pause>>,
+    /// Whether `pause` may hold something (checked before taking its lock).
+    pub pause_active: AtomicBool,
+    /// instantaneous_ops_per_sec and the kbps figures of INFO stats.
+    pub sampler: Mutex<Sampler>,
+    /// The `maxmemory` parameter, kept here so write commands need not read the config.
+    pub maxmemory: AtomicU64,
+    /// The store every connection's database lives in.
+    pub backend: Arc<MemoryBackend>,
+    /// The engine of the default namespace (admin connections).
+    pub engine: Arc<SharedEngine>,
+    /// The engine of each tenant namespace, made when a tenant first logs in.
+    tenants: Mutex<BTreeMap<String, Arc<SharedEngine>>>,
+    /// When the server started.
+    pub started: Instant,
+    /// The start time in Unix seconds (LASTSAVE: nothing is ever saved).
+    pub started_unix: u64,
+    /// INFO run_id: 40 hex digits, new for each start.
+    pub run_id: String,
+    next_client_id: AtomicU64,
+}
+
+impl State {
+    /// Shared state over `config`, with an empty store.
+    pub fn new(config: Config) -> State {
+        let micros = unix_micros();
+        let seed = micros ^ u64::from(std::process::id()).rotate_left(32);
+        let run_id = (0..5u64)
+            .map(|i| {
+                format!(
+                    "{:08x}",
+                    (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(i as u32 * 13)) as u32
+                )
+            })
+            .collect();
+        let backend = Arc::new(MemoryBackend::new());
+        let maxmemory = config.number("maxmemory").max(0) as u64;
+        State {
+            engine: Arc::new(engine(&backend, DEFAULT_NAMESPACE)),
+            tenants: Mutex::new(BTreeMap::new()),
+            config: RwLock::new(config),
+            stats: Stats::default(),
+            clients: Mutex::new(BTreeMap::new()),
+            kills_pending: AtomicBool::new(false),
+            pause: Mutex::new(None),
+            pause_active: AtomicBool::new(false),
+            maxmemory: AtomicU64::new(maxmemory),
+            sampler: Mutex::new(Sampler::new()),
+            backend,
+            started: Instant::now(),
+            started_unix: micros / 1_000_000,
+            run_id,
+            next_client_id: AtomicU64::new(1),
+        }
+    }
+
+    /// Takes one sample of the counters (the event loop calls it every tick).
+    pub fn sample(&self) {
+        let mut s = lock(&self.sampler);
+        let elapsed = s.at.elapsed().as_millis() as u64;
+        if elapsed == 0 {
+            return;
+        }
+        let now = [&self.stats.commands_processed, &self.stats.net_input, &self.stats.net_output]
+            .map(|c| c.load(Relaxed));
+        let slot = s.next;
+        let last = s.last;
+        for ((rates, now), last) in s.rates.iter_mut().zip(now).zip(last) {
+            rates[slot] = now.saturating_sub(last) * 1000 / elapsed;
+        }
+        s.last = now;
+        s.at = Instant::now();
+        s.next = (slot + 1) % 16;
+    }
+
+    /// The engine a tenant of namespace `ns` works in.
+    pub fn tenant_engine(&self, ns: &str) -> Arc<SharedEngine> {
+        lock(&self.tenants)
+            .entry(ns.to_string())
+            .or_insert_with(|| Arc::new(engine(&self.backend, ns)))
+            .clone()
+    }
+
+    /// The configuration, for reading.
+    pub fn config(&self) -> RwLockReadGuard<'_, Config> {
+        self.config.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The configuration, for CONFIG SET and NAMESPACE.
+    pub fn config_mut(&self) -> RwLockWriteGuard<'_, Config> {
+        self.config.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a new connection and returns its entry.
+    pub fn connect(&self, addr: String, laddr: String, fd: i64) -> Arc<ClientInfo> {
+        let id = self.next_client_id.fetch_add(1, Relaxed);
+        let info = Arc::new(ClientInfo::new(id, addr, laddr, fd));
+        lock(&self.clients).insert(id, info.clone());
+        self.stats.connections_received.fetch_add(1, Relaxed);
+        info
+    }
+
+    /// Forgets a closed connection.
+    pub fn disconnect(&self, id: u64) {
+        lock(&self.clients).remove(&id);
+    }
+
+    /// The pause in force for a command (`write`: whether it writes), if any.
+    pub fn paused(&self, write: bool) -> Option<Duration> {
+        let mut pause = lock(&self.pause);
+        match *pause {
+            Some(p) if p.until <= Instant::now() => {
+                *pause = None;
+                self.pause_active.store(false, Relaxed);
+                None
+            }
+            Some(p) if write || !p.writes_only => Some(p.until - Instant::now()),
+            _ => None,
+        }
+    }
+}
+
+/// An engine writing namespace `ns` of `backend` (a namespace longer than 255 bytes, which
+/// NAMESPACE refuses, falls back to the default one).
+fn engine(backend: &Arc<MemoryBackend>, ns: &str) -> SharedEngine {
+    let layout = KeyLayout::default().with_namespace(ns.as_bytes()).unwrap_or_default();
+    Engine::with_layout(backend.clone(), layout)
+}

@@ -1,0 +1,164 @@
+//! CLIENT KILL, timeout, maxclients, maxmemory, DEBUG and the INFO counters on the running server.
+
+mod common;
+
+use common::{Value, rediskv};
+
+fn field(info: &str, name: &str) -> String {
+    info.split("\r\n")
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in {info}"))
+        .to_string()
+}
+
+#[test]
+fn client_kill_and_list() {
+    let server = rediskv(&[]);
+    let (mut a, mut b) = (server.client(), server.client());
+    let Value::Int(b_id) = b.cmd(&["CLIENT", "ID"]) else { panic!() };
+    assert_eq!(b.cmd(&["CLIENT", "SETNAME", "victim"]), Value::Status("OK".into()));
+    let list = a.cmd(&["CLIENT", "LIST"]).text();
+    assert_eq!(list.lines().count(), 2, "{list}");
+    let line = a.cmd(&["CLIENT", "LIST", "ID", &b_id.to_string()]).text();
+    assert!(
+        line.starts_with(&format!("id={b_id} addr=127.0.0.1:")) && line.contains(" name=victim "),
+        "{line}"
+    );
+    assert!(line.contains(&format!(" laddr=127.0.0.1:{} ", server.port)), "{line}");
+    assert_eq!(a.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"]), Value::Bulk(Some(Vec::new())));
+    let addr = line.split_whitespace().find_map(|f| f.strip_prefix("addr=")).unwrap().to_string();
+    assert_eq!(a.cmd(&["CLIENT", "KILL", "ID", &b_id.to_string()]), Value::Int(1));
+    assert_eq!(b.try_read(), None, "the killed client is closed");
+    assert_eq!(a.cmd(&["CLIENT", "KILL", &addr]), Value::Error("ERR No such client".into()));
+    // SKIPME yes (the default) spares the caller; SKIPME no does not.
+    assert_eq!(a.cmd(&["CLIENT", "KILL", "LADDR", &format!("127.0.0.1:{}", server.port)]), Value::Int(0));
+    a.send(&[b"CLIENT", b"KILL", b"USER", b"default", b"SKIPME", b"no"]);
+    assert_eq!(a.read(), Value::Int(1));
+    assert_eq!(a.try_read(), None);
+}
+
+#[test]
+fn idle_clients_time_out() {
+    let server = rediskv(&["--timeout", "1"]);
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["PING"]), Value::Status("PONG".into()));
+    // Blocks until the server closes the idle connection (the read timeout is 10 s).
+    assert_eq!(c.try_read(), None);
+}
+
+#[test]
+fn maxclients_and_maxmemory() {
+    let server = rediskv(&["--maxclients", "1"]);
+    let mut first = server.client();
+    let mut second = server.client();
+    assert_eq!(second.read(), Value::Error("ERR max number of clients reached".into()));
+    assert_eq!(first.cmd(&["CONFIG", "SET", "maxmemory", "1000"]), Value::Status("OK".into()));
+    let value = "v".repeat(2000);
+    assert_eq!(first.cmd(&["SET", "k", &value]), Value::Status("OK".into()), "under the limit until written");
+    assert_eq!(
+        first.cmd(&["SET", "k2", "v"]),
+        Value::Error("OOM command not allowed when used memory > 'maxmemory'.".into())
+    );
+    assert_eq!(first.cmd(&["GET", "k2"]), Value::Bulk(None), "reads still work");
+    assert_eq!(first.cmd(&["DEL", "k"]), Value::Int(1), "and deletes");
+    assert_eq!(first.cmd(&["SET", "k2", "v"]), Value::Status("OK".into()));
+}
+
+#[test]
+fn info_counts_commands_hits_and_errors() {
+    let server = rediskv(&["--enable-debug-command", "yes"]);
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), Value::Status("OK".into()));
+    c.cmd(&["SET", "a", "1"]);
+    c.cmd(&["GET", "a"]);
+    c.cmd(&["GET", "missing"]);
+    c.cmd(&["MGET", "a", "missing", "missing2"]);
+    c.cmd(&["HSET", "a", "f", "v"]);
+    c.cmd(&["NOSUCH"]);
+    c.cmd(&["CLIENT", "MADE-UP"]);
+    assert_eq!(c.cmd(&["DEBUG", "ERROR", "CUSTOM oops"]), Value::Error("CUSTOM oops".into()));
+    assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0"]), Value::Status("OK".into()));
+    assert_eq!(c.cmd(&["DEBUG", "OBJECT", "nokey"]), Value::Error("ERR no such key".into()));
+    assert!(c.cmd(&["DEBUG", "OBJECT", "a"]).text().starts_with("Value at:"));
+    let info = c.cmd(&["INFO", "stats"]).text();
+    // RESETSTAT, SET, GET, GET, MGET, HSET, 4×DEBUG counted; the unknown command and
+    // subcommand are not.
+    assert_eq!(field(&info, "total_commands_processed"), "10");
+    assert_eq!(field(&info, "keyspace_hits"), "2");
+    assert_eq!(field(&info, "keyspace_misses"), "3");
+    assert_eq!(field(&info, "total_error_replies"), "5");
+    let errors = c.cmd(&["INFO", "errorstats"]).text();
+    assert_eq!(field(&errors, "errorstat_ERR"), "count=3");
+    assert_eq!(field(&errors, "errorstat_WRONGTYPE"), "count=1");
+    assert_eq!(field(&errors, "errorstat_CUSTOM"), "count=1");
+    let commands = c.cmd(&["INFO", "commandstats"]).text();
+    assert!(field(&commands, "cmdstat_get").starts_with("calls=2,"), "{commands}");
+    assert!(field(&commands, "cmdstat_hset").ends_with(",rejected_calls=0,failed_calls=1"), "{commands}");
+    assert!(field(&commands, "cmdstat_config|resetstat").starts_with("calls=1,"), "{commands}");
+    assert!(!commands.contains("made-up"), "{commands}");
+    assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), Value::Status("OK".into()));
+    let info = c.cmd(&["INFO", "stats"]).text();
+    assert_eq!(field(&info, "total_commands_processed"), "1");
+    assert_eq!(field(&info, "keyspace_hits"), "0");
+    let keyspace = c.cmd(&["INFO", "keyspace"]).text();
+    assert_eq!(field(&keyspace, "db0"), "keys=1,expires=0,avg_ttl=0");
+}
+
+#[test]
+fn transactions_and_watch_across_connections() {
+    let server = rediskv(&[]);
+    let (mut a, mut b) = (server.client(), server.client());
+    assert_eq!(a.cmd(&["MULTI"]), Value::Status("OK".into()));
+    assert_eq!(a.cmd(&["SET", "k", "1"]), Value::Status("QUEUED".into()));
+    assert_eq!(a.cmd(&["INCR", "k"]), Value::Status("QUEUED".into()));
+    assert_eq!(b.cmd(&["GET", "k"]), Value::Bulk(None), "nothing runs before EXEC");
+    assert_eq!(a.cmd(&["EXEC"]), Value::Array(Some(vec![Value::Status("OK".into()), Value::Int(2)])));
+    assert_eq!(a.cmd(&["WATCH", "k"]), Value::Status("OK".into()));
+    assert_eq!(b.cmd(&["SET", "k", "other"]), Value::Status("OK".into()));
+    assert_eq!(a.cmd(&["MULTI"]), Value::Status("OK".into()));
+    assert_eq!(a.cmd(&["SET", "k", "mine"]), Value::Status("QUEUED".into()));
+    assert_eq!(a.cmd(&["EXEC"]), Value::Array(None), "a watched key changed: EXEC aborts");
+    assert_eq!(b.cmd(&["GET", "k"]), Value::Bulk(Some(b"other".to_vec())));
+}
+
+#[test]
+fn client_pause_holds_writes_until_unpause() {
+    let server = rediskv(&[]);
+    let (mut admin, mut writer) = (server.client(), server.client());
+    let Value::Int(writer_id) = writer.cmd(&["CLIENT", "ID"]) else { panic!() };
+    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), Value::Status("OK".into()));
+    writer.send(&[b"SET", b"k", b"v"]);
+    // Wait until the server holds the SET: the writer shows flag b, as in Redis.
+    let held = (0..10_000)
+        .any(|_| admin.cmd(&["CLIENT", "LIST", "ID", &writer_id.to_string()]).text().contains(" flags=b "));
+    assert!(held, "the SET was never held");
+    assert_eq!(admin.cmd(&["GET", "k"]), Value::Bulk(None), "reads go on, the write waits");
+    assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), Value::Status("OK".into()));
+    assert_eq!(writer.read(), Value::Status("OK".into()));
+    assert_eq!(admin.cmd(&["GET", "k"]), Value::Bulk(Some(b"v".to_vec())));
+}
+
+#[test]
+fn config_file_as_first_argument_and_rewrite() {
+    let dir = std::env::temp_dir().join(format!("rediskv-conf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("redis.conf");
+    std::fs::write(&file, "# mine\ntimeout 7\nproto-max-bulk-len 2mb\n").unwrap();
+    let server = common::rediskv_with_file(file.to_str().unwrap());
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["CONFIG", "GET", "timeout"]).texts(), ["timeout", "7"]);
+    assert_eq!(c.cmd(&["CONFIG", "GET", "proto-max-bulk-len"]).texts(), ["proto-max-bulk-len", "2097152"]);
+    let info = c.cmd(&["INFO", "server"]).text();
+    assert!(field(&info, "config_file").ends_with("redis.conf"), "{info}");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "timeout", "9", "maxmemory", "1gb"]), Value::Status("OK".into()));
+    assert_eq!(c.cmd(&["CONFIG", "REWRITE"]), Value::Status("OK".into()));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "# mine\ntimeout 9\nproto-max-bulk-len 2097152\nmaxmemory 1073741824\nport {}\n",
+            server.port
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

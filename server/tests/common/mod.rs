@@ -1,0 +1,194 @@
+//! Shared helpers for the server tests: start `rediskv-server` (or a real `redis-server`) on a
+//! free loopback port, and a small RESP2 client.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A RESP2 value as a client reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// `+text`.
+    Status(String),
+    /// `-text`.
+    Error(String),
+    /// `:n`.
+    Int(i64),
+    /// `$n` (None for `$-1`).
+    Bulk(Option<Vec<u8>>),
+    /// `*n` (None for `*-1`).
+    Array(Option<Vec<Value>>),
+}
+
+impl Value {
+    /// The text of a bulk or status reply.
+    pub fn text(&self) -> String {
+        match self {
+            Value::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+            Value::Status(s) | Value::Error(s) => s.clone(),
+            other => panic!("not text: {other:?}"),
+        }
+    }
+
+    /// The texts of an array of bulk strings.
+    pub fn texts(&self) -> Vec<String> {
+        match self {
+            Value::Array(Some(items)) => items.iter().map(Value::text).collect(),
+            other => panic!("not an array: {other:?}"),
+        }
+    }
+}
+
+/// A connection speaking RESP2.
+pub struct Client {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Client {
+    /// Connects to 127.0.0.1:`port`.
+    pub fn connect(port: u16) -> Client {
+        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Client { reader: BufReader::new(stream.try_clone().unwrap()), writer: stream }
+    }
+
+    /// Sends raw bytes.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).unwrap();
+    }
+
+    /// Sends raw bytes; an error when the server has closed the connection.
+    pub fn try_send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.writer.write_all(bytes)
+    }
+
+    /// Sends one command as a multibulk request.
+    pub fn send(&mut self, args: &[&[u8]]) {
+        let mut req = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            req.extend_from_slice(a);
+            req.extend_from_slice(b"\r\n");
+        }
+        self.send_raw(&req);
+    }
+
+    /// Sends a command given as strings and reads its reply.
+    pub fn cmd(&mut self, args: &[&str]) -> Value {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.send(&args);
+        self.read()
+    }
+
+    /// Reads one reply.
+    pub fn read(&mut self) -> Value {
+        self.try_read().expect("a reply")
+    }
+
+    /// Reads one reply; None when the server closed the connection.
+    pub fn try_read(&mut self) -> Option<Value> {
+        let mut line = Vec::new();
+        self.reader.read_until(b'\n', &mut line).ok()?;
+        if line.is_empty() {
+            return None;
+        }
+        assert!(line.ends_with(b"\r\n"), "line without CRLF: {line:?}");
+        let body = String::from_utf8_lossy(&line[1..line.len() - 2]).into_owned();
+        let n = || body.parse::<i64>().unwrap();
+        Some(match line[0] {
+            b'+' => Value::Status(body),
+            b'-' => Value::Error(body),
+            b':' => Value::Int(n()),
+            b'$' if n() < 0 => Value::Bulk(None),
+            b'$' => {
+                let mut data = vec![0; n() as usize + 2];
+                self.reader.read_exact(&mut data).unwrap();
+                data.truncate(data.len() - 2);
+                Value::Bulk(Some(data))
+            }
+            b'*' if n() < 0 => Value::Array(None),
+            b'*' => Value::Array(Some((0..n()).map(|_| self.read()).collect())),
+            other => panic!("unknown reply type {other}"),
+        })
+    }
+}
+
+/// A server process, killed on drop.
+pub struct Server {
+    child: Child,
+    /// Its port.
+    pub port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// A client connected to this server.
+    pub fn client(&self) -> Client {
+        Client::connect(self.port)
+    }
+}
+
+/// Starts rediskv-server on a free port with extra arguments.
+pub fn rediskv(args: &[&str]) -> Server {
+    start(&[], args)
+}
+
+/// Starts rediskv-server with a config file as its first argument, on a free port.
+pub fn rediskv_with_file(file: &str) -> Server {
+    start(&[file], &[])
+}
+
+fn start(before: &[&str], args: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
+        .args(before)
+        .args(["--port", "0"])
+        .args(args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rediskv-server");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let port = line
+        .split_whitespace()
+        .find_map(|w| w.rsplit_once(':').and_then(|(_, p)| p.parse().ok()))
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    // Keep draining its log so the pipe never fills.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    Server { child, port }
+}
+
+/// Starts a real redis-server on a free port; None (after a loud note) when it is not
+/// installed, a panic under `CI=true`.
+pub fn redis(args: &[&str]) -> Option<Server> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args(args)
+        .stdout(Stdio::null())
+        .spawn();
+    let Ok(child) = child else {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("redis-server is required under CI");
+        }
+        eprintln!("!!! redis-server not installed: SKIPPING the comparison with Redis !!!");
+        return None;
+    };
+    let server = Server { child, port };
+    for _ in 0..100 {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(server);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("redis-server did not start");
+}

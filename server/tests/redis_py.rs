@@ -1,0 +1,39 @@
+//! Runs `redis_py_smoke.py` (the official redis-py 8 client, `protocol=2`) against the
+//! server, with and without a password. (RESP3, redis-py's default, waits for the library's
+//! commands to answer RESP3 kinds.)
+//! Needs python3 with `redis` installed (`pip install redis`): a loud skip without it, a
+//! failure under `CI=true`.
+
+mod common;
+
+use std::process::Command;
+
+#[test]
+fn redis_py_works_with_the_server() {
+    let has_redis_py =
+        Command::new("python3").args(["-c", "import redis"]).status().is_ok_and(|s| s.success());
+    if !has_redis_py {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("python3 with redis-py is required under CI (pip install redis)");
+        }
+        eprintln!("!!! python3 -c 'import redis' failed: SKIPPING the redis-py smoke test !!!");
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py_smoke.py");
+    for (protocol, password) in [("2", None), ("2", Some("pw"))] {
+        let server = match password {
+            Some(pw) => common::rediskv(&["--requirepass", pw]),
+            None => common::rediskv(&[]),
+        };
+        let mut cmd = Command::new("python3");
+        cmd.arg(script).arg(server.port.to_string()).arg(protocol);
+        cmd.args(password);
+        let out = cmd.output().expect("run python3");
+        assert!(
+            out.status.success(),
+            "redis-py smoke test failed (RESP{protocol}, password {password:?}):\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! The server answers like a real redis-server 7.0 in shape: INFO sections and field names,
+//! `CONFIG GET *` names, CLIENT INFO fields, TIME, and the exact replies of a list of
+//! connection-level commands (errors included). Values that differ by nature (pids, times,
+//! memory) are not compared.
+
+mod common;
+
+use common::{Client, Value, redis, rediskv};
+
+/// `# Section` titles and, for each, its field names.
+fn info_shape(c: &mut Client, args: &[&str]) -> Vec<(String, Vec<String>)> {
+    let mut argv = vec!["INFO"];
+    argv.extend_from_slice(args);
+    let text = c.cmd(&argv).text();
+    let mut sections: Vec<(String, Vec<String>)> = Vec::new();
+    for line in text.split("\r\n") {
+        if let Some(title) = line.strip_prefix("# ") {
+            sections.push((title.to_string(), Vec::new()));
+        } else if let Some((name, _)) = line.split_once(':') {
+            sections.last_mut().expect("a field before any section").1.push(name.to_string());
+        }
+    }
+    sections
+}
+
+fn client_info_fields(c: &mut Client) -> Vec<String> {
+    c.cmd(&["CLIENT", "INFO"])
+        .text()
+        .split_whitespace()
+        .map(|f| f.split('=').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn shapes_match_redis() {
+    let Some(redis) = redis(&[]) else { return };
+    let ours = rediskv(&[]);
+    let (mut r, mut o) = (redis.client(), ours.client());
+    for c in [&mut r, &mut o] {
+        assert_eq!(c.cmd(&["SET", "k", "v"]), Value::Status("OK".into()));
+        assert_eq!(c.cmd(&["EXPIRE", "k", "100"]), Value::Int(1));
+    }
+
+    assert_eq!(info_shape(&mut o, &["cluster"]), info_shape(&mut r, &["cluster"]));
+    let (theirs, mine) = (info_shape(&mut r, &[]), info_shape(&mut o, &[]));
+    let titles = |s: &[(String, Vec<String>)]| s.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>();
+    assert_eq!(titles(&mine), titles(&theirs));
+    for ((title, their_fields), (_, my_fields)) in theirs.iter().zip(&mine) {
+        if title == "Errorstats" || title == "Keyspace" {
+            continue; // their contents depend on what ran
+        }
+        let mut expect = their_fields.clone();
+        if title == "Server" {
+            // Our one addition: the crate's own version, after redis_version.
+            expect.insert(1, "rediskv_version".into());
+        }
+        assert_eq!(my_fields, &expect, "INFO {title}");
+    }
+    assert_eq!(info_shape(&mut o, &["keyspace"]), info_shape(&mut r, &["keyspace"]));
+    let text = o.cmd(&["INFO", "keyspace"]).text();
+    assert!(text.contains("db0:keys=1,expires=1,avg_ttl="), "{text}");
+    for args in
+        [&["server", "cluster"][..], &["everything"], &["all"], &["nosuchsection"], &["CPU", "memory"]]
+    {
+        assert_eq!(titles(&info_shape(&mut o, args)), titles(&info_shape(&mut r, args)), "INFO {args:?}");
+    }
+
+    let names = |c: &mut Client| {
+        let mut n: Vec<String> = c.cmd(&["CONFIG", "GET", "*"]).texts().into_iter().step_by(2).collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names(&mut o), names(&mut r));
+
+    assert_eq!(client_info_fields(&mut o), client_info_fields(&mut r));
+
+    for c in [&mut r, &mut o] {
+        assert!(matches!(c.cmd(&["COMMAND", "COUNT"]), Value::Int(n) if n > 100));
+        let time = c.cmd(&["TIME"]).texts();
+        assert_eq!(time.len(), 2);
+        let (secs, micros): (u64, u64) = (time[0].parse().unwrap(), time[1].parse().unwrap());
+        assert!(secs > 1_600_000_000 && micros < 1_000_000, "{time:?}");
+        assert!(matches!(c.cmd(&["LASTSAVE"]), Value::Int(t) if t as u64 <= secs));
+    }
+}
+
+fn pairs(reply: Value) -> Vec<(String, String)> {
+    let texts = reply.texts();
+    let mut pairs: Vec<(String, String)> = texts.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect();
+    pairs.sort();
+    pairs
+}
+
+#[test]
+fn connection_commands_reply_exactly_like_redis() {
+    let Some(redis) = redis(&[]) else { return };
+    let ours = rediskv(&[]);
+    let (mut r, mut o) = (redis.client(), ours.client());
+    let script: &[&[&str]] = &[
+        &["CONFIG", "SET", "foo", "bar"],
+        &["CONFIG", "SET", "timeout", "abc"],
+        &["CONFIG", "SET", "timeout", "-1"],
+        &["CONFIG", "SET", "timeout", "70", "maxmemory", "10mb"],
+        &["CONFIG", "GET", "timeout", "maxmemory"],
+        &["CONFIG", "SET", "timeout", "1", "timeout", "2"],
+        &["CONFIG", "SET", "maxmemory", "abc"],
+        &["CONFIG", "SET", "appendfsync", "bad"],
+        &["CONFIG", "SET", "maxmemory-policy", "bad"],
+        &["CONFIG", "SET", "port", "99999"],
+        &["CONFIG", "SET", "databases", "3"],
+        &["CONFIG", "SET", "dir", "/"],
+        &["CONFIG", "SET", "proto-max-bulk-len", "10"],
+        &["CONFIG", "SET", "proto-max-bulk-len", "2mb"],
+        &["CONFIG", "GET", "proto-max-bulk-len"],
+        &["CONFIG", "SET", "notify-keyspace-events", "KEA"],
+        &["CONFIG", "GET", "notify-keyspace-events"],
+        &["CONFIG", "SET", "notify-keyspace-events", "Q"],
+        &["CONFIG", "SET", "activedefrag", "maybe"],
+        &["CONFIG", "SET", "save", "100"],
+        &["CONFIG", "SET", "hz", "abc"],
+        &["CONFIG", "SET", "maxclients", "0"],
+        &["CONFIG", "SET", "logfile", "x"],
+        &["CONFIG", "SET", "timeout", "0", "maxmemory", "0"],
+        &["CONFIG", "REWRITE"],
+        &["CONFIG", "RESETSTAT"],
+        &["CONFIG"],
+        &["CONFIG", "GET"],
+        &["CONFIG", "SET", "timeout"],
+        &["CONFIG", "SET", "timeout", "1", "bad"],
+        &["CONFIG", "FOO"],
+        &["CLIENT", "LIST", "TYPE", "foo"],
+        &["CLIENT", "LIST", "ID", "1", "abc"],
+        &["CLIENT", "LIST", "TYPE", "pubsub"],
+        &["CLIENT", "LIST", "ID", "99999"],
+        &["CLIENT", "REPLY", "foo"],
+        &["CLIENT", "NO-EVICT", "x"],
+        &["CLIENT", "NO-EVICT", "on"],
+        &["CLIENT", "PAUSE", "abc"],
+        &["CLIENT", "PAUSE", "-1"],
+        &["CLIENT", "PAUSE", "10", "foo"],
+        &["CLIENT", "UNPAUSE"],
+        &["CLIENT", "INFO", "x"],
+        &["CLIENT", "KILL"],
+        &["CLIENT", "KILL", "1.2.3.4:5"],
+        &["CLIENT", "KILL", "ID", "0"],
+        &["CLIENT", "KILL", "ID", "99999"],
+        &["CLIENT", "KILL", "foo", "bar"],
+        &["CLIENT", "KILL", "USER", "nobody"],
+        &["CLIENT", "KILL", "SKIPME", "maybe"],
+        &["CLIENT", "KILL", "ADDR", "1.1.1.1:1", "LADDR", "1:1"],
+        &["CLIENT", "GETNAME"],
+        &["CLIENT", "SETNAME", "a b"],
+        &["CLIENT", "SETNAME", "worker"],
+        &["CLIENT", "GETNAME"],
+        &["CLIENT", "SETINFO", "lib-name", "x"],
+        &["CLIENT", "FOO"],
+        &["TIME", "x"],
+        &["LASTSAVE", "x"],
+        &["ECHO"],
+        &["ECHO", "a\r\nb"],
+        &["RESET", "x"],
+        &["DEBUG", "SLEEP", "0"],
+        &["AUTH", "x"],
+        &["AUTH", "a", "b"],
+        &["AUTH", "default", "whatever"],
+        &["HELLO", "2", "AUTH", "default"],
+        &["HELLO", "4"],
+        &["RESET"],
+        &["CLIENT", "GETNAME"],
+        &["SELECT", "16"],
+        &["COMMAND", "INFO", "get", "hset", "zadd"],
+    ];
+    for cmd in script {
+        let (mine, theirs) = (o.cmd(cmd), r.cmd(cmd));
+        if cmd.len() > 2 && cmd[..2] == ["CONFIG", "GET"] {
+            // Redis answers in the order of a hash table seeded at random: compare as maps.
+            assert_eq!(pairs(mine), pairs(theirs), "{cmd:?}");
+        } else {
+            assert_eq!(mine, theirs, "{cmd:?}");
+        }
+    }
+    // CLIENT REPLY OFF/SKIP: the held-back replies never arrive.
+    for c in [&mut r, &mut o] {
+        c.send(&[b"CLIENT", b"REPLY", b"SKIP"]);
+        c.send(&[b"ECHO", b"skipped"]);
+        c.send(&[b"CLIENT", b"REPLY", b"OFF"]);
+        c.send(&[b"ECHO", b"off"]);
+        c.send(&[b"CLIENT", b"REPLY", b"ON"]);
+        c.send(&[b"ECHO", b"on"]);
+        assert_eq!(c.read(), Value::Status("OK".into()));
+        assert_eq!(c.read(), Value::Bulk(Some(b"on".to_vec())));
+    }
+}
+
+#[test]
+fn requirepass_replies_exactly_like_redis() {
+    let Some(redis) = redis(&["--requirepass", "pw"]) else { return };
+    let ours = rediskv(&["--requirepass", "pw"]);
+    let (mut r, mut o) = (redis.client(), ours.client());
+    let script: &[&[&str]] = &[
+        &["GET", "a"],
+        &["PING"],
+        &["NOSUCH", "x\r\ny"],
+        &["AUTH", "wrong"],
+        &["AUTH", "default", "wrong"],
+        &["HELLO"],
+        &["HELLO", "2", "AUTH", "default", "wrong"],
+        &["AUTH", "pw"],
+        &["GET", "a"],
+        &["AUTH", "foo", "pw"],
+        &["RESET"],
+        &["PING"],
+        &["HELLO", "2", "AUTH", "default", "pw", "SETNAME", "x"],
+        &["CLIENT", "GETNAME"],
+    ];
+    for cmd in script {
+        let (mine, theirs) = (o.cmd(cmd), r.cmd(cmd));
+        if cmd[0] == "HELLO" && matches!(theirs, Value::Array(_)) {
+            continue; // the id differs
+        }
+        assert_eq!(mine, theirs, "{cmd:?}");
+    }
+}
