@@ -11,7 +11,7 @@ use super::args::int_arg;
 use super::long_double;
 use super::{Command, CommandError, CommandResult, Db, Reply};
 use crate::backend::{KvBackend, WriteBatch};
-use crate::codec::Metadata;
+use crate::codec::{Metadata, RedisType};
 
 /// The largest string Redis accepts (`proto-max-bulk-len`, 512 MB).
 pub const MAX_STRING_LEN: u64 = 512 * 1024 * 1024;
@@ -135,7 +135,7 @@ impl<B: KvBackend> Db<B> {
     ) -> CommandResult<(bool, Option<Bytes>)> {
         let entry = self.lookup(key)?;
         let old = match &entry {
-            Some(e) if opts.get && e.meta.ty.is_collection() => return Err(CommandError::WrongType),
+            Some(e) if opts.get && e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) if opts.get => Some(e.value.clone()),
             _ => None,
         };
@@ -174,7 +174,7 @@ impl<B: KvBackend> Db<B> {
         let Some(entry) = self.lookup(key)? else {
             return Ok(None);
         };
-        if entry.meta.ty.is_collection() {
+        if entry.meta.ty != RedisType::String {
             return Err(CommandError::WrongType);
         }
         let mut batch = WriteBatch::new();
@@ -199,7 +199,7 @@ impl<B: KvBackend> Db<B> {
     /// Storage errors.
     pub fn mget(&self, keys: &[Bytes]) -> CommandResult<Vec<Option<Bytes>>> {
         keys.iter()
-            .map(|k| Ok(self.lookup(k)?.filter(|e| !e.meta.ty.is_collection()).map(|e| e.value)))
+            .map(|k| Ok(self.lookup(k)?.filter(|e| e.meta.ty == RedisType::String).map(|e| e.value)))
             .collect()
     }
 
@@ -234,7 +234,7 @@ impl<B: KvBackend> Db<B> {
     pub fn append(&mut self, key: &[u8], value: &[u8]) -> CommandResult<i64> {
         let entry = self.lookup(key)?;
         let (old, expire_ms) = match &entry {
-            Some(e) if e.meta.ty.is_collection() => return Err(CommandError::WrongType),
+            Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) => (&e.value[..], e.meta.expire_ms),
             None => (&[][..], 0),
         };
@@ -293,7 +293,7 @@ impl<B: KvBackend> Db<B> {
         let offset = u64::try_from(offset).map_err(|_| CommandError::err("offset is out of range"))?;
         let entry = self.lookup(key)?;
         let (old, expire_ms) = match &entry {
-            Some(e) if e.meta.ty.is_collection() => return Err(CommandError::WrongType),
+            Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) => (&e.value[..], e.meta.expire_ms),
             None => (&[][..], 0),
         };
@@ -320,7 +320,7 @@ impl<B: KvBackend> Db<B> {
     pub fn incrby(&mut self, key: &[u8], delta: i64) -> CommandResult<i64> {
         let entry = self.lookup(key)?;
         let (old, expire_ms) = match &entry {
-            Some(e) if e.meta.ty.is_collection() => return Err(CommandError::WrongType),
+            Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) => (int_arg(&e.value)?, e.meta.expire_ms),
             None => (0, 0),
         };
@@ -339,7 +339,7 @@ impl<B: KvBackend> Db<B> {
     pub fn incrbyfloat(&mut self, key: &[u8], incr: &[u8]) -> CommandResult<Bytes> {
         let entry = self.lookup(key)?;
         let (old, expire_ms) = match &entry {
-            Some(e) if e.meta.ty.is_collection() => return Err(CommandError::WrongType),
+            Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) => (long_double::parse(&e.value).ok_or(CommandError::NotFloat)?, e.meta.expire_ms),
             None => (long_double::LongDouble::ZERO, 0),
         };
@@ -486,7 +486,7 @@ fn getex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis looks the key up (nil, WRONGTYPE) before validating the expire time.
     match db.lookup(&argv[1])? {
         None => return Ok(Reply::Nil),
-        Some(e) if e.meta.ty.is_collection() => return Err(CommandError::WrongType),
+        Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
         Some(_) => {}
     }
     let expiry = match o.expire {
