@@ -45,6 +45,8 @@ macro_rules! argv {
 
 #[path = "differential/client.rs"]
 mod client;
+#[path = "differential/gen_bit.rs"]
+mod gen_bit;
 #[path = "differential/gen_hash.rs"]
 mod gen_hash;
 #[path = "differential/gen_keyspace.rs"]
@@ -65,7 +67,7 @@ use kit::*;
 
 /// What runs. An entry is a family name (all its commands) or `family:cmd cmd …` (only
 /// those). Add a family here once its commands are merged.
-const ENABLED_FAMILIES: &[&str] = &["keyspace", "string", "hash", "set", "list", "zset"];
+const ENABLED_FAMILIES: &[&str] = &["keyspace", "string", "hash", "set", "list", "zset", "bit"];
 
 /// Every family's generators, by name, with the pool keys it prefers (overlapping, so
 /// types still collide; keyspace commands use the whole pool).
@@ -77,6 +79,7 @@ const FAMILIES: &[Family] = &[
     ("set", gen_set::generators, &[b"k3", b"k4", b"{k}x"]),
     ("list", gen_list::generators, &[b"k1", b"k2", b""]),
     ("zset", gen_zset::generators, &[b"k4", b"{k}x", b"k0"]),
+    ("bit", gen_bit::generators, &[b"k0", b"k1", b"\x00\xff"]),
 ];
 
 const DEFAULT_OPS: usize = 30_000;

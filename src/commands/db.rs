@@ -34,6 +34,7 @@ pub struct Db<B> {
     layout: KeyLayout,
     index: usize,
     blind_write: bool,
+    bitmap_strings: bool,
     pub(crate) cursors: CursorStore,
     rng: u64,
 }
@@ -54,6 +55,7 @@ impl<B: KvBackend> Db<B> {
             layout,
             index: 0,
             blind_write: false,
+            bitmap_strings: false,
             cursors: CursorStore::default(),
             rng: 0x9E37_79B9_7F4A_7C15,
         }
@@ -79,6 +81,18 @@ impl<B: KvBackend> Db<B> {
     /// Whether blind-write mode is on.
     pub fn blind_write(&self) -> bool {
         self.blind_write
+    }
+
+    /// Picks how SETBIT, BITFIELD and BITOP create a key: `false` (the default) a Kvrocks
+    /// bitmap in 1024-byte fragments, `true` a string like Redis. Existing keys keep their
+    /// representation either way.
+    pub fn set_bitmap_strings(&mut self, on: bool) {
+        self.bitmap_strings = on;
+    }
+
+    /// Whether new bitmaps are strings ([`Db::set_bitmap_strings`]).
+    pub fn bitmap_strings(&self) -> bool {
+        self.bitmap_strings
     }
 
     /// The backend.
@@ -199,15 +213,30 @@ impl<B: KvBackend> Db<B> {
         }
     }
 
-    /// The value of a string key.
+    /// The value of a string key; a bitmap reads as the equivalent string.
     ///
     /// # Errors
     /// [`CommandError::WrongType`] for a collection; storage errors.
     pub fn lookup_string(&self, key: &[u8]) -> CommandResult<Option<Bytes>> {
-        match self.lookup(key)? {
+        match self.lookup_stringlike(key)? {
             None => Ok(None),
             Some(e) if e.meta.ty == RedisType::String => Ok(Some(e.value)),
             Some(_) => Err(CommandError::WrongType),
+        }
+    }
+
+    /// [`Db::lookup`], with a bitmap turned into the string Redis would hold (type String,
+    /// same expiry), for the string commands.
+    ///
+    /// # Errors
+    /// As [`Db::lookup`].
+    pub fn lookup_stringlike(&self, key: &[u8]) -> CommandResult<Option<Entry>> {
+        match self.lookup(key)? {
+            Some(e) if e.meta.ty == RedisType::Bitmap => {
+                let value = self.bitmap_string(key, &e.meta)?;
+                Ok(Some(Entry { meta: Metadata::string(&[], e.meta.expire_ms), value }))
+            }
+            other => Ok(other),
         }
     }
 

@@ -5,6 +5,7 @@
 //! lives in its own file and lists its commands in its own `command` table.
 
 pub mod args;
+mod bitmap;
 mod cursor;
 mod db;
 mod error;
@@ -67,6 +68,7 @@ pub fn lookup<B: KvBackend>(name: &str) -> Option<Command<B>> {
         .or_else(|| set::command(name))
         .or_else(|| list::command(name))
         .or_else(|| zset::command(name))
+        .or_else(|| bitmap::command(name))
 }
 
 impl<B: KvBackend> Db<B> {
