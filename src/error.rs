@@ -68,6 +68,12 @@ pub enum Error {
     /// A failure reported by a storage backend.
     #[error("backend: {0}")]
     Backend(String),
+    /// A DUMP payload shorter than its footer, of a newer RDB version, or with a wrong CRC.
+    #[error("DUMP payload version or checksum are wrong")]
+    DumpVersionOrChecksum,
+    /// A DUMP payload whose object does not decode.
+    #[error("bad DUMP data: {0}")]
+    DumpFormat(&'static str),
 }
 
 /// `Result` with the crate's [`Error`].

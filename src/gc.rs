@@ -21,6 +21,7 @@ use bytes::Bytes;
 
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{KeyLayout, KeyRange, Metadata, peek_type_and_expire};
+use crate::commands::Engine;
 use crate::error::Result;
 
 /// Kvrocks' grace period after expiry before subkeys are dropped: 5 minutes.
@@ -119,11 +120,31 @@ impl ExpirySweep {
         self.done
     }
 
-    /// Runs one bounded step.
+    /// Runs one bounded step: [`ExpirySweep::find`], then deletes what it found in one batch.
+    /// Only for a backend no command writes meanwhile; beside running commands use
+    /// [`expire_step`], which re-checks each key under its lock.
     ///
     /// # Errors
     /// Backend errors; the step then deleted nothing and can be retried.
     pub fn step<B: KvBackend>(&mut self, backend: &B, now_ms: u64, batch_size: usize) -> Result<SweepStep> {
+        let step = self.find(backend, now_ms, batch_size)?;
+        let mut batch = WriteBatch::new();
+        for key in &step.removed {
+            batch.delete(ColumnFamily::Metadata, key.clone());
+        }
+        if !batch.is_empty() {
+            backend.write(batch)?;
+        }
+        Ok(step)
+    }
+
+    /// Reads at most `batch_size` metadata records after where the last call stopped and
+    /// lists (in [`SweepStep::removed`]) the keys of those expired at `now_ms`, deleting
+    /// nothing.
+    ///
+    /// # Errors
+    /// Backend errors; the position then did not move.
+    pub fn find<B: KvBackend>(&mut self, backend: &B, now_ms: u64, batch_size: usize) -> Result<SweepStep> {
         let mut step = SweepStep { done: self.done, ..SweepStep::default() };
         if self.done || batch_size == 0 {
             return Ok(step);
@@ -132,10 +153,8 @@ impl ExpirySweep {
         for item in backend.scan(ColumnFamily::Metadata, &self.range, Direction::Forward)?.take(batch_size) {
             let (key, value) = item?;
             step.scanned += 1;
-            if let Ok((_, expire_ms)) = peek_type_and_expire(&value) {
-                if expire_ms != 0 && expire_ms < now_ms {
-                    step.removed.push(key.clone());
-                }
+            if is_expired(&value, now_ms) {
+                step.removed.push(key.clone());
             }
             last = Some(key);
         }
@@ -148,15 +167,53 @@ impl ExpirySweep {
             _ => self.done = true,
         }
         step.done = self.done;
-        let mut batch = WriteBatch::new();
-        for key in &step.removed {
-            batch.delete(ColumnFamily::Metadata, key.clone());
-        }
-        if !batch.is_empty() {
-            backend.write(batch)?;
-        }
         Ok(step)
     }
+}
+
+/// Whether a metadata value carries an expiry before `now_ms` (undecodable: no).
+fn is_expired(value: &[u8], now_ms: u64) -> bool {
+    peek_type_and_expire(value).is_ok_and(|(_, expire_ms)| expire_ms != 0 && expire_ms < now_ms)
+}
+
+/// One step of active expiry beside running commands (Redis' active expire cycle): the
+/// sweep finds expired metadata records, then each is deleted under its key's lock after a
+/// fresh read, all in one batch — a key a client recreated since the sweep read it is not
+/// touched. Returns the sweep's step with [`SweepStep::removed`] holding the metadata keys
+/// actually deleted (for `expired` notifications).
+///
+/// # Errors
+/// Backend errors; nothing was deleted then.
+pub fn expire_step<B: KvBackend>(
+    engine: &Engine<B>,
+    sweep: &mut ExpirySweep,
+    now_ms: u64,
+    batch_size: usize,
+) -> Result<SweepStep> {
+    let mut step = sweep.find(engine.backend(), now_ms, batch_size)?;
+    if step.removed.is_empty() {
+        return Ok(step);
+    }
+    let layout = engine.layout();
+    let user_keys: Vec<&[u8]> = step
+        .removed
+        .iter()
+        .filter_map(|k| layout.decode_metadata_key(k).ok().map(|mk| mk.user_key))
+        .collect();
+    let _guard = engine.locks().lock(false, user_keys.iter().map(|k| (*k, true)));
+    let mut batch = WriteBatch::new();
+    let mut deleted = Vec::with_capacity(step.removed.len());
+    for key in &step.removed {
+        if engine.backend().get(ColumnFamily::Metadata, key)?.is_some_and(|v| is_expired(&v, now_ms)) {
+            batch.delete(ColumnFamily::Metadata, key.clone());
+            deleted.push(key.clone());
+        }
+    }
+    if !batch.is_empty() {
+        engine.backend().write(batch)?;
+    }
+    step.removed = deleted;
+    Ok(step)
 }
 
 /// What [`compact`] dropped.

@@ -10,6 +10,7 @@
 //! | [`backend`] | the storage trait, the in-memory reference backend, the conformance kit |
 //! | [`commands`] | Redis semantics: [`commands::Db`], `execute(argv) -> Reply`, one file per type |
 //! | [`gc`] | lazy deletion: the garbage decision, the expiry sweep, a compaction pass |
+//! | [`fsck`] | a consistency check over a whole store: sizes, zset score records, list indexes |
 //!
 //! # Format
 //!
@@ -54,6 +55,7 @@ pub mod backend;
 pub mod codec;
 pub mod commands;
 mod error;
+pub mod fsck;
 pub mod gc;
 
 pub use error::{Error, Result};

@@ -198,3 +198,114 @@ fn collector_beside_a_writer_never_drops_live_records() {
     assert_eq!(contents(&mut db), before);
     check_clean(&backend, &layout, now).unwrap();
 }
+
+/// Active expiry beside a writer: the writer gives a key a 1 ms TTL, lets it expire, then
+/// overwrites it with a persistent value; an expiry thread sweeps all the while. A sweep
+/// that deleted what it had found expired without re-checking under the key's lock would
+/// now and then delete the fresh value.
+#[test]
+fn active_expiry_never_deletes_a_key_rewritten_since_it_was_found() {
+    use rediskv::commands::Engine;
+    use rediskv::gc::expire_step;
+
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    let engine = Arc::new(Engine::new(MemoryBackend::new()).with_clock(clock.clone()));
+    let done = Arc::new(AtomicBool::new(false));
+    let sweeper = {
+        let (engine, done) = (engine.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut expired = 0usize;
+            let mut sweep = ExpirySweep::new(rediskv::codec::KeyRange::prefix(Vec::new()));
+            while !done.load(Ordering::Acquire) {
+                let step = expire_step(&*engine, &mut sweep, engine.now_ms(), 4).unwrap();
+                expired += step.removed.len();
+                if step.done {
+                    sweep = ExpirySweep::new(rediskv::codec::KeyRange::prefix(Vec::new()));
+                }
+            }
+            expired
+        })
+    };
+    let mut session = engine.session();
+    let mut want = std::collections::HashMap::new();
+    for round in 0..20_000 {
+        let key = format!("k{}", round % 8);
+        engine.run(&mut session, &["SET", &key, "short-lived", "PX", "1"]);
+        clock.advance_ms(2);
+        let value = format!("live-{round}");
+        assert_eq!(engine.run(&mut session, &["SET", &key, &value]), Reply::OK);
+        want.insert(key, value);
+    }
+    done.store(true, Ordering::Release);
+    let expired = sweeper.join().unwrap();
+    for (key, value) in want {
+        assert_eq!(engine.run(&mut session, &["GET", &key]), Reply::Bulk(value.into()), "{key}");
+    }
+    eprintln!("active expiry deleted {expired} expired keys beside the writer");
+}
+
+/// The same race, made certain: a backend whose Metadata scans let a "client" overwrite
+/// `k` with a persistent value right after the sweep read it as expired. The sweep must
+/// leave the new value alone.
+#[test]
+fn active_expiry_rechecks_a_key_recreated_right_after_the_sweep_read_it() {
+    use std::sync::Mutex;
+
+    use rediskv::backend::{Direction, ScanIter, WriteBatch};
+    use rediskv::codec::KeyRange;
+    use rediskv::commands::Engine;
+    use rediskv::gc::expire_step;
+
+    type Hook = Box<dyn FnOnce(&MemoryBackend) + Send>;
+    struct Racy {
+        inner: MemoryBackend,
+        after_metadata_scan: Mutex<Option<Hook>>,
+    }
+    impl KvBackend for Racy {
+        fn get(&self, cf: ColumnFamily, key: &[u8]) -> rediskv::Result<Option<bytes::Bytes>> {
+            self.inner.get(cf, key)
+        }
+        fn scan<'a>(
+            &'a self,
+            cf: ColumnFamily,
+            range: &KeyRange,
+            dir: Direction,
+        ) -> rediskv::Result<ScanIter<'a>> {
+            let items: Vec<_> = self.inner.scan(cf, range, dir)?.collect();
+            if cf == ColumnFamily::Metadata {
+                if let Some(hook) = self.after_metadata_scan.lock().unwrap().take() {
+                    hook(&self.inner);
+                }
+            }
+            Ok(Box::new(items.into_iter()))
+        }
+        fn write(&self, batch: WriteBatch) -> rediskv::Result<()> {
+            self.inner.write(batch)
+        }
+    }
+
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    let engine = Engine::new(Racy { inner: MemoryBackend::new(), after_metadata_scan: Mutex::new(None) })
+        .with_clock(clock.clone());
+    let mut session = engine.session();
+    engine.run(&mut session, &["SET", "k", "old", "PX", "1"]);
+    clock.advance_ms(5);
+    let fresh = Metadata::string(b"fresh", 0).to_vec();
+    let meta_key = engine.layout().metadata_key(b"k");
+    *engine.backend().after_metadata_scan.lock().unwrap() = Some(Box::new(move |inner| {
+        let mut batch = WriteBatch::new();
+        batch.put(ColumnFamily::Metadata, meta_key, fresh);
+        inner.write(batch).unwrap();
+    }));
+    let mut sweep = ExpirySweep::new(KeyRange::prefix(Vec::new()));
+    let step = expire_step(&engine, &mut sweep, engine.now_ms(), 10).unwrap();
+    assert!(step.removed.is_empty(), "deleted {:?}", step.removed);
+    assert_eq!(engine.run(&mut session, &["GET", "k"]), Reply::Bulk("fresh".into()));
+
+    // Without the race, the expired key goes.
+    engine.run(&mut session, &["SET", "k", "old", "PX", "1"]);
+    clock.advance_ms(5);
+    let mut sweep = ExpirySweep::new(KeyRange::prefix(Vec::new()));
+    assert_eq!(expire_step(&engine, &mut sweep, engine.now_ms(), 10).unwrap().removed.len(), 1);
+    assert_eq!(engine.backend().inner.len(ColumnFamily::Metadata), 0);
+}

@@ -33,7 +33,7 @@ fn fill(db: &mut Db<MemoryBackend>, key: &[u8], n: u64) {
     db.backend_mut().write(batch).unwrap();
 }
 
-fn db_with(n: u64) -> Db<MemoryBackend> {
+fn db_with(n: u64) -> Db<'static, MemoryBackend> {
     let mut db = Db::new(MemoryBackend::new());
     fill(&mut db, b"l", n);
     db

@@ -10,7 +10,19 @@ use super::{BatchOp, ColumnFamily, Direction, KvBackend, KvPair, ScanIter, Write
 use crate::codec::KeyRange;
 use crate::error::Result;
 
-type Maps = [BTreeMap<Bytes, Bytes>; 3];
+/// The three maps and the bytes their keys and values hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Maps {
+    cfs: [BTreeMap<Bytes, Bytes>; 3],
+    bytes: u64,
+}
+
+impl std::ops::Index<usize> for Maps {
+    type Output = BTreeMap<Bytes, Bytes>;
+    fn index(&self, cf: usize) -> &Self::Output {
+        &self.cfs[cf]
+    }
+}
 
 /// An in-memory [`KvBackend`]: one `BTreeMap<Bytes, Bytes>` per column family.
 ///
@@ -63,7 +75,13 @@ impl MemoryBackend {
 
     /// Whether all three column families are empty.
     pub fn is_empty(&self) -> bool {
-        self.maps().iter().all(BTreeMap::is_empty)
+        self.maps().cfs.iter().all(BTreeMap::is_empty)
+    }
+
+    /// The bytes of every key and value stored, across the three column families: the
+    /// figure INFO memory and a `maxmemory` limit use (the maps' own overhead is not counted).
+    pub fn bytes(&self) -> u64 {
+        self.maps().bytes
     }
 }
 
@@ -96,14 +114,22 @@ impl KvBackend for MemoryBackend {
     }
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
-        let mut maps = self.cfs.write().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.cfs.write().unwrap_or_else(|e| e.into_inner());
+        let Maps { cfs, bytes } = &mut *guard;
         for op in batch.into_ops() {
             match op {
                 BatchOp::Put { cf, key, value } => {
-                    maps[cf as usize].insert(key, value);
+                    *bytes += value.len() as u64;
+                    let key_len = key.len() as u64;
+                    match cfs[cf as usize].insert(key, value) {
+                        Some(old) => *bytes -= old.len() as u64,
+                        None => *bytes += key_len,
+                    }
                 }
                 BatchOp::Delete { cf, key } => {
-                    maps[cf as usize].remove(&key);
+                    if let Some(old) = cfs[cf as usize].remove(&key) {
+                        *bytes -= (key.len() + old.len()) as u64;
+                    }
                 }
             }
         }
@@ -155,5 +181,42 @@ impl Iterator for Chunks<'_> {
             self.refill();
         }
         self.buf.pop_front().map(Ok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte count equals the sum of key and value lengths after any mix of puts,
+    /// overwrites with shorter and longer values, and deletes of present and missing keys.
+    #[test]
+    fn byte_count_follows_every_write() {
+        let b = MemoryBackend::new();
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..2000 {
+            let mut batch = WriteBatch::new();
+            for _ in 0..4 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let cf =
+                    [ColumnFamily::Metadata, ColumnFamily::Subkey, ColumnFamily::Score][(rng % 3) as usize];
+                let key = vec![b'k'; 1 + (rng >> 8) as usize % 5];
+                if rng >> 20 & 3 == 0 {
+                    batch.delete(cf, key);
+                } else {
+                    batch.put(cf, key, vec![b'v'; (rng >> 24) as usize % 9]);
+                }
+            }
+            b.write(batch).unwrap();
+            let want: usize = [ColumnFamily::Metadata, ColumnFamily::Subkey, ColumnFamily::Score]
+                .into_iter()
+                .flat_map(|cf| b.records(cf))
+                .map(|(k, v)| k.len() + v.len())
+                .sum();
+            assert_eq!(b.bytes(), want as u64);
+        }
+        assert!(b.bytes() > 0);
     }
 }

@@ -8,6 +8,7 @@ mod extra;
 mod key;
 mod list;
 mod metadata;
+pub mod rdb;
 pub(crate) mod reader;
 mod slot;
 mod types;

@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use self::bits::{FieldType, Overflow, low_mask};
 use super::args::{int_arg, parse_i64};
-use super::{Command, CommandError, CommandResult, Db, Reply};
+use super::{CommandError, CommandResult, Db, Handler, Reply};
 use crate::backend::{KvBackend, WriteBatch};
 
 pub(crate) use store::Bits;
@@ -20,16 +20,16 @@ pub(crate) use store::Bits;
 /// Redis' `proto-max-bulk-len`: bit offsets address at most this many bytes.
 const MAX_BYTES: i64 = 512 * 1024 * 1024;
 
-/// The bitmap commands.
-pub(crate) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
+/// The bitmap commands' handlers.
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
     Some(match name {
-        "setbit" => Command::new("setbit", 4, setbit),
-        "getbit" => Command::new("getbit", 3, getbit),
-        "bitcount" => Command::new("bitcount", -2, bitcount),
-        "bitpos" => Command::new("bitpos", -3, bitpos),
-        "bitop" => Command::new("bitop", -4, bitop),
-        "bitfield" => Command::new("bitfield", -2, bitfield),
-        "bitfield_ro" => Command::new("bitfield_ro", -2, bitfield_ro),
+        "setbit" => setbit,
+        "getbit" => getbit,
+        "bitcount" => bitcount,
+        "bitpos" => bitpos,
+        "bitop" => bitop,
+        "bitfield" => bitfield,
+        "bitfield_ro" => bitfield_ro,
         _ => return None,
     })
 }

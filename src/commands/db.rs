@@ -1,12 +1,14 @@
 //! [`Db`]: the database over a backend, and the helpers every type family shares.
 
+use std::cell::RefCell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::Bytes;
 
 use super::cursor::CursorStore;
 use super::error::{CommandError, CommandResult};
-use crate::backend::{Direction, KvBackend, ScanIter, WriteBatch};
+use crate::backend::{BatchOp, Direction, KvBackend, ScanIter, WriteBatch};
 use crate::codec::{Clock, ColumnFamily, KeyLayout, Metadata, RedisType, SystemClock, VersionGenerator};
 
 /// How many logical databases `SELECT` accepts (Redis' default `databases 16`).
@@ -21,25 +23,135 @@ pub struct Entry {
     pub value: Bytes,
 }
 
-/// A Redis database over a [`KvBackend`].
+/// A key a command modified (Redis' `signalModifiedKey`), named by its metadata record key,
+/// which carries the database's namespace ([`super::Engine::touched_key`] decodes it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TouchedKey {
+    /// The metadata record key (`[ns_len][ns]…[user key]`).
+    pub metadata_key: Bytes,
+    /// What happened to it.
+    pub kind: Touch,
+}
+
+/// How a [`TouchedKey`] was touched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Touch {
+    /// A command's batch wrote or deleted its metadata record.
+    Written,
+    /// A command found it expired (Redis deletes it then; this engine leaves the record to
+    /// [`crate::gc`]).
+    Expired,
+}
+
+/// What every connection to one store shares: clock, version generator, the databases'
+/// layouts, SCAN cursors, the random generator. All of it works through `&self`.
+pub(crate) struct Shared {
+    pub(crate) clock: Arc<dyn Clock>,
+    versions: &'static VersionGenerator,
+    layouts: Vec<Option<KeyLayout>>,
+    pub(crate) base_layout: KeyLayout,
+    blind_write: AtomicBool,
+    bitmap_strings: AtomicBool,
+    pub(crate) cursors: CursorStore,
+    rng: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new(layout: KeyLayout) -> Self {
+        let layouts = (0..DATABASES).map(|i| layout_for(&layout, i).ok()).collect();
+        Shared {
+            clock: Arc::new(SystemClock),
+            versions: VersionGenerator::global(),
+            layouts,
+            base_layout: layout,
+            blind_write: AtomicBool::new(false),
+            bitmap_strings: AtomicBool::new(false),
+            cursors: CursorStore::default(),
+            rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
+        }
+    }
+
+    pub(crate) fn seed(&mut self, seed: u64) {
+        self.rng = AtomicU64::new(seed | 1);
+    }
+
+    /// The layout of database `index`.
+    pub(crate) fn layout_of(&self, index: usize) -> CommandResult<&KeyLayout> {
+        match self.layouts.get(index) {
+            Some(Some(layout)) => Ok(layout),
+            Some(None) => Err(layout_for(&self.base_layout, index)
+                .err()
+                .map_or_else(|| CommandError::err("DB index is out of range"), CommandError::from)),
+            None => Err(CommandError::err("DB index is out of range")),
+        }
+    }
+
+    /// Which database a metadata key belongs to, and its user key.
+    pub(crate) fn decode_touched(&self, metadata_key: &[u8]) -> Option<(usize, Bytes)> {
+        self.layouts.iter().enumerate().find_map(|(i, layout)| {
+            let decoded = layout.as_ref()?.decode_metadata_key(metadata_key).ok()?;
+            (decoded.namespace == layout.as_ref()?.namespace())
+                .then(|| (i, Bytes::copy_from_slice(decoded.user_key)))
+        })
+    }
+
+    /// The next pseudo-random number (xorshift64*), shared by every thread.
+    fn random_u64(&self) -> u64 {
+        let step = |mut x: u64| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x
+        };
+        let old = self.rng.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| Some(step(x))).unwrap_or(0);
+        step(old).wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// The layout database `index` writes with: the base namespace, then `:index` past 0.
+fn layout_for(base: &KeyLayout, index: usize) -> crate::Result<KeyLayout> {
+    if index == 0 {
+        return Ok(base.clone());
+    }
+    let mut ns = base.namespace().to_vec();
+    ns.extend_from_slice(format!(":{index}").as_bytes());
+    base.clone().with_namespace(&ns)
+}
+
+/// The shared state a [`Db`] works with: its own, or an [`super::Engine`]'s.
+pub(crate) enum Share<'a> {
+    Owned(Box<Shared>),
+    Borrowed(&'a Shared),
+}
+
+impl std::ops::Deref for Share<'_> {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        match self {
+            Share::Owned(s) => s,
+            Share::Borrowed(s) => s,
+        }
+    }
+}
+
+/// A Redis database over a [`KvBackend`]: what one command runs against.
 ///
 /// `SELECT n` switches the namespace records are written under: database 0 uses the
 /// layout's namespace (`__namespace` by default), database `n > 0` uses that namespace
 /// followed by `:n`, so databases never see each other's keys.
-pub struct Db<B> {
-    backend: B,
-    clock: Arc<dyn Clock>,
-    versions: &'static VersionGenerator,
-    base_layout: KeyLayout,
-    layout: KeyLayout,
+///
+/// [`Db::new`] makes a self-contained database for one caller (tests, tools, one thread):
+/// it owns its backend and state and remembers its selected database. Many connections on
+/// many threads share a [`super::Engine`] instead, which lends each command a `Db` over a
+/// borrowed backend.
+pub struct Db<'a, B> {
+    pub(crate) backend: B,
+    pub(crate) shared: Share<'a>,
     index: usize,
-    blind_write: bool,
-    bitmap_strings: bool,
-    pub(crate) cursors: CursorStore,
-    rng: u64,
+    touched: RefCell<Vec<TouchedKey>>,
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'static, B> {
     /// A database with the default (Kvrocks standalone) layout and the system clock.
     pub fn new(backend: B) -> Self {
         Db::with_layout(backend, KeyLayout::default())
@@ -47,52 +159,54 @@ impl<B: KvBackend> Db<B> {
 
     /// A database writing records with `layout`.
     pub fn with_layout(backend: B, layout: KeyLayout) -> Self {
-        Db {
-            backend,
-            clock: Arc::new(SystemClock),
-            versions: VersionGenerator::global(),
-            base_layout: layout.clone(),
-            layout,
-            index: 0,
-            blind_write: false,
-            bitmap_strings: false,
-            cursors: CursorStore::default(),
-            rng: 0x9E37_79B9_7F4A_7C15,
-        }
+        Db::over(backend, Share::Owned(Box::new(Shared::new(layout))), 0)
     }
 
     /// Replaces the clock (tests use [`crate::codec::ManualClock`]).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
+        self.owned().clock = clock;
         self
     }
 
     /// Seeds the generator behind SPOP, SRANDMEMBER, RANDOMKEY and friends.
     pub fn with_seed(mut self, seed: u64) -> Self {
-        self.rng = seed | 1;
+        self.owned().seed(seed);
         self
+    }
+
+    fn owned(&mut self) -> &mut Shared {
+        match &mut self.shared {
+            Share::Owned(s) => s,
+            Share::Borrowed(_) => unreachable!("Db::new owns its state"),
+        }
+    }
+}
+
+impl<'a, B: KvBackend> Db<'a, B> {
+    pub(crate) fn over(backend: B, shared: Share<'a>, index: usize) -> Self {
+        Db { backend, shared, index, touched: RefCell::new(Vec::new()) }
     }
 
     /// Turns blind-write mode on or off for hashes and sets (LAYOUT.md, extensions).
     pub fn set_blind_write(&mut self, on: bool) {
-        self.blind_write = on;
+        self.shared.blind_write.store(on, Ordering::Relaxed);
     }
 
     /// Whether blind-write mode is on.
     pub fn blind_write(&self) -> bool {
-        self.blind_write
+        self.shared.blind_write.load(Ordering::Relaxed)
     }
 
     /// Picks how SETBIT, BITFIELD and BITOP create a key: `false` (the default) a Kvrocks
     /// bitmap in 1024-byte fragments, `true` a string like Redis. Existing keys keep their
     /// representation either way.
     pub fn set_bitmap_strings(&mut self, on: bool) {
-        self.bitmap_strings = on;
+        self.shared.bitmap_strings.store(on, Ordering::Relaxed);
     }
 
     /// Whether new bitmaps are strings ([`Db::set_bitmap_strings`]).
     pub fn bitmap_strings(&self) -> bool {
-        self.bitmap_strings
+        self.shared.bitmap_strings.load(Ordering::Relaxed)
     }
 
     /// The backend.
@@ -112,7 +226,7 @@ impl<B: KvBackend> Db<B> {
 
     /// The layout of the selected database.
     pub fn layout(&self) -> &KeyLayout {
-        &self.layout
+        self.shared.layouts[self.index].as_ref().expect("select checked the layout")
     }
 
     /// The selected database index.
@@ -126,47 +240,45 @@ impl<B: KvBackend> Db<B> {
     /// "ERR DB index is out of range" past [`DATABASES`]; a storage error when the
     /// namespace would exceed 255 bytes.
     pub fn select(&mut self, index: usize) -> CommandResult<()> {
-        if index >= DATABASES {
-            return Err(CommandError::err("DB index is out of range"));
-        }
-        self.layout = self.layout_of(index)?;
+        self.shared.layout_of(index)?;
         self.index = index;
         Ok(())
     }
 
     /// The layout database `index` writes with.
     pub(crate) fn layout_of(&self, index: usize) -> CommandResult<KeyLayout> {
-        if index == 0 {
-            return Ok(self.base_layout.clone());
-        }
-        let mut ns = self.base_layout.namespace().to_vec();
-        ns.extend_from_slice(format!(":{index}").as_bytes());
-        Ok(self.base_layout.clone().with_namespace(&ns)?)
+        self.shared.layout_of(index).cloned()
+    }
+
+    /// The SCAN cursors (shared by every connection, as in Redis).
+    pub(crate) fn cursors(&self) -> &CursorStore {
+        &self.shared.cursors
+    }
+
+    /// The keys the commands run since the last [`Db::take_touched`] modified, or found
+    /// expired, in order (a key may repeat).
+    pub fn take_touched(&mut self) -> Vec<TouchedKey> {
+        std::mem::take(self.touched.get_mut())
     }
 
     /// The clock's time in unix milliseconds.
     pub fn now_ms(&self) -> u64 {
-        self.clock.now_ms()
+        self.shared.clock.now_ms()
     }
 
     /// A fresh collection version.
     pub fn new_version(&self) -> u64 {
-        self.versions.next(self.clock.now_us())
+        self.shared.versions.next(self.shared.clock.now_us())
     }
 
     /// The next pseudo-random number (xorshift64*).
     pub fn random_u64(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.shared.random_u64()
     }
 
     /// The metadata key of `key` in the selected database.
     pub fn metadata_key(&self, key: &[u8]) -> Vec<u8> {
-        self.layout.metadata_key(key)
+        self.layout().metadata_key(key)
     }
 
     /// The subkey of `sub` under `key` at `version`.
@@ -174,7 +286,7 @@ impl<B: KvBackend> Db<B> {
     /// # Errors
     /// A storage error for a key over 4 GiB.
     pub fn subkey(&self, key: &[u8], version: u64, sub: &[u8]) -> CommandResult<Vec<u8>> {
-        Ok(self.layout.subkey(key, version, sub)?)
+        Ok(self.layout().subkey(key, version, sub)?)
     }
 
     /// Reads a key's metadata: `None` when missing, expired, or an empty collection.
@@ -182,7 +294,7 @@ impl<B: KvBackend> Db<B> {
     /// # Errors
     /// A storage error when the backend fails or the record does not decode.
     pub fn lookup(&self, key: &[u8]) -> CommandResult<Option<Entry>> {
-        self.lookup_in(&self.layout, key)
+        self.lookup_in(self.layout(), key)
     }
 
     /// [`Db::lookup`] in another database's layout (COPY … DB n).
@@ -195,6 +307,10 @@ impl<B: KvBackend> Db<B> {
         };
         let meta = Metadata::decode(&raw)?;
         if !meta.is_live(self.now_ms()) {
+            if meta.is_expired(self.now_ms()) {
+                let metadata_key = Bytes::from(layout.metadata_key(key));
+                self.touched.borrow_mut().push(TouchedKey { metadata_key, kind: Touch::Expired });
+            }
             return Ok(None);
         }
         let value = raw.slice_ref(meta.value);
@@ -213,7 +329,7 @@ impl<B: KvBackend> Db<B> {
         }
     }
 
-    /// The value of a string key; a bitmap reads as the equivalent string.
+    /// The value of a string key.
     ///
     /// # Errors
     /// [`CommandError::WrongType`] for a collection; storage errors.
@@ -256,7 +372,7 @@ impl<B: KvBackend> Db<B> {
     /// blind-write while [`Db::blind_write`] is on.
     pub fn new_collection(&self, ty: RedisType) -> Metadata<'static> {
         let mut meta = Metadata::collection(ty, self.new_version());
-        meta.blind_write = self.blind_write && matches!(ty, RedisType::Hash | RedisType::Set);
+        meta.blind_write = self.blind_write() && matches!(ty, RedisType::Hash | RedisType::Set);
         meta
     }
 
@@ -299,9 +415,9 @@ impl<B: KvBackend> Db<B> {
         version: u64,
         direction: Direction,
     ) -> CommandResult<impl Iterator<Item = CommandResult<(Bytes, Bytes)>> + '_> {
-        let prefix_len = self.layout.subkey_prefix(key, version, 0)?.len();
+        let prefix_len = self.layout().subkey_prefix(key, version, 0)?.len();
         let iter: ScanIter<'_> =
-            self.backend.scan(ColumnFamily::Subkey, &self.layout.subkey_range(key, version)?, direction)?;
+            self.backend.scan(ColumnFamily::Subkey, &self.layout().subkey_range(key, version)?, direction)?;
         Ok(iter.map(move |item| {
             let (k, v) = item?;
             Ok((k.slice(prefix_len..), v))
@@ -313,9 +429,24 @@ impl<B: KvBackend> Db<B> {
     /// # Errors
     /// Storage errors.
     pub fn commit(&mut self, batch: WriteBatch) -> CommandResult<()> {
-        if !batch.is_empty() {
-            self.backend.write(batch)?;
+        if batch.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let written = batch.ops().iter().filter_map(|op| match op {
+            BatchOp::Put { cf: ColumnFamily::Metadata, key, .. }
+            | BatchOp::Delete { cf: ColumnFamily::Metadata, key } => {
+                Some(TouchedKey { metadata_key: key.clone(), kind: Touch::Written })
+            }
+            _ => None,
+        });
+        let mut touched = std::mem::take(self.touched.get_mut());
+        let before = touched.len();
+        touched.extend(written);
+        let result = self.backend.write(batch);
+        if result.is_err() {
+            touched.truncate(before);
+        }
+        *self.touched.get_mut() = touched;
+        Ok(result?)
     }
 }

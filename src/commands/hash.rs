@@ -26,34 +26,35 @@ use bytes::Bytes;
 use super::args::{check_pairs_count, cursor_arg, int_arg, parse_i64, random_count_arg};
 use super::long_double::{self, LongDouble};
 use super::subkeys::{Pick, ScanOptions, parse_scan_options, scan_reply};
-use super::{Command, CommandError, CommandResult, Db, Reply};
+use super::table::Handler;
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
 
 /// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
     Some(match name {
-        "hset" => Command::new("hset", -4, hset),
-        "hmset" => Command::new("hmset", -4, hmset),
-        "hsetnx" => Command::new("hsetnx", 4, hsetnx),
-        "hget" => Command::new("hget", 3, hget),
-        "hmget" => Command::new("hmget", -3, hmget),
-        "hdel" => Command::new("hdel", -3, hdel),
-        "hlen" => Command::new("hlen", 2, hlen),
-        "hstrlen" => Command::new("hstrlen", 3, hstrlen),
-        "hexists" => Command::new("hexists", 3, hexists),
-        "hkeys" => Command::new("hkeys", 2, hkeys),
-        "hvals" => Command::new("hvals", 2, hvals),
-        "hgetall" => Command::new("hgetall", 2, hgetall),
-        "hincrby" => Command::new("hincrby", 4, hincrby),
-        "hincrbyfloat" => Command::new("hincrbyfloat", 4, hincrbyfloat),
-        "hrandfield" => Command::new("hrandfield", -2, hrandfield),
-        "hscan" => Command::new("hscan", -3, hscan),
+        "hset" => hset,
+        "hmset" => hmset,
+        "hsetnx" => hsetnx,
+        "hget" => hget,
+        "hmget" => hmget,
+        "hdel" => hdel,
+        "hlen" => hlen,
+        "hstrlen" => hstrlen,
+        "hexists" => hexists,
+        "hkeys" => hkeys,
+        "hvals" => hvals,
+        "hgetall" => hgetall,
+        "hincrby" => hincrby,
+        "hincrbyfloat" => hincrbyfloat,
+        "hrandfield" => hrandfield,
+        "hscan" => hscan,
         _ => return None,
     })
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// HSET: sets each field to its value (a later duplicate field wins) and returns how many
     /// fields were new. Reads the hash's metadata and the given fields (one `multi_get`),
     /// writes the fields and the metadata in one batch. A blind-write hash skips the field

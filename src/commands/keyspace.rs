@@ -9,38 +9,39 @@ use std::collections::HashSet;
 use bytes::Bytes;
 
 use super::args::{cursor_arg, glob_match, int_arg};
-use super::{Command, CommandError, CommandResult, DATABASES, Db, Entry, Reply};
+use super::table::Handler;
+use super::{CommandError, CommandResult, DATABASES, Db, Entry, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{ColumnFamily, KeyLayout, KeyRange, Metadata, RedisType};
 
 /// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
     Some(match name {
-        "del" => Command::new("del", -2, del),
-        "unlink" => Command::new("unlink", -2, del),
-        "exists" => Command::new("exists", -2, exists),
-        "type" => Command::new("type", 2, type_),
-        "expire" => Command::new("expire", -3, expire),
-        "pexpire" => Command::new("pexpire", -3, pexpire),
-        "expireat" => Command::new("expireat", -3, expireat),
-        "pexpireat" => Command::new("pexpireat", -3, pexpireat),
-        "ttl" => Command::new("ttl", 2, ttl),
-        "pttl" => Command::new("pttl", 2, pttl),
-        "expiretime" => Command::new("expiretime", 2, expiretime),
-        "pexpiretime" => Command::new("pexpiretime", 2, pexpiretime),
-        "persist" => Command::new("persist", 2, persist),
-        "rename" => Command::new("rename", 3, rename),
-        "renamenx" => Command::new("renamenx", 3, renamenx),
-        "copy" => Command::new("copy", -3, copy),
-        "scan" => Command::new("scan", -2, scan),
-        "keys" => Command::new("keys", 2, keys),
-        "randomkey" => Command::new("randomkey", 1, randomkey),
-        "dbsize" => Command::new("dbsize", 1, dbsize),
-        "flushdb" => Command::new("flushdb", -1, flushdb),
-        "flushall" => Command::new("flushall", -1, flushall),
-        "ping" => Command::new("ping", -1, ping),
-        "echo" => Command::new("echo", 2, echo),
-        "select" => Command::new("select", 2, select),
+        "del" => del,
+        "unlink" => del,
+        "exists" => exists,
+        "type" => type_,
+        "expire" => expire,
+        "pexpire" => pexpire,
+        "expireat" => expireat,
+        "pexpireat" => pexpireat,
+        "ttl" => ttl,
+        "pttl" => pttl,
+        "expiretime" => expiretime,
+        "pexpiretime" => pexpiretime,
+        "persist" => persist,
+        "rename" => rename,
+        "renamenx" => renamenx,
+        "copy" => copy,
+        "scan" => scan,
+        "keys" => keys,
+        "randomkey" => randomkey,
+        "dbsize" => dbsize,
+        "flushdb" => flushdb,
+        "flushall" => flushall,
+        "ping" => ping,
+        "echo" => echo,
+        "select" => select,
         _ => return None,
     })
 }
@@ -120,7 +121,7 @@ fn expiry_of(entry: &Entry) -> Option<i64> {
     (entry.meta.expire_ms != 0).then(|| i64::try_from(entry.meta.expire_ms).unwrap_or(i64::MAX))
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// Deletes keys, O(1) each (metadata only); returns how many existed.
     ///
     /// # Errors
@@ -347,7 +348,7 @@ impl<B: KvBackend> Db<B> {
         count: usize,
         ty: Option<&[u8]>,
     ) -> CommandResult<(u64, Vec<Bytes>)> {
-        let after = self.cursors.resolve(cursor).map(<[u8]>::to_vec);
+        let after = self.cursors().resolve(cursor);
         let count = count.max(1);
         // Like Redis, give up after visiting ten times `count` records (expired ones
         // included) so that a keyspace full of expired records cannot stall one call.
@@ -373,7 +374,7 @@ impl<B: KvBackend> Db<B> {
             true
         })?;
         let next = match (more, last) {
-            (true, Some(last)) => self.cursors.save(last.to_vec()),
+            (true, Some(last)) => self.cursors().save(last.to_vec()),
             _ => 0,
         };
         Ok((next, keys))

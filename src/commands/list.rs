@@ -16,37 +16,38 @@
 use bytes::Bytes;
 
 use super::args::{int_arg, normalize_range, timeout_arg};
-use super::{Command, CommandError, CommandResult, Db, Reply};
+use super::table::Handler;
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{
     ColumnFamily, KeyRange, Metadata, RedisType, push_back_tail, push_front_index, stored_index,
 };
 
 /// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
     Some(match name {
-        "lpush" => Command::new("lpush", -3, lpush_cmd),
-        "rpush" => Command::new("rpush", -3, rpush_cmd),
-        "lpushx" => Command::new("lpushx", -3, lpushx_cmd),
-        "rpushx" => Command::new("rpushx", -3, rpushx_cmd),
-        "lpop" => Command::new("lpop", -2, lpop_cmd),
-        "rpop" => Command::new("rpop", -2, rpop_cmd),
-        "llen" => Command::new("llen", 2, llen_cmd),
-        "lindex" => Command::new("lindex", 3, lindex_cmd),
-        "lrange" => Command::new("lrange", 4, lrange_cmd),
-        "lset" => Command::new("lset", 4, lset_cmd),
-        "lrem" => Command::new("lrem", 4, lrem_cmd),
-        "linsert" => Command::new("linsert", 5, linsert_cmd),
-        "ltrim" => Command::new("ltrim", 4, ltrim_cmd),
-        "lpos" => Command::new("lpos", -3, lpos_cmd),
-        "lmove" => Command::new("lmove", 5, lmove_cmd),
-        "rpoplpush" => Command::new("rpoplpush", 3, rpoplpush_cmd),
-        "lmpop" => Command::new("lmpop", -4, lmpop_cmd),
-        "blpop" => Command::new("blpop", -3, blpop_cmd),
-        "brpop" => Command::new("brpop", -3, brpop_cmd),
-        "blmove" => Command::new("blmove", 6, blmove_cmd),
-        "brpoplpush" => Command::new("brpoplpush", 4, brpoplpush_cmd),
-        "blmpop" => Command::new("blmpop", -5, blmpop_cmd),
+        "lpush" => lpush_cmd,
+        "rpush" => rpush_cmd,
+        "lpushx" => lpushx_cmd,
+        "rpushx" => rpushx_cmd,
+        "lpop" => lpop_cmd,
+        "rpop" => rpop_cmd,
+        "llen" => llen_cmd,
+        "lindex" => lindex_cmd,
+        "lrange" => lrange_cmd,
+        "lset" => lset_cmd,
+        "lrem" => lrem_cmd,
+        "linsert" => linsert_cmd,
+        "ltrim" => ltrim_cmd,
+        "lpos" => lpos_cmd,
+        "lmove" => lmove_cmd,
+        "rpoplpush" => rpoplpush_cmd,
+        "lmpop" => lmpop_cmd,
+        "blpop" => blpop_cmd,
+        "brpop" => brpop_cmd,
+        "blmove" => blmove_cmd,
+        "brpoplpush" => brpoplpush_cmd,
+        "blmpop" => blmpop_cmd,
         _ => return None,
     })
 }
@@ -131,7 +132,7 @@ fn list_range(meta: &Metadata<'_>, start: i64, stop: i64) -> Option<(u64, u64)> 
     Some((u64::try_from(start).ok()?, u64::try_from(stop).ok()?))
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     fn elem_keys(&self, key: &[u8], version: u64) -> CommandResult<ElemKeys> {
         Ok(ElemKeys { prefix: self.layout().subkey_prefix(key, version, 8)? })
     }

@@ -1,97 +1,112 @@
-//! Redis semantics over a [`KvBackend`]: the [`Db`], the argv dispatcher and [`Reply`].
+//! Redis semantics over a [`KvBackend`]: the [`Db`], the argv dispatcher, [`Reply`], the
+//! command [`table`], client [`Session`]s and the thread-safe [`Engine`] with MULTI/EXEC.
 //!
 //! Every command reads what it needs, then submits all its writes as one
 //! [`crate::backend::WriteBatch`]; a command that fails writes nothing. Each type family
-//! lives in its own file and lists its commands in its own `command` table.
+//! lives in its own file and lists its handlers in its own `command` function; names,
+//! arity, flags and key specs live in [`table`].
 
 pub mod args;
 mod bitmap;
 mod cursor;
 mod db;
+mod dump;
+mod engine;
 mod error;
+mod generic;
 mod hash;
 mod keyspace;
 mod list;
+mod locks;
 mod long_double;
+mod overlay;
 mod reply;
+mod session;
 mod set;
+mod sort;
 mod string;
 mod subkeys;
+pub mod table;
+mod table_data;
 mod zset;
 
 use bytes::Bytes;
 
-pub use db::{DATABASES, Db, Entry};
+pub use db::{DATABASES, Db, Entry, Touch, TouchedKey};
+pub use dump::RestoreOptions;
+pub use engine::Engine;
 pub use error::{CommandError, CommandResult};
 pub use keyspace::ExpireCondition;
 pub use list::{ListEnd, LposOptions};
+pub use locks::{KeyLocks, LockGuard};
+pub use overlay::Overlay;
 pub use reply::{Protocol, Reply};
+pub use session::Session;
 pub use string::{GetExpiry, MAX_STRING_LEN, SetOptions};
+pub use table::{CommandInfo, Handler, keys};
 pub use zset::{
     Aggregate, LexBound, LexRange, MAX_RANDOM_REPEATS, RangeQuery, RangeSpec, ScoreBound, ScoreRange,
     ScoredMember, SetOp, ZAddFlags, ZAddOutcome,
 };
 
+use table::Family;
+
 use crate::backend::KvBackend;
 
-/// A command handler: gets the whole argv (`argv[0]` is the name), arity already checked.
-pub type Handler<B> = fn(&mut Db<B>, &[Bytes]) -> CommandResult;
-
-/// One entry of a family's command table.
-pub struct Command<B> {
-    /// Lowercase name, as in error messages.
-    pub name: &'static str,
-    /// Redis arity: `n > 0` exactly n arguments including the name, `-n` at least n.
-    pub arity: i32,
-    /// The handler.
-    pub run: Handler<B>,
-}
-
-impl<B> Command<B> {
-    /// A table entry.
-    pub const fn new(name: &'static str, arity: i32, run: Handler<B>) -> Self {
-        Command { name, arity, run }
-    }
-
-    fn arity_ok(&self, argc: usize) -> bool {
-        let argc = argc as i64;
-        let arity = i64::from(self.arity);
-        if arity >= 0 { argc == arity } else { argc >= -arity }
+/// The handler of a data command (`None` for session commands such as MULTI).
+pub fn handler<B: KvBackend>(info: &CommandInfo) -> Option<Handler<B>> {
+    match info.family {
+        Family::Keyspace => keyspace::command(info.name),
+        Family::String => string::command(info.name),
+        Family::Hash => hash::command(info.name),
+        Family::Set => set::command(info.name),
+        Family::List => list::command(info.name),
+        Family::Zset => zset::command(info.name),
+        Family::Dump => dump::command(info.name),
+        Family::Generic => generic::command(info.name),
+        Family::Sort => sort::command(info.name),
+        Family::Bitmap => bitmap::command(info.name),
+        Family::Session => None,
     }
 }
 
-/// Finds a command by lowercase name across the type families.
-pub fn lookup<B: KvBackend>(name: &str) -> Option<Command<B>> {
-    keyspace::command(name)
-        .or_else(|| string::command(name))
-        .or_else(|| hash::command(name))
-        .or_else(|| set::command(name))
-        .or_else(|| list::command(name))
-        .or_else(|| zset::command(name))
-        .or_else(|| bitmap::command(name))
+/// Looks `argv[0]` up and checks the arity: the command's metadata, or Redis 7.0's error
+/// reply for an unknown command or a wrong argument count.
+///
+/// # Errors
+/// The error reply, ready to send.
+pub fn resolve(argv: &[Bytes]) -> Result<&'static CommandInfo, Reply> {
+    let Some(first) = argv.first() else {
+        return Err(Reply::Error("ERR empty command".into()));
+    };
+    let Some(info) = table::lookup_bytes(first) else {
+        return Err(Reply::Error(unknown_command(first, &argv[1..])));
+    };
+    if !info.arity_ok(argv.len()) {
+        return Err(Reply::Error(CommandError::WrongArity(info.name.to_string()).to_string()));
+    }
+    Ok(info)
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// Runs one command given as argv (`argv[0]` is the name, case-insensitive) and returns
-    /// its reply. Unknown commands and wrong arity get Redis 7.0's error text.
+    /// its reply. Unknown commands and wrong arity get Redis 7.0's error text; `COMMAND`
+    /// answers from the [`table`]; MULTI, EXEC, DISCARD, WATCH and UNWATCH need a
+    /// [`Session`] and answer an error here (run them through [`Engine::execute`]).
     pub fn execute(&mut self, argv: &[Bytes]) -> Reply {
-        let Some(first) = argv.first() else {
-            return Reply::Error("ERR empty command".into());
-        };
-        // Every command name fits in 24 bytes; lowercase it on the stack.
-        let mut buf = [0u8; 24];
-        let name = buf.get_mut(..first.len()).and_then(|buf| {
-            buf.copy_from_slice(first);
-            buf.make_ascii_lowercase();
-            std::str::from_utf8(buf).ok()
-        });
-        let Some(cmd) = name.and_then(lookup::<B>) else {
-            return Reply::Error(unknown_command(first, &argv[1..]));
-        };
-        if !cmd.arity_ok(argv.len()) {
-            return Reply::Error(CommandError::WrongArity(cmd.name.to_string()).to_string());
+        match resolve(argv) {
+            Ok(info) => self.execute_resolved(info, argv),
+            Err(reply) => reply,
         }
-        (cmd.run)(self, argv).unwrap_or_else(|e| Reply::Error(e.to_string()))
+    }
+
+    /// [`Db::execute`] for a command [`resolve`] accepted.
+    pub(crate) fn execute_resolved(&mut self, info: &CommandInfo, argv: &[Bytes]) -> Reply {
+        match handler::<B>(info) {
+            Some(run) => run(self, argv).unwrap_or_else(|e| Reply::Error(e.to_string())),
+            None if info.name == "command" => table::command_reply(argv),
+            None => Reply::Error(format!("ERR {} needs a client session", info.name.to_uppercase())),
+        }
     }
 
     /// [`Db::execute`] for string arguments: `db.run(&["SET", "k", "v"])`.

@@ -24,35 +24,36 @@ use bytes::Bytes;
 
 use super::args::{cursor_arg, random_count_arg};
 use super::subkeys::{Pick, parse_scan_options, scan_reply};
-use super::{Command, CommandError, CommandResult, Db, Reply};
+use super::table::Handler;
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
 
 /// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
     Some(match name {
-        "sadd" => Command::new("sadd", -3, sadd),
-        "srem" => Command::new("srem", -3, srem),
-        "scard" => Command::new("scard", 2, scard),
-        "sismember" => Command::new("sismember", 3, sismember),
-        "smismember" => Command::new("smismember", -3, smismember),
-        "smembers" => Command::new("smembers", 2, smembers),
-        "spop" => Command::new("spop", -2, spop),
-        "srandmember" => Command::new("srandmember", -2, srandmember),
-        "smove" => Command::new("smove", 4, smove),
-        "sinter" => Command::new("sinter", -2, sinter),
-        "sintercard" => Command::new("sintercard", -3, sintercard),
-        "sinterstore" => Command::new("sinterstore", -3, sinterstore),
-        "sunion" => Command::new("sunion", -2, sunion),
-        "sunionstore" => Command::new("sunionstore", -3, sunionstore),
-        "sdiff" => Command::new("sdiff", -2, sdiff),
-        "sdiffstore" => Command::new("sdiffstore", -3, sdiffstore),
-        "sscan" => Command::new("sscan", -3, sscan),
+        "sadd" => sadd,
+        "srem" => srem,
+        "scard" => scard,
+        "sismember" => sismember,
+        "smismember" => smismember,
+        "smembers" => smembers,
+        "spop" => spop,
+        "srandmember" => srandmember,
+        "smove" => smove,
+        "sinter" => sinter,
+        "sintercard" => sintercard,
+        "sinterstore" => sinterstore,
+        "sunion" => sunion,
+        "sunionstore" => sunionstore,
+        "sdiff" => sdiff,
+        "sdiffstore" => sdiffstore,
+        "sscan" => sscan,
         _ => return None,
     })
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// SADD: adds the members; returns how many were new. Reads the metadata and the members
     /// (one `multi_get`), writes the new members and the metadata in one batch. A blind-write
     /// set skips the member reads and returns `members.len()`.

@@ -9,7 +9,8 @@ use bytes::Bytes;
 
 use super::args::int_arg;
 use super::long_double;
-use super::{Command, CommandError, CommandResult, Db, Reply};
+use super::table::Handler;
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
 
@@ -17,29 +18,29 @@ use crate::codec::{Metadata, RedisType};
 pub const MAX_STRING_LEN: u64 = 512 * 1024 * 1024;
 
 /// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
     Some(match name {
-        "get" => Command::new("get", 2, get),
-        "set" => Command::new("set", -3, set),
-        "setnx" => Command::new("setnx", 3, setnx),
-        "setex" => Command::new("setex", 4, setex),
-        "psetex" => Command::new("psetex", 4, psetex),
-        "getset" => Command::new("getset", 3, getset),
-        "getdel" => Command::new("getdel", 2, getdel),
-        "getex" => Command::new("getex", -2, getex),
-        "mget" => Command::new("mget", -2, mget),
-        "mset" => Command::new("mset", -3, mset),
-        "msetnx" => Command::new("msetnx", -3, msetnx),
-        "append" => Command::new("append", 3, append),
-        "strlen" => Command::new("strlen", 2, strlen),
-        "getrange" => Command::new("getrange", 4, getrange),
-        "substr" => Command::new("substr", 4, getrange),
-        "setrange" => Command::new("setrange", 4, setrange),
-        "incr" => Command::new("incr", 2, incr),
-        "decr" => Command::new("decr", 2, decr),
-        "incrby" => Command::new("incrby", 3, incrby),
-        "decrby" => Command::new("decrby", 3, decrby),
-        "incrbyfloat" => Command::new("incrbyfloat", 3, incrbyfloat),
+        "get" => get,
+        "set" => set,
+        "setnx" => setnx,
+        "setex" => setex,
+        "psetex" => psetex,
+        "getset" => getset,
+        "getdel" => getdel,
+        "getex" => getex,
+        "mget" => mget,
+        "mset" => mset,
+        "msetnx" => msetnx,
+        "append" => append,
+        "strlen" => strlen,
+        "getrange" => getrange,
+        "substr" => getrange,
+        "setrange" => setrange,
+        "incr" => incr,
+        "decr" => decr,
+        "incrby" => incrby,
+        "decrby" => decrby,
+        "incrbyfloat" => incrbyfloat,
         _ => return None,
     })
 }
@@ -96,7 +97,7 @@ fn check_length(size: u64, append: u64) -> CommandResult<()> {
     }
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     fn now_i64(&self) -> i64 {
         i64::try_from(self.now_ms()).unwrap_or(i64::MAX)
     }

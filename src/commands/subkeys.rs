@@ -65,7 +65,7 @@ pub(crate) enum Pick {
     Repeat(u64),
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// The number of fields/members of a hash or set: `meta.size`, or for a blind-write
     /// collection a count by scanning all its subkeys (O(n)).
     ///
@@ -121,8 +121,8 @@ impl<B: KvBackend> Db<B> {
     ) -> CommandResult<(u64, Vec<(Bytes, Bytes)>)> {
         let mut range = self.layout().subkey_range(key, version)?;
         let prefix_len = range.start.len();
-        if let Some(last) = self.cursors.resolve(cursor) {
-            range.start.extend_from_slice(last);
+        if let Some(last) = self.cursors().resolve(cursor) {
+            range.start.extend_from_slice(&last);
             range.start.push(0);
         }
         let mut out = Vec::new();
@@ -143,7 +143,7 @@ impl<B: KvBackend> Db<B> {
             last = Some(sub);
         }
         let next = match (more, last) {
-            (true, Some(last)) => self.cursors.save(last.to_vec()),
+            (true, Some(last)) => self.cursors().save(last.to_vec()),
             _ => 0,
         };
         Ok((next, out))

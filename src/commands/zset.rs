@@ -26,7 +26,8 @@ pub use self::core::ScoredMember;
 use self::parse::{lex_range, score_range};
 use super::args::{check_pairs_count, cursor_arg, float_arg, random_count_arg, timeout_arg};
 use super::args::{format_g17, int_arg};
-use super::{Command, CommandError, CommandResult, Db, Reply};
+use super::table::Handler;
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::KvBackend;
 use crate::codec::RedisType;
 
@@ -155,53 +156,43 @@ pub enum SetOp {
 }
 
 /// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Command<B>> {
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
     Some(match name {
-        "zadd" => Command::new("zadd", -4, zadd),
-        "zincrby" => Command::new("zincrby", 4, zincrby),
-        "zrem" => Command::new("zrem", -3, zrem),
-        "zcard" => Command::new("zcard", 2, zcard),
-        "zscore" => Command::new("zscore", 3, zscore),
-        "zmscore" => Command::new("zmscore", -3, zmscore),
-        "zcount" => Command::new("zcount", 4, zcount),
-        "zlexcount" => Command::new("zlexcount", 4, zlexcount),
-        "zrange" => Command::new("zrange", -4, |db, a| range_cmd(db, a, 1, false, Kind::Auto, None)),
-        "zrangestore" => Command::new("zrangestore", -5, |db, a| range_cmd(db, a, 2, true, Kind::Auto, None)),
-        "zrangebyscore" => {
-            Command::new("zrangebyscore", -4, |db, a| range_cmd(db, a, 1, false, Kind::Score, Some(false)))
-        }
-        "zrevrangebyscore" => {
-            Command::new("zrevrangebyscore", -4, |db, a| range_cmd(db, a, 1, false, Kind::Score, Some(true)))
-        }
-        "zrangebylex" => {
-            Command::new("zrangebylex", -4, |db, a| range_cmd(db, a, 1, false, Kind::Lex, Some(false)))
-        }
-        "zrevrangebylex" => {
-            Command::new("zrevrangebylex", -4, |db, a| range_cmd(db, a, 1, false, Kind::Lex, Some(true)))
-        }
-        "zrevrange" => {
-            Command::new("zrevrange", -4, |db, a| range_cmd(db, a, 1, false, Kind::Rank, Some(true)))
-        }
-        "zrank" => Command::new("zrank", 3, |db, a| zrank(db, a, false)),
-        "zrevrank" => Command::new("zrevrank", 3, |db, a| zrank(db, a, true)),
-        "zremrangebyscore" => Command::new("zremrangebyscore", 4, |db, a| zremrange(db, a, Kind::Score)),
-        "zremrangebyrank" => Command::new("zremrangebyrank", 4, |db, a| zremrange(db, a, Kind::Rank)),
-        "zremrangebylex" => Command::new("zremrangebylex", 4, |db, a| zremrange(db, a, Kind::Lex)),
-        "zpopmin" => Command::new("zpopmin", -2, |db, a| zpop(db, a, false)),
-        "zpopmax" => Command::new("zpopmax", -2, |db, a| zpop(db, a, true)),
-        "zmpop" => Command::new("zmpop", -4, |db, a| zmpop(db, a, 1)),
-        "bzpopmin" => Command::new("bzpopmin", -3, |db, a| bzpop(db, a, false)),
-        "bzpopmax" => Command::new("bzpopmax", -3, |db, a| bzpop(db, a, true)),
-        "bzmpop" => Command::new("bzmpop", -5, bzmpop),
-        "zrandmember" => Command::new("zrandmember", -2, zrandmember),
-        "zunion" => Command::new("zunion", -3, |db, a| setop_cmd(db, a, SetOp::Union, false)),
-        "zinter" => Command::new("zinter", -3, |db, a| setop_cmd(db, a, SetOp::Inter, false)),
-        "zdiff" => Command::new("zdiff", -3, |db, a| setop_cmd(db, a, SetOp::Diff, false)),
-        "zunionstore" => Command::new("zunionstore", -4, |db, a| setop_cmd(db, a, SetOp::Union, true)),
-        "zinterstore" => Command::new("zinterstore", -4, |db, a| setop_cmd(db, a, SetOp::Inter, true)),
-        "zdiffstore" => Command::new("zdiffstore", -4, |db, a| setop_cmd(db, a, SetOp::Diff, true)),
-        "zintercard" => Command::new("zintercard", -3, zintercard),
-        "zscan" => Command::new("zscan", -3, zscan),
+        "zadd" => zadd,
+        "zincrby" => zincrby,
+        "zrem" => zrem,
+        "zcard" => zcard,
+        "zscore" => zscore,
+        "zmscore" => zmscore,
+        "zcount" => zcount,
+        "zlexcount" => zlexcount,
+        "zrange" => |db, a| range_cmd(db, a, 1, false, Kind::Auto, None),
+        "zrangestore" => |db, a| range_cmd(db, a, 2, true, Kind::Auto, None),
+        "zrangebyscore" => |db, a| range_cmd(db, a, 1, false, Kind::Score, Some(false)),
+        "zrevrangebyscore" => |db, a| range_cmd(db, a, 1, false, Kind::Score, Some(true)),
+        "zrangebylex" => |db, a| range_cmd(db, a, 1, false, Kind::Lex, Some(false)),
+        "zrevrangebylex" => |db, a| range_cmd(db, a, 1, false, Kind::Lex, Some(true)),
+        "zrevrange" => |db, a| range_cmd(db, a, 1, false, Kind::Rank, Some(true)),
+        "zrank" => |db, a| zrank(db, a, false),
+        "zrevrank" => |db, a| zrank(db, a, true),
+        "zremrangebyscore" => |db, a| zremrange(db, a, Kind::Score),
+        "zremrangebyrank" => |db, a| zremrange(db, a, Kind::Rank),
+        "zremrangebylex" => |db, a| zremrange(db, a, Kind::Lex),
+        "zpopmin" => |db, a| zpop(db, a, false),
+        "zpopmax" => |db, a| zpop(db, a, true),
+        "zmpop" => |db, a| zmpop(db, a, 1),
+        "bzpopmin" => |db, a| bzpop(db, a, false),
+        "bzpopmax" => |db, a| bzpop(db, a, true),
+        "bzmpop" => bzmpop,
+        "zrandmember" => zrandmember,
+        "zunion" => |db, a| setop_cmd(db, a, SetOp::Union, false),
+        "zinter" => |db, a| setop_cmd(db, a, SetOp::Inter, false),
+        "zdiff" => |db, a| setop_cmd(db, a, SetOp::Diff, false),
+        "zunionstore" => |db, a| setop_cmd(db, a, SetOp::Union, true),
+        "zinterstore" => |db, a| setop_cmd(db, a, SetOp::Inter, true),
+        "zdiffstore" => |db, a| setop_cmd(db, a, SetOp::Diff, true),
+        "zintercard" => zintercard,
+        "zscan" => zscan,
         _ => return None,
     })
 }

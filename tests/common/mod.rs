@@ -12,7 +12,7 @@ use rediskv::commands::{Db, Reply};
 pub const T0_MS: u64 = 1_767_225_600_000;
 
 /// A fresh database and the clock that drives it.
-pub fn db() -> (Db<MemoryBackend>, Arc<ManualClock>) {
+pub fn db() -> (Db<'static, MemoryBackend>, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(T0_MS));
     let db = Db::new(MemoryBackend::new()).with_clock(clock.clone()).with_seed(42);
     (db, clock)

@@ -156,7 +156,7 @@ fn fragment<'l, B: KvBackend>(
     })
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// Opens the bits of `key` for reading and writing. A missing key is `None`, or with
     /// `create` a new empty value: a Kvrocks bitmap under a fresh version, or a string
     /// while [`Db::bitmap_strings`] is on.

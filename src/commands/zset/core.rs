@@ -73,7 +73,7 @@ pub(super) struct ZKey {
     pub prefix: Vec<u8>,
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// The live sorted set at `key`, with its record prefix.
     pub(super) fn zkey(&self, key: &[u8]) -> CommandResult<Option<ZKey>> {
         let Some(meta) = self.lookup_of(key, RedisType::ZSet)? else { return Ok(None) };

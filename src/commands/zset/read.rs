@@ -12,7 +12,7 @@ use crate::commands::args::normalize_range;
 use crate::commands::subkeys::ScanOptions;
 use crate::commands::{CommandResult, Db};
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// ZCARD: the number of members of `key` (0 when missing), from the metadata alone.
     ///
     /// # Errors

@@ -57,7 +57,7 @@ pub(super) fn sort_items(items: &mut [ScoredMember]) {
     });
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// Type-checks every input (sorted set or set; missing is empty), in argument order.
     fn sources<'k>(&self, keys: &'k [Bytes], weights: Option<&[f64]>) -> CommandResult<Vec<Source<'k>>> {
         keys.iter()
@@ -145,7 +145,9 @@ impl<B: KvBackend> Db<B> {
                     for src in &srcs[1..] {
                         match self.probe(src, &member)? {
                             None => continue 'members,
-                            Some(s) => aggregate(&mut total, weighted(src.weight, s), how),
+                            // Unlike the first score, Redis aggregates these raw: -inf × 0 is NaN,
+                            // and a NaN sum becomes 0 in `aggregate`.
+                            Some(s) => aggregate(&mut total, src.weight * s, how),
                         }
                     }
                     out.push((member, total));

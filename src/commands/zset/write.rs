@@ -34,7 +34,7 @@ fn nan_error() -> CommandError {
     CommandError::err("resulting score is not a number (NaN)")
 }
 
-impl<B: KvBackend> Db<B> {
+impl<B: KvBackend> Db<'_, B> {
     /// ZADD: adds or updates members with Redis' NX/XX/GT/LT/CH/INCR rules, pairs applied
     /// in order (a member given twice ends with its last score). Reads each member record
     /// once, then writes both records of every changed member, the old score record deleted,

@@ -1,0 +1,656 @@
+//! Redis' DUMP serialization: one RDB object, the RDB version and a CRC-64.
+//!
+//! ```text
+//! payload = [type u8][object][rdb version u16 LE][crc64 u64 LE]   crc over everything before it
+//! length  = 00xxxxxx | 01xxxxxx xxxxxxxx | 0x80 u32 BE | 0x81 u64 BE
+//! string  = length bytes | 0xC0 i8 | 0xC1 i16 LE | 0xC2 i32 LE | 0xC3 lzf_len len lzf_bytes
+//! ```
+//!
+//! | type | id | object | written by [`dump`] |
+//! |---|---|---|---|
+//! | string | 0 | string | yes (integers in the shortest int form) |
+//! | list | 1 | length, strings | no (read only) |
+//! | set | 2 | length, strings | yes |
+//! | zset | 3 | length, (string, text double) | no |
+//! | hash | 4 | length, (string, string) | yes |
+//! | zset | 5 | length, (string, f64 LE) | yes |
+//! | hash zipmap | 9 | string holding a zipmap | no |
+//! | list ziplist | 10 | string holding a ziplist | no |
+//! | set intset | 11 | string holding an intset | yes (≤ 512 integers) |
+//! | zset ziplist | 12 | string holding a ziplist | no |
+//! | hash ziplist | 13 | string holding a ziplist | no |
+//! | list quicklist | 14 | length, ziplist strings | no |
+//! | hash listpack | 16 | string holding a listpack | no |
+//! | zset listpack | 17 | string holding a listpack | no |
+//! | list quicklist 2 | 18 | length, (container 1 plain / 2 packed, string) | yes (8 KiB listpacks) |
+//!
+//! [`restore`] reads every type Redis 7.0 writes or still loads (streams and module types
+//! aside). It validates every container completely — Redis 7.0 does so only with
+//! `sanitize-dump-payload yes` — so a duplicate hash field or set member is refused where a
+//! default Redis would store a corrupt object. Like Redis, it ignores bytes after the object.
+
+use bytes::Bytes;
+use crc::{CRC_64_REDIS, Crc};
+
+use crate::error::{Error, Result};
+
+/// The RDB version Redis 7.0 writes, and the newest [`restore`] accepts.
+pub const RDB_VERSION: u16 = 10;
+
+const CRC64: Crc<u64> = Crc::<u64>::new(&CRC_64_REDIS);
+
+/// The most members an intset holds before Redis 7.0 uses a hash table
+/// (`set-max-intset-entries`).
+const INTSET_MAX_ENTRIES: usize = 512;
+/// Bytes in one quicklist listpack node (`list-max-listpack-size -2`).
+const QUICKLIST_NODE_BYTES: usize = 8 * 1024;
+
+/// A value as DUMP carries it. Collections keep their order (list order; the others in the
+/// order the payload lists them).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RdbValue {
+    /// A string.
+    String(Bytes),
+    /// A list, head first.
+    List(Vec<Bytes>),
+    /// A set's members.
+    Set(Vec<Bytes>),
+    /// A sorted set's members and scores.
+    ZSet(Vec<(Bytes, f64)>),
+    /// A hash's fields and values.
+    Hash(Vec<(Bytes, Bytes)>),
+}
+
+/// Serializes `value` as a DUMP payload that Redis 7.0 RESTOREs.
+///
+/// Writes the type byte and object (see the module table), then [`RDB_VERSION`] and the
+/// CRC-64 (Jones, as Redis) of everything before it, both little-endian.
+pub fn dump(value: &RdbValue) -> Vec<u8> {
+    let mut out = Vec::new();
+    match value {
+        RdbValue::String(s) => {
+            out.push(0);
+            put_string(&mut out, s);
+        }
+        RdbValue::List(items) => {
+            out.push(18);
+            let nodes = quicklist_nodes(items);
+            put_len(&mut out, nodes.len() as u64);
+            for node in nodes {
+                put_len(&mut out, 2);
+                put_string(&mut out, &listpack(node));
+            }
+        }
+        RdbValue::Set(members) => match intset(members) {
+            Some(blob) => {
+                out.push(11);
+                put_string(&mut out, &blob);
+            }
+            None => {
+                out.push(2);
+                put_len(&mut out, members.len() as u64);
+                members.iter().for_each(|m| put_string(&mut out, m));
+            }
+        },
+        RdbValue::ZSet(pairs) => {
+            out.push(5);
+            put_len(&mut out, pairs.len() as u64);
+            // Redis writes a skiplist from its tail, so loading inserts at the head.
+            for (member, score) in pairs.iter().rev() {
+                put_string(&mut out, member);
+                out.extend_from_slice(&score.to_le_bytes());
+            }
+        }
+        RdbValue::Hash(pairs) => {
+            out.push(4);
+            put_len(&mut out, pairs.len() as u64);
+            for (field, value) in pairs {
+                put_string(&mut out, field);
+                put_string(&mut out, value);
+            }
+        }
+    }
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = CRC64.checksum(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Checks a DUMP payload's version and checksum and reads its object.
+///
+/// # Errors
+/// [`Error::DumpVersionOrChecksum`] for a payload under 10 bytes, an RDB version above
+/// [`RDB_VERSION`] or a CRC mismatch (Redis: "DUMP payload version or checksum are wrong");
+/// [`Error::DumpFormat`] for anything wrong inside (Redis: "Bad data format"), including an
+/// empty collection, duplicate members, and the types this crate does not store (streams,
+/// modules).
+pub fn restore(payload: &[u8]) -> Result<RdbValue> {
+    let Some(body_len) = payload.len().checked_sub(10) else {
+        return Err(Error::DumpVersionOrChecksum);
+    };
+    let (body, footer) = payload.split_at(body_len);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let crc = u64::from_le_bytes(footer[2..].try_into().map_err(|_| Error::DumpVersionOrChecksum)?);
+    if version > RDB_VERSION || CRC64.checksum(&payload[..body_len + 2]) != crc {
+        return Err(Error::DumpVersionOrChecksum);
+    }
+    let mut r = In(body);
+    let value = read_object(&mut r)?;
+    let empty = match &value {
+        RdbValue::String(_) => false,
+        RdbValue::List(v) | RdbValue::Set(v) => v.is_empty(),
+        RdbValue::ZSet(v) => v.is_empty(),
+        RdbValue::Hash(v) => v.is_empty(),
+    };
+    if empty {
+        return Err(Error::DumpFormat("empty collection"));
+    }
+    Ok(value)
+}
+
+fn read_object(r: &mut In<'_>) -> Result<RdbValue> {
+    let ty = r.u8()?;
+    Ok(match ty {
+        0 => RdbValue::String(r.string()?),
+        1 => RdbValue::List(r.repeat(In::string)?),
+        2 => RdbValue::Set(unique(r.repeat(In::string)?, |m| m)?),
+        3 => RdbValue::ZSet(unique(r.repeat(|r| Ok((r.string()?, r.text_double()?)))?, |p| &p.0)?),
+        4 => RdbValue::Hash(unique(r.repeat(|r| Ok((r.string()?, r.string()?)))?, |p| &p.0)?),
+        5 => RdbValue::ZSet(unique(r.repeat(|r| Ok((r.string()?, r.f64_le()?)))?, |p| &p.0)?),
+        9 => RdbValue::Hash(unique(zipmap(&r.string()?)?, |p| &p.0)?),
+        10 => RdbValue::List(ziplist(&r.string()?)?),
+        11 => RdbValue::Set(unique(read_intset(&r.string()?)?, |m| m)?),
+        12 | 17 => {
+            let blob = r.string()?;
+            let items = if ty == 12 { ziplist(&blob)? } else { read_listpack(&blob)? };
+            RdbValue::ZSet(unique(pairs(items, |s| parse_score(&s))?, |p| &p.0)?)
+        }
+        13 | 16 => {
+            let blob = r.string()?;
+            let items = if ty == 13 { ziplist(&blob)? } else { read_listpack(&blob)? };
+            RdbValue::Hash(unique(pairs(items, Ok)?, |p| &p.0)?)
+        }
+        14 => RdbValue::List(r.repeat(|r| ziplist(&r.string()?))?.into_iter().flatten().collect()),
+        18 => {
+            let nodes = r.repeat(|r| match r.len()? {
+                1 => Ok(vec![r.string()?]),
+                2 => {
+                    let items = read_listpack(&r.string()?)?;
+                    if items.is_empty() { Err(Error::DumpFormat("empty quicklist node")) } else { Ok(items) }
+                }
+                _ => Err(Error::DumpFormat("quicklist container")),
+            })?;
+            RdbValue::List(nodes.into_iter().flatten().collect())
+        }
+        _ => return Err(Error::DumpFormat("unsupported object type")),
+    })
+}
+
+/// Refuses a collection whose keys repeat.
+fn unique<T>(items: Vec<T>, key: impl Fn(&T) -> &Bytes) -> Result<Vec<T>> {
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    if items.iter().all(|item| seen.insert(key(item).clone())) {
+        Ok(items)
+    } else {
+        Err(Error::DumpFormat("duplicate member"))
+    }
+}
+
+/// Pairs up a flat container: field, value, field, value…
+fn pairs<T>(items: Vec<Bytes>, value: impl Fn(Bytes) -> Result<T>) -> Result<Vec<(Bytes, T)>> {
+    if items.len() % 2 != 0 {
+        return Err(Error::DumpFormat("odd number of entries"));
+    }
+    let mut out = Vec::with_capacity(items.len() / 2);
+    let mut it = items.into_iter();
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        out.push((k, value(v)?));
+    }
+    Ok(out)
+}
+
+/// A score written as text in a ziplist or listpack: what `strtod` reads, whole.
+fn parse_score(text: &[u8]) -> Result<f64> {
+    let s = std::str::from_utf8(text).map_err(|_| Error::DumpFormat("score"))?;
+    let x: f64 = match s {
+        "inf" | "+inf" => f64::INFINITY,
+        "-inf" => f64::NEG_INFINITY,
+        _ => s.parse().map_err(|_| Error::DumpFormat("score"))?,
+    };
+    if x.is_nan() { Err(Error::DumpFormat("score")) } else { Ok(x) }
+}
+
+/// A little-endian reader over the payload; every failure is [`Error::DumpFormat`].
+struct In<'a>(&'a [u8]);
+
+impl<'a> In<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.0.len() < n {
+            return Err(Error::DumpFormat("truncated"));
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn f64_le(&mut self) -> Result<f64> {
+        let x = f64::from_le_bytes(self.take(8)?.try_into().map_err(|_| Error::DumpFormat("double"))?);
+        if x.is_nan() { Err(Error::DumpFormat("NaN score")) } else { Ok(x) }
+    }
+
+    /// The old zset score: a length byte (253 NaN, 254 +inf, 255 -inf) then ASCII.
+    fn text_double(&mut self) -> Result<f64> {
+        match self.u8()? {
+            253 => Err(Error::DumpFormat("NaN score")),
+            254 => Ok(f64::INFINITY),
+            255 => Ok(f64::NEG_INFINITY),
+            n => parse_score(self.take(usize::from(n))?),
+        }
+    }
+
+    /// A length, or `Err` for the special string encodings (which only [`In::string`] reads).
+    fn len_or_special(&mut self) -> Result<std::result::Result<u64, u8>> {
+        let first = self.u8()?;
+        Ok(match first >> 6 {
+            0 => Ok(u64::from(first & 0x3F)),
+            1 => Ok(u64::from(first & 0x3F) << 8 | u64::from(self.u8()?)),
+            2 => match first {
+                0x80 => Ok(u64::from(u32::from_be_bytes(self.take(4)?.try_into().unwrap_or_default()))),
+                0x81 => Ok(u64::from_be_bytes(self.take(8)?.try_into().unwrap_or_default())),
+                _ => return Err(Error::DumpFormat("length encoding")),
+            },
+            _ => Err(first & 0x3F),
+        })
+    }
+
+    fn len(&mut self) -> Result<u64> {
+        self.len_or_special()?.map_err(|_| Error::DumpFormat("length"))
+    }
+
+    fn string(&mut self) -> Result<Bytes> {
+        let len = match self.len_or_special()? {
+            Ok(len) => len,
+            Err(0) => return Ok(Bytes::from((self.u8()? as i8).to_string())),
+            Err(1) => return Ok(Bytes::from(i16::from_le_bytes([self.u8()?, self.u8()?]).to_string())),
+            Err(2) => {
+                let b = self.take(4)?;
+                return Ok(Bytes::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]).to_string()));
+            }
+            Err(3) => {
+                let compressed = self.len()?;
+                let len = self.len()?;
+                let input =
+                    self.take(usize::try_from(compressed).map_err(|_| Error::DumpFormat("length"))?)?;
+                return lzf_decompress(input, len).map(Bytes::from);
+            }
+            Err(_) => return Err(Error::DumpFormat("string encoding")),
+        };
+        let len = usize::try_from(len).map_err(|_| Error::DumpFormat("length"))?;
+        Ok(Bytes::copy_from_slice(self.take(len)?))
+    }
+
+    /// A length, then that many items. The capacity is bounded by the bytes left, so a huge
+    /// length in a short payload cannot allocate much.
+    fn repeat<T>(&mut self, mut item: impl FnMut(&mut Self) -> Result<T>) -> Result<Vec<T>> {
+        let n = self.len()?;
+        let mut out = Vec::with_capacity(usize::try_from(n).unwrap_or(0).min(self.0.len()));
+        for _ in 0..n {
+            out.push(item(self)?);
+        }
+        Ok(out)
+    }
+}
+
+/// LZF decompression into exactly `len` bytes.
+fn lzf_decompress(input: &[u8], len: u64) -> Result<Vec<u8>> {
+    let bad = || Error::DumpFormat("lzf");
+    let len = usize::try_from(len).map_err(|_| bad())?;
+    // An LZF back-reference expands at most 264 bytes per 2 input bytes.
+    if len > input.len().saturating_mul(132).saturating_add(64) {
+        return Err(bad());
+    }
+    let mut out = Vec::with_capacity(len);
+    let mut i = 0;
+    while i < input.len() {
+        let ctrl = usize::from(input[i]);
+        i += 1;
+        if ctrl < 32 {
+            let run = input.get(i..i + ctrl + 1).ok_or_else(bad)?;
+            out.extend_from_slice(run);
+            i += ctrl + 1;
+        } else {
+            let mut n = ctrl >> 5;
+            if n == 7 {
+                n += usize::from(*input.get(i).ok_or_else(bad)?);
+                i += 1;
+            }
+            let back = ((ctrl & 0x1F) << 8) + usize::from(*input.get(i).ok_or_else(bad)?) + 1;
+            i += 1;
+            let start = out.len().checked_sub(back).ok_or_else(bad)?;
+            for k in 0..n + 2 {
+                out.push(out[start + k]);
+            }
+        }
+        if out.len() > len {
+            return Err(bad());
+        }
+    }
+    if out.len() == len { Ok(out) } else { Err(bad()) }
+}
+
+/// A listpack: total bytes u32 LE, count u16 LE, entries each followed by its back-length,
+/// then 0xFF. Integers come back as their decimal text.
+fn read_listpack(blob: &[u8]) -> Result<Vec<Bytes>> {
+    let bad = |what| Error::DumpFormat(what);
+    if blob.len() < 7 || u32::from_le_bytes([blob[0], blob[1], blob[2], blob[3]]) as usize != blob.len() {
+        return Err(bad("listpack header"));
+    }
+    let count = u16::from_le_bytes([blob[4], blob[5]]);
+    let mut r = In(&blob[6..]);
+    let mut out = Vec::new();
+    loop {
+        let start = r.0.len();
+        let first = r.u8()?;
+        if first == 0xFF {
+            break;
+        }
+        let int = |v: i64| Bytes::from(v.to_string());
+        let item = match first {
+            0x00..=0x7F => int(i64::from(first)),
+            0x80..=0xBF => Bytes::copy_from_slice(r.take(usize::from(first & 0x3F))?),
+            0xC0..=0xDF => {
+                let v = i64::from(first & 0x1F) << 8 | i64::from(r.u8()?);
+                int(if v >= 1 << 12 { v - (1 << 13) } else { v })
+            }
+            0xE0..=0xEF => {
+                let n = usize::from(first & 0x0F) << 8 | usize::from(r.u8()?);
+                Bytes::copy_from_slice(r.take(n)?)
+            }
+            0xF0 => {
+                let b = r.take(4)?;
+                Bytes::copy_from_slice(r.take(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)?)
+            }
+            0xF1 => int(i64::from(i16::from_le_bytes([r.u8()?, r.u8()?]))),
+            0xF2 => {
+                let b = r.take(3)?;
+                int(i64::from(i32::from_le_bytes([0, b[0], b[1], b[2]]) >> 8))
+            }
+            0xF3 => int(i64::from(i32::from_le_bytes(r.take(4)?.try_into().map_err(|_| bad("int"))?))),
+            0xF4 => int(i64::from_le_bytes(r.take(8)?.try_into().map_err(|_| bad("int"))?)),
+            _ => return Err(bad("listpack entry encoding")),
+        };
+        let entry_len = start - r.0.len();
+        let backlen = backlen_bytes(entry_len);
+        if r.take(backlen.len())? != backlen.as_slice() {
+            return Err(bad("listpack back-length"));
+        }
+        out.push(item);
+    }
+    if !r.0.is_empty() || (count != u16::MAX && usize::from(count) != out.len()) {
+        return Err(bad("listpack count"));
+    }
+    Ok(out)
+}
+
+/// The back-length a listpack writes after an entry of `len` bytes: 7 bits per byte, the
+/// highest group first; every byte after the first has bit 7 set (read backwards, it says
+/// that more bytes follow).
+fn backlen_bytes(len: usize) -> Vec<u8> {
+    let mut groups = Vec::with_capacity(5);
+    let mut v = len;
+    loop {
+        groups.push((v & 0x7F) as u8);
+        v >>= 7;
+        if v == 0 {
+            break;
+        }
+    }
+    groups.reverse();
+    for g in groups.iter_mut().skip(1) {
+        *g |= 0x80;
+    }
+    groups
+}
+
+/// A ziplist: zlbytes u32, zltail u32, zllen u16, entries (prevlen, encoding, data), 0xFF.
+fn ziplist(blob: &[u8]) -> Result<Vec<Bytes>> {
+    let bad = |what| Error::DumpFormat(what);
+    if blob.len() < 11 || u32::from_le_bytes([blob[0], blob[1], blob[2], blob[3]]) as usize != blob.len() {
+        return Err(bad("ziplist header"));
+    }
+    let count = u16::from_le_bytes([blob[8], blob[9]]);
+    let mut r = In(&blob[10..]);
+    let mut out = Vec::new();
+    loop {
+        let first = r.u8()?;
+        if first == 0xFF {
+            break;
+        }
+        if first == 0xFE {
+            r.take(4)?;
+        }
+        let enc = r.u8()?;
+        let int = |v: i64| Bytes::from(v.to_string());
+        let item = match enc >> 6 {
+            0 => Bytes::copy_from_slice(r.take(usize::from(enc & 0x3F))?),
+            1 => {
+                let n = usize::from(enc & 0x3F) << 8 | usize::from(r.u8()?);
+                Bytes::copy_from_slice(r.take(n)?)
+            }
+            2 => {
+                let b = r.take(4)?;
+                Bytes::copy_from_slice(r.take(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)?)
+            }
+            _ => match enc {
+                0xC0 => int(i64::from(i16::from_le_bytes([r.u8()?, r.u8()?]))),
+                0xD0 => int(i64::from(i32::from_le_bytes(r.take(4)?.try_into().map_err(|_| bad("int"))?))),
+                0xE0 => int(i64::from_le_bytes(r.take(8)?.try_into().map_err(|_| bad("int"))?)),
+                0xF0 => {
+                    let b = r.take(3)?;
+                    int(i64::from(i32::from_le_bytes([0, b[0], b[1], b[2]]) >> 8))
+                }
+                0xFE => int(i64::from(r.u8()? as i8)),
+                0xF1..=0xFD => int(i64::from(enc & 0x0F) - 1),
+                _ => return Err(bad("ziplist entry encoding")),
+            },
+        };
+        out.push(item);
+    }
+    if !r.0.is_empty() || (count != u16::MAX && usize::from(count) != out.len()) {
+        return Err(bad("ziplist count"));
+    }
+    Ok(out)
+}
+
+/// A zipmap: zmlen u8, then (len field, len free value free-bytes) pairs, then 0xFF.
+fn zipmap(blob: &[u8]) -> Result<Vec<(Bytes, Bytes)>> {
+    let mut r = In(blob);
+    r.u8()?;
+    let mut out = Vec::new();
+    let zlen = |r: &mut In<'_>| -> Result<Option<usize>> {
+        Ok(match r.u8()? {
+            0xFF => None,
+            254 => {
+                Some(u32::from_le_bytes(r.take(4)?.try_into().map_err(|_| Error::DumpFormat("zipmap"))?)
+                    as usize)
+            }
+            n => Some(usize::from(n)),
+        })
+    };
+    while let Some(flen) = zlen(&mut r)? {
+        let field = Bytes::copy_from_slice(r.take(flen)?);
+        let vlen = zlen(&mut r)?.ok_or(Error::DumpFormat("zipmap"))?;
+        let free = usize::from(r.u8()?);
+        let value = Bytes::copy_from_slice(r.take(vlen)?);
+        r.take(free)?;
+        out.push((field, value));
+    }
+    Ok(out)
+}
+
+/// An intset: encoding u32 LE (2, 4 or 8), count u32 LE, then the integers ascending, LE.
+fn read_intset(blob: &[u8]) -> Result<Vec<Bytes>> {
+    let bad = || Error::DumpFormat("intset");
+    if blob.len() < 8 {
+        return Err(bad());
+    }
+    let width = u32::from_le_bytes([blob[0], blob[1], blob[2], blob[3]]) as usize;
+    let count = u32::from_le_bytes([blob[4], blob[5], blob[6], blob[7]]) as usize;
+    if !matches!(width, 2 | 4 | 8) || count.checked_mul(width) != Some(blob.len() - 8) {
+        return Err(bad());
+    }
+    let values: Vec<i64> = blob[8..]
+        .chunks_exact(width)
+        .map(|c| match width {
+            2 => i64::from(i16::from_le_bytes([c[0], c[1]])),
+            4 => i64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            _ => i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
+        })
+        .collect();
+    if values.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(bad());
+    }
+    Ok(values.into_iter().map(|v| Bytes::from(v.to_string())).collect())
+}
+
+/// Writes a length in the shortest form.
+fn put_len(out: &mut Vec<u8>, len: u64) {
+    if len < 1 << 6 {
+        out.push(len as u8);
+    } else if len < 1 << 14 {
+        out.extend_from_slice(&[0x40 | (len >> 8) as u8, len as u8]);
+    } else if let Ok(len) = u32::try_from(len) {
+        out.push(0x80);
+        out.extend_from_slice(&len.to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&len.to_be_bytes());
+    }
+}
+
+/// Writes a string: a canonical decimal integer in 32 bits takes the int forms, as Redis
+/// writes them; anything else is length and bytes.
+fn put_string(out: &mut Vec<u8>, s: &[u8]) {
+    match canonical_int(s).and_then(|v| i32::try_from(v).ok()) {
+        Some(v) if i8::try_from(v).is_ok() => out.extend_from_slice(&[0xC0, v as i8 as u8]),
+        Some(v) if i16::try_from(v).is_ok() => {
+            out.push(0xC1);
+            out.extend_from_slice(&(v as i16).to_le_bytes());
+        }
+        Some(v) => {
+            out.push(0xC2);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        None => {
+            put_len(out, s.len() as u64);
+            out.extend_from_slice(s);
+        }
+    }
+}
+
+/// The value of a string that is exactly the decimal text of an `i64` (no sign on zero, no
+/// leading zeros, at most 20 bytes), as Redis' `string2ll`.
+fn canonical_int(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    let v: i64 = std::str::from_utf8(s).ok()?.parse().ok()?;
+    (v.to_string().as_bytes() == s).then_some(v)
+}
+
+/// An intset of the members, when all are canonical integers and there are few enough.
+fn intset(members: &[Bytes]) -> Option<Vec<u8>> {
+    if members.is_empty() || members.len() > INTSET_MAX_ENTRIES {
+        return None;
+    }
+    let mut values = members.iter().map(|m| canonical_int(m)).collect::<Option<Vec<i64>>>()?;
+    values.sort_unstable();
+    let width: usize = if values.iter().all(|v| i16::try_from(*v).is_ok()) {
+        2
+    } else if values.iter().all(|v| i32::try_from(*v).is_ok()) {
+        4
+    } else {
+        8
+    };
+    let mut out = Vec::with_capacity(8 + width * values.len());
+    out.extend_from_slice(&(width as u32).to_le_bytes());
+    out.extend_from_slice(&(values.len() as u32).to_le_bytes());
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes()[..width]);
+    }
+    Some(out)
+}
+
+/// Splits list elements into quicklist nodes of at most [`QUICKLIST_NODE_BYTES`] of element
+/// data (a larger element gets a node of its own).
+fn quicklist_nodes(items: &[Bytes]) -> Vec<&[Bytes]> {
+    let mut nodes = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, item) in items.iter().enumerate() {
+        if i > start && bytes + item.len() > QUICKLIST_NODE_BYTES {
+            nodes.push(&items[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += item.len() + 2;
+    }
+    if start < items.len() {
+        nodes.push(&items[start..]);
+    }
+    nodes
+}
+
+/// A listpack of the items, integers in the integer encodings as Redis' `lpAppend` does.
+fn listpack(items: &[Bytes]) -> Vec<u8> {
+    let mut out = vec![0; 6];
+    for item in items {
+        let start = out.len();
+        match canonical_int(item) {
+            Some(v @ 0..=127) => out.push(v as u8),
+            Some(v) if (-4096..4096).contains(&v) => {
+                let u = (v & 0x1FFF) as u16;
+                out.extend_from_slice(&[0xC0 | (u >> 8) as u8, u as u8]);
+            }
+            Some(v) if i16::try_from(v).is_ok() => {
+                out.push(0xF1);
+                out.extend_from_slice(&(v as i16).to_le_bytes());
+            }
+            Some(v) if (-(1 << 23)..1 << 23).contains(&v) => {
+                out.push(0xF2);
+                out.extend_from_slice(&(v as i32).to_le_bytes()[..3]);
+            }
+            Some(v) if i32::try_from(v).is_ok() => {
+                out.push(0xF3);
+                out.extend_from_slice(&(v as i32).to_le_bytes());
+            }
+            Some(v) => {
+                out.push(0xF4);
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            None if item.len() < 64 => {
+                out.push(0x80 | item.len() as u8);
+                out.extend_from_slice(item);
+            }
+            None if item.len() < 4096 => {
+                out.extend_from_slice(&[0xE0 | (item.len() >> 8) as u8, item.len() as u8]);
+                out.extend_from_slice(item);
+            }
+            None => {
+                out.push(0xF0);
+                out.extend_from_slice(&(item.len() as u32).to_le_bytes());
+                out.extend_from_slice(item);
+            }
+        }
+        let backlen = backlen_bytes(out.len() - start);
+        out.extend_from_slice(&backlen);
+    }
+    out.push(0xFF);
+    let total = out.len() as u32;
+    out[..4].copy_from_slice(&total.to_le_bytes());
+    let count = u16::try_from(items.len()).unwrap_or(u16::MAX);
+    out[4..6].copy_from_slice(&count.to_le_bytes());
+    out
+}

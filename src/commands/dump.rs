@@ -1,0 +1,220 @@
+//! DUMP and RESTORE in Redis' own serialization ([`crate::codec::rdb`]), so data moves
+//! between this engine and a real Redis (redis-shake, RIOT, `MIGRATE`-style tools).
+//!
+//! RESTORE writes the key's metadata and all its records in one batch, under a fresh
+//! version; replacing a collection only overwrites its metadata (the old records become
+//! garbage, O(1) as DEL).
+
+use bytes::Bytes;
+
+use super::args::int_arg;
+use super::table::Handler;
+use super::{CommandError, CommandResult, Db, Reply};
+use crate::backend::{Direction, KvBackend, WriteBatch};
+use crate::codec::rdb::{self, RdbValue};
+use crate::codec::{ColumnFamily, Metadata, RedisType, decode_f64_slice, encode_f64, push_back_tail};
+
+/// This family's command table.
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
+    Some(match name {
+        "dump" => dump_cmd,
+        "restore" => restore_cmd,
+        _ => return None,
+    })
+}
+
+/// RESTORE's options after the payload.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RestoreOptions {
+    /// Overwrite an existing key instead of answering BUSYKEY.
+    pub replace: bool,
+    /// The TTL is an absolute unix time in milliseconds.
+    pub absttl: bool,
+}
+
+impl<B: KvBackend> Db<'_, B> {
+    /// The DUMP payload of `key`, `None` when it does not exist. Reads the metadata and
+    /// every record of a collection; a bitmap dumps as the equivalent string.
+    ///
+    /// # Errors
+    /// [`CommandError::WrongType`] for a Kvrocks-only type (stream, bloom filter…), which
+    /// has no RDB form here; storage errors.
+    pub fn dump(&self, key: &[u8]) -> CommandResult<Option<Vec<u8>>> {
+        let Some(entry) = self.lookup_stringlike(key)? else {
+            return Ok(None);
+        };
+        let meta = entry.meta;
+        let subs = |db: &Self| -> CommandResult<Vec<(Bytes, Bytes)>> {
+            db.scan_subkeys(key, meta.version, Direction::Forward)?.collect()
+        };
+        let value = match meta.ty {
+            RedisType::String => RdbValue::String(entry.value),
+            RedisType::Hash => RdbValue::Hash(subs(self)?),
+            RedisType::Set => RdbValue::Set(subs(self)?.into_iter().map(|(m, _)| m).collect()),
+            RedisType::List => RdbValue::List(subs(self)?.into_iter().map(|(_, v)| v).collect()),
+            RedisType::ZSet => RdbValue::ZSet(
+                subs(self)?
+                    .into_iter()
+                    .map(|(m, s)| Ok((m, decode_f64_slice(&s)?)))
+                    .collect::<crate::Result<_>>()?,
+            ),
+            // Kvrocks-only types have no RDB form (a bitmap dumps as its string, above).
+            _ => return Err(CommandError::WrongType),
+        };
+        Ok(Some(rdb::dump(&value)))
+    }
+
+    /// Creates `key` from a DUMP payload, expiring at `ttl_ms` (0: never; relative to now
+    /// unless `opts.absttl`). A TTL already in the past only deletes an existing key (with
+    /// `replace`), as Redis does. One batch: the metadata and every record.
+    ///
+    /// # Errors
+    /// In Redis' order: "BUSYKEY Target key name already exists." without `replace`; "ERR
+    /// Invalid TTL value, must be >= 0"; "ERR DUMP payload version or checksum are wrong";
+    /// "ERR Bad data format"; storage errors.
+    pub fn restore(
+        &mut self,
+        key: &[u8],
+        ttl_ms: i64,
+        payload: &[u8],
+        opts: RestoreOptions,
+    ) -> CommandResult<()> {
+        let exists = self.lookup(key)?.is_some();
+        if exists && !opts.replace {
+            return Err(CommandError::Other("BUSYKEY Target key name already exists.".into()));
+        }
+        if ttl_ms < 0 {
+            return Err(CommandError::err("Invalid TTL value, must be >= 0"));
+        }
+        let value = rdb::restore(payload).map_err(|e| match e {
+            crate::Error::DumpVersionOrChecksum => {
+                CommandError::err("DUMP payload version or checksum are wrong")
+            }
+            _ => CommandError::err("Bad data format"),
+        })?;
+        let now = i64::try_from(self.now_ms()).unwrap_or(i64::MAX);
+        let expire = match ttl_ms {
+            0 => 0,
+            ttl if opts.absttl => ttl,
+            ttl => ttl.saturating_add(now),
+        };
+        let mut batch = WriteBatch::new();
+        if expire != 0 && expire <= now {
+            if exists {
+                self.delete_key(&mut batch, key);
+            }
+            return self.commit(batch);
+        }
+        self.queue_value(&mut batch, key, value, expire as u64)?;
+        self.commit(batch)
+    }
+
+    /// Queues `key` as a new key holding `value` (overwriting whatever it held): the
+    /// metadata, and for a collection every record under a fresh version. `expire_ms` is
+    /// absolute unix milliseconds, 0 for none. RESTORE and SORT … STORE write through this.
+    ///
+    /// # Errors
+    /// Storage errors (a key or list too long for the layout).
+    pub(crate) fn queue_value(
+        &self,
+        batch: &mut WriteBatch,
+        key: &[u8],
+        value: RdbValue,
+        expire_ms: u64,
+    ) -> CommandResult<()> {
+        let ty = match &value {
+            RdbValue::String(s) => {
+                self.put_metadata(batch, key, &Metadata::string(s, expire_ms));
+                return Ok(());
+            }
+            RdbValue::Hash(_) => RedisType::Hash,
+            RdbValue::Set(_) => RedisType::Set,
+            RdbValue::List(_) => RedisType::List,
+            RdbValue::ZSet(_) => RedisType::ZSet,
+        };
+        // Not blind-write even in blind-write mode: the size is known.
+        let mut meta = Metadata { expire_ms, ..Metadata::collection(ty, self.new_version()) };
+        let version = meta.version;
+        match value {
+            RdbValue::String(_) => unreachable!("returned above"),
+            RdbValue::Hash(pairs) => {
+                meta.size = pairs.len() as u64;
+                for (field, value) in pairs {
+                    batch.put(ColumnFamily::Subkey, self.subkey(key, version, &field)?, value);
+                }
+            }
+            RdbValue::Set(members) => {
+                meta.size = members.len() as u64;
+                for member in members {
+                    batch.put(ColumnFamily::Subkey, self.subkey(key, version, &member)?, Bytes::new());
+                }
+            }
+            RdbValue::List(items) => {
+                for item in items {
+                    let index = meta.tail;
+                    meta.tail = push_back_tail(meta.tail)?;
+                    batch.put(ColumnFamily::Subkey, self.subkey(key, version, &index.to_be_bytes())?, item);
+                }
+                meta.size = meta.tail - meta.head;
+            }
+            RdbValue::ZSet(pairs) => {
+                meta.size = pairs.len() as u64;
+                for (member, score) in pairs {
+                    // -0 is stored as 0 (the ordered encoding keeps one zero).
+                    let score = if score == 0.0 { 0.0 } else { score };
+                    batch.put(
+                        ColumnFamily::Subkey,
+                        self.subkey(key, version, &member)?,
+                        encode_f64(score)?.to_vec(),
+                    );
+                    let score_key = self.layout().score_key(key, version, score, &member)?;
+                    batch.put(ColumnFamily::Score, score_key, Bytes::new());
+                }
+            }
+        }
+        self.put_metadata(batch, key, &meta);
+        Ok(())
+    }
+}
+
+fn dump_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    Ok(db.dump(&argv[1])?.map_or(Reply::Nil, |p| Reply::Bulk(Bytes::from(p))))
+}
+
+/// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]`. The options are
+/// checked first, as Redis does; IDLETIME and FREQ are validated and otherwise ignored (no
+/// LRU/LFU bookkeeping here), and naming both is a syntax error.
+fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let mut opts = RestoreOptions::default();
+    let (mut idle, mut freq) = (false, false);
+    let mut j = 4;
+    while j < argv.len() {
+        let has_value = j + 1 < argv.len();
+        match argv[j].to_ascii_lowercase().as_slice() {
+            b"replace" => opts.replace = true,
+            b"absttl" => opts.absttl = true,
+            b"idletime" if has_value && !freq => {
+                if int_arg(&argv[j + 1])? < 0 {
+                    return Err(CommandError::err("Invalid IDLETIME value, must be >= 0"));
+                }
+                idle = true;
+                j += 1;
+            }
+            b"freq" if has_value && !idle => {
+                if !(0..=255).contains(&int_arg(&argv[j + 1])?) {
+                    return Err(CommandError::err("Invalid FREQ value, must be >= 0 and <= 255"));
+                }
+                freq = true;
+                j += 1;
+            }
+            _ => return Err(CommandError::Syntax),
+        }
+        j += 1;
+    }
+    if !opts.replace && db.lookup(&argv[1])?.is_some() {
+        return Err(CommandError::Other("BUSYKEY Target key name already exists.".into()));
+    }
+    let ttl = int_arg(&argv[2])?;
+    db.restore(&argv[1], ttl, &argv[3], opts)?;
+    Ok(Reply::OK)
+}

@@ -1,0 +1,332 @@
+//! [`Engine`]: one backend shared by many clients on many threads, with MULTI/EXEC/WATCH.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use bytes::Bytes;
+
+use super::db::{Share, Shared};
+use super::locks::{KeyLocks, LockGuard};
+use super::overlay::Overlay;
+use super::session::{Multi, Watched};
+use super::table::{self, CommandInfo};
+use super::{CommandError, Db, Reply, Session, Touch, TouchedKey, resolve};
+use crate::backend::{ColumnFamily, KvBackend};
+use crate::codec::{Clock, KeyLayout, Metadata};
+
+/// A database many clients use at once: the backend and the state every connection shares
+/// (clock, versions, SCAN cursors, key locks, WATCH registrations). Per-connection state
+/// lives in each client's [`Session`]. `Engine<B>` is `Send + Sync` when `B` is; wrap it in an
+/// `Arc` and call [`Engine::execute`] from any thread.
+///
+/// Each command runs under the key locks of [`super::locks`] taken from its key specs, so
+/// its reads and its one batch are atomic with respect to other commands. EXEC runs its
+/// queue over an [`Overlay`] under the union of the queued commands' locks and commits the
+/// whole transaction as one batch.
+pub struct Engine<B> {
+    backend: B,
+    shared: Shared,
+    locks: KeyLocks,
+    watches: Watches,
+    next_client: AtomicU64,
+}
+
+impl<B: KvBackend> Engine<B> {
+    /// An engine with the default (Kvrocks standalone) layout and the system clock.
+    pub fn new(backend: B) -> Self {
+        Engine::with_layout(backend, KeyLayout::default())
+    }
+
+    /// An engine writing records with `layout`.
+    pub fn with_layout(backend: B, layout: KeyLayout) -> Self {
+        Engine {
+            backend,
+            shared: Shared::new(layout),
+            locks: KeyLocks::default(),
+            watches: Watches::default(),
+            next_client: AtomicU64::new(1),
+        }
+    }
+
+    /// Replaces the clock (tests use [`crate::codec::ManualClock`]).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.shared.clock = clock;
+        self
+    }
+
+    /// Seeds the generator behind SPOP, SRANDMEMBER, RANDOMKEY and friends.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.shared.seed(seed);
+        self
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The layout of database 0 (its decoders read every database's records).
+    pub fn layout(&self) -> &KeyLayout {
+        &self.shared.base_layout
+    }
+
+    /// The clock's time in unix milliseconds.
+    pub fn now_ms(&self) -> u64 {
+        self.shared.clock.now_ms()
+    }
+
+    /// The key locks, for an engine that runs its own maintenance beside the commands.
+    pub fn locks(&self) -> &KeyLocks {
+        &self.locks
+    }
+
+    /// A new client session with a fresh id.
+    pub fn session(&self) -> Session {
+        Session::new(self.next_client.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Ends a session: forgets its WATCHes. Call it when the connection closes.
+    pub fn close(&self, session: &mut Session) {
+        self.unwatch(session);
+        session.multi = None;
+    }
+
+    /// A [`Db`] over `session`'s database, without locks: for single-threaded use and tests
+    /// (typed calls such as `engine.db(&s).get(b"k")`).
+    pub fn db(&self, session: &Session) -> Db<'_, &B> {
+        Db::over(&self.backend, Share::Borrowed(&self.shared), session.db)
+    }
+
+    /// The database and user key a [`TouchedKey`] names (`None` if its namespace is not one
+    /// of this engine's databases).
+    pub fn touched_key(&self, touched: &TouchedKey) -> Option<(usize, Bytes)> {
+        self.shared.decode_touched(&touched.metadata_key)
+    }
+
+    /// [`Engine::execute`] for string arguments.
+    pub fn run<S: AsRef<[u8]>>(&self, session: &mut Session, argv: &[S]) -> Reply {
+        let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a.as_ref())).collect();
+        self.execute(session, &argv)
+    }
+
+    /// Runs one command for `session` (argv as in [`Db::execute`]), with Redis 7.0's
+    /// MULTI/EXEC/DISCARD/WATCH/UNWATCH semantics and errors, and `COMMAND` from the table.
+    /// Afterwards [`Session::touched`] lists the keys it modified.
+    pub fn execute(&self, session: &mut Session, argv: &[Bytes]) -> Reply {
+        session.touched.clear();
+        let info = match resolve(argv) {
+            Ok(info) => info,
+            Err(reply) => {
+                if let Some(multi) = &mut session.multi {
+                    multi.failed = true;
+                }
+                return reply;
+            }
+        };
+        if let Some(multi) = &mut session.multi {
+            if !matches!(info.name, "exec" | "discard" | "multi" | "watch") {
+                multi.queue.push((info, argv.to_vec()));
+                return Reply::status("QUEUED");
+            }
+        }
+        match info.name {
+            "multi" if session.multi.is_some() => Reply::Error("ERR MULTI calls can not be nested".into()),
+            "multi" => {
+                session.multi = Some(Multi::default());
+                Reply::OK
+            }
+            "exec" => self.exec(session),
+            "discard" => match session.multi.take() {
+                None => Reply::Error("ERR DISCARD without MULTI".into()),
+                Some(_) => {
+                    self.unwatch(session);
+                    Reply::OK
+                }
+            },
+            "watch" if session.multi.is_some() => {
+                Reply::Error("ERR WATCH inside MULTI is not allowed".into())
+            }
+            "watch" => self.watch(session, &argv[1..]).unwrap_or_else(|e| Reply::Error(e.to_string())),
+            "unwatch" => {
+                self.unwatch(session);
+                Reply::OK
+            }
+            _ => {
+                self.run_locked(session, &[(info, argv)], |db, (info, argv)| db.execute_resolved(info, argv))
+            }
+        }
+    }
+
+    /// Runs `commands` under their locks over a fresh [`Db`], then notifies watchers.
+    fn run_locked<T>(
+        &self,
+        session: &mut Session,
+        commands: &[(&'static CommandInfo, T)],
+        run: impl Fn(&mut Db<'_, &B>, &(&'static CommandInfo, T)) -> Reply,
+    ) -> Reply
+    where
+        T: AsRef<[Bytes]>,
+    {
+        let _guard = self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]);
+        let mut db = self.db(session);
+        let reply = commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray);
+        session.db = db.index();
+        session.touched = db.take_touched();
+        self.watches.notify(&session.touched);
+        reply
+    }
+
+    /// The locks for `commands` and the `watched` keys (shared).
+    fn lock<'c>(
+        &self,
+        commands: impl Iterator<Item = (&'static CommandInfo, &'c [Bytes])> + Clone,
+        watched: &'c [Watched],
+    ) -> LockGuard<'_> {
+        let several = commands.clone().nth(1).is_some();
+        let whole = commands.clone().any(|(info, argv)| {
+            (info.is_keyspace_wide() && (several || info.is_write())) || info.reads_derived_keys(argv)
+        });
+        let keys = commands.flat_map(|(info, argv)| {
+            let positions = table::key_positions(info, argv).unwrap_or_default();
+            positions.into_iter().map(move |i| (argv[i].as_ref(), info.is_write()))
+        });
+        let watched = watched.iter().map(|w| (w.key.as_ref(), false));
+        self.locks.lock(whole, keys.chain(watched))
+    }
+
+    fn exec(&self, session: &mut Session) -> Reply {
+        let Some(multi) = session.multi.take() else {
+            return Reply::Error("ERR EXEC without MULTI".into());
+        };
+        if multi.failed {
+            self.unwatch(session);
+            return Reply::Error("EXECABORT Transaction discarded because of previous errors.".into());
+        }
+        let watched = std::mem::take(&mut session.watched);
+        let queue = &multi.queue;
+        let _guard = self.lock(queue.iter().map(|(info, argv)| (*info, argv.as_slice())), &watched);
+        session.watched = watched;
+        let aborted = session.dirty.load(Ordering::SeqCst) || self.watched_expired(session);
+        self.unwatch(session);
+        if aborted {
+            return Reply::NilArray;
+        }
+        let overlay = Overlay::new(&self.backend);
+        let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), session.db);
+        let replies = queue
+            .iter()
+            .map(|(info, argv)| match info.name {
+                "unwatch" => Reply::OK,
+                _ => db.execute_resolved(info, argv),
+            })
+            .collect();
+        let index = db.index();
+        let touched = db.take_touched();
+        drop(db);
+        let batch = overlay.into_batch();
+        if !batch.is_empty() {
+            if let Err(e) = self.backend.write(batch) {
+                return Reply::Error(CommandError::from(e).to_string());
+            }
+        }
+        session.db = index;
+        self.watches.notify(&touched);
+        session.touched = touched;
+        Reply::Array(replies)
+    }
+
+    /// WATCH: remembers each key's record and whether it is already expired.
+    fn watch(&self, session: &mut Session, keys: &[Bytes]) -> Result<Reply, CommandError> {
+        let layout = self.shared.layout_of(session.db)?;
+        let now = self.shared.clock.now_ms();
+        for key in keys {
+            let metadata_key = Bytes::from(layout.metadata_key(key));
+            if session.watched.iter().any(|w| w.metadata_key == metadata_key) {
+                continue;
+            }
+            let expired_at_watch = self.expired(&metadata_key, now)?;
+            self.watches.add(
+                metadata_key.clone(),
+                Watcher { flag: Arc::downgrade(&session.dirty), expired_at_watch },
+            );
+            session.watched.push(Watched { key: key.clone(), metadata_key, expired_at_watch });
+        }
+        Ok(Reply::OK)
+    }
+
+    /// Whether a watched key that was live when watched has expired since (Redis 7.0 aborts
+    /// EXEC then, even if nobody touched it).
+    fn watched_expired(&self, session: &Session) -> bool {
+        let now = self.shared.clock.now_ms();
+        session
+            .watched
+            .iter()
+            .any(|w| !w.expired_at_watch && self.expired(&w.metadata_key, now).unwrap_or(true))
+    }
+
+    fn expired(&self, metadata_key: &[u8], now: u64) -> Result<bool, CommandError> {
+        Ok(match self.backend.get(ColumnFamily::Metadata, metadata_key)? {
+            Some(raw) => Metadata::decode(&raw)?.is_expired(now),
+            None => false,
+        })
+    }
+
+    fn unwatch(&self, session: &mut Session) {
+        for w in session.watched.drain(..) {
+            self.watches.remove(&w.metadata_key, &session.dirty);
+        }
+        session.dirty.store(false, Ordering::SeqCst);
+    }
+}
+
+/// One session's registration on a watched key.
+struct Watcher {
+    flag: Weak<AtomicBool>,
+    expired_at_watch: bool,
+}
+
+/// Who watches which metadata key. Writers flag the watchers of what they touched before
+/// they release their key locks, so an EXEC holding those locks sees every earlier write.
+#[derive(Default)]
+struct Watches {
+    keys: AtomicUsize,
+    map: Mutex<HashMap<Bytes, Vec<Watcher>>>,
+}
+
+impl Watches {
+    fn add(&self, key: Bytes, watcher: Watcher) {
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        map.entry(key).or_default().push(watcher);
+        self.keys.store(map.len(), Ordering::SeqCst);
+    }
+
+    fn remove(&self, key: &Bytes, flag: &Arc<AtomicBool>) {
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(watchers) = map.get_mut(key) {
+            watchers
+                .retain(|w| w.flag.strong_count() > 0 && !std::ptr::eq(w.flag.as_ptr(), Arc::as_ptr(flag)));
+            if watchers.is_empty() {
+                map.remove(key);
+            }
+        }
+        self.keys.store(map.len(), Ordering::SeqCst);
+    }
+
+    fn notify(&self, touched: &[TouchedKey]) {
+        if touched.is_empty() || self.keys.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        for t in touched {
+            for w in map.get(&t.metadata_key).into_iter().flatten() {
+                if t.kind == Touch::Expired && w.expired_at_watch {
+                    continue;
+                }
+                if let Some(flag) = w.flag.upgrade() {
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+}

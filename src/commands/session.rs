@@ -1,0 +1,103 @@
+//! [`Session`]: what Redis keeps per client connection.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use bytes::Bytes;
+
+use super::{CommandInfo, TouchedKey};
+
+/// One client's state: selected database, protocol version, MULTI queue, WATCHed keys,
+/// id and name. The shared [`super::Engine`] holds none of it; a connection owns its
+/// session and passes it to every [`super::Engine::execute`].
+#[derive(Debug)]
+pub struct Session {
+    id: u64,
+    name: Option<Bytes>,
+    resp: u8,
+    pub(crate) db: usize,
+    pub(crate) multi: Option<Multi>,
+    pub(crate) watched: Vec<Watched>,
+    /// Set by another client touching a watched key (Redis' `CLIENT_DIRTY_CAS`).
+    pub(crate) dirty: Arc<AtomicBool>,
+    pub(crate) touched: Vec<TouchedKey>,
+}
+
+/// An open MULTI: the queued commands, and whether one was refused while queueing.
+#[derive(Debug, Default)]
+pub(crate) struct Multi {
+    pub(crate) queue: Vec<(&'static CommandInfo, Vec<Bytes>)>,
+    pub(crate) failed: bool,
+}
+
+/// A WATCHed key.
+#[derive(Debug, Clone)]
+pub(crate) struct Watched {
+    pub(crate) key: Bytes,
+    pub(crate) metadata_key: Bytes,
+    /// Already expired when watched: its expiry does not abort EXEC (Redis 7.0).
+    pub(crate) expired_at_watch: bool,
+}
+
+impl Session {
+    /// A session on database 0, RESP2, with client id `id`.
+    pub fn new(id: u64) -> Self {
+        Session {
+            id,
+            name: None,
+            resp: 2,
+            db: 0,
+            multi: None,
+            watched: Vec::new(),
+            dirty: Arc::new(AtomicBool::new(false)),
+            touched: Vec::new(),
+        }
+    }
+
+    /// The client id (`CLIENT ID`).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The client name (`CLIENT SETNAME`), if set.
+    pub fn name(&self) -> Option<&Bytes> {
+        self.name.as_ref()
+    }
+
+    /// Sets or clears the client name.
+    pub fn set_name(&mut self, name: Option<Bytes>) {
+        self.name = name;
+    }
+
+    /// The RESP protocol version the client speaks (2 until `HELLO 3` is supported).
+    pub fn resp(&self) -> u8 {
+        self.resp
+    }
+
+    /// Sets the RESP protocol version.
+    pub fn set_resp(&mut self, resp: u8) {
+        self.resp = resp;
+    }
+
+    /// The selected database.
+    pub fn db(&self) -> usize {
+        self.db
+    }
+
+    /// Whether a MULTI is open.
+    pub fn in_multi(&self) -> bool {
+        self.multi.is_some()
+    }
+
+    /// How many keys the session watches.
+    pub fn watched_count(&self) -> usize {
+        self.watched.len()
+    }
+
+    /// The keys the last executed command (or EXEC) modified or found expired, in order
+    /// (Redis' `signalModifiedKey`); [`super::Engine::touched_key`] names their database and
+    /// key. Blocking pops and keyspace notifications wake up from these.
+    pub fn touched(&self) -> &[TouchedKey] {
+        &self.touched
+    }
+}

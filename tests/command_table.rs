@@ -1,0 +1,112 @@
+//! The command table against a real redis-server 7.0: `COMMAND INFO` of every implemented
+//! command (name, arity, flags, first/last/step, ACL categories, key specs), and
+//! `COMMAND GETKEYS` over the numkeys and keyword forms and their errors.
+
+#[path = "differential/client.rs"]
+#[allow(dead_code)]
+mod client;
+
+use bytes::Bytes;
+use client::RedisServer;
+use rediskv::backend::MemoryBackend;
+use rediskv::commands::{Engine, Reply, table};
+
+fn server() -> Option<RedisServer> {
+    if !RedisServer::available() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "redis-server is missing and CI=true");
+        eprintln!("\n!!! command_table test SKIPPED: `redis-server` not found on PATH.\n");
+        return None;
+    }
+    Some(RedisServer::start().expect("redis-server starts"))
+}
+
+fn without_tips_and_subcommands(reply: Reply) -> Reply {
+    match reply {
+        Reply::Array(mut fields) if fields.len() == 10 => {
+            fields[7] = Reply::Array(Vec::new());
+            fields[9] = Reply::Array(Vec::new());
+            Reply::Array(fields)
+        }
+        other => other,
+    }
+}
+
+#[test]
+fn command_info_matches_redis() {
+    let Some(redis) = server() else { return };
+    let mut client = redis.connect().unwrap();
+    let engine = Engine::new(MemoryBackend::new());
+    let mut session = engine.session();
+    for info in table::all() {
+        let argv = ["COMMAND", "INFO", info.name];
+        let theirs = client.call(&argv).unwrap();
+        let ours = engine.run(&mut session, &argv);
+        let one = |r: Reply| match r {
+            Reply::Array(mut v) if v.len() == 1 => without_tips_and_subcommands(v.remove(0)),
+            other => panic!("{}: not a one-entry array: {other:?}", info.name),
+        };
+        assert_eq!(one(ours), one(theirs), "COMMAND INFO {}", info.name);
+    }
+}
+
+#[test]
+fn command_getkeys_matches_redis() {
+    let Some(redis) = server() else { return };
+    let mut client = redis.connect().unwrap();
+    let engine = Engine::new(MemoryBackend::new());
+    let mut session = engine.session();
+    let cases = [
+        "GET a",
+        "GET",
+        "GET a b",
+        "MSET a 1 b 2",
+        "MSET a 1 b",
+        "MGET a b c",
+        "DEL a b",
+        "RENAME a b",
+        "COPY a b DB 3 REPLACE",
+        "BLPOP a b 0",
+        "BLMOVE a b LEFT RIGHT 0",
+        "LMPOP 2 a b LEFT COUNT 3",
+        "LMPOP 0 a LEFT",
+        "LMPOP x a LEFT",
+        "LMPOP 3 a LEFT",
+        "BLMPOP 0 2 a b LEFT",
+        "ZMPOP 1 a MIN",
+        "BZMPOP 1.5 2 a b MAX",
+        "ZUNIONSTORE d 2 a b WEIGHTS 1 2",
+        "ZINTERSTORE d 1 a",
+        "ZDIFFSTORE d -1 a",
+        "ZUNION 2 a b",
+        "ZINTERCARD 2 a b LIMIT 3",
+        "SINTERCARD 1 a",
+        "SINTERSTORE d a b",
+        "SMOVE a b m",
+        "ZRANGESTORE d s 0 -1",
+        "PING x",
+        "FLUSHDB",
+        "SCAN 0",
+        "NOSUCH a",
+        "MULTI",
+        "WATCH a b",
+        "SORT s",
+        "SORT s BY w_* GET # LIMIT 0 1 STORE d",
+        "SORT s STORE d1 STORE d2",
+        "SORT_RO s BY w_*",
+    ];
+    for case in cases {
+        let mut argv = vec!["COMMAND", "GETKEYS"];
+        argv.extend(case.split(' '));
+        assert_eq!(engine.run(&mut session, &argv), client.call(&argv).unwrap(), "COMMAND GETKEYS {case}");
+    }
+    for line in ["COMMAND GETKEYS", "COMMAND COUNT x", "COMMAND NOPE", "COMMAND INFO get NoSuch GET"] {
+        let argv: Vec<&str> = line.split(' ').collect();
+        assert_eq!(engine.run(&mut session, &argv), client.call(&argv).unwrap(), "{line}");
+    }
+}
+
+#[test]
+fn keys_name_what_getkeys_names() {
+    let argv: Vec<Bytes> = ["ZUNIONSTORE", "d", "2", "a", "b"].iter().map(|s| Bytes::from(*s)).collect();
+    assert_eq!(rediskv::commands::keys(&argv), [&b"d"[..], b"a", b"b"]);
+}
