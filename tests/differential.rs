@@ -51,6 +51,8 @@ mod gen_bit;
 mod gen_generic;
 #[path = "differential/gen_hash.rs"]
 mod gen_hash;
+#[path = "differential/gen_hll.rs"]
+mod gen_hll;
 #[path = "differential/gen_keyspace.rs"]
 mod gen_keyspace;
 #[path = "differential/gen_list.rs"]
@@ -69,7 +71,8 @@ use kit::*;
 
 /// What runs. An entry is a family name (all its commands) or `family:cmd cmd …` (only
 /// those). Add a family here once its commands are merged.
-const ENABLED_FAMILIES: &[&str] = &["keyspace", "string", "hash", "set", "list", "zset", "generic", "bit"];
+const ENABLED_FAMILIES: &[&str] =
+    &["keyspace", "string", "hash", "set", "list", "zset", "generic", "bit", "hll"];
 
 /// Every family's generators, by name, with the pool keys it prefers (overlapping, so
 /// types still collide; keyspace commands use the whole pool).
@@ -83,6 +86,7 @@ const FAMILIES: &[Family] = &[
     ("zset", gen_zset::generators, &[b"k4", b"{k}x", b"k0"]),
     ("generic", gen_generic::generators, &[b"k0", b"k1"]),
     ("bit", gen_bit::generators, &[b"k0", b"k1", b"\x00\xff"]),
+    ("hll", gen_hll::generators, &[b"k2", b"k3", b"k0"]),
 ];
 
 const DEFAULT_OPS: usize = 30_000;

@@ -15,6 +15,7 @@ mod engine;
 mod error;
 mod generic;
 mod hash;
+mod hll;
 mod keyspace;
 mod list;
 mod locks;
@@ -66,6 +67,7 @@ pub fn handler<B: KvBackend>(info: &CommandInfo) -> Option<Handler<B>> {
         Family::Generic => generic::command(info.name),
         Family::Sort => sort::command(info.name),
         Family::Bitmap => bitmap::command(info.name),
+        Family::Hll => hll::command(info.name),
         Family::Session => None,
     }
 }

@@ -116,6 +116,8 @@ pub enum Family {
     Sort,
     /// Bitmaps (SETBIT, BITFIELD…).
     Bitmap,
+    /// HyperLogLog (PFADD, PFCOUNT, PFMERGE).
+    Hll,
     /// MULTI/EXEC/WATCH and COMMAND: per-connection state, answered by
     /// [`super::Engine::execute`].
     Session,

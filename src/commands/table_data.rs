@@ -1102,6 +1102,58 @@ pub(super) const TABLE: &[CommandInfo] = &[
         }],
     },
     CommandInfo {
+        name: "pfadd",
+        family: Family::Hll,
+        arity: -2,
+        flags: flag::WRITE | flag::DENYOOM | flag::FAST,
+        legacy: (1, 1, 1),
+        acl: "@write @hyperloglog @fast",
+        keys: &[KeySpec {
+            notes: None,
+            flags: &["RW", "insert"],
+            begin: Begin::Index(1),
+            find: Find::Range { lastkey: 0, step: 1, limit: 0 },
+        }],
+    },
+    CommandInfo {
+        name: "pfcount",
+        family: Family::Hll,
+        arity: -2,
+        flags: flag::READONLY,
+        legacy: (1, -1, 1),
+        acl: "@read @hyperloglog @slow",
+        keys: &[KeySpec {
+            notes: Some(
+                "RW because it may change the internal representation of the key, and propagate to replicas",
+            ),
+            flags: &["RW", "access"],
+            begin: Begin::Index(1),
+            find: Find::Range { lastkey: -1, step: 1, limit: 0 },
+        }],
+    },
+    CommandInfo {
+        name: "pfmerge",
+        family: Family::Hll,
+        arity: -2,
+        flags: flag::WRITE | flag::DENYOOM,
+        legacy: (1, -1, 1),
+        acl: "@write @hyperloglog @slow",
+        keys: &[
+            KeySpec {
+                notes: None,
+                flags: &["RW", "access", "insert"],
+                begin: Begin::Index(1),
+                find: Find::Range { lastkey: 0, step: 1, limit: 0 },
+            },
+            KeySpec {
+                notes: None,
+                flags: &["RO", "access"],
+                begin: Begin::Index(2),
+                find: Find::Range { lastkey: -1, step: 1, limit: 0 },
+            },
+        ],
+    },
+    CommandInfo {
         name: "ping",
         family: Family::Keyspace,
         arity: -1,

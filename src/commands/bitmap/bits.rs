@@ -119,30 +119,37 @@ impl FieldType {
     }
 
     /// `value + incr` in this type (SET passes the new value and 0), or `None` when it
-    /// overflows under [`Overflow::Fail`]. Overflow is judged as Redis judges it: `value`
-    /// itself out of range, or the exact sum out of range.
+    /// overflows under [`Overflow::Fail`]. Overflow is judged with Redis' own comparisons,
+    /// wrapping intermediate differences included (so SET i34 to i64::MIN saturates to the
+    /// maximum, as in Redis).
     pub(crate) fn apply(self, value: i64, incr: i64, overflow: Overflow) -> Option<i64> {
-        let (min, max): (i128, i128) = if self.signed {
-            let max = if self.bits == 64 { i64::MAX.into() } else { (1i128 << (self.bits - 1)) - 1 };
-            (-max - 1, max)
+        let mask = low_mask(self.bits);
+        let (up, down, max, min) = if self.signed {
+            let max = (mask >> 1) as i64;
+            let min = -max - 1;
+            let max_incr = (max as u64).wrapping_sub(value as u64) as i64;
+            let min_incr = min.wrapping_sub(value);
+            let narrow = self.bits != 64;
+            let up =
+                value > max || (narrow && incr > max_incr) || (value >= 0 && incr > 0 && incr > max_incr);
+            let down =
+                value < min || (narrow && incr < min_incr) || (value < 0 && incr < 0 && incr < min_incr);
+            (up, !up && down, max, min)
         } else {
-            (0, (1i128 << self.bits) - 1)
+            let v = value as u64;
+            let max_incr = mask.wrapping_sub(v) as i64;
+            let min_incr = v.wrapping_neg() as i64;
+            let up = v > mask || (incr > 0 && incr > max_incr);
+            (up, !up && incr < 0 && incr < min_incr, mask as i64, 0)
         };
-        // An unsigned field reads a SET value as Redis' (uint64_t) cast does.
-        let value: i128 = if self.signed { value.into() } else { (value as u64).into() };
-        let sum = value + i128::from(incr);
-        let up = value > max || sum > max;
-        let down = !up && (value < min || sum < min);
+        let sum = (value as u64).wrapping_add(incr as u64);
         if !up && !down {
             return Some(sum as i64);
         }
         match overflow {
             Overflow::Fail => None,
-            Overflow::Sat => Some(if up { max } else { min } as i64),
-            Overflow::Wrap => {
-                let raw = (sum as u64) & low_mask(self.bits);
-                Some(self.interpret(raw))
-            }
+            Overflow::Sat => Some(if up { max } else { min }),
+            Overflow::Wrap => Some(self.interpret(sum & mask)),
         }
     }
 }
@@ -190,6 +197,11 @@ mod tests {
         assert_eq!(u2.apply(1, -2, Overflow::Sat), Some(0));
         assert_eq!(i64t.apply(-1, i64::MIN, Overflow::Wrap), Some(i64::MAX));
         assert_eq!(i64t.interpret(u64::MAX), -1);
+        // Redis' wrapping comparison: i64::MIN into an i34 counts as overflowing upwards.
+        assert_eq!(
+            FieldType { signed: true, bits: 34 }.apply(i64::MIN, 0, Overflow::Sat),
+            Some((1 << 33) - 1)
+        );
         assert_eq!(FieldType { signed: true, bits: 3 }.interpret(0b100), -4);
     }
 }
