@@ -297,22 +297,7 @@ pub(crate) fn store_cache(hll: &mut [u8], card: u64) {
 /// # Errors
 /// [`Corrupt`] for sparse runs not covering exactly 16384 registers.
 pub(crate) fn histogram(hll: &[u8]) -> Result<[u32; 64], Corrupt> {
-    let regs = &hll[HEADER..];
-    let mut histo = [0u32; 64];
-    if hll[4] == ENC_DENSE {
-        for i in 0..REGISTERS {
-            histo[usize::from(dense_get(regs, i))] += 1;
-        }
-        return Ok(histo);
-    }
-    let (mut i, mut p) = (0, 0);
-    while p < regs.len() {
-        let (run, value, size) = opcode(regs, p);
-        histo[usize::from(value)] += run as u32;
-        i += run;
-        p += size;
-    }
-    if i == REGISTERS { Ok(histo) } else { Err(Corrupt) }
+    Ok(raw_histogram(&registers(hll)?))
 }
 
 /// The histogram of raw one-byte registers (PFCOUNT of many keys).
