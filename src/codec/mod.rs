@@ -19,7 +19,8 @@ pub use extra::{
     BloomFields, Extra, Float, StreamFields, StreamId, TDigestFields, TimeSeriesFields, TopKFields,
 };
 pub use key::{
-    DEFAULT_NAMESPACE, KeyLayout, KeyOwner, KeyRange, MetadataKey, ScoreKey, Subkey, prefix_successor,
+    DEFAULT_NAMESPACE, KeyLayout, KeyOwner, KeyRange, MetadataKey, RoutedKey, ScoreKey, Subkey,
+    prefix_successor,
 };
 pub use list::{LIST_INITIAL_INDEX, position_of, push_back_tail, push_front_index, stored_index};
 pub use metadata::{Metadata, peek_type_and_expire};

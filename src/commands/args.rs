@@ -1,6 +1,7 @@
 //! Argument parsing and number formatting with Redis' exact rules.
 
 use super::error::CommandError;
+pub use super::glob::{Glob, glob_match, glob_match_counted};
 use super::long_double;
 
 /// Parses an i64 the way Redis' `string2ll` does: optional `-`, no `+`, no spaces, no
@@ -321,93 +322,6 @@ fn trim_fraction(s: &str) -> &str {
     if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s }
 }
 
-/// Redis glob matching (`stringmatchlen`): `*`, `?`, `[abc]`, `[^a]`, `[a-z]`, `\x`.
-pub fn glob_match(pattern: &[u8], s: &[u8]) -> bool {
-    glob_at(pattern, s, 0)
-}
-
-fn glob_at(p: &[u8], s: &[u8], depth: usize) -> bool {
-    if depth > 1000 {
-        return false;
-    }
-    let (mut pi, mut si) = (0, 0);
-    while pi < p.len() {
-        match p[pi] {
-            b'*' => {
-                while pi + 1 < p.len() && p[pi + 1] == b'*' {
-                    pi += 1;
-                }
-                if pi + 1 == p.len() {
-                    return true;
-                }
-                return (si..=s.len()).any(|start| glob_at(&p[pi + 1..], &s[start..], depth + 1));
-            }
-            b'?' => {
-                if si >= s.len() {
-                    return false;
-                }
-                si += 1;
-            }
-            b'[' => {
-                if si >= s.len() {
-                    return false;
-                }
-                pi += 1;
-                let not = p.get(pi) == Some(&b'^');
-                if not {
-                    pi += 1;
-                }
-                let mut matched = false;
-                loop {
-                    if pi >= p.len() {
-                        pi -= 1;
-                        break;
-                    }
-                    if p[pi] == b'\\' && pi + 2 < p.len() {
-                        pi += 1;
-                        if p[pi] == s[si] {
-                            matched = true;
-                        }
-                    } else if p[pi] == b']' {
-                        break;
-                    } else if pi + 2 < p.len() && p[pi + 1] == b'-' {
-                        let (mut lo, mut hi) = (p[pi], p[pi + 2]);
-                        if lo > hi {
-                            std::mem::swap(&mut lo, &mut hi);
-                        }
-                        if (lo..=hi).contains(&s[si]) {
-                            matched = true;
-                        }
-                        pi += 2;
-                    } else if p[pi] == s[si] {
-                        matched = true;
-                    }
-                    pi += 1;
-                }
-                if matched == not {
-                    return false;
-                }
-                si += 1;
-            }
-            b'\\' if pi + 1 < p.len() => {
-                pi += 1;
-                if si >= s.len() || p[pi] != s[si] {
-                    return false;
-                }
-                si += 1;
-            }
-            c => {
-                if si >= s.len() || c != s[si] {
-                    return false;
-                }
-                si += 1;
-            }
-        }
-        pi += 1;
-    }
-    si == s.len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,18 +376,5 @@ mod tests {
         assert_eq!(format_g17(1e16), "10000000000000000");
         assert_eq!(format_g17(1e17), "1e+17");
         assert_eq!(format_g17(0.0001), "0.0001");
-    }
-
-    #[test]
-    fn glob_rules() {
-        assert!(glob_match(b"*", b""));
-        assert!(glob_match(b"h?llo", b"hello"));
-        assert!(glob_match(b"h*llo", b"heeeello"));
-        assert!(glob_match(b"h[ae]llo", b"hallo"));
-        assert!(!glob_match(b"h[^e]llo", b"hello"));
-        assert!(glob_match(b"h[a-b]llo", b"hbllo"));
-        assert!(glob_match(b"h\\*", b"h*"));
-        assert!(!glob_match(b"h\\*", b"hx"));
-        assert!(!glob_match(b"a*b", b"acbd"));
     }
 }

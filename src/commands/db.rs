@@ -302,13 +302,26 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// # Errors
     /// As [`Db::lookup`].
     pub(crate) fn lookup_in(&self, layout: &KeyLayout, key: &[u8]) -> CommandResult<Option<Entry>> {
-        let Some(raw) = self.backend.get(ColumnFamily::Metadata, &layout.metadata_key(key))? else {
+        self.lookup_at(&layout.metadata_key(key))
+    }
+
+    /// [`Db::lookup`] by metadata key, for a command that reads and then writes a key and
+    /// builds its metadata key once.
+    ///
+    /// # Errors
+    /// As [`Db::lookup`].
+    pub(crate) fn lookup_at(&self, mkey: &[u8]) -> CommandResult<Option<Entry>> {
+        let Some(raw) = self.backend.get(ColumnFamily::Metadata, mkey)? else {
             return Ok(None);
         };
-        let meta = Metadata::decode(&raw)?;
+        // A record this crate cannot read is an error naming the key, never an absent key.
+        let meta = Metadata::decode(&raw).map_err(|e| {
+            let key = self.layout().decode_metadata_key(mkey).map_or(mkey, |k| k.user_key);
+            CommandError::err(format!("undecodable metadata of key '{}': {e}", key.escape_ascii()))
+        })?;
         if !meta.is_live(self.now_ms()) {
             if meta.is_expired(self.now_ms()) {
-                let metadata_key = Bytes::from(layout.metadata_key(key));
+                let metadata_key = Bytes::copy_from_slice(mkey);
                 self.touched.borrow_mut().push(TouchedKey { metadata_key, kind: Touch::Expired });
             }
             return Ok(None);
@@ -322,7 +335,19 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// # Errors
     /// [`CommandError::WrongType`] when it holds another type; storage errors.
     pub fn lookup_of(&self, key: &[u8], ty: RedisType) -> CommandResult<Option<Metadata<'static>>> {
-        match self.lookup(key)? {
+        self.lookup_of_at(&self.metadata_key(key), ty)
+    }
+
+    /// [`Db::lookup_of`] by metadata key (see [`Db::lookup_at`]).
+    ///
+    /// # Errors
+    /// As [`Db::lookup_of`].
+    pub(crate) fn lookup_of_at(
+        &self,
+        mkey: &[u8],
+        ty: RedisType,
+    ) -> CommandResult<Option<Metadata<'static>>> {
+        match self.lookup_at(mkey)? {
             None => Ok(None),
             Some(e) if e.meta.ty == ty => Ok(Some(e.meta)),
             Some(_) => Err(CommandError::WrongType),
@@ -384,11 +409,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// Queues the metadata of a collection after an edit: deleted when it became empty
     /// (an empty collection does not exist), written otherwise.
     pub fn put_collection(&self, batch: &mut WriteBatch, key: &[u8], meta: &Metadata<'_>) {
-        if meta.size == 0 && !meta.blind_write {
-            self.delete_key(batch, key);
-        } else {
-            self.put_metadata(batch, key, meta);
-        }
+        put_collection_at(batch, self.metadata_key(key), meta);
     }
 
     /// Queues the deletion of `key`: its metadata record only, O(1) whatever the size; the
@@ -448,5 +469,14 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
         *self.touched.get_mut() = touched;
         Ok(result?)
+    }
+}
+
+/// [`Db::put_collection`] under a metadata key built already (see [`Db::lookup_at`]).
+pub(crate) fn put_collection_at(batch: &mut WriteBatch, mkey: Vec<u8>, meta: &Metadata<'_>) {
+    if meta.size == 0 && !meta.blind_write {
+        batch.delete(ColumnFamily::Metadata, mkey);
+    } else {
+        batch.put(ColumnFamily::Metadata, mkey, meta.to_vec());
     }
 }

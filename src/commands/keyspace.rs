@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::args::{cursor_arg, glob_match, int_arg};
+use super::args::{Glob, cursor_arg, int_arg};
 use super::table::Handler;
 use super::{CommandError, CommandResult, DATABASES, Db, Entry, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
@@ -357,6 +357,7 @@ impl<B: KvBackend> Db<'_, B> {
         let mut last: Option<Bytes> = None;
         let mut more = false;
         let mut keys = Vec::new();
+        let glob = pattern.map(Glob::new);
         self.walk_records(after.as_deref(), |meta_key, live| {
             if examined == count || visits == max_visits {
                 more = true;
@@ -367,7 +368,7 @@ impl<B: KvBackend> Db<'_, B> {
             if let Some((user_key, key_ty)) = live {
                 examined += 1;
                 let type_ok = ty.is_none_or(|t| t.eq_ignore_ascii_case(key_ty.reply_name().as_bytes()));
-                if type_ok && pattern.is_none_or(|p| glob_match(p, user_key)) {
+                if type_ok && glob.as_ref().is_none_or(|g| g.matches(user_key)) {
                     keys.push(Bytes::copy_from_slice(user_key));
                 }
             }
@@ -387,8 +388,9 @@ impl<B: KvBackend> Db<'_, B> {
     pub fn keys(&self, pattern: &[u8]) -> CommandResult<Vec<Bytes>> {
         let mut keys = Vec::new();
         let all = pattern == b"*";
+        let glob = Glob::new(pattern);
         self.walk_keys(|user_key, _| {
-            if all || glob_match(pattern, user_key) {
+            if all || glob.matches(user_key) {
                 keys.push(Bytes::copy_from_slice(user_key));
             }
             true

@@ -16,6 +16,7 @@
 use bytes::Bytes;
 
 use super::args::{int_arg, normalize_range, timeout_arg};
+use super::db::put_collection_at;
 use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
@@ -141,7 +142,12 @@ impl<B: KvBackend> Db<'_, B> {
     /// storage error when its head, tail and size disagree (so no arithmetic on them can
     /// go wrong later).
     fn list_meta(&self, key: &[u8]) -> CommandResult<Option<Metadata<'static>>> {
-        let meta = self.lookup_of(key, RedisType::List)?;
+        self.list_meta_at(&self.metadata_key(key))
+    }
+
+    /// [`Db::list_meta`] by metadata key, for the commands that write it back.
+    fn list_meta_at(&self, mkey: &[u8]) -> CommandResult<Option<Metadata<'static>>> {
+        let meta = self.lookup_of_at(mkey, RedisType::List)?;
         if let Some(m) = &meta {
             if m.tail.checked_sub(m.head) != Some(m.size) {
                 return Err(CommandError::Other("ERR storage error: list head/tail/size disagree".into()));
@@ -152,8 +158,8 @@ impl<B: KvBackend> Db<'_, B> {
 
     /// The live list at `key`, or a new empty one under a fresh version with fresh
     /// head/tail (a missing, expired or deleted key starts over).
-    fn list_or_create(&self, key: &[u8]) -> CommandResult<Metadata<'static>> {
-        match self.list_meta(key)? {
+    fn list_or_create_at(&self, mkey: &[u8]) -> CommandResult<Metadata<'static>> {
+        match self.list_meta_at(mkey)? {
             Some(meta) => Ok(meta),
             None => Ok(self.new_collection(RedisType::List)),
         }
@@ -242,20 +248,23 @@ impl<B: KvBackend> Db<'_, B> {
         elements: &[Bytes],
         only_existing: bool,
     ) -> CommandResult<i64> {
+        // One routing for both keys: one md5 per command with a spread prefix.
+        let routed = self.layout().routed(key);
+        let mkey = routed.metadata_key();
         let mut meta = if only_existing {
-            match self.list_meta(key)? {
+            match self.list_meta_at(&mkey)? {
                 Some(meta) => meta,
                 None => return Ok(0),
             }
         } else {
-            self.list_or_create(key)?
+            self.list_or_create_at(&mkey)?
         };
-        let keys = self.elem_keys(key, meta.version)?;
+        let keys = ElemKeys { prefix: routed.subkey_prefix(meta.version, 8)? };
         let mut batch = WriteBatch::new();
         for element in elements {
             push_into(&mut batch, &keys, &mut meta, end, element.clone())?;
         }
-        self.put_collection(&mut batch, key, &meta);
+        put_collection_at(&mut batch, mkey, &meta);
         self.commit(batch)?;
         Ok(len_i64(&meta))
     }
@@ -285,16 +294,21 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE; storage errors.
     pub fn list_pop(&mut self, key: &[u8], end: ListEnd, count: u64) -> CommandResult<Option<Vec<Bytes>>> {
-        match self.list_meta(key)? {
-            None => Ok(None),
-            Some(meta) => self.pop_in(key, meta, end, count).map(Some),
-        }
+        let routed = self.layout().routed(key);
+        let mkey = routed.metadata_key();
+        let Some(meta) = self.list_meta_at(&mkey)? else {
+            return Ok(None);
+        };
+        let keys = ElemKeys { prefix: routed.subkey_prefix(meta.version, 8)? };
+        self.pop_in(key, mkey, keys, meta, end, count).map(Some)
     }
 
     /// Pops from a list whose metadata was read already.
     fn pop_in(
         &mut self,
         key: &[u8],
+        mkey: Vec<u8>,
+        keys: ElemKeys,
         mut meta: Metadata<'static>,
         end: ListEnd,
         count: u64,
@@ -303,17 +317,19 @@ impl<B: KvBackend> Db<'_, B> {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let keys = self.elem_keys(key, meta.version)?;
-        // One element is a point read (the common LPOP/RPOP), more are one range scan.
-        let popped = match end {
-            ListEnd::Left if n == 1 => vec![self.element(&keys, meta.head)?],
-            ListEnd::Right if n == 1 => vec![self.element(&keys, meta.tail - 1)?],
-            ListEnd::Left => self.read_span(key, &meta, 0, n, Direction::Forward)?,
-            ListEnd::Right => self.read_span(key, &meta, meta.size - n, meta.size, Direction::Reverse)?,
-        };
         let mut batch = WriteBatch::new();
-        pop_from(&mut batch, &keys, &mut meta, end, n);
-        self.put_collection(&mut batch, key, &meta);
+        // One element is a point read (the common LPOP/RPOP), more are one range scan.
+        let popped = if n == 1 {
+            vec![self.take_end(&mut batch, &keys, &mut meta, end)?]
+        } else {
+            let popped = match end {
+                ListEnd::Left => self.read_span(key, &meta, 0, n, Direction::Forward)?,
+                ListEnd::Right => self.read_span(key, &meta, meta.size - n, meta.size, Direction::Reverse)?,
+            };
+            pop_from(&mut batch, &keys, &mut meta, end, n);
+            popped
+        };
+        put_collection_at(&mut batch, mkey, &meta);
         self.commit(batch)?;
         Ok(popped)
     }
@@ -364,6 +380,30 @@ impl<B: KvBackend> Db<'_, B> {
     }
 
     /// The element stored at `index`: one point read.
+    /// Reads the element at `end` of a non-empty list and queues its deletion under the
+    /// same key, updating `meta`.
+    fn take_end(
+        &self,
+        batch: &mut WriteBatch,
+        keys: &ElemKeys,
+        meta: &mut Metadata<'static>,
+        end: ListEnd,
+    ) -> CommandResult<Bytes> {
+        let index = match end {
+            ListEnd::Left => meta.head,
+            ListEnd::Right => meta.tail - 1,
+        };
+        let elem_key = keys.at(index);
+        let value = self.backend().get(ColumnFamily::Subkey, &elem_key)?.ok_or_else(corrupted)?;
+        batch.delete(ColumnFamily::Subkey, elem_key);
+        match end {
+            ListEnd::Left => meta.head += 1,
+            ListEnd::Right => meta.tail -= 1,
+        }
+        meta.size -= 1;
+        Ok(value)
+    }
+
     fn element(&self, keys: &ElemKeys, index: u64) -> CommandResult<Bytes> {
         self.backend().get(ColumnFamily::Subkey, &keys.at(index))?.ok_or_else(corrupted)
     }
@@ -680,18 +720,10 @@ impl<B: KvBackend> Db<'_, B> {
             return Ok(None);
         };
         let same = src == dst;
-        let mut dst_meta = if same { None } else { Some(self.list_or_create(dst)?) };
-        let pos = match from {
-            ListEnd::Left => 0,
-            ListEnd::Right => src_meta.size - 1,
-        };
+        let mut dst_meta = if same { None } else { Some(self.list_or_create_at(&self.metadata_key(dst))?) };
         let src_keys = self.elem_keys(src, src_meta.version)?;
-        let value = self
-            .backend()
-            .get(ColumnFamily::Subkey, &src_keys.at(stored_index(src_meta.head, pos)?))?
-            .ok_or_else(corrupted)?;
         let mut batch = WriteBatch::new();
-        pop_from(&mut batch, &src_keys, &mut src_meta, from, 1);
+        let value = self.take_end(&mut batch, &src_keys, &mut src_meta, from)?;
         match dst_meta.as_mut() {
             None => {
                 push_into(&mut batch, &src_keys, &mut src_meta, to, value.clone())?;
@@ -727,8 +759,10 @@ impl<B: KvBackend> Db<'_, B> {
         count: u64,
     ) -> CommandResult<Option<(Bytes, Vec<Bytes>)>> {
         for key in keys {
-            if let Some(meta) = self.list_meta(key)? {
-                let popped = self.pop_in(key, meta, end, count)?;
+            let mkey = self.metadata_key(key);
+            if let Some(meta) = self.list_meta_at(&mkey)? {
+                let keys = self.elem_keys(key, meta.version)?;
+                let popped = self.pop_in(key, mkey, keys, meta, end, count)?;
                 return Ok(Some((key.clone(), popped)));
             }
         }

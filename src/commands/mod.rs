@@ -14,6 +14,7 @@ mod dump;
 mod engine;
 mod error;
 mod generic;
+mod glob;
 mod hash;
 mod hll;
 mod keyspace;

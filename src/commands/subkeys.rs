@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::args::{glob_match, int_arg};
+use super::args::{Glob, int_arg};
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{KeyRange, Metadata};
@@ -128,6 +128,7 @@ impl<B: KvBackend> Db<'_, B> {
         let mut out = Vec::new();
         let mut last: Option<Bytes> = None;
         let mut more = false;
+        let glob = opts.pattern.as_deref().map(Glob::new);
         for (walked, item) in
             self.backend().scan(ColumnFamily::Subkey, &range, Direction::Forward)?.enumerate()
         {
@@ -137,7 +138,7 @@ impl<B: KvBackend> Db<'_, B> {
                 break;
             }
             let sub = k.slice(prefix_len..);
-            if opts.pattern.as_ref().is_none_or(|p| glob_match(p, &sub)) {
+            if glob.as_ref().is_none_or(|g| g.matches(&sub)) {
                 out.push((sub.clone(), v));
             }
             last = Some(sub);

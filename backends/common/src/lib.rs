@@ -1,0 +1,324 @@
+//! What rediskv's on-disk backends (`rediskv-fjall`, `rediskv-rocksdb`) share.
+//!
+//! | item | answers |
+//! |---|---|
+//! | [`Options`], [`Sync`] | how a directory is opened: durability, GC grace period, key layout |
+//! | [`CF_NAMES`] | the column families under Kvrocks' own names |
+//! | [`manifest`], [`check_manifest`] | the layout a directory was written with, refused when it differs |
+//! | [`VersionFloor`] | versions never go backwards across a reopen, even when the clock does |
+//! | [`GcFilter`] | the compaction-filter side of [`rediskv::gc::decide`], one metadata read per run |
+//! | [`Syncer`] | the `everysec` background thread |
+//!
+//! Besides the three data column families, a backend keeps two records of its own, outside
+//! every key range the library reads: [`MANIFEST_KEY`] and [`FLOOR_KEY`].
+#![deny(missing_docs)]
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rediskv::backend::{BatchOp, KvBackend, WriteBatch};
+use rediskv::codec::{ColumnFamily, KeyLayout, Metadata, VersionGenerator};
+use rediskv::gc::{self, Decision};
+use rediskv::{Error, Result};
+
+pub mod testkit;
+
+/// What an on-disk backend offers beyond [`KvBackend`]: durability and compaction on demand,
+/// and a size figure.
+pub trait DiskBackend: KvBackend {
+    /// Syncs every write so far to disk.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when the sync fails.
+    fn flush(&self) -> Result<()>;
+
+    /// Writes every memtable to disk and compacts every column family fully, the compaction
+    /// filter dropping the garbage. Blocks until done.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when a flush or compaction fails.
+    fn compact(&self) -> Result<()>;
+
+    /// Bytes on disk of one column family's table files (memtables and the journal are not
+    /// counted: call [`DiskBackend::compact`] first for a settled figure).
+    fn disk_bytes(&self, cf: ColumnFamily) -> u64;
+}
+
+/// When writes reach the disk, as Redis' `appendfsync`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Sync {
+    /// Every batch is synced (`fdatasync`) before `write` returns.
+    Always,
+    /// Every batch reaches the OS before `write` returns (it survives a killed process); a
+    /// background thread syncs once a second (at most a second is lost on power failure).
+    #[default]
+    Everysec,
+    /// Every batch reaches the OS before `write` returns; the OS decides when to sync.
+    No,
+}
+
+/// How a directory is opened.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Durability of writes.
+    pub sync: Sync,
+    /// How long after expiry a collection's subkeys are kept ([`gc::DEFAULT_GRACE_MS`]).
+    pub grace_ms: u64,
+    /// The key layout the database writes with; the directory remembers it and refuses
+    /// another one.
+    pub layout: KeyLayout,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { sync: Sync::default(), grace_ms: gc::DEFAULT_GRACE_MS, layout: KeyLayout::default() }
+    }
+}
+
+/// The engine's name of each column family: Kvrocks' `metadata`, `default` (subkeys) and
+/// `zset_score`.
+pub const CF_NAMES: [(ColumnFamily, &str); 3] = [
+    (ColumnFamily::Metadata, "metadata"),
+    (ColumnFamily::Subkey, "default"),
+    (ColumnFamily::Score, "zset_score"),
+];
+
+/// The engine's name of `cf`.
+pub fn cf_name(cf: ColumnFamily) -> &'static str {
+    match cf {
+        ColumnFamily::Metadata => "metadata",
+        ColumnFamily::Subkey => "default",
+        ColumnFamily::Score => "zset_score",
+    }
+}
+
+/// Key of the layout manifest, in the backend's own column family.
+pub const MANIFEST_KEY: &[u8] = b"rediskv:layout";
+/// Key of the version floor (8 bytes, big-endian), in the backend's own column family.
+pub const FLOOR_KEY: &[u8] = b"rediskv:version-floor";
+
+/// The manifest of `layout`: one line of text naming every option that changes the bytes
+/// of a record key, e.g. `rediskv layout v1; namespace "__namespace"; cluster slots off;
+/// hash prefix 0; fixed prefix ""`.
+pub fn manifest(layout: &KeyLayout) -> Vec<u8> {
+    format!(
+        "rediskv layout v1; namespace \"{}\"; cluster slots {}; hash prefix {}; fixed prefix \"{}\"",
+        layout.namespace().escape_ascii(),
+        if layout.cluster_slots() { "on" } else { "off" },
+        layout.hash_prefix_len(),
+        layout.fixed_prefix().escape_ascii(),
+    )
+    .into_bytes()
+}
+
+/// Checks the manifest stored in the directory at `path` against `layout`.
+///
+/// # Errors
+/// [`Error::Backend`] naming both layouts when they differ: opening would misread every key.
+pub fn check_manifest(path: &Path, stored: &[u8], layout: &KeyLayout) -> Result<()> {
+    let ours = manifest(layout);
+    if stored == ours.as_slice() {
+        return Ok(());
+    }
+    Err(Error::Backend(format!(
+        "{} was written with [{}], refusing to open it with [{}]",
+        path.display(),
+        String::from_utf8_lossy(stored),
+        String::from_utf8_lossy(&ours),
+    )))
+}
+
+/// How far past the largest version written the stored floor is set: 10 s of versions, so
+/// the floor record is rewritten about once every 10 s of writes.
+pub const FLOOR_LEASE: u64 = 10_000_000 << 11;
+
+/// The persisted upper bound of every version written to a directory.
+///
+/// Versions come from the clock (`unix_us << 11`); a clock set back between two runs would
+/// hand out versions below ones already on disk, and a new collection could then read an old
+/// one's subkeys. Every batch whose metadata carries a version above the floor also writes a
+/// new floor, in the same atomic batch; at open, the process-wide
+/// [`VersionGenerator::global`] is raised above the stored floor.
+#[derive(Debug)]
+pub struct VersionFloor {
+    floor: AtomicU64,
+    bump: Mutex<()>,
+}
+
+impl VersionFloor {
+    /// The floor read from the directory (`None` for a new one); raises the global version
+    /// generator above it.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when the stored record is not 8 bytes.
+    pub fn restore(stored: Option<&[u8]>) -> Result<Self> {
+        let floor = match stored {
+            None => 0,
+            Some(raw) => u64::from_be_bytes(raw.try_into().map_err(|_| {
+                Error::Backend(format!("version floor record is {} bytes, not 8", raw.len()))
+            })?),
+        };
+        // Drawing one version as if the clock stood just past the floor's time leaves the
+        // generator's last version above the floor: every later version is larger.
+        VersionGenerator::global().next((floor >> 11) + 1);
+        Ok(VersionFloor { floor: AtomicU64::new(floor), bump: Mutex::new(()) })
+    }
+
+    /// The floor as last written.
+    pub fn get(&self) -> u64 {
+        self.floor.load(Ordering::SeqCst)
+    }
+
+    /// Applies `batch` through `apply`, which gets the new floor to write in the same atomic
+    /// batch when the batch carries a version above the current one (floor bumps are
+    /// serialised so the stored floor only grows).
+    ///
+    /// # Errors
+    /// What `apply` returns; the floor then stays where it was.
+    pub fn write(
+        &self,
+        batch: WriteBatch,
+        apply: impl FnOnce(WriteBatch, Option<[u8; 8]>) -> Result<()>,
+    ) -> Result<()> {
+        let top = max_version(&batch);
+        if top <= self.get() {
+            return apply(batch, None);
+        }
+        let _bump = self.bump.lock().unwrap_or_else(|e| e.into_inner());
+        if top <= self.get() {
+            return apply(batch, None);
+        }
+        let next = top.saturating_add(FLOOR_LEASE);
+        apply(batch, Some(next.to_be_bytes()))?;
+        self.floor.store(next, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// The largest collection version among the batch's metadata puts (0 when none).
+fn max_version(batch: &WriteBatch) -> u64 {
+    batch
+        .ops()
+        .iter()
+        .filter_map(|op| match op {
+            BatchOp::Put { cf: ColumnFamily::Metadata, value, .. } => {
+                Metadata::decode(value).ok().map(|m| m.version)
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Unix time in milliseconds.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// One compaction run's garbage decisions for Subkey or Score records.
+///
+/// Each record is judged by [`gc::decide`] against its owner's metadata as it is now. A run
+/// of records with the same owner **and version** reuses the decision: `Drop` is final (a
+/// version never comes back) and `Keep` is always safe. A decision is never reused across
+/// versions, since a version created after the metadata read would be judged stale.
+#[derive(Debug)]
+pub struct GcFilter {
+    layout: KeyLayout,
+    cf: ColumnFamily,
+    grace_ms: u64,
+    now_ms: u64,
+    last: Option<(Vec<u8>, u64, Decision)>,
+}
+
+impl GcFilter {
+    /// A filter for one run over `cf`, with the clock read once now.
+    pub fn new(layout: &KeyLayout, cf: ColumnFamily, grace_ms: u64) -> Self {
+        GcFilter { layout: layout.clone(), cf, grace_ms, now_ms: now_ms(), last: None }
+    }
+
+    /// The decision for the record `key`; `read` fetches a metadata record.
+    ///
+    /// # Errors
+    /// What `read` returns: the compaction should stop rather than guess.
+    pub fn decide<V: AsRef<[u8]>, E>(
+        &mut self,
+        key: &[u8],
+        mut read: impl FnMut(&[u8]) -> std::result::Result<Option<V>, E>,
+    ) -> std::result::Result<Decision, E> {
+        let owner = match self.cf {
+            ColumnFamily::Subkey => self.layout.decode_subkey(key).ok().map(|s| (s.owner(), s.version)),
+            ColumnFamily::Score => self.layout.decode_score_key(key).ok().map(|s| (s.owner, s.version)),
+            ColumnFamily::Metadata => None,
+        };
+        let Some((owner, version)) = owner else { return Ok(Decision::Keep) };
+        let meta_key = self.layout.owner_metadata_key(&owner);
+        if let Some((k, v, d)) = &self.last {
+            if *k == meta_key && *v == version {
+                return Ok(*d);
+            }
+        }
+        let mut failure = None;
+        let decision = gc::decide(
+            &self.layout,
+            self.cf,
+            key,
+            |k| match read(k) {
+                Ok(v) => v,
+                Err(e) => {
+                    failure = Some(e);
+                    None
+                }
+            },
+            self.now_ms,
+            self.grace_ms,
+        );
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        self.last = Some((meta_key, version, decision));
+        Ok(decision)
+    }
+}
+
+/// A background thread calling a function every interval until dropped (the `everysec`
+/// sync).
+#[derive(Debug)]
+pub struct Syncer {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Syncer {
+    /// Starts the thread; `tick` runs once per `every` and once more when stopped.
+    pub fn start(every: Duration, tick: impl Fn() + Send + 'static) -> Self {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let (lock, cv) = &*flag;
+            let mut stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
+            while !*stopped {
+                stopped = cv.wait_timeout(stopped, every).unwrap_or_else(|e| e.into_inner()).0;
+                tick();
+            }
+        });
+        Syncer { stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        *self.stop.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.stop.1.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Maps an engine error to the library's.
+pub fn backend_error(engine: &str, e: impl std::fmt::Display) -> Error {
+    Error::Backend(format!("{engine}: {e}"))
+}

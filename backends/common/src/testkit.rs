@@ -1,0 +1,313 @@
+//! Scenarios every on-disk backend's tests run: restart, versions across a clock set back,
+//! garbage leaving the disk, corrupt records, a directory written with another layout.
+//!
+//! Each takes an `open` function (the crate's own `open`) and panics with a message when the
+//! backend fails the scenario.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::Bytes;
+use rediskv::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
+use rediskv::codec::{KeyLayout, ManualClock, Metadata};
+use rediskv::commands::{Db, Reply};
+
+use crate::{DiskBackend, Options, Sync, now_ms};
+
+/// A fresh directory under the system temp dir, removed (with everything in it) on drop.
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Creates `rediskv-<tag>-<pid>-<n>`.
+    pub fn new(tag: &str) -> Self {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("rediskv-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        TempDir(path)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A backend that owns its temp directory, for the conformance kit (which takes backends by
+/// value): dropped, it closes the backend, then removes the directory.
+pub struct InTempDir<B> {
+    backend: Option<B>,
+    _dir: TempDir,
+}
+
+impl<B> InTempDir<B> {
+    /// Opens a backend in a fresh temp dir.
+    pub fn open(tag: &str, open: impl FnOnce(&Path) -> rediskv::Result<B>) -> Self {
+        let dir = TempDir::new(tag);
+        let backend = open(dir.path()).expect("open in temp dir");
+        InTempDir { backend: Some(backend), _dir: dir }
+    }
+
+    fn get(&self) -> &B {
+        self.backend.as_ref().expect("backend open until drop")
+    }
+}
+
+impl<B> Drop for InTempDir<B> {
+    fn drop(&mut self) {
+        self.backend = None;
+    }
+}
+
+impl<B: KvBackend> KvBackend for InTempDir<B> {
+    fn get(&self, cf: ColumnFamily, key: &[u8]) -> rediskv::Result<Option<Bytes>> {
+        self.get().get(cf, key)
+    }
+    fn scan<'a>(
+        &'a self,
+        cf: ColumnFamily,
+        range: &rediskv::codec::KeyRange,
+        direction: Direction,
+    ) -> rediskv::Result<rediskv::backend::ScanIter<'a>> {
+        self.get().scan(cf, range, direction)
+    }
+    fn write(&self, batch: WriteBatch) -> rediskv::Result<()> {
+        self.get().write(batch)
+    }
+}
+
+fn bulk(s: &str) -> Reply {
+    Reply::Bulk(Bytes::copy_from_slice(s.as_bytes()))
+}
+
+/// The commands the restart scenario writes, one of each kind of record and TTL.
+const WRITES: &[&[&str]] = &[
+    &["SET", "str", "value"],
+    &["SET", "ttl", "soon", "PX", "3600000"],
+    &["HSET", "hash", "f1", "v1", "f2", "v2"],
+    &["PEXPIRE", "hash", "7200000"],
+    &["RPUSH", "list", "a", "b", "c"],
+    &["LPUSH", "list", "z"],
+    &["SADD", "set", "m1", "m2", "m3"],
+    &["ZADD", "zset", "1.5", "a", "-2", "b", "inf", "c"],
+    &["HSET", "gone", "f", "v"],
+    &["DEL", "gone"],
+];
+
+/// The reads whose answers must survive a restart.
+const READS: &[&[&str]] = &[
+    &["GET", "str"],
+    &["GET", "ttl"],
+    &["PEXPIRETIME", "ttl"],
+    &["PEXPIRETIME", "hash"],
+    &["PEXPIRETIME", "str"],
+    &["HGETALL", "hash"],
+    &["LRANGE", "list", "0", "-1"],
+    &["SMEMBERS", "set"],
+    &["ZRANGE", "zset", "0", "-1", "WITHSCORES"],
+    &["EXISTS", "gone"],
+    &["DBSIZE"],
+];
+
+/// The largest collection version on disk.
+pub fn max_version<B: KvBackend>(backend: &B) -> u64 {
+    let all = rediskv::codec::KeyRange { start: Vec::new(), end: None };
+    backend
+        .scan(ColumnFamily::Metadata, &all, Direction::Forward)
+        .expect("scan metadata")
+        .map(|item| Metadata::decode(&item.expect("metadata record").1).map_or(0, |m| m.version))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Writes every kind of record with `sync`, closes, reopens: every key, TTL and collection
+/// reads the same, and a new collection's version is above every version before.
+pub fn restart<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<B>, sync: Sync) {
+    let dir = TempDir::new("restart");
+    let options = Options { sync, ..Options::default() };
+    let mut db = Db::new(open(dir.path(), options.clone()).expect("open"));
+    for argv in WRITES {
+        assert!(!matches!(db.run(argv), Reply::Error(_)), "{argv:?} failed");
+    }
+    let before: Vec<Reply> = READS.iter().map(|argv| db.run(argv)).collect();
+    assert_eq!(before[0], bulk("value"));
+    assert!(matches!(before[3], Reply::Integer(t) if t > 0), "hash has a TTL: {:?}", before[3]);
+    let top = max_version(db.backend());
+    assert!(top > 0, "collections have versions");
+    drop(db);
+
+    let mut db = Db::new(open(dir.path(), options).expect("reopen"));
+    let after: Vec<Reply> = READS.iter().map(|argv| db.run(argv)).collect();
+    for ((argv, b), a) in READS.iter().zip(&before).zip(&after) {
+        assert_eq!(a, b, "{argv:?} differs after reopen");
+    }
+    assert!(matches!(db.run(&["HSET", "new", "f", "v"]), Reply::Integer(1)));
+    assert!(max_version(db.backend()) > top, "a version after reopen is above every version before");
+}
+
+/// Environment variable naming the directory a [`clock_set_back_child`] opens.
+pub const CHILD_DIR_ENV: &str = "REDISKV_ENGINE_CHILD_DIR";
+
+/// The parent half of the version-floor check: writes a collection under a clock a day
+/// ahead, closes, then runs `child` (a fresh process, so a fresh version generator) which
+/// must call [`clock_set_back_child`] on the directory and succeed.
+pub fn clock_set_back_parent<B: DiskBackend>(
+    open: impl Fn(&Path, Options) -> rediskv::Result<B>,
+    mut child: std::process::Command,
+) {
+    let dir = TempDir::new("floor");
+    let clock = Arc::new(ManualClock::new(now_ms() + 24 * 3600 * 1000));
+    let mut db = Db::new(open(dir.path(), Options::default()).expect("open")).with_clock(clock);
+    assert!(matches!(db.run(&["SADD", "future", "m"]), Reply::Integer(1)));
+    drop(db);
+    let out = child.env(CHILD_DIR_ENV, dir.path()).output().expect("run the child test process");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "the child test failed or did not run: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The child half: in a process whose clock is a day behind the versions on disk, a new
+/// collection still gets a version above all of them. Does nothing without
+/// [`CHILD_DIR_ENV`].
+pub fn clock_set_back_child<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<B>) {
+    let Some(dir) = std::env::var_os(CHILD_DIR_ENV) else { return };
+    let mut db = Db::new(open(Path::new(&dir), Options::default()).expect("open in child"));
+    let top = max_version(db.backend());
+    assert!(matches!(db.run(&["HSET", "now", "f", "v"]), Reply::Integer(1)));
+    let ours = db.lookup(b"now").expect("lookup").expect("exists").meta.version;
+    assert!(ours > top, "version {ours} after reopen is not above {top} written before");
+}
+
+/// What [`gc_on_disk`] measured, in bytes of the engine's size figure.
+#[derive(Debug, Clone, Copy)]
+pub struct GcFigures {
+    /// Subkey CF: before the big keys were written, with them, after DEL and compaction.
+    pub subkey: [u64; 3],
+    /// Score CF, likewise.
+    pub score: [u64; 3],
+}
+
+impl GcFigures {
+    /// Share of what the keys occupied that left the disk, per CF, in percent.
+    pub fn shrink_percent(&self) -> [f64; 2] {
+        let pct = |[base, full, after]: [u64; 3]| {
+            100.0 * full.saturating_sub(after) as f64 / full.saturating_sub(base).max(1) as f64
+        };
+        [pct(self.subkey), pct(self.score)]
+    }
+}
+
+/// Writes an `n`-field hash and an `n`-member zset (10,000 per command), compacts, DELs
+/// both, compacts again: both CFs must shed at least 90% of what the keys occupied, and a
+/// live hash and zset written beside them must read the same after.
+pub fn gc_on_disk<B: DiskBackend>(
+    open: impl Fn(&Path, Options) -> rediskv::Result<B>,
+    n: usize,
+) -> GcFigures {
+    let dir = TempDir::new("gc");
+    let backend = open(dir.path(), Options::default()).expect("open");
+    let mut db = Db::new(&backend);
+    assert!(matches!(db.run(&["HSET", "live", "f", "v"]), Reply::Integer(1)));
+    assert!(matches!(db.run(&["ZADD", "zlive", "1", "m"]), Reply::Integer(1)));
+    backend.compact().expect("compact");
+    let base = [backend.disk_bytes(ColumnFamily::Subkey), backend.disk_bytes(ColumnFamily::Score)];
+    for chunk in (0..n).collect::<Vec<_>>().chunks(10_000) {
+        let mut hset = vec!["HSET".to_string(), "big".into()];
+        let mut zadd = vec!["ZADD".to_string(), "zbig".into()];
+        for i in chunk {
+            hset.extend([format!("field:{i:08}"), format!("value-{i}-{}", i * 7919)]);
+            zadd.extend([format!("{}", *i as f64 * 0.5), format!("member:{i:08}")]);
+        }
+        assert_eq!(db.run(&hset), Reply::Integer(chunk.len() as i64));
+        assert_eq!(db.run(&zadd), Reply::Integer(chunk.len() as i64));
+    }
+    backend.compact().expect("compact");
+    let full = [backend.disk_bytes(ColumnFamily::Subkey), backend.disk_bytes(ColumnFamily::Score)];
+    assert_eq!(db.run(&["DEL", "big", "zbig"]), Reply::Integer(2));
+    backend.compact().expect("compact");
+    let after = [backend.disk_bytes(ColumnFamily::Subkey), backend.disk_bytes(ColumnFamily::Score)];
+    let figures = GcFigures { subkey: [base[0], full[0], after[0]], score: [base[1], full[1], after[1]] };
+    for (name, pct) in ["subkey", "score"].iter().zip(figures.shrink_percent()) {
+        assert!(pct >= 90.0, "{name} CF shed only {pct:.1}% of the deleted keys' bytes: {figures:?}");
+    }
+    assert_eq!(db.run(&["HGETALL", "live"]), Reply::Array(vec![bulk("f"), bulk("v")]), "live hash kept");
+    assert_eq!(db.run(&["ZRANGE", "zlive", "0", "-1"]), Reply::Array(vec![bulk("m")]), "live zset kept");
+    assert_eq!(db.run(&["HLEN", "big"]), Reply::Integer(0));
+    figures
+}
+
+/// A metadata record that does not decode (garbage bytes; a Kvrocks stream, a type this
+/// crate lacks) gives every command touching it an error naming the key; neighbours still
+/// read; nothing panics.
+pub fn corrupt_records<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<B>) {
+    let dir = TempDir::new("corrupt");
+    let backend = open(dir.path(), Options::default()).expect("open");
+    let layout = KeyLayout::default();
+    let mut batch = WriteBatch::new();
+    batch.put(ColumnFamily::Metadata, layout.metadata_key(b"garbage"), &b"\xff\x01"[..]);
+    // flags 0x80 | 6 (stream), expire 0, version, size: well-formed, but not a type we read.
+    let mut stream = vec![0x86];
+    stream.extend_from_slice(&[0; 8]);
+    stream.extend_from_slice(&7u64.to_be_bytes());
+    stream.extend_from_slice(&1u64.to_be_bytes());
+    batch.put(ColumnFamily::Metadata, layout.metadata_key(b"stream"), stream);
+    backend.write(batch).expect("write raw records");
+    backend.compact().expect("compact");
+    let mut db = Db::new(&backend);
+    assert_eq!(db.run(&["SET", "fine", "1"]), Reply::OK);
+    for key in ["garbage", "stream"] {
+        for argv in [vec!["GET", key], vec!["TYPE", key], vec!["HGETALL", key], vec!["EXISTS", key]] {
+            match db.run(&argv) {
+                Reply::Error(e) => {
+                    assert!(e.contains(&format!("'{key}'")), "{argv:?}: error does not name the key: {e}")
+                }
+                other => panic!("{argv:?} on a corrupt record answered {other:?}"),
+            }
+        }
+    }
+    // Listing commands skip what they cannot read (the library's choice); they must not fail.
+    assert_eq!(db.run(&["KEYS", "*"]), Reply::Array(vec![bulk("fine")]));
+    assert_eq!(db.run(&["GET", "fine"]), bulk("1"));
+}
+
+/// A directory written with one layout refuses to open with another (namespace, cluster
+/// slots, hash prefix), naming both, and still opens with its own.
+pub fn other_layout_refused<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<B>) {
+    let dir = TempDir::new("layout");
+    let mut db = Db::new(open(dir.path(), Options::default()).expect("open"));
+    assert_eq!(db.run(&["SET", "k", "v"]), Reply::OK);
+    drop(db);
+    let others = [
+        ("namespace \"tenant\"", KeyLayout::new(b"tenant").expect("layout")),
+        ("cluster slots on", KeyLayout::default().with_cluster_slots(true)),
+        ("hash prefix 4", KeyLayout::default().with_hash_prefix(4).expect("layout")),
+    ];
+    for (what, layout) in others {
+        match open(dir.path(), Options { layout, ..Options::default() }) {
+            Ok(_) => panic!("a directory written with the default layout opened with {what}"),
+            Err(e) => {
+                let text = e.to_string();
+                assert!(text.contains(what), "the refusal names {what}: {text}");
+                assert!(
+                    text.contains("namespace \"__namespace\"; cluster slots off; hash prefix 0"),
+                    "the refusal names the stored layout: {text}"
+                );
+            }
+        }
+    }
+    let mut db = Db::new(open(dir.path(), Options::default()).expect("reopen with its own layout"));
+    assert_eq!(db.run(&["GET", "k"]), bulk("v"));
+}

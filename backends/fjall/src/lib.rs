@@ -1,0 +1,293 @@
+//! rediskv's [`KvBackend`] over [fjall](https://crates.io/crates/fjall) 3, a pure-Rust LSM
+//! store.
+//!
+//! ```no_run
+//! use rediskv::commands::Db;
+//! use rediskv_fjall::{Options, Sync};
+//!
+//! let backend = rediskv_fjall::open("./data", Options { sync: Sync::Always, ..Options::default() })?;
+//! let mut db = Db::new(backend);
+//! db.run(&["SET", "k", "v"]);
+//! # Ok::<(), rediskv::Error>(())
+//! ```
+//!
+//! # On disk
+//! One fjall database with a keyspace per column family, under Kvrocks' names
+//! ([`rediskv_engine::CF_NAMES`]: `metadata`, `default`, `zset_score`), plus a keyspace
+//! `rediskv` holding the layout manifest and the version floor. fjall refuses empty keys,
+//! which the [`KvBackend`] contract allows, so every record key is stored behind one tag
+//! byte ([`KEY_TAG`]); order is unchanged. Keys are limited to 65,534 bytes (fjall's 65,535
+//! less the tag): a longer one is an error, never a panic.
+//!
+//! # Reads and writes
+//! Point reads and scans read the keyspaces directly: each scan iterates one consistent
+//! snapshot, and the command engine locks the keys of a command for its duration, which is
+//! what the library's consistency contract asks of a single-process backend (no snapshot is
+//! taken per command). Every metadata record read is decoded once: one that does not decode
+//! is an error naming its key, never skipped. A [`rediskv::backend::WriteBatch`] becomes one
+//! fjall batch, atomic across keyspaces (one journal entry).
+//!
+//! # Garbage
+//! The `default` and `zset_score` keyspaces carry a compaction filter that asks
+//! [`rediskv::gc::decide`] about every record it meets, reading the owner's metadata from the
+//! `metadata` keyspace as it is at that moment, with the grace period of [`Options`]. Dropped
+//! records are destroyed without a tombstone: an older copy of the same key that this would
+//! uncover belongs to the same dead version, so it is invisible and is dropped in its turn.
+#![deny(missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use rediskv::Result;
+use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
+use rediskv::codec::KeyRange;
+use rediskv::gc::Decision;
+use rediskv_engine::{
+    CF_NAMES, FLOOR_KEY, GcFilter, MANIFEST_KEY, Syncer, VersionFloor, backend_error, cf_name,
+    check_manifest, manifest,
+};
+pub use rediskv_engine::{DiskBackend, Options, Sync};
+
+/// The byte stored before every record key.
+pub const KEY_TAG: u8 = 0;
+
+/// `key` as stored: behind [`KEY_TAG`].
+fn tagged(key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(key.len() + 1);
+    out.push(KEY_TAG);
+    out.extend_from_slice(key);
+    out
+}
+
+/// [`tagged`] for a write, refusing keys fjall cannot hold.
+fn tagged_for_write(key: &[u8]) -> Result<Vec<u8>> {
+    if key.len() >= usize::from(u16::MAX) {
+        return Err(err(format!("a key of {} bytes is over the limit of 65534", key.len())));
+    }
+    Ok(tagged(key))
+}
+
+/// Name of the keyspace holding the manifest and the version floor.
+const OWN_KEYSPACE: &str = "rediskv";
+
+/// The metadata keyspace, once open; compaction filters read it. Emptied when the backend
+/// is dropped, so the database (which owns the filters) does not keep itself alive.
+type MetadataSlot = Arc<RwLock<Option<Keyspace>>>;
+
+fn err(e: impl std::fmt::Display) -> rediskv::Error {
+    backend_error("fjall", e)
+}
+
+/// A directory opened with [`open`]: a [`KvBackend`] shareable between threads (`&self`
+/// everywhere; wrap it in an `Arc`).
+pub struct Backend {
+    db: Database,
+    /// Metadata, Subkey, Score, in [`ColumnFamily::ALL`]'s order.
+    cfs: [Keyspace; 3],
+    own: Keyspace,
+    options: Options,
+    path: PathBuf,
+    floor: VersionFloor,
+    slot: MetadataSlot,
+    syncer: Option<Syncer>,
+}
+
+/// Opens (or creates) the database in directory `path`.
+///
+/// A new directory records `options.layout` in its manifest; an existing one must have
+/// been written with the same layout.
+///
+/// # Errors
+/// [`rediskv::Error::Backend`] when fjall cannot open the directory, when it was written with
+/// another layout (the message names both), or when its version floor record is corrupt.
+pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
+    let path = path.as_ref().to_path_buf();
+    let slot: MetadataSlot = Arc::default();
+    let factory_slot = Arc::clone(&slot);
+    let (layout, grace_ms) = (options.layout.clone(), options.grace_ms);
+    let db = Database::builder(&path)
+        .with_compaction_filter_factories(Arc::new(move |name: &str| {
+            let cf = CF_NAMES.iter().find(|(_, n)| *n == name).map(|(cf, _)| *cf)?;
+            if cf == ColumnFamily::Metadata {
+                return None;
+            }
+            let factory: Arc<dyn Factory> =
+                Arc::new(GcFactory { slot: Arc::clone(&factory_slot), layout: layout.clone(), cf, grace_ms });
+            Some(factory)
+        }))
+        .open()
+        .map_err(err)?;
+    let keyspace = |name: &str| db.keyspace(name, KeyspaceCreateOptions::default).map_err(err);
+    let cfs = [
+        keyspace(cf_name(ColumnFamily::ALL[0]))?,
+        keyspace(cf_name(ColumnFamily::ALL[1]))?,
+        keyspace(cf_name(ColumnFamily::ALL[2]))?,
+    ];
+    let own = keyspace(OWN_KEYSPACE)?;
+    match own.get(MANIFEST_KEY).map_err(err)? {
+        Some(stored) => check_manifest(&path, &stored, &options.layout)?,
+        None => {
+            own.insert(MANIFEST_KEY, manifest(&options.layout)).map_err(err)?;
+            db.persist(PersistMode::SyncAll).map_err(err)?;
+        }
+    }
+    let floor = VersionFloor::restore(own.get(FLOOR_KEY).map_err(err)?.as_deref())?;
+    *slot.write().unwrap_or_else(|e| e.into_inner()) = Some(cfs[0].clone());
+    let syncer = (options.sync == Sync::Everysec).then(|| {
+        let db = db.clone();
+        Syncer::start(Duration::from_secs(1), move || {
+            // A failed sync poisons the database: the next write reports it.
+            let _ = db.persist(PersistMode::SyncData);
+        })
+    });
+    Ok(Backend { db, cfs, own, options, path, floor, slot, syncer })
+}
+
+impl Backend {
+    fn cf(&self, cf: ColumnFamily) -> &Keyspace {
+        &self.cfs[ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0)]
+    }
+
+    /// The options the directory was opened with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The highest version the directory has promised never to go below.
+    pub fn version_floor(&self) -> u64 {
+        self.floor.get()
+    }
+}
+
+impl DiskBackend for Backend {
+    fn flush(&self) -> Result<()> {
+        self.db.persist(PersistMode::SyncAll).map_err(err)
+    }
+
+    fn compact(&self) -> Result<()> {
+        for ks in &self.cfs {
+            ks.rotate_memtable_and_wait().map_err(err)?;
+        }
+        for ks in &self.cfs {
+            ks.major_compact().map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn disk_bytes(&self, cf: ColumnFamily) -> u64 {
+        self.cf(cf).disk_space()
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        self.syncer = None;
+        *self.slot.write().unwrap_or_else(|e| e.into_inner()) = None;
+        if self.options.sync != Sync::No {
+            let _ = self.db.persist(PersistMode::SyncAll);
+        }
+    }
+}
+
+impl KvBackend for Backend {
+    fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+        let Some(value) = self.cf(cf).get(tagged(key)).map_err(err)? else { return Ok(None) };
+        Ok(Some(Bytes::from(value)))
+    }
+
+    fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
+        use std::ops::Bound;
+        let start = Bound::Included(tagged(&range.start));
+        let end = match &range.end {
+            Some(end) if *end <= range.start => return Ok(Box::new(std::iter::empty())),
+            Some(end) => Bound::Excluded(tagged(end)),
+            None => Bound::Unbounded,
+        };
+        let iter = self.cf(cf).range::<Vec<u8>, _>((start, end));
+        let iter: Box<dyn Iterator<Item = fjall::Guard>> = match direction {
+            Direction::Forward => Box::new(iter),
+            Direction::Reverse => Box::new(iter.rev()),
+        };
+        Ok(Box::new(iter.map(move |guard| {
+            let (k, v) = guard.into_inner().map_err(err)?;
+            Ok((Bytes::from(k).slice(1..), Bytes::from(v)))
+        })))
+    }
+
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.floor.write(batch, |batch, floor| {
+            let mut fb = self.db.batch();
+            if self.options.sync == Sync::Always {
+                fb = fb.durability(Some(PersistMode::SyncData));
+            }
+            for op in batch.into_ops() {
+                match op {
+                    BatchOp::Put { cf, key, value } => fb.insert(self.cf(cf), tagged_for_write(&key)?, value),
+                    BatchOp::Delete { cf, key } => fb.remove(self.cf(cf), tagged(&key)),
+                }
+            }
+            if let Some(floor) = floor {
+                fb.insert(&self.own, FLOOR_KEY, floor.to_vec());
+            }
+            fb.commit().map_err(err)
+        })
+    }
+}
+
+/// Makes a [`GcCompactionFilter`] per compaction of one column family.
+struct GcFactory {
+    slot: MetadataSlot,
+    layout: rediskv::codec::KeyLayout,
+    cf: ColumnFamily,
+    grace_ms: u64,
+}
+
+impl Factory for GcFactory {
+    fn name(&self) -> &str {
+        "rediskv-gc"
+    }
+
+    fn make_filter(&self, _ctx: &Context) -> Box<dyn CompactionFilter> {
+        let metadata = self.slot.read().unwrap_or_else(|e| e.into_inner()).clone();
+        Box::new(GcCompactionFilter { metadata, gc: GcFilter::new(&self.layout, self.cf, self.grace_ms) })
+    }
+}
+
+/// One compaction's filter: without the metadata keyspace (during recovery, after close)
+/// it keeps everything.
+struct GcCompactionFilter {
+    metadata: Option<Keyspace>,
+    gc: GcFilter,
+}
+
+impl CompactionFilter for GcCompactionFilter {
+    fn filter_item(
+        &mut self,
+        item: ItemAccessor<'_>,
+        _ctx: &Context,
+    ) -> fjall::compaction::filter::CompactionFilterResult {
+        let Some(metadata) = &self.metadata else { return Ok(Verdict::Keep) };
+        let read = |k: &[u8]| {
+            metadata.get(tagged(k)).map_err(|e| match e {
+                fjall::Error::Storage(e) => e,
+                fjall::Error::Io(e) => fjall::LsmError::Io(e),
+                _ => fjall::LsmError::Unrecoverable,
+            })
+        };
+        // A key without the tag is not ours: keep it.
+        let Some(key) = item.key().strip_prefix(&[KEY_TAG]) else { return Ok(Verdict::Keep) };
+        match self.gc.decide(key, read)? {
+            Decision::Drop => Ok(Verdict::Destroy),
+            Decision::Keep => Ok(Verdict::Keep),
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! rediskv's [`KvBackend`] over RocksDB (the `rocksdb` crate), in Kvrocks' own column
+//! families, so a directory it writes has Kvrocks' record layout.
+//!
+//! ```no_run
+//! use rediskv::commands::Db;
+//! use rediskv_rocksdb::{Options, Sync};
+//!
+//! let backend = rediskv_rocksdb::open("./data", Options { sync: Sync::Everysec, ..Options::default() })?;
+//! let mut db = Db::new(backend);
+//! db.run(&["SET", "k", "v"]);
+//! # Ok::<(), rediskv::Error>(())
+//! ```
+//!
+//! # On disk
+//! Column families `metadata`, `default` (subkeys) and `zset_score`, as Kvrocks names them
+//! ([`rediskv_engine::CF_NAMES`]), and Kvrocks' `propagate` family holding this crate's two
+//! records, the layout manifest and the version floor ([`rediskv_engine::MANIFEST_KEY`],
+//! [`rediskv_engine::FLOOR_KEY`]).
+//!
+//! # Reads and writes
+//! Point reads and iterators read the latest state; each iterator is one consistent view,
+//! and the command engine locks the keys of a command for its duration, which is what the
+//! library's consistency contract asks of a single-process backend (no snapshot is taken
+//! per command). A batch becomes one RocksDB `WriteBatch` (one WAL
+//! record, atomic across column families); [`Sync::Always`] writes it with `sync = true`.
+//!
+//! # Garbage
+//! `default` and `zset_score` carry a compaction filter factory; each filter asks
+//! [`rediskv::gc::decide`] about every record, reading the owner's metadata from the
+//! `metadata` family of the live database as Kvrocks' subkey filter does, with the grace
+//! period of [`Options`]. The filter reaches the database through a `Weak` handle (the
+//! database owns its filters); a failed metadata read keeps the record.
+#![deny(missing_docs)]
+
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use rediskv::Result;
+use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
+use rediskv::codec::{KeyLayout, KeyRange};
+use rediskv::gc::Decision as GcDecision;
+pub use rediskv_engine::{DiskBackend, Options, Sync};
+use rediskv_engine::{
+    FLOOR_KEY, GcFilter, MANIFEST_KEY, Syncer, VersionFloor, backend_error, cf_name, check_manifest, manifest,
+};
+use rocksdb::compaction_filter::{CompactionFilter, Decision};
+use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
+use rocksdb::{
+    BottommostLevelCompaction, ColumnFamilyDescriptor, CompactOptions, DB, IteratorMode, ReadOptions,
+    WriteOptions,
+};
+
+/// Kvrocks' column family for replication records; this crate keeps its own two records there.
+pub const OWN_CF: &str = "propagate";
+
+/// The database, once open; compaction filters read its metadata family through it.
+type DbSlot = Arc<RwLock<Weak<DB>>>;
+
+fn err(e: impl std::fmt::Display) -> rediskv::Error {
+    backend_error("rocksdb", e)
+}
+
+/// A directory opened with [`open`]: a [`KvBackend`] shareable between threads (`&self`
+/// everywhere; wrap it in an `Arc`).
+pub struct Backend {
+    db: Arc<DB>,
+    options: Options,
+    path: PathBuf,
+    write_options: WriteOptions,
+    floor: VersionFloor,
+    slot: DbSlot,
+    syncer: Option<Syncer>,
+}
+
+/// Opens (or creates) the database in directory `path`.
+///
+/// A new directory records `options.layout` in its manifest; an existing one must have
+/// been written with the same layout.
+///
+/// # Errors
+/// [`rediskv::Error::Backend`] when RocksDB cannot open the directory, when it was written
+/// with another layout (the message names both), or when its version floor record is corrupt.
+pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
+    let path = path.as_ref().to_path_buf();
+    let slot: DbSlot = Arc::new(RwLock::new(Weak::new()));
+    let mut db_options = rocksdb::Options::default();
+    db_options.create_if_missing(true);
+    db_options.create_missing_column_families(true);
+    let descriptor = |cf: Option<ColumnFamily>| {
+        let mut cf_options = rocksdb::Options::default();
+        let name = match cf {
+            Some(cf) => {
+                if cf != ColumnFamily::Metadata {
+                    cf_options.set_compaction_filter_factory(GcFactory {
+                        slot: Arc::clone(&slot),
+                        layout: options.layout.clone(),
+                        cf,
+                        grace_ms: options.grace_ms,
+                    });
+                }
+                cf_name(cf)
+            }
+            None => OWN_CF,
+        };
+        ColumnFamilyDescriptor::new(name, cf_options)
+    };
+    let descriptors = ColumnFamily::ALL.into_iter().map(Some).chain([None]).map(descriptor);
+    let db = Arc::new(DB::open_cf_descriptors(&db_options, &path, descriptors).map_err(err)?);
+    let own = db.cf_handle(OWN_CF).ok_or_else(|| err("propagate column family missing"))?;
+    match db.get_cf(own, MANIFEST_KEY).map_err(err)? {
+        Some(stored) => check_manifest(&path, &stored, &options.layout)?,
+        None => {
+            let mut sync = WriteOptions::default();
+            sync.set_sync(true);
+            let mut batch = rocksdb::WriteBatch::default();
+            batch.put_cf(own, MANIFEST_KEY, manifest(&options.layout));
+            db.write_opt(batch, &sync).map_err(err)?;
+        }
+    }
+    let floor = VersionFloor::restore(db.get_cf(own, FLOOR_KEY).map_err(err)?.as_deref())?;
+    *slot.write().unwrap_or_else(|e| e.into_inner()) = Arc::downgrade(&db);
+    let mut write_options = WriteOptions::default();
+    write_options.set_sync(options.sync == Sync::Always);
+    let syncer = (options.sync == Sync::Everysec).then(|| {
+        let db = Arc::downgrade(&db);
+        Syncer::start(Duration::from_secs(1), move || {
+            if let Some(db) = db.upgrade() {
+                // A failed sync shows in RocksDB's background error, which fails later writes.
+                let _ = db.flush_wal(true);
+            }
+        })
+    });
+    Ok(Backend { db, options, path, write_options, floor, slot, syncer })
+}
+
+impl Backend {
+    fn cf(&self, cf: ColumnFamily) -> Result<&rocksdb::ColumnFamily> {
+        self.db.cf_handle(cf_name(cf)).ok_or_else(|| err(format!("column family {} missing", cf_name(cf))))
+    }
+
+    /// The options the directory was opened with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The highest version the directory has promised never to go below.
+    pub fn version_floor(&self) -> u64 {
+        self.floor.get()
+    }
+}
+
+impl DiskBackend for Backend {
+    fn flush(&self) -> Result<()> {
+        self.db.flush_wal(true).map_err(err)
+    }
+
+    fn compact(&self) -> Result<()> {
+        let mut opts = CompactOptions::default();
+        opts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
+        opts.set_exclusive_manual_compaction(true);
+        for cf in ColumnFamily::ALL {
+            self.db.flush_cf(self.cf(cf)?).map_err(err)?;
+        }
+        for cf in ColumnFamily::ALL {
+            self.db.compact_range_cf_opt(self.cf(cf)?, None::<&[u8]>, None::<&[u8]>, &opts);
+        }
+        Ok(())
+    }
+
+    fn disk_bytes(&self, cf: ColumnFamily) -> u64 {
+        self.cf(cf)
+            .ok()
+            .and_then(|h| self.db.property_int_value_cf(h, "rocksdb.total-sst-files-size").ok().flatten())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        self.syncer = None;
+        *self.slot.write().unwrap_or_else(|e| e.into_inner()) = Weak::new();
+        if self.options.sync != Sync::No {
+            let _ = self.db.flush_wal(true);
+        }
+        // A running filter may hold the database for one record: wait for background work
+        // so the last handle is dropped here, not on a compaction thread.
+        self.db.cancel_all_background_work(true);
+    }
+}
+
+fn bytes(b: Box<[u8]>) -> Bytes {
+    Bytes::from(Vec::from(b))
+}
+
+impl KvBackend for Backend {
+    fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+        let Some(value) = self.db.get_cf(self.cf(cf)?, key).map_err(err)? else { return Ok(None) };
+        Ok(Some(Bytes::from(value)))
+    }
+
+    fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
+        let mut read = ReadOptions::default();
+        read.set_iterate_lower_bound(range.start.clone());
+        if let Some(end) = &range.end {
+            if *end <= range.start {
+                return Ok(Box::new(std::iter::empty()));
+            }
+            read.set_iterate_upper_bound(end.clone());
+        }
+        let mode = match direction {
+            Direction::Forward => IteratorMode::Start,
+            Direction::Reverse => IteratorMode::End,
+        };
+        let iter = self.db.iterator_cf_opt(self.cf(cf)?, read, mode);
+        Ok(Box::new(iter.map(move |item| {
+            let (k, v) = item.map_err(err)?;
+            Ok((bytes(k), bytes(v)))
+        })))
+    }
+
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.floor.write(batch, |batch, floor| {
+            let mut wb = rocksdb::WriteBatch::default();
+            for op in batch.into_ops() {
+                match op {
+                    BatchOp::Put { cf, key, value } => wb.put_cf(self.cf(cf)?, key, value),
+                    BatchOp::Delete { cf, key } => wb.delete_cf(self.cf(cf)?, key),
+                }
+            }
+            if let Some(floor) = floor {
+                wb.put_cf(
+                    self.db.cf_handle(OWN_CF).ok_or_else(|| err("propagate column family missing"))?,
+                    FLOOR_KEY,
+                    floor,
+                );
+            }
+            self.db.write_opt(wb, &self.write_options).map_err(err)
+        })
+    }
+}
+
+/// Makes a [`GcCompactionFilter`] per compaction of one column family.
+struct GcFactory {
+    slot: DbSlot,
+    layout: KeyLayout,
+    cf: ColumnFamily,
+    grace_ms: u64,
+}
+
+impl CompactionFilterFactory for GcFactory {
+    type Filter = GcCompactionFilter;
+
+    fn create(&mut self, _context: CompactionFilterContext) -> GcCompactionFilter {
+        let db = self.slot.read().unwrap_or_else(|e| e.into_inner()).clone();
+        GcCompactionFilter { db, gc: GcFilter::new(&self.layout, self.cf, self.grace_ms) }
+    }
+
+    fn name(&self) -> &CStr {
+        c"rediskv-gc"
+    }
+}
+
+/// One compaction's filter: while the database is not open (recovery, close) it keeps
+/// everything.
+struct GcCompactionFilter {
+    db: Weak<DB>,
+    gc: GcFilter,
+}
+
+impl CompactionFilter for GcCompactionFilter {
+    fn filter(&mut self, _level: u32, key: &[u8], _value: &[u8]) -> Decision {
+        let Some(db) = self.db.upgrade() else { return Decision::Keep };
+        let Some(metadata) = db.cf_handle(cf_name(ColumnFamily::Metadata)) else { return Decision::Keep };
+        match self.gc.decide(key, |k| db.get_pinned_cf(metadata, k).map(|v| v.map(|v| v.to_vec()))) {
+            Ok(GcDecision::Drop) => Decision::Remove,
+            Ok(GcDecision::Keep) | Err(_) => Decision::Keep,
+        }
+    }
+
+    fn name(&self) -> &CStr {
+        c"rediskv-gc"
+    }
+}

@@ -1,0 +1,92 @@
+//! The glob matcher against a real redis-server 7.0: random keys (binary, with every glob
+//! metacharacter, and the empty key) are SET on both, then random patterns go to `KEYS` on
+//! both and to [`glob_match`] directly; all three must pick the same keys. Without
+//! `redis-server` the test is skipped loudly, or fails when `CI=true`.
+//! `GLOB_ROUNDS=n` changes the number of key sets (default 20, 150 patterns each).
+
+#[allow(dead_code)]
+#[path = "differential/client.rs"]
+mod client;
+
+use std::collections::BTreeSet;
+
+use client::RedisServer;
+use rediskv::backend::MemoryBackend;
+use rediskv::commands::args::glob_match;
+use rediskv::commands::{Db, Reply};
+
+/// xorshift64: the run is reproducible from the printed seed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+
+    fn bytes(&mut self, alphabet: &[u8], max_len: usize) -> Vec<u8> {
+        (0..self.below(max_len + 1)).map(|_| alphabet[self.below(alphabet.len())]).collect()
+    }
+}
+
+fn key_set(reply: &Reply) -> BTreeSet<Vec<u8>> {
+    let Reply::Array(items) = reply else { panic!("KEYS answered {reply:?}") };
+    items
+        .iter()
+        .map(|item| match item {
+            Reply::Bulk(b) => b.to_vec(),
+            other => panic!("KEYS item {other:?}"),
+        })
+        .collect()
+}
+
+fn show(set: &BTreeSet<Vec<u8>>) -> Vec<String> {
+    set.iter().map(|k| k.escape_ascii().to_string()).collect()
+}
+
+#[test]
+fn glob_matches_redis_keys() {
+    if !RedisServer::available() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "redis-server is missing and CI=true");
+        eprintln!("\n!!! glob differential test SKIPPED: `redis-server` not found on PATH !!!\n");
+        return;
+    }
+    let server = RedisServer::start().expect("start redis-server");
+    let mut redis = server.connect().expect("connect");
+    let rounds: usize =
+        std::env::var("GLOB_ROUNDS").map_or(20, |v| v.parse().expect("GLOB_ROUNDS is a number"));
+    let seed = 0x9E37_79B9_7F4A_7C15;
+    let mut rng = Rng(seed);
+    let key_bytes = b"abz-]\\[^*?\xff\x80";
+    let pattern_bytes = b"aabbz**??[[]]^-\\\xff\x80";
+    let mut compared = 0;
+    for round in 0..rounds {
+        assert_eq!(redis.call(&["FLUSHALL"]).unwrap(), Reply::OK);
+        let mut db = Db::new(MemoryBackend::new());
+        let mut keys = BTreeSet::new();
+        keys.insert(Vec::new());
+        for _ in 0..40 {
+            keys.insert(rng.bytes(key_bytes, 6));
+        }
+        for key in &keys {
+            let argv = [&b"SET"[..], key, b"v"];
+            assert_eq!(redis.call(&argv).unwrap(), Reply::OK);
+            assert_eq!(db.run(&argv), Reply::OK);
+        }
+        for _ in 0..150 {
+            let pattern = rng.bytes(pattern_bytes, 9);
+            let argv = [&b"KEYS"[..], &pattern];
+            let want = key_set(&redis.call(&argv).unwrap());
+            let ours: BTreeSet<Vec<u8>> =
+                keys.iter().filter(|k| pattern == b"*" || glob_match(&pattern, k)).cloned().collect();
+            let engine = key_set(&db.run(&argv));
+            let p = pattern.escape_ascii();
+            assert_eq!(show(&ours), show(&want), "glob_match, pattern {p} (round {round}, seed {seed:#x})");
+            assert_eq!(show(&engine), show(&want), "engine KEYS, pattern {p} (round {round})");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, rounds * 150);
+}
