@@ -24,7 +24,7 @@ pub enum Error {
         /// How many bytes were left over.
         extra: usize,
     },
-    /// A type id Kvrocks knows but this crate does not implement (0, 6–11).
+    /// Type id 0: Kvrocks' "none", which no record carries.
     #[error("unsupported redis type {name} (id {id})")]
     UnsupportedType {
         /// The type nibble.
@@ -32,12 +32,21 @@ pub enum Error {
         /// Kvrocks' name for it.
         name: &'static str,
     },
-    /// A type id no known writer uses (12–15).
+    /// A type id no known writer uses (15).
     #[error("unknown redis type id {0}")]
     UnknownType(u8),
-    /// Reserved flag bits were set, or the blind-write bit on a string.
+    /// Reserved flag bits were set, or the blind-write bit on a single-KV type.
     #[error("invalid metadata flags {0:#04x}")]
     InvalidFlags(u8),
+    /// A metadata field holds a value no Kvrocks writer produces (a HyperLogLog encode type
+    /// other than 0).
+    #[error("invalid {what} {value} in metadata")]
+    InvalidField {
+        /// The field.
+        what: &'static str,
+        /// Its value.
+        value: u64,
+    },
     /// A namespace longer than 255 bytes.
     #[error("namespace is {0} bytes, the maximum is 255")]
     NamespaceTooLong(usize),

@@ -8,10 +8,10 @@
 //! | metadata of the record's key | decision |
 //! |---|---|
 //! | missing | drop |
-//! | a string | drop |
+//! | a single-KV type (string, JSON): no subkeys | drop |
 //! | another version | drop |
 //! | expired more than `grace_ms` ago | drop |
-//! | an empty, size-tracked collection | drop |
+//! | size 0, size-tracked, type not emptyable (hash, list, set, zset, bitmap, sortedint) | drop |
 //! | undecodable (a record this crate cannot read) | keep |
 //! | otherwise | keep |
 //!
@@ -20,7 +20,7 @@
 use bytes::Bytes;
 
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use crate::codec::{KeyLayout, KeyRange, Metadata, RedisType, peek_type_and_expire};
+use crate::codec::{KeyLayout, KeyRange, Metadata, peek_type_and_expire};
 use crate::commands::Engine;
 use crate::error::Result;
 
@@ -77,8 +77,8 @@ pub fn decide_with_metadata(raw: &[u8], record_version: u64, now_ms: u64, grace_
         return Decision::Keep;
     };
     let expired_past_grace = meta.expire_ms != 0 && meta.expire_ms.saturating_add(grace_ms) < now_ms;
-    let empty = meta.size == 0 && !meta.blind_write;
-    if meta.ty == RedisType::String || meta.version != record_version || expired_past_grace || empty {
+    let empty = meta.size == 0 && !meta.blind_write && !meta.ty.is_emptyable();
+    if meta.ty.is_single_kv() || meta.version != record_version || expired_past_grace || empty {
         Decision::Drop
     } else {
         Decision::Keep

@@ -28,9 +28,15 @@
 //! | list element | Subkey | `… version index:u64` | element |
 //! | zset member | Subkey | `… version member` | score, 8 ordered bytes |
 //! | zset score | Score | `… version score:8 member` | empty |
+//! | bitmap, sortedint | Metadata | as above | `flags expire version size` (bitmap: size in bytes) |
+//! | bitmap fragment | Subkey | `… version offset` (decimal ASCII byte offset, a multiple of 1024) | ≤ 1024 bytes; bit `i` is bit `i % 8` (from the LSB) of byte `i / 8` |
+//! | stream, bloom, hyperloglog, tdigest, timeseries, topk | Metadata | as above | `flags expire version size` then the type's fields ([`codec::Extra`]) |
+//! | JSON | Metadata | as above | `flags expire format:u8 document` |
 //!
-//! `flags = 0x80 | type` (String 1, Hash 2, List 3, Set 4, ZSet 5); `0x40` marks a
-//! blind-write collection. Expire is unix milliseconds, 0 for none. Legacy records (bit 7
+//! `flags = 0x80 | type` (String 1, Hash 2, List 3, Set 4, ZSet 5, Bitmap 6, Sortedint 7,
+//! Stream 8, BloomFilter 9, JSON 10, HyperLogLog 11, TDigest 12, TimeSeries 13, TopK 14);
+//! `0x40` marks a blind-write collection. String and JSON are single-KV (no version, size or
+//! subkeys); stream, bloom, hyperloglog, tdigest, timeseries and topk exist with size 0. Expire is unix milliseconds, 0 for none. Legacy records (bit 7
 //! clear) with a u32 expire in seconds and a u32 size are read, never written.
 //!
 //! # Example

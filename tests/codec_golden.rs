@@ -9,8 +9,8 @@
 
 use rediskv::Error;
 use rediskv::codec::{
-    DEFAULT_NAMESPACE, FLAG_64BIT, FLAG_BLIND_WRITE, FLAG_RESERVED, Flags, KeyLayout, KeyOwner, KeyRange,
-    LIST_INITIAL_INDEX, Metadata, MetadataKey, RedisType, SLOT_COUNT, TYPE_MASK, VersionGenerator,
+    DEFAULT_NAMESPACE, Extra, FLAG_64BIT, FLAG_BLIND_WRITE, FLAG_RESERVED, Flags, KeyLayout, KeyOwner,
+    KeyRange, LIST_INITIAL_INDEX, Metadata, MetadataKey, RedisType, SLOT_COUNT, TYPE_MASK, VersionGenerator,
     decode_f64, decode_f64_slice, encode_f64, hash_tag, key_slot, peek_type_and_expire, prefix_successor,
     push_back_tail, push_front_index, stored_index,
 };
@@ -56,6 +56,7 @@ fn metadata_vectors() -> Vec<(&'static str, Metadata<'static>, Vec<u8>)> {
         tail: 0,
         blind_write: false,
         value: &[],
+        extra: Extra::None,
     };
     let list = |expire_ms, size, head, tail| Metadata {
         ty: RedisType::List,
@@ -66,6 +67,7 @@ fn metadata_vectors() -> Vec<(&'static str, Metadata<'static>, Vec<u8>)> {
         tail,
         blind_write: false,
         value: &[],
+        extra: Extra::None,
     };
     vec![
         ("string", Metadata::string(b"bar", 0), h("81 0000000000000000 626172")),
@@ -185,6 +187,7 @@ fn legacy_metadata_decodes_to_milliseconds() {
             tail: 0,
             blind_write: false,
             value: &[],
+            extra: Extra::None,
         }
     );
     let set = decode_leaked(cat(&["04 00000000", VERSION_HEX, "FFFFFFFF"]));
@@ -278,30 +281,13 @@ fn metadata_flag_errors() {
         assert_eq!(Flags::from_byte(flags), Err(Error::InvalidFlags(flags)));
         assert_eq!(peek_type_and_expire(&with_flags(flags)), Err(Error::InvalidFlags(flags)));
     }
-    // Known-but-unsupported type ids, 64-bit and legacy.
-    let names = [
-        (0u8, "none"),
-        (6, "bitmap"),
-        (7, "sortedint"),
-        (8, "stream"),
-        (9, "bloomfilter"),
-        (10, "json"),
-        (11, "hyperloglog"),
-    ];
-    for (id, name) in names {
-        for flags in [0x80 | id, id] {
-            assert_eq!(
-                Metadata::decode(&with_flags(flags)),
-                Err(Error::UnsupportedType { id, name }),
-                "{flags:#04x}"
-            );
-        }
-        assert_eq!(RedisType::from_id(id), Err(Error::UnsupportedType { id, name }));
+    // Type 0 ("none") is never stored; 15 is no type at all.
+    for flags in [0x80u8, 0x00] {
+        assert_eq!(Metadata::decode(&with_flags(flags)), Err(Error::UnsupportedType { id: 0, name: "none" }));
     }
-    for id in 12u8..=15 {
-        for flags in [0x80 | id, id, 0xC0 | id] {
-            assert_eq!(Metadata::decode(&with_flags(flags)), Err(Error::UnknownType(id)), "{flags:#04x}");
-        }
+    assert_eq!(RedisType::from_id(0), Err(Error::UnsupportedType { id: 0, name: "none" }));
+    for flags in [0x8Fu8, 0x0F, 0xCF] {
+        assert_eq!(Metadata::decode(&with_flags(flags)), Err(Error::UnknownType(15)), "{flags:#04x}");
     }
     // A string with the blind-write bit.
     assert_eq!(Metadata::decode(&h("C1 0000000000000000 626172")), Err(Error::InvalidFlags(0xC1)));

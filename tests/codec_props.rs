@@ -11,9 +11,9 @@ use proptest::sample::select;
 
 use rediskv::Error;
 use rediskv::codec::{
-    Flags, KeyLayout, KeyOwner, LIST_INITIAL_INDEX, Metadata, MetadataKey, RedisType, VersionGenerator,
-    decode_f64_slice, encode_f64, key_slot, peek_type_and_expire, position_of, push_back_tail,
-    push_front_index, stored_index,
+    Extra, Flags, KeyLayout, KeyOwner, LIST_INITIAL_INDEX, Metadata, MetadataKey, RedisType,
+    VersionGenerator, decode_f64_slice, encode_f64, key_slot, peek_type_and_expire, position_of,
+    push_back_tail, push_front_index, stored_index,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -106,6 +106,7 @@ impl OwnedMeta {
             tail: self.tail,
             blind_write: self.blind_write,
             value: &self.value,
+            extra: Extra::None,
         }
     }
 }
@@ -489,11 +490,11 @@ fn flags_from_every_byte() {
         let ty = byte & 0x0F;
         let expected = if byte & 0x30 != 0 {
             Err(Error::InvalidFlags(byte))
-        } else if ty == 0 || (6..=11).contains(&ty) {
+        } else if ty == 0 {
             Err(Error::UnsupportedType { id: ty, name: "" })
-        } else if ty >= 12 {
+        } else if ty == 15 {
             Err(Error::UnknownType(ty))
-        } else if ty == 1 && byte & 0x40 != 0 {
+        } else if (ty == 1 || ty == 10) && byte & 0x40 != 0 {
             Err(Error::InvalidFlags(byte))
         } else {
             Ok((ty, byte & 0x80 != 0, byte & 0x40 != 0))

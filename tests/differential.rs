@@ -51,10 +51,14 @@ macro_rules! argv {
 #[path = "differential/client.rs"]
 #[allow(dead_code)]
 mod client;
+#[path = "differential/gen_bit.rs"]
+mod gen_bit;
 #[path = "differential/gen_generic.rs"]
 mod gen_generic;
 #[path = "differential/gen_hash.rs"]
 mod gen_hash;
+#[path = "differential/gen_hll.rs"]
+mod gen_hll;
 #[path = "differential/gen_keyspace.rs"]
 mod gen_keyspace;
 #[path = "differential/gen_list.rs"]
@@ -75,7 +79,8 @@ use kit::*;
 
 /// What runs. An entry is a family name (all its commands) or `family:cmd cmd …` (only
 /// those). Add a family here once its commands are merged.
-const ENABLED_FAMILIES: &[&str] = &["keyspace", "string", "hash", "set", "list", "zset", "generic", "txn"];
+const ENABLED_FAMILIES: &[&str] =
+    &["keyspace", "string", "hash", "set", "list", "zset", "generic", "txn", "bit", "hll"];
 
 /// Every family's generators, by name, with the pool keys it prefers (overlapping, so
 /// types still collide; keyspace commands use the whole pool).
@@ -89,6 +94,8 @@ const FAMILIES: &[Family] = &[
     ("zset", gen_zset::generators, &[b"k4", b"{k}x", b"k0"]),
     ("generic", gen_generic::generators, &[b"k0", b"k1"]),
     ("txn", gen_txn::generators, &[b"k0", b"k3", b"k4"]),
+    ("bit", gen_bit::generators, &[b"k0", b"k1", b"\x00\xff"]),
+    ("hll", gen_hll::generators, &[b"k2", b"k3", b"k0"]),
 ];
 
 const DEFAULT_OPS: usize = 30_000;

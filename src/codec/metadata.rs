@@ -2,6 +2,7 @@
 
 use bytes::BufMut;
 
+use super::extra::Extra;
 use super::list::LIST_INITIAL_INDEX;
 use super::reader::Reader;
 use super::types::{Flags, RedisType};
@@ -14,6 +15,9 @@ use crate::error::Result;
 /// | String | the raw value |
 /// | Hash, Set, ZSet | version u64, size u64 |
 /// | List | version u64, size u64, head u64, tail u64 |
+/// | Bitmap, Sortedint | version u64, size u64 |
+/// | JSON | the [`Extra`] format byte, then the document |
+/// | Stream, BloomFilter, HyperLogLog, TDigest, TimeSeries, TopK | version u64, size u64, then the [`Extra`] fields |
 ///
 /// All integers are big-endian. Legacy records (flags bit 7 clear) have a u32 expire in
 /// seconds and a u32 size; they decode to the same struct, expire converted to milliseconds.
@@ -33,8 +37,10 @@ pub struct Metadata<'a> {
     pub tail: u64,
     /// The size is not tracked: the collection exists while this record exists.
     pub blind_write: bool,
-    /// The string value (empty for collections).
+    /// The string value, the JSON document, or a time series' source key; empty otherwise.
     pub value: &'a [u8],
+    /// The type-specific fields ([`Extra::None`] for the types without any).
+    pub extra: Extra,
 }
 
 impl<'a> Metadata<'a> {
@@ -49,15 +55,23 @@ impl<'a> Metadata<'a> {
             tail: 0,
             blind_write: false,
             value,
+            extra: Extra::None,
         }
     }
 
     /// The metadata of a new, empty collection with the given version. Lists start with
-    /// head = tail = [`LIST_INITIAL_INDEX`].
+    /// head = tail = [`LIST_INITIAL_INDEX`]; the extra fields are [`Extra::default_for`].
     pub fn collection(ty: RedisType, version: u64) -> Metadata<'static> {
         let (head, tail) =
             if ty == RedisType::List { (LIST_INITIAL_INDEX, LIST_INITIAL_INDEX) } else { (0, 0) };
-        Metadata { ty, expire_ms: 0, version, size: 0, head, tail, blind_write: false, value: &[] }
+        let extra = Extra::default_for(ty);
+        Metadata { ty, expire_ms: 0, version, size: 0, head, tail, blind_write: false, value: &[], extra }
+    }
+
+    /// The extra fields [`Metadata::encode`] writes: [`Metadata::extra`] when it belongs to
+    /// the type, else the type's defaults.
+    pub fn fields(&self) -> Extra {
+        if self.extra.fits(self.ty) { self.extra } else { Extra::default_for(self.ty) }
     }
 
     /// Whether the key has expired at `now_ms`: `expire != 0 && expire < now`.
@@ -65,39 +79,43 @@ impl<'a> Metadata<'a> {
         self.expire_ms != 0 && self.expire_ms < now_ms
     }
 
-    /// Whether the key exists at `now_ms`: not expired, and a collection is non-empty
-    /// (blind-write collections exist while their record does).
+    /// Whether the key exists at `now_ms`: not expired, and non-empty unless its type is
+    /// emptyable ([`RedisType::is_emptyable`]; blind-write collections exist while their
+    /// record does).
     pub fn is_live(&self, now_ms: u64) -> bool {
-        !self.is_expired(now_ms) && (self.ty == RedisType::String || self.blind_write || self.size > 0)
+        !self.is_expired(now_ms) && (self.ty.is_emptyable() || self.blind_write || self.size > 0)
     }
 
     /// The number of bytes [`Metadata::encode`] writes.
     pub fn encoded_len(&self) -> usize {
-        9 + match self.ty {
-            RedisType::String => self.value.len(),
+        let common = match self.ty {
+            RedisType::String | RedisType::Json => self.value.len(),
             RedisType::List => 32,
             _ => 16,
-        }
+        };
+        9 + common + self.fields().encoded_len(self.value)
     }
 
     /// Writes the 64-bit form: flags, expire u64, then the value (strings), version and size
-    /// (hash, set, zset) or version, size, head and tail (lists). A blind-write collection
+    /// (hash, set, zset) or version, size, head and tail (lists), then the type's
+    /// [`Metadata::fields`] (a JSON document after its format byte). A blind-write collection
     /// writes size 0. The blind-write bit is only written for collections (a string with it
     /// would not decode).
     pub fn encode(&self, out: &mut impl BufMut) {
         out.put_u8(Flags::new(self.ty, self.blind_write && self.ty.is_collection()).byte());
         out.put_u64(self.expire_ms);
-        match self.ty {
-            RedisType::String => out.put_slice(self.value),
-            ty => {
-                out.put_u64(self.version);
-                out.put_u64(if self.blind_write { 0 } else { self.size });
-                if ty == RedisType::List {
-                    out.put_u64(self.head);
-                    out.put_u64(self.tail);
-                }
-            }
+        if self.ty.is_single_kv() {
+            self.fields().encode(&[], out);
+            out.put_slice(self.value);
+            return;
         }
+        out.put_u64(self.version);
+        out.put_u64(if self.blind_write { 0 } else { self.size });
+        if self.ty == RedisType::List {
+            out.put_u64(self.head);
+            out.put_u64(self.tail);
+        }
+        self.fields().encode(self.value, out);
     }
 
     /// [`Metadata::encode`] into a new vector.
@@ -111,7 +129,8 @@ impl<'a> Metadata<'a> {
     ///
     /// # Errors
     /// [`crate::Error::Truncated`] when a field is cut short, [`crate::Error::TrailingBytes`]
-    /// after a collection's last field, and the flags errors of [`Flags::from_byte`].
+    /// after a collection's last field, [`crate::Error::InvalidField`] for an extra field no
+    /// writer produces, and the flags errors of [`Flags::from_byte`].
     pub fn decode(bytes: &'a [u8]) -> Result<Self> {
         let mut r = Reader::new(bytes, "metadata");
         let flags = Flags::from_byte(r.u8()?)?;
@@ -125,8 +144,10 @@ impl<'a> Metadata<'a> {
             tail: 0,
             blind_write: flags.blind_write,
             value: &[],
+            extra: Extra::None,
         };
-        if flags.ty == RedisType::String {
+        if flags.ty.is_single_kv() {
+            meta.extra = Extra::decode(flags.ty, &mut r)?.0;
             meta.value = r.rest();
             return Ok(meta);
         }
@@ -139,6 +160,7 @@ impl<'a> Metadata<'a> {
             meta.head = r.u64()?;
             meta.tail = r.u64()?;
         }
+        (meta.extra, meta.value) = Extra::decode(flags.ty, &mut r)?;
         r.finish()?;
         Ok(meta)
     }

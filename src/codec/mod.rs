@@ -4,6 +4,7 @@
 //! returns [`crate::Error`] instead of panicking.
 
 mod double;
+mod extra;
 mod key;
 mod list;
 mod metadata;
@@ -14,6 +15,9 @@ mod types;
 mod version;
 
 pub use double::{decode_f64, decode_f64_slice, encode_f64};
+pub use extra::{
+    BloomFields, Extra, Float, StreamFields, StreamId, TDigestFields, TimeSeriesFields, TopKFields,
+};
 pub use key::{
     DEFAULT_NAMESPACE, KeyLayout, KeyOwner, KeyRange, MetadataKey, RoutedKey, ScoreKey, Subkey,
     prefix_successor,

@@ -40,6 +40,11 @@ impl<'a> Reader<'a> {
         Ok(BigEndian::read_u64(self.take(8)?))
     }
 
+    /// Whether everything has been read.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
     /// Everything not read yet.
     pub(crate) fn rest(self) -> &'a [u8] {
         self.buf

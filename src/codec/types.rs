@@ -2,10 +2,13 @@
 
 use crate::error::{Error, Result};
 
-/// A Redis data type as stored in the low nibble of the flags byte.
+/// A Redis data type as stored in the low nibble of the flags byte: every id Kvrocks
+/// defines (1–14). Id 0 ("none") and 15 do not decode.
 ///
-/// Only the five supported types exist as values; the other ids Kvrocks uses decode to
-/// [`Error::UnsupportedType`].
+/// Kvrocks calls String and JSON "single KV" types: their record is the whole value, with
+/// no version or size. The others keep a version and a size, and their data in subkeys.
+/// "Emptyable" types exist with size 0 (a stream, a filter, a sketch); for the rest a
+/// size of 0 means the key is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum RedisType {
@@ -19,6 +22,25 @@ pub enum RedisType {
     Set = 4,
     /// A sorted set: one subkey per member plus one score key.
     ZSet = 5,
+    /// A bitmap: 1024-byte fragments in subkeys named by their decimal byte offset; size is
+    /// the length in bytes.
+    Bitmap = 6,
+    /// Kvrocks' sorted integers: one subkey per 8-byte id.
+    Sortedint = 7,
+    /// A stream, with its entry-id counters in the metadata.
+    Stream = 8,
+    /// A scalable bloom filter (RedisBloom's `MBbloom--`).
+    BloomFilter = 9,
+    /// A JSON document (RedisJSON's `ReJSON-RL`), stored inline after a format byte.
+    Json = 10,
+    /// Kvrocks' HyperLogLog type (register segments in subkeys).
+    HyperLogLog = 11,
+    /// A t-digest sketch (`TDIS-TYPE`).
+    TDigest = 12,
+    /// A time series.
+    TimeSeries = 13,
+    /// A top-k sketch.
+    TopK = 14,
 }
 
 impl RedisType {
@@ -27,7 +49,8 @@ impl RedisType {
         self as u8
     }
 
-    /// The name the Redis `TYPE` command replies with.
+    /// Kvrocks' name for the type (its `RedisTypeNames`); [`RedisType::reply_name`] is what
+    /// `TYPE` replies.
     pub const fn name(self) -> &'static str {
         match self {
             RedisType::String => "string",
@@ -35,36 +58,83 @@ impl RedisType {
             RedisType::List => "list",
             RedisType::Set => "set",
             RedisType::ZSet => "zset",
+            RedisType::Bitmap => "bitmap",
+            RedisType::Sortedint => "sortedint",
+            RedisType::Stream => "stream",
+            RedisType::BloomFilter => "MBbloom--",
+            RedisType::Json => "ReJSON-RL",
+            RedisType::HyperLogLog => "hyperloglog",
+            RedisType::TDigest => "TDIS-TYPE",
+            RedisType::TimeSeries => "timeseries",
+            RedisType::TopK => "topk",
         }
     }
 
-    /// Whether values of this type live in subkeys (everything but strings).
-    pub const fn is_collection(self) -> bool {
-        !matches!(self, RedisType::String)
+    /// The name `TYPE` (and `SCAN … TYPE`) uses: Kvrocks' name, except that a bitmap is a
+    /// "string" as in Redis, where bitmaps are strings and clients expect that name.
+    pub const fn reply_name(self) -> &'static str {
+        match self {
+            RedisType::Bitmap => "string",
+            ty => ty.name(),
+        }
     }
+
+    /// Whether the metadata record is the whole value, with no version, size or subkeys
+    /// (Kvrocks' `IsSingleKVType`: String and JSON).
+    pub const fn is_single_kv(self) -> bool {
+        matches!(self, RedisType::String | RedisType::Json)
+    }
+
+    /// Whether values of this type live in subkeys (everything but the single-KV types).
+    pub const fn is_collection(self) -> bool {
+        !self.is_single_kv()
+    }
+
+    /// Whether a key of this type exists with size 0 (Kvrocks' `IsEmptyableType`, plus
+    /// top-k: its writer was not available to check, and a garbage collector must not drop
+    /// what may be live).
+    pub const fn is_emptyable(self) -> bool {
+        self.is_single_kv()
+            || matches!(
+                self,
+                RedisType::Stream
+                    | RedisType::BloomFilter
+                    | RedisType::HyperLogLog
+                    | RedisType::TDigest
+                    | RedisType::TimeSeries
+                    | RedisType::TopK
+            )
+    }
+
+    /// Every type, by id.
+    pub const ALL: [RedisType; 14] = [
+        RedisType::String,
+        RedisType::Hash,
+        RedisType::List,
+        RedisType::Set,
+        RedisType::ZSet,
+        RedisType::Bitmap,
+        RedisType::Sortedint,
+        RedisType::Stream,
+        RedisType::BloomFilter,
+        RedisType::Json,
+        RedisType::HyperLogLog,
+        RedisType::TDigest,
+        RedisType::TimeSeries,
+        RedisType::TopK,
+    ];
 
     /// Reads a type id.
     ///
     /// # Errors
-    /// [`Error::UnsupportedType`] for the ids Kvrocks knows but this crate does not
-    /// implement (0 and 6–11), [`Error::UnknownType`] for 12 and above.
+    /// [`Error::UnsupportedType`] for 0 (Kvrocks' "none", never stored), [`Error::UnknownType`]
+    /// for 15.
     pub fn from_id(id: u8) -> Result<Self> {
-        let name = match id {
-            1 => return Ok(RedisType::String),
-            2 => return Ok(RedisType::Hash),
-            3 => return Ok(RedisType::List),
-            4 => return Ok(RedisType::Set),
-            5 => return Ok(RedisType::ZSet),
-            0 => "none",
-            6 => "bitmap",
-            7 => "sortedint",
-            8 => "stream",
-            9 => "bloomfilter",
-            10 => "json",
-            11 => "hyperloglog",
-            _ => return Err(Error::UnknownType(id)),
-        };
-        Err(Error::UnsupportedType { id, name })
+        match id {
+            0 => Err(Error::UnsupportedType { id, name: "none" }),
+            1..=14 => Ok(RedisType::ALL[usize::from(id) - 1]),
+            _ => Err(Error::UnknownType(id)),
+        }
     }
 }
 
@@ -104,7 +174,7 @@ impl Flags {
     /// Reads a flags byte.
     ///
     /// # Errors
-    /// [`Error::InvalidFlags`] when a reserved bit is set or a string claims blind-write;
+    /// [`Error::InvalidFlags`] when a reserved bit is set or a single-KV type (string, JSON) claims blind-write;
     /// the errors of [`RedisType::from_id`] for an unsupported or unknown type.
     pub fn from_byte(byte: u8) -> Result<Self> {
         if byte & FLAG_RESERVED != 0 {

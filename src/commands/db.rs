@@ -51,6 +51,7 @@ pub(crate) struct Shared {
     layouts: Vec<Option<KeyLayout>>,
     pub(crate) base_layout: KeyLayout,
     blind_write: AtomicBool,
+    bitmap_strings: AtomicBool,
     pub(crate) cursors: CursorStore,
     rng: AtomicU64,
 }
@@ -64,6 +65,7 @@ impl Shared {
             layouts,
             base_layout: layout,
             blind_write: AtomicBool::new(false),
+            bitmap_strings: AtomicBool::new(false),
             cursors: CursorStore::default(),
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
         }
@@ -193,6 +195,18 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// Whether blind-write mode is on.
     pub fn blind_write(&self) -> bool {
         self.shared.blind_write.load(Ordering::Relaxed)
+    }
+
+    /// Picks how SETBIT, BITFIELD and BITOP create a key: `false` (the default) a Kvrocks
+    /// bitmap in 1024-byte fragments, `true` a string like Redis. Existing keys keep their
+    /// representation either way.
+    pub fn set_bitmap_strings(&mut self, on: bool) {
+        self.shared.bitmap_strings.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether new bitmaps are strings ([`Db::set_bitmap_strings`]).
+    pub fn bitmap_strings(&self) -> bool {
+        self.shared.bitmap_strings.load(Ordering::Relaxed)
     }
 
     /// The backend.
@@ -345,10 +359,25 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// # Errors
     /// [`CommandError::WrongType`] for a collection; storage errors.
     pub fn lookup_string(&self, key: &[u8]) -> CommandResult<Option<Bytes>> {
-        match self.lookup(key)? {
+        match self.lookup_stringlike(key)? {
             None => Ok(None),
             Some(e) if e.meta.ty == RedisType::String => Ok(Some(e.value)),
             Some(_) => Err(CommandError::WrongType),
+        }
+    }
+
+    /// [`Db::lookup`], with a bitmap turned into the string Redis would hold (type String,
+    /// same expiry), for the string commands.
+    ///
+    /// # Errors
+    /// As [`Db::lookup`].
+    pub fn lookup_stringlike(&self, key: &[u8]) -> CommandResult<Option<Entry>> {
+        match self.lookup(key)? {
+            Some(e) if e.meta.ty == RedisType::Bitmap => {
+                let value = self.bitmap_string(key, &e.meta)?;
+                Ok(Some(Entry { meta: Metadata::string(&[], e.meta.expire_ms), value }))
+            }
+            other => Ok(other),
         }
     }
 

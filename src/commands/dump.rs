@@ -34,12 +34,13 @@ pub struct RestoreOptions {
 
 impl<B: KvBackend> Db<'_, B> {
     /// The DUMP payload of `key`, `None` when it does not exist. Reads the metadata and
-    /// every record of a collection.
+    /// every record of a collection; a bitmap dumps as the equivalent string.
     ///
     /// # Errors
-    /// Storage errors.
+    /// [`CommandError::WrongType`] for a Kvrocks-only type (stream, bloom filter…), which
+    /// has no RDB form here; storage errors.
     pub fn dump(&self, key: &[u8]) -> CommandResult<Option<Vec<u8>>> {
-        let Some(entry) = self.lookup(key)? else {
+        let Some(entry) = self.lookup_stringlike(key)? else {
             return Ok(None);
         };
         let meta = entry.meta;
@@ -57,6 +58,8 @@ impl<B: KvBackend> Db<'_, B> {
                     .map(|(m, s)| Ok((m, decode_f64_slice(&s)?)))
                     .collect::<crate::Result<_>>()?,
             ),
+            // Kvrocks-only types have no RDB form (a bitmap dumps as its string, above).
+            _ => return Err(CommandError::WrongType),
         };
         Ok(Some(rdb::dump(&value)))
     }

@@ -58,7 +58,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// Storage errors.
     pub fn object_encoding(&self, key: &[u8]) -> CommandResult<Option<&'static str>> {
-        let Some(entry) = self.lookup(key)? else {
+        let Some(entry) = self.lookup_stringlike(key)? else {
             return Ok(None);
         };
         let meta = entry.meta;
@@ -85,6 +85,7 @@ impl<B: KvBackend> Db<'_, B> {
             RedisType::Set => "hashtable",
             RedisType::ZSet if all_small(128, &|m, _| m.len() <= 64)? => "listpack",
             RedisType::ZSet => "skiplist",
+            ty => ty.name(),
         }))
     }
 
@@ -102,7 +103,7 @@ impl<B: KvBackend> Db<'_, B> {
 
     /// The string value of `key` for LCS: empty when missing.
     fn lcs_operand(&self, key: &[u8]) -> CommandResult<Bytes> {
-        match self.lookup(key)? {
+        match self.lookup_stringlike(key)? {
             None => Ok(Bytes::new()),
             Some(e) if e.meta.ty == RedisType::String => Ok(e.value),
             Some(_) => Err(CommandError::err("The specified keys must contain string values")),

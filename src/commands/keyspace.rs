@@ -367,7 +367,7 @@ impl<B: KvBackend> Db<'_, B> {
             last = Some(meta_key.clone());
             if let Some((user_key, key_ty)) = live {
                 examined += 1;
-                let type_ok = ty.is_none_or(|t| t.eq_ignore_ascii_case(key_ty.name().as_bytes()));
+                let type_ok = ty.is_none_or(|t| t.eq_ignore_ascii_case(key_ty.reply_name().as_bytes()));
                 if type_ok && glob.as_ref().is_none_or(|g| g.matches(user_key)) {
                     keys.push(Bytes::copy_from_slice(user_key));
                 }
@@ -485,7 +485,7 @@ fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 fn type_<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    Ok(Reply::status(db.lookup(&argv[1])?.map_or("none", |e| e.meta.ty.name())))
+    Ok(Reply::status(db.lookup(&argv[1])?.map_or("none", |e| e.meta.ty.reply_name())))
 }
 
 /// EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT: `unit_ms` is 1000 for seconds, `relative`

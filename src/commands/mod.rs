@@ -7,6 +7,7 @@
 //! arity, flags and key specs live in [`table`].
 
 pub mod args;
+mod bitmap;
 mod cursor;
 mod db;
 mod dump;
@@ -15,6 +16,7 @@ mod error;
 mod generic;
 mod glob;
 mod hash;
+mod hll;
 mod keyspace;
 mod list;
 mod locks;
@@ -66,6 +68,8 @@ pub fn handler<B: KvBackend>(info: &CommandInfo) -> Option<Handler<B>> {
         Family::Dump => dump::command(name),
         Family::Generic => generic::command(name),
         Family::Sort => sort::command(name),
+        Family::Bitmap => bitmap::command(name),
+        Family::Hll => hll::command(name),
         Family::Session => None,
     }
 }

@@ -12,7 +12,7 @@ use super::long_double;
 use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{KvBackend, WriteBatch};
-use crate::codec::Metadata;
+use crate::codec::{Metadata, RedisType};
 
 /// The largest string Redis accepts (`proto-max-bulk-len`, 512 MB).
 pub const MAX_STRING_LEN: u64 = 512 * 1024 * 1024;
@@ -134,9 +134,9 @@ impl<B: KvBackend> Db<'_, B> {
         value: &[u8],
         opts: SetOptions,
     ) -> CommandResult<(bool, Option<Bytes>)> {
-        let entry = self.lookup(key)?;
+        let entry = if opts.get { self.lookup_stringlike(key)? } else { self.lookup(key)? };
         let old = match &entry {
-            Some(e) if opts.get && e.meta.ty.is_collection() => return Err(CommandError::WrongType),
+            Some(e) if opts.get && e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) if opts.get => Some(e.value.clone()),
             _ => None,
         };
@@ -172,10 +172,10 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// [`CommandError::WrongType`] for a collection; storage errors.
     pub fn getex(&mut self, key: &[u8], expiry: GetExpiry) -> CommandResult<Option<Bytes>> {
-        let Some(entry) = self.lookup(key)? else {
+        let Some(entry) = self.lookup_stringlike(key)? else {
             return Ok(None);
         };
-        if entry.meta.ty.is_collection() {
+        if entry.meta.ty != RedisType::String {
             return Err(CommandError::WrongType);
         }
         let mut batch = WriteBatch::new();
@@ -200,7 +200,9 @@ impl<B: KvBackend> Db<'_, B> {
     /// Storage errors.
     pub fn mget(&self, keys: &[Bytes]) -> CommandResult<Vec<Option<Bytes>>> {
         keys.iter()
-            .map(|k| Ok(self.lookup(k)?.filter(|e| !e.meta.ty.is_collection()).map(|e| e.value)))
+            .map(|k| {
+                Ok(self.lookup_stringlike(k)?.filter(|e| e.meta.ty == RedisType::String).map(|e| e.value))
+            })
             .collect()
     }
 
@@ -233,9 +235,9 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`CommandError::WrongType`], [`CommandError::StringTooLong`] past 512 MB; storage
     /// errors.
     pub fn append(&mut self, key: &[u8], value: &[u8]) -> CommandResult<i64> {
-        let entry = self.lookup(key)?;
+        let entry = self.lookup_stringlike(key)?;
         let (old, expire_ms) = match &entry {
-            Some(e) if e.meta.ty.is_collection() => return Err(CommandError::WrongType),
+            Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) => (&e.value[..], e.meta.expire_ms),
             None => (&[][..], 0),
         };
@@ -292,9 +294,9 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`CommandError::StringTooLong`] past 512 MB; storage errors.
     pub fn setrange(&mut self, key: &[u8], offset: i64, value: &[u8]) -> CommandResult<i64> {
         let offset = u64::try_from(offset).map_err(|_| CommandError::err("offset is out of range"))?;
-        let entry = self.lookup(key)?;
+        let entry = self.lookup_stringlike(key)?;
         let (old, expire_ms) = match &entry {
-            Some(e) if e.meta.ty.is_collection() => return Err(CommandError::WrongType),
+            Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) => (&e.value[..], e.meta.expire_ms),
             None => (&[][..], 0),
         };
@@ -319,9 +321,9 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`CommandError::WrongType`], [`CommandError::NotInteger`] when the value is not an
     /// integer, [`CommandError::Overflow`]; storage errors.
     pub fn incrby(&mut self, key: &[u8], delta: i64) -> CommandResult<i64> {
-        let entry = self.lookup(key)?;
+        let entry = self.lookup_stringlike(key)?;
         let (old, expire_ms) = match &entry {
-            Some(e) if e.meta.ty.is_collection() => return Err(CommandError::WrongType),
+            Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) => (int_arg(&e.value)?, e.meta.expire_ms),
             None => (0, 0),
         };
@@ -338,9 +340,9 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`CommandError::WrongType`], [`CommandError::NotFloat`] when the value or `incr`
     /// is not a number, "ERR increment would produce NaN or Infinity"; storage errors.
     pub fn incrbyfloat(&mut self, key: &[u8], incr: &[u8]) -> CommandResult<Bytes> {
-        let entry = self.lookup(key)?;
+        let entry = self.lookup_stringlike(key)?;
         let (old, expire_ms) = match &entry {
-            Some(e) if e.meta.ty.is_collection() => return Err(CommandError::WrongType),
+            Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) => (long_double::parse(&e.value).ok_or(CommandError::NotFloat)?, e.meta.expire_ms),
             None => (long_double::LongDouble::ZERO, 0),
         };
@@ -487,7 +489,9 @@ fn getex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis looks the key up (nil, WRONGTYPE) before validating the expire time.
     match db.lookup(&argv[1])? {
         None => return Ok(Reply::Nil),
-        Some(e) if e.meta.ty.is_collection() => return Err(CommandError::WrongType),
+        Some(e) if !matches!(e.meta.ty, RedisType::String | RedisType::Bitmap) => {
+            return Err(CommandError::WrongType);
+        }
         Some(_) => {}
     }
     let expiry = match o.expire {

@@ -114,6 +114,10 @@ pub enum Family {
     Generic,
     /// SORT and SORT_RO.
     Sort,
+    /// Bitmaps (SETBIT, BITFIELD…).
+    Bitmap,
+    /// HyperLogLog (PFADD, PFCOUNT, PFMERGE).
+    Hll,
     /// MULTI/EXEC/WATCH and COMMAND: per-connection state, answered by
     /// [`super::Engine::execute`].
     Session,
