@@ -275,8 +275,8 @@ pub fn corrupt_records<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv:
     let layout = KeyLayout::default();
     let mut batch = WriteBatch::new();
     batch.put(ColumnFamily::Metadata, layout.metadata_key(b"garbage"), &b"\xff\x01"[..]);
-    // flags 0x80 | 6 (stream), expire 0, version, size: well-formed, but not a type we read.
-    let mut stream = vec![0x86];
+    // flags 0x80 | 15, expire 0, version, size: well-formed, but a type id no writer uses.
+    let mut stream = vec![0x8F];
     stream.extend_from_slice(&[0; 8]);
     stream.extend_from_slice(&7u64.to_be_bytes());
     stream.extend_from_slice(&1u64.to_be_bytes());
