@@ -3,7 +3,7 @@
 #
 #   benches/redis_benchmark.sh                 # default tests
 #   TESTS=set,get,ping_mbulk N=100000 P=16 benches/redis_benchmark.sh
-#   THREADS=1,2 benches/redis_benchmark.sh     # one rediskv-server per --threads value
+#   THREADS=1 benches/redis_benchmark.sh       # one rediskv-server per entry (the server is single-event-loop for now)
 #
 # Builds `rediskv-server` in release, starts it and a redis-server on free loopback
 # ports, runs `redis-benchmark -q -n N -P P -t TESTS` against each (one after the other),
@@ -16,7 +16,7 @@ N=${N:-200000}
 P=${P:-16}
 CLIENTS=${CLIENTS:-50}
 TESTS=${TESTS:-set,get,incr,lpush,rpop,sadd,hset,zadd,ping_inline,ping_mbulk}
-THREADS=${THREADS:-1,2}
+THREADS=${THREADS:-1}
 
 cd "$(dirname "$0")/.."
 for tool in redis-server redis-benchmark redis-cli; do
@@ -70,7 +70,7 @@ KV_PORTS=()
 for threads in "${THREAD_LIST[@]}"; do
     port=$(free_port)
     while [ "$port" = "$REDIS_PORT" ] || [[ " ${KV_PORTS[*]} " == *" $port "* ]]; do port=$(free_port); done
-    "$SERVER_BIN" --port "$port" --threads "$threads" >"$WORK/rediskv-$port.log" 2>&1 &
+    "$SERVER_BIN" --port "$port" >"$WORK/rediskv-$port.log" 2>&1 &
     PIDS+=($!)
     KV_PORTS+=("$port")
 done
