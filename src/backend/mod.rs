@@ -139,33 +139,24 @@ pub trait KvBackend {
     fn write(&self, batch: WriteBatch) -> Result<()>;
 }
 
-/// Sharing a backend: `&B` and `Arc<B>` are backends too.
-impl<B: KvBackend + ?Sized> KvBackend for &B {
-    fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
-        (**self).get(cf, key)
-    }
-    fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
-        (**self).multi_get(cf, keys)
-    }
-    fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
-        (**self).scan(cf, range, direction)
-    }
-    fn write(&self, batch: WriteBatch) -> Result<()> {
-        (**self).write(batch)
-    }
+/// Sharing a backend: `&B` and `Arc<B>` are backends too, forwarding every call.
+macro_rules! forward_backend {
+    ($($ty:ty),*) => {$(
+        impl<B: KvBackend + ?Sized> KvBackend for $ty {
+            fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+                (**self).get(cf, key)
+            }
+            fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
+                (**self).multi_get(cf, keys)
+            }
+            fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
+                (**self).scan(cf, range, direction)
+            }
+            fn write(&self, batch: WriteBatch) -> Result<()> {
+                (**self).write(batch)
+            }
+        }
+    )*};
 }
 
-impl<B: KvBackend + ?Sized> KvBackend for std::sync::Arc<B> {
-    fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
-        (**self).get(cf, key)
-    }
-    fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
-        (**self).multi_get(cf, keys)
-    }
-    fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
-        (**self).scan(cf, range, direction)
-    }
-    fn write(&self, batch: WriteBatch) -> Result<()> {
-        (**self).write(batch)
-    }
-}
+forward_backend!(&B, std::sync::Arc<B>);

@@ -406,3 +406,68 @@ pub fn compaction_beside_writers<B: DiskBackend + std::marker::Sync>(
     let problems = rediskv::fsck::check(backend, &KeyLayout::default(), now_ms()).expect("fsck");
     assert!(problems.is_empty(), "fsck: {problems:?}");
 }
+
+/// Every scenario above as `#[test]`s for one engine: `engine_scenarios!("fjall", rediskv_fjall)`
+/// in the engine's `tests/engine.rs` (the crate must export `open`, `Backend`, `Options`, `Sync`).
+#[macro_export]
+macro_rules! engine_scenarios {
+    ($name:literal, $krate:ident) => {
+        use $crate::testkit;
+        use $krate::{Backend, Options, Sync};
+
+        /// The engine's `open` at one path type, as the scenarios take it.
+        fn open(path: &std::path::Path, options: Options) -> rediskv::Result<Backend> {
+            $krate::open(path, options)
+        }
+
+        #[test]
+        fn restart_keeps_everything_sync_always() {
+            testkit::restart(open, Sync::Always);
+        }
+
+        #[test]
+        fn restart_keeps_everything_sync_everysec() {
+            testkit::restart(open, Sync::Everysec);
+        }
+
+        #[test]
+        fn restart_keeps_everything_sync_no() {
+            testkit::restart(open, Sync::No);
+        }
+
+        #[test]
+        fn versions_stay_above_the_floor_when_the_clock_is_set_back() {
+            let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"));
+            child.args(["--exact", "clock_set_back_child", "--include-ignored", "--test-threads=1"]);
+            testkit::clock_set_back_parent(open, child);
+        }
+
+        #[test]
+        #[ignore = "the child half of versions_stay_above_the_floor_when_the_clock_is_set_back"]
+        fn clock_set_back_child() {
+            testkit::clock_set_back_child(open);
+        }
+
+        #[test]
+        fn deleted_collections_leave_the_disk() {
+            let figures = testkit::gc_on_disk(open, 200_000);
+            let [subkey, score] = figures.shrink_percent();
+            println!("{} GC on disk: subkey CF shed {subkey:.1}%, score CF {score:.1}%: {figures:?}", $name);
+        }
+
+        #[test]
+        fn corrupt_records_are_errors_naming_the_key() {
+            testkit::corrupt_records(open);
+        }
+
+        #[test]
+        fn a_directory_with_another_layout_is_refused() {
+            testkit::other_layout_refused(open);
+        }
+
+        #[test]
+        fn compaction_beside_writers_keeps_every_live_record() {
+            testkit::compaction_beside_writers(open);
+        }
+    };
+}
