@@ -101,7 +101,8 @@ impl<B: KvBackend> Db<'_, B> {
         key.extend_from_slice(&pattern[..star]);
         key.extend_from_slice(element);
         key.extend_from_slice(&pattern[star + 1..key_end]);
-        let Some(entry) = self.lookup(&key)? else {
+        // A bitmap reads as the string Redis would hold.
+        let Some(entry) = self.lookup_stringlike(&key)? else {
             return Ok(None);
         };
         match (field, entry.meta.ty) {
