@@ -14,7 +14,7 @@ fn script(server: &Server) -> Vec<Value> {
     let (mut sub, mut psub, mut shard, mut publisher) =
         (server.client(), server.client(), server.client(), server.client());
     let mut seen = Vec::new();
-    let mut cmd = |c: &mut Client, args: &[&str], replies: usize, seen: &mut Vec<Value>| {
+    let cmd = |c: &mut Client, args: &[&str], replies: usize, seen: &mut Vec<Value>| {
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         c.send(&args);
         for _ in 0..replies {
