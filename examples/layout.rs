@@ -24,6 +24,16 @@ fn show(reply: &Reply) -> String {
         Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
             format!("[{}]", items.iter().map(show).collect::<Vec<_>>().join(", "))
         }
+        Reply::Pairs(pairs) => {
+            format!(
+                "[{}]",
+                pairs
+                    .iter()
+                    .map(|(a, b)| format!("[{}, {}]", show(a), show(b)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
         Reply::Map(pairs) => {
             format!(
                 "{{{}}}",
