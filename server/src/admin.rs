@@ -524,10 +524,7 @@ impl Client {
         if let Some(ver) = argv.get(1) {
             match parse_i64(ver) {
                 None => return Reply::Error("ERR Protocol version is not an integer or out of range".into()),
-                // RESP3 stays refused until the library's commands answer RESP3 kinds (HGETALL
-                // still answers an array, which a RESP3 client would misread); the encoding
-                // below is ready for it.
-                Some(2) => resp = 2,
+                Some(v @ (2 | 3)) => resp = v as u8,
                 Some(_) => return Reply::Error("NOPROTO unsupported protocol version".into()),
             }
             let mut i = 2;
@@ -794,7 +791,7 @@ fn write_consuming(reply: Reply, out: &mut Vec<u8>) {
                 write_consuming(item, out);
             }
         }
-        Reply::Map(pairs) => {
+        Reply::Map(pairs) | Reply::Pairs(pairs) => {
             header(out, pairs.len() * 2);
             for (k, v) in pairs {
                 write_consuming(k, out);
@@ -1048,7 +1045,8 @@ fn keyspace_hits(state: &State, reply: &Reply) {
     let (hits, misses) = match reply {
         Reply::Error(_) => (0, 0),
         Reply::Nil => (0, 1),
-        Reply::Array(items) if items.is_empty() => (0, 1),
+        Reply::Array(items) | Reply::Set(items) if items.is_empty() => (0, 1),
+        Reply::Map(pairs) if pairs.is_empty() => (0, 1),
         Reply::Array(items) if items.iter().any(|r| matches!(r, Reply::Nil)) => {
             let misses = items.iter().filter(|r| matches!(r, Reply::Nil)).count() as u64;
             (items.len() as u64 - misses, misses)
