@@ -11,8 +11,8 @@
 //! [`crate::codec::encode_f64`]), as the real 7.0 server shows it for small sets; replies
 //! computed without storing (ZADD INCR on a new member, ZUNION) print `-0` like Redis.
 //!
-//! The blocking pops (BZPOPMIN, BZPOPMAX, BZMPOP) are non-blocking here: the library cannot
-//! wait, so they answer as a timed-out Redis call would (nil array) when no key has data.
+//! The blocking pops (BZPOPMIN, BZPOPMAX, BZMPOP) serve at once when a key holds a zset,
+//! else block on their keys ([`super::Block`]), or inside MULTI answer the nil array.
 
 mod core;
 mod parse;
@@ -402,8 +402,14 @@ fn mpop_reply(popped: Option<(Bytes, Vec<ScoredMember>)>) -> Reply {
     }
 }
 
-/// Redis' `zmpopGenericCommand` from `numkeys_idx`.
+/// ZMPOP (`numkeys_idx` 1).
 fn zmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], numkeys_idx: usize) -> CommandResult {
+    let (keys, max, count) = parse_zmpop(argv, numkeys_idx)?;
+    Ok(mpop_reply(db.zmpop(keys, max, count)?))
+}
+
+/// Redis' `zmpopGenericCommand` arguments from `numkeys_idx`: the keys, MAX, the count.
+fn parse_zmpop(argv: &[Bytes], numkeys_idx: usize) -> CommandResult<(&[Bytes], bool, usize)> {
     let numkeys = ranged_long(&argv[numkeys_idx], 1, "numkeys should be greater than 0")? as usize;
     let where_idx = numkeys_idx.saturating_add(numkeys).saturating_add(1);
     if where_idx >= argv.len() {
@@ -426,25 +432,28 @@ fn zmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], numkeys_idx: usize) -> Co
             return Err(CommandError::Syntax);
         }
     }
-    let keys = &argv[numkeys_idx + 1..where_idx];
-    Ok(mpop_reply(db.zmpop(keys, max, count.unwrap_or(1))?))
+    Ok((&argv[numkeys_idx + 1..where_idx], max, count.unwrap_or(1)))
 }
 
 fn bzpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResult {
     let last = argv.len() - 1;
-    timeout_arg(&argv[last])?;
+    let timeout = timeout_arg(&argv[last])?;
     Ok(match db.zmpop(&argv[1..last], max, 1)? {
         Some((key, items)) if !items.is_empty() => {
             let (member, score) = items.into_iter().next().expect("one item");
             Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(member), score_reply(score)])
         }
-        _ => Reply::NilArray,
+        _ => db.would_block(&argv[1..last], timeout, Reply::NilArray),
     })
 }
 
 fn bzmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    timeout_arg(&argv[1])?;
-    zmpop(db, argv, 2)
+    let timeout = timeout_arg(&argv[1])?;
+    let (keys, max, count) = parse_zmpop(argv, 2)?;
+    Ok(match db.zmpop(keys, max, count)? {
+        Some(popped) => mpop_reply(Some(popped)),
+        None => db.would_block(keys, timeout, Reply::NilArray),
+    })
 }
 
 fn zrandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {

@@ -110,6 +110,11 @@ impl Client {
         self.writer.write_all(&self.out)
     }
 
+    /// How long [`Client::read_reply`] waits (30 s by default).
+    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) {
+        self.writer.set_read_timeout(timeout).expect("set the read timeout");
+    }
+
     /// Reads the next reply.
     pub fn read_reply(&mut self) -> io::Result<Reply> {
         read_reply(&mut self.reader)
