@@ -407,7 +407,7 @@ impl Client {
         let session = std::mem::replace(&mut self.session, Session::new(self.info.id));
         match state.blocked.park(state, &self.info, &self.engine, session, argv.to_vec(), block) {
             Parking::Served(session, reply) => {
-                self.session = session;
+                self.session = *session;
                 (reply, Next::Continue)
             }
             Parking::Parked(deadline) => {

@@ -64,7 +64,7 @@ pub struct Blocked {
 /// What became of a command that would block.
 pub enum Parking {
     /// Served at once (a write landed between its first run and its parking).
-    Served(Session, Reply),
+    Served(Box<Session>, Reply),
     /// Parked until this deadline (`None`: forever).
     Parked(Option<Instant>),
 }
@@ -91,7 +91,7 @@ impl Blocked {
         let Some(again) = session.take_block() else {
             drop(registry);
             self.wake(state, engine, &session);
-            return Parking::Served(session, reply);
+            return Parking::Served(Box::new(session), reply);
         };
         let ns = engine.layout().namespace().to_vec();
         let keys: Vec<WaitKey> = block.keys.iter().map(|k| (ns.clone(), block.db, k.clone())).collect();
@@ -127,8 +127,7 @@ impl Blocked {
         let mut registry = lock(&self.registry);
         while let Some(key) = ready.pop_front() {
             let mut index = 0;
-            loop {
-                let Some(&client) = registry.waiting.get(&key).and_then(|q| q.get(index)) else { break };
+            while let Some(&client) = registry.waiting.get(&key).and_then(|q| q.get(index)) {
                 let Some(parked) = registry.parked.get_mut(&client) else { break };
                 let reply = parked.engine.retry(&mut parked.session, &parked.argv);
                 if parked.session.take_block().is_some() {
