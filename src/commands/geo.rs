@@ -449,8 +449,11 @@ mod tests {
 
     #[test]
     fn coordinates_print_as_human_long_doubles() {
-        assert_eq!(coordinate(13.361389338970184), Reply::bulk(b"13.36138933897018433"));
-        assert_eq!(coordinate(-0.0), Reply::bulk(b"0"));
-        assert_eq!(coordinate(180.0), Reply::bulk(b"180"));
+        assert_eq!(
+            coordinate(13.361389338970184),
+            Reply::DoubleText(Bytes::from_static(b"13.36138933897018433"))
+        );
+        assert_eq!(coordinate(-0.0), Reply::DoubleText(Bytes::from_static(b"0")));
+        assert_eq!(coordinate(180.0), Reply::DoubleText(Bytes::from_static(b"180")));
     }
 }
