@@ -40,6 +40,8 @@ mod client;
 mod gen_bit;
 #[path = "differential/gen_generic.rs"]
 mod gen_generic;
+#[path = "differential/gen_geo.rs"]
+mod gen_geo;
 #[path = "differential/gen_hash.rs"]
 mod gen_hash;
 #[path = "differential/gen_hll.rs"]
@@ -79,6 +81,7 @@ const FAMILIES: &[Family] = &[
     (gen_txn::generators, &[b"k0", b"k3", b"k4"]),
     (gen_bit::generators, &[b"k0", b"k1", b"\x00\xff"]),
     (gen_hll::generators, &[b"k2", b"k3", b"k0"]),
+    (gen_geo::generators, &[b"k3", b"{k}x", b"k4"]),
     (expiry_generators, &[b"k0", b"k3", b"k2"]),
 ];
 
