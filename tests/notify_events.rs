@@ -162,3 +162,23 @@ fn messages_and_flags_are_redis_s() {
     assert!(s.events()[0].messages(NotifyFlags::parse(b"KEg").unwrap()).is_empty());
     assert_eq!(NotifyFlags::parse(b"lK").unwrap().to_string(), "lK");
 }
+
+#[test]
+fn active_expiry_of_a_watched_key_aborts_exec() {
+    let (engine, clock) = engine();
+    let (mut a, mut b) = (engine.session(), engine.session());
+    engine.run(&mut a, &["SET", "k", "v", "PX", "10"]);
+    engine.run(&mut a, &["SET", "stale", "v", "PX", "1"]);
+    clock.advance_ms(5);
+    engine.run(&mut b, &["WATCH", "stale"]);
+    engine.run(&mut a, &["WATCH", "k"]);
+    clock.advance_ms(20);
+    let mut sweep = ExpirySweep::new(KeyRange::prefix(Vec::new()));
+    let step = expire_step(&engine, &mut sweep, engine.now_ms(), 10).unwrap();
+    assert_eq!(step.expired.len(), 2);
+    for (session, want) in [(&mut a, Reply::NilArray), (&mut b, Reply::Array(vec![Reply::OK]))] {
+        engine.run(session, &["MULTI"]);
+        engine.run(session, &["SET", "x", "1"]);
+        assert_eq!(engine.run(session, &["EXEC"]), want, "a key expired when watched does not abort");
+    }
+}

@@ -125,8 +125,9 @@ impl<B: KvBackend> Engine<B> {
 
     /// Deletes those of `metadata_keys` still expired at `now_ms`, each under its key's
     /// exclusive lock after a fresh read, all in one batch: a key a client wrote since it
-    /// was found expired is left alone. Returns the keys deleted. Used after a command that
-    /// found keys expired, and by [`crate::gc::expire_step`].
+    /// was found expired is left alone. Returns the keys deleted, and flags the WATCHes on
+    /// them (unless expired when watched). Used after a command that found keys expired, and
+    /// by [`crate::gc::expire_step`].
     ///
     /// # Errors
     /// Storage errors; nothing was deleted then.
@@ -140,7 +141,13 @@ impl<B: KvBackend> Engine<B> {
             .filter_map(|k| layout.decode_metadata_key(k).ok().map(|mk| mk.user_key))
             .collect();
         let _guard = self.locks.lock(false, user_keys.iter().map(|k| (*k, true)));
-        Db::over(&self.backend, Share::Borrowed(&self.shared), 0).delete_expired(metadata_keys, now_ms)
+        let deleted = Db::over(&self.backend, Share::Borrowed(&self.shared), 0)
+            .delete_expired(metadata_keys, now_ms)?;
+        // As Redis' expiry signals the key: a WATCH on it (live when watched) aborts EXEC.
+        let touched: Vec<TouchedKey> =
+            deleted.iter().map(|k| TouchedKey { metadata_key: k.clone(), kind: Touch::Expired }).collect();
+        self.watches.notify(&touched);
+        Ok(deleted)
     }
 
     /// [`Engine::execute`] for string arguments.
