@@ -145,6 +145,9 @@ fn active_expiry_names_what_it_deleted() {
     }
     expired.sort();
     assert_eq!(expired, [(0, Bytes::from_static(b"gone")), (3, Bytes::from_static(b"list"))]);
+    let (db, key) = expired[1].clone();
+    let messages = rediskv::commands::Event::expired(db, key).messages(NotifyFlags::parse(b"Ex").unwrap());
+    assert_eq!(messages, [(Bytes::from_static(b"__keyevent@3__:expired"), Bytes::from_static(b"list"))]);
     assert_eq!(engine.run(&mut s, &["DBSIZE"]), Reply::Integer(0));
     let remaining = engine.backend().records(ColumnFamily::Metadata);
     assert_eq!(remaining.len(), 1, "only `live` is left");

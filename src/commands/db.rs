@@ -555,7 +555,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let metadata_key = Bytes::copy_from_slice(mkey);
         journal.touched.push(TouchedKey { metadata_key, kind: Touch::Expired });
         if let Some((db, key)) = self.shared.decode_touched(mkey) {
-            journal.pending.push(Event { class: NotifyFlags::EXPIRED, name: "expired", db, key });
+            journal.pending.push(Event::expired(db, key));
         }
     }
 

@@ -158,6 +158,12 @@ pub struct Event {
 }
 
 impl Event {
+    /// The `expired` event of `key` in database `db`: what a server publishes for each key
+    /// [`crate::gc::expire_step`] deleted ([`crate::gc::SweepStep::expired`]).
+    pub fn expired(db: usize, key: Bytes) -> Event {
+        Event { class: NotifyFlags::EXPIRED, name: "expired", db, key }
+    }
+
     /// The `(channel, message)` pairs Redis publishes for this event under `flags`, in
     /// Redis' order: none unless `flags` has the event's class; then
     /// `__keyspace@<db>__:<key>` with the event name if `K` is on, and
