@@ -302,7 +302,7 @@ fn run_op(r: &mut Remote, e: &mut Local, conn: usize, op: &Op) -> Outcome {
             let (rb, b) = e.exec(conn, &op.argv);
             // Give the engine Redis' set back: re-add what only it popped, remove what only
             // Redis popped (those commands' events are not compared).
-            let (pa, pb) = (popped(&ra), popped(&rb));
+            let (pa, pb) = (popped(&ra), popped(&client::fold_resp2(&rb)));
             let only_b: Vec<Vec<u8>> = pb.iter().filter(|m| !pa.contains(m)).cloned().collect();
             let only_a: Vec<Vec<u8>> = pa.iter().filter(|m| !pb.contains(m)).cloned().collect();
             for (fix, members) in [("SADD", only_b), ("SREM", only_a)] {
@@ -373,12 +373,16 @@ fn run_seed(server: &RedisServer, seed: u64, ops: usize) -> Result<usize, String
     let mut e = Local::new();
     let (mut conn, mut history, mut compared, mut events) = (0, Vec::new(), 0, 0);
     let (mut desynced, mut reply_bugs) = (false, 0);
+    // Per connection, whether a MULTI is open: random, lex-range and SCAN commands are not
+    // queued (EXEC would run them where the resync, the mixed-score probe or the full
+    // iteration cannot follow).
+    let mut multi = [false; gen_txn::CONNS];
     let mut names = std::collections::BTreeMap::new();
     for i in 0..ops {
         if i % SEQUENCE == 0 && i > 0 {
             r.reset();
             e = Local::new();
-            (conn, history, desynced) = (0, Vec::new(), false);
+            (conn, history, desynced, multi) = (0, Vec::new(), false, [false; gen_txn::CONNS]);
         }
         if desynced {
             continue;
@@ -389,8 +393,15 @@ fn run_seed(server: &RedisServer, seed: u64, ops: usize) -> Result<usize, String
             conn = n;
             continue;
         }
-        if builds_huge_value(&op) {
+        if builds_huge_value(&op)
+            || (multi[conn] && matches!(op.cmp, Cmp::Random(_) | Cmp::Lex { .. } | Cmp::Scan { .. }))
+        {
             continue;
+        }
+        match op.argv[0].to_ascii_uppercase().as_slice() {
+            b"MULTI" => multi[conn] = true,
+            b"EXEC" | b"DISCARD" => multi[conn] = false,
+            _ => {}
         }
         let (a, b) = match run_op(&mut r, &mut e, conn, &op) {
             Ok(Some(messages)) => messages,

@@ -183,6 +183,9 @@ struct Journal {
     touched: Vec<TouchedKey>,
     events: Vec<Event>,
     pending: Vec<Event>,
+    /// The metadata keys of the pending events: each counts as written once settled, as
+    /// Redis signals every key it notifies about (LTRIM that trims nothing touches WATCH).
+    signalled: Vec<Bytes>,
     /// Keys the last commit created, while `new` events are on: each gets its `new` event
     /// just before its first event of the command (Redis' `dbAdd` order).
     created: Vec<(usize, Bytes)>,
@@ -194,6 +197,12 @@ impl Journal {
     fn settle(&mut self, ok: bool) {
         let pending = self.pending.drain(..).filter(|e| ok || e.class == NotifyFlags::EXPIRED);
         self.events.extend(pending);
+        for metadata_key in std::mem::take(&mut self.signalled) {
+            let last = self.touched.iter().rev().find(|t| t.metadata_key == metadata_key);
+            if ok && last.is_none_or(|t| t.kind != Touch::Written) {
+                self.touched.push(TouchedKey { metadata_key, kind: Touch::Written });
+            }
+        }
         for (db, key) in self.created.drain(..) {
             self.events.push(Event { class: NotifyFlags::NEW, name: "new", db, key });
         }
@@ -455,6 +464,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
         if let Some(i) = journal.created.iter().position(|(d, k)| *d == db && k == key) {
             let (db, key) = journal.created.remove(i);
             journal.pending.push(Event { class: NotifyFlags::NEW, name: "new", db, key });
+        }
+        if let Ok(layout) = self.shared.layout_of(db) {
+            journal.signalled.push(Bytes::from(layout.metadata_key(key)));
         }
         let key = Bytes::copy_from_slice(key);
         journal.pending.push(Event { class, name, db, key });
