@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use bytes::Bytes;
 
-use super::db::{Share, Shared};
+use super::db::{Share, Shared, expired_keys};
 use super::locks::{KeyLocks, LockGuard};
 use super::overlay::Overlay;
 use super::session::{Multi, Watched};
@@ -108,7 +108,46 @@ impl<B: KvBackend> Engine<B> {
     /// The database and user key a [`TouchedKey`] names (`None` if its namespace is not one
     /// of this engine's databases).
     pub fn touched_key(&self, touched: &TouchedKey) -> Option<(usize, Bytes)> {
-        self.shared.decode_touched(&touched.metadata_key)
+        self.key_of(&touched.metadata_key)
+    }
+
+    /// The database and user key of a metadata record key (`None` if its namespace is not
+    /// one of this engine's databases).
+    pub fn key_of(&self, metadata_key: &[u8]) -> Option<(usize, Bytes)> {
+        self.shared.decode_touched(metadata_key)
+    }
+
+    /// Records `new` events (class `n`) from now on, or stops: see [`Db::set_new_events`].
+    /// A server turns it on while `notify-keyspace-events` has `n`.
+    pub fn set_new_events(&self, on: bool) {
+        self.shared.set_new_events(on);
+    }
+
+    /// Deletes those of `metadata_keys` still expired at `now_ms`, each under its key's
+    /// exclusive lock after a fresh read, all in one batch: a key a client wrote since it
+    /// was found expired is left alone. Returns the keys deleted, and flags the WATCHes on
+    /// them (unless expired when watched). Used after a command that found keys expired, and
+    /// by [`crate::gc::expire_step`].
+    ///
+    /// # Errors
+    /// Storage errors; nothing was deleted then.
+    pub fn delete_expired(&self, metadata_keys: &[Bytes], now_ms: u64) -> crate::Result<Vec<Bytes>> {
+        if metadata_keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let layout = self.layout();
+        let user_keys: Vec<&[u8]> = metadata_keys
+            .iter()
+            .filter_map(|k| layout.decode_metadata_key(k).ok().map(|mk| mk.user_key))
+            .collect();
+        let _guard = self.locks.lock(false, user_keys.iter().map(|k| (*k, true)));
+        let deleted = Db::over(&self.backend, Share::Borrowed(&self.shared), 0)
+            .delete_expired(metadata_keys, now_ms)?;
+        // As Redis' expiry signals the key: a WATCH on it (live when watched) aborts EXEC.
+        let touched: Vec<TouchedKey> =
+            deleted.iter().map(|k| TouchedKey { metadata_key: k.clone(), kind: Touch::Expired }).collect();
+        self.watches.notify(&touched);
+        Ok(deleted)
     }
 
     /// [`Engine::execute`] for string arguments.
@@ -119,7 +158,8 @@ impl<B: KvBackend> Engine<B> {
 
     /// Runs one command for `session` (argv as in [`Db::execute`]), with Redis 7.0's
     /// MULTI/EXEC/DISCARD/WATCH/UNWATCH semantics and errors, and `COMMAND` from the table.
-    /// Afterwards [`Session::touched`] lists the keys it modified.
+    /// Afterwards [`Session::touched`] lists the keys it modified and [`Session::events`] its
+    /// keyspace events; keys it found expired have been deleted (see [`Engine::delete_expired`]).
     ///
     /// A blocking command that cannot be served now leaves a [`super::Block`] in the session
     /// ([`Session::take_block`]) and its reply is not an answer (see [`super::Block`]).
@@ -138,6 +178,7 @@ impl<B: KvBackend> Engine<B> {
 
     fn execute_as(&self, session: &mut Session, argv: &[Bytes], retry: bool) -> Reply {
         session.touched.clear();
+        session.events.clear();
         session.block = None;
         let info = match resolve(argv) {
             Ok(info) => info,
@@ -196,14 +237,24 @@ impl<B: KvBackend> Engine<B> {
     where
         T: AsRef<[Bytes]>,
     {
-        let _guard = self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]);
+        let guard = self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]);
         let mut db = self.db(session);
         let reply = commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray);
         session.db = db.index();
         session.touched = db.take_touched();
+        session.events = db.take_events();
         session.block = db.take_block();
         self.watches.notify(&session.touched);
+        drop(guard);
+        self.reap(session);
         reply
+    }
+
+    /// Deletes the keys the last command found expired (a failure leaves them expired: the
+    /// reply stands, and the sweep retries).
+    fn reap(&self, session: &Session) {
+        let expired = expired_keys(&session.touched);
+        let _ = self.delete_expired(&expired, self.now_ms());
     }
 
     /// The locks for `commands` and the `watched` keys (shared).
@@ -234,7 +285,7 @@ impl<B: KvBackend> Engine<B> {
         }
         let watched = std::mem::take(&mut session.watched);
         let queue = &multi.queue;
-        let _guard = self.lock(queue.iter().map(|(info, argv)| (*info, argv.as_slice())), &watched);
+        let guard = self.lock(queue.iter().map(|(info, argv)| (*info, argv.as_slice())), &watched);
         session.watched = watched;
         let aborted = session.dirty.load(Ordering::SeqCst) || self.watched_expired(session);
         self.unwatch(session);
@@ -252,6 +303,7 @@ impl<B: KvBackend> Engine<B> {
             .collect();
         let index = db.index();
         let touched = db.take_touched();
+        let events = db.take_events();
         drop(db);
         let batch = overlay.into_batch();
         if !batch.is_empty() {
@@ -262,6 +314,9 @@ impl<B: KvBackend> Engine<B> {
         session.db = index;
         self.watches.notify(&touched);
         session.touched = touched;
+        session.events = events;
+        drop(guard);
+        self.reap(session);
         Reply::Array(replies)
     }
 

@@ -335,10 +335,11 @@ fn search<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], v: Variant) -> CommandRe
     if any && count == 0 {
         return Err(CommandError::err("the ANY argument requires COUNT argument"));
     }
+    let event = if search_opts { "geosearchstore" } else { "georadiusstore" };
     let (Some(z), Some((extent, to_meters))) = (z, extent) else {
         // A missing source: an empty answer, and a STORE destination is deleted.
         return match store {
-            Some(dst) => db.store_zset(dst, &[]).map(Reply::Integer),
+            Some(dst) => db.store_zset_as(dst, &[], event).map(Reply::Integer),
             None => Ok(Reply::Array(Vec::new())),
         };
     };
@@ -371,7 +372,7 @@ fn search<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], v: Variant) -> CommandRe
     if let Some(dst) = store {
         let items: Vec<(Bytes, f64)> =
             found.into_iter().map(|f| (f.member, if storedist { f.dist } else { f.score })).collect();
-        return db.store_zset(dst, &items).map(Reply::Integer);
+        return db.store_zset_as(dst, &items, event).map(Reply::Integer);
     }
     let with = usize::from(withdist) + usize::from(withhash) + usize::from(withcoord);
     let reply = found

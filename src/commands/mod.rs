@@ -23,6 +23,7 @@ mod keyspace;
 mod list;
 mod locks;
 mod long_double;
+pub mod notify;
 mod overlay;
 mod reply;
 mod session;
@@ -44,6 +45,7 @@ pub use error::{CommandError, CommandResult};
 pub use keyspace::ExpireCondition;
 pub use list::{ListEnd, LposOptions};
 pub use locks::{KeyLocks, LockGuard};
+pub use notify::{Event, NotifyFlags};
 pub use overlay::Overlay;
 pub use reply::{Protocol, Reply};
 pub use session::Session;
@@ -122,11 +124,13 @@ impl<B: KvBackend> Db<'_, B> {
 
     /// [`Db::execute`] for a command [`resolve`] accepted.
     pub(crate) fn execute_resolved(&mut self, info: &CommandInfo, argv: &[Bytes]) -> Reply {
-        match handler::<B>(info) {
+        let reply = match handler::<B>(info) {
             Some(run) => run(self, argv).unwrap_or_else(|e| Reply::Error(e.to_string())),
             None if info.container() == "command" => table::command_reply(argv),
             None => Reply::Error(format!("ERR {} needs a client session", info.name.to_uppercase())),
-        }
+        };
+        self.end_command(!reply.is_error());
+        reply
     }
 
     /// [`Db::execute`] for string arguments: `db.run(&["SET", "k", "v"])`.
