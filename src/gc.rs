@@ -201,19 +201,30 @@ pub fn expire_step<B: KvBackend>(
         .filter_map(|k| layout.decode_metadata_key(k).ok().map(|mk| mk.user_key))
         .collect();
     let _guard = engine.locks().lock(false, user_keys.iter().map(|k| (*k, true)));
+    // A backend shared by several processes makes the delete conditional on the re-read
+    // (a conflict then deletes nothing; the next step finds the key again if still expired).
+    engine.backend().begin();
+    let deleted = delete_expired(engine.backend(), &step.removed, now_ms);
+    engine.backend().finish();
+    step.removed = deleted?;
+    Ok(step)
+}
+
+/// Re-reads each of `keys` and deletes, in one batch, those still expired at `now_ms`;
+/// answers the deleted keys.
+fn delete_expired<B: KvBackend>(backend: &B, keys: &[Bytes], now_ms: u64) -> Result<Vec<Bytes>> {
     let mut batch = WriteBatch::new();
-    let mut deleted = Vec::with_capacity(step.removed.len());
-    for key in &step.removed {
-        if engine.backend().get(ColumnFamily::Metadata, key)?.is_some_and(|v| is_expired(&v, now_ms)) {
+    let mut deleted = Vec::with_capacity(keys.len());
+    for key in keys {
+        if backend.get(ColumnFamily::Metadata, key)?.is_some_and(|v| is_expired(&v, now_ms)) {
             batch.delete(ColumnFamily::Metadata, key.clone());
             deleted.push(key.clone());
         }
     }
     if !batch.is_empty() {
-        engine.backend().write(batch)?;
+        backend.write(batch)?;
     }
-    step.removed = deleted;
-    Ok(step)
+    Ok(deleted)
 }
 
 /// What [`compact`] dropped.

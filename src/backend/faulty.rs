@@ -140,6 +140,14 @@ impl<B: KvBackend> KvBackend for FaultyBackend<B> {
         self.count(&self.writes, &self.fail_write, "write")?;
         self.inner.write(batch)
     }
+
+    fn begin(&self) {
+        self.inner.begin()
+    }
+
+    fn finish(&self) -> bool {
+        self.inner.finish()
+    }
 }
 
 #[cfg(test)]

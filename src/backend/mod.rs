@@ -111,6 +111,17 @@ impl WriteBatch {
 /// shared by several processes must give the guarantee itself: implement the trait on a
 /// read view that holds a snapshot and writes through a transaction (TiKV, RocksDB
 /// `Snapshot` + `WriteBatch`).
+///
+/// Such a backend gets each command's boundaries from [`KvBackend::begin`] and
+/// [`KvBackend::finish`], which [`crate::commands::Engine`] calls on the command's thread
+/// around every command and every EXEC (and [`crate::gc::expire_step`] around its re-check and
+/// delete). In between, the backend may serve that thread's reads from one snapshot and make
+/// its one `write` conditional on them: when something the command read has changed since,
+/// `write` applies nothing and fails with [`crate::Error::Conflict`], `finish` answers `true`,
+/// and the engine runs the command again from the start on a fresh snapshot, up to
+/// [`crate::commands::CONFLICT_ATTEMPTS`] times in all. A command's only effect is its batch,
+/// so a refused attempt leaves nothing behind. Both methods default to doing nothing (and
+/// `finish` to `false`): a single-process backend keeps working unchanged.
 pub trait KvBackend {
     /// Reads one record.
     ///
@@ -137,6 +148,15 @@ pub trait KvBackend {
     /// # Errors
     /// [`crate::Error::Backend`] when the store fails; then nothing was applied.
     fn write(&self, batch: WriteBatch) -> Result<()>;
+
+    /// Starts a transaction on the calling thread (see Consistency above). Default: nothing.
+    fn begin(&self) {}
+
+    /// Ends the calling thread's transaction; `true` when the backend refused it with
+    /// [`crate::Error::Conflict`] (nothing of it was applied: run it again). Default: `false`.
+    fn finish(&self) -> bool {
+        false
+    }
 }
 
 /// Sharing a backend: `&B` and `Arc<B>` are backends too, forwarding every call.
@@ -154,6 +174,12 @@ macro_rules! forward_backend {
             }
             fn write(&self, batch: WriteBatch) -> Result<()> {
                 (**self).write(batch)
+            }
+            fn begin(&self) {
+                (**self).begin()
+            }
+            fn finish(&self) -> bool {
+                (**self).finish()
             }
         }
     )*};

@@ -15,6 +15,11 @@ use super::{CommandError, Db, Reply, Session, Touch, TouchedKey, resolve};
 use crate::backend::{ColumnFamily, KvBackend};
 use crate::codec::{Clock, KeyLayout, Metadata};
 
+/// How many times in all [`Engine`] runs a command (or an EXEC) whose batch the backend
+/// refused with [`crate::Error::Conflict`] (see [`KvBackend::begin`]); the last refusal is
+/// the client's error reply.
+pub const CONFLICT_ATTEMPTS: u32 = 16;
+
 /// A database many clients use at once: the backend and the state every connection shares
 /// (clock, versions, SCAN cursors, key locks, WATCH registrations). Per-connection state
 /// lives in each client's [`Session`]. `Engine<B>` is `Send + Sync` when `B` is; wrap it in an
@@ -169,12 +174,31 @@ impl<B: KvBackend> Engine<B> {
         T: AsRef<[Bytes]>,
     {
         let _guard = self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]);
-        let mut db = self.db(session);
-        let reply = commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray);
+        let (reply, mut db) = self.transaction(|| {
+            let mut db = self.db(session);
+            let reply = commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray);
+            (reply, db)
+        });
         session.db = db.index();
         session.touched = db.take_touched();
         self.watches.notify(&session.touched);
         reply
+    }
+
+    /// Runs `attempt` between the backend's [`KvBackend::begin`] and [`KvBackend::finish`],
+    /// again while the backend refuses it, [`CONFLICT_ATTEMPTS`] times at most (a short pause
+    /// between attempts lets the competing writer finish). Returns the last attempt's result.
+    fn transaction<T>(&self, mut attempt: impl FnMut() -> T) -> T {
+        let mut n = 1;
+        loop {
+            self.backend.begin();
+            let result = attempt();
+            if !self.backend.finish() || n == CONFLICT_ATTEMPTS {
+                return result;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50 << n.min(10)));
+            n += 1;
+        }
     }
 
     /// The locks for `commands` and the `watched` keys (shared).
@@ -212,24 +236,29 @@ impl<B: KvBackend> Engine<B> {
         if aborted {
             return Reply::NilArray;
         }
-        let overlay = Overlay::new(&self.backend);
-        let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), session.db);
-        let replies = queue
-            .iter()
-            .map(|(info, argv)| match info.name {
-                "unwatch" => Reply::OK,
-                _ => db.execute_resolved(info, argv),
-            })
-            .collect();
-        let index = db.index();
-        let touched = db.take_touched();
-        drop(db);
-        let batch = overlay.into_batch();
-        if !batch.is_empty() {
-            if let Err(e) = self.backend.write(batch) {
-                return Reply::Error(CommandError::from(e).to_string());
+        let attempt = || {
+            let overlay = Overlay::new(&self.backend);
+            let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), session.db);
+            let replies = queue
+                .iter()
+                .map(|(info, argv)| match info.name {
+                    "unwatch" => Reply::OK,
+                    _ => db.execute_resolved(info, argv),
+                })
+                .collect();
+            let index = db.index();
+            let touched = db.take_touched();
+            drop(db);
+            let batch = overlay.into_batch();
+            match batch.is_empty() {
+                true => Ok((replies, index, touched)),
+                false => self.backend.write(batch).map(|()| (replies, index, touched)),
             }
-        }
+        };
+        let (replies, index, touched) = match self.transaction(attempt) {
+            Ok(done) => done,
+            Err(e) => return Reply::Error(CommandError::from(e).to_string()),
+        };
         session.db = index;
         self.watches.notify(&touched);
         session.touched = touched;
