@@ -162,3 +162,38 @@ fn the_memory_backend_keeps_the_defaults() {
     assert_eq!(engine.run(&mut s, &["INCR", "n"]), Reply::Integer(1));
     assert_eq!(engine.run(&mut s, &["GET", "n"]), bulk("1"));
 }
+
+#[test]
+fn a_failed_read_inside_exec_commits_nothing() {
+    use rediskv::backend::FaultyBackend;
+    let mut failures = 0;
+    for n in 0..12 {
+        let engine = Engine::new(FaultyBackend::new(MemoryBackend::new()));
+        let mut s = engine.session();
+        assert_eq!(engine.run(&mut s, &["SET", "b", "10"]), Reply::OK);
+        for argv in [&["MULTI"][..], &["RPUSH", "l", "x"], &["INCR", "b"], &["SET", "a", "1"]] {
+            assert!(!matches!(engine.run(&mut s, argv), Reply::Error(_)));
+        }
+        engine.backend().fail_read(n);
+        let reply = engine.run(&mut s, &["EXEC"]);
+        engine.backend().disarm();
+        match reply {
+            Reply::Error(e) => {
+                assert!(e.contains("injected fault"), "{e}");
+                failures += 1;
+                assert_eq!(
+                    engine.run(&mut s, &["EXISTS", "l", "a"]),
+                    Reply::Integer(0),
+                    "read {n}: nothing applied"
+                );
+                assert_eq!(engine.run(&mut s, &["GET", "b"]), bulk("10"));
+            }
+            Reply::Array(replies) => {
+                assert_eq!(replies, vec![Reply::Integer(1), Reply::Integer(11), Reply::OK], "read {n}");
+                assert_eq!(engine.run(&mut s, &["GET", "b"]), bulk("11"));
+            }
+            other => panic!("EXEC answered {other:?}"),
+        }
+    }
+    assert!(failures >= 2, "the fault hit reads of the queued commands ({failures})");
+}

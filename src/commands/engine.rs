@@ -249,6 +249,10 @@ impl<B: KvBackend> Engine<B> {
             let index = db.index();
             let touched = db.take_touched();
             drop(db);
+            // A failed read may have left a queued command half-done: commit nothing.
+            if let Some(e) = overlay.failure() {
+                return Err(e);
+            }
             let batch = overlay.into_batch();
             match batch.is_empty() {
                 true => Ok((replies, index, touched)),
