@@ -83,6 +83,12 @@ impl<B: KvBackend> KvBackend for InTempDir<B> {
     fn write(&self, batch: WriteBatch) -> rediskv::Result<()> {
         self.get().write(batch)
     }
+    fn begin(&self) {
+        self.get().begin()
+    }
+    fn finish(&self) -> bool {
+        self.get().finish()
+    }
 }
 
 fn bulk(s: &str) -> Reply {
