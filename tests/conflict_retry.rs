@@ -197,3 +197,66 @@ fn a_failed_read_inside_exec_commits_nothing() {
     }
     assert!(failures >= 2, "the fault hit reads of the queued commands ({failures})");
 }
+
+/// A memory backend with stamps: how many writes each record has had.
+#[derive(Default)]
+struct Stamped {
+    inner: MemoryBackend,
+    stamps: Mutex<std::collections::HashMap<(ColumnFamily, Vec<u8>), u64>>,
+}
+
+impl KvBackend for Stamped {
+    fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+        self.inner.get(cf, key)
+    }
+
+    fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
+        self.inner.scan(cf, range, direction)
+    }
+
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        let mut stamps = self.stamps.lock().unwrap();
+        for op in batch.ops() {
+            let (rediskv::backend::BatchOp::Put { cf, key, .. }
+            | rediskv::backend::BatchOp::Delete { cf, key }) = op;
+            *stamps.entry((*cf, key.to_vec())).or_default() += 1;
+        }
+        self.inner.write(batch)
+    }
+
+    fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<u64>> {
+        Ok(Some(self.stamps.lock().unwrap().get(&(cf, key.to_vec())).copied().unwrap_or(0)))
+    }
+}
+
+/// Two engines over one store, as two processes over a shared one: WATCH on the first,
+/// a write of the watched key through the second, EXEC on the first.
+fn watch_across_engines<B: KvBackend>(store: std::sync::Arc<B>) -> (Reply, Reply) {
+    let (a, b) = (Engine::new(std::sync::Arc::clone(&store)), Engine::new(store));
+    let (mut sa, mut sb) = (a.session(), b.session());
+    assert_eq!(a.run(&mut sa, &["WATCH", "k"]), Reply::OK);
+    assert_eq!(b.run(&mut sb, &["SET", "k", "theirs"]), Reply::OK);
+    assert_eq!(a.run(&mut sa, &["MULTI"]), Reply::OK);
+    assert_eq!(a.run(&mut sa, &["SET", "k", "mine"]), Reply::status("QUEUED"));
+    let exec = a.run(&mut sa, &["EXEC"]);
+    // Without interference the transaction runs.
+    for argv in [&["WATCH", "k"][..], &["MULTI"], &["INCR", "c"]] {
+        assert!(!matches!(a.run(&mut sa, argv), Reply::Error(_)));
+    }
+    assert_eq!(a.run(&mut sa, &["EXEC"]), Reply::Array(vec![Reply::Integer(1)]));
+    (exec, b.run(&mut sb, &["GET", "k"]))
+}
+
+#[test]
+fn watch_sees_another_engines_write_through_stamps() {
+    let (exec, value) = watch_across_engines(std::sync::Arc::new(Stamped::default()));
+    assert_eq!(exec, Reply::NilArray, "EXEC aborts: the watched key was written elsewhere");
+    assert_eq!(value, bulk("theirs"));
+}
+
+#[test]
+fn without_stamps_watch_sees_only_its_own_engine() {
+    let (exec, value) = watch_across_engines(std::sync::Arc::new(MemoryBackend::new()));
+    assert_eq!(exec, Reply::Array(vec![Reply::OK]), "node-local WATCH: the other engine's write is unseen");
+    assert_eq!(value, bulk("mine"));
+}

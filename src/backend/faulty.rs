@@ -148,6 +148,11 @@ impl<B: KvBackend> KvBackend for FaultyBackend<B> {
     fn finish(&self) -> bool {
         self.inner.finish()
     }
+
+    fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<u64>> {
+        self.read()?;
+        self.inner.stamp(cf, key)
+    }
 }
 
 #[cfg(test)]

@@ -121,7 +121,8 @@ impl WriteBatch {
 /// and the engine runs the command again from the start on a fresh snapshot, up to
 /// [`crate::commands::CONFLICT_ATTEMPTS`] times in all. A command's only effect is its batch,
 /// so a refused attempt leaves nothing behind. Both methods default to doing nothing (and
-/// `finish` to `false`): a single-process backend keeps working unchanged.
+/// `finish` to `false`): a single-process backend keeps working unchanged. WATCH across
+/// processes needs [`KvBackend::stamp`] as well.
 pub trait KvBackend {
     /// Reads one record.
     ///
@@ -157,6 +158,19 @@ pub trait KvBackend {
     fn finish(&self) -> bool {
         false
     }
+
+    /// A stamp of one record that changes whenever the record is written, by any process
+    /// (etcd: its `mod_revision`, 0 when absent), read like [`KvBackend::get`] (inside a
+    /// transaction: at its snapshot, and guarding its write). WATCH takes the stamp of each
+    /// watched key's metadata and EXEC aborts when it differs, so WATCH sees other processes'
+    /// writes. Default `None`: no stamps; WATCH then sees this process' writes only.
+    ///
+    /// # Errors
+    /// [`crate::Error::Backend`] when the store fails.
+    fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<u64>> {
+        let _ = (cf, key);
+        Ok(None)
+    }
 }
 
 /// Sharing a backend: `&B` and `Arc<B>` are backends too, forwarding every call.
@@ -180,6 +194,9 @@ macro_rules! forward_backend {
             }
             fn finish(&self) -> bool {
                 (**self).finish()
+            }
+            fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<u64>> {
+                (**self).stamp(cf, key)
             }
         }
     )*};

@@ -232,11 +232,20 @@ impl<B: KvBackend> Engine<B> {
         let _guard = self.lock(queue.iter().map(|(info, argv)| (*info, argv.as_slice())), &watched);
         session.watched = watched;
         let aborted = session.dirty.load(Ordering::SeqCst) || self.watched_expired(session);
+        let stamps: Vec<(Bytes, u64)> =
+            session.watched.iter().filter_map(|w| Some((w.metadata_key.clone(), w.stamp?))).collect();
         self.unwatch(session);
         if aborted {
             return Reply::NilArray;
         }
         let attempt = || {
+            // Written by another process since WATCH? (Inside the transaction, so a write
+            // after this check refuses the commit and the next attempt sees it.)
+            for (key, stamp) in &stamps {
+                if self.backend.stamp(ColumnFamily::Metadata, key)? != Some(*stamp) {
+                    return Ok(None);
+                }
+            }
             let overlay = Overlay::new(&self.backend);
             let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), session.db);
             let replies = queue
@@ -255,12 +264,13 @@ impl<B: KvBackend> Engine<B> {
             }
             let batch = overlay.into_batch();
             match batch.is_empty() {
-                true => Ok((replies, index, touched)),
-                false => self.backend.write(batch).map(|()| (replies, index, touched)),
+                true => Ok(Some((replies, index, touched))),
+                false => self.backend.write(batch).map(|()| Some((replies, index, touched))),
             }
         };
         let (replies, index, touched) = match self.transaction(attempt) {
-            Ok(done) => done,
+            Ok(Some(done)) => done,
+            Ok(None) => return Reply::NilArray,
             Err(e) => return Reply::Error(CommandError::from(e).to_string()),
         };
         session.db = index;
@@ -283,7 +293,8 @@ impl<B: KvBackend> Engine<B> {
                 metadata_key.clone(),
                 Watcher { flag: Arc::downgrade(&session.dirty), expired_at_watch },
             );
-            session.watched.push(Watched { key: key.clone(), metadata_key, expired_at_watch });
+            let stamp = self.backend.stamp(ColumnFamily::Metadata, &metadata_key)?;
+            session.watched.push(Watched { key: key.clone(), metadata_key, expired_at_watch, stamp });
         }
         Ok(Reply::OK)
     }
