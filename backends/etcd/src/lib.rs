@@ -45,6 +45,13 @@
 //! with this compare a new collection can never adopt a dead one's records. The persisted
 //! version floor of [`rediskv_engine::VersionFloor`] keeps versions rising across restarts.
 //!
+//! WATCH works across nodes: [`KvBackend::stamp`] answers a record's `mod_revision`; WATCH
+//! keeps the watched metadata's, and EXEC, inside its transaction, aborts when it changed
+//! (a change after that check fails the `Txn`'s compare, and the rerun aborts). Blocking pops
+//! and keyspace notifications are the server's and stay node-local for now: the server wakes
+//! and notifies from the keys its own commands touched. Waking on other nodes' writes needs
+//! an etcd watch on the `m` range feeding the server's wake-ups (not built yet).
+//!
 //! Outside begin..finish (tools, [`rediskv::gc::Collector`], [`rediskv::commands::Db::new`]),
 //! each read sees the latest revision and each batch is one unconditional `Txn`.
 //!
@@ -486,6 +493,13 @@ impl KvBackend for Backend {
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
         self.floor.write(batch, |batch, floor| self.commit(batch, floor))
+    }
+
+    fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<u64>> {
+        let etcd_key = self.key(cf, key);
+        let revision = self.get_raw(&etcd_key)?.map_or(0, |found| found.1);
+        self.with_view(|v| v.points.insert(etcd_key, revision));
+        Ok(Some(revision as u64))
     }
 
     fn begin(&self) {

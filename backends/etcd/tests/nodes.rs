@@ -390,3 +390,23 @@ fn one_node_at_a_time_collects_garbage_and_expires_keys() {
     assert!(!maintenance[leader].step(&nodes[leader], 10).unwrap().leader);
     fsck_clean(&nodes[0]);
 }
+
+#[test]
+fn watch_on_one_node_sees_writes_through_the_other() {
+    let Some(cluster) = common::Cluster::start("watch_on_one_node", 3) else { return };
+    let (a, b) = (node(&cluster, "watch/"), node(&cluster, "watch/"));
+    let (mut sa, mut sb) = (a.session(), b.session());
+    for (write, aborts) in
+        [(Some(&["HSET", "h", "f", "v"][..]), true), (None, false), (Some(&["DEL", "h"]), true)]
+    {
+        assert_eq!(a.run(&mut sa, &["WATCH", "h"]), Reply::OK);
+        if let Some(argv) = write {
+            assert!(!matches!(b.run(&mut sb, argv), Reply::Error(_)));
+        }
+        assert_eq!(a.run(&mut sa, &["MULTI"]), Reply::OK);
+        assert_eq!(a.run(&mut sa, &["INCR", "runs"]), Reply::status("QUEUED"));
+        let exec = a.run(&mut sa, &["EXEC"]);
+        assert_eq!(exec == Reply::NilArray, aborts, "after {write:?}: {exec:?}");
+    }
+    assert_eq!(b.run(&mut sb, &["GET", "runs"]), bulk("1"));
+}
