@@ -49,8 +49,9 @@
 //! keeps the watched metadata's, and EXEC, inside its transaction, aborts when it changed
 //! (a change after that check fails the `Txn`'s compare, and the rerun aborts). Blocking pops
 //! and keyspace notifications are the server's and stay node-local for now: the server wakes
-//! and notifies from the keys its own commands touched. Waking on other nodes' writes needs
-//! an etcd watch on the `m` range feeding the server's wake-ups (not built yet).
+//! and notifies from the keys its own commands touched. [`Backend::metadata_changes`] is the
+//! feed that makes them cross-node: every node's metadata puts and deletes, from an etcd
+//! watch on the `m` range (the server does not consume it yet).
 //!
 //! Outside begin..finish (tools, [`rediskv::gc::Collector`], [`rediskv::commands::Db::new`]),
 //! each read sees the latest revision and each batch is one unconditional `Txn`.
@@ -83,6 +84,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, GetOptions, KvClient, SortOrder, SortTarget, Txn, TxnOp,
+    TxnOpResponse,
 };
 use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
 use rediskv::codec::{KeyLayout, KeyRange, Metadata, prefix_successor};
@@ -168,6 +170,7 @@ struct View {
 /// everywhere; wrap it in an `Arc`). See the crate docs for what it stores and guarantees.
 pub struct Backend {
     runtime: tokio::runtime::Runtime,
+    client: Client,
     kv: KvClient,
     options: Options,
     views: Mutex<HashMap<ThreadId, View>>,
@@ -192,8 +195,15 @@ pub fn open(options: Options) -> Result<Backend> {
     let limit = options.max_request_bytes.max(4 << 20) * 2;
     let kv = client.kv_client().max_decoding_message_size(limit).max_encoding_message_size(limit);
     let node = std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 0u8);
-    let mut backend =
-        Backend { runtime, kv, options, views: Mutex::default(), floor: VersionFloor::restore(None)?, node };
+    let mut backend = Backend {
+        runtime,
+        client,
+        kv,
+        options,
+        views: Mutex::default(),
+        floor: VersionFloor::restore(None)?,
+        node,
+    };
     let manifest_key = backend.own_key(MANIFEST_KEY);
     let ours = manifest(&backend.options.layout);
     // Record our manifest unless one is there, then check whichever is there.
@@ -286,10 +296,18 @@ impl Backend {
     }
 
     /// One page of `[start, end)` at the read revision, in `direction`.
-    fn page(&self, start: &[u8], end: &[u8], direction: Direction) -> Result<(Vec<RawPair>, bool)> {
+    /// One page of `[start, end)` in `direction` at `revision` (0: the transaction's, or the
+    /// latest, which is then written back so a scan's later pages read the same revision).
+    fn page(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        direction: Direction,
+        revision: &mut i64,
+    ) -> Result<(Vec<RawPair>, bool)> {
         let mut kv = self.kv.clone();
-        let mut options =
-            GetOptions::new().with_range(end.to_vec()).with_limit(PAGE).with_revision(self.read_revision());
+        let at = if *revision != 0 { *revision } else { self.read_revision() };
+        let mut options = GetOptions::new().with_range(end.to_vec()).with_limit(PAGE).with_revision(at);
         if direction == Direction::Reverse {
             options = options.with_sort(SortTarget::Key, SortOrder::Descend);
         }
@@ -297,9 +315,55 @@ impl Backend {
             self.runtime.block_on(kv.get(start, Some(options))).map_err(|e| self.map_err(e))?;
         if let Some(header) = response.header() {
             self.pin(header.revision());
+            *revision = if at != 0 { at } else { header.revision() };
         }
         let more = response.more();
         Ok((response.take_kvs().into_iter().map(|kv| kv.into_key_value()).collect(), more))
+    }
+
+    /// A feed of the metadata keys (record keys, as the library writes them) that any node
+    /// puts or deletes from now on, for waking blocked clients and keyspace notifications on
+    /// every node. Each event comes once per write; a burst may repeat a key. The feed ends
+    /// (the receiver sees a disconnect) when the backend is dropped or etcd ends the watch.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when etcd refuses the watch.
+    pub fn metadata_changes(&self) -> Result<std::sync::mpsc::Receiver<Bytes>> {
+        let prefix = self.key(ColumnFamily::Metadata, b"");
+        let options = etcd_client::WatchOptions::new().with_prefix();
+        let mut client = self.client.clone();
+        let (watcher, mut stream) =
+            self.runtime.block_on(client.watch(prefix.clone(), Some(options))).map_err(err)?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.runtime.spawn(async move {
+            let _watcher = watcher;
+            while let Ok(Some(response)) = stream.message().await {
+                for kv in response.events().iter().filter_map(|e| e.kv()) {
+                    let key = Bytes::copy_from_slice(&kv.key()[prefix.len()..]);
+                    if tx.send(key).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(rx)
+    }
+
+    /// Remembers a point read in the open transaction (its `mod_revision`, and a metadata
+    /// record's collection version); answers the value.
+    fn record_point(
+        &self,
+        cf: ColumnFamily,
+        etcd_key: Vec<u8>,
+        found: Option<(Vec<u8>, i64)>,
+    ) -> Option<Bytes> {
+        self.with_view(|v| {
+            v.points.insert(etcd_key.clone(), found.as_ref().map_or(0, |f| f.1));
+            if cf == ColumnFamily::Metadata {
+                v.versions.insert(etcd_key, found.as_ref().and_then(|f| collection_version(&f.0)));
+            }
+        });
+        found.map(|(value, _)| Bytes::from(value))
     }
 
     /// Holds or takes the maintenance lease for `ttl`: `true` when this node holds it now
@@ -441,13 +505,36 @@ impl KvBackend for Backend {
     fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
         let etcd_key = self.key(cf, key);
         let found = self.get_raw(&etcd_key)?;
-        self.with_view(|v| {
-            v.points.insert(etcd_key.clone(), found.as_ref().map_or(0, |f| f.1));
-            if cf == ColumnFamily::Metadata {
-                v.versions.insert(etcd_key, found.as_ref().and_then(|f| collection_version(&f.0)));
+        Ok(self.record_point(cf, etcd_key, found))
+    }
+
+    /// One read-only `Txn` of point reads per `max_txn_ops` keys, all at one revision.
+    fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(self.options.max_txn_ops.max(1)) {
+            let revision = self.read_revision();
+            let etcd_keys: Vec<Vec<u8>> = chunk.iter().map(|k| self.key(cf, k)).collect();
+            let reads = etcd_keys
+                .iter()
+                .map(|k| TxnOp::get(k.clone(), Some(GetOptions::new().with_revision(revision))));
+            let mut kv = self.kv.clone();
+            let txn = Txn::new().and_then(reads.collect::<Vec<_>>());
+            let response = self.runtime.block_on(kv.txn(txn)).map_err(|e| self.map_err(e))?;
+            if let Some(header) = response.header() {
+                self.pin(header.revision());
             }
-        });
-        Ok(found.map(|(value, _)| Bytes::from(value)))
+            for (etcd_key, op) in etcd_keys.into_iter().zip(response.op_responses()) {
+                let found = match op {
+                    TxnOpResponse::Get(mut get) => get.take_kvs().pop().map(|kv| {
+                        let mod_revision = kv.mod_revision();
+                        (kv.into_key_value().1, mod_revision)
+                    }),
+                    _ => None,
+                };
+                out.push(self.record_point(cf, etcd_key, found));
+            }
+        }
+        Ok(out)
     }
 
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
@@ -455,6 +542,7 @@ impl KvBackend for Backend {
         let skip = self.options.prefix.len() + 1;
         let mut page: std::vec::IntoIter<RawPair> = Vec::new().into_iter();
         let mut done = start >= end;
+        let mut revision = 0;
         Ok(Box::new(std::iter::from_fn(move || {
             loop {
                 if let Some((k, v)) = page.next() {
@@ -463,7 +551,7 @@ impl KvBackend for Backend {
                 if done {
                     return None;
                 }
-                let (kvs, more) = match self.page(&start, &end, direction) {
+                let (kvs, more) = match self.page(&start, &end, direction, &mut revision) {
                     Ok(p) => p,
                     Err(e) => {
                         done = true;

@@ -261,7 +261,7 @@ fn commands_spread_over_two_nodes_answer_as_the_memory_engine() {
         let key = format!("k{}", next(6));
         let other = format!("k{}", next(6));
         let (m, v) = (format!("m{}", next(8)), next(100).to_string());
-        let argv: Vec<String> = match next(24) {
+        let argv: Vec<String> = match next(25) {
             0 => vec!["SET".into(), key, v],
             1 => vec!["GET".into(), key],
             2 => vec!["INCRBY".into(), key, v],
@@ -285,6 +285,7 @@ fn commands_spread_over_two_nodes_answer_as_the_memory_engine() {
             20 => vec!["TTL".into(), key],
             21 => vec!["RENAME".into(), key, other],
             22 => vec!["SUNIONSTORE".into(), key, other, format!("k{}", next(6))],
+            23 => vec!["MGET".into(), key, other, "missing".into()],
             _ => vec!["KEYS".into(), "*".into()],
         };
         let on = i % 2;
@@ -409,4 +410,21 @@ fn watch_on_one_node_sees_writes_through_the_other() {
         assert_eq!(exec == Reply::NilArray, aborts, "after {write:?}: {exec:?}");
     }
     assert_eq!(b.run(&mut sb, &["GET", "runs"]), bulk("1"));
+}
+
+#[test]
+fn every_node_hears_of_metadata_written_through_another() {
+    let Some(cluster) = common::Cluster::start("every_node_hears_of_metadata", 1) else { return };
+    let (a, b) = (node(&cluster, "feed/"), node(&cluster, "feed/"));
+    let changes = a.backend().metadata_changes().expect("watch");
+    let mut s = b.session();
+    assert_eq!(b.run(&mut s, &["RPUSH", "queue", "job"]), Reply::Integer(1));
+    assert_eq!(b.run(&mut s, &["SET", "other", "v"]), Reply::OK);
+    assert_eq!(b.run(&mut s, &["DEL", "queue"]), Reply::Integer(1));
+    let layout = KeyLayout::default();
+    let want = [layout.metadata_key(b"queue"), layout.metadata_key(b"other"), layout.metadata_key(b"queue")];
+    for key in want {
+        let got = changes.recv_timeout(Duration::from_secs(10)).expect("a change within 10 s");
+        assert_eq!(got.as_ref(), key.as_slice());
+    }
 }
