@@ -8,12 +8,14 @@
 
 pub mod args;
 mod bitmap;
+mod blocking;
 mod cursor;
 mod db;
 mod dump;
 mod engine;
 mod error;
 mod generic;
+mod geo;
 mod glob;
 mod hash;
 mod hll;
@@ -34,6 +36,7 @@ mod zset;
 
 use bytes::Bytes;
 
+pub use blocking::Block;
 pub use db::{DATABASES, Db, Entry, Touch, TouchedKey};
 pub use dump::RestoreOptions;
 pub use engine::{CONFLICT_ATTEMPTS, Engine};
@@ -70,6 +73,7 @@ pub fn handler<B: KvBackend>(info: &CommandInfo) -> Option<Handler<B>> {
         Family::Sort => sort::command(name),
         Family::Bitmap => bitmap::command(name),
         Family::Hll => hll::command(name),
+        Family::Geo => geo::command(name),
         Family::Session => None,
     }
 }
