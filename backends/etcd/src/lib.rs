@@ -71,6 +71,14 @@
 //! versions' records and [`rediskv::gc::expire_step`] deletes expired keys, each re-checked
 //! in a guarded `Txn`.
 //!
+//! # In a server (`--engine etcd --etcd-endpoints a,b,c`)
+//! [`open`] with [`Options::new`]`(endpoints)` (set the cluster's limits and a prefix);
+//! keep the `Arc<Backend>` and give the engine the same `Arc` as `Arc<dyn KvBackend + Send +
+//! Sync>` (the hooks dispatch through it). On each maintenance tick call
+//! [`Maintenance::step`]`(&backend, &engine, budget)` in place of the memory engine's sweep
+//! and collector; to wake blocked clients and publish keyspace notifications for other
+//! nodes' writes, drain [`Backend::metadata_changes`].
+//!
 //! # Runtime
 //! The backend owns a small tokio runtime and blocks the calling thread on each request: call
 //! it from plain threads, never from inside an async task.
@@ -622,27 +630,33 @@ pub struct MaintenanceStep {
 }
 
 impl Maintenance {
-    /// A collector and expiry sweep over `engine`'s layout; the lease lasts `lease` past each
-    /// step (a node that stops stepping hands over after that).
-    pub fn new(engine: &Engine<Backend>, lease: Duration) -> Self {
-        let layout = engine.layout();
-        let sweep_range = KeyRange::prefix(layout.fixed_prefix().to_vec());
+    /// A collector and expiry sweep over every namespace under `layout`'s fixed prefix, with
+    /// the collector's grace period after expiry; the lease lasts `lease` past each step (a
+    /// node that stops stepping hands over after that).
+    pub fn new(layout: &KeyLayout, grace_ms: u64, lease: Duration) -> Self {
         Maintenance {
-            collector: Collector::new(layout, engine.backend().options.grace_ms),
-            sweep: ExpirySweep::new(sweep_range),
+            collector: Collector::new(layout, grace_ms),
+            sweep: ExpirySweep::new(KeyRange::prefix(layout.fixed_prefix().to_vec())),
             lease,
         }
     }
 
-    /// If this node holds (or can take) the maintenance lease: one expiry step over at most
-    /// `budget` metadata records (expired keys deleted under their key locks, re-checked in a
-    /// guarded `Txn`), then one collector step over at most `budget` Subkey/Score records.
+    /// If this node holds (or can take) the maintenance lease in `etcd`: one expiry step over
+    /// at most `budget` metadata records (expired keys deleted under their key locks,
+    /// re-checked in a guarded `Txn`), then one collector step over at most `budget`
+    /// Subkey/Score records. `engine` runs over `etcd` (directly, or as the server's shared
+    /// `Arc<dyn KvBackend>`).
     ///
     /// # Errors
     /// etcd errors and conflicts; nothing half-done: each step deleted all it found or nothing.
-    pub fn step(&mut self, engine: &Engine<Backend>, budget: usize) -> Result<MaintenanceStep> {
+    pub fn step<B: KvBackend>(
+        &mut self,
+        etcd: &Backend,
+        engine: &Engine<B>,
+        budget: usize,
+    ) -> Result<MaintenanceStep> {
         let now = engine.now_ms();
-        if !engine.backend().hold_maintenance_lease(now, self.lease)? {
+        if !etcd.hold_maintenance_lease(now, self.lease)? {
             return Ok(MaintenanceStep::default());
         }
         if self.sweep.is_done() {

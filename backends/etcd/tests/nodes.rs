@@ -53,7 +53,7 @@ fn two_nodes_serve_the_same_data() {
     assert_eq!(b.run(&mut sb, &["HSET", "h", "f", "1", "g", "2"]), Reply::Integer(2));
     assert_eq!(
         a.run(&mut sa, &["HGETALL", "h"]),
-        Reply::Array(vec![bulk("f"), bulk("1"), bulk("g"), bulk("2")])
+        Reply::Map(vec![(bulk("f"), bulk("1")), (bulk("g"), bulk("2"))])
     );
     for argv in [&["MULTI"][..], &["RPUSH", "l", "x", "y"], &["DEL", "h"]] {
         assert!(!matches!(a.run(&mut sa, argv), Reply::Error(_)));
@@ -362,14 +362,13 @@ fn one_node_at_a_time_collects_garbage_and_expires_keys() {
     }
     assert_eq!(nodes[0].run(&mut s, &["DEL", "big", "z"]), Reply::Integer(2));
     clock.advance_ms(2000);
-    let mut maintenance = [
-        Maintenance::new(&nodes[0], Duration::from_secs(10)),
-        Maintenance::new(&nodes[1], Duration::from_secs(10)),
-    ];
+    let new =
+        || Maintenance::new(&KeyLayout::default(), rediskv::gc::DEFAULT_GRACE_MS, Duration::from_secs(10));
+    let mut maintenance = [new(), new()];
     let (mut expired, mut dropped, mut led) = (0, 0, [0, 0]);
     for _ in 0..20 {
         for (i, m) in maintenance.iter_mut().enumerate() {
-            let step = m.step(&nodes[i], 500).expect("maintenance step");
+            let step = m.step(nodes[i].backend(), &nodes[i], 500).expect("maintenance step");
             led[i] += usize::from(step.leader);
             expired += step.expired.removed.len();
             dropped += step.collected.dropped_subkeys + step.collected.dropped_scores;
@@ -380,22 +379,27 @@ fn one_node_at_a_time_collects_garbage_and_expires_keys() {
     assert_eq!(dropped, 3004, "every field of the deleted hash, every member and score of the deleted zset");
     assert_eq!(
         nodes[1].run(&mut nodes[1].session(), &["HGETALL", "live"]),
-        Reply::Array(vec![bulk("f"), bulk("v")])
+        Reply::Map(vec![(bulk("f"), bulk("v"))])
     );
     assert_eq!(nodes[1].run(&mut nodes[1].session(), &["DBSIZE"]), Reply::Integer(1));
     // The lease ran out: the other node takes over.
     clock.advance_ms(11_000);
     let leader = usize::from(led[0] == 0);
     let follower = 1 - leader;
-    assert!(maintenance[follower].step(&nodes[follower], 10).unwrap().leader, "a lapsed lease is taken over");
-    assert!(!maintenance[leader].step(&nodes[leader], 10).unwrap().leader);
+    assert!(
+        maintenance[follower].step(nodes[follower].backend(), &nodes[follower], 10).unwrap().leader,
+        "a lapsed lease is taken over"
+    );
+    assert!(!maintenance[leader].step(nodes[leader].backend(), &nodes[leader], 10).unwrap().leader);
     fsck_clean(&nodes[0]);
 }
 
 #[test]
 fn watch_on_one_node_sees_writes_through_the_other() {
     let Some(cluster) = common::Cluster::start("watch_on_one_node", 3) else { return };
-    let (a, b) = (node(&cluster, "watch/"), node(&cluster, "watch/"));
+    // Node a as the server holds it: behind `Arc<dyn KvBackend>`, hooks through the vtable.
+    let shared: Arc<dyn KvBackend + Send + Sync> = Arc::new(cluster.open("watch/"));
+    let (a, b) = (Engine::new(shared), node(&cluster, "watch/"));
     let (mut sa, mut sb) = (a.session(), b.session());
     for (write, aborts) in
         [(Some(&["HSET", "h", "f", "v"][..]), true), (None, false), (Some(&["DEL", "h"]), true)]
@@ -427,4 +431,10 @@ fn every_node_hears_of_metadata_written_through_another() {
         let got = changes.recv_timeout(Duration::from_secs(10)).expect("a change within 10 s");
         assert_eq!(got.as_ref(), key.as_slice());
     }
+}
+
+#[test]
+fn a_backend_can_be_shared_by_threads() {
+    fn shared<T: Send + Sync + 'static>() {}
+    shared::<Backend>();
 }
