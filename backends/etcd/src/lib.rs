@@ -151,6 +151,17 @@ const OWN_TAG: u8 = b'r';
 const LEASE_KEY: &[u8] = b"rediskv:maintenance-lease";
 /// Keys per scan request.
 const PAGE: i64 = 512;
+/// Attempts at one request that fails for want of a member or a leader (at most about 2.5 s
+/// of pauses: an election takes about one).
+const REQUEST_ATTEMPTS: u32 = 7;
+
+/// Whether a failed request may be sent again (see [`Backend::request`]).
+fn retryable(e: &etcd_client::Error, idempotent: bool) -> bool {
+    let text = e.to_string();
+    let unavailable =
+        ["status: Unavailable", "status: Unknown", "transport error"].iter().any(|t| text.contains(t));
+    text.contains("tcp connect error") || (idempotent && unavailable)
+}
 
 fn err(e: impl std::fmt::Display) -> Error {
     rediskv_engine::backend_error("etcd", e)
@@ -284,16 +295,42 @@ impl Backend {
     }
 
     fn txn(&self, txn: Txn) -> Result<bool> {
-        let mut kv = self.kv.clone();
-        let response = self.runtime.block_on(kv.txn(txn)).map_err(|e| self.map_err(e))?;
+        let response = self.request(false, |mut kv| {
+            let txn = txn.clone();
+            async move { kv.txn(txn).await }
+        })?;
         Ok(response.succeeded())
+    }
+
+    /// Runs `request` with a fresh client handle; again, after a growing pause, when it failed
+    /// in a way another member or a new leader may not: a read (`idempotent`) on any
+    /// unavailability (no leader, a dead member, a broken connection), a write only when no
+    /// connection was made (it never left; "leader changed" or a broken connection may have
+    /// applied it, so a write reports those).
+    fn request<T, F>(&self, idempotent: bool, mut request: impl FnMut(KvClient) -> F) -> Result<T>
+    where
+        F: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        let mut attempt = 1;
+        loop {
+            match self.runtime.block_on(request(self.kv.clone())) {
+                Ok(response) => return Ok(response),
+                Err(e) if attempt < REQUEST_ATTEMPTS && retryable(&e, idempotent) => {
+                    std::thread::sleep(Duration::from_millis(20 << attempt));
+                    attempt += 1;
+                }
+                Err(e) => return Err(self.map_err(e)),
+            }
+        }
     }
 
     /// One key at the read revision: its value and `mod_revision`.
     fn get_raw(&self, key: &[u8]) -> Result<Option<(Vec<u8>, i64)>> {
-        let mut kv = self.kv.clone();
         let options = GetOptions::new().with_revision(self.read_revision());
-        let mut response = self.runtime.block_on(kv.get(key, Some(options))).map_err(|e| self.map_err(e))?;
+        let mut response = self.request(true, |mut kv| {
+            let options = options.clone();
+            async move { kv.get(key, Some(options)).await }
+        })?;
         if let Some(header) = response.header() {
             self.pin(header.revision());
         }
@@ -313,14 +350,15 @@ impl Backend {
         direction: Direction,
         revision: &mut i64,
     ) -> Result<(Vec<RawPair>, bool)> {
-        let mut kv = self.kv.clone();
         let at = if *revision != 0 { *revision } else { self.read_revision() };
         let mut options = GetOptions::new().with_range(end.to_vec()).with_limit(PAGE).with_revision(at);
         if direction == Direction::Reverse {
             options = options.with_sort(SortTarget::Key, SortOrder::Descend);
         }
-        let mut response =
-            self.runtime.block_on(kv.get(start, Some(options))).map_err(|e| self.map_err(e))?;
+        let mut response = self.request(true, |mut kv| {
+            let options = options.clone();
+            async move { kv.get(start, Some(options)).await }
+        })?;
         if let Some(header) = response.header() {
             self.pin(header.revision());
             *revision = if at != 0 { at } else { header.revision() };
@@ -525,9 +563,11 @@ impl KvBackend for Backend {
             let reads = etcd_keys
                 .iter()
                 .map(|k| TxnOp::get(k.clone(), Some(GetOptions::new().with_revision(revision))));
-            let mut kv = self.kv.clone();
             let txn = Txn::new().and_then(reads.collect::<Vec<_>>());
-            let response = self.runtime.block_on(kv.txn(txn)).map_err(|e| self.map_err(e))?;
+            let response = self.request(true, |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })?;
             if let Some(header) = response.header() {
                 self.pin(header.revision());
             }

@@ -141,6 +141,21 @@ impl Cluster {
         }
     }
 
+    /// The member that leads the Raft group now (asked of each member in turn).
+    pub fn leader(&self) -> usize {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async {
+            for (i, endpoint) in self.endpoints().iter().enumerate() {
+                let Ok(mut client) = etcd_client::Client::connect([endpoint], None).await else { continue };
+                let Ok(status) = client.status().await else { continue };
+                if status.header().is_some_and(|h| h.member_id() == status.leader()) {
+                    return i;
+                }
+            }
+            panic!("no member says it leads: {}", self.logs())
+        })
+    }
+
     /// SIGKILLs member `i`.
     pub fn kill(&mut self, i: usize) {
         if let Some(mut child) = self.members[i].child.take() {
