@@ -324,23 +324,24 @@ impl Backend {
         }
     }
 
-    /// One key at the read revision: its value and `mod_revision`.
-    fn get_raw(&self, key: &[u8]) -> Result<Option<(Vec<u8>, i64)>> {
-        let options = GetOptions::new().with_revision(self.read_revision());
-        let mut response = self.request(true, |mut kv| {
+    /// A range request; pins the open transaction's revision to the first answer's.
+    fn range(&self, key: &[u8], options: GetOptions) -> Result<etcd_client::GetResponse> {
+        let response = self.request(true, |mut kv| {
             let options = options.clone();
             async move { kv.get(key, Some(options)).await }
         })?;
         if let Some(header) = response.header() {
             self.pin(header.revision());
         }
-        Ok(response.take_kvs().pop().map(|kv| {
-            let mod_revision = kv.mod_revision();
-            (kv.into_key_value().1, mod_revision)
-        }))
+        Ok(response)
     }
 
-    /// One page of `[start, end)` at the read revision, in `direction`.
+    /// One key at the read revision: its value and `mod_revision`.
+    fn get_raw(&self, key: &[u8]) -> Result<Option<(Vec<u8>, i64)>> {
+        let mut response = self.range(key, GetOptions::new().with_revision(self.read_revision()))?;
+        Ok(response.take_kvs().pop().map(value_and_revision))
+    }
+
     /// One page of `[start, end)` in `direction` at `revision` (0: the transaction's, or the
     /// latest, which is then written back so a scan's later pages read the same revision).
     fn page(
@@ -355,12 +356,8 @@ impl Backend {
         if direction == Direction::Reverse {
             options = options.with_sort(SortTarget::Key, SortOrder::Descend);
         }
-        let mut response = self.request(true, |mut kv| {
-            let options = options.clone();
-            async move { kv.get(start, Some(options)).await }
-        })?;
+        let mut response = self.range(start, options)?;
         if let Some(header) = response.header() {
-            self.pin(header.revision());
             *revision = if at != 0 { at } else { header.revision() };
         }
         let more = response.more();
@@ -541,6 +538,12 @@ impl Backend {
     }
 }
 
+/// A record's value and `mod_revision`.
+fn value_and_revision(kv: etcd_client::KeyValue) -> (Vec<u8>, i64) {
+    let mod_revision = kv.mod_revision();
+    (kv.into_key_value().1, mod_revision)
+}
+
 /// The version of a collection's metadata value (`None` for single-KV types and undecodable
 /// values: they own no subkeys).
 fn collection_version(value: &[u8]) -> Option<u64> {
@@ -573,10 +576,7 @@ impl KvBackend for Backend {
             }
             for (etcd_key, op) in etcd_keys.into_iter().zip(response.op_responses()) {
                 let found = match op {
-                    TxnOpResponse::Get(mut get) => get.take_kvs().pop().map(|kv| {
-                        let mod_revision = kv.mod_revision();
-                        (kv.into_key_value().1, mod_revision)
-                    }),
+                    TxnOpResponse::Get(mut get) => get.take_kvs().pop().map(value_and_revision),
                     _ => None,
                 };
                 out.push(self.record_point(cf, etcd_key, found));
