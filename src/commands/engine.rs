@@ -15,6 +15,11 @@ use super::{CommandError, Db, Reply, Session, Touch, TouchedKey, resolve};
 use crate::backend::{ColumnFamily, KvBackend};
 use crate::codec::{Clock, KeyLayout, Metadata};
 
+/// How many times in all [`Engine`] runs a command (or an EXEC) whose batch the backend
+/// refused with [`crate::Error::Conflict`] (see [`KvBackend::begin`]); the last refusal is
+/// the client's error reply.
+pub const CONFLICT_ATTEMPTS: u32 = 16;
+
 /// A database many clients use at once: the backend and the state every connection shares
 /// (clock, versions, SCAN cursors, key locks, WATCH registrations). Per-connection state
 /// lives in each client's [`Session`]. `Engine<B>` is `Send + Sync` when `B` is; wrap it in an
@@ -141,8 +146,10 @@ impl<B: KvBackend> Engine<B> {
             .filter_map(|k| layout.decode_metadata_key(k).ok().map(|mk| mk.user_key))
             .collect();
         let _guard = self.locks.lock(false, user_keys.iter().map(|k| (*k, true)));
-        let deleted = Db::over(&self.backend, Share::Borrowed(&self.shared), 0)
-            .delete_expired(metadata_keys, now_ms)?;
+        // A backend shared by several processes makes the delete conditional on the re-read.
+        let deleted = self.transaction(|| {
+            Db::over(&self.backend, Share::Borrowed(&self.shared), 0).delete_expired(metadata_keys, now_ms)
+        })?;
         // As Redis' expiry signals the key: a WATCH on it (live when watched) aborts EXEC.
         let touched: Vec<TouchedKey> =
             deleted.iter().map(|k| TouchedKey { metadata_key: k.clone(), kind: Touch::Expired }).collect();
@@ -238,8 +245,11 @@ impl<B: KvBackend> Engine<B> {
         T: AsRef<[Bytes]>,
     {
         let guard = self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]);
-        let mut db = self.db(session);
-        let reply = commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray);
+        let (reply, mut db) = self.transaction(|| {
+            let mut db = self.db(session);
+            let reply = commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray);
+            (reply, db)
+        });
         session.db = db.index();
         session.touched = db.take_touched();
         session.events = db.take_events();
@@ -255,6 +265,22 @@ impl<B: KvBackend> Engine<B> {
     fn reap(&self, session: &Session) {
         let expired = expired_keys(&session.touched);
         let _ = self.delete_expired(&expired, self.now_ms());
+    }
+
+    /// Runs `attempt` between the backend's [`KvBackend::begin`] and [`KvBackend::finish`],
+    /// again while the backend refuses it, [`CONFLICT_ATTEMPTS`] times at most (a short pause
+    /// between attempts lets the competing writer finish). Returns the last attempt's result.
+    fn transaction<T>(&self, mut attempt: impl FnMut() -> T) -> T {
+        let mut n = 1;
+        loop {
+            self.backend.begin();
+            let result = attempt();
+            if !self.backend.finish() || n == CONFLICT_ATTEMPTS {
+                return result;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50 << n.min(10)));
+            n += 1;
+        }
     }
 
     /// The locks for `commands` and the `watched` keys (shared).
@@ -288,29 +314,48 @@ impl<B: KvBackend> Engine<B> {
         let guard = self.lock(queue.iter().map(|(info, argv)| (*info, argv.as_slice())), &watched);
         session.watched = watched;
         let aborted = session.dirty.load(Ordering::SeqCst) || self.watched_expired(session);
+        let stamps: Vec<(Bytes, u64)> =
+            session.watched.iter().filter_map(|w| Some((w.metadata_key.clone(), w.stamp?))).collect();
         self.unwatch(session);
         if aborted {
             return Reply::NilArray;
         }
-        let overlay = Overlay::new(&self.backend);
-        let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), session.db);
-        let replies = queue
-            .iter()
-            .map(|(info, argv)| match info.name {
-                "unwatch" => Reply::OK,
-                _ => db.execute_resolved(info, argv),
-            })
-            .collect();
-        let index = db.index();
-        let touched = db.take_touched();
-        let events = db.take_events();
-        drop(db);
-        let batch = overlay.into_batch();
-        if !batch.is_empty() {
-            if let Err(e) = self.backend.write(batch) {
-                return Reply::Error(CommandError::from(e).to_string());
+        let attempt = || {
+            // Written by another process since WATCH? (Inside the transaction, so a write
+            // after this check refuses the commit and the next attempt sees it.)
+            for (key, stamp) in &stamps {
+                if self.backend.stamp(ColumnFamily::Metadata, key)? != Some(*stamp) {
+                    return Ok(None);
+                }
             }
-        }
+            let overlay = Overlay::new(&self.backend);
+            let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), session.db);
+            let replies = queue
+                .iter()
+                .map(|(info, argv)| match info.name {
+                    "unwatch" => Reply::OK,
+                    _ => db.execute_resolved(info, argv),
+                })
+                .collect();
+            let index = db.index();
+            let touched = db.take_touched();
+            let events = db.take_events();
+            drop(db);
+            // A failed read may have left a queued command half-done: commit nothing.
+            if let Some(e) = overlay.failure() {
+                return Err(e);
+            }
+            let batch = overlay.into_batch();
+            match batch.is_empty() {
+                true => Ok(Some((replies, index, touched, events))),
+                false => self.backend.write(batch).map(|()| Some((replies, index, touched, events))),
+            }
+        };
+        let (replies, index, touched, events) = match self.transaction(attempt) {
+            Ok(Some(done)) => done,
+            Ok(None) => return Reply::NilArray,
+            Err(e) => return Reply::Error(CommandError::from(e).to_string()),
+        };
         session.db = index;
         self.watches.notify(&touched);
         session.touched = touched;
@@ -334,7 +379,8 @@ impl<B: KvBackend> Engine<B> {
                 metadata_key.clone(),
                 Watcher { flag: Arc::downgrade(&session.dirty), expired_at_watch },
             );
-            session.watched.push(Watched { key: key.clone(), metadata_key, expired_at_watch });
+            let stamp = self.backend.stamp(ColumnFamily::Metadata, &metadata_key)?;
+            session.watched.push(Watched { key: key.clone(), metadata_key, expired_at_watch, stamp });
         }
         Ok(Reply::OK)
     }

@@ -40,7 +40,7 @@ use bytes::Bytes;
 pub use blocking::Block;
 pub use db::{DATABASES, Db, Entry, Touch, TouchedKey};
 pub use dump::RestoreOptions;
-pub use engine::Engine;
+pub use engine::{CONFLICT_ATTEMPTS, Engine};
 pub use error::{CommandError, CommandResult};
 pub use keyspace::ExpireCondition;
 pub use list::{ListEnd, LposOptions};

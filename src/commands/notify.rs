@@ -117,6 +117,11 @@ impl NotifyFlags {
     pub fn bits(self) -> u32 {
         self.0
     }
+
+    /// Flags from [`NotifyFlags::bits`] (unknown bits are kept and never match a class).
+    pub const fn from_bits(bits: u32) -> NotifyFlags {
+        NotifyFlags(bits)
+    }
 }
 
 impl std::ops::BitOr for NotifyFlags {

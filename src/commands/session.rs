@@ -39,6 +39,8 @@ pub(crate) struct Watched {
     pub(crate) metadata_key: Bytes,
     /// Already expired when watched: its expiry does not abort EXEC (Redis 7.0).
     pub(crate) expired_at_watch: bool,
+    /// The backend's stamp of the metadata record when watched (see `KvBackend::stamp`).
+    pub(crate) stamp: Option<u64>,
 }
 
 impl Session {
