@@ -24,6 +24,16 @@ fn show(reply: &Reply) -> String {
         Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
             format!("[{}]", items.iter().map(show).collect::<Vec<_>>().join(", "))
         }
+        Reply::Pairs(pairs) => {
+            format!(
+                "[{}]",
+                pairs
+                    .iter()
+                    .map(|(a, b)| format!("[{}, {}]", show(a), show(b)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
         Reply::Map(pairs) => {
             format!(
                 "{{{}}}",
@@ -31,6 +41,7 @@ fn show(reply: &Reply) -> String {
             )
         }
         Reply::Double(x) => format!("(double) {x}"),
+        Reply::DoubleText(t) => format!("(double) {}", text(t)),
         Reply::Boolean(b) => format!("({b})"),
         Reply::BigNumber(n) => format!("(big number) {n}"),
         Reply::Verbatim { text: t, .. } => format!("\"{}\"", text(t)),

@@ -12,6 +12,12 @@
 //!   array element by element with the queued commands' modes.
 //! - Before each sequence Redis gets fresh connections and `FLUSHALL`, the engine a fresh
 //!   `Engine` whose `ManualClock` is set to the real time before every command.
+//! - Sequences alternate between the protocols: odd ones run in RESP2, even ones with every
+//!   Redis connection switched by `HELLO 3` and the engine's replies encoded in RESP3. Both
+//!   sides' bytes are parsed by the same reader ([`client::fold`]), so the typed replies
+//!   (maps, sets, doubles, nulls, `[member, score]` pairs) are compared kind by kind; the
+//!   unordered modes compare a set with a set and a map with a map. `DIFF_PROTOCOL=2|3` runs
+//!   only one.
 //! - After each sequence the state of every pool key is compared (TYPE, then its contents
 //!   and PTTL when those commands are enabled).
 //! - A divergence is shrunk (delta debugging, replaying on a flushed Redis and a fresh Db)
@@ -41,7 +47,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use rediskv::backend::MemoryBackend;
 use rediskv::codec::ManualClock;
-use rediskv::commands::{Engine as KvEngine, Reply, Session};
+use rediskv::commands::{Engine as KvEngine, Protocol, Reply, Session};
 
 /// `argv!["GET", g.key()]` → `Vec<Vec<u8>>`.
 macro_rules! argv {
@@ -103,6 +109,15 @@ const FAMILIES: &[Family] = &[
 
 const DEFAULT_OPS: usize = 30_000;
 
+thread_local! {
+    /// The protocol of the sequence being run (both sides speak it).
+    static PROTOCOL: std::cell::Cell<Protocol> = const { std::cell::Cell::new(Protocol::Resp2) };
+}
+
+fn protocol() -> Protocol {
+    PROTOCOL.get()
+}
+
 /// A database the sequences run against.
 trait Target {
     fn exec(&mut self, argv: &[Vec<u8>]) -> Reply;
@@ -136,7 +151,7 @@ impl Target for Engine {
     fn exec(&mut self, argv: &[Vec<u8>]) -> Reply {
         self.clock.set_ms(now_ms());
         let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
-        client::fold_resp2(&self.engine.execute(&mut self.sessions[self.current], &argv))
+        client::fold(&self.engine.execute(&mut self.sessions[self.current], &argv), protocol())
     }
     fn reset(&mut self) {
         *self = Engine::new();
@@ -170,6 +185,11 @@ impl Target for Remote {
     fn reset(&mut self) {
         // Fresh connections: no MULTI, no WATCH, database 0.
         self.clients = (0..gen_txn::CONNS).map(|_| Client::connect(self.port).expect("connect")).collect();
+        if protocol() == Protocol::Resp3 {
+            for client in &mut self.clients {
+                client.hello3().expect("HELLO 3");
+            }
+        }
         self.current = 0;
         assert_eq!(self.exec(&argv!["FLUSHALL"]), Reply::OK);
     }
@@ -250,20 +270,70 @@ fn mismatch(what: &str, redis: &Reply, engine: &Reply) -> String {
 fn bytes_of(r: &Reply) -> Option<Vec<u8>> {
     match r {
         Reply::Bulk(b) => Some(b.to_vec()),
+        Reply::Double(x) => Some(rediskv::commands::args::format_g17(*x).into_bytes()),
         _ => None,
     }
 }
 
-/// An array's elements in canonical order: single items, or pairs.
+/// An array's (or a RESP3 set's or map's) elements in canonical order: single items, or
+/// pairs (a flat RESP2 array, a map, or an array of two-element arrays), after the kind.
 fn canonical(r: &Reply, pairs: bool) -> Option<Vec<String>> {
-    let Reply::Array(items) = r else { return None };
-    let shown: Vec<String> = items.iter().map(show).collect();
-    let mut out: Vec<String> = if pairs { shown.chunks(2).map(|c| c.join(" => ")).collect() } else { shown };
-    if pairs && items.len() % 2 != 0 {
+    let (kind, shown): (&str, Vec<String>) = match r {
+        Reply::Array(items)
+            if pairs
+                && !items.is_empty()
+                && items.iter().all(|i| matches!(i, Reply::Array(p) if p.len() == 2)) =>
+        {
+            ("pairs", items.iter().map(|i| show(i).trim_matches(['[', ']']).replace(", ", " => ")).collect())
+        }
+        Reply::Array(items) => ("array", items.iter().map(show).collect()),
+        Reply::Set(items) => ("set", items.iter().map(show).collect()),
+        Reply::Map(kv) => ("map", kv.iter().map(|(k, v)| format!("{} => {}", show(k), show(v))).collect()),
+        _ => return None,
+    };
+    let flat = matches!(r, Reply::Array(_) | Reply::Set(_)) && kind != "pairs";
+    if pairs && flat && shown.len() % 2 != 0 {
         return None;
     }
+    let mut out: Vec<String> =
+        if pairs && flat { shown.chunks(2).map(|c| c.join(" => ")).collect() } else { shown };
     out.sort();
+    out.insert(0, kind.to_string());
     Some(out)
+}
+
+/// The elements of an aggregate reply as bytes, pairs flattened (a map, or RESP3's
+/// `[member, score]` arrays), doubles in their `%.17g` text: what RESP2 would list.
+fn flat_items(r: &Reply) -> Option<Vec<Vec<u8>>> {
+    let items: Vec<&Reply> = match r {
+        Reply::Array(items) | Reply::Set(items) => items
+            .iter()
+            .flat_map(|i| match i {
+                Reply::Array(pair) if pair.len() == 2 => pair.iter().collect(),
+                other => vec![other],
+            })
+            .collect(),
+        Reply::Map(kv) => kv.iter().flat_map(|(k, v)| [k, v]).collect(),
+        _ => return None,
+    };
+    items.into_iter().map(bytes_of).collect()
+}
+
+/// A reply's kinds without its values: the kind, then the distinct shapes of its elements.
+fn shape(r: &Reply) -> String {
+    let items: Vec<&Reply> = match r {
+        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => items.iter().collect(),
+        Reply::Map(kv) | Reply::Pairs(kv) => kv.iter().flat_map(|(k, v)| [k, v]).collect(),
+        _ => Vec::new(),
+    };
+    let kind = format!("{r:?}");
+    let kind = kind.split(['(', ' ', '{']).next().unwrap_or_default().to_string();
+    let inner: BTreeSet<String> = items.into_iter().map(shape).collect();
+    if inner.is_empty() {
+        kind
+    } else {
+        format!("{kind}<{}>", inner.into_iter().collect::<Vec<_>>().join("|"))
+    }
 }
 
 /// Runs one op on both sides and compares. Returns how many commands were compared and
@@ -358,8 +428,8 @@ fn compare_op_inner(r: &mut dyn Target, e: &mut dyn Target, op: &Op) -> Result<(
 /// Whether two replies agree under `cmp` (the non-iterating modes).
 fn same_reply(cmp: &Cmp, a: &Reply, b: &Reply) -> bool {
     match (cmp, a, b) {
-        (Cmp::Unordered, Reply::Array(_), Reply::Array(_)) => canonical(a, false) == canonical(b, false),
-        (Cmp::PairsUnordered, Reply::Array(_), Reply::Array(_)) => {
+        (Cmp::Unordered, Reply::Array(_) | Reply::Set(_), _) => canonical(a, false) == canonical(b, false),
+        (Cmp::PairsUnordered, Reply::Array(_) | Reply::Map(_), _) => {
             canonical(a, true).is_some() && canonical(a, true) == canonical(b, true)
         }
         (Cmp::Tolerance(t), Reply::Integer(x), Reply::Integer(y)) if *x >= 0 && *y >= 0 => {
@@ -443,7 +513,9 @@ fn same_modulo_stored_negative_zero(a: &Reply, b: &Reply) -> bool {
 
 /// Whether the reference's zset at `key` holds more than one distinct score.
 fn mixed_scores(r: &mut dyn Target, key: &[u8]) -> bool {
-    let Reply::Array(items) = r.exec(&argv!["ZRANGE", key, "0", "-1", "WITHSCORES"]) else { return false };
+    let Some(items) = flat_items(&r.exec(&argv!["ZRANGE", key, "0", "-1", "WITHSCORES"])) else {
+        return false;
+    };
     let mut scores = items.iter().skip(1).step_by(2);
     let first = scores.next();
     scores.any(|s| Some(s) != first)
@@ -463,6 +535,9 @@ fn scan_all(
         let reply = t.exec(&argv);
         let Reply::Array(page) = &reply else { return (Err(reply), calls) };
         let [Reply::Bulk(cursor), Reply::Array(_)] = page.as_slice() else { return (Err(reply), calls) };
+        if !matches!(shape(&page[1]).as_str(), "Array" | "Array<Bulk>") {
+            return (Err(Reply::Error(format!("(scan page of {})", shape(&page[1])))), calls);
+        }
         let Some(items) = canonical(&page[1], pairs) else { return (Err(reply), calls) };
         seen.extend(items);
         if cursor.as_ref() == b"0" {
@@ -485,9 +560,7 @@ fn snapshot(r: &mut dyn Target, op: &Op, rnd: &Random) -> Option<Elements> {
         Snapshot::Zset => (argv!["ZRANGE", key, "0", "-1", "WITHSCORES"], true),
         Snapshot::Keys => (argv!["KEYS", "*"], false),
     };
-    let Reply::Array(items) = r.exec(&argv) else { return None };
-    let items: Option<Vec<Vec<u8>>> = items.iter().map(bytes_of).collect();
-    let items = items?;
+    let items = flat_items(&r.exec(&argv))?;
     Some(if pairs {
         items.chunks(2).map(|c| (c[0].clone(), c.get(1).cloned())).collect()
     } else {
@@ -507,8 +580,7 @@ fn check_random(
         lookup(&m).ok_or_else(|| format!("{} is not in the key", quote(&m)))?;
         return Ok(vec![m]);
     };
-    let Reply::Array(items) = reply else { return Err("expected an array".into()) };
-    let items: Vec<Vec<u8>> = items.iter().map(bytes_of).collect::<Option<_>>().ok_or("non-bulk element")?;
+    let items = flat_items(reply).ok_or("expected an array of bulk strings (or pairs)")?;
     let step = if rnd.with_values { 2 } else { 1 };
     if items.len() % step != 0 {
         return Err("odd number of items with values".into());
@@ -539,6 +611,9 @@ fn compare_random(r: &mut dyn Target, e: &mut dyn Target, op: &Op, rnd: &Random)
         a.is_error() || b.is_error() || snap.as_ref().is_none_or(|s| s.is_empty()) || rnd.count == Some(0);
     if exact {
         return if a == b { Ok(1) } else { Err(mismatch("replies differ", &a, &b)) };
+    }
+    if shape(&a) != shape(&b) {
+        return Err(mismatch(&format!("reply kinds differ: {} and {}", shape(&a), shape(&b)), &a, &b));
     }
     let snap = snap.unwrap_or_default();
     let got_a =
@@ -734,25 +809,38 @@ fn engine_replies_match_redis() {
         spec.join(" | ")
     );
 
+    let only = std::env::var("DIFF_PROTOCOL").ok();
     let mut rng = Rng::new(seed);
     let mut compared = 0;
+    let mut per_protocol = [0; 2];
     let mut sequence = 0;
     while compared < total {
         sequence += 1;
+        let resp3 = match only.as_deref() {
+            Some("3") => true,
+            Some("2") => false,
+            _ => sequence % 2 == 0,
+        };
+        PROTOCOL.set(if resp3 { Protocol::Resp3 } else { Protocol::Resp2 });
         let len = rng.range(20, 250) as usize;
         let ops: Vec<Op> = (0..len).map(|_| generate(&mut rng, &gens)).collect();
         match run_ops(&mut reference, subject.as_mut(), &ops, &names) {
-            Ok(n) => compared += n,
+            Ok(n) => {
+                compared += n;
+                per_protocol[usize::from(resp3)] += n;
+            }
             Err(first) => {
                 eprintln!(
-                    "differential: divergence in sequence {sequence} (seed {seed}) at command {}:\n      {}",
+                    "differential: divergence in sequence {sequence} ({:?}, seed {seed}) at command {}:\n      {}",
+                    protocol(),
                     first.index + 1,
                     first.what
                 );
                 let (small, last) = shrink(&mut reference, subject.as_mut(), ops, &names, 3000);
                 let mut text = format!(
-                    "\ndifferential: DIVERGENCE (seed {seed}, sequence {sequence}; rerun with DIFF_SEED={seed})\n\
+                    "\ndifferential: DIVERGENCE (seed {seed}, sequence {sequence}, {:?}; rerun with DIFF_SEED={seed})\n\
                      shrunk to {} command(s), run on an empty database (FLUSHALL / fresh Db):\n",
+                    protocol(),
                     small.len()
                 );
                 for (i, op) in small.iter().enumerate() {
@@ -778,7 +866,10 @@ fn engine_replies_match_redis() {
             }
         });
     }
-    println!("differential: {compared} commands compared, seed {seed}");
+    println!(
+        "differential: {compared} commands compared ({} in RESP2, {} in RESP3), seed {seed}",
+        per_protocol[0], per_protocol[1]
+    );
 }
 
 /// A toy key-value target for checking the runner and the shrinker without Redis.

@@ -6,6 +6,7 @@
 //! Without `redis-server` the test is skipped loudly, except under `CI=true`, where it fails.
 
 #[path = "differential/client.rs"]
+#[allow(dead_code)]
 mod client;
 
 use bytes::Bytes;

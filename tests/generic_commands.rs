@@ -3,6 +3,7 @@
 //! keys built in one go). Skipped loudly without redis-server, a failure under `CI=true`.
 
 #[path = "differential/client.rs"]
+#[allow(dead_code)]
 mod client;
 
 use client::{RedisServer, fold_resp2};

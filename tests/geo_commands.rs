@@ -112,9 +112,13 @@ fn stores_write_scores_or_distances_as_one_batch() {
     ]);
     assert_eq!(stored, int(2));
     assert_eq!(db.backend().writes(), 2);
-    assert_eq!(db.run(&["ZRANGE", "near", "0", "-1", "WITHSCORES"]), {
-        bulks(&["Palermo", "3479099956230698", "Catania", "3479447370796909"])
-    });
+    assert_eq!(
+        db.run(&["ZRANGE", "near", "0", "-1", "WITHSCORES"]),
+        Reply::Pairs(vec![
+            (Reply::bulk(b"Palermo"), Reply::Double(3479099956230698.0)),
+            (Reply::bulk(b"Catania"), Reply::Double(3479447370796909.0)),
+        ])
+    );
     let args = ["GEORADIUS", "Sicily", "15", "37", "200", "km", "COUNT", "1", "STOREDIST", "d"];
     assert_eq!(db.run(&args), int(1));
     assert_eq!(db.backend().writes(), 3);

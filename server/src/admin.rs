@@ -15,6 +15,7 @@ use rediskv::commands::args::parse_i64;
 use rediskv::commands::table::{self, flag};
 use rediskv::commands::{Protocol, Reply, Session};
 
+use crate::blocking::Parking;
 use crate::pubsub::{self, Kind, Subscriptions};
 use crate::state::{
     ClientInfo, CommandStat, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros,
@@ -99,7 +100,6 @@ pub enum Next {
     Wait,
     /// A blocking command waits for its keys: run nothing more until its answer arrives
     /// through the loop's mailbox.
-    #[allow(dead_code)] // blocking commands park with it (issue 14)
     Parked,
 }
 
@@ -124,6 +124,8 @@ pub struct Client {
     more: Vec<Reply>,
     /// Commands queued in the open MULTI.
     multi_len: usize,
+    /// Parked by a blocking command, until then (`Some(None)`: no timeout).
+    parked_until: Option<Option<Instant>>,
     /// Connection commands queued in the open MULTI, with their place in EXEC's reply.
     multi_server: Vec<(usize, Vec<Bytes>)>,
 }
@@ -145,12 +147,16 @@ impl Client {
             more: Vec::new(),
             multi_len: 0,
             multi_server: Vec::new(),
+            parked_until: None,
         }
     }
 
     /// Ends the session (forgets its WATCHes and subscriptions): call it when the
     /// connection closes.
     pub fn close(&mut self, state: &State) {
+        if let Some((session, _)) = state.blocked.cancel(self.info.id) {
+            self.session = session;
+        }
         self.engine.close(&mut self.session);
         self.subs.clear(state, &self.info);
     }
@@ -203,6 +209,10 @@ impl Client {
         }
         let (reply, next) = self.run(name, argv, state);
         let usec = started.elapsed().as_micros() as u64;
+        if next == Next::Parked {
+            self.count(state, &stat_name, Some(usec), &reply);
+            return next;
+        }
         self.count(state, &stat_name, Some(usec), &reply);
         if KEYED_READS.binary_search(&name).is_ok() {
             keyspace_hits(state, &reply);
@@ -379,6 +389,10 @@ impl Client {
                 let was_in_multi = self.session.in_multi();
                 let reply = self.engine.execute(&mut self.session, argv);
                 self.info.db.store(self.session.db(), Relaxed);
+                if let Some(block) = self.session.take_block() {
+                    return self.park(argv, block, state);
+                }
+                state.blocked.wake(state, &self.engine, &self.session);
                 if was_in_multi {
                     return self.after_multi_command(name, reply, state);
                 }
@@ -386,6 +400,32 @@ impl Client {
             }
         };
         (reply, Next::Continue)
+    }
+
+    /// Hands the session to the blocked-client registry; the connection waits for its answer.
+    fn park(&mut self, argv: &[Bytes], block: rediskv::commands::Block, state: &State) -> (Reply, Next) {
+        let session = std::mem::replace(&mut self.session, Session::new(self.info.id));
+        match state.blocked.park(state, &self.info, &self.engine, session, argv.to_vec(), block) {
+            Parking::Served(session, reply) => {
+                self.session = *session;
+                (reply, Next::Continue)
+            }
+            Parking::Parked(deadline) => {
+                self.parked_until = Some(deadline);
+                (Reply::NilArray, Next::Parked)
+            }
+        }
+    }
+
+    /// A parked client's answer arrived (or its deadline passed): it has its session back.
+    pub fn resume(&mut self, session: Session) {
+        self.session = session;
+        self.parked_until = None;
+    }
+
+    /// The deadline of a parked client: `Some(None)` waits forever; `None` is not parked.
+    pub fn parked_until(&self) -> Option<Option<Instant>> {
+        self.parked_until
     }
 
     /// A connection command inside MULTI: the engine queues a PING in its place (so EXEC's
@@ -524,10 +564,7 @@ impl Client {
         if let Some(ver) = argv.get(1) {
             match parse_i64(ver) {
                 None => return Reply::Error("ERR Protocol version is not an integer or out of range".into()),
-                // RESP3 stays refused until the library's commands answer RESP3 kinds (HGETALL
-                // still answers an array, which a RESP3 client would misread); the encoding
-                // below is ready for it.
-                Some(2) => resp = 2,
+                Some(v @ (2 | 3)) => resp = v as u8,
                 Some(_) => return Reply::Error("NOPROTO unsupported protocol version".into()),
             }
             let mut i = 2;
@@ -655,12 +692,14 @@ impl Client {
             ("unpause", 2) => {
                 *lock(&state.pause) = None;
                 state.pause_active.store(false, Relaxed);
+                state.kick();
                 Reply::OK
             }
+            ("unblock", 3 | 4) => client_unblock(&argv[2..], state),
             ("help", 2) => Reply::Array(CLIENT_HELP.iter().map(|s| Reply::status(s)).collect()),
             (
                 "id" | "getname" | "setname" | "info" | "kill" | "reply" | "no-evict" | "pause" | "unpause"
-                | "help",
+                | "unblock" | "help",
                 _,
             ) => wrong_arity(),
             _ => Reply::Error(format!(
@@ -794,7 +833,7 @@ fn write_consuming(reply: Reply, out: &mut Vec<u8>) {
                 write_consuming(item, out);
             }
         }
-        Reply::Map(pairs) => {
+        Reply::Map(pairs) | Reply::Pairs(pairs) => {
             header(out, pairs.len() * 2);
             for (k, v) in pairs {
                 write_consuming(k, out);
@@ -843,6 +882,29 @@ impl KillFilter {
 fn kill_client(c: &ClientInfo, state: &State) {
     c.killed.store(true, Relaxed);
     state.kick();
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: a parked client answers its timeout reply, or the
+/// UNBLOCKED error; 1 if it was parked.
+fn client_unblock(args: &[Bytes], state: &State) -> Reply {
+    let Some(id) = parse_i64(&args[0]) else {
+        return Reply::Error("ERR value is not an integer or out of range".into());
+    };
+    let error = match args.get(1).map(|a| a.to_ascii_lowercase()) {
+        None => false,
+        Some(m) if m == b"timeout" => false,
+        Some(m) if m == b"error" => true,
+        Some(_) => return Reply::Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR".into()),
+    };
+    let Some(info) = lock(&state.clients).get(&(id as u64)).cloned() else { return Reply::Integer(0) };
+    let Some((session, timeout_reply)) = state.blocked.cancel(info.id) else { return Reply::Integer(0) };
+    let answer = if error {
+        Reply::Error("UNBLOCKED client unblocked via CLIENT UNBLOCK".into())
+    } else {
+        timeout_reply
+    };
+    crate::blocking::send_answer(state, &info, session, &answer);
+    Reply::Integer(1)
 }
 
 /// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id…].
@@ -1048,7 +1110,8 @@ fn keyspace_hits(state: &State, reply: &Reply) {
     let (hits, misses) = match reply {
         Reply::Error(_) => (0, 0),
         Reply::Nil => (0, 1),
-        Reply::Array(items) if items.is_empty() => (0, 1),
+        Reply::Array(items) | Reply::Set(items) if items.is_empty() => (0, 1),
+        Reply::Map(pairs) if pairs.is_empty() => (0, 1),
         Reply::Array(items) if items.iter().any(|r| matches!(r, Reply::Nil)) => {
             let misses = items.iter().filter(|r| matches!(r, Reply::Nil)).count() as u64;
             (items.len() as u64 - misses, misses)

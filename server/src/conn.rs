@@ -37,8 +37,7 @@ const TICK: Duration = Duration::from_millis(100);
 pub enum Message {
     /// A new connection to serve.
     Accept(std::net::TcpStream, SocketAddr),
-    /// Bytes to append to a client's output: a pub/sub message, or the answer of a command
-    /// that was waiting (`resume`: the client may read its next request).
+    /// Bytes to append to a client's output: a pub/sub message.
     Deliver {
         /// The connection's token in that loop.
         token: usize,
@@ -47,8 +46,17 @@ pub enum Message {
         client: u64,
         /// RESP bytes.
         bytes: Vec<u8>,
-        /// Whether the client was parked and now goes on with its pipeline.
-        resume: bool,
+    },
+    /// A parked client's answer, with its session back.
+    Resume {
+        /// The connection's token in that loop.
+        token: usize,
+        /// The client id (a reused token's new client is not the addressee).
+        client: u64,
+        /// The session the blocked command ran with.
+        session: Box<rediskv::commands::Session>,
+        /// The answer, RESP bytes.
+        bytes: Vec<u8>,
     },
     /// Look at every connection now (CLIENT KILL, CLIENT UNPAUSE).
     Kick,
@@ -186,20 +194,22 @@ impl EventLoop {
         for message in messages {
             match message {
                 Message::Accept(stream, peer) => self.accept(stream, peer),
-                Message::Deliver { token, client, bytes, resume } => {
+                Message::Deliver { token, client, bytes } => {
                     let Some(conn) = self.conns.get_mut(&token) else { continue };
                     if conn.client.info.id != client {
                         continue;
                     }
                     conn.out.extend_from_slice(&bytes);
-                    let keep = if resume {
-                        conn.client.info.blocked.store(false, Relaxed);
-                        conn.parked = false;
-                        conn.run_requests(&self.state);
-                        conn.finish(&self.state)
-                    } else {
-                        conn.finish(&self.state) && conn.within_output_limit(&self.state)
-                    };
+                    let keep = conn.finish(&self.state) && conn.within_output_limit(&self.state);
+                    self.settle(token, keep);
+                }
+                Message::Resume { token, client, session, bytes } => {
+                    let Some(conn) = self.conns.get_mut(&token) else { continue };
+                    if conn.client.info.id != client {
+                        continue;
+                    }
+                    conn.resume(*session, &bytes, &self.state);
+                    let keep = conn.finish(&self.state);
                     self.settle(token, keep);
                 }
                 Message::Kick => kicked = true,
@@ -238,6 +248,15 @@ impl EventLoop {
                 && !conn.client.subscribed();
             if info.killed.load(Relaxed) || idle {
                 self.settle(token, false);
+            } else if conn.client.parked_until().is_some_and(|d| d.is_some_and(|d| d <= Instant::now())) {
+                // Its deadline passed: unless a writer served it meanwhile, it times out.
+                if let Some((session, reply)) = self.state.blocked.cancel(info.id) {
+                    let mut bytes = Vec::new();
+                    reply.write(crate::pubsub::protocol(info), &mut bytes);
+                    conn.resume(session, &bytes, &self.state);
+                    let keep = conn.finish(&self.state);
+                    self.settle(token, keep);
+                }
             } else if conn.pending.is_some() {
                 conn.run_requests(&self.state);
                 let keep = conn.finish(&self.state);
@@ -336,6 +355,16 @@ impl Connection {
             }
         }
         self.finish(state)
+    }
+
+    /// Gives a parked client its session back with its answer, and goes on with its
+    /// pipeline.
+    fn resume(&mut self, session: rediskv::commands::Session, answer: &[u8], state: &State) {
+        self.client.resume(session);
+        self.out.extend_from_slice(answer);
+        self.parked = false;
+        self.client.info.blocked.store(false, Relaxed);
+        self.run_requests(state);
     }
 
     /// Writes what it can and publishes the buffer sizes; false when the connection is done.

@@ -152,7 +152,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("maxclients", s(config.get("maxclients"))),
                     ("client_recent_max_input_buffer", n(max_in)),
                     ("client_recent_max_output_buffer", n(max_out)),
-                    ("blocked_clients", s("0")),
+                    ("blocked_clients", n(state.blocked.count() as u64)),
                     ("tracking_clients", s("0")),
                     ("clients_in_timeout_table", s("0")),
                 ],

@@ -18,6 +18,7 @@
 //! [`state`].
 
 mod admin;
+mod blocking;
 mod config;
 mod conn;
 mod info;

@@ -56,7 +56,7 @@ pub fn spawn(state: Arc<State>) {
 }
 
 fn run(state: &State) {
-    let mut sweeps: HashMap<(usize, usize), Sweep> = HashMap::new();
+    let mut sweeps: HashMap<(Vec<u8>, usize), Sweep> = HashMap::new();
     let mut collector =
         (!state.store.collects_itself()).then(|| Collector::new(state.engine.layout(), gc::DEFAULT_GRACE_MS));
     let mut collector_idle_until: Option<Instant> = None;
@@ -73,12 +73,12 @@ fn run(state: &State) {
         let deadline = started + budget;
         let databases = state.config().number("databases").clamp(1, 16) as usize;
         let engines = if state.active_expire.load(Relaxed) { state.engines() } else { Vec::new() };
-        for (n, engine) in engines.into_iter().enumerate() {
+        for engine in engines {
             for db in 0..databases {
                 if Instant::now() >= deadline {
                     break;
                 }
-                let Some(sweep) = sweep_of(&mut sweeps, n, &engine, db) else { continue };
+                let Some(sweep) = sweep_of(&mut sweeps, &engine, db) else { continue };
                 expire(state, sweep, deadline);
             }
         }
@@ -93,15 +93,14 @@ fn run(state: &State) {
     }
 }
 
-/// The sweep of database `db` of engine number `n`, made when first needed.
+/// The sweep of database `db` of `engine` (by its namespace), made when first needed.
 fn sweep_of<'a>(
-    sweeps: &'a mut HashMap<(usize, usize), Sweep>,
-    n: usize,
+    sweeps: &'a mut HashMap<(Vec<u8>, usize), Sweep>,
     engine: &Arc<SharedEngine>,
     db: usize,
 ) -> Option<&'a mut Sweep> {
     let range = engine.db_layout(db)?.namespace_range();
-    Some(sweeps.entry((n, db)).or_insert_with(|| Sweep {
+    Some(sweeps.entry((engine.layout().namespace().to_vec(), db)).or_insert_with(|| Sweep {
         engine: engine.clone(),
         db,
         sweep: ExpirySweep::new(range),

@@ -110,10 +110,7 @@ impl PubSub {
             items.push(Reply::Bulk(message.clone()));
             let mut bytes = Vec::new();
             Reply::Push(items).write(protocol(client), &mut bytes);
-            state.send(
-                client.loop_index,
-                Message::Deliver { token: client.token, client: client.id, bytes, resume: false },
-            );
+            state.send(client.loop_index, Message::Deliver { token: client.token, client: client.id, bytes });
         }
         deliveries.len()
     }

@@ -271,6 +271,8 @@ pub struct State {
     pub active_expire: AtomicBool,
     /// What active expiry and the collector did (INFO).
     pub maint: crate::maint::MaintStats,
+    /// Clients parked by blocking commands.
+    pub blocked: crate::blocking::Blocked,
     /// Every subscription (pub/sub).
     pub pubsub: crate::pubsub::PubSub,
     /// The engine of each tenant namespace, made when a tenant first logs in.
@@ -302,6 +304,7 @@ impl State {
             engine: Arc::new(engine(store.backend(), DEFAULT_NAMESPACE)),
             tenants: Mutex::new(BTreeMap::new()),
             pubsub: Default::default(),
+            blocked: Default::default(),
             maint: Default::default(),
             active_expire: AtomicBool::new(true),
             config: RwLock::new(config),

@@ -21,6 +21,10 @@ fn script(server: &Server) -> Vec<Value> {
             seen.push(c.read());
         }
     };
+    let mut resp3 = server.client();
+    let mut ignored = Vec::new();
+    cmd(&mut resp3, &["HELLO", "3"], 1, &mut ignored);
+    cmd(&mut resp3, &["SUBSCRIBE", "news"], 1, &mut seen);
     cmd(&mut sub, &["SUBSCRIBE", "news", "sport", "news"], 3, &mut seen);
     cmd(&mut psub, &["PSUBSCRIBE", "h?llo", "n*"], 2, &mut seen);
     cmd(&mut sub, &["PSUBSCRIBE", "[a-m]*"], 1, &mut seen);
@@ -33,6 +37,11 @@ fn script(server: &Server) -> Vec<Value> {
     cmd(&mut publisher, &["PUBLISH", "news", "n1"], 1, &mut seen);
     seen.push(sub.read());
     seen.push(psub.read());
+    seen.push(resp3.read());
+    // RESP3 clients may run anything while subscribed.
+    cmd(&mut resp3, &["SET", "k", "v"], 1, &mut seen);
+    cmd(&mut resp3, &["PING"], 1, &mut seen);
+    cmd(&mut resp3, &["UNSUBSCRIBE"], 1, &mut seen);
     cmd(&mut publisher, &["PUBLISH", "hello", "h1"], 1, &mut seen);
     seen.push(psub.read());
     seen.push(sub.read());

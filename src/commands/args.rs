@@ -240,22 +240,24 @@ pub fn cursor_arg(s: &[u8]) -> Result<u64, CommandError> {
     Ok(if negative { v.wrapping_neg() } else { v })
 }
 
-/// Validates a blocking command's timeout (seconds, a float) as Redis 7.0 does: parsed by
+/// Parses a blocking command's timeout (seconds, a float) as Redis 7.0 does: parsed by
 /// `strtold` (decimal, hex float, `inf`/`infinity`), multiplied by 1000 and rounded up to a
-/// `long long` (`ceill`), all in x87 long double arithmetic.
+/// `long long` of milliseconds (`ceill`), all in x87 long double arithmetic. `None` for 0
+/// (wait forever), else the wait.
 ///
 /// # Errors
 /// "ERR timeout is not a float or out of range" for text that is not a number or that a
 /// long double cannot hold; "ERR timeout is negative" for a negative result — including the
 /// infinities and anything from 9223372036854775.808 seconds up, whose conversion yields
 /// `LLONG_MIN` on x86-64.
-pub fn timeout_arg(s: &[u8]) -> Result<(), CommandError> {
+pub fn timeout_arg(s: &[u8]) -> Result<Option<std::time::Duration>, CommandError> {
     let seconds =
         long_double::parse(s).ok_or_else(|| CommandError::err("timeout is not a float or out of range"))?;
-    if long_double::times_1000_ceil_as_i64(seconds) < 0 {
+    let ms = long_double::times_1000_ceil_as_i64(seconds);
+    if ms < 0 {
         return Err(CommandError::err("timeout is negative"));
     }
-    Ok(())
+    Ok((ms > 0).then(|| std::time::Duration::from_millis(ms as u64)))
 }
 
 /// Normalises a Redis index range (LRANGE, LTRIM, ZRANGE by rank…) against a length:

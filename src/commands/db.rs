@@ -6,6 +6,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::Bytes;
 
+use std::time::Duration;
+
+use super::Reply;
+use super::blocking::Block;
 use super::cursor::CursorStore;
 use super::error::{CommandError, CommandResult};
 use crate::backend::{BatchOp, Direction, KvBackend, ScanIter, WriteBatch};
@@ -149,6 +153,11 @@ pub struct Db<'a, B> {
     pub(crate) shared: Share<'a>,
     index: usize,
     touched: RefCell<Vec<TouchedKey>>,
+    /// Whether a blocking command may block ([`super::Engine::execute`] outside MULTI).
+    may_block: bool,
+    /// A woken client's re-run ([`super::Engine::retry`]).
+    retrying: bool,
+    block: Option<Block>,
 }
 
 impl<B: KvBackend> Db<'static, B> {
@@ -184,7 +193,60 @@ impl<B: KvBackend> Db<'static, B> {
 
 impl<'a, B: KvBackend> Db<'a, B> {
     pub(crate) fn over(backend: B, shared: Share<'a>, index: usize) -> Self {
-        Db { backend, shared, index, touched: RefCell::new(Vec::new()) }
+        Db {
+            backend,
+            shared,
+            index,
+            touched: RefCell::new(Vec::new()),
+            may_block: false,
+            retrying: false,
+            block: None,
+        }
+    }
+
+    /// Lets blocking commands block (see [`super::blocking`]); off by default, so they answer
+    /// their timeout reply at once, as inside MULTI.
+    pub(crate) fn allow_blocking(&mut self) {
+        self.may_block = true;
+    }
+
+    /// Marks this command as a woken client's re-run (see [`Db::waited`]).
+    pub(crate) fn set_retrying(&mut self) {
+        self.retrying = true;
+    }
+
+    /// A blocking command's lookup of a key it waits on. On a re-run a key holding another
+    /// type counts as missing instead of WRONGTYPE: Redis 7.0 serves a woken client only from
+    /// a key of the type it waits for, and leaves it blocked otherwise.
+    ///
+    /// # Errors
+    /// `found`'s error, except WRONGTYPE on a re-run.
+    pub(crate) fn waited<T>(&self, found: CommandResult<Option<T>>) -> CommandResult<Option<T>> {
+        match found {
+            Err(CommandError::WrongType) if self.retrying => Ok(None),
+            other => other,
+        }
+    }
+
+    /// What a blocking command that found nothing to serve answers: `on_timeout`, and, when
+    /// it may block, a [`Block`] on `keys` of the selected database for
+    /// [`Db::take_block`].
+    pub(crate) fn would_block(
+        &mut self,
+        keys: &[Bytes],
+        timeout: Option<Duration>,
+        on_timeout: Reply,
+    ) -> Reply {
+        if self.may_block {
+            let keys = keys.to_vec();
+            self.block = Some(Block { keys, db: self.index, timeout, on_timeout: on_timeout.clone() });
+        }
+        on_timeout
+    }
+
+    /// The [`Block`] the last command recorded, if it would block.
+    pub(crate) fn take_block(&mut self) -> Option<Block> {
+        self.block.take()
     }
 
     /// Turns blind-write mode on or off for hashes and sets (LAYOUT.md, extensions).

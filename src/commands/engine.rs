@@ -120,8 +120,25 @@ impl<B: KvBackend> Engine<B> {
     /// Runs one command for `session` (argv as in [`Db::execute`]), with Redis 7.0's
     /// MULTI/EXEC/DISCARD/WATCH/UNWATCH semantics and errors, and `COMMAND` from the table.
     /// Afterwards [`Session::touched`] lists the keys it modified.
+    ///
+    /// A blocking command that cannot be served now leaves a [`super::Block`] in the session
+    /// ([`Session::take_block`]) and its reply is not an answer (see [`super::Block`]).
     pub fn execute(&self, session: &mut Session, argv: &[Bytes]) -> Reply {
+        self.execute_as(session, argv, false)
+    }
+
+    /// Re-runs a parked client's blocking command (the same argv, the same session) after a
+    /// key it waits on was touched. As [`Engine::execute`], except that a waited-on key now
+    /// holding another type is skipped instead of answering WRONGTYPE (Redis 7.0 leaves the
+    /// client blocked then). A new [`Session::take_block`] means: still blocked, keep the
+    /// first deadline. The argv must be the one that blocked.
+    pub fn retry(&self, session: &mut Session, argv: &[Bytes]) -> Reply {
+        self.execute_as(session, argv, true)
+    }
+
+    fn execute_as(&self, session: &mut Session, argv: &[Bytes], retry: bool) -> Reply {
         session.touched.clear();
+        session.block = None;
         let info = match resolve(argv) {
             Ok(info) => info,
             Err(reply) => {
@@ -159,9 +176,13 @@ impl<B: KvBackend> Engine<B> {
                 self.unwatch(session);
                 Reply::OK
             }
-            _ => {
-                self.run_locked(session, &[(info, argv)], |db, (info, argv)| db.execute_resolved(info, argv))
-            }
+            _ => self.run_locked(session, &[(info, argv)], |db, (info, argv)| {
+                db.allow_blocking();
+                if retry {
+                    db.set_retrying();
+                }
+                db.execute_resolved(info, argv)
+            }),
         }
     }
 
@@ -180,6 +201,7 @@ impl<B: KvBackend> Engine<B> {
         let reply = commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray);
         session.db = db.index();
         session.touched = db.take_touched();
+        session.block = db.take_block();
         self.watches.notify(&session.touched);
         reply
     }

@@ -164,15 +164,20 @@ fn touch<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.touch(&argv[1..])?))
 }
 
-/// `WAIT numreplicas timeout`: there are no replicas, so 0 at once (Redis would first wait
-/// out the timeout when asked for more replicas than acknowledged, forever for 0).
-fn wait<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    int_arg(&argv[1])?;
-    match parse_i64(&argv[2]) {
-        Some(t) if t >= 0 => Ok(Reply::Integer(0)),
-        Some(_) => Err(CommandError::err("timeout is negative")),
-        None => Err(CommandError::err("timeout is not an integer or out of range")),
+/// `WAIT numreplicas timeout` (milliseconds): there are no replicas, so `0` — at once for
+/// `numreplicas <= 0` (and inside MULTI), else after blocking until the timeout (forever
+/// for 0), as Redis 7.0 waits for acknowledgements that never come. It blocks on no key.
+fn wait<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let replicas = int_arg(&argv[1])?;
+    let timeout = match parse_i64(&argv[2]) {
+        Some(t) if t >= 0 => (t > 0).then(|| std::time::Duration::from_millis(t as u64)),
+        Some(_) => return Err(CommandError::err("timeout is negative")),
+        None => return Err(CommandError::err("timeout is not an integer or out of range")),
+    };
+    if replicas <= 0 {
+        return Ok(Reply::Integer(0));
     }
+    Ok(db.would_block(&[], timeout, Reply::Integer(0)))
 }
 
 /// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]`, Redis 7.0's dynamic program

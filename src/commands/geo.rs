@@ -116,7 +116,7 @@ fn distance_text(d: f64) -> Bytes {
 
 /// A coordinate as Redis' `addReplyHumanLongDouble` prints it.
 fn coordinate(x: f64) -> Reply {
-    Reply::Bulk(Bytes::from(format_human(LongDouble::from_f64(x))))
+    Reply::DoubleText(Bytes::from(format_human(LongDouble::from_f64(x))))
 }
 
 fn geoadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {

@@ -279,8 +279,14 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
+/// HRANDFIELD … WITHVALUES: `[field, value]` pairs (flat in RESP2).
 fn pairs_reply(pairs: Vec<(Bytes, Bytes)>) -> Reply {
-    Reply::Array(pairs.into_iter().flat_map(|(f, v)| [Reply::Bulk(f), Reply::Bulk(v)]).collect())
+    Reply::Pairs(pairs.into_iter().map(|(f, v)| (Reply::Bulk(f), Reply::Bulk(v))).collect())
+}
+
+/// HGETALL: a map (flat in RESP2).
+fn map_reply(pairs: Vec<(Bytes, Bytes)>) -> Reply {
+    Reply::Map(pairs.into_iter().map(|(f, v)| (Reply::Bulk(f), Reply::Bulk(v))).collect())
 }
 
 fn field_pairs(args: &[Bytes], name: &str) -> CommandResult<Vec<(Bytes, Bytes)>> {
@@ -339,7 +345,7 @@ fn hvals<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 fn hgetall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    db.hgetall(&argv[1]).map(pairs_reply)
+    db.hgetall(&argv[1]).map(map_reply)
 }
 
 fn hincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
@@ -371,6 +377,5 @@ fn hscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let Some(meta) = db.lookup_of(&argv[1], RedisType::Hash)? else { return Ok(scan_reply(0, Vec::new())) };
     let opts = parse_scan_options(&argv[3..])?;
     let (next, pairs) = db.scan_page(&argv[1], meta.version, cursor, &opts)?;
-    let Reply::Array(items) = pairs_reply(pairs) else { unreachable!() };
-    Ok(scan_reply(next, items))
+    Ok(scan_reply(next, pairs.into_iter().flat_map(|(f, v)| [Reply::Bulk(f), Reply::Bulk(v)]).collect()))
 }

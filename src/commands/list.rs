@@ -8,10 +8,10 @@
 //! Costs below count backend operations: "point read" is one `get`, "scan of n" is one
 //! range scan yielding n records, writes are all in one batch.
 //!
-//! The blocking forms (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) cannot wait: the library
-//! runs one command at a time and has no clients to wake. They behave as Redis does inside
-//! MULTI: the non-blocking result when data is there, a nil reply otherwise. Their timeout
-//! argument is still validated with Redis' messages.
+//! The blocking forms (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) serve at once when a key
+//! holds a list; otherwise they block on their keys ([`super::Block`]: BLMOVE and BRPOPLPUSH
+//! on the source only), or inside MULTI answer their timeout reply (nil array; BLMOVE and
+//! BRPOPLPUSH a nil bulk).
 
 use bytes::Bytes;
 
@@ -716,7 +716,7 @@ impl<B: KvBackend> Db<'_, B> {
         from: ListEnd,
         to: ListEnd,
     ) -> CommandResult<Option<Bytes>> {
-        let Some(mut src_meta) = self.list_meta(src)? else {
+        let Some(mut src_meta) = self.waited(self.list_meta(src))? else {
             return Ok(None);
         };
         let same = src == dst;
@@ -746,9 +746,8 @@ impl<B: KvBackend> Db<'_, B> {
     /// Cost: one metadata read per key up to the first list found, then as
     /// [`Db::list_pop`].
     ///
-    /// BLMPOP, BLPOP and BRPOP (count 1) run this too, after validating their timeout: the
-    /// library cannot wait, so they answer the nil array at once when no key holds a list,
-    /// as Redis does inside MULTI.
+    /// BLMPOP, BLPOP and BRPOP (count 1) run this too, and block on `keys` when it finds
+    /// nothing.
     ///
     /// # Errors
     /// WRONGTYPE when a key before the first list holds another type; storage errors.
@@ -760,7 +759,7 @@ impl<B: KvBackend> Db<'_, B> {
     ) -> CommandResult<Option<(Bytes, Vec<Bytes>)>> {
         for key in keys {
             let mkey = self.metadata_key(key);
-            if let Some(meta) = self.list_meta_at(&mkey)? {
+            if let Some(meta) = self.waited(self.list_meta_at(&mkey))? {
                 let keys = self.elem_keys(key, meta.version)?;
                 let popped = self.pop_in(key, mkey, keys, meta, end, count)?;
                 return Ok(Some((key.clone(), popped)));
@@ -1010,12 +1009,12 @@ fn lmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 
 fn bpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], end: ListEnd) -> CommandResult {
     let (timeout, keys) = argv[1..].split_last().ok_or(CommandError::Syntax)?;
-    timeout_arg(timeout)?;
+    let timeout = timeout_arg(timeout)?;
     Ok(match db.lmpop(keys, end, 1)? {
         Some((key, mut items)) if !items.is_empty() => {
             Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(items.swap_remove(0))])
         }
-        _ => Reply::NilArray,
+        _ => db.would_block(keys, timeout, Reply::NilArray),
     })
 }
 
@@ -1030,17 +1029,34 @@ fn brpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 fn blmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let from = ListEnd::parse(&argv[3])?;
     let to = ListEnd::parse(&argv[4])?;
-    timeout_arg(&argv[5])?;
-    db.lmove(&argv[1], &argv[2], from, to).map(Reply::bulk_or_nil)
+    let timeout = timeout_arg(&argv[5])?;
+    blmove(db, argv, from, to, timeout)
 }
 
 fn brpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    timeout_arg(&argv[3])?;
-    db.lmove(&argv[1], &argv[2], ListEnd::Right, ListEnd::Left).map(Reply::bulk_or_nil)
+    let timeout = timeout_arg(&argv[3])?;
+    blmove(db, argv, ListEnd::Right, ListEnd::Left, timeout)
+}
+
+/// BLMOVE/BRPOPLPUSH once the arguments are parsed: blocks on the source alone.
+fn blmove<B: KvBackend>(
+    db: &mut Db<B>,
+    argv: &[Bytes],
+    from: ListEnd,
+    to: ListEnd,
+    timeout: Option<std::time::Duration>,
+) -> CommandResult {
+    Ok(match db.lmove(&argv[1], &argv[2], from, to)? {
+        Some(value) => Reply::Bulk(value),
+        None => db.would_block(&argv[1..2], timeout, Reply::Nil),
+    })
 }
 
 fn blmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    timeout_arg(&argv[1])?;
+    let timeout = timeout_arg(&argv[1])?;
     let (keys, end, count) = parse_mpop(argv, 2)?;
-    db.lmpop(keys, end, count).map(mpop_reply)
+    Ok(match db.lmpop(keys, end, count)? {
+        Some(popped) => mpop_reply(Some(popped)),
+        None => db.would_block(keys, timeout, Reply::NilArray),
+    })
 }

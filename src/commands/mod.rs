@@ -8,6 +8,7 @@
 
 pub mod args;
 mod bitmap;
+mod blocking;
 mod cursor;
 mod db;
 mod dump;
@@ -35,6 +36,7 @@ mod zset;
 
 use bytes::Bytes;
 
+pub use blocking::Block;
 pub use db::{DATABASES, Db, Entry, Touch, TouchedKey};
 pub use dump::RestoreOptions;
 pub use engine::Engine;

@@ -6,11 +6,24 @@
 //! | [`Reply::Map`] | `%n` then n key/value pairs | `*2n`, the pairs flattened |
 //! | [`Reply::Set`] | `~n` | `*n` |
 //! | [`Reply::Double`] | `,<%.17g>` (`,inf`, `,-inf`) | a bulk string of the same text |
+//! | [`Reply::DoubleText`] | `,text` | a bulk string of the text |
 //! | [`Reply::Boolean`] | `#t` / `#f` | `:1` / `:0` |
 //! | [`Reply::BigNumber`] | `(digits` | a bulk string |
 //! | [`Reply::Verbatim`] | `=len` then `txt:` and the text | a bulk string of the text |
 //! | [`Reply::Push`] | `>n` | `*n` |
 //! | [`Reply::Nil`], [`Reply::NilArray`] | `_` | `$-1`, `*-1` |
+//! | [`Reply::Pairs`] | `*n` of `*2` pairs | `*2n`, the pairs flattened |
+//!
+//! # Where the protocol lives
+//!
+//! A command builds one [`Reply`], the RESP3 value Redis 7.0 sends after `HELLO 3`, without
+//! knowing its client's protocol; every RESP2 difference is a fold rule of [`Reply::write`]
+//! above. The [`super::Db`] never learns the protocol. So one reply serves every place a
+//! reply is made before it is known who reads it — EXEC's queue, a blocked command re-run
+//! for a woken client, [`super::Db::run`] in tests — and the protocol is one argument of one
+//! function. Redis' only protocol test that is not a kind of value — `WITHSCORES` /
+//! `WITHVALUES` answering `[member, score]` pairs in RESP3 and a flat array in RESP2 — is the
+//! [`Reply::Pairs`] kind, folded like a map but sent as an array of pairs.
 
 use std::borrow::Cow;
 
@@ -51,6 +64,9 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// A double (ZSCORE, ZINCRBY…).
     Double(f64),
+    /// A double already printed, as Redis' `addReplyHumanLongDouble` prints it (GEOPOS
+    /// coordinates): `,text` in RESP3, a bulk string of the text in RESP2.
+    DoubleText(Bytes),
     /// A boolean.
     Boolean(bool),
     /// An integer too large for `i64`, as decimal digits.
@@ -64,6 +80,9 @@ pub enum Reply {
     },
     /// An out-of-band message (pub/sub, invalidation).
     Push(Vec<Reply>),
+    /// `[a, b]` pairs: an array of two-element arrays in RESP3, one flat array `a b a b …`
+    /// in RESP2 (ZRANGE … WITHSCORES, ZPOPMIN with a count, HRANDFIELD … WITHVALUES).
+    Pairs(Vec<(Reply, Reply)>),
 }
 
 // Replies are compared in tests; a NaN double is never a reply (Redis refuses NaN scores).
@@ -145,12 +164,18 @@ impl Reply {
             Reply::Push(items) => {
                 aggregate(out, protocol, if protocol == Protocol::Resp3 { b'>' } else { b'*' }, items)
             }
-            Reply::Map(pairs) => {
+            Reply::Map(pairs) | Reply::Pairs(pairs) => {
+                let map = matches!(self, Reply::Map(_));
                 match protocol {
-                    Protocol::Resp3 => line(out, b'%', decimal(pairs.len() as i64, &mut [0; 20])),
+                    Protocol::Resp3 => {
+                        line(out, if map { b'%' } else { b'*' }, decimal(pairs.len() as i64, &mut [0; 20]))
+                    }
                     Protocol::Resp2 => line(out, b'*', decimal(2 * pairs.len() as i64, &mut [0; 20])),
                 }
                 for (k, v) in pairs {
+                    if !map && protocol == Protocol::Resp3 {
+                        out.extend_from_slice(b"*2\r\n");
+                    }
                     k.write(protocol, out);
                     v.write(protocol, out);
                 }
@@ -158,6 +183,10 @@ impl Reply {
             Reply::Double(x) => match protocol {
                 Protocol::Resp3 => line(out, b',', format_g17(*x).as_bytes()),
                 Protocol::Resp2 => bulk(out, b'$', format_g17(*x).as_bytes()),
+            },
+            Reply::DoubleText(text) => match protocol {
+                Protocol::Resp3 => safe_line(out, b',', text),
+                Protocol::Resp2 => bulk(out, b'$', text),
             },
             Reply::Boolean(b) => match protocol {
                 Protocol::Resp3 => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
@@ -269,6 +298,14 @@ mod tests {
                 ]),
                 "%2\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n",
                 "*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n",
+            ),
+            (
+                Reply::Pairs(vec![
+                    (Reply::bulk(b"a"), Reply::Double(1.0)),
+                    (Reply::bulk(b"b"), Reply::Double(2.5)),
+                ]),
+                "*2\r\n*2\r\n$1\r\na\r\n,1\r\n*2\r\n$1\r\nb\r\n,2.5\r\n",
+                "*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$3\r\n2.5\r\n",
             ),
             (Reply::Double(1.5), ",1.5\r\n", "$3\r\n1.5\r\n"),
             (Reply::Double(f64::INFINITY), ",inf\r\n", "$3\r\ninf\r\n"),

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 
 use bytes::Bytes;
 
-use super::{CommandInfo, TouchedKey};
+use super::{Block, CommandInfo, TouchedKey};
 
 /// One client's state: selected database, protocol version, MULTI queue, WATCHed keys,
 /// id and name. The shared [`super::Engine`] holds none of it; a connection owns its
@@ -21,6 +21,7 @@ pub struct Session {
     /// Set by another client touching a watched key (Redis' `CLIENT_DIRTY_CAS`).
     pub(crate) dirty: Arc<AtomicBool>,
     pub(crate) touched: Vec<TouchedKey>,
+    pub(crate) block: Option<Block>,
 }
 
 /// An open MULTI: the queued commands, and whether one was refused while queueing.
@@ -51,6 +52,7 @@ impl Session {
             watched: Vec::new(),
             dirty: Arc::new(AtomicBool::new(false)),
             touched: Vec::new(),
+            block: None,
         }
     }
 
@@ -92,6 +94,13 @@ impl Session {
     /// How many keys the session watches.
     pub fn watched_count(&self) -> usize {
         self.watched.len()
+    }
+
+    /// Takes the [`Block`] of the last executed command if it would block: then the reply
+    /// [`super::Engine::execute`] returned is not an answer; park the client as
+    /// [`super::Block`]'s module docs describe.
+    pub fn take_block(&mut self) -> Option<Block> {
+        self.block.take()
     }
 
     /// The keys the last executed command (or EXEC) modified or found expired, in order

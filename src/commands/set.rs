@@ -399,8 +399,13 @@ fn smismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Array(found.into_iter().map(|b| Reply::Integer(b.into())).collect()))
 }
 
+/// SMEMBERS, SINTER, SUNION, SDIFF, SPOP with a count: a RESP3 set (an array in RESP2).
+fn set_reply(members: Vec<Bytes>) -> Reply {
+    Reply::Set(members.into_iter().map(Reply::Bulk).collect())
+}
+
 fn smembers<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    Ok(Reply::bulks(db.smembers(&argv[1])?))
+    Ok(set_reply(db.smembers(&argv[1])?))
 }
 
 fn spop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
@@ -410,7 +415,7 @@ fn spop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
             let count = super::args::parse_i64(&argv[2])
                 .filter(|n| *n >= 0)
                 .ok_or_else(|| CommandError::err("value is out of range, must be positive"))?;
-            Ok(Reply::bulks(db.spop(&argv[1], count as u64)?))
+            Ok(set_reply(db.spop(&argv[1], count as u64)?))
         }
         _ => Err(CommandError::Syntax),
     }
@@ -432,7 +437,7 @@ fn smove<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 fn sinter<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    Ok(Reply::bulks(db.sinter(&argv[1..], 0)?))
+    Ok(set_reply(db.sinter(&argv[1..], 0)?))
 }
 
 fn sintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
@@ -466,7 +471,7 @@ fn sinterstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 fn sunion<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    Ok(Reply::bulks(db.sunion(&argv[1..])?))
+    Ok(set_reply(db.sunion(&argv[1..])?))
 }
 
 fn sunionstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
@@ -475,7 +480,7 @@ fn sunionstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 fn sdiff<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    Ok(Reply::bulks(db.sdiff(&argv[1..])?))
+    Ok(set_reply(db.sdiff(&argv[1..])?))
 }
 
 fn sdiffstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {

@@ -399,7 +399,8 @@ pub fn keys(argv: &[Bytes]) -> Vec<Bytes> {
 }
 
 /// The `COMMAND INFO` entry of one command: name, arity, flags, first, last, step, ACL
-/// categories, tips (none), key specs, subcommands (none).
+/// categories, tips (none), key specs, subcommands (none). Flags, categories, tips, key
+/// specs and subcommands are RESP3 sets, each key spec a map (as Redis 7.0 sends them).
 pub fn info_reply(info: &CommandInfo) -> Reply {
     let flags = flag::NAMES
         .iter()
@@ -411,19 +412,19 @@ pub fn info_reply(info: &CommandInfo) -> Reply {
     Reply::Array(vec![
         Reply::bulk(info.name.as_bytes()),
         Reply::Integer(info.arity.into()),
-        Reply::Array(flags),
+        Reply::Set(flags),
         Reply::Integer(first.into()),
         Reply::Integer(last.into()),
         Reply::Integer(step.into()),
-        Reply::Array(info.acl.split(' ').filter(|c| !c.is_empty()).map(Reply::status).collect()),
-        Reply::Array(Vec::new()),
-        Reply::Array(info.keys.iter().map(spec_reply).collect()),
-        Reply::Array(Vec::new()),
+        Reply::Set(info.acl.split(' ').filter(|c| !c.is_empty()).map(Reply::status).collect()),
+        Reply::Set(Vec::new()),
+        Reply::Set(info.keys.iter().map(spec_reply).collect()),
+        Reply::Set(Vec::new()),
     ])
 }
 
 fn spec_reply(spec: &KeySpec) -> Reply {
-    let pair = |name: &'static str, value: Reply| [Reply::bulk(name.as_bytes()), value];
+    let pair = |name: &'static str, value: Reply| (Reply::bulk(name.as_bytes()), value);
     let int = |n: i64| Reply::Integer(n);
     let begin = match spec.begin {
         Begin::Index(i) => ("index", vec![pair("index", int(i as i64))]),
@@ -452,27 +453,18 @@ fn spec_reply(spec: &KeySpec) -> Reply {
         ),
         Find::Unknown => ("unknown", Vec::new()),
     };
-    let search = |(ty, spec): (&'static str, Vec<[Reply; 2]>)| {
-        Reply::Array(
-            [
-                pair("type", Reply::bulk(ty.as_bytes())),
-                pair("spec", Reply::Array(spec.into_iter().flatten().collect())),
-            ]
-            .into_iter()
-            .flatten()
-            .collect(),
-        )
+    let search = |(ty, spec): (&'static str, Vec<(Reply, Reply)>)| {
+        Reply::Map(vec![pair("type", Reply::bulk(ty.as_bytes())), pair("spec", Reply::Map(spec))])
     };
     let notes = spec.notes.map(|n| pair("notes", Reply::bulk(n.as_bytes())));
-    Reply::Array(
+    Reply::Map(
         notes
             .into_iter()
             .chain([
-                pair("flags", Reply::Array(spec.flags.iter().map(|f| Reply::status(f)).collect())),
+                pair("flags", Reply::Set(spec.flags.iter().map(|f| Reply::status(f)).collect())),
                 pair("begin_search", search(begin)),
                 pair("find_keys", search(find)),
             ])
-            .flatten()
             .collect(),
     )
 }

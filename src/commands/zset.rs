@@ -6,13 +6,13 @@
 //! by (score, member bytes) as Redis does. Score ranges are one Score CF range scan from the
 //! encoded bound; lex ranges and ZSCAN walk the Subkey CF in member order.
 //!
-//! Scores print as Redis 7.0 prints them, `%.17g` ([`format_g17`]): `0.1` is
+//! Scores are [`Reply::Double`]s, which print as Redis 7.0 prints them, `%.17g`: `0.1` is
 //! `0.10000000000000001` (Redis 7.2 would print `0.1`). `-0` is stored as `0` (see
 //! [`crate::codec::encode_f64`]), as the real 7.0 server shows it for small sets; replies
 //! computed without storing (ZADD INCR on a new member, ZUNION) print `-0` like Redis.
 //!
-//! The blocking pops (BZPOPMIN, BZPOPMAX, BZMPOP) are non-blocking here: the library cannot
-//! wait, so they answer as a timed-out Redis call would (nil array) when no key has data.
+//! The blocking pops (BZPOPMIN, BZPOPMAX, BZMPOP) serve at once when a key holds a zset,
+//! else block on their keys ([`super::Block`]), or inside MULTI answer the nil array.
 
 mod core;
 mod parse;
@@ -25,8 +25,8 @@ use bytes::Bytes;
 pub use self::core::ScoredMember;
 pub(crate) use self::core::ZKey;
 use self::parse::{lex_range, score_range};
+use super::args::int_arg;
 use super::args::{check_pairs_count, cursor_arg, float_arg, random_count_arg, timeout_arg};
-use super::args::{format_g17, int_arg};
 use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::KvBackend;
@@ -202,19 +202,18 @@ fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
 
+/// A score: a RESP3 double (a `%.17g` bulk string in RESP2).
 fn score_reply(score: f64) -> Reply {
-    Reply::Bulk(Bytes::from(format_g17(score)))
+    Reply::Double(score)
 }
 
+/// Members, or `[member, score]` pairs (flat in RESP2) `withscores`.
 fn items_reply(items: Vec<ScoredMember>, withscores: bool) -> Reply {
-    let mut out = Vec::with_capacity(items.len() * if withscores { 2 } else { 1 });
-    for (member, score) in items {
-        out.push(Reply::Bulk(member));
-        if withscores {
-            out.push(score_reply(score));
-        }
+    if withscores {
+        Reply::Pairs(items.into_iter().map(|(m, s)| (Reply::Bulk(m), score_reply(s))).collect())
+    } else {
+        Reply::bulks(items.into_iter().map(|(m, _)| m))
     }
-    Reply::Array(out)
 }
 
 fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
@@ -381,10 +380,14 @@ fn zpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResul
     if argv.len() > 3 {
         return Err(CommandError::Syntax);
     }
-    let count = match argv.get(2) {
-        None => 1,
-        Some(a) => ranged_long(a, 0, "value is out of range, must be positive")? as usize,
+    let Some(count) = argv.get(2) else {
+        // Without a count Redis answers one flat `[member, score]` in both protocols.
+        let popped = db.zpop(&argv[1], max, 1)?;
+        return Ok(Reply::Array(
+            popped.into_iter().flat_map(|(m, s)| [Reply::Bulk(m), score_reply(s)]).collect(),
+        ));
     };
+    let count = ranged_long(count, 0, "value is out of range, must be positive")? as usize;
     Ok(items_reply(db.zpop(&argv[1], max, count)?, true))
 }
 
@@ -400,8 +403,14 @@ fn mpop_reply(popped: Option<(Bytes, Vec<ScoredMember>)>) -> Reply {
     }
 }
 
-/// Redis' `zmpopGenericCommand` from `numkeys_idx`.
+/// ZMPOP (`numkeys_idx` 1).
 fn zmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], numkeys_idx: usize) -> CommandResult {
+    let (keys, max, count) = parse_zmpop(argv, numkeys_idx)?;
+    Ok(mpop_reply(db.zmpop(keys, max, count)?))
+}
+
+/// Redis' `zmpopGenericCommand` arguments from `numkeys_idx`: the keys, MAX, the count.
+fn parse_zmpop(argv: &[Bytes], numkeys_idx: usize) -> CommandResult<(&[Bytes], bool, usize)> {
     let numkeys = ranged_long(&argv[numkeys_idx], 1, "numkeys should be greater than 0")? as usize;
     let where_idx = numkeys_idx.saturating_add(numkeys).saturating_add(1);
     if where_idx >= argv.len() {
@@ -424,25 +433,28 @@ fn zmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], numkeys_idx: usize) -> Co
             return Err(CommandError::Syntax);
         }
     }
-    let keys = &argv[numkeys_idx + 1..where_idx];
-    Ok(mpop_reply(db.zmpop(keys, max, count.unwrap_or(1))?))
+    Ok((&argv[numkeys_idx + 1..where_idx], max, count.unwrap_or(1)))
 }
 
 fn bzpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResult {
     let last = argv.len() - 1;
-    timeout_arg(&argv[last])?;
+    let timeout = timeout_arg(&argv[last])?;
     Ok(match db.zmpop(&argv[1..last], max, 1)? {
         Some((key, items)) if !items.is_empty() => {
             let (member, score) = items.into_iter().next().expect("one item");
             Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(member), score_reply(score)])
         }
-        _ => Reply::NilArray,
+        _ => db.would_block(&argv[1..last], timeout, Reply::NilArray),
     })
 }
 
 fn bzmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    timeout_arg(&argv[1])?;
-    zmpop(db, argv, 2)
+    let timeout = timeout_arg(&argv[1])?;
+    let (keys, max, count) = parse_zmpop(argv, 2)?;
+    Ok(match db.zmpop(keys, max, count)? {
+        Some(popped) => mpop_reply(Some(popped)),
+        None => db.would_block(keys, timeout, Reply::NilArray),
+    })
 }
 
 fn zrandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
@@ -579,5 +591,10 @@ fn zscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         }
     }
     let (next, items) = db.zscan(&argv[1], cursor, pattern, count)?;
-    Ok(Reply::Array(vec![Reply::Bulk(Bytes::from(next.to_string())), items_reply(items, true)]))
+    // ZSCAN's scores are bulk strings in both protocols (Redis 7.0).
+    let items = items
+        .into_iter()
+        .flat_map(|(m, s)| [Reply::Bulk(m), Reply::Bulk(Bytes::from(super::args::format_g17(s)))])
+        .collect();
+    Ok(Reply::Array(vec![Reply::Bulk(Bytes::from(next.to_string())), Reply::Array(items)]))
 }

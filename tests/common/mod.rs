@@ -18,9 +18,19 @@ pub fn db() -> (Db<'static, MemoryBackend>, Arc<ManualClock>) {
     (db, clock)
 }
 
-/// Runs a command written as one line of space-separated arguments.
+#[path = "../differential/client.rs"]
+#[allow(dead_code)]
+pub mod client;
+
+/// Runs a command written as one line of space-separated arguments; the reply as a RESP2
+/// client reads it (maps flattened, doubles as bulk strings: see `client::fold`).
 pub fn run(db: &mut Db<MemoryBackend>, line: &str) -> Reply {
-    db.run(&line.split_whitespace().collect::<Vec<_>>())
+    client::fold_resp2(&db.run(&line.split_whitespace().collect::<Vec<_>>()))
+}
+
+/// [`run`] as a RESP3 client reads the reply.
+pub fn run3(db: &mut Db<MemoryBackend>, line: &str) -> Reply {
+    client::fold(&db.run(&line.split_whitespace().collect::<Vec<_>>()), rediskv::commands::Protocol::Resp3)
 }
 
 /// A bulk reply.

@@ -1,4 +1,4 @@
-//! A real redis-server child process and a minimal blocking RESP2 client for it.
+//! A real redis-server child process and a minimal blocking RESP2/RESP3 client for it.
 
 use std::io::{self, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -6,7 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
+use rediskv::commands::{Protocol, Reply};
 
 /// A `redis-server` on a free loopback port, killed on drop.
 pub struct RedisServer {
@@ -76,7 +76,7 @@ impl Drop for RedisServer {
     }
 }
 
-/// A blocking RESP2 client: one request, one reply.
+/// A blocking client: one request, one reply (RESP2 until [`Client::hello3`]).
 pub struct Client {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
@@ -93,6 +93,12 @@ impl Client {
 
     /// Sends `argv` as a multibulk request and reads the reply.
     pub fn call<A: AsRef<[u8]>>(&mut self, argv: &[A]) -> io::Result<Reply> {
+        self.send(argv)?;
+        self.read_reply()
+    }
+
+    /// Sends `argv` without reading a reply (a blocking command whose reply comes later).
+    pub fn send<A: AsRef<[u8]>>(&mut self, argv: &[A]) -> io::Result<()> {
         self.out.clear();
         self.out.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
         for a in argv {
@@ -101,21 +107,40 @@ impl Client {
             self.out.extend_from_slice(a);
             self.out.extend_from_slice(b"\r\n");
         }
-        self.writer.write_all(&self.out)?;
-        self.read_reply()
+        self.writer.write_all(&self.out)
     }
 
-    fn read_reply(&mut self) -> io::Result<Reply> {
+    /// How long [`Client::read_reply`] waits (30 s by default).
+    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) {
+        self.writer.set_read_timeout(timeout).expect("set the read timeout");
+    }
+
+    /// Reads the next reply.
+    pub fn read_reply(&mut self) -> io::Result<Reply> {
         read_reply(&mut self.reader)
+    }
+
+    /// Switches the connection to RESP3 (`HELLO 3`), checking the reply is a map.
+    pub fn hello3(&mut self) -> io::Result<()> {
+        match self.call(&["HELLO", "3"])? {
+            Reply::Map(_) => Ok(()),
+            other => Err(io::Error::other(format!("HELLO 3 answered {other:?}"))),
+        }
     }
 }
 
-/// The RESP2 form of a reply as a client reads it: maps flattened, doubles as bulk strings,
-/// and so on (the engine's typed replies compare with redis-server's RESP2 answers this way).
-pub fn fold_resp2(reply: &Reply) -> Reply {
+/// A reply as a client speaking `protocol` reads it: encoded, then parsed back. In RESP2
+/// maps are flat arrays, doubles bulk strings and so on; in RESP3 the kinds stay typed but
+/// pairs become plain arrays, exactly as a reply read from redis-server.
+pub fn fold(reply: &Reply, protocol: Protocol) -> Reply {
     let mut bytes = Vec::new();
-    reply.write(rediskv::commands::Protocol::Resp2, &mut bytes);
-    read_reply(&mut io::Cursor::new(bytes)).expect("every reply encodes to one RESP2 value")
+    reply.write(protocol, &mut bytes);
+    read_reply(&mut io::Cursor::new(bytes)).expect("every reply encodes to one value")
+}
+
+/// [`fold`] to RESP2.
+pub fn fold_resp2(reply: &Reply) -> Reply {
+    fold(reply, Protocol::Resp2)
 }
 
 fn line<R: io::BufRead>(reader: &mut R) -> io::Result<Vec<u8>> {
@@ -128,7 +153,20 @@ fn line<R: io::BufRead>(reader: &mut R) -> io::Result<Vec<u8>> {
     Ok(line)
 }
 
-/// Reads one RESP2 value.
+/// `n` values.
+fn read_items<R: io::BufRead>(reader: &mut R, n: i64) -> io::Result<Vec<Reply>> {
+    (0..n).map(|_| read_reply(reader)).collect()
+}
+
+/// `n` bytes and the CRLF after them.
+fn read_bytes<R: io::BufRead>(reader: &mut R, n: i64) -> io::Result<Vec<u8>> {
+    let mut data = vec![0; n as usize + 2];
+    io::Read::read_exact(reader, &mut data)?;
+    data.truncate(n as usize);
+    Ok(data)
+}
+
+/// Reads one RESP2 or RESP3 value into the [`Reply`] kind it names.
 pub fn read_reply<R: io::BufRead>(reader: &mut R) -> io::Result<Reply> {
     let line = line(reader)?;
     let bad = || io::Error::new(io::ErrorKind::InvalidData, "bad RESP");
@@ -139,26 +177,25 @@ pub fn read_reply<R: io::BufRead>(reader: &mut R) -> io::Result<Reply> {
         b'+' => Reply::Status(text.clone().into()),
         b'-' => Reply::Error(text.clone()),
         b':' => Reply::Integer(int()?),
-        b'$' => {
-            let n = int()?;
-            if n < 0 {
-                return Ok(Reply::Nil);
-            }
-            let mut data = vec![0; n as usize + 2];
-            io::Read::read_exact(reader, &mut data)?;
-            data.truncate(n as usize);
-            Reply::Bulk(Bytes::from(data))
+        b'$' if int()? < 0 => Reply::Nil,
+        b'$' => Reply::Bulk(Bytes::from(read_bytes(reader, int()?)?)),
+        b'*' if int()? < 0 => Reply::NilArray,
+        b'*' => Reply::Array(read_items(reader, int()?)?),
+        b'_' => Reply::Nil,
+        b'~' => Reply::Set(read_items(reader, int()?)?),
+        b'>' => Reply::Push(read_items(reader, int()?)?),
+        b'%' => {
+            let items = read_items(reader, 2 * int()?)?;
+            let mut it = items.into_iter();
+            Reply::Map(std::iter::from_fn(|| Some((it.next()?, it.next()?))).collect())
         }
-        b'*' => {
-            let n = int()?;
-            if n < 0 {
-                return Ok(Reply::NilArray);
-            }
-            let mut items = Vec::with_capacity(n as usize);
-            for _ in 0..n {
-                items.push(read_reply(reader)?);
-            }
-            Reply::Array(items)
+        b',' => Reply::Double(text.parse().map_err(|_| bad())?),
+        b'#' => Reply::Boolean(text == "t"),
+        b'(' => Reply::BigNumber(text.clone()),
+        b'=' => {
+            let data = read_bytes(reader, int()?)?;
+            let format = data.get(..3).and_then(|f| f.try_into().ok()).ok_or_else(bad)?;
+            Reply::Verbatim { format, text: Bytes::copy_from_slice(data.get(4..).ok_or_else(bad)?) }
         }
         _ => return Err(bad()),
     })

@@ -204,7 +204,7 @@ impl<B: KvBackend> Db<'_, B> {
         count: usize,
     ) -> CommandResult<Option<(Bytes, Vec<ScoredMember>)>> {
         for key in keys {
-            if self.lookup_of(key, RedisType::ZSet)?.is_some() {
+            if self.waited(self.lookup_of(key, RedisType::ZSet))?.is_some() {
                 let items = self.zpop(key, max, count)?;
                 return Ok(Some((key.clone(), items)));
             }
