@@ -11,8 +11,8 @@
 //!
 //! Replies print as Redis 7.0's: distances with four decimals (`llrint` of the value times
 //! 10^4), coordinates as `%.17Lf` with trailing zeros trimmed, GEOHASH as 11 base32
-//! characters of the point re-encoded over latitude ±90. Under RESP3 Redis sends the
-//! coordinates as doubles; here they stay bulk strings (the RESP2 form).
+//! characters of the point re-encoded over latitude ±90; under RESP3 coordinates are
+//! doubles carrying that text, as in Redis.
 
 mod geohash;
 mod order;
@@ -485,8 +485,9 @@ mod tests {
 
     #[test]
     fn coordinates_print_as_human_long_doubles() {
-        assert_eq!(coordinate(13.361389338970184), Reply::bulk(b"13.36138933897018433"));
-        assert_eq!(coordinate(-0.0), Reply::bulk(b"0"));
-        assert_eq!(coordinate(180.0), Reply::bulk(b"180"));
+        let text = |s: &'static str| Reply::DoubleText(Bytes::from_static(s.as_bytes()));
+        assert_eq!(coordinate(13.361389338970184), text("13.36138933897018433"));
+        assert_eq!(coordinate(-0.0), text("0"));
+        assert_eq!(coordinate(180.0), text("180"));
     }
 }
