@@ -146,10 +146,14 @@ impl<B: KvBackend> Engine<B> {
             .filter_map(|k| layout.decode_metadata_key(k).ok().map(|mk| mk.user_key))
             .collect();
         let _guard = self.locks.lock(false, user_keys.iter().map(|k| (*k, true)));
-        // A backend shared by several processes makes the delete conditional on the re-read.
-        let deleted = self.transaction(|| {
-            Db::over(&self.backend, Share::Borrowed(&self.shared), 0).delete_expired(metadata_keys, now_ms)
-        })?;
+        // A backend shared by several processes makes the delete conditional on the re-read
+        // (a conflict then deletes nothing; the next sweep finds the key again if still
+        // expired, so no retry here).
+        self.backend.begin();
+        let deleted =
+            Db::over(&self.backend, Share::Borrowed(&self.shared), 0).delete_expired(metadata_keys, now_ms);
+        self.backend.finish();
+        let deleted = deleted?;
         // As Redis' expiry signals the key: a WATCH on it (live when watched) aborts EXEC.
         let touched: Vec<TouchedKey> =
             deleted.iter().map(|k| TouchedKey { metadata_key: k.clone(), kind: Touch::Expired }).collect();
