@@ -132,6 +132,7 @@ impl<B: KvBackend> Engine<B> {
     fn execute_as(&self, session: &mut Session, argv: &[Bytes], retry: bool) -> Reply {
         session.touched.clear();
         session.block = None;
+        session.swapped.clear();
         let info = match resolve(argv) {
             Ok(info) => info,
             Err(reply) => {
@@ -195,7 +196,8 @@ impl<B: KvBackend> Engine<B> {
         session.db = db.index();
         session.touched = db.take_touched();
         session.block = db.take_block();
-        self.watches.notify(&session.touched);
+        session.swapped = db.take_swapped();
+        self.notify(&session.touched, &session.swapped);
         reply
     }
 
@@ -245,16 +247,22 @@ impl<B: KvBackend> Engine<B> {
             .collect();
         let index = db.index();
         let touched = db.take_touched();
+        let swapped = db.take_swapped();
         drop(db);
         let batch = overlay.into_batch();
         if !batch.is_empty() {
             if let Err(e) = self.backend.write(batch) {
+                // Nothing was written: undo the transaction's swaps too.
+                for &(a, b) in swapped.iter().rev() {
+                    self.shared.swap(a, b);
+                }
                 return Reply::Error(CommandError::from(e).to_string());
             }
         }
         session.db = index;
-        self.watches.notify(&touched);
+        self.notify(&touched, &swapped);
         session.touched = touched;
+        session.swapped = swapped;
         Reply::Array(replies)
     }
 
@@ -262,17 +270,15 @@ impl<B: KvBackend> Engine<B> {
     fn watch(&self, session: &mut Session, keys: &[Bytes]) -> Result<Reply, CommandError> {
         let layout = self.shared.layout_of(session.db)?;
         let now = self.shared.clock.now_ms();
+        let db = session.db;
         for key in keys {
-            let metadata_key = Bytes::from(layout.metadata_key(key));
-            if session.watched.iter().any(|w| w.metadata_key == metadata_key) {
+            if session.watched.iter().any(|w| w.db == db && w.key == key) {
                 continue;
             }
-            let expired_at_watch = self.expired(&metadata_key, now)?;
-            self.watches.add(
-                metadata_key.clone(),
-                Watcher { flag: Arc::downgrade(&session.dirty), expired_at_watch },
-            );
-            session.watched.push(Watched { key: key.clone(), metadata_key, expired_at_watch });
+            let expired_at_watch = self.expired(&layout.metadata_key(key), now)?;
+            self.watches
+                .add((db, key.clone()), Watcher { flag: Arc::downgrade(&session.dirty), expired_at_watch });
+            session.watched.push(Watched { key: key.clone(), db, expired_at_watch });
         }
         Ok(Reply::OK)
     }
@@ -281,10 +287,27 @@ impl<B: KvBackend> Engine<B> {
     /// EXEC then, even if nobody touched it).
     fn watched_expired(&self, session: &Session) -> bool {
         let now = self.shared.clock.now_ms();
-        session
-            .watched
-            .iter()
-            .any(|w| !w.expired_at_watch && self.expired(&w.metadata_key, now).unwrap_or(true))
+        session.watched.iter().any(|w| {
+            !w.expired_at_watch && self.expired(&self.metadata_key(w.db, &w.key), now).unwrap_or(true)
+        })
+    }
+
+    /// The metadata key of `key` in database `db` now (empty for a database without a layout).
+    fn metadata_key(&self, db: usize, key: &[u8]) -> Vec<u8> {
+        self.shared.layout_of(db).map(|l| l.metadata_key(key)).unwrap_or_default()
+    }
+
+    /// Whether `key` is live in database `db`.
+    fn live(&self, db: usize, key: &[u8], now: u64) -> bool {
+        let raw = self.backend.get(ColumnFamily::Metadata, &self.metadata_key(db, key));
+        matches!(raw, Ok(Some(raw)) if Metadata::decode(&raw).is_ok_and(|m| m.is_live(now)))
+    }
+
+    /// Flags the watchers a command's writes and swaps concern.
+    fn notify(&self, touched: &[TouchedKey], swapped: &[(usize, usize)]) {
+        self.watches.notify(touched, &self.shared);
+        let now = self.shared.clock.now_ms();
+        self.watches.notify_swapped(swapped, |db, key| self.live(db, key, now));
     }
 
     fn expired(&self, metadata_key: &[u8], now: u64) -> Result<bool, CommandError> {
@@ -296,7 +319,7 @@ impl<B: KvBackend> Engine<B> {
 
     fn unwatch(&self, session: &mut Session) {
         for w in session.watched.drain(..) {
-            self.watches.remove(&w.metadata_key, &session.dirty);
+            self.watches.remove(&(w.db, w.key), &session.dirty);
         }
         session.dirty.store(false, Ordering::SeqCst);
     }
@@ -308,22 +331,22 @@ struct Watcher {
     expired_at_watch: bool,
 }
 
-/// Who watches which metadata key. Writers flag the watchers of what they touched before
+/// Who watches which (database, user key). Writers flag the watchers of what they touched before
 /// they release their key locks, so an EXEC holding those locks sees every earlier write.
 #[derive(Default)]
 struct Watches {
     keys: AtomicUsize,
-    map: Mutex<HashMap<Bytes, Vec<Watcher>>>,
+    map: Mutex<HashMap<(usize, Bytes), Vec<Watcher>>>,
 }
 
 impl Watches {
-    fn add(&self, key: Bytes, watcher: Watcher) {
+    fn add(&self, key: (usize, Bytes), watcher: Watcher) {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         map.entry(key).or_default().push(watcher);
         self.keys.store(map.len(), Ordering::SeqCst);
     }
 
-    fn remove(&self, key: &Bytes, flag: &Arc<AtomicBool>) {
+    fn remove(&self, key: &(usize, Bytes), flag: &Arc<AtomicBool>) {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(watchers) = map.get_mut(key) {
             watchers
@@ -335,13 +358,33 @@ impl Watches {
         self.keys.store(map.len(), Ordering::SeqCst);
     }
 
-    fn notify(&self, touched: &[TouchedKey]) {
+    /// SWAPDB of `a` and `b`: flags the watchers of a key in either database that exists
+    /// in either (`live(db, key)`), as Redis 7.0's `touchAllWatchedKeysInDb`. A watch on a key
+    /// in neither stays, on its logical database.
+    fn notify_swapped(&self, swapped: &[(usize, usize)], live: impl Fn(usize, &[u8]) -> bool) {
+        if swapped.is_empty() || self.keys.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        for ((db, key), watchers) in map.iter() {
+            let concerned =
+                |&(a, b): &(usize, usize)| (*db == a || *db == b) && (live(a, key) || live(b, key));
+            if swapped.iter().any(concerned) {
+                for flag in watchers.iter().filter_map(|w| w.flag.upgrade()) {
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+
+    fn notify(&self, touched: &[TouchedKey], shared: &Shared) {
         if touched.is_empty() || self.keys.load(Ordering::SeqCst) == 0 {
             return;
         }
         let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         for t in touched {
-            for w in map.get(&t.metadata_key).into_iter().flatten() {
+            let Some(key) = shared.decode_touched(&t.metadata_key) else { continue };
+            for w in map.get(&key).into_iter().flatten() {
                 if t.kind == Touch::Expired && w.expired_at_watch {
                     continue;
                 }

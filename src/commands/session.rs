@@ -22,6 +22,7 @@ pub struct Session {
     pub(crate) dirty: Arc<AtomicBool>,
     pub(crate) touched: Vec<TouchedKey>,
     pub(crate) block: Option<Block>,
+    pub(crate) swapped: Vec<(usize, usize)>,
 }
 
 /// An open MULTI: the queued commands, and whether one was refused while queueing.
@@ -35,7 +36,8 @@ pub(crate) struct Multi {
 #[derive(Debug, Clone)]
 pub(crate) struct Watched {
     pub(crate) key: Bytes,
-    pub(crate) metadata_key: Bytes,
+    /// The logical database: a SWAPDB that keeps the watch keeps it on this database.
+    pub(crate) db: usize,
     /// Already expired when watched: its expiry does not abort EXEC (Redis 7.0).
     pub(crate) expired_at_watch: bool,
 }
@@ -53,6 +55,7 @@ impl Session {
             dirty: Arc::new(AtomicBool::new(false)),
             touched: Vec::new(),
             block: None,
+            swapped: Vec::new(),
         }
     }
 
@@ -101,6 +104,14 @@ impl Session {
     /// [`super::Block`]'s module docs describe.
     pub fn take_block(&mut self) -> Option<Block> {
         self.block.take()
+    }
+
+    /// The database pairs the last executed command (SWAPDB, or an EXEC holding some)
+    /// exchanged, in order. Every key of both databases may have changed: a server retries
+    /// every client blocked in either database (Redis 7.0 signals each of their blocked keys
+    /// that exists after the swap), and the engine has already aborted every WATCH on them.
+    pub fn swapped_dbs(&self) -> &[(usize, usize)] {
+        &self.swapped
     }
 
     /// The keys the last executed command (or EXEC) modified or found expired, in order
