@@ -74,9 +74,15 @@ impl Session {
         self.name = name;
     }
 
-    /// The RESP protocol version the client speaks (2 until `HELLO 3` is supported).
+    /// The RESP protocol version the client speaks (2, or 3 after the server's `HELLO 3`).
     pub fn resp(&self) -> u8 {
         self.resp
+    }
+
+    /// The protocol to write this client's replies in ([`super::Reply::write`]): RESP3 when
+    /// [`Session::resp`] is 3.
+    pub fn protocol(&self) -> super::Protocol {
+        if self.resp == 3 { super::Protocol::Resp3 } else { super::Protocol::Resp2 }
     }
 
     /// Sets the RESP protocol version.
@@ -101,7 +107,7 @@ impl Session {
 
     /// Takes the [`Block`] of the last executed command if it would block: then the reply
     /// [`super::Engine::execute`] returned is not an answer; park the client as
-    /// [`super::Block`]'s module docs describe.
+    /// [`super::Block`] describes.
     pub fn take_block(&mut self) -> Option<Block> {
         self.block.take()
     }
