@@ -93,6 +93,14 @@ impl Bits {
         Ok(())
     }
 
+    /// The length in bytes of the equivalent string.
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Bits::Str { value, .. } => value.len() as u64,
+            Bits::Fragments { meta, .. } => meta.size,
+        }
+    }
+
     /// Makes the value at least `len` bytes long (zero-filled), as Redis grows a string.
     pub(crate) fn grow(&mut self, len: u64) {
         match self {
