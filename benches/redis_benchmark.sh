@@ -3,7 +3,8 @@
 #
 #   benches/redis_benchmark.sh                 # default tests
 #   TESTS=set,get,ping_mbulk N=100000 P=16 benches/redis_benchmark.sh
-#   THREADS=1 benches/redis_benchmark.sh       # one rediskv-server per entry (the server is single-event-loop for now)
+#   THREADS=1,2 benches/redis_benchmark.sh     # one rediskv-server per entry, with --threads N
+#   ENGINE=fjall APPENDFSYNC=everysec benches/redis_benchmark.sh   # engine of every rediskv-server (default memory)
 #
 # Builds `rediskv-server` in release, starts it and a redis-server on free loopback
 # ports, runs `redis-benchmark -q -n N -P P -t TESTS` against each (one after the other),
@@ -17,6 +18,8 @@ P=${P:-16}
 CLIENTS=${CLIENTS:-50}
 TESTS=${TESTS:-set,get,incr,lpush,rpop,sadd,hset,zadd,ping_inline,ping_mbulk}
 THREADS=${THREADS:-1}
+ENGINE=${ENGINE:-memory}
+APPENDFSYNC=${APPENDFSYNC:-everysec}
 
 cd "$(dirname "$0")/.."
 for tool in redis-server redis-benchmark redis-cli; do
@@ -70,7 +73,8 @@ KV_PORTS=()
 for threads in "${THREAD_LIST[@]}"; do
     port=$(free_port)
     while [ "$port" = "$REDIS_PORT" ] || [[ " ${KV_PORTS[*]} " == *" $port "* ]]; do port=$(free_port); done
-    "$SERVER_BIN" --port "$port" >"$WORK/rediskv-$port.log" 2>&1 &
+    "$SERVER_BIN" --port "$port" --threads "$threads" --engine "$ENGINE" --dir "$WORK/data-$port" \
+        --appendfsync "$APPENDFSYNC" >"$WORK/rediskv-$port.log" 2>&1 &
     PIDS+=($!)
     KV_PORTS+=("$port")
 done
@@ -92,7 +96,7 @@ bench_one() {
 }
 
 echo "redis-benchmark -q -n $N -P $P -c $CLIENTS -t <each of $TESTS>" >&2
-echo "redis-server on port $REDIS_PORT, rediskv --threads ${THREAD_LIST[*]} on ports ${KV_PORTS[*]}" >&2
+echo "redis-server on port $REDIS_PORT, rediskv ($ENGINE, appendfsync $APPENDFSYNC) --threads ${THREAD_LIST[*]} on ports ${KV_PORTS[*]}" >&2
 printf '\n%-14s %14s' "command" "redis-server"
 for threads in "${THREAD_LIST[@]}"; do printf ' %14s %6s' "rediskv -t$threads" "ratio"; done
 [ "${#THREAD_LIST[@]}" = 2 ] && printf ' %8s' "t2/t1"

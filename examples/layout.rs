@@ -41,6 +41,7 @@ fn show(reply: &Reply) -> String {
             )
         }
         Reply::Double(x) => format!("(double) {x}"),
+        Reply::DoubleText(t) => format!("(double) {}", text(t)),
         Reply::Boolean(b) => format!("({b})"),
         Reply::BigNumber(n) => format!("(big number) {n}"),
         Reply::Verbatim { text: t, .. } => format!("\"{}\"", text(t)),

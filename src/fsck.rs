@@ -9,6 +9,7 @@
 //! | any | the metadata value decodes | [`Problem::UndecodableMetadata`] |
 //! | any | the slot / md5 route is the one the user key hashes to | [`Problem::Misrouted`] |
 //! | hash, set, zset, list | size = number of subkeys under the live version | [`Problem::SizeMismatch`] |
+//! | bitmap and the other Kvrocks types | (their `size` is not an element count: not checked) | |
 //! | zset | every member's value is an ordered score, and its score record exists | [`Problem::BadRecord`], [`Problem::MissingScore`] |
 //! | zset | every score record has a member with exactly that score | [`Problem::StrayScore`] |
 //! | list | `head ≤ tail`, `size = tail − head`, elements at every index of `[head, tail)` and nowhere else | [`Problem::ListBounds`], [`Problem::ListGap`] |
@@ -287,7 +288,11 @@ impl<B: KvBackend> Walk<'_, B> {
             self.problems.push(Problem::Misrouted { key });
             return Ok(());
         }
-        if !meta.is_live(self.now_ms) || meta.ty == RedisType::String {
+        // Only these four count their elements in `size` (a bitmap's is its length in
+        // bytes, a string has no subkeys; other Kvrocks types are read, not checked).
+        if !meta.is_live(self.now_ms)
+            || !matches!(meta.ty, RedisType::Hash | RedisType::Set | RedisType::ZSet | RedisType::List)
+        {
             return Ok(());
         }
         let found = match meta.ty {

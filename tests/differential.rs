@@ -61,6 +61,8 @@ mod client;
 mod gen_bit;
 #[path = "differential/gen_generic.rs"]
 mod gen_generic;
+#[path = "differential/gen_geo.rs"]
+mod gen_geo;
 #[path = "differential/gen_hash.rs"]
 mod gen_hash;
 #[path = "differential/gen_hll.rs"]
@@ -86,7 +88,7 @@ use kit::*;
 /// What runs. An entry is a family name (all its commands) or `family:cmd cmd …` (only
 /// those). Add a family here once its commands are merged.
 const ENABLED_FAMILIES: &[&str] =
-    &["keyspace", "string", "hash", "set", "list", "zset", "generic", "txn", "bit", "hll"];
+    &["keyspace", "string", "hash", "set", "list", "zset", "generic", "txn", "bit", "hll", "geo"];
 
 /// Every family's generators, by name, with the pool keys it prefers (overlapping, so
 /// types still collide; keyspace commands use the whole pool).
@@ -102,6 +104,7 @@ const FAMILIES: &[Family] = &[
     ("txn", gen_txn::generators, &[b"k0", b"k3", b"k4"]),
     ("bit", gen_bit::generators, &[b"k0", b"k1", b"\x00\xff"]),
     ("hll", gen_hll::generators, &[b"k2", b"k3", b"k0"]),
+    ("geo", gen_geo::generators, &[b"k3", b"{k}x", b"k4"]),
 ];
 
 const DEFAULT_OPS: usize = 30_000;

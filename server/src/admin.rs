@@ -15,6 +15,8 @@ use rediskv::commands::args::parse_i64;
 use rediskv::commands::table::{self, flag};
 use rediskv::commands::{Protocol, Reply, Session};
 
+use crate::blocking::Parking;
+use crate::pubsub::{self, Kind, Subscriptions};
 use crate::state::{
     ClientInfo, CommandStat, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros,
 };
@@ -23,6 +25,9 @@ use crate::{config, info};
 /// Commands a tenant (namespace token) may not run: Kvrocks' admin commands.
 const ADMIN_ONLY: &[&str] = &[
     "flushall",
+    "fsck",
+    "compact",
+    "save",
     "config",
     "namespace",
     "debug",
@@ -37,7 +42,8 @@ const ADMIN_ONLY: &[&str] = &[
 const NO_AUTH: &[&str] = &["auth", "hello", "quit", "reset"];
 
 /// Commands with subcommands, counted in INFO commandstats as `name|sub`.
-const CONTAINERS: &[&str] = &["client", "config", "command", "object", "memory", "namespace", "debug"];
+const CONTAINERS: &[&str] =
+    &["client", "config", "command", "object", "memory", "namespace", "debug", "pubsub"];
 
 /// Read commands whose reply tells whether their key was found (INFO keyspace_hits/misses):
 /// a nil or empty reply counts as a miss, any other non-error reply as a hit; MGET counts
@@ -92,6 +98,9 @@ pub enum Next {
     Close,
     /// CLIENT PAUSE holds this command: keep it and try again later.
     Wait,
+    /// A blocking command waits for its keys: run nothing more until its answer arrives
+    /// through the loop's mailbox.
+    Parked,
 }
 
 /// What the server knows about one connected client, beyond what others see.
@@ -109,6 +118,16 @@ pub struct Client {
     reply: ReplyMode,
     /// The peer is on loopback (`enable-debug-command local`).
     local: bool,
+    /// Its pub/sub subscriptions.
+    subs: Subscriptions,
+    /// Replies after the first of a command that answers several (SUBSCRIBE a b c).
+    more: Vec<Reply>,
+    /// Commands queued in the open MULTI.
+    multi_len: usize,
+    /// Parked by a blocking command, until then (`Some(None)`: no timeout).
+    parked_until: Option<Option<Instant>>,
+    /// Connection commands queued in the open MULTI, with their place in EXEC's reply.
+    multi_server: Vec<(usize, Vec<Bytes>)>,
 }
 
 impl Client {
@@ -124,12 +143,27 @@ impl Client {
             session,
             reply: ReplyMode::On,
             local,
+            subs: Subscriptions::default(),
+            more: Vec::new(),
+            multi_len: 0,
+            multi_server: Vec::new(),
+            parked_until: None,
         }
     }
 
-    /// Ends the session (forgets its WATCHes): call it when the connection closes.
-    pub fn close(&mut self) {
+    /// Ends the session (forgets its WATCHes and subscriptions): call it when the
+    /// connection closes.
+    pub fn close(&mut self, state: &State) {
+        if let Some((session, _)) = state.blocked.cancel(self.info.id) {
+            self.session = session;
+        }
         self.engine.close(&mut self.session);
+        self.subs.clear(state, &self.info);
+    }
+
+    /// Whether it subscribes to anything.
+    pub fn subscribed(&self) -> bool {
+        self.subs.any()
     }
 
     /// Whether big requests are allowed (the parser's unauthenticated limits).
@@ -175,6 +209,10 @@ impl Client {
         }
         let (reply, next) = self.run(name, argv, state);
         let usec = started.elapsed().as_micros() as u64;
+        if next == Next::Parked {
+            self.count(state, &stat_name, Some(usec), &reply);
+            return next;
+        }
         self.count(state, &stat_name, Some(usec), &reply);
         if KEYED_READS.binary_search(&name).is_ok() {
             keyspace_hits(state, &reply);
@@ -189,6 +227,13 @@ impl Client {
 
     /// Writes a reply unless CLIENT REPLY OFF/SKIP holds it back.
     fn send(&mut self, reply: Reply, out: &mut Vec<u8>, name: &str) {
+        let more = std::mem::take(&mut self.more);
+        for reply in std::iter::once(reply).chain(more) {
+            self.send_one(reply, out, name);
+        }
+    }
+
+    fn send_one(&mut self, reply: Reply, out: &mut Vec<u8>, name: &str) {
         match self.reply {
             ReplyMode::On if self.session.resp() == 3 => reply.write(Protocol::Resp3, out),
             ReplyMode::On => write_consuming(reply, out),
@@ -247,6 +292,11 @@ impl Client {
         if !self.authenticated && !NO_AUTH.contains(&name) {
             return Some(Some(Reply::Error("NOAUTH Authentication required.".into())));
         }
+        if self.subs.any() && self.session.resp() == 2 && !SUBSCRIBED_MODE.contains(&name) {
+            return Some(Some(Reply::Error(format!(
+                "ERR Can't execute '{stat_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+            ))));
+        }
         if self.tenant && (ADMIN_ONLY.contains(&name) || ADMIN_ONLY.contains(&stat_name)) {
             return Some(Some(Reply::Error("ERR admin permission required to perform the command".into())));
         }
@@ -255,7 +305,11 @@ impl Client {
         }
         if has(flag::DENYOOM) {
             let max = state.maxmemory.load(Relaxed);
-            if max > 0 && state.backend.bytes() > max && !self.info.no_evict.load(Relaxed) {
+            if max > 0
+                && state.store.in_memory()
+                && state.store.used_bytes() > max
+                && !self.info.no_evict.load(Relaxed)
+            {
                 return Some(Some(Reply::Error(
                     "OOM command not allowed when used memory > 'maxmemory'.".into(),
                 )));
@@ -266,6 +320,9 @@ impl Client {
 
     /// Runs a command that passed the gates.
     fn run(&mut self, name: &str, argv: &[Bytes], state: &State) -> (Reply, Next) {
+        if self.session.in_multi() && SERVER_COMMANDS.contains(&name) && !matches!(name, "quit" | "reset") {
+            return (self.queue_server_command(argv), Next::Continue);
+        }
         let reply = match name {
             "quit" => return (Reply::OK, Next::Close),
             "auth" => self.auth(argv, state),
@@ -290,7 +347,38 @@ impl Client {
                 reply
             }
             "info" => info::info(argv, state, self.engine.layout().namespace()),
+            "subscribe" | "psubscribe" | "ssubscribe" | "unsubscribe" | "punsubscribe" | "sunsubscribe" => {
+                self.subscriptions(name, argv, state)
+            }
+            "publish" | "spublish" => arity(argv, 3, || {
+                Reply::Integer(state.pubsub.publish(state, &argv[1], &argv[2], name == "spublish") as i64)
+            }),
+            "pubsub" => pubsub::pubsub_command(argv, state),
+            "ping" if self.subs.any() && self.session.resp() == 2 && argv.len() <= 2 => {
+                // In RESP2 subscribed mode PING answers a two-element array.
+                Reply::Array(vec![
+                    Reply::bulk(b"pong"),
+                    Reply::Bulk(argv.get(1).cloned().unwrap_or_default()),
+                ])
+            }
             "flushall" if !self.tenant => self.flush_everything(argv, state),
+            "fsck" => arity(argv, 1, || fsck(state)),
+            "compact" => arity(argv, 1, || compact(state)),
+            "save" => arity(argv, 1, || {
+                state.store.sync().map_or_else(|e| Reply::Error(format!("ERR {e}")), |()| Reply::OK)
+            }),
+            "shutdown" => {
+                // Every write is in the store already; make it durable, then stop. Redis
+                // answers nothing when it goes down.
+                if let Err(e) = state.store.sync() {
+                    return (
+                        Reply::Error(format!("ERR Errors trying to SHUTDOWN. Check logs. ({e})")),
+                        Next::Continue,
+                    );
+                }
+                eprintln!("server: SHUTDOWN from client {}", self.info.id);
+                std::process::exit(0);
+            }
             _ => {
                 if name == "select"
                     && parse_i64(argv.get(1).map_or(&[][..], |a| a))
@@ -298,12 +386,110 @@ impl Client {
                 {
                     return (Reply::Error("ERR DB index is out of range".into()), Next::Continue);
                 }
+                let was_in_multi = self.session.in_multi();
                 let reply = self.engine.execute(&mut self.session, argv);
                 self.info.db.store(self.session.db(), Relaxed);
+                if let Some(block) = self.session.take_block() {
+                    return self.park(argv, block, state);
+                }
+                state.blocked.wake(state, &self.engine, &self.session);
+                if was_in_multi {
+                    return self.after_multi_command(name, reply, state);
+                }
                 reply
             }
         };
         (reply, Next::Continue)
+    }
+
+    /// Hands the session to the blocked-client registry; the connection waits for its answer.
+    fn park(&mut self, argv: &[Bytes], block: rediskv::commands::Block, state: &State) -> (Reply, Next) {
+        let session = std::mem::replace(&mut self.session, Session::new(self.info.id));
+        match state.blocked.park(state, &self.info, &self.engine, session, argv.to_vec(), block) {
+            Parking::Served(session, reply) => {
+                self.session = *session;
+                (reply, Next::Continue)
+            }
+            Parking::Parked(deadline) => {
+                self.parked_until = Some(deadline);
+                (Reply::NilArray, Next::Parked)
+            }
+        }
+    }
+
+    /// A parked client's answer arrived (or its deadline passed): it has its session back.
+    pub fn resume(&mut self, session: Session) {
+        self.session = session;
+        self.parked_until = None;
+    }
+
+    /// The deadline of a parked client: `Some(None)` waits forever; `None` is not parked.
+    pub fn parked_until(&self) -> Option<Option<Instant>> {
+        self.parked_until
+    }
+
+    /// A connection command inside MULTI: the engine queues a PING in its place (so EXEC's
+    /// reply has a slot for it, and a queue-time error elsewhere still aborts), and the
+    /// command runs after the transaction's commit, its reply put in that slot.
+    fn queue_server_command(&mut self, argv: &[Bytes]) -> Reply {
+        let reply = self.engine.execute(&mut self.session, &[Bytes::from_static(b"PING")]);
+        if reply == Reply::status("QUEUED") {
+            self.multi_server.push((self.multi_len, argv.to_vec()));
+            self.multi_len += 1;
+        }
+        reply
+    }
+
+    /// Bookkeeping of a command run while MULTI was open: counts queued commands; at EXEC
+    /// runs the queued connection commands into their slots; forgets them at DISCARD.
+    fn after_multi_command(&mut self, name: &str, reply: Reply, state: &State) -> (Reply, Next) {
+        if reply == Reply::status("QUEUED") {
+            self.multi_len += 1;
+            return (reply, Next::Continue);
+        }
+        if self.session.in_multi() {
+            return (reply, Next::Continue);
+        }
+        self.multi_len = 0;
+        let queued = std::mem::take(&mut self.multi_server);
+        let mut replies = match reply {
+            Reply::Array(replies) if name == "exec" => replies,
+            other => return (other, Next::Continue),
+        };
+        let mut next = Next::Continue;
+        for (slot, argv) in queued {
+            let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+            let (r, n) = self.run(&name, &argv, state);
+            if n == Next::Close {
+                next = Next::Close;
+            }
+            if let Some(place) = replies.get_mut(slot) {
+                *place = r;
+            }
+        }
+        (Reply::Array(replies), next)
+    }
+
+    /// (P|S)SUBSCRIBE and (P|S)UNSUBSCRIBE: one confirmation per name, all but the first
+    /// kept in `more`.
+    fn subscriptions(&mut self, name: &str, argv: &[Bytes], state: &State) -> Reply {
+        let kind = match name {
+            "psubscribe" | "punsubscribe" => Kind::Pattern,
+            "ssubscribe" | "sunsubscribe" => Kind::Shard,
+            _ => Kind::Channel,
+        };
+        let on = !name.contains("unsub");
+        if on && argv.len() < 2 {
+            return Reply::Error(format!("ERR wrong number of arguments for '{name}' command"));
+        }
+        let mut replies = if on {
+            self.subs.subscribe(state, &self.info, kind, &argv[1..])
+        } else {
+            self.subs.unsubscribe(state, &self.info, kind, &argv[1..])
+        };
+        let first = replies.remove(0);
+        self.more = replies;
+        first
     }
 
     /// AUTH [default] password: requirepass makes an admin, a namespace token a tenant.
@@ -359,10 +545,12 @@ impl Client {
     /// A fresh session (database 0, no MULTI or WATCH) in the engine of `ns`.
     fn become_tenant(&mut self, ns: Option<String>, state: &State) {
         self.authenticated = true;
-        self.close();
+        self.engine.close(&mut self.session);
         self.engine = ns.as_deref().map_or_else(|| state.engine.clone(), |ns| state.tenant_engine(ns));
         self.tenant = ns.is_some();
+        let resp = self.session.resp();
         self.session = Session::new(self.info.id);
+        self.session.set_resp(resp);
         self.info.db.store(0, Relaxed);
         *lock(&self.info.namespace) = ns;
     }
@@ -376,10 +564,7 @@ impl Client {
         if let Some(ver) = argv.get(1) {
             match parse_i64(ver) {
                 None => return Reply::Error("ERR Protocol version is not an integer or out of range".into()),
-                // RESP3 stays refused until the library's commands answer RESP3 kinds (HGETALL
-                // still answers an array, which a RESP3 client would misread); the encoding
-                // below is ready for it.
-                Some(2) => resp = 2,
+                Some(v @ (2 | 3)) => resp = v as u8,
                 Some(_) => return Reply::Error("NOPROTO unsupported protocol version".into()),
             }
             let mut i = 2;
@@ -445,10 +630,15 @@ impl Client {
     /// password is set.
     fn reset(&mut self, state: &State) -> Reply {
         self.reply = ReplyMode::On;
+        self.subs.clear(state, &self.info);
+        self.multi_len = 0;
+        self.multi_server.clear();
         *lock(&self.info.name) = None;
         self.info.no_evict.store(false, Relaxed);
         self.become_tenant(None, state);
         self.authenticated = state.config().get("requirepass").is_empty();
+        self.session.set_resp(2);
+        self.info.resp.store(2, Relaxed);
         Reply::status("RESET")
     }
 
@@ -502,12 +692,14 @@ impl Client {
             ("unpause", 2) => {
                 *lock(&state.pause) = None;
                 state.pause_active.store(false, Relaxed);
+                state.kick();
                 Reply::OK
             }
+            ("unblock", 3 | 4) => client_unblock(&argv[2..], state),
             ("help", 2) => Reply::Array(CLIENT_HELP.iter().map(|s| Reply::status(s)).collect()),
             (
                 "id" | "getname" | "setname" | "info" | "kill" | "reply" | "no-evict" | "pause" | "unpause"
-                | "help",
+                | "unblock" | "help",
                 _,
             ) => wrong_arity(),
             _ => Reply::Error(format!(
@@ -609,7 +801,10 @@ impl Client {
                 eprintln!("DEBUG LOG: {}", String::from_utf8_lossy(&argv[2]));
                 Reply::OK
             }
-            ("set-active-expire", 3) => Reply::OK,
+            ("set-active-expire", 3) => {
+                state.active_expire.store(&argv[2][..] != b"0", Relaxed);
+                Reply::OK
+            }
             ("object", 3) => {
                 debug_object(self.engine.run(&mut self.session, &[&b"object"[..], b"encoding", &argv[2]]))
             }
@@ -638,7 +833,7 @@ fn write_consuming(reply: Reply, out: &mut Vec<u8>) {
                 write_consuming(item, out);
             }
         }
-        Reply::Map(pairs) => {
+        Reply::Map(pairs) | Reply::Pairs(pairs) => {
             header(out, pairs.len() * 2);
             for (k, v) in pairs {
                 write_consuming(k, out);
@@ -686,7 +881,30 @@ impl KillFilter {
 
 fn kill_client(c: &ClientInfo, state: &State) {
     c.killed.store(true, Relaxed);
-    state.kills_pending.store(true, Relaxed);
+    state.kick();
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: a parked client answers its timeout reply, or the
+/// UNBLOCKED error; 1 if it was parked.
+fn client_unblock(args: &[Bytes], state: &State) -> Reply {
+    let Some(id) = parse_i64(&args[0]) else {
+        return Reply::Error("ERR value is not an integer or out of range".into());
+    };
+    let error = match args.get(1).map(|a| a.to_ascii_lowercase()) {
+        None => false,
+        Some(m) if m == b"timeout" => false,
+        Some(m) if m == b"error" => true,
+        Some(_) => return Reply::Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR".into()),
+    };
+    let Some(info) = lock(&state.clients).get(&(id as u64)).cloned() else { return Reply::Integer(0) };
+    let Some((session, timeout_reply)) = state.blocked.cancel(info.id) else { return Reply::Integer(0) };
+    let answer = if error {
+        Reply::Error("UNBLOCKED client unblocked via CLIENT UNBLOCK".into())
+    } else {
+        timeout_reply
+    };
+    crate::blocking::send_answer(state, &info, session, &answer);
+    Reply::Integer(1)
 }
 
 /// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id…].
@@ -834,16 +1052,46 @@ impl Client {
     }
 }
 
+/// FSCK (an extension): the library's consistency check over every namespace of the store,
+/// one line per problem; an empty array when the data is consistent.
+fn fsck(state: &State) -> Reply {
+    let backend = state.store.backend();
+    match rediskv::fsck::check(&backend, state.engine.layout(), state.engine.now_ms()) {
+        Ok(problems) => {
+            Reply::Array(problems.iter().map(|p| Reply::bulk(p.to_string().as_bytes())).collect())
+        }
+        Err(e) => Reply::Error(format!("ERR {e}")),
+    }
+}
+
+/// COMPACT (as Kvrocks): a disk engine compacts fully, its filter dropping garbage; the
+/// memory store runs one full collector pass.
+fn compact(state: &State) -> Reply {
+    if state.store.collects_itself() {
+        return state.store.compact().map_or_else(|e| Reply::Error(format!("ERR {e}")), |()| Reply::OK);
+    }
+    let backend = state.store.backend();
+    match rediskv::gc::compact(
+        &backend,
+        state.engine.layout(),
+        state.engine.now_ms(),
+        rediskv::gc::DEFAULT_GRACE_MS,
+    ) {
+        Ok(_) => Reply::OK,
+        Err(e) => Reply::Error(format!("ERR {e}")),
+    }
+}
+
 /// Deletes every record of the store.
 fn flush_backend(state: &State) -> Reply {
     let mut batch = WriteBatch::new();
+    let backend = state.store.backend();
     for cf in [ColumnFamily::Metadata, ColumnFamily::Subkey, ColumnFamily::Score] {
-        let scan =
-            match state.backend.scan(cf, &KeyRange::prefix(Vec::new()), rediskv::backend::Direction::Forward)
-            {
-                Ok(scan) => scan,
-                Err(e) => return Reply::Error(format!("ERR {e}")),
-            };
+        let scan = match backend.scan(cf, &KeyRange::prefix(Vec::new()), rediskv::backend::Direction::Forward)
+        {
+            Ok(scan) => scan,
+            Err(e) => return Reply::Error(format!("ERR {e}")),
+        };
         for item in scan {
             match item {
                 Ok((key, _)) => batch.delete(cf, key),
@@ -851,7 +1099,7 @@ fn flush_backend(state: &State) -> Reply {
             }
         }
     }
-    match state.backend.write(batch) {
+    match backend.write(batch) {
         Ok(()) => Reply::OK,
         Err(e) => Reply::Error(format!("ERR {e}")),
     }
@@ -862,7 +1110,8 @@ fn keyspace_hits(state: &State, reply: &Reply) {
     let (hits, misses) = match reply {
         Reply::Error(_) => (0, 0),
         Reply::Nil => (0, 1),
-        Reply::Array(items) if items.is_empty() => (0, 1),
+        Reply::Array(items) | Reply::Set(items) if items.is_empty() => (0, 1),
+        Reply::Map(pairs) if pairs.is_empty() => (0, 1),
         Reply::Array(items) if items.iter().any(|r| matches!(r, Reply::Nil)) => {
             let misses = items.iter().filter(|r| matches!(r, Reply::Nil)).count() as u64;
             (items.len() as u64 - misses, misses)
@@ -875,8 +1124,45 @@ fn keyspace_hits(state: &State, reply: &Reply) {
 }
 
 /// The commands this crate answers itself.
-const SERVER_COMMANDS: &[&str] =
-    &["quit", "auth", "hello", "client", "reset", "time", "lastsave", "debug", "namespace", "config", "info"];
+const SERVER_COMMANDS: &[&str] = &[
+    "quit",
+    "auth",
+    "hello",
+    "client",
+    "reset",
+    "time",
+    "lastsave",
+    "debug",
+    "namespace",
+    "config",
+    "info",
+    "subscribe",
+    "psubscribe",
+    "ssubscribe",
+    "unsubscribe",
+    "punsubscribe",
+    "sunsubscribe",
+    "publish",
+    "spublish",
+    "pubsub",
+    "fsck",
+    "compact",
+    "save",
+    "shutdown",
+];
+
+/// What a RESP2 client may run while it subscribes to something.
+const SUBSCRIBED_MODE: &[&str] = &[
+    "subscribe",
+    "psubscribe",
+    "ssubscribe",
+    "unsubscribe",
+    "punsubscribe",
+    "sunsubscribe",
+    "ping",
+    "quit",
+    "reset",
+];
 
 fn is_command(name: &str) -> bool {
     SERVER_COMMANDS.contains(&name) || table::lookup(name).is_some()

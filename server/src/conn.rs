@@ -1,64 +1,166 @@
-//! The event loop and connection I/O: accept, read, parse, hand each command to its
-//! [`Client`], write the replies; and a 100 ms tick (Redis' `hz 10`) that closes idle
-//! (`timeout`) and killed connections and resumes paused ones.
+//! Threads and connection I/O. One acceptor thread hands each new connection to one of N
+//! event loops (mio/epoll), round robin; a loop owns its connections for their whole life:
+//! it reads, parses, hands each command to its [`Client`] (which runs it on the shared
+//! `Engine`, safe from any thread) and writes the replies. Other threads reach a loop
+//! through its [`Mailbox`] (a queue and an eventfd waker): a published message, a blocked
+//! client's answer, a CLIENT KILL. Every 100 ms (Redis' `hz 10`) a loop closes idle and
+//! killed connections and resumes paused ones.
+//!
+//! Why loops that own connections rather than a pool that runs commands: a connection's
+//! buffers never cross threads, pipelined commands of one client stay in order for free,
+//! and with one loop the server is exactly the single-threaded design of redis-server.
+//! Commands of different loops meet only in the engine, whose striped key locks make each
+//! command atomic.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
+use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
 use rediskv::commands::Reply;
 
 use crate::admin::{Client, Next};
 use crate::resp::{Limits, Parsed, parse};
-use crate::state::State;
+use crate::state::{State, lock};
 
-const LISTENER: Token = Token(usize::MAX);
-/// How often the event loop looks at timeouts, kills and pauses.
+const WAKER: Token = Token(usize::MAX);
+/// How often a loop looks at timeouts, kills and pauses.
 const TICK: Duration = Duration::from_millis(100);
 
-/// One event loop thread owning the database, like redis-server.
-pub struct Server {
+/// What another thread asks of an event loop.
+pub enum Message {
+    /// A new connection to serve.
+    Accept(std::net::TcpStream, SocketAddr),
+    /// Bytes to append to a client's output: a pub/sub message.
+    Deliver {
+        /// The connection's token in that loop.
+        token: usize,
+        /// The client id, so a message for a closed connection whose token was reused is
+        /// dropped.
+        client: u64,
+        /// RESP bytes.
+        bytes: Vec<u8>,
+    },
+    /// A parked client's answer, with its session back.
+    Resume {
+        /// The connection's token in that loop.
+        token: usize,
+        /// The client id (a reused token's new client is not the addressee).
+        client: u64,
+        /// The session the blocked command ran with.
+        session: Box<rediskv::commands::Session>,
+        /// The answer, RESP bytes.
+        bytes: Vec<u8>,
+    },
+    /// Look at every connection now (CLIENT KILL, CLIENT UNPAUSE).
+    Kick,
+}
+
+/// An event loop's inbox.
+pub struct Mailbox {
+    queue: Mutex<Vec<Message>>,
+    waker: Waker,
+}
+
+impl Mailbox {
+    /// Queues `message` and wakes the loop (once per batch of messages).
+    pub fn send(&self, message: Message) {
+        let mut queue = lock(&self.queue);
+        let was_empty = queue.is_empty();
+        queue.push(message);
+        drop(queue);
+        if was_empty {
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+/// Starts `threads` event loops and accepts connections on `listener` for them until
+/// accepting fails.
+///
+/// # Errors
+/// A poller or thread could not be created, or `accept` failed for good.
+pub fn serve(listener: std::net::TcpListener, state: Arc<State>, threads: usize) -> io::Result<()> {
+    let mut loops = Vec::new();
+    let mut mailboxes = Vec::new();
+    for index in 0..threads.max(1) {
+        let poll = Poll::new()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        let mailbox = Arc::new(Mailbox { queue: Mutex::new(Vec::new()), waker });
+        mailboxes.push(mailbox.clone());
+        loops.push(EventLoop::new(index, poll, mailbox, state.clone()));
+    }
+    let _ = state.loops.set(mailboxes);
+    for (index, event_loop) in loops.into_iter().enumerate() {
+        std::thread::Builder::new().name(format!("loop-{index}")).spawn(move || {
+            if let Err(e) = event_loop.run() {
+                eprintln!("server: event loop {index}: {e}");
+                std::process::exit(1);
+            }
+        })?;
+    }
+    let mut next = 0;
+    loop {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                let max = state.config().number("maxclients").max(1) as usize;
+                if state.connections.load(Relaxed) >= max {
+                    // Redis answers this and closes.
+                    let mut stream = stream;
+                    let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+                    state.stats.rejected_connections.fetch_add(1, Relaxed);
+                    continue;
+                }
+                state.connections.fetch_add(1, Relaxed);
+                state.send(next, Message::Accept(stream, peer));
+                next = (next + 1) % threads.max(1);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.raw_os_error() == Some(24) || e.raw_os_error() == Some(23) => {
+                // Out of file descriptors: keep serving the others, try again shortly.
+                eprintln!("server: accept: {e}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// One event loop thread and the connections it owns.
+struct EventLoop {
+    index: usize,
     poll: Poll,
-    listener: TcpListener,
+    mailbox: Arc<Mailbox>,
     state: Arc<State>,
     conns: HashMap<usize, Connection>,
     next_token: usize,
     /// Shared read buffer: bytes go from the socket here, then into a connection's buffer.
     chunk: Vec<u8>,
-    /// When [`Server::tick`] last ran.
+    /// When [`EventLoop::tick`] last ran.
     last_tick: Instant,
 }
 
-impl Server {
-    /// A server listening on `listener`, sharing `state`.
-    ///
-    /// # Errors
-    /// Creating the poller or registering the listener failed.
-    pub fn new(mut listener: TcpListener, state: Arc<State>) -> io::Result<Server> {
-        let poll = Poll::new()?;
-        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
-        Ok(Server {
+impl EventLoop {
+    fn new(index: usize, poll: Poll, mailbox: Arc<Mailbox>, state: Arc<State>) -> Self {
+        EventLoop {
+            index,
             poll,
-            listener,
+            mailbox,
             state,
             conns: HashMap::new(),
             next_token: 0,
             chunk: vec![0; 64 * 1024],
             last_tick: Instant::now(),
-        })
+        }
     }
 
-    /// Serves until polling fails.
-    ///
-    /// # Errors
-    /// The poller failed.
-    pub fn run(mut self) -> io::Result<()> {
+    fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
             if let Err(e) = self.poll.poll(&mut events, Some(TICK)) {
@@ -67,9 +169,10 @@ impl Server {
                 }
                 return Err(e);
             }
+            let mut kicked = false;
             for event in events.iter() {
-                if event.token() == LISTENER {
-                    self.accept();
+                if event.token() == WAKER {
+                    kicked |= self.read_mailbox();
                     continue;
                 }
                 let token = event.token().0;
@@ -77,11 +180,42 @@ impl Server {
                 let keep = conn.on_event(&self.state, &mut self.chunk);
                 self.settle(token, keep);
             }
-            if self.last_tick.elapsed() >= TICK || self.state.kills_pending.load(Relaxed) {
+            if kicked || self.last_tick.elapsed() >= TICK {
                 self.last_tick = Instant::now();
                 self.tick();
             }
         }
+    }
+
+    /// Handles every queued message; true when asked to look at all connections.
+    fn read_mailbox(&mut self) -> bool {
+        let messages = std::mem::take(&mut *lock(&self.mailbox.queue));
+        let mut kicked = false;
+        for message in messages {
+            match message {
+                Message::Accept(stream, peer) => self.accept(stream, peer),
+                Message::Deliver { token, client, bytes } => {
+                    let Some(conn) = self.conns.get_mut(&token) else { continue };
+                    if conn.client.info.id != client {
+                        continue;
+                    }
+                    conn.out.extend_from_slice(&bytes);
+                    let keep = conn.finish(&self.state) && conn.within_output_limit(&self.state);
+                    self.settle(token, keep);
+                }
+                Message::Resume { token, client, session, bytes } => {
+                    let Some(conn) = self.conns.get_mut(&token) else { continue };
+                    if conn.client.info.id != client {
+                        continue;
+                    }
+                    conn.resume(*session, &bytes, &self.state);
+                    let keep = conn.finish(&self.state);
+                    self.settle(token, keep);
+                }
+                Message::Kick => kicked = true,
+            }
+        }
+        kicked
     }
 
     /// Updates a connection's interest after it ran, or closes it.
@@ -91,7 +225,7 @@ impl Server {
         if !keep {
             if let Some(mut conn) = self.conns.remove(&token) {
                 let _ = self.poll.registry().deregister(&mut conn.stream);
-                conn.client.close();
+                conn.client.close(&self.state);
                 self.state.disconnect(conn.client.info.id);
             }
         }
@@ -99,16 +233,30 @@ impl Server {
 
     /// Closes killed and idle connections, and runs the requests a pause held back.
     fn tick(&mut self) {
-        self.state.sample();
-        let kills = self.state.kills_pending.swap(false, Relaxed);
+        if self.index == 0 {
+            self.state.sample();
+        }
         let timeout = self.state.config().number("timeout").max(0) as u64;
         let tokens: Vec<usize> = self.conns.keys().copied().collect();
         for token in tokens {
             let Some(conn) = self.conns.get_mut(&token) else { continue };
             let info = &conn.client.info;
-            let idle = timeout > 0 && info.idle() >= timeout && conn.out.len() == conn.written;
-            if (kills && info.killed.load(Relaxed)) || idle {
+            let idle = timeout > 0
+                && info.idle() >= timeout
+                && conn.out.len() == conn.written
+                && !conn.parked
+                && !conn.client.subscribed();
+            if info.killed.load(Relaxed) || idle {
                 self.settle(token, false);
+            } else if conn.client.parked_until().is_some_and(|d| d.is_some_and(|d| d <= Instant::now())) {
+                // Its deadline passed: unless a writer served it meanwhile, it times out.
+                if let Some((session, reply)) = self.state.blocked.cancel(info.id) {
+                    let mut bytes = Vec::new();
+                    reply.write(crate::pubsub::protocol(info), &mut bytes);
+                    conn.resume(session, &bytes, &self.state);
+                    let keep = conn.finish(&self.state);
+                    self.settle(token, keep);
+                }
             } else if conn.pending.is_some() {
                 conn.run_requests(&self.state);
                 let keep = conn.finish(&self.state);
@@ -117,35 +265,23 @@ impl Server {
         }
     }
 
-    fn accept(&mut self) {
-        loop {
-            match self.listener.accept() {
-                Ok((mut stream, peer)) => {
-                    let max = self.state.config().number("maxclients").max(1) as usize;
-                    if self.conns.len() >= max {
-                        // Redis answers this and closes.
-                        let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
-                        self.state.stats.rejected_connections.fetch_add(1, Relaxed);
-                        continue;
-                    }
-                    let _ = stream.set_nodelay(true);
-                    let token = self.next_token;
-                    self.next_token = self.next_token.wrapping_add(1) % (usize::MAX - 1);
-                    if self.poll.registry().register(&mut stream, Token(token), Interest::READABLE).is_ok() {
-                        let laddr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
-                        let info = self.state.connect(peer.to_string(), laddr, i64::from(stream.as_raw_fd()));
-                        let client = Client::new(info, &self.state, peer.ip().is_loopback());
-                        self.conns.insert(token, Connection::new(stream, client));
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    // Out of file descriptors and such: keep serving the others.
-                    eprintln!("server: accept: {e}");
-                    return;
-                }
-            }
+    fn accept(&mut self, stream: std::net::TcpStream, peer: SocketAddr) {
+        if stream.set_nonblocking(true).is_err() {
+            self.state.connections.fetch_sub(1, Relaxed);
+            return;
+        }
+        let mut stream = TcpStream::from_std(stream);
+        let _ = stream.set_nodelay(true);
+        let token = self.next_token;
+        self.next_token = self.next_token.wrapping_add(1) % (usize::MAX - 1);
+        if self.poll.registry().register(&mut stream, Token(token), Interest::READABLE).is_ok() {
+            let laddr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
+            let info =
+                self.state.connect(peer.to_string(), laddr, i64::from(stream.as_raw_fd()), self.index, token);
+            let client = Client::new(info, &self.state, peer.ip().is_loopback());
+            self.conns.insert(token, Connection::new(stream, client));
+        } else {
+            self.state.connections.fetch_sub(1, Relaxed);
         }
     }
 }
@@ -165,6 +301,10 @@ struct Connection {
     argv: Vec<Bytes>,
     /// A request CLIENT PAUSE holds back.
     pending: Option<Vec<Bytes>>,
+    /// A blocking command waits for its keys: no request runs until its answer arrives.
+    parked: bool,
+    /// Since when the output passed the soft limit of `client-output-buffer-limit`.
+    over_soft_limit: Option<Instant>,
 }
 
 impl Connection {
@@ -180,6 +320,8 @@ impl Connection {
             ranges: Vec::new(),
             argv: Vec::new(),
             pending: None,
+            parked: false,
+            over_soft_limit: None,
         }
     }
 
@@ -208,9 +350,21 @@ impl Connection {
                     Err(_) => return false,
                 }
             }
-            self.run_requests(state);
+            if !self.parked {
+                self.run_requests(state);
+            }
         }
         self.finish(state)
+    }
+
+    /// Gives a parked client its session back with its answer, and goes on with its
+    /// pipeline.
+    fn resume(&mut self, session: rediskv::commands::Session, answer: &[u8], state: &State) {
+        self.client.resume(session);
+        self.out.extend_from_slice(answer);
+        self.parked = false;
+        self.client.info.blocked.store(false, Relaxed);
+        self.run_requests(state);
     }
 
     /// Writes what it can and publishes the buffer sizes; false when the connection is done.
@@ -225,6 +379,24 @@ impl Connection {
         flushed.is_ok() && !(self.closing && self.written == self.out.len())
     }
 
+    /// Redis' `client-output-buffer-limit` for pub/sub clients (`pubsub <hard> <soft>
+    /// <seconds>`): past the hard limit, or past the soft one for that long, the client is
+    /// dropped, so a slow subscriber cannot grow the server's memory without bound.
+    fn within_output_limit(&mut self, state: &State) -> bool {
+        let pending = (self.out.len() - self.written) as u64;
+        let (hard, soft, seconds) = state.config().pubsub_output_limit();
+        if hard > 0 && pending > hard {
+            eprintln!("server: closing pub/sub client {} over its output buffer limit", self.client.info.id);
+            return false;
+        }
+        if soft == 0 || pending <= soft {
+            self.over_soft_limit = None;
+            return true;
+        }
+        let since = *self.over_soft_limit.get_or_insert_with(Instant::now);
+        since.elapsed() < Duration::from_secs(seconds)
+    }
+
     fn run_requests(&mut self, state: &State) {
         if let Some(argv) = self.pending.take() {
             if !self.run_one(argv, state) {
@@ -232,7 +404,7 @@ impl Connection {
             }
         }
         let max_bulk = state.config().number("proto-max-bulk-len");
-        while !self.closing {
+        while !self.closing && !self.parked {
             let limits = Limits { max_bulk, authenticated: self.client.authenticated() };
             let parsed = match parse(&self.buf, &mut self.ranges, limits) {
                 Ok(p) => p,
@@ -266,7 +438,8 @@ impl Connection {
         }
     }
 
-    /// Runs one request; false when later requests must wait (a pause) or the connection closes.
+    /// Runs one request; false when later requests must wait (a pause, a blocking command)
+    /// or the connection closes.
     fn run_one(&mut self, mut argv: Vec<Bytes>, state: &State) -> bool {
         if argv.is_empty() {
             self.argv = argv;
@@ -280,12 +453,18 @@ impl Connection {
                 self.pending = Some(argv);
                 return false;
             }
+            Next::Parked => {
+                self.client.info.blocked.store(true, Relaxed);
+                self.parked = true;
+                return false;
+            }
         }
         self.client.info.blocked.store(false, Relaxed);
         argv.clear();
         self.argv = argv;
         !self.closing
     }
+
     /// Writes what it can of `out`; returns how many bytes went out.
     fn flush(&mut self) -> io::Result<usize> {
         let mut sent = 0;

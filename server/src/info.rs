@@ -134,6 +134,9 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ),
                     ("config_file", config.file().map(|p| p.display().to_string()).unwrap_or_default()),
                     ("io_threads_active", s("0")),
+                    ("rediskv_engine", s(state.store.name())),
+                    ("rediskv_dir", state.store.dir().map(|d| d.display().to_string()).unwrap_or_default()),
+                    ("rediskv_threads", n(state.loops.get().map_or(0, Vec::len) as u64)),
                 ],
             );
         }
@@ -149,14 +152,14 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("maxclients", s(config.get("maxclients"))),
                     ("client_recent_max_input_buffer", n(max_in)),
                     ("client_recent_max_output_buffer", n(max_out)),
-                    ("blocked_clients", s("0")),
+                    ("blocked_clients", n(state.blocked.count() as u64)),
                     ("tracking_clients", s("0")),
                     ("clients_in_timeout_table", s("0")),
                 ],
             );
         }
         "memory" => {
-            let used = state.backend.bytes();
+            let used = state.store.used_bytes();
             let rss = rss_bytes();
             let max = config.number("maxmemory").max(0) as u64;
             let ratio = if used == 0 { 0.0 } else { rss as f64 / used as f64 };
@@ -283,7 +286,6 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                 "sync_full",
                 "sync_partial_ok",
                 "sync_partial_err",
-                "expired_keys",
                 "expired_stale_perc",
                 "expired_time_cap_reached_count",
                 "expire_cycle_cpu_milliseconds",
@@ -294,12 +296,14 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             ] {
                 pairs.push((zero, if zero == "expired_stale_perc" { s("0.00") } else { z() }));
             }
+            pairs.insert(15, ("expired_keys", get(&state.maint.expired_keys)));
             pairs.push(("keyspace_hits", get(&stats.keyspace_hits)));
             pairs.push(("keyspace_misses", get(&stats.keyspace_misses)));
+            use crate::pubsub::Kind;
+            pairs.push(("pubsub_channels", n(state.pubsub.channels(Kind::Channel, None).len() as u64)));
+            pairs.push(("pubsub_patterns", n(state.pubsub.patterns() as u64)));
+            pairs.push(("pubsubshard_channels", n(state.pubsub.channels(Kind::Shard, None).len() as u64)));
             for zero in [
-                "pubsub_channels",
-                "pubsub_patterns",
-                "pubsubshard_channels",
                 "latest_fork_usec",
                 "total_forks",
                 "migrate_cached_sockets",
@@ -329,6 +333,12 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             ] {
                 pairs.push((zero, z()));
             }
+            // The collector of stores without a compaction filter (extensions).
+            let maint = &state.maint;
+            pairs.push(("rediskv_gc_examined_records", get(&maint.gc_examined)));
+            pairs.push(("rediskv_gc_collected_records", get(&maint.gc_collected)));
+            pairs.push(("rediskv_gc_passes", get(&maint.gc_passes)));
+            pairs.push(("rediskv_gc_position", lock(&maint.gc_position).clone()));
             fields(out, &pairs);
         }
         "replication" => fields(
@@ -402,8 +412,8 @@ fn keyspace(state: &State, base: &[u8], index: usize) -> (u64, u64, u64) {
     let Ok(layout) = KeyLayout::default().with_namespace(&ns) else { return (0, 0, 0) };
     let now = unix_micros() / 1000;
     let (mut keys, mut expires, mut ttl_sum) = (0u64, 0u64, 0u64);
-    let Ok(scan) = state.backend.scan(ColumnFamily::Metadata, &layout.namespace_range(), Direction::Forward)
-    else {
+    let backend = state.store.backend();
+    let Ok(scan) = backend.scan(ColumnFamily::Metadata, &layout.namespace_range(), Direction::Forward) else {
         return (0, 0, 0);
     };
     for (_, value) in scan.flatten() {

@@ -1,35 +1,69 @@
-//! A RESP2 server over the rediskv engine, for redis-cli, redis-benchmark and client libraries.
+//! A RESP2/RESP3 server over the rediskv engine, for redis-cli, redis-benchmark and client
+//! libraries.
 //!
 //! ```text
-//! cargo run --release -p rediskv-server -- [redis.conf] [--config FILE] [--port 6380] [--<parameter> value]…
+//! cargo run --release -p rediskv-server -- [redis.conf] [--engine fjall|memory|rocksdb] [--dir ./data]
+//!     [--threads N] [--appendfsync everysec] [--port 6380] [--<parameter> value]…
 //! redis-cli -p 6380
 //! ```
 //!
-//! One event-loop thread (mio/epoll, [`conn`]) serves every connection, like redis-server;
-//! each connection is a library `Session` (selected database, MULTI, WATCH) on the shared
-//! `Engine` of its namespace (the default one, or its tenant's). Every complete request in
-//! the input buffer is parsed and executed and all replies go out in one write, so
-//! pipelining is cheap. Connection-level commands are answered by this crate ([`admin`],
-//! [`config`], [`info`]); everything else goes to `Engine::execute`. What connections share
-//! lives in [`state`].
+//! The data lives in [`store`]: fjall in `./data` by default. N event loops (mio/epoll,
+//! [`conn`]) serve the connections, one acceptor hands them out; each connection is a
+//! library `Session` (selected database, MULTI, WATCH) on the shared `Engine` of its
+//! namespace (the default one, or its tenant's). Every complete request in the input buffer
+//! is parsed and executed and all replies go out in one write, so pipelining is cheap.
+//! Connection-level commands are answered by this crate ([`admin`], [`config`], [`info`],
+//! [`pubsub`]); everything else goes to `Engine::execute`. A [`maint`] thread runs active
+//! expiry and, for the memory store, the garbage collector. What connections share lives in
+//! [`state`].
 
 mod admin;
+mod blocking;
 mod config;
 mod conn;
 mod info;
+mod maint;
+mod notify;
+mod pubsub;
 mod resp;
 mod state;
+mod store;
 
 use std::sync::Arc;
 
 use config::Config;
 
-const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
+const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb] [--dir ./data] [--threads N] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
+
+/// What the command line chose besides Redis' parameters.
+struct Start {
+    config: Config,
+    /// `--engine`: fjall unless told.
+    engine: String,
+    /// `--threads`: event loops (default: the number of cores).
+    threads: usize,
+    /// Where a disk engine keeps its files: `--dir`, the config file's `dir`, or `./data`.
+    data_dir: std::path::PathBuf,
+}
+
+/// Takes `--flag value` out of `args`.
+fn take_flag(args: &mut Vec<String>, flag: &str) -> Result<Option<String>, String> {
+    match args.iter().position(|a| a == flag) {
+        Some(i) if i + 1 < args.len() => {
+            let value = args.remove(i + 1);
+            args.remove(i);
+            Ok(Some(value))
+        }
+        Some(_) => Err(format!("{flag} needs a value")),
+        None => Ok(None),
+    }
+}
 
 /// The configuration from the command line: a config file (first positional argument or
 /// `--config`), then `--name value` pairs for any parameter, as redis-server takes them.
-fn options() -> Result<Config, String> {
+fn options() -> Result<Start, String> {
     let mut config = Config::new();
+    let default_dir = config.get("dir").to_string();
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!("{USAGE}");
@@ -47,6 +81,17 @@ fn options() -> Result<Config, String> {
             None => None,
         },
     };
+    let engine = take_flag(&mut args, "--engine")?.unwrap_or_else(|| "fjall".into());
+    let threads = match take_flag(&mut args, "--threads")? {
+        Some(n) => n.parse().ok().filter(|n| (1..=256).contains(n)).ok_or("--threads must be 1 to 256")?,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    // The data directory must exist before `dir` is checked.
+    let data_dir = take_flag(&mut args, "--dir")?;
+    if let Some(dir) = &data_dir {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {dir}: {e}"))?;
+        args.extend(["--dir".to_string(), dir.clone()]);
+    }
     if let Some(file) = file {
         config.load_file(std::path::Path::new(&file))?;
     }
@@ -63,13 +108,21 @@ fn options() -> Result<Config, String> {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         config.set_one(&name, &value, true).map_err(|e| format!("--{name} {value}: {e}"))?;
     }
-    Ok(config)
+    let data_dir = match config.get("dir") {
+        dir if dir == default_dir && data_dir.is_none() => std::path::Path::new(dir).join("data"),
+        dir => dir.into(),
+    };
+    Ok(Start { config, engine, threads, data_dir })
 }
 
 fn main() {
-    let config = options().unwrap_or_else(|e| {
+    let Start { config, engine, threads, data_dir } = options().unwrap_or_else(|e| {
         eprintln!("server: {e}");
         std::process::exit(2);
+    });
+    let store = store::Store::open(&engine, &data_dir, config.get("appendfsync")).unwrap_or_else(|e| {
+        eprintln!("server: {e}");
+        std::process::exit(1);
     });
     // `bind` may list several addresses; the first one is served.
     let bind = config.get("bind").split_whitespace().next().unwrap_or("127.0.0.1").to_string();
@@ -82,7 +135,7 @@ fn main() {
             eprintln!("server: cannot resolve {bind}:{port}");
             std::process::exit(1);
         });
-    let listener = mio::net::TcpListener::bind(addr).unwrap_or_else(|e| {
+    let listener = std::net::TcpListener::bind(addr).unwrap_or_else(|e| {
         eprintln!("server: cannot listen on {addr}: {e}");
         std::process::exit(1);
     });
@@ -90,10 +143,12 @@ fn main() {
     if let Ok(local) = listener.local_addr() {
         // Port 0 asks for any free port: report the one we got.
         let _ = config.set_one("port", &local.port().to_string(), true);
-        eprintln!("rediskv server listening on {local} (RESP2)");
+        let data = store.dir().map_or(String::new(), |d| format!(" in {}", d.display()));
+        eprintln!("rediskv server listening on {local} ({} engine{data}, {threads} threads)", store.name());
     }
-    let state = Arc::new(state::State::new(config));
-    if let Err(e) = conn::Server::new(listener, state).and_then(conn::Server::run) {
+    let state = Arc::new(state::State::new(config, store));
+    maint::spawn(state.clone());
+    if let Err(e) = conn::serve(listener, state, threads) {
         eprintln!("server: {e}");
         std::process::exit(1);
     }

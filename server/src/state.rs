@@ -10,14 +10,15 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use rediskv::backend::MemoryBackend;
 use rediskv::codec::KeyLayout;
 use rediskv::commands::Engine;
 
 use crate::config::Config;
+use crate::conn::{Mailbox, Message};
+use crate::store::{Backend, Store};
 
-/// The engine type: the library's thread-safe `Engine` over the shared in-memory store.
-pub type SharedEngine = Engine<Arc<MemoryBackend>>;
+/// The engine type: the library's thread-safe `Engine` over the shared store.
+pub type SharedEngine = Engine<Backend>;
 
 /// Kvrocks' name for the namespace of the admin (requirepass) connections.
 pub const DEFAULT_NAMESPACE: &str = "__namespace";
@@ -158,11 +159,17 @@ pub struct ClientInfo {
     pub namespace: Mutex<Option<String>>,
     /// CLIENT KILL: close as soon as possible.
     pub killed: AtomicBool,
+    /// The event loop that owns the connection, and its token there (where messages go).
+    pub loop_index: usize,
+    /// See `loop_index`.
+    pub token: usize,
+    /// Channels, patterns and shard channels it subscribes to (CLIENT LIST sub/psub/ssub).
+    pub subscriptions: [AtomicUsize; 3],
 }
 
 impl ClientInfo {
     /// A new client entry with the next id.
-    pub fn new(id: u64, addr: String, laddr: String, fd: i64) -> ClientInfo {
+    pub fn new(id: u64, addr: String, laddr: String, fd: i64, loop_index: usize, token: usize) -> ClientInfo {
         let now = Instant::now();
         ClientInfo {
             id,
@@ -180,6 +187,9 @@ impl ClientInfo {
             resp: AtomicU8::new(2),
             namespace: Mutex::new(None),
             killed: AtomicBool::new(false),
+            loop_index,
+            token,
+            subscriptions: Default::default(),
         }
     }
 
@@ -192,15 +202,23 @@ impl ClientInfo {
     pub fn line(&self) -> String {
         let name = lock(&self.name).as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned();
         let cmd = lock(&self.last).1.clone();
-        let flags = match (self.blocked.load(Relaxed), self.no_evict.load(Relaxed)) {
-            (true, true) => "be",
-            (true, false) => "b",
-            (false, true) => "e",
-            (false, false) => "N",
-        };
+        let [sub, psub, ssub] = self.subscriptions.each_ref().map(|n| n.load(Relaxed));
+        let mut flags = String::new();
+        for (on, flag) in [
+            (sub + psub + ssub > 0, 'P'),
+            (self.blocked.load(Relaxed), 'b'),
+            (self.no_evict.load(Relaxed), 'e'),
+        ] {
+            if on {
+                flags.push(flag);
+            }
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
         let (qbuf, omem) = (self.qbuf.load(Relaxed), self.omem.load(Relaxed));
         format!(
-            "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 \
+            "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} \
              multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={omem} \
              tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={}",
             self.id,
@@ -232,8 +250,11 @@ pub struct State {
     pub stats: Stats,
     /// Connected clients by id.
     pub clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
-    /// Set by CLIENT KILL so the event loop looks for killed connections.
-    pub kills_pending: AtomicBool,
+    /// Connections handed to the loops and not yet closed (maxclients; counted by the
+    /// acceptor, before a loop registers the client).
+    pub connections: AtomicUsize,
+    /// Each event loop's mailbox, by loop index (set once the loops start).
+    pub loops: std::sync::OnceLock<Vec<Arc<Mailbox>>>,
     /// CLIENT PAUSE in force.
     pub pause: Mutex<Option<Pause>>,
     /// Whether `pause` may hold something (checked before taking its lock).
@@ -243,9 +264,17 @@ pub struct State {
     /// The `maxmemory` parameter, kept here so write commands need not read the config.
     pub maxmemory: AtomicU64,
     /// The store every connection's database lives in.
-    pub backend: Arc<MemoryBackend>,
+    pub store: Store,
     /// The engine of the default namespace (admin connections).
     pub engine: Arc<SharedEngine>,
+    /// DEBUG SET-ACTIVE-EXPIRE: whether the maintenance thread expires keys.
+    pub active_expire: AtomicBool,
+    /// What active expiry and the collector did (INFO).
+    pub maint: crate::maint::MaintStats,
+    /// Clients parked by blocking commands.
+    pub blocked: crate::blocking::Blocked,
+    /// Every subscription (pub/sub).
+    pub pubsub: crate::pubsub::PubSub,
     /// The engine of each tenant namespace, made when a tenant first logs in.
     tenants: Mutex<BTreeMap<String, Arc<SharedEngine>>>,
     /// When the server started.
@@ -258,8 +287,8 @@ pub struct State {
 }
 
 impl State {
-    /// Shared state over `config`, with an empty store.
-    pub fn new(config: Config) -> State {
+    /// Shared state over `config` and `store`.
+    pub fn new(config: Config, store: Store) -> State {
         let micros = unix_micros();
         let seed = micros ^ u64::from(std::process::id()).rotate_left(32);
         let run_id = (0..5u64)
@@ -270,20 +299,24 @@ impl State {
                 )
             })
             .collect();
-        let backend = Arc::new(MemoryBackend::new());
         let maxmemory = config.number("maxmemory").max(0) as u64;
         State {
-            engine: Arc::new(engine(&backend, DEFAULT_NAMESPACE)),
+            engine: Arc::new(engine(store.backend(), DEFAULT_NAMESPACE)),
             tenants: Mutex::new(BTreeMap::new()),
+            pubsub: Default::default(),
+            blocked: Default::default(),
+            maint: Default::default(),
+            active_expire: AtomicBool::new(true),
             config: RwLock::new(config),
             stats: Stats::default(),
             clients: Mutex::new(BTreeMap::new()),
-            kills_pending: AtomicBool::new(false),
+            loops: std::sync::OnceLock::new(),
+            connections: AtomicUsize::new(0),
             pause: Mutex::new(None),
             pause_active: AtomicBool::new(false),
             maxmemory: AtomicU64::new(maxmemory),
             sampler: Mutex::new(Sampler::new()),
-            backend,
+            store,
             started: Instant::now(),
             started_unix: micros / 1_000_000,
             run_id,
@@ -314,7 +347,7 @@ impl State {
     pub fn tenant_engine(&self, ns: &str) -> Arc<SharedEngine> {
         lock(&self.tenants)
             .entry(ns.to_string())
-            .or_insert_with(|| Arc::new(engine(&self.backend, ns)))
+            .or_insert_with(|| Arc::new(engine(self.store.backend(), ns)))
             .clone()
     }
 
@@ -329,17 +362,46 @@ impl State {
     }
 
     /// Registers a new connection and returns its entry.
-    pub fn connect(&self, addr: String, laddr: String, fd: i64) -> Arc<ClientInfo> {
+    pub fn connect(
+        &self,
+        addr: String,
+        laddr: String,
+        fd: i64,
+        loop_index: usize,
+        token: usize,
+    ) -> Arc<ClientInfo> {
         let id = self.next_client_id.fetch_add(1, Relaxed);
-        let info = Arc::new(ClientInfo::new(id, addr, laddr, fd));
+        let info = Arc::new(ClientInfo::new(id, addr, laddr, fd, loop_index, token));
         lock(&self.clients).insert(id, info.clone());
         self.stats.connections_received.fetch_add(1, Relaxed);
         info
     }
 
+    /// Every engine: the default namespace's, then each tenant's.
+    pub fn engines(&self) -> Vec<Arc<SharedEngine>> {
+        let mut all = vec![self.engine.clone()];
+        all.extend(lock(&self.tenants).values().cloned());
+        all
+    }
+
+    /// Sends `message` to event loop `index` (ignored before the loops start).
+    pub fn send(&self, index: usize, message: Message) {
+        if let Some(mailbox) = self.loops.get().and_then(|l| l.get(index)) {
+            mailbox.send(message);
+        }
+    }
+
+    /// Asks every event loop to look at its connections now (CLIENT KILL, end of a pause).
+    pub fn kick(&self) {
+        for mailbox in self.loops.get().into_iter().flatten() {
+            mailbox.send(Message::Kick);
+        }
+    }
+
     /// Forgets a closed connection.
     pub fn disconnect(&self, id: u64) {
         lock(&self.clients).remove(&id);
+        self.connections.fetch_sub(1, Relaxed);
     }
 
     /// The pause in force for a command (`write`: whether it writes), if any.
@@ -359,7 +421,7 @@ impl State {
 
 /// An engine writing namespace `ns` of `backend` (a namespace longer than 255 bytes, which
 /// NAMESPACE refuses, falls back to the default one).
-fn engine(backend: &Arc<MemoryBackend>, ns: &str) -> SharedEngine {
+fn engine(backend: Backend, ns: &str) -> SharedEngine {
     let layout = KeyLayout::default().with_namespace(ns.as_bytes()).unwrap_or_default();
-    Engine::with_layout(backend.clone(), layout)
+    Engine::with_layout(backend, layout)
 }

@@ -1,6 +1,5 @@
-//! Runs `redis_py_smoke.py` (the official redis-py 8 client, `protocol=2`) against the
-//! server, with and without a password. (RESP3, redis-py's default, waits for the library's
-//! commands to answer RESP3 kinds.)
+//! Runs `redis_py_smoke.py` (the official redis-py 8 client) against the server in RESP2
+//! and RESP3 (redis-py's default), with and without a password.
 //! Needs python3 with `redis` installed (`pip install redis`): a loud skip without it, a
 //! failure under `CI=true`.
 
@@ -20,7 +19,7 @@ fn redis_py_works_with_the_server() {
         return;
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py_smoke.py");
-    for (protocol, password) in [("2", None), ("2", Some("pw"))] {
+    for (protocol, password) in [("2", None), ("2", Some("pw")), ("3", None), ("3", Some("pw"))] {
         let server = match password {
             Some(pw) => common::rediskv(&["--requirepass", pw]),
             None => common::rediskv(&[]),

@@ -557,16 +557,27 @@ impl<'a, B: KvBackend> Db<'a, B> {
             return Ok(());
         }
         // A delete touches a key only if it had a record (Redis signals what it removed).
-        let mut written = Vec::new();
+        // An element written without a size change (HSET of an existing field, ZADD of a
+        // new score, LSET) touches its owner.
+        let mut written: Vec<Bytes> = Vec::new();
+        let layout = self.layout();
         for op in batch.ops() {
-            match op {
-                BatchOp::Put { cf: ColumnFamily::Metadata, key, .. } => written.push(key.clone()),
-                BatchOp::Delete { cf: ColumnFamily::Metadata, key }
-                    if self.backend.get(ColumnFamily::Metadata, key)?.is_some() =>
-                {
-                    written.push(key.clone());
+            let owner = match op {
+                BatchOp::Put { cf: ColumnFamily::Metadata, key, .. } => Some(key.clone()),
+                BatchOp::Delete { cf: ColumnFamily::Metadata, key } => {
+                    self.backend.get(ColumnFamily::Metadata, key)?.is_some().then(|| key.clone())
                 }
-                _ => {}
+                BatchOp::Put { cf: ColumnFamily::Subkey, key, .. }
+                | BatchOp::Delete { cf: ColumnFamily::Subkey, key } => {
+                    layout.decode_subkey(key).ok().map(|sk| layout.owner_metadata_key(&sk.owner()).into())
+                }
+                BatchOp::Put { cf: ColumnFamily::Score, key, .. }
+                | BatchOp::Delete { cf: ColumnFamily::Score, key } => {
+                    layout.decode_score_key(key).ok().map(|sk| layout.owner_metadata_key(&sk.owner).into())
+                }
+            };
+            if let Some(owner) = owner.filter(|o| !written.contains(o)) {
+                written.push(owner);
             }
         }
         let written =

@@ -71,6 +71,13 @@ impl<B: KvBackend> Engine<B> {
         &self.shared.base_layout
     }
 
+    /// The layout of database `index` (`None` past [`super::DATABASES`], or when the
+    /// namespace with its `:index` suffix would pass 255 bytes): its
+    /// [`KeyLayout::namespace_range`] is where an expiry sweep of that database walks.
+    pub fn db_layout(&self, index: usize) -> Option<&KeyLayout> {
+        self.shared.layout_of(index).ok()
+    }
+
     /// The clock's time in unix milliseconds.
     pub fn now_ms(&self) -> u64 {
         self.shared.clock.now_ms()

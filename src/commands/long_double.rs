@@ -225,6 +225,19 @@ pub(crate) enum LongDouble {
 impl LongDouble {
     /// Positive zero.
     pub(crate) const ZERO: LongDouble = LongDouble::Finite { neg: false, mant: 0, exp: 0 };
+
+    /// C's `(long double)x` for a finite double: exact. A non-finite `x` gives
+    /// [`LongDouble::Inf`] (callers pass finite values).
+    pub(crate) fn from_f64(x: f64) -> LongDouble {
+        if !x.is_finite() {
+            return LongDouble::Inf;
+        }
+        let bits = x.to_bits();
+        let biased = ((bits >> 52) & 0x7ff) as i64;
+        let fraction = bits & ((1 << 52) - 1);
+        let (mant, exp) = if biased == 0 { (fraction, -1074) } else { (fraction | 1 << 52, biased - 1075) };
+        LongDouble::Finite { neg: x.is_sign_negative(), mant, exp }
+    }
 }
 
 /// Rounds `n * 2^exp` (plus a nonzero amount below `2^exp` when `sticky`, which

@@ -19,6 +19,7 @@ mod dump;
 mod engine;
 mod error;
 mod generic;
+mod geo;
 mod glob;
 mod hash;
 mod hll;
@@ -76,6 +77,7 @@ pub fn handler<B: KvBackend>(info: &CommandInfo) -> Option<Handler<B>> {
         Family::Sort => sort::command(name),
         Family::Bitmap => bitmap::command(name),
         Family::Hll => hll::command(name),
+        Family::Geo => geo::command(name),
         Family::Session => None,
     }
 }

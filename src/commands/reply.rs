@@ -6,6 +6,7 @@
 //! | [`Reply::Map`] | `%n` then n key/value pairs | `*2n`, the pairs flattened |
 //! | [`Reply::Set`] | `~n` | `*n` |
 //! | [`Reply::Double`] | `,<%.17g>` (`,inf`, `,-inf`) | a bulk string of the same text |
+//! | [`Reply::DoubleText`] | `,text` | a bulk string of the text |
 //! | [`Reply::Boolean`] | `#t` / `#f` | `:1` / `:0` |
 //! | [`Reply::BigNumber`] | `(digits` | a bulk string |
 //! | [`Reply::Verbatim`] | `=len` then `txt:` and the text | a bulk string of the text |
@@ -63,6 +64,9 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// A double (ZSCORE, ZINCRBY…).
     Double(f64),
+    /// A double already printed, as Redis' `addReplyHumanLongDouble` prints it (GEOPOS
+    /// coordinates): `,text` in RESP3, a bulk string of the text in RESP2.
+    DoubleText(Bytes),
     /// A boolean.
     Boolean(bool),
     /// An integer too large for `i64`, as decimal digits.
@@ -179,6 +183,10 @@ impl Reply {
             Reply::Double(x) => match protocol {
                 Protocol::Resp3 => line(out, b',', format_g17(*x).as_bytes()),
                 Protocol::Resp2 => bulk(out, b'$', format_g17(*x).as_bytes()),
+            },
+            Reply::DoubleText(text) => match protocol {
+                Protocol::Resp3 => safe_line(out, b',', text),
+                Protocol::Resp2 => bulk(out, b'$', text),
             },
             Reply::Boolean(b) => match protocol {
                 Protocol::Resp3 => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),

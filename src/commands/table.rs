@@ -118,6 +118,8 @@ pub enum Family {
     Bitmap,
     /// HyperLogLog (PFADD, PFCOUNT, PFMERGE).
     Hll,
+    /// Geo (GEOADD, GEOSEARCH…) on sorted sets.
+    Geo,
     /// MULTI/EXEC/WATCH and COMMAND: per-connection state, answered by
     /// [`super::Engine::execute`].
     Session,

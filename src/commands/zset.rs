@@ -23,6 +23,7 @@ mod write;
 use bytes::Bytes;
 
 pub use self::core::ScoredMember;
+pub(crate) use self::core::ZKey;
 use self::parse::{lex_range, score_range};
 use super::args::int_arg;
 use super::args::{check_pairs_count, cursor_arg, float_arg, random_count_arg, timeout_arg};

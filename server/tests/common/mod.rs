@@ -20,6 +20,22 @@ pub enum Value {
     Bulk(Option<Vec<u8>>),
     /// `*n` (None for `*-1`).
     Array(Option<Vec<Value>>),
+    /// RESP3 `>n`.
+    Push(Vec<Value>),
+    /// RESP3 `%n`.
+    Map(Vec<(Value, Value)>),
+    /// RESP3 `~n`.
+    Set(Vec<Value>),
+    /// RESP3 `_`.
+    Null,
+    /// RESP3 `,` (as sent).
+    Double(String),
+    /// RESP3 `#t` / `#f`.
+    Bool(bool),
+    /// RESP3 `(` (as sent).
+    Big(String),
+    /// RESP3 `=`: the format and the text.
+    Verbatim(Vec<u8>),
 }
 
 impl Value {
@@ -111,6 +127,19 @@ impl Client {
             }
             b'*' if n() < 0 => Value::Array(None),
             b'*' => Value::Array(Some((0..n()).map(|_| self.read()).collect())),
+            b'>' => Value::Push((0..n()).map(|_| self.read()).collect()),
+            b'~' => Value::Set((0..n()).map(|_| self.read()).collect()),
+            b'%' => Value::Map((0..n()).map(|_| (self.read(), self.read())).collect()),
+            b'_' => Value::Null,
+            b',' => Value::Double(body),
+            b'#' => Value::Bool(body == "t"),
+            b'(' => Value::Big(body),
+            b'=' => {
+                let mut data = vec![0; n() as usize + 2];
+                self.reader.read_exact(&mut data).unwrap();
+                data.truncate(data.len() - 2);
+                Value::Verbatim(data)
+            }
             other => panic!("unknown reply type {other}"),
         })
     }
@@ -131,6 +160,12 @@ impl Drop for Server {
 }
 
 impl Server {
+    /// `kill -9`, and waits for the process to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// A client connected to this server.
     pub fn client(&self) -> Client {
         Client::connect(self.port)
@@ -148,9 +183,12 @@ pub fn rediskv_with_file(file: &str) -> Server {
 }
 
 fn start(before: &[&str], args: &[&str]) -> Server {
+    // The memory engine unless a test picks one (the default, fjall, would write ./data).
+    let engine: &[&str] = if args.contains(&"--engine") { &[] } else { &["--engine", "memory"] };
     let mut child = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
         .args(before)
         .args(["--port", "0"])
+        .args(engine)
         .args(args)
         .stderr(Stdio::piped())
         .spawn()

@@ -150,8 +150,9 @@ pub(crate) fn merge_into(max: &mut [u8], hll: &[u8]) -> Result<(), Corrupt> {
     while p < regs.len() {
         let (run, value, size) = opcode(regs, p);
         if value > 0 {
+            // Unlike a count, a merge refuses a run past the last register (Redis 7.0).
             if run + i > REGISTERS {
-                break;
+                return Err(Corrupt);
             }
             for m in &mut max[i..i + run] {
                 *m = (*m).max(value);

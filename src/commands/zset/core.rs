@@ -68,14 +68,14 @@ pub(super) fn lex_key_range(prefix: &[u8], range: &LexRange) -> Option<KeyRange>
 }
 
 /// A live sorted set: its metadata and the record prefix of its version.
-pub(super) struct ZKey {
+pub(crate) struct ZKey {
     pub meta: Metadata<'static>,
     pub prefix: Vec<u8>,
 }
 
 impl<B: KvBackend> Db<'_, B> {
     /// The live sorted set at `key`, with its record prefix.
-    pub(super) fn zkey(&self, key: &[u8]) -> CommandResult<Option<ZKey>> {
+    pub(crate) fn zkey(&self, key: &[u8]) -> CommandResult<Option<ZKey>> {
         let Some(meta) = self.lookup_of(key, RedisType::ZSet)? else { return Ok(None) };
         let prefix = self.layout().subkey_prefix(key, meta.version, 0)?;
         Ok(Some(ZKey { meta, prefix }))
@@ -127,6 +127,30 @@ impl<B: KvBackend> Db<'_, B> {
         }))
     }
 
+    /// Calls `f` with each (member, score) whose score lies in `[min, max)`, in score order,
+    /// until it returns `false` (the geo searches' box scans).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub(crate) fn for_each_in_scores(
+        &self,
+        z: &ZKey,
+        min: f64,
+        max: f64,
+        mut f: impl FnMut(Bytes, f64) -> bool,
+    ) -> CommandResult<()> {
+        let bound = |value, exclusive| super::ScoreBound { value, exclusive };
+        let range = ScoreRange { min: bound(min, false), max: bound(max, true) };
+        let Some(kr) = score_key_range(&z.prefix, &range) else { return Ok(()) };
+        for item in self.scan_score_range(z.prefix.len(), &kr, Direction::Forward)? {
+            let (member, score) = item?;
+            if !f(member, score) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Walks the whole sorted set in score order.
     pub(super) fn scan_all_scores<'a>(
         &'a self,
@@ -167,7 +191,7 @@ impl<B: KvBackend> Db<'_, B> {
 
     /// Replaces `dst` (whatever its type) with a new sorted set holding `items` (unique
     /// members), under a fresh version; an empty `items` deletes `dst`. Returns the size.
-    pub(super) fn store_zset(&mut self, dst: &[u8], items: &[ScoredMember]) -> CommandResult<i64> {
+    pub(crate) fn store_zset(&mut self, dst: &[u8], items: &[ScoredMember]) -> CommandResult<i64> {
         let mut batch = WriteBatch::new();
         if items.is_empty() {
             self.delete_key(&mut batch, dst);

@@ -1,0 +1,180 @@
+//! Clients parked by a blocking command (BLPOP, BLMOVE, BZPOPMIN, WAIT…) and their wake-ups.
+//!
+//! The library says a command would block (`Session::take_block`); the client's session then
+//! moves here, with the command and the keys it waits on, and its connection reads nothing
+//! more. After every command that touched keys, the thread that ran it serves the parked
+//! clients waiting on those keys, in the order they blocked (Redis' order), by re-running
+//! each one's command with `Engine::retry`: served, the answer and the session go back to the
+//! client's event loop through its mailbox; blocked again, the client keeps its place. What
+//! a served command touches (BLMOVE's destination) wakes further clients.
+//!
+//! # No lost wake-up
+//! Parking re-runs the command once under the registry's lock. A writer looks for waiters
+//! under the same lock after its batch is in the store, so either the writer's push
+//! happened before that re-run (which sees it), or the writer finds the client registered.
+//! The lock is always taken before any key lock (a retry takes key locks inside it; no
+//! command holds a key lock while it waits for the registry), so the order cannot deadlock.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
+
+use bytes::Bytes;
+use rediskv::commands::{Reply, Session};
+
+use crate::conn::Message;
+use crate::pubsub::protocol;
+use crate::state::{ClientInfo, SharedEngine, State, lock};
+
+/// Which key of which database of which namespace.
+type WaitKey = (Vec<u8>, usize, Bytes);
+
+/// A parked client.
+pub struct Parked {
+    /// Who, and where its connection lives.
+    pub info: Arc<ClientInfo>,
+    /// The engine of its namespace.
+    pub engine: Arc<SharedEngine>,
+    /// Its session, until it is served.
+    pub session: Session,
+    /// The command that blocked.
+    pub argv: Vec<Bytes>,
+    /// What it waits on.
+    keys: Vec<WaitKey>,
+    /// Its answer if the deadline passes first.
+    timeout_reply: Reply,
+}
+
+#[derive(Default)]
+struct Registry {
+    waiting: HashMap<WaitKey, VecDeque<u64>>,
+    parked: HashMap<u64, Parked>,
+}
+
+/// Every parked client.
+#[derive(Default)]
+pub struct Blocked {
+    registry: Mutex<Registry>,
+    /// How many are parked: writers skip the lock when nobody waits.
+    count: AtomicUsize,
+}
+
+/// What became of a command that would block.
+pub enum Parking {
+    /// Served at once (a write landed between its first run and its parking).
+    Served(Box<Session>, Reply),
+    /// Parked until this deadline (`None`: forever).
+    Parked(Option<Instant>),
+}
+
+impl Blocked {
+    /// Parked clients (INFO `blocked_clients`).
+    pub fn count(&self) -> usize {
+        self.count.load(Relaxed)
+    }
+
+    /// Parks a client whose command would block on `block`.
+    pub fn park(
+        &self,
+        state: &State,
+        info: &Arc<ClientInfo>,
+        engine: &Arc<SharedEngine>,
+        mut session: Session,
+        argv: Vec<Bytes>,
+        block: rediskv::commands::Block,
+    ) -> Parking {
+        let mut registry = lock(&self.registry);
+        // The re-run that closes the race with a writer (see the module docs).
+        let reply = engine.retry(&mut session, &argv);
+        let Some(again) = session.take_block() else {
+            drop(registry);
+            self.wake(state, engine, &session);
+            return Parking::Served(Box::new(session), reply);
+        };
+        let ns = engine.layout().namespace().to_vec();
+        let keys: Vec<WaitKey> = block.keys.iter().map(|k| (ns.clone(), block.db, k.clone())).collect();
+        for key in &keys {
+            registry.waiting.entry(key.clone()).or_default().push_back(info.id);
+        }
+        let timeout_reply = again.timeout_reply();
+        registry.parked.insert(
+            info.id,
+            Parked { info: info.clone(), engine: engine.clone(), session, argv, keys, timeout_reply },
+        );
+        self.count.store(registry.parked.len(), Relaxed);
+        Parking::Parked(block.timeout.map(|t| Instant::now() + t))
+    }
+
+    /// Takes a client out (its deadline passed, it disconnected, CLIENT UNBLOCK): its session
+    /// and timeout answer, `None` if it was not parked (already served).
+    pub fn cancel(&self, client: u64) -> Option<(Session, Reply)> {
+        let mut registry = lock(&self.registry);
+        let parked = remove(&mut registry, client)?;
+        self.count.store(registry.parked.len(), Relaxed);
+        Some((parked.session, parked.timeout_reply))
+    }
+
+    /// Serves the clients waiting on what `session`'s last command touched (run it after
+    /// every command, on the engine it ran on).
+    pub fn wake(&self, state: &State, engine: &SharedEngine, session: &Session) {
+        if self.count.load(Relaxed) == 0 || session.touched().is_empty() {
+            return;
+        }
+        let ns = engine.layout().namespace().to_vec();
+        let mut ready: VecDeque<WaitKey> = ready_keys(engine, &ns, session);
+        let mut registry = lock(&self.registry);
+        while let Some(key) = ready.pop_front() {
+            let mut index = 0;
+            while let Some(&client) = registry.waiting.get(&key).and_then(|q| q.get(index)) {
+                let Some(parked) = registry.parked.get_mut(&client) else { break };
+                let reply = parked.engine.retry(&mut parked.session, &parked.argv);
+                if parked.session.take_block().is_some() {
+                    // Still blocked (the key holds another type, or was emptied by an
+                    // earlier waiter): the next waiter may still be servable.
+                    index += 1;
+                    continue;
+                }
+                let Some(parked) = remove(&mut registry, client) else { break };
+                ready.extend(ready_keys(&parked.engine, parked.engine.layout().namespace(), &parked.session));
+                send_answer(state, &parked.info, parked.session, &reply);
+            }
+        }
+        self.count.store(registry.parked.len(), Relaxed);
+    }
+}
+
+/// The wait keys `session`'s last command touched.
+fn ready_keys(engine: &SharedEngine, ns: &[u8], session: &Session) -> VecDeque<WaitKey> {
+    session
+        .touched()
+        .iter()
+        .filter_map(|t| engine.touched_key(t))
+        .map(|(db, key)| (ns.to_vec(), db, key))
+        .collect()
+}
+
+/// Unregisters a parked client everywhere.
+fn remove(registry: &mut Registry, client: u64) -> Option<Parked> {
+    let parked = registry.parked.remove(&client)?;
+    for key in &parked.keys {
+        if let Some(queue) = registry.waiting.get_mut(key) {
+            queue.retain(|c| *c != client);
+            if queue.is_empty() {
+                registry.waiting.remove(key);
+            }
+        }
+    }
+    Some(parked)
+}
+
+/// Sends a served (or timed out, or unblocked) client its answer and its session.
+pub fn send_answer(state: &State, info: &ClientInfo, session: Session, reply: &Reply) {
+    let mut bytes = Vec::new();
+    reply.write(protocol(info), &mut bytes);
+    state.send(
+        info.loop_index,
+        Message::Resume { token: info.token, client: info.id, session: Box::new(session), bytes },
+    );
+}

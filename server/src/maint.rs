@@ -1,0 +1,164 @@
+//! Background maintenance, Redis' `serverCron` share of it: every tick (`1000 / hz` ms) a
+//! bounded slice of time goes to active expiry (every namespace's databases, in bounded
+//! sweeps, each key deleted under its lock after a fresh read: `gc::expire_step`) and, for a
+//! store without a compaction filter of its own (memory), to the incremental collector
+//! (`gc::Collector`) that deletes the records of deleted and expired collections.
+//!
+//! The slice is Redis' active-expire budget: 25% of the tick, plus 2% per step of
+//! `active-expire-effort` above 1. A sweep or collector pass that found nothing waits a
+//! second before the next one, so an idle or clean store costs almost nothing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use rediskv::codec::ColumnFamily;
+use rediskv::gc::{self, Collector, ExpirySweep};
+
+use crate::state::{SharedEngine, State, lock};
+
+/// Records per collector step, keys per expiry step: small enough that one step's batch
+/// holds the store's write lock only briefly.
+const STEP: usize = 512;
+/// How long a pass that found nothing waits before the next one.
+const IDLE: Duration = Duration::from_secs(1);
+
+/// What INFO reports of maintenance.
+#[derive(Debug, Default)]
+pub struct MaintStats {
+    /// Keys deleted by active expiry.
+    pub expired_keys: AtomicU64,
+    /// Records the collector examined.
+    pub gc_examined: AtomicU64,
+    /// Records the collector deleted.
+    pub gc_collected: AtomicU64,
+    /// Complete collector passes.
+    pub gc_passes: AtomicU64,
+    /// Where the collector is: `subkey` or `score`, and the first key it examines next, hex.
+    pub gc_position: std::sync::Mutex<String>,
+}
+
+/// A sweep of one database of one engine.
+struct Sweep {
+    engine: Arc<SharedEngine>,
+    db: usize,
+    sweep: ExpirySweep,
+    /// The current pass deleted something.
+    found: bool,
+    /// When a pass that found nothing may start again.
+    idle_until: Option<Instant>,
+}
+
+/// Starts the maintenance thread.
+pub fn spawn(state: Arc<State>) {
+    let _ = std::thread::Builder::new().name("maintenance".into()).spawn(move || run(&state));
+}
+
+fn run(state: &State) {
+    let mut sweeps: HashMap<(Vec<u8>, usize), Sweep> = HashMap::new();
+    let mut collector =
+        (!state.store.collects_itself()).then(|| Collector::new(state.engine.layout(), gc::DEFAULT_GRACE_MS));
+    let mut collector_idle_until: Option<Instant> = None;
+    let mut collector_found = false;
+    loop {
+        let (tick, budget) = {
+            let config = state.config();
+            let hz = config.number("hz").clamp(1, 500) as u64;
+            let effort = config.number("active-expire-effort").clamp(1, 10) as u64;
+            let tick = Duration::from_millis(1000 / hz);
+            (tick, tick * (25 + 2 * (effort as u32 - 1)) / 100)
+        };
+        let started = Instant::now();
+        let deadline = started + budget;
+        let databases = state.config().number("databases").clamp(1, 16) as usize;
+        let engines = if state.active_expire.load(Relaxed) { state.engines() } else { Vec::new() };
+        for engine in engines {
+            for db in 0..databases {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                let Some(sweep) = sweep_of(&mut sweeps, &engine, db) else { continue };
+                expire(state, sweep, deadline);
+            }
+        }
+        if let Some(collector) = collector.as_mut() {
+            if collector_idle_until.is_none_or(|t| Instant::now() >= t) {
+                collector_idle_until = None;
+                collect(state, collector, deadline, &mut collector_found, &mut collector_idle_until);
+            }
+        }
+        let spent = started.elapsed();
+        std::thread::sleep(tick.saturating_sub(spent));
+    }
+}
+
+/// The sweep of database `db` of `engine` (by its namespace), made when first needed.
+fn sweep_of<'a>(
+    sweeps: &'a mut HashMap<(Vec<u8>, usize), Sweep>,
+    engine: &Arc<SharedEngine>,
+    db: usize,
+) -> Option<&'a mut Sweep> {
+    let range = engine.db_layout(db)?.namespace_range();
+    Some(sweeps.entry((engine.layout().namespace().to_vec(), db)).or_insert_with(|| Sweep {
+        engine: engine.clone(),
+        db,
+        sweep: ExpirySweep::new(range),
+        found: false,
+        idle_until: None,
+    }))
+}
+
+/// Runs expiry steps on one database until its pass ends or the deadline.
+fn expire(state: &State, sweep: &mut Sweep, deadline: Instant) {
+    if sweep.idle_until.is_some_and(|t| Instant::now() < t) {
+        return;
+    }
+    sweep.idle_until = None;
+    while Instant::now() < deadline {
+        let now = sweep.engine.now_ms();
+        let Ok(step) = gc::expire_step(&sweep.engine, &mut sweep.sweep, now, STEP) else { return };
+        state.maint.expired_keys.fetch_add(step.removed.len() as u64, Relaxed);
+        sweep.found |= !step.removed.is_empty();
+        crate::notify::expired(state, &sweep.engine, sweep.db, &step.removed);
+        if step.done {
+            if let Some(range) = sweep.engine.db_layout(sweep.db).map(|l| l.namespace_range()) {
+                sweep.sweep = ExpirySweep::new(range);
+            }
+            if !std::mem::take(&mut sweep.found) {
+                sweep.idle_until = Some(Instant::now() + IDLE);
+            }
+            return;
+        }
+    }
+}
+
+/// Runs collector steps until the deadline or the end of a pass that found nothing.
+fn collect(
+    state: &State,
+    collector: &mut Collector,
+    deadline: Instant,
+    found: &mut bool,
+    idle_until: &mut Option<Instant>,
+) {
+    let backend = state.store.backend();
+    let stats = &state.maint;
+    while Instant::now() < deadline {
+        let Ok(step) = collector.step(&backend, state.engine.now_ms(), STEP) else { return };
+        stats.gc_examined.fetch_add(step.examined as u64, Relaxed);
+        let dropped = (step.dropped_subkeys + step.dropped_scores) as u64;
+        stats.gc_collected.fetch_add(dropped, Relaxed);
+        *found |= dropped > 0;
+        if step.pass_done {
+            stats.gc_passes.fetch_add(1, Relaxed);
+            if !std::mem::take(found) {
+                *idle_until = Some(Instant::now() + IDLE);
+                break;
+            }
+        }
+    }
+    let (cf, next) = collector.position();
+    let cf = if cf == ColumnFamily::Score { "score" } else { "subkey" };
+    let hex: String = next.iter().take(64).map(|b| format!("{b:02x}")).collect();
+    *lock(&stats.gc_position) = format!("{cf}:{hex}");
+}

@@ -1,0 +1,138 @@
+//! The store under every namespace's engine: in memory, or a directory on disk (fjall by
+//! default, RocksDB with the `rocksdb` feature), chosen at start by `--engine`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rediskv::backend::{KvBackend, MemoryBackend};
+use rediskv::codec::ColumnFamily;
+use rediskv_engine::{DiskBackend, Options, Sync};
+
+/// Any backend, shared between threads. One vtable call per store access costs a few
+/// nanoseconds beside a B-tree or LSM lookup, and lets one server binary serve every engine.
+pub type Backend = Arc<dyn KvBackend + Send + std::marker::Sync>;
+
+/// The engines `--engine` accepts.
+pub const ENGINES: &[&str] =
+    if cfg!(feature = "rocksdb") { &["memory", "fjall", "rocksdb"] } else { &["memory", "fjall"] };
+
+/// The opened store.
+pub enum Store {
+    /// Everything in one process' memory: gone at exit.
+    Memory(Arc<MemoryBackend>),
+    /// A directory written by an on-disk engine.
+    Disk {
+        /// `fjall` or `rocksdb`.
+        engine: &'static str,
+        /// The directory.
+        dir: PathBuf,
+        /// The backend, for its disk-only operations.
+        disk: Arc<dyn DiskBackend + Send + std::marker::Sync>,
+        /// The same backend as a [`KvBackend`].
+        kv: Backend,
+    },
+}
+
+impl Store {
+    /// Opens `engine` (`memory`, `fjall` or `rocksdb`); a disk engine opens (creating it if
+    /// needed) directory `dir` with the `appendfsync` policy.
+    ///
+    /// # Errors
+    /// An unknown engine, a directory that cannot be created, or the engine's refusal to
+    /// open it (another layout, a corrupt record), as a message for the operator.
+    pub fn open(engine: &str, dir: &Path, appendfsync: &str) -> Result<Store, String> {
+        let sync = match appendfsync {
+            "always" => Sync::Always,
+            "no" => Sync::No,
+            _ => Sync::Everysec,
+        };
+        let options = Options { sync, ..Options::default() };
+        let create =
+            || std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()));
+        let (engine, disk): (&'static str, Arc<dyn DiskBackend + Send + std::marker::Sync>) = match engine {
+            "memory" => return Ok(Store::Memory(Arc::new(MemoryBackend::new()))),
+            "fjall" => {
+                create()?;
+                ("fjall", Arc::new(rediskv_fjall::open(dir, options).map_err(|e| e.to_string())?))
+            }
+            #[cfg(feature = "rocksdb")]
+            "rocksdb" => {
+                create()?;
+                ("rocksdb", Arc::new(rediskv_rocksdb::open(dir, options).map_err(|e| e.to_string())?))
+            }
+            other => {
+                return Err(format!("unknown engine '{other}' (this build has: {})", ENGINES.join(", ")));
+            }
+        };
+        // Trait upcasting (Rust 1.86): the same object, seen as a plain backend.
+        let kv: Backend = disk.clone();
+        Ok(Store::Disk { engine, dir: dir.to_path_buf(), disk, kv })
+    }
+
+    /// The backend every engine of the server reads and writes.
+    pub fn backend(&self) -> Backend {
+        match self {
+            Store::Memory(m) => m.clone(),
+            Store::Disk { kv, .. } => kv.clone(),
+        }
+    }
+
+    /// The engine's name, for INFO.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Store::Memory(_) => "memory",
+            Store::Disk { engine, .. } => engine,
+        }
+    }
+
+    /// The data directory (`None` in memory).
+    pub fn dir(&self) -> Option<&Path> {
+        match self {
+            Store::Memory(_) => None,
+            Store::Disk { dir, .. } => Some(dir),
+        }
+    }
+
+    /// Bytes the data takes: what the memory backend holds (the figure `maxmemory` limits),
+    /// or the table files on disk.
+    pub fn used_bytes(&self) -> u64 {
+        match self {
+            Store::Memory(m) => m.bytes(),
+            Store::Disk { disk, .. } => ColumnFamily::ALL.iter().map(|cf| disk.disk_bytes(*cf)).sum(),
+        }
+    }
+
+    /// Whether `maxmemory` applies (only to data kept in memory).
+    pub fn in_memory(&self) -> bool {
+        matches!(self, Store::Memory(_))
+    }
+
+    /// Whether the store drops garbage by itself (a compaction filter on `gc::decide`); the
+    /// memory store needs the server's incremental collector.
+    pub fn collects_itself(&self) -> bool {
+        !self.in_memory()
+    }
+
+    /// Syncs every write to disk (SAVE, shutdown); nothing to do in memory.
+    ///
+    /// # Errors
+    /// The engine's sync failed.
+    pub fn sync(&self) -> Result<(), String> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            Store::Disk { disk, .. } => disk.flush().map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Flushes memtables and compacts fully, the compaction filter dropping garbage (DEBUG
+    /// COMPACT); nothing to do in memory.
+    ///
+    /// # Errors
+    /// The engine's compaction failed.
+    pub fn compact(&self) -> Result<(), String> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            Store::Disk { disk, .. } => disk.compact().map_err(|e| e.to_string()),
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! The server's maintenance thread on the memory store: keys that expire and are never read
+//! again leave the backend (active expiry), and the records of a deleted collection leave it
+//! too (the incremental collector), both visible in INFO.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Client, Value, rediskv};
+
+fn info_field(c: &mut Client, section: &str, name: &str) -> String {
+    let text = c.cmd(&["INFO", section]).text();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
+        .trim()
+        .to_string()
+}
+
+fn used_memory(c: &mut Client) -> u64 {
+    info_field(c, "memory", "used_memory").parse().unwrap()
+}
+
+/// Sends `commands` in one pipeline and checks every reply is not an error.
+fn pipeline(c: &mut Client, commands: impl Iterator<Item = Vec<String>>) {
+    let mut buf = Vec::new();
+    let mut n = 0;
+    for args in commands {
+        buf.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for a in &args {
+            buf.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        n += 1;
+    }
+    c.send_raw(&buf);
+    for _ in 0..n {
+        assert!(!matches!(c.read(), Value::Error(_)));
+    }
+}
+
+/// Polls `done` every 50 ms until it holds or `limit` passes; returns how long it took.
+fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if done() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+#[test]
+fn keys_that_expire_unread_leave_the_backend_within_5_seconds() {
+    let server = rediskv(&[]);
+    let mut c = server.client();
+    let baseline = used_memory(&mut c);
+    let n = 100_000;
+    for chunk in 0..10 {
+        pipeline(
+            &mut c,
+            (0..n / 10).map(|i| {
+                vec![
+                    "SET".into(),
+                    format!("ttl:{chunk}:{i}"),
+                    "some value".into(),
+                    "PX".into(),
+                    "1000".into(),
+                ]
+            }),
+        );
+    }
+    let expires_at = Instant::now() + Duration::from_secs(1);
+    assert!(used_memory(&mut c) > baseline + 1_000_000, "100k keys take room");
+    let mut watcher = server.client();
+    wait_for(Duration::from_secs(30), || used_memory(&mut watcher) <= baseline)
+        .expect("expired keys never left the backend");
+    let since_expiry = Instant::now().saturating_duration_since(expires_at);
+    eprintln!("100k expired keys gone {since_expiry:?} after expiring");
+    assert!(since_expiry <= Duration::from_secs(5), "took {since_expiry:?} after expiry");
+    assert_eq!(info_field(&mut c, "stats", "expired_keys").parse::<u64>().unwrap(), n);
+    assert_eq!(c.cmd(&["DBSIZE"]), Value::Int(0));
+}
+
+#[test]
+fn records_of_a_deleted_hash_are_collected() {
+    let server = rediskv(&[]);
+    let mut c = server.client();
+    let baseline = used_memory(&mut c);
+    let fields = 200_000;
+    for chunk in 0..(fields / 1000) {
+        let mut args = vec!["HSET".to_string(), "big".to_string()];
+        for i in 0..1000 {
+            args.push(format!("field:{chunk}:{i}"));
+            args.push(format!("value {i}"));
+        }
+        pipeline(&mut c, std::iter::once(args));
+    }
+    let loaded = used_memory(&mut c);
+    assert!(loaded > baseline + 5_000_000, "200k fields take room: {baseline} → {loaded}");
+    assert_eq!(c.cmd(&["DEL", "big"]), Value::Int(1));
+    // The keys left are still served while the collector works.
+    assert_eq!(c.cmd(&["SET", "other", "v"]), Value::Status("OK".into()));
+    let collected =
+        |c: &mut Client| info_field(c, "stats", "rediskv_gc_collected_records").parse::<u64>().unwrap();
+    let took = wait_for(Duration::from_secs(60), || collected(&mut c) >= fields)
+        .expect("the deleted hash's records were never collected");
+    eprintln!("200k records collected in {took:?}");
+    let now = used_memory(&mut c);
+    assert!(
+        now <= baseline + (loaded - baseline) / 20,
+        "bytes {baseline} → {loaded} → {now}: not back within 5%"
+    );
+    assert_eq!(c.cmd(&["GET", "other"]), Value::Bulk(Some(b"v".to_vec())));
+    assert_eq!(c.cmd(&["FSCK"]), Value::Array(Some(vec![])));
+}
+
+#[test]
+fn debug_set_active_expire_0_stops_active_expiry() {
+    let server = rediskv(&["--enable-debug-command", "yes"]);
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), Value::Status("OK".into()));
+    assert_eq!(c.cmd(&["SET", "k", "v", "PX", "100"]), Value::Status("OK".into()));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(info_field(&mut c, "stats", "expired_keys"), "0");
+    assert_eq!(c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), Value::Status("OK".into()));
+    wait_for(Duration::from_secs(10), || info_field(&mut c, "stats", "expired_keys") == "1")
+        .expect("active expiry resumed");
+}

@@ -1,0 +1,223 @@
+//! The server on a disk engine: data survives a restart, and a `kill -9` in the middle of a
+//! write load leaves a consistent store (FSCK clean, no half transaction) in which, with
+//! `--appendfsync always`, every acknowledged write is present.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::{Client, Value, rediskv};
+
+/// A directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("rediskv-server-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn bulk(s: &str) -> Value {
+    Value::Bulk(Some(s.as_bytes().to_vec()))
+}
+
+/// What the restart test compares: DUMP of every key, and whether it has a TTL.
+fn snapshot(c: &mut Client) -> Vec<(String, Value, bool)> {
+    let mut keys = c.cmd(&["KEYS", "*"]).texts();
+    keys.sort();
+    keys.into_iter()
+        .map(|k| {
+            let dump = c.cmd(&["DUMP", &k]);
+            let ttl = matches!(c.cmd(&["PTTL", &k]), Value::Int(t) if t > 0);
+            (k, dump, ttl)
+        })
+        .collect()
+}
+
+#[test]
+fn every_key_ttl_and_collection_is_back_after_a_restart() {
+    let dir = TempDir::new("restart");
+    for engine in ["fjall"] {
+        let before = {
+            let server = rediskv(&["--engine", engine, "--dir", dir.path()]);
+            let mut c = server.client();
+            for args in [
+                &["SET", "s", "value"][..],
+                &["SET", "ttl", "soon", "EX", "1000"],
+                &["HSET", "h", "a", "1", "b", "2"],
+                &["PEXPIRE", "h", "5000000"],
+                &["RPUSH", "l", "x", "y", "z"],
+                &["SADD", "set", "m1", "m2"],
+                &["ZADD", "z", "1.5", "a", "-2", "b"],
+                &["SETBIT", "bits", "100000", "1"],
+                &["PFADD", "hll", "a", "b", "c"],
+                &["SELECT", "3"],
+                &["SET", "in-db-3", "v"],
+            ] {
+                assert!(!matches!(c.cmd(args), Value::Error(_)), "{args:?}");
+            }
+            c.cmd(&["SELECT", "0"]);
+            let snap = snapshot(&mut c);
+            assert_eq!(snap.len(), 8);
+            c.send(&[b"SHUTDOWN"]);
+            assert_eq!(c.try_read(), None, "SHUTDOWN closes the connection");
+            snap
+        };
+        let server = rediskv(&["--engine", engine, "--dir", dir.path()]);
+        let mut c = server.client();
+        assert_eq!(snapshot(&mut c), before, "{engine}: every key, value and TTL is back");
+        assert_eq!(c.cmd(&["FSCK"]), Value::Array(Some(vec![])));
+        c.cmd(&["SELECT", "3"]);
+        assert_eq!(c.cmd(&["GET", "in-db-3"]), bulk("v"));
+        // A new collection after the restart does not see the old one's elements.
+        c.cmd(&["SELECT", "0"]);
+        assert_eq!(c.cmd(&["DEL", "h"]), Value::Int(1));
+        assert_eq!(c.cmd(&["HSET", "h", "c", "3"]), Value::Int(1));
+        assert_eq!(c.cmd(&["HGETALL", "h"]).texts(), ["c", "3"]);
+    }
+}
+
+/// Finds redis-benchmark, failing under CI when it is missing.
+fn redis_benchmark() -> Option<&'static str> {
+    let found = Command::new("redis-benchmark").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var("CI").is_err(), "redis-benchmark is not installed (CI=true)");
+        eprintln!("SKIPPED: redis-benchmark is not installed");
+    }
+    found.then_some("redis-benchmark")
+}
+
+/// What the writer threads had acknowledged when the server died.
+#[derive(Default)]
+struct Acked {
+    /// The last INCR reply.
+    counter: i64,
+    /// Every RPUSHed value that was acknowledged.
+    pushed: Vec<String>,
+    /// Transfers between `a` and `b` acknowledged by EXEC.
+    transfers: i64,
+}
+
+/// Writes until the connection breaks, recording what was acknowledged.
+fn writer(port: u16, acked: Arc<Mutex<Acked>>, stop: Arc<AtomicBool>) {
+    let mut c = Client::connect(port);
+    let mut i = 0i64;
+    while !stop.load(Ordering::SeqCst) {
+        i += 1;
+        let Some(Value::Int(n)) = ({
+            c.send(&[b"INCR", b"counter"]);
+            c.try_read()
+        }) else {
+            return;
+        };
+        {
+            let mut acked = acked.lock().unwrap();
+            acked.counter = acked.counter.max(n);
+        }
+        let value = format!("v{i}");
+        c.send(&[b"RPUSH", b"log", value.as_bytes()]);
+        let Some(Value::Int(_)) = c.try_read() else { return };
+        acked.lock().unwrap().pushed.push(value);
+        // A transfer: a -= 1, b += 1 in one transaction; the sum stays 0.
+        for args in [&[&b"MULTI"[..]][..], &[b"DECR", b"a"], &[b"INCR", b"b"]] {
+            c.send(args);
+            if c.try_read().is_none() {
+                return;
+            }
+        }
+        c.send(&[b"EXEC"]);
+        let Some(Value::Array(Some(_))) = c.try_read() else { return };
+        acked.lock().unwrap().transfers += 1;
+    }
+}
+
+fn int(v: Value) -> i64 {
+    match v {
+        Value::Int(n) => n,
+        Value::Bulk(Some(b)) => String::from_utf8(b).unwrap().parse().unwrap(),
+        Value::Bulk(None) => 0,
+        other => panic!("not a number: {other:?}"),
+    }
+}
+
+fn crash_under_load(dir: &Path, appendfsync: &str) {
+    let Some(bench) = redis_benchmark() else { return };
+    let dir = dir.to_str().unwrap();
+    let mut server = rediskv(&["--engine", "fjall", "--dir", dir, "--appendfsync", appendfsync]);
+    let acked = Arc::new(Mutex::new(Acked::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..3)
+        .map(|_| {
+            let (acked, stop, port) = (acked.clone(), stop.clone(), server.port);
+            std::thread::spawn(move || writer(port, acked, stop))
+        })
+        .collect();
+    let mut load = Command::new(bench)
+        .args(["-p", &server.port.to_string(), "-q", "-n", "2000000", "-P", "16", "-c", "20", "-r", "5000"])
+        .args(["-t", "set,incr,lpush,rpop,sadd,hset,zadd,spop"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start redis-benchmark");
+    // Let the load run until the writers have some acknowledged history, then kill -9.
+    let mut c = server.client();
+    loop {
+        if acked.lock().unwrap().transfers >= 50 {
+            break;
+        }
+        assert_eq!(c.cmd(&["PING"]), Value::Status("PONG".into()));
+    }
+    server.kill();
+    stop.store(true, Ordering::SeqCst);
+    for w in writers {
+        w.join().unwrap();
+    }
+    let _ = load.kill();
+    let _ = load.wait();
+    let acked = std::mem::take(&mut *acked.lock().unwrap());
+
+    let server = rediskv(&["--engine", "fjall", "--dir", dir, "--appendfsync", appendfsync]);
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["FSCK"]), Value::Array(Some(vec![])), "the store is consistent after kill -9");
+    let (a, b) = (int(c.cmd(&["GET", "a"])), int(c.cmd(&["GET", "b"])));
+    assert_eq!(a + b, 0, "no transaction is half-applied (a={a}, b={b})");
+    let counter = int(c.cmd(&["GET", "counter"]));
+    let log = c.cmd(&["LRANGE", "log", "0", "-1"]).texts();
+    // Everything present was written in order: the log is a prefix-closed history.
+    assert!(log.len() as i64 <= counter + 3 && -a <= counter + 3, "more effects than requests");
+    if appendfsync == "always" {
+        assert!(counter >= acked.counter, "acknowledged INCR lost: {counter} < {}", acked.counter);
+        for v in &acked.pushed {
+            assert!(log.contains(v), "acknowledged RPUSH {v} lost");
+        }
+        assert!(b >= acked.transfers, "acknowledged EXEC lost: {b} < {}", acked.transfers);
+    }
+}
+
+#[test]
+fn kill_9_under_load_keeps_the_store_consistent() {
+    let dir = TempDir::new("crash-everysec");
+    crash_under_load(&dir.0, "everysec");
+}
+
+#[test]
+fn kill_9_with_appendfsync_always_keeps_every_acknowledged_write() {
+    let dir = TempDir::new("crash-always");
+    crash_under_load(&dir.0, "always");
+}

@@ -1,0 +1,136 @@
+//! Pub/sub against a real redis-server 7.0: the same script on both, every reply compared;
+//! subscribers spread over event loops; a slow subscriber cut off by its output limit.
+
+mod common;
+
+use common::{Client, Server, Value, redis, rediskv};
+
+fn bulk(s: &str) -> Value {
+    Value::Bulk(Some(s.as_bytes().to_vec()))
+}
+
+/// Runs the script on one server and returns every reply each client saw, in order.
+fn script(server: &Server) -> Vec<Value> {
+    let (mut sub, mut psub, mut shard, mut publisher) =
+        (server.client(), server.client(), server.client(), server.client());
+    let mut seen = Vec::new();
+    let cmd = |c: &mut Client, args: &[&str], replies: usize, seen: &mut Vec<Value>| {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        c.send(&args);
+        for _ in 0..replies {
+            seen.push(c.read());
+        }
+    };
+    let mut resp3 = server.client();
+    let mut ignored = Vec::new();
+    cmd(&mut resp3, &["HELLO", "3"], 1, &mut ignored);
+    cmd(&mut resp3, &["SUBSCRIBE", "news"], 1, &mut seen);
+    cmd(&mut sub, &["SUBSCRIBE", "news", "sport", "news"], 3, &mut seen);
+    cmd(&mut psub, &["PSUBSCRIBE", "h?llo", "n*"], 2, &mut seen);
+    cmd(&mut sub, &["PSUBSCRIBE", "[a-m]*"], 1, &mut seen);
+    cmd(&mut shard, &["SSUBSCRIBE", "orders"], 1, &mut seen);
+    // RESP2 subscribed mode: only the pub/sub commands, PING, QUIT and RESET.
+    cmd(&mut sub, &["GET", "x"], 1, &mut seen);
+    cmd(&mut sub, &["CLIENT", "ID"], 1, &mut seen);
+    cmd(&mut sub, &["PING"], 1, &mut seen);
+    cmd(&mut sub, &["PING", "hi"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBLISH", "news", "n1"], 1, &mut seen);
+    seen.push(sub.read());
+    seen.push(psub.read());
+    seen.push(resp3.read());
+    // RESP3 clients may run anything while subscribed.
+    cmd(&mut resp3, &["SET", "k", "v"], 1, &mut seen);
+    cmd(&mut resp3, &["PING"], 1, &mut seen);
+    cmd(&mut resp3, &["UNSUBSCRIBE"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBLISH", "hello", "h1"], 1, &mut seen);
+    seen.push(psub.read());
+    seen.push(sub.read());
+    cmd(&mut publisher, &["PUBLISH", "zzz", "nobody"], 1, &mut seen);
+    cmd(&mut publisher, &["SPUBLISH", "orders", "o1"], 1, &mut seen);
+    seen.push(shard.read());
+    cmd(&mut publisher, &["SPUBLISH", "news", "not a shard channel"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBSUB", "NUMSUB", "news", "sport", "none"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBSUB", "NUMPAT"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBSUB", "SHARDNUMSUB", "orders", "news"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBSUB", "SHARDCHANNELS"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBSUB", "CHANNELS", "s*"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBSUB", "NOPE"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBSUB", "NUMPAT", "x"], 1, &mut seen);
+    cmd(&mut publisher, &["SUBSCRIBE"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBLISH", "a"], 1, &mut seen);
+    cmd(&mut sub, &["UNSUBSCRIBE", "sport"], 1, &mut seen);
+    cmd(&mut sub, &["PUNSUBSCRIBE", "[a-m]*", "never"], 2, &mut seen);
+    cmd(&mut sub, &["UNSUBSCRIBE"], 1, &mut seen);
+    cmd(&mut sub, &["UNSUBSCRIBE"], 1, &mut seen);
+    // Out of subscribed mode: commands work again.
+    cmd(&mut sub, &["PING"], 1, &mut seen);
+    cmd(&mut shard, &["SUNSUBSCRIBE"], 1, &mut seen);
+    cmd(&mut psub, &["RESET"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBSUB", "NUMPAT"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBLISH", "news", "n2"], 1, &mut seen);
+    seen
+}
+
+#[test]
+fn replies_match_redis() {
+    let Some(redis) = redis(&[]) else { return };
+    let theirs = script(&redis);
+    for threads in ["1", "3"] {
+        let ours = script(&rediskv(&["--threads", threads]));
+        for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+            assert_eq!(a, b, "reply {i} with {threads} threads");
+        }
+        assert_eq!(ours.len(), theirs.len());
+    }
+}
+
+#[test]
+fn every_subscriber_on_every_loop_gets_every_message_in_order() {
+    let server = rediskv(&["--threads", "3"]);
+    let mut subs: Vec<Client> = (0..7).map(|_| server.client()).collect();
+    for s in &mut subs {
+        assert_eq!(
+            s.cmd(&["SUBSCRIBE", "c"]),
+            Value::Array(Some(vec![bulk("subscribe"), bulk("c"), Value::Int(1)]))
+        );
+    }
+    let mut publisher = server.client();
+    for i in 0..200 {
+        assert_eq!(publisher.cmd(&["PUBLISH", "c", &i.to_string()]), Value::Int(7));
+    }
+    for s in &mut subs {
+        for i in 0..200 {
+            assert_eq!(s.read(), Value::Array(Some(vec![bulk("message"), bulk("c"), bulk(&i.to_string())])));
+        }
+    }
+}
+
+#[test]
+fn a_subscriber_that_does_not_read_is_disconnected_at_its_output_limit() {
+    let server = rediskv(&[]);
+    let mut admin = server.client();
+    assert_eq!(
+        admin.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 256kb 60"]),
+        Value::Status("OK".into())
+    );
+    let mut slow = server.client();
+    assert_eq!(
+        slow.cmd(&["SUBSCRIBE", "firehose"]),
+        Value::Array(Some(vec![bulk("subscribe"), bulk("firehose"), Value::Int(1)]))
+    );
+    let payload = "x".repeat(64 * 1024);
+    // 64 MB published; the slow client reads nothing. It must be dropped once its pending
+    // output passes 1 MB (the socket buffers absorb a few MB first).
+    let mut receivers = Vec::new();
+    for _ in 0..1024 {
+        receivers.push(admin.cmd(&["PUBLISH", "firehose", &payload]));
+        if receivers.last() == Some(&Value::Int(0)) {
+            break;
+        }
+    }
+    assert_eq!(receivers.last(), Some(&Value::Int(0)), "the subscriber was never dropped");
+    assert_eq!(
+        admin.cmd(&["PUBSUB", "NUMSUB", "firehose"]),
+        Value::Array(Some(vec![bulk("firehose"), Value::Int(0)]))
+    );
+}

@@ -1,0 +1,456 @@
+//! The geo commands: GEOADD, GEODIST, GEOHASH, GEOPOS, GEOSEARCH, GEOSEARCHSTORE,
+//! GEORADIUS, GEORADIUSBYMEMBER and their `_RO` forms.
+//!
+//! A geo key is a sorted set whose scores are 52-bit interleaved geohashes, as in Redis:
+//! GEOADD is ZADD with the hash as the score, and every zset command works on the key. A
+//! search scans the score windows of at most nine geohash cells (the cell around the centre
+//! at a step chosen from the radius, and its neighbours), in Redis' order, keeps the points
+//! inside the radius or box, and orders them as Redis does: glibc's stable merge sort when
+//! all results are returned, Redis' partial quicksort (`pqsort`) when COUNT cuts them, so
+//! even equal distances come out in Redis' order.
+//!
+//! Replies print as Redis 7.0's: distances with four decimals (`llrint` of the value times
+//! 10^4), coordinates as `%.17Lf` with trailing zeros trimmed, GEOHASH as 11 base32
+//! characters of the point re-encoded over latitude ±90. Under RESP3 Redis sends the
+//! coordinates as doubles; here they stay bulk strings (the RESP2 form).
+
+mod geohash;
+mod order;
+
+use bytes::Bytes;
+
+use self::geohash::{Extent, Shape};
+use super::args::{float_arg, int_arg, parse_f64};
+use super::long_double::{LongDouble, format_human};
+use super::table::Handler;
+use super::{CommandError, CommandResult, Db, Reply, ZAddFlags};
+use crate::backend::KvBackend;
+
+/// The geo family's command table.
+pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
+    Some(match name {
+        "geoadd" => geoadd,
+        "geodist" => geodist,
+        "geohash" => geohash_cmd,
+        "geopos" => geopos,
+        "georadius" => |db, a| search(db, a, Variant { from: From::Coords, store: Store::Options }),
+        "georadius_ro" => |db, a| search(db, a, Variant { from: From::Coords, store: Store::No }),
+        "georadiusbymember" => |db, a| search(db, a, Variant { from: From::Member, store: Store::Options }),
+        "georadiusbymember_ro" => |db, a| search(db, a, Variant { from: From::Member, store: Store::No }),
+        "geosearch" => |db, a| search(db, a, Variant { from: From::Options, store: Store::No }),
+        "geosearchstore" => |db, a| search(db, a, Variant { from: From::Options, store: Store::Destination }),
+        _ => return None,
+    })
+}
+
+fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// `lon lat`: two floats inside the world limits.
+///
+/// # Errors
+/// "ERR value is not a valid float"; "ERR invalid longitude,latitude pair x,y" (`%f`).
+fn lonlat(lon: &[u8], lat: &[u8]) -> CommandResult<[f64; 2]> {
+    let (x, y) = (float_arg(lon)?, float_arg(lat)?);
+    let inside = |v: f64, min, max| (min..=max).contains(&v);
+    if !inside(x, geohash::LONG_MIN, geohash::LONG_MAX) || !inside(y, geohash::LAT_MIN, geohash::LAT_MAX) {
+        return Err(CommandError::err(format!("invalid longitude,latitude pair {x:.6},{y:.6}")));
+    }
+    Ok([x, y])
+}
+
+/// A unit's size in meters.
+///
+/// # Errors
+/// "ERR unsupported unit provided. please use M, KM, FT, MI".
+fn unit(arg: &[u8]) -> CommandResult<f64> {
+    Ok(match () {
+        _ if is(arg, "m") => 1.0,
+        _ if is(arg, "km") => 1000.0,
+        _ if is(arg, "ft") => 0.3048,
+        _ if is(arg, "mi") => 1609.34,
+        _ => return Err(CommandError::err("unsupported unit provided. please use M, KM, FT, MI")),
+    })
+}
+
+/// A non-negative float, or the error `message`.
+fn measure(arg: &[u8], message: &str) -> CommandResult<f64> {
+    parse_f64(arg).ok_or_else(|| CommandError::err(message))
+}
+
+/// `radius unit` → (radius, meters per unit).
+fn radius_args(radius: &[u8], unit_arg: &[u8]) -> CommandResult<(Extent, f64)> {
+    let r = measure(radius, "need numeric radius")?;
+    if r < 0.0 {
+        return Err(CommandError::err("radius cannot be negative"));
+    }
+    Ok((Extent::Radius(r), unit(unit_arg)?))
+}
+
+/// `width height unit` → (box, meters per unit).
+fn box_args(width: &[u8], height: &[u8], unit_arg: &[u8]) -> CommandResult<(Extent, f64)> {
+    let w = measure(width, "need numeric width")?;
+    let h = measure(height, "need numeric height")?;
+    if h < 0.0 || w < 0.0 {
+        return Err(CommandError::err("height or width cannot be negative"));
+    }
+    Ok((Extent::Box { width: w, height: h }, unit(unit_arg)?))
+}
+
+/// A distance as Redis prints it: `llrint(d * 10^4)` as a fixed-point number with four
+/// decimals (`0.0000` for zero; x86's `llrint` gives `i64::MIN` for NaN or overflow).
+fn distance_text(d: f64) -> Bytes {
+    if d == 0.0 {
+        return Bytes::from_static(b"0.0000");
+    }
+    let r = (d * 10000.0).round_ties_even();
+    let n =
+        if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&r) { r as i64 } else { i64::MIN };
+    let v = n.unsigned_abs();
+    let sign = if n < 0 { "-" } else { "" };
+    Bytes::from(format!("{sign}{}.{:04}", v / 10000, v % 10000))
+}
+
+/// A coordinate as Redis' `addReplyHumanLongDouble` prints it.
+fn coordinate(x: f64) -> Reply {
+    Reply::DoubleText(Bytes::from(format_human(LongDouble::from_f64(x))))
+}
+
+fn geoadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let mut flags = ZAddFlags::default();
+    let mut first = 2;
+    while let Some(opt) = argv.get(first) {
+        match () {
+            _ if is(opt, "nx") => flags.nx = true,
+            _ if is(opt, "xx") => flags.xx = true,
+            _ if is(opt, "ch") => flags.ch = true,
+            _ => break,
+        }
+        first += 1;
+    }
+    let rest = &argv[first..];
+    if rest.len() % 3 != 0 || (flags.nx && flags.xx) {
+        return Err(CommandError::Syntax);
+    }
+    let mut pairs = Vec::with_capacity(rest.len() / 3);
+    for triple in rest.chunks(3) {
+        let [lon, lat] = lonlat(&triple[0], &triple[1])?;
+        let score = geohash::point_to_score(lon, lat).expect("lonlat checked the limits");
+        pairs.push((score, triple[2].clone()));
+    }
+    if pairs.is_empty() {
+        // ZADD with no pairs.
+        return Err(CommandError::Syntax);
+    }
+    let out = db.zadd(&argv[1], flags, &pairs)?;
+    Ok(Reply::Integer(out.added + if flags.ch { out.updated } else { 0 }))
+}
+
+fn geodist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let to_meters = match argv.len() {
+        5 => unit(&argv[4])?,
+        n if n > 5 => return Err(CommandError::Syntax),
+        _ => 1.0,
+    };
+    let scores = db.zmscore(&argv[1], &argv[2..4])?;
+    let (Some(a), Some(b)) = (scores[0], scores[1]) else { return Ok(Reply::Nil) };
+    let ([x1, y1], [x2, y2]) = (geohash::score_to_point(a), geohash::score_to_point(b));
+    Ok(Reply::Bulk(distance_text(geohash::distance(x1, y1, x2, y2) / to_meters)))
+}
+
+fn geohash_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let scores = db.zmscore(&argv[1], &argv[2..])?;
+    Ok(Reply::Array(
+        scores.into_iter().map(|s| s.map_or(Reply::Nil, |s| Reply::bulk(&geohash::base32(s)))).collect(),
+    ))
+}
+
+fn geopos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let scores = db.zmscore(&argv[1], &argv[2..])?;
+    let point = |s: f64| {
+        let [x, y] = geohash::score_to_point(s);
+        Reply::Array(vec![coordinate(x), coordinate(y)])
+    };
+    Ok(Reply::Array(scores.into_iter().map(|s| s.map_or(Reply::NilArray, point)).collect()))
+}
+
+/// Where a search's centre comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum From {
+    /// GEORADIUS: `key lon lat radius unit`.
+    Coords,
+    /// GEORADIUSBYMEMBER: `key member radius unit`.
+    Member,
+    /// GEOSEARCH(STORE): FROMMEMBER / FROMLONLAT and BYRADIUS / BYBOX options.
+    Options,
+}
+
+/// Whether and how a search stores its result.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Store {
+    /// Never (the `_RO` forms and GEOSEARCH).
+    No,
+    /// STORE / STOREDIST options (GEORADIUS, GEORADIUSBYMEMBER).
+    Options,
+    /// Always, into `argv[1]` (GEOSEARCHSTORE; STOREDIST accepted).
+    Destination,
+}
+
+#[derive(Clone, Copy)]
+struct Variant {
+    from: From,
+    store: Store,
+}
+
+/// ASC / DESC.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sort {
+    None,
+    Asc,
+    Desc,
+}
+
+/// A point a search found.
+struct Found {
+    member: Bytes,
+    score: f64,
+    /// Meters until the reply divides by the unit.
+    dist: f64,
+    point: [f64; 2],
+}
+
+/// The member's position, for FROMMEMBER and GEORADIUSBYMEMBER.
+fn member_point<B: KvBackend>(db: &Db<B>, key: &[u8], member: &[u8]) -> CommandResult<[f64; 2]> {
+    match db.zscore(key, member)? {
+        Some(score) => Ok(geohash::score_to_point(score)),
+        None => Err(CommandError::err("could not decode requested zset member")),
+    }
+}
+
+/// Redis' `georadiusGeneric`: the fixed arguments, then the options in order (errors come
+/// in the order Redis meets them), then the option conflicts, then the search.
+fn search<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], v: Variant) -> CommandResult {
+    let src_idx = if v.store == Store::Destination { 2 } else { 1 };
+    let src = &argv[src_idx];
+    let z = db.zkey(src)?;
+    let mut centre = [0.0; 2];
+    let mut extent: Option<(Extent, f64)> = None;
+    let mut store: Option<&Bytes> = (v.store == Store::Destination).then(|| &argv[1]);
+    let base = match v.from {
+        From::Coords => {
+            centre = lonlat(&argv[2], &argv[3])?;
+            extent = Some(radius_args(&argv[4], &argv[5])?);
+            6
+        }
+        From::Member if z.is_none() => 5,
+        From::Member => {
+            centre = member_point(db, src, &argv[2])?;
+            extent = Some(radius_args(&argv[3], &argv[4])?);
+            5
+        }
+        From::Options => src_idx + 1,
+    };
+    let (mut withdist, mut withhash, mut withcoord, mut any) = (false, false, false, false);
+    let (mut frommember, mut fromloc, mut storedist) = (false, false, false);
+    let mut sort = Sort::None;
+    let mut count: i64 = 0;
+    let opts = &argv[base..];
+    let search_opts = v.from == From::Options;
+    let mut i = 0;
+    while i < opts.len() {
+        let (arg, left) = (&opts[i], opts.len() - i - 1);
+        if is(arg, "withdist") {
+            withdist = true;
+        } else if is(arg, "withhash") {
+            withhash = true;
+        } else if is(arg, "withcoord") {
+            withcoord = true;
+        } else if is(arg, "any") {
+            any = true;
+        } else if is(arg, "asc") {
+            sort = Sort::Asc;
+        } else if is(arg, "desc") {
+            sort = Sort::Desc;
+        } else if is(arg, "count") && left >= 1 {
+            count = int_arg(&opts[i + 1])?;
+            if count <= 0 {
+                return Err(CommandError::err("COUNT must be > 0"));
+            }
+            i += 1;
+        } else if (is(arg, "store") || is(arg, "storedist")) && left >= 1 && v.store == Store::Options {
+            store = Some(&opts[i + 1]);
+            storedist = is(arg, "storedist");
+            i += 1;
+        } else if is(arg, "storedist") && v.store == Store::Destination {
+            storedist = true;
+        } else if is(arg, "frommember") && left >= 1 && search_opts && !fromloc {
+            if z.is_some() {
+                centre = member_point(db, src, &opts[i + 1])?;
+            }
+            frommember = true;
+            i += 1;
+        } else if is(arg, "fromlonlat") && left >= 2 && search_opts && !frommember {
+            centre = lonlat(&opts[i + 1], &opts[i + 2])?;
+            fromloc = true;
+            i += 2;
+        } else if is(arg, "byradius")
+            && left >= 2
+            && search_opts
+            && !matches!(extent, Some((Extent::Box { .. }, _)))
+        {
+            extent = Some(radius_args(&opts[i + 1], &opts[i + 2])?);
+            i += 2;
+        } else if is(arg, "bybox")
+            && left >= 3
+            && search_opts
+            && !matches!(extent, Some((Extent::Radius(_), _)))
+        {
+            extent = Some(box_args(&opts[i + 1], &opts[i + 2], &opts[i + 3])?);
+            i += 3;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+        i += 1;
+    }
+    if store.is_some() && (withdist || withhash || withcoord) {
+        let what = if v.store == Store::Destination { "GEOSEARCHSTORE" } else { "STORE option in GEORADIUS" };
+        return Err(CommandError::err(format!(
+            "{what} is not compatible with WITHDIST, WITHHASH and WITHCOORD options"
+        )));
+    }
+    let name = || String::from_utf8_lossy(&argv[0]).into_owned();
+    if search_opts && !(frommember || fromloc) {
+        return Err(CommandError::err(format!(
+            "exactly one of FROMMEMBER or FROMLONLAT can be specified for {}",
+            name()
+        )));
+    }
+    if search_opts && extent.is_none() {
+        return Err(CommandError::err(format!(
+            "exactly one of BYRADIUS and BYBOX can be specified for {}",
+            name()
+        )));
+    }
+    if any && count == 0 {
+        return Err(CommandError::err("the ANY argument requires COUNT argument"));
+    }
+    let (Some(z), Some((extent, to_meters))) = (z, extent) else {
+        // A missing source: an empty answer, and a STORE destination is deleted.
+        return match store {
+            Some(dst) => db.store_zset(dst, &[]).map(Reply::Integer),
+            None => Ok(Reply::Array(Vec::new())),
+        };
+    };
+    if count != 0 && sort == Sort::None && !any {
+        sort = Sort::Asc;
+    }
+    let shape = Shape { centre, extent, to_meters };
+    let limit = if any { count as usize } else { 0 };
+    let mut found = scan_boxes(db, &z, &shape, limit)?;
+    if found.is_empty() && store.is_none() {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    let returned = if count == 0 || (found.len() as i64) < count { found.len() } else { count as usize };
+    if sort != Sort::None {
+        let desc = sort == Sort::Desc;
+        let cmp = |a: &Found, b: &Found| {
+            let c = order::compare_distances(a.dist, b.dist);
+            if desc { -c } else { c }
+        };
+        if returned == found.len() {
+            order::merge_sort(&mut found, &cmp);
+        } else {
+            order::partial_quicksort(&mut found, &cmp, returned - 1);
+        }
+    }
+    found.truncate(returned);
+    for f in &mut found {
+        f.dist /= to_meters;
+    }
+    if let Some(dst) = store {
+        let items: Vec<(Bytes, f64)> =
+            found.into_iter().map(|f| (f.member, if storedist { f.dist } else { f.score })).collect();
+        return db.store_zset(dst, &items).map(Reply::Integer);
+    }
+    let with = usize::from(withdist) + usize::from(withhash) + usize::from(withcoord);
+    let reply = found
+        .into_iter()
+        .map(|f| {
+            if with == 0 {
+                return Reply::Bulk(f.member);
+            }
+            let mut item = Vec::with_capacity(with + 1);
+            item.push(Reply::Bulk(f.member));
+            if withdist {
+                item.push(Reply::Bulk(distance_text(f.dist)));
+            }
+            if withhash {
+                item.push(Reply::Integer(geohash::c_i64(f.score)));
+            }
+            if withcoord {
+                item.push(Reply::Array(vec![coordinate(f.point[0]), coordinate(f.point[1])]));
+            }
+            Reply::Array(item)
+        })
+        .collect();
+    Ok(Reply::Array(reply))
+}
+
+/// Redis' `membersOfAllNeighbors`: the points in the search's boxes that lie in the shape,
+/// box by box (a box equal to the one scanned before it is skipped, as in Redis), each in
+/// score order; with a `limit` (COUNT … ANY) it stops once that many are found.
+fn scan_boxes<B: KvBackend>(
+    db: &Db<B>,
+    z: &super::zset::ZKey,
+    shape: &Shape,
+    limit: usize,
+) -> CommandResult<Vec<Found>> {
+    let boxes = shape.boxes();
+    let mut found = Vec::new();
+    let mut last = 0;
+    for (i, cell) in boxes.iter().enumerate() {
+        let Some(cell) = cell else { continue };
+        if last != 0 && boxes[last] == Some(*cell) {
+            continue;
+        }
+        if limit != 0 && found.len() >= limit {
+            break;
+        }
+        let (min, max) = geohash::score_window(*cell);
+        db.for_each_in_scores(z, min, max, |member, score| {
+            let point = geohash::score_to_point(score);
+            if let Some(dist) = shape.distance_if_within(point) {
+                found.push(Found { member, score, dist, point });
+            }
+            limit == 0 || found.len() < limit
+        })?;
+        last = i;
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distances_print_with_four_decimals() {
+        assert_eq!(distance_text(0.0), "0.0000");
+        assert_eq!(distance_text(-0.0), "0.0000");
+        assert_eq!(distance_text(166274.15156960033), "166274.1516");
+        assert_eq!(distance_text(0.00004), "0.0000");
+        assert_eq!(distance_text(0.775), "0.7750");
+        // llrint of the double product, not decimal rounding: 0.00015 * 10^4 is just
+        // below 1.5.
+        assert_eq!(distance_text(0.00015), "0.0001");
+        assert_eq!(distance_text(f64::NAN), "-922337203685477.5808");
+    }
+
+    #[test]
+    fn coordinates_print_as_human_long_doubles() {
+        assert_eq!(coordinate(13.361389338970184), Reply::bulk(b"13.36138933897018433"));
+        assert_eq!(coordinate(-0.0), Reply::bulk(b"0"));
+        assert_eq!(coordinate(180.0), Reply::bulk(b"180"));
+    }
+}
