@@ -449,8 +449,9 @@ mod tests {
 
     #[test]
     fn coordinates_print_as_human_long_doubles() {
-        assert_eq!(coordinate(13.361389338970184), Reply::bulk(b"13.36138933897018433"));
-        assert_eq!(coordinate(-0.0), Reply::bulk(b"0"));
-        assert_eq!(coordinate(180.0), Reply::bulk(b"180"));
+        let text = |t: &'static [u8]| Reply::DoubleText(Bytes::from_static(t));
+        assert_eq!(coordinate(13.361389338970184), text(b"13.36138933897018433"));
+        assert_eq!(coordinate(-0.0), text(b"0"));
+        assert_eq!(coordinate(180.0), text(b"180"));
     }
 }
