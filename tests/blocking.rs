@@ -15,12 +15,7 @@ use rediskv::backend::MemoryBackend;
 use rediskv::commands::{Engine, Protocol, Reply, Session};
 
 fn server() -> Option<RedisServer> {
-    if !RedisServer::available() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "redis-server is missing and CI=true");
-        eprintln!("\n!!! blocking test SKIPPED: `redis-server` not found on PATH.\n");
-        return None;
-    }
-    Some(RedisServer::start().expect("redis-server starts"))
+    RedisServer::start_or_skip("blocking test")
 }
 
 fn argv(line: &str) -> Vec<Bytes> {

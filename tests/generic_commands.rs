@@ -49,12 +49,7 @@ fn build() -> Vec<(String, Vec<String>)> {
 
 #[test]
 fn object_encoding_and_refcount_match_redis_on_fresh_keys() {
-    if !RedisServer::available() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "redis-server is required under CI=true");
-        eprintln!("\n!!! generic_commands SKIPPED: redis-server not found on PATH\n");
-        return;
-    }
-    let server = RedisServer::start().expect("start redis-server");
+    let Some(server) = RedisServer::start_or_skip("generic_commands") else { return };
     let mut redis = server.connect().expect("connect");
     let mut db = Db::new(MemoryBackend::new());
     for (key, argv) in build() {
@@ -78,11 +73,7 @@ fn object_encoding_and_refcount_match_redis_on_fresh_keys() {
 /// SWAPDB from another connection, and a SWAPDB inside MULTI.
 #[test]
 fn move_and_swapdb_match_redis() {
-    if !RedisServer::available() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "redis-server is required under CI=true");
-        eprintln!("\n!!! generic_commands SKIPPED: redis-server not found on PATH\n");
-        return;
-    }
+    let Some(server) = RedisServer::start_or_skip("generic_commands") else { return };
     let script = [
         "SET s v",
         "EXPIREAT s 4102444800",
@@ -178,7 +169,6 @@ fn move_and_swapdb_match_redis() {
         "GET t",
         "GET s",
     ];
-    let server = RedisServer::start().expect("start redis-server");
     for protocol in [Protocol::Resp2, Protocol::Resp3] {
         let mut redis: Vec<client::Client> = (0..2).map(|_| server.connect().expect("connect")).collect();
         if protocol == Protocol::Resp3 {

@@ -113,12 +113,7 @@ const SCRIPT: &[&str] = &[
 
 #[test]
 fn reply_shapes_match_redis_in_both_protocols() {
-    if !RedisServer::available() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "redis-server is required under CI=true");
-        eprintln!("\n!!! resp3 test SKIPPED: redis-server not found on PATH\n");
-        return;
-    }
-    let server = RedisServer::start().expect("start redis-server");
+    let Some(server) = RedisServer::start_or_skip("resp3 test") else { return };
     for protocol in [Protocol::Resp3, Protocol::Resp2] {
         let mut redis: Vec<client::Client> = (0..2).map(|_| server.connect().expect("connect")).collect();
         if protocol == Protocol::Resp3 {
