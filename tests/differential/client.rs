@@ -201,7 +201,8 @@ pub fn read_reply<R: io::BufRead>(reader: &mut R) -> io::Result<Reply> {
             let mut it = items.into_iter();
             Reply::Map(std::iter::from_fn(|| Some((it.next()?, it.next()?))).collect())
         }
-        b',' => Reply::Double(text.parse().map_err(|_| bad())?),
+        // The text as sent, so that replies compare digit for digit.
+        b',' => Reply::DoubleText(Bytes::from(text.clone())),
         b'#' => Reply::Boolean(text == "t"),
         b'(' => Reply::BigNumber(text.clone()),
         b'=' => {
