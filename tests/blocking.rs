@@ -259,7 +259,7 @@ fn blocks_name_their_keys_database_timeout_and_timeout_reply() {
     assert_eq!(b.timeout_reply(), Reply::NilArray);
     let b = block(&mut s, "BLMOVE src dst LEFT RIGHT 1.5");
     assert_eq!((b.keys.clone(), b.timeout), (vec![Bytes::from("src")], Some(Duration::from_millis(1500))));
-    assert_eq!(b.timeout_reply(), Reply::Nil);
+    assert_eq!(b.timeout_reply(), Reply::NilArray);
     // Redis rounds the milliseconds up: -0.0001 s is 0, forever.
     assert_eq!(block(&mut s, "BLPOP q -0.0001").timeout, None);
     assert_eq!(block(&mut s, "BZMPOP 0.0001 2 z1 z2 MIN").timeout, Some(Duration::from_millis(1)));
@@ -308,4 +308,33 @@ fn three_blocked_clients_are_served_one_push_each_in_retry_order() {
     }
     let pair = |v: &[u8]| Reply::Array(vec![Reply::bulk(b"q"), Reply::bulk(v)]);
     assert_eq!(served, vec![(0, pair(b"a")), (1, pair(b"b")), (2, pair(b"c"))]);
+}
+
+/// What redis-server answers when the timeout passes, against `Block::timeout_reply`.
+#[test]
+fn timeout_replies_match_redis() {
+    let Some(redis) = server() else { return };
+    let lines = [
+        "BLPOP q 0.02",
+        "BRPOP q1 q2 0.02",
+        "BLMOVE q d LEFT LEFT 0.02",
+        "BRPOPLPUSH q d 0.02",
+        "BLMPOP 0.02 1 q LEFT",
+        "BZPOPMIN z 0.02",
+        "BZPOPMAX z 0.02",
+        "BZMPOP 0.02 1 z MIN",
+        "WAIT 1 20",
+    ];
+    for protocol in [Protocol::Resp2, Protocol::Resp3] {
+        let mut c = connect(&redis, protocol);
+        let engine = Engine::new(MemoryBackend::new());
+        let mut s = engine.session();
+        for line in lines {
+            let returned = engine.execute(&mut s, &argv(line));
+            let block = s.take_block().unwrap_or_else(|| panic!("{line} blocks"));
+            assert_eq!(returned, block.timeout_reply(), "{line}: execute returns the timeout reply");
+            let theirs = c.call(&line.split(' ').collect::<Vec<_>>()).unwrap();
+            assert_eq!(client::fold(&block.timeout_reply(), protocol), theirs, "{line} in {protocol:?}");
+        }
+    }
 }

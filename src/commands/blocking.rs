@@ -17,7 +17,7 @@ use super::Reply;
 /// 1. [`super::Engine::execute`] runs the command. If it could be served it replies as
 ///    usual. If not, it records a [`Block`] in the session — take it with
 ///    [`super::Session::take_block`] — and its returned reply is **not** an answer (do not
-///    send it; it is the timeout reply, for callers that ignore blocking).
+///    send it; it is [`Block::timeout_reply`], for callers that ignore blocking).
 /// 2. The server parks the client with the block's [`Block::keys`] in database
 ///    [`Block::db`] and a deadline of now + [`Block::timeout`] (`None`: forever).
 /// 3. After any command, the keys it touched ([`super::Session::touched`], decoded by
@@ -31,7 +31,8 @@ use super::Reply;
 ///    protocol like any reply: the nil array, `_` in RESP3; WAIT's `0`).
 ///
 /// Inside MULTI (EXEC), and through [`super::Db::execute`], nothing blocks: the command
-/// answers its timeout reply at once, as Redis does in a transaction.
+/// answers at once what Redis answers in a transaction (the nil array, a nil bulk for
+/// BLMOVE/BRPOPLPUSH, WAIT's `0`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Block {
     /// The user keys whose modification may let the command be served (BLMOVE: its source
@@ -45,8 +46,9 @@ pub struct Block {
 }
 
 impl Block {
-    /// The answer when the timeout passes: the nil array for BLPOP/BRPOP/BLMPOP/BZPOP*/BZMPOP,
-    /// the nil bulk for BLMOVE/BRPOPLPUSH, `0` for WAIT. Both nils are `_` in RESP3.
+    /// The answer when the timeout passes: the nil array (`_` in RESP3) for every list and
+    /// zset command, BLMOVE and BRPOPLPUSH included (Redis 7.0 answers those a nil bulk only
+    /// inside MULTI); `0` for WAIT.
     pub fn timeout_reply(&self) -> Reply {
         self.on_timeout.clone()
     }

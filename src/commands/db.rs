@@ -250,19 +250,22 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
     }
 
-    /// What a blocking command that found nothing to serve answers: `on_timeout`, and, when
-    /// it may block, a [`Block`] on `keys` of the selected database for
-    /// [`Db::take_block`].
+    /// What a blocking command that found nothing to serve answers. When it may block: a
+    /// [`Block`] on `keys` of the selected database for [`Db::take_block`], and `on_timeout`
+    /// (what Redis sends when the timeout passes). Otherwise (MULTI) `at_once`, which differs
+    /// for BLMOVE/BRPOPLPUSH: a nil bulk at once, a nil array at a timeout.
     pub(crate) fn would_block(
         &mut self,
         keys: &[Bytes],
         timeout: Option<Duration>,
+        at_once: Reply,
         on_timeout: Reply,
     ) -> Reply {
-        if self.may_block {
-            let keys = keys.to_vec();
-            self.block = Some(Block { keys, db: self.index, timeout, on_timeout: on_timeout.clone() });
+        if !self.may_block {
+            return at_once;
         }
+        let keys = keys.to_vec();
+        self.block = Some(Block { keys, db: self.index, timeout, on_timeout: on_timeout.clone() });
         on_timeout
     }
 

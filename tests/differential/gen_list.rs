@@ -83,5 +83,31 @@ pub fn generators() -> Vec<CmdGen> {
             }
             exact(a)
         }),
+        // The blocking forms with short timeouts: served at once, or nil once the timeout
+        // passes on Redis and at once from the engine (which leaves a block no one takes).
+        cmd("blpop", 1, |g| {
+            let mut a = argv!["BLPOP"];
+            a.extend(g.keys(3));
+            a.push(g.block_timeout());
+            exact(a)
+        }),
+        cmd("brpop", 1, |g| {
+            let mut a = argv!["BRPOP"];
+            a.extend(g.keys(3));
+            a.push(g.block_timeout());
+            exact(a)
+        }),
+        cmd("blmove", 1, |g| exact(argv!["BLMOVE", g.key(), g.key(), side(g), side(g), g.block_timeout()])),
+        cmd("brpoplpush", 1, |g| exact(argv!["BRPOPLPUSH", g.key(), g.key(), g.block_timeout()])),
+        cmd("blmpop", 1, |g| {
+            let mut a = argv!["BLMPOP", g.block_timeout()];
+            crate::gen_set::numkeys(g, &mut a);
+            a.push(side(g));
+            if g.chance(40) {
+                a.push(g.kw("COUNT"));
+                a.push(g.count());
+            }
+            exact(a)
+        }),
     ]
 }

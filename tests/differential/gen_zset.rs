@@ -173,6 +173,29 @@ pub fn generators() -> Vec<CmdGen> {
             }
             exact(a)
         }),
+        cmd("bzpopmin", 1, |g| {
+            let mut a = argv!["BZPOPMIN"];
+            a.extend(g.keys(3));
+            a.push(g.block_timeout());
+            exact(a)
+        }),
+        cmd("bzpopmax", 1, |g| {
+            let mut a = argv!["BZPOPMAX"];
+            a.extend(g.keys(3));
+            a.push(g.block_timeout());
+            exact(a)
+        }),
+        cmd("bzmpop", 1, |g| {
+            let mut a = argv!["BZMPOP", g.block_timeout()];
+            crate::gen_set::numkeys(g, &mut a);
+            let w = g.pick(&["MIN", "MAX", "MIN", "MAX", "MID"]);
+            a.push(g.kw(w));
+            if g.chance(40) {
+                a.push(g.kw("COUNT"));
+                a.push(g.count());
+            }
+            exact(a)
+        }),
         cmd("zrandmember", 3, |g| {
             let mut a = argv!["ZRANDMEMBER", g.key()];
             let mut count = None;

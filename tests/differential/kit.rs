@@ -380,6 +380,11 @@ impl G<'_> {
         ])
         .arg()
     }
+    /// A blocking command's timeout in seconds: short enough that Redis answers nil soon
+    /// when nothing can be served (never 0, which waits forever), or invalid.
+    pub fn block_timeout(&mut self) -> Vec<u8> {
+        self.pick(&["0.01", "0.001", "0.002", "1e-3", "-1", "x", "inf", "-0.5", "1e400", "0x"]).arg()
+    }
     pub fn pattern(&mut self) -> Vec<u8> {
         self.pick(PATTERNS).arg()
     }
