@@ -220,3 +220,33 @@ fn scan_continues_across_swapdb() {
     assert_eq!(rest.len(), 20, "{rest:?}");
     assert!(rest.iter().all(|k| k.contains("b")), "{rest:?}");
 }
+
+/// The database-to-namespace slots survive a restart through `db_slots`/`with_db_slots`:
+/// a new engine over the same store sees the swapped databases.
+#[test]
+fn swapdb_slots_restore_over_the_same_store() {
+    let backend = std::sync::Arc::new(MemoryBackend::new());
+    let engine = Engine::new(backend.clone());
+    let mut s = engine.session();
+    engine.run(&mut s, &["SET", "k", "zero"]);
+    assert_eq!(engine.run(&mut s, &["SWAPDB", "0", "3"]), Reply::OK);
+    let slots = engine.db_slots();
+    assert_eq!(&slots[..4], [3, 1, 2, 0]);
+    assert_eq!(
+        engine.db_layout(3).map(|l| l.namespace().to_vec()),
+        engine.db_layout(0).map(|_| b"__namespace".to_vec())
+    );
+    let restarted = Engine::new(backend.clone());
+    let mut s = restarted.session();
+    assert_eq!(
+        restarted.run(&mut s, &["GET", "k"]),
+        Reply::bulk(b"zero"),
+        "a restart without the slots undoes SWAPDB"
+    );
+    let restored = Engine::new(backend).with_db_slots(&slots).unwrap_or_else(|_| panic!("a permutation"));
+    let mut s = restored.session();
+    assert_eq!(restored.run(&mut s, &["GET", "k"]), Reply::Nil);
+    restored.run(&mut s, &["SELECT", "3"]);
+    assert_eq!(restored.run(&mut s, &["GET", "k"]), Reply::bulk(b"zero"));
+    assert!(restored.with_db_slots(&[0, 0]).is_err());
+}

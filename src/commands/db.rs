@@ -96,6 +96,29 @@ impl Shared {
         sa.store(sb.swap(old_a, Ordering::SeqCst), Ordering::SeqCst);
     }
 
+    /// The namespace slot of every database ([`super::Engine::db_slots`]).
+    pub(crate) fn slots(&self) -> Vec<usize> {
+        self.slots.iter().map(|s| s.load(Ordering::SeqCst)).collect()
+    }
+
+    /// Sets every slot, if `slots` is a permutation of `0..DATABASES`.
+    pub(crate) fn set_slots(&self, slots: &[usize]) -> bool {
+        let mut seen = [false; DATABASES];
+        for &s in slots {
+            match seen.get_mut(s) {
+                Some(seen) if !*seen => *seen = true,
+                _ => return false,
+            }
+        }
+        if slots.len() != DATABASES {
+            return false;
+        }
+        for (slot, &s) in self.slots.iter().zip(slots) {
+            slot.store(s, Ordering::SeqCst);
+        }
+        true
+    }
+
     /// The layout of database `index`.
     pub(crate) fn layout_of(&self, index: usize) -> CommandResult<&KeyLayout> {
         let slot = self.slot(index);

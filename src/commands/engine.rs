@@ -73,9 +73,26 @@ impl<B: KvBackend> Engine<B> {
 
     /// The layout of database `index` (`None` past [`super::DATABASES`], or when the
     /// namespace with its `:index` suffix would pass 255 bytes): its
-    /// [`KeyLayout::namespace_range`] is where an expiry sweep of that database walks.
+    /// [`KeyLayout::namespace_range`] is where an expiry sweep (or INFO keyspace) of that
+    /// database walks. After a SWAPDB it is the namespace the database uses now.
     pub fn db_layout(&self, index: usize) -> Option<&KeyLayout> {
         self.shared.layout_of(index).ok()
+    }
+
+    /// Which namespace each database uses: entry `i` is `n` when database `i` reads and
+    /// writes the records first written as database `n` (the identity until a SWAPDB). The
+    /// engine keeps it in memory only: an on-disk server saves it (with its config, say)
+    /// and restores it with [`Engine::with_db_slots`], or a restart undoes every SWAPDB.
+    pub fn db_slots(&self) -> Vec<usize> {
+        self.shared.slots()
+    }
+
+    /// Restores what [`Engine::db_slots`] returned.
+    ///
+    /// # Errors
+    /// The engine unchanged when `slots` is not a permutation of `0..DATABASES`.
+    pub fn with_db_slots(self, slots: &[usize]) -> Result<Self, Self> {
+        if self.shared.set_slots(slots) { Ok(self) } else { Err(self) }
     }
 
     /// The clock's time in unix milliseconds.
