@@ -82,17 +82,15 @@ impl<B: KvBackend> Engine<B> {
     /// Which namespace each database uses: entry `i` is `n` when database `i` reads and
     /// writes the records first written as database `n` (the identity until a SWAPDB). The
     /// engine keeps it in memory only: an on-disk server saves it (with its config, say)
-    /// and restores it with [`Engine::with_db_slots`], or a restart undoes every SWAPDB.
+    /// and restores it with [`Engine::restore_db_slots`], or a restart undoes every SWAPDB.
     pub fn db_slots(&self) -> Vec<usize> {
         self.shared.slots()
     }
 
-    /// Restores what [`Engine::db_slots`] returned.
-    ///
-    /// # Errors
-    /// The engine unchanged when `slots` is not a permutation of `0..DATABASES`.
-    pub fn with_db_slots(self, slots: &[usize]) -> Result<Self, Self> {
-        if self.shared.set_slots(slots) { Ok(self) } else { Err(self) }
+    /// Restores what [`Engine::db_slots`] returned, before the engine serves commands.
+    /// Returns false, changing nothing, when `slots` is not a permutation of `0..DATABASES`.
+    pub fn restore_db_slots(&self, slots: &[usize]) -> bool {
+        self.shared.set_slots(slots)
     }
 
     /// The clock's time in unix milliseconds.
