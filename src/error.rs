@@ -68,6 +68,11 @@ pub enum Error {
     /// A failure reported by a storage backend.
     #[error("backend: {0}")]
     Backend(String),
+    /// A transactional backend refused a command's batch because something the command read
+    /// changed after it read it; nothing was applied and the command may run again
+    /// (see [`crate::backend::KvBackend::begin`]).
+    #[error("conflict: {0}")]
+    Conflict(String),
     /// A DUMP payload shorter than its footer, of a newer RDB version, or with a wrong CRC.
     #[error("DUMP payload version or checksum are wrong")]
     DumpVersionOrChecksum,

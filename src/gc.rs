@@ -92,6 +92,10 @@ pub struct SweepStep {
     pub scanned: usize,
     /// Metadata keys of the expired records deleted.
     pub removed: Vec<Bytes>,
+    /// The database and user key of each of [`SweepStep::removed`], in the same order, from
+    /// [`expire_step`]; empty from [`ExpirySweep::step`], which knows no databases (decode
+    /// with [`Engine::key_of`]).
+    pub expired: Vec<(usize, Bytes)>,
     /// Whether the sweep reached the end of its range.
     pub done: bool,
 }
@@ -177,10 +181,11 @@ fn is_expired(value: &[u8], now_ms: u64) -> bool {
 }
 
 /// One step of active expiry beside running commands (Redis' active expire cycle): the
-/// sweep finds expired metadata records, then each is deleted under its key's lock after a
-/// fresh read, all in one batch — a key a client recreated since the sweep read it is not
-/// touched. Returns the sweep's step with [`SweepStep::removed`] holding the metadata keys
-/// actually deleted (for `expired` notifications).
+/// sweep finds expired metadata records, then [`Engine::delete_expired`] deletes each under
+/// its key's lock after a fresh read, all in one batch — a key a client recreated since the
+/// sweep read it is not touched. Returns the sweep's step with [`SweepStep::removed`] holding
+/// the metadata keys actually deleted and [`SweepStep::expired`] their databases and user
+/// keys, for `expired` notifications ([`crate::commands::notify`]).
 ///
 /// # Errors
 /// Backend errors; nothing was deleted then.
@@ -191,28 +196,8 @@ pub fn expire_step<B: KvBackend>(
     batch_size: usize,
 ) -> Result<SweepStep> {
     let mut step = sweep.find(engine.backend(), now_ms, batch_size)?;
-    if step.removed.is_empty() {
-        return Ok(step);
-    }
-    let layout = engine.layout();
-    let user_keys: Vec<&[u8]> = step
-        .removed
-        .iter()
-        .filter_map(|k| layout.decode_metadata_key(k).ok().map(|mk| mk.user_key))
-        .collect();
-    let _guard = engine.locks().lock(false, user_keys.iter().map(|k| (*k, true)));
-    let mut batch = WriteBatch::new();
-    let mut deleted = Vec::with_capacity(step.removed.len());
-    for key in &step.removed {
-        if engine.backend().get(ColumnFamily::Metadata, key)?.is_some_and(|v| is_expired(&v, now_ms)) {
-            batch.delete(ColumnFamily::Metadata, key.clone());
-            deleted.push(key.clone());
-        }
-    }
-    if !batch.is_empty() {
-        engine.backend().write(batch)?;
-    }
-    step.removed = deleted;
+    step.removed = engine.delete_expired(&step.removed, now_ms)?;
+    step.expired = step.removed.iter().filter_map(|k| engine.key_of(k)).collect();
     Ok(step)
 }
 

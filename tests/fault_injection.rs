@@ -34,6 +34,9 @@ macro_rules! argv {
 #[path = "differential/gen_generic.rs"]
 mod gen_generic;
 #[allow(dead_code)]
+#[path = "differential/gen_geo.rs"]
+mod gen_geo;
+#[allow(dead_code)]
 #[path = "differential/gen_hash.rs"]
 mod gen_hash;
 #[allow(dead_code)]
@@ -64,7 +67,7 @@ const SEQUENCE: usize = 40;
 type Family = (fn() -> Vec<CmdGen>, &'static [&'static [u8]]);
 
 fn generators() -> Vec<CmdGen> {
-    let families: [Family; 7] = [
+    let families: [Family; 8] = [
         (gen_keyspace::generators, &[]),
         (gen_string::generators, &[b"k0", b"k1", b""]),
         (gen_hash::generators, &[b"k2", b"\x00\xff"]),
@@ -72,6 +75,7 @@ fn generators() -> Vec<CmdGen> {
         (gen_list::generators, &[b"k1", b"k2", b""]),
         (gen_zset::generators, &[b"k4", b"{k}x", b"k0"]),
         (gen_generic::generators, &[b"k0", b"k1"]),
+        (gen_geo::generators, &[b"k3", b"{k}x", b"k4"]),
     ];
     let mut all = Vec::new();
     for (make, home) in families {

@@ -98,3 +98,16 @@ fn foreign_and_corrupt_values() {
     db.run(&[&b"SET"[..], b"f", b"HYLL\x01\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00\x7f\xff"]);
     assert_eq!(run(&mut db, "PFCOUNT f"), int(7));
 }
+
+/// A sparse HLL whose last opcode is an XZERO cut after its first byte: Redis reads the
+/// string's terminating zero as the second byte, splits the run, and keeps the new opcodes
+/// but the last byte (it resizes by the size difference against a 2-byte opcode). The
+/// expected bytes are redis-server 7.0.15's after the same SET and PFADD.
+#[test]
+fn pfadd_splits_an_xzero_cut_short_as_redis_does() {
+    let (mut db, _) = db();
+    let cut = b"HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x7f";
+    assert_eq!(db.run(&[&b"SET"[..], b"t", cut]), Reply::OK);
+    assert_eq!(run(&mut db, "PFADD t a"), int(1));
+    assert_eq!(get(&mut db, "t"), b"HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x71\xa6\x84\x4d");
+}

@@ -344,6 +344,8 @@ impl Client {
                 let mut config = state.config_mut();
                 let reply = config::config(argv, &mut config, || state.stats.reset());
                 state.maxmemory.store(config.number("maxmemory").max(0) as u64, Relaxed);
+                drop(config);
+                crate::notify::configure(state);
                 reply
             }
             "info" => info::info(argv, state, self.engine.layout().namespace()),
@@ -389,6 +391,7 @@ impl Client {
                 let was_in_multi = self.session.in_multi();
                 let reply = self.engine.execute(&mut self.session, argv);
                 self.info.db.store(self.session.db(), Relaxed);
+                crate::notify::publish(state, self.session.events());
                 if let Some(block) = self.session.take_block() {
                     return self.park(argv, block, state);
                 }

@@ -88,6 +88,7 @@ impl Blocked {
         let mut registry = lock(&self.registry);
         // The re-run that closes the race with a writer (see the module docs).
         let reply = engine.retry(&mut session, &argv);
+        crate::notify::publish(state, session.events());
         let Some(again) = session.take_block() else {
             drop(registry);
             self.wake(state, engine, &session);
@@ -130,6 +131,7 @@ impl Blocked {
             while let Some(&client) = registry.waiting.get(&key).and_then(|q| q.get(index)) {
                 let Some(parked) = registry.parked.get_mut(&client) else { break };
                 let reply = parked.engine.retry(&mut parked.session, &parked.argv);
+                crate::notify::publish(state, parked.session.events());
                 if parked.session.take_block().is_some() {
                     // Still blocked (the key holds another type, or was emptied by an
                     // earlier waiter): the next waiter may still be servable.

@@ -405,27 +405,9 @@ fn special(name: &str, value: String, starting: bool) -> Result<String, Refusal>
     }
 }
 
-/// The event classes of notify-keyspace-events, as Redis 7.0 normalises them.
+/// notify-keyspace-events as Redis 7.0 normalises it (the library parses and prints it).
 fn keyspace_events(value: &str) -> Result<String, Refusal> {
-    const ALL: &str = "g$lshzxetd";
-    let mut set = std::collections::BTreeSet::new();
-    for c in value.chars() {
-        match c {
-            'A' => set.extend(ALL.chars()),
-            c if ALL.contains(c) || "KEmn".contains(c) => {
-                set.insert(c);
-            }
-            _ => return Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
-        }
-    }
-    let mut out = String::new();
-    if ALL.chars().all(|c| set.contains(&c)) {
-        out.push('A');
-    } else {
-        out.extend(ALL.chars().filter(|c| set.contains(c)));
-    }
-    out.extend("KEmn".chars().filter(|c| set.contains(c)));
-    Ok(out)
+    rediskv::commands::NotifyFlags::parse(value.as_bytes()).map(|f| f.to_string()).map_err(Refusal::from)
 }
 
 /// CONFIG GET/SET/RESETSTAT/REWRITE/HELP. `reset_stats` runs for RESETSTAT.

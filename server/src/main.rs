@@ -147,6 +147,7 @@ fn main() {
         eprintln!("rediskv server listening on {local} ({} engine{data}, {threads} threads)", store.name());
     }
     let state = Arc::new(state::State::new(config, store));
+    notify::configure(&state);
     maint::spawn(state.clone());
     if let Err(e) = conn::serve(listener, state, threads) {
         eprintln!("server: {e}");

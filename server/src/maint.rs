@@ -120,7 +120,7 @@ fn expire(state: &State, sweep: &mut Sweep, deadline: Instant) {
         let Ok(step) = gc::expire_step(&sweep.engine, &mut sweep.sweep, now, STEP) else { return };
         state.maint.expired_keys.fetch_add(step.removed.len() as u64, Relaxed);
         sweep.found |= !step.removed.is_empty();
-        crate::notify::expired(state, &sweep.engine, sweep.db, &step.removed);
+        crate::notify::expired(state, &step.expired);
         if step.done {
             if let Some(range) = sweep.engine.db_layout(sweep.db).map(|l| l.namespace_range()) {
                 sweep.sweep = ExpirySweep::new(range);

@@ -1,37 +1,47 @@
-//! Keyspace notifications (`notify-keyspace-events`): the events of each command, and of
-//! active expiry, published on `__keyspace@<db>__:<key>` and `__keyevent@<db>__:<event>`.
+//! Keyspace notifications (`notify-keyspace-events`): the events the library reports for
+//! each command (`Session::events`) and for active expiry, published on
+//! `__keyspace@<db>__:<key>` and `__keyevent@<db>__:<event>` as Redis does.
+
+use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
+use rediskv::commands::{Event, NotifyFlags};
 
-use crate::state::{SharedEngine, State};
+use crate::state::State;
 
-/// Publishes `expired` for keys active expiry deleted from database `db` (metadata keys).
-pub fn expired(state: &State, engine: &SharedEngine, db: usize, metadata_keys: &[Bytes]) {
-    if metadata_keys.is_empty() {
+/// The flags in force.
+fn flags(state: &State) -> NotifyFlags {
+    NotifyFlags::from_bits(state.notify_flags.load(Relaxed))
+}
+
+/// Publishes a command's events (nothing to do when notifications are off).
+pub fn publish(state: &State, events: &[Event]) {
+    if events.is_empty() || state.notify_flags.load(Relaxed) == 0 {
         return;
     }
-    let flags = state.config().get("notify-keyspace-events").to_string();
-    let on = flags.contains('x') || flags.contains('A');
-    if !on || !(flags.contains('K') || flags.contains('E')) {
-        return;
-    }
-    let Some(layout) = engine.db_layout(db) else { return };
-    for key in metadata_keys {
-        let Ok(decoded) = layout.decode_metadata_key(key) else { continue };
-        event(state, &flags, db, b"expired", decoded.user_key);
+    let flags = flags(state);
+    for event in events {
+        for (channel, message) in event.messages(flags) {
+            state.pubsub.publish(state, &channel, &message, false);
+        }
     }
 }
 
-/// Publishes one event on the channels `flags` enable.
-fn event(state: &State, flags: &str, db: usize, event: &[u8], key: &[u8]) {
-    if flags.contains('K') {
-        let mut channel = format!("__keyspace@{db}__:").into_bytes();
-        channel.extend_from_slice(key);
-        state.pubsub.publish(state, &channel, event, false);
+/// Publishes `expired` for the (database, key) pairs active expiry deleted.
+pub fn expired(state: &State, keys: &[(usize, Bytes)]) {
+    if keys.is_empty() || state.notify_flags.load(Relaxed) == 0 {
+        return;
     }
-    if flags.contains('E') {
-        let mut channel = format!("__keyevent@{db}__:").into_bytes();
-        channel.extend_from_slice(event);
-        state.pubsub.publish(state, &channel, key, false);
+    let events: Vec<Event> = keys.iter().map(|(db, key)| Event::expired(*db, key.clone())).collect();
+    publish(state, &events);
+}
+
+/// Takes `notify-keyspace-events` from the configuration (at start and after CONFIG SET).
+pub fn configure(state: &State) {
+    let flags =
+        NotifyFlags::parse(state.config().get("notify-keyspace-events").as_bytes()).unwrap_or_default();
+    state.notify_flags.store(flags.bits(), Relaxed);
+    for engine in state.engines() {
+        engine.set_new_events(flags.contains(NotifyFlags::NEW));
     }
 }

@@ -271,6 +271,8 @@ pub struct State {
     pub active_expire: AtomicBool,
     /// What active expiry and the collector did (INFO).
     pub maint: crate::maint::MaintStats,
+    /// `notify-keyspace-events` as `NotifyFlags` bits (0: off, the fast path).
+    pub notify_flags: std::sync::atomic::AtomicU32,
     /// Clients parked by blocking commands.
     pub blocked: crate::blocking::Blocked,
     /// Every subscription (pub/sub).
@@ -305,6 +307,7 @@ impl State {
             tenants: Mutex::new(BTreeMap::new()),
             pubsub: Default::default(),
             blocked: Default::default(),
+            notify_flags: Default::default(),
             maint: Default::default(),
             active_expire: AtomicBool::new(true),
             config: RwLock::new(config),
@@ -347,7 +350,12 @@ impl State {
     pub fn tenant_engine(&self, ns: &str) -> Arc<SharedEngine> {
         lock(&self.tenants)
             .entry(ns.to_string())
-            .or_insert_with(|| Arc::new(engine(self.store.backend(), ns)))
+            .or_insert_with(|| {
+                let engine = engine(self.store.backend(), ns);
+                let flags = rediskv::commands::NotifyFlags::from_bits(self.notify_flags.load(Relaxed));
+                engine.set_new_events(flags.contains(rediskv::commands::NotifyFlags::NEW));
+                Arc::new(engine)
+            })
             .clone()
     }
 

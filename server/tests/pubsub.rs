@@ -134,3 +134,43 @@ fn a_subscriber_that_does_not_read_is_disconnected_at_its_output_limit() {
         Value::Array(Some(vec![bulk("firehose"), Value::Int(0)]))
     );
 }
+
+/// Keyspace notifications, both from commands and from active expiry, as redis-server
+/// sends them: every message of a PSUBSCRIBE `__key*__:*` connection compared.
+fn notifications(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut listener = server.client();
+    assert_eq!(c.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]), Value::Status("OK".into()));
+    let mut seen = vec![c.cmd(&["CONFIG", "GET", "notify-keyspace-events"])];
+    seen.push(listener.cmd(&["PSUBSCRIBE", "__key*__:*"]));
+    for args in [
+        &["SET", "s", "1"][..],
+        &["INCRBY", "s", "5"],
+        &["HSET", "h", "f", "v"],
+        &["LPUSH", "l", "a", "b"],
+        &["RPOP", "l"],
+        &["RPOP", "l"],
+        &["EXPIRE", "h", "100"],
+        &["RENAME", "s", "t"],
+        &["DEL", "t", "h"],
+        &["SET", "short", "v", "PX", "50"],
+    ] {
+        c.cmd(args);
+    }
+    // One message per event: 2 (keyspace, keyevent) for each of set, incrby, hset, lpush,
+    // rpop, rpop+del, expire, rename_from, rename_to, del, del, set, expire, then expired.
+    for _ in 0..2 * 15 {
+        seen.push(listener.read());
+    }
+    seen
+}
+
+#[test]
+fn keyspace_notifications_match_redis() {
+    let Some(redis) = redis(&[]) else { return };
+    let theirs = notifications(&redis);
+    let ours = notifications(&rediskv(&[]));
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a, b, "message {i}");
+    }
+}

@@ -140,6 +140,19 @@ impl<B: KvBackend> KvBackend for FaultyBackend<B> {
         self.count(&self.writes, &self.fail_write, "write")?;
         self.inner.write(batch)
     }
+
+    fn begin(&self) {
+        self.inner.begin()
+    }
+
+    fn finish(&self) -> bool {
+        self.inner.finish()
+    }
+
+    fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<u64>> {
+        self.read()?;
+        self.inner.stamp(cf, key)
+    }
 }
 
 #[cfg(test)]

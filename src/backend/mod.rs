@@ -111,6 +111,18 @@ impl WriteBatch {
 /// shared by several processes must give the guarantee itself: implement the trait on a
 /// read view that holds a snapshot and writes through a transaction (TiKV, RocksDB
 /// `Snapshot` + `WriteBatch`).
+///
+/// Such a backend gets each command's boundaries from [`KvBackend::begin`] and
+/// [`KvBackend::finish`], which [`crate::commands::Engine`] calls on the command's thread
+/// around every command and every EXEC (and [`crate::gc::expire_step`] around its re-check and
+/// delete). In between, the backend may serve that thread's reads from one snapshot and make
+/// its one `write` conditional on them: when something the command read has changed since,
+/// `write` applies nothing and fails with [`crate::Error::Conflict`], `finish` answers `true`,
+/// and the engine runs the command again from the start on a fresh snapshot, up to
+/// [`crate::commands::CONFLICT_ATTEMPTS`] times in all. A command's only effect is its batch,
+/// so a refused attempt leaves nothing behind. Both methods default to doing nothing (and
+/// `finish` to `false`): a single-process backend keeps working unchanged. WATCH across
+/// processes needs [`KvBackend::stamp`] as well.
 pub trait KvBackend {
     /// Reads one record.
     ///
@@ -137,6 +149,28 @@ pub trait KvBackend {
     /// # Errors
     /// [`crate::Error::Backend`] when the store fails; then nothing was applied.
     fn write(&self, batch: WriteBatch) -> Result<()>;
+
+    /// Starts a transaction on the calling thread (see Consistency above). Default: nothing.
+    fn begin(&self) {}
+
+    /// Ends the calling thread's transaction; `true` when the backend refused it with
+    /// [`crate::Error::Conflict`] (nothing of it was applied: run it again). Default: `false`.
+    fn finish(&self) -> bool {
+        false
+    }
+
+    /// A stamp of one record that changes whenever the record is written, by any process
+    /// (etcd: its `mod_revision`, 0 when absent), read like [`KvBackend::get`] (inside a
+    /// transaction: at its snapshot, and guarding its write). WATCH takes the stamp of each
+    /// watched key's metadata and EXEC aborts when it differs, so WATCH sees other processes'
+    /// writes. Default `None`: no stamps; WATCH then sees this process' writes only.
+    ///
+    /// # Errors
+    /// [`crate::Error::Backend`] when the store fails.
+    fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<u64>> {
+        let _ = (cf, key);
+        Ok(None)
+    }
 }
 
 /// Sharing a backend: `&B` and `Arc<B>` are backends too, forwarding every call.
@@ -154,6 +188,15 @@ macro_rules! forward_backend {
             }
             fn write(&self, batch: WriteBatch) -> Result<()> {
                 (**self).write(batch)
+            }
+            fn begin(&self) {
+                (**self).begin()
+            }
+            fn finish(&self) -> bool {
+                (**self).finish()
+            }
+            fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<u64>> {
+                (**self).stamp(cf, key)
             }
         }
     )*};

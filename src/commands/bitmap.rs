@@ -12,6 +12,7 @@ use bytes::Bytes;
 
 use self::bits::{FieldType, Overflow, low_mask};
 use super::args::{int_arg, parse_i64};
+use super::notify::NotifyFlags;
 use super::{CommandError, CommandResult, Db, Handler, Reply};
 use crate::backend::{KvBackend, WriteBatch};
 
@@ -71,10 +72,15 @@ fn setbit<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     if !created && old == on && offset / 8 < bits.len() {
         return Ok(Reply::Integer(i64::from(old)));
     }
+    let len = bits.len();
     bits.set_bit(db, key, offset, on)?;
     let mut batch = WriteBatch::new();
     bits.queue(db, &mut batch, key)?;
     db.commit(batch)?;
+    // Redis reports a created or grown value, or a changed bit.
+    if old != on || bits.len() != len {
+        db.notify(NotifyFlags::STRING, "setbit", key);
+    }
     Ok(Reply::Integer(i64::from(old)))
 }
 
@@ -191,6 +197,7 @@ fn bitop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
             }
         })
         .collect();
+    let existed = db.store_target(&argv[2], result.is_empty())?;
     let mut batch = WriteBatch::new();
     if result.is_empty() {
         db.delete_key(&mut batch, &argv[2]);
@@ -198,6 +205,7 @@ fn bitop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         db.queue_bits(&mut batch, &argv[2], &result)?;
     }
     db.commit(batch)?;
+    db.notify_store(NotifyFlags::STRING, "set", &argv[2], result.is_empty(), existed);
     Ok(Reply::Integer(len as i64))
 }
 
@@ -313,9 +321,13 @@ fn bitfield_generic<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], read_only: boo
     let Some(mut bits) = db.open_bits(key, highest.is_some())? else {
         return Ok(Reply::Array(fields.iter().map(|_| Reply::Integer(0)).collect()));
     };
+    let len = bits.len();
     if let Some(highest) = highest {
         bits.grow(highest / 8 + 1);
     }
+    // Redis reports `setbit` when a write changed a value or the string grew.
+    let mut changed = false;
+    let grown = bits.len() != len;
     let mut replies = Vec::with_capacity(fields.len());
     for f in &fields {
         let old = f.ty.interpret(read_field(db, key, &mut bits, f)?);
@@ -332,6 +344,7 @@ fn bitfield_generic<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], read_only: boo
         };
         if let (Some(new), false) = (new, matches!(f.op, FieldOp::Get)) {
             write_field(db, key, &mut bits, f, new)?;
+            changed |= grown || new != old;
         }
         replies.push(reply.map_or(Reply::Nil, Reply::Integer));
     }
@@ -339,6 +352,9 @@ fn bitfield_generic<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], read_only: boo
         let mut batch = WriteBatch::new();
         bits.queue(db, &mut batch, key)?;
         db.commit(batch)?;
+        if changed {
+            db.notify(NotifyFlags::STRING, "setbit", key);
+        }
     }
     Ok(Reply::Array(replies))
 }

@@ -12,6 +12,7 @@ use super::Reply;
 use super::blocking::Block;
 use super::cursor::CursorStore;
 use super::error::{CommandError, CommandResult};
+use super::notify::{Event, NotifyFlags};
 use crate::backend::{BatchOp, Direction, KvBackend, ScanIter, WriteBatch};
 use crate::codec::{Clock, ColumnFamily, KeyLayout, Metadata, RedisType, SystemClock, VersionGenerator};
 
@@ -59,6 +60,7 @@ pub(crate) struct Shared {
     pub(crate) base_layout: KeyLayout,
     blind_write: AtomicBool,
     bitmap_strings: AtomicBool,
+    new_events: AtomicBool,
     pub(crate) cursors: CursorStore,
     rng: AtomicU64,
 }
@@ -74,6 +76,7 @@ impl Shared {
             base_layout: layout,
             blind_write: AtomicBool::new(false),
             bitmap_strings: AtomicBool::new(false),
+            new_events: AtomicBool::new(false),
             cursors: CursorStore::default(),
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
         }
@@ -117,6 +120,11 @@ impl Shared {
             slot.store(s, Ordering::SeqCst);
         }
         true
+    }
+
+    /// Records `new` events from now on (see [`Db::set_new_events`]).
+    pub(crate) fn set_new_events(&self, on: bool) {
+        self.new_events.store(on, Ordering::Relaxed);
     }
 
     /// The layout of database `index`.
@@ -195,13 +203,60 @@ pub struct Db<'a, B> {
     pub(crate) backend: B,
     pub(crate) shared: Share<'a>,
     index: usize,
-    touched: RefCell<Vec<TouchedKey>>,
+    journal: RefCell<Journal>,
     /// Whether a blocking command may block ([`super::Engine::execute`] outside MULTI).
     may_block: bool,
     /// A woken client's re-run ([`super::Engine::retry`]).
     retrying: bool,
     block: Option<Block>,
     swapped: Vec<(usize, usize)>,
+}
+
+/// What the commands run on a [`Db`] did to keys, for WATCH, blocking wake-ups and keyspace
+/// notifications alike: one record, fed in three places — a lookup that finds a key expired
+/// (`Touch::Expired` and an `expired` event), [`Db::commit`] (`Touch::Written` for each
+/// metadata record written, and the keys it created), and the families' `notify` calls next
+/// to their commit (the command's events, as Redis' `notifyKeyspaceEvent`).
+///
+/// Events wait in `pending`, in the order they happen, until a commit or the end of the
+/// command settles them: a command that fails keeps only its `expired` events (Redis
+/// deletes an expired key whatever the command does next), so an error writes nothing and
+/// announces nothing.
+#[derive(Debug, Default)]
+struct Journal {
+    touched: Vec<TouchedKey>,
+    events: Vec<Event>,
+    pending: Vec<Event>,
+    /// The metadata keys of the pending events: each counts as written once settled, as
+    /// Redis signals every key it notifies about (LTRIM that trims nothing touches WATCH).
+    signalled: Vec<Bytes>,
+    /// Keys the last commit created, while `new` events are on: each gets its `new` event
+    /// just before its first event of the command (Redis' `dbAdd` order).
+    created: Vec<(usize, Bytes)>,
+}
+
+impl Journal {
+    /// Settles the pending events: kept when `ok`, else only the `expired` ones; then `new`
+    /// for the keys created and not yet notified.
+    fn settle(&mut self, ok: bool) {
+        let pending = self.pending.drain(..).filter(|e| ok || e.class == NotifyFlags::EXPIRED);
+        self.events.extend(pending);
+        for metadata_key in std::mem::take(&mut self.signalled) {
+            let last = self.touched.iter().rev().find(|t| t.metadata_key == metadata_key);
+            if ok && last.is_none_or(|t| t.kind != Touch::Written) {
+                self.touched.push(TouchedKey { metadata_key, kind: Touch::Written });
+            }
+        }
+        for (db, key) in self.created.drain(..) {
+            self.events.push(Event { class: NotifyFlags::NEW, name: "new", db, key });
+        }
+    }
+
+    /// Whether the command found `mkey` expired and has not written it since.
+    fn found_expired(&self, mkey: &[u8]) -> bool {
+        let last = self.touched.iter().rev().find(|t| t.metadata_key == mkey);
+        last.is_some_and(|t| t.kind == Touch::Expired)
+    }
 }
 
 impl<B: KvBackend> Db<'static, B> {
@@ -241,7 +296,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             backend,
             shared,
             index,
-            touched: RefCell::new(Vec::new()),
+            journal: RefCell::default(),
             may_block: false,
             retrying: false,
             block: None,
@@ -319,6 +374,14 @@ impl<'a, B: KvBackend> Db<'a, B> {
         self.shared.blind_write.store(on, Ordering::Relaxed);
     }
 
+    /// Turns the recording of `new` events (class `n`, a command created a key) on or off.
+    /// Off by default: finding which keys a commit creates costs a read per metadata write,
+    /// so a server turns it on only while `notify-keyspace-events` has `n`. Shared by every
+    /// session of an [`super::Engine`].
+    pub fn set_new_events(&mut self, on: bool) {
+        self.shared.set_new_events(on);
+    }
+
     /// Whether blind-write mode is on.
     pub fn blind_write(&self) -> bool {
         self.shared.blind_write.load(Ordering::Relaxed)
@@ -385,7 +448,109 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// The keys the commands run since the last [`Db::take_touched`] modified, or found
     /// expired, in order (a key may repeat).
     pub fn take_touched(&mut self) -> Vec<TouchedKey> {
-        std::mem::take(self.touched.get_mut())
+        std::mem::take(&mut self.journal.get_mut().touched)
+    }
+
+    /// The keyspace events the commands run since the last [`Db::take_events`] raised, in
+    /// order (see [`super::notify`]). A `Db` leaves the keys it finds expired in place (an
+    /// [`super::Engine`] deletes them after each command, [`Db::delete_expired`]), so over a
+    /// bare `Db` every command that finds one reports it `expired` again.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        let journal = self.journal.get_mut();
+        journal.settle(true);
+        std::mem::take(&mut journal.events)
+    }
+
+    /// Ends a command: its pending events stand if it succeeded (`ok`), else only its
+    /// `expired` ones.
+    pub(crate) fn end_command(&mut self, ok: bool) {
+        self.journal.get_mut().settle(ok);
+    }
+
+    /// Records the event `name` of `class` on `key` in the selected database; a command
+    /// calls it right after the [`Db::commit`] that made the change, in Redis' order.
+    pub(crate) fn notify(&self, class: NotifyFlags, name: &'static str, key: &[u8]) {
+        self.notify_in(self.index, class, name, key);
+    }
+
+    /// Records a collection edit: `name` of `class` on `key`, then `del` when the edit left
+    /// `meta` empty (the collection is gone, as Redis deletes an emptied one).
+    pub(crate) fn notify_edit(
+        &self,
+        class: NotifyFlags,
+        name: &'static str,
+        key: &[u8],
+        meta: &Metadata<'_>,
+    ) {
+        self.notify(class, name, key);
+        if meta.size == 0 && !meta.blind_write {
+            self.notify(NotifyFlags::GENERIC, "del", key);
+        }
+    }
+
+    /// Before a STORE command replaces `dst` with a result (`empty` or not): whether `dst`
+    /// has a record, expired or not (an empty result deletes it, and Redis' `dbDelete`
+    /// reports `del` for whatever it found). A non-empty result looks `dst` up first, as
+    /// Redis' `setKey` does, so an expired `dst` is reported expired.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub(crate) fn store_target(&self, dst: &[u8], empty: bool) -> CommandResult<bool> {
+        if empty {
+            let mkey = self.metadata_key(dst);
+            // A key this command found expired is gone already, as in Redis.
+            let gone = self.journal.borrow().found_expired(&mkey);
+            Ok(!gone && self.backend.get(ColumnFamily::Metadata, &mkey)?.is_some())
+        } else {
+            Ok(self.lookup(dst)?.is_some())
+        }
+    }
+
+    /// Records a STORE command's event after its commit: `name` of `class` for a non-empty
+    /// result, else `del` when `dst` had a record ([`Db::store_target`]).
+    pub(crate) fn notify_store(
+        &self,
+        class: NotifyFlags,
+        name: &'static str,
+        dst: &[u8],
+        empty: bool,
+        existed: bool,
+    ) {
+        if !empty {
+            self.notify(class, name, dst);
+        } else if existed {
+            self.notify(NotifyFlags::GENERIC, "del", dst);
+        }
+    }
+
+    /// [`Db::notify`] for a key of database `db` (COPY … DB, MOVE).
+    pub(crate) fn notify_in(&self, db: usize, class: NotifyFlags, name: &'static str, key: &[u8]) {
+        let mut journal = self.journal.borrow_mut();
+        if let Some(i) = journal.created.iter().position(|(d, k)| *d == db && k == key) {
+            let (db, key) = journal.created.remove(i);
+            journal.pending.push(Event { class: NotifyFlags::NEW, name: "new", db, key });
+        }
+        if let Ok(layout) = self.shared.layout_of(db) {
+            journal.signalled.push(Bytes::from(layout.metadata_key(key)));
+        }
+        let key = Bytes::copy_from_slice(key);
+        journal.pending.push(Event { class, name, db, key });
+    }
+
+    /// Records `new` for `key` in database `db` now, even if it existed: RENAME, COPY and
+    /// RESTORE replace a key by deleting and re-adding it, and Redis announces the add
+    /// before their own events.
+    pub(crate) fn notify_new_in(&self, db: usize, key: &[u8]) {
+        if self.shared.new_events.load(Ordering::Relaxed) {
+            let mut journal = self.journal.borrow_mut();
+            journal.created.retain(|(d, k)| !(*d == db && k == key));
+            journal.pending.push(Event {
+                class: NotifyFlags::NEW,
+                name: "new",
+                db,
+                key: Bytes::copy_from_slice(key),
+            });
+        }
     }
 
     /// The clock's time in unix milliseconds.
@@ -448,13 +613,50 @@ impl<'a, B: KvBackend> Db<'a, B> {
         })?;
         if !meta.is_live(self.now_ms()) {
             if meta.is_expired(self.now_ms()) {
-                let metadata_key = Bytes::copy_from_slice(mkey);
-                self.touched.borrow_mut().push(TouchedKey { metadata_key, kind: Touch::Expired });
+                self.record_expired(mkey);
             }
             return Ok(None);
         }
         let value = raw.slice_ref(meta.value);
         Ok(Some(Entry { meta: Metadata { value: &[], ..meta }, value }))
+    }
+
+    /// Records a key found expired: `Touch::Expired` and its `expired` event, once (Redis
+    /// deletes the key at the first lookup; this engine after the command, see
+    /// [`Db::delete_expired`], so until it writes the key the command sees it as gone).
+    fn record_expired(&self, mkey: &[u8]) {
+        let mut journal = self.journal.borrow_mut();
+        if journal.found_expired(mkey) {
+            return;
+        }
+        let metadata_key = Bytes::copy_from_slice(mkey);
+        journal.touched.push(TouchedKey { metadata_key, kind: Touch::Expired });
+        if let Some((db, key)) = self.shared.decode_touched(mkey) {
+            journal.pending.push(Event::expired(db, key));
+        }
+    }
+
+    /// Deletes, in one batch, those of `metadata_keys` whose record is still expired at
+    /// `now_ms` (a key written since is left alone), and returns them. Redis deletes a key
+    /// when it finds it expired; this engine does it after the command, so a later command
+    /// does not report the same expiry again. The caller holds the keys' locks.
+    ///
+    /// # Errors
+    /// Storage errors; nothing was deleted then.
+    pub fn delete_expired(&self, metadata_keys: &[Bytes], now_ms: u64) -> crate::Result<Vec<Bytes>> {
+        let mut batch = WriteBatch::new();
+        let mut deleted = Vec::new();
+        for key in metadata_keys {
+            let raw = self.backend.get(ColumnFamily::Metadata, key)?;
+            if raw.is_some_and(|raw| Metadata::decode(&raw).is_ok_and(|m| m.is_expired(now_ms))) {
+                batch.delete(ColumnFamily::Metadata, key.clone());
+                deleted.push(key.clone());
+            }
+        }
+        if !batch.is_empty() {
+            self.backend.write(batch)?;
+        }
+        Ok(deleted)
     }
 
     /// [`Db::lookup`] for a key that must hold `ty` when it exists.
@@ -585,11 +787,18 @@ impl<'a, B: KvBackend> Db<'a, B> {
         // A delete touches a key only if it had a record (Redis signals what it removed).
         // An element written without a size change (HSET of an existing field, ZADD of a
         // new score, LSET) touches its owner.
+        let new_events = self.shared.new_events.load(Ordering::Relaxed);
         let mut written: Vec<Bytes> = Vec::new();
+        let mut created = Vec::new();
         let layout = self.layout();
         for op in batch.ops() {
             let owner = match op {
-                BatchOp::Put { cf: ColumnFamily::Metadata, key, .. } => Some(key.clone()),
+                BatchOp::Put { cf: ColumnFamily::Metadata, key, .. } => {
+                    if new_events && !created.contains(key) && !self.is_live_record(key)? {
+                        created.push(key.clone());
+                    }
+                    Some(key.clone())
+                }
                 BatchOp::Delete { cf: ColumnFamily::Metadata, key } => {
                     self.backend.get(ColumnFamily::Metadata, key)?.is_some().then(|| key.clone())
                 }
@@ -606,18 +815,41 @@ impl<'a, B: KvBackend> Db<'a, B> {
                 written.push(owner);
             }
         }
+        self.backend.write(batch)?;
+        let journal = self.journal.get_mut();
         let written =
             written.into_iter().map(|metadata_key| TouchedKey { metadata_key, kind: Touch::Written });
-        let mut touched = std::mem::take(self.touched.get_mut());
-        let before = touched.len();
-        touched.extend(written);
-        let result = self.backend.write(batch);
-        if result.is_err() {
-            touched.truncate(before);
-        }
-        *self.touched.get_mut() = touched;
-        Ok(result?)
+        journal.touched.extend(written);
+        // A key whose `new` the command announced itself (before its commit) is not new again.
+        let announced = |(db, key): &(usize, Bytes)| {
+            journal.pending.iter().any(|e| e.name == "new" && e.db == *db && e.key == key)
+        };
+        let created: Vec<(usize, Bytes)> =
+            created.iter().filter_map(|k| self.shared.decode_touched(k)).filter(|k| !announced(k)).collect();
+        journal.settle(true);
+        journal.created = created;
+        Ok(())
     }
+
+    /// Whether a metadata record exists and is live (a key `commit` overwrites, not creates).
+    fn is_live_record(&self, mkey: &[u8]) -> CommandResult<bool> {
+        let raw = self.backend.get(ColumnFamily::Metadata, mkey)?;
+        Ok(raw.is_some_and(|raw| Metadata::decode(&raw).is_ok_and(|m| m.is_live(self.now_ms()))))
+    }
+}
+
+/// The metadata keys `touched` found expired and did not write afterwards, each once: the
+/// records still to delete (a key written since holds a new record, maybe expired too,
+/// that a later command must find).
+pub(crate) fn expired_keys(touched: &[TouchedKey]) -> Vec<Bytes> {
+    let mut keys: Vec<Bytes> = Vec::new();
+    for t in touched {
+        keys.retain(|k| *k != t.metadata_key);
+        if t.kind == Touch::Expired {
+            keys.push(t.metadata_key.clone());
+        }
+    }
+    keys
 }
 
 /// [`Db::put_collection`] under a metadata key built already (see [`Db::lookup_at`]).

@@ -8,6 +8,7 @@
 use bytes::Bytes;
 
 use super::args::int_arg;
+use super::notify::NotifyFlags;
 use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
@@ -79,7 +80,8 @@ impl<B: KvBackend> Db<'_, B> {
         payload: &[u8],
         opts: RestoreOptions,
     ) -> CommandResult<()> {
-        let exists = self.lookup(key)?.is_some();
+        // With REPLACE Redis deletes whatever record is there, expired or not, unlooked.
+        let exists = if opts.replace { self.store_target(key, true)? } else { self.lookup(key)?.is_some() };
         if exists && !opts.replace {
             return Err(CommandError::Other("BUSYKEY Target key name already exists.".into()));
         }
@@ -103,10 +105,17 @@ impl<B: KvBackend> Db<'_, B> {
             if exists {
                 self.delete_key(&mut batch, key);
             }
-            return self.commit(batch);
+            self.commit(batch)?;
+            if exists {
+                self.notify(NotifyFlags::GENERIC, "del", key);
+            }
+            return Ok(());
         }
         self.queue_value(&mut batch, key, value, expire as u64)?;
-        self.commit(batch)
+        self.commit(batch)?;
+        self.notify_new_in(self.index(), key);
+        self.notify(NotifyFlags::GENERIC, "restore", key);
+        Ok(())
     }
 
     /// Queues `key` as a new key holding `value` (overwriting whatever it held): the

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use bytes::Bytes;
 
-use super::db::{Share, Shared};
+use super::db::{Share, Shared, expired_keys};
 use super::locks::{KeyLocks, LockGuard};
 use super::overlay::Overlay;
 use super::session::{Multi, Watched};
@@ -14,6 +14,11 @@ use super::table::{self, CommandInfo};
 use super::{CommandError, Db, Reply, Session, Touch, TouchedKey, resolve};
 use crate::backend::{ColumnFamily, KvBackend};
 use crate::codec::{Clock, KeyLayout, Metadata};
+
+/// How many times in all [`Engine`] runs a command (or an EXEC) whose batch the backend
+/// refused with [`crate::Error::Conflict`] (see [`KvBackend::begin`]); the last refusal is
+/// the client's error reply.
+pub const CONFLICT_ATTEMPTS: u32 = 16;
 
 /// A database many clients use at once: the backend and the state every connection shares
 /// (clock, versions, SCAN cursors, key locks, WATCH registrations). Per-connection state
@@ -123,7 +128,52 @@ impl<B: KvBackend> Engine<B> {
     /// The database and user key a [`TouchedKey`] names (`None` if its namespace is not one
     /// of this engine's databases).
     pub fn touched_key(&self, touched: &TouchedKey) -> Option<(usize, Bytes)> {
-        self.shared.decode_touched(&touched.metadata_key)
+        self.key_of(&touched.metadata_key)
+    }
+
+    /// The database and user key of a metadata record key (`None` if its namespace is not
+    /// one of this engine's databases).
+    pub fn key_of(&self, metadata_key: &[u8]) -> Option<(usize, Bytes)> {
+        self.shared.decode_touched(metadata_key)
+    }
+
+    /// Records `new` events (class `n`) from now on, or stops: see [`Db::set_new_events`].
+    /// A server turns it on while `notify-keyspace-events` has `n`.
+    pub fn set_new_events(&self, on: bool) {
+        self.shared.set_new_events(on);
+    }
+
+    /// Deletes those of `metadata_keys` still expired at `now_ms`, each under its key's
+    /// exclusive lock after a fresh read, all in one batch: a key a client wrote since it
+    /// was found expired is left alone. Returns the keys deleted, and flags the WATCHes on
+    /// them (unless expired when watched). Used after a command that found keys expired, and
+    /// by [`crate::gc::expire_step`].
+    ///
+    /// # Errors
+    /// Storage errors; nothing was deleted then.
+    pub fn delete_expired(&self, metadata_keys: &[Bytes], now_ms: u64) -> crate::Result<Vec<Bytes>> {
+        if metadata_keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let layout = self.layout();
+        let user_keys: Vec<&[u8]> = metadata_keys
+            .iter()
+            .filter_map(|k| layout.decode_metadata_key(k).ok().map(|mk| mk.user_key))
+            .collect();
+        let _guard = self.locks.lock(false, user_keys.iter().map(|k| (*k, true)));
+        // A backend shared by several processes makes the delete conditional on the re-read
+        // (a conflict then deletes nothing; the next sweep finds the key again if still
+        // expired, so no retry here).
+        self.backend.begin();
+        let deleted =
+            Db::over(&self.backend, Share::Borrowed(&self.shared), 0).delete_expired(metadata_keys, now_ms);
+        self.backend.finish();
+        let deleted = deleted?;
+        // As Redis' expiry signals the key: a WATCH on it (live when watched) aborts EXEC.
+        let touched: Vec<TouchedKey> =
+            deleted.iter().map(|k| TouchedKey { metadata_key: k.clone(), kind: Touch::Expired }).collect();
+        self.watches.notify(&touched, &self.shared);
+        Ok(deleted)
     }
 
     /// [`Engine::execute`] for string arguments.
@@ -134,7 +184,8 @@ impl<B: KvBackend> Engine<B> {
 
     /// Runs one command for `session` (argv as in [`Db::execute`]), with Redis 7.0's
     /// MULTI/EXEC/DISCARD/WATCH/UNWATCH semantics and errors, and `COMMAND` from the table.
-    /// Afterwards [`Session::touched`] lists the keys it modified.
+    /// Afterwards [`Session::touched`] lists the keys it modified and [`Session::events`] its
+    /// keyspace events; keys it found expired have been deleted (see [`Engine::delete_expired`]).
     ///
     /// A blocking command that cannot be served now leaves a [`super::Block`] in the session
     /// ([`Session::take_block`]) and its reply is not an answer (see [`super::Block`]).
@@ -153,6 +204,7 @@ impl<B: KvBackend> Engine<B> {
 
     fn execute_as(&self, session: &mut Session, argv: &[Bytes], retry: bool) -> Reply {
         session.touched.clear();
+        session.events.clear();
         session.block = None;
         session.swapped.clear();
         let info = match resolve(argv) {
@@ -212,15 +264,44 @@ impl<B: KvBackend> Engine<B> {
     where
         T: AsRef<[Bytes]>,
     {
-        let _guard = self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]);
-        let mut db = self.db(session);
-        let reply = commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray);
+        let guard = self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]);
+        let (reply, mut db) = self.transaction(|| {
+            let mut db = self.db(session);
+            let reply = commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray);
+            (reply, db)
+        });
         session.db = db.index();
         session.touched = db.take_touched();
+        session.events = db.take_events();
         session.block = db.take_block();
         session.swapped = db.take_swapped();
         self.notify(&session.touched, &session.swapped);
+        drop(guard);
+        self.reap(session);
         reply
+    }
+
+    /// Deletes the keys the last command found expired (a failure leaves them expired: the
+    /// reply stands, and the sweep retries).
+    fn reap(&self, session: &Session) {
+        let expired = expired_keys(&session.touched);
+        let _ = self.delete_expired(&expired, self.now_ms());
+    }
+
+    /// Runs `attempt` between the backend's [`KvBackend::begin`] and [`KvBackend::finish`],
+    /// again while the backend refuses it, [`CONFLICT_ATTEMPTS`] times at most (a short pause
+    /// between attempts lets the competing writer finish). Returns the last attempt's result.
+    fn transaction<T>(&self, mut attempt: impl FnMut() -> T) -> T {
+        let mut n = 1;
+        loop {
+            self.backend.begin();
+            let result = attempt();
+            if !self.backend.finish() || n == CONFLICT_ATTEMPTS {
+                return result;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50 << n.min(10)));
+            n += 1;
+        }
     }
 
     /// The locks for `commands` and the `watched` keys (shared).
@@ -251,40 +332,74 @@ impl<B: KvBackend> Engine<B> {
         }
         let watched = std::mem::take(&mut session.watched);
         let queue = &multi.queue;
-        let _guard = self.lock(queue.iter().map(|(info, argv)| (*info, argv.as_slice())), &watched);
+        let guard = self.lock(queue.iter().map(|(info, argv)| (*info, argv.as_slice())), &watched);
         session.watched = watched;
         let aborted = session.dirty.load(Ordering::SeqCst) || self.watched_expired(session);
+        let stamps: Vec<(Vec<u8>, u64)> = session
+            .watched
+            .iter()
+            .filter_map(|w| Some((self.metadata_key(w.db, &w.key), w.stamp?)))
+            .collect();
         self.unwatch(session);
         if aborted {
             return Reply::NilArray;
         }
-        let overlay = Overlay::new(&self.backend);
-        let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), session.db);
-        let replies = queue
-            .iter()
-            .map(|(info, argv)| match info.name {
-                "unwatch" => Reply::OK,
-                _ => db.execute_resolved(info, argv),
-            })
-            .collect();
-        let index = db.index();
-        let touched = db.take_touched();
-        let swapped = db.take_swapped();
-        drop(db);
-        let batch = overlay.into_batch();
-        if !batch.is_empty() {
-            if let Err(e) = self.backend.write(batch) {
-                // Nothing was written: undo the transaction's swaps too.
-                for &(a, b) in swapped.iter().rev() {
-                    self.shared.swap(a, b);
-                }
-                return Reply::Error(CommandError::from(e).to_string());
+        // SWAPDBs apply at once, outside the batch: an attempt that is refused or fails
+        // undoes its own before the next attempt (or the error) is answered.
+        let undo = |swapped: Vec<(usize, usize)>| {
+            for &(a, b) in swapped.iter().rev() {
+                self.shared.swap(a, b);
             }
-        }
+        };
+        let mut applied: Vec<(usize, usize)> = Vec::new();
+        let attempt = || {
+            undo(std::mem::take(&mut applied));
+            // Written by another process since WATCH? (Inside the transaction, so a write
+            // after this check refuses the commit and the next attempt sees it.)
+            for (key, stamp) in &stamps {
+                if self.backend.stamp(ColumnFamily::Metadata, key)? != Some(*stamp) {
+                    return Ok(None);
+                }
+            }
+            let overlay = Overlay::new(&self.backend);
+            let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), session.db);
+            let replies = queue
+                .iter()
+                .map(|(info, argv)| match info.name {
+                    "unwatch" => Reply::OK,
+                    _ => db.execute_resolved(info, argv),
+                })
+                .collect();
+            let index = db.index();
+            let touched = db.take_touched();
+            let events = db.take_events();
+            applied = db.take_swapped();
+            drop(db);
+            // A failed read may have left a queued command half-done: commit nothing.
+            let written = match overlay.failure() {
+                Some(e) => Err(e),
+                None => {
+                    let batch = overlay.into_batch();
+                    if batch.is_empty() { Ok(()) } else { self.backend.write(batch) }
+                }
+            };
+            if written.is_err() {
+                undo(std::mem::take(&mut applied));
+            }
+            written.map(|()| Some((replies, index, touched, events, applied.clone())))
+        };
+        let (replies, index, touched, events, swapped) = match self.transaction(attempt) {
+            Ok(Some(done)) => done,
+            Ok(None) => return Reply::NilArray,
+            Err(e) => return Reply::Error(CommandError::from(e).to_string()),
+        };
         session.db = index;
         self.notify(&touched, &swapped);
         session.touched = touched;
         session.swapped = swapped;
+        session.events = events;
+        drop(guard);
+        self.reap(session);
         Reply::Array(replies)
     }
 
@@ -297,10 +412,12 @@ impl<B: KvBackend> Engine<B> {
             if session.watched.iter().any(|w| w.db == db && w.key == key) {
                 continue;
             }
-            let expired_at_watch = self.expired(&layout.metadata_key(key), now)?;
+            let metadata_key = layout.metadata_key(key);
+            let expired_at_watch = self.expired(&metadata_key, now)?;
             self.watches
                 .add((db, key.clone()), Watcher { flag: Arc::downgrade(&session.dirty), expired_at_watch });
-            session.watched.push(Watched { key: key.clone(), db, expired_at_watch });
+            let stamp = self.backend.stamp(ColumnFamily::Metadata, &metadata_key)?;
+            session.watched.push(Watched { key: key.clone(), db, expired_at_watch, stamp });
         }
         Ok(Reply::OK)
     }

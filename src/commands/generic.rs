@@ -183,8 +183,9 @@ fn wait<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 /// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]`, Redis 7.0's dynamic program
 /// and its walk back from the end, so the matches come out in Redis' order.
 fn lcs<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    let a = db.lcs_operand(&argv[1])?;
-    let b = db.lcs_operand(&argv[2])?;
+    // Both keys are looked up before either is type-checked (Redis reports both expired).
+    let (a, b) = (db.lcs_operand(&argv[1]), db.lcs_operand(&argv[2]));
+    let (a, b) = (a?, b?);
     let (mut len_only, mut idx, mut with_len, mut min_len) = (false, false, false, 0u64);
     let mut j = 3;
     while j < argv.len() {

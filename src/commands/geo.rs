@@ -11,8 +11,8 @@
 //!
 //! Replies print as Redis 7.0's: distances with four decimals (`llrint` of the value times
 //! 10^4), coordinates as `%.17Lf` with trailing zeros trimmed, GEOHASH as 11 base32
-//! characters of the point re-encoded over latitude ±90. Under RESP3 Redis sends the
-//! coordinates as doubles; here they stay bulk strings (the RESP2 form).
+//! characters of the point re-encoded over latitude ±90; under RESP3 coordinates are
+//! doubles carrying that text, as in Redis.
 
 mod geohash;
 mod order;
@@ -33,12 +33,14 @@ pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
         "geodist" => geodist,
         "geohash" => geohash_cmd,
         "geopos" => geopos,
-        "georadius" => |db, a| search(db, a, Variant { from: From::Coords, store: Store::Options }),
-        "georadius_ro" => |db, a| search(db, a, Variant { from: From::Coords, store: Store::No }),
-        "georadiusbymember" => |db, a| search(db, a, Variant { from: From::Member, store: Store::Options }),
-        "georadiusbymember_ro" => |db, a| search(db, a, Variant { from: From::Member, store: Store::No }),
-        "geosearch" => |db, a| search(db, a, Variant { from: From::Options, store: Store::No }),
-        "geosearchstore" => |db, a| search(db, a, Variant { from: From::Options, store: Store::Destination }),
+        "georadius" => |db, a| search(db, a, Variant { from: Centre::Coords, store: Store::Options }),
+        "georadius_ro" => |db, a| search(db, a, Variant { from: Centre::Coords, store: Store::No }),
+        "georadiusbymember" => |db, a| search(db, a, Variant { from: Centre::Member, store: Store::Options }),
+        "georadiusbymember_ro" => |db, a| search(db, a, Variant { from: Centre::Member, store: Store::No }),
+        "geosearch" => |db, a| search(db, a, Variant { from: Centre::Options, store: Store::No }),
+        "geosearchstore" => {
+            |db, a| search(db, a, Variant { from: Centre::Options, store: Store::Destination })
+        }
         _ => return None,
     })
 }
@@ -177,7 +179,7 @@ fn geopos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 
 /// Where a search's centre comes from.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum From {
+enum Centre {
     /// GEORADIUS: `key lon lat radius unit`.
     Coords,
     /// GEORADIUSBYMEMBER: `key member radius unit`.
@@ -199,7 +201,7 @@ enum Store {
 
 #[derive(Clone, Copy)]
 struct Variant {
-    from: From,
+    from: Centre,
     store: Store,
 }
 
@@ -228,92 +230,118 @@ fn member_point<B: KvBackend>(db: &Db<B>, key: &[u8], member: &[u8]) -> CommandR
     }
 }
 
-/// Redis' `georadiusGeneric`: the fixed arguments, then the options in order (errors come
-/// in the order Redis meets them), then the option conflicts, then the search.
-fn search<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], v: Variant) -> CommandResult {
-    let src_idx = if v.store == Store::Destination { 2 } else { 1 };
-    let src = &argv[src_idx];
-    let z = db.zkey(src)?;
-    let mut centre = [0.0; 2];
-    let mut extent: Option<(Extent, f64)> = None;
-    let mut store: Option<&Bytes> = (v.store == Store::Destination).then(|| &argv[1]);
+/// A parsed search.
+struct Query<'a> {
+    centre: [f64; 2],
+    /// The extent and meters per unit; `None` only when the source key is missing.
+    extent: Option<(Extent, f64)>,
+    store: Option<&'a Bytes>,
+    storedist: bool,
+    withdist: bool,
+    withhash: bool,
+    withcoord: bool,
+    any: bool,
+    /// 0: no COUNT.
+    count: i64,
+    sort: Sort,
+}
+
+/// Redis' `georadiusGeneric` parsing: the fixed arguments, then the options in order (errors
+/// come in the order Redis meets them; FROMMEMBER reads the member as it is met), then the
+/// option conflicts; `exists` says whether the source key `src` exists.
+fn parse_query<'a, B: KvBackend>(
+    db: &Db<B>,
+    argv: &'a [Bytes],
+    v: Variant,
+    src: &[u8],
+    exists: bool,
+) -> CommandResult<Query<'a>> {
+    let mut q = Query {
+        centre: [0.0; 2],
+        extent: None,
+        store: (v.store == Store::Destination).then(|| &argv[1]),
+        storedist: false,
+        withdist: false,
+        withhash: false,
+        withcoord: false,
+        any: false,
+        count: 0,
+        sort: Sort::None,
+    };
     let base = match v.from {
-        From::Coords => {
-            centre = lonlat(&argv[2], &argv[3])?;
-            extent = Some(radius_args(&argv[4], &argv[5])?);
+        Centre::Coords => {
+            q.centre = lonlat(&argv[2], &argv[3])?;
+            q.extent = Some(radius_args(&argv[4], &argv[5])?);
             6
         }
-        From::Member if z.is_none() => 5,
-        From::Member => {
-            centre = member_point(db, src, &argv[2])?;
-            extent = Some(radius_args(&argv[3], &argv[4])?);
+        Centre::Member if !exists => 5,
+        Centre::Member => {
+            q.centre = member_point(db, src, &argv[2])?;
+            q.extent = Some(radius_args(&argv[3], &argv[4])?);
             5
         }
-        From::Options => src_idx + 1,
+        Centre::Options => {
+            if v.store == Store::Destination {
+                3
+            } else {
+                2
+            }
+        }
     };
-    let (mut withdist, mut withhash, mut withcoord, mut any) = (false, false, false, false);
-    let (mut frommember, mut fromloc, mut storedist) = (false, false, false);
-    let mut sort = Sort::None;
-    let mut count: i64 = 0;
+    let (mut frommember, mut fromloc) = (false, false);
     let opts = &argv[base..];
-    let search_opts = v.from == From::Options;
+    let search_opts = v.from == Centre::Options;
     let mut i = 0;
     while i < opts.len() {
         let (arg, left) = (&opts[i], opts.len() - i - 1);
+        let is_box = matches!(q.extent, Some((Extent::Box { .. }, _)));
+        let is_radius = matches!(q.extent, Some((Extent::Radius(_), _)));
         if is(arg, "withdist") {
-            withdist = true;
+            q.withdist = true;
         } else if is(arg, "withhash") {
-            withhash = true;
+            q.withhash = true;
         } else if is(arg, "withcoord") {
-            withcoord = true;
+            q.withcoord = true;
         } else if is(arg, "any") {
-            any = true;
+            q.any = true;
         } else if is(arg, "asc") {
-            sort = Sort::Asc;
+            q.sort = Sort::Asc;
         } else if is(arg, "desc") {
-            sort = Sort::Desc;
+            q.sort = Sort::Desc;
         } else if is(arg, "count") && left >= 1 {
-            count = int_arg(&opts[i + 1])?;
-            if count <= 0 {
+            q.count = int_arg(&opts[i + 1])?;
+            if q.count <= 0 {
                 return Err(CommandError::err("COUNT must be > 0"));
             }
             i += 1;
         } else if (is(arg, "store") || is(arg, "storedist")) && left >= 1 && v.store == Store::Options {
-            store = Some(&opts[i + 1]);
-            storedist = is(arg, "storedist");
+            q.store = Some(&opts[i + 1]);
+            q.storedist = is(arg, "storedist");
             i += 1;
         } else if is(arg, "storedist") && v.store == Store::Destination {
-            storedist = true;
+            q.storedist = true;
         } else if is(arg, "frommember") && left >= 1 && search_opts && !fromloc {
-            if z.is_some() {
-                centre = member_point(db, src, &opts[i + 1])?;
+            if exists {
+                q.centre = member_point(db, src, &opts[i + 1])?;
             }
             frommember = true;
             i += 1;
         } else if is(arg, "fromlonlat") && left >= 2 && search_opts && !frommember {
-            centre = lonlat(&opts[i + 1], &opts[i + 2])?;
+            q.centre = lonlat(&opts[i + 1], &opts[i + 2])?;
             fromloc = true;
             i += 2;
-        } else if is(arg, "byradius")
-            && left >= 2
-            && search_opts
-            && !matches!(extent, Some((Extent::Box { .. }, _)))
-        {
-            extent = Some(radius_args(&opts[i + 1], &opts[i + 2])?);
+        } else if is(arg, "byradius") && left >= 2 && search_opts && !is_box {
+            q.extent = Some(radius_args(&opts[i + 1], &opts[i + 2])?);
             i += 2;
-        } else if is(arg, "bybox")
-            && left >= 3
-            && search_opts
-            && !matches!(extent, Some((Extent::Radius(_), _)))
-        {
-            extent = Some(box_args(&opts[i + 1], &opts[i + 2], &opts[i + 3])?);
+        } else if is(arg, "bybox") && left >= 3 && search_opts && !is_radius {
+            q.extent = Some(box_args(&opts[i + 1], &opts[i + 2], &opts[i + 3])?);
             i += 3;
         } else {
             return Err(CommandError::Syntax);
         }
         i += 1;
     }
-    if store.is_some() && (withdist || withhash || withcoord) {
+    if q.store.is_some() && (q.withdist || q.withhash || q.withcoord) {
         let what = if v.store == Store::Destination { "GEOSEARCHSTORE" } else { "STORE option in GEORADIUS" };
         return Err(CommandError::err(format!(
             "{what} is not compatible with WITHDIST, WITHHASH and WITHCOORD options"
@@ -326,34 +354,45 @@ fn search<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], v: Variant) -> CommandRe
             name()
         )));
     }
-    if search_opts && extent.is_none() {
+    if search_opts && q.extent.is_none() {
         return Err(CommandError::err(format!(
             "exactly one of BYRADIUS and BYBOX can be specified for {}",
             name()
         )));
     }
-    if any && count == 0 {
+    if q.any && q.count == 0 {
         return Err(CommandError::err("the ANY argument requires COUNT argument"));
     }
-    let (Some(z), Some((extent, to_meters))) = (z, extent) else {
-        // A missing source: an empty answer, and a STORE destination is deleted.
-        return match store {
-            Some(dst) => db.store_zset(dst, &[]).map(Reply::Integer),
+    // COUNT without ANY means the nearest ones.
+    if q.count != 0 && q.sort == Sort::None && !q.any {
+        q.sort = Sort::Asc;
+    }
+    Ok(q)
+}
+
+/// GEOSEARCH, GEOSEARCHSTORE, GEORADIUS… : parse, scan the boxes, order, then reply or
+/// store (one batch; an empty result deletes the destination).
+fn search<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], v: Variant) -> CommandResult {
+    let src = &argv[if v.store == Store::Destination { 2 } else { 1 }];
+    let z = db.zkey(src)?;
+    let q = parse_query(db, argv, v, src, z.is_some())?;
+    // The keyspace event of a STORE (Redis names it after the command family).
+    let event = if v.from == Centre::Options { "geosearchstore" } else { "georadiusstore" };
+    let (Some(z), Some((extent, to_meters))) = (z, q.extent) else {
+        return match q.store {
+            Some(dst) => db.store_zset_as(dst, &[], event).map(Reply::Integer),
             None => Ok(Reply::Array(Vec::new())),
         };
     };
-    if count != 0 && sort == Sort::None && !any {
-        sort = Sort::Asc;
-    }
-    let shape = Shape { centre, extent, to_meters };
-    let limit = if any { count as usize } else { 0 };
-    let mut found = scan_boxes(db, &z, &shape, limit)?;
-    if found.is_empty() && store.is_none() {
+    let shape = Shape { centre: q.centre, extent, to_meters };
+    let mut found = scan_boxes(db, &z, &shape, if q.any { q.count as usize } else { 0 })?;
+    if found.is_empty() && q.store.is_none() {
         return Ok(Reply::Array(Vec::new()));
     }
-    let returned = if count == 0 || (found.len() as i64) < count { found.len() } else { count as usize };
-    if sort != Sort::None {
-        let desc = sort == Sort::Desc;
+    let returned =
+        if q.count == 0 || (found.len() as i64) < q.count { found.len() } else { q.count as usize };
+    if q.sort != Sort::None {
+        let desc = q.sort == Sort::Desc;
         let cmp = |a: &Found, b: &Found| {
             let c = order::compare_distances(a.dist, b.dist);
             if desc { -c } else { c }
@@ -368,33 +407,32 @@ fn search<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], v: Variant) -> CommandRe
     for f in &mut found {
         f.dist /= to_meters;
     }
-    if let Some(dst) = store {
-        let items: Vec<(Bytes, f64)> =
-            found.into_iter().map(|f| (f.member, if storedist { f.dist } else { f.score })).collect();
-        return db.store_zset(dst, &items).map(Reply::Integer);
+    match q.store {
+        Some(dst) => {
+            let score = |f: &Found| if q.storedist { f.dist } else { f.score };
+            let items: Vec<(Bytes, f64)> = found.iter().map(|f| (f.member.clone(), score(f))).collect();
+            db.store_zset_as(dst, &items, event).map(Reply::Integer)
+        }
+        None => Ok(Reply::Array(found.into_iter().map(|f| found_reply(f, &q)).collect())),
     }
-    let with = usize::from(withdist) + usize::from(withhash) + usize::from(withcoord);
-    let reply = found
-        .into_iter()
-        .map(|f| {
-            if with == 0 {
-                return Reply::Bulk(f.member);
-            }
-            let mut item = Vec::with_capacity(with + 1);
-            item.push(Reply::Bulk(f.member));
-            if withdist {
-                item.push(Reply::Bulk(distance_text(f.dist)));
-            }
-            if withhash {
-                item.push(Reply::Integer(geohash::c_i64(f.score)));
-            }
-            if withcoord {
-                item.push(Reply::Array(vec![coordinate(f.point[0]), coordinate(f.point[1])]));
-            }
-            Reply::Array(item)
-        })
-        .collect();
-    Ok(Reply::Array(reply))
+}
+
+/// One result: the member alone, or `[member, dist?, hash?, [lon, lat]?]`.
+fn found_reply(f: Found, q: &Query) -> Reply {
+    if !(q.withdist || q.withhash || q.withcoord) {
+        return Reply::Bulk(f.member);
+    }
+    let mut item = vec![Reply::Bulk(f.member)];
+    if q.withdist {
+        item.push(Reply::Bulk(distance_text(f.dist)));
+    }
+    if q.withhash {
+        item.push(Reply::Integer(geohash::c_i64(f.score)));
+    }
+    if q.withcoord {
+        item.push(Reply::Array(vec![coordinate(f.point[0]), coordinate(f.point[1])]));
+    }
+    Reply::Array(item)
 }
 
 /// Redis' `membersOfAllNeighbors`: the points in the search's boxes that lie in the shape,
@@ -449,9 +487,9 @@ mod tests {
 
     #[test]
     fn coordinates_print_as_human_long_doubles() {
-        let text = |t: &'static [u8]| Reply::DoubleText(Bytes::from_static(t));
-        assert_eq!(coordinate(13.361389338970184), text(b"13.36138933897018433"));
-        assert_eq!(coordinate(-0.0), text(b"0"));
-        assert_eq!(coordinate(180.0), text(b"180"));
+        let text = |s: &'static str| Reply::DoubleText(Bytes::from_static(s.as_bytes()));
+        assert_eq!(coordinate(13.361389338970184), text("13.36138933897018433"));
+        assert_eq!(coordinate(-0.0), text("0"));
+        assert_eq!(coordinate(180.0), text("180"));
     }
 }

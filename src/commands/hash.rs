@@ -25,6 +25,7 @@ use bytes::Bytes;
 
 use super::args::{check_pairs_count, cursor_arg, int_arg, parse_i64, random_count_arg};
 use super::long_double::{self, LongDouble};
+use super::notify::NotifyFlags;
 use super::subkeys::{Pick, ScanOptions, parse_scan_options, scan_reply};
 use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
@@ -106,6 +107,7 @@ impl<B: KvBackend> Db<'_, B> {
             self.put_collection(&mut batch, key, &meta);
         }
         self.commit(batch)?;
+        self.notify(NotifyFlags::HASH, "hset", key);
         Ok(added)
     }
 
@@ -126,6 +128,7 @@ impl<B: KvBackend> Db<'_, B> {
         }
         self.put_collection(&mut batch, key, &meta);
         self.commit(batch)?;
+        self.notify(NotifyFlags::HASH, "hset", key);
         Ok(true)
     }
 
@@ -161,7 +164,11 @@ impl<B: KvBackend> Db<'_, B> {
     /// WRONGTYPE; storage errors.
     pub fn hdel(&mut self, key: &[u8], fields: &[Bytes]) -> CommandResult<i64> {
         let Some(mut meta) = self.lookup_of(key, RedisType::Hash)? else { return Ok(0) };
-        self.remove_subkeys(key, &mut meta, fields)
+        let removed = self.remove_subkeys(key, &mut meta, fields)?;
+        if removed > 0 {
+            self.notify_edit(NotifyFlags::HASH, "hdel", key, &meta);
+        }
+        Ok(removed)
     }
 
     /// HLEN: one metadata read (a blind-write hash is counted by a scan).
@@ -200,6 +207,7 @@ impl<B: KvBackend> Db<'_, B> {
         };
         let new = current.checked_add(delta).ok_or(CommandError::Overflow)?;
         self.put_field(key, &mut meta, field, old.is_none(), Bytes::from(new.to_string()))?;
+        self.notify(NotifyFlags::HASH, "hincrby", key);
         Ok(new)
     }
 
@@ -226,6 +234,7 @@ impl<B: KvBackend> Db<'_, B> {
             .ok_or_else(|| CommandError::err("increment would produce NaN or Infinity"))?;
         let text = Bytes::from(long_double::format_human(new));
         self.put_field(key, &mut meta, field, old.is_none(), text.clone())?;
+        self.notify(NotifyFlags::HASH, "hincrbyfloat", key);
         Ok(text)
     }
 

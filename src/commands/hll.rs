@@ -6,6 +6,7 @@ mod sketch;
 
 use bytes::Bytes;
 
+use super::notify::NotifyFlags;
 use super::{CommandError, CommandResult, Db, Handler, Reply};
 use crate::backend::{KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
@@ -85,6 +86,7 @@ fn pfadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     if updated {
         sketch::invalidate_cache(&mut hll);
         db.write_hll(key, &hll, expire_ms)?;
+        db.notify(NotifyFlags::STRING, "pfadd", key);
     }
     Ok(Reply::Integer(i64::from(updated)))
 }
@@ -121,5 +123,7 @@ fn pfmerge<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     }
     sketch::invalidate_cache(&mut hll);
     db.write_hll(dest, &hll, expire_ms)?;
+    // Redis reports a merge as a mass add.
+    db.notify(NotifyFlags::STRING, "pfadd", dest);
     Ok(Reply::status("OK"))
 }

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use bytes::Bytes;
 
 use super::args::{Glob, cursor_arg, int_arg};
+use super::notify::NotifyFlags;
 use super::table::Handler;
 use super::{CommandError, CommandResult, DATABASES, Db, Entry, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
@@ -136,6 +137,8 @@ impl<B: KvBackend> Db<'_, B> {
             if seen.insert(key) && self.lookup(key)?.is_some() {
                 removed += 1;
                 self.delete_key(&mut batch, key);
+                // In key order with the `expired` of keys found expired (settled by commit).
+                self.notify(NotifyFlags::GENERIC, "del", key);
             }
         }
         self.commit(batch)?;
@@ -156,12 +159,15 @@ impl<B: KvBackend> Db<'_, B> {
             return Ok(false);
         }
         let mut batch = WriteBatch::new();
-        if when_ms <= i64::try_from(self.now_ms()).unwrap_or(i64::MAX) {
+        let event = if when_ms <= i64::try_from(self.now_ms()).unwrap_or(i64::MAX) {
             self.delete_key(&mut batch, key);
+            "del"
         } else {
             self.put_metadata(&mut batch, key, &with_expire(&entry, when_ms as u64));
-        }
+            "expire"
+        };
         self.commit(batch)?;
+        self.notify(NotifyFlags::GENERIC, event, key);
         Ok(true)
     }
 
@@ -205,6 +211,7 @@ impl<B: KvBackend> Db<'_, B> {
         let mut batch = WriteBatch::new();
         self.put_metadata(&mut batch, key, &with_expire(&entry, 0));
         self.commit(batch)?;
+        self.notify(NotifyFlags::GENERIC, "persist", key);
         Ok(true)
     }
 
@@ -260,7 +267,8 @@ impl<B: KvBackend> Db<'_, B> {
         if src == dst {
             return Ok(!nx);
         }
-        if nx && self.lookup(dst)?.is_some() {
+        // Redis looks `dst` up even without NX (an expired one is reported expired).
+        if self.lookup(dst)?.is_some() && nx {
             return Ok(false);
         }
         let mut batch = WriteBatch::new();
@@ -268,6 +276,9 @@ impl<B: KvBackend> Db<'_, B> {
         self.queue_copy(&mut batch, &entry, src, &layout, dst)?;
         self.delete_key(&mut batch, src);
         self.commit(batch)?;
+        self.notify_new_in(self.index(), dst);
+        self.notify(NotifyFlags::GENERIC, "rename_from", src);
+        self.notify(NotifyFlags::GENERIC, "rename_to", dst);
         Ok(true)
     }
 
@@ -290,12 +301,15 @@ impl<B: KvBackend> Db<'_, B> {
         let Some(entry) = self.lookup(src)? else {
             return Ok(false);
         };
-        if !replace && self.lookup_in(&dst_layout, dst)?.is_some() {
+        // Redis looks `dst` up even with REPLACE (an expired one is reported expired).
+        if self.lookup_in(&dst_layout, dst)?.is_some() && !replace {
             return Ok(false);
         }
         let mut batch = WriteBatch::new();
         self.queue_copy(&mut batch, &entry, src, &dst_layout, dst)?;
         self.commit(batch)?;
+        self.notify_new_in(dst_index, dst);
+        self.notify_in(dst_index, NotifyFlags::GENERIC, "copy_to", dst);
         Ok(true)
     }
 
@@ -390,6 +404,7 @@ impl<B: KvBackend> Db<'_, B> {
         let mut last: Option<Bytes> = None;
         let mut more = false;
         let mut keys = Vec::new();
+        let mut others = Vec::new();
         let glob = pattern.map(Glob::new);
         self.walk_records(after.as_deref(), |meta_key, live| {
             if examined == count || visits == max_visits {
@@ -404,9 +419,19 @@ impl<B: KvBackend> Db<'_, B> {
                 if type_ok && glob.as_ref().is_none_or(|g| g.matches(user_key)) {
                     keys.push(Bytes::copy_from_slice(user_key));
                 }
+            } else {
+                others.push(meta_key.clone());
             }
             true
         })?;
+        // Redis expires the keys matching the pattern that it finds expired: looking them up
+        // reports them.
+        for meta_key in others {
+            let user_key = self.layout().decode_metadata_key(&meta_key).map(|d| d.user_key);
+            if user_key.is_ok_and(|k| glob.as_ref().is_none_or(|g| g.matches(k))) {
+                self.lookup_at(&meta_key)?;
+            }
+        }
         let next = match (more, last) {
             (true, Some(last)) => {
                 let user_key = self.layout().decode_metadata_key(&last).map_or(&last[..], |d| d.user_key);

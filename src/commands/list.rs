@@ -17,6 +17,7 @@ use bytes::Bytes;
 
 use super::args::{int_arg, normalize_range, timeout_arg};
 use super::db::put_collection_at;
+use super::notify::NotifyFlags;
 use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
@@ -74,6 +75,22 @@ impl ListEnd {
             Ok(ListEnd::Right)
         } else {
             Err(CommandError::Syntax)
+        }
+    }
+
+    /// The keyspace event of a push at this end.
+    fn push_event(self) -> &'static str {
+        match self {
+            ListEnd::Left => "lpush",
+            ListEnd::Right => "rpush",
+        }
+    }
+
+    /// The keyspace event of a pop from this end.
+    fn pop_event(self) -> &'static str {
+        match self {
+            ListEnd::Left => "lpop",
+            ListEnd::Right => "rpop",
         }
     }
 }
@@ -266,6 +283,7 @@ impl<B: KvBackend> Db<'_, B> {
         }
         put_collection_at(&mut batch, mkey, &meta);
         self.commit(batch)?;
+        self.notify(NotifyFlags::LIST, end.push_event(), key);
         Ok(len_i64(&meta))
     }
 
@@ -331,6 +349,7 @@ impl<B: KvBackend> Db<'_, B> {
         };
         put_collection_at(&mut batch, mkey, &meta);
         self.commit(batch)?;
+        self.notify_edit(NotifyFlags::LIST, end.pop_event(), key, &meta);
         Ok(popped)
     }
 
@@ -444,7 +463,9 @@ impl<B: KvBackend> Db<'_, B> {
             keys.at(stored_index(meta.head, pos)?),
             Bytes::copy_from_slice(value),
         );
-        self.commit(batch)
+        self.commit(batch)?;
+        self.notify(NotifyFlags::LIST, "lset", key);
+        Ok(())
     }
 
     /// LREM: removes the first `count` occurrences of `element` from the head (`count >
@@ -494,7 +515,11 @@ impl<B: KvBackend> Db<'_, B> {
             .collect();
         let prefix = (read_from == 0).then(|| slice_values(&read, 0, first));
         let suffix = (read_to == meta.size).then(|| slice_values(&read, last + 1, meta.size));
-        self.splice(key, meta, first, last + 1, kept, prefix, suffix)?;
+        let left = self.splice(key, meta, first, last + 1, kept, prefix, suffix)?;
+        self.notify(NotifyFlags::LIST, "lrem", key);
+        if left == 0 {
+            self.notify(NotifyFlags::GENERIC, "del", key);
+        }
         Ok(removed)
     }
 
@@ -534,6 +559,7 @@ impl<B: KvBackend> Db<'_, B> {
         }
         let new_len =
             self.splice(key, meta, at, at, vec![Bytes::copy_from_slice(element)], Some(read), None)?;
+        self.notify(NotifyFlags::LIST, "linsert", key);
         Ok(i64::try_from(new_len).unwrap_or(i64::MAX))
     }
 
@@ -638,7 +664,10 @@ impl<B: KvBackend> Db<'_, B> {
         };
         let mut batch = WriteBatch::new();
         match list_range(&meta, start, stop) {
-            None => self.delete_key(&mut batch, key),
+            None => {
+                self.delete_key(&mut batch, key);
+                meta.size = 0;
+            }
             Some((from, to)) => {
                 let keys = self.elem_keys(key, meta.version)?;
                 let new_head = meta.head + from;
@@ -654,7 +683,10 @@ impl<B: KvBackend> Db<'_, B> {
                 }
             }
         }
-        self.commit(batch)
+        self.commit(batch)?;
+        // Redis reports `ltrim` even when nothing was trimmed.
+        self.notify_edit(NotifyFlags::LIST, "ltrim", key, &meta);
+        Ok(())
     }
 
     /// LPOS: the positions (from the head) of the elements equal to `element`, per
@@ -737,6 +769,9 @@ impl<B: KvBackend> Db<'_, B> {
             }
         }
         self.commit(batch)?;
+        // Redis pushes, then reports the pop (and the source's deletion).
+        self.notify(NotifyFlags::LIST, to.push_event(), dst);
+        self.notify_edit(NotifyFlags::LIST, from.pop_event(), src, &src_meta);
         Ok(Some(value))
     }
 

@@ -27,6 +27,7 @@ mod keyspace;
 mod list;
 mod locks;
 mod long_double;
+pub mod notify;
 mod overlay;
 mod reply;
 mod session;
@@ -43,11 +44,12 @@ use bytes::Bytes;
 pub use blocking::Block;
 pub use db::{DATABASES, Db, Entry, Touch, TouchedKey};
 pub use dump::RestoreOptions;
-pub use engine::Engine;
+pub use engine::{CONFLICT_ATTEMPTS, Engine};
 pub use error::{CommandError, CommandResult};
 pub use keyspace::ExpireCondition;
 pub use list::{ListEnd, LposOptions};
 pub use locks::{KeyLocks, LockGuard};
+pub use notify::{Event, NotifyFlags};
 pub use overlay::Overlay;
 pub use reply::{Protocol, Reply};
 pub use session::Session;
@@ -126,11 +128,13 @@ impl<B: KvBackend> Db<'_, B> {
 
     /// [`Db::execute`] for a command [`resolve`] accepted.
     pub(crate) fn execute_resolved(&mut self, info: &CommandInfo, argv: &[Bytes]) -> Reply {
-        match handler::<B>(info) {
+        let reply = match handler::<B>(info) {
             Some(run) => run(self, argv).unwrap_or_else(|e| Reply::Error(e.to_string())),
             None if info.container() == "command" => table::command_reply(argv),
             None => Reply::Error(format!("ERR {} needs a client session", info.name.to_uppercase())),
-        }
+        };
+        self.end_command(!reply.is_error());
+        reply
     }
 
     /// [`Db::execute`] for string arguments: `db.run(&["SET", "k", "v"])`.

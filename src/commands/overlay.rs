@@ -6,9 +6,9 @@ use std::iter::Peekable;
 
 use bytes::Bytes;
 
-use crate::Result;
 use crate::backend::{BatchOp, ColumnFamily, Direction, KvBackend, KvPair, ScanIter, WriteBatch};
 use crate::codec::KeyRange;
+use crate::{Error, Result};
 
 type Pending = BTreeMap<(ColumnFamily, Bytes), Option<Bytes>>;
 
@@ -20,12 +20,28 @@ type Pending = BTreeMap<(ColumnFamily, Bytes), Option<Bytes>>;
 pub struct Overlay<'a, B: ?Sized> {
     base: &'a B,
     pending: RefCell<Pending>,
+    /// The first error a read of `base` gave (see [`Overlay::failure`]).
+    failure: RefCell<Option<Error>>,
 }
 
 impl<'a, B: KvBackend + ?Sized> Overlay<'a, B> {
     /// An overlay with no writes yet.
     pub fn new(base: &'a B) -> Self {
-        Overlay { base, pending: RefCell::new(BTreeMap::new()) }
+        Overlay { base, pending: RefCell::new(BTreeMap::new()), failure: RefCell::new(None) }
+    }
+
+    /// The first error a read of the base store gave, if any: a transaction that met one
+    /// must not commit, since a queued command may have failed half-way.
+    pub fn failure(&self) -> Option<Error> {
+        self.failure.borrow().clone()
+    }
+
+    /// Remembers the first failed read of the base store.
+    fn note<T>(&self, result: Result<T>) -> Result<T> {
+        if let Err(e) = &result {
+            self.failure.borrow_mut().get_or_insert_with(|| e.clone());
+        }
+        result
     }
 
     /// Every buffered write as one batch: one put or delete per record, its final state.
@@ -46,7 +62,7 @@ impl<B: KvBackend + ?Sized> KvBackend for Overlay<'_, B> {
         if let Some(value) = self.pending.borrow().get(&(cf, Bytes::copy_from_slice(key))) {
             return Ok(value.clone());
         }
-        self.base.get(cf, key)
+        self.note(self.base.get(cf, key))
     }
 
     fn scan<'s>(&'s self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'s>> {
@@ -60,7 +76,13 @@ impl<B: KvBackend + ?Sized> KvBackend for Overlay<'_, B> {
         if direction == Direction::Reverse {
             mine.reverse();
         }
-        let base = self.base.scan(cf, range, direction)?;
+        let base = self.note(self.base.scan(cf, range, direction))?;
+        let failure = &self.failure;
+        let base: ScanIter<'s> = Box::new(base.inspect(move |item| {
+            if let Err(e) = item {
+                failure.borrow_mut().get_or_insert_with(|| e.clone());
+            }
+        }));
         Ok(Box::new(Merge { base: base.peekable(), mine: mine.into_iter().peekable(), direction }))
     }
 

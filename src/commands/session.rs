@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 
 use bytes::Bytes;
 
-use super::{Block, CommandInfo, TouchedKey};
+use super::{Block, CommandInfo, Event, TouchedKey};
 
 /// One client's state: selected database, protocol version, MULTI queue, WATCHed keys,
 /// id and name. The shared [`super::Engine`] holds none of it; a connection owns its
@@ -21,6 +21,7 @@ pub struct Session {
     /// Set by another client touching a watched key (Redis' `CLIENT_DIRTY_CAS`).
     pub(crate) dirty: Arc<AtomicBool>,
     pub(crate) touched: Vec<TouchedKey>,
+    pub(crate) events: Vec<Event>,
     pub(crate) block: Option<Block>,
     pub(crate) swapped: Vec<(usize, usize)>,
 }
@@ -40,6 +41,8 @@ pub(crate) struct Watched {
     pub(crate) db: usize,
     /// Already expired when watched: its expiry does not abort EXEC (Redis 7.0).
     pub(crate) expired_at_watch: bool,
+    /// The backend's stamp of the metadata record when watched (see `KvBackend::stamp`).
+    pub(crate) stamp: Option<u64>,
 }
 
 impl Session {
@@ -54,6 +57,7 @@ impl Session {
             watched: Vec::new(),
             dirty: Arc::new(AtomicBool::new(false)),
             touched: Vec::new(),
+            events: Vec::new(),
             block: None,
             swapped: Vec::new(),
         }
@@ -125,5 +129,14 @@ impl Session {
     /// key. Blocking pops and keyspace notifications wake up from these.
     pub fn touched(&self) -> &[TouchedKey] {
         &self.touched
+    }
+
+    /// The keyspace events the last executed command (or EXEC, in queue order) raised, as
+    /// Redis 7.0's `notifyKeyspaceEvent` calls: publish each with
+    /// [`Event::messages`](super::Event::messages) under the server's
+    /// `notify-keyspace-events` flags. Empty after an error or a command that wrote nothing
+    /// (but a key found expired is an `expired` event even then).
+    pub fn events(&self) -> &[Event] {
+        &self.events
     }
 }

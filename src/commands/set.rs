@@ -23,6 +23,7 @@ use std::collections::HashSet;
 use bytes::Bytes;
 
 use super::args::{cursor_arg, random_count_arg};
+use super::notify::NotifyFlags;
 use super::subkeys::{Pick, parse_scan_options, scan_reply};
 use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
@@ -72,6 +73,7 @@ impl<B: KvBackend> Db<'_, B> {
                 self.put_metadata(&mut batch, key, &meta);
             }
             self.commit(batch)?;
+            self.notify(NotifyFlags::SET, "sadd", key);
             return Ok(members.len() as i64);
         }
         let mut seen = HashSet::new();
@@ -93,6 +95,9 @@ impl<B: KvBackend> Db<'_, B> {
             self.put_collection(&mut batch, key, &meta);
         }
         self.commit(batch)?;
+        if added > 0 {
+            self.notify(NotifyFlags::SET, "sadd", key);
+        }
         Ok(added as i64)
     }
 
@@ -103,7 +108,11 @@ impl<B: KvBackend> Db<'_, B> {
     /// WRONGTYPE; storage errors.
     pub fn srem(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
         let Some(mut meta) = self.lookup_of(key, RedisType::Set)? else { return Ok(0) };
-        self.remove_subkeys(key, &mut meta, members)
+        let removed = self.remove_subkeys(key, &mut meta, members)?;
+        if removed > 0 {
+            self.notify_edit(NotifyFlags::SET, "srem", key, &meta);
+        }
+        Ok(removed)
     }
 
     /// SCARD: one metadata read (a blind-write set is counted by a scan).
@@ -162,6 +171,9 @@ impl<B: KvBackend> Db<'_, B> {
             self.put_collection(&mut batch, key, &meta);
         }
         self.commit(batch)?;
+        if !picked.is_empty() {
+            self.notify_edit(NotifyFlags::SET, "spop", key, &meta);
+        }
         Ok(picked.into_iter().map(|(m, _)| m).collect())
     }
 
@@ -188,8 +200,15 @@ impl<B: KvBackend> Db<'_, B> {
     /// WRONGTYPE when either key holds another type (none when `src` is missing, as Redis);
     /// storage errors.
     pub fn smove(&mut self, src: &[u8], dst: &[u8], member: &[u8]) -> CommandResult<bool> {
-        let Some(mut smeta) = self.lookup_of(src, RedisType::Set)? else { return Ok(false) };
-        let dexisting = self.lookup_of(dst, RedisType::Set)?;
+        // Redis looks both keys up before anything else (an expired one is reported).
+        let (sentry, dentry) = (self.lookup(src)?, self.lookup(dst)?);
+        let Some(sentry) = sentry else { return Ok(false) };
+        let set_meta = |e: Option<crate::commands::Entry>| match e {
+            Some(e) if e.meta.ty != RedisType::Set => Err(CommandError::WrongType),
+            e => Ok(e.map(|e| e.meta)),
+        };
+        let mut smeta = set_meta(Some(sentry))?.expect("src is live");
+        let dexisting = set_meta(dentry)?;
         if self.get_subkey(src, smeta.version, member)?.is_none() {
             return Ok(false);
         }
@@ -214,6 +233,10 @@ impl<B: KvBackend> Db<'_, B> {
             }
         }
         self.commit(batch)?;
+        self.notify_edit(NotifyFlags::SET, "srem", src, &smeta);
+        if !present {
+            self.notify(NotifyFlags::SET, "sadd", dst);
+        }
         Ok(true)
     }
 
@@ -343,6 +366,13 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// Storage errors.
     pub fn store_set(&mut self, dst: &[u8], members: &[Bytes]) -> CommandResult<i64> {
+        self.store_set_as(dst, members, "sinterstore")
+    }
+
+    /// [`Db::store_set`], recording the event `name` (`sinterstore`, `sunionstore`,
+    /// `sdiffstore`).
+    fn store_set_as(&mut self, dst: &[u8], members: &[Bytes], name: &'static str) -> CommandResult<i64> {
+        let existed = self.store_target(dst, members.is_empty())?;
         let mut batch = WriteBatch::new();
         if members.is_empty() {
             self.delete_key(&mut batch, dst);
@@ -355,6 +385,7 @@ impl<B: KvBackend> Db<'_, B> {
             self.put_metadata(&mut batch, dst, &meta);
         }
         self.commit(batch)?;
+        self.notify_store(NotifyFlags::SET, name, dst, members.is_empty(), existed);
         Ok(members.len() as i64)
     }
 
@@ -467,7 +498,7 @@ fn sintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 
 fn sinterstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let members = db.sinter(&argv[2..], 0)?;
-    db.store_set(&argv[1], &members).map(Reply::Integer)
+    db.store_set_as(&argv[1], &members, "sinterstore").map(Reply::Integer)
 }
 
 fn sunion<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
@@ -476,7 +507,7 @@ fn sunion<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 
 fn sunionstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let members = db.sunion(&argv[2..])?;
-    db.store_set(&argv[1], &members).map(Reply::Integer)
+    db.store_set_as(&argv[1], &members, "sunionstore").map(Reply::Integer)
 }
 
 fn sdiff<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
@@ -485,7 +516,7 @@ fn sdiff<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 
 fn sdiffstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let members = db.sdiff(&argv[2..])?;
-    db.store_set(&argv[1], &members).map(Reply::Integer)
+    db.store_set_as(&argv[1], &members, "sdiffstore").map(Reply::Integer)
 }
 
 fn sscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {

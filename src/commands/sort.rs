@@ -12,6 +12,7 @@
 use bytes::Bytes;
 
 use super::args::{int_arg, strtod};
+use super::notify::NotifyFlags;
 use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
@@ -228,9 +229,10 @@ fn sort_generic<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes], readonly: bool
         return Ok(Reply::Array(out.into_iter().map(Reply::bulk_or_nil).collect()));
     };
     let stored = out.len() as i64;
+    let existed = db.store_target(dst, out.is_empty())?;
     let mut batch = WriteBatch::new();
     if out.is_empty() {
-        if db.lookup(dst)?.is_some() {
+        if existed {
             db.delete_key(&mut batch, dst);
         }
     } else {
@@ -238,6 +240,7 @@ fn sort_generic<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes], readonly: bool
         db.queue_value(&mut batch, dst, RdbValue::List(list), 0)?;
     }
     db.commit(batch)?;
+    db.notify_store(NotifyFlags::LIST, "sortstore", dst, stored == 0, existed);
     Ok(Reply::Integer(stored))
 }
 

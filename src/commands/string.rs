@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use super::args::int_arg;
 use super::long_double;
+use super::notify::NotifyFlags;
 use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{KvBackend, WriteBatch};
@@ -150,6 +151,10 @@ impl<B: KvBackend> Db<'_, B> {
             _ => 0,
         };
         self.write_string(key, value, expire_ms)?;
+        self.notify(NotifyFlags::STRING, "set", key);
+        if opts.expire_at_ms.is_some() {
+            self.notify(NotifyFlags::GENERIC, "expire", key);
+        }
         Ok((true, old))
     }
 
@@ -163,6 +168,7 @@ impl<B: KvBackend> Db<'_, B> {
             let mut batch = WriteBatch::new();
             self.delete_key(&mut batch, key);
             self.commit(batch)?;
+            self.notify(NotifyFlags::GENERIC, "del", key);
         }
         Ok(value)
     }
@@ -179,18 +185,26 @@ impl<B: KvBackend> Db<'_, B> {
             return Err(CommandError::WrongType);
         }
         let mut batch = WriteBatch::new();
-        match expiry {
-            GetExpiry::Keep => {}
-            GetExpiry::At { ms, absolute: true } if ms <= self.now_i64() => self.delete_key(&mut batch, key),
+        let event = match expiry {
+            GetExpiry::Keep => None,
+            GetExpiry::At { ms, absolute: true } if ms <= self.now_i64() => {
+                self.delete_key(&mut batch, key);
+                Some("del")
+            }
             GetExpiry::At { ms, .. } => {
                 self.queue_string(&mut batch, key, &entry.value, expire_field(ms));
+                Some("expire")
             }
             GetExpiry::Persist if entry.meta.expire_ms != 0 => {
-                self.queue_string(&mut batch, key, &entry.value, 0)
+                self.queue_string(&mut batch, key, &entry.value, 0);
+                Some("persist")
             }
-            GetExpiry::Persist => {}
-        }
+            GetExpiry::Persist => None,
+        };
         self.commit(batch)?;
+        if let Some(event) = event {
+            self.notify(NotifyFlags::GENERIC, event, key);
+        }
         Ok(Some(entry.value))
     }
 
@@ -221,8 +235,16 @@ impl<B: KvBackend> Db<'_, B> {
             }
         }
         let mut batch = WriteBatch::new();
+        let mut seen = std::collections::HashSet::new();
         for (k, v) in pairs {
+            // Redis looks each key up as it sets it (an expired one is reported expired), so
+            // its events go pair by pair, settled by the commit.
+            let missing = self.lookup(k)?.is_none();
+            if seen.insert(k) && missing {
+                self.notify_new_in(self.index(), k);
+            }
             self.queue_string(&mut batch, k, v, 0);
+            self.notify(NotifyFlags::STRING, "set", k);
         }
         self.commit(batch)?;
         Ok(true)
@@ -246,6 +268,7 @@ impl<B: KvBackend> Db<'_, B> {
         new.extend_from_slice(old);
         new.extend_from_slice(value);
         self.write_string(key, &new, expire_ms)?;
+        self.notify(NotifyFlags::STRING, "append", key);
         Ok(len_i64(new.len()))
     }
 
@@ -311,6 +334,7 @@ impl<B: KvBackend> Db<'_, B> {
         }
         new[offset..offset + value.len()].copy_from_slice(value);
         self.write_string(key, &new, expire_ms)?;
+        self.notify(NotifyFlags::STRING, "setrange", key);
         Ok(len_i64(new.len()))
     }
 
@@ -329,6 +353,7 @@ impl<B: KvBackend> Db<'_, B> {
         };
         let new = old.checked_add(delta).ok_or(CommandError::Overflow)?;
         self.write_string(key, new.to_string().as_bytes(), expire_ms)?;
+        self.notify(NotifyFlags::STRING, "incrby", key);
         Ok(new)
     }
 
@@ -351,6 +376,7 @@ impl<B: KvBackend> Db<'_, B> {
             .ok_or_else(|| CommandError::err("increment would produce NaN or Infinity"))?;
         let text = Bytes::from(long_double::format_human(sum));
         self.write_string(key, &text, expire_ms)?;
+        self.notify(NotifyFlags::STRING, "incrbyfloat", key);
         Ok(text)
     }
 }

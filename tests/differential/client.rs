@@ -27,6 +27,11 @@ impl RedisServer {
 
     /// Starts one (a few attempts, in case another process grabs the port first).
     pub fn start() -> io::Result<RedisServer> {
+        RedisServer::start_with(&[])
+    }
+
+    /// [`RedisServer::start`] with extra command-line arguments.
+    pub fn start_with(extra: &[&str]) -> io::Result<RedisServer> {
         let mut last = io::Error::other("redis-server did not start");
         for _ in 0..5 {
             let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
@@ -41,6 +46,7 @@ impl RedisServer {
                     "--appendonly",
                     "no",
                 ])
+                .args(extra)
                 .args(["--daemonize", "no", "--loglevel", "warning", "--dir"])
                 .arg(std::env::temp_dir())
                 .stdin(Stdio::null())
@@ -127,7 +133,7 @@ impl Client {
         self.writer.set_read_timeout(timeout).expect("set the read timeout");
     }
 
-    /// Reads the next reply.
+    /// Reads the next value the server sends (a reply, or a pub/sub message).
     pub fn read_reply(&mut self) -> io::Result<Reply> {
         read_reply(&mut self.reader)
     }

@@ -2,7 +2,9 @@
 //! GEORADIUS(_RO) GEORADIUSBYMEMBER(_RO), plus ZADD of foreign scores into geo keys.
 //!
 //! Points cluster around a few centres (so radii catch several members, distances tie when
-//! members share a point, and COUNT cuts through equal distances), including the
+//! members share a point, and COUNT cuts through equal distances; now and then 60–200 points
+//! at once, so sets pass Redis' 128-member listpack limit and searches pass the 40 results
+//! where `pqsort` switches to a ninther), including the
 //! antimeridian, the poles' latitude limits (±85.05112878) and the world's corners; radii run
 //! from 0 to past 20000 km in every unit; coordinates, radii and units are sometimes invalid.
 //! Replies are compared exactly: order included.
@@ -135,8 +137,11 @@ fn options(g: &mut G, a: &mut Vec<Vec<u8>>, with: bool, store: bool, storedist_f
         opts.push(vec![g.pick_kw(&["ASC", "DESC"])]);
     }
     if g.chance(45) {
-        let count =
-            if g.chance(96) { g.rng.range(1, 6).arg() } else { g.pick(&["0", "-1", "x", "100"]).arg() };
+        let count = match g.rng.below(25) {
+            0..=19 => g.rng.range(1, 6).arg(),
+            20..=23 => g.pick(&["10", "30", "45", "100", "150"]).arg(),
+            _ => g.pick(&["0", "-1", "x"]).arg(),
+        };
         let mut c = vec![g.kw("COUNT"), count];
         if g.chance(35) {
             c.push(g.kw("ANY"));
@@ -207,6 +212,19 @@ pub fn generators() -> Vec<CmdGen> {
             }
             if g.chance(3) {
                 a.push(member(g));
+            }
+            exact(a)
+        }),
+        cmd("geoadd", 1, |g| {
+            // Many points (members p0…p199, a third on one spot): sets past 128 members
+            // (Redis' skiplist encoding) and searches past 40 results (pqsort's ninther).
+            let mut a = argv!["GEOADD", g.key()];
+            let ((lon, lat), _) = cluster(g, &a[1]);
+            let c = ((lon, lat), g.pick(&[0.0001, 0.01, 0.1]));
+            let spot = (near(g, lon, 0.0, 180.0).arg(), near(g, lat, 0.0, 85.05112878).arg());
+            for _ in 0..60 + g.rng.below(140) {
+                let (lon, lat) = if g.chance(33) { spot.clone() } else { lonlat_near(g, c) };
+                a.extend([lon, lat, format!("p{}", g.rng.below(200)).arg()]);
             }
             exact(a)
         }),

@@ -83,6 +83,12 @@ impl<B: KvBackend> KvBackend for InTempDir<B> {
     fn write(&self, batch: WriteBatch) -> rediskv::Result<()> {
         self.get().write(batch)
     }
+    fn begin(&self) {
+        self.get().begin()
+    }
+    fn finish(&self) -> bool {
+        self.get().finish()
+    }
 }
 
 fn bulk(s: &str) -> Reply {
@@ -90,7 +96,7 @@ fn bulk(s: &str) -> Reply {
 }
 
 /// The commands the restart scenario writes, one of each kind of record and TTL.
-const WRITES: &[&[&str]] = &[
+pub const WRITES: &[&[&str]] = &[
     &["SET", "str", "value"],
     &["SET", "ttl", "soon", "PX", "3600000"],
     &["HSET", "hash", "f1", "v1", "f2", "v2"],
@@ -104,7 +110,7 @@ const WRITES: &[&[&str]] = &[
 ];
 
 /// The reads whose answers must survive a restart.
-const READS: &[&[&str]] = &[
+pub const READS: &[&[&str]] = &[
     &["GET", "str"],
     &["GET", "ttl"],
     &["PEXPIRETIME", "ttl"],

@@ -93,7 +93,7 @@ impl Bits {
         Ok(())
     }
 
-    /// The length in bytes of the equivalent string.
+    /// The value's length in bytes.
     pub(crate) fn len(&self) -> u64 {
         match self {
             Bits::Str { value, .. } => value.len() as u64,

@@ -251,7 +251,13 @@ pub(crate) fn set(hll: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Co
             to_dense(hll)?;
             return set(hll, index, count);
         }
-        hll.splice(p..p + size, seq);
+        // A 2-byte XZERO cut short at the end reads Redis' sds terminator as its second
+        // byte; Redis then resizes by `seq - 2` and copies `seq` from `p`, so the string
+        // ends one byte into `seq` (the dropped byte stays past Redis' string end, where a
+        // later split of the same cut opcode reads it; here that byte reads as 0).
+        let new_len = end + seq.len() - size;
+        hll.splice(p..(p + size).min(end), seq);
+        hll.truncate(new_len);
     }
     // Step 4: merge adjacent equal VAL opcodes, scanning up to 5 opcodes from `prev`.
     let mut p = prev.unwrap_or(HEADER);

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use super::{LexBound, LexRange, ScoreRange};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{KeyRange, Metadata, RedisType, decode_f64_slice, encode_f64, prefix_successor};
+use crate::commands::notify::NotifyFlags;
 use crate::commands::{CommandResult, Db};
 
 /// A (member, score) pair as commands return them.
@@ -187,6 +188,19 @@ impl<B: KvBackend> Db<'_, B> {
         batch.delete(ColumnFamily::Subkey, self.layout().subkey(key, version, member)?);
         batch.delete(ColumnFamily::Score, self.layout().score_key(key, version, score, member)?);
         Ok(())
+    }
+
+    /// [`Db::store_zset`], recording the STORE command's `event` (see [`Db::notify_store`]).
+    pub(crate) fn store_zset_as(
+        &mut self,
+        dst: &[u8],
+        items: &[ScoredMember],
+        event: &'static str,
+    ) -> CommandResult<i64> {
+        let existed = self.store_target(dst, items.is_empty())?;
+        let stored = self.store_zset(dst, items)?;
+        self.notify_store(NotifyFlags::ZSET, event, dst, items.is_empty(), existed);
+        Ok(stored)
     }
 
     /// Replaces `dst` (whatever its type) with a new sorted set holding `items` (unique

@@ -120,21 +120,22 @@ impl<B: KvBackend> Db<'_, B> {
         }
     }
 
-    /// The members at ascending positions `a..=b`, walking from the nearer end.
+    /// The members at ascending positions `a..=b`, walking from the nearer end. A read
+    /// failing among the skipped records is an error too (`Iterator::skip` would drop it).
     pub(super) fn positions(&self, z: &ZKey, a: i64, b: i64) -> CommandResult<Vec<ScoredMember>> {
         let len = z.meta.size as i64;
         let count = (b - a + 1) as usize;
-        if a <= len - 1 - b {
-            self.scan_all_scores(z, Direction::Forward)?.skip(a as usize).take(count).collect()
-        } else {
-            let mut items: Vec<ScoredMember> = self
-                .scan_all_scores(z, Direction::Reverse)?
-                .skip((len - 1 - b) as usize)
-                .take(count)
-                .collect::<CommandResult<_>>()?;
-            items.reverse();
-            Ok(items)
+        let forward = a <= len - 1 - b;
+        let (dir, skip) = if forward { (Direction::Forward, a) } else { (Direction::Reverse, len - 1 - b) };
+        let mut iter = self.scan_all_scores(z, dir)?;
+        for item in iter.by_ref().take(skip as usize) {
+            item?;
         }
+        let mut items: Vec<ScoredMember> = iter.take(count).collect::<CommandResult<_>>()?;
+        if !forward {
+            items.reverse();
+        }
+        Ok(items)
     }
 
     /// ZRANK / ZREVRANK: the member's 0-based position, ascending or descending.

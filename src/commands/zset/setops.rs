@@ -182,7 +182,12 @@ impl<B: KvBackend> Db<'_, B> {
         how: Aggregate,
     ) -> CommandResult<i64> {
         let items = self.zsetop(op, keys, weights, how)?;
-        self.store_zset(dst, &items)
+        let event = match op {
+            SetOp::Union => "zunionstore",
+            SetOp::Inter => "zinterstore",
+            SetOp::Diff => "zdiffstore",
+        };
+        self.store_zset_as(dst, &items, event)
     }
 
     /// ZINTERCARD: the size of the intersection, stopping at `limit` (0 = no limit).

@@ -7,6 +7,7 @@ use super::{RangeQuery, RangeSpec, ZAddFlags, ZAddOutcome};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
 use crate::commands::args::normalize_range;
+use crate::commands::notify::NotifyFlags;
 use crate::commands::{CommandError, CommandResult, Db};
 
 impl ZAddFlags {
@@ -90,6 +91,9 @@ impl<B: KvBackend> Db<'_, B> {
             }
         }
         edit.finish(self)?;
+        if out.added + out.updated > 0 {
+            self.notify(NotifyFlags::ZSET, if flags.incr { "zincr" } else { "zadd" }, key);
+        }
         Ok(out)
     }
 
@@ -114,15 +118,19 @@ impl<B: KvBackend> Db<'_, B> {
         if !edit.existed {
             return Ok(0);
         }
-        let mut removed = 0;
+        let mut removed = 0u64;
         for member in members {
             if edit.get(self, member)?.is_some() {
                 edit.set(member, None);
                 removed += 1;
             }
         }
+        let meta = Metadata { size: edit.meta.size.saturating_sub(removed), ..edit.meta };
         edit.finish(self)?;
-        Ok(removed)
+        if removed > 0 {
+            self.notify_edit(NotifyFlags::ZSET, "zrem", key, &meta);
+        }
+        Ok(removed as i64)
     }
 
     /// ZREMRANGEBYRANK / ZREMRANGEBYSCORE / ZREMRANGEBYLEX: removes the members `spec`
@@ -150,17 +158,23 @@ impl<B: KvBackend> Db<'_, B> {
                     .collect::<CommandResult<_>>()?,
             },
         };
-        let meta = z.meta;
-        self.remove_items(key, meta, &items)?;
+        let event = match spec {
+            RangeSpec::Rank { .. } => "zremrangebyrank",
+            RangeSpec::Score(_) => "zremrangebyscore",
+            RangeSpec::Lex(_) => "zremrangebylex",
+        };
+        self.remove_items(key, z.meta, &items, event)?;
         Ok(items.len() as i64)
     }
 
-    /// Deletes `items` (present, distinct members) from the set and fixes its size.
+    /// Deletes `items` (present, distinct members) from the set and fixes its size; then
+    /// records `event` (and `del` if the set is gone).
     fn remove_items(
         &mut self,
         key: &[u8],
         meta: Metadata<'static>,
         items: &[ScoredMember],
+        event: &'static str,
     ) -> CommandResult<()> {
         if items.is_empty() {
             return Ok(());
@@ -171,7 +185,9 @@ impl<B: KvBackend> Db<'_, B> {
         }
         let meta = Metadata { size: meta.size.saturating_sub(items.len() as u64), ..meta };
         self.put_collection(&mut batch, key, &meta);
-        self.commit(batch)
+        self.commit(batch)?;
+        self.notify_edit(NotifyFlags::ZSET, event, key, &meta);
+        Ok(())
     }
 
     /// ZPOPMIN / ZPOPMAX: removes and returns up to `count` members from the low (or,
@@ -187,8 +203,7 @@ impl<B: KvBackend> Db<'_, B> {
         let dir = if max { Direction::Reverse } else { Direction::Forward };
         let items: Vec<ScoredMember> =
             self.scan_all_scores(&z, dir)?.take(count).collect::<CommandResult<_>>()?;
-        let meta = z.meta;
-        self.remove_items(key, meta, &items)?;
+        self.remove_items(key, z.meta, &items, if max { "zpopmax" } else { "zpopmin" })?;
         Ok(items)
     }
 
@@ -219,6 +234,6 @@ impl<B: KvBackend> Db<'_, B> {
     /// WRONGTYPE for `src`; storage errors.
     pub fn zrangestore(&mut self, dst: &[u8], src: &[u8], query: &RangeQuery) -> CommandResult<i64> {
         let items = self.zrange(src, query)?;
-        self.store_zset(dst, &items)
+        self.store_zset_as(dst, &items, "zrangestore")
     }
 }

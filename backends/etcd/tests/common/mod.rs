@@ -1,0 +1,201 @@
+//! A real etcd cluster for tests: members on free loopback ports, data in a temp dir, all
+//! killed when dropped. Without `etcd` on the PATH a test skips loudly, or fails when
+//! `CI=true`.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rediskv::backend::{ColumnFamily, KvBackend};
+use rediskv_engine::testkit::TempDir;
+use rediskv_etcd::{Backend, Options};
+
+/// Limits the test clusters are started with (a 10,000-field HSET fits).
+pub const MAX_TXN_OPS: usize = 100_000;
+/// `--max-request-bytes` of the test clusters.
+pub const MAX_REQUEST_BYTES: usize = 64 << 20;
+
+struct Member {
+    name: String,
+    client: u16,
+    peer: u16,
+    child: Option<Child>,
+}
+
+/// Running etcd members forming one cluster.
+pub struct Cluster {
+    dir: TempDir,
+    members: Vec<Member>,
+    initial: String,
+    extra: Vec<String>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind a free port").local_addr().expect("addr").port()
+}
+
+/// Whether etcd is installed; `false` prints a loud skip (a failure under `CI=true`).
+pub fn etcd_available(test: &str) -> bool {
+    let found =
+        Command::new("etcd").arg("--version").stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+    if !found {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{test}: etcd is not installed (apt-get install etcd-server) and CI=true"
+        );
+        eprintln!("SKIPPED {test}: etcd is not installed (apt-get install etcd-server)");
+    }
+    found
+}
+
+impl Cluster {
+    /// Starts `n` members with the test limits; `None` (after a loud skip) without etcd.
+    pub fn start(test: &str, n: usize) -> Option<Cluster> {
+        Cluster::start_with(
+            test,
+            n,
+            &[
+                "--max-txn-ops".into(),
+                MAX_TXN_OPS.to_string(),
+                "--max-request-bytes".into(),
+                MAX_REQUEST_BYTES.to_string(),
+            ],
+        )
+    }
+
+    /// Starts `n` members with extra flags (etcd's defaults otherwise).
+    pub fn start_with(test: &str, n: usize, extra: &[String]) -> Option<Cluster> {
+        if !etcd_available(test) {
+            return None;
+        }
+        let dir = TempDir::new("etcd");
+        let members: Vec<Member> = (0..n)
+            .map(|i| Member { name: format!("m{i}"), client: free_port(), peer: free_port(), child: None })
+            .collect();
+        let initial = members
+            .iter()
+            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut cluster = Cluster { dir, members, initial, extra: extra.to_vec() };
+        for i in 0..n {
+            cluster.spawn(i);
+        }
+        cluster.wait_ready();
+        Some(cluster)
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let m = &self.members[i];
+        let data = self.dir.path().join(&m.name);
+        let client = format!("http://127.0.0.1:{}", m.client);
+        let peer = format!("http://127.0.0.1:{}", m.peer);
+        let log = std::fs::File::create(self.dir.path().join(format!("{}.log", m.name))).expect("log file");
+        let child = Command::new("etcd")
+            .args(["--name", &m.name, "--data-dir"])
+            .arg(&data)
+            .args(["--listen-client-urls", &client, "--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &self.initial, "--initial-cluster-state", "new"])
+            .args(["--initial-cluster-token", "rediskv-test", "--log-level", "error", "--logger", "zap"])
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start etcd");
+        self.members[i].child = Some(child);
+    }
+
+    /// Client URLs of every member.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(|m| format!("http://127.0.0.1:{}", m.client)).collect()
+    }
+
+    /// Options for a backend under `prefix`, with the cluster's limits.
+    pub fn options(&self, prefix: &str) -> Options {
+        let mut options = Options::new(self.endpoints());
+        options.prefix = prefix.as_bytes().to_vec();
+        options.max_txn_ops = MAX_TXN_OPS;
+        options.max_request_bytes = MAX_REQUEST_BYTES;
+        options
+    }
+
+    /// Opens a backend under `prefix`.
+    pub fn open(&self, prefix: &str) -> Backend {
+        rediskv_etcd::open(self.options(prefix)).expect("open etcd backend")
+    }
+
+    /// Waits until a read goes through (a leader is elected).
+    pub fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ok = rediskv_etcd::open(self.options("ready/"))
+                .and_then(|b| b.get(ColumnFamily::Metadata, b"probe"))
+                .is_ok();
+            if ok {
+                return;
+            }
+            assert!(Instant::now() < deadline, "etcd cluster did not become ready: {}", self.logs());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The member that leads the Raft group now (asked of each member in turn).
+    pub fn leader(&self) -> usize {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async {
+            for (i, endpoint) in self.endpoints().iter().enumerate() {
+                let Ok(mut client) = etcd_client::Client::connect([endpoint], None).await else { continue };
+                let Ok(status) = client.status().await else { continue };
+                if status.header().is_some_and(|h| h.member_id() == status.leader()) {
+                    return i;
+                }
+            }
+            panic!("no member says it leads: {}", self.logs())
+        })
+    }
+
+    /// SIGKILLs member `i`.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut child) = self.members[i].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Restarts member `i` on its data dir.
+    pub fn restart(&mut self, i: usize) {
+        self.kill(i);
+        self.spawn(i);
+    }
+
+    /// Kills every member, then starts them again on their data dirs.
+    pub fn restart_all(&mut self) {
+        for i in 0..self.members.len() {
+            self.kill(i);
+        }
+        for i in 0..self.members.len() {
+            self.spawn(i);
+        }
+        self.wait_ready();
+    }
+
+    fn logs(&self) -> String {
+        self.members
+            .iter()
+            .map(|m| {
+                std::fs::read_to_string(self.dir.path().join(format!("{}.log", m.name))).unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.members.len() {
+            self.kill(i);
+        }
+    }
+}

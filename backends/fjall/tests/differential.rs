@@ -1,0 +1,31 @@
+//! The root package's differential suite (`tests/differential/suite.rs`: random command
+//! sequences against a real `redis-server`, every reply compared, in RESP2 and RESP3) with
+//! the engine on fjall: one database in a temporary directory, emptied before each sequence.
+//! Same environment variables (`DIFF_OPS`, `DIFF_SEED`, `DIFF_FAMILIES`…).
+
+/// The store under the engine: one fjall database shared by every sequence.
+type Backend = std::sync::Arc<rediskv_fjall::Backend>;
+
+/// The database, emptied (every record of the three column families deleted in one batch).
+fn new_backend() -> Backend {
+    use rediskv::backend::{Direction, KvBackend, WriteBatch};
+    use rediskv::codec::KeyRange;
+    static STORE: std::sync::OnceLock<(rediskv_engine::testkit::TempDir, Backend)> =
+        std::sync::OnceLock::new();
+    let (_, store) = STORE.get_or_init(|| {
+        let dir = rediskv_engine::testkit::TempDir::new("differential");
+        let options = rediskv_engine::Options { sync: rediskv_engine::Sync::No, ..Default::default() };
+        let store = rediskv_fjall::open(dir.path(), options).expect("open fjall");
+        (dir, std::sync::Arc::new(store))
+    });
+    let mut batch = WriteBatch::new();
+    for cf in rediskv::codec::ColumnFamily::ALL {
+        for item in store.scan(cf, &KeyRange::prefix(Vec::new()), Direction::Forward).expect("scan") {
+            batch.delete(cf, item.expect("record").0);
+        }
+    }
+    store.write(batch).expect("empty the store");
+    store.clone()
+}
+
+include!("../../../tests/differential/suite.rs");
