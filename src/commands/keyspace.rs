@@ -338,6 +338,10 @@ impl<B: KvBackend> Db<'_, B> {
         self.queue_copy(&mut batch, &entry, key, &dst_layout, key)?;
         self.delete_key(&mut batch, key);
         self.commit(batch)?;
+        // Redis: `new` in the target, then move_from here and move_to there.
+        self.notify_new_in(db, key);
+        self.notify(NotifyFlags::GENERIC, "move_from", key);
+        self.notify_in(db, NotifyFlags::GENERIC, "move_to", key);
         Ok(true)
     }
 
