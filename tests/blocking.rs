@@ -15,12 +15,7 @@ use rediskv::backend::MemoryBackend;
 use rediskv::commands::{Engine, Protocol, Reply, Session};
 
 fn server() -> Option<RedisServer> {
-    if !RedisServer::available() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "redis-server is missing and CI=true");
-        eprintln!("\n!!! blocking test SKIPPED: `redis-server` not found on PATH.\n");
-        return None;
-    }
-    Some(RedisServer::start().expect("redis-server starts"))
+    RedisServer::start_or_skip("blocking test")
 }
 
 fn argv(line: &str) -> Vec<Bytes> {
@@ -50,6 +45,8 @@ fn engine_scenario(
     for line in setup {
         engine.execute(&mut writer, &argv(line));
     }
+    let (db, blocking) = waiter_db(blocking);
+    engine.execute(&mut waiter, &argv(&format!("SELECT {db}")));
     let blocked = argv(blocking);
     let first = engine.execute(&mut waiter, &blocked);
     let Some(mut block) = waiter.take_block() else {
@@ -63,7 +60,8 @@ fn engine_scenario(
             .touched()
             .iter()
             .filter_map(|t| engine.touched_key(t))
-            .any(|(db, key)| db == block.db && block.keys.contains(&key));
+            .any(|(db, key)| db == block.db && block.keys.contains(&key))
+            || writer.swapped_dbs().iter().any(|&(a, b)| block.db == a || block.db == b);
         if answer.is_none() && wakes {
             let reply = engine.retry(&mut waiter, &blocked);
             match waiter.take_block() {
@@ -90,6 +88,8 @@ fn redis_scenario(
         writer.call(&line.split(' ').collect::<Vec<_>>()).unwrap();
     }
     let mut waiter = connect(redis, protocol);
+    let (db, blocking) = waiter_db(blocking);
+    assert_eq!(waiter.call(&["SELECT", &db.to_string()]).unwrap(), Reply::OK);
     waiter.send(&blocking.split(' ').collect::<Vec<_>>()).unwrap();
     // Let the server park it before the writes (CLIENT LIST shows the blocked command).
     for _ in 0..100 {
@@ -102,6 +102,14 @@ fn redis_scenario(
     let replies = writes.iter().map(|l| writer.call(&l.split(' ').collect::<Vec<_>>()).unwrap()).collect();
     waiter.set_read_timeout(Some(Duration::from_millis(300)));
     (waiter.read_reply().ok(), replies)
+}
+
+/// `@n BLPOP …` blocks in database n (default 0).
+fn waiter_db(blocking: &str) -> (usize, &str) {
+    match blocking.strip_prefix('@').and_then(|r| r.split_once(' ')) {
+        Some((db, rest)) => (db.parse().expect("a database index"), rest),
+        None => (0, blocking),
+    }
 }
 
 fn compare(redis: &RedisServer, setup: &[&str], blocking: &str, writes: &[&str]) -> Option<Reply> {
@@ -127,10 +135,28 @@ fn blocked_pops_are_served_by_a_later_push_as_in_redis() {
     compare(&redis, &[], "BZPOPMIN z 0", &["ZADD z 2 b 1.5 a"]);
     compare(&redis, &[], "BZPOPMAX z1 z2 0", &["ZADD z2 2 b 1.5 a"]);
     compare(&redis, &[], "BZMPOP 0 1 z MAX COUNT 2", &["ZADD z 2 b 1.5 a 3 c", "ZRANGE z 0 -1 WITHSCORES"]);
+    // Keys created by other commands than pushes.
+    compare(&redis, &[], "@1 BLPOP q 0", &["RPUSH q a", "MOVE q 1"]);
+    compare(&redis, &["RPUSH tmp a b"], "BRPOP q 0", &["RENAME tmp q"]);
+    compare(&redis, &["RPUSH tmp 3 1 2"], "BLPOP q 0", &["SORT tmp STORE q"]);
+    compare(&redis, &["RPUSH tmp a"], "BLMOVE q d LEFT LEFT 0", &["LMOVE tmp q LEFT LEFT", "LRANGE d 0 -1"]);
+    compare(&redis, &["ZADD tmp 1 a"], "BZPOPMAX q 0", &["COPY tmp q"]);
+    compare(&redis, &["RPUSH tmp a"], "BLPOP q 0", &["LMPOP 1 nothing LEFT", "RPOPLPUSH tmp q"]);
     // A MULTI/EXEC push wakes the client once the transaction is done.
     compare(&redis, &[], "BLPOP q 0", &["MULTI", "LPUSH q a", "LPUSH q b", "EXEC"]);
     // Data already there: no blocking at all.
     compare(&redis, &["RPUSH q a"], "BLPOP q 0", &[]);
+}
+
+/// SWAPDB wakes clients blocked in either database: they see the other database's keys.
+#[test]
+fn swapdb_serves_clients_blocked_in_either_database_as_in_redis() {
+    let Some(redis) = server() else { return };
+    let served = compare(&redis, &[], "@1 BLPOP q 0", &["RPUSH q a", "SWAPDB 0 1", "LLEN q"]);
+    assert_eq!(served, Some(Reply::Array(vec![Reply::bulk(b"q"), Reply::bulk(b"a")])));
+    compare(&redis, &[], "BZPOPMIN z 0", &["SELECT 3", "ZADD z 1 m", "SWAPDB 3 0"]);
+    // Still nothing to pop after the swap: still blocked.
+    assert_eq!(compare(&redis, &[], "@2 BLPOP q 0", &["SET q s", "SWAPDB 0 2"]), None);
 }
 
 #[test]
@@ -233,7 +259,7 @@ fn blocks_name_their_keys_database_timeout_and_timeout_reply() {
     assert_eq!(b.timeout_reply(), Reply::NilArray);
     let b = block(&mut s, "BLMOVE src dst LEFT RIGHT 1.5");
     assert_eq!((b.keys.clone(), b.timeout), (vec![Bytes::from("src")], Some(Duration::from_millis(1500))));
-    assert_eq!(b.timeout_reply(), Reply::Nil);
+    assert_eq!(b.timeout_reply(), Reply::NilArray);
     // Redis rounds the milliseconds up: -0.0001 s is 0, forever.
     assert_eq!(block(&mut s, "BLPOP q -0.0001").timeout, None);
     assert_eq!(block(&mut s, "BZMPOP 0.0001 2 z1 z2 MIN").timeout, Some(Duration::from_millis(1)));
@@ -282,4 +308,33 @@ fn three_blocked_clients_are_served_one_push_each_in_retry_order() {
     }
     let pair = |v: &[u8]| Reply::Array(vec![Reply::bulk(b"q"), Reply::bulk(v)]);
     assert_eq!(served, vec![(0, pair(b"a")), (1, pair(b"b")), (2, pair(b"c"))]);
+}
+
+/// What redis-server answers when the timeout passes, against `Block::timeout_reply`.
+#[test]
+fn timeout_replies_match_redis() {
+    let Some(redis) = server() else { return };
+    let lines = [
+        "BLPOP q 0.02",
+        "BRPOP q1 q2 0.02",
+        "BLMOVE q d LEFT LEFT 0.02",
+        "BRPOPLPUSH q d 0.02",
+        "BLMPOP 0.02 1 q LEFT",
+        "BZPOPMIN z 0.02",
+        "BZPOPMAX z 0.02",
+        "BZMPOP 0.02 1 z MIN",
+        "WAIT 1 20",
+    ];
+    for protocol in [Protocol::Resp2, Protocol::Resp3] {
+        let mut c = connect(&redis, protocol);
+        let engine = Engine::new(MemoryBackend::new());
+        let mut s = engine.session();
+        for line in lines {
+            let returned = engine.execute(&mut s, &argv(line));
+            let block = s.take_block().unwrap_or_else(|| panic!("{line} blocks"));
+            assert_eq!(returned, block.timeout_reply(), "{line}: execute returns the timeout reply");
+            let theirs = c.call(&line.split(' ').collect::<Vec<_>>()).unwrap();
+            assert_eq!(client::fold(&block.timeout_reply(), protocol), theirs, "{line} in {protocol:?}");
+        }
+    }
 }

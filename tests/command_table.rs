@@ -12,12 +12,7 @@ use rediskv::backend::MemoryBackend;
 use rediskv::commands::{Engine, Protocol, Reply, table};
 
 fn server() -> Option<RedisServer> {
-    if !RedisServer::available() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "redis-server is missing and CI=true");
-        eprintln!("\n!!! command_table test SKIPPED: `redis-server` not found on PATH.\n");
-        return None;
-    }
-    Some(RedisServer::start().expect("redis-server starts"))
+    RedisServer::start_or_skip("command_table test")
 }
 
 fn without_tips_and_subcommands(reply: Reply) -> Reply {

@@ -9,6 +9,7 @@
 //! `CONCURRENCY_OPS` sets the commands per thread (default 2,000).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
 use bytes::Bytes;
@@ -228,6 +229,66 @@ fn transfers_keep_the_sum_for_every_reader() {
     for h in writers.into_iter().chain(readers) {
         h.join().unwrap();
     }
+}
+
+/// Transfers between the same key in databases 0 and 1 while another thread swaps the two
+/// databases: every reader's EXEC sees the sum whole, and no transfer is lost. A SWAPDB
+/// that did not wait for the transactions in flight would let one read a namespace twice.
+#[test]
+fn swapdb_beside_cross_database_transfers_keeps_the_sum() {
+    let engine = Arc::new(Engine::new(MemoryBackend::new()));
+    let mut s = engine.session();
+    engine.run(&mut s, &["SET", "n", "1000"]);
+    engine.run(&mut s, &["SELECT", "1"]);
+    engine.run(&mut s, &["SET", "n", "1000"]);
+    let ops = ops_per_thread() / 2;
+    let txn = |engine: &Engine<MemoryBackend>, s: &mut rediskv::commands::Session, lines: &[&[&str]]| {
+        assert_eq!(engine.run(s, &["MULTI"]), Reply::OK);
+        for line in lines {
+            engine.run(s, line);
+        }
+        match engine.run(s, &["EXEC"]) {
+            Reply::Array(r) => r,
+            other => panic!("EXEC: {other:?}"),
+        }
+    };
+    let done = Arc::new(AtomicUsize::new(0));
+    let swapper = {
+        let (engine, done) = (engine.clone(), done.clone());
+        thread::spawn(move || {
+            let mut s = engine.session();
+            while done.load(Ordering::SeqCst) < 4 {
+                assert_eq!(engine.run(&mut s, &["SWAPDB", "0", "1"]), Reply::OK);
+            }
+        })
+    };
+    let moves: &[&[&str]] =
+        &[&["DECRBY", "n", "3"], &["SELECT", "1"], &["INCRBY", "n", "3"], &["SELECT", "0"]];
+    let reads: &[&[&str]] = &[&["GET", "n"], &["SELECT", "1"], &["GET", "n"], &["SELECT", "0"]];
+    let workers: Vec<_> = (0..4)
+        .map(|i| {
+            let (engine, done) = (engine.clone(), done.clone());
+            thread::spawn(move || {
+                let mut s = engine.session();
+                for _ in 0..ops {
+                    if i < 2 {
+                        assert_eq!(txn(&engine, &mut s, moves).len(), 4);
+                    } else {
+                        let r = txn(&engine, &mut s, reads);
+                        assert_eq!(int(&r[0]) + int(&r[2]), 2000, "a reader saw half a swap or a transfer");
+                    }
+                }
+                done.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    for h in workers.into_iter().chain([swapper]) {
+        h.join().unwrap();
+    }
+    let mut s = engine.session();
+    let a = int(&engine.run(&mut s, &["GET", "n"]));
+    engine.run(&mut s, &["SELECT", "1"]);
+    assert_eq!(a + int(&engine.run(&mut s, &["GET", "n"])), 2000);
 }
 
 #[test]

@@ -32,7 +32,8 @@
 //!
 //! Not compared: relative expiries short enough to elapse during a run (every relative
 //! EX/PX/EXPIRE used is ≥ 1000 s or ≤ 0, so expiry is exercised through past and far-future
-//! times instead); TTL/PTTL/EXPIRETIME/PEXPIRETIME only within ±2 s; blocking commands,
+//! times instead); TTL/PTTL/EXPIRETIME/PEXPIRETIME only within ±2 s; a blocking command's
+//! wait (they run with 1–10 ms timeouts: Redis answers after waiting, the engine at once),
 //! OBJECT/DEBUG/MEMORY introspection; SCAN cursor values and page sizes (the elements are
 //! compared as sets); the order of SMEMBERS/SINTER/SUNION/SDIFF/KEYS/HKEYS/HVALS/HGETALL;
 //! which elements SPOP/SRANDMEMBER/HRANDFIELD/ZRANDMEMBER/RANDOMKEY pick (count, distinctness,

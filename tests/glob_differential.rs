@@ -48,12 +48,7 @@ fn show(set: &BTreeSet<Vec<u8>>) -> Vec<String> {
 
 #[test]
 fn glob_matches_redis_keys() {
-    if !RedisServer::available() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "redis-server is missing and CI=true");
-        eprintln!("\n!!! glob differential test SKIPPED: `redis-server` not found on PATH !!!\n");
-        return;
-    }
-    let server = RedisServer::start().expect("start redis-server");
+    let Some(server) = RedisServer::start_or_skip("glob differential test") else { return };
     let mut redis = server.connect().expect("connect");
     let rounds: usize =
         std::env::var("GLOB_ROUNDS").map_or(20, |v| v.parse().expect("GLOB_ROUNDS is a number"));

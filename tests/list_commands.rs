@@ -464,8 +464,11 @@ fn blocking_forms_behave_as_in_multi() {
     assert_eq!(run(&mut db, "BRPOPLPUSH m l 0"), bulk("c"));
     assert_eq!(all(&mut db, "l"), bulks(&["c", "b"]));
     assert_eq!(run(&mut db, "BLMPOP 0 1 l LEFT COUNT 5"), Reply::Array(vec![bulk("l"), bulks(&["c", "b"])]));
-    // Argument errors, in Redis' order.
-    assert_eq!(run(&mut db, "BLMPOP -1 0 nokey LEFT"), err("ERR timeout is negative"));
+    // Argument errors, in Redis' order (redis-server 7.0.15: numkeys, the end and COUNT
+    // before the timeout).
+    assert_eq!(run(&mut db, "BLMPOP -1 0 nokey LEFT"), err("ERR numkeys should be greater than 0"));
+    assert_eq!(run(&mut db, "BLMPOP -1 1 nokey UP"), err("ERR syntax error"));
+    assert_eq!(run(&mut db, "BLMPOP -1 1 nokey LEFT"), err("ERR timeout is negative"));
     assert_eq!(run(&mut db, "BLMPOP x 1 nokey LEFT"), err("ERR timeout is not a float or out of range"));
     assert_eq!(run(&mut db, "BLMPOP 0 0 nokey LEFT"), err("ERR numkeys should be greater than 0"));
     assert_eq!(run(&mut db, "BLMPOP 0 1 nokey UP"), err("ERR syntax error"));

@@ -92,7 +92,8 @@ fn reply() -> impl Strategy<Value = Reply> {
             proptest::collection::vec(inner.clone(), 0..4).prop_map(Reply::Array),
             proptest::collection::vec(inner.clone(), 0..4).prop_map(Reply::Set),
             proptest::collection::vec(inner.clone(), 0..4).prop_map(Reply::Push),
-            proptest::collection::vec((inner.clone(), inner), 0..3).prop_map(Reply::Map),
+            proptest::collection::vec((inner.clone(), inner.clone()), 0..3).prop_map(Reply::Map),
+            proptest::collection::vec((inner.clone(), inner), 0..3).prop_map(Reply::Pairs),
         ]
     })
 }

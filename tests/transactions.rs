@@ -199,4 +199,18 @@ fn a_failing_commit_is_an_error_and_writes_nothing() {
     assert_eq!(run(&e, &mut s, "GET a"), bulk("1"));
     assert_eq!(run(&e, &mut s, "EXISTS s"), int(0));
     assert!(s.touched().is_empty());
+    // A SWAPDB in a transaction whose commit fails is undone with the writes.
+    run(&e, &mut s, "MULTI");
+    run(&e, &mut s, "INCR a");
+    run(&e, &mut s, "SWAPDB 0 1");
+    e.backend().fail.store(true, Ordering::SeqCst);
+    assert!(run(&e, &mut s, "EXEC").is_error());
+    e.backend().fail.store(false, Ordering::SeqCst);
+    assert_eq!(run(&e, &mut s, "GET a"), bulk("1"));
+    assert!(s.swapped_dbs().is_empty());
+    run(&e, &mut s, "MULTI");
+    run(&e, &mut s, "SWAPDB 0 1");
+    assert_eq!(run(&e, &mut s, "EXEC"), Reply::Array(vec![Reply::OK]));
+    assert_eq!(s.swapped_dbs(), [(0, 1)]);
+    assert_eq!(run(&e, &mut s, "GET a"), Reply::Nil);
 }

@@ -60,8 +60,18 @@ fn setbit<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         _ => return Err(CommandError::err("bit is not an integer or out of range")),
     };
     let key = &argv[1];
-    let mut bits = db.open_bits(key, true)?.ok_or(CommandError::NoSuchKey)?;
+    let existing = db.open_bits(key, false)?;
+    let created = existing.is_none();
+    let mut bits = match existing {
+        Some(bits) => bits,
+        None => db.open_bits(key, true)?.ok_or(CommandError::NoSuchKey)?,
+    };
     let old = bits.bit(db, key, offset)?;
+    // Redis 7.0 writes (and signals the key to WATCH) only when the key is new, grows, or
+    // the bit changes.
+    if !created && old == on && offset / 8 < bits.len() {
+        return Ok(Reply::Integer(i64::from(old)));
+    }
     let len = bits.len();
     bits.set_bit(db, key, offset, on)?;
     let mut batch = WriteBatch::new();

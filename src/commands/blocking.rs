@@ -2,26 +2,7 @@
 //! BZPOPMAX, BZMPOP, WAIT with replicas to wait for) answers instead of a reply when it
 //! cannot be served now.
 //!
-//! The library does no I/O and has no clients to wake, so blocking is split:
-//!
-//! 1. [`super::Engine::execute`] runs the command. If it could be served it replies as
-//!    usual. If not, it records a [`Block`] in the session — take it with
-//!    [`super::Session::take_block`] — and its returned reply is **not** an answer (do not
-//!    send it; it is the timeout reply, for callers that ignore blocking).
-//! 2. The server parks the client with the block's [`Block::keys`] in database
-//!    [`Block::db`] and a deadline of now + [`Block::timeout`] (`None`: forever).
-//! 3. After any command, the keys it touched ([`super::Session::touched`], decoded by
-//!    [`super::Engine::touched_key`]) and the databases it swapped
-//!    ([`super::Session::swapped_dbs`]) name the parked clients that may now be served. The
-//!    server re-runs each such client's same argv with the same session, in the order the
-//!    clients blocked: if it blocks again (a new [`Block`] in the session) the client stays
-//!    parked with its first deadline; otherwise the reply is its answer, and the keys that
-//!    run touched wake further clients (a BLMOVE pushing to a list another client waits on).
-//! 4. At the deadline the server sends [`Block::timeout_reply`] (written in the client's
-//!    protocol like any reply: the nil array, `_` in RESP3; WAIT's `0`).
-//!
-//! Inside MULTI (EXEC), and through [`super::Db::execute`], nothing blocks: the command
-//! answers its timeout reply at once, as Redis does in a transaction.
+//! The protocol a server follows is on [`Block`].
 
 use std::time::Duration;
 
@@ -30,6 +11,28 @@ use bytes::Bytes;
 use super::Reply;
 
 /// A command that would block: where and how long to wait, and what to answer at the end.
+///
+/// The library does no I/O and has no clients to wake, so blocking is split:
+///
+/// 1. [`super::Engine::execute`] runs the command. If it could be served it replies as
+///    usual. If not, it records a [`Block`] in the session — take it with
+///    [`super::Session::take_block`] — and its returned reply is **not** an answer (do not
+///    send it; it is [`Block::timeout_reply`], for callers that ignore blocking).
+/// 2. The server parks the client with the block's [`Block::keys`] in database
+///    [`Block::db`] and a deadline of now + [`Block::timeout`] (`None`: forever).
+/// 3. After any command, the keys it touched ([`super::Session::touched`], decoded by
+///    [`super::Engine::touched_key`]) and the databases it swapped
+///    ([`super::Session::swapped_dbs`]) name the parked clients that may now be served. The
+///    server re-runs each such client's same argv with the same session through
+///    [`super::Engine::retry`], in the order the clients blocked: if it blocks again (a new [`Block`] in the session) the client stays
+///    parked with its first deadline; otherwise the reply is its answer, and the keys that
+///    run touched wake further clients (a BLMOVE pushing to a list another client waits on).
+/// 4. At the deadline the server sends [`Block::timeout_reply`] (written in the client's
+///    protocol like any reply: the nil array, `_` in RESP3; WAIT's `0`).
+///
+/// Inside MULTI (EXEC), and through [`super::Db::execute`], nothing blocks: the command
+/// answers at once what Redis answers in a transaction (the nil array, a nil bulk for
+/// BLMOVE/BRPOPLPUSH, WAIT's `0`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Block {
     /// The user keys whose modification may let the command be served (BLMOVE: its source
@@ -43,8 +46,9 @@ pub struct Block {
 }
 
 impl Block {
-    /// The answer when the timeout passes: the nil array for BLPOP/BRPOP/BLMPOP/BZPOP*/BZMPOP,
-    /// the nil bulk for BLMOVE/BRPOPLPUSH, `0` for WAIT. Both nils are `_` in RESP3.
+    /// The answer when the timeout passes: the nil array (`_` in RESP3) for every list and
+    /// zset command, BLMOVE and BRPOPLPUSH included (Redis 7.0 answers those a nil bulk only
+    /// inside MULTI); `0` for WAIT.
     pub fn timeout_reply(&self) -> Reply {
         self.on_timeout.clone()
     }

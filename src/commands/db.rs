@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 
@@ -53,7 +53,10 @@ pub enum Touch {
 pub(crate) struct Shared {
     pub(crate) clock: Arc<dyn Clock>,
     versions: &'static VersionGenerator,
+    /// The namespaces' layouts (`None`: a namespace over 255 bytes).
     layouts: Vec<Option<KeyLayout>>,
+    /// Which of `layouts` each logical database uses: SWAPDB exchanges two entries, O(1).
+    slots: Vec<AtomicUsize>,
     pub(crate) base_layout: KeyLayout,
     blind_write: AtomicBool,
     bitmap_strings: AtomicBool,
@@ -69,6 +72,7 @@ impl Shared {
             clock: Arc::new(SystemClock),
             versions: VersionGenerator::global(),
             layouts,
+            slots: (0..DATABASES).map(AtomicUsize::new).collect(),
             base_layout: layout,
             blind_write: AtomicBool::new(false),
             bitmap_strings: AtomicBool::new(false),
@@ -82,6 +86,42 @@ impl Shared {
         self.rng = AtomicU64::new(seed | 1);
     }
 
+    /// The namespace database `index` uses now.
+    fn slot(&self, index: usize) -> Option<usize> {
+        self.slots.get(index).map(|s| s.load(Ordering::SeqCst))
+    }
+
+    /// SWAPDB: databases `a` and `b` exchange namespaces, so each sees the other's keys.
+    /// The caller holds the whole-keyspace lock exclusively: no command sees half a swap.
+    pub(crate) fn swap(&self, a: usize, b: usize) {
+        let (sa, sb) = (&self.slots[a], &self.slots[b]);
+        let old_a = sa.load(Ordering::SeqCst);
+        sa.store(sb.swap(old_a, Ordering::SeqCst), Ordering::SeqCst);
+    }
+
+    /// The namespace slot of every database ([`super::Engine::db_slots`]).
+    pub(crate) fn slots(&self) -> Vec<usize> {
+        self.slots.iter().map(|s| s.load(Ordering::SeqCst)).collect()
+    }
+
+    /// Sets every slot, if `slots` is a permutation of `0..DATABASES`.
+    pub(crate) fn set_slots(&self, slots: &[usize]) -> bool {
+        let mut seen = [false; DATABASES];
+        for &s in slots {
+            match seen.get_mut(s) {
+                Some(seen) if !*seen => *seen = true,
+                _ => return false,
+            }
+        }
+        if slots.len() != DATABASES {
+            return false;
+        }
+        for (slot, &s) in self.slots.iter().zip(slots) {
+            slot.store(s, Ordering::SeqCst);
+        }
+        true
+    }
+
     /// Records `new` events from now on (see [`Db::set_new_events`]).
     pub(crate) fn set_new_events(&self, on: bool) {
         self.new_events.store(on, Ordering::Relaxed);
@@ -89,22 +129,25 @@ impl Shared {
 
     /// The layout of database `index`.
     pub(crate) fn layout_of(&self, index: usize) -> CommandResult<&KeyLayout> {
-        match self.layouts.get(index) {
+        let slot = self.slot(index);
+        match slot.and_then(|s| self.layouts.get(s)) {
             Some(Some(layout)) => Ok(layout),
-            Some(None) => Err(layout_for(&self.base_layout, index)
+            Some(None) => Err(layout_for(&self.base_layout, slot.unwrap_or(index))
                 .err()
                 .map_or_else(|| CommandError::err("DB index is out of range"), CommandError::from)),
             None => Err(CommandError::err("DB index is out of range")),
         }
     }
 
-    /// Which database a metadata key belongs to, and its user key.
+    /// Which database a metadata key belongs to now, and its user key.
     pub(crate) fn decode_touched(&self, metadata_key: &[u8]) -> Option<(usize, Bytes)> {
-        self.layouts.iter().enumerate().find_map(|(i, layout)| {
+        let (slot, key) = self.layouts.iter().enumerate().find_map(|(i, layout)| {
             let decoded = layout.as_ref()?.decode_metadata_key(metadata_key).ok()?;
             (decoded.namespace == layout.as_ref()?.namespace())
                 .then(|| (i, Bytes::copy_from_slice(decoded.user_key)))
-        })
+        })?;
+        let index = (0..DATABASES).find(|&i| self.slot(i) == Some(slot))?;
+        Some((index, key))
     }
 
     /// The next pseudo-random number (xorshift64*), shared by every thread.
@@ -166,6 +209,7 @@ pub struct Db<'a, B> {
     /// A woken client's re-run ([`super::Engine::retry`]).
     retrying: bool,
     block: Option<Block>,
+    swapped: Vec<(usize, usize)>,
 }
 
 /// What the commands run on a [`Db`] did to keys, for WATCH, blocking wake-ups and keyspace
@@ -256,6 +300,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             may_block: false,
             retrying: false,
             block: None,
+            swapped: Vec::new(),
         }
     }
 
@@ -283,20 +328,40 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
     }
 
-    /// What a blocking command that found nothing to serve answers: `on_timeout`, and, when
-    /// it may block, a [`Block`] on `keys` of the selected database for
-    /// [`Db::take_block`].
+    /// What a blocking command that found nothing to serve answers. When it may block: a
+    /// [`Block`] on `keys` of the selected database for [`Db::take_block`], and `on_timeout`
+    /// (what Redis sends when the timeout passes). Otherwise (MULTI) `at_once`, which differs
+    /// for BLMOVE/BRPOPLPUSH: a nil bulk at once, a nil array at a timeout.
     pub(crate) fn would_block(
         &mut self,
         keys: &[Bytes],
         timeout: Option<Duration>,
+        at_once: Reply,
         on_timeout: Reply,
     ) -> Reply {
-        if self.may_block {
-            let keys = keys.to_vec();
-            self.block = Some(Block { keys, db: self.index, timeout, on_timeout: on_timeout.clone() });
+        if !self.may_block {
+            return at_once;
         }
+        let keys = keys.to_vec();
+        self.block = Some(Block { keys, db: self.index, timeout, on_timeout: on_timeout.clone() });
         on_timeout
+    }
+
+    /// SWAPDB: databases `a` and `b` (both below [`DATABASES`]) exchange their keys, in
+    /// O(1): each logical database names a namespace, and the two names are swapped (the
+    /// caller holds the whole-keyspace lock exclusively, as [`super::Engine`] does for a
+    /// keyspace-wide write). Records nothing for `a == b`, else the pair for
+    /// [`Db::take_swapped`]: every key of both databases may have changed.
+    pub fn swapdb(&mut self, a: usize, b: usize) {
+        if a != b {
+            self.shared.swap(a, b);
+            self.swapped.push((a, b));
+        }
+    }
+
+    /// The database pairs SWAPDB exchanged since the last call, in order.
+    pub fn take_swapped(&mut self) -> Vec<(usize, usize)> {
+        std::mem::take(&mut self.swapped)
     }
 
     /// The [`Block`] the last command recorded, if it would block.
@@ -351,7 +416,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// The layout of the selected database.
     pub fn layout(&self) -> &KeyLayout {
-        self.shared.layouts[self.index].as_ref().expect("select checked the layout")
+        self.shared.layout_of(self.index).expect("select checked the layout")
     }
 
     /// The selected database index.

@@ -78,9 +78,24 @@ impl<B: KvBackend> Engine<B> {
 
     /// The layout of database `index` (`None` past [`super::DATABASES`], or when the
     /// namespace with its `:index` suffix would pass 255 bytes): its
-    /// [`KeyLayout::namespace_range`] is where an expiry sweep of that database walks.
+    /// [`KeyLayout::namespace_range`] is where an expiry sweep (or INFO keyspace) of that
+    /// database walks. After a SWAPDB it is the namespace the database uses now.
     pub fn db_layout(&self, index: usize) -> Option<&KeyLayout> {
         self.shared.layout_of(index).ok()
+    }
+
+    /// Which namespace each database uses: entry `i` is `n` when database `i` reads and
+    /// writes the records first written as database `n` (the identity until a SWAPDB). The
+    /// engine keeps it in memory only: an on-disk server saves it (with its config, say)
+    /// and restores it with [`Engine::restore_db_slots`], or a restart undoes every SWAPDB.
+    pub fn db_slots(&self) -> Vec<usize> {
+        self.shared.slots()
+    }
+
+    /// Restores what [`Engine::db_slots`] returned, before the engine serves commands.
+    /// Returns false, changing nothing, when `slots` is not a permutation of `0..DATABASES`.
+    pub fn restore_db_slots(&self, slots: &[usize]) -> bool {
+        self.shared.set_slots(slots)
     }
 
     /// The clock's time in unix milliseconds.
@@ -157,7 +172,7 @@ impl<B: KvBackend> Engine<B> {
         // As Redis' expiry signals the key: a WATCH on it (live when watched) aborts EXEC.
         let touched: Vec<TouchedKey> =
             deleted.iter().map(|k| TouchedKey { metadata_key: k.clone(), kind: Touch::Expired }).collect();
-        self.watches.notify(&touched);
+        self.watches.notify(&touched, &self.shared);
         Ok(deleted)
     }
 
@@ -191,6 +206,7 @@ impl<B: KvBackend> Engine<B> {
         session.touched.clear();
         session.events.clear();
         session.block = None;
+        session.swapped.clear();
         let info = match resolve(argv) {
             Ok(info) => info,
             Err(reply) => {
@@ -258,7 +274,8 @@ impl<B: KvBackend> Engine<B> {
         session.touched = db.take_touched();
         session.events = db.take_events();
         session.block = db.take_block();
-        self.watches.notify(&session.touched);
+        session.swapped = db.take_swapped();
+        self.notify(&session.touched, &session.swapped);
         drop(guard);
         self.reap(session);
         reply
@@ -318,13 +335,25 @@ impl<B: KvBackend> Engine<B> {
         let guard = self.lock(queue.iter().map(|(info, argv)| (*info, argv.as_slice())), &watched);
         session.watched = watched;
         let aborted = session.dirty.load(Ordering::SeqCst) || self.watched_expired(session);
-        let stamps: Vec<(Bytes, u64)> =
-            session.watched.iter().filter_map(|w| Some((w.metadata_key.clone(), w.stamp?))).collect();
+        let stamps: Vec<(Vec<u8>, u64)> = session
+            .watched
+            .iter()
+            .filter_map(|w| Some((self.metadata_key(w.db, &w.key), w.stamp?)))
+            .collect();
         self.unwatch(session);
         if aborted {
             return Reply::NilArray;
         }
+        // SWAPDBs apply at once, outside the batch: an attempt that is refused or fails
+        // undoes its own before the next attempt (or the error) is answered.
+        let undo = |swapped: Vec<(usize, usize)>| {
+            for &(a, b) in swapped.iter().rev() {
+                self.shared.swap(a, b);
+            }
+        };
+        let mut applied: Vec<(usize, usize)> = Vec::new();
         let attempt = || {
+            undo(std::mem::take(&mut applied));
             // Written by another process since WATCH? (Inside the transaction, so a write
             // after this check refuses the commit and the next attempt sees it.)
             for (key, stamp) in &stamps {
@@ -344,25 +373,30 @@ impl<B: KvBackend> Engine<B> {
             let index = db.index();
             let touched = db.take_touched();
             let events = db.take_events();
+            applied = db.take_swapped();
             drop(db);
             // A failed read may have left a queued command half-done: commit nothing.
-            if let Some(e) = overlay.failure() {
-                return Err(e);
+            let written = match overlay.failure() {
+                Some(e) => Err(e),
+                None => {
+                    let batch = overlay.into_batch();
+                    if batch.is_empty() { Ok(()) } else { self.backend.write(batch) }
+                }
+            };
+            if written.is_err() {
+                undo(std::mem::take(&mut applied));
             }
-            let batch = overlay.into_batch();
-            match batch.is_empty() {
-                true => Ok(Some((replies, index, touched, events))),
-                false => self.backend.write(batch).map(|()| Some((replies, index, touched, events))),
-            }
+            written.map(|()| Some((replies, index, touched, events, applied.clone())))
         };
-        let (replies, index, touched, events) = match self.transaction(attempt) {
+        let (replies, index, touched, events, swapped) = match self.transaction(attempt) {
             Ok(Some(done)) => done,
             Ok(None) => return Reply::NilArray,
             Err(e) => return Reply::Error(CommandError::from(e).to_string()),
         };
         session.db = index;
-        self.watches.notify(&touched);
+        self.notify(&touched, &swapped);
         session.touched = touched;
+        session.swapped = swapped;
         session.events = events;
         drop(guard);
         self.reap(session);
@@ -373,18 +407,17 @@ impl<B: KvBackend> Engine<B> {
     fn watch(&self, session: &mut Session, keys: &[Bytes]) -> Result<Reply, CommandError> {
         let layout = self.shared.layout_of(session.db)?;
         let now = self.shared.clock.now_ms();
+        let db = session.db;
         for key in keys {
-            let metadata_key = Bytes::from(layout.metadata_key(key));
-            if session.watched.iter().any(|w| w.metadata_key == metadata_key) {
+            if session.watched.iter().any(|w| w.db == db && w.key == key) {
                 continue;
             }
+            let metadata_key = layout.metadata_key(key);
             let expired_at_watch = self.expired(&metadata_key, now)?;
-            self.watches.add(
-                metadata_key.clone(),
-                Watcher { flag: Arc::downgrade(&session.dirty), expired_at_watch },
-            );
+            self.watches
+                .add((db, key.clone()), Watcher { flag: Arc::downgrade(&session.dirty), expired_at_watch });
             let stamp = self.backend.stamp(ColumnFamily::Metadata, &metadata_key)?;
-            session.watched.push(Watched { key: key.clone(), metadata_key, expired_at_watch, stamp });
+            session.watched.push(Watched { key: key.clone(), db, expired_at_watch, stamp });
         }
         Ok(Reply::OK)
     }
@@ -393,10 +426,27 @@ impl<B: KvBackend> Engine<B> {
     /// EXEC then, even if nobody touched it).
     fn watched_expired(&self, session: &Session) -> bool {
         let now = self.shared.clock.now_ms();
-        session
-            .watched
-            .iter()
-            .any(|w| !w.expired_at_watch && self.expired(&w.metadata_key, now).unwrap_or(true))
+        session.watched.iter().any(|w| {
+            !w.expired_at_watch && self.expired(&self.metadata_key(w.db, &w.key), now).unwrap_or(true)
+        })
+    }
+
+    /// The metadata key of `key` in database `db` now (empty for a database without a layout).
+    fn metadata_key(&self, db: usize, key: &[u8]) -> Vec<u8> {
+        self.shared.layout_of(db).map(|l| l.metadata_key(key)).unwrap_or_default()
+    }
+
+    /// Whether `key` is live in database `db`.
+    fn live(&self, db: usize, key: &[u8], now: u64) -> bool {
+        let raw = self.backend.get(ColumnFamily::Metadata, &self.metadata_key(db, key));
+        matches!(raw, Ok(Some(raw)) if Metadata::decode(&raw).is_ok_and(|m| m.is_live(now)))
+    }
+
+    /// Flags the watchers a command's writes and swaps concern.
+    fn notify(&self, touched: &[TouchedKey], swapped: &[(usize, usize)]) {
+        self.watches.notify(touched, &self.shared);
+        let now = self.shared.clock.now_ms();
+        self.watches.notify_swapped(swapped, |db, key| self.live(db, key, now));
     }
 
     fn expired(&self, metadata_key: &[u8], now: u64) -> Result<bool, CommandError> {
@@ -408,7 +458,7 @@ impl<B: KvBackend> Engine<B> {
 
     fn unwatch(&self, session: &mut Session) {
         for w in session.watched.drain(..) {
-            self.watches.remove(&w.metadata_key, &session.dirty);
+            self.watches.remove(&(w.db, w.key), &session.dirty);
         }
         session.dirty.store(false, Ordering::SeqCst);
     }
@@ -420,22 +470,22 @@ struct Watcher {
     expired_at_watch: bool,
 }
 
-/// Who watches which metadata key. Writers flag the watchers of what they touched before
+/// Who watches which (database, user key). Writers flag the watchers of what they touched before
 /// they release their key locks, so an EXEC holding those locks sees every earlier write.
 #[derive(Default)]
 struct Watches {
     keys: AtomicUsize,
-    map: Mutex<HashMap<Bytes, Vec<Watcher>>>,
+    map: Mutex<HashMap<(usize, Bytes), Vec<Watcher>>>,
 }
 
 impl Watches {
-    fn add(&self, key: Bytes, watcher: Watcher) {
+    fn add(&self, key: (usize, Bytes), watcher: Watcher) {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         map.entry(key).or_default().push(watcher);
         self.keys.store(map.len(), Ordering::SeqCst);
     }
 
-    fn remove(&self, key: &Bytes, flag: &Arc<AtomicBool>) {
+    fn remove(&self, key: &(usize, Bytes), flag: &Arc<AtomicBool>) {
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(watchers) = map.get_mut(key) {
             watchers
@@ -447,13 +497,33 @@ impl Watches {
         self.keys.store(map.len(), Ordering::SeqCst);
     }
 
-    fn notify(&self, touched: &[TouchedKey]) {
+    /// SWAPDB of `a` and `b`: flags the watchers of a key in either database that exists
+    /// in either (`live(db, key)`), as Redis 7.0's `touchAllWatchedKeysInDb`. A watch on a key
+    /// in neither stays, on its logical database.
+    fn notify_swapped(&self, swapped: &[(usize, usize)], live: impl Fn(usize, &[u8]) -> bool) {
+        if swapped.is_empty() || self.keys.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        for ((db, key), watchers) in map.iter() {
+            let concerned =
+                |&(a, b): &(usize, usize)| (*db == a || *db == b) && (live(a, key) || live(b, key));
+            if swapped.iter().any(concerned) {
+                for flag in watchers.iter().filter_map(|w| w.flag.upgrade()) {
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+
+    fn notify(&self, touched: &[TouchedKey], shared: &Shared) {
         if touched.is_empty() || self.keys.load(Ordering::SeqCst) == 0 {
             return;
         }
         let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         for t in touched {
-            for w in map.get(&t.metadata_key).into_iter().flatten() {
+            let Some(key) = shared.decode_touched(&t.metadata_key) else { continue };
+            for w in map.get(&key).into_iter().flatten() {
                 if t.kind == Touch::Expired && w.expired_at_watch {
                     continue;
                 }

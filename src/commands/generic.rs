@@ -177,7 +177,7 @@ fn wait<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     if replicas <= 0 {
         return Ok(Reply::Integer(0));
     }
-    Ok(db.would_block(&[], timeout, Reply::Integer(0)))
+    Ok(db.would_block(&[], timeout, Reply::Integer(0), Reply::Integer(0)))
 }
 
 /// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]`, Redis 7.0's dynamic program

@@ -43,6 +43,8 @@ pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
         "ping" => ping,
         "echo" => echo,
         "select" => select,
+        "move" => move_cmd,
+        "swapdb" => swapdb,
         _ => return None,
     })
 }
@@ -311,6 +313,38 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(true)
     }
 
+    /// MOVE: moves `key` to database `db` with its TTL, as one batch (its records are
+    /// copied under the other database's namespace, O(size), and its metadata deleted).
+    /// Returns false when `key` is missing or `db` already holds it.
+    ///
+    /// # Errors
+    /// "ERR DB index is out of range" past [`DATABASES`]; "ERR source and destination
+    /// objects are the same" for the selected database; storage errors.
+    pub fn move_key(&mut self, key: &[u8], db: usize) -> CommandResult<bool> {
+        if db >= DATABASES {
+            return Err(CommandError::err("DB index is out of range"));
+        }
+        if db == self.index() {
+            return Err(CommandError::err("source and destination objects are the same"));
+        }
+        let dst_layout = self.layout_of(db)?;
+        let Some(entry) = self.lookup(key)? else {
+            return Ok(false);
+        };
+        if self.lookup_in(&dst_layout, key)?.is_some() {
+            return Ok(false);
+        }
+        let mut batch = WriteBatch::new();
+        self.queue_copy(&mut batch, &entry, key, &dst_layout, key)?;
+        self.delete_key(&mut batch, key);
+        self.commit(batch)?;
+        // Redis: `new` in the target, then move_from here and move_to there.
+        self.notify_new_in(db, key);
+        self.notify(NotifyFlags::GENERIC, "move_from", key);
+        self.notify_in(db, NotifyFlags::GENERIC, "move_to", key);
+        Ok(true)
+    }
+
     /// Walks the metadata records of the selected database from just after the metadata
     /// key `after` (from the start when `None`), calling `visit(metadata key, live)` until
     /// it returns false; `live` is `Some((user key, type))` for a live key and `None` for
@@ -362,7 +396,10 @@ impl<B: KvBackend> Db<'_, B> {
         count: usize,
         ty: Option<&[u8]>,
     ) -> CommandResult<(u64, Vec<Bytes>)> {
-        let after = self.cursors().resolve(cursor);
+        // A cursor names a user key, not a record: it stays valid in another database, or
+        // after SWAPDB moved the selected database to another namespace (Redis' cursors are
+        // positions too, valid in any database).
+        let after = self.cursors().resolve(cursor).map(|user_key| self.metadata_key(&user_key));
         let count = count.max(1);
         // Like Redis, give up after visiting ten times `count` records (expired ones
         // included) so that a keyspace full of expired records cannot stall one call.
@@ -400,7 +437,10 @@ impl<B: KvBackend> Db<'_, B> {
             }
         }
         let next = match (more, last) {
-            (true, Some(last)) => self.cursors().save(last.to_vec()),
+            (true, Some(last)) => {
+                let user_key = self.layout().decode_metadata_key(&last).map_or(&last[..], |d| d.user_key);
+                self.cursors().save(user_key.to_vec())
+            }
             _ => 0,
         };
         Ok((next, keys))
@@ -598,17 +638,7 @@ fn copy<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         if opt == b"replace" {
             replace = true;
         } else if opt == b"db" && j + 1 < argv.len() {
-            let index = int_arg(&argv[j + 1])?;
-            if i32::try_from(index).is_err() {
-                return Err(CommandError::err(
-                    "value is out of range, value must between -2147483648 and 2147483647",
-                ));
-            }
-            let index = usize::try_from(index)
-                .ok()
-                .filter(|&i| i < DATABASES)
-                .ok_or_else(|| CommandError::err("DB index is out of range"))?;
-            target = Some(index);
+            target = Some(db_index_arg(&argv[j + 1])?);
             j += 1;
         } else {
             return Err(CommandError::Syntax);
@@ -691,6 +721,43 @@ fn ping<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 
 fn echo<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Bulk(argv[1].clone()))
+}
+
+/// A database index argument (COPY … DB, MOVE), read as Redis' `getIntFromObjectOrReply`.
+///
+/// # Errors
+/// Redis 7.0's texts for a non-integer, a value outside `i32`, and an index out of range.
+fn db_index_arg(arg: &[u8]) -> CommandResult<usize> {
+    let index = int_arg(arg)?;
+    if i32::try_from(index).is_err() {
+        return Err(CommandError::err(
+            "value is out of range, value must between -2147483648 and 2147483647",
+        ));
+    }
+    usize::try_from(index)
+        .ok()
+        .filter(|&i| i < DATABASES)
+        .ok_or_else(|| CommandError::err("DB index is out of range"))
+}
+
+/// `MOVE key db`.
+fn move_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    Ok(Reply::Integer(i64::from(db.move_key(&argv[1], db_index_arg(&argv[2])?)?)))
+}
+
+/// `SWAPDB a b`: see [`Db::swapdb`].
+fn swapdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let index = |arg: &[u8], which: &str| {
+        let i = int_arg(arg).ok().and_then(|i| i32::try_from(i).ok());
+        i.ok_or_else(|| CommandError::err(format!("invalid {which} DB index")))
+    };
+    let (a, b) = (index(&argv[1], "first")?, index(&argv[2], "second")?);
+    let in_range = |i: i32| usize::try_from(i).ok().filter(|&i| i < DATABASES);
+    let (Some(a), Some(b)) = (in_range(a), in_range(b)) else {
+        return Err(CommandError::err("DB index is out of range"));
+    };
+    db.swapdb(a, b);
+    Ok(Reply::OK)
 }
 
 fn select<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {

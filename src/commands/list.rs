@@ -1049,7 +1049,7 @@ fn bpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], end: ListEnd) -> Comma
         Some((key, mut items)) if !items.is_empty() => {
             Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(items.swap_remove(0))])
         }
-        _ => db.would_block(keys, timeout, Reply::NilArray),
+        _ => db.would_block(keys, timeout, Reply::NilArray, Reply::NilArray),
     })
 }
 
@@ -1083,15 +1083,16 @@ fn blmove<B: KvBackend>(
 ) -> CommandResult {
     Ok(match db.lmove(&argv[1], &argv[2], from, to)? {
         Some(value) => Reply::Bulk(value),
-        None => db.would_block(&argv[1..2], timeout, Reply::Nil),
+        None => db.would_block(&argv[1..2], timeout, Reply::Nil, Reply::NilArray),
     })
 }
 
 fn blmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    let timeout = timeout_arg(&argv[1])?;
+    // Redis parses numkeys, the end and COUNT before the timeout.
     let (keys, end, count) = parse_mpop(argv, 2)?;
+    let timeout = timeout_arg(&argv[1])?;
     Ok(match db.lmpop(keys, end, count)? {
         Some(popped) => mpop_reply(Some(popped)),
-        None => db.would_block(keys, timeout, Reply::NilArray),
+        None => db.would_block(keys, timeout, Reply::NilArray, Reply::NilArray),
     })
 }

@@ -5,6 +5,10 @@
 //! [`crate::backend::WriteBatch`]; a command that fails writes nothing. Each type family
 //! lives in its own file and lists its handlers in its own `command` function; names,
 //! arity, flags and key specs live in [`table`].
+//!
+//! A handler builds the RESP3-shaped [`Reply`] whatever the client's protocol; folding to
+//! RESP2 is [`Reply::write`]'s job alone (see `reply.rs`). A blocking command that cannot be
+//! served leaves a [`Block`] in the [`Session`] instead of an answer (see `blocking.rs`).
 
 pub mod args;
 mod bitmap;

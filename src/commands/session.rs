@@ -23,6 +23,7 @@ pub struct Session {
     pub(crate) touched: Vec<TouchedKey>,
     pub(crate) events: Vec<Event>,
     pub(crate) block: Option<Block>,
+    pub(crate) swapped: Vec<(usize, usize)>,
 }
 
 /// An open MULTI: the queued commands, and whether one was refused while queueing.
@@ -36,7 +37,8 @@ pub(crate) struct Multi {
 #[derive(Debug, Clone)]
 pub(crate) struct Watched {
     pub(crate) key: Bytes,
-    pub(crate) metadata_key: Bytes,
+    /// The logical database: a SWAPDB that keeps the watch keeps it on this database.
+    pub(crate) db: usize,
     /// Already expired when watched: its expiry does not abort EXEC (Redis 7.0).
     pub(crate) expired_at_watch: bool,
     /// The backend's stamp of the metadata record when watched (see `KvBackend::stamp`).
@@ -57,6 +59,7 @@ impl Session {
             touched: Vec::new(),
             events: Vec::new(),
             block: None,
+            swapped: Vec::new(),
         }
     }
 
@@ -75,9 +78,15 @@ impl Session {
         self.name = name;
     }
 
-    /// The RESP protocol version the client speaks (2 until `HELLO 3` is supported).
+    /// The RESP protocol version the client speaks (2, or 3 after the server's `HELLO 3`).
     pub fn resp(&self) -> u8 {
         self.resp
+    }
+
+    /// The protocol to write this client's replies in ([`super::Reply::write`]): RESP3 when
+    /// [`Session::resp`] is 3.
+    pub fn protocol(&self) -> super::Protocol {
+        if self.resp == 3 { super::Protocol::Resp3 } else { super::Protocol::Resp2 }
     }
 
     /// Sets the RESP protocol version.
@@ -102,9 +111,17 @@ impl Session {
 
     /// Takes the [`Block`] of the last executed command if it would block: then the reply
     /// [`super::Engine::execute`] returned is not an answer; park the client as
-    /// [`super::Block`]'s module docs describe.
+    /// [`super::Block`] describes.
     pub fn take_block(&mut self) -> Option<Block> {
         self.block.take()
+    }
+
+    /// The database pairs the last executed command (SWAPDB, or an EXEC holding some)
+    /// exchanged, in order. Every key of both databases may have changed: a server retries
+    /// every client blocked in either database (Redis 7.0 signals each of their blocked keys
+    /// that exists after the swap), and the engine has already aborted every WATCH on them.
+    pub fn swapped_dbs(&self) -> &[(usize, usize)] {
+        &self.swapped
     }
 
     /// The keys the last executed command (or EXEC) modified or found expired, in order

@@ -1287,6 +1287,21 @@ pub(super) const TABLE: &[CommandInfo] = &[
         has_subcommands: false,
     },
     CommandInfo {
+        name: "move",
+        family: Family::Keyspace,
+        arity: 3,
+        flags: flag::WRITE | flag::FAST,
+        legacy: (1, 1, 1),
+        acl: "@keyspace @write @fast",
+        keys: &[KeySpec {
+            notes: None,
+            flags: &["RW", "access", "update"],
+            begin: Begin::Index(1),
+            find: Find::Range { lastkey: 0, step: 1, limit: 0 },
+        }],
+        has_subcommands: false,
+    },
+    CommandInfo {
         name: "mset",
         family: Family::String,
         arity: -3,
@@ -2168,6 +2183,16 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: -1, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
+    },
+    CommandInfo {
+        name: "swapdb",
+        family: Family::Keyspace,
+        arity: 3,
+        flags: flag::WRITE | flag::FAST,
+        legacy: (0, 0, 0),
+        acl: "@keyspace @write @fast @dangerous",
+        keys: &[],
         has_subcommands: false,
     },
     CommandInfo {

@@ -444,16 +444,17 @@ fn bzpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResu
             let (member, score) = items.into_iter().next().expect("one item");
             Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(member), score_reply(score)])
         }
-        _ => db.would_block(&argv[1..last], timeout, Reply::NilArray),
+        _ => db.would_block(&argv[1..last], timeout, Reply::NilArray, Reply::NilArray),
     })
 }
 
 fn bzmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    let timeout = timeout_arg(&argv[1])?;
+    // Redis parses numkeys, MIN|MAX and COUNT before the timeout.
     let (keys, max, count) = parse_zmpop(argv, 2)?;
+    let timeout = timeout_arg(&argv[1])?;
     Ok(match db.zmpop(keys, max, count)? {
         Some(popped) => mpop_reply(Some(popped)),
-        None => db.would_block(keys, timeout, Reply::NilArray),
+        None => db.would_block(keys, timeout, Reply::NilArray, Reply::NilArray),
     })
 }
 

@@ -64,6 +64,15 @@ pub fn generators() -> Vec<CmdGen> {
         cmd("persist", 2, |g| exact(argv!["PERSIST", g.key()])),
         cmd("rename", 3, |g| exact(argv!["RENAME", g.key(), g.key()])),
         cmd("renamenx", 2, |g| exact(argv!["RENAMENX", g.key(), g.key()])),
+        cmd("move", 2, |g| {
+            let db = g.pick(&["0", "1", "1", "15", "16", "-1", "x", "4294967296"]);
+            exact(argv!["MOVE", g.key(), db])
+        }),
+        cmd("swapdb", 1, |g| {
+            let a = g.pick(&["0", "0", "1", "15", "16", "x"]);
+            let b = g.pick(&["0", "1", "1", "15", "-1", "1.5"]);
+            exact(argv!["SWAPDB", a, b])
+        }),
         cmd("copy", 3, |g| {
             let mut a = argv!["COPY", g.key(), g.key()];
             if g.chance(20) {

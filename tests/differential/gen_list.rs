@@ -73,15 +73,13 @@ pub fn generators() -> Vec<CmdGen> {
         }),
         cmd("lmove", 3, |g| exact(argv!["LMOVE", g.key(), g.key(), side(g), side(g)])),
         cmd("rpoplpush", 2, |g| exact(argv!["RPOPLPUSH", g.key(), g.key()])),
-        cmd("lmpop", 3, |g| {
-            let mut a = argv!["LMPOP"];
-            crate::gen_set::numkeys(g, &mut a);
-            a.push(side(g));
-            if g.chance(40) {
-                a.push(g.kw("COUNT"));
-                a.push(g.count());
-            }
-            exact(a)
-        }),
+        cmd("lmpop", 3, |g| mpop(g, "LMPOP", false, side)),
+        // The blocking forms with short timeouts: served at once, or nil once the timeout
+        // passes on Redis and at once from the engine (which leaves a block no one takes).
+        cmd("blpop", 1, |g| blocking_pop(g, "BLPOP")),
+        cmd("brpop", 1, |g| blocking_pop(g, "BRPOP")),
+        cmd("blmove", 1, |g| exact(argv!["BLMOVE", g.key(), g.key(), side(g), side(g), g.block_timeout()])),
+        cmd("brpoplpush", 1, |g| exact(argv!["BRPOPLPUSH", g.key(), g.key(), g.block_timeout()])),
+        cmd("blmpop", 1, |g| mpop(g, "BLMPOP", true, side)),
     ]
 }

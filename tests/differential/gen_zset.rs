@@ -69,6 +69,12 @@ fn combine(g: &mut G, a: &mut Vec<Vec<u8>>, weights: bool) {
     }
 }
 
+/// MIN or MAX (sometimes neither) in random case.
+fn min_max(g: &mut G) -> Vec<u8> {
+    let w = g.pick(&["MIN", "MAX", "MIN", "MAX", "MID"]);
+    g.kw(w)
+}
+
 pub fn generators() -> Vec<CmdGen> {
     vec![
         cmd("zadd", 10, |g| {
@@ -162,17 +168,10 @@ pub fn generators() -> Vec<CmdGen> {
             }
             exact(a)
         }),
-        cmd("zmpop", 2, |g| {
-            let mut a = argv!["ZMPOP"];
-            crate::gen_set::numkeys(g, &mut a);
-            let w = g.pick(&["MIN", "MAX", "MIN", "MAX", "MID"]);
-            a.push(g.kw(w));
-            if g.chance(40) {
-                a.push(g.kw("COUNT"));
-                a.push(g.count());
-            }
-            exact(a)
-        }),
+        cmd("zmpop", 2, |g| mpop(g, "ZMPOP", false, min_max)),
+        cmd("bzpopmin", 1, |g| blocking_pop(g, "BZPOPMIN")),
+        cmd("bzpopmax", 1, |g| blocking_pop(g, "BZPOPMAX")),
+        cmd("bzmpop", 1, |g| mpop(g, "BZMPOP", true, min_max)),
         cmd("zrandmember", 3, |g| {
             let mut a = argv!["ZRANDMEMBER", g.key()];
             let mut count = None;

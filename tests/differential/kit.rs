@@ -186,6 +186,30 @@ pub fn unordered(argv: Vec<Vec<u8>>) -> Op {
 pub fn pairs(argv: Vec<Vec<u8>>) -> Op {
     Op { argv, cmp: Cmp::PairsUnordered }
 }
+/// `NAME key… timeout` (BLPOP, BRPOP, BZPOPMIN, BZPOPMAX) with a short timeout.
+pub fn blocking_pop(g: &mut G, name: &str) -> Op {
+    let mut a = argv![name];
+    a.extend(g.keys(3));
+    a.push(g.block_timeout());
+    exact(a)
+}
+
+/// `NAME [timeout] numkeys key… <end> [COUNT n]`: LMPOP and ZMPOP, or with `blocking`
+/// BLMPOP and BZMPOP with a short timeout; `end` draws LEFT/RIGHT or MIN/MAX.
+pub fn mpop(g: &mut G, name: &str, blocking: bool, end: fn(&mut G) -> Vec<u8>) -> Op {
+    let mut a = argv![name];
+    if blocking {
+        a.push(g.block_timeout());
+    }
+    crate::gen_set::numkeys(g, &mut a);
+    a.push(end(g));
+    if g.chance(40) {
+        a.push(g.kw("COUNT"));
+        a.push(g.count());
+    }
+    exact(a)
+}
+
 pub fn tolerance(argv: Vec<Vec<u8>>, tol: i64) -> Op {
     Op { argv, cmp: Cmp::Tolerance(tol) }
 }
@@ -379,6 +403,11 @@ impl G<'_> {
             "1.7976931348623157e308",
         ])
         .arg()
+    }
+    /// A blocking command's timeout in seconds: short enough that Redis answers nil soon
+    /// when nothing can be served (never 0, which waits forever), or invalid.
+    pub fn block_timeout(&mut self) -> Vec<u8> {
+        self.pick(&["0.01", "0.001", "0.002", "1e-3", "-1", "x", "inf", "-0.5", "1e400", "0x"]).arg()
     }
     pub fn pattern(&mut self) -> Vec<u8> {
         self.pick(PATTERNS).arg()

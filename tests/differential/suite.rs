@@ -230,7 +230,7 @@ fn mismatch(what: &str, redis: &Reply, engine: &Reply) -> String {
 fn bytes_of(r: &Reply) -> Option<Vec<u8>> {
     match r {
         Reply::Bulk(b) => Some(b.to_vec()),
-        Reply::Double(x) => Some(rediskv::commands::args::format_g17(*x).into_bytes()),
+        Reply::DoubleText(text) => Some(text.to_vec()),
         _ => None,
     }
 }
@@ -463,7 +463,9 @@ fn compare_op_modes(r: &mut dyn Target, e: &mut dyn Target, op: &Op) -> Result<(
 /// ordered double) and always prints `0`.
 fn same_modulo_stored_negative_zero(a: &Reply, b: &Reply) -> bool {
     match (a, b) {
-        (Reply::Bulk(x), Reply::Bulk(y)) => x == y || (x.as_ref() == b"-0" && y.as_ref() == b"0"),
+        (Reply::Bulk(x), Reply::Bulk(y)) | (Reply::DoubleText(x), Reply::DoubleText(y)) => {
+            x == y || (x.as_ref() == b"-0" && y.as_ref() == b"0")
+        }
         (Reply::Array(xs), Reply::Array(ys)) => {
             xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_modulo_stored_negative_zero(x, y))
         }
