@@ -392,6 +392,12 @@ impl Client {
                 let reply = self.engine.execute(&mut self.session, argv);
                 self.info.db.store(self.session.db(), Relaxed);
                 crate::notify::publish(state, self.session.events());
+                if !self.session.swapped_dbs().is_empty() {
+                    let ns = String::from_utf8_lossy(self.engine.layout().namespace()).into_owned();
+                    if let Err(e) = state.store.save_db_slots(&ns, &self.engine.db_slots()) {
+                        eprintln!("server: cannot save the SWAPDB mapping: {e}");
+                    }
+                }
                 if let Some(block) = self.session.take_block() {
                     return self.park(argv, block, state);
                 }

@@ -120,12 +120,16 @@ impl Blocked {
     /// Serves the clients waiting on what `session`'s last command touched (run it after
     /// every command, on the engine it ran on).
     pub fn wake(&self, state: &State, engine: &SharedEngine, session: &Session) {
-        if self.count.load(Relaxed) == 0 || session.touched().is_empty() {
+        let swapped = session.swapped_dbs();
+        if self.count.load(Relaxed) == 0 || (session.touched().is_empty() && swapped.is_empty()) {
             return;
         }
         let ns = engine.layout().namespace().to_vec();
         let mut ready: VecDeque<WaitKey> = ready_keys(engine, &ns, session);
         let mut registry = lock(&self.registry);
+        // SWAPDB: every waiter of either database may be servable now.
+        let in_swapped = |db: &usize| swapped.iter().any(|(a, b)| a == db || b == db);
+        ready.extend(registry.waiting.keys().filter(|(n, db, _)| *n == ns && in_swapped(db)).cloned());
         while let Some(key) = ready.pop_front() {
             let mut index = 0;
             while let Some(&client) = registry.waiting.get(&key).and_then(|q| q.get(index)) {

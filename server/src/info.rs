@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use rediskv::backend::{Direction, KvBackend};
-use rediskv::codec::{ColumnFamily, KeyLayout, Metadata};
+use rediskv::codec::{ColumnFamily, Metadata};
 use rediskv::commands::{DATABASES, Reply};
 
 use crate::state::{State, lock, unix_micros};
@@ -405,11 +405,9 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
 /// Live keys, keys with a TTL, and their mean remaining TTL in ms, of database `index` of a
 /// namespace: one scan of its metadata records.
 fn keyspace(state: &State, base: &[u8], index: usize) -> (u64, u64, u64) {
-    let mut ns = base.to_vec();
-    if index > 0 {
-        ns.extend_from_slice(format!(":{index}").as_bytes());
-    }
-    let Ok(layout) = KeyLayout::default().with_namespace(&ns) else { return (0, 0, 0) };
+    // The namespace database `index` uses now (SWAPDB moves them).
+    let engine = state.engines().into_iter().find(|e| e.layout().namespace() == base);
+    let Some(layout) = engine.as_ref().and_then(|e| e.db_layout(index).cloned()) else { return (0, 0, 0) };
     let now = unix_micros() / 1000;
     let (mut keys, mut expires, mut ttl_sum) = (0u64, 0u64, 0u64);
     let backend = state.store.backend();

@@ -303,7 +303,7 @@ impl State {
             .collect();
         let maxmemory = config.number("maxmemory").max(0) as u64;
         State {
-            engine: Arc::new(engine(store.backend(), DEFAULT_NAMESPACE)),
+            engine: Arc::new(engine(&store, DEFAULT_NAMESPACE)),
             tenants: Mutex::new(BTreeMap::new()),
             pubsub: Default::default(),
             blocked: Default::default(),
@@ -351,7 +351,7 @@ impl State {
         lock(&self.tenants)
             .entry(ns.to_string())
             .or_insert_with(|| {
-                let engine = engine(self.store.backend(), ns);
+                let engine = engine(&self.store, ns);
                 let flags = rediskv::commands::NotifyFlags::from_bits(self.notify_flags.load(Relaxed));
                 engine.set_new_events(flags.contains(rediskv::commands::NotifyFlags::NEW));
                 Arc::new(engine)
@@ -429,7 +429,13 @@ impl State {
 
 /// An engine writing namespace `ns` of `backend` (a namespace longer than 255 bytes, which
 /// NAMESPACE refuses, falls back to the default one).
-fn engine(backend: Backend, ns: &str) -> SharedEngine {
+fn engine(store: &Store, ns: &str) -> SharedEngine {
     let layout = KeyLayout::default().with_namespace(ns.as_bytes()).unwrap_or_default();
-    Engine::with_layout(backend, layout)
+    let engine = Engine::with_layout(store.backend(), layout);
+    if let Some(slots) = store.load_db_slots(ns) {
+        if !engine.restore_db_slots(&slots) {
+            eprintln!("server: ignoring a corrupt SWAPDB record for namespace {ns}");
+        }
+    }
+    engine
 }

@@ -93,6 +93,36 @@ impl Store {
         }
     }
 
+    /// Where a disk store keeps namespace `ns`'s SWAPDB mapping (the engine holds it in memory).
+    fn slots_file(&self, ns: &str) -> Option<PathBuf> {
+        let hex: String = ns.bytes().map(|b| format!("{b:02x}")).collect();
+        self.dir().map(|d| d.join(format!("rediskv-dbslots-{hex}")))
+    }
+
+    /// Saves a namespace's database → namespace mapping after a SWAPDB (written to a
+    /// temporary file, synced, then renamed over the old one: a crash leaves one or the other).
+    ///
+    /// # Errors
+    /// The file could not be written.
+    pub fn save_db_slots(&self, ns: &str, slots: &[usize]) -> std::io::Result<()> {
+        let Some(path) = self.slots_file(ns) else { return Ok(()) };
+        let text: Vec<String> = slots.iter().map(usize::to_string).collect();
+        let tmp = path.with_extension("tmp");
+        {
+            use std::io::Write;
+            let mut file = std::fs::File::create(&tmp)?;
+            file.write_all(text.join(" ").as_bytes())?;
+            file.sync_all()?;
+        }
+        std::fs::rename(tmp, path)
+    }
+
+    /// The mapping [`Store::save_db_slots`] saved, if any.
+    pub fn load_db_slots(&self, ns: &str) -> Option<Vec<usize>> {
+        let text = std::fs::read_to_string(self.slots_file(ns)?).ok()?;
+        text.split_whitespace().map(|n| n.parse().ok()).collect()
+    }
+
     /// Bytes the data takes: what the memory backend holds (the figure `maxmemory` limits),
     /// or the table files on disk.
     pub fn used_bytes(&self) -> u64 {

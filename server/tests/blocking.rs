@@ -100,6 +100,17 @@ fn script(server: &Server) -> Vec<Value> {
     seen.push(clients[1].read());
     seen.push(admin.cmd(&["CLIENT", "UNBLOCK", &id]));
 
+    // SWAPDB serves a client blocked in either database.
+    send(&mut clients[0], &["SELECT", "9"]);
+    seen.push(clients[0].read());
+    send(&mut clients[0], &["BLPOP", "swapped", "0"]);
+    until_blocked(&mut admin, 1);
+    seen.push(admin.cmd(&["SELECT", "8"]));
+    seen.push(admin.cmd(&["RPUSH", "swapped", "from 8"]));
+    seen.push(admin.cmd(&["SWAPDB", "8", "9"]));
+    seen.push(clients[0].read());
+    seen.push(admin.cmd(&["SELECT", "0"]));
+
     // Inside MULTI nothing blocks.
     seen.push(clients[2].cmd(&["MULTI"]));
     seen.push(clients[2].cmd(&["BLPOP", "empty", "0"]));

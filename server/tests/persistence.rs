@@ -69,6 +69,9 @@ fn every_key_ttl_and_collection_is_back_after_a_restart() {
                 &["PFADD", "hll", "a", "b", "c"],
                 &["SELECT", "3"],
                 &["SET", "in-db-3", "v"],
+                &["SELECT", "5"],
+                &["SET", "in-db-5", "v"],
+                &["SWAPDB", "5", "6"],
             ] {
                 assert!(!matches!(c.cmd(args), Value::Error(_)), "{args:?}");
             }
@@ -85,6 +88,11 @@ fn every_key_ttl_and_collection_is_back_after_a_restart() {
         assert_eq!(c.cmd(&["FSCK"]), Value::Array(Some(vec![])));
         c.cmd(&["SELECT", "3"]);
         assert_eq!(c.cmd(&["GET", "in-db-3"]), bulk("v"));
+        // SWAPDB survives the restart: the key written in 5 is in 6.
+        c.cmd(&["SELECT", "6"]);
+        assert_eq!(c.cmd(&["GET", "in-db-5"]), bulk("v"));
+        c.cmd(&["SELECT", "5"]);
+        assert_eq!(c.cmd(&["GET", "in-db-5"]), Value::Bulk(None));
         // A new collection after the restart does not see the old one's elements.
         c.cmd(&["SELECT", "0"]);
         assert_eq!(c.cmd(&["DEL", "h"]), Value::Int(1));
