@@ -9,7 +9,9 @@
 //!   leaves no garbage and no problem behind.
 //!
 //! Integers between 10^5 and 2^33 (either sign) are cut to their last three digits, and the
-//! edge numbers stay outside that band (the engine refuses them), so SETRANGE offsets and
+//! edge numbers stay outside that band and leave out 2^29 (SETBIT there builds a 64 MB string
+//! per key, and the check below clones the store per command: five such keys passed the 1 GB
+//! RSS cap after 5.8 million runs) (the engine refuses them), so SETRANGE offsets and
 //! negative random counts (`HRANDFIELD k -16777217` builds 16 million pairs, as in Redis)
 //! cannot ask for gigabytes: they would only measure the allocator.
 
@@ -73,7 +75,7 @@ const NUMBERS: &[&str] = &[
     "0", "1", "-1", "2", "3", "-2", "5", "10", "-10", "100", "9223372036854775807",
     "-9223372036854775808", "9223372036854775808", "4294967296", "-4294967297", "1.5", "-0", "+inf",
     "-inf", "inf", "nan", "(1", "(-1", "(inf", "[a", "(a", "+", "-", "1e308", "-1e308", "1e-320",
-    "0x10", " 1", "", "67108865", "-67108865", "536870912", "4102444800", "4102444800000", "1000",
+    "0x10", " 1", "", "67108865", "-67108865", "4102444800", "4102444800000", "1000",
     "99999",
 ];
 
