@@ -392,6 +392,9 @@ impl Client {
                 let reply = self.engine.execute(&mut self.session, argv);
                 self.info.db.store(self.session.db(), Relaxed);
                 crate::notify::publish(state, self.session.events());
+                if self.session.events().iter().any(|e| crate::maint::may_leave_garbage(e.name)) {
+                    state.maint.garbage_hint.fetch_add(1, Relaxed);
+                }
                 if !self.session.swapped_dbs().is_empty() {
                     let ns = String::from_utf8_lossy(self.engine.layout().namespace()).into_owned();
                     if let Err(e) = state.store.save_db_slots(&ns, &self.engine.db_slots()) {

@@ -23,6 +23,18 @@ use crate::state::{SharedEngine, State, lock};
 const STEP: usize = 512;
 /// How long a pass that found nothing waits before the next one.
 const IDLE: Duration = Duration::from_secs(1);
+/// A collector pass runs when a command may have left garbage (see [`may_leave_garbage`]),
+/// and at least this often anyway (a write no event names, e.g. SET over a hash).
+const COLLECT_EVERY: Duration = Duration::from_secs(60);
+
+/// Events after which a collection's records may be garbage: a key deleted, expired or
+/// overwritten as a whole.
+pub fn may_leave_garbage(event: &str) -> bool {
+    matches!(
+        event,
+        "del" | "expired" | "set" | "rename_to" | "restore" | "copy_to" | "move_from" | "sortstore"
+    ) || event.ends_with("store")
+}
 
 /// What INFO reports of maintenance.
 #[derive(Debug, Default)]
@@ -37,6 +49,8 @@ pub struct MaintStats {
     pub gc_passes: AtomicU64,
     /// Where the collector is: `subkey` or `score`, and the first key it examines next, hex.
     pub gc_position: std::sync::Mutex<String>,
+    /// Bumped by commands that may have left garbage ([`may_leave_garbage`]).
+    pub garbage_hint: AtomicU64,
 }
 
 /// A sweep of one database of one engine.
@@ -61,6 +75,7 @@ fn run(state: &State) {
         (!state.store.collects_itself()).then(|| Collector::new(state.engine.layout(), gc::DEFAULT_GRACE_MS));
     let mut collector_idle_until: Option<Instant> = None;
     let mut collector_found = false;
+    let (mut in_pass, mut pass_hint, mut last_pass) = (true, 0, Instant::now());
     loop {
         let (tick, budget) = {
             let config = state.config();
@@ -83,9 +98,16 @@ fn run(state: &State) {
             }
         }
         if let Some(collector) = collector.as_mut() {
-            if collector_idle_until.is_none_or(|t| Instant::now() >= t) {
+            // A pass starts only when garbage may exist (or a minute has passed): walking a
+            // large live store for nothing costs the writers its lock.
+            let hint = state.maint.garbage_hint.load(Relaxed);
+            if !in_pass && (hint != pass_hint || last_pass.elapsed() >= COLLECT_EVERY) {
+                (in_pass, pass_hint, last_pass) = (true, hint, Instant::now());
+            }
+            if in_pass && collector_idle_until.is_none_or(|t| Instant::now() >= t) {
                 collector_idle_until = None;
-                collect(state, collector, deadline, &mut collector_found, &mut collector_idle_until);
+                in_pass =
+                    !collect(state, collector, deadline, &mut collector_found, &mut collector_idle_until);
             }
         }
         let spent = started.elapsed();
@@ -119,6 +141,9 @@ fn expire(state: &State, sweep: &mut Sweep, deadline: Instant) {
         let now = sweep.engine.now_ms();
         let Ok(step) = gc::expire_step(&sweep.engine, &mut sweep.sweep, now, STEP) else { return };
         state.maint.expired_keys.fetch_add(step.removed.len() as u64, Relaxed);
+        if !step.removed.is_empty() {
+            state.maint.garbage_hint.fetch_add(1, Relaxed);
+        }
         sweep.found |= !step.removed.is_empty();
         crate::notify::expired(state, &step.expired);
         if step.done {
@@ -133,32 +158,35 @@ fn expire(state: &State, sweep: &mut Sweep, deadline: Instant) {
     }
 }
 
-/// Runs collector steps until the deadline or the end of a pass that found nothing.
+/// Runs collector steps until the deadline or the end of a pass; true when a pass ended.
 fn collect(
     state: &State,
     collector: &mut Collector,
     deadline: Instant,
     found: &mut bool,
     idle_until: &mut Option<Instant>,
-) {
+) -> bool {
     let backend = state.store.backend();
+    let mut ended = false;
     let stats = &state.maint;
     while Instant::now() < deadline {
-        let Ok(step) = collector.step(&backend, state.engine.now_ms(), STEP) else { return };
+        let Ok(step) = collector.step(&backend, state.engine.now_ms(), STEP) else { return false };
         stats.gc_examined.fetch_add(step.examined as u64, Relaxed);
         let dropped = (step.dropped_subkeys + step.dropped_scores) as u64;
         stats.gc_collected.fetch_add(dropped, Relaxed);
         *found |= dropped > 0;
         if step.pass_done {
             stats.gc_passes.fetch_add(1, Relaxed);
+            ended = true;
             if !std::mem::take(found) {
                 *idle_until = Some(Instant::now() + IDLE);
-                break;
             }
+            break;
         }
     }
     let (cf, next) = collector.position();
     let cf = if cf == ColumnFamily::Score { "score" } else { "subkey" };
     let hex: String = next.iter().take(64).map(|b| format!("{b:02x}")).collect();
     *lock(&stats.gc_position) = format!("{cf}:{hex}");
+    ended
 }
