@@ -49,4 +49,10 @@ fn new_backend() -> Backend {
     Backend::new()
 }
 
+/// The comparison runs in every `cargo test`.
+const RUN_BY_DEFAULT: bool = true;
+
+/// Every family runs by default.
+const SKIPPED_BY_DEFAULT: &[&str] = &[];
+
 include!("differential/suite.rs");

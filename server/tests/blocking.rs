@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Client, Server, Value, redis, rediskv};
+use common::{Client, Server, Value, rediskv, same_as_redis};
 
 /// Waits (polling INFO, never guessing with a sleep) until `n` clients are blocked.
 fn until_blocked(c: &mut Client, n: usize) {
@@ -128,15 +128,7 @@ fn script(server: &Server) -> Vec<Value> {
 
 #[test]
 fn blocking_matches_redis() {
-    let Some(redis) = redis(&[]) else { return };
-    let theirs = script(&redis);
-    for threads in ["1", "3"] {
-        let ours = script(&rediskv(&["--threads", threads]));
-        for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
-            assert_eq!(a, b, "reply {i} with {threads} threads");
-        }
-        assert_eq!(ours.len(), theirs.len());
-    }
+    same_as_redis(script);
 }
 
 /// Many producers and consumers on several loops: every pushed value is popped exactly once.

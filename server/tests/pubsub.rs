@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Client, Server, Value, redis, rediskv};
+use common::{Client, Server, Value, redis, rediskv, same_as_redis};
 
 fn bulk(s: &str) -> Value {
     Value::Bulk(Some(s.as_bytes().to_vec()))
@@ -73,15 +73,7 @@ fn script(server: &Server) -> Vec<Value> {
 
 #[test]
 fn replies_match_redis() {
-    let Some(redis) = redis(&[]) else { return };
-    let theirs = script(&redis);
-    for threads in ["1", "3"] {
-        let ours = script(&rediskv(&["--threads", threads]));
-        for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
-            assert_eq!(a, b, "reply {i} with {threads} threads");
-        }
-        assert_eq!(ours.len(), theirs.len());
-    }
+    same_as_redis(script);
 }
 
 #[test]

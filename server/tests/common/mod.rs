@@ -230,3 +230,17 @@ pub fn redis(args: &[&str]) -> Option<Server> {
     }
     panic!("redis-server did not start");
 }
+
+/// Runs `script` on a real redis-server, then on rediskv-server with 1 and 3 event loops,
+/// and asserts every reply equal (nothing when redis-server is missing outside CI).
+pub fn same_as_redis(script: fn(&Server) -> Vec<Value>) {
+    let Some(redis) = redis(&[]) else { return };
+    let theirs = script(&redis);
+    for threads in ["1", "3"] {
+        let ours = script(&rediskv(&["--threads", threads]));
+        for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+            assert_eq!(a, b, "reply {i} with {threads} threads");
+        }
+        assert_eq!(ours.len(), theirs.len());
+    }
+}
