@@ -3,7 +3,7 @@
 use std::io::{self, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use rediskv::commands::{Protocol, Reply};
@@ -47,21 +47,16 @@ impl RedisServer {
                     "no",
                 ])
                 .args(extra)
-                .args(["--daemonize", "no", "--loglevel", "warning", "--dir"])
+                .args(["--daemonize", "no", "--logfile", "", "--dir"])
                 .arg(std::env::temp_dir())
                 .stdin(Stdio::null())
-                .stdout(Stdio::null())
+                .stdout(Stdio::piped())
                 .stderr(Stdio::null())
                 .spawn()?;
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break; // exited: port taken, try another
-                }
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Ok(RedisServer { child, port });
-                }
-                std::thread::sleep(Duration::from_millis(20));
+            // Its own log, not a probe connection, says it listens: a probe could reach
+            // another process that took the port while this one failed to bind and exited.
+            if ready(&mut child) {
+                return Ok(RedisServer { child, port });
             }
             let _ = child.kill();
             let _ = child.wait();
@@ -85,6 +80,22 @@ impl RedisServer {
     pub fn connect(&self) -> io::Result<Client> {
         Client::connect(self.port)
     }
+}
+
+/// Reads the child's log until redis-server says it accepts connections (true) or exits
+/// (false); then keeps draining the log so the pipe never fills.
+fn ready(child: &mut Child) -> bool {
+    use std::io::BufRead;
+    let mut log = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut line = String::new();
+    while log.read_line(&mut line).unwrap_or(0) > 0 {
+        if line.contains("Ready to accept connections") {
+            std::thread::spawn(move || io::copy(&mut log, &mut io::sink()));
+            return true;
+        }
+        line.clear();
+    }
+    false
 }
 
 impl Drop for RedisServer {

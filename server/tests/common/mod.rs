@@ -208,25 +208,33 @@ fn start(before: &[&str], args: &[&str]) -> Server {
 /// Starts a real redis-server on a free port; None (after a loud note) when it is not
 /// installed, a panic under `CI=true`.
 pub fn redis(args: &[&str]) -> Option<Server> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .args(args)
-        .stdout(Stdio::null())
-        .spawn();
-    let Ok(child) = child else {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("redis-server is required under CI");
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(args)
+            .args(["--logfile", ""])
+            .stdout(Stdio::piped())
+            .spawn();
+        let Ok(mut child) = child else {
+            if std::env::var("CI").as_deref() == Ok("true") {
+                panic!("redis-server is required under CI");
+            }
+            eprintln!("!!! redis-server not installed: SKIPPING the comparison with Redis !!!");
+            return None;
+        };
+        // Its own log, not a probe connection, says it listens: a probe could reach another
+        // process that took the port while this one failed to bind and exited.
+        let mut log = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while log.read_line(&mut line).unwrap_or(0) > 0 {
+            if line.contains("Ready to accept connections") {
+                std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+                return Some(Server { child, port });
+            }
+            line.clear();
         }
-        eprintln!("!!! redis-server not installed: SKIPPING the comparison with Redis !!!");
-        return None;
-    };
-    let server = Server { child, port };
-    for _ in 0..100 {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(server);
-        }
-        std::thread::sleep(Duration::from_millis(50));
+        let _ = child.wait(); // exited: the port was taken; try another
     }
     panic!("redis-server did not start");
 }
