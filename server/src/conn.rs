@@ -371,6 +371,14 @@ impl Connection {
     fn finish(&mut self, state: &State) -> bool {
         let info = self.client.info.clone();
         info.qbuf.store(self.buf.len(), Relaxed);
+        if self.written < self.out.len() {
+            // Group commit: what these replies acknowledge or show reaches the OS first.
+            if let Err(e) = state.store.persist_written() {
+                // No reply may claim what the store could not keep: drop them, and the client.
+                eprintln!("server: the store failed to persist writes: {e}");
+                return false;
+            }
+        }
         let flushed = self.flush();
         if let Ok(sent) = flushed {
             state.stats.net_output.fetch_add(sent as u64, Relaxed);

@@ -46,7 +46,8 @@ impl Store {
             "no" => Sync::No,
             _ => Sync::Everysec,
         };
-        let options = Options { sync, ..Options::default() };
+        // Group commit: the event loops hand the journal to the OS once per batch of replies.
+        let options = Options { sync, group_commit: true, ..Options::default() };
         let create =
             || std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()));
         let (engine, disk): (&'static str, Arc<dyn DiskBackend + Send + std::marker::Sync>) = match engine {
@@ -151,6 +152,18 @@ impl Store {
         match self {
             Store::Memory(_) => Ok(()),
             Store::Disk { disk, .. } => disk.flush().map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Hands every write so far to the OS (group commit): called before replies are written,
+    /// so whatever a reply acknowledges or shows survives a killed process.
+    ///
+    /// # Errors
+    /// The engine's write to the OS failed.
+    pub fn persist_written(&self) -> Result<(), String> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            Store::Disk { disk, .. } => disk.persist_written().map_err(|e| e.to_string()),
         }
     }
 

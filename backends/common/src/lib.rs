@@ -45,6 +45,14 @@ pub trait DiskBackend: KvBackend {
     /// Bytes on disk of one column family's table files (memtables and the journal are not
     /// counted: call [`DiskBackend::compact`] first for a settled figure).
     fn disk_bytes(&self, cf: ColumnFamily) -> u64;
+
+    /// With [`Options::group_commit`]: hands every batch written so far to the OS (one
+    /// journal write for all of them); a no-op without it, or when nothing is pending. Call it
+    /// before acknowledging any write, or any read of data written meanwhile.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when the write to the OS fails (the engine then refuses later writes).
+    fn persist_written(&self) -> Result<()>;
 }
 
 /// When writes reach the disk, as Redis' `appendfsync`.
@@ -52,8 +60,10 @@ pub trait DiskBackend: KvBackend {
 pub enum Sync {
     /// Every batch is synced (`fdatasync`) before `write` returns.
     Always,
-    /// Every batch reaches the OS before `write` returns (it survives a killed process); a
-    /// background thread syncs once a second (at most a second is lost on power failure).
+    /// Every batch reaches the OS before `write` returns, or before
+    /// [`DiskBackend::persist_written`] with [`Options::group_commit`] (it survives a killed
+    /// process); a background thread syncs once a second (at most a second is lost on power
+    /// failure).
     #[default]
     Everysec,
     /// Every batch reaches the OS before `write` returns; the OS decides when to sync.
@@ -70,11 +80,23 @@ pub struct Options {
     /// The key layout the database writes with; the directory remembers it and refuses
     /// another one.
     pub layout: KeyLayout,
+    /// With [`Sync::Everysec`] or [`Sync::No`]: `write` applies a batch without handing it
+    /// to the OS, and the caller calls [`DiskBackend::persist_written`] before acknowledging
+    /// anything — one journal write per pipeline instead of one per command (Redis writes
+    /// its AOF once per event-loop iteration, before the replies, the same way). Off by
+    /// default: each `write` then reaches the OS before it returns. [`Sync::Always`] syncs
+    /// each batch either way.
+    pub group_commit: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { sync: Sync::default(), grace_ms: gc::DEFAULT_GRACE_MS, layout: KeyLayout::default() }
+        Options {
+            sync: Sync::default(),
+            grace_ms: gc::DEFAULT_GRACE_MS,
+            layout: KeyLayout::default(),
+            group_commit: false,
+        }
     }
 }
 

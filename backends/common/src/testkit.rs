@@ -197,6 +197,41 @@ pub fn clock_set_back_child<B: DiskBackend>(open: impl Fn(&Path, Options) -> red
     assert!(ours > top, "version {ours} after reopen is not above {top} written before");
 }
 
+/// The parent half of the group-commit check: runs `child` (which must call
+/// [`group_commit_child`] on a fresh directory and die there, as `kill -9` would), then
+/// reopens the directory: what the child persisted with [`DiskBackend::persist_written`] is
+/// there, the batch it wrote after that is not (it was still waiting in the process).
+pub fn group_commit_parent<B: DiskBackend>(
+    open: impl Fn(&Path, Options) -> rediskv::Result<B>,
+    mut child: std::process::Command,
+) {
+    let dir = TempDir::new("group-commit");
+    let out = child.env(CHILD_DIR_ENV, dir.path()).output().expect("run the child test process");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("group commit child: dying"),
+        "the child should have died after its writes: {}\n{stderr}",
+        out.status
+    );
+    let mut db = Db::new(open(dir.path(), Options::default()).expect("reopen"));
+    assert_eq!(db.run(&["GET", "persisted"]), bulk("yes"), "a persisted batch survives the process");
+    assert_eq!(db.run(&["GET", "pending"]), Reply::Nil, "a batch not yet persisted waited in the process");
+}
+
+/// The child half: with [`Options::group_commit`], writes one key, persists, writes another,
+/// then aborts (no destructor runs). Does nothing without [`CHILD_DIR_ENV`].
+pub fn group_commit_child<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<B>) {
+    let Some(dir) = std::env::var_os(CHILD_DIR_ENV) else { return };
+    // `No`: no syncer thread that could write the pending batch out by itself.
+    let options = Options { sync: Sync::No, group_commit: true, ..Options::default() };
+    let mut db = Db::new(open(Path::new(&dir), options).expect("open in child"));
+    assert_eq!(db.run(&["SET", "persisted", "yes"]), Reply::Status("OK".into()));
+    db.backend().persist_written().expect("persist");
+    assert_eq!(db.run(&["SET", "pending", "yes"]), Reply::Status("OK".into()));
+    eprintln!("group commit child: dying");
+    std::process::abort();
+}
+
 /// Writes `n` new fields into hash `key`, 10,000 per HSET.
 pub fn fill_hash<B: KvBackend>(db: &mut Db<B>, key: &str, n: usize) {
     fill(db, "HSET", key, n, |i| [format!("field:{i:08}"), format!("value-{i}-{}", i * 7919)]);
@@ -452,6 +487,25 @@ macro_rules! engine_scenarios {
         #[ignore = "the child half of versions_stay_above_the_floor_when_the_clock_is_set_back"]
         fn clock_set_back_child() {
             testkit::clock_set_back_child(open);
+        }
+
+        #[test]
+        fn group_commit_persists_on_request_and_not_before() {
+            let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"));
+            child.args([
+                "--exact",
+                "group_commit_child",
+                "--include-ignored",
+                "--test-threads=1",
+                "--nocapture",
+            ]);
+            testkit::group_commit_parent(open, child);
+        }
+
+        #[test]
+        #[ignore = "the child half of group_commit_persists_on_request_and_not_before"]
+        fn group_commit_child() {
+            testkit::group_commit_child(open);
         }
 
         #[test]

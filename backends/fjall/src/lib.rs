@@ -169,6 +169,11 @@ impl Backend {
         &self.path
     }
 
+    /// Whether batches wait in the journal's buffer for [`DiskBackend::persist_written`].
+    fn deferred(&self) -> bool {
+        self.options.group_commit && self.options.sync != Sync::Always
+    }
+
     /// The highest version the directory has promised never to go below.
     pub fn version_floor(&self) -> u64 {
         self.floor.get()
@@ -192,6 +197,11 @@ impl DiskBackend for Backend {
 
     fn disk_bytes(&self, cf: ColumnFamily) -> u64 {
         self.cf(cf).disk_space()
+    }
+
+    /// `persist(Buffer)`: one `write` of the journal's buffer when it holds anything.
+    fn persist_written(&self) -> Result<()> {
+        if self.deferred() { self.db.persist(PersistMode::Buffer).map_err(err) } else { Ok(()) }
     }
 }
 
@@ -232,10 +242,12 @@ impl KvBackend for Backend {
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
         self.floor.write(batch, |batch, floor| {
-            let mut fb = self.db.batch();
-            if self.options.sync == Sync::Always {
-                fb = fb.durability(Some(PersistMode::SyncData));
-            }
+            let durability = match self.options.sync {
+                Sync::Always => Some(PersistMode::SyncData),
+                _ if self.deferred() => None,
+                _ => Some(PersistMode::Buffer),
+            };
+            let mut fb = self.db.batch().durability(durability);
             for op in batch.into_ops() {
                 match op {
                     BatchOp::Put { cf, key, value } => fb.insert(self.cf(cf), tagged_for_write(&key)?, value),
