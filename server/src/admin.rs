@@ -208,7 +208,8 @@ impl Client {
             last.1.push_str(&stat_name);
         }
         let (reply, next) = self.run(name, argv, state);
-        let usec = started.elapsed().as_micros() as u64;
+        let ended = Instant::now();
+        let usec = ended.duration_since(started).as_micros() as u64;
         if next == Next::Parked {
             self.count(state, &stat_name, Some(usec), &reply);
             return next;
@@ -217,7 +218,7 @@ impl Client {
         if KEYED_READS.binary_search(&name).is_ok() {
             keyspace_hits(state, &reply);
         }
-        lock(&self.info.last).0 = Instant::now();
+        lock(&self.info.last).0 = ended;
         self.send(reply, out, name);
         if self.info.killed.load(Relaxed) {
             return Next::Close;

@@ -611,8 +611,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
             let key = self.layout().decode_metadata_key(mkey).map_or(mkey, |k| k.user_key);
             CommandError::err(format!("undecodable metadata of key '{}': {e}", key.escape_ascii()))
         })?;
-        if !meta.is_live(self.now_ms()) {
-            if meta.is_expired(self.now_ms()) {
+        let now = self.now_ms();
+        if !meta.is_live(now) {
+            if meta.is_expired(now) {
                 self.record_expired(mkey);
             }
             return Ok(None);

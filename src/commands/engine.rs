@@ -285,7 +285,9 @@ impl<B: KvBackend> Engine<B> {
     /// reply stands, and the sweep retries).
     fn reap(&self, session: &Session) {
         let expired = expired_keys(&session.touched);
-        let _ = self.delete_expired(&expired, self.now_ms());
+        if !expired.is_empty() {
+            let _ = self.delete_expired(&expired, self.now_ms());
+        }
     }
 
     /// Runs `attempt` between the backend's [`KvBackend::begin`] and [`KvBackend::finish`],
@@ -445,8 +447,10 @@ impl<B: KvBackend> Engine<B> {
     /// Flags the watchers a command's writes and swaps concern.
     fn notify(&self, touched: &[TouchedKey], swapped: &[(usize, usize)]) {
         self.watches.notify(touched, &self.shared);
-        let now = self.shared.clock.now_ms();
-        self.watches.notify_swapped(swapped, |db, key| self.live(db, key, now));
+        if !swapped.is_empty() {
+            let now = self.shared.clock.now_ms();
+            self.watches.notify_swapped(swapped, |db, key| self.live(db, key, now));
+        }
     }
 
     fn expired(&self, metadata_key: &[u8], now: u64) -> Result<bool, CommandError> {

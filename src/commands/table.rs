@@ -275,8 +275,45 @@ pub fn find(argv: &[Bytes]) -> Result<&'static CommandInfo, Option<&'static Comm
 }
 
 /// The metadata of the command named `name` (lowercase).
+///
+/// One FNV-1a hash of the name and one compare, in an open-addressed index built on first
+/// use: every command passes here once or twice, and a binary search over the table's 240
+/// names cost eight string compares (about 5% of a pipelined LPUSH through the server).
 pub fn lookup(name: &str) -> Option<&'static CommandInfo> {
-    TABLE.binary_search_by(|c| c.name.cmp(name)).ok().map(|i| &TABLE[i])
+    let index = INDEX.get_or_init(build_index);
+    let mask = index.len() - 1;
+    let mut slot = fnv1a(name.as_bytes()) & mask;
+    loop {
+        let row = index[slot]?;
+        if TABLE[row as usize].name == name {
+            return Some(&TABLE[row as usize]);
+        }
+        slot = (slot + 1) & mask;
+    }
+}
+
+/// Open addressing over [`TABLE`]: a power of two at least twice the rows, each slot a row
+/// number or empty.
+static INDEX: std::sync::OnceLock<Vec<Option<u16>>> = std::sync::OnceLock::new();
+
+fn build_index() -> Vec<Option<u16>> {
+    let mut index = vec![None; (TABLE.len() * 2).next_power_of_two()];
+    let mask = index.len() - 1;
+    for (row, info) in TABLE.iter().enumerate() {
+        let mut slot = fnv1a(info.name.as_bytes()) & mask;
+        while index[slot].is_some() {
+            slot = (slot + 1) & mask;
+        }
+        index[slot] = Some(row as u16);
+    }
+    index
+}
+
+fn fnv1a(bytes: &[u8]) -> usize {
+    let hash = bytes
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    hash as usize
 }
 
 /// [`lookup`] for a name in any case; `None` for unknown names.
@@ -511,6 +548,16 @@ fn getkeys_reply(argv: &[Bytes]) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lookup_finds_every_row_and_nothing_else() {
+        for info in TABLE {
+            assert_eq!(lookup(info.name).map(|found| found.name), Some(info.name));
+        }
+        for name in ["", "ge", "gett", "GET", "client|", "x".repeat(40).as_str()] {
+            assert!(lookup(name).is_none(), "{name}");
+        }
+    }
 
     fn argv(line: &str) -> Vec<Bytes> {
         line.split(' ').map(|s| Bytes::copy_from_slice(s.as_bytes())).collect()
