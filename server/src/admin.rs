@@ -396,6 +396,12 @@ impl Client {
                 if self.session.events().iter().any(|e| crate::maint::may_leave_garbage(e.name)) {
                     state.maint.garbage_hint.fetch_add(1, Relaxed);
                 }
+                // SWAPDB may bring keys with TTLs into a database whose sweep backed off.
+                if self.session.events().iter().any(|e| crate::maint::may_set_ttl(e.name))
+                    || !self.session.swapped_dbs().is_empty()
+                {
+                    state.maint.ttl_hint.fetch_add(1, Relaxed);
+                }
                 if !self.session.swapped_dbs().is_empty() {
                     let ns = String::from_utf8_lossy(self.engine.layout().namespace()).into_owned();
                     if let Err(e) = state.store.save_db_slots(&ns, &self.engine.db_slots()) {

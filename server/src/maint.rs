@@ -5,8 +5,10 @@
 //! (`gc::Collector`) that deletes the records of deleted and expired collections.
 //!
 //! Expiry's slice is Redis' active-expire budget: 25% of the tick, plus 2% per step of
-//! `active-expire-effort` above 1; the collector gets 10% of the tick after it. A sweep or collector pass that found nothing waits a
-//! second before the next one, so an idle or clean store costs almost nothing.
+//! `active-expire-effort` above 1; the collector gets 10% of the tick after it. A collector
+//! pass that found nothing waits a second; an expiry pass that found nothing waits a second,
+//! doubling up to 16 s while no command sets a TTL, so an idle or clean store costs almost
+//! nothing (a key then leaves at most 16 s after it expires, or at its first read).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -41,6 +43,16 @@ pub fn may_leave_garbage(event: &str) -> bool {
     ) || event.ends_with("store")
 }
 
+/// The longest wait between expiry passes over a database where nothing expires and no
+/// command set a TTL (passes walk every key: without this a large store with no TTLs would
+/// be walked every second for nothing).
+const IDLE_MAX: Duration = Duration::from_secs(16);
+
+/// Events after which a key may have a TTL it did not have.
+pub fn may_set_ttl(event: &str) -> bool {
+    matches!(event, "expire" | "rename_to" | "restore" | "copy_to" | "move_to")
+}
+
 /// What INFO reports of maintenance.
 #[derive(Debug, Default)]
 pub struct MaintStats {
@@ -56,6 +68,8 @@ pub struct MaintStats {
     pub gc_position: std::sync::Mutex<String>,
     /// Bumped by commands that may have left garbage ([`may_leave_garbage`]).
     pub garbage_hint: AtomicU64,
+    /// Bumped by commands that may have set a TTL ([`may_set_ttl`]).
+    pub ttl_hint: AtomicU64,
 }
 
 /// A sweep of one database of one engine.
@@ -67,6 +81,11 @@ struct Sweep {
     found: bool,
     /// When a pass that found nothing may start again.
     idle_until: Option<Instant>,
+    /// The wait after a pass that found nothing: 1 s, doubling up to [`IDLE_MAX`] while no
+    /// command sets a TTL.
+    idle: Duration,
+    /// [`MaintStats::ttl_hint`] when the current pass started.
+    ttl_hint: u64,
 }
 
 /// Starts the maintenance thread.
@@ -134,12 +153,16 @@ fn sweep_of<'a>(
         sweep: ExpirySweep::new(range),
         found: false,
         idle_until: None,
+        idle: IDLE,
+        ttl_hint: 0,
     }))
 }
 
 /// Runs expiry steps on one database until its pass ends or the deadline.
 fn expire(state: &State, sweep: &mut Sweep, deadline: Instant) {
-    if sweep.idle_until.is_some_and(|t| Instant::now() < t) {
+    // A command that set a TTL ends the wait: that key must leave soon after it expires.
+    let ttl_set = state.maint.ttl_hint.load(Relaxed) != sweep.ttl_hint;
+    if sweep.idle_until.is_some_and(|t| Instant::now() < t) && !ttl_set {
         return;
     }
     sweep.idle_until = None;
@@ -156,9 +179,14 @@ fn expire(state: &State, sweep: &mut Sweep, deadline: Instant) {
             if let Some(range) = sweep.engine.db_layout(sweep.db).map(|l| l.namespace_range()) {
                 sweep.sweep = ExpirySweep::new(range);
             }
-            if !std::mem::take(&mut sweep.found) {
-                sweep.idle_until = Some(Instant::now() + IDLE);
+            let hint = state.maint.ttl_hint.load(Relaxed);
+            if std::mem::take(&mut sweep.found) {
+                sweep.idle = IDLE; // keys are expiring: the next pass starts at once
+            } else {
+                sweep.idle = if hint == sweep.ttl_hint { (sweep.idle * 2).min(IDLE_MAX) } else { IDLE };
+                sweep.idle_until = Some(Instant::now() + sweep.idle);
             }
+            sweep.ttl_hint = hint;
             return;
         }
     }

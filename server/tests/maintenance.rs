@@ -116,6 +116,19 @@ fn records_of_a_deleted_hash_are_collected() {
 }
 
 #[test]
+fn a_ttl_set_after_a_long_quiet_spell_is_still_swept_promptly() {
+    // With no TTL in sight, expiry passes back off (1, 2, 4, 8 s…); a command that sets a
+    // TTL must bring them back.
+    let server = rediskv(&[]);
+    let mut c = server.client();
+    std::thread::sleep(Duration::from_secs(8));
+    assert_eq!(c.cmd(&["SET", "k", "v", "PX", "300"]), Value::Status("OK".into()));
+    let took = wait_for(Duration::from_secs(20), || info_field(&mut c, "stats", "expired_keys") == "1")
+        .expect("the key never expired actively");
+    assert!(took <= Duration::from_secs(3), "swept {took:?} after the SET, the back-off was not cut short");
+}
+
+#[test]
 fn debug_set_active_expire_0_stops_active_expiry() {
     let server = rediskv(&["--enable-debug-command", "yes"]);
     let mut c = server.client();
