@@ -17,9 +17,7 @@ use rediskv::commands::{Protocol, Reply, Session};
 
 use crate::blocking::Parking;
 use crate::pubsub::{self, Kind, Subscriptions};
-use crate::state::{
-    ClientInfo, CommandStat, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros,
-};
+use crate::state::{ClientInfo, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros};
 use crate::{config, info};
 
 /// Commands a tenant (namespace token) may not run: Kvrocks' admin commands.
@@ -260,24 +258,7 @@ impl Client {
             return;
         }
         stats.commands_processed.fetch_add(1, Relaxed);
-        let mut commands = lock(&stats.commands);
-        if !commands.contains_key(stat_name) {
-            if commands.len() >= MAX_STAT_ENTRIES {
-                return;
-            }
-            commands.insert(stat_name.to_string(), CommandStat::default());
-        }
-        let Some(entry) = commands.get_mut(stat_name) else { return };
-        match usec {
-            None => entry.rejected += 1,
-            Some(usec) => {
-                entry.calls += 1;
-                entry.usec += usec;
-                if reply.is_error() {
-                    entry.failed += 1;
-                }
-            }
-        }
+        stats.commands.count(stat_name, usec, reply.is_error(), MAX_STAT_ENTRIES);
     }
 
     /// Why a command may not run now: `Some(Some(error))` to answer, `Some(None)` to wait

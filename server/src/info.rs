@@ -372,7 +372,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             );
         }
         "commandstats" => {
-            for (name, c) in lock(&stats.commands).iter() {
+            for (name, c) in stats.commands.snapshot() {
                 let per = if c.calls == 0 { 0.0 } else { c.usec as f64 / c.calls as f64 };
                 let _ = write!(
                     out,

@@ -46,6 +46,67 @@ pub struct CommandStat {
     pub failed: u64,
 }
 
+/// INFO commandstats: lock-free counters for every command of the library's table (every
+/// command passes here, on every event loop), a locked map for the few other names.
+#[derive(Debug)]
+pub struct CommandStats {
+    rows: Box<[[AtomicU64; 4]]>,
+    other: Mutex<BTreeMap<String, CommandStat>>,
+}
+
+impl Default for CommandStats {
+    fn default() -> Self {
+        let rows = rediskv::commands::table::all().iter().map(|_| Default::default()).collect();
+        CommandStats { rows, other: Mutex::default() }
+    }
+}
+
+impl CommandStats {
+    /// Counts one call of `name` (`None` µs: refused before running), unless `name` is new
+    /// and `max_other` names outside the table are counted already.
+    pub fn count(&self, name: &str, usec: Option<u64>, failed: bool, max_other: usize) {
+        // calls, µs, rejected, failed
+        let delta = match usec {
+            None => [0, 0, 1, 0],
+            Some(usec) => [1, usec, 0, u64::from(failed)],
+        };
+        if let Some(row) = rediskv::commands::table::position(name) {
+            for (counter, n) in self.rows[row].iter().zip(delta) {
+                if n > 0 {
+                    counter.fetch_add(n, Relaxed);
+                }
+            }
+            return;
+        }
+        let mut other = lock(&self.other);
+        if !other.contains_key(name) && other.len() >= max_other {
+            return;
+        }
+        let s = other.entry(name.to_string()).or_default();
+        s.calls += delta[0];
+        s.usec += delta[1];
+        s.rejected += delta[2];
+        s.failed += delta[3];
+    }
+
+    /// Every counted command, by name.
+    pub fn snapshot(&self) -> BTreeMap<String, CommandStat> {
+        let mut all = lock(&self.other).clone();
+        for (info, row) in rediskv::commands::table::all().iter().zip(self.rows.iter()) {
+            let [calls, usec, rejected, failed] = row.each_ref().map(|c| c.load(Relaxed));
+            if calls + rejected > 0 {
+                all.insert(info.name.to_string(), CommandStat { calls, usec, rejected, failed });
+            }
+        }
+        all
+    }
+
+    fn reset(&self) {
+        self.rows.iter().flatten().for_each(|c| c.store(0, Relaxed));
+        lock(&self.other).clear();
+    }
+}
+
 /// Counters INFO reports; CONFIG RESETSTAT zeroes them.
 #[derive(Debug, Default)]
 pub struct Stats {
@@ -66,7 +127,7 @@ pub struct Stats {
     /// Error replies sent.
     pub error_replies: AtomicU64,
     /// Per command name (`config|get` for subcommands).
-    pub commands: Mutex<BTreeMap<String, CommandStat>>,
+    pub commands: CommandStats,
     /// Error replies by their first word (`ERR`, `WRONGTYPE`…).
     pub errors: Mutex<BTreeMap<String, u64>>,
 }
@@ -86,7 +147,7 @@ impl Stats {
         ] {
             c.store(0, Relaxed);
         }
-        lock(&self.commands).clear();
+        self.commands.reset();
         lock(&self.errors).clear();
     }
 
