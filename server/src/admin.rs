@@ -282,6 +282,12 @@ impl Client {
         if self.tenant && (ADMIN_ONLY.contains(&name) || ADMIN_ONLY.contains(&stat_name)) {
             return Some(Some(Reply::Error("ERR admin permission required to perform the command".into())));
         }
+        if name == "swapdb" && state.store.shared() {
+            // Each node keeps its own database mapping: a swap on one would not reach the others.
+            return Some(Some(Reply::Error(
+                "ERR SWAPDB is not supported when several server nodes share the store".into(),
+            )));
+        }
         if state.pause_active.load(Relaxed) && info.is_some() && state.paused(has(flag::WRITE)).is_some() {
             return Some(None);
         }

@@ -125,11 +125,35 @@ impl Blocked {
             return;
         }
         let ns = engine.layout().namespace().to_vec();
-        let mut ready: VecDeque<WaitKey> = ready_keys(engine, &ns, session);
-        let mut registry = lock(&self.registry);
-        // SWAPDB: every waiter of either database may be servable now.
-        let in_swapped = |db: &usize| swapped.iter().any(|(a, b)| a == db || b == db);
-        ready.extend(registry.waiting.keys().filter(|(n, db, _)| *n == ns && in_swapped(db)).cloned());
+        let ready: VecDeque<WaitKey> = ready_keys(engine, &ns, session);
+        let registry = lock(&self.registry);
+        self.serve(state, registry, ready, |n, db| {
+            n == ns.as_slice() && swapped.iter().any(|(a, b)| *a == db || *b == db)
+        });
+    }
+
+    /// Serves the clients waiting on key `key` of database `db` of `engine`'s namespace,
+    /// which another server node wrote (the store's change feed).
+    #[cfg(feature = "etcd")]
+    pub fn wake_key(&self, state: &State, engine: &SharedEngine, db: usize, key: Bytes) {
+        if self.count.load(Relaxed) == 0 {
+            return;
+        }
+        let ready = VecDeque::from([(engine.layout().namespace().to_vec(), db, key)]);
+        self.serve(state, lock(&self.registry), ready, |_, _| false);
+    }
+
+    /// Serves the waiters of `ready` keys, and of every key of a database `swapped` names
+    /// (SWAPDB: all of them may be servable now), in blocking order, then of what the
+    /// served commands touched.
+    fn serve(
+        &self,
+        state: &State,
+        mut registry: std::sync::MutexGuard<'_, Registry>,
+        mut ready: VecDeque<WaitKey>,
+        swapped: impl Fn(&[u8], usize) -> bool,
+    ) {
+        ready.extend(registry.waiting.keys().filter(|(n, db, _)| swapped(n, *db)).cloned());
         while let Some(key) = ready.pop_front() {
             let mut index = 0;
             while let Some(&client) = registry.waiting.get(&key).and_then(|q| q.get(index)) {

@@ -339,6 +339,8 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             pairs.push(("rediskv_gc_collected_records", get(&maint.gc_collected)));
             pairs.push(("rediskv_gc_passes", get(&maint.gc_passes)));
             pairs.push(("rediskv_gc_position", lock(&maint.gc_position).clone()));
+            let leader = maint.leader.load(std::sync::atomic::Ordering::Relaxed);
+            pairs.push(("rediskv_maintenance_leader", u8::from(leader).to_string()));
             fields(out, &pairs);
         }
         "replication" => fields(

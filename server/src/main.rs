@@ -39,7 +39,7 @@ use config::Config;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb] [--dir ./data] [--threads N] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
+const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--threads N] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
 
 /// What the command line chose besides Redis' parameters.
 struct Start {
@@ -50,6 +50,8 @@ struct Start {
     threads: usize,
     /// Where a disk engine keeps its files: `--dir`, the config file's `dir`, or `./data`.
     data_dir: std::path::PathBuf,
+    /// `--etcd-*`: the cluster of `--engine etcd`.
+    etcd: store::EtcdFlags,
 }
 
 /// Takes `--flag value` out of `args`.
@@ -92,6 +94,18 @@ fn options() -> Result<Start, String> {
         Some(n) => n.parse().ok().filter(|n| (1..=256).contains(n)).ok_or("--threads must be 1 to 256")?,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    let number = |flag: &str, value: Option<String>| -> Result<Option<usize>, String> {
+        value.map(|v| v.parse().map_err(|_| format!("{flag} must be a number"))).transpose()
+    };
+    let etcd = store::EtcdFlags {
+        endpoints: take_flag(&mut args, "--etcd-endpoints")?,
+        prefix: take_flag(&mut args, "--etcd-prefix")?,
+        max_txn_ops: number("--etcd-max-txn-ops", take_flag(&mut args, "--etcd-max-txn-ops")?)?,
+        max_request_bytes: number(
+            "--etcd-max-request-bytes",
+            take_flag(&mut args, "--etcd-max-request-bytes")?,
+        )?,
+    };
     // The data directory must exist before `dir` is checked.
     let data_dir = take_flag(&mut args, "--dir")?;
     if let Some(dir) = &data_dir {
@@ -118,18 +132,19 @@ fn options() -> Result<Start, String> {
         dir if dir == default_dir && data_dir.is_none() => std::path::Path::new(dir).join("data"),
         dir => dir.into(),
     };
-    Ok(Start { config, engine, threads, data_dir })
+    Ok(Start { config, engine, threads, data_dir, etcd })
 }
 
 fn main() {
-    let Start { config, engine, threads, data_dir } = options().unwrap_or_else(|e| {
+    let Start { config, engine, threads, data_dir, etcd } = options().unwrap_or_else(|e| {
         eprintln!("server: {e}");
         std::process::exit(2);
     });
-    let store = store::Store::open(&engine, &data_dir, config.get("appendfsync")).unwrap_or_else(|e| {
-        eprintln!("server: {e}");
-        std::process::exit(1);
-    });
+    let store =
+        store::Store::open(&engine, &data_dir, config.get("appendfsync"), &etcd).unwrap_or_else(|e| {
+            eprintln!("server: {e}");
+            std::process::exit(1);
+        });
     // `bind` may list several addresses; the first one is served.
     let bind = config.get("bind").split_whitespace().next().unwrap_or("127.0.0.1").to_string();
     let bind = if bind == "*" { "0.0.0.0".to_string() } else { bind };
@@ -155,6 +170,8 @@ fn main() {
     let state = Arc::new(state::State::new(config, store));
     notify::configure(&state);
     maint::spawn(state.clone());
+    #[cfg(feature = "etcd")]
+    maint::follow_other_nodes(state.clone());
     if let Err(e) = conn::serve(listener, state, threads) {
         eprintln!("server: {e}");
         std::process::exit(1);

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use rediskv::codec::ColumnFamily;
@@ -70,6 +70,9 @@ pub struct MaintStats {
     pub garbage_hint: AtomicU64,
     /// Bumped by commands that may have set a TTL ([`may_set_ttl`]).
     pub ttl_hint: AtomicU64,
+    /// Whether this node swept at its last tick (always, unless nodes share the store and
+    /// another holds the maintenance lease).
+    pub leader: AtomicBool,
 }
 
 /// A sweep of one database of one engine.
@@ -111,6 +114,12 @@ fn run(state: &State) {
         let started = Instant::now();
         let deadline = started + budget;
         let databases = state.config().number("databases").clamp(1, 16) as usize;
+        let leader = holds_lease(state);
+        state.maint.leader.store(leader, Relaxed);
+        if !leader {
+            std::thread::sleep(tick);
+            continue;
+        }
         let engines = if state.active_expire.load(Relaxed) { state.engines() } else { Vec::new() };
         for engine in engines {
             for db in 0..databases {
@@ -138,6 +147,49 @@ fn run(state: &State) {
         let spent = started.elapsed();
         std::thread::sleep(tick.saturating_sub(spent));
     }
+}
+
+/// How long a node keeps the maintenance lease of a shared store past its last tick.
+#[cfg(feature = "etcd")]
+const LEASE: Duration = Duration::from_secs(3);
+
+/// Whether this node sweeps now: always, unless other nodes share the store (etcd), where
+/// only the holder of the maintenance lease does, so that nodes do not all walk the same
+/// keys. A node that stops ticking hands over after [`LEASE`].
+fn holds_lease(state: &State) -> bool {
+    #[cfg(feature = "etcd")]
+    if let Some(etcd) = state.store.etcd() {
+        return etcd.hold_maintenance_lease(state.engine.now_ms(), LEASE).unwrap_or(false);
+    }
+    let _ = state;
+    true
+}
+
+/// Wakes this node's clients blocked on keys other nodes write: a thread follows the etcd
+/// store's change feed of metadata keys. (Keyspace notifications and PUBLISH stay per node:
+/// the feed says which key changed, not which command or event changed it.)
+#[cfg(feature = "etcd")]
+pub fn follow_other_nodes(state: Arc<State>) {
+    let Some(etcd) = state.store.etcd().cloned() else { return };
+    let _ = std::thread::Builder::new().name("etcd-feed".into()).spawn(move || {
+        let changes = match etcd.metadata_changes() {
+            Ok(changes) => changes,
+            Err(e) => {
+                eprintln!(
+                    "server: no change feed from etcd ({e}): blocked clients wake only on this node's writes"
+                );
+                return;
+            }
+        };
+        for key in changes {
+            for engine in state.engines() {
+                if let Some((db, user_key)) = engine.key_of(&key) {
+                    state.blocked.wake_key(&state, &engine, db, user_key);
+                }
+            }
+        }
+        eprintln!("server: the etcd change feed ended: blocked clients wake only on this node's writes");
+    });
 }
 
 /// The sweep of database `db` of `engine` (by its namespace), made when first needed.

@@ -13,8 +13,27 @@ use rediskv_engine::{DiskBackend, Options, Sync};
 pub type Backend = Arc<dyn KvBackend + Send + std::marker::Sync>;
 
 /// The engines `--engine` accepts.
-pub const ENGINES: &[&str] =
-    if cfg!(feature = "rocksdb") { &["memory", "fjall", "rocksdb"] } else { &["memory", "fjall"] };
+pub const ENGINES: &[&str] = match (cfg!(feature = "rocksdb"), cfg!(feature = "etcd")) {
+    (true, true) => &["memory", "fjall", "rocksdb", "etcd"],
+    (true, false) => &["memory", "fjall", "rocksdb"],
+    (false, true) => &["memory", "fjall", "etcd"],
+    (false, false) => &["memory", "fjall"],
+};
+
+/// How to reach an etcd cluster (`--etcd-endpoints a,b,c`, `--etcd-prefix`, and the limits the
+/// cluster was started with: `--etcd-max-txn-ops`, `--etcd-max-request-bytes`).
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+pub struct EtcdFlags {
+    /// Client URLs, comma-separated.
+    pub endpoints: Option<String>,
+    /// The key prefix every record goes under.
+    pub prefix: Option<String>,
+    /// The cluster's `--max-txn-ops`.
+    pub max_txn_ops: Option<usize>,
+    /// The cluster's `--max-request-bytes`.
+    pub max_request_bytes: Option<usize>,
+}
 
 /// The opened store.
 pub enum Store {
@@ -31,6 +50,14 @@ pub enum Store {
         /// The same backend as a [`KvBackend`].
         kv: Backend,
     },
+    /// A prefix in an etcd cluster, shared with other server nodes.
+    #[cfg(feature = "etcd")]
+    Etcd {
+        /// The backend, for its lease and change feed.
+        etcd: Arc<rediskv_etcd::Backend>,
+        /// The same backend as a [`KvBackend`].
+        kv: Backend,
+    },
 }
 
 impl Store {
@@ -40,7 +67,7 @@ impl Store {
     /// # Errors
     /// An unknown engine, a directory that cannot be created, or the engine's refusal to
     /// open it (another layout, a corrupt record), as a message for the operator.
-    pub fn open(engine: &str, dir: &Path, appendfsync: &str) -> Result<Store, String> {
+    pub fn open(engine: &str, dir: &Path, appendfsync: &str, etcd: &EtcdFlags) -> Result<Store, String> {
         let sync = match appendfsync {
             "always" => Sync::Always,
             "no" => Sync::No,
@@ -61,6 +88,12 @@ impl Store {
                 create()?;
                 ("rocksdb", Arc::new(rediskv_rocksdb::open(dir, options).map_err(|e| e.to_string())?))
             }
+            #[cfg(feature = "etcd")]
+            "etcd" => return open_etcd(etcd),
+            #[cfg(not(feature = "etcd"))]
+            "etcd" => {
+                return Err(format!("this build has no etcd engine: build with --features etcd ({etcd:?})"));
+            }
             other => {
                 return Err(format!("unknown engine '{other}' (this build has: {})", ENGINES.join(", ")));
             }
@@ -75,7 +108,24 @@ impl Store {
         match self {
             Store::Memory(m) => m.clone(),
             Store::Disk { kv, .. } => kv.clone(),
+            #[cfg(feature = "etcd")]
+            Store::Etcd { kv, .. } => kv.clone(),
         }
+    }
+
+    /// The etcd backend, when the store is one.
+    #[cfg(feature = "etcd")]
+    pub fn etcd(&self) -> Option<&Arc<rediskv_etcd::Backend>> {
+        match self {
+            Store::Etcd { etcd, .. } => Some(etcd),
+            _ => None,
+        }
+    }
+
+    /// Whether other server nodes share this store (SWAPDB's mapping is per node, so it is
+    /// refused then).
+    pub fn shared(&self) -> bool {
+        !matches!(self, Store::Memory(_) | Store::Disk { .. })
     }
 
     /// The engine's name, for INFO.
@@ -83,14 +133,16 @@ impl Store {
         match self {
             Store::Memory(_) => "memory",
             Store::Disk { engine, .. } => engine,
+            #[cfg(feature = "etcd")]
+            Store::Etcd { .. } => "etcd",
         }
     }
 
     /// The data directory (`None` in memory).
     pub fn dir(&self) -> Option<&Path> {
         match self {
-            Store::Memory(_) => None,
             Store::Disk { dir, .. } => Some(dir),
+            _ => None,
         }
     }
 
@@ -130,6 +182,8 @@ impl Store {
         match self {
             Store::Memory(m) => m.bytes(),
             Store::Disk { disk, .. } => ColumnFamily::ALL.iter().map(|cf| disk.disk_bytes(*cf)).sum(),
+            #[cfg(feature = "etcd")]
+            Store::Etcd { .. } => 0,
         }
     }
 
@@ -141,7 +195,7 @@ impl Store {
     /// Whether the store drops garbage by itself (a compaction filter on `gc::decide`); the
     /// memory store needs the server's incremental collector.
     pub fn collects_itself(&self) -> bool {
-        !self.in_memory()
+        matches!(self, Store::Disk { .. })
     }
 
     /// Syncs every write to disk (SAVE, shutdown); nothing to do in memory.
@@ -150,8 +204,8 @@ impl Store {
     /// The engine's sync failed.
     pub fn sync(&self) -> Result<(), String> {
         match self {
-            Store::Memory(_) => Ok(()),
             Store::Disk { disk, .. } => disk.flush().map_err(|e| e.to_string()),
+            _ => Ok(()), // memory keeps nothing; etcd acknowledged every commit durably
         }
     }
 
@@ -162,8 +216,8 @@ impl Store {
     /// The engine's write to the OS failed.
     pub fn persist_written(&self) -> Result<(), String> {
         match self {
-            Store::Memory(_) => Ok(()),
             Store::Disk { disk, .. } => disk.persist_written().map_err(|e| e.to_string()),
+            _ => Ok(()),
         }
     }
 
@@ -174,8 +228,29 @@ impl Store {
     /// The engine's compaction failed.
     pub fn compact(&self) -> Result<(), String> {
         match self {
-            Store::Memory(_) => Ok(()),
             Store::Disk { disk, .. } => disk.compact().map_err(|e| e.to_string()),
+            _ => Ok(()),
         }
     }
+}
+
+/// Connects to the etcd cluster `flags` name.
+#[cfg(feature = "etcd")]
+fn open_etcd(flags: &EtcdFlags) -> Result<Store, String> {
+    let endpoints =
+        flags.endpoints.as_deref().ok_or("--engine etcd needs --etcd-endpoints http://host:port,…")?;
+    let mut options =
+        rediskv_etcd::Options::new(endpoints.split(',').map(str::trim).filter(|e| !e.is_empty()));
+    if let Some(prefix) = &flags.prefix {
+        options.prefix = prefix.as_bytes().to_vec();
+    }
+    if let Some(n) = flags.max_txn_ops {
+        options.max_txn_ops = n;
+    }
+    if let Some(n) = flags.max_request_bytes {
+        options.max_request_bytes = n;
+    }
+    let etcd = Arc::new(rediskv_etcd::open(options).map_err(|e| format!("etcd at {endpoints}: {e}"))?);
+    let kv: Backend = etcd.clone();
+    Ok(Store::Etcd { etcd, kv })
 }

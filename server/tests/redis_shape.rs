@@ -65,7 +65,8 @@ fn shapes_match_redis() {
                     "rediskv_gc_examined_records",
                     "rediskv_gc_collected_records",
                     "rediskv_gc_passes",
-                    "rediskv_gc_position"
+                    "rediskv_gc_position",
+                    "rediskv_maintenance_leader"
                 ]
             ),
             _ => assert!(extensions.is_empty(), "INFO {title}: {extensions:?}"),

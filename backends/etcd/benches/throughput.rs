@@ -4,14 +4,12 @@
 //! through two nodes (4 clients each). Criterion reports time per command; throughput is its
 //! inverse. Without etcd the etcd groups are skipped.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rediskv::backend::{KvBackend, MemoryBackend};
 use rediskv::commands::{Engine, Reply};
+use rediskv_etcd::testkit as common;
 
 const CLIENTS: usize = 8;
 

@@ -84,6 +84,8 @@
 //! it from plain threads, never from inside an async task.
 #![deny(missing_docs)]
 
+pub mod testkit;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::thread::ThreadId;

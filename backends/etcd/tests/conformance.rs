@@ -1,7 +1,7 @@
 //! The library's backend conformance kit, unchanged, on a real 3-member etcd cluster (each
 //! check on its own key prefix).
 
-mod common;
+use rediskv_etcd::testkit as common;
 
 #[test]
 fn conformance_kit_on_a_three_member_cluster() {

@@ -2,7 +2,7 @@
 //! above the stored floor, corrupt records named in errors, a prefix written with another
 //! layout refused, batches over the cluster's limits refused whole.
 
-mod common;
+use rediskv_etcd::testkit as common;
 
 use bytes::Bytes;
 use rediskv::backend::{ColumnFamily, KvBackend, WriteBatch};

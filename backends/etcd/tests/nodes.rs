@@ -4,7 +4,7 @@
 //!
 //! `ETCD_OPS` sets the iterations per thread of the load tests (default 120).
 
-mod common;
+use rediskv_etcd::testkit as common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

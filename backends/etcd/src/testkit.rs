@@ -1,15 +1,14 @@
-//! A real etcd cluster for tests: members on free loopback ports, data in a temp dir, all
-//! killed when dropped. Without `etcd` on the PATH a test skips loudly, or fails when
-//! `CI=true`.
-#![allow(dead_code)]
+//! A real etcd cluster for tests (this crate's, and the server's over it): members on free
+//! loopback ports, data in a temp dir, all killed when dropped. Without `etcd` on the PATH a
+//! test skips loudly, or fails when `CI=true`. Test support: it panics on failure.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::{Backend, Options};
 use rediskv::backend::{ColumnFamily, KvBackend};
 use rediskv_engine::testkit::TempDir;
-use rediskv_etcd::{Backend, Options};
 
 /// Limits the test clusters are started with (a 10,000-field HSET fits).
 pub const MAX_TXN_OPS: usize = 100_000;
@@ -123,14 +122,14 @@ impl Cluster {
 
     /// Opens a backend under `prefix`.
     pub fn open(&self, prefix: &str) -> Backend {
-        rediskv_etcd::open(self.options(prefix)).expect("open etcd backend")
+        crate::open(self.options(prefix)).expect("open etcd backend")
     }
 
     /// Waits until a read goes through (a leader is elected).
     pub fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let ok = rediskv_etcd::open(self.options("ready/"))
+            let ok = crate::open(self.options("ready/"))
                 .and_then(|b| b.get(ColumnFamily::Metadata, b"probe"))
                 .is_ok();
             if ok {
