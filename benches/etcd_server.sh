@@ -6,7 +6,7 @@
 #
 # Builds `rediskv-server --features etcd` in release, starts a 3-member etcd cluster on
 # loopback (a temp dir, fsync on, limits raised as the tests do) and two server nodes over
-# one prefix, then per test: redis-benchmark against node 1 alone, then two redis-benchmark
+# one prefix, then per test (random keys among 100,000: -r 100000): redis-benchmark against node 1 alone, then two redis-benchmark
 # processes at once, one per node (each with N/2 requests and half the clients), summed.
 # Everything is stopped on exit.
 set -euo pipefail
@@ -80,14 +80,14 @@ for n in 1 2; do
 done
 
 ops() { tr '\r' '\n' | awk '/requests per second/ { v=$2 } END { print (v == "" ? 0 : v) }'; }
-echo "redis-benchmark -q -P $P; one node: -n $N -c $CLIENTS; two nodes: -n $((N / 2)) -c $((CLIENTS / 2)) each" >&2
+echo "redis-benchmark -q -r 100000 -P $P; one node: -n $N -c $CLIENTS; two nodes: -n $((N / 2)) -c $((CLIENTS / 2)) each" >&2
 printf '%-8s %12s %12s %8s\n' command "1 node" "2 nodes" "2n/1n"
 IFS=',' read -r -a TEST_LIST <<<"$TESTS"
 for test in "${TEST_LIST[@]}"; do
-    one=$(redis-benchmark -p "${NODES[0]}" -q -n "$N" -P "$P" -c "$CLIENTS" -t "$test" 2>/dev/null </dev/null | ops)
-    redis-benchmark -p "${NODES[0]}" -q -n $((N / 2)) -P "$P" -c $((CLIENTS / 2)) -t "$test" 2>/dev/null </dev/null | ops >"$WORK/a" &
+    one=$(redis-benchmark -p "${NODES[0]}" -q -r 100000 -n "$N" -P "$P" -c "$CLIENTS" -t "$test" 2>/dev/null </dev/null | ops)
+    redis-benchmark -p "${NODES[0]}" -q -r 100000 -n $((N / 2)) -P "$P" -c $((CLIENTS / 2)) -t "$test" 2>/dev/null </dev/null | ops >"$WORK/a" &
     a=$!
-    redis-benchmark -p "${NODES[1]}" -q -n $((N / 2)) -P "$P" -c $((CLIENTS / 2)) -t "$test" 2>/dev/null </dev/null | ops >"$WORK/b" &
+    redis-benchmark -p "${NODES[1]}" -q -r 100000 -n $((N / 2)) -P "$P" -c $((CLIENTS / 2)) -t "$test" 2>/dev/null </dev/null | ops >"$WORK/b" &
     b=$!
     wait $a $b
     two=$(awk -v x="$(cat "$WORK/a")" -v y="$(cat "$WORK/b")" 'BEGIN { printf "%.0f", x + y }')
