@@ -52,6 +52,10 @@ fn new_backend() -> Backend {
 /// The comparison runs in every `cargo test`.
 const RUN_BY_DEFAULT: bool = true;
 
+/// Whether generators may write the largest values Redis allows (SETRANGE at 512 MB): an
+/// `Arc` clone in memory.
+const HUGE_VALUES: bool = true;
+
 /// Every family runs by default.
 const SKIPPED_BY_DEFAULT: &[&str] = &[];
 

@@ -2,7 +2,8 @@
 // and by each disk engine's `tests/differential.rs` (engine on that store). The includer
 // defines `type Backend`, `fn new_backend() -> Backend` (an empty store each call) and
 // `SKIPPED_BY_DEFAULT`, families left out unless `DIFF_FAMILIES` names them, and
-// `RUN_BY_DEFAULT` (false: the comparison with Redis runs only with `DIFF_FJALL=1`).
+// `RUN_BY_DEFAULT` (false: the comparison with Redis runs only with `DIFF_FJALL=1`), and
+// `HUGE_VALUES` (whether generators may write 512 MB strings).
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
