@@ -63,6 +63,9 @@ use kit::{CmdGen, G, Rng};
 /// Commands per generated sequence.
 const SEQUENCE: usize = 40;
 
+/// The generators may write 512 MB strings (SETRANGE's largest offset): cheap in memory.
+const HUGE_VALUES: bool = true;
+
 /// A family's generators and the pool keys it prefers (as in the differential test).
 type Family = (fn() -> Vec<CmdGen>, &'static [&'static [u8]]);
 

@@ -121,6 +121,9 @@ fn expiry_generators() -> Vec<CmdGen> {
 /// Commands per sequence before both sides start over.
 const SEQUENCE: usize = 300;
 
+/// The generators may write 512 MB strings (SETRANGE's largest offset): cheap in memory.
+const HUGE_VALUES: bool = true;
+
 type Message = (Bytes, Bytes);
 
 /// What one op gave: the messages of each side (`None`: not compared), or replies that
