@@ -138,6 +138,35 @@ fn a_client_blocked_on_one_node_is_served_by_a_push_through_the_other() {
 }
 
 #[test]
+fn blocked_clients_hear_of_the_other_node_after_the_cluster_restarted() {
+    let Some(mut cluster) = Cluster::start("blocked_clients_after_a_cluster_restart", 3) else { return };
+    let (a, b) = (node(&cluster, "rewatch/"), node(&cluster, "rewatch/"));
+    // Every member gone ends node A's watch of the change feed; it must watch again.
+    cluster.restart_all();
+    let mut waiter = a.client();
+    let mut watcher = a.client();
+    waiter.send(&[b"BLPOP", b"q", b"0"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !watcher.cmd(&["INFO", "clients"]).text().contains("blocked_clients:1") {
+        assert!(Instant::now() < deadline, "BLPOP never blocked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Node A watches again within about a second; a push before that wakes nobody there, so
+    // node B pushes until A's client is served.
+    let mut pusher = b.client();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while watcher.cmd(&["INFO", "clients"]).text().contains("blocked_clients:1") {
+        assert!(Instant::now() < deadline, "node A never heard of node B's pushes after the restart");
+        assert!(matches!(pusher.cmd(&["RPUSH", "q", "v"]), Value::Int(_)));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        waiter.read(),
+        Value::Array(Some(vec![Value::Bulk(Some(b"q".to_vec())), Value::Bulk(Some(b"v".to_vec()))]))
+    );
+}
+
+#[test]
 fn four_clients_on_two_nodes_keep_exact_totals() {
     let Some(cluster) = Cluster::start("four_clients_on_two_nodes", 3) else { return };
     let nodes = [node(&cluster, "totals/"), node(&cluster, "totals/")];
