@@ -172,23 +172,26 @@ fn holds_lease(state: &State) -> bool {
 pub fn follow_other_nodes(state: Arc<State>) {
     let Some(etcd) = state.store.etcd().cloned() else { return };
     let _ = std::thread::Builder::new().name("etcd-feed".into()).spawn(move || {
-        let changes = match etcd.metadata_changes() {
-            Ok(changes) => changes,
-            Err(e) => {
-                eprintln!(
-                    "server: no change feed from etcd ({e}): blocked clients wake only on this node's writes"
-                );
-                return;
-            }
-        };
-        for key in changes {
-            for engine in state.engines() {
-                if let Some((db, user_key)) = engine.key_of(&key) {
-                    state.blocked.wake_key(&state, &engine, db, user_key);
+        // etcd ends a watch when its member goes away or the connection breaks: watch again
+        // (through another member), or the node's blocked clients would stop hearing of
+        // other nodes' writes for good. A write in the gap wakes nobody here; its waiter
+        // is served by the next write to its key, on any node, or times out.
+        loop {
+            match etcd.metadata_changes() {
+                Ok(changes) => {
+                    for key in changes {
+                        for engine in state.engines() {
+                            if let Some((db, user_key)) = engine.key_of(&key) {
+                                state.blocked.wake_key(&state, &engine, db, user_key);
+                            }
+                        }
+                    }
+                    eprintln!("server: the etcd change feed ended: watching again");
                 }
+                Err(e) => eprintln!("server: no change feed from etcd ({e}): trying again in 1 s"),
             }
+            std::thread::sleep(Duration::from_secs(1));
         }
-        eprintln!("server: the etcd change feed ended: blocked clients wake only on this node's writes");
     });
 }
 

@@ -115,19 +115,24 @@ fn commands_spread_over_two_nodes_answer_as_redis() {
     }
 }
 
-#[test]
-fn a_client_blocked_on_one_node_is_served_by_a_push_through_the_other() {
-    let Some(cluster) = Cluster::start("a_client_blocked_on_one_node", 3) else { return };
-    let (a, b) = (node(&cluster, "blocking/"), node(&cluster, "blocking/"));
-    let mut waiter = a.client();
-    let mut watcher = a.client();
+/// A client of `node` parked in `BLPOP q 0`, and another client of it; returns once the
+/// node counts the client as blocked (not a sleep: its own count).
+fn park_blpop(node: &Server) -> (common::Client, common::Client) {
+    let (mut waiter, mut watcher) = (node.client(), node.client());
     waiter.send(&[b"BLPOP", b"q", b"0"]);
-    // Parked once node A says so (not a sleep: its own count of blocked clients).
     let deadline = Instant::now() + Duration::from_secs(10);
     while !watcher.cmd(&["INFO", "clients"]).text().contains("blocked_clients:1") {
         assert!(Instant::now() < deadline, "BLPOP never blocked");
         std::thread::sleep(Duration::from_millis(20));
     }
+    (waiter, watcher)
+}
+
+#[test]
+fn a_client_blocked_on_one_node_is_served_by_a_push_through_the_other() {
+    let Some(cluster) = Cluster::start("a_client_blocked_on_one_node", 3) else { return };
+    let (a, b) = (node(&cluster, "blocking/"), node(&cluster, "blocking/"));
+    let (mut waiter, _watcher) = park_blpop(&a);
     assert_eq!(b.client().cmd(&["RPUSH", "q", "v"]), Value::Int(1));
     let served = waiter.read();
     assert_eq!(
@@ -135,6 +140,28 @@ fn a_client_blocked_on_one_node_is_served_by_a_push_through_the_other() {
         Value::Array(Some(vec![Value::Bulk(Some(b"q".to_vec())), Value::Bulk(Some(b"v".to_vec()))]))
     );
     assert_eq!(b.client().cmd(&["LLEN", "q"]), Value::Int(0));
+}
+
+#[test]
+fn blocked_clients_hear_of_the_other_node_after_the_cluster_restarted() {
+    let Some(mut cluster) = Cluster::start("blocked_clients_after_a_cluster_restart", 3) else { return };
+    let (a, b) = (node(&cluster, "rewatch/"), node(&cluster, "rewatch/"));
+    // Every member gone ends node A's watch of the change feed; it must watch again.
+    cluster.restart_all();
+    let (mut waiter, mut watcher) = park_blpop(&a);
+    // Node A watches again within about a second; a push before that wakes nobody there, so
+    // node B pushes until A's client is served.
+    let mut pusher = b.client();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while watcher.cmd(&["INFO", "clients"]).text().contains("blocked_clients:1") {
+        assert!(Instant::now() < deadline, "node A never heard of node B's pushes after the restart");
+        assert!(matches!(pusher.cmd(&["RPUSH", "q", "v"]), Value::Int(_)));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        waiter.read(),
+        Value::Array(Some(vec![Value::Bulk(Some(b"q".to_vec())), Value::Bulk(Some(b"v".to_vec()))]))
+    );
 }
 
 #[test]
