@@ -143,6 +143,15 @@ impl Blocked {
         self.serve(state, lock(&self.registry), ready, |_, _| false);
     }
 
+    /// Retries every parked client (after a gap in the etcd change feed, when other nodes'
+    /// writes may have gone unheard): a client whose keys are still empty stays parked.
+    #[cfg(feature = "etcd")]
+    pub fn wake_all(&self, state: &State) {
+        if self.count.load(Relaxed) > 0 {
+            self.serve(state, lock(&self.registry), VecDeque::new(), |_, _| true);
+        }
+    }
+
     /// Serves the waiters of `ready` keys, and of every key of a database `swapped` names
     /// (SWAPDB: all of them may be servable now), in blocking order, then of what the
     /// served commands touched.

@@ -174,11 +174,15 @@ pub fn follow_other_nodes(state: Arc<State>) {
     let _ = std::thread::Builder::new().name("etcd-feed".into()).spawn(move || {
         // etcd ends a watch when its member goes away or the connection breaks: watch again
         // (through another member), or the node's blocked clients would stop hearing of
-        // other nodes' writes for good. A write in the gap wakes nobody here; its waiter
-        // is served by the next write to its key, on any node, or times out.
+        // other nodes' writes for good. Writes in the gap went unheard: once the new watch
+        // is in place, every parked client here is retried.
+        let mut resumed = false;
         loop {
             match etcd.metadata_changes() {
                 Ok(changes) => {
+                    if std::mem::replace(&mut resumed, true) {
+                        state.blocked.wake_all(&state);
+                    }
                     for key in changes {
                         for engine in state.engines() {
                             if let Some((db, user_key)) = engine.key_of(&key) {
