@@ -288,6 +288,20 @@ impl Extra {
     /// # Errors
     /// [`Error::Truncated`] when a field is cut short; [`Error::InvalidField`] for a
     /// HyperLogLog encode type other than 0.
+    /// Whether records of `ty` carry extra fields (the five Redis types and bitmaps do not).
+    pub(crate) fn carried_by(ty: RedisType) -> bool {
+        matches!(
+            ty,
+            RedisType::Stream
+                | RedisType::BloomFilter
+                | RedisType::Json
+                | RedisType::HyperLogLog
+                | RedisType::TDigest
+                | RedisType::TimeSeries
+                | RedisType::TopK
+        )
+    }
+
     pub(crate) fn decode<'a>(ty: RedisType, r: &mut Reader<'a>) -> Result<(Extra, &'a [u8])> {
         let extra = match ty {
             RedisType::Stream => {
