@@ -186,7 +186,9 @@ fn four_clients_on_two_nodes_keep_exact_totals() {
                     }
                     let (from, to) = if (t + i) % 2 == 0 { ("src", "dst") } else { ("dst", "src") };
                     let moved = c.cmd(&["LMOVE", from, to, "LEFT", "RIGHT"]);
-                    assert!(matches!(moved, Value::Bulk(_)), "LMOVE answered {moved:?}");
+                    // A command that lost every conflict retry applies nothing and says so.
+                    let lost = matches!(&moved, Value::Error(e) if e.contains("conflict"));
+                    assert!(matches!(moved, Value::Bulk(_)) || lost, "LMOVE answered {moved:?}");
                 }
             })
         })
@@ -194,6 +196,8 @@ fn four_clients_on_two_nodes_keep_exact_totals() {
     for t in threads {
         t.join().unwrap();
     }
+    let acknowledged_incrs = acknowledged.load(Ordering::SeqCst);
+    assert!(acknowledged_incrs >= 120, "only {acknowledged_incrs} of 160 INCRs went through");
     for server in &nodes {
         let mut c = server.client();
         assert_eq!(int(&c.cmd(&["GET", "counter"])), acknowledged.load(Ordering::SeqCst), "INCR total");
