@@ -57,10 +57,10 @@ pub fn generators() -> Vec<CmdGen> {
             expire_flags(g, &mut a);
             exact(a)
         }),
-        cmd("ttl", 3, |g| tolerance(argv!["TTL", g.key()], 2)),
-        cmd("pttl", 3, |g| tolerance(argv!["PTTL", g.key()], 2000)),
-        cmd("expiretime", 2, |g| tolerance(argv!["EXPIRETIME", g.key()], 2)),
-        cmd("pexpiretime", 2, |g| tolerance(argv!["PEXPIRETIME", g.key()], 2000)),
+        cmd("ttl", 3, |g| within_seconds(argv!["TTL", g.key()], 2)),
+        cmd("pttl", 3, |g| within_millis(argv!["PTTL", g.key()], 2000)),
+        cmd("expiretime", 2, |g| within_seconds(argv!["EXPIRETIME", g.key()], 2)),
+        cmd("pexpiretime", 2, |g| within_millis(argv!["PEXPIRETIME", g.key()], 2000)),
         cmd("persist", 2, |g| exact(argv!["PERSIST", g.key()])),
         cmd("rename", 3, |g| exact(argv!["RENAME", g.key(), g.key()])),
         cmd("renamenx", 2, |g| exact(argv!["RENAMENX", g.key(), g.key()])),

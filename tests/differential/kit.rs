@@ -43,9 +43,10 @@ pub enum Cmp {
     Unordered,
     /// Flat arrays of pairs equal as multisets of pairs (HGETALL).
     PairsUnordered,
-    /// Integers within this tolerance when both are ≥ 0 (TTL ±2, PTTL ±2000…); negative
-    /// codes (-1, -2) and everything else exactly.
-    Tolerance(i64),
+    /// Integers within `slack` when both are ≥ 0 (TTL ±2, PTTL ±2000…), counted in units of
+    /// `unit_ms` milliseconds (1000 for TTL, 1 for PTTL) and widened by how far apart the two
+    /// sides' clocks could be; negative codes (-1, -2) and everything else exactly.
+    Tolerance { slack: i64, unit_ms: i64 },
     /// A SCAN-family command: iterated to the end on each side with argument `cursor_arg`
     /// as the cursor; the collected elements (pairs when `pairs`) are compared as sets.
     Scan { cursor_arg: usize, pairs: bool },
@@ -210,8 +211,14 @@ pub fn mpop(g: &mut G, name: &str, blocking: bool, end: fn(&mut G) -> Vec<u8>) -
     exact(a)
 }
 
-pub fn tolerance(argv: Vec<Vec<u8>>, tol: i64) -> Op {
-    Op { argv, cmp: Cmp::Tolerance(tol) }
+/// A time in seconds (TTL, EXPIRETIME), equal within `slack` seconds.
+pub fn within_seconds(argv: Vec<Vec<u8>>, slack: i64) -> Op {
+    Op { argv, cmp: Cmp::Tolerance { slack, unit_ms: 1000 } }
+}
+
+/// A time in milliseconds (PTTL, PEXPIRETIME), equal within `slack` ms.
+pub fn within_millis(argv: Vec<Vec<u8>>, slack: i64) -> Op {
+    Op { argv, cmp: Cmp::Tolerance { slack, unit_ms: 1 } }
 }
 
 /// The key pool: small, so types collide (WRONGTYPE) and keys are overwritten, deleted and

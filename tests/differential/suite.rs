@@ -101,6 +101,27 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
+thread_local! {
+    /// When the last command was sent to redis-server, and the longest round trip of the
+    /// current sequence (both ms). The engine runs each command at the time it was sent, so
+    /// a TTL both set from "now" differs by at most that round trip: a descheduled test
+    /// thread (seconds on a loaded CI machine) is uncertainty, not a divergence.
+    static REDIS_TIME: std::cell::Cell<(u64, i64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// The engine's "now": when the current command went to redis-server.
+fn command_time() -> u64 {
+    match REDIS_TIME.get().0 {
+        0 => now_ms(),
+        sent => sent,
+    }
+}
+
+/// How far apart the two sides' clocks may have been in this sequence.
+fn clock_uncertainty() -> i64 {
+    REDIS_TIME.get().1
+}
+
 impl Engine {
     fn new() -> Self {
         let clock = Arc::new(ManualClock::new(now_ms()));
@@ -112,7 +133,7 @@ impl Engine {
 
 impl Target for Engine {
     fn exec(&mut self, argv: &[Vec<u8>]) -> Reply {
-        self.clock.set_ms(now_ms());
+        self.clock.set_ms(command_time());
         let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
         client::fold(&self.engine.execute(&mut self.sessions[self.current], &argv), protocol())
     }
@@ -158,7 +179,10 @@ impl Target for Remote {
             // nothing.
             self.call(&argv!["GEOSEARCH", "no-such-key", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "m"]);
         }
+        let sent = now_ms();
         let reply = self.call(argv);
+        let (_, slowest) = REDIS_TIME.get();
+        REDIS_TIME.set((sent, slowest.max((now_ms() - sent) as i64)));
         match name.as_slice() {
             b"multi" if reply == Reply::OK => self.multi[self.current] = true,
             b"exec" | b"discard" | b"reset" => self.multi[self.current] = false,
@@ -177,6 +201,7 @@ impl Target for Remote {
         self.current = 0;
         self.multi = vec![false; gen_txn::CONNS];
         assert_eq!(self.exec(&argv!["FLUSHALL"]), Reply::OK);
+        REDIS_TIME.set((0, 0));
     }
     fn switch(&mut self, conn: usize) {
         self.current = conn;
@@ -226,7 +251,7 @@ fn generate(rng: &mut Rng, gens: &[CmdGen]) -> Op {
     // Now and then drop trailing arguments (arity and syntax errors) where the comparison
     // stays deterministic.
     if rng.percent(1)
-        && matches!(op.cmp, Cmp::Exact | Cmp::Unordered | Cmp::PairsUnordered | Cmp::Tolerance(_))
+        && matches!(op.cmp, Cmp::Exact | Cmp::Unordered | Cmp::PairsUnordered | Cmp::Tolerance { .. })
     {
         let keep = 1 + rng.below(op.argv.len());
         op.argv.truncate(keep);
@@ -366,7 +391,7 @@ fn compare_op_inner(r: &mut dyn Target, e: &mut dyn Target, op: &Op) -> Result<(
     let name = op.argv[0].to_ascii_uppercase();
     let queueing = TXN.with_borrow(|t| t.1[t.0].is_some());
     let control = matches!(name.as_slice(), b"MULTI" | b"EXEC" | b"DISCARD" | b"WATCH");
-    let queueable = matches!(op.cmp, Cmp::Exact | Cmp::Unordered | Cmp::PairsUnordered | Cmp::Tolerance(_));
+    let queueable = matches!(op.cmp, Cmp::Exact | Cmp::Unordered | Cmp::PairsUnordered | Cmp::Tolerance { .. });
     if queueing && !control && !queueable {
         return Ok((0, Reply::Nil));
     }
@@ -417,8 +442,8 @@ fn same_reply(cmp: &Cmp, a: &Reply, b: &Reply) -> bool {
         (Cmp::PairsUnordered, Reply::Array(_) | Reply::Map(_), _) => {
             canonical(a, true).is_some() && canonical(a, true) == canonical(b, true)
         }
-        (Cmp::Tolerance(t), Reply::Integer(x), Reply::Integer(y)) if *x >= 0 && *y >= 0 => {
-            (x - y).abs() <= *t
+        (Cmp::Tolerance { slack, unit_ms }, Reply::Integer(x), Reply::Integer(y)) if *x >= 0 && *y >= 0 => {
+            (x - y).abs() <= slack + (clock_uncertainty() + unit_ms - 1) / unit_ms
         }
         _ => same_modulo_stored_negative_zero(a, b),
     }
@@ -427,7 +452,7 @@ fn same_reply(cmp: &Cmp, a: &Reply, b: &Reply) -> bool {
 fn compare_op_modes(r: &mut dyn Target, e: &mut dyn Target, op: &Op) -> Result<(usize, Reply), String> {
     match &op.cmp {
         Cmp::Exec | Cmp::Conn(_) => unreachable!("handled by compare_op_inner"),
-        Cmp::Exact | Cmp::Unordered | Cmp::PairsUnordered | Cmp::Tolerance(_) => {
+        Cmp::Exact | Cmp::Unordered | Cmp::PairsUnordered | Cmp::Tolerance { .. } => {
             let a = r.exec(&op.argv);
             let b = e.exec(&op.argv);
             let same = same_reply(&op.cmp, &a, &b);
@@ -680,7 +705,7 @@ fn run_ops(
             }
             _ => None,
         };
-        let checks = read.into_iter().chain(Some(("pttl", tolerance(argv!["PTTL", *key], 2000))));
+        let checks = read.into_iter().chain(Some(("pttl", within_millis(argv!["PTTL", *key], 2000))));
         for (name, op) in checks {
             if names.contains(name) {
                 compared += compare_op(r, e, &op).map_err(|w| fail(&op, w))?.0;
@@ -938,6 +963,23 @@ fn comparison_modes() {
         canonical(&Reply::bulks(["f1", "v2", "f2", "v1"]), true),
         canonical(&Reply::bulks(["f1", "v1", "f2", "v2"]), true)
     );
+    // Times agree within their slack, widened by the sequence's slowest Redis round trip
+    // converted to their unit; negative codes exactly.
+    let pttl = Cmp::Tolerance { slack: 2000, unit_ms: 1 };
+    let ttl = Cmp::Tolerance { slack: 2, unit_ms: 1000 };
+    let int = Reply::Integer;
+    REDIS_TIME.set((0, 0));
+    assert!(same_reply(&pttl, &int(1_000_000), &int(998_000)));
+    assert!(!same_reply(&pttl, &int(1_000_000), &int(997_999)));
+    assert!(!same_reply(&ttl, &int(100), &int(97)));
+    assert!(!same_reply(&pttl, &int(-1), &int(5)));
+    REDIS_TIME.set((0, 6_500));
+    assert!(same_reply(&pttl, &int(1_000_000), &int(991_500)));
+    assert!(!same_reply(&pttl, &int(1_000_000), &int(991_499)));
+    assert!(same_reply(&ttl, &int(100), &int(91)));
+    assert!(!same_reply(&ttl, &int(100), &int(90)));
+    assert!(!same_reply(&ttl, &int(-2), &int(-1)));
+    REDIS_TIME.set((0, 0));
     let snap = vec![(b"a".to_vec(), Some(b"1".to_vec())), (b"b".to_vec(), Some(b"2".to_vec()))];
     let rnd = |count, with_values| Random { snapshot: Snapshot::Hash, count, with_values, pops: false };
     assert!(check_random(&Reply::bulk(b"a"), &snap, &rnd(None, false)).is_ok());
