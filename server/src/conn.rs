@@ -144,6 +144,8 @@ struct EventLoop {
     chunk: Vec<u8>,
     /// When [`EventLoop::tick`] last ran.
     last_tick: Instant,
+    /// Connections that ran this round and whose replies go out at its end.
+    ready: Vec<usize>,
 }
 
 impl EventLoop {
@@ -157,6 +159,7 @@ impl EventLoop {
             next_token: 0,
             chunk: vec![0; 64 * 1024],
             last_tick: Instant::now(),
+            ready: Vec::new(),
         }
     }
 
@@ -177,14 +180,40 @@ impl EventLoop {
                 }
                 let token = event.token().0;
                 let Some(conn) = self.conns.get_mut(&token) else { continue };
-                let keep = conn.on_event(&self.state, &mut self.chunk);
-                self.settle(token, keep);
+                if !conn.on_event(&self.state, &mut self.chunk) {
+                    self.settle(token, false);
+                } else if !conn.ready {
+                    conn.ready = true;
+                    self.ready.push(token);
+                }
             }
+            self.reply_round();
             if kicked || self.last_tick.elapsed() >= TICK {
                 self.last_tick = Instant::now();
                 self.tick();
             }
         }
+    }
+
+    /// Sends the replies of every connection that ran this round, as Redis does before it
+    /// sleeps: one persist of the store's buffered writes for all of them (group commit), then
+    /// the sends back to back, so the client is woken once for the round rather than once per
+    /// connection, each of those wake-ups costing a cross-CPU interrupt.
+    fn reply_round(&mut self) {
+        let mut ready = std::mem::take(&mut self.ready);
+        let waiting = ready.iter().any(|t| self.conns.get(t).is_some_and(|c| c.written < c.out.len()));
+        let persisted = if waiting { self.state.store.persist_written() } else { Ok(()) };
+        if let Err(e) = &persisted {
+            // No reply may claim what the store could not keep: drop them, and the clients.
+            eprintln!("server: the store failed to persist writes: {e}");
+        }
+        for token in ready.drain(..) {
+            let Some(conn) = self.conns.get_mut(&token) else { continue };
+            conn.ready = false;
+            let keep = persisted.is_ok() && conn.send(&self.state);
+            self.settle(token, keep);
+        }
+        self.ready = ready;
     }
 
     /// Handles every queued message; true when asked to look at all connections.
@@ -305,6 +334,8 @@ struct Connection {
     parked: bool,
     /// Since when the output passed the soft limit of `client-output-buffer-limit`.
     over_soft_limit: Option<Instant>,
+    /// Waiting in [`EventLoop::ready`] for the end of the round.
+    ready: bool,
 }
 
 impl Connection {
@@ -322,11 +353,13 @@ impl Connection {
             pending: None,
             parked: false,
             over_soft_limit: None,
+            ready: false,
         }
     }
 
-    /// Handles readiness: reads everything available, runs every complete request, writes
-    /// the replies. Returns false when the connection is done.
+    /// Handles readiness: reads everything available and runs every complete request; the
+    /// replies wait in `out` for [`Connection::send`]. Returns false when the connection is
+    /// gone (end of stream, a read error, an oversized query buffer).
     fn on_event(&mut self, state: &State, chunk: &mut [u8]) -> bool {
         if !self.closing {
             let limit = state.config().number("client-query-buffer-limit").max(1) as usize;
@@ -354,7 +387,7 @@ impl Connection {
                 self.run_requests(state);
             }
         }
-        self.finish(state)
+        true
     }
 
     /// Gives a parked client its session back with its answer, and goes on with its
@@ -367,10 +400,9 @@ impl Connection {
         self.run_requests(state);
     }
 
-    /// Writes what it can and publishes the buffer sizes; false when the connection is done.
+    /// Persists the store's buffered writes, then [`Connection::send`]s; false when the
+    /// connection is done.
     fn finish(&mut self, state: &State) -> bool {
-        let info = self.client.info.clone();
-        info.qbuf.store(self.buf.len(), Relaxed);
         if self.written < self.out.len() {
             // Group commit: what these replies acknowledge or show reaches the OS first.
             if let Err(e) = state.store.persist_written() {
@@ -379,6 +411,14 @@ impl Connection {
                 return false;
             }
         }
+        self.send(state)
+    }
+
+    /// Writes what it can and publishes the buffer sizes; false when the connection is done.
+    /// The store's writes these replies acknowledge must be persisted already.
+    fn send(&mut self, state: &State) -> bool {
+        let info = self.client.info.clone();
+        info.qbuf.store(self.buf.len(), Relaxed);
         let flushed = self.flush();
         if let Ok(sent) = flushed {
             state.stats.net_output.fetch_add(sent as u64, Relaxed);
