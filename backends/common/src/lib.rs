@@ -8,6 +8,7 @@
 //! | [`VersionFloor`] | versions never go backwards across a reopen, even when the clock does |
 //! | [`GcFilter`] | the compaction-filter side of [`rediskv::gc::decide`], one metadata read per run |
 //! | [`Syncer`] | the `everysec` background thread |
+//! | [`PendingWrites`] | group commit: whether a persist has anything to do |
 //!
 //! Besides the three data column families, a backend keeps two records of its own, outside
 //! every key range the library reads: [`MANIFEST_KEY`] and [`FLOOR_KEY`].
@@ -47,7 +48,8 @@ pub trait DiskBackend: KvBackend {
     fn disk_bytes(&self, cf: ColumnFamily) -> u64;
 
     /// With [`Options::group_commit`]: hands every batch written so far to the OS (one
-    /// journal write for all of them); a no-op without it, or when nothing is pending. Call it
+    /// journal write for all of them), and with [`Sync::Always`] syncs them (one
+    /// `fdatasync`); a no-op without group commit, or when nothing is pending. Call it
     /// before acknowledging any write, or any read of data written meanwhile.
     ///
     /// # Errors
@@ -80,12 +82,12 @@ pub struct Options {
     /// The key layout the database writes with; the directory remembers it and refuses
     /// another one.
     pub layout: KeyLayout,
-    /// With [`Sync::Everysec`] or [`Sync::No`]: `write` applies a batch without handing it
-    /// to the OS, and the caller calls [`DiskBackend::persist_written`] before acknowledging
-    /// anything — one journal write per pipeline instead of one per command (Redis writes
-    /// its AOF once per event-loop iteration, before the replies, the same way). Off by
-    /// default: each `write` then reaches the OS before it returns. [`Sync::Always`] syncs
-    /// each batch either way.
+    /// `write` applies a batch without handing it to the OS, and the caller calls
+    /// [`DiskBackend::persist_written`] before acknowledging anything — one journal write
+    /// (with [`Sync::Always`], one write and one `fdatasync`) per round of replies instead
+    /// of one per command. Redis writes and, with `appendfsync always`, syncs its AOF once
+    /// per event-loop iteration, before the replies, the same way. Off by default: each
+    /// `write` then reaches the OS (with `Always`, the disk) before it returns.
     pub group_commit: bool,
 }
 
@@ -302,6 +304,37 @@ impl GcFilter {
         }
         self.last = Some((meta_key, version, decision));
         Ok(decision)
+    }
+}
+
+/// Group commit's bookkeeping: batches written and batches known persisted, so that
+/// [`DiskBackend::persist_written`] after a round of reads only (nothing new to persist)
+/// costs two atomic loads, not a journal lock and, with [`Sync::Always`], an `fdatasync`.
+#[derive(Debug, Default)]
+pub struct PendingWrites {
+    written: AtomicU64,
+    persisted: AtomicU64,
+}
+
+impl PendingWrites {
+    /// Counts a batch the engine has taken (call once its commit returned).
+    pub fn wrote(&self) {
+        self.written.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Runs `persist` when a batch was written since the last persist that covered it. A
+    /// batch counted before this call is covered: `persist` starts after its commit.
+    ///
+    /// # Errors
+    /// What `persist` returns; the batches then stay pending.
+    pub fn persist(&self, persist: impl FnOnce() -> Result<()>) -> Result<()> {
+        let seen = self.written.load(Ordering::SeqCst);
+        if seen <= self.persisted.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        persist()?;
+        self.persisted.fetch_max(seen, Ordering::SeqCst);
+        Ok(())
     }
 }
 

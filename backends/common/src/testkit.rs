@@ -163,6 +163,9 @@ pub fn restart<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<
 /// Environment variable naming the directory a [`clock_set_back_child`] opens.
 pub const CHILD_DIR_ENV: &str = "REDISKV_ENGINE_CHILD_DIR";
 
+/// `1` when the group-commit child opens its directory with [`Sync::Always`].
+pub const CHILD_ALWAYS_ENV: &str = "REDISKV_ENGINE_CHILD_ALWAYS";
+
 /// The parent half of the version-floor check: writes a collection under a clock a day
 /// ahead, closes, then runs `child` (a fresh process, so a fresh version generator) which
 /// must call [`clock_set_back_child`] on the directory and succeed.
@@ -198,15 +201,22 @@ pub fn clock_set_back_child<B: DiskBackend>(open: impl Fn(&Path, Options) -> red
 }
 
 /// The parent half of the group-commit check: runs `child` (which must call
-/// [`group_commit_child`] on a fresh directory and die there, as `kill -9` would), then
-/// reopens the directory: what the child persisted with [`DiskBackend::persist_written`] is
-/// there, the batch it wrote after that is not (it was still waiting in the process).
+/// [`group_commit_child`] on a fresh directory and die there, as `kill -9` would) with
+/// durability `sync` (`No` or `Always`), then reopens the directory: what the child persisted
+/// with [`DiskBackend::persist_written`] is there, the batch it wrote after that is not (it
+/// was still waiting in the process: with `Always` too, each batch is not synced on its own).
 pub fn group_commit_parent<B: DiskBackend>(
     open: impl Fn(&Path, Options) -> rediskv::Result<B>,
     mut child: std::process::Command,
+    sync: Sync,
 ) {
     let dir = TempDir::new("group-commit");
-    let out = child.env(CHILD_DIR_ENV, dir.path()).output().expect("run the child test process");
+    let always = if sync == Sync::Always { "1" } else { "0" };
+    let out = child
+        .env(CHILD_DIR_ENV, dir.path())
+        .env(CHILD_ALWAYS_ENV, always)
+        .output()
+        .expect("run the child test process");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && stderr.contains("group commit child: dying"),
@@ -218,12 +228,21 @@ pub fn group_commit_parent<B: DiskBackend>(
     assert_eq!(db.run(&["GET", "pending"]), Reply::Nil, "a batch not yet persisted waited in the process");
 }
 
+/// Runs this test binary's `group_commit_child` test alone (see [`engine_scenarios!`]).
+pub fn group_commit_child_command() -> std::process::Command {
+    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"));
+    child.args(["--exact", "group_commit_child", "--include-ignored", "--test-threads=1", "--nocapture"]);
+    child
+}
+
 /// The child half: with [`Options::group_commit`], writes one key, persists, writes another,
 /// then aborts (no destructor runs). Does nothing without [`CHILD_DIR_ENV`].
 pub fn group_commit_child<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<B>) {
     let Some(dir) = std::env::var_os(CHILD_DIR_ENV) else { return };
-    // `No`: no syncer thread that could write the pending batch out by itself.
-    let options = Options { sync: Sync::No, group_commit: true, ..Options::default() };
+    // `No` or `Always`: no syncer thread that could write the pending batch out by itself.
+    let always = std::env::var_os(CHILD_ALWAYS_ENV).is_some_and(|v| v == "1");
+    let sync = if always { Sync::Always } else { Sync::No };
+    let options = Options { sync, group_commit: true, ..Options::default() };
     let mut db = Db::new(open(Path::new(&dir), options).expect("open in child"));
     assert_eq!(db.run(&["SET", "persisted", "yes"]), Reply::Status("OK".into()));
     db.backend().persist_written().expect("persist");
@@ -491,15 +510,12 @@ macro_rules! engine_scenarios {
 
         #[test]
         fn group_commit_persists_on_request_and_not_before() {
-            let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"));
-            child.args([
-                "--exact",
-                "group_commit_child",
-                "--include-ignored",
-                "--test-threads=1",
-                "--nocapture",
-            ]);
-            testkit::group_commit_parent(open, child);
+            testkit::group_commit_parent(open, testkit::group_commit_child_command(), Sync::No);
+        }
+
+        #[test]
+        fn group_commit_with_always_syncs_on_request_and_not_before() {
+            testkit::group_commit_parent(open, testkit::group_commit_child_command(), Sync::Always);
         }
 
         #[test]

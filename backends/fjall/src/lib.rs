@@ -25,7 +25,9 @@
 //! what the library's consistency contract asks of a single-process backend (no snapshot is
 //! taken per command). Every metadata record read is decoded once: one that does not decode
 //! is an error naming its key, never skipped. A [`rediskv::backend::WriteBatch`] becomes one
-//! fjall batch, atomic across keyspaces (one journal entry).
+//! fjall batch, atomic across keyspaces (one journal entry). With [`Options::group_commit`]
+//! the batch waits in the journal's buffer, and [`DiskBackend::persist_written`] writes (with
+//! [`Sync::Always`], also syncs) every waiting batch at once.
 //!
 //! # Garbage
 //! The `default` and `zset_score` keyspaces carry a compaction filter that asks
@@ -54,7 +56,7 @@ use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Wr
 use rediskv::codec::KeyRange;
 use rediskv::gc::Decision;
 use rediskv_engine::{
-    CF_NAMES, FLOOR_KEY, GcFilter, MANIFEST_KEY, Syncer, VersionFloor, backend_error, cf_name,
+    CF_NAMES, FLOOR_KEY, GcFilter, MANIFEST_KEY, PendingWrites, Syncer, VersionFloor, backend_error, cf_name,
     check_manifest, manifest,
 };
 pub use rediskv_engine::{DiskBackend, Options, Sync};
@@ -101,6 +103,7 @@ pub struct Backend {
     floor: VersionFloor,
     slot: MetadataSlot,
     syncer: Option<Syncer>,
+    pending: PendingWrites,
 }
 
 /// Opens (or creates) the database in directory `path`.
@@ -151,7 +154,7 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
             let _ = db.persist(PersistMode::SyncData);
         })
     });
-    Ok(Backend { db, cfs, own, options, path, floor, slot, syncer })
+    Ok(Backend { db, cfs, own, options, path, floor, slot, syncer, pending: PendingWrites::default() })
 }
 
 impl Backend {
@@ -167,11 +170,6 @@ impl Backend {
     /// The directory.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Whether batches wait in the journal's buffer for [`DiskBackend::persist_written`].
-    fn deferred(&self) -> bool {
-        self.options.group_commit && self.options.sync != Sync::Always
     }
 
     /// The highest version the directory has promised never to go below.
@@ -199,9 +197,15 @@ impl DiskBackend for Backend {
         self.cf(cf).disk_space()
     }
 
-    /// `persist(Buffer)`: one `write` of the journal's buffer when it holds anything.
+    /// `persist(Buffer)` (with [`Sync::Always`], `persist(SyncData)`) when a batch was
+    /// written since the last one.
     fn persist_written(&self) -> Result<()> {
-        if self.deferred() { self.db.persist(PersistMode::Buffer).map_err(err) } else { Ok(()) }
+        if !self.options.group_commit {
+            return Ok(());
+        }
+        let mode =
+            if self.options.sync == Sync::Always { PersistMode::SyncData } else { PersistMode::Buffer };
+        self.pending.persist(|| self.db.persist(mode).map_err(err))
     }
 }
 
@@ -243,8 +247,8 @@ impl KvBackend for Backend {
     fn write(&self, batch: WriteBatch) -> Result<()> {
         self.floor.write(batch, |batch, floor| {
             let durability = match self.options.sync {
+                _ if self.options.group_commit => None,
                 Sync::Always => Some(PersistMode::SyncData),
-                _ if self.deferred() => None,
                 _ => Some(PersistMode::Buffer),
             };
             let mut fb = self.db.batch().durability(durability);
@@ -257,7 +261,9 @@ impl KvBackend for Backend {
             if let Some(floor) = floor {
                 fb.insert(&self.own, FLOOR_KEY, floor.to_vec());
             }
-            fb.commit().map_err(err)
+            fb.commit().map_err(err)?;
+            self.pending.wrote();
+            Ok(())
         })
     }
 }

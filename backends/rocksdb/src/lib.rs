@@ -22,7 +22,9 @@
 //! and the command engine locks the keys of a command for its duration, which is what the
 //! library's consistency contract asks of a single-process backend (no snapshot is taken
 //! per command). A batch becomes one RocksDB `WriteBatch` (one WAL
-//! record, atomic across column families); [`Sync::Always`] writes it with `sync = true`.
+//! record, atomic across column families); [`Sync::Always`] writes it with `sync = true`, or,
+//! with [`Options::group_commit`], leaves it in the WAL buffer for
+//! [`DiskBackend::persist_written`] to write and sync with every batch before it.
 //!
 //! # Garbage
 //! `default` and `zset_score` carry a compaction filter factory; each filter asks
@@ -51,7 +53,8 @@ use rediskv::codec::{KeyLayout, KeyRange};
 use rediskv::gc::Decision as GcDecision;
 pub use rediskv_engine::{DiskBackend, Options, Sync};
 use rediskv_engine::{
-    FLOOR_KEY, GcFilter, MANIFEST_KEY, Syncer, VersionFloor, backend_error, cf_name, check_manifest, manifest,
+    FLOOR_KEY, GcFilter, MANIFEST_KEY, PendingWrites, Syncer, VersionFloor, backend_error, cf_name,
+    check_manifest, manifest,
 };
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
 use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
@@ -80,6 +83,7 @@ pub struct Backend {
     floor: VersionFloor,
     slot: DbSlot,
     syncer: Option<Syncer>,
+    pending: PendingWrites,
 }
 
 /// Opens (or creates) the database in directory `path`.
@@ -97,7 +101,7 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
     db_options.create_if_missing(true);
     db_options.create_missing_column_families(true);
     // Group commit: WAL writes wait in RocksDB's buffer for `persist_written`.
-    db_options.set_manual_wal_flush(options.group_commit && options.sync != Sync::Always);
+    db_options.set_manual_wal_flush(options.group_commit);
     let descriptor = |cf: Option<ColumnFamily>| {
         let mut cf_options = rocksdb::Options::default();
         let name = match cf {
@@ -132,7 +136,7 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
     let floor = VersionFloor::restore(db.get_cf(own, FLOOR_KEY).map_err(err)?.as_deref())?;
     *slot.write().unwrap_or_else(|e| e.into_inner()) = Arc::downgrade(&db);
     let mut write_options = WriteOptions::default();
-    write_options.set_sync(options.sync == Sync::Always);
+    write_options.set_sync(options.sync == Sync::Always && !options.group_commit);
     let syncer = (options.sync == Sync::Everysec).then(|| {
         let db = Arc::downgrade(&db);
         Syncer::start(Duration::from_secs(1), move || {
@@ -142,7 +146,7 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
             }
         })
     });
-    Ok(Backend { db, options, path, write_options, floor, slot, syncer })
+    Ok(Backend { db, options, path, write_options, floor, slot, syncer, pending: PendingWrites::default() })
 }
 
 impl Backend {
@@ -191,12 +195,14 @@ impl DiskBackend for Backend {
             .unwrap_or(0)
     }
 
-    /// `FlushWAL(false)`: one write of the WAL's buffer.
+    /// `FlushWAL(false)`: one write of the WAL's buffer (with [`Sync::Always`],
+    /// `FlushWAL(true)`: and a sync), when a batch was written since the last one.
     fn persist_written(&self) -> Result<()> {
-        if self.options.group_commit && self.options.sync != Sync::Always {
-            self.db.flush_wal(false).map_err(err)?;
+        if !self.options.group_commit {
+            return Ok(());
         }
-        Ok(())
+        let sync = self.options.sync == Sync::Always;
+        self.pending.persist(|| self.db.flush_wal(sync).map_err(err))
     }
 }
 
@@ -259,7 +265,9 @@ impl KvBackend for Backend {
                     floor,
                 );
             }
-            self.db.write_opt(wb, &self.write_options).map_err(err)
+            self.db.write_opt(wb, &self.write_options).map_err(err)?;
+            self.pending.wrote();
+            Ok(())
         })
     }
 }
