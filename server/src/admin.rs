@@ -30,6 +30,7 @@ const ADMIN_ONLY: &[&str] = &[
     "namespace",
     "debug",
     "shutdown",
+    "slowlog",
     "client|kill",
     "client|list",
     "client|pause",
@@ -41,7 +42,7 @@ const NO_AUTH: &[&str] = &["auth", "hello", "quit", "reset"];
 
 /// Commands with subcommands, counted in INFO commandstats as `name|sub`.
 const CONTAINERS: &[&str] =
-    &["client", "config", "command", "object", "memory", "namespace", "debug", "pubsub"];
+    &["client", "config", "command", "object", "memory", "namespace", "debug", "pubsub", "slowlog"];
 
 /// Read commands whose reply tells whether their key was found (INFO keyspace_hits/misses):
 /// a nil or empty reply counts as a miss, any other non-error reply as a hit; MGET counts
@@ -213,6 +214,13 @@ impl Client {
             return next;
         }
         self.count(state, &stat_name, Some(usec), &reply);
+        if state.slowlog.wants(usec)
+            && !table::lookup(name).is_some_and(|i| i.has(flag::SKIP_SLOWLOG))
+            && !refused_before_running(&reply)
+        {
+            let client_name = lock(&self.info.name).clone();
+            state.slowlog.record(argv, usec, unix_micros() / 1_000_000, &self.info.addr, client_name);
+        }
         if KEYED_READS.binary_search(&name).is_ok() {
             keyspace_hits(state, &reply);
         }
@@ -332,10 +340,12 @@ impl Client {
                 let mut config = state.config_mut();
                 let reply = config::config(argv, &mut config, || state.stats.reset());
                 state.maxmemory.store(config.number("maxmemory").max(0) as u64, Relaxed);
+                state.slowlog.configure(&config);
                 drop(config);
                 crate::notify::configure(state);
                 reply
             }
+            "slowlog" => state.slowlog.command(argv),
             "info" => info::info(argv, state, self.engine.layout().namespace()),
             "subscribe" | "psubscribe" | "ssubscribe" | "unsubscribe" | "punsubscribe" | "sunsubscribe" => {
                 self.subscriptions(name, argv, state)
@@ -1129,6 +1139,15 @@ fn keyspace_hits(state: &State, reply: &Reply) {
     state.stats.keyspace_misses.fetch_add(misses, Relaxed);
 }
 
+/// Whether Redis would have refused the command before running it (its command lookup and
+/// arity check), so that it never reaches the slow log there: here those checks answer from
+/// inside the command.
+fn refused_before_running(reply: &Reply) -> bool {
+    matches!(reply, Reply::Error(e) if ["ERR wrong number of arguments for '", "ERR unknown subcommand '", "ERR unknown command '"]
+        .iter()
+        .any(|p| e.starts_with(p)))
+}
+
 /// The commands this crate answers itself.
 const SERVER_COMMANDS: &[&str] = &[
     "quit",
@@ -1155,6 +1174,7 @@ const SERVER_COMMANDS: &[&str] = &[
     "compact",
     "save",
     "shutdown",
+    "slowlog",
 ];
 
 /// What a RESP2 client may run while it subscribes to something.

@@ -26,6 +26,7 @@ mod maint;
 mod notify;
 mod pubsub;
 mod resp;
+mod slowlog;
 mod state;
 mod store;
 

@@ -324,6 +324,8 @@ pub struct State {
     pub sampler: Mutex<Sampler>,
     /// The `maxmemory` parameter, kept here so write commands need not read the config.
     pub maxmemory: AtomicU64,
+    /// SLOWLOG.
+    pub slowlog: crate::slowlog::SlowLog,
     /// The store every connection's database lives in.
     pub store: Store,
     /// The engine of the default namespace (admin connections).
@@ -363,7 +365,10 @@ impl State {
             })
             .collect();
         let maxmemory = config.number("maxmemory").max(0) as u64;
+        let slowlog = crate::slowlog::SlowLog::default();
+        slowlog.configure(&config);
         State {
+            slowlog,
             engine: Arc::new(engine(&store, DEFAULT_NAMESPACE)),
             tenants: Mutex::new(BTreeMap::new()),
             pubsub: Default::default(),
