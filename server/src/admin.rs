@@ -31,6 +31,7 @@ const ADMIN_ONLY: &[&str] = &[
     "debug",
     "shutdown",
     "slowlog",
+    "monitor",
     "client|kill",
     "client|list",
     "client|pause",
@@ -206,9 +207,18 @@ impl Client {
             last.1.clear();
             last.1.push_str(&stat_name);
         }
+        // EXEC runs the queue inside the engine: MONITOR shows its commands first, as Redis.
+        let queued: Vec<Vec<Bytes>> = if name == "exec" && state.monitors.any() {
+            self.session.queued().map(<[Bytes]>::to_vec).collect()
+        } else {
+            Vec::new()
+        };
         let (reply, next) = self.run(name, argv, state);
         let ended = Instant::now();
         let usec = ended.duration_since(started).as_micros() as u64;
+        if state.monitors.any() {
+            self.monitor(name, &stat_name, argv, &queued, &reply, state);
+        }
         if next == Next::Parked {
             self.count(state, &stat_name, Some(usec), &reply);
             return next;
@@ -230,6 +240,31 @@ impl Client {
             return Next::Close;
         }
         next
+    }
+
+    /// Shows a command that ran to the MONITOR clients, unless Redis would not: admin
+    /// commands, commands refused before running, commands queued by MULTI (shown by EXEC).
+    fn monitor(
+        &self,
+        name: &str,
+        stat_name: &str,
+        argv: &[Bytes],
+        queued: &[Vec<Bytes>],
+        reply: &Reply,
+        state: &State,
+    ) {
+        let admin = table::lookup(name).is_some_and(|i| i.has(flag::ADMIN))
+            || [name, stat_name].iter().any(|n| crate::monitor::ADMIN_SERVER_COMMANDS.contains(n));
+        if admin || refused_before_running(reply) || matches!(reply, Reply::Status(s) if s == "QUEUED") {
+            return;
+        }
+        let (now, db) = (unix_micros(), self.session.db());
+        if matches!(reply, Reply::Array(_)) {
+            for command in queued {
+                state.monitors.feed(state, command, now, db, &self.info.addr);
+            }
+        }
+        state.monitors.feed(state, argv, now, db, &self.info.addr);
     }
 
     /// Writes a reply unless CLIENT REPLY OFF/SKIP holds it back.
@@ -346,6 +381,10 @@ impl Client {
                 reply
             }
             "slowlog" => state.slowlog.command(argv),
+            "monitor" => arity(argv, 1, || {
+                state.monitors.add(&self.info);
+                Reply::OK
+            }),
             "info" => info::info(argv, state, self.engine.layout().namespace()),
             "subscribe" | "psubscribe" | "ssubscribe" | "unsubscribe" | "punsubscribe" | "sunsubscribe" => {
                 self.subscriptions(name, argv, state)
@@ -646,6 +685,7 @@ impl Client {
     /// password is set.
     fn reset(&mut self, state: &State) -> Reply {
         self.reply = ReplyMode::On;
+        state.monitors.remove(self.info.id);
         self.subs.clear(state, &self.info);
         self.multi_len = 0;
         self.multi_server.clear();
@@ -1175,6 +1215,7 @@ const SERVER_COMMANDS: &[&str] = &[
     "save",
     "shutdown",
     "slowlog",
+    "monitor",
 ];
 
 /// What a RESP2 client may run while it subscribes to something.

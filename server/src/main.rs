@@ -23,6 +23,7 @@ mod config;
 mod conn;
 mod info;
 mod maint;
+mod monitor;
 mod notify;
 mod pubsub;
 mod resp;

@@ -128,23 +128,28 @@ fn entry_reply(e: &Entry) -> Reply {
     ])
 }
 
+/// Whether argument `i` of `argv` is a credential Redis hides as `(redacted)` in the slow log
+/// and MONITOR: AUTH's arguments, and HELLO's `AUTH username password`.
+pub fn redacted(argv: &[Bytes], i: usize) -> bool {
+    let Some(name) = argv.first() else { return false };
+    if name.eq_ignore_ascii_case(b"auth") {
+        return i >= 1;
+    }
+    // HELLO [protover [AUTH username password] [SETNAME clientname]]
+    name.eq_ignore_ascii_case(b"hello")
+        && (2..argv.len().saturating_sub(2))
+            .any(|a| argv[a].eq_ignore_ascii_case(b"auth") && (i == a + 1 || i == a + 2))
+}
+
 /// The arguments as Redis keeps them: credentials redacted, at most [`MAX_ARGS`], each cut
 /// to [`MAX_STRING`] bytes. Copied, so an entry does not hold a connection's read buffer.
 fn kept_arguments(argv: &[Bytes]) -> Vec<Bytes> {
-    let name = argv.first().map(|n| n.to_ascii_lowercase()).unwrap_or_default();
-    let redacted = |i: usize| match name.as_slice() {
-        b"auth" => i >= 1,
-        // HELLO [protover [AUTH username password] [SETNAME clientname]]
-        b"hello" => (2..argv.len().saturating_sub(2))
-            .any(|a| argv[a].eq_ignore_ascii_case(b"auth") && (i == a + 1 || i == a + 2)),
-        _ => false,
-    };
     let shown = if argv.len() > MAX_ARGS { MAX_ARGS - 1 } else { argv.len() };
     let mut kept: Vec<Bytes> = argv[..shown]
         .iter()
         .enumerate()
         .map(|(i, arg)| {
-            if redacted(i) {
+            if redacted(argv, i) {
                 Bytes::from_static(b"(redacted)")
             } else if arg.len() > MAX_STRING {
                 let more = format!("... ({} more bytes)", arg.len() - MAX_STRING);

@@ -326,6 +326,8 @@ pub struct State {
     pub maxmemory: AtomicU64,
     /// SLOWLOG.
     pub slowlog: crate::slowlog::SlowLog,
+    /// MONITOR's clients.
+    pub monitors: crate::monitor::Monitors,
     /// The store every connection's database lives in.
     pub store: Store,
     /// The engine of the default namespace (admin connections).
@@ -369,6 +371,7 @@ impl State {
         slowlog.configure(&config);
         State {
             slowlog,
+            monitors: Default::default(),
             engine: Arc::new(engine(&store, DEFAULT_NAMESPACE)),
             tenants: Mutex::new(BTreeMap::new()),
             pubsub: Default::default(),
@@ -475,6 +478,7 @@ impl State {
     /// Forgets a closed connection.
     pub fn disconnect(&self, id: u64) {
         lock(&self.clients).remove(&id);
+        self.monitors.remove(id);
         self.connections.fetch_sub(1, Relaxed);
     }
 

@@ -63,6 +63,12 @@ impl Session {
         }
     }
 
+    /// The commands queued in the open MULTI, in order (none outside MULTI): what EXEC will
+    /// run, for a server that shows them (MONITOR).
+    pub fn queued(&self) -> impl Iterator<Item = &[Bytes]> {
+        self.multi.iter().flat_map(|m| m.queue.iter().map(|(_, argv)| argv.as_slice()))
+    }
+
     /// The client id (`CLIENT ID`).
     pub fn id(&self) -> u64 {
         self.id
