@@ -20,7 +20,9 @@ use crate::pubsub::{self, Kind, Subscriptions};
 use crate::state::{ClientInfo, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros};
 use crate::{config, info};
 
-/// Commands a tenant (namespace token) may not run: Kvrocks' admin commands.
+/// Commands a tenant (namespace token) may not run: Kvrocks' admin commands. Not the same
+/// set as Redis' `admin` flag ([`crate::monitor::ADMIN_SERVER_COMMANDS`]): FLUSHALL is
+/// refused to tenants but not admin in Redis.
 const ADMIN_ONLY: &[&str] = &[
     "flushall",
     "fsck",
@@ -1180,8 +1182,8 @@ fn keyspace_hits(state: &State, reply: &Reply) {
 }
 
 /// Whether Redis would have refused the command before running it (its command lookup and
-/// arity check), so that it never reaches the slow log there: here those checks answer from
-/// inside the command.
+/// arity check), so that it never reaches its slow log or MONITOR: here those checks answer
+/// from inside the command.
 fn refused_before_running(reply: &Reply) -> bool {
     matches!(reply, Reply::Error(e) if ["ERR wrong number of arguments for '", "ERR unknown subcommand '", "ERR unknown command '"]
         .iter()
