@@ -282,13 +282,8 @@ impl Extra {
         }
     }
 
-    /// Reads the fields of `ty`; a time series' source key is returned as the second item
-    /// (empty for the other types).
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] when a field is cut short; [`Error::InvalidField`] for a
-    /// HyperLogLog encode type other than 0.
-    /// Whether records of `ty` carry extra fields (the five Redis types and bitmaps do not).
+    /// Whether records of `ty` carry extra fields (the five Redis types and bitmaps do not):
+    /// the types [`Extra::decode`] reads fields for.
     pub(crate) fn carried_by(ty: RedisType) -> bool {
         matches!(
             ty,
@@ -302,6 +297,12 @@ impl Extra {
         )
     }
 
+    /// Reads the fields of `ty`; a time series' source key is returned as the second item
+    /// (empty for the other types).
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] when a field is cut short; [`Error::InvalidField`] for a
+    /// HyperLogLog encode type other than 0.
     pub(crate) fn decode<'a>(ty: RedisType, r: &mut Reader<'a>) -> Result<(Extra, &'a [u8])> {
         let extra = match ty {
             RedisType::Stream => {
