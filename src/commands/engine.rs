@@ -25,8 +25,8 @@ pub const CONFLICT_ATTEMPTS: u32 = 16;
 /// lives in each client's [`Session`]. `Engine<B>` is `Send + Sync` when `B` is; wrap it in an
 /// `Arc` and call [`Engine::execute`] from any thread.
 ///
-/// Each command runs under the key locks of [`super::locks`] taken from its key specs, so
-/// its reads and its one batch are atomic with respect to other commands. EXEC runs its
+/// Each command runs under striped key locks (the private `locks` module) taken from its
+/// key specs, so its reads and its one batch are atomic with respect to other commands. EXEC runs its
 /// queue over an [`Overlay`] under the union of the queued commands' locks and commits the
 /// whole transaction as one batch.
 pub struct Engine<B> {
