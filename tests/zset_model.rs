@@ -523,8 +523,14 @@ fn apply(model: &mut Model, op: &Op) -> (String, Reply) {
                 1 => {
                     for (m, s) in &a {
                         if let Some(t) = b.get(m) {
-                            let (x, y) = (w(wa, *s), w(wb, *t));
-                            out.insert(m.clone(), if a_first { combine(x, y) } else { combine(y, x) });
+                            // Only the first (smallest) input's weighted score has NaN
+                            // replaced by 0; the others' go into the aggregate as they are.
+                            let merged = if a_first {
+                                combine(w(wa, *s), wb * *t)
+                            } else {
+                                combine(w(wb, *t), wa * *s)
+                            };
+                            out.insert(m.clone(), merged);
                         }
                     }
                 }
