@@ -304,6 +304,18 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
     }
 
+    /// Hands the journal a session's emptied `touched` and `events` vectors to fill, so a
+    /// command reuses their memory instead of allocating its own.
+    pub(crate) fn recycle(&mut self, mut touched: Vec<TouchedKey>, mut events: Vec<Event>) {
+        let journal = self.journal.get_mut();
+        if journal.touched.is_empty() && journal.events.is_empty() {
+            touched.clear();
+            events.clear();
+            journal.touched = touched;
+            journal.events = events;
+        }
+    }
+
     /// Lets blocking commands block (see [`super::blocking`]); off by default, so they answer
     /// their timeout reply at once, as inside MULTI.
     pub(crate) fn allow_blocking(&mut self) {
@@ -789,8 +801,37 @@ impl<'a, B: KvBackend> Db<'a, B> {
         // An element written without a size change (HSET of an existing field, ZADD of a
         // new score, LSET) touches its owner.
         let new_events = self.shared.new_events.load(Ordering::Relaxed);
-        let mut written: Vec<Bytes> = Vec::new();
         let mut created = Vec::new();
+        // The owners go straight into the journal (no vector of their own), and are taken
+        // back out if the write fails.
+        let before = self.journal.get_mut().touched.len();
+        let found = self.owners(&batch, new_events, &mut created, before);
+        let written = found.and_then(|()| Ok(self.backend.write(batch)?));
+        let journal = self.journal.get_mut();
+        if let Err(e) = written {
+            journal.touched.truncate(before);
+            return Err(e);
+        }
+        // A key whose `new` the command announced itself (before its commit) is not new again.
+        let announced = |(db, key): &(usize, Bytes)| {
+            journal.pending.iter().any(|e| e.name == "new" && e.db == *db && e.key == key)
+        };
+        let created: Vec<(usize, Bytes)> =
+            created.iter().filter_map(|k| self.shared.decode_touched(k)).filter(|k| !announced(k)).collect();
+        journal.settle(true);
+        journal.created = created;
+        Ok(())
+    }
+
+    /// Appends to the journal's touched keys, as written, the owner of every record `batch`
+    /// writes (each once, after index `from`), and to `created` the metadata keys it creates.
+    fn owners(
+        &self,
+        batch: &WriteBatch,
+        new_events: bool,
+        created: &mut Vec<Bytes>,
+        from: usize,
+    ) -> CommandResult<()> {
         let layout = self.layout();
         for op in batch.ops() {
             let owner = match op {
@@ -812,23 +853,11 @@ impl<'a, B: KvBackend> Db<'a, B> {
                     layout.decode_score_key(key).ok().map(|sk| layout.owner_metadata_key(&sk.owner).into())
                 }
             };
-            if let Some(owner) = owner.filter(|o| !written.contains(o)) {
-                written.push(owner);
+            let touched = &mut self.journal.borrow_mut().touched;
+            if let Some(owner) = owner.filter(|o| !touched[from..].iter().any(|t| t.metadata_key == o)) {
+                touched.push(TouchedKey { metadata_key: owner, kind: Touch::Written });
             }
         }
-        self.backend.write(batch)?;
-        let journal = self.journal.get_mut();
-        let written =
-            written.into_iter().map(|metadata_key| TouchedKey { metadata_key, kind: Touch::Written });
-        journal.touched.extend(written);
-        // A key whose `new` the command announced itself (before its commit) is not new again.
-        let announced = |(db, key): &(usize, Bytes)| {
-            journal.pending.iter().any(|e| e.name == "new" && e.db == *db && e.key == key)
-        };
-        let created: Vec<(usize, Bytes)> =
-            created.iter().filter_map(|k| self.shared.decode_touched(k)).filter(|k| !announced(k)).collect();
-        journal.settle(true);
-        journal.created = created;
         Ok(())
     }
 

@@ -265,8 +265,12 @@ impl<B: KvBackend> Engine<B> {
         T: AsRef<[Bytes]>,
     {
         let guard = self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]);
+        let mut spare = Some((std::mem::take(&mut session.touched), std::mem::take(&mut session.events)));
         let (reply, mut db) = self.transaction(|| {
             let mut db = self.db(session);
+            if let Some((touched, events)) = spare.take() {
+                db.recycle(touched, events);
+            }
             let reply = commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray);
             (reply, db)
         });
