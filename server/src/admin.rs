@@ -377,6 +377,7 @@ impl Client {
                 let mut config = state.config_mut();
                 let reply = config::config(argv, &mut config, || state.stats.reset());
                 state.maxmemory.store(config.number("maxmemory").max(0) as u64, Relaxed);
+                state.max_bulk.store(config.number("proto-max-bulk-len"), Relaxed);
                 state.slowlog.configure(&config);
                 drop(config);
                 crate::notify::configure(state);

@@ -451,7 +451,7 @@ impl Connection {
                 return;
             }
         }
-        let max_bulk = state.config().number("proto-max-bulk-len");
+        let max_bulk = state.max_bulk.load(Relaxed);
         while !self.closing && !self.parked {
             let limits = Limits { max_bulk, authenticated: self.client.authenticated() };
             let parsed = match parse(&self.buf, &mut self.ranges, limits) {

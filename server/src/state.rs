@@ -5,7 +5,7 @@
 //! `State` through an `Arc`.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -324,6 +324,9 @@ pub struct State {
     pub sampler: Mutex<Sampler>,
     /// The `maxmemory` parameter, kept here so write commands need not read the config.
     pub maxmemory: AtomicU64,
+    /// The `proto-max-bulk-len` parameter, kept here so the request parser need not read
+    /// the config.
+    pub max_bulk: AtomicI64,
     /// SLOWLOG.
     pub slowlog: crate::slowlog::SlowLog,
     /// MONITOR's clients.
@@ -367,6 +370,7 @@ impl State {
             })
             .collect();
         let maxmemory = config.number("maxmemory").max(0) as u64;
+        let max_bulk = config.number("proto-max-bulk-len");
         let slowlog = crate::slowlog::SlowLog::default();
         slowlog.configure(&config);
         State {
@@ -387,6 +391,7 @@ impl State {
             pause: Mutex::new(None),
             pause_active: AtomicBool::new(false),
             maxmemory: AtomicU64::new(maxmemory),
+            max_bulk: AtomicI64::new(max_bulk),
             sampler: Mutex::new(Sampler::new()),
             store,
             started: Instant::now(),
