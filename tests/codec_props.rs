@@ -339,6 +339,9 @@ proptest! {
         // Metadata keys: (namespace, key).
         let same_key = (&a.0, &a.1) == (&b.0, &b.1);
         prop_assert_eq!(la.metadata_key(&a.1) == lb.metadata_key(&b.1), same_key);
+        // The builder-free check agrees with comparing the built keys, every layout feature on.
+        prop_assert_eq!(la.routed(&a.1).is_metadata_key(&lb.metadata_key(&b.1)), same_key);
+        prop_assert!(la.routed(&a.1).is_metadata_key(&la.metadata_key(&a.1)));
         // Subkeys: (namespace, key, version, sub).
         prop_assert_eq!(la.subkey(&a.1, a.2, &a.3).unwrap() == lb.subkey(&b.1, b.2, &b.3).unwrap(), a == b);
         // Score keys: (namespace, key, version, score, member); -0.0 and +0.0 are one score.

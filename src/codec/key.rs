@@ -340,6 +340,30 @@ impl RoutedKey<'_> {
         out.put_slice(self.key);
     }
 
+    /// Whether `bytes` is this key's metadata key (what [`RoutedKey::metadata_key`] writes),
+    /// found without building it.
+    pub fn is_metadata_key(&self, bytes: &[u8]) -> bool {
+        let slot = self.slot.map(u16::to_be_bytes);
+        let parts: [&[u8]; 3] = [
+            &self.layout.head,
+            slot.as_ref().map_or(&[][..], |s| &s[..]),
+            &self.hash[..self.layout.hash_prefix_len],
+        ];
+        let mut rest = bytes;
+        for part in parts {
+            // An empty part is skipped, not compared (see `read_route`: a zero-length compare
+            // can be slow).
+            if part.is_empty() {
+                continue;
+            }
+            match rest.strip_prefix(part) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        }
+        rest == self.key
+    }
+
     /// The metadata key, in a new vector.
     pub fn metadata_key(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.route_len() + self.key.len());

@@ -227,9 +227,9 @@ struct Journal {
     touched: Vec<TouchedKey>,
     events: Vec<Event>,
     pending: Vec<Event>,
-    /// The metadata keys of the pending events: each counts as written once settled, as
+    /// The database and key of each pending event: each counts as written once settled, as
     /// Redis signals every key it notifies about (LTRIM that trims nothing touches WATCH).
-    signalled: Vec<Bytes>,
+    signalled: Vec<(usize, Bytes)>,
     /// Keys the last commit created, while `new` events are on: each gets its `new` event
     /// just before its first event of the command (Redis' `dbAdd` order).
     created: Vec<(usize, Bytes)>,
@@ -238,12 +238,17 @@ struct Journal {
 impl Journal {
     /// Settles the pending events: kept when `ok`, else only the `expired` ones; then `new`
     /// for the keys created and not yet notified.
-    fn settle(&mut self, ok: bool) {
+    fn settle(&mut self, ok: bool, shared: &Shared) {
         let pending = self.pending.drain(..).filter(|e| ok || e.class == NotifyFlags::EXPIRED);
         self.events.extend(pending);
-        for metadata_key in std::mem::take(&mut self.signalled) {
-            let last = self.touched.iter().rev().find(|t| t.metadata_key == metadata_key);
-            if ok && last.is_none_or(|t| t.kind != Touch::Written) {
+        for (db, key) in self.signalled.drain(..) {
+            let Some(routed) = shared.layout_of(db).ok().filter(|_| ok).map(|l| l.routed(&key)) else {
+                continue;
+            };
+            // Usually the command's commit recorded the key already: nothing to build.
+            let last = self.touched.iter().rev().find(|t| routed.is_metadata_key(&t.metadata_key));
+            if last.is_none_or(|t| t.kind != Touch::Written) {
+                let metadata_key = Bytes::from(routed.metadata_key());
                 self.touched.push(TouchedKey { metadata_key, kind: Touch::Written });
             }
         }
@@ -469,14 +474,14 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// bare `Db` every command that finds one reports it `expired` again.
     pub fn take_events(&mut self) -> Vec<Event> {
         let journal = self.journal.get_mut();
-        journal.settle(true);
+        journal.settle(true, &self.shared);
         std::mem::take(&mut journal.events)
     }
 
     /// Ends a command: its pending events stand if it succeeded (`ok`), else only its
     /// `expired` ones.
     pub(crate) fn end_command(&mut self, ok: bool) {
-        self.journal.get_mut().settle(ok);
+        self.journal.get_mut().settle(ok, &self.shared);
     }
 
     /// Records the event `name` of `class` on `key` in the selected database; a command
@@ -542,10 +547,8 @@ impl<'a, B: KvBackend> Db<'a, B> {
             let (db, key) = journal.created.remove(i);
             journal.pending.push(Event { class: NotifyFlags::NEW, name: "new", db, key });
         }
-        if let Ok(layout) = self.shared.layout_of(db) {
-            journal.signalled.push(Bytes::from(layout.metadata_key(key)));
-        }
         let key = Bytes::copy_from_slice(key);
+        journal.signalled.push((db, key.clone()));
         journal.pending.push(Event { class, name, db, key });
     }
 
@@ -818,7 +821,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         };
         let created: Vec<(usize, Bytes)> =
             created.iter().filter_map(|k| self.shared.decode_touched(k)).filter(|k| !announced(k)).collect();
-        journal.settle(true);
+        journal.settle(true, &self.shared);
         journal.created = created;
         Ok(())
     }
