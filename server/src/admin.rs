@@ -195,7 +195,10 @@ impl Client {
             }
             _ => name.into(),
         };
-        if let Some(refusal) = self.refusal(name, &stat_name, argv, state) {
+        // One table lookup for the gate, the slow log and MONITOR: None for the commands this
+        // crate answers itself.
+        let info = table::lookup(name);
+        if let Some(refusal) = self.refusal(info, name, &stat_name, argv, state) {
             let Some(refusal) = refusal else { return Next::Wait };
             self.count(state, &stat_name, None, &refusal);
             self.send(refusal, out, name);
@@ -219,7 +222,7 @@ impl Client {
         let ended = Instant::now();
         let usec = ended.duration_since(started).as_micros() as u64;
         if state.monitors.any() {
-            self.monitor(name, &stat_name, argv, &queued, &reply, state);
+            self.monitor(info, name, &stat_name, argv, &queued, &reply, state);
         }
         if next == Next::Parked {
             self.count(state, &stat_name, Some(usec), &reply);
@@ -227,7 +230,7 @@ impl Client {
         }
         self.count(state, &stat_name, Some(usec), &reply);
         if state.slowlog.wants(usec)
-            && !table::lookup(name).is_some_and(|i| i.has(flag::SKIP_SLOWLOG))
+            && !info.is_some_and(|i| i.has(flag::SKIP_SLOWLOG))
             && !refused_before_running(&reply)
         {
             let client_name = lock(&self.info.name).clone();
@@ -246,8 +249,10 @@ impl Client {
 
     /// Shows a command that ran to the MONITOR clients, unless Redis would not: admin
     /// commands, commands refused before running, commands queued by MULTI (shown by EXEC).
+    #[allow(clippy::too_many_arguments)]
     fn monitor(
         &self,
+        info: Option<&table::CommandInfo>,
         name: &str,
         stat_name: &str,
         argv: &[Bytes],
@@ -255,7 +260,7 @@ impl Client {
         reply: &Reply,
         state: &State,
     ) {
-        let admin = table::lookup(name).is_some_and(|i| i.has(flag::ADMIN))
+        let admin = info.is_some_and(|i| i.has(flag::ADMIN))
             || [name, stat_name].iter().any(|n| crate::monitor::ADMIN_SERVER_COMMANDS.contains(n));
         if admin || refused_before_running(reply) || matches!(reply, Reply::Status(s) if s == "QUEUED") {
             return;
@@ -308,9 +313,14 @@ impl Client {
 
     /// Why a command may not run now: `Some(Some(error))` to answer, `Some(None)` to wait
     /// for a CLIENT PAUSE, `None` to run it.
-    fn refusal(&self, name: &str, stat_name: &str, argv: &[Bytes], state: &State) -> Option<Option<Reply>> {
-        // One table lookup: None for the commands this crate answers itself.
-        let info = table::lookup(name);
+    fn refusal(
+        &self,
+        info: Option<&table::CommandInfo>,
+        name: &str,
+        stat_name: &str,
+        argv: &[Bytes],
+        state: &State,
+    ) -> Option<Option<Reply>> {
         if info.is_none() && !SERVER_COMMANDS.contains(&name) {
             // The library's resolver words the unknown-command error.
             return Some(Some(rediskv::commands::resolve(argv).err().unwrap_or(Reply::NilArray)));
