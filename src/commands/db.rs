@@ -241,10 +241,12 @@ impl Journal {
     fn settle(&mut self, ok: bool, shared: &Shared) {
         let pending = self.pending.drain(..).filter(|e| ok || e.class == NotifyFlags::EXPIRED);
         self.events.extend(pending);
+        if !ok {
+            self.signalled.clear();
+        }
         for (db, key) in self.signalled.drain(..) {
-            let Some(routed) = shared.layout_of(db).ok().filter(|_| ok).map(|l| l.routed(&key)) else {
-                continue;
-            };
+            let Ok(layout) = shared.layout_of(db) else { continue };
+            let routed = layout.routed(&key);
             // Usually the command's commit recorded the key already: nothing to build.
             let last = self.touched.iter().rev().find(|t| routed.is_metadata_key(&t.metadata_key));
             if last.is_none_or(|t| t.kind != Touch::Written) {
@@ -309,16 +311,15 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
     }
 
-    /// Hands the journal a session's emptied `touched` and `events` vectors to fill, so a
-    /// command reuses their memory instead of allocating its own.
+    /// Hands a fresh `Db`'s journal a session's `touched` and `events` vectors, emptied, to
+    /// fill: a command reuses their memory instead of allocating its own.
     pub(crate) fn recycle(&mut self, mut touched: Vec<TouchedKey>, mut events: Vec<Event>) {
+        touched.clear();
+        events.clear();
         let journal = self.journal.get_mut();
-        if journal.touched.is_empty() && journal.events.is_empty() {
-            touched.clear();
-            events.clear();
-            journal.touched = touched;
-            journal.events = events;
-        }
+        debug_assert!(journal.touched.is_empty() && journal.events.is_empty());
+        journal.touched = touched;
+        journal.events = events;
     }
 
     /// Lets blocking commands block (see [`super::blocking`]); off by default, so they answer
