@@ -12,10 +12,11 @@ fn redis_py_works_with_the_server() {
     let has_redis_py =
         Command::new("python3").args(["-c", "import redis"]).status().is_ok_and(|s| s.success());
     if !has_redis_py {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("python3 with redis-py is required under CI (pip install redis)");
-        }
-        eprintln!("!!! python3 -c 'import redis' failed: SKIPPING the redis-py smoke test !!!");
+        common::missing_tool(
+            "redis_py_works_with_the_server",
+            "python3 -c 'import redis'",
+            "pip install redis",
+        );
         return;
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py_smoke.py");
