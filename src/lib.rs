@@ -49,7 +49,21 @@
 //! assert_eq!(db.run(&["PING"]), Reply::status("PONG"));
 //! assert_eq!(db.run(&["DEL", "nothing"]), Reply::Integer(0));
 //! ```
+//!
+//! # Guides
+//!
+//! The repository's `docs/` directory: `layout.md` (every byte of every record, the
+//! layout options), `library.md` (engine, sessions, transactions, threads, RESP3),
+//! `backend.md` (implementing [`backend::KvBackend`] and wiring [`gc`] into a store's
+//! compaction), `compatibility.md` (every Redis 7.0 command, implemented or not, and every
+//! known difference), `testing.md`, `benchmarks.md`, and for the server `server.md` and
+//! `etcd.md`.
 #![deny(missing_docs)]
+
+/// The README's Rust examples, run as doctests so the front page stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub mod backend;
 pub mod codec;

@@ -420,6 +420,9 @@ impl Client {
                 state.store.sync().map_or_else(|e| Reply::Error(format!("ERR {e}")), |()| Reply::OK)
             }),
             "shutdown" => {
+                if let Some(refusal) = shutdown_refusal(&argv[1..]) {
+                    return (Reply::Error(refusal.into()), Next::Continue);
+                }
                 // Every write is in the store already; make it durable, then stop. Redis
                 // answers nothing when it goes down.
                 if let Err(e) = state.store.sync() {
@@ -560,7 +563,7 @@ impl Client {
         first
     }
 
-    /// AUTH [default] password: requirepass makes an admin, a namespace token a tenant.
+    /// AUTH `[default] password`: requirepass makes an admin, a namespace token a tenant.
     /// Passwords are compared in constant time.
     fn auth(&mut self, argv: &[Bytes], state: &State) -> Reply {
         let (user, password) = match argv {
@@ -1190,6 +1193,29 @@ fn keyspace_hits(state: &State, reply: &Reply) {
     };
     state.stats.keyspace_hits.fetch_add(hits, Relaxed);
     state.stats.keyspace_misses.fetch_add(misses, Relaxed);
+}
+
+/// Redis 7.0's answer to SHUTDOWN's arguments when it does not shut down: any of NOSAVE,
+/// SAVE, NOW, FORCE (NOSAVE and SAVE not together), or ABORT alone (no shutdown is ever in
+/// progress here, since one never waits for replicas).
+fn shutdown_refusal(args: &[Bytes]) -> Option<&'static str> {
+    let (mut save, mut nosave, mut abort) = (false, false, false);
+    for a in args {
+        match a.to_ascii_lowercase().as_slice() {
+            b"save" => save = true,
+            b"nosave" => nosave = true,
+            b"abort" => abort = true,
+            b"now" | b"force" => {}
+            _ => return Some("ERR syntax error"),
+        }
+    }
+    if (save && nosave) || (abort && args.len() > 1) {
+        Some("ERR syntax error")
+    } else if abort {
+        Some("ERR No shutdown in progress.")
+    } else {
+        None
+    }
 }
 
 /// Whether Redis would have refused the command before running it (its command lookup and

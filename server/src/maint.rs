@@ -157,7 +157,7 @@ const LEASE: Duration = Duration::from_secs(3);
 
 /// Whether this node sweeps now: always, unless other nodes share the store (etcd), where
 /// only the holder of the maintenance lease does, so that nodes do not all walk the same
-/// keys. A node that stops ticking hands over after [`LEASE`].
+/// keys. A node that stops ticking hands over after `LEASE` (3 s).
 fn holds_lease(state: &State) -> bool {
     #[cfg(feature = "etcd")]
     if let Some(etcd) = state.store.etcd() {

@@ -105,7 +105,12 @@ impl SlowLog {
                 let count = if count == -1 { entries.len() } else { count as usize };
                 Reply::Array(entries.iter().take(count).map(entry_reply).collect())
             }
-            ("help" | "reset" | "len" | "get", _) => Reply::Error(format!(
+            // Redis checks these subcommands' fixed arity before running them, and GET's
+            // optional count itself.
+            ("help" | "reset" | "len", _) => {
+                Reply::Error(format!("ERR wrong number of arguments for 'slowlog|{sub}' command"))
+            }
+            ("get", _) => Reply::Error(format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
                 String::from_utf8_lossy(&argv[1])
             )),

@@ -113,6 +113,11 @@ fn connection_commands_reply_exactly_like_redis() {
     let ours = rediskv(&[]);
     let (mut r, mut o) = (redis.client(), ours.client());
     let script: &[&[&str]] = &[
+        // SHUTDOWN with arguments it refuses: both servers must stay up.
+        &["SHUTDOWN", "probe"],
+        &["SHUTDOWN", "save", "nosave"],
+        &["SHUTDOWN", "ABORT"],
+        &["SHUTDOWN", "abort", "now"],
         &["CONFIG", "SET", "foo", "bar"],
         &["CONFIG", "SET", "timeout", "abc"],
         &["CONFIG", "SET", "timeout", "-1"],
@@ -275,6 +280,8 @@ fn slowlog_script(server: &Server) -> Vec<Value> {
         &["SLOWLOG", "GET", "x"],
         &["SLOWLOG", "FOO"],
         &["SLOWLOG", "GET", "1", "2"],
+        &["SLOWLOG", "LEN", "x"],
+        &["SLOWLOG", "RESET", "x"],
         &["SLOWLOG"],
         &["SLOWLOG", "HELP"],
         &["SLOWLOG", "GET", "-1"],

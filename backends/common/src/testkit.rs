@@ -228,7 +228,7 @@ pub fn group_commit_parent<B: DiskBackend>(
     assert_eq!(db.run(&["GET", "pending"]), Reply::Nil, "a batch not yet persisted waited in the process");
 }
 
-/// Runs this test binary's `group_commit_child` test alone (see [`engine_scenarios!`]).
+/// Runs this test binary's `group_commit_child` test alone (see [`crate::engine_scenarios!`]).
 pub fn group_commit_child_command() -> std::process::Command {
     let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"));
     child.args(["--exact", "group_commit_child", "--include-ignored", "--test-threads=1", "--nocapture"]);

@@ -75,6 +75,11 @@ impl Client {
         Client { reader: BufReader::new(stream.try_clone().unwrap()), writer: stream }
     }
 
+    /// Waits at most `timeout` for each read from now on.
+    pub fn set_read_timeout(&mut self, timeout: Duration) {
+        self.writer.set_read_timeout(Some(timeout)).unwrap();
+    }
+
     /// Sends raw bytes.
     pub fn send_raw(&mut self, bytes: &[u8]) {
         self.writer.write_all(bytes).unwrap();
@@ -101,6 +106,14 @@ impl Client {
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
         self.send(&args);
         self.read()
+    }
+
+    /// Sends a command given as strings and reads its reply; None when the connection
+    /// closed or no reply came within the read timeout.
+    pub fn cmd_or_none(&mut self, args: &[&str]) -> Option<Value> {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.send(&args);
+        self.try_read()
     }
 
     /// Reads one reply.
