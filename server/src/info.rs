@@ -341,6 +341,14 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             pairs.push(("rediskv_gc_position", lock(&maint.gc_position).clone()));
             let leader = maint.leader.load(std::sync::atomic::Ordering::Relaxed);
             pairs.push(("rediskv_maintenance_leader", u8::from(leader).to_string()));
+            #[cfg(feature = "etcd")]
+            if let Some(etcd) = state.store.etcd() {
+                let stats = etcd.stats();
+                pairs.push(("rediskv_etcd_unavailable_retries", stats.unavailable_retries.to_string()));
+                pairs.push(("rediskv_etcd_ambiguous_commits", stats.ambiguous_commits.to_string()));
+                pairs.push(("rediskv_etcd_ambiguous_applied", stats.ambiguous_applied.to_string()));
+                pairs.push(("rediskv_etcd_conflict_retries", stats.conflict_retries.to_string()));
+            }
             fields(out, &pairs);
         }
         "replication" => fields(

@@ -41,7 +41,7 @@ use config::Config;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--threads N] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
+const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--threads N] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
 
 /// What the command line chose besides Redis' parameters.
 struct Start {
@@ -106,6 +106,11 @@ fn options() -> Result<Start, String> {
         max_request_bytes: number(
             "--etcd-max-request-bytes",
             take_flag(&mut args, "--etcd-max-request-bytes")?,
+        )?,
+        quorum_timeout_ms: number("--etcd-quorum-timeout", take_flag(&mut args, "--etcd-quorum-timeout")?)?,
+        conflict_timeout_ms: number(
+            "--etcd-conflict-timeout",
+            take_flag(&mut args, "--etcd-conflict-timeout")?,
         )?,
     };
     // The data directory must exist before `dir` is checked.

@@ -20,8 +20,9 @@ pub const ENGINES: &[&str] = match (cfg!(feature = "rocksdb"), cfg!(feature = "e
     (false, false) => &["memory", "fjall"],
 };
 
-/// How to reach an etcd cluster (`--etcd-endpoints a,b,c`, `--etcd-prefix`, and the limits the
-/// cluster was started with: `--etcd-max-txn-ops`, `--etcd-max-request-bytes`).
+/// How to reach an etcd cluster (`--etcd-endpoints a,b,c`, `--etcd-prefix`, the limits the
+/// cluster was started with: `--etcd-max-txn-ops`, `--etcd-max-request-bytes`, and how long to
+/// wait for it: `--etcd-quorum-timeout`, `--etcd-conflict-timeout`, in milliseconds).
 #[derive(Debug, Clone, Default)]
 #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
 pub struct EtcdFlags {
@@ -33,6 +34,11 @@ pub struct EtcdFlags {
     pub max_txn_ops: Option<usize>,
     /// The cluster's `--max-request-bytes`.
     pub max_request_bytes: Option<usize>,
+    /// Milliseconds a request waits for a quorum before the client gets an error.
+    pub quorum_timeout_ms: Option<usize>,
+    /// Milliseconds a command refused by write conflicts is retried before the client gets
+    /// the conflict error.
+    pub conflict_timeout_ms: Option<usize>,
 }
 
 /// The opened store.
@@ -249,6 +255,12 @@ fn open_etcd(flags: &EtcdFlags) -> Result<Store, String> {
     }
     if let Some(n) = flags.max_request_bytes {
         options.max_request_bytes = n;
+    }
+    if let Some(ms) = flags.quorum_timeout_ms {
+        options.unavailable_timeout = std::time::Duration::from_millis(ms as u64);
+    }
+    if let Some(ms) = flags.conflict_timeout_ms {
+        options.conflict_timeout = std::time::Duration::from_millis(ms as u64);
     }
     let etcd = Arc::new(rediskv_etcd::open(options).map_err(|e| format!("etcd at {endpoints}: {e}"))?);
     let kv: Backend = etcd.clone();

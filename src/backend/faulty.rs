@@ -149,6 +149,10 @@ impl<B: KvBackend> KvBackend for FaultyBackend<B> {
         self.inner.finish()
     }
 
+    fn retry_pause(&self, attempt: u32, elapsed: std::time::Duration) -> Option<std::time::Duration> {
+        self.inner.retry_pause(attempt, elapsed)
+    }
+
     fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<u64>> {
         self.read()?;
         self.inner.stamp(cf, key)

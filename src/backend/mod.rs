@@ -118,8 +118,9 @@ impl WriteBatch {
 /// delete). In between, the backend may serve that thread's reads from one snapshot and make
 /// its one `write` conditional on them: when something the command read has changed since,
 /// `write` applies nothing and fails with [`crate::Error::Conflict`], `finish` answers `true`,
-/// and the engine runs the command again from the start on a fresh snapshot, up to
-/// [`crate::commands::CONFLICT_ATTEMPTS`] times in all. A command's only effect is its batch,
+/// and the engine runs the command again from the start on a fresh snapshot, for as long as
+/// [`KvBackend::retry_pause`] says (by default [`crate::commands::CONFLICT_ATTEMPTS`] times
+/// in all). A command's only effect is its batch,
 /// so a refused attempt leaves nothing behind. Both methods default to doing nothing (and
 /// `finish` to `false`): a single-process backend keeps working unchanged. WATCH across
 /// processes needs [`KvBackend::stamp`] as well.
@@ -159,6 +160,17 @@ pub trait KvBackend {
         false
     }
 
+    /// After the `attempt`-th refused run of one command (1-based), `elapsed` after its first:
+    /// how long to pause before running it again, or `None` to give up and answer the
+    /// conflict error. Default: a pause doubling from 100 µs, [`crate::commands::CONFLICT_ATTEMPTS`]
+    /// runs in all. A store shared by several processes may keep trying until a deadline,
+    /// with jitter so that competing writers spread out.
+    fn retry_pause(&self, attempt: u32, elapsed: std::time::Duration) -> Option<std::time::Duration> {
+        let _ = elapsed;
+        (attempt < crate::commands::CONFLICT_ATTEMPTS)
+            .then(|| std::time::Duration::from_micros(50 << attempt.clamp(1, 10)))
+    }
+
     /// A stamp of one record that changes whenever the record is written, by any process
     /// (etcd: its `mod_revision`, 0 when absent), read like [`KvBackend::get`] (inside a
     /// transaction: at its snapshot, and guarding its write). WATCH takes the stamp of each
@@ -194,6 +206,9 @@ macro_rules! forward_backend {
             }
             fn finish(&self) -> bool {
                 (**self).finish()
+            }
+            fn retry_pause(&self, attempt: u32, elapsed: std::time::Duration) -> Option<std::time::Duration> {
+                (**self).retry_pause(attempt, elapsed)
             }
             fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<u64>> {
                 (**self).stamp(cf, key)

@@ -16,8 +16,8 @@ use crate::backend::{ColumnFamily, KvBackend};
 use crate::codec::{Clock, KeyLayout, Metadata};
 
 /// How many times in all [`Engine`] runs a command (or an EXEC) whose batch the backend
-/// refused with [`crate::Error::Conflict`] (see [`KvBackend::begin`]); the last refusal is
-/// the client's error reply.
+/// refused with [`crate::Error::Conflict`] (see [`KvBackend::begin`]), unless the backend's
+/// [`KvBackend::retry_pause`] says otherwise; the last refusal is the client's error reply.
 pub const CONFLICT_ATTEMPTS: u32 = 16;
 
 /// A database many clients use at once: the backend and the state every connection shares
@@ -295,17 +295,21 @@ impl<B: KvBackend> Engine<B> {
     }
 
     /// Runs `attempt` between the backend's [`KvBackend::begin`] and [`KvBackend::finish`],
-    /// again while the backend refuses it, [`CONFLICT_ATTEMPTS`] times at most (a short pause
-    /// between attempts lets the competing writer finish). Returns the last attempt's result.
+    /// again while the backend refuses it and its [`KvBackend::retry_pause`] allows, after
+    /// that pause (which lets the competing writer finish). Returns the last attempt's result.
     fn transaction<T>(&self, mut attempt: impl FnMut() -> T) -> T {
+        let start = std::time::Instant::now();
         let mut n = 1;
         loop {
             self.backend.begin();
             let result = attempt();
-            if !self.backend.finish() || n == CONFLICT_ATTEMPTS {
+            if !self.backend.finish() {
                 return result;
             }
-            std::thread::sleep(std::time::Duration::from_micros(50 << n.min(10)));
+            match self.backend.retry_pause(n, start.elapsed()) {
+                Some(pause) => std::thread::sleep(pause),
+                None => return result,
+            }
             n += 1;
         }
     }

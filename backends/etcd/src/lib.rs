@@ -34,7 +34,8 @@
 //! score record is only ever deleted together with a rewrite of its owner's metadata (size,
 //! list head/tail), which the command read by point and compares. Any compare failing, nothing
 //! is applied and `write` fails with [`rediskv::Error::Conflict`]; the engine runs the command
-//! again on a fresh revision ([`rediskv::commands::CONFLICT_ATTEMPTS`] times at most). This is
+//! again on a fresh revision, after a growing, jittered pause, until
+//! [`Options::conflict_timeout`] (10 s by default) has passed. This is
 //! optimistic concurrency with full read-set validation, so commands are serializable across
 //! nodes, not only free of lost updates. A read-only command commits nothing and needs no
 //! compare: one revision is one consistent snapshot.
@@ -64,6 +65,15 @@
 //! naming the limit. Start etcd with limits fitting the largest command (the tests use
 //! `--max-txn-ops 100000 --max-request-bytes 67108864`).
 //!
+//! # Failures
+//! A request that fails for want of a member or a leader is sent again, after growing,
+//! jittered pauses, until [`Options::unavailable_timeout`]; the client balances over every
+//! endpoint. A commit whose answer was lost may have been applied: every `Txn` also writes
+//! the sending thread's request record (a sequence number) and requires it unchanged since
+//! that thread's last commit, so the same `Txn` sent again applies only if the first did
+//! not, and reading the record after a refusal tells which happened. Each command therefore
+//! applies exactly once. [`Backend::stats`] counts retries, lost answers and conflicts.
+//!
 //! # Garbage and expiry
 //! etcd has no compaction filter: run [`Maintenance::step`] on a timer in every node. Only the
 //! node holding the maintenance lease (a record in etcd, renewed by each step) sweeps, so
@@ -88,6 +98,7 @@ pub mod testkit;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::ThreadId;
 use std::time::Duration;
 
@@ -120,11 +131,18 @@ pub struct Options {
     pub max_request_bytes: usize,
     /// Timeout of each request.
     pub timeout: Duration,
+    /// How long a request keeps trying while no quorum answers (a member died, the cluster is
+    /// electing a leader), moving between members, before it fails with an error saying so.
+    pub unavailable_timeout: Duration,
+    /// How long a command refused by write conflicts (several nodes writing one hot key) is
+    /// run again, with growing, jittered pauses, before its client gets the conflict error.
+    pub conflict_timeout: Duration,
 }
 
 impl Options {
     /// Defaults for a cluster at `endpoints`: prefix `rediskv/`, the default layout, etcd's
-    /// own default limits (128 operations, 1.5 MiB), a 5 s timeout.
+    /// own default limits (128 operations, 1.5 MiB), a 5 s timeout per request, 10 s of
+    /// waiting for a quorum, 10 s of conflict retries.
     pub fn new<S: AsRef<str>>(endpoints: impl IntoIterator<Item = S>) -> Self {
         Options {
             endpoints: endpoints.into_iter().map(|e| e.as_ref().to_string()).collect(),
@@ -134,6 +152,8 @@ impl Options {
             max_txn_ops: 128,
             max_request_bytes: 1536 * 1024,
             timeout: Duration::from_secs(5),
+            unavailable_timeout: Duration::from_secs(10),
+            conflict_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -153,16 +173,103 @@ const OWN_TAG: u8 = b'r';
 const LEASE_KEY: &[u8] = b"rediskv:maintenance-lease";
 /// Keys per scan request.
 const PAGE: i64 = 512;
-/// Attempts at one request that fails for want of a member or a leader (at most about 2.5 s
-/// of pauses: an election takes about one).
-const REQUEST_ATTEMPTS: u32 = 7;
+/// Key prefix (under the own tag) of the request records: one per node and thread, holding
+/// the sequence number and time of that thread's last applied batch.
+const REQUEST_KEY: &[u8] = b"rediskv:request/";
+/// A request record not rewritten for this long belongs to a thread or node that is gone.
+const REQUEST_RECORD_TTL_MS: u64 = 3_600_000;
 
-/// Whether a failed request may be sent again (see [`Backend::request`]).
-fn retryable(e: &etcd_client::Error, idempotent: bool) -> bool {
+/// The first pause before sending a request again while no quorum answers (an election
+/// takes about a second).
+const UNAVAILABLE_FIRST_PAUSE_US: u64 = 10_000;
+/// The first pause before running a command again after a write conflict.
+const CONFLICT_FIRST_PAUSE_US: u64 = 1_000;
+
+/// How a request failed, for deciding whether to send it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// It never reached a member (no connection): sending it again is always safe.
+    NotSent,
+    /// No answer, or no leader to apply it: it may or may not have been applied.
+    Unavailable,
+    /// An answer that is final (a refused request, a compacted revision, a bad argument).
+    Final,
+}
+
+fn failure(e: &etcd_client::Error) -> Failure {
     let text = e.to_string();
-    let unavailable =
-        ["status: Unavailable", "status: Unknown", "transport error"].iter().any(|t| text.contains(t));
-    text.contains("tcp connect error") || (idempotent && unavailable)
+    if text.contains("tcp connect error") || text.contains("Connection refused") {
+        return Failure::NotSent;
+    }
+    let unavailable = [
+        "status: Unavailable",
+        "status: Unknown",
+        "status: DeadlineExceeded",
+        "status: Cancelled",
+        "Timeout expired",
+        "transport error",
+        "leader changed",
+        "no leader",
+        "request timed out",
+        "timed out",
+        "broken pipe",
+        "connection reset",
+    ];
+    if unavailable.iter().any(|t| text.contains(t)) { Failure::Unavailable } else { Failure::Final }
+}
+
+/// The pause before the `attempt`-th retry (1-based): doubling from `first_us` to 64 times
+/// that, with ±50% jitter so that nodes retrying the same key spread out.
+fn backoff(attempt: u32, seed: u64, first_us: u64) -> Duration {
+    let base = first_us << attempt.clamp(1, 7).saturating_sub(1);
+    // splitmix64 of the seed and attempt: cheap, and different per node and thread.
+    let mut z = seed.wrapping_add(u64::from(attempt).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    Duration::from_micros(base / 2 + z % base.max(1))
+}
+
+/// A seed for [`backoff`] that differs between threads and calls.
+fn jitter_seed(node: u64) -> u64 {
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    node ^ (nanos as u64)
+        ^ std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 1u8)
+}
+
+/// What the backend met while reaching the cluster, since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Requests sent again because no quorum answered (a member died, an election).
+    pub unavailable_retries: u64,
+    /// Commits whose answer was lost (the connection broke after the request left).
+    pub ambiguous_commits: u64,
+    /// Of those, commits the request record showed applied (so not applied again).
+    pub ambiguous_applied: u64,
+    /// Commands run again after a write conflict.
+    pub conflict_retries: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    unavailable_retries: AtomicU64,
+    ambiguous_commits: AtomicU64,
+    ambiguous_applied: AtomicU64,
+    conflict_retries: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// One thread's request record: its etcd key, the sequence number of its last applied batch
+/// and that record's `mod_revision` (0: absent).
+#[derive(Debug, Clone)]
+struct RequestRecord {
+    key: Vec<u8>,
+    seq: u64,
+    mod_revision: i64,
 }
 
 fn err(e: impl std::fmt::Display) -> Error {
@@ -195,6 +302,11 @@ pub struct Backend {
     kv: KvClient,
     options: Options,
     views: Mutex<HashMap<ThreadId, View>>,
+    /// Each writing thread's request record (see [`Backend::commit`]).
+    requests: Mutex<HashMap<ThreadId, RequestRecord>>,
+    /// The next request-record slot to give a thread.
+    slots: std::sync::atomic::AtomicU32,
+    counters: Counters,
     floor: VersionFloor,
     node: u64,
 }
@@ -222,6 +334,9 @@ pub fn open(options: Options) -> Result<Backend> {
         kv,
         options,
         views: Mutex::default(),
+        requests: Mutex::default(),
+        slots: Default::default(),
+        counters: Counters::default(),
         floor: VersionFloor::restore(None)?,
         node,
     };
@@ -244,6 +359,17 @@ impl Backend {
     /// The options it was opened with.
     pub fn options(&self) -> &Options {
         &self.options
+    }
+
+    /// What the backend met while reaching the cluster (retries, lost answers, conflicts).
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        Stats {
+            unavailable_retries: c.unavailable_retries.load(Ordering::Relaxed),
+            ambiguous_commits: c.ambiguous_commits.load(Ordering::Relaxed),
+            ambiguous_applied: c.ambiguous_applied.load(Ordering::Relaxed),
+            conflict_retries: c.conflict_retries.load(Ordering::Relaxed),
+        }
     }
 
     /// This process' random id (the maintenance lease's holder).
@@ -293,7 +419,19 @@ impl Backend {
             self.with_view(|v| v.refused = true);
             return Error::Conflict(format!("etcd: {text}"));
         }
+        if failure(&e) != Failure::Final {
+            return self.unavailable(&text);
+        }
         err(text)
+    }
+
+    /// The error a client gets when no quorum answered within [`Options::unavailable_timeout`].
+    fn unavailable(&self, last: &str) -> Error {
+        err(format!(
+            "no etcd quorum reachable within {:?} (endpoints {}); last error: {last}",
+            self.options.unavailable_timeout,
+            self.options.endpoints.join(",")
+        ))
     }
 
     fn txn(&self, txn: Txn) -> Result<bool> {
@@ -304,26 +442,62 @@ impl Backend {
         Ok(response.succeeded())
     }
 
-    /// Runs `request` with a fresh client handle; again, after a growing pause, when it failed
-    /// in a way another member or a new leader may not: a read (`idempotent`) on any
-    /// unavailability (no leader, a dead member, a broken connection), a write only when no
-    /// connection was made (it never left; "leader changed" or a broken connection may have
-    /// applied it, so a write reports those).
+    /// Runs `request` with a fresh client handle (the client balances over every endpoint and
+    /// leaves a dead member's connection); again, after a growing pause, while it fails in a
+    /// way another member or a new leader may not, until [`Options::unavailable_timeout`]: a
+    /// read (`idempotent`) on any unavailability (no leader, a dead member, a broken
+    /// connection), a write only when it never left (a write whose answer was lost may have
+    /// been applied: [`Backend::commit`] handles those).
     fn request<T, F>(&self, idempotent: bool, mut request: impl FnMut(KvClient) -> F) -> Result<T>
     where
         F: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
+        let start = std::time::Instant::now();
+        let seed = jitter_seed(self.node);
         let mut attempt = 1;
         loop {
             match self.runtime.block_on(request(self.kv.clone())) {
                 Ok(response) => return Ok(response),
-                Err(e) if attempt < REQUEST_ATTEMPTS && retryable(&e, idempotent) => {
-                    std::thread::sleep(Duration::from_millis(20 << attempt));
+                Err(e) => {
+                    let retry = match failure(&e) {
+                        Failure::NotSent => true,
+                        Failure::Unavailable => idempotent,
+                        Failure::Final => false,
+                    };
+                    if !retry || start.elapsed() >= self.options.unavailable_timeout {
+                        return Err(self.map_err(e));
+                    }
+                    bump(&self.counters.unavailable_retries);
+                    std::thread::sleep(backoff(attempt, seed, UNAVAILABLE_FIRST_PAUSE_US));
                     attempt += 1;
                 }
-                Err(e) => return Err(self.map_err(e)),
             }
         }
+    }
+
+    /// The calling thread's request record, read from etcd on its first write.
+    fn request_record(&self) -> Result<RequestRecord> {
+        let thread = std::thread::current().id();
+        if let Some(record) = self.requests.lock().unwrap_or_else(|e| e.into_inner()).get(&thread) {
+            return Ok(record.clone());
+        }
+        let slot = self.slots.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut name = REQUEST_KEY.to_vec();
+        name.extend_from_slice(&self.node.to_be_bytes());
+        name.extend_from_slice(&slot.to_be_bytes());
+        let key = self.own_key(&name);
+        let found = self.get_latest(&key)?;
+        let record = RequestRecord {
+            seq: found.as_ref().and_then(|f| request_seq(&f.0)).unwrap_or(0),
+            mod_revision: found.map_or(0, |f| f.1),
+            key,
+        };
+        self.requests.lock().unwrap_or_else(|e| e.into_inner()).insert(thread, record.clone());
+        Ok(record)
+    }
+
+    fn set_request_record(&self, record: RequestRecord) {
+        self.requests.lock().unwrap_or_else(|e| e.into_inner()).insert(std::thread::current().id(), record);
     }
 
     /// A range request; pins the open transaction's revision to the first answer's.
@@ -341,6 +515,12 @@ impl Backend {
     /// One key at the read revision: its value and `mod_revision`.
     fn get_raw(&self, key: &[u8]) -> Result<Option<(Vec<u8>, i64)>> {
         let mut response = self.range(key, GetOptions::new().with_revision(self.read_revision()))?;
+        Ok(response.take_kvs().pop().map(value_and_revision))
+    }
+
+    /// One key at the latest revision, outside any open transaction's snapshot.
+    fn get_latest(&self, key: &[u8]) -> Result<Option<(Vec<u8>, i64)>> {
+        let mut response = self.request(true, |mut kv| async move { kv.get(key, None).await })?;
         Ok(response.take_kvs().pop().map(value_and_revision))
     }
 
@@ -509,13 +689,16 @@ impl Backend {
         let bytes: usize =
             ops.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Bytes::len) + 8).sum::<usize>()
                 + compares.len() * 64;
-        let limit = self.options.max_txn_ops;
+        // One more operation and compare each: the request record (below).
+        let limit = self.options.max_txn_ops.saturating_sub(1);
         if ops.len() > limit || compares.len() > limit {
             return Err(err(format!(
-                "a batch of {} operations and {} compares is over the cluster's --max-txn-ops {limit}; \
+                "a batch of {} operations and {} compares (with the request record's) is over the cluster's \
+                 --max-txn-ops {}; \
                  a command's batch is atomic and is never split: start etcd with a larger --max-txn-ops",
-                ops.len(),
-                compares.len()
+                ops.len() + 1,
+                compares.len() + 1,
+                self.options.max_txn_ops
             )));
         }
         if bytes > self.options.max_request_bytes {
@@ -525,19 +708,116 @@ impl Backend {
                 self.options.max_request_bytes
             )));
         }
-        let ops: Vec<TxnOp> = ops
+        let mut ops: Vec<TxnOp> = ops
             .into_iter()
             .map(|(key, value)| match value {
                 Some(value) => TxnOp::put(key, value.to_vec(), None),
                 None => TxnOp::delete(key, None),
             })
             .collect();
-        if self.txn(Txn::new().when(compares).and_then(ops))? {
-            return Ok(());
+        // Exactly once: the batch also writes this thread's request record (the next sequence
+        // number) and requires it unchanged since this thread's last applied batch. Sent again
+        // after a lost answer, the same Txn applies only if the first did not; and reading the
+        // record tells which happened.
+        let mut record = self.request_record()?;
+        let seq = record.seq + 1;
+        let mut compares = compares;
+        compares.push(Compare::mod_revision(record.key.clone(), CompareOp::Equal, record.mod_revision));
+        ops.push(TxnOp::put(record.key.clone(), request_value(seq, now_ms()), None));
+        let txn = Txn::new().when(compares).and_then(ops);
+        let start = std::time::Instant::now();
+        let seed = jitter_seed(self.node);
+        let mut attempt = 1;
+        let mut lost_answer = false;
+        loop {
+            let sent = self.runtime.block_on({
+                let mut kv = self.kv.clone();
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            });
+            match sent {
+                Ok(response) if response.succeeded() => {
+                    let revision = response.header().map_or(0, |h| h.revision());
+                    self.set_request_record(RequestRecord { seq, mod_revision: revision, ..record });
+                    return Ok(());
+                }
+                Ok(_) => {
+                    // Refused: by a changed read, or because an earlier send of this Txn
+                    // applied (or the record was pruned). The record says which.
+                    let found = self.get_latest(&record.key)?;
+                    if found.as_ref().and_then(|f| request_seq(&f.0)) == Some(seq) {
+                        if lost_answer {
+                            bump(&self.counters.ambiguous_applied);
+                        }
+                        record.mod_revision = found.map_or(0, |f| f.1);
+                        self.set_request_record(RequestRecord { seq, ..record });
+                        return Ok(());
+                    }
+                    record.mod_revision = found.map_or(0, |f| f.1);
+                    self.set_request_record(record);
+                    self.with_view(|v| v.refused = true);
+                    return Err(Error::Conflict(
+                        "etcd: a record the command read changed after it read it".into(),
+                    ));
+                }
+                Err(e)
+                    if failure(&e) != Failure::Final
+                        && start.elapsed() < self.options.unavailable_timeout =>
+                {
+                    if failure(&e) == Failure::Unavailable && !lost_answer {
+                        lost_answer = true;
+                        bump(&self.counters.ambiguous_commits);
+                    }
+                    bump(&self.counters.unavailable_retries);
+                    std::thread::sleep(backoff(attempt, seed, UNAVAILABLE_FIRST_PAUSE_US));
+                    attempt += 1;
+                }
+                Err(e) => return Err(self.map_err(e)),
+            }
         }
-        self.with_view(|v| v.refused = true);
-        Err(Error::Conflict("etcd: a record the command read changed after it read it".into()))
     }
+
+    /// Deletes request records not rewritten for an hour (threads and nodes that are gone),
+    /// each guarded by its `mod_revision`; answers how many.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when etcd cannot be reached.
+    pub fn prune_request_records(&self, now_ms: u64) -> Result<usize> {
+        let start = self.own_key(REQUEST_KEY);
+        let end = prefix_successor(&start).unwrap_or_default();
+        let response = self.request(true, |mut kv| {
+            let (start, end) = (start.clone(), end.clone());
+            async move { kv.get(start, Some(GetOptions::new().with_range(end))).await }
+        })?;
+        let mut pruned = 0;
+        for kv in response.kvs() {
+            let written =
+                kv.value().get(8..16).map_or(0, |t| u64::from_be_bytes(t.try_into().unwrap_or_default()));
+            if written + REQUEST_RECORD_TTL_MS < now_ms {
+                let txn = Txn::new()
+                    .when([Compare::mod_revision(kv.key().to_vec(), CompareOp::Equal, kv.mod_revision())])
+                    .and_then([TxnOp::delete(kv.key().to_vec(), None)]);
+                pruned += usize::from(self.txn(txn)?);
+            }
+        }
+        Ok(pruned)
+    }
+}
+
+/// A request record's value: the sequence number and the time it was written.
+fn request_value(seq: u64, now_ms: u64) -> Vec<u8> {
+    let mut value = seq.to_be_bytes().to_vec();
+    value.extend_from_slice(&now_ms.to_be_bytes());
+    value
+}
+
+/// The sequence number in a request record's value.
+fn request_seq(value: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(value.get(..8)?.try_into().ok()?))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// A record's value and `mod_revision`.
@@ -649,6 +929,14 @@ impl KvBackend for Backend {
         let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
         views.remove(&std::thread::current().id()).is_some_and(|v| v.refused)
     }
+
+    /// Conflicts (nodes writing one hot key) are retried until [`Options::conflict_timeout`],
+    /// with growing, jittered pauses.
+    fn retry_pause(&self, attempt: u32, elapsed: Duration) -> Option<Duration> {
+        bump(&self.counters.conflict_retries);
+        (elapsed < self.options.conflict_timeout)
+            .then(|| backoff(attempt, jitter_seed(self.node), CONFLICT_FIRST_PAUSE_US))
+    }
 }
 
 /// One node's share of garbage collection and active expiry over etcd (which has no
@@ -702,6 +990,8 @@ impl Maintenance {
             return Ok(MaintenanceStep::default());
         }
         if self.sweep.is_done() {
+            // Once per pass over the keyspace: drop request records of threads that are gone.
+            etcd.prune_request_records(now)?;
             self.sweep = ExpirySweep::new(KeyRange::prefix(engine.layout().fixed_prefix().to_vec()));
         }
         let expired = gc::expire_step(engine, &mut self.sweep, now, budget)?;

@@ -5,8 +5,11 @@
 #[path = "../../../tests/support/missing_tool.rs"]
 mod missing_tool;
 
-use std::net::TcpListener;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::{Backend, Options};
@@ -196,4 +199,128 @@ impl Drop for Cluster {
             self.kill(i);
         }
     }
+}
+
+/// A TCP proxy in front of one etcd member that can lose an answer: armed with markers, it
+/// forwards the next gRPC request whose HTTP/2 DATA frame contains every marker, then closes
+/// both connections without relaying anything the member answers — the ambiguous failure of
+/// a commit that reached the cluster but whose answer never came back. Everything else is
+/// relayed unchanged.
+pub struct CutProxy {
+    port: u16,
+    shared: Arc<ProxyShared>,
+}
+
+#[derive(Default)]
+struct ProxyShared {
+    armed: Mutex<Option<Vec<Vec<u8>>>>,
+    cuts: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl CutProxy {
+    /// Listens on a free loopback port and relays each connection to `upstream`
+    /// (`http://127.0.0.1:port`).
+    pub fn start(upstream: &str) -> CutProxy {
+        let upstream = upstream.trim_start_matches("http://").to_string();
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        listener.set_nonblocking(true).expect("nonblocking listener");
+        let port = listener.local_addr().expect("addr").port();
+        let shared = Arc::new(ProxyShared::default());
+        let accepting = shared.clone();
+        std::thread::spawn(move || {
+            while !accepting.stop.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        let shared = accepting.clone();
+                        let upstream = upstream.clone();
+                        std::thread::spawn(move || relay(client, &upstream, &shared));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        CutProxy { port, shared }
+    }
+
+    /// The proxy's client URL.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Loses the answer to the next request whose DATA frame holds every one of `markers`.
+    pub fn arm(&self, markers: &[&[u8]]) {
+        *self.shared.armed.lock().unwrap() = Some(markers.iter().map(|m| m.to_vec()).collect());
+    }
+
+    /// How many answers it has lost.
+    pub fn cuts(&self) -> u64 {
+        self.shared.cuts.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for CutProxy {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Relays one connection, reading the client's side as HTTP/2 frames.
+fn relay(mut client: TcpStream, upstream: &str, shared: &ProxyShared) {
+    let Ok(mut server) = TcpStream::connect(upstream) else { return };
+    client.set_nonblocking(false).expect("blocking client socket");
+    let hold = Arc::new(AtomicBool::new(false));
+    let (mut from_server, mut to_client) =
+        (server.try_clone().expect("clone"), client.try_clone().expect("clone"));
+    let holding = hold.clone();
+    let answers = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 << 10];
+        while let Ok(n) = from_server.read(&mut buf) {
+            // Once a request's answer is to be lost, nothing more reaches the client.
+            if n == 0 || holding.load(Ordering::SeqCst) || to_client.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+        let _ = to_client.shutdown(Shutdown::Both);
+    });
+    let mut preface = [0u8; 24];
+    if client.read_exact(&mut preface).is_err() || server.write_all(&preface).is_err() {
+        return;
+    }
+    loop {
+        let mut header = [0u8; 9];
+        if client.read_exact(&mut header).is_err() {
+            break;
+        }
+        let len = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+        let mut payload = vec![0u8; len];
+        if client.read_exact(&mut payload).is_err() {
+            break;
+        }
+        let cut = header[3] == 0 && {
+            let mut armed = shared.armed.lock().unwrap();
+            let hit = armed.as_ref().is_some_and(|markers| {
+                markers.iter().all(|m| payload.windows(m.len()).any(|w| w == m.as_slice()))
+            });
+            if hit {
+                *armed = None;
+                hold.store(true, Ordering::SeqCst);
+                shared.cuts.fetch_add(1, Ordering::Relaxed);
+            }
+            hit
+        };
+        if server.write_all(&header).is_err() || server.write_all(&payload).is_err() {
+            break;
+        }
+        if cut {
+            // The answer is dropped when it comes (so the member applied it); then both sides.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !answers.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            break;
+        }
+    }
+    let _ = client.shutdown(Shutdown::Both);
+    let _ = server.shutdown(Shutdown::Both);
 }
