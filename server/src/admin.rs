@@ -200,6 +200,9 @@ impl Client {
         let info = table::lookup(name);
         if let Some(refusal) = self.refusal(info, name, &stat_name, argv, state) {
             let Some(refusal) = refusal else { return Next::Wait };
+            if refusal.is_error() {
+                self.session.flag_transaction();
+            }
             self.count(state, &stat_name, None, &refusal);
             self.send(refusal, out, name);
             return Next::Continue;
@@ -283,12 +286,18 @@ impl Client {
     }
 
     fn send_one(&mut self, reply: Reply, out: &mut Vec<u8>, name: &str) {
+        // RESP3 pushes (subscribe confirmations among them) are not replies: CLIENT REPLY
+        // OFF/SKIP does not hold them back, as in Redis.
+        let push = self.session.resp() == 3 && matches!(reply, Reply::Push(_));
         match self.reply {
-            ReplyMode::On if self.session.resp() == 3 => reply.write(Protocol::Resp3, out),
-            ReplyMode::On => write_consuming(reply, out),
+            ReplyMode::On if self.session.resp() == 3 => return reply.write(Protocol::Resp3, out),
+            ReplyMode::On => return write_consuming(reply, out),
             // CLIENT REPLY SKIP skips the command after itself.
             ReplyMode::Skip if name != "client" => self.reply = ReplyMode::On,
             _ => {}
+        }
+        if push {
+            reply.write(Protocol::Resp3, out);
         }
     }
 
@@ -1119,6 +1128,13 @@ impl Client {
         };
         if !mode_ok || self.session.in_multi() {
             return self.engine.execute(&mut self.session, argv);
+        }
+        // Every namespace's engine: no command runs meanwhile, and the WATCHes on keys that
+        // exist are flagged before they go, as Redis' FLUSHALL does.
+        let engines = state.engines();
+        let _locks: Vec<_> = engines.iter().map(|e| e.locks().lock(true, std::iter::empty())).collect();
+        for engine in &engines {
+            engine.touch_all_watched();
         }
         flush_backend(state)
     }

@@ -68,6 +68,16 @@ fn script(server: &Server) -> Vec<Value> {
     cmd(&mut psub, &["RESET"], 1, &mut seen);
     cmd(&mut publisher, &["PUBSUB", "NUMPAT"], 1, &mut seen);
     cmd(&mut publisher, &["PUBLISH", "news", "n2"], 1, &mut seen);
+    // RESP3 pushes are not replies: CLIENT REPLY OFF still lets the subscribe confirmations
+    // and the messages through (the OK of CLIENT REPLY OFF itself is never sent).
+    let mut quiet = server.client();
+    cmd(&mut quiet, &["HELLO", "3"], 1, &mut ignored);
+    cmd(&mut quiet, &["CLIENT", "REPLY", "OFF"], 0, &mut seen);
+    cmd(&mut quiet, &["SET", "k", "v"], 0, &mut seen);
+    cmd(&mut quiet, &["SUBSCRIBE", "quiet", "news"], 2, &mut seen);
+    cmd(&mut publisher, &["PUBLISH", "quiet", "q1"], 1, &mut seen);
+    seen.push(quiet.read());
+    cmd(&mut quiet, &["CLIENT", "REPLY", "ON"], 1, &mut seen);
     seen
 }
 

@@ -190,6 +190,29 @@ fn connection_commands_reply_exactly_like_redis() {
         &["CLIENT", "GETNAME"],
         &["SELECT", "16"],
         &["COMMAND", "INFO", "get", "hset", "zadd"],
+        // A command refused before it is queued fails the whole transaction.
+        &["MULTI"],
+        &["SET", "a", "1"],
+        &["NOSUCHCOMMAND", "x"],
+        &["SET", "b", "2"],
+        &["EXEC"],
+        &["EXISTS", "a", "b"],
+        &["MULTI"],
+        &["SET", "a", "1"],
+        &["GET"],
+        &["EXEC"],
+        // FLUSHALL touches every watched key that exists, as FLUSHDB does.
+        &["SET", "w", "1"],
+        &["WATCH", "w", "never-set"],
+        &["FLUSHALL"],
+        &["MULTI"],
+        &["PING"],
+        &["EXEC"],
+        &["WATCH", "never-set"],
+        &["FLUSHALL"],
+        &["MULTI"],
+        &["PING"],
+        &["EXEC"],
     ];
     for cmd in script {
         let (mine, theirs) = (o.cmd(cmd), r.cmd(cmd));

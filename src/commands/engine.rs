@@ -182,6 +182,14 @@ impl<B: KvBackend> Engine<B> {
         self.execute(session, &argv)
     }
 
+    /// Flags every WATCH on a key that exists now, in any database, as Redis 7.0's FLUSHALL
+    /// does before it empties them. For a server that empties the store itself: call it
+    /// under the exclusive keyspace lock ([`Engine::locks`]), before deleting.
+    pub fn touch_all_watched(&self) {
+        let now = self.shared.clock.now_ms();
+        self.watches.notify_where(|db, key| self.live(db, key, now));
+    }
+
     /// Runs one command for `session` (argv as in [`Db::execute`]), with Redis 7.0's
     /// MULTI/EXEC/DISCARD/WATCH/UNWATCH semantics and errors, and `COMMAND` from the table.
     /// Afterwards [`Session::touched`] lists the keys it modified and [`Session::events`] its
@@ -210,9 +218,7 @@ impl<B: KvBackend> Engine<B> {
         let info = match resolve(argv) {
             Ok(info) => info,
             Err(reply) => {
-                if let Some(multi) = &mut session.multi {
-                    multi.failed = true;
-                }
+                session.flag_transaction();
                 return reply;
             }
         };
@@ -457,7 +463,13 @@ impl<B: KvBackend> Engine<B> {
         self.watches.notify(touched, &self.shared);
         if !swapped.is_empty() {
             let now = self.shared.clock.now_ms();
-            self.watches.notify_swapped(swapped, |db, key| self.live(db, key, now));
+            // As Redis 7.0's `touchAllWatchedKeysInDb`: a key in either database that exists
+            // in either; a watch on a key in neither stays, on its logical database.
+            self.watches.notify_where(|db, key| {
+                swapped
+                    .iter()
+                    .any(|&(a, b)| (db == a || db == b) && (self.live(a, key, now) || self.live(b, key, now)))
+            });
         }
     }
 
@@ -509,18 +521,14 @@ impl Watches {
         self.keys.store(map.len(), Ordering::SeqCst);
     }
 
-    /// SWAPDB of `a` and `b`: flags the watchers of a key in either database that exists
-    /// in either (`live(db, key)`), as Redis 7.0's `touchAllWatchedKeysInDb`. A watch on a key
-    /// in neither stays, on its logical database.
-    fn notify_swapped(&self, swapped: &[(usize, usize)], live: impl Fn(usize, &[u8]) -> bool) {
-        if swapped.is_empty() || self.keys.load(Ordering::SeqCst) == 0 {
+    /// Flags the watchers of every watched (database, key) for which `concerned` holds.
+    fn notify_where(&self, concerned: impl Fn(usize, &[u8]) -> bool) {
+        if self.keys.load(Ordering::SeqCst) == 0 {
             return;
         }
         let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
         for ((db, key), watchers) in map.iter() {
-            let concerned =
-                |&(a, b): &(usize, usize)| (*db == a || *db == b) && (live(a, key) || live(b, key));
-            if swapped.iter().any(concerned) {
+            if concerned(*db, key) {
                 for flag in watchers.iter().filter_map(|w| w.flag.upgrade()) {
                     flag.store(true, Ordering::SeqCst);
                 }

@@ -110,6 +110,15 @@ impl Session {
         self.multi.is_some()
     }
 
+    /// Marks the open MULTI (if any) as failed, so EXEC answers EXECABORT: for a command a
+    /// server refused before queueing it (unknown, not allowed, wrong arity), as Redis'
+    /// `flagTransaction`.
+    pub fn flag_transaction(&mut self) {
+        if let Some(multi) = &mut self.multi {
+            multi.failed = true;
+        }
+    }
+
     /// How many keys the session watches.
     pub fn watched_count(&self) -> usize {
         self.watched.len()
