@@ -252,3 +252,43 @@ fn swapdb_slots_restore_over_the_same_store() {
     assert!(!restored.restore_db_slots(&[0, 0]));
     assert!(!restored.restore_db_slots(&[1; 16]));
 }
+
+/// MEMORY USAGE: nil for a missing key, an estimate that grows with the elements (sampled:
+/// the first five by default, all with SAMPLES 0), Redis 7.0's errors.
+#[test]
+fn memory_usage_estimates_by_element_count() {
+    let mut db = Db::new(MemoryBackend::new());
+    assert_eq!(db.run(&["MEMORY", "USAGE", "missing"]), Reply::Nil);
+    let usage = |db: &mut Db<MemoryBackend>, args: &[&str]| match db.run(args) {
+        Reply::Integer(n) => n,
+        other => panic!("{args:?} answered {other:?}"),
+    };
+    db.run(&["SET", "s", "0123456789"]);
+    let string = usage(&mut db, &["MEMORY", "USAGE", "s"]);
+    assert!((20..200).contains(&string), "a 10-byte string: {string}");
+    for (key, n) in [("h100", 100), ("h1000", 1000)] {
+        for i in 0..n {
+            db.run(&["HSET", key, &format!("field:{i:06}"), "0123456789"]);
+        }
+    }
+    let (small, big) =
+        (usage(&mut db, &["MEMORY", "USAGE", "h100"]), usage(&mut db, &["MEMORY", "USAGE", "h1000"]));
+    assert!(big > small * 9 && big < small * 11, "100 fields: {small}, 1000 fields: {big}");
+    let all = usage(&mut db, &["MEMORY", "USAGE", "h1000", "SAMPLES", "0"]);
+    assert!(all > big * 9 / 10 && all < big * 11 / 10, "sampled {big}, all {all}");
+    db.run(&["ZADD", "z", "1", "field:000001"]);
+    db.run(&["HSET", "h1", "field:000001", ""]);
+    assert!(
+        usage(&mut db, &["MEMORY", "USAGE", "z"]) > usage(&mut db, &["MEMORY", "USAGE", "h1"]),
+        "a zset member has two records"
+    );
+    let err = |s: &str| Reply::Error(s.into());
+    assert_eq!(
+        db.run(&["MEMORY", "USAGE", "s", "SAMPLES", "x"]),
+        err("ERR value is not an integer or out of range")
+    );
+    assert_eq!(db.run(&["MEMORY", "USAGE", "s", "SAMPLES", "-1"]), err("ERR syntax error"));
+    assert_eq!(db.run(&["MEMORY", "USAGE", "s", "FOO"]), err("ERR syntax error"));
+    assert_eq!(db.run(&["MEMORY", "USAGE"]), err("ERR wrong number of arguments for 'memory|usage' command"));
+    assert_eq!(db.run(&["MEMORY", "NOPE"]), err("ERR unknown subcommand 'NOPE'. Try MEMORY HELP."));
+}

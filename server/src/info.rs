@@ -220,6 +220,19 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("lazyfreed_objects", z()),
                 ],
             );
+            // Where a disk engine's bytes are (extensions).
+            if let Some(usage) = state.store.disk_usage() {
+                fields(
+                    out,
+                    &[
+                        ("rediskv_disk_tables_bytes", n(usage.tables)),
+                        ("rediskv_disk_journals_bytes", n(usage.journals)),
+                        ("rediskv_block_cache_bytes", n(usage.cache)),
+                        ("rediskv_block_cache_capacity", n(usage.cache_capacity)),
+                        ("rediskv_memtables_bytes", n(usage.memtables)),
+                    ],
+                );
+            }
         }
         "persistence" => {
             let z = || s("0");

@@ -193,6 +193,14 @@ impl Store {
         }
     }
 
+    /// Where a disk engine's bytes are; `None` for the memory and etcd stores.
+    pub fn disk_usage(&self) -> Option<rediskv_engine::Usage> {
+        match self {
+            Store::Disk { disk, .. } => Some(disk.usage()),
+            _ => None,
+        }
+    }
+
     /// Whether `maxmemory` applies (only to data kept in memory).
     pub fn in_memory(&self) -> bool {
         matches!(self, Store::Memory(_))

@@ -228,3 +228,29 @@ fn kill_9_with_appendfsync_always_keeps_every_acknowledged_write() {
     let dir = TempDir::new("crash-always");
     crash_under_load(&dir.0, "always");
 }
+
+fn info_field(c: &mut Client, section: &str, name: &str) -> u64 {
+    let text = c.cmd(&["INFO", section]).text();
+    let line =
+        text.lines().find_map(|l| l.strip_prefix(&format!("{name}:"))).unwrap_or_else(|| panic!("no {name}"));
+    line.trim().parse().unwrap()
+}
+
+#[test]
+fn info_memory_says_where_a_disk_engines_bytes_are() {
+    let dir = TempDir::new("usage");
+    let server = rediskv(&["--engine", "fjall", "--dir", dir.path()]);
+    let mut c = server.client();
+    let mut rpush = vec!["RPUSH".to_string(), "list".to_string()];
+    rpush.extend((0..5000).map(|i| format!("element-{i}")));
+    let rpush: Vec<&str> = rpush.iter().map(String::as_str).collect();
+    assert_eq!(c.cmd(&rpush), Value::Int(5000));
+    // Written, not yet flushed: in a memtable, and in the journal.
+    assert!(info_field(&mut c, "memory", "rediskv_memtables_bytes") > 50_000);
+    assert!(info_field(&mut c, "memory", "rediskv_disk_journals_bytes") > 50_000);
+    assert!(info_field(&mut c, "memory", "rediskv_block_cache_capacity") > 0);
+    // SAVE flushes the memtables to tables.
+    assert_eq!(c.cmd(&["SAVE"]), Value::Status("OK".into()));
+    assert!(info_field(&mut c, "memory", "rediskv_disk_tables_bytes") > 10_000);
+    assert_eq!(info_field(&mut c, "memory", "rediskv_memtables_bytes"), 0);
+}

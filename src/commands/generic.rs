@@ -19,6 +19,7 @@ use crate::codec::RedisType;
 pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
     Some(match name {
         "object" => object,
+        "memory" => memory,
         "touch" => touch,
         "wait" => wait,
         "lcs" => lcs,
@@ -51,7 +52,61 @@ const OBJECT_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
+const MEMORY_HELP: &[&str] = &[
+    "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return memory problems reports.",
+    "MALLOC-STATS",
+    "    Return internal statistics report from the memory allocator.",
+    "PURGE",
+    "    Attempt to purge dirty pages for reclamation by the allocator.",
+    "STATS",
+    "    Return information about the memory usage of the server.",
+    "USAGE <key> [SAMPLES <count>]",
+    "    Return memory in bytes used by <key> and its value. Nested values are",
+    "    sampled up to <count> times (default: 5, 0 means sample all).",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// What a stored record costs beside its key and value bytes (the store's per-entry
+/// bookkeeping: an ordered map's node, an LSM's block index share).
+const RECORD_OVERHEAD: u64 = 16;
+
 impl<B: KvBackend> Db<'_, B> {
+    /// An estimate of the bytes `key` takes in the store, `None` when missing: its metadata
+    /// record, plus, for a collection, its size times the average record of its first
+    /// `samples` elements (all of them when `samples` is 0; a zset's elements count twice, for
+    /// their score records). Reads the metadata and at most `samples` records.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn memory_usage(&self, key: &[u8], samples: u64) -> CommandResult<Option<u64>> {
+        let Some(entry) = self.lookup_stringlike(key)? else {
+            return Ok(None);
+        };
+        let metadata_key = self.layout().metadata_key(key).len() as u64;
+        let metadata = metadata_key + entry.value.len() as u64 + 26 + RECORD_OVERHEAD;
+        let meta = entry.meta;
+        if meta.ty.is_single_kv() || meta.size == 0 {
+            return Ok(Some(metadata));
+        }
+        // A subkey is the metadata key's prefix and key, a key length and a version, the sub.
+        let subkey_prefix = metadata_key + 12;
+        let (mut seen, mut bytes) = (0u64, 0u64);
+        for item in self.scan_subkeys(key, meta.version, Direction::Forward)? {
+            let (sub, value) = item?;
+            bytes += subkey_prefix + sub.len() as u64 + value.len() as u64 + RECORD_OVERHEAD;
+            seen += 1;
+            if seen == samples {
+                break;
+            }
+        }
+        let per_element = bytes.checked_div(seen).unwrap_or(0);
+        let copies = if meta.ty == RedisType::ZSet { 2 } else { 1 };
+        Ok(Some(metadata + per_element * meta.size * copies))
+    }
+
     /// The encoding Redis 7.0 would report for `key` (see the module docs), `None` when
     /// missing. Reads the metadata, and at most 513 records of a collection.
     ///
@@ -114,6 +169,38 @@ impl<B: KvBackend> Db<'_, B> {
 /// `OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key` and `OBJECT HELP`. This engine keeps no
 /// access times or frequencies: IDLETIME answers 0 and FREQ Redis' error for a server
 /// without an LFU policy.
+/// MEMORY USAGE key [SAMPLES count] (an estimate: see [`Db::memory_usage`]) and MEMORY HELP.
+fn memory<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let sub = argv[1].to_ascii_lowercase();
+    match (sub.as_slice(), argv.len()) {
+        (b"help", 2) => Ok(Reply::Array(MEMORY_HELP.iter().map(|l| Reply::Status((*l).into())).collect())),
+        (b"usage", 3..) => {
+            let mut samples = 5;
+            let mut rest = argv[3..].chunks(2);
+            for pair in rest.by_ref() {
+                match pair {
+                    [word, count] if word.eq_ignore_ascii_case(b"samples") => {
+                        samples = parse_i64(count).ok_or(CommandError::NotInteger)?;
+                        if samples < 0 {
+                            return Err(CommandError::Syntax);
+                        }
+                    }
+                    _ => return Err(CommandError::Syntax),
+                }
+            }
+            Ok(db.memory_usage(&argv[2], samples as u64)?.map_or(Reply::Nil, |n| Reply::Integer(n as i64)))
+        }
+        (b"help" | b"usage", _) => Err(CommandError::Other(format!(
+            "ERR wrong number of arguments for 'memory|{}' command",
+            String::from_utf8_lossy(&sub)
+        ))),
+        _ => Err(CommandError::Other(format!(
+            "ERR unknown subcommand '{}'. Try MEMORY HELP.",
+            String::from_utf8_lossy(&argv[1])
+        ))),
+    }
+}
+
 fn object<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = argv[1].to_ascii_lowercase();
     let arity = match sub.as_slice() {

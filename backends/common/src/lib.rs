@@ -47,6 +47,12 @@ pub trait DiskBackend: KvBackend {
     /// counted: call [`DiskBackend::compact`] first for a settled figure).
     fn disk_bytes(&self, cf: ColumnFamily) -> u64;
 
+    /// Where the engine's bytes are: tables and journals on disk, block cache and memtables in
+    /// memory. Default: the tables of the three column families, nothing else known.
+    fn usage(&self) -> Usage {
+        Usage { tables: ColumnFamily::ALL.iter().map(|cf| self.disk_bytes(*cf)).sum(), ..Usage::default() }
+    }
+
     /// With [`Options::group_commit`]: hands every batch written so far to the OS (one
     /// journal write for all of them), and with [`Sync::Always`] syncs them (one
     /// `fdatasync`); a no-op without group commit, or when nothing is pending. Call it
@@ -55,6 +61,21 @@ pub trait DiskBackend: KvBackend {
     /// # Errors
     /// [`Error::Backend`] when the write to the OS fails (the engine then refuses later writes).
     fn persist_written(&self) -> Result<()>;
+}
+
+/// Where a disk engine's bytes are ([`DiskBackend::usage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Table files on disk.
+    pub tables: u64,
+    /// Journal (write-ahead log) files on disk, as allocated.
+    pub journals: u64,
+    /// Bytes held in the block cache.
+    pub cache: u64,
+    /// The block cache's capacity.
+    pub cache_capacity: u64,
+    /// Bytes in memtables (written, not yet flushed to tables).
+    pub memtables: u64,
 }
 
 /// When writes reach the disk, as Redis' `appendfsync`.

@@ -50,7 +50,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use fjall::config::CompressionPolicy;
+use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use rediskv::Result;
 use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
 use rediskv::codec::KeyRange;
@@ -59,7 +60,7 @@ use rediskv_engine::{
     CF_NAMES, FLOOR_KEY, GcFilter, MANIFEST_KEY, PendingWrites, Syncer, VersionFloor, backend_error, cf_name,
     check_manifest, manifest,
 };
-pub use rediskv_engine::{DiskBackend, Options, Sync};
+pub use rediskv_engine::{DiskBackend, Options, Sync, Usage};
 
 /// The byte stored before every record key.
 pub const KEY_TAG: u8 = 0;
@@ -129,9 +130,12 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
                 Arc::new(GcFactory { slot: Arc::clone(&factory_slot), layout: layout.clone(), cf, grace_ms });
             Some(factory)
         }))
+        // Journals hold what memtables have not flushed yet: bounded, they make fjall flush
+        // the oldest memtables instead of keeping every write twice on disk.
+        .max_journaling_size(MAX_JOURNALING_BYTES)
         .open()
         .map_err(err)?;
-    let keyspace = |name: &str| db.keyspace(name, KeyspaceCreateOptions::default).map_err(err);
+    let keyspace = |name: &str| db.keyspace(name, keyspace_options).map_err(err);
     let cfs = [
         keyspace(cf_name(ColumnFamily::ALL[0]))?,
         keyspace(cf_name(ColumnFamily::ALL[1]))?,
@@ -157,7 +161,38 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
     Ok(Backend { db, cfs, own, options, path, floor, slot, syncer, pending: PendingWrites::default() })
 }
 
+/// Bytes the journal files in `dir` take on disk (allocated blocks: fjall sizes a fresh
+/// journal file ahead without writing it, so its length says little).
+fn journal_allocated_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jnl"))
+        .map(|e| e.metadata().map_or(0, |m| m.blocks() * 512))
+        .sum()
+}
+
+/// The most the journals may hold before fjall flushes the oldest memtables (fjall's minimum).
+const MAX_JOURNALING_BYTES: u64 = 64 << 20;
+
+/// Every keyspace's options: LZ4 on the data blocks of every level (the records of one key
+/// share long prefixes; fjall leaves its first two levels uncompressed by default).
+fn keyspace_options() -> KeyspaceCreateOptions {
+    KeyspaceCreateOptions::default()
+        .data_block_compression_policy(CompressionPolicy::all(CompressionType::Lz4))
+}
+
 impl Backend {
+    /// Flushes every keyspace's memtable to a table and waits: the journals holding those
+    /// writes can then be deleted.
+    fn flush_memtables(&self) -> Result<()> {
+        for ks in self.cfs.iter().chain([&self.own]) {
+            ks.rotate_memtable_and_wait().map_err(err)?;
+        }
+        Ok(())
+    }
+
     fn cf(&self, cf: ColumnFamily) -> &Keyspace {
         &self.cfs[ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0)]
     }
@@ -179,14 +214,14 @@ impl Backend {
 }
 
 impl DiskBackend for Backend {
+    /// Syncs the journal, then flushes every memtable to tables, so the journals are released.
     fn flush(&self) -> Result<()> {
-        self.db.persist(PersistMode::SyncAll).map_err(err)
+        self.db.persist(PersistMode::SyncAll).map_err(err)?;
+        self.flush_memtables()
     }
 
     fn compact(&self) -> Result<()> {
-        for ks in &self.cfs {
-            ks.rotate_memtable_and_wait().map_err(err)?;
-        }
+        self.flush_memtables()?;
         for ks in &self.cfs {
             ks.major_compact().map_err(err)?;
         }
@@ -195,6 +230,16 @@ impl DiskBackend for Backend {
 
     fn disk_bytes(&self, cf: ColumnFamily) -> u64 {
         self.cf(cf).disk_space()
+    }
+
+    fn usage(&self) -> Usage {
+        Usage {
+            tables: self.cfs.iter().chain([&self.own]).map(Keyspace::disk_space).sum(),
+            journals: journal_allocated_bytes(&self.path),
+            cache: self.db.cache_size(),
+            cache_capacity: self.db.cache_capacity(),
+            memtables: self.db.write_buffer_size(),
+        }
     }
 
     /// `persist(Buffer)` (with [`Sync::Always`], `persist(SyncData)`) when a batch was

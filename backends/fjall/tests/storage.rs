@@ -1,0 +1,70 @@
+//! What the fjall engine keeps on disk: journals released once their writes are in tables
+//! (after a flush, SAVE's operation, or a compaction), and compressed tables.
+
+use rediskv::backend::{ColumnFamily, KvBackend, WriteBatch};
+use rediskv_engine::DiskBackend;
+use rediskv_engine::testkit::TempDir;
+use rediskv_fjall::Options;
+
+/// Bytes the journal files in `dir` take on disk (allocated blocks: fjall may size a fresh
+/// journal file ahead without writing it).
+fn journal_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(dir)
+        .expect("list the directory")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jnl"))
+        .map(|e| e.metadata().map_or(0, |m| m.blocks() * 512))
+        .sum()
+}
+
+/// 20,000 records of one hash-like key: long shared prefixes and repetitive values, as the
+/// subkeys of one collection are (about 2.4 MB raw).
+fn load(backend: &rediskv_fjall::Backend) -> u64 {
+    let mut raw = 0;
+    for chunk in 0..20 {
+        let mut batch = WriteBatch::new();
+        for i in 0..1000 {
+            let key = format!("\x0b__namespace\0\0\0\x05bighash{chunk:04}{i:04}-field");
+            let value = format!("value-{:08}-0123456789-0123456789-0123456789", chunk * 1000 + i);
+            raw += (key.len() + value.len()) as u64;
+            batch.put(ColumnFamily::Subkey, key.into_bytes(), value.into_bytes());
+        }
+        backend.write(batch).expect("write");
+    }
+    raw
+}
+
+#[test]
+fn a_flush_releases_the_journals() {
+    let dir = TempDir::new("fjall-journal");
+    let backend = rediskv_fjall::open(dir.path(), Options::default()).expect("open");
+    // 80 MB of 1 KB values: past the 64 MB at which fjall starts a new journal file.
+    let value = vec![b'v'; 1000];
+    for chunk in 0..80 {
+        let mut batch = WriteBatch::new();
+        for i in 0..1000 {
+            batch.put(ColumnFamily::Subkey, format!("big{chunk:03}{i:04}").into_bytes(), value.clone());
+        }
+        backend.write(batch).expect("write");
+    }
+    assert!(journal_bytes(dir.path()) > 64 << 20, "the writes are in the journal first");
+    backend.flush().expect("flush");
+    // The sealed journal is gone once its writes are in tables; the active one (written up
+    // to 64 MB before it is sealed) holds what came after.
+    let left = journal_bytes(dir.path());
+    assert!(left < 16 << 20, "journals left after the flush: {left} bytes");
+    drop(backend);
+    let backend = rediskv_fjall::open(dir.path(), Options::default()).expect("reopen");
+    assert_eq!(backend.get(ColumnFamily::Subkey, b"big0790999").expect("get").as_deref(), Some(&value[..]));
+}
+
+#[test]
+fn tables_are_compressed() {
+    let dir = TempDir::new("fjall-compressed");
+    let backend = rediskv_fjall::open(dir.path(), Options::default()).expect("open");
+    let raw = load(&backend);
+    backend.compact().expect("compact");
+    let stored = backend.disk_bytes(ColumnFamily::Subkey);
+    assert!(stored * 3 < raw, "{stored} bytes on disk for {raw} bytes of records");
+}

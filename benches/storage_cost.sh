@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# What a dataset costs in memory and on disk: redis-server against rediskv-server.
+#
+#   benches/storage_cost.sh                     # N=1000000, engines memory and fjall
+#   N=200000 ENGINES=fjall benches/storage_cost.sh
+#   BIN=path/to/rediskv-server benches/storage_cost.sh   # a server built elsewhere
+#
+# Loads N `HSET bigh <random> 0123456789`, N `LPUSH biglist 0123456789` and N
+# `SET k:<random> 0123456789` (redis-benchmark -P 64, random ids up to 10^8) into a
+# redis-server and into one `rediskv-server --threads 1` per engine, each in its own temp
+# dir on a free loopback port, and prints each server's RSS growth and its bytes on disk
+# after SAVE and (rediskv) after COMPACT (allocated blocks: fjall sizes a fresh journal file
+# ahead without writing it). Everything is stopped on exit.
+set -euo pipefail
+
+N=${N:-1000000}
+ENGINES=${ENGINES:-memory,fjall}
+
+cd "$(dirname "$0")/.."
+for tool in redis-server redis-benchmark redis-cli python3; do
+    command -v "$tool" >/dev/null || { echo "storage_cost.sh: $tool not found" >&2; exit 1; }
+done
+if [ -z "${BIN:-}" ]; then
+    echo "building rediskv-server (release)…" >&2
+    cargo build --release -p rediskv-server >/dev/null 2>&1
+    BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
+fi
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+mb() { python3 -c "print(f'{$1/1048576:.1f}')"; }
+wait_up() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; echo "no server on $1" >&2; exit 1; }
+
+load() {
+    local port=$1
+    redis-benchmark -p "$port" -q -P 64 -n "$N" -r 100000000 hset bigh __rand_int__ 0123456789 >/dev/null
+    redis-benchmark -p "$port" -q -P 64 -n "$N" lpush biglist 0123456789 >/dev/null
+    redis-benchmark -p "$port" -q -P 64 -n "$N" -r 100000000 set k:__rand_int__ 0123456789 >/dev/null
+}
+
+printf '%-16s %12s %14s %16s\n' server "RSS growth MB" "disk after SAVE" "after COMPACT"
+
+port=$(free_port); mkdir "$TMP/redis"
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP/redis" >/dev/null 2>&1 &
+PIDS+=($!); pid=$!; wait_up "$port"
+before=$(rss_kb "$pid"); load "$port"; after=$(rss_kb "$pid")
+redis-cli -p "$port" save >/dev/null
+printf '%-16s %12s %14s %16s\n' redis-server "$(mb $(( (after - before) * 1024 )))" "$(mb "$(( $(du -sk "$TMP/redis" | cut -f1) * 1024 ))")" -
+
+for engine in ${ENGINES//,/ }; do
+    port=$(free_port); dir="$TMP/$engine"; mkdir "$dir"
+    "$BIN" --port "$port" --engine "$engine" --dir "$dir/data" --threads 1 >/dev/null 2>&1 &
+    PIDS+=($!); pid=$!; wait_up "$port"
+    before=$(rss_kb "$pid"); load "$port"; after=$(rss_kb "$pid")
+    redis-cli -p "$port" save >/dev/null
+    saved=$(( $(du -sk "$dir" | cut -f1) * 1024 ))
+    redis-cli -p "$port" compact >/dev/null
+    compacted=$(( $(du -sk "$dir" | cut -f1) * 1024 ))
+    if [ "$engine" = memory ]; then saved=0; compacted=0; fi
+    printf '%-16s %12s %14s %16s\n' "rediskv $engine" "$(mb $(( (after - before) * 1024 )))" "$(mb "$saved")" "$(mb "$compacted")"
+done
