@@ -28,6 +28,9 @@ const ADMIN_ONLY: &[&str] = &[
     "fsck",
     "compact",
     "save",
+    "bgsave",
+    "bgrewriteaof",
+    "module",
     "config",
     "namespace",
     "debug",
@@ -45,7 +48,7 @@ const NO_AUTH: &[&str] = &["auth", "hello", "quit", "reset"];
 
 /// Commands with subcommands, counted in INFO commandstats as `name|sub`.
 const CONTAINERS: &[&str] =
-    &["client", "config", "command", "object", "memory", "namespace", "debug", "pubsub", "slowlog"];
+    &["client", "config", "command", "object", "memory", "module", "namespace", "debug", "pubsub", "slowlog"];
 
 /// Read commands whose reply tells whether their key was found (INFO keyspace_hits/misses):
 /// a nil or empty reply counts as a miss, any other non-error reply as a hit; MGET counts
@@ -389,7 +392,13 @@ impl Client {
                     Reply::bulk_int((micros % 1_000_000) as i64),
                 ])
             }),
-            "lastsave" => arity(argv, 1, || Reply::Integer(state.started_unix as i64)),
+            "lastsave" => arity(argv, 1, || Reply::Integer(state.last_save.load(Relaxed) as i64)),
+            "bgsave" | "bgrewriteaof" => background_save(name, argv, state),
+            "role" => arity(argv, 1, || {
+                Reply::Array(vec![Reply::bulk(b"master"), Reply::Integer(0), Reply::Array(vec![])])
+            }),
+            "lolwut" => lolwut(argv),
+            "module" => module(argv),
             "debug" => self.debug(argv, state),
             "namespace" => namespace(argv, state),
             "config" => {
@@ -425,8 +434,12 @@ impl Client {
             "flushall" if !self.tenant => self.flush_everything(argv, state),
             "fsck" => arity(argv, 1, || fsck(state)),
             "compact" => arity(argv, 1, || compact(state)),
-            "save" => arity(argv, 1, || {
-                state.store.sync().map_or_else(|e| Reply::Error(format!("ERR {e}")), |()| Reply::OK)
+            "save" => arity(argv, 1, || match state.store.sync() {
+                Ok(()) => {
+                    state.last_save.store(unix_secs(), Relaxed);
+                    Reply::OK
+                }
+                Err(e) => Reply::Error(format!("ERR {e}")),
             }),
             "shutdown" => {
                 if let Some(refusal) = shutdown_refusal(&argv[1..]) {
@@ -1234,6 +1247,85 @@ fn shutdown_refusal(args: &[Bytes]) -> Option<&'static str> {
     }
 }
 
+/// BGSAVE [SCHEDULE] and BGREWRITEAOF: the disk engines flush their memtables to tables (and
+/// release their journals) on a thread of their own; Redis' replies.
+fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
+    let schedule = match (name, argv) {
+        ("bgsave", [_]) | ("bgrewriteaof", [_]) => false,
+        ("bgsave", [_, option]) if option.eq_ignore_ascii_case(b"schedule") => true,
+        ("bgsave", _) => return Reply::Error("ERR syntax error".into()),
+        _ => return Reply::Error(format!("ERR wrong number of arguments for '{name}' command")),
+    };
+    if state.bgsave.swap(true, Relaxed) {
+        return match (name, schedule) {
+            ("bgsave", true) => Reply::status("Background saving scheduled"),
+            ("bgsave", false) => Reply::Error("ERR Background save already in progress".into()),
+            _ => Reply::status("Background append only file rewriting scheduled"),
+        };
+    }
+    let (sync, running, last_save) = (state.store.syncer(), state.bgsave.clone(), state.last_save.clone());
+    std::thread::spawn(move || {
+        match sync() {
+            Ok(()) => last_save.store(unix_secs(), Relaxed),
+            Err(e) => eprintln!("server: background save failed: {e}"),
+        }
+        running.store(false, Relaxed);
+    });
+    Reply::status(if name == "bgsave" {
+        "Background saving started"
+    } else {
+        "Background append only file rewriting started"
+    })
+}
+
+fn unix_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// LOLWUT [VERSION n]: the version line Redis 7.0 ends its answer with (without the art of
+/// versions 5 and 6).
+fn lolwut(argv: &[Bytes]) -> Reply {
+    if let [_, word, n, ..] = argv {
+        if word.eq_ignore_ascii_case(b"version") && parse_i64(n).is_none() {
+            return Reply::Error("ERR value is not an integer or out of range".into());
+        }
+    }
+    Reply::Verbatim { format: *b"txt", text: Bytes::from_static(b"Redis ver. 7.0.15\n") }
+}
+
+const MODULE_HELP: &[&str] = &[
+    "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "LIST",
+    "    Return a list of loaded modules.",
+    "LOAD <path> [<arg> ...]",
+    "    Load a module library from <path>, passing to it any optional arguments.",
+    "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+    "    Load a module library from <path>, while passing it module configurations and optional arguments.",
+    "UNLOAD <name>",
+    "    Unload a module.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// MODULE LIST (none are loaded: there are no modules) and HELP.
+fn module(argv: &[Bytes]) -> Reply {
+    let Some(sub) = argv.get(1) else {
+        return Reply::Error("ERR wrong number of arguments for 'module' command".into());
+    };
+    match (sub.to_ascii_lowercase().as_slice(), argv.len()) {
+        (b"list", 2) => Reply::Array(Vec::new()),
+        (b"help", 2) => Reply::Array(MODULE_HELP.iter().map(|l| Reply::status(l)).collect()),
+        (b"list" | b"help", _) => Reply::Error(format!(
+            "ERR wrong number of arguments for 'module|{}' command",
+            String::from_utf8_lossy(sub).to_ascii_lowercase()
+        )),
+        _ => Reply::Error(format!(
+            "ERR unknown subcommand '{}'. Try MODULE HELP.",
+            String::from_utf8_lossy(sub)
+        )),
+    }
+}
+
 /// Whether Redis would have refused the command before running it (its command lookup and
 /// arity check), so that it never reaches its slow log or MONITOR: here those checks answer
 /// from inside the command.
@@ -1271,6 +1363,11 @@ const SERVER_COMMANDS: &[&str] = &[
     "shutdown",
     "slowlog",
     "monitor",
+    "bgsave",
+    "bgrewriteaof",
+    "role",
+    "lolwut",
+    "module",
 ];
 
 /// What a RESP2 client may run while it subscribes to something.

@@ -250,8 +250,11 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("current_save_keys_processed", z()),
                     ("current_save_keys_total", z()),
                     ("rdb_changes_since_last_save", z()),
-                    ("rdb_bgsave_in_progress", z()),
-                    ("rdb_last_save_time", n(state.started_unix)),
+                    (
+                        "rdb_bgsave_in_progress",
+                        n(u64::from(state.bgsave.load(std::sync::atomic::Ordering::Relaxed))),
+                    ),
+                    ("rdb_last_save_time", n(state.last_save.load(std::sync::atomic::Ordering::Relaxed))),
                     ("rdb_last_bgsave_status", ok()),
                     ("rdb_last_bgsave_time_sec", m1()),
                     ("rdb_current_bgsave_time_sec", m1()),

@@ -349,8 +349,10 @@ pub struct State {
     tenants: Mutex<BTreeMap<String, Arc<SharedEngine>>>,
     /// When the server started.
     pub started: Instant,
-    /// The start time in Unix seconds (LASTSAVE: nothing is ever saved).
-    pub started_unix: u64,
+    /// When the last SAVE or BGSAVE finished, in Unix seconds (the start time before any).
+    pub last_save: Arc<AtomicU64>,
+    /// Whether a BGSAVE is running.
+    pub bgsave: Arc<AtomicBool>,
     /// INFO run_id: 40 hex digits, new for each start.
     pub run_id: String,
     next_client_id: AtomicU64,
@@ -395,7 +397,8 @@ impl State {
             sampler: Mutex::new(Sampler::new()),
             store,
             started: Instant::now(),
-            started_unix: micros / 1_000_000,
+            last_save: Arc::new(AtomicU64::new(micros / 1_000_000)),
+            bgsave: Arc::default(),
             run_id,
             next_client_id: AtomicU64::new(1),
         }

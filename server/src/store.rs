@@ -201,6 +201,15 @@ impl Store {
         }
     }
 
+    /// A handle that syncs the store from another thread (BGSAVE): the disk engines' flush.
+    pub fn syncer(&self) -> impl FnOnce() -> Result<(), String> + Send + 'static {
+        let disk = match self {
+            Store::Disk { disk, .. } => Some(disk.clone()),
+            _ => None,
+        };
+        move || disk.map_or(Ok(()), |d| d.flush().map_err(|e| e.to_string()))
+    }
+
     /// Whether `maxmemory` applies (only to data kept in memory).
     pub fn in_memory(&self) -> bool {
         matches!(self, Store::Memory(_))

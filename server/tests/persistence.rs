@@ -253,4 +253,14 @@ fn info_memory_says_where_a_disk_engines_bytes_are() {
     assert_eq!(c.cmd(&["SAVE"]), Value::Status("OK".into()));
     assert!(info_field(&mut c, "memory", "rediskv_disk_tables_bytes") > 10_000);
     assert_eq!(info_field(&mut c, "memory", "rediskv_memtables_bytes"), 0);
+    // BGSAVE does the same on a thread of its own.
+    assert_eq!(c.cmd(&["SET", "after", "save"]), Value::Status("OK".into()));
+    assert!(info_field(&mut c, "memory", "rediskv_memtables_bytes") > 0);
+    assert_eq!(c.cmd(&["BGSAVE"]), Value::Status("Background saving started".into()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while info_field(&mut c, "persistence", "rdb_bgsave_in_progress") == 1 {
+        assert!(std::time::Instant::now() < deadline, "BGSAVE never finished");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(info_field(&mut c, "memory", "rediskv_memtables_bytes"), 0);
 }
