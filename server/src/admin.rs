@@ -1247,7 +1247,7 @@ fn shutdown_refusal(args: &[Bytes]) -> Option<&'static str> {
     }
 }
 
-/// BGSAVE [SCHEDULE] and BGREWRITEAOF: the disk engines flush their memtables to tables (and
+/// BGSAVE \[SCHEDULE\] and BGREWRITEAOF: the disk engines flush their memtables to tables (and
 /// release their journals) on a thread of their own; Redis' replies.
 fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
     let schedule = match (name, argv) {
