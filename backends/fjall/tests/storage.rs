@@ -50,10 +50,10 @@ fn a_flush_releases_the_journals() {
     }
     assert!(journal_bytes(dir.path()) > 64 << 20, "the writes are in the journal first");
     backend.flush().expect("flush");
-    // The sealed journal is gone once its writes are in tables; the active one (written up
-    // to 64 MB before it is sealed) holds what came after.
+    // The sealed journal (64 MB) is gone once its writes are in tables; the active one holds
+    // what came after it (about 17 MB of the 80).
     let left = journal_bytes(dir.path());
-    assert!(left < 16 << 20, "journals left after the flush: {left} bytes");
+    assert!(left < 32 << 20, "journals left after the flush: {left} bytes");
     drop(backend);
     let backend = rediskv_fjall::open(dir.path(), Options::default()).expect("reopen");
     assert_eq!(backend.get(ColumnFamily::Subkey, b"big0790999").expect("get").as_deref(), Some(&value[..]));
