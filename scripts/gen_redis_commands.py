@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Writes every command and subcommand of a running redis-server 7.0, one per line:
-`name<TAB>subcommand<TAB>arity<TAB>group` (subcommand empty for a top-level command).
+`name<TAB>subcommand<TAB>arity<TAB>group<TAB>ACL categories` (subcommand empty for a
+top-level command; categories without their `@`, space-separated).
 
 usage: scripts/gen_redis_commands.py PORT > scripts/redis_commands.tsv
 
 server/tests/compatibility.rs probes rediskv-server with each line and renders
-docs/compatibility.md from what it answers.
+docs/compatibility.md from what it answers; the server's ACLs take command categories from it.
 """
 import socket
 import sys
@@ -23,12 +24,13 @@ def main():
         doc = pairs(docs[name])
         if doc.get("group") == "module":
             continue
-        rows.append((name, "", arity, doc["group"]))
+        cats = lambda i: " ".join(c.lstrip("@") for c in i[6])
+        rows.append((name, "", arity, doc["group"], cats(info)))
         subdocs = pairs(doc.get("subcommands", []))
         for sub in info[9] if len(info) > 9 else []:
             full = sub[0]
             group = pairs(subdocs.get(full, [])).get("group", doc["group"])
-            rows.append((name, full.split("|", 1)[1], sub[1], group))
+            rows.append((name, full.split("|", 1)[1], sub[1], group, cats(sub)))
     for row in sorted(rows):
         print("\t".join(str(x) for x in row))
 

@@ -15,6 +15,7 @@ use rediskv::commands::args::parse_i64;
 use rediskv::commands::table::{self, flag};
 use rediskv::commands::{Protocol, Reply, Session};
 
+use crate::acl;
 use crate::blocking::Parking;
 use crate::pubsub::{self, Kind, Subscriptions};
 use crate::state::{ClientInfo, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros};
@@ -41,14 +42,34 @@ const ADMIN_ONLY: &[&str] = &[
     "client|list",
     "client|pause",
     "client|unpause",
+    "acl|deluser",
+    "acl|dryrun",
+    "acl|getuser",
+    "acl|list",
+    "acl|load",
+    "acl|log",
+    "acl|save",
+    "acl|setuser",
+    "acl|users",
 ];
 
 /// Commands a client may send before AUTH.
 const NO_AUTH: &[&str] = &["auth", "hello", "quit", "reset"];
 
 /// Commands with subcommands, counted in INFO commandstats as `name|sub`.
-const CONTAINERS: &[&str] =
-    &["client", "config", "command", "object", "memory", "module", "namespace", "debug", "pubsub", "slowlog"];
+const CONTAINERS: &[&str] = &[
+    "acl",
+    "client",
+    "config",
+    "command",
+    "object",
+    "memory",
+    "module",
+    "namespace",
+    "debug",
+    "pubsub",
+    "slowlog",
+];
 
 /// Read commands whose reply tells whether their key was found (INFO keyspace_hits/misses):
 /// a nil or empty reply counts as a miss, any other non-error reply as a hit; MGET counts
@@ -112,8 +133,14 @@ pub enum Next {
 pub struct Client {
     /// The part CLIENT LIST and CLIENT KILL see.
     pub info: Arc<ClientInfo>,
-    /// AUTH done, or no password is set.
+    /// AUTH done, or the default user needs no password.
     authenticated: bool,
+    /// The ACL user it runs as.
+    user: Arc<acl::User>,
+    /// The ACL generation `user` was read at: a change looks the user up again.
+    acl_generation: u64,
+    /// Whether the gate checks `user`'s permissions (not for a user that may run anything).
+    restricted: bool,
     /// Whether it logged in with a namespace token (confined, no admin commands).
     tenant: bool,
     /// The engine of its namespace: the default one, or its tenant's.
@@ -138,11 +165,15 @@ pub struct Client {
 impl Client {
     /// A client just connected: authenticated when no password is set.
     pub fn new(info: Arc<ClientInfo>, state: &State, local: bool) -> Self {
-        let authenticated = state.config().get("requirepass").is_empty();
+        let acl_generation = state.acl.generation();
+        let user = state.acl.default_user();
         let session = Session::new(info.id);
         Client {
             info,
-            authenticated,
+            authenticated: user.open(),
+            restricted: !user.unrestricted(),
+            user,
+            acl_generation,
             tenant: false,
             engine: state.engine.clone(),
             session,
@@ -178,6 +209,10 @@ impl Client {
 
     /// Runs one command and appends its reply to `out` (unless CLIENT REPLY says not to).
     pub fn execute(&mut self, argv: &[Bytes], state: &State, out: &mut Vec<u8>) -> Next {
+        if self.info.killed.load(Relaxed) {
+            // CLIENT KILL or ACL DELUSER from another connection: run nothing more.
+            return Next::Close;
+        }
         // Command names are short: lowercase on the stack, not in a new String.
         let mut buf = [0u8; 32];
         let lowered;
@@ -201,10 +236,22 @@ impl Client {
         // One table lookup for the gate, the slow log and MONITOR: None for the commands this
         // crate answers itself.
         let info = table::lookup(name);
+        if self.acl_generation != state.acl.generation() {
+            self.reload_user(state);
+        }
         if let Some(refusal) = self.refusal(info, name, &stat_name, argv, state) {
-            let Some(refusal) = refusal else { return Next::Wait };
+            let Some(mut refusal) = refusal else { return Next::Wait };
             if refusal.is_error() {
                 self.session.flag_transaction();
+            }
+            if let (Reply::Error(e), "exec") = (&refusal, name) {
+                // A refused EXEC ends the transaction, as Redis' execCommandAbort.
+                refusal = Reply::Error(format!("EXECABORT Transaction discarded because of: {e}"));
+                if self.session.in_multi() {
+                    self.engine.execute(&mut self.session, &[Bytes::from_static(b"DISCARD")]);
+                    self.multi_len = 0;
+                    self.multi_server.clear();
+                }
             }
             self.count(state, &stat_name, None, &refusal);
             self.send(refusal, out, name);
@@ -341,6 +388,11 @@ impl Client {
         if !self.authenticated && !NO_AUTH.contains(&name) {
             return Some(Some(Reply::Error("NOAUTH Authentication required.".into())));
         }
+        if self.restricted {
+            if let Some(denied) = self.acl_refusal(argv, state) {
+                return Some(Some(denied));
+            }
+        }
         if self.subs.any() && self.session.resp() == 2 && !SUBSCRIBED_MODE.contains(&name) {
             return Some(Some(Reply::Error(format!(
                 "ERR Can't execute '{stat_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
@@ -383,6 +435,7 @@ impl Client {
             "auth" => self.auth(argv, state),
             "hello" => self.hello(argv, state),
             "client" => return self.client(argv, state),
+            "acl" => self.acl(argv, state),
             "reset" if argv.len() == 1 => self.reset(state),
             "reset" => arity(argv, 1, || Reply::OK),
             "time" => arity(argv, 1, || {
@@ -403,7 +456,11 @@ impl Client {
             "namespace" => namespace(argv, state),
             "config" => {
                 let mut config = state.config_mut();
+                let requirepass = config.get("requirepass").to_string();
                 let reply = config::config(argv, &mut config, || state.stats.reset());
+                if config.get("requirepass") != requirepass {
+                    state.acl.set_default_password(Some(config.get("requirepass").as_bytes()));
+                }
                 state.maxmemory.store(config.number("maxmemory").max(0) as u64, Relaxed);
                 state.max_bulk.store(config.number("proto-max-bulk-len"), Relaxed);
                 state.slowlog.configure(&config);
@@ -585,58 +642,67 @@ impl Client {
         first
     }
 
-    /// AUTH `[default] password`: requirepass makes an admin, a namespace token a tenant.
-    /// Passwords are compared in constant time.
+    /// AUTH `[user] password`: an ACL user, or with the default user's name a namespace
+    /// token (a tenant). Passwords are compared in constant time.
     fn auth(&mut self, argv: &[Bytes], state: &State) -> Reply {
         let (user, password) = match argv {
             [_, password] => (None, password),
             [_, user, password] => (Some(user), password),
-            _ => return Reply::Error("ERR wrong number of arguments for 'auth' command".into()),
+            [_] => return Reply::Error("ERR wrong number of arguments for 'auth' command".into()),
+            _ => return Reply::Error("ERR syntax error".into()),
         };
-        let requirepass = state.config().get("requirepass").to_string();
-        if requirepass.is_empty() && user.is_none() {
+        if user.is_none() && state.acl.default_user().open() {
             return Reply::Error(
                 "ERR AUTH <password> called without any password configured for the default user. \
                  Are you sure your configuration is correct?"
                     .into(),
             );
         }
-        match self.login(user.map(|u| &u[..]), password, state) {
+        match self.login(user.map(|u| &u[..]), password, &argv[0], state) {
             Ok(()) => Reply::OK,
             Err(e) => e,
         }
     }
 
-    /// Checks a user and password and switches the client to what they grant.
-    fn login(&mut self, user: Option<&[u8]>, password: &[u8], state: &State) -> Result<(), Reply> {
-        let wrong = || Reply::Error("WRONGPASS invalid username-password pair or user is disabled.".into());
-        if user.is_some_and(|u| u != b"default") {
-            return Err(wrong());
-        }
-        let config = state.config();
-        let requirepass = config.get("requirepass");
-        // The default user has no password: anything goes, as in Redis.
-        if requirepass.is_empty() || constant_time_eq(password, requirepass.as_bytes()) {
-            drop(config);
-            self.become_tenant(None, state);
+    /// Checks a user and password and switches the client to what they grant: the ACL
+    /// user, or (as `default`) the tenant whose namespace token the password is. A failure
+    /// goes to the ACL log, under `command` (AUTH or HELLO, as sent).
+    fn login(
+        &mut self,
+        user: Option<&[u8]>,
+        password: &[u8],
+        command: &[u8],
+        state: &State,
+    ) -> Result<(), Reply> {
+        let name = user.unwrap_or(b"default");
+        if let Some(user) = state.acl.authenticate(name, password) {
+            let ns = user.namespace().map(String::from);
+            self.become_user(user, ns, state);
             return Ok(());
         }
-        // Look at every token so the time taken does not tell which one matched.
-        let mut found = None;
-        for (ns, token) in &config.namespaces {
-            if constant_time_eq(password, token.as_bytes()) {
-                found = Some(ns.clone());
+        if name == b"default" {
+            // Look at every token so the time taken does not tell which one matched.
+            let config = state.config();
+            let mut found = None;
+            for (ns, token) in &config.namespaces {
+                if acl::constant_time_eq(password, token.as_bytes()) {
+                    found = Some(ns.clone());
+                }
+            }
+            drop(config);
+            if let Some(ns) = found {
+                self.become_user(state.acl.default_user(), Some(ns), state);
+                return Ok(());
             }
         }
-        drop(config);
-        let ns = found.ok_or_else(wrong)?;
-        self.become_tenant(Some(ns), state);
-        Ok(())
+        let max = state.config().number("acllog-max-len").max(0) as usize;
+        state.acl.log("auth", self.session.in_multi(), command, name, self.info.line(), max);
+        Err(Reply::Error("WRONGPASS invalid username-password pair or user is disabled.".into()))
     }
 
-    /// Confines the client to namespace `ns` (a tenant) or frees it (`None`: admin).
-    /// A fresh session (database 0, no MULTI or WATCH) in the engine of `ns`.
-    fn become_tenant(&mut self, ns: Option<String>, state: &State) {
+    /// Runs as `user`, confined to namespace `ns` (a tenant) or not (`None`). A fresh
+    /// session (database 0, no MULTI or WATCH) in the engine of `ns`.
+    fn become_user(&mut self, user: Arc<acl::User>, ns: Option<String>, state: &State) {
         self.authenticated = true;
         self.engine.close(&mut self.session);
         self.engine = ns.as_deref().map_or_else(|| state.engine.clone(), |ns| state.tenant_engine(ns));
@@ -646,6 +712,57 @@ impl Client {
         self.session.set_resp(resp);
         self.info.db.store(0, Relaxed);
         *lock(&self.info.namespace) = ns;
+        *lock(&self.info.user) = user.name().to_vec();
+        self.acl_generation = state.acl.generation();
+        self.restricted = !user.unrestricted();
+        self.user = user;
+    }
+
+    /// The users changed: takes this client's user's new rules. A deleted user's client
+    /// (closed by ACL DELUSER) may run nothing more.
+    fn reload_user(&mut self, state: &State) {
+        self.acl_generation = state.acl.generation();
+        let user = state
+            .acl
+            .user(self.user.name())
+            .unwrap_or_else(|| Arc::new(acl::User::deleted(self.user.name())));
+        self.restricted = !user.unrestricted();
+        self.user = user;
+    }
+
+    /// The NOPERM error when the client's user may not run `argv` (logged in the ACL log).
+    fn acl_refusal(&self, argv: &[Bytes], state: &State) -> Option<Reply> {
+        // An unknown subcommand is refused as unknown, before any ACL check (as in Redis).
+        let id = acl::resolve(argv).ok()?;
+        let denied = self.user.check(id, argv).err()?;
+        let (reason, object) = match denied {
+            acl::Denied::Command => ("command", acl::command_name(id).as_bytes()),
+            acl::Denied::Key(at) => ("key", &argv[at][..]),
+            acl::Denied::Channel(at) => ("channel", &argv[at][..]),
+        };
+        let max = state.config().number("acllog-max-len").max(0) as usize;
+        state.acl.log(reason, self.session.in_multi(), object, self.user.name(), self.info.line(), max);
+        Some(denied.error(id))
+    }
+
+    /// The ACL command; ACL DELUSER closes the deleted users' connections.
+    fn acl(&mut self, argv: &[Bytes], state: &State) -> Reply {
+        let config = state.config();
+        let ctx = acl::Context {
+            user: self.user.name(),
+            allchannels: config.get("acl-pubsub-default") == "allchannels",
+            aclfile: config.get("aclfile"),
+        };
+        let (reply, deleted) = acl::command(argv, &state.acl, &ctx);
+        drop(config);
+        if !deleted.is_empty() {
+            for c in lock(&state.clients).values() {
+                if deleted.contains(&*lock(&c.user)) {
+                    kill_client(c, state);
+                }
+            }
+        }
+        reply
     }
 
     /// HELLO [protover [AUTH user pass] [SETNAME name]]: switches to RESP2 or RESP3 and
@@ -678,7 +795,7 @@ impl Client {
             }
         }
         if let Some((user, password)) = auth {
-            if let Err(e) = self.login(Some(user), password, state) {
+            if let Err(e) = self.login(Some(user), password, &argv[0], state) {
                 return e;
             }
         }
@@ -729,8 +846,10 @@ impl Client {
         self.multi_server.clear();
         *lock(&self.info.name) = None;
         self.info.no_evict.store(false, Relaxed);
-        self.become_tenant(None, state);
-        self.authenticated = state.config().get("requirepass").is_empty();
+        let default = state.acl.default_user();
+        let open = default.open();
+        self.become_user(default, None, state);
+        self.authenticated = open;
         self.session.set_resp(2);
         self.info.resp.store(2, Relaxed);
         Reply::status("RESET")
@@ -837,9 +956,10 @@ impl Client {
                 "addr" => filter.addr = Some(value),
                 "laddr" => filter.laddr = Some(value),
                 "user" => {
-                    if value != "default" {
+                    if state.acl.user(&pair[1]).is_none() {
                         return (Reply::Error(format!("ERR No such user '{value}'")), Next::Continue);
                     }
+                    filter.user = Some(pair[1].to_vec());
                 }
                 "type" => match value.to_ascii_lowercase().as_str() {
                     "normal" => {}
@@ -959,6 +1079,8 @@ struct KillFilter {
     addr: Option<String>,
     laddr: Option<String>,
     skipme: bool,
+    /// Logged in as this ACL user.
+    user: Option<Vec<u8>>,
     /// A client type this server never has (master, replica, pubsub).
     none: bool,
 }
@@ -969,6 +1091,7 @@ impl KillFilter {
             && self.id.is_none_or(|id| id == c.id)
             && self.addr.as_ref().is_none_or(|a| *a == c.addr)
             && self.laddr.as_ref().is_none_or(|a| *a == c.laddr)
+            && self.user.as_ref().is_none_or(|u| *u == *lock(&c.user))
             && !(self.skipme && c.id == me)
     }
 }
@@ -1338,6 +1461,7 @@ fn refused_before_running(reply: &Reply) -> bool {
 /// The commands this crate answers itself.
 const SERVER_COMMANDS: &[&str] = &[
     "quit",
+    "acl",
     "auth",
     "hello",
     "client",
@@ -1396,15 +1520,6 @@ fn arity(argv: &[Bytes], n: usize, run: impl FnOnce() -> Reply) -> Reply {
             String::from_utf8_lossy(&argv[0]).to_ascii_lowercase()
         ))
     }
-}
-
-/// Compares two byte strings in time that depends on their lengths only.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0));
-    }
-    diff == 0
 }
 
 const CLIENT_HELP: &[&str] = &[

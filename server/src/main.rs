@@ -17,6 +17,7 @@
 //! expiry and, for the memory store, the garbage collector. What connections share lives in
 //! [`state`].
 
+mod acl;
 mod admin;
 mod blocking;
 mod config;
@@ -175,6 +176,17 @@ fn main() {
         eprintln!("rediskv server listening on {local} ({} engine{data}, {threads} threads)", store.name());
     }
     let state = Arc::new(state::State::new(config, store));
+    let aclfile = state.config().get("aclfile").to_string();
+    if !aclfile.is_empty() {
+        let pubsub_all = state.config().get("acl-pubsub-default") == "allchannels";
+        let loaded = std::fs::read_to_string(&aclfile)
+            .map_err(|e| format!("Error loading ACLs, opening file '{aclfile}': {e}"))
+            .and_then(|text| state.acl.load(&text, &aclfile, pubsub_all));
+        if let Err(e) = loaded {
+            eprintln!("server: {e}");
+            std::process::exit(1);
+        }
+    }
     notify::configure(&state);
     maint::spawn(state.clone());
     #[cfg(feature = "etcd")]

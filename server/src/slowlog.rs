@@ -134,11 +134,15 @@ fn entry_reply(e: &Entry) -> Reply {
 }
 
 /// Whether argument `i` of `argv` is a credential Redis hides as `(redacted)` in the slow log
-/// and MONITOR: AUTH's arguments, and HELLO's `AUTH username password`.
+/// and MONITOR: AUTH's arguments, HELLO's `AUTH username password`, and everything after
+/// ACL SETUSER.
 pub fn redacted(argv: &[Bytes], i: usize) -> bool {
     let Some(name) = argv.first() else { return false };
     if name.eq_ignore_ascii_case(b"auth") {
         return i >= 1;
+    }
+    if name.eq_ignore_ascii_case(b"acl") && argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"setuser")) {
+        return i >= 2;
     }
     // HELLO [protover [AUTH username password] [SETNAME clientname]]
     name.eq_ignore_ascii_case(b"hello")

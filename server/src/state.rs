@@ -220,6 +220,8 @@ pub struct ClientInfo {
     pub namespace: Mutex<Option<String>>,
     /// CLIENT KILL: close as soon as possible.
     pub killed: AtomicBool,
+    /// The ACL user it is logged in as.
+    pub user: Mutex<Vec<u8>>,
     /// The event loop that owns the connection, and its token there (where messages go).
     pub loop_index: usize,
     /// See `loop_index`.
@@ -248,6 +250,7 @@ impl ClientInfo {
             resp: AtomicU8::new(2),
             namespace: Mutex::new(None),
             killed: AtomicBool::new(false),
+            user: Mutex::new(b"default".to_vec()),
             loop_index,
             token,
             subscriptions: Default::default(),
@@ -281,7 +284,7 @@ impl ClientInfo {
         format!(
             "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} \
              multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={omem} \
-             tot-mem={} events=r cmd={cmd} user=default redir=-1 resp={}",
+             tot-mem={} events=r cmd={cmd} user={} redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -290,6 +293,7 @@ impl ClientInfo {
             self.idle(),
             self.db.load(Relaxed),
             qbuf + omem,
+            String::from_utf8_lossy(&lock(&self.user)),
             self.resp.load(Relaxed),
         )
     }
@@ -333,6 +337,8 @@ pub struct State {
     pub monitors: crate::monitor::Monitors,
     /// The store every connection's database lives in.
     pub store: Store,
+    /// ACL users and the ACL log.
+    pub acl: crate::acl::Acl,
     /// The engine of the default namespace (admin connections).
     pub engine: Arc<SharedEngine>,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the maintenance thread expires keys.
@@ -375,7 +381,10 @@ impl State {
         let max_bulk = config.number("proto-max-bulk-len");
         let slowlog = crate::slowlog::SlowLog::default();
         slowlog.configure(&config);
+        let acl = crate::acl::Acl::default();
+        acl.set_default_password(Some(config.get("requirepass").as_bytes()));
         State {
+            acl,
             slowlog,
             monitors: Default::default(),
             engine: Arc::new(engine(&store, DEFAULT_NAMESPACE)),

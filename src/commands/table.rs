@@ -343,6 +343,16 @@ pub struct InvalidKeys;
 /// [`InvalidKeys`] when a spec points outside `argv` or its key count is not a
 /// non-negative integer (the command itself will reject those arguments).
 pub fn key_positions(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<usize>, InvalidKeys> {
+    Ok(key_refs(info, argv)?.into_iter().map(|(i, _)| i).collect())
+}
+
+/// [`key_positions`] with the key spec that found each key: its flags say whether the
+/// command reads the key's value (`access`) or writes it (`insert`, `update`, `delete`),
+/// which is what ACL key patterns (`%R~`, `%W~`) are checked against.
+///
+/// # Errors
+/// As [`key_positions`].
+pub fn key_refs(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<(usize, &'static KeySpec)>, InvalidKeys> {
     let argc = argv.len() as i64;
     let mut out = Vec::new();
     for spec in info.keys {
@@ -356,7 +366,7 @@ pub fn key_positions(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<usize>, I
                 // SORT's STORE destination is the only such key written; BY/GET keys are
                 // derived from the sorted values and cannot be known beforehand.
                 if info.name == "sort" && spec.flags.contains(&"OW") {
-                    out.extend(sort_store_key(argv));
+                    out.extend(sort_store_key(argv).map(|i| (i, spec)));
                 }
                 continue;
             }
@@ -391,7 +401,7 @@ pub fn key_positions(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<usize>, I
         }
         let mut i = first;
         while i <= last {
-            out.push(i as usize);
+            out.push((i as usize, spec));
             i += step.max(1);
         }
     }
