@@ -19,6 +19,7 @@ use crate::acl;
 use crate::blocking::Parking;
 use crate::pubsub::{self, Kind, Subscriptions};
 use crate::state::{ClientInfo, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros};
+use crate::tracking;
 use crate::{config, info};
 
 /// Commands a tenant (namespace token) may not run: Kvrocks' admin commands. Not the same
@@ -141,6 +142,13 @@ pub struct Client {
     acl_generation: u64,
     /// Whether the gate checks `user`'s permissions (not for a user that may run anything).
     restricted: bool,
+    /// CLIENT TRACKING is on (its options are in `info.tracking`).
+    tracking: bool,
+    /// CLIENT CACHING yes|no, for the next command or transaction.
+    caching: bool,
+    /// Invalidation pushes for this client, written after the reply of the command that
+    /// caused them (as Redis defers its own client's).
+    pushes: Vec<u8>,
     /// Whether it logged in with a namespace token (confined, no admin commands).
     tenant: bool,
     /// The engine of its namespace: the default one, or its tenant's.
@@ -173,6 +181,9 @@ impl Client {
             authenticated: user.open(),
             restricted: !user.unrestricted(),
             user,
+            tracking: false,
+            caching: false,
+            pushes: Vec::new(),
             acl_generation,
             tenant: false,
             engine: state.engine.clone(),
@@ -195,6 +206,7 @@ impl Client {
         }
         self.engine.close(&mut self.session);
         self.subs.clear(state, &self.info);
+        state.tracking.disable(&self.info);
     }
 
     /// Whether it subscribes to anything.
@@ -294,6 +306,12 @@ impl Client {
         }
         lock(&self.info.last).0 = ended;
         self.send(reply, out, name);
+        if !self.pushes.is_empty() {
+            out.append(&mut self.pushes);
+        }
+        if self.caching && !self.session.in_multi() && name != "client" {
+            self.caching = false;
+        }
         if self.info.killed.load(Relaxed) {
             return Next::Close;
         }
@@ -488,7 +506,14 @@ impl Client {
                     Reply::Bulk(argv.get(1).cloned().unwrap_or_default()),
                 ])
             }
-            "flushall" if !self.tenant => self.flush_everything(argv, state),
+            "flushall" if !self.tenant => {
+                let reply = self.flush_everything(argv, state);
+                if state.tracking.active() && !reply.is_error() {
+                    let mut to = crate::tracking::Delivery { me: &self.info, own: &mut self.pushes };
+                    state.tracking.flush(state, &mut to);
+                }
+                reply
+            }
             "fsck" => arity(argv, 1, || fsck(state)),
             "compact" => arity(argv, 1, || compact(state)),
             "save" => arity(argv, 1, || match state.store.sync() {
@@ -521,7 +546,12 @@ impl Client {
                     return (Reply::Error("ERR DB index is out of range".into()), Next::Continue);
                 }
                 let was_in_multi = self.session.in_multi();
+                let reads = if self.tracking { self.tracked_reads(name, argv) } else { Vec::new() };
+                let flushes = state.tracking.active() && self.flushes(name);
                 let reply = self.engine.execute(&mut self.session, argv);
+                if state.tracking.active() {
+                    self.invalidate(&reads, flushes && !reply.is_error(), &reply, state);
+                }
                 self.info.db.store(self.session.db(), Relaxed);
                 crate::notify::publish(state, self.session.events());
                 if self.session.events().iter().any(|e| crate::maint::may_leave_garbage(e.name)) {
@@ -840,6 +870,9 @@ impl Client {
     /// password is set.
     fn reset(&mut self, state: &State) -> Reply {
         self.reply = ReplyMode::On;
+        state.tracking.disable(&self.info);
+        self.tracking = false;
+        self.caching = false;
         state.monitors.remove(self.info.id);
         self.subs.clear(state, &self.info);
         self.multi_len = 0;
@@ -909,10 +942,20 @@ impl Client {
                 Reply::OK
             }
             ("unblock", 3 | 4) => client_unblock(&argv[2..], state),
+            ("tracking", n) if n >= 3 => {
+                let reply = tracking::client_tracking(&argv[2..], &self.info, state);
+                self.tracking = lock(&self.info.tracking).is_some();
+                reply
+            }
+            ("caching", 3) => self.caching(&argv[2]),
+            ("getredir", 2) => {
+                Reply::Integer(lock(&self.info.tracking).as_ref().map_or(-1, |m| m.redirect as i64))
+            }
+            ("trackinginfo", 2) => tracking::tracking_info(&self.info, self.caching),
             ("help", 2) => Reply::Array(CLIENT_HELP.iter().map(|s| Reply::status(s)).collect()),
             (
                 "id" | "getname" | "setname" | "info" | "kill" | "reply" | "no-evict" | "pause" | "unpause"
-                | "unblock" | "help",
+                | "unblock" | "help" | "tracking" | "caching" | "getredir" | "trackinginfo",
                 _,
             ) => wrong_arity(),
             _ => Reply::Error(format!(
@@ -921,6 +964,83 @@ impl Client {
             )),
         };
         (reply, Next::Continue)
+    }
+
+    /// CLIENT CACHING yes|no: whether the next command's reads are tracked (OPTIN/OPTOUT).
+    fn caching(&mut self, arg: &Bytes) -> Reply {
+        let mode = lock(&self.info.tracking).clone();
+        let Some(mode) = mode else {
+            return Reply::Error(
+                "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"
+                    .into(),
+            );
+        };
+        match arg.to_ascii_lowercase().as_slice() {
+            b"yes" if mode.optin => self.caching = true,
+            b"yes" => {
+                return Reply::Error(
+                    "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.".into(),
+                );
+            }
+            b"no" if mode.optout => self.caching = true,
+            b"no" => {
+                return Reply::Error(
+                    "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.".into(),
+                );
+            }
+            _ => return Reply::Error("ERR syntax error".into()),
+        }
+        Reply::OK
+    }
+
+    /// The keys a read-only command (or each read-only command of an EXEC) about to run
+    /// names, when this client's tracking mode remembers them.
+    fn tracked_reads(&self, name: &str, argv: &[Bytes]) -> Vec<Bytes> {
+        let remembers = match lock(&self.info.tracking).as_ref() {
+            Some(m) if m.optin => self.caching,
+            Some(m) if m.optout => !self.caching,
+            Some(m) => !m.bcast,
+            None => false,
+        };
+        if !remembers || (self.session.in_multi() && name != "exec") {
+            return Vec::new();
+        }
+        let reads = |cmd: &[Bytes]| match table::find(cmd) {
+            Ok(info) if info.has(flag::READONLY) && !info.has(flag::PUBSUB) => table::keys(cmd),
+            _ => Vec::new(),
+        };
+        if name == "exec" { self.session.queued().flat_map(reads).collect() } else { reads(argv) }
+    }
+
+    /// Whether the command about to run (or a command of the EXEC about to run) is FLUSHDB
+    /// or FLUSHALL.
+    fn flushes(&self, name: &str) -> bool {
+        let flush = |n: &[u8]| n.eq_ignore_ascii_case(b"flushdb") || n.eq_ignore_ascii_case(b"flushall");
+        flush(name.as_bytes()) || (name == "exec" && self.session.queued().any(|c| flush(&c[0])))
+    }
+
+    /// After a command ran in the engine: remembers what it read for this client, and
+    /// invalidates what it wrote (everything, after FLUSHDB or FLUSHALL) for every client.
+    fn invalidate(&mut self, reads: &[Bytes], flushed: bool, reply: &Reply, state: &State) {
+        let ns = self.engine.layout().namespace().to_vec();
+        let mut to = tracking::Delivery { me: &self.info, own: &mut self.pushes };
+        let written: Vec<Bytes> = self
+            .session
+            .touched()
+            .iter()
+            .filter_map(|t| self.engine.touched_key(t))
+            .map(|(_, k)| k)
+            .collect();
+        if !written.is_empty() {
+            state.tracking.invalidate(state, &ns, &written, &mut to);
+        }
+        if flushed {
+            state.tracking.flush(state, &mut to);
+        }
+        if !reads.is_empty() && !reply.is_error() {
+            let max = state.config().number("tracking-table-max-keys").max(0) as usize;
+            state.tracking.remember(state, &ns, reads, self.info.id, max, &mut to);
+        }
     }
 
     /// CLIENT KILL ip:port | CLIENT KILL [ID id] [ADDR a] [LADDR a] [USER u] [SKIPME yes/no].

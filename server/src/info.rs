@@ -153,7 +153,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("client_recent_max_input_buffer", n(max_in)),
                     ("client_recent_max_output_buffer", n(max_out)),
                     ("blocked_clients", n(state.blocked.count() as u64)),
-                    ("tracking_clients", s("0")),
+                    ("tracking_clients", n(state.tracking.counts()[0] as u64)),
                     ("clients_in_timeout_table", s("0")),
                 ],
             );
@@ -330,13 +330,14 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                 "active_defrag_key_misses",
                 "total_active_defrag_time",
                 "current_active_defrag_time",
-                "tracking_total_keys",
-                "tracking_total_items",
-                "tracking_total_prefixes",
-                "unexpected_error_replies",
             ] {
                 pairs.push((zero, z()));
             }
+            let [_, keys, items, prefixes] = state.tracking.counts();
+            pairs.push(("tracking_total_keys", n(keys as u64)));
+            pairs.push(("tracking_total_items", n(items as u64)));
+            pairs.push(("tracking_total_prefixes", n(prefixes as u64)));
+            pairs.push(("unexpected_error_replies", z()));
             pairs.push(("total_error_replies", get(&stats.error_replies)));
             for zero in [
                 "dump_payload_sanitizations",

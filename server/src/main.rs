@@ -31,6 +31,7 @@ mod resp;
 mod slowlog;
 mod state;
 mod store;
+mod tracking;
 
 use std::sync::Arc;
 

@@ -222,6 +222,8 @@ pub struct ClientInfo {
     pub killed: AtomicBool,
     /// The ACL user it is logged in as.
     pub user: Mutex<Vec<u8>>,
+    /// CLIENT TRACKING's options, when on.
+    pub tracking: Mutex<Option<crate::tracking::Mode>>,
     /// The event loop that owns the connection, and its token there (where messages go).
     pub loop_index: usize,
     /// See `loop_index`.
@@ -251,6 +253,7 @@ impl ClientInfo {
             namespace: Mutex::new(None),
             killed: AtomicBool::new(false),
             user: Mutex::new(b"default".to_vec()),
+            tracking: Mutex::new(None),
             loop_index,
             token,
             subscriptions: Default::default(),
@@ -267,10 +270,14 @@ impl ClientInfo {
         let name = lock(&self.name).as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned();
         let cmd = lock(&self.last).1.clone();
         let [sub, psub, ssub] = self.subscriptions.each_ref().map(|n| n.load(Relaxed));
+        let tracking = lock(&self.tracking).clone();
         let mut flags = String::new();
         for (on, flag) in [
             (sub + psub + ssub > 0, 'P'),
             (self.blocked.load(Relaxed), 'b'),
+            (tracking.is_some(), 't'),
+            (tracking.as_ref().is_some_and(|m| m.broken_redirect), 'R'),
+            (tracking.as_ref().is_some_and(|m| m.bcast), 'B'),
             (self.no_evict.load(Relaxed), 'e'),
         ] {
             if on {
@@ -284,7 +291,7 @@ impl ClientInfo {
         format!(
             "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} \
              multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={omem} \
-             tot-mem={} events=r cmd={cmd} user={} redir=-1 resp={}",
+             tot-mem={} events=r cmd={cmd} user={} redir={} resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -294,6 +301,7 @@ impl ClientInfo {
             self.db.load(Relaxed),
             qbuf + omem,
             String::from_utf8_lossy(&lock(&self.user)),
+            tracking.map_or(-1, |m| m.redirect as i64),
             self.resp.load(Relaxed),
         )
     }
@@ -339,6 +347,8 @@ pub struct State {
     pub store: Store,
     /// ACL users and the ACL log.
     pub acl: crate::acl::Acl,
+    /// CLIENT TRACKING's table.
+    pub tracking: crate::tracking::Tracking,
     /// The engine of the default namespace (admin connections).
     pub engine: Arc<SharedEngine>,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the maintenance thread expires keys.
@@ -385,6 +395,7 @@ impl State {
         acl.set_default_password(Some(config.get("requirepass").as_bytes()));
         State {
             acl,
+            tracking: Default::default(),
             slowlog,
             monitors: Default::default(),
             engine: Arc::new(engine(&store, DEFAULT_NAMESPACE)),

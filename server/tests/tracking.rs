@@ -1,0 +1,125 @@
+//! Client-side caching (CLIENT TRACKING) compared with redis-server 7.0: the invalidation
+//! pushes a RESP3 client receives in default, NOLOOP, OPTIN and BCAST modes, after FLUSHALL,
+//! the RESP2 redirection to a `__redis__:invalidate` subscriber, and the errors.
+
+mod common;
+
+use common::{Client, Server, Value, same_as_redis};
+
+/// A RESP3 connection (HELLO 3; its reply, which holds the client id, is not compared).
+fn resp3(server: &Server) -> Client {
+    let mut c = server.client();
+    c.cmd(&["HELLO", "3"]);
+    c
+}
+
+fn info_field(c: &mut Client, section: &str, field: &str) -> Value {
+    let text = match c.cmd(&["INFO", section]) {
+        Value::Bulk(Some(b)) | Value::Verbatim(b) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("INFO {other:?}"),
+    };
+    let line = text.lines().find(|l| l.starts_with(&format!("{field}:"))).unwrap_or("").to_string();
+    Value::Status(line)
+}
+
+fn tracking_script(server: &Server) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut a = resp3(server);
+    let mut b = server.client();
+    // Default mode: each key read is invalidated once, by its next write.
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on"]));
+    out.push(a.cmd(&["GET", "k1"]));
+    out.push(a.cmd(&["MGET", "k2", "k3"]));
+    out.push(info_field(&mut b, "clients", "tracking_clients"));
+    out.push(info_field(&mut b, "stats", "tracking_total_keys"));
+    out.push(b.cmd(&["SET", "k1", "v"]));
+    out.push(a.read());
+    out.push(b.cmd(&["MSET", "k2", "1", "k3", "2"]));
+    out.push(a.read());
+    out.push(a.read());
+    out.push(b.cmd(&["SET", "k1", "again"]));
+    out.push(a.cmd(&["PING"])); // PONG, not a second invalidation of k1
+    // The client's own write: the reply first, then the push.
+    out.push(a.cmd(&["GET", "k1"]));
+    out.push(a.cmd(&["SET", "k1", "mine"]));
+    out.push(a.read());
+    out.push(a.cmd(&["CLIENT", "GETREDIR"]));
+    out.push(a.cmd(&["CLIENT", "TRACKINGINFO"]));
+    // NOLOOP: no invalidation for its own writes; others' still come.
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on", "NOLOOP"]));
+    out.push(a.cmd(&["GET", "k1"]));
+    out.push(a.cmd(&["SET", "k1", "w"]));
+    out.push(a.cmd(&["GET", "k1"]));
+    out.push(b.cmd(&["DEL", "k1"]));
+    out.push(a.read());
+    out.push(a.cmd(&["CLIENT", "TRACKINGINFO"]));
+    // Errors.
+    for cmd in [
+        &["CLIENT", "TRACKING", "on", "PREFIX", "a"][..],
+        &["CLIENT", "TRACKING", "on", "BCAST"],
+        &["CLIENT", "TRACKING", "on", "OPTIN", "OPTOUT"],
+        &["CLIENT", "TRACKING", "on", "REDIRECT", "999999"],
+        &["CLIENT", "TRACKING", "on", "REDIRECT", "x"],
+        &["CLIENT", "TRACKING", "maybe"],
+        &["CLIENT", "TRACKING", "on", "NOSUCH"],
+        &["CLIENT", "TRACKING"],
+        &["CLIENT", "CACHING", "yes"],
+    ] {
+        out.push(a.cmd(cmd));
+    }
+    // OPTIN: only the read after CLIENT CACHING yes is tracked.
+    out.push(a.cmd(&["CLIENT", "TRACKING", "off"]));
+    out.push(a.cmd(&["CLIENT", "CACHING", "yes"]));
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on", "OPTIN"]));
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on", "OPTOUT"]));
+    out.push(a.cmd(&["CLIENT", "CACHING", "no"]));
+    out.push(a.cmd(&["GET", "k4"]));
+    out.push(a.cmd(&["CLIENT", "CACHING", "yes"]));
+    out.push(a.cmd(&["CLIENT", "TRACKINGINFO"]));
+    out.push(a.cmd(&["GET", "k5"]));
+    out.push(a.cmd(&["GET", "k6"]));
+    out.push(b.cmd(&["MSET", "k4", "1", "k5", "1", "k6", "1"]));
+    out.push(a.read());
+    out.push(a.cmd(&["PING"]));
+    // BCAST: every write under a prefix, read or not.
+    out.push(a.cmd(&["CLIENT", "TRACKING", "off"]));
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "user:", "PREFIX", "obj:"]));
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "us"]));
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "x", "PREFIX", "xy"]));
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on"]));
+    out.push(info_field(&mut b, "stats", "tracking_total_prefixes"));
+    out.push(b.cmd(&["SET", "user:1", "x"]));
+    out.push(a.read());
+    out.push(b.cmd(&["SET", "other", "x"]));
+    out.push(b.cmd(&["HSET", "obj:7", "f", "v"]));
+    out.push(a.read());
+    out.push(a.cmd(&["CLIENT", "TRACKINGINFO"]));
+    // FLUSHALL: everything is invalid.
+    out.push(b.cmd(&["FLUSHALL"]));
+    out.push(a.read());
+    out.push(a.cmd(&["CLIENT", "TRACKING", "off"]));
+    // RESP2: invalidations go to a subscriber of __redis__:invalidate.
+    let mut sub = server.client();
+    let id = match sub.cmd(&["CLIENT", "ID"]) {
+        Value::Int(id) => id.to_string(),
+        other => panic!("CLIENT ID {other:?}"),
+    };
+    out.push(sub.cmd(&["SUBSCRIBE", "__redis__:invalidate"]));
+    let mut reader = server.client();
+    out.push(reader.cmd(&["CLIENT", "TRACKING", "on", "REDIRECT", &id]));
+    out.push(reader.cmd(&["GET", "r1"]));
+    out.push(b.cmd(&["SET", "r1", "1"]));
+    out.push(sub.read());
+    out.push(reader.cmd(&["CLIENT", "TRACKING", "on", "REDIRECT", &id, "REDIRECT", &id]));
+    out.push(b.cmd(&["FLUSHALL"]));
+    out.push(sub.read());
+    out.push(reader.cmd(&["RESET"]));
+    out.push(reader.cmd(&["CLIENT", "TRACKINGINFO"]));
+    out.push(info_field(&mut b, "clients", "tracking_clients"));
+    out
+}
+
+#[test]
+fn tracking_matches_redis() {
+    same_as_redis(tracking_script);
+}
