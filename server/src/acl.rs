@@ -139,6 +139,16 @@ pub fn resolve(argv: &[Bytes]) -> Result<usize, Option<usize>> {
     }
 }
 
+/// Redis' wrong-arity error for `argv`, by Redis 7.0's arity of its command or subcommand
+/// (`None` when the count is right or the command is unknown here).
+pub fn arity_error(argv: &[Bytes]) -> Option<Reply> {
+    let id = resolve(argv).ok()?;
+    let cmd = &commands().list[id];
+    let argc = argv.len() as i32;
+    let ok = if cmd.arity >= 0 { argc == cmd.arity } else { argc >= -cmd.arity };
+    (!ok).then(|| Reply::Error(format!("ERR wrong number of arguments for '{}' command", cmd.name)))
+}
+
 /// The full name of a command id (`config|get`).
 pub fn command_name(id: usize) -> &'static str {
     &commands().list[id].name

@@ -18,6 +18,7 @@ use rediskv::commands::{Protocol, Reply, Session};
 use crate::acl;
 use crate::blocking::Parking;
 use crate::pubsub::{self, Kind, Subscriptions};
+use crate::scripting;
 use crate::state::{ClientInfo, DEFAULT_NAMESPACE, Pause, SharedEngine, State, lock, unix_micros};
 use crate::tracking;
 use crate::{config, info};
@@ -60,6 +61,8 @@ const NO_AUTH: &[&str] = &["auth", "hello", "quit", "reset"];
 /// Commands with subcommands, counted in INFO commandstats as `name|sub`.
 const CONTAINERS: &[&str] = &[
     "acl",
+    "script",
+    "function",
     "client",
     "config",
     "command",
@@ -411,6 +414,12 @@ impl Client {
                 return Some(Some(denied));
             }
         }
+        if state.scripts.active() {
+            let threshold = state.config().number("busy-reply-threshold").max(0) as u64;
+            if let Some(busy) = state.scripts.busy(threshold, argv) {
+                return Some(Some(busy));
+            }
+        }
         if self.subs.any() && self.session.resp() == 2 && !SUBSCRIBED_MODE.contains(&name) {
             return Some(Some(Reply::Error(format!(
                 "ERR Can't execute '{stat_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
@@ -454,6 +463,15 @@ impl Client {
             "hello" => self.hello(argv, state),
             "client" => return self.client(argv, state),
             "acl" => self.acl(argv, state),
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
+                self.script(name, argv, state)
+            }
+            "script" => scripting::script_command(argv, &state.scripts),
+            "function" => scripting::function_command(argv, &state.scripts, &|scripts| {
+                if let Err(e) = state.store.save_functions(&scripts.dump_codes()) {
+                    eprintln!("server: cannot save the function libraries: {e}");
+                }
+            }),
             "reset" if argv.len() == 1 => self.reset(state),
             "reset" => arity(argv, 1, || Reply::OK),
             "time" => arity(argv, 1, || {
@@ -553,22 +571,7 @@ impl Client {
                     self.invalidate(&reads, flushes && !reply.is_error(), &reply, state);
                 }
                 self.info.db.store(self.session.db(), Relaxed);
-                crate::notify::publish(state, self.session.events());
-                if self.session.events().iter().any(|e| crate::maint::may_leave_garbage(e.name)) {
-                    state.maint.garbage_hint.fetch_add(1, Relaxed);
-                }
-                // SWAPDB may bring keys with TTLs into a database whose sweep backed off.
-                if self.session.events().iter().any(|e| crate::maint::may_set_ttl(e.name))
-                    || !self.session.swapped_dbs().is_empty()
-                {
-                    state.maint.ttl_hint.fetch_add(1, Relaxed);
-                }
-                if !self.session.swapped_dbs().is_empty() {
-                    let ns = String::from_utf8_lossy(self.engine.layout().namespace()).into_owned();
-                    if let Err(e) = state.store.save_db_slots(&ns, &self.engine.db_slots()) {
-                        eprintln!("server: cannot save the SWAPDB mapping: {e}");
-                    }
-                }
+                self.after_writes(state);
                 if let Some(block) = self.session.take_block() {
                     return self.park(argv, block, state);
                 }
@@ -580,6 +583,69 @@ impl Client {
             }
         };
         (reply, Next::Continue)
+    }
+
+    /// What follows the writes of a command, an EXEC or a script: keyspace notifications,
+    /// hints to the maintenance thread, the SWAPDB mapping saved.
+    fn after_writes(&self, state: &State) {
+        crate::notify::publish(state, self.session.events());
+        if self.session.events().iter().any(|e| crate::maint::may_leave_garbage(e.name)) {
+            state.maint.garbage_hint.fetch_add(1, Relaxed);
+        }
+        // SWAPDB may bring keys with TTLs into a database whose sweep backed off.
+        if self.session.events().iter().any(|e| crate::maint::may_set_ttl(e.name))
+            || !self.session.swapped_dbs().is_empty()
+        {
+            state.maint.ttl_hint.fetch_add(1, Relaxed);
+        }
+        if !self.session.swapped_dbs().is_empty() {
+            let ns = String::from_utf8_lossy(self.engine.layout().namespace()).into_owned();
+            if let Err(e) = state.store.save_db_slots(&ns, &self.engine.db_slots()) {
+                eprintln!("server: cannot save the SWAPDB mapping: {e}");
+            }
+        }
+    }
+
+    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO: the script runs atomically in
+    /// the engine, with this client's ACL user checking each command it runs.
+    fn script(&mut self, name: &str, argv: &[Bytes], state: &State) -> Reply {
+        if argv.len() < 3 {
+            return Reply::Error(format!("ERR wrong number of arguments for '{name}' command"));
+        }
+        let user = self.user.clone();
+        let restricted = self.restricted;
+        let acl = move |cmd: &[Bytes]| -> Result<(), String> {
+            if !restricted {
+                return Ok(());
+            }
+            let Ok(id) = acl::resolve(cmd) else { return Ok(()) };
+            user.check(id, cmd).map_err(|d| {
+                match d {
+                    acl::Denied::Command => "The user executing the script can't run this command or subcommand",
+                    acl::Denied::Key(_) => {
+                        "The user executing the script can't access at least one of the keys mentioned in the command arguments"
+                    }
+                    acl::Denied::Channel(_) => {
+                        "The user executing the script can't publish to the channel mentioned in the command"
+                    }
+                }
+                .to_string()
+            })
+        };
+        let engine = self.engine.clone();
+        let mut caller = scripting::Caller { state, engine: &engine, session: &mut self.session, acl: &acl };
+        let reply = match name {
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
+                scripting::eval(argv, &mut caller, name.starts_with("evalsha"), name.ends_with("_ro"))
+            }
+            _ => scripting::fcall(argv, &mut caller, name == "fcall_ro"),
+        };
+        self.after_writes(state);
+        if state.tracking.active() {
+            self.invalidate(&[], false, &reply, state);
+        }
+        state.blocked.wake(state, &self.engine, &self.session);
+        reply
     }
 
     /// Hands the session to the blocked-client registry; the connection waits for its answer.
@@ -1582,6 +1648,14 @@ fn refused_before_running(reply: &Reply) -> bool {
 const SERVER_COMMANDS: &[&str] = &[
     "quit",
     "acl",
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
+    "script",
+    "function",
     "auth",
     "hello",
     "client",
@@ -1626,6 +1700,11 @@ const SUBSCRIBED_MODE: &[&str] = &[
     "quit",
     "reset",
 ];
+
+/// Whether rediskv-server answers `name` itself (not the engine).
+pub fn is_server_command(name: &str) -> bool {
+    SERVER_COMMANDS.contains(&name)
+}
 
 fn is_command(name: &str) -> bool {
     SERVER_COMMANDS.contains(&name) || table::lookup(name).is_some()

@@ -28,6 +28,7 @@ mod monitor;
 mod notify;
 mod pubsub;
 mod resp;
+mod scripting;
 mod slowlog;
 mod state;
 mod store;
@@ -185,6 +186,12 @@ fn main() {
             .and_then(|text| state.acl.load(&text, &aclfile, pubsub_all));
         if let Err(e) = loaded {
             eprintln!("server: {e}");
+            std::process::exit(1);
+        }
+    }
+    if let Some(codes) = state.store.load_functions() {
+        if let Err(e) = state.scripts.restore_codes(&codes) {
+            eprintln!("server: cannot load the saved function libraries: {e}");
             std::process::exit(1);
         }
     }

@@ -349,6 +349,8 @@ pub struct State {
     pub acl: crate::acl::Acl,
     /// CLIENT TRACKING's table.
     pub tracking: crate::tracking::Tracking,
+    /// The script cache and the function libraries.
+    pub scripts: crate::scripting::Scripts,
     /// The engine of the default namespace (admin connections).
     pub engine: Arc<SharedEngine>,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the maintenance thread expires keys.
@@ -396,6 +398,7 @@ impl State {
         State {
             acl,
             tracking: Default::default(),
+            scripts: Default::default(),
             slowlog,
             monitors: Default::default(),
             engine: Arc::new(engine(&store, DEFAULT_NAMESPACE)),

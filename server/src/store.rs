@@ -176,6 +176,40 @@ impl Store {
         std::fs::rename(tmp, path)
     }
 
+    /// Saves the function libraries' code (FUNCTION LOAD/DELETE/FLUSH) beside a disk
+    /// store's data, as `<length>\n<code>` records (temporary file, synced, renamed); the
+    /// memory store keeps nothing, as Redis without persistence.
+    ///
+    /// # Errors
+    /// The file could not be written.
+    pub fn save_functions(&self, codes: &[String]) -> std::io::Result<()> {
+        let Some(dir) = self.dir() else { return Ok(()) };
+        let path = dir.join("rediskv-functions");
+        let tmp = path.with_extension("tmp");
+        {
+            use std::io::Write;
+            let mut file = std::fs::File::create(&tmp)?;
+            for code in codes {
+                write!(file, "{}\n{code}", code.len())?;
+            }
+            file.sync_all()?;
+        }
+        std::fs::rename(tmp, path)
+    }
+
+    /// The libraries [`Store::save_functions`] saved, if any.
+    pub fn load_functions(&self) -> Option<Vec<String>> {
+        let text = std::fs::read_to_string(self.dir()?.join("rediskv-functions")).ok()?;
+        let mut codes = Vec::new();
+        let mut rest = text.as_str();
+        while let Some((len, after)) = rest.split_once('\n') {
+            let len: usize = len.parse().ok()?;
+            codes.push(after.get(..len)?.to_string());
+            rest = &after[len..];
+        }
+        Some(codes)
+    }
+
     /// The mapping [`Store::save_db_slots`] saved, if any.
     pub fn load_db_slots(&self, ns: &str) -> Option<Vec<usize>> {
         let text = std::fs::read_to_string(self.slots_file(ns)?).ok()?;

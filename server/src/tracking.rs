@@ -276,7 +276,7 @@ fn deliver(state: &State, target: &ClientInfo, message: Reply, to: &mut Delivery
     state.send(target.loop_index, Message::Deliver { token: target.token, client: target.id, bytes });
 }
 
-/// CLIENT TRACKING on|off [REDIRECT id] [BCAST] [PREFIX p]… [OPTIN] [OPTOUT] [NOLOOP], with
+/// `CLIENT TRACKING on|off [REDIRECT id] [BCAST] [PREFIX p]… [OPTIN] [OPTOUT] [NOLOOP]`, with
 /// Redis' checks and errors.
 pub fn client_tracking(args: &[Bytes], client: &ClientInfo, state: &State) -> Reply {
     let err = |s: &str| Reply::Error(format!("ERR {s}"));

@@ -419,6 +419,69 @@ impl<B: KvBackend> Engine<B> {
         Reply::Array(replies)
     }
 
+    /// Runs `body` as one atomic unit, as Redis runs a script: alone (no other command of
+    /// this engine runs meanwhile); each command `body` runs through its argument (an argv,
+    /// answered as [`Db::execute`] answers it) sees the writes of the commands before it;
+    /// and all their writes are committed as one batch when `body` returns, also when it
+    /// ends in an error after writing, as Redis keeps what a failed script wrote. The
+    /// commands start in `session`'s database, and a SELECT among them changes only theirs.
+    /// Blocking commands answer at once, as in EXEC. A store that refuses the commit (a
+    /// conflict over etcd) runs `body` again from the start, so `body` must do nothing but
+    /// run commands and compute. Afterwards [`Session::touched`] and [`Session::events`]
+    /// describe all of the commands' effects.
+    ///
+    /// # Errors
+    /// The store's error, as an error reply, when the commands' reads or their batch failed:
+    /// then nothing was written.
+    pub fn atomically<R>(
+        &self,
+        session: &mut Session,
+        mut body: impl FnMut(&mut dyn FnMut(&[Bytes]) -> Reply) -> R,
+    ) -> Result<R, Reply> {
+        session.touched.clear();
+        session.events.clear();
+        session.block = None;
+        session.swapped.clear();
+        let guard = self.locks.lock(true, std::iter::empty());
+        let undo = |swapped: Vec<(usize, usize)>| {
+            for &(a, b) in swapped.iter().rev() {
+                self.shared.swap(a, b);
+            }
+        };
+        let mut applied: Vec<(usize, usize)> = Vec::new();
+        let start_db = session.db;
+        let attempt = || {
+            undo(std::mem::take(&mut applied));
+            let overlay = Overlay::new(&self.backend);
+            let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), start_db);
+            let result = body(&mut |argv: &[Bytes]| db.execute(argv));
+            let touched = db.take_touched();
+            let events = db.take_events();
+            applied = db.take_swapped();
+            drop(db);
+            let written = match overlay.failure() {
+                Some(e) => Err(e),
+                None => {
+                    let batch = overlay.into_batch();
+                    if batch.is_empty() { Ok(()) } else { self.backend.write(batch) }
+                }
+            };
+            if written.is_err() {
+                undo(std::mem::take(&mut applied));
+            }
+            written.map(|()| (result, touched, events, applied.clone()))
+        };
+        let (result, touched, events, swapped) =
+            self.transaction(attempt).map_err(|e| Reply::Error(CommandError::from(e).to_string()))?;
+        self.notify(&touched, &swapped);
+        session.touched = touched;
+        session.swapped = swapped;
+        session.events = events;
+        drop(guard);
+        self.reap(session);
+        Ok(result)
+    }
+
     /// WATCH: remembers each key's record and whether it is already expired.
     fn watch(&self, session: &mut Session, keys: &[Bytes]) -> Result<Reply, CommandError> {
         let layout = self.shared.layout_of(session.db)?;

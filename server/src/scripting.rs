@@ -1,0 +1,1607 @@
+//! Lua scripting, as Redis 7.0 embeds it: EVAL / EVALSHA / EVAL_RO / EVALSHA_RO and SCRIPT,
+//! FUNCTION and FCALL / FCALL_RO.
+//!
+//! Lua 5.1 (vendored by `mlua`, built by cargo). Each event-loop thread has its own Lua
+//! state; the script cache and the function libraries are shared, and a change to either
+//! makes every state rebuild before its next script. A script runs through
+//! [`rediskv::commands::Engine::atomically`]: alone, seeing its own writes, committed as one
+//! batch (a script that fails after writing keeps its writes, as in Redis).
+//!
+//! The sandbox follows Redis': the `base`, `table`, `string` and `math` libraries, `bit` and
+//! `cjson` (written here), no `loadfile`/`dofile`; globals can be neither created nor read
+//! when undefined; replies convert between Lua and RESP as Redis converts them, RESP3
+//! included after `redis.setresp(3)`; errors carry Redis' `script: …, on @user_script:N.`
+//! suffix. A script past `busy-reply-threshold` makes other threads' clients get BUSY, and
+//! SCRIPT KILL / FUNCTION KILL stop one that has not written.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bytes::Bytes;
+use mlua::{HookTriggers, Lua, LuaOptions, MultiValue, RegistryKey, StdLib, Table, Value, VmState};
+use rediskv::commands::args::parse_i64;
+use rediskv::commands::table::{self, flag};
+use rediskv::commands::{Protocol, Reply};
+use sha1::{Digest, Sha1};
+
+use crate::state::lock;
+
+/// A function library (FUNCTION LOAD).
+#[derive(Debug, Clone)]
+pub struct Library {
+    /// The whole code, `#!lua name=…` line included.
+    pub code: String,
+    /// Its functions, in registration order.
+    pub functions: Vec<FunctionInfo>,
+}
+
+/// One registered function.
+#[derive(Debug, Clone)]
+pub struct FunctionInfo {
+    /// Its name.
+    pub name: String,
+    /// `description` given to `redis.register_function`.
+    pub description: Option<String>,
+    /// Its flags (`no-writes`, `allow-oom`, `allow-stale`, `no-cluster`,
+    /// `allow-cross-slot-keys`).
+    pub flags: Vec<String>,
+}
+
+/// The script running now (for BUSY, SCRIPT KILL and FUNCTION STATS).
+struct Running {
+    since: Instant,
+    /// A function's name, or `None` for EVAL.
+    function: Option<String>,
+    /// The command that started it (FUNCTION STATS).
+    command: Vec<Bytes>,
+    /// It ran a write command: it cannot be killed.
+    wrote: bool,
+}
+
+/// The script cache, the function libraries and the running script, shared by every thread.
+#[derive(Default)]
+pub struct Scripts {
+    cache: Mutex<HashMap<String, Bytes>>,
+    libraries: Mutex<BTreeMap<String, Library>>,
+    /// Bumped by SCRIPT FLUSH and every library change: thread states rebuild.
+    generation: AtomicU64,
+    running: Mutex<Option<Running>>,
+    /// A script runs (the gate checks for BUSY only then).
+    active: AtomicBool,
+    kill: Arc<AtomicBool>,
+}
+
+const FLAGS: [&str; 5] = ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
+
+impl Scripts {
+    /// Whether a script runs now.
+    pub fn active(&self) -> bool {
+        self.active.load(Relaxed)
+    }
+
+    /// The BUSY error for a command of another client while a script has run past
+    /// `threshold_ms`, unless the command may run then (SCRIPT KILL, FUNCTION KILL,
+    /// FUNCTION STATS, SHUTDOWN NOSAVE…).
+    pub fn busy(&self, threshold_ms: u64, argv: &[Bytes]) -> Option<Reply> {
+        if !self.active.load(Relaxed) {
+            return None;
+        }
+        let running = lock(&self.running);
+        let r = running.as_ref()?;
+        if threshold_ms == 0 || r.since.elapsed().as_millis() < u128::from(threshold_ms) {
+            return None;
+        }
+        let name = argv[0].to_ascii_lowercase();
+        let sub = argv.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
+        let allowed = matches!(
+            (name.as_slice(), sub.as_slice()),
+            (b"script", b"kill")
+                | (b"function", b"kill")
+                | (b"function", b"stats")
+                | (b"shutdown", _)
+                | (b"auth", _)
+                | (b"hello", _)
+                | (b"reset", _)
+                | (b"quit", _)
+        );
+        if allowed {
+            return None;
+        }
+        let text = if r.function.is_some() {
+            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+        } else {
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+        };
+        Some(Reply::Error(text.into()))
+    }
+
+    /// SCRIPT KILL (`eval`) or FUNCTION KILL.
+    fn kill(&self, eval: bool) -> Reply {
+        let running = lock(&self.running);
+        let Some(r) = running.as_ref() else {
+            return Reply::Error("NOTBUSY No scripts in execution right now.".into());
+        };
+        if r.wrote {
+            return Reply::Error(
+                "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.".into(),
+            );
+        }
+        match (eval, r.function.is_some()) {
+            (true, true) => Reply::Error(
+                "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+                    .into(),
+            ),
+            (false, false) => Reply::Error(
+                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+                    .into(),
+            ),
+            _ => {
+                self.kill.store(true, Relaxed);
+                Reply::OK
+            }
+        }
+    }
+
+    fn changed(&self) {
+        self.generation.fetch_add(1, Relaxed);
+    }
+
+    /// The libraries' code, for saving them with the data.
+    pub fn dump_codes(&self) -> Vec<String> {
+        lock(&self.libraries).values().map(|l| l.code.clone()).collect()
+    }
+
+    /// Loads libraries saved by [`Scripts::dump_codes`] (at startup).
+    ///
+    /// # Errors
+    /// The first library that does not load, with Redis' error.
+    pub fn restore_codes(&self, codes: &[String]) -> Result<(), String> {
+        for code in codes {
+            self.load_library(code, true)?;
+        }
+        Ok(())
+    }
+
+    /// FUNCTION LOAD: checks the library in a fresh Lua state and registers it.
+    fn load_library(&self, code: &str, replace: bool) -> Result<String, String> {
+        let (name, body) = library_metadata(code)?;
+        let functions = {
+            let vm = Vm::new().map_err(|e| e.to_string())?;
+            vm.register(&body)?.into_iter().map(|(info, _)| info).collect::<Vec<_>>()
+        };
+        if functions.is_empty() {
+            return Err("No functions registered".into());
+        }
+        let mut libs = lock(&self.libraries);
+        if libs.contains_key(&name) && !replace {
+            return Err(format!("Library '{name}' already exists"));
+        }
+        for f in &functions {
+            let owner =
+                libs.iter().find(|(lib, l)| **lib != name && l.functions.iter().any(|g| g.name == f.name));
+            if owner.is_some() {
+                return Err(format!("Function {} already exists", f.name));
+            }
+        }
+        libs.insert(name.clone(), Library { code: code.to_string(), functions });
+        drop(libs);
+        self.changed();
+        Ok(name)
+    }
+}
+
+/// `#!lua name=<lib>` → (name, code after the first line).
+fn library_metadata(code: &str) -> Result<(String, String), String> {
+    let Some(rest) = code.strip_prefix("#!") else { return Err("Missing library metadata".into()) };
+    let Some((shebang, _)) = rest.split_once('\n') else { return Err("Missing library metadata".into()) };
+    let mut parts = shebang.split_whitespace();
+    let engine = parts.next().unwrap_or("");
+    let mut name = None;
+    for part in parts {
+        match part.get(..5) {
+            Some(p) if p.eq_ignore_ascii_case("name=") && name.is_none() => {
+                name = Some(part[5..].to_string())
+            }
+            _ => return Err("Invalid library metadata".into()),
+        }
+    }
+    let name = name.ok_or("Library name was not given")?;
+    if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        return Err(
+            "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
+                .into(),
+        );
+    }
+    if !engine.eq_ignore_ascii_case("lua") {
+        return Err(format!("Engine '{engine}' not found"));
+    }
+    // The code keeps its first line empty so line numbers match the library's.
+    Ok((name, format!("\n{}", &code[2 + shebang.len() + 1..])))
+}
+
+/// Sandboxed Lua, with Redis' libraries and the prelude below.
+struct Vm {
+    lua: Lua,
+    generation: u64,
+    /// sha → compiled script.
+    scripts: HashMap<String, RegistryKey>,
+    /// function name → (callback, flags).
+    functions: HashMap<String, (RegistryKey, Vec<String>)>,
+}
+
+/// Defines `redis.call` and `redis.pcall` over the command runner a script invocation binds
+/// into `__redis__slot`, the runner that calls a script under the error handler, and the
+/// global protection (a script can neither create globals nor read undefined ones).
+const PRELUDE: &str = r#"
+function __redis__run(f, keys, args)
+  return xpcall(function() return f(keys, args) end, __redis__err__handler)
+end
+local G = _G
+__redis__env = setmetatable({}, {
+  __index = function(_, k)
+    local v = rawget(G, k)
+    if v == nil then error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2) end
+    return v
+  end,
+  __newindex = function() error('Attempt to modify a readonly table', 2) end,
+  __metatable = false,
+})
+"#;
+
+thread_local! {
+    static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+}
+
+impl Vm {
+    fn new() -> mlua::Result<Vm> {
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
+        let g = lua.globals();
+        g.set("__redis__err__handler", lua.create_function(error_handler)?)?;
+        g.set("__redis__slot", lua.create_table()?)?;
+        for name in ["loadfile", "dofile"] {
+            g.set(name, Value::Nil)?;
+        }
+        g.set("bit", bit_library(&lua)?)?;
+        g.set("cjson", cjson_library(&lua)?)?;
+        let redis = lua.create_table()?;
+        redis.set("call", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, true))?)?;
+        redis.set("pcall", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, false))?)?;
+        redis.set("sha1hex", lua.create_function(|_, s: mlua::String| Ok(sha1_hex(&s.as_bytes())))?)?;
+        redis.set(
+            "error_reply",
+            lua.create_function(|lua, s: mlua::String| {
+                // "-CODE msg" keeps its code; anything else gets ERR, as Redis' luaPushErrorBuff.
+                let s = s.to_str()?.to_string();
+                let rest = s.strip_prefix('-').unwrap_or(&s);
+                let text = match rest.split_once(' ') {
+                    Some((code, msg)) if s.starts_with('-') || !rest.is_empty() => format!("{code} {msg}"),
+                    _ => format!("ERR {rest}"),
+                };
+                let t = lua.create_table()?;
+                t.set("err", text)?;
+                Ok(t)
+            })?,
+        )?;
+        redis.set(
+            "status_reply",
+            lua.create_function(|lua, s: mlua::String| {
+                let t = lua.create_table()?;
+                t.set("ok", s)?;
+                Ok(t)
+            })?,
+        )?;
+        redis.set(
+            "log",
+            lua.create_function(|_, args: MultiValue| {
+                let text: Vec<String> =
+                    args.iter().skip(1).map(|v| v.to_string().unwrap_or_default()).collect();
+                eprintln!("server: script: {}", text.join(" "));
+                Ok(())
+            })?,
+        )?;
+        for (name, value) in [("LOG_DEBUG", 0), ("LOG_VERBOSE", 1), ("LOG_NOTICE", 2), ("LOG_WARNING", 3)] {
+            redis.set(name, value)?;
+        }
+        for (name, value) in
+            [("REPL_NONE", 0), ("REPL_AOF", 1), ("REPL_SLAVE", 2), ("REPL_REPLICA", 2), ("REPL_ALL", 3)]
+        {
+            redis.set(name, value)?;
+        }
+        redis.set("set_repl", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+        redis.set("replicate_commands", lua.create_function(|_, _: MultiValue| Ok(true))?)?;
+        redis.set("breakpoint", lua.create_function(|_, _: MultiValue| Ok(false))?)?;
+        redis.set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+        redis.set(
+            "setresp",
+            lua.create_function(|lua, n: i64| {
+                if n != 2 && n != 3 {
+                    return Err(mlua::Error::RuntimeError("RESP version must be 2 or 3.".into()));
+                }
+                lua.set_named_registry_value("__redis_resp", n)?;
+                Ok(())
+            })?,
+        )?;
+        g.set("redis", redis)?;
+        lua.load(PRELUDE).set_name("=redis_prelude").exec()?;
+        Ok(Vm { lua, generation: u64::MAX, scripts: HashMap::new(), functions: HashMap::new() })
+    }
+
+    /// Runs a library's code with `redis.register_function` available; returns what it
+    /// registered.
+    fn register(&self, body: &str) -> Result<Vec<(FunctionInfo, RegistryKey)>, String> {
+        let lua = &self.lua;
+        let registered: RefCell<Vec<(FunctionInfo, RegistryKey)>> = RefCell::new(Vec::new());
+        let run = lua.scope(|scope| {
+            let register = scope.create_function(|lua, args: MultiValue| {
+                let parsed = parse_register(args);
+                match parsed {
+                    Ok((info, f)) => {
+                        let mut list = registered.borrow_mut();
+                        if list.iter().any(|(i, _)| i.name == info.name) {
+                            return Err(mlua::Error::RuntimeError("Function already exists in the library".into()));
+                        }
+                        if info.name.is_empty() || !info.name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+                            return Err(mlua::Error::RuntimeError("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into()));
+                        }
+                        list.push((info, lua.create_registry_value(f)?));
+                        Ok(())
+                    }
+                    Err(e) => Err(mlua::Error::RuntimeError(e)),
+                }
+            })?;
+            // While loading, `redis` has no call/pcall: reading a missing field is an error,
+            // as Redis' load-time `redis` table.
+            let g = lua.globals();
+            let redis: Table = g.get("redis")?;
+            let loading = lua.create_table()?;
+            for pair in redis.clone().pairs::<Value, Value>() {
+                let (k, v) = pair?;
+                if !matches!(&k, Value::String(s) if s.as_bytes().as_ref() == b"call" || s.as_bytes().as_ref() == b"pcall") {
+                    loading.raw_set(k, v)?;
+                }
+            }
+            loading.raw_set("register_function", register)?;
+            let strict: Table = lua
+                .load("return {__index = function(_, k) error(\"Script attempted to access nonexistent global variable '\" .. tostring(k) .. \"'\", 2) end}")
+                .set_name("=redis_prelude")
+                .eval()?;
+            loading.set_metatable(Some(strict));
+            g.raw_set("redis", loading)?;
+            let compiled = lua.load(body).set_name("@user_function").into_function();
+            let result = compiled
+                .map_err(|e| mlua::Error::RuntimeError(format!("Error compiling function: {}", lua_message(&e))))
+                .and_then(|f| {
+                    set_env(lua, &f)?;
+                    let runner: mlua::Function = g.get("__redis__run")?;
+                    let (ok, err): (bool, Value) = runner.call((f, Value::Nil, Value::Nil))?;
+                    if ok {
+                        return Ok(());
+                    }
+                    let text = match &err {
+                        Value::Table(t) => t.raw_get::<Option<String>>("err")?.unwrap_or_default(),
+                        other => other.to_string()?,
+                    };
+                    Err(mlua::Error::RuntimeError(format!("Error registering functions: {text}")))
+                });
+            g.raw_set("redis", redis)?;
+            result
+        });
+        run.map_err(|e| lua_message(&e))?;
+        Ok(registered.into_inner())
+    }
+}
+
+/// `redis.call` (`raise`) and `redis.pcall`: runs a command through the runner the current
+/// invocation bound. `redis.call` raises an error reply as the script's error: the table is
+/// kept in the registry for the error handler, since a Rust function raises only strings.
+fn redis_call(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
+    let slot: Table = lua.globals().raw_get("__redis__slot")?;
+    let reply = match slot.raw_get::<Value>("fn")? {
+        Value::Function(f) => f.call::<Value>(args)?,
+        _ => Value::Table(error_table(
+            lua,
+            "ERR redis.call/pcall can only be called inside a script invocation",
+        )?),
+    };
+    let reply = match reply {
+        Value::Table(t) if t.raw_get::<bool>("__plain").unwrap_or(false) => t.raw_get::<Value>("__value")?,
+        other => other,
+    };
+    if raise {
+        if let Value::Table(t) = &reply {
+            if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+                let text = e.to_string_lossy().to_string();
+                lua.set_named_registry_value("__redis_pending_error", t.clone())?;
+                return Err(mlua::Error::RuntimeError(text));
+            }
+        }
+    }
+    Ok(reply)
+}
+
+/// Redis' `__redis__err__handler`: an error becomes an `{err=…}` table (a string error gets
+/// the `ERR` code), with the source and line of the script code that raised it (not of a
+/// C function or of the prelude's `redis.call`).
+fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
+    let pending: Value = lua.named_registry_value("__redis_pending_error")?;
+    lua.unset_named_registry_value("__redis_pending_error")?;
+    let table = match (err, pending) {
+        (Value::Table(t), _) => t,
+        (Value::Error(_), Value::Table(t)) => t,
+        (other, _) => {
+            let text = match &other {
+                Value::String(s) => s.to_string_lossy().to_string(),
+                Value::Error(e) => lua_message(e),
+                other => other.to_string().unwrap_or_default(),
+            };
+            let t = lua.create_table()?;
+            t.set("err", format!("ERR {text}"))?;
+            t
+        }
+    };
+    if table.raw_get::<Value>("source")?.is_nil() {
+        let mut level = 1;
+        while let Some(frame) = lua.inspect_stack(level) {
+            let source = frame.source();
+            let name = source.source.as_deref().unwrap_or("").to_string();
+            if source.what != "C" && name != "=redis_prelude" {
+                table.raw_set("source", name)?;
+                table.raw_set("line", frame.curr_line())?;
+                break;
+            }
+            level += 1;
+        }
+    }
+    Ok(table)
+}
+
+/// The text of a Lua error without mlua's decorations.
+fn lua_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::RuntimeError(m) | mlua::Error::SyntaxError { message: m, .. } => m.clone(),
+        mlua::Error::CallbackError { cause, .. } => lua_message(cause),
+        other => other.to_string(),
+    }
+}
+
+fn parse_register(args: MultiValue) -> Result<(FunctionInfo, mlua::Function), String> {
+    let args: Vec<Value> = args.into_iter().collect();
+    match args.as_slice() {
+        [Value::Table(t)] => {
+            let (mut name, mut description, mut callback, mut flags) = (None, None, None, Vec::new());
+            for pair in t.clone().pairs::<Value, Value>() {
+                let (k, v) = pair.map_err(|e| e.to_string())?;
+                let Value::String(k) = k else {
+                    return Err("named argument key given to redis.register_function is not a string".into());
+                };
+                match k.to_str().map(|s| s.to_string()).unwrap_or_default().as_str() {
+                    "function_name" => match v {
+                        Value::String(s) => name = Some(s.to_str().map_err(|e| e.to_string())?.to_string()),
+                        _ => return Err("function_name argument given to redis.register_function must be a string".into()),
+                    },
+                    "description" => match v {
+                        Value::String(s) => description = Some(s.to_str().map_err(|e| e.to_string())?.to_string()),
+                        _ => return Err("description argument given to redis.register_function must be a string".into()),
+                    },
+                    "callback" => match v {
+                        Value::Function(f) => callback = Some(f),
+                        _ => return Err("callback argument given to redis.register_function must be a function".into()),
+                    },
+                    "flags" => match v {
+                        Value::Table(ft) => {
+                            for f in ft.sequence_values::<Value>() {
+                                let f = match f {
+                                    Ok(Value::String(s)) => s.to_str().map(|s| s.to_string()).unwrap_or_default(),
+                                    _ => return Err("unknown flag given".into()),
+                                };
+                                if !FLAGS.contains(&f.as_str()) {
+                                    return Err("unknown flag given".into());
+                                }
+                                flags.push(f);
+                            }
+                        }
+                        _ => {
+                            return Err(
+                                "flags argument to redis.register_function must be a table representing function flags"
+                                    .into(),
+                            );
+                        }
+                    },
+                    _ => return Err("unknown argument given to redis.register_function".into()),
+                }
+            }
+            let name = name.ok_or("redis.register_function must get a function name argument")?;
+            let callback = callback.ok_or("redis.register_function must get a callback argument")?;
+            Ok((FunctionInfo { name, description, flags }, callback))
+        }
+        [_] => Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into()),
+        [name, f] => {
+            let Value::String(name) = name else {
+                return Err("first argument to redis.register_function must be a string".into());
+            };
+            let Value::Function(f) = f else {
+                return Err("second argument to redis.register_function must be a function".into());
+            };
+            let name = name.to_str().map_err(|e| e.to_string())?.to_string();
+            Ok((FunctionInfo { name, description: None, flags: Vec::new() }, f.clone()))
+        }
+        _ => Err("wrong number of arguments to redis.register_function".into()),
+    }
+}
+
+/// Gives `f` the protected globals.
+fn set_env(lua: &Lua, f: &mlua::Function) -> mlua::Result<()> {
+    let env: Table = lua.globals().get("__redis__env")?;
+    let setfenv: mlua::Function = lua.globals().get("setfenv")?;
+    setfenv.call::<()>((f.clone(), env))
+}
+
+fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set("err", text)?;
+    Ok(t)
+}
+
+/// The SHA1 of `bytes`, lowercase hex (SCRIPT LOAD, `redis.sha1hex`).
+pub fn sha1_hex(bytes: &[u8]) -> String {
+    Sha1::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the scripting commands need of the client that runs them.
+pub struct Caller<'a> {
+    /// The state shared by every client.
+    pub state: &'a crate::state::State,
+    /// The engine of its namespace.
+    pub engine: &'a crate::state::SharedEngine,
+    /// Its session (database, MULTI).
+    pub session: &'a mut rediskv::commands::Session,
+    /// Its ACL check for each command a script runs: `Err(text)` refuses it.
+    pub acl: &'a dyn Fn(&[Bytes]) -> Result<(), String>,
+}
+
+/// EVAL script numkeys key… arg… (and EVALSHA, EVAL_RO, EVALSHA_RO).
+pub fn eval(argv: &[Bytes], caller: &mut Caller<'_>, by_sha: bool, read_only: bool) -> Reply {
+    let scripts = &caller.state.scripts;
+    let (keys, args) = match split_keys(argv) {
+        Ok(split) => split,
+        Err(e) => return e,
+    };
+    let (sha, body) = if by_sha {
+        let sha = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
+        match lock(&scripts.cache).get(&sha) {
+            Some(body) => (sha, body.clone()),
+            None => return Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into()),
+        }
+    } else {
+        (sha1_hex(&argv[1]), argv[1].clone())
+    };
+    let compiled = with_vm(scripts, |vm| {
+        if !vm.scripts.contains_key(&sha) {
+            let f = vm.lua.load(&body[..]).set_name("@user_script").into_function().map_err(|e| {
+                Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
+            })?;
+            set_env(&vm.lua, &f).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+            let key = vm.lua.create_registry_value(f).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+            vm.scripts.insert(sha.clone(), key);
+        }
+        Ok(())
+    });
+    if let Err(e) = compiled {
+        return e;
+    }
+    lock(&scripts.cache).entry(sha.clone()).or_insert(body);
+    run(caller, Target::Script(sha), keys, args, read_only, argv)
+}
+
+/// FCALL function numkeys key… arg… (and FCALL_RO).
+pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply {
+    let (keys, args) = match split_keys(argv) {
+        Ok(split) => split,
+        Err(e) => return e,
+    };
+    let name = String::from_utf8_lossy(&argv[1]).into_owned();
+    let flags = lock(&caller.state.scripts.libraries)
+        .values()
+        .flat_map(|l| l.functions.iter())
+        .find(|f| f.name == name)
+        .map(|f| f.flags.clone());
+    let Some(flags) = flags else { return Reply::Error("ERR Function not found".into()) };
+    let no_writes = flags.iter().any(|f| f == "no-writes");
+    if read_only && !no_writes {
+        return Reply::Error("ERR Can not execute a script with write flag using *_ro command.".into());
+    }
+    run(caller, Target::Function(name), keys, args, read_only || no_writes, argv)
+}
+
+/// numkeys, keys and arguments of EVAL/FCALL, or Redis' errors.
+fn split_keys(argv: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Reply> {
+    let Some(n) = parse_i64(&argv[2]) else {
+        return Err(Reply::Error("ERR value is not an integer or out of range".into()));
+    };
+    if n < 0 {
+        return Err(Reply::Error("ERR Number of keys can't be negative".into()));
+    }
+    if n as usize > argv.len() - 3 {
+        return Err(Reply::Error("ERR Number of keys can't be greater than number of args".into()));
+    }
+    let n = n as usize;
+    Ok((argv[3..3 + n].to_vec(), argv[3 + n..].to_vec()))
+}
+
+enum Target {
+    Script(String),
+    Function(String),
+}
+
+/// Runs `f` on this thread's Lua state, rebuilt first if the scripts or libraries changed.
+fn with_vm<R>(scripts: &Scripts, f: impl FnOnce(&mut Vm) -> Result<R, Reply>) -> Result<R, Reply> {
+    VM.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let generation = scripts.generation.load(Relaxed);
+        if slot.as_ref().is_none_or(|vm| vm.generation != generation) {
+            let mut vm = Vm::new().map_err(|e| Reply::Error(format!("ERR {e}")))?;
+            vm.generation = generation;
+            let libraries: Vec<Library> = lock(&scripts.libraries).values().cloned().collect();
+            for lib in libraries {
+                let (_, body) = library_metadata(&lib.code).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+                for (info, key) in vm.register(&body).map_err(|e| Reply::Error(format!("ERR {e}")))? {
+                    vm.functions.insert(info.name, (key, info.flags));
+                }
+            }
+            *slot = Some(vm);
+        }
+        f(slot.as_mut().expect("built above"))
+    })
+}
+
+/// Runs a script or function atomically and converts its result.
+fn run(
+    caller: &mut Caller<'_>,
+    target: Target,
+    keys: Vec<Bytes>,
+    args: Vec<Bytes>,
+    read_only: bool,
+    argv: &[Bytes],
+) -> Reply {
+    let state = caller.state;
+    let scripts = &state.scripts;
+    let (label, function) = match &target {
+        Target::Script(sha) => (sha.clone(), None),
+        Target::Function(name) => (name.clone(), Some(name.clone())),
+    };
+
+    let acl = caller.acl;
+    let engine = caller.engine;
+    let result = with_vm(scripts, |vm| {
+        let lua = &vm.lua;
+        let f: mlua::Function = match &target {
+            Target::Script(sha) => lua.registry_value(&vm.scripts[sha]),
+            Target::Function(name) => match vm.functions.get(name) {
+                Some((key, _)) => lua.registry_value(key),
+                None => return Err(Reply::Error("ERR Function not found".into())),
+            },
+        }
+        .map_err(|e| Reply::Error(format!("ERR {e}")))?;
+        engine.atomically(caller.session, |call| {
+            // Under the engine's whole-keyspace lock: this is the only script running.
+            *lock(&scripts.running) = Some(Running {
+                since: Instant::now(),
+                function: function.clone(),
+                command: argv.to_vec(),
+                wrote: false,
+            });
+            scripts.kill.store(false, Relaxed);
+            scripts.active.store(true, Relaxed);
+            let reply = run_once(lua, &f, &target, &keys, &args, read_only, acl, state, call);
+            *lock(&scripts.running) = None;
+            scripts.active.store(false, Relaxed);
+            reply
+        })
+    });
+    let reply = result.unwrap_or_else(|e| e);
+    // The `script: …` suffix names the script by its SHA1 or the function by its name.
+    match reply {
+        Reply::Error(e) => Reply::Error(e.replace("\u{0}LABEL\u{0}", &label)),
+        other => other,
+    }
+}
+
+/// One attempt: fresh KEYS/ARGV, the hook for SCRIPT KILL, `redis.__raw` bound to `call`.
+#[allow(clippy::too_many_arguments)]
+fn run_once(
+    lua: &Lua,
+    f: &mlua::Function,
+    target: &Target,
+    keys: &[Bytes],
+    args: &[Bytes],
+    read_only: bool,
+    acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
+    state: &crate::state::State,
+    call: &mut dyn FnMut(&[Bytes]) -> Reply,
+) -> Reply {
+    let scripts = &state.scripts;
+    let _ = lua.set_named_registry_value("__redis_resp", 2);
+    let call = RefCell::new(call);
+    let result = lua.scope(|scope| {
+        let raw = scope.create_function(|lua, values: MultiValue| {
+            let mut argv = Vec::with_capacity(values.len());
+            for v in values.iter() {
+                match v {
+                    Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
+                    Value::Integer(n) => argv.push(Bytes::from(n.to_string())),
+                    Value::Number(_) => match lua.coerce_string(v.clone())? {
+                        // Lua's own number to string (`%.14g`), as Redis' lua_tolstring.
+                        Some(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
+                        None => {
+                            return error_table(
+                                lua,
+                                "ERR Lua redis lib command arguments must be strings or integers",
+                            );
+                        }
+                    },
+                    _ => {
+                        return error_table(
+                            lua,
+                            "ERR Lua redis lib command arguments must be strings or integers",
+                        );
+                    }
+                }
+            }
+            if argv.is_empty() {
+                return error_table(lua, "ERR Please specify at least one argument for this redis lib call");
+            }
+            let reply = match check_command(&argv, read_only, acl) {
+                Err(text) => return error_table(lua, &format!("ERR {text}")),
+                Ok(Some(info)) => {
+                    if info.is_write() {
+                        if let Some(r) = lock(&scripts.running).as_mut() {
+                            r.wrote = true;
+                        }
+                    }
+                    (call.borrow_mut())(&argv)
+                }
+                Ok(None) => server_command(&argv, state),
+            };
+            let resp: i64 = lua.named_registry_value("__redis_resp").unwrap_or(2);
+            let protocol = if resp == 3 { Protocol::Resp3 } else { Protocol::Resp2 };
+            let mut bytes = Vec::new();
+            reply.write(protocol, &mut bytes);
+            let mut at = 0;
+            let value = resp_to_lua(lua, &bytes, &mut at)?;
+            match value {
+                Value::Table(t) => Ok(t),
+                other => {
+                    // Not a table: wrap it so the Lua side gets exactly this value back.
+                    let t = lua.create_table()?;
+                    t.set("__value", other)?;
+                    t.set("__plain", true)?;
+                    Ok(t)
+                }
+            }
+        })?;
+        let slot: Table = lua.globals().get("__redis__slot")?;
+        slot.raw_set("fn", raw)?;
+        let g = lua.globals();
+        let key_table = lua.create_sequence_from(
+            keys.iter().map(|k| lua.create_string(&k[..])).collect::<mlua::Result<Vec<_>>>()?,
+        )?;
+        let arg_table = lua.create_sequence_from(
+            args.iter().map(|k| lua.create_string(&k[..])).collect::<mlua::Result<Vec<_>>>()?,
+        )?;
+        if matches!(target, Target::Script(_)) {
+            g.raw_set("KEYS", key_table.clone())?;
+            g.raw_set("ARGV", arg_table.clone())?;
+        }
+        let kill = scripts.kill.clone();
+        lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
+            if kill.load(Relaxed) {
+                return Err(mlua::Error::RuntimeError("Script killed by user with SCRIPT KILL...".into()));
+            }
+            Ok(VmState::Continue)
+        });
+        let runner: mlua::Function = g.get("__redis__run")?;
+        let out: MultiValue = runner.call((f.clone(), key_table, arg_table))?;
+        lua.remove_hook();
+        slot.raw_set("fn", Value::Nil)?;
+        let mut out = out.into_iter();
+        let ok = matches!(out.next(), Some(Value::Boolean(true)));
+        let value = out.next().unwrap_or(Value::Nil);
+        let resp: i64 = lua.named_registry_value("__redis_resp").unwrap_or(2);
+        Ok(if ok { lua_to_reply(&value, resp == 3) } else { error_reply(&value) })
+    });
+    result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e))))
+}
+
+/// The checks Redis makes on a command a script runs; `Ok(None)` for a command the server
+/// answers itself.
+fn check_command(
+    argv: &[Bytes],
+    read_only: bool,
+    acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
+) -> Result<Option<&'static table::CommandInfo>, String> {
+    let info = match table::find(argv) {
+        Ok(info) => info,
+        Err(Some(container)) => {
+            if !container.arity_ok(argv.len()) {
+                return Err("Wrong number of args calling Redis command from script".into());
+            }
+            container
+        }
+        Err(None) => {
+            let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+            return match name.as_str() {
+                "publish" | "spublish" if argv.len() == 3 => {
+                    acl(argv)?;
+                    Ok(None)
+                }
+                "time" if argv.len() == 1 => Ok(None),
+                "info" => Ok(None),
+                "publish" | "spublish" | "time" => {
+                    Err("Wrong number of args calling Redis command from script".into())
+                }
+                _ if crate::admin::is_server_command(&name) => {
+                    Err("This Redis command is not allowed from script".into())
+                }
+                _ => Err("Unknown Redis command called from script".into()),
+            };
+        }
+    };
+    if !info.arity_ok(argv.len()) {
+        return Err("Wrong number of args calling Redis command from script".into());
+    }
+    if info.has(flag::NOSCRIPT) {
+        return Err("This Redis command is not allowed from script".into());
+    }
+    if read_only && info.has(flag::WRITE | flag::MAY_REPLICATE) {
+        return Err("Write commands are not allowed from read-only scripts.".into());
+    }
+    acl(argv)?;
+    Ok(Some(info))
+}
+
+/// PUBLISH, SPUBLISH, TIME and INFO from a script.
+fn server_command(argv: &[Bytes], state: &crate::state::State) -> Reply {
+    match argv[0].to_ascii_lowercase().as_slice() {
+        b"info" => crate::info::info(argv, state, crate::state::DEFAULT_NAMESPACE.as_bytes()),
+        b"time" => {
+            let micros = crate::state::unix_micros();
+            Reply::Array(vec![
+                Reply::bulk_int((micros / 1_000_000) as i64),
+                Reply::bulk_int((micros % 1_000_000) as i64),
+            ])
+        }
+        name => Reply::Integer(state.pubsub.publish(state, &argv[1], &argv[2], name == b"spublish") as i64),
+    }
+}
+
+/// A failed script's reply: the error table's text, with Redis' `script: …, on
+/// @user_script:N.` suffix when the error has a place.
+fn error_reply(value: &Value) -> Reply {
+    let Value::Table(t) = value else {
+        return Reply::Error(format!("ERR Error running script, {}", value.to_string().unwrap_or_default()));
+    };
+    let msg: String =
+        t.raw_get::<Option<String>>("err").ok().flatten().unwrap_or_else(|| "ERR unknown error".into());
+    let source: Option<String> = t.raw_get("source").ok().flatten();
+    let line: Option<i64> = t.raw_get("line").ok().flatten();
+    match (source, line) {
+        (Some(source), Some(line)) => {
+            Reply::Error(format!("{msg} script: \u{0}LABEL\u{0}, on {source}:{line}."))
+        }
+        _ => Reply::Error(msg),
+    }
+}
+
+/// A script's result as a reply, as Redis converts it.
+fn lua_to_reply(value: &Value, resp3: bool) -> Reply {
+    match value {
+        Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Boolean(b) if !resp3 => {
+            if *b {
+                Reply::Integer(1)
+            } else {
+                Reply::Nil
+            }
+        }
+        Value::Boolean(b) => Reply::Boolean(*b),
+        Value::Integer(n) => Reply::Integer(*n),
+        Value::Number(n) => Reply::Integer(*n as i64),
+        Value::Table(t) => {
+            if let Ok(Some(_)) = t.raw_get::<Option<mlua::String>>("err") {
+                return error_reply(value);
+            }
+            if let Ok(Value::String(ok)) = t.raw_get::<Value>("ok") {
+                let text = String::from_utf8_lossy(&ok.as_bytes()).replace(['\r', '\n'], " ");
+                return Reply::Status(text.into());
+            }
+            if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
+                return Reply::Double(d);
+            }
+            if let Ok(Value::Integer(d)) = t.raw_get::<Value>("double") {
+                return Reply::Double(d as f64);
+            }
+            if let Ok(Value::String(b)) = t.raw_get::<Value>("big_number") {
+                return Reply::BigNumber(String::from_utf8_lossy(&b.as_bytes()).replace(['\r', '\n'], " "));
+            }
+            if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string") {
+                if let (Ok(Value::String(format)), Ok(Value::String(text))) =
+                    (v.raw_get::<Value>("format"), v.raw_get::<Value>("string"))
+                {
+                    let mut f = [b' '; 3];
+                    for (i, c) in format.as_bytes().iter().take(3).enumerate() {
+                        f[i] = *c;
+                    }
+                    return Reply::Verbatim { format: f, text: Bytes::copy_from_slice(&text.as_bytes()) };
+                }
+            }
+            if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
+                let pairs = m
+                    .pairs::<Value, Value>()
+                    .filter_map(Result::ok)
+                    .map(|(k, v)| (lua_to_reply(&k, resp3), lua_to_reply(&v, resp3)))
+                    .collect();
+                return Reply::Map(pairs);
+            }
+            if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
+                let items = s
+                    .pairs::<Value, Value>()
+                    .filter_map(Result::ok)
+                    .map(|(k, _)| lua_to_reply(&k, resp3))
+                    .collect();
+                return Reply::Set(items);
+            }
+            let mut items = Vec::new();
+            for i in 1.. {
+                match t.raw_get::<Value>(i) {
+                    Ok(Value::Nil) | Err(_) => break,
+                    Ok(v) => items.push(lua_to_reply(&v, resp3)),
+                }
+            }
+            Reply::Array(items)
+        }
+        _ => Reply::Nil,
+    }
+}
+
+/// Converts one RESP2/RESP3 reply, as written for a client, into the Lua value Redis gives a
+/// script (`redisProtocolToLuaType`).
+fn resp_to_lua(lua: &Lua, bytes: &[u8], at: &mut usize) -> mlua::Result<Value> {
+    let line_end = bytes[*at..].windows(2).position(|w| w == b"\r\n").map_or(bytes.len(), |p| *at + p);
+    let kind = bytes[*at];
+    let text = &bytes[*at + 1..line_end];
+    *at = line_end + 2;
+    let num = || std::str::from_utf8(text).ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or(0);
+    let single = |field: &str, v: Value| -> mlua::Result<Value> {
+        let t = lua.create_table()?;
+        t.set(field, v)?;
+        Ok(Value::Table(t))
+    };
+    Ok(match kind {
+        b':' => Value::Integer(num()),
+        b'$' | b'=' if num() < 0 => Value::Boolean(false),
+        b'$' | b'=' => {
+            let n = num() as usize;
+            let data = &bytes[*at..*at + n];
+            *at += n + 2;
+            if kind == b'=' {
+                let v = lua.create_table()?;
+                v.set("format", lua.create_string(&data[..3.min(data.len())])?)?;
+                v.set("string", lua.create_string(data.get(4..).unwrap_or_default())?)?;
+                single("verbatim_string", Value::Table(v))?
+            } else {
+                Value::String(lua.create_string(data)?)
+            }
+        }
+        b'+' => single("ok", Value::String(lua.create_string(text)?))?,
+        b'-' => single("err", Value::String(lua.create_string(text)?))?,
+        b'*' | b'>' | b'~' | b'%' if num() < 0 => Value::Boolean(false),
+        b'*' | b'>' => {
+            let t = lua.create_table()?;
+            for i in 1..=num() {
+                t.raw_set(i, resp_to_lua(lua, bytes, at)?)?;
+            }
+            Value::Table(t)
+        }
+        b'~' => {
+            let t = lua.create_table()?;
+            for _ in 0..num() {
+                t.raw_set(resp_to_lua(lua, bytes, at)?, true)?;
+            }
+            single("set", Value::Table(t))?
+        }
+        b'%' => {
+            let t = lua.create_table()?;
+            for _ in 0..num() {
+                let k = resp_to_lua(lua, bytes, at)?;
+                let v = resp_to_lua(lua, bytes, at)?;
+                t.raw_set(k, v)?;
+            }
+            single("map", Value::Table(t))?
+        }
+        b'_' => Value::Nil,
+        b'#' => Value::Boolean(text == b"t"),
+        b',' => {
+            let d = std::str::from_utf8(text).ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+            single("double", Value::Number(d))?
+        }
+        b'(' => single("big_number", Value::String(lua.create_string(text)?))?,
+        _ => Value::Nil,
+    })
+}
+
+/// Lua BitOp's `bit` library, as Redis ships it (32-bit results).
+fn bit_library(lua: &Lua) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    let norm = |n: f64| -> i32 { (n as i64) as i32 };
+    t.set("tobit", lua.create_function(move |_, n: f64| Ok(norm(n)))?)?;
+    t.set("bnot", lua.create_function(move |_, n: f64| Ok(!norm(n)))?)?;
+    t.set(
+        "band",
+        lua.create_function(move |_, v: mlua::Variadic<f64>| Ok(v.iter().fold(-1i32, |a, b| a & norm(*b))))?,
+    )?;
+    t.set(
+        "bor",
+        lua.create_function(move |_, v: mlua::Variadic<f64>| Ok(v.iter().fold(0i32, |a, b| a | norm(*b))))?,
+    )?;
+    t.set(
+        "bxor",
+        lua.create_function(move |_, v: mlua::Variadic<f64>| Ok(v.iter().fold(0i32, |a, b| a ^ norm(*b))))?,
+    )?;
+    t.set(
+        "lshift",
+        lua.create_function(move |_, (a, n): (f64, f64)| Ok(((norm(a) as u32) << (norm(n) & 31)) as i32))?,
+    )?;
+    t.set(
+        "rshift",
+        lua.create_function(move |_, (a, n): (f64, f64)| Ok(((norm(a) as u32) >> (norm(n) & 31)) as i32))?,
+    )?;
+    t.set("arshift", lua.create_function(move |_, (a, n): (f64, f64)| Ok(norm(a) >> (norm(n) & 31)))?)?;
+    t.set(
+        "rol",
+        lua.create_function(move |_, (a, n): (f64, f64)| {
+            Ok((norm(a) as u32).rotate_left((norm(n) & 31) as u32) as i32)
+        })?,
+    )?;
+    t.set(
+        "ror",
+        lua.create_function(move |_, (a, n): (f64, f64)| {
+            Ok((norm(a) as u32).rotate_right((norm(n) & 31) as u32) as i32)
+        })?,
+    )?;
+    t.set("bswap", lua.create_function(move |_, a: f64| Ok(norm(a).swap_bytes()))?)?;
+    t.set(
+        "tohex",
+        lua.create_function(move |_, (a, n): (f64, Option<f64>)| {
+            let n = n.map_or(8, norm);
+            let (upper, digits) = if n < 0 { (true, (-n).min(8)) } else { (false, n.min(8)) };
+            let v = norm(a) as u32;
+            let s = format!("{v:08x}");
+            let s = &s[8 - digits as usize..];
+            Ok(if upper { s.to_uppercase() } else { s.to_string() })
+        })?,
+    )?;
+    Ok(t)
+}
+
+/// `cjson.encode` / `cjson.decode`, as Redis' lua-cjson converts (tables with a sequence are
+/// arrays, others objects; numbers print as `%.14g`).
+fn cjson_library(lua: &Lua) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set(
+        "encode",
+        lua.create_function(|_, v: Value| {
+            let mut out = String::new();
+            encode_json(&v, &mut out, 0).map_err(mlua::Error::RuntimeError)?;
+            Ok(out)
+        })?,
+    )?;
+    t.set(
+        "decode",
+        lua.create_function(|lua, s: mlua::String| {
+            let bytes = s.as_bytes();
+            let mut at = 0;
+            let v = decode_json(lua, &bytes, &mut at).map_err(mlua::Error::RuntimeError)?;
+            skip_ws(&bytes, &mut at);
+            if at != bytes.len() {
+                return Err(mlua::Error::RuntimeError(
+                    "Expected the end but found invalid token at character ".to_string()
+                        + &(at + 1).to_string(),
+                ));
+            }
+            Ok(v)
+        })?,
+    )?;
+    t.set("null", Value::LightUserData(mlua::LightUserData(std::ptr::null_mut())))?;
+    Ok(t)
+}
+
+fn encode_json(v: &Value, out: &mut String, depth: usize) -> Result<(), String> {
+    if depth > 1000 {
+        return Err("Cannot serialise, excessive nesting (1001)".into());
+    }
+    match v {
+        Value::Nil | Value::LightUserData(_) => out.push_str("null"),
+        Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Integer(n) => out.push_str(&n.to_string()),
+        Value::Number(n) => {
+            if n.is_nan() || n.is_infinite() {
+                return Err("Cannot serialise number: must not be NaN or Inf".into());
+            }
+            if n.fract() == 0.0 && n.abs() < 1e14 {
+                out.push_str(&(*n as i64).to_string());
+            } else {
+                out.push_str(&format!("{}", n));
+            }
+        }
+        Value::String(s) => {
+            out.push('"');
+            for c in String::from_utf8_lossy(&s.as_bytes()).chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '/' => out.push_str("\\/"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    '\u{8}' => out.push_str("\\b"),
+                    '\u{c}' => out.push_str("\\f"),
+                    c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+        }
+        Value::Table(t) => {
+            let len = t.raw_len();
+            let count = t.clone().pairs::<Value, Value>().count();
+            if len > 0 && count == len {
+                out.push('[');
+                for i in 1..=len {
+                    if i > 1 {
+                        out.push(',');
+                    }
+                    encode_json(&t.raw_get::<Value>(i).map_err(|e| e.to_string())?, out, depth + 1)?;
+                }
+                out.push(']');
+            } else if count == 0 {
+                out.push_str("{}");
+            } else {
+                out.push('{');
+                let mut first = true;
+                for pair in t.clone().pairs::<Value, Value>() {
+                    let (k, v) = pair.map_err(|e| e.to_string())?;
+                    let key = match &k {
+                        Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+                        Value::Integer(n) => n.to_string(),
+                        Value::Number(n) => format!("{n}"),
+                        _ => {
+                            return Err("Cannot serialise table: table key must be a number or string".into());
+                        }
+                    };
+                    if !first {
+                        out.push(',');
+                    }
+                    first = false;
+                    out.push('"');
+                    out.push_str(&key.replace('\\', "\\\\").replace('"', "\\\""));
+                    out.push_str("\":");
+                    encode_json(&v, out, depth + 1)?;
+                }
+                out.push('}');
+            }
+        }
+        _ => return Err("Cannot serialise function: type not supported".into()),
+    }
+    Ok(())
+}
+
+fn skip_ws(b: &[u8], at: &mut usize) {
+    while *at < b.len() && b[*at].is_ascii_whitespace() {
+        *at += 1;
+    }
+}
+
+fn decode_json(lua: &Lua, b: &[u8], at: &mut usize) -> Result<Value, String> {
+    skip_ws(b, at);
+    let bad = |at: usize| format!("Expected value but found invalid token at character {}", at + 1);
+    match b.get(*at) {
+        Some(b'{') => {
+            *at += 1;
+            let t = lua.create_table().map_err(|e| e.to_string())?;
+            skip_ws(b, at);
+            if b.get(*at) == Some(&b'}') {
+                *at += 1;
+                return Ok(Value::Table(t));
+            }
+            loop {
+                skip_ws(b, at);
+                let k = decode_json(lua, b, at)?;
+                skip_ws(b, at);
+                if b.get(*at) != Some(&b':') {
+                    return Err(format!("Expected colon but found invalid token at character {}", *at + 1));
+                }
+                *at += 1;
+                let v = decode_json(lua, b, at)?;
+                t.raw_set(k, v).map_err(|e| e.to_string())?;
+                skip_ws(b, at);
+                match b.get(*at) {
+                    Some(b',') => *at += 1,
+                    Some(b'}') => {
+                        *at += 1;
+                        return Ok(Value::Table(t));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "Expected comma or object end but found invalid token at character {}",
+                            *at + 1
+                        ));
+                    }
+                }
+            }
+        }
+        Some(b'[') => {
+            *at += 1;
+            let t = lua.create_table().map_err(|e| e.to_string())?;
+            skip_ws(b, at);
+            if b.get(*at) == Some(&b']') {
+                *at += 1;
+                return Ok(Value::Table(t));
+            }
+            let mut i = 1;
+            loop {
+                let v = decode_json(lua, b, at)?;
+                t.raw_set(i, v).map_err(|e| e.to_string())?;
+                i += 1;
+                skip_ws(b, at);
+                match b.get(*at) {
+                    Some(b',') => *at += 1,
+                    Some(b']') => {
+                        *at += 1;
+                        return Ok(Value::Table(t));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "Expected comma or array end but found invalid token at character {}",
+                            *at + 1
+                        ));
+                    }
+                }
+            }
+        }
+        Some(b'"') => {
+            *at += 1;
+            let mut s = Vec::new();
+            while let Some(&c) = b.get(*at) {
+                *at += 1;
+                match c {
+                    b'"' => return lua.create_string(&s).map(Value::String).map_err(|e| e.to_string()),
+                    b'\\' => {
+                        let e = *b.get(*at).ok_or_else(|| bad(*at))?;
+                        *at += 1;
+                        match e {
+                            b'n' => s.push(b'\n'),
+                            b't' => s.push(b'\t'),
+                            b'r' => s.push(b'\r'),
+                            b'b' => s.push(8),
+                            b'f' => s.push(12),
+                            b'u' => {
+                                let hex = std::str::from_utf8(b.get(*at..*at + 4).ok_or_else(|| bad(*at))?)
+                                    .map_err(|_| bad(*at))?;
+                                let code = u32::from_str_radix(hex, 16).map_err(|_| bad(*at))?;
+                                *at += 4;
+                                let ch = char::from_u32(code).unwrap_or('\u{fffd}');
+                                let mut buf = [0; 4];
+                                s.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                            }
+                            other => s.push(other),
+                        }
+                    }
+                    c => s.push(c),
+                }
+            }
+            Err("Expected string end".into())
+        }
+        Some(b't') if b[*at..].starts_with(b"true") => {
+            *at += 4;
+            Ok(Value::Boolean(true))
+        }
+        Some(b'f') if b[*at..].starts_with(b"false") => {
+            *at += 5;
+            Ok(Value::Boolean(false))
+        }
+        Some(b'n') if b[*at..].starts_with(b"null") => {
+            *at += 4;
+            Ok(Value::LightUserData(mlua::LightUserData(std::ptr::null_mut())))
+        }
+        Some(c) if c.is_ascii_digit() || *c == b'-' => {
+            let start = *at;
+            while *at < b.len() && matches!(b[*at], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+                *at += 1;
+            }
+            let text = std::str::from_utf8(&b[start..*at]).map_err(|_| bad(start))?;
+            text.parse::<f64>().map(Value::Number).map_err(|_| bad(start))
+        }
+        _ => Err(bad(*at)),
+    }
+}
+
+/// SCRIPT subcommands.
+pub fn script_command(argv: &[Bytes], scripts: &Scripts) -> Reply {
+    if let Some(wrong) = crate::acl::arity_error(argv) {
+        return wrong;
+    }
+    let sub = argv.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
+    match (sub.as_slice(), argv.len()) {
+        (b"load", 3) => {
+            let sha = sha1_hex(&argv[2]);
+            let compiled = with_vm(scripts, |vm| {
+                vm.lua.load(&argv[2][..]).set_name("@user_script").into_function().map(|_| ()).map_err(|e| {
+                    Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
+                })
+            });
+            if let Err(e) = compiled {
+                return e;
+            }
+            lock(&scripts.cache).insert(sha.clone(), argv[2].clone());
+            Reply::Bulk(sha.into())
+        }
+        (b"exists", n) if n >= 3 => {
+            let cache = lock(&scripts.cache);
+            Reply::Array(
+                argv[2..]
+                    .iter()
+                    .map(|s| {
+                        Reply::Integer(
+                            cache.contains_key(&String::from_utf8_lossy(s).to_ascii_lowercase()) as i64
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        (b"flush", 2 | 3) => {
+            if let Some(mode) = argv.get(2) {
+                if !mode.eq_ignore_ascii_case(b"sync") && !mode.eq_ignore_ascii_case(b"async") {
+                    return Reply::Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option".into());
+                }
+            }
+            lock(&scripts.cache).clear();
+            scripts.changed();
+            Reply::OK
+        }
+        (b"kill", 2) => scripts.kill(true),
+        (b"help", 2) => Reply::Array(
+            [
+                "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "DEBUG (YES|SYNC|NO)",
+                "    Set the debug mode for subsequent scripts executed.",
+                "EXISTS <sha1> [<sha1> ...]",
+                "    Return information about the existence of the scripts in the script cache.",
+                "FLUSH [ASYNC|SYNC]",
+                "    Flush the Lua scripts cache. Very dangerous on replicas.",
+                "    When called without the optional mode argument, the behavior is determined by the",
+                "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+                "    * ASYNC: Asynchronously flush the scripts cache.",
+                "    * SYNC: Synchronously flush the scripts cache.",
+                "KILL",
+                "    Kill the currently executing Lua script.",
+                "LOAD <script>",
+                "    Load a script into the scripts cache without executing it.",
+                "HELP",
+                "    Prints this help.",
+            ]
+            .iter()
+            .map(|s| Reply::status(s))
+            .collect(),
+        ),
+        (b"load" | b"exists" | b"flush" | b"kill" | b"help", _) if argv.len() >= 2 => Reply::Error(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try SCRIPT HELP.",
+            String::from_utf8_lossy(&argv[1])
+        )),
+        _ if argv.len() < 2 => Reply::Error("ERR wrong number of arguments for 'script' command".into()),
+        _ => Reply::Error(format!(
+            "ERR unknown subcommand '{}'. Try SCRIPT HELP.",
+            String::from_utf8_lossy(&argv[1])
+        )),
+    }
+}
+
+/// FUNCTION subcommands. `save` is called after a change, to keep libraries with the data.
+pub fn function_command(argv: &[Bytes], scripts: &Scripts, save: &dyn Fn(&Scripts)) -> Reply {
+    let sub = argv.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
+    let syntax = || {
+        Reply::Error(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+            String::from_utf8_lossy(&argv[1])
+        ))
+    };
+    if argv.len() < 2 {
+        return Reply::Error("ERR wrong number of arguments for 'function' command".into());
+    }
+    if let Some(wrong) = crate::acl::arity_error(argv) {
+        return wrong;
+    }
+    let reply = match sub.as_slice() {
+        b"load" => {
+            let mut replace = false;
+            let mut i = 2;
+            while i + 1 < argv.len() {
+                if argv[i].eq_ignore_ascii_case(b"replace") {
+                    replace = true;
+                    i += 1;
+                } else {
+                    return Reply::Error(format!(
+                        "ERR Unknown option given: {}",
+                        String::from_utf8_lossy(&argv[i])
+                    ));
+                }
+            }
+            let Some(code) = argv.get(i) else { return Reply::Error("ERR Function code is missing".into()) };
+            match scripts.load_library(&String::from_utf8_lossy(code), replace) {
+                Ok(name) => Reply::Bulk(name.into()),
+                Err(e) => return Reply::Error(format!("ERR {e}")),
+            }
+        }
+        b"delete" if argv.len() == 3 => {
+            let name = String::from_utf8_lossy(&argv[2]).into_owned();
+            if lock(&scripts.libraries).remove(&name).is_none() {
+                return Reply::Error("ERR Library not found".into());
+            }
+            scripts.changed();
+            Reply::OK
+        }
+        b"flush" if argv.len() <= 3 => {
+            if let Some(mode) = argv.get(2) {
+                if !mode.eq_ignore_ascii_case(b"sync") && !mode.eq_ignore_ascii_case(b"async") {
+                    return Reply::Error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into());
+                }
+            }
+            lock(&scripts.libraries).clear();
+            scripts.changed();
+            Reply::OK
+        }
+        b"kill" if argv.len() == 2 => return scripts.kill(false),
+        b"list" => {
+            let (mut pattern, mut with_code) = (None, false);
+            let mut i = 2;
+            while i < argv.len() {
+                if argv[i].eq_ignore_ascii_case(b"withcode") {
+                    with_code = true;
+                } else if argv[i].eq_ignore_ascii_case(b"libraryname") {
+                    let Some(p) = argv.get(i + 1) else {
+                        return Reply::Error("ERR library name argument was not given".into());
+                    };
+                    pattern = Some(rediskv::commands::args::Glob::new(p));
+                    i += 1;
+                } else {
+                    return Reply::Error(format!(
+                        "ERR Unknown argument {}",
+                        String::from_utf8_lossy(&argv[i])
+                    ));
+                }
+                i += 1;
+            }
+            let libs = lock(&scripts.libraries);
+            let pair = |k: &str, v: Reply| (Reply::bulk(k.as_bytes()), v);
+            let items = libs
+                .iter()
+                .filter(|(name, _)| pattern.as_ref().is_none_or(|g| g.matches(name.as_bytes())))
+                .map(|(name, lib)| {
+                    let functions = lib
+                        .functions
+                        .iter()
+                        .map(|f| {
+                            Reply::Map(vec![
+                                pair("name", Reply::bulk(f.name.as_bytes())),
+                                pair(
+                                    "description",
+                                    f.description.as_ref().map_or(Reply::Nil, |d| Reply::bulk(d.as_bytes())),
+                                ),
+                                pair(
+                                    "flags",
+                                    Reply::Set(
+                                        f.flags.iter().map(|s| Reply::Status(s.clone().into())).collect(),
+                                    ),
+                                ),
+                            ])
+                        })
+                        .collect();
+                    let mut fields = vec![
+                        pair("library_name", Reply::bulk(name.as_bytes())),
+                        pair("engine", Reply::bulk(b"LUA")),
+                        pair("functions", Reply::Array(functions)),
+                    ];
+                    if with_code {
+                        fields.push(pair("library_code", Reply::bulk(lib.code.as_bytes())));
+                    }
+                    Reply::Map(fields)
+                })
+                .collect();
+            return Reply::Array(items);
+        }
+        b"stats" if argv.len() == 2 => {
+            let pair = |k: &str, v: Reply| (Reply::bulk(k.as_bytes()), v);
+            let running = lock(&scripts.running);
+            let script = match running.as_ref() {
+                Some(r) => Reply::Map(vec![
+                    pair("name", Reply::bulk(r.function.as_deref().unwrap_or("").as_bytes())),
+                    pair("command", Reply::Array(r.command.iter().cloned().map(Reply::Bulk).collect())),
+                    pair("duration_ms", Reply::Integer(r.since.elapsed().as_millis() as i64)),
+                ]),
+                None => Reply::Nil,
+            };
+            let libs = lock(&scripts.libraries);
+            let functions: usize = libs.values().map(|l| l.functions.len()).sum();
+            return Reply::Map(vec![
+                pair("running_script", script),
+                pair(
+                    "engines",
+                    Reply::Map(vec![pair(
+                        "LUA",
+                        Reply::Map(vec![
+                            pair("libraries_count", Reply::Integer(libs.len() as i64)),
+                            pair("functions_count", Reply::Integer(functions as i64)),
+                        ]),
+                    )]),
+                ),
+            ]);
+        }
+        b"help" if argv.len() == 2 => {
+            return Reply::Array(FUNCTION_HELP.iter().map(|s| Reply::status(s)).collect());
+        }
+        b"delete" | b"flush" | b"kill" | b"stats" | b"help" => return syntax(),
+        _ => {
+            return Reply::Error(format!(
+                "ERR unknown subcommand '{}'. Try FUNCTION HELP.",
+                String::from_utf8_lossy(&argv[1])
+            ));
+        }
+    };
+    save(scripts);
+    reply
+}
+
+const FUNCTION_HELP: &[&str] = &[
+    "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "LOAD [REPLACE] <FUNCTION CODE>",
+    "    Create a new library with the given library name and code.",
+    "DELETE <LIBRARY NAME>",
+    "    Delete the given library.",
+    "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+    "    Return general information on all the libraries:",
+    "    * Library name",
+    "    * The engine used to run the Library",
+    "    * Library description",
+    "    * Functions list",
+    "    * Library code (if WITHCODE is given)",
+    "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+    "STATS",
+    "    Return information about the current function running:",
+    "    * Function name",
+    "    * Command used to run the function",
+    "    * Duration in MS that the function is running",
+    "    If no function is running, return nil",
+    "    In addition, returns a list of available engines.",
+    "KILL",
+    "    Kill the current running function.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Delete all the libraries.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the libraries.",
+    "    * SYNC: Synchronously flush the libraries.",
+    "DUMP",
+    "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+    "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+    "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+    "    control how to handle existing libraries (default APPEND):",
+    "    * FLUSH: delete all existing libraries.",
+    "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+    "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+    "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+    "      in case of functions name collision with another library).",
+    "HELP",
+    "    Prints this help.",
+];

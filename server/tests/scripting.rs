@@ -1,0 +1,326 @@
+//! Lua scripting compared with redis-server 7.0: EVAL and EVALSHA replies and errors (their
+//! `script: …, on @user_script:N.` places included), the conversions between Lua and RESP2 /
+//! RESP3, SCRIPT, FUNCTION and FCALL; then atomicity under concurrent clients, and functions
+//! surviving a restart of the disk engine.
+
+mod common;
+
+use common::{Client, Server, Value, rediskv, same_as_redis};
+
+fn run(c: &mut Client, out: &mut Vec<Value>, script: &[&[&str]]) {
+    for cmd in script {
+        let reply = c.cmd(cmd);
+        out.push(if cmd.len() >= 2 && cmd[..2] == ["FUNCTION", "LIST"] {
+            sorted_libraries(reply)
+        } else {
+            reply
+        });
+    }
+}
+
+/// FUNCTION LIST with its libraries, and each library's functions, sorted: Redis lists both
+/// in the order of hash tables.
+fn sorted_libraries(reply: Value) -> Value {
+    let Value::Array(Some(mut libs)) = reply else { return reply };
+    for lib in &mut libs {
+        if let Value::Array(Some(fields)) = lib {
+            if let Some(Value::Array(Some(functions))) = fields.get_mut(5) {
+                functions.sort_by_key(|f| format!("{f:?}"));
+            }
+        }
+    }
+    libs.sort_by_key(|l| format!("{l:?}"));
+    Value::Array(Some(libs))
+}
+
+fn eval_script(server: &Server) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut c = server.client();
+    run(
+        &mut c,
+        &mut out,
+        &[
+            &["EVAL", "return redis.call('set','a')", "0"],
+            &["EVAL", "return redis.pcall('set','a')", "0"],
+            &["EVAL", "return redis.call('nosuch')", "0"],
+            &["EVAL", "error('boom')", "0"],
+            &["EVAL", "local x = 1\nerror('on line two')", "0"],
+            &["EVAL", "error({err='TABLE err'})", "0"],
+            &["EVAL", "return {err='my err'}", "0"],
+            &["EVAL", "return redis.error_reply('x y')", "0"],
+            &["EVAL", "return redis.error_reply('plain')", "0"],
+            &["EVAL", "return redis.error_reply('-CODE msg')", "0"],
+            &["EVAL", "x = 1", "0"],
+            &["EVAL", "return y", "0"],
+            &["EVAL", "return redis.call('multi')", "0"],
+            &["EVAL", "syntax error here", "0"],
+            &["EVAL_RO", "return redis.call('set','a','b')", "0"],
+            &["EVAL_RO", "return redis.call('get','a')", "0"],
+            &["EVAL", "return 1", "-1"],
+            &["EVAL", "return 1", "2", "a"],
+            &["EVAL", "return 1", "x"],
+            &["EVAL", "return 1"],
+            &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"],
+            &["EVAL", "return redis.call('incr','s')", "0"],
+            &["EVAL", "return redis.call('hset','s','f','v')", "0"],
+            &["EVAL", "return redis.pcall('incr','nosuchtype') and redis.pcall('hset','s','f','v')", "0"],
+            &["EVAL", "return {1,2,3,'x',{ok='fine'},false,true,3.99,{err='inner'}}", "0"],
+            &["EVAL", "return {1,nil,3}", "0"],
+            &["EVAL", "return redis.status_reply('FINE')", "0"],
+            &["EVAL", "return redis.sha1hex('')", "0"],
+            &["EVAL", "return redis.call('get', KEYS[1])", "1", "s"],
+            &["EVAL", "return {KEYS[1], ARGV[1], ARGV[2], #KEYS, #ARGV}", "1", "k", "a", "b"],
+            &["EVAL", "return cjson.encode({1,2,{a=1}})", "0"],
+            &["EVAL", "return cjson.decode('[1,2,3]')[2]", "0"],
+            &["EVAL", "return cjson.decode('{\"a\":\"b\"}').a", "0"],
+            &[
+                "EVAL",
+                "return {bit.band(7,3), bit.bor(1,2), bit.bxor(3,1), bit.lshift(1,4), bit.rshift(256,4), bit.tohex(255), bit.bnot(0)}",
+                "0",
+            ],
+            &["EVAL", "return redis.call('ping')", "0"],
+            &["EVAL", "return type(redis.call('time')[1])", "0"],
+            &["EVAL", "return redis.call('publish','ch','m')", "0"],
+            &["EVAL", "return tostring(loadfile)", "0"],
+            &["EVAL", "return {math.floor(3.7), string.rep('a',3), table.concat({'a','b'},',')}", "0"],
+            &["EVAL", "return redis.call('hgetall','s')", "0"],
+            &["EVAL", "redis.call('set','num',3.5) return redis.call('get','num')", "0"],
+            &["EVAL", "redis.call('set','w','1') redis.call('incr','w') return redis.call('get','w')", "0"],
+            &["EVAL", "redis.call('set','kept','1') error('after a write')", "0"],
+            &["GET", "kept"],
+            &["EVAL", "return redis.call('select','1')", "0"],
+            &[
+                "EVAL",
+                "redis.call('select','1') redis.call('set','in1','x') return redis.call('get','in1')",
+                "0",
+            ],
+            &["GET", "in1"],
+            &["EVAL", "return redis.call()", "0"],
+            &["EVAL", "return redis.call({})", "0"],
+            &["EVAL", "return redis.setresp(4)", "0"],
+            &["EVAL", "redis.setresp(3) return redis.call('hgetall','s')", "0"],
+            &["EVAL", "redis.setresp(3) return redis.call('get','nosuch')", "0"],
+            &["EVAL", "return redis.call('get','nosuch')", "0"],
+            &["EVAL", "return {double=1.5}", "0"],
+            &["EVAL", "return {map={a=1}}", "0"],
+            &["SCRIPT", "LOAD", "return 'loaded'"],
+            &["EVALSHA", "b534286061d4b9e4026607613b95c06c06015ae8", "0"],
+            &["EVALSHA", "B534286061D4B9E4026607613B95C06C06015AE8", "0"],
+            &["SCRIPT", "EXISTS", "b534286061d4b9e4026607613b95c06c06015ae8", "ffff"],
+            &["SCRIPT", "LOAD", "return ("],
+            &["SCRIPT", "FLUSH"],
+            &["SCRIPT", "EXISTS", "b534286061d4b9e4026607613b95c06c06015ae8"],
+            &["SCRIPT", "FLUSH", "bad"],
+            &["SCRIPT", "KILL"],
+            &["SCRIPT", "NOSUCH"],
+            &["SCRIPT"],
+        ],
+    );
+    // RESP3: what a RESP3 client gets from a script that speaks RESP3.
+    let mut c3 = server.client();
+    c3.cmd(&["HELLO", "3"]);
+    run(
+        &mut c3,
+        &mut out,
+        &[
+            &["HSET", "h3", "f", "v"],
+            &["EVAL", "redis.setresp(3) return redis.call('hgetall','h3')", "0"],
+            &["EVAL", "return redis.call('hgetall','h3')", "0"],
+            &["EVAL", "redis.setresp(3) return redis.call('get','nosuch')", "0"],
+            &["EVAL", "return {double=1.5}", "0"],
+            &["EVAL", "return {map={a=1}}", "0"],
+            &["EVAL", "return {set={a=true}}", "0"],
+            &["EVAL", "return {big_number='123456789012345678901234567890'}", "0"],
+            &["EVAL", "return false", "0"],
+            &["EVAL", "return true", "0"],
+            &["EVAL", "redis.setresp(3) return true", "0"],
+            &["EVAL", "redis.setresp(3) return redis.call('exists','h3') == 1", "0"],
+        ],
+    );
+    out
+}
+
+fn function_script(server: &Server) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut c = server.client();
+    let lib = "#!lua name=mylib\nredis.register_function('myset', function(keys, args) return redis.call('set', keys[1], args[1]) end)\nredis.register_function{function_name='myget', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}, description='reads'}";
+    run(
+        &mut c,
+        &mut out,
+        &[
+            &["FUNCTION", "FLUSH"],
+            &["FUNCTION", "LOAD", lib],
+            &["FUNCTION", "LOAD", lib],
+            &["FCALL", "myset", "1", "fk", "fv"],
+            &["FCALL", "myget", "1", "fk"],
+            &["FCALL_RO", "myget", "1", "fk"],
+            &["FCALL_RO", "myset", "1", "fk", "x"],
+            &["FCALL", "nosuch", "0"],
+            &["FCALL", "myget", "5", "fk"],
+            &["FUNCTION", "LIST"],
+            &["FUNCTION", "LIST", "WITHCODE"],
+            &["FUNCTION", "LIST", "LIBRARYNAME", "my*"],
+            &["FUNCTION", "LIST", "LIBRARYNAME", "zz*"],
+            &["FUNCTION", "STATS"],
+            &["FUNCTION", "LOAD", "return 1"],
+            &["FUNCTION", "LOAD", "#!lua\nreturn 1"],
+            &["FUNCTION", "LOAD", "#!lua name=bad-name\nreturn 1"],
+            &["FUNCTION", "LOAD", "#!js name=x\nreturn 1"],
+            &["FUNCTION", "LOAD", "#!lua name=empty\nlocal a = 1"],
+            &["FUNCTION", "LOAD", "#!lua name=broken\nthis is not lua"],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=dup\nredis.register_function('myset', function() return 1 end)",
+            ],
+            &["FUNCTION", "LOAD", "#!lua name=callsat\nredis.call('set','x','y')"],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=badflag\nredis.register_function{function_name='f', callback=function() end, flags={'nope'}}",
+            ],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "REPLACE",
+                "#!lua name=mylib\nredis.register_function('myset2', function(keys, args) return 'v2' end)",
+            ],
+            &["FCALL", "myset", "1", "fk", "fv"],
+            &["FCALL", "myset2", "0"],
+            &["FUNCTION", "LOAD", "BOGUS", "x"],
+            &["FUNCTION", "LOAD"],
+            &["FUNCTION", "DELETE", "nosuch"],
+            &["FUNCTION", "DELETE", "mylib"],
+            &["FCALL", "myset2", "0"],
+            &["FUNCTION", "KILL"],
+            &["FUNCTION", "FLUSH", "bad"],
+            &["FUNCTION", "NOSUCH"],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=errs\nredis.register_function('fails', function(keys) return redis.call('incr', keys[1]) end)",
+            ],
+            &["SET", "str", "abc"],
+            &["FCALL", "fails", "1", "str"],
+            &["FUNCTION", "FLUSH"],
+            &["FUNCTION", "LIST"],
+        ],
+    );
+    out
+}
+
+#[test]
+fn eval_matches_redis() {
+    same_as_redis(eval_script);
+}
+
+#[test]
+fn functions_match_redis() {
+    same_as_redis(function_script);
+}
+
+/// Scripts are atomic: 4 clients each run 200 read-modify-write scripts on one key (a GET
+/// then a SET of the value plus one, which is not atomic without the script); every
+/// increment is counted.
+#[test]
+fn scripts_are_atomic_under_concurrent_clients() {
+    let server = rediskv(&["--threads", "4"]);
+    let script = "local v = tonumber(redis.call('get', KEYS[1]) or '0') redis.call('set', KEYS[1], v + 1) return v + 1";
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let port = server.port;
+            let script = script.to_string();
+            std::thread::spawn(move || {
+                let mut c = Client::connect(port);
+                for _ in 0..200 {
+                    let reply = c.cmd(&["EVAL", &script, "1", "counter"]);
+                    assert!(matches!(reply, Value::Int(_)), "{reply:?}");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["GET", "counter"]), Value::Bulk(Some(b"800".to_vec())));
+}
+
+#[test]
+fn functions_survive_a_restart_on_disk() {
+    let dir = std::env::temp_dir().join(format!("rediskv-functions-{}", std::process::id()));
+    let path = dir.to_str().unwrap().to_string();
+    let lib = "#!lua name=keep\nredis.register_function('hello', function() return 'hi' end)";
+    {
+        let server = rediskv(&["--engine", "fjall", "--dir", &path]);
+        let mut c = server.client();
+        assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), Value::Bulk(Some(b"keep".to_vec())));
+        assert_eq!(
+            c.cmd(&["SCRIPT", "LOAD", "return 1"]),
+            Value::Bulk(Some(b"e0e1f9fabfc9d4800c877a703b823ac0578ff8db".to_vec()))
+        );
+    }
+    let server = rediskv(&["--engine", "fjall", "--dir", &path]);
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["FCALL", "hello", "0"]), Value::Bulk(Some(b"hi".to_vec())));
+    assert_eq!(
+        c.cmd(&["SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"]),
+        Value::Array(Some(vec![Value::Int(0)])),
+        "the script cache does not survive a restart, as in Redis"
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A script past `busy-reply-threshold` makes other clients get BUSY; SCRIPT KILL stops it
+/// (FUNCTION KILL does not); a script that wrote cannot be killed. Texts from redis-server
+/// 7.0.15.
+#[test]
+fn a_busy_script_is_reported_and_killed() {
+    let server = rediskv(&["--threads", "2", "--busy-reply-threshold", "100"]);
+    let mut runner = server.client();
+    let mut other = server.client(); // the next loop: served while the script runs
+    runner.send(&[b"EVAL", b"local i = 0 while true do i = i + 1 end", b"0"]);
+    // A command that arrives before the threshold waits for the script (it would take the
+    // keyspace lock the script holds); after it, BUSY.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let busy = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+    loop {
+        match other.cmd(&["PING"]) {
+            Value::Error(e) if e == busy => break,
+            reply => assert!(std::time::Instant::now() < deadline, "never BUSY: {reply:?}"),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(other.cmd(&["FUNCTION", "KILL"]), Value::Error(busy.into()));
+    assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Value::Status("OK".into()));
+    let killed = runner.read();
+    let Value::Error(text) = killed else { panic!("{killed:?}") };
+    assert!(
+        text.starts_with("ERR Script killed by user with SCRIPT KILL... script: ")
+            && text.ends_with(", on @user_script:1."),
+        "{text}"
+    );
+    assert_eq!(other.cmd(&["PING"]), Value::Status("PONG".into()));
+    assert_eq!(
+        other.cmd(&["SCRIPT", "KILL"]),
+        Value::Error("NOTBUSY No scripts in execution right now.".into())
+    );
+    // A script that wrote runs to its end.
+    runner.send(&[b"EVAL", b"redis.call('set','x','1') local t = redis.call('time') while redis.call('time')[1] - t[1] < 2 do end return 'done'", b"0"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    loop {
+        if let Value::Error(e) = other.cmd(&["GET", "x"]) {
+            assert_eq!(e, busy);
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never BUSY");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        other.cmd(&["SCRIPT", "KILL"]),
+        Value::Error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.".into())
+    );
+    assert_eq!(runner.read(), Value::Bulk(Some(b"done".to_vec())));
+}
