@@ -167,14 +167,7 @@ impl Scripts {
 
     /// FUNCTION LOAD: checks the library in a fresh Lua state and registers it.
     fn load_library(&self, code: &str, replace: bool) -> Result<String, String> {
-        let (name, body) = library_metadata(code)?;
-        let functions = {
-            let vm = Vm::new().map_err(|e| e.to_string())?;
-            vm.register(&body)?.into_iter().map(|(info, _)| info).collect::<Vec<_>>()
-        };
-        if functions.is_empty() {
-            return Err("No functions registered".into());
-        }
+        let (name, Library { functions, .. }) = build_library(code)?;
         let mut libs = lock(&self.libraries);
         if libs.contains_key(&name) && !replace {
             return Err(format!("Library '{name}' already exists"));
@@ -193,7 +186,62 @@ impl Scripts {
     }
 }
 
-/// `#!lua name=<lib>` → (name, code after the first line).
+/// A library checked in a fresh Lua state: its name and what it registers.
+fn build_library(code: &str) -> Result<(String, Library), String> {
+    let (name, body) = library_metadata(code)?;
+    let vm = Vm::new().map_err(|e| e.to_string())?;
+    let functions: Vec<FunctionInfo> = vm.register(&body)?.into_iter().map(|(info, _)| info).collect();
+    if functions.is_empty() {
+        return Err("No functions registered".into());
+    }
+    Ok((name, Library { code: code.to_string(), functions }))
+}
+
+/// FUNCTION RESTORE's policy for libraries already there.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Policy {
+    Flush,
+    Append,
+    Replace,
+}
+
+impl Scripts {
+    /// FUNCTION RESTORE: joins the payload's libraries to the current ones under `policy`,
+    /// all or nothing, with Redis' errors.
+    fn restore(&self, payload: &[u8], policy: Policy) -> Result<(), String> {
+        let codes = rediskv::codec::rdb::restore_functions(payload).map_err(|e| match e {
+            rediskv::Error::DumpFormat(text) => text.to_string(),
+            _ => "DUMP payload version or checksum are wrong".to_string(),
+        })?;
+        let mut incoming = BTreeMap::new();
+        for code in codes {
+            let (name, lib) = build_library(&String::from_utf8_lossy(&code))?;
+            if incoming.insert(name.clone(), lib).is_some() {
+                return Err(format!("Library '{name}' already exists"));
+            }
+        }
+        let mut libs = lock(&self.libraries);
+        let mut joined = if policy == Policy::Flush { BTreeMap::new() } else { libs.clone() };
+        for (name, lib) in incoming {
+            if joined.contains_key(&name) && policy == Policy::Append {
+                return Err(format!("Library {name} already exists"));
+            }
+            joined.remove(&name);
+            for f in &lib.functions {
+                if joined.values().any(|l: &Library| l.functions.iter().any(|g| g.name == f.name)) {
+                    return Err(format!("Function {} already exists", f.name));
+                }
+            }
+            joined.insert(name, lib);
+        }
+        *libs = joined;
+        drop(libs);
+        self.changed();
+        Ok(())
+    }
+}
+
+/// `#!lua name=<lib>` → (name, code after the first line)./// `#!lua name=<lib>` → (name, code after the first line).
 fn library_metadata(code: &str) -> Result<(String, String), String> {
     let Some(rest) = code.strip_prefix("#!") else { return Err("Missing library metadata".into()) };
     let Some((shebang, _)) = rest.split_once('\n') else { return Err("Missing library metadata".into()) };
@@ -1551,7 +1599,31 @@ pub fn function_command(argv: &[Bytes], scripts: &Scripts, save: &dyn Fn(&Script
         b"help" if argv.len() == 2 => {
             return Reply::Array(FUNCTION_HELP.iter().map(|s| Reply::status(s)).collect());
         }
-        b"delete" | b"flush" | b"kill" | b"stats" | b"help" => return syntax(),
+        b"dump" if argv.len() == 2 => {
+            let libs = lock(&scripts.libraries);
+            return Reply::Bulk(
+                rediskv::codec::rdb::dump_functions(libs.values().map(|l| l.code.as_bytes())).into(),
+            );
+        }
+        b"restore" if argv.len() <= 4 => {
+            let policy = match argv.get(3).map(|p| p.to_ascii_lowercase()) {
+                None => Policy::Append,
+                Some(p) if p == b"append" => Policy::Append,
+                Some(p) if p == b"replace" => Policy::Replace,
+                Some(p) if p == b"flush" => Policy::Flush,
+                Some(_) => {
+                    return Reply::Error(
+                        "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."
+                            .into(),
+                    );
+                }
+            };
+            match scripts.restore(&argv[2], policy) {
+                Ok(()) => Reply::OK,
+                Err(e) => return Reply::Error(format!("ERR {e}")),
+            }
+        }
+        b"delete" | b"flush" | b"kill" | b"stats" | b"help" | b"dump" | b"restore" => return syntax(),
         _ => {
             return Reply::Error(format!(
                 "ERR unknown subcommand '{}'. Try FUNCTION HELP.",

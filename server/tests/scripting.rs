@@ -206,6 +206,28 @@ fn function_script(server: &Server) -> Vec<Value> {
             &["FUNCTION", "LIST"],
         ],
     );
+    // FUNCTION DUMP / RESTORE (the payloads' bytes differ: Redis compresses with LZF).
+    run(&mut c, &mut out, &[&["FUNCTION", "LOAD", lib], &["SET", "plain", "v"]]);
+    let Value::Bulk(Some(payload)) = c.cmd(&["FUNCTION", "DUMP"]) else { panic!("FUNCTION DUMP") };
+    let mut corrupt = payload.clone();
+    corrupt[3] ^= 1;
+    let Value::Bulk(Some(key_payload)) = c.cmd(&["DUMP", "plain"]) else { panic!("DUMP") };
+    let restores: [&[&[u8]]; 9] = [
+        &[b"FUNCTION", b"RESTORE", &payload],
+        &[b"FUNCTION", b"RESTORE", &payload, b"REPLACE"],
+        &[b"FUNCTION", b"FLUSH"],
+        &[b"FUNCTION", b"RESTORE", &payload],
+        &[b"FUNCTION", b"RESTORE", &payload, b"FLUSH"],
+        &[b"FUNCTION", b"RESTORE", &payload, b"BAD"],
+        &[b"FUNCTION", b"RESTORE", &corrupt],
+        &[b"FUNCTION", b"RESTORE", b"short"],
+        &[b"FUNCTION", b"RESTORE", &key_payload],
+    ];
+    for cmd in restores {
+        c.send(cmd);
+        out.push(c.read());
+    }
+    run(&mut c, &mut out, &[&["FCALL", "myget", "1", "fk"], &["FUNCTION", "LIST"]]);
     out
 }
 
@@ -222,6 +244,24 @@ fn functions_match_redis() {
 /// Scripts are atomic: 4 clients each run 200 read-modify-write scripts on one key (a GET
 /// then a SET of the value plus one, which is not atomic without the script); every
 /// increment is counted.
+/// FUNCTION DUMP payloads cross between redis-server and rediskv-server both ways.
+#[test]
+fn function_payloads_cross_with_redis() {
+    let Some(redis) = common::redis(&[]) else { return };
+    let ours = rediskv(&[]);
+    let lib = "#!lua name=crossing\nredis.register_function('twice', function(keys, args) return args[1] .. args[1] end)";
+    for (from, to) in [(&redis, &ours), (&ours, &redis)] {
+        let (mut a, mut b) = (from.client(), to.client());
+        a.cmd(&["FUNCTION", "FLUSH"]);
+        b.cmd(&["FUNCTION", "FLUSH"]);
+        assert_eq!(a.cmd(&["FUNCTION", "LOAD", lib]), Value::Bulk(Some(b"crossing".to_vec())));
+        let Value::Bulk(Some(payload)) = a.cmd(&["FUNCTION", "DUMP"]) else { panic!("FUNCTION DUMP") };
+        b.send(&[b"FUNCTION", b"RESTORE", &payload]);
+        assert_eq!(b.read(), Value::Status("OK".into()));
+        assert_eq!(b.cmd(&["FCALL", "twice", "0", "ab"]), Value::Bulk(Some(b"abab".to_vec())));
+    }
+}
+
 #[test]
 fn scripts_are_atomic_under_concurrent_clients() {
     let server = rediskv(&["--threads", "4"]);

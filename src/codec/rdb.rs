@@ -148,6 +148,54 @@ pub fn restore(payload: &[u8]) -> Result<RdbValue> {
     Ok(value)
 }
 
+/// RDB's opcode before one function library's code (Redis 7.0's `RDB_OPCODE_FUNCTION2`).
+const OPCODE_FUNCTION2: u8 = 245;
+
+/// Serializes function libraries as a FUNCTION DUMP payload that Redis 7.0 FUNCTION
+/// RESTOREs: for each library the opcode 245 and its code as an RDB string, then
+/// [`RDB_VERSION`] and the CRC-64 of everything before it, both little-endian.
+pub fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in codes {
+        out.push(OPCODE_FUNCTION2);
+        put_string(&mut out, code);
+    }
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = CRC64.checksum(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// The libraries' code in a FUNCTION DUMP payload (LZF-compressed strings included, as
+/// Redis writes them).
+///
+/// # Errors
+/// [`Error::DumpVersionOrChecksum`] as for [`restore`]; [`Error::DumpFormat`] with Redis'
+/// text: "given type is not a function" for another opcode, "can not read data type" or
+/// "failed loading the given functions payload" for a cut or malformed payload.
+pub fn restore_functions(payload: &[u8]) -> Result<Vec<Bytes>> {
+    let Some(body_len) = payload.len().checked_sub(10) else {
+        return Err(Error::DumpVersionOrChecksum);
+    };
+    let footer = &payload[body_len..];
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let crc = u64::from_le_bytes(footer[2..].try_into().map_err(|_| Error::DumpVersionOrChecksum)?);
+    if version > RDB_VERSION || CRC64.checksum(&payload[..body_len + 2]) != crc {
+        return Err(Error::DumpVersionOrChecksum);
+    }
+    let mut r = In(&payload[..body_len]);
+    let mut codes = Vec::new();
+    while !r.0.is_empty() {
+        match r.u8().map_err(|_| Error::DumpFormat("can not read data type"))? {
+            OPCODE_FUNCTION2 => codes.push(
+                r.string().map_err(|_| Error::DumpFormat("failed loading the given functions payload"))?,
+            ),
+            _ => return Err(Error::DumpFormat("given type is not a function")),
+        }
+    }
+    Ok(codes)
+}
+
 fn read_object(r: &mut In<'_>) -> Result<RdbValue> {
     let ty = r.u8()?;
     Ok(match ty {
