@@ -416,7 +416,7 @@ impl Client {
         }
         if state.scripts.active() {
             let threshold = state.config().number("busy-reply-threshold").max(0) as u64;
-            if let Some(busy) = state.scripts.busy(threshold, argv) {
+            if let Some(busy) = state.scripts.wait_or_busy(threshold, argv) {
                 return Some(Some(busy));
             }
         }
@@ -464,7 +464,7 @@ impl Client {
             "client" => return self.client(argv, state),
             "acl" => self.acl(argv, state),
             "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
-                self.script(name, argv, state)
+                return self.script(name, argv, state);
             }
             "script" => scripting::script_command(argv, &state.scripts),
             "function" => scripting::function_command(argv, &state.scripts, &|scripts| {
@@ -571,7 +571,7 @@ impl Client {
                     self.invalidate(&reads, flushes && !reply.is_error(), &reply, state);
                 }
                 self.info.db.store(self.session.db(), Relaxed);
-                self.after_writes(state);
+                after_writes(state, &self.engine, &self.session);
                 if let Some(block) = self.session.take_block() {
                     return self.park(argv, block, state);
                 }
@@ -585,67 +585,42 @@ impl Client {
         (reply, Next::Continue)
     }
 
-    /// What follows the writes of a command, an EXEC or a script: keyspace notifications,
-    /// hints to the maintenance thread, the SWAPDB mapping saved.
-    fn after_writes(&self, state: &State) {
-        crate::notify::publish(state, self.session.events());
-        if self.session.events().iter().any(|e| crate::maint::may_leave_garbage(e.name)) {
-            state.maint.garbage_hint.fetch_add(1, Relaxed);
-        }
-        // SWAPDB may bring keys with TTLs into a database whose sweep backed off.
-        if self.session.events().iter().any(|e| crate::maint::may_set_ttl(e.name))
-            || !self.session.swapped_dbs().is_empty()
-        {
-            state.maint.ttl_hint.fetch_add(1, Relaxed);
-        }
-        if !self.session.swapped_dbs().is_empty() {
-            let ns = String::from_utf8_lossy(self.engine.layout().namespace()).into_owned();
-            if let Err(e) = state.store.save_db_slots(&ns, &self.engine.db_slots()) {
-                eprintln!("server: cannot save the SWAPDB mapping: {e}");
-            }
-        }
-    }
-
-    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO: the script runs atomically in
-    /// the engine, with this client's ACL user checking each command it runs.
-    fn script(&mut self, name: &str, argv: &[Bytes], state: &State) -> Reply {
+    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO: the client parks and the script
+    /// thread runs the script atomically in the engine, with this client's ACL user checking
+    /// each command it runs; its answer comes back through the loop's mailbox.
+    fn script(&mut self, name: &str, argv: &[Bytes], state: &State) -> (Reply, Next) {
         if argv.len() < 3 {
-            return Reply::Error(format!("ERR wrong number of arguments for '{name}' command"));
+            return (
+                Reply::Error(format!("ERR wrong number of arguments for '{name}' command")),
+                Next::Continue,
+            );
         }
-        let user = self.user.clone();
-        let restricted = self.restricted;
-        let acl = move |cmd: &[Bytes]| -> Result<(), String> {
-            if !restricted {
-                return Ok(());
-            }
-            let Ok(id) = acl::resolve(cmd) else { return Ok(()) };
-            user.check(id, cmd).map_err(|d| {
-                match d {
-                    acl::Denied::Command => "The user executing the script can't run this command or subcommand",
-                    acl::Denied::Key(_) => {
-                        "The user executing the script can't access at least one of the keys mentioned in the command arguments"
-                    }
-                    acl::Denied::Channel(_) => {
-                        "The user executing the script can't publish to the channel mentioned in the command"
-                    }
-                }
-                .to_string()
-            })
+        let session = std::mem::replace(&mut self.session, Session::new(self.info.id));
+        let job = scripting::Job {
+            argv: argv.to_vec(),
+            name: name.to_string(),
+            session,
+            engine: self.engine.clone(),
+            info: self.info.clone(),
+            user: self.user.clone(),
+            restricted: self.restricted,
         };
-        let engine = self.engine.clone();
-        let mut caller = scripting::Caller { state, engine: &engine, session: &mut self.session, acl: &acl };
-        let reply = match name {
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
-                scripting::eval(argv, &mut caller, name.starts_with("evalsha"), name.ends_with("_ro"))
+        match state.scripts.submit(job) {
+            Ok(()) => {
+                self.parked_until = Some(None);
+                (Reply::NilArray, Next::Parked)
             }
-            _ => scripting::fcall(argv, &mut caller, name == "fcall_ro"),
-        };
-        self.after_writes(state);
-        if state.tracking.active() {
-            self.invalidate(&[], false, &reply, state);
+            Err(job) => {
+                // No script thread: run it here.
+                self.session = job.session;
+                let acl = scripting::acl_check(self.user.clone(), self.restricted);
+                let engine = self.engine.clone();
+                let (reply, pushes) =
+                    scripting::run_command(state, name, argv, &engine, &mut self.session, &self.info, &acl);
+                self.pushes.extend_from_slice(&pushes);
+                (reply, Next::Continue)
+            }
         }
-        state.blocked.wake(state, &self.engine, &self.session);
-        reply
     }
 
     /// Hands the session to the blocked-client registry; the connection waits for its answer.
@@ -1700,6 +1675,26 @@ const SUBSCRIBED_MODE: &[&str] = &[
     "quit",
     "reset",
 ];
+
+/// What follows the writes of a command, an EXEC or a script: keyspace notifications,
+/// hints to the maintenance thread, the SWAPDB mapping saved.
+pub fn after_writes(state: &State, engine: &SharedEngine, session: &Session) {
+    crate::notify::publish(state, session.events());
+    if session.events().iter().any(|e| crate::maint::may_leave_garbage(e.name)) {
+        state.maint.garbage_hint.fetch_add(1, Relaxed);
+    }
+    // SWAPDB may bring keys with TTLs into a database whose sweep backed off.
+    if session.events().iter().any(|e| crate::maint::may_set_ttl(e.name)) || !session.swapped_dbs().is_empty()
+    {
+        state.maint.ttl_hint.fetch_add(1, Relaxed);
+    }
+    if !session.swapped_dbs().is_empty() {
+        let ns = String::from_utf8_lossy(engine.layout().namespace()).into_owned();
+        if let Err(e) = state.store.save_db_slots(&ns, &engine.db_slots()) {
+            eprintln!("server: cannot save the SWAPDB mapping: {e}");
+        }
+    }
+}
 
 /// Whether rediskv-server answers `name` itself (not the engine).
 pub fn is_server_command(name: &str) -> bool {

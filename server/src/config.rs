@@ -175,6 +175,15 @@ impl Config {
         };
         let value = check(name, &param.kind, value, starting)?;
         self.put(name, &value);
+        // Redis 7.0 keeps its older name as an alias of the same setting.
+        let alias = match name {
+            "lua-time-limit" => Some("busy-reply-threshold"),
+            "busy-reply-threshold" => Some("lua-time-limit"),
+            _ => None,
+        };
+        if let Some(alias) = alias {
+            self.put(alias, &value);
+        }
         Ok(())
     }
 

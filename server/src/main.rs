@@ -197,6 +197,7 @@ fn main() {
     }
     notify::configure(&state);
     maint::spawn(state.clone());
+    scripting::spawn(state.clone());
     #[cfg(feature = "etcd")]
     maint::follow_other_nodes(state.clone());
     if let Err(e) = conn::serve(listener, state, threads) {

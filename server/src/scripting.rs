@@ -1,9 +1,10 @@
 //! Lua scripting, as Redis 7.0 embeds it: EVAL / EVALSHA / EVAL_RO / EVALSHA_RO and SCRIPT,
 //! FUNCTION and FCALL / FCALL_RO.
 //!
-//! Lua 5.1 (vendored by `mlua`, built by cargo). Each event-loop thread has its own Lua
-//! state; the script cache and the function libraries are shared, and a change to either
-//! makes every state rebuild before its next script. A script runs through
+//! Lua 5.1 (vendored by `mlua`, built by cargo). Scripts run on one thread of their own
+//! ([`spawn`]): the client parks, its event loop goes on serving, and the answer comes back
+//! through the loop's mailbox. A Lua state is rebuilt when the script cache or the function
+//! libraries change (FUNCTION LOAD checks a library in a fresh state). A script runs through
 //! [`rediskv::commands::Engine::atomically`]: alone, seeing its own writes, committed as one
 //! batch (a script that fails after writing keeps its writes, as in Redis).
 //!
@@ -72,6 +73,119 @@ pub struct Scripts {
     /// A script runs (the gate checks for BUSY only then).
     active: AtomicBool,
     kill: Arc<AtomicBool>,
+    /// The script thread's queue (see [`spawn`]).
+    jobs: std::sync::OnceLock<std::sync::mpsc::Sender<Job>>,
+}
+
+/// A script to run on the script thread for a parked client.
+pub struct Job {
+    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL or FCALL_RO, and its arguments.
+    pub argv: Vec<Bytes>,
+    /// The command's lowercase name.
+    pub name: String,
+    /// The client's session, handed back with the answer.
+    pub session: rediskv::commands::Session,
+    /// The engine of the client's namespace.
+    pub engine: Arc<crate::state::SharedEngine>,
+    /// The client (where the answer goes).
+    pub info: Arc<crate::state::ClientInfo>,
+    /// The client's ACL user.
+    pub user: Arc<crate::acl::User>,
+    /// `user` may not run everything.
+    pub restricted: bool,
+}
+
+/// Starts the thread that runs every script, one at a time, with one Lua state (as Redis'
+/// single Lua interpreter): an event loop hands it a script and goes on serving its other
+/// clients, so BUSY replies and SCRIPT KILL reach every client, whatever loop it is on.
+pub fn spawn(state: Arc<crate::state::State>) {
+    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+    if state.scripts.jobs.set(tx).is_err() {
+        return;
+    }
+    std::thread::Builder::new()
+        .name("scripts".into())
+        .spawn(move || {
+            for job in rx {
+                run_job(&state, job);
+            }
+        })
+        .expect("spawn the script thread");
+}
+
+/// The ACL check a script's commands get: `user`'s, unless it may run everything.
+pub fn acl_check(user: Arc<crate::acl::User>, restricted: bool) -> impl Fn(&[Bytes]) -> Result<(), String> {
+    move |cmd: &[Bytes]| {
+        if !restricted {
+            return Ok(());
+        }
+        let Ok(id) = crate::acl::resolve(cmd) else { return Ok(()) };
+        user.check(id, cmd).map_err(|d| {
+            match d {
+                crate::acl::Denied::Command => "The user executing the script can't run this command or subcommand",
+                crate::acl::Denied::Key(_) => {
+                    "The user executing the script can't access at least one of the keys mentioned in the command arguments"
+                }
+                crate::acl::Denied::Channel(_) => {
+                    "The user executing the script can't publish to the channel mentioned in the command"
+                }
+            }
+            .to_string()
+        })
+    }
+}
+
+/// Runs a script command for a client: the reply, and the invalidation pushes its own
+/// writes owe that client (to write after the reply).
+pub fn run_command(
+    state: &crate::state::State,
+    name: &str,
+    argv: &[Bytes],
+    engine: &crate::state::SharedEngine,
+    session: &mut rediskv::commands::Session,
+    info: &crate::state::ClientInfo,
+    acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
+) -> (Reply, Vec<u8>) {
+    let reply = {
+        let mut caller = Caller { state, engine, session, acl };
+        match name {
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
+                eval(argv, &mut caller, name.starts_with("evalsha"), name.ends_with("_ro"))
+            }
+            _ => fcall(argv, &mut caller, name == "fcall_ro"),
+        }
+    };
+    crate::admin::after_writes(state, engine, session);
+    let mut pushes = Vec::new();
+    if state.tracking.active() {
+        let written: Vec<Bytes> =
+            session.touched().iter().filter_map(|t| engine.touched_key(t)).map(|(_, k)| k).collect();
+        if !written.is_empty() {
+            let mut to = crate::tracking::Delivery { me: info, own: &mut pushes };
+            state.tracking.invalidate(state, engine.layout().namespace(), &written, &mut to);
+        }
+    }
+    state.blocked.wake(state, engine, session);
+    (reply, pushes)
+}
+
+/// Runs one job and sends the client its answer, and its session, through its loop.
+fn run_job(state: &crate::state::State, job: Job) {
+    let Job { argv, name, mut session, engine, info, user, restricted } = job;
+    let acl = acl_check(user, restricted);
+    let (reply, pushes) = run_command(state, &name, &argv, &engine, &mut session, &info, &acl);
+    let mut bytes = Vec::new();
+    reply.write(crate::pubsub::protocol(&info), &mut bytes);
+    bytes.extend_from_slice(&pushes);
+    state.send(
+        info.loop_index,
+        crate::conn::Message::Resume {
+            token: info.token,
+            client: info.id,
+            session: Box::new(session),
+            bytes,
+        },
+    );
 }
 
 const FLAGS: [&str; 5] = ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
@@ -80,6 +194,49 @@ impl Scripts {
     /// Whether a script runs now.
     pub fn active(&self) -> bool {
         self.active.load(Relaxed)
+    }
+
+    /// Hands `job` to the script thread; gives it back when there is none.
+    pub fn submit(&self, job: Job) -> Result<(), Box<Job>> {
+        match self.jobs.get() {
+            Some(tx) => tx.send(job).map_err(|e| Box::new(e.0)),
+            None => Err(Box::new(job)),
+        }
+    }
+
+    /// For a command arriving while a script runs: waits until the script ends or has run
+    /// `threshold_ms` (then answers BUSY), as Redis serves no one but SCRIPT KILL & co.
+    /// during a script. `None`: go on.
+    pub fn wait_or_busy(&self, threshold_ms: u64, argv: &[Bytes]) -> Option<Reply> {
+        loop {
+            if !self.active() || self.allowed_while_busy(argv) {
+                return None;
+            }
+            let since = lock(&self.running).as_ref().map(|r| r.since)?;
+            if let Some(busy) = self.busy(threshold_ms, argv) {
+                return Some(busy);
+            }
+            if threshold_ms == 0 || since.elapsed().as_millis() >= u128::from(threshold_ms) {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+
+    fn allowed_while_busy(&self, argv: &[Bytes]) -> bool {
+        let name = argv[0].to_ascii_lowercase();
+        let sub = argv.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
+        matches!(
+            (name.as_slice(), sub.as_slice()),
+            (b"script", b"kill")
+                | (b"function", b"kill")
+                | (b"function", b"stats")
+                | (b"shutdown", _)
+                | (b"auth", _)
+                | (b"hello", _)
+                | (b"reset", _)
+                | (b"quit", _)
+        ) || table::find(argv).is_ok_and(|info| info.has(flag::ALLOW_BUSY))
     }
 
     /// The BUSY error for a command of another client while a script has run past
@@ -94,20 +251,8 @@ impl Scripts {
         if threshold_ms == 0 || r.since.elapsed().as_millis() < u128::from(threshold_ms) {
             return None;
         }
-        let name = argv[0].to_ascii_lowercase();
-        let sub = argv.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
-        let allowed = matches!(
-            (name.as_slice(), sub.as_slice()),
-            (b"script", b"kill")
-                | (b"function", b"kill")
-                | (b"function", b"stats")
-                | (b"shutdown", _)
-                | (b"auth", _)
-                | (b"hello", _)
-                | (b"reset", _)
-                | (b"quit", _)
-        );
-        if allowed {
+        // MULTI, DISCARD, WATCH and UNWATCH carry Redis' allow-busy flag.
+        if self.allowed_while_busy(argv) {
             return None;
         }
         let text = if r.function.is_some() {
