@@ -437,7 +437,15 @@ impl Client {
         if state.pause_active.load(Relaxed) && info.is_some() && state.paused(has(flag::WRITE)).is_some() {
             return Some(None);
         }
-        if has(flag::DENYOOM) {
+        // As Redis 7.0: EXEC is checked for the queued commands (memory may have run out
+        // since they were queued), and inside MULTI every command but EXEC, DISCARD, QUIT and
+        // RESET is, since queueing takes memory too.
+        let in_multi = self.session.in_multi();
+        let denyoom = |c: &[Bytes]| table::find(c).is_ok_and(|i| i.has(flag::DENYOOM));
+        let checked = has(flag::DENYOOM)
+            || (in_multi && !matches!(name, "exec" | "discard" | "quit" | "reset"))
+            || (in_multi && name == "exec" && self.session.queued().any(denyoom));
+        if checked {
             let max = state.maxmemory.load(Relaxed);
             if max > 0
                 && state.store.in_memory()

@@ -387,3 +387,26 @@ fn monitor_script(server: &Server) -> Vec<Value> {
 fn monitor_matches_redis() {
     same_as_redis(monitor_script);
 }
+
+/// EXEC refuses a transaction holding a command that may use memory once `maxmemory` is
+/// exceeded, even if the commands were queued before (EXECABORT … OOM), and discards it.
+fn exec_oom_script(server: &Server) -> Vec<Value> {
+    let (mut c, mut admin) = (server.client(), server.client());
+    let mut out = vec![c.cmd(&["SET", "filler", &"x".repeat(1000)])];
+    for cmd in [&["MULTI"][..], &["SET", "x", "1"], &["GET", "x"]] {
+        out.push(c.cmd(cmd));
+    }
+    out.push(admin.cmd(&["CONFIG", "SET", "maxmemory", "1"]));
+    out.push(c.cmd(&["EXEC"]));
+    out.push(c.cmd(&["EXEC"]));
+    for cmd in [&["MULTI"][..], &["GET", "x"], &["EXEC"]] {
+        out.push(c.cmd(cmd));
+    }
+    out.push(admin.cmd(&["CONFIG", "SET", "maxmemory", "0"]));
+    out
+}
+
+#[test]
+fn exec_checks_memory_like_redis() {
+    same_as_redis(exec_oom_script);
+}
