@@ -357,9 +357,9 @@ impl Client {
     }
 
     fn send_one(&mut self, reply: Reply, out: &mut Vec<u8>, name: &str) {
-        // RESP3 pushes (subscribe confirmations among them) are not replies: CLIENT REPLY
-        // OFF/SKIP does not hold them back, as in Redis.
-        let push = self.session.resp() == 3 && matches!(reply, Reply::Push(_));
+        // Pushes (subscribe confirmations and messages, in RESP2 too) are not replies: CLIENT
+        // REPLY OFF/SKIP does not hold them back, as in Redis (its CLIENT_PUSHING).
+        let push = matches!(reply, Reply::Push(_));
         match self.reply {
             ReplyMode::On if self.session.resp() == 3 => return reply.write(Protocol::Resp3, out),
             ReplyMode::On => return write_consuming(reply, out),
@@ -368,7 +368,8 @@ impl Client {
             _ => {}
         }
         if push {
-            reply.write(Protocol::Resp3, out);
+            let protocol = if self.session.resp() == 3 { Protocol::Resp3 } else { Protocol::Resp2 };
+            reply.write(protocol, out);
         }
     }
 

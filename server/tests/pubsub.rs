@@ -78,6 +78,18 @@ fn script(server: &Server) -> Vec<Value> {
     cmd(&mut publisher, &["PUBLISH", "quiet", "q1"], 1, &mut seen);
     seen.push(quiet.read());
     cmd(&mut quiet, &["CLIENT", "REPLY", "ON"], 1, &mut seen);
+    // In RESP2 as well: subscribe confirmations and messages are pushed past REPLY OFF/SKIP.
+    let mut quiet2 = server.client();
+    cmd(&mut quiet2, &["CLIENT", "REPLY", "OFF"], 0, &mut seen);
+    cmd(&mut quiet2, &["PSUBSCRIBE", "q*"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBLISH", "quiet", "q2"], 1, &mut seen);
+    seen.push(quiet2.read());
+    let mut skip2 = server.client();
+    cmd(&mut skip2, &["CLIENT", "REPLY", "SKIP"], 0, &mut seen);
+    cmd(&mut skip2, &["SUBSCRIBE", "quiet"], 1, &mut seen);
+    cmd(&mut publisher, &["PUBLISH", "quiet", "q3"], 1, &mut seen);
+    seen.push(skip2.read());
+    seen.push(quiet2.read());
     seen
 }
 
