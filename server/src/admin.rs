@@ -336,7 +336,13 @@ impl Client {
     ) {
         let admin = info.is_some_and(|i| i.has(flag::ADMIN))
             || [name, stat_name].iter().any(|n| crate::monitor::ADMIN_SERVER_COMMANDS.contains(n));
-        if admin || refused_before_running(reply) || matches!(reply, Reply::Status(s) if s == "QUEUED") {
+        // A script command is shown before its script runs (see `script`).
+        let script = matches!(name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro");
+        if admin
+            || script
+            || refused_before_running(reply)
+            || matches!(reply, Reply::Status(s) if s == "QUEUED")
+        {
             return;
         }
         let (now, db) = (unix_micros(), self.session.db());
@@ -603,6 +609,10 @@ impl Client {
                 Reply::Error(format!("ERR wrong number of arguments for '{name}' command")),
                 Next::Continue,
             );
+        }
+        if state.monitors.any() && !self.session.in_multi() {
+            // MONITOR shows the script command, then the commands it runs (as `[db lua]`).
+            state.monitors.feed(state, argv, unix_micros(), self.session.db(), &self.info.addr);
         }
         let session = std::mem::replace(&mut self.session, Session::new(self.info.id));
         let job = scripting::Job {

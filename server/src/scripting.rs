@@ -861,6 +861,7 @@ fn run(
 ) -> Reply {
     let state = caller.state;
     let scripts = &state.scripts;
+    let db = caller.session.db();
     let (label, function) = match &target {
         Target::Script(sha) => (sha.clone(), None),
         Target::Function(name) => (name.clone(), Some(name.clone())),
@@ -888,7 +889,7 @@ fn run(
             });
             scripts.kill.store(false, Relaxed);
             scripts.active.store(true, Relaxed);
-            let reply = run_once(lua, &f, &target, &keys, &args, read_only, acl, state, call);
+            let reply = run_once(lua, &f, &target, &keys, &args, read_only, db, acl, state, call);
             *lock(&scripts.running) = None;
             scripts.active.store(false, Relaxed);
             reply
@@ -911,6 +912,7 @@ fn run_once(
     keys: &[Bytes],
     args: &[Bytes],
     read_only: bool,
+    db: usize,
     acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
     state: &crate::state::State,
     call: &mut dyn FnMut(&[Bytes]) -> Reply,
@@ -948,15 +950,22 @@ fn run_once(
             }
             let reply = match check_command(&argv, read_only, acl) {
                 Err(text) => return error_table(lua, &format!("ERR {text}")),
-                Ok(Some(info)) => {
-                    if info.is_write() {
-                        if let Some(r) = lock(&scripts.running).as_mut() {
-                            r.wrote = true;
-                        }
+                Ok(found) => {
+                    if state.monitors.any() {
+                        state.monitors.feed(state, &argv, crate::state::unix_micros(), db, "lua");
                     }
-                    (call.borrow_mut())(&argv)
+                    match found {
+                        Some(info) => {
+                            if info.is_write() {
+                                if let Some(r) = lock(&scripts.running).as_mut() {
+                                    r.wrote = true;
+                                }
+                            }
+                            (call.borrow_mut())(&argv)
+                        }
+                        None => server_command(&argv, state),
+                    }
                 }
-                Ok(None) => server_command(&argv, state),
             };
             let resp: i64 = lua.named_registry_value("__redis_resp").unwrap_or(2);
             let protocol = if resp == 3 { Protocol::Resp3 } else { Protocol::Resp2 };

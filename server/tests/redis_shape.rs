@@ -361,6 +361,14 @@ fn monitor_script(server: &Server) -> Vec<Value> {
         &["CLIENT", "LIST"],
         &["SLOWLOG", "LEN"],
         &["INFO", "server"],
+        &["EVAL", "redis.call('set',KEYS[1],ARGV[1]) return redis.call('get',KEYS[1])", "1", "foo", "bar"],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "REPLACE",
+            "#!lua name=mon\nredis.register_function('mon', function() return redis.call('ping') end)",
+        ],
+        &["FCALL", "mon", "0"],
         &["PING"],
         &["ECHO", "done"],
     ];
@@ -373,7 +381,8 @@ fn monitor_script(server: &Server) -> Vec<Value> {
         let (db_addr, args) = rest.split_once("] ").expect("[db addr] args");
         assert!(time.len() == 17 && time.as_bytes()[10] == b'.', "{line}");
         let db = db_addr.split(' ').next().unwrap_or_default();
-        out.push(Value::Status(format!("[{db}] {args}")));
+        let lua = if db_addr.ends_with(" lua") { " lua" } else { "" };
+        out.push(Value::Status(format!("[{db}{lua}] {args}")));
         if args == "\"ECHO\" \"done\"" {
             return out;
         }
