@@ -542,7 +542,7 @@ impl Client {
             "flushall" if !self.tenant => {
                 let reply = self.flush_everything(argv, state);
                 if state.tracking.active() && !reply.is_error() {
-                    let mut to = crate::tracking::Delivery { me: &self.info, own: &mut self.pushes };
+                    let mut to = crate::tracking::Delivery { me: Some(&self.info), own: &mut self.pushes };
                     state.tracking.flush(state, &mut to);
                 }
                 reply
@@ -1083,7 +1083,7 @@ impl Client {
     /// invalidates what it wrote (everything, after FLUSHDB or FLUSHALL) for every client.
     fn invalidate(&mut self, reads: &[Bytes], flushed: bool, reply: &Reply, state: &State) {
         let ns = self.engine.layout().namespace().to_vec();
-        let mut to = tracking::Delivery { me: &self.info, own: &mut self.pushes };
+        let mut to = tracking::Delivery { me: Some(&self.info), own: &mut self.pushes };
         let written: Vec<Bytes> = self
             .session
             .touched()

@@ -236,6 +236,11 @@ fn expire(state: &State, sweep: &mut Sweep, deadline: Instant) {
         }
         sweep.found |= !step.removed.is_empty();
         crate::notify::expired(state, &step.expired);
+        if state.tracking.active() && !step.expired.is_empty() {
+            let keys: Vec<bytes::Bytes> = step.expired.iter().map(|(_, k)| k.clone()).collect();
+            let mut to = crate::tracking::Delivery { me: None, own: &mut Vec::new() };
+            state.tracking.invalidate(state, sweep.engine.layout().namespace(), &keys, &mut to);
+        }
         if step.done {
             if let Some(range) = sweep.engine.db_layout(sweep.db).map(|l| l.namespace_range()) {
                 sweep.sweep = ExpirySweep::new(range);

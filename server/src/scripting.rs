@@ -161,7 +161,7 @@ pub fn run_command(
         let written: Vec<Bytes> =
             session.touched().iter().filter_map(|t| engine.touched_key(t)).map(|(_, k)| k).collect();
         if !written.is_empty() {
-            let mut to = crate::tracking::Delivery { me: info, own: &mut pushes };
+            let mut to = crate::tracking::Delivery { me: Some(info), own: &mut pushes };
             state.tracking.invalidate(state, engine.layout().namespace(), &written, &mut to);
         }
     }

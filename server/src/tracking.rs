@@ -58,8 +58,8 @@ struct Inner {
 /// Where an invalidation goes: the writer's own connection (after its reply), or another
 /// client's loop.
 pub struct Delivery<'a> {
-    /// The client that ran the command.
-    pub me: &'a ClientInfo,
+    /// The client that ran the command (`None`: the server itself, expiring keys).
+    pub me: Option<&'a ClientInfo>,
     /// Bytes for `me` to append after its reply.
     pub own: &'a mut Vec<u8>,
 }
@@ -172,12 +172,12 @@ impl Tracking {
             (per_key, bcast)
         };
         for (key, ids) in per_key {
-            self.send_each(state, &key, &ids, Some(to.me.id), to);
+            self.send_each(state, &key, &ids, to.me.map(|m| m.id), to);
         }
         for ((id, _), keys) in bcast {
             let Some(target) = find(state, id) else { continue };
             let noloop = lock(&target.tracking).as_ref().is_some_and(|m| m.noloop);
-            if noloop && id == to.me.id {
+            if noloop && Some(id) == to.me.map(|m| m.id) {
                 continue;
             }
             let keys = Reply::Array(keys.into_iter().map(Reply::Bulk).collect());
@@ -267,7 +267,7 @@ fn send(state: &State, client: &Arc<ClientInfo>, keys: Reply, to: &mut Delivery<
 
 fn deliver(state: &State, target: &ClientInfo, message: Reply, to: &mut Delivery<'_>) {
     let protocol = if target.resp.load(Relaxed) == 3 { Protocol::Resp3 } else { Protocol::Resp2 };
-    if target.id == to.me.id {
+    if Some(target.id) == to.me.map(|m| m.id) {
         message.write(protocol, to.own);
         return;
     }

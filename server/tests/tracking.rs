@@ -116,6 +116,13 @@ fn tracking_script(server: &Server) -> Vec<Value> {
     out.push(reader.cmd(&["RESET"]));
     out.push(reader.cmd(&["CLIENT", "TRACKINGINFO"]));
     out.push(info_field(&mut b, "clients", "tracking_clients"));
+    // A key that expires in the background is invalidated too (the writer's NOLOOP does not
+    // hide it: the server removed it).
+    let mut e = resp3(server);
+    out.push(e.cmd(&["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "exp:", "NOLOOP"]));
+    out.push(e.cmd(&["SET", "exp:1", "v", "PX", "1"]));
+    e.set_read_timeout(std::time::Duration::from_secs(5));
+    out.push(e.read());
     out
 }
 
