@@ -70,11 +70,6 @@ pub enum Parking {
 }
 
 impl Blocked {
-    /// Parked clients (INFO `blocked_clients`).
-    pub fn count(&self) -> usize {
-        self.count.load(Relaxed)
-    }
-
     /// Parks a client whose command would block on `block`.
     pub fn park(
         &self,

@@ -152,7 +152,11 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("maxclients", s(config.get("maxclients"))),
                     ("client_recent_max_input_buffer", n(max_in)),
                     ("client_recent_max_output_buffer", n(max_out)),
-                    ("blocked_clients", n(state.blocked.count() as u64)),
+                    // Parked by a blocking command, or held by CLIENT PAUSE (Redis counts both).
+                    (
+                        "blocked_clients",
+                        n(clients.values().filter(|c| c.blocked.load(Relaxed)).count() as u64),
+                    ),
                     ("tracking_clients", n(state.tracking.counts()[0] as u64)),
                     ("clients_in_timeout_table", s("0")),
                 ],

@@ -132,6 +132,8 @@ fn client_pause_holds_writes_until_unpause() {
     let held = (0..10_000)
         .any(|_| admin.cmd(&["CLIENT", "LIST", "ID", &writer_id.to_string()]).text().contains(" flags=b "));
     assert!(held, "the SET was never held");
+    let info = admin.cmd(&["INFO", "clients"]).text();
+    assert!(info.contains("blocked_clients:1\r\n"), "a held client counts as blocked, as in Redis: {info}");
     assert_eq!(admin.cmd(&["GET", "k"]), Value::Bulk(None), "reads go on, the write waits");
     assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), Value::Status("OK".into()));
     assert_eq!(writer.read(), Value::Status("OK".into()));
