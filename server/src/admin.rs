@@ -623,19 +623,17 @@ impl Client {
             info: self.info.clone(),
             user: self.user.clone(),
             restricted: self.restricted,
+            tracks_reads: self.tracking && self.remembers_reads(),
         };
         match state.scripts.submit(job) {
             Ok(()) => {
                 self.parked_until = Some(None);
                 (Reply::NilArray, Next::Parked)
             }
-            Err(job) => {
+            Err(mut job) => {
                 // No script thread: run it here.
+                let (reply, pushes) = scripting::run_command(state, &mut job);
                 self.session = job.session;
-                let acl = scripting::acl_check(self.user.clone(), self.restricted);
-                let engine = self.engine.clone();
-                let (reply, pushes) =
-                    scripting::run_command(state, name, argv, &engine, &mut self.session, &self.info, &acl);
                 self.pushes.extend_from_slice(&pushes);
                 (reply, Next::Continue)
             }
@@ -1055,14 +1053,18 @@ impl Client {
 
     /// The keys a read-only command (or each read-only command of an EXEC) about to run
     /// names, when this client's tracking mode remembers them.
-    fn tracked_reads(&self, name: &str, argv: &[Bytes]) -> Vec<Bytes> {
-        let remembers = match lock(&self.info.tracking).as_ref() {
+    /// Whether this client's tracking mode remembers what its next command reads.
+    fn remembers_reads(&self) -> bool {
+        match lock(&self.info.tracking).as_ref() {
             Some(m) if m.optin => self.caching,
             Some(m) if m.optout => !self.caching,
             Some(m) => !m.bcast,
             None => false,
-        };
-        if !remembers || (self.session.in_multi() && name != "exec") {
+        }
+    }
+
+    fn tracked_reads(&self, name: &str, argv: &[Bytes]) -> Vec<Bytes> {
+        if !self.remembers_reads() || (self.session.in_multi() && name != "exec") {
             return Vec::new();
         }
         let reads = |cmd: &[Bytes]| match table::find(cmd) {

@@ -73,6 +73,8 @@ pub struct Scripts {
     /// A script runs (the gate checks for BUSY only then).
     active: AtomicBool,
     kill: Arc<AtomicBool>,
+    /// The running script ran a read-only command (client tracking then remembers its keys).
+    read_any: AtomicBool,
     /// The script thread's queue (see [`spawn`]).
     jobs: std::sync::OnceLock<std::sync::mpsc::Sender<Job>>,
 }
@@ -93,6 +95,8 @@ pub struct Job {
     pub user: Arc<crate::acl::User>,
     /// `user` may not run everything.
     pub restricted: bool,
+    /// The client tracks the keys its reads name (CLIENT TRACKING, caching included).
+    pub tracks_reads: bool,
 }
 
 /// Starts the thread that runs every script, one at a time, with one Lua state (as Redis'
@@ -137,17 +141,14 @@ pub fn acl_check(user: Arc<crate::acl::User>, restricted: bool) -> impl Fn(&[Byt
 
 /// Runs a script command for a client: the reply, and the invalidation pushes its own
 /// writes owe that client (to write after the reply).
-pub fn run_command(
-    state: &crate::state::State,
-    name: &str,
-    argv: &[Bytes],
-    engine: &crate::state::SharedEngine,
-    session: &mut rediskv::commands::Session,
-    info: &crate::state::ClientInfo,
-    acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
-) -> (Reply, Vec<u8>) {
+pub fn run_command(state: &crate::state::State, job: &mut Job) -> (Reply, Vec<u8>) {
+    let acl = acl_check(job.user.clone(), job.restricted);
+    let (argv, name, engine, info, tracks_reads) =
+        (&job.argv, job.name.as_str(), &job.engine, &job.info, job.tracks_reads);
+    let session = &mut job.session;
+    state.scripts.read_any.store(false, Relaxed);
     let reply = {
-        let mut caller = Caller { state, engine, session, acl };
+        let mut caller = Caller { state, engine, session, acl: &acl };
         match name {
             "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
                 eval(argv, &mut caller, name.starts_with("evalsha"), name.ends_with("_ro"))
@@ -158,11 +159,19 @@ pub fn run_command(
     crate::admin::after_writes(state, engine, session);
     let mut pushes = Vec::new();
     if state.tracking.active() {
+        let mut to = crate::tracking::Delivery { me: Some(info), own: &mut pushes };
         let written: Vec<Bytes> =
             session.touched().iter().filter_map(|t| engine.touched_key(t)).map(|(_, k)| k).collect();
         if !written.is_empty() {
-            let mut to = crate::tracking::Delivery { me: Some(info), own: &mut pushes };
             state.tracking.invalidate(state, engine.layout().namespace(), &written, &mut to);
+        }
+        // A script that read something: its declared keys are tracked, as Redis tracks the
+        // keys of the EVAL or FCALL command.
+        if tracks_reads && state.scripts.read_any.load(Relaxed) && !reply.is_error() {
+            if let Ok((keys, _)) = split_keys(argv) {
+                let max = state.config().number("tracking-table-max-keys").max(0) as usize;
+                state.tracking.remember(state, engine.layout().namespace(), &keys, info.id, max, &mut to);
+            }
         }
     }
     state.blocked.wake(state, engine, session);
@@ -170,10 +179,9 @@ pub fn run_command(
 }
 
 /// Runs one job and sends the client its answer, and its session, through its loop.
-fn run_job(state: &crate::state::State, job: Job) {
-    let Job { argv, name, mut session, engine, info, user, restricted } = job;
-    let acl = acl_check(user, restricted);
-    let (reply, pushes) = run_command(state, &name, &argv, &engine, &mut session, &info, &acl);
+fn run_job(state: &crate::state::State, mut job: Job) {
+    let (reply, pushes) = run_command(state, &mut job);
+    let info = job.info;
     let mut bytes = Vec::new();
     reply.write(crate::pubsub::protocol(&info), &mut bytes);
     bytes.extend_from_slice(&pushes);
@@ -182,7 +190,7 @@ fn run_job(state: &crate::state::State, job: Job) {
         crate::conn::Message::Resume {
             token: info.token,
             client: info.id,
-            session: Box::new(session),
+            session: Box::new(job.session),
             bytes,
         },
     );
@@ -956,6 +964,9 @@ fn run_once(
                     }
                     match found {
                         Some(info) => {
+                            if info.has(flag::READONLY) {
+                                scripts.read_any.store(true, Relaxed);
+                            }
                             if info.is_write() {
                                 if let Some(r) = lock(&scripts.running).as_mut() {
                                     r.wrote = true;

@@ -116,6 +116,17 @@ fn tracking_script(server: &Server) -> Vec<Value> {
     out.push(reader.cmd(&["RESET"]));
     out.push(reader.cmd(&["CLIENT", "TRACKINGINFO"]));
     out.push(info_field(&mut b, "clients", "tracking_clients"));
+    // A script that runs a read-only command tracks the keys it declares; one that only
+    // writes tracks nothing.
+    let mut s3 = resp3(server);
+    out.push(s3.cmd(&["CLIENT", "TRACKING", "on"]));
+    out.push(s3.cmd(&["EVAL", "redis.call('set', 'key3', 'bar')", "2", "key1", "key2"]));
+    out.push(b.cmd(&["MSET", "key2", "1", "key1", "1"]));
+    out.push(s3.cmd(&["EVAL", "redis.call('get', 'key3')", "2", "key1", "key2"]));
+    out.push(b.cmd(&["MSET", "key2", "2", "key1", "2"]));
+    out.push(s3.read());
+    out.push(s3.read());
+    out.push(s3.cmd(&["PING"]));
     // A key that expires in the background is invalidated too (the writer's NOLOOP does not
     // hide it: the server removed it).
     let mut e = resp3(server);
