@@ -441,8 +441,21 @@ impl Client {
                 "ERR SWAPDB is not supported when several server nodes share the store".into(),
             )));
         }
-        if state.pause_active.load(Relaxed) && info.is_some() && state.paused(has(flag::WRITE)).is_some() {
-            return Some(None);
+        if state.pause_active.load(Relaxed) {
+            // CLIENT PAUSE WRITE holds what may write or replicate (an EXEC whose queue
+            // does too): Redis 7.0's may-replicate commands, a flag its COMMAND INFO hides
+            // (so the generated table lacks it).
+            let may_write = |name: &[u8], info: Option<&table::CommandInfo>| {
+                info.is_some_and(|i| i.has(flag::WRITE))
+                    || [&b"eval"[..], b"evalsha", b"fcall", b"pfcount", b"publish", b"spublish"]
+                        .iter()
+                        .any(|n| name.eq_ignore_ascii_case(n))
+            };
+            let write = may_write(name.as_bytes(), info)
+                || (name == "exec" && self.session.queued().any(|c| may_write(&c[0], table::find(c).ok())));
+            if (info.is_some() || write) && state.paused(write).is_some() {
+                return Some(None);
+            }
         }
         // As Redis 7.0: EXEC is checked for the queued commands (memory may have run out
         // since they were queued), and inside MULTI every command but EXEC, DISCARD, QUIT and

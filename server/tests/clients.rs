@@ -164,3 +164,21 @@ fn config_file_as_first_argument_and_rewrite() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn client_pause_write_holds_what_may_replicate() {
+    let server = rediskv(&[]);
+    let (mut admin, mut held) = (server.client(), server.client());
+    let Value::Int(held_id) = held.cmd(&["CLIENT", "ID"]) else { panic!() };
+    assert_eq!(admin.cmd(&["PFADD", "hll", "a"]), Value::Int(1));
+    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), Value::Status("OK".into()));
+    // PFCOUNT may write (it caches the cardinality): held, as in Redis.
+    held.send(&[b"PFCOUNT", b"hll"]);
+    let waits = (0..10_000)
+        .any(|_| admin.cmd(&["CLIENT", "LIST", "ID", &held_id.to_string()]).text().contains(" flags=b "));
+    assert!(waits, "PFCOUNT was not held");
+    // A read-only script is not.
+    assert_eq!(admin.cmd(&["EVAL_RO", "return redis.call('get', 'nosuch')", "0"]), Value::Bulk(None));
+    assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), Value::Status("OK".into()));
+    assert_eq!(held.read(), Value::Int(1));
+}
