@@ -421,6 +421,12 @@ impl Client {
                 return Some(Some(denied));
             }
         }
+        // Redis' no-multi commands (the server's SAVE and SHUTDOWN among them).
+        if self.session.in_multi()
+            && (has(flag::NO_MULTI) || matches!(name, "save" | "shutdown" | "psync" | "sync"))
+        {
+            return Some(Some(Reply::Error("ERR Command not allowed inside a transaction".into())));
+        }
         if state.scripts.active() {
             let threshold = state.config().number("busy-reply-threshold").max(0) as u64;
             if let Some(busy) = state.scripts.wait_or_busy(threshold, argv) {

@@ -412,6 +412,19 @@ fn exec_oom_script(server: &Server) -> Vec<Value> {
         out.push(c.cmd(cmd));
     }
     out.push(admin.cmd(&["CONFIG", "SET", "maxmemory", "0"]));
+    // SAVE and SHUTDOWN are refused inside MULTI, and the transaction with them.
+    for cmd in [
+        &["MULTI"][..],
+        &["SET", "foo", "bar"],
+        &["SHUTDOWN"],
+        &["EXEC"],
+        &["MULTI"],
+        &["SAVE"],
+        &["DISCARD"],
+    ] {
+        out.push(c.cmd(cmd));
+    }
+    out.push(c.cmd(&["GET", "foo"]));
     out
 }
 
