@@ -457,8 +457,11 @@ impl Client {
                         .iter()
                         .any(|n| name.eq_ignore_ascii_case(n))
             };
-            let write = may_write(name.as_bytes(), info)
-                || (name == "exec" && self.session.queued().any(|c| may_write(&c[0], table::find(c).ok())));
+            let write = match name {
+                "eval" | "evalsha" => scripting::eval_may_write(&state.scripts, argv),
+                _ => may_write(name.as_bytes(), info),
+            } || (name == "exec"
+                && self.session.queued().any(|c| may_write(&c[0], table::find(c).ok())));
             if (info.is_some() || write) && state.paused(write).is_some() {
                 return Some(None);
             }

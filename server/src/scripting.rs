@@ -779,11 +779,23 @@ pub fn eval(argv: &[Bytes], caller: &mut Caller<'_>, by_sha: bool, read_only: bo
     } else {
         (sha1_hex(&argv[1]), argv[1].clone())
     };
+    // `#!lua flags=…`: the script declares its flags (Redis 7.0); without it, compat mode.
+    let (flags, shebang_len) = match shebang_flags(&body) {
+        Ok(found) => found.unwrap_or_default(),
+        Err(e) => return Reply::Error(format!("ERR {e}")),
+    };
+    let declared = shebang_len > 0;
+    let no_writes = flags.iter().any(|f| f == "no-writes");
+    if read_only && declared && !no_writes {
+        return Reply::Error("ERR Can not execute a script with write flag using *_ro command.".into());
+    }
     let compiled = with_vm(scripts, |vm| {
         if !vm.scripts.contains_key(&sha) {
-            let f = vm.lua.load(&body[..]).set_name("@user_script").into_function().map_err(|e| {
-                Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
-            })?;
+            // The shebang line goes, its line feed stays: line numbers are the user's.
+            let f =
+                vm.lua.load(&body[shebang_len..]).set_name("@user_script").into_function().map_err(|e| {
+                    Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
+                })?;
             set_env(&vm.lua, &f).map_err(|e| Reply::Error(format!("ERR {e}")))?;
             let key = vm.lua.create_registry_value(f).map_err(|e| Reply::Error(format!("ERR {e}")))?;
             vm.scripts.insert(sha.clone(), key);
@@ -794,7 +806,53 @@ pub fn eval(argv: &[Bytes], caller: &mut Caller<'_>, by_sha: bool, read_only: bo
         return e;
     }
     lock(&scripts.cache).entry(sha.clone()).or_insert(body);
-    run(caller, Target::Script(sha), keys, args, read_only, argv)
+    run(caller, Target::Script(sha), keys, args, read_only || (declared && no_writes), argv)
+}
+
+/// The flags of an EVAL script's `#!lua flags=a,b` first line, and that line's length;
+/// `None` for a script without one.
+///
+/// # Errors
+/// Redis' texts for a bad shebang.
+fn shebang_flags(body: &[u8]) -> Result<Option<(Vec<String>, usize)>, String> {
+    if !body.starts_with(b"#!") {
+        return Ok(None);
+    }
+    let end = body.iter().position(|&c| c == b'\n').ok_or("Invalid script shebang")?;
+    let line = String::from_utf8_lossy(&body[..end]).into_owned();
+    let mut parts = line.split_whitespace();
+    let engine = parts.next().ok_or("Invalid engine in script shebang")?;
+    if engine != "#!lua" {
+        return Err(format!("Unexpected engine in script shebang: {engine}"));
+    }
+    let mut flags = Vec::new();
+    for part in parts {
+        let Some(list) = part.strip_prefix("flags=") else {
+            return Err(format!("Unknown lua shebang option: {part}"));
+        };
+        for flag in list.split(',') {
+            if !FLAGS.contains(&flag) {
+                return Err(format!("Unexpected flag in script shebang: {flag}"));
+            }
+            flags.push(flag.to_string());
+        }
+    }
+    Ok(Some((flags, end)))
+}
+
+/// Whether an EVAL or EVALSHA may write: a script without a `#!lua` line may; one with it
+/// may unless it declares `no-writes` (CLIENT PAUSE WRITE holds the first kind only).
+pub fn eval_may_write(scripts: &Scripts, argv: &[Bytes]) -> bool {
+    let body = if argv[0].eq_ignore_ascii_case(b"evalsha") {
+        let sha = String::from_utf8_lossy(argv.get(1).map_or(&b""[..], |a| a)).to_ascii_lowercase();
+        lock(&scripts.cache).get(&sha).cloned()
+    } else {
+        argv.get(1).cloned()
+    };
+    match body.map(|b| shebang_flags(&b)) {
+        Some(Ok(Some((flags, _)))) => !flags.iter().any(|f| f == "no-writes"),
+        _ => true,
+    }
 }
 
 /// FCALL function numkeys key… arg… (and FCALL_RO).
