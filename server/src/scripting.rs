@@ -1608,10 +1608,19 @@ pub fn script_command(argv: &[Bytes], scripts: &Scripts) -> Reply {
     match (sub.as_slice(), argv.len()) {
         (b"load", 3) => {
             let sha = sha1_hex(&argv[2]);
+            let skip = match shebang_flags(&argv[2]) {
+                Ok(found) => found.map_or(0, |(_, len)| len),
+                Err(e) => return Reply::Error(format!("ERR {e}")),
+            };
             let compiled = with_vm(scripts, |vm| {
-                vm.lua.load(&argv[2][..]).set_name("@user_script").into_function().map(|_| ()).map_err(|e| {
-                    Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
-                })
+                vm.lua.load(&argv[2][skip..]).set_name("@user_script").into_function().map(|_| ()).map_err(
+                    |e| {
+                        Reply::Error(format!(
+                            "ERR Error compiling script (new function): {}",
+                            lua_message(&e)
+                        ))
+                    },
+                )
             });
             if let Err(e) = compiled {
                 return e;
