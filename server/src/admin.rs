@@ -459,6 +459,7 @@ impl Client {
             };
             let write = match name {
                 "eval" | "evalsha" => scripting::eval_may_write(&state.scripts, argv),
+                "fcall" => scripting::fcall_may_write(&state.scripts, argv),
                 _ => may_write(name.as_bytes(), info),
             } || (name == "exec"
                 && self.session.queued().any(|c| may_write(&c[0], table::find(c).ok())));

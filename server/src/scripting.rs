@@ -840,6 +840,14 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(Vec<String>, usize)>, String> {
     Ok(Some((flags, end)))
 }
 
+/// Whether an FCALL may write: unless its function declares `no-writes`.
+pub fn fcall_may_write(scripts: &Scripts, argv: &[Bytes]) -> bool {
+    let name = String::from_utf8_lossy(argv.get(1).map_or(&b""[..], |a| a)).into_owned();
+    let libs = lock(&scripts.libraries);
+    let function = libs.values().flat_map(|l| l.functions.iter()).find(|f| f.name == name);
+    !function.is_some_and(|f| f.flags.iter().any(|x| x == "no-writes"))
+}
+
 /// Whether an EVAL or EVALSHA may write: a script without a `#!lua` line may; one with it
 /// may unless it declares `no-writes` (CLIENT PAUSE WRITE holds the first kind only).
 pub fn eval_may_write(scripts: &Scripts, argv: &[Bytes]) -> bool {

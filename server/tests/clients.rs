@@ -182,3 +182,19 @@ fn client_pause_write_holds_what_may_replicate() {
     assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), Value::Status("OK".into()));
     assert_eq!(held.read(), Value::Int(1));
 }
+
+#[test]
+fn client_pause_write_lets_read_only_scripts_through() {
+    let server = rediskv(&[]);
+    let (mut admin, mut c) = (server.client(), server.client());
+    let lib = "#!lua name=ro\nredis.register_function{function_name='ro', callback=function() return 'hello' end, flags={'no-writes'}}";
+    assert_eq!(admin.cmd(&["FUNCTION", "LOAD", lib]), Value::Bulk(Some(b"ro".to_vec())));
+    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), Value::Status("OK".into()));
+    assert_eq!(
+        c.cmd(&["EVAL", "#!lua flags=no-writes\nreturn 'ro'", "0"]),
+        Value::Bulk(Some(b"ro".to_vec()))
+    );
+    assert_eq!(c.cmd(&["FCALL", "ro", "0"]), Value::Bulk(Some(b"hello".to_vec())));
+    assert_eq!(c.cmd(&["EVAL_RO", "return 1", "0"]), Value::Int(1));
+    assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), Value::Status("OK".into()));
+}
