@@ -109,6 +109,8 @@ pub fn spawn(state: Arc<crate::state::State>) {
     }
     std::thread::Builder::new()
         .name("scripts".into())
+        // Lua's C recursion and deep replies: more than a default thread's 2 MB.
+        .stack_size(64 << 20)
         .spawn(move || {
             for job in rx {
                 run_job(&state, job);
@@ -1176,6 +1178,18 @@ fn error_reply(value: &Value) -> Reply {
 
 /// A script's result as a reply, as Redis converts it.
 fn lua_to_reply(value: &Value, resp3: bool) -> Reply {
+    lua_to_reply_at(value, resp3, 0)
+}
+
+/// Nesting past which a reply ends in Redis' "reached lua stack limit" error (a table that
+/// holds itself would never end).
+const MAX_REPLY_DEPTH: usize = 1000;
+
+fn lua_to_reply_at(value: &Value, resp3: bool, depth: usize) -> Reply {
+    if depth > MAX_REPLY_DEPTH {
+        return Reply::Error("ERR reached lua stack limit".into());
+    }
+    let lua_to_reply = |v: &Value, resp3: bool| lua_to_reply_at(v, resp3, depth + 1);
     match value {
         Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
         Value::Boolean(b) if !resp3 => {
@@ -1382,7 +1396,7 @@ fn cjson_library(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|lua, s: mlua::String| {
             let bytes = s.as_bytes();
             let mut at = 0;
-            let v = decode_json(lua, &bytes, &mut at).map_err(mlua::Error::RuntimeError)?;
+            let v = decode_json(lua, &bytes, &mut at, 0).map_err(mlua::Error::RuntimeError)?;
             skip_ws(&bytes, &mut at);
             if at != bytes.len() {
                 return Err(mlua::Error::RuntimeError(
@@ -1483,8 +1497,11 @@ fn skip_ws(b: &[u8], at: &mut usize) {
     }
 }
 
-fn decode_json(lua: &Lua, b: &[u8], at: &mut usize) -> Result<Value, String> {
+fn decode_json(lua: &Lua, b: &[u8], at: &mut usize, depth: usize) -> Result<Value, String> {
     skip_ws(b, at);
+    if depth > 1000 {
+        return Err(format!("Found too many nested data structures (1001) at character {}", *at + 1));
+    }
     let bad = |at: usize| format!("Expected value but found invalid token at character {}", at + 1);
     match b.get(*at) {
         Some(b'{') => {
@@ -1497,13 +1514,13 @@ fn decode_json(lua: &Lua, b: &[u8], at: &mut usize) -> Result<Value, String> {
             }
             loop {
                 skip_ws(b, at);
-                let k = decode_json(lua, b, at)?;
+                let k = decode_json(lua, b, at, depth + 1)?;
                 skip_ws(b, at);
                 if b.get(*at) != Some(&b':') {
                     return Err(format!("Expected colon but found invalid token at character {}", *at + 1));
                 }
                 *at += 1;
-                let v = decode_json(lua, b, at)?;
+                let v = decode_json(lua, b, at, depth + 1)?;
                 t.raw_set(k, v).map_err(|e| e.to_string())?;
                 skip_ws(b, at);
                 match b.get(*at) {
@@ -1531,7 +1548,7 @@ fn decode_json(lua: &Lua, b: &[u8], at: &mut usize) -> Result<Value, String> {
             }
             let mut i = 1;
             loop {
-                let v = decode_json(lua, b, at)?;
+                let v = decode_json(lua, b, at, depth + 1)?;
                 t.raw_set(i, v).map_err(|e| e.to_string())?;
                 i += 1;
                 skip_ws(b, at);
