@@ -391,14 +391,7 @@ impl<B: KvBackend> Engine<B> {
             let events = db.take_events();
             applied = db.take_swapped();
             drop(db);
-            // A failed read may have left a queued command half-done: commit nothing.
-            let written = match overlay.failure() {
-                Some(e) => Err(e),
-                None => {
-                    let batch = overlay.into_batch();
-                    if batch.is_empty() { Ok(()) } else { self.backend.write(batch) }
-                }
-            };
+            let written = self.commit(overlay);
             if written.is_err() {
                 undo(std::mem::take(&mut applied));
             }
@@ -417,6 +410,18 @@ impl<B: KvBackend> Engine<B> {
         drop(guard);
         self.reap(session);
         Reply::Array(replies)
+    }
+
+    /// Writes what `overlay` gathered as one batch, or nothing when one of its reads
+    /// failed (a command may then be half-done).
+    fn commit(&self, overlay: Overlay<'_, B>) -> crate::Result<()> {
+        match overlay.failure() {
+            Some(e) => Err(e),
+            None => {
+                let batch = overlay.into_batch();
+                if batch.is_empty() { Ok(()) } else { self.backend.write(batch) }
+            }
+        }
     }
 
     /// Runs `body` as one atomic unit, as Redis runs a script: alone (no other command of
@@ -459,13 +464,7 @@ impl<B: KvBackend> Engine<B> {
             let events = db.take_events();
             applied = db.take_swapped();
             drop(db);
-            let written = match overlay.failure() {
-                Some(e) => Err(e),
-                None => {
-                    let batch = overlay.into_batch();
-                    if batch.is_empty() { Ok(()) } else { self.backend.write(batch) }
-                }
-            };
+            let written = self.commit(overlay);
             if written.is_err() {
                 undo(std::mem::take(&mut applied));
             }
