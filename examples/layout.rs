@@ -34,7 +34,7 @@ fn show(reply: &Reply) -> String {
                     .join(", ")
             )
         }
-        Reply::Map(pairs) => {
+        Reply::Map(pairs) | Reply::PairMap(pairs) => {
             format!(
                 "{{{}}}",
                 pairs.iter().map(|(k, v)| format!("{}: {}", show(k), show(v))).collect::<Vec<_>>().join(", ")

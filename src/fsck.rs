@@ -27,12 +27,16 @@
 //! The check reads only; backend failures are its only errors, and nothing it reads can make
 //! it panic. It works on any [`KvBackend`] and does not use [`crate::commands`].
 
+use std::collections::HashMap;
 use std::fmt;
 
 use bytes::Bytes;
 
 use crate::backend::{ColumnFamily, Direction, KvBackend};
-use crate::codec::{KeyLayout, KeyRange, Metadata, RedisType, decode_f64_slice};
+use crate::codec::{
+    ConsumerValue, Extra, GroupValue, KeyLayout, KeyRange, Metadata, PendingValue, RedisType, StreamSub,
+    decode_entry, decode_f64_slice,
+};
 use crate::error::{Error, Result};
 
 /// Why a Subkey or Score record belongs to no live key version (see [`Fsck::report_garbage`]).
@@ -238,7 +242,7 @@ impl Fsck {
                 let (key, value) = item?;
                 walk.metadata(key, &value)?;
             }
-            for cf in [ColumnFamily::Subkey, ColumnFamily::Score] {
+            for cf in [ColumnFamily::Subkey, ColumnFamily::Score, ColumnFamily::Stream] {
                 walk.records(cf, range, self.garbage)?;
             }
         }
@@ -288,15 +292,19 @@ impl<B: KvBackend> Walk<'_, B> {
             self.problems.push(Problem::Misrouted { key });
             return Ok(());
         }
-        // Only these four count their elements in `size` (a bitmap's is its length in
+        // Only these five count their elements in `size` (a bitmap's is its length in
         // bytes, a string has no subkeys; other Kvrocks types are read, not checked).
         if !meta.is_live(self.now_ms)
-            || !matches!(meta.ty, RedisType::Hash | RedisType::Set | RedisType::ZSet | RedisType::List)
+            || !matches!(
+                meta.ty,
+                RedisType::Hash | RedisType::Set | RedisType::ZSet | RedisType::List | RedisType::Stream
+            )
         {
             return Ok(());
         }
         let found = match meta.ty {
             RedisType::ZSet => self.zset(&layout, &key, user_key, &meta)?,
+            RedisType::Stream => self.stream(&layout, &key, user_key, &meta)?,
             RedisType::List => self.list(&layout, &key, user_key, &meta)?,
             _ => self.subkeys(&layout, user_key, meta.version)?.count() as u64,
         };
@@ -324,6 +332,63 @@ impl<B: KvBackend> Walk<'_, B> {
         let prefix_len = range.start.len();
         let iter = self.backend.scan(cf, &range, Direction::Forward)?;
         Ok(iter.map(move |item| item.map(|(k, v)| (k.slice(prefix_len..), k, v))))
+    }
+
+    /// Checks that every stream record and value decodes, and that the group and pending
+    /// counts agree with the records; answers the entry count.
+    fn stream(
+        &mut self,
+        layout: &KeyLayout,
+        key: &Bytes,
+        user_key: &[u8],
+        meta: &Metadata<'_>,
+    ) -> Result<u64> {
+        let (mut entries, mut groups) = (0, 0);
+        let mut pending: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut counted: Vec<(Vec<u8>, u64, Bytes)> = Vec::new();
+        let mut found = Vec::new();
+        for item in self.prefixed(ColumnFamily::Stream, layout.subkey_range(user_key, meta.version)?)? {
+            let (sub, record, value) = item?;
+            let why = match StreamSub::decode(&sub) {
+                Err(_) => Some("stream record key does not decode"),
+                Ok(StreamSub::Entry(_)) => {
+                    entries += 1;
+                    decode_entry(&value).is_err().then_some("stream entry value does not decode")
+                }
+                Ok(StreamSub::Group(group)) => {
+                    groups += 1;
+                    match GroupValue::decode(&value) {
+                        Ok(g) => {
+                            counted.push((group.to_vec(), g.pending, record.clone()));
+                            None
+                        }
+                        Err(_) => Some("stream group value does not decode"),
+                    }
+                }
+                Ok(StreamSub::Consumer { .. }) => {
+                    ConsumerValue::decode(&value).is_err().then_some("stream consumer value does not decode")
+                }
+                Ok(StreamSub::Pending { group, .. }) => {
+                    *pending.entry(group.to_vec()).or_default() += 1;
+                    PendingValue::decode(&value).is_err().then_some("stream pending value does not decode")
+                }
+            };
+            if let Some(why) = why {
+                found.push(bad(key, ColumnFamily::Stream, record, why));
+            }
+        }
+        for (group, want, record) in counted {
+            if pending.get(&group).copied().unwrap_or(0) != want {
+                found.push(bad(key, ColumnFamily::Stream, record, "stream group's pending count disagrees"));
+            }
+        }
+        if let Extra::Stream(fields) = meta.extra
+            && fields.group_number.is_some_and(|n| n != groups)
+        {
+            found.push(bad(key, ColumnFamily::Metadata, key.clone(), "stream group count disagrees"));
+        }
+        self.problems.append(&mut found);
+        Ok(entries)
     }
 
     /// Checks members against score records both ways; answers the member count.

@@ -56,7 +56,7 @@ where
 {
     let (owner, version) = match cf {
         ColumnFamily::Metadata => return Decision::Keep,
-        ColumnFamily::Subkey => match layout.decode_subkey(record_key) {
+        ColumnFamily::Subkey | ColumnFamily::Stream => match layout.decode_subkey(record_key) {
             Ok(sk) => (sk.owner(), sk.version),
             Err(_) => return Decision::Keep,
         },
@@ -364,12 +364,14 @@ impl Collector {
                 }
             }
             if reached_end {
-                if cf == ColumnFamily::Subkey {
-                    cf = ColumnFamily::Score;
-                } else {
-                    cf = ColumnFamily::Subkey;
-                    step.pass_done = true;
-                }
+                cf = match cf {
+                    ColumnFamily::Subkey => ColumnFamily::Score,
+                    ColumnFamily::Score => ColumnFamily::Stream,
+                    _ => {
+                        step.pass_done = true;
+                        ColumnFamily::Subkey
+                    }
+                };
                 next = self.layout.fixed_prefix().to_vec();
             }
         }

@@ -1,6 +1,6 @@
 //! The Redis data model on an ordered key-value store.
 //!
-//! `rediskv` turns Redis keys into records of three column families and back, byte-compatible
+//! `rediskv` turns Redis keys into records of four column families and back, byte-compatible
 //! with Apache Kvrocks by default, and runs Redis 7.0 command semantics against any store that
 //! implements [`backend::KvBackend`]. It does no I/O of its own.
 //!

@@ -43,6 +43,13 @@ fn contents(mut read: impl FnMut(&[&[u8]]) -> Reply, key: &[u8]) -> Vec<Reply> {
         Reply::Status(t) if t == "set" => sorted(read(&[b"SMEMBERS", key]), false),
         Reply::Status(t) if t == "list" => read(&[b"LRANGE", key, b"0", b"-1"]),
         Reply::Status(t) if t == "zset" => read(&[b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"]),
+        // Entries, groups (read counters and lag included), and who holds what.
+        Reply::Status(t) if t == "stream" => Reply::Array(vec![
+            read(&[b"XRANGE", key, b"-", b"+"]),
+            read(&[b"XINFO", b"GROUPS", key]),
+            read(&[b"XPENDING", key, b"g1"]),
+            read(&[b"XLEN", key]),
+        ]),
         _ => Reply::Nil,
     };
     vec![ty, body]
@@ -76,6 +83,27 @@ fn fixtures() -> Vec<Vec<Vec<u8>>> {
         (0..300).flat_map(|i| [format!("{}", i as f64 / 7.0), format!("m{i}")]).collect();
     push([vec!["ZADD".into(), "zset_big".into()], members].concat());
     push(s(&["ZADD", "zset_long_member", "3", &"m".repeat(100)]));
+    // Three nodes of entries, some with the first entry's fields and some not, a deleted
+    // entry, two groups with pending entries and an idle consumer.
+    for i in 1..=250 {
+        let (ms, seq) = (i.to_string(), (i % 3).to_string());
+        let id = format!("{ms}-{seq}");
+        if i % 4 == 0 {
+            push(s(&["XADD", "stream", &id, "other", "x", "n", &ms]));
+        } else {
+            push(s(&["XADD", "stream", &id, "f", &ms, "g", &"y".repeat(i % 9)]));
+        }
+    }
+    push(s(&["XDEL", "stream", "7-1"]));
+    push(s(&["XGROUP", "CREATE", "stream", "g1", "0"]));
+    push(s(&["XGROUP", "CREATE", "stream", "g2", "100-0", "ENTRIESREAD", "3"]));
+    push(s(&["XREADGROUP", "GROUP", "g1", "alice", "COUNT", "4", "STREAMS", "stream", ">"]));
+    push(s(&["XREADGROUP", "GROUP", "g1", "bob", "COUNT", "2", "STREAMS", "stream", ">"]));
+    push(s(&["XACK", "stream", "g1", "2-2"]));
+    push(s(&["XGROUP", "CREATECONSUMER", "stream", "g2", "carol"]));
+    push(s(&["XADD", "stream_emptied", "5-5", "a", "1"]));
+    push(s(&["XDEL", "stream_emptied", "5-5"]));
+    push(s(&["XGROUP", "CREATE", "stream_emptied", "g1", "$"]));
     cmds
 }
 
@@ -99,6 +127,8 @@ fn keys() -> Vec<&'static str> {
         "zset_small",
         "zset_big",
         "zset_long_member",
+        "stream",
+        "stream_emptied",
     ]
 }
 

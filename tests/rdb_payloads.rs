@@ -175,3 +175,41 @@ fn function_payloads_match_redis() {
     let key = dump(&RdbValue::String(b("v")));
     assert!(matches!(restore_functions(&key), Err(Error::DumpFormat("given type is not a function"))));
 }
+
+/// One stream entry `1-1 f v`, no groups, as Redis 7.0 writes it (type 19), by hand from
+/// the module table of `codec::rdb`.
+#[test]
+fn stream_payload_by_hand() {
+    use rediskv::codec::StreamId;
+    use rediskv::codec::rdb::RdbStream;
+    let id = StreamId { ms: 1, seq: 1 };
+    #[rustfmt::skip]
+    let listpack: &[u8] = &[
+        0x1d, 0, 0, 0, 10, 0,           // 29 bytes, 10 items
+        0x01, 1, 0x00, 1, 0x01, 1,      // count 1, deleted 0, one master field
+        0x81, b'f', 2, 0x00, 1,         // "f", the master terminator 0
+        0x02, 1, 0x00, 1, 0x00, 1,      // flags: same fields; ms and seq differences 0
+        0x81, b'v', 2, 0x04, 1,         // "v"; the entry used 4 items
+        0xff,
+    ];
+    let mut body = vec![19, 1, 16];
+    body.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1]);
+    body.push(29);
+    body.extend_from_slice(listpack);
+    // length 1, last id 1-1, first id 1-1, max deleted 0-0, entries added 1, no groups
+    body.extend_from_slice(&[1, 1, 1, 1, 1, 0, 0, 1, 0]);
+    let want = RdbValue::Stream(Box::new(RdbStream {
+        entries: vec![(id, vec![b("f"), b("v")])],
+        last_id: id,
+        first_id: id,
+        max_deleted_id: StreamId::MIN,
+        entries_added: 1,
+        groups: Vec::new(),
+    }));
+    assert_eq!(restore(&seal(&body)).unwrap(), want);
+    assert_eq!(dump(&want), seal(&body));
+    // A node whose count disagrees with its entries is refused.
+    let mut bad = body.clone();
+    bad[3 + 16 + 1 + 6] = 0x02;
+    assert_eq!(restore(&seal(&bad)), Err(Error::DumpFormat("stream node counts")));
+}

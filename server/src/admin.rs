@@ -108,7 +108,7 @@ const KEYED_READS: &[&str] = &[
 ];
 
 /// At most this many INFO commandstats entries (and errorstats codes, as Redis' 128).
-const MAX_STAT_ENTRIES: usize = 1024;
+pub const MAX_STAT_ENTRIES: usize = 1024;
 
 /// CLIENT REPLY mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -564,6 +564,9 @@ impl Client {
             }
             "flushall" if !self.tenant => {
                 let reply = self.flush_everything(argv, state);
+                if !reply.is_error() {
+                    state.blocked.wake_all(state);
+                }
                 if state.tracking.active() && !reply.is_error() {
                     let mut to = crate::tracking::Delivery { me: Some(&self.info), own: &mut self.pushes };
                     state.tracking.flush(state, &mut to);
@@ -614,6 +617,10 @@ impl Client {
                     return self.park(argv, block, state);
                 }
                 state.blocked.wake(state, &self.engine, &self.session);
+                if matches!(name, "flushdb" | "flushall") && !reply.is_error() {
+                    let db = (name == "flushdb").then(|| self.session.db());
+                    state.blocked.wake_flushed(state, &self.engine, db);
+                }
                 if was_in_multi {
                     return self.after_multi_command(name, reply, state);
                 }
@@ -1515,7 +1522,7 @@ fn compact(state: &State) -> Reply {
 fn flush_backend(state: &State) -> Reply {
     let mut batch = WriteBatch::new();
     let backend = state.store.backend();
-    for cf in [ColumnFamily::Metadata, ColumnFamily::Subkey, ColumnFamily::Score] {
+    for cf in ColumnFamily::ALL {
         let scan = match backend.scan(cf, &KeyRange::prefix(Vec::new()), rediskv::backend::Direction::Forward)
         {
             Ok(scan) => scan,

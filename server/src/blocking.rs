@@ -80,6 +80,7 @@ impl Blocked {
         argv: Vec<Bytes>,
         block: rediskv::commands::Block,
     ) -> Parking {
+        let argv = block.retry_argv().map_or(argv, <[Bytes]>::to_vec);
         let mut registry = lock(&self.registry);
         // The re-run that closes the race with a writer (see the module docs).
         let reply = engine.retry(&mut session, &argv);
@@ -127,6 +128,17 @@ impl Blocked {
         });
     }
 
+    /// Retries every client parked in database `db` (`None`: every database) of `engine`'s
+    /// namespace, after FLUSHDB or FLUSHALL: an XREADGROUP whose stream is gone answers an
+    /// error, as in Redis; the others stay parked.
+    pub fn wake_flushed(&self, state: &State, engine: &SharedEngine, db: Option<usize>) {
+        if self.count.load(Relaxed) > 0 {
+            let ns = engine.layout().namespace().to_vec();
+            let flushed = |n: &[u8], d: usize| n == ns.as_slice() && db.is_none_or(|db| db == d);
+            self.serve(state, lock(&self.registry), VecDeque::new(), flushed);
+        }
+    }
+
     /// Serves the clients waiting on key `key` of database `db` of `engine`'s namespace,
     /// which another server node wrote (the store's change feed).
     #[cfg(feature = "etcd")]
@@ -138,9 +150,9 @@ impl Blocked {
         self.serve(state, lock(&self.registry), ready, |_, _| false);
     }
 
-    /// Retries every parked client (after a gap in the etcd change feed, when other nodes'
-    /// writes may have gone unheard): a client whose keys are still empty stays parked.
-    #[cfg(feature = "etcd")]
+    /// Retries every parked client (after FLUSHALL of every namespace, or a gap in the etcd
+    /// change feed, when other nodes' writes may have gone unheard): a client whose keys are
+    /// still empty stays parked.
     pub fn wake_all(&self, state: &State) {
         if self.count.load(Relaxed) > 0 {
             self.serve(state, lock(&self.registry), VecDeque::new(), |_, _| true);
@@ -172,6 +184,11 @@ impl Blocked {
                 }
                 let Some(parked) = remove(&mut registry, client) else { break };
                 ready.extend(ready_keys(&parked.engine, parked.engine.layout().namespace(), &parked.session));
+                if let Reply::Error(text) = &reply {
+                    state.stats.error(text);
+                    let name = String::from_utf8_lossy(&parked.argv[0]).to_lowercase();
+                    state.stats.commands.count_failure(&name, crate::admin::MAX_STAT_ENTRIES);
+                }
                 send_answer(state, &parked.info, parked.session, &reply);
             }
         }

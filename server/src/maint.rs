@@ -285,7 +285,11 @@ fn collect(
         }
     }
     let (cf, next) = collector.position();
-    let cf = if cf == ColumnFamily::Score { "score" } else { "subkey" };
+    let cf = match cf {
+        ColumnFamily::Score => "score",
+        ColumnFamily::Stream => "stream",
+        _ => "subkey",
+    };
     let hex: String = next.iter().take(64).map(|b| format!("{b:02x}")).collect();
     *lock(&stats.gc_position) = format!("{cf}:{hex}");
     ended

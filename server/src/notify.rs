@@ -36,12 +36,15 @@ pub fn expired(state: &State, keys: &[(usize, Bytes)]) {
     publish(state, &events);
 }
 
-/// Takes `notify-keyspace-events` from the configuration (at start and after CONFIG SET).
+/// Takes `notify-keyspace-events` (and `stream-node-max-entries`, the other setting every
+/// engine holds) from the configuration (at start and after CONFIG SET).
 pub fn configure(state: &State) {
     let flags =
         NotifyFlags::parse(state.config().get("notify-keyspace-events").as_bytes()).unwrap_or_default();
     state.notify_flags.store(flags.bits(), Relaxed);
+    let node_entries = state.config().number("stream-node-max-entries").max(0) as u64;
     for engine in state.engines() {
         engine.set_new_events(flags.contains(NotifyFlags::NEW));
+        engine.set_stream_node_entries(node_entries);
     }
 }

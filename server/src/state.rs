@@ -70,6 +70,16 @@ impl CommandStats {
             None => [0, 0, 1, 0],
             Some(usec) => [1, usec, 0, u64::from(failed)],
         };
+        self.add(name, delta, max_other);
+    }
+
+    /// Counts a failure of a call counted when it blocked (its answer, when served, was an
+    /// error: an XREADGROUP whose group was destroyed).
+    pub fn count_failure(&self, name: &str, max_other: usize) {
+        self.add(name, [0, 0, 0, 1], max_other);
+    }
+
+    fn add(&self, name: &str, delta: [u64; 4], max_other: usize) {
         if let Some(row) = rediskv::commands::table::position(name) {
             for (counter, n) in self.rows[row].iter().zip(delta) {
                 if n > 0 {
@@ -454,6 +464,7 @@ impl State {
                 let engine = engine(&self.store, ns);
                 let flags = rediskv::commands::NotifyFlags::from_bits(self.notify_flags.load(Relaxed));
                 engine.set_new_events(flags.contains(rediskv::commands::NotifyFlags::NEW));
+                engine.set_stream_node_entries(self.config().number("stream-node-max-entries").max(0) as u64);
                 Arc::new(engine)
             })
             .clone()

@@ -1,6 +1,7 @@
 //! Blocking commands through the server, the same script on a real redis-server 7.0: clients
 //! served in the order they blocked, wake-ups across event loops, BLMOVE chains, timeouts,
-//! disconnects, CLIENT UNBLOCK, pipelines behind a blocked command, MULTI, RESP3.
+//! disconnects, CLIENT UNBLOCK, pipelines behind a blocked command, MULTI, RESP3, XREAD and
+//! XREADGROUP.
 
 mod common;
 
@@ -111,6 +112,38 @@ fn script(server: &Server) -> Vec<Value> {
     seen.push(clients[0].read());
     seen.push(admin.cmd(&["SELECT", "0"]));
 
+    // Streams: XREAD `$` waits for entries after the last id when it blocked, whatever is
+    // deleted or re-added meanwhile; XREADGROUP `>` is woken by XADD, and answers an error
+    // when its group or its stream goes away.
+    seen.push(admin.cmd(&["XADD", "s", "5-0", "f", "old"]));
+    send(&mut clients[3], &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
+    until_blocked(&mut admin, 1);
+    seen.push(admin.cmd(&["DEL", "s"]));
+    seen.push(admin.cmd(&["XADD", "s", "3-0", "f", "older"]));
+    seen.push(admin.cmd(&["XADD", "s", "6-0", "f", "new"]));
+    seen.push(clients[3].read());
+    seen.push(admin.cmd(&["XGROUP", "CREATE", "s", "g", "$"]));
+    send(&mut clients[1], &["XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "s", ">"]);
+    until_blocked(&mut admin, 1);
+    send(&mut clients[2], &["XREADGROUP", "GROUP", "g", "c2", "BLOCK", "0", "STREAMS", "s", ">"]);
+    until_blocked(&mut admin, 2);
+    seen.push(admin.cmd(&["XADD", "s", "7-0", "f", "first"]));
+    seen.push(clients[1].read());
+    seen.push(admin.cmd(&["XADD", "s", "8-0", "f", "second"]));
+    seen.push(clients[2].read());
+    seen.push(admin.cmd(&["XPENDING", "s", "g"]));
+    send(&mut clients[1], &["XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "s", ">"]);
+    until_blocked(&mut admin, 1);
+    seen.push(admin.cmd(&["XGROUP", "DESTROY", "s", "g"]));
+    seen.push(clients[1].read());
+    seen.push(admin.cmd(&["XGROUP", "CREATE", "s", "g", "$"]));
+    send(&mut clients[1], &["XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "s", ">"]);
+    until_blocked(&mut admin, 1);
+    seen.push(admin.cmd(&["DEL", "s"]));
+    seen.push(clients[1].read());
+    send(&mut clients[3], &["XREAD", "BLOCK", "50", "STREAMS", "s", "$"]);
+    seen.push(clients[3].read());
+
     // Inside MULTI nothing blocks.
     seen.push(clients[2].cmd(&["MULTI"]));
     seen.push(clients[2].cmd(&["BLPOP", "empty", "0"]));
@@ -169,4 +202,64 @@ fn every_pushed_value_is_popped_once_across_threads() {
     let mut expected: Vec<String> = (0..3).flat_map(|p| (0..300).map(move |i| format!("{p}:{i}"))).collect();
     expected.sort();
     assert_eq!(all, expected);
+}
+
+/// A consumer group on several loops: producers XADD while consumers XREADGROUP (blocking)
+/// and XACK; every entry is delivered to exactly one consumer, and nothing stays pending.
+#[test]
+fn every_stream_entry_reaches_one_consumer_across_threads() {
+    let server = rediskv(&["--threads", "3"]);
+    let port = server.port;
+    let mut admin = server.client();
+    assert_eq!(
+        admin.cmd(&["XGROUP", "CREATE", "events", "workers", "$", "MKSTREAM"]),
+        Value::Status("OK".into())
+    );
+    let consumers: Vec<_> = (0..5)
+        .map(|n| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(port);
+                let name = format!("worker{n}");
+                let mut got = Vec::new();
+                loop {
+                    let read =
+                        ["XREADGROUP", "GROUP", "workers", &name, "COUNT", "7", "BLOCK", "1000", "STREAMS"];
+                    let reply = c.cmd(&[&read[..], &["events", ">"]].concat());
+                    let Value::Array(Some(streams)) = reply else { return got };
+                    let Value::Array(Some(stream)) = &streams[0] else { panic!("{streams:?}") };
+                    let Value::Array(Some(entries)) = &stream[1] else { panic!("{stream:?}") };
+                    for entry in entries {
+                        let Value::Array(Some(entry)) = entry else { panic!("{entry:?}") };
+                        let Value::Array(Some(fields)) = &entry[1] else { panic!("{entry:?}") };
+                        assert_eq!(c.cmd(&["XACK", "events", "workers", &entry[0].text()]), Value::Int(1));
+                        got.push(fields[1].text());
+                    }
+                }
+            })
+        })
+        .collect();
+    let producers: Vec<_> = (0..3)
+        .map(|p| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(port);
+                for i in 0..200 {
+                    assert!(matches!(
+                        c.cmd(&["XADD", "events", "*", "job", &format!("{p}:{i}")]),
+                        Value::Bulk(_)
+                    ));
+                }
+            })
+        })
+        .collect();
+    for p in producers {
+        p.join().unwrap();
+    }
+    let mut all: Vec<String> = consumers.into_iter().flat_map(|c| c.join().unwrap()).collect();
+    all.sort();
+    let mut expected: Vec<String> = (0..3).flat_map(|p| (0..200).map(move |i| format!("{p}:{i}"))).collect();
+    expected.sort();
+    assert_eq!(all, expected);
+    let Value::Array(Some(summary)) = admin.cmd(&["XPENDING", "events", "workers"]) else { panic!() };
+    assert_eq!(summary[0], Value::Int(0));
+    assert_eq!(admin.cmd(&["XLEN", "events"]), Value::Int(600));
 }

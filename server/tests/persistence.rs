@@ -67,6 +67,10 @@ fn every_key_ttl_and_collection_is_back_after_a_restart() {
                 &["ZADD", "z", "1.5", "a", "-2", "b"],
                 &["SETBIT", "bits", "100000", "1"],
                 &["PFADD", "hll", "a", "b", "c"],
+                &["XADD", "stream", "1-1", "f", "v"],
+                &["XADD", "stream", "2-0", "g", "w"],
+                &["XGROUP", "CREATE", "stream", "group", "0"],
+                &["XREADGROUP", "GROUP", "group", "alice", "COUNT", "1", "STREAMS", "stream", ">"],
                 &["SELECT", "3"],
                 &["SET", "in-db-3", "v"],
                 &["SELECT", "5"],
@@ -77,7 +81,7 @@ fn every_key_ttl_and_collection_is_back_after_a_restart() {
             }
             c.cmd(&["SELECT", "0"]);
             let snap = snapshot(&mut c);
-            assert_eq!(snap.len(), 8);
+            assert_eq!(snap.len(), 9);
             c.send(&[b"SHUTDOWN"]);
             assert_eq!(c.try_read(), None, "SHUTDOWN closes the connection");
             snap

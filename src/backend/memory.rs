@@ -19,7 +19,7 @@ type Map = BTreeMap<Box<[u8]>, Bytes>;
 /// The three maps and the bytes their keys and values hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Maps {
-    cfs: [Map; 3],
+    cfs: [Map; 4],
     bytes: u64,
 }
 
@@ -79,12 +79,12 @@ impl MemoryBackend {
         self.maps()[cf as usize].len()
     }
 
-    /// Whether all three column families are empty.
+    /// Whether all four column families are empty.
     pub fn is_empty(&self) -> bool {
         self.maps().cfs.iter().all(BTreeMap::is_empty)
     }
 
-    /// The bytes of every key and value stored, across the three column families: the
+    /// The bytes of every key and value stored, across the four column families: the
     /// figure INFO memory and a `maxmemory` limit use (the maps' own overhead is not counted).
     pub fn bytes(&self) -> u64 {
         self.maps().bytes
@@ -238,8 +238,7 @@ mod tests {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
-                let cf =
-                    [ColumnFamily::Metadata, ColumnFamily::Subkey, ColumnFamily::Score][(rng % 3) as usize];
+                let cf = ColumnFamily::ALL[(rng % 4) as usize];
                 let key = vec![b'k'; 1 + (rng >> 8) as usize % 5];
                 if rng >> 20 & 3 == 0 {
                     batch.delete(cf, key);
@@ -248,7 +247,7 @@ mod tests {
                 }
             }
             b.write(batch).unwrap();
-            let want: usize = [ColumnFamily::Metadata, ColumnFamily::Subkey, ColumnFamily::Score]
+            let want: usize = ColumnFamily::ALL
                 .into_iter()
                 .flat_map(|cf| b.records(cf))
                 .map(|(k, v)| k.len() + v.len())

@@ -94,7 +94,7 @@ impl WriteBatch {
     }
 }
 
-/// An ordered key-value store with three column families.
+/// An ordered key-value store with four column families.
 ///
 /// # Contract
 /// - Keys are compared as unsigned bytes; values may be empty.

@@ -11,6 +11,7 @@ mod metadata;
 pub mod rdb;
 pub(crate) mod reader;
 mod slot;
+mod stream;
 mod types;
 mod version;
 
@@ -25,6 +26,9 @@ pub use key::{
 pub use list::{LIST_INITIAL_INDEX, position_of, push_back_tail, push_front_index, stored_index};
 pub use metadata::{Metadata, peek_type_and_expire};
 pub use slot::{SLOT_COUNT, hash_tag, key_slot};
+pub use stream::{
+    ConsumerValue, GroupValue, PendingValue, StreamSub, decode_entry, encode_entry, group_records_prefix,
+};
 pub use types::{FLAG_64BIT, FLAG_BLIND_WRITE, FLAG_RESERVED, Flags, RedisType, TYPE_MASK};
 pub use version::{Clock, ManualClock, SystemClock, VersionGenerator};
 
@@ -38,11 +42,14 @@ pub enum ColumnFamily {
     Subkey,
     /// Zset members ordered by score (Kvrocks `zset_score`).
     Score,
+    /// Stream entries and consumer groups (Kvrocks `stream`).
+    Stream,
 }
 
 impl ColumnFamily {
-    /// All three, in a fixed order.
-    pub const ALL: [ColumnFamily; 3] = [ColumnFamily::Metadata, ColumnFamily::Subkey, ColumnFamily::Score];
+    /// All four, in a fixed order.
+    pub const ALL: [ColumnFamily; 4] =
+        [ColumnFamily::Metadata, ColumnFamily::Subkey, ColumnFamily::Score, ColumnFamily::Stream];
 
     /// Kvrocks' name for the column family.
     pub const fn kvrocks_name(self) -> &'static str {
@@ -50,6 +57,7 @@ impl ColumnFamily {
             ColumnFamily::Metadata => "metadata",
             ColumnFamily::Subkey => "default",
             ColumnFamily::Score => "zset_score",
+            ColumnFamily::Stream => "stream",
         }
     }
 }

@@ -23,15 +23,25 @@
 //! | hash listpack | 16 | string holding a listpack | no |
 //! | zset listpack | 17 | string holding a listpack | no |
 //! | list quicklist 2 | 18 | length, (container 1 plain / 2 packed, string) | yes (8 KiB listpacks) |
+//! | stream listpacks | 15 | nodes (16-byte id, listpack), length, last id, groups | no |
+//! | stream listpacks 2 | 19 | as 15, plus first id, max deleted id, entries added, each group's entries read | yes |
 //!
-//! [`restore`] reads every type Redis 7.0 writes or still loads (streams and module types
-//! aside). It validates every container completely — Redis 7.0 does so only with
+//! A stream node's listpack: count, deleted, the master entry's field count and names, 0;
+//! then per entry: flags (1 deleted, 2 same fields as the master), ms and seq as
+//! differences from the node's id, the field count and names unless same-fields, the
+//! values, and the number of listpack items the entry used before this one. A group is its
+//! name, last delivered id, entries read (19 only), its pending entries (16-byte id,
+//! delivery time as 8 bytes LE, delivery count) and its consumers (name, seen time, the ids
+//! they hold).
+//!
+//! [`restore`] reads every type Redis 7.0 writes or still loads (module types aside). It validates every container completely — Redis 7.0 does so only with
 //! `sanitize-dump-payload yes` — so a duplicate hash field or set member is refused where a
 //! default Redis would store a corrupt object. Like Redis, it ignores bytes after the object.
 
 use bytes::Bytes;
 use crc::{CRC_64_REDIS, Crc};
 
+use super::extra::StreamId;
 use crate::error::{Error, Result};
 
 /// The RDB version Redis 7.0 writes, and the newest [`restore`] accepts.
@@ -59,6 +69,40 @@ pub enum RdbValue {
     ZSet(Vec<(Bytes, f64)>),
     /// A hash's fields and values.
     Hash(Vec<(Bytes, Bytes)>),
+    /// A stream, its consumer groups included.
+    Stream(Box<RdbStream>),
+}
+
+/// A stream as DUMP carries it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RdbStream {
+    /// The live entries in id order, each with its fields and values (`f1 v1 f2 v2 …`).
+    pub entries: Vec<(StreamId, Vec<Bytes>)>,
+    /// The last id generated.
+    pub last_id: StreamId,
+    /// The first live entry's id (0-0 when empty).
+    pub first_id: StreamId,
+    /// The largest id deleted.
+    pub max_deleted_id: StreamId,
+    /// Entries ever added.
+    pub entries_added: u64,
+    /// The consumer groups, by name.
+    pub groups: Vec<RdbGroup>,
+}
+
+/// A consumer group as DUMP carries it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RdbGroup {
+    /// Its name.
+    pub name: Bytes,
+    /// The last id delivered.
+    pub last_id: StreamId,
+    /// The logical read counter; -1 when unknown.
+    pub entries_read: i64,
+    /// Pending entries in id order: id, delivery time (ms), delivery count, holder.
+    pub pending: Vec<(StreamId, u64, u64, Bytes)>,
+    /// Consumers by name, with their seen time (ms).
+    pub consumers: Vec<(Bytes, u64)>,
 }
 
 /// Serializes `value` as a DUMP payload that Redis 7.0 RESTOREs.
@@ -109,6 +153,10 @@ pub fn dump(value: &RdbValue) -> Vec<u8> {
                 put_string(&mut out, value);
             }
         }
+        RdbValue::Stream(s) => {
+            out.push(19);
+            put_stream(&mut out, s);
+        }
     }
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = CRC64.checksum(&out);
@@ -141,6 +189,7 @@ pub fn restore(payload: &[u8]) -> Result<RdbValue> {
         RdbValue::List(v) | RdbValue::Set(v) => v.is_empty(),
         RdbValue::ZSet(v) => v.is_empty(),
         RdbValue::Hash(v) => v.is_empty(),
+        RdbValue::Stream(_) => false,
     };
     if empty {
         return Err(Error::DumpFormat("empty collection"));
@@ -230,8 +279,240 @@ fn read_object(r: &mut In<'_>) -> Result<RdbValue> {
             })?;
             RdbValue::List(nodes.into_iter().flatten().collect())
         }
+        15 | 19 => RdbValue::Stream(Box::new(read_stream(r, ty == 19)?)),
         _ => return Err(Error::DumpFormat("unsupported object type")),
     })
+}
+
+/// Entries per node [`dump`] writes (Redis' default `stream-node-max-entries`).
+const STREAM_NODE_ENTRIES: usize = 100;
+const STREAM_DELETED: i64 = 1;
+const STREAM_SAMEFIELDS: i64 = 2;
+
+fn put_id_len(out: &mut Vec<u8>, id: StreamId) {
+    put_len(out, id.ms);
+    put_len(out, id.seq);
+}
+
+fn put_stream(out: &mut Vec<u8>, s: &RdbStream) {
+    let nodes: Vec<&[(StreamId, Vec<Bytes>)]> = s.entries.chunks(STREAM_NODE_ENTRIES).collect();
+    put_len(out, nodes.len() as u64);
+    let int = |v: i64| Bytes::from(v.to_string());
+    for node in nodes {
+        let master = node[0].0;
+        let master_fields: Vec<&Bytes> = node[0].1.iter().step_by(2).collect();
+        let mut items = vec![int(node.len() as i64), int(0), int(master_fields.len() as i64)];
+        items.extend(master_fields.iter().map(|f| (*f).clone()));
+        items.push(int(0));
+        for (id, fields) in node {
+            let names: Vec<&Bytes> = fields.iter().step_by(2).collect();
+            let same = names == master_fields;
+            let before = items.len();
+            items.push(int(if same { STREAM_SAMEFIELDS } else { 0 }));
+            items.push(int(id.ms.wrapping_sub(master.ms) as i64));
+            items.push(int(id.seq.wrapping_sub(master.seq) as i64));
+            if same {
+                items.extend(fields.iter().skip(1).step_by(2).cloned());
+            } else {
+                items.push(int(names.len() as i64));
+                items.extend(fields.iter().cloned());
+            }
+            items.push(int((items.len() - before) as i64));
+        }
+        put_string(out, &master.to_bytes());
+        put_string(out, &listpack(&items));
+    }
+    put_len(out, s.entries.len() as u64);
+    put_id_len(out, s.last_id);
+    put_id_len(out, s.first_id);
+    put_id_len(out, s.max_deleted_id);
+    put_len(out, s.entries_added);
+    put_len(out, s.groups.len() as u64);
+    for g in &s.groups {
+        put_string(out, &g.name);
+        put_id_len(out, g.last_id);
+        put_len(out, g.entries_read as u64);
+        put_len(out, g.pending.len() as u64);
+        for (id, delivered, count, _) in &g.pending {
+            out.extend_from_slice(&id.to_bytes());
+            out.extend_from_slice(&delivered.to_le_bytes());
+            put_len(out, *count);
+        }
+        put_len(out, g.consumers.len() as u64);
+        for (name, seen) in &g.consumers {
+            put_string(out, name);
+            out.extend_from_slice(&seen.to_le_bytes());
+            let held: Vec<&StreamId> = g.pending.iter().filter(|p| p.3 == name).map(|p| &p.0).collect();
+            put_len(out, held.len() as u64);
+            for id in held {
+                out.extend_from_slice(&id.to_bytes());
+            }
+        }
+    }
+}
+
+fn stream_id_raw(bytes: &[u8]) -> Result<StreamId> {
+    let ms = u64::from_be_bytes(
+        bytes.get(..8).and_then(|b| b.try_into().ok()).ok_or(Error::DumpFormat("stream id"))?,
+    );
+    let seq = u64::from_be_bytes(
+        bytes.get(8..16).and_then(|b| b.try_into().ok()).ok_or(Error::DumpFormat("stream id"))?,
+    );
+    Ok(StreamId { ms, seq })
+}
+
+fn read_stream(r: &mut In<'_>, v2: bool) -> Result<RdbStream> {
+    let bad = Error::DumpFormat;
+    let mut s = RdbStream::default();
+    let mut last_master: Option<StreamId> = None;
+    for _ in 0..r.len()? {
+        let key = r.string()?;
+        if key.len() != 16 {
+            return Err(bad("stream node key"));
+        }
+        let master = stream_id_raw(&key)?;
+        if last_master.is_some_and(|m| m >= master) {
+            return Err(bad("stream nodes out of order"));
+        }
+        last_master = Some(master);
+        let items = read_listpack(&r.string()?)?;
+        read_stream_node(&items, master, &mut s.entries)?;
+    }
+    let length = r.len()?;
+    s.last_id = StreamId { ms: r.len()?, seq: r.len()? };
+    if v2 {
+        s.first_id = StreamId { ms: r.len()?, seq: r.len()? };
+        s.max_deleted_id = StreamId { ms: r.len()?, seq: r.len()? };
+        s.entries_added = r.len()?;
+    } else {
+        s.first_id = s.entries.first().map_or(StreamId::MIN, |e| e.0);
+        s.entries_added = length;
+    }
+    if length != s.entries.len() as u64 || s.entries.last().is_some_and(|e| e.0 > s.last_id) {
+        return Err(bad("stream length"));
+    }
+    let mut names = std::collections::HashSet::new();
+    for _ in 0..r.len()? {
+        let mut g = RdbGroup { name: r.string()?, ..RdbGroup::default() };
+        if !names.insert(g.name.clone()) {
+            return Err(bad("duplicate consumer group"));
+        }
+        g.last_id = StreamId { ms: r.len()?, seq: r.len()? };
+        g.entries_read = if v2 { r.len()? as i64 } else { legacy_entries_read(&s, g.last_id) };
+        for _ in 0..r.len()? {
+            let id = stream_id_raw(r.take(16)?)?;
+            let delivered = u64::from_le_bytes(r.take(8)?.try_into().map_err(|_| bad("time"))?);
+            let count = r.len()?;
+            if g.pending.last().is_some_and(|p| p.0 >= id) {
+                return Err(bad("pending entries out of order"));
+            }
+            g.pending.push((id, delivered, count, Bytes::new()));
+        }
+        let mut consumers = std::collections::HashSet::new();
+        for _ in 0..r.len()? {
+            let name = r.string()?;
+            let seen = u64::from_le_bytes(r.take(8)?.try_into().map_err(|_| bad("time"))?);
+            if !consumers.insert(name.clone()) {
+                return Err(bad("duplicate consumer"));
+            }
+            for _ in 0..r.len()? {
+                let id = stream_id_raw(r.take(16)?)?;
+                let at = g
+                    .pending
+                    .binary_search_by(|p| p.0.cmp(&id))
+                    .map_err(|_| bad("consumer entry not pending"))?;
+                if !g.pending[at].3.is_empty() {
+                    return Err(bad("pending entry held twice"));
+                }
+                g.pending[at].3 = name.clone();
+            }
+            g.consumers.push((name, seen));
+        }
+        if g.pending.iter().any(|p| p.3.is_empty()) {
+            return Err(bad("pending entry without a consumer"));
+        }
+        g.consumers.sort();
+        s.groups.push(g);
+    }
+    s.groups.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(s)
+}
+
+/// Redis' estimate of a group's read counter when the payload (type 15) has none.
+fn legacy_entries_read(s: &RdbStream, id: StreamId) -> i64 {
+    let added = s.entries_added as i64;
+    if added == 0 || id == s.last_id {
+        return added;
+    }
+    match s.entries.first() {
+        Some((first, _)) if id < *first => added - s.entries.len() as i64,
+        Some((first, _)) if id == *first => added - s.entries.len() as i64 + 1,
+        None if id <= s.last_id => added,
+        _ => -1,
+    }
+}
+
+/// Reads one node's listpack into `entries` (deleted entries skipped).
+fn read_stream_node(
+    items: &[Bytes],
+    master: StreamId,
+    entries: &mut Vec<(StreamId, Vec<Bytes>)>,
+) -> Result<()> {
+    let bad = Error::DumpFormat;
+    let int = |i: usize| -> Result<i64> {
+        let item = items.get(i).ok_or(bad("stream node truncated"))?;
+        std::str::from_utf8(item).ok().and_then(|t| t.parse().ok()).ok_or(bad("stream node integer"))
+    };
+    let count = int(0)?;
+    let deleted = int(1)?;
+    let nfields = usize::try_from(int(2)?).map_err(|_| bad("stream field count"))?;
+    let master_fields = items.get(3..nfields.saturating_add(3)).ok_or(bad("stream node truncated"))?;
+    let mut at = 3 + nfields;
+    if int(at)? != 0 {
+        return Err(bad("stream master terminator"));
+    }
+    at += 1;
+    let (mut live, mut dead) = (0, 0);
+    while at < items.len() {
+        let start = at;
+        let flags = int(at)?;
+        let ms = master.ms.wrapping_add(int(at + 1)? as u64);
+        let seq = master.seq.wrapping_add(int(at + 2)? as u64);
+        at += 3;
+        let mut fields = Vec::new();
+        if flags & STREAM_SAMEFIELDS != 0 {
+            let values = items.get(at..at.saturating_add(nfields)).ok_or(bad("stream node truncated"))?;
+            for (f, v) in master_fields.iter().zip(values) {
+                fields.extend([f.clone(), v.clone()]);
+            }
+            at += nfields;
+        } else {
+            let n = usize::try_from(int(at)?).map_err(|_| bad("stream field count"))?;
+            at += 1;
+            let end = n.checked_mul(2).and_then(|m| m.checked_add(at)).ok_or(bad("stream field count"))?;
+            let pairs = items.get(at..end).ok_or(bad("stream node truncated"))?;
+            fields.extend(pairs.iter().cloned());
+            at += 2 * n;
+        }
+        if int(at)? != (at - start) as i64 {
+            return Err(bad("stream entry back count"));
+        }
+        at += 1;
+        let id = StreamId { ms, seq };
+        if entries.last().is_some_and(|e| e.0 >= id) || fields.is_empty() {
+            return Err(bad("stream entry"));
+        }
+        if flags & STREAM_DELETED != 0 {
+            dead += 1;
+        } else {
+            live += 1;
+            entries.push((id, fields));
+        }
+    }
+    if live != count || dead != deleted || live + dead == 0 {
+        return Err(bad("stream node counts"));
+    }
+    Ok(())
 }
 
 /// Refuses a collection whose keys repeat.

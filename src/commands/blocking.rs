@@ -1,5 +1,5 @@
 //! [`Block`]: what a blocking command (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN,
-//! BZPOPMAX, BZMPOP, WAIT with replicas to wait for) answers instead of a reply when it
+//! BZPOPMAX, BZMPOP, XREAD/XREADGROUP with BLOCK, WAIT with replicas to wait for) answers instead of a reply when it
 //! cannot be served now.
 //!
 //! The protocol a server follows is on [`Block`].
@@ -23,7 +23,7 @@ use super::Reply;
 /// 3. After any command, the keys it touched ([`super::Session::touched`], decoded by
 ///    [`super::Engine::touched_key`]) and the databases it swapped
 ///    ([`super::Session::swapped_dbs`]) name the parked clients that may now be served. The
-///    server re-runs each such client's same argv with the same session through
+///    server re-runs each such client's same argv ([`Block::retry_argv`] when it has one) with the same session through
 ///    [`super::Engine::retry`], in the order the clients blocked: if it blocks again (a new [`Block`] in the session) the client stays
 ///    parked with its first deadline; otherwise the reply is its answer, and the keys that
 ///    run touched wake further clients (a BLMOVE pushing to a list another client waits on).
@@ -43,6 +43,7 @@ pub struct Block {
     /// How long to wait, from when the client is parked; `None` waits forever (timeout 0).
     pub timeout: Option<Duration>,
     pub(crate) on_timeout: Reply,
+    pub(crate) retry_argv: Option<Vec<Bytes>>,
 }
 
 impl Block {
@@ -51,5 +52,12 @@ impl Block {
     /// inside MULTI); `0` for WAIT.
     pub fn timeout_reply(&self) -> Reply {
         self.on_timeout.clone()
+    }
+
+    /// The argv to re-run instead of the command's own, when its meaning must not change
+    /// while it waits (XREAD's `$` stands for the stream's last id when it blocked);
+    /// `None`: the command's own.
+    pub fn retry_argv(&self) -> Option<&[Bytes]> {
+        self.retry_argv.as_deref()
     }
 }

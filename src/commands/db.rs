@@ -61,6 +61,8 @@ pub(crate) struct Shared {
     blind_write: AtomicBool,
     bitmap_strings: AtomicBool,
     new_events: AtomicBool,
+    /// Redis' `stream-node-max-entries`: the node size `~` trimming removes whole.
+    pub(crate) stream_node_entries: AtomicU64,
     pub(crate) cursors: CursorStore,
     rng: AtomicU64,
 }
@@ -77,6 +79,7 @@ impl Shared {
             blind_write: AtomicBool::new(false),
             bitmap_strings: AtomicBool::new(false),
             new_events: AtomicBool::new(false),
+            stream_node_entries: AtomicU64::new(100),
             cursors: CursorStore::default(),
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
         }
@@ -333,6 +336,23 @@ impl<'a, B: KvBackend> Db<'a, B> {
         self.retrying = true;
     }
 
+    /// Sets the node size approximate stream trimming (`MAXLEN ~`, `MINID ~`) removes whole
+    /// (Redis' `stream-node-max-entries`, 100 by default; 0: unbounded). Shared by every
+    /// session of an [`super::Engine`].
+    pub fn set_stream_node_entries(&mut self, entries: u64) {
+        self.shared.stream_node_entries.store(entries, Ordering::Relaxed);
+    }
+
+    /// The node size of [`Db::set_stream_node_entries`].
+    pub fn stream_node_entries(&self) -> u64 {
+        self.shared.stream_node_entries.load(Ordering::Relaxed)
+    }
+
+    /// Whether this command is a woken client's re-run.
+    pub(crate) fn is_retrying(&self) -> bool {
+        self.retrying
+    }
+
     /// A blocking command's lookup of a key it waits on. On a re-run a key holding another
     /// type counts as missing instead of WRONGTYPE: Redis 7.0 serves a woken client only from
     /// a key of the type it waits for, and leaves it blocked otherwise.
@@ -357,11 +377,25 @@ impl<'a, B: KvBackend> Db<'a, B> {
         at_once: Reply,
         on_timeout: Reply,
     ) -> Reply {
+        self.would_block_as(keys, timeout, at_once, on_timeout, None)
+    }
+
+    /// [`Db::would_block`] for a command whose re-runs must see other arguments than its
+    /// first run (`retry_argv`): XREAD's `$` becomes the id it stood for then.
+    pub(crate) fn would_block_as(
+        &mut self,
+        keys: &[Bytes],
+        timeout: Option<Duration>,
+        at_once: Reply,
+        on_timeout: Reply,
+        retry_argv: Option<Vec<Bytes>>,
+    ) -> Reply {
         if !self.may_block {
             return at_once;
         }
         let keys = keys.to_vec();
-        self.block = Some(Block { keys, db: self.index, timeout, on_timeout: on_timeout.clone() });
+        self.block =
+            Some(Block { keys, db: self.index, timeout, on_timeout: on_timeout.clone(), retry_argv });
         on_timeout
     }
 
@@ -848,8 +882,8 @@ impl<'a, B: KvBackend> Db<'a, B> {
                 BatchOp::Delete { cf: ColumnFamily::Metadata, key } => {
                     self.backend.get(ColumnFamily::Metadata, key)?.is_some().then(|| key.clone())
                 }
-                BatchOp::Put { cf: ColumnFamily::Subkey, key, .. }
-                | BatchOp::Delete { cf: ColumnFamily::Subkey, key } => {
+                BatchOp::Put { cf: ColumnFamily::Subkey | ColumnFamily::Stream, key, .. }
+                | BatchOp::Delete { cf: ColumnFamily::Subkey | ColumnFamily::Stream, key } => {
                     layout.decode_subkey(key).ok().map(|sk| layout.owner_metadata_key(&sk.owner()).into())
                 }
                 BatchOp::Put { cf: ColumnFamily::Score, key, .. }

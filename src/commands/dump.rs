@@ -38,7 +38,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// every record of a collection; a bitmap dumps as the equivalent string.
     ///
     /// # Errors
-    /// [`CommandError::WrongType`] for a Kvrocks-only type (stream, bloom filter…), which
+    /// [`CommandError::WrongType`] for a Kvrocks-only type (bloom filter, JSON…), which
     /// has no RDB form here; storage errors.
     pub fn dump(&self, key: &[u8]) -> CommandResult<Option<Vec<u8>>> {
         let Some(entry) = self.lookup_stringlike(key)? else {
@@ -59,6 +59,7 @@ impl<B: KvBackend> Db<'_, B> {
                     .map(|(m, s)| Ok((m, decode_f64_slice(&s)?)))
                     .collect::<crate::Result<_>>()?,
             ),
+            RedisType::Stream => RdbValue::Stream(Box::new(self.stream_rdb(key, &meta)?)),
             // Kvrocks-only types have no RDB form (a bitmap dumps as its string, above).
             _ => return Err(CommandError::WrongType),
         };
@@ -131,6 +132,10 @@ impl<B: KvBackend> Db<'_, B> {
         value: RdbValue,
         expire_ms: u64,
     ) -> CommandResult<()> {
+        let value = match value {
+            RdbValue::Stream(s) => return self.queue_stream(batch, key, &s, expire_ms),
+            value => value,
+        };
         let ty = match &value {
             RdbValue::String(s) => {
                 self.put_metadata(batch, key, &Metadata::string(s, expire_ms));
@@ -140,12 +145,13 @@ impl<B: KvBackend> Db<'_, B> {
             RdbValue::Set(_) => RedisType::Set,
             RdbValue::List(_) => RedisType::List,
             RdbValue::ZSet(_) => RedisType::ZSet,
+            RdbValue::Stream(_) => unreachable!("returned above"),
         };
         // Not blind-write even in blind-write mode: the size is known.
         let mut meta = Metadata { expire_ms, ..Metadata::collection(ty, self.new_version()) };
         let version = meta.version;
         match value {
-            RdbValue::String(_) => unreachable!("returned above"),
+            RdbValue::String(_) | RdbValue::Stream(_) => unreachable!("returned above"),
             RdbValue::Hash(pairs) => {
                 meta.size = pairs.len() as u64;
                 for (field, value) in pairs {

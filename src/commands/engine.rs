@@ -143,6 +143,11 @@ impl<B: KvBackend> Engine<B> {
         self.shared.set_new_events(on);
     }
 
+    /// Sets the node size of approximate stream trimming: see [`Db::set_stream_node_entries`].
+    pub fn set_stream_node_entries(&self, entries: u64) {
+        self.shared.stream_node_entries.store(entries, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Deletes those of `metadata_keys` still expired at `now_ms`, each under its key's
     /// exclusive lock after a fresh read, all in one batch: a key a client wrote since it
     /// was found expired is left alone. Returns the keys deleted, and flags the WATCHes on

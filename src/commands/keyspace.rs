@@ -233,11 +233,12 @@ impl<B: KvBackend> Db<'_, B> {
             let src_prefix_len = self.layout().subkey_prefix(src, meta.version, 0)?.len();
             let range = self.layout().subkey_range(src, meta.version)?;
             let dst_prefix = dst_layout.subkey_prefix(dst, version, 0)?;
-            let mut cfs = vec![ColumnFamily::Subkey];
-            if meta.ty == RedisType::ZSet {
-                cfs.push(ColumnFamily::Score);
-            }
-            for cf in cfs {
+            let cfs: &[ColumnFamily] = match meta.ty {
+                RedisType::ZSet => &[ColumnFamily::Subkey, ColumnFamily::Score],
+                RedisType::Stream => &[ColumnFamily::Stream],
+                _ => &[ColumnFamily::Subkey],
+            };
+            for &cf in cfs {
                 for item in self.backend().scan(cf, &range, Direction::Forward)? {
                     let (k, v) = item?;
                     let mut new_key = Vec::with_capacity(dst_prefix.len() + k.len() - src_prefix_len);

@@ -33,6 +33,7 @@ mod reply;
 mod session;
 mod set;
 mod sort;
+mod stream;
 mod string;
 mod subkeys;
 pub mod table;
@@ -80,6 +81,7 @@ pub fn handler<B: KvBackend>(info: &CommandInfo) -> Option<Handler<B>> {
         Family::Bitmap => bitmap::command(name),
         Family::Hll => hll::command(name),
         Family::Geo => geo::command(name),
+        Family::Stream => stream::command(name),
         Family::Session => None,
     }
 }

@@ -13,6 +13,7 @@
 //! | [`Reply::Push`] | `>n` | `*n` |
 //! | [`Reply::Nil`], [`Reply::NilArray`] | `_` | `$-1`, `*-1` |
 //! | [`Reply::Pairs`] | `*n` of `*2` pairs | `*2n`, the pairs flattened |
+//! | [`Reply::PairMap`] | `%n` then n key/value pairs | `*n` of `*2` pairs |
 //!
 //! # Where the protocol lives
 //!
@@ -83,6 +84,8 @@ pub enum Reply {
     /// `[a, b]` pairs: an array of two-element arrays in RESP3, one flat array `a b a b …`
     /// in RESP2 (ZRANGE … WITHSCORES, ZPOPMIN with a count, HRANDFIELD … WITHVALUES).
     Pairs(Vec<(Reply, Reply)>),
+    /// A map in RESP3, an array of `[key, value]` pairs in RESP2 (XREAD, XREADGROUP).
+    PairMap(Vec<(Reply, Reply)>),
 }
 
 // Replies are compared in tests; a NaN double is never a reply (Redis refuses NaN scores).
@@ -164,16 +167,17 @@ impl Reply {
             Reply::Push(items) => {
                 aggregate(out, protocol, if protocol == Protocol::Resp3 { b'>' } else { b'*' }, items)
             }
-            Reply::Map(pairs) | Reply::Pairs(pairs) => {
-                let map = matches!(self, Reply::Map(_));
-                match protocol {
-                    Protocol::Resp3 => {
-                        line(out, if map { b'%' } else { b'*' }, decimal(pairs.len() as i64, &mut [0; 20]))
-                    }
-                    Protocol::Resp2 => line(out, b'*', decimal(2 * pairs.len() as i64, &mut [0; 20])),
-                }
+            Reply::Map(pairs) | Reply::Pairs(pairs) | Reply::PairMap(pairs) => {
+                // Whether the protocol sends a map (else an array), and each pair as `*2`.
+                let (map, nested) = match (self, protocol) {
+                    (Reply::Map(_), Protocol::Resp3) | (Reply::PairMap(_), Protocol::Resp3) => (true, false),
+                    (Reply::Map(_), Protocol::Resp2) | (Reply::Pairs(_), Protocol::Resp2) => (false, false),
+                    _ => (false, true),
+                };
+                let len = if map || nested { pairs.len() } else { 2 * pairs.len() };
+                line(out, if map { b'%' } else { b'*' }, decimal(len as i64, &mut [0; 20]));
                 for (k, v) in pairs {
-                    if !map && protocol == Protocol::Resp3 {
+                    if nested {
                         out.extend_from_slice(b"*2\r\n");
                     }
                     k.write(protocol, out);

@@ -120,6 +120,8 @@ pub enum Family {
     Hll,
     /// Geo (GEOADD, GEOSEARCH…) on sorted sets.
     Geo,
+    /// Streams (XADD, XREADGROUP…).
+    Stream,
     /// MULTI/EXEC/WATCH and COMMAND: per-connection state, answered by
     /// [`super::Engine::execute`].
     Session,

@@ -36,6 +36,8 @@ mod gen_keyspace;
 mod gen_list;
 #[path = "gen_set.rs"]
 mod gen_set;
+#[path = "gen_stream.rs"]
+mod gen_stream;
 #[path = "gen_string.rs"]
 mod gen_string;
 #[path = "gen_txn.rs"]
@@ -51,7 +53,7 @@ use kit::*;
 /// What runs. An entry is a family name (all its commands) or `family:cmd cmd …` (only
 /// those). Add a family here once its commands are merged.
 const ENABLED_FAMILIES: &[&str] =
-    &["keyspace", "string", "hash", "set", "list", "zset", "generic", "txn", "bit", "hll", "geo"];
+    &["keyspace", "string", "hash", "set", "list", "zset", "generic", "txn", "bit", "hll", "geo", "stream"];
 
 /// Every family's generators, by name, with the pool keys it prefers (overlapping, so
 /// types still collide; keyspace commands use the whole pool).
@@ -68,6 +70,7 @@ const FAMILIES: &[Family] = &[
     ("bit", gen_bit::generators, &[b"k0", b"k1", b"\x00\xff"]),
     ("hll", gen_hll::generators, &[b"k2", b"k3", b"k0"]),
     ("geo", gen_geo::generators, &[b"k3", b"{k}x", b"k4"]),
+    ("stream", gen_stream::generators, &[b"k1", b"k4", b"\x00\xff"]),
 ];
 
 const DEFAULT_OPS: usize = 30_000;
@@ -333,7 +336,7 @@ fn flat_items(r: &Reply) -> Option<Vec<Vec<u8>>> {
 fn shape(r: &Reply) -> String {
     let items: Vec<&Reply> = match r {
         Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => items.iter().collect(),
-        Reply::Map(kv) | Reply::Pairs(kv) => kv.iter().flat_map(|(k, v)| [k, v]).collect(),
+        Reply::Map(kv) | Reply::Pairs(kv) | Reply::PairMap(kv) => kv.iter().flat_map(|(k, v)| [k, v]).collect(),
         _ => Vec::new(),
     };
     let kind = format!("{r:?}");
@@ -703,6 +706,7 @@ fn run_ops(
             Reply::Status(t) if t == "zset" => {
                 Some(("zrange", exact(argv!["ZRANGE", *key, "0", "-1", "WITHSCORES"])))
             }
+            Reply::Status(t) if t == "stream" => Some(("xrange", exact(argv!["XRANGE", *key, "-", "+"]))),
             _ => None,
         };
         let checks = read.into_iter().chain(Some(("pttl", within_millis(argv!["PTTL", *key], 2000))));

@@ -48,7 +48,7 @@ pub trait DiskBackend: KvBackend {
     fn disk_bytes(&self, cf: ColumnFamily) -> u64;
 
     /// Where the engine's bytes are: tables and journals on disk, block cache and memtables in
-    /// memory. Default: the tables of the three column families, nothing else known.
+    /// memory. Default: the tables of the four column families, nothing else known.
     fn usage(&self) -> Usage {
         Usage { tables: ColumnFamily::ALL.iter().map(|cf| self.disk_bytes(*cf)).sum(), ..Usage::default() }
     }
@@ -123,12 +123,13 @@ impl Default for Options {
     }
 }
 
-/// The engine's name of each column family: Kvrocks' `metadata`, `default` (subkeys) and
-/// `zset_score`.
-pub const CF_NAMES: [(ColumnFamily, &str); 3] = [
+/// The engine's name of each column family: Kvrocks' `metadata`, `default` (subkeys),
+/// `zset_score` and `stream`.
+pub const CF_NAMES: [(ColumnFamily, &str); 4] = [
     (ColumnFamily::Metadata, "metadata"),
     (ColumnFamily::Subkey, "default"),
     (ColumnFamily::Score, "zset_score"),
+    (ColumnFamily::Stream, "stream"),
 ];
 
 /// The engine's name of `cf`.
@@ -137,6 +138,7 @@ pub fn cf_name(cf: ColumnFamily) -> &'static str {
         ColumnFamily::Metadata => "metadata",
         ColumnFamily::Subkey => "default",
         ColumnFamily::Score => "zset_score",
+        ColumnFamily::Stream => "stream",
     }
 }
 
@@ -294,7 +296,9 @@ impl GcFilter {
         mut read: impl FnMut(&[u8]) -> std::result::Result<Option<V>, E>,
     ) -> std::result::Result<Decision, E> {
         let owner = match self.cf {
-            ColumnFamily::Subkey => self.layout.decode_subkey(key).ok().map(|s| (s.owner(), s.version)),
+            ColumnFamily::Subkey | ColumnFamily::Stream => {
+                self.layout.decode_subkey(key).ok().map(|s| (s.owner(), s.version))
+            }
             ColumnFamily::Score => self.layout.decode_score_key(key).ok().map(|s| (s.owner, s.version)),
             ColumnFamily::Metadata => None,
         };

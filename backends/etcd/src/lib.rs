@@ -164,6 +164,7 @@ fn cf_tag(cf: ColumnFamily) -> u8 {
         ColumnFamily::Metadata => b'm',
         ColumnFamily::Subkey => b'd',
         ColumnFamily::Score => b'z',
+        ColumnFamily::Stream => b's',
     }
 }
 
@@ -647,7 +648,7 @@ impl Backend {
         compares
     }
 
-    /// The Subkey and Score etcd ranges of `version` of the key whose metadata key is
+    /// The Subkey, Score and Stream etcd ranges of `version` of the key whose metadata key is
     /// `metadata_key` (none when it does not decode under the layout).
     fn version_ranges(&self, metadata_key: &[u8], version: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
         let layout = &self.options.layout;
@@ -657,7 +658,9 @@ impl Backend {
             ns_layout.with_cluster_slots(layout.cluster_slots()).with_fixed_prefix(layout.fixed_prefix());
         let Ok(ns_layout) = ns_layout.with_hash_prefix(layout.hash_prefix_len()) else { return Vec::new() };
         let Ok(range) = ns_layout.subkey_range(mk.user_key, version) else { return Vec::new() };
-        [ColumnFamily::Subkey, ColumnFamily::Score].map(|cf| self.etcd_range(cf, &range)).to_vec()
+        [ColumnFamily::Subkey, ColumnFamily::Score, ColumnFamily::Stream]
+            .map(|cf| self.etcd_range(cf, &range))
+            .to_vec()
     }
 
     /// `range` of `cf` as etcd keys `[start, end)`.

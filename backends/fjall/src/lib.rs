@@ -96,8 +96,8 @@ fn err(e: impl std::fmt::Display) -> rediskv::Error {
 /// everywhere; wrap it in an `Arc`).
 pub struct Backend {
     db: Database,
-    /// Metadata, Subkey, Score, in [`ColumnFamily::ALL`]'s order.
-    cfs: [Keyspace; 3],
+    /// Metadata, Subkey, Score, Stream, in [`ColumnFamily::ALL`]'s order.
+    cfs: [Keyspace; 4],
     own: Keyspace,
     options: Options,
     path: PathBuf,
@@ -140,6 +140,7 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
         keyspace(cf_name(ColumnFamily::ALL[0]))?,
         keyspace(cf_name(ColumnFamily::ALL[1]))?,
         keyspace(cf_name(ColumnFamily::ALL[2]))?,
+        keyspace(cf_name(ColumnFamily::ALL[3]))?,
     ];
     let own = keyspace(OWN_KEYSPACE)?;
     match own.get(MANIFEST_KEY).map_err(err)? {

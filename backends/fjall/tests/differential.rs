@@ -7,7 +7,7 @@
 /// The store under the engine: one fjall database shared by every sequence.
 type Backend = std::sync::Arc<rediskv_fjall::Backend>;
 
-/// The database, emptied (every record of the three column families deleted in one batch).
+/// The database, emptied (every record of the four column families deleted in one batch).
 fn new_backend() -> Backend {
     use rediskv::backend::{Direction, KvBackend, WriteBatch};
     use rediskv::codec::KeyRange;
