@@ -10,11 +10,15 @@
 # redis-server and into one `rediskv-server --threads 1` per engine, each in its own temp
 # dir on a free loopback port, and prints each server's RSS growth and its bytes on disk
 # after SAVE and (rediskv) after COMPACT (allocated blocks: fjall sizes a fresh journal file
-# ahead without writing it). Everything is stopped on exit.
+# ahead without writing it); then what one idle connection costs: the RSS growth of CONNS
+# (default 3000) connections that each sent one PING, divided by CONNS. Everything is
+# stopped on exit.
 set -euo pipefail
 
 N=${N:-1000000}
 ENGINES=${ENGINES:-memory,fjall}
+CONNS=${CONNS:-3000}
+ulimit -n $((CONNS + 100)) 2>/dev/null || true
 
 cd "$(dirname "$0")/.."
 for tool in redis-server redis-benchmark redis-cli python3; do
@@ -43,18 +47,37 @@ load() {
     redis-benchmark -p "$port" -q -P 64 -n "$N" -r 100000000 set k:__rand_int__ 0123456789 >/dev/null
 }
 
-printf '%-16s %12s %14s %16s\n' server "RSS growth MB" "disk after SAVE" "after COMPACT"
+# Bytes of RSS per idle connection of the server `$2` on port `$1`.
+idle_bytes() {
+    python3 - "$1" "$2" "$CONNS" <<'EOF'
+import socket, sys, time
+port, pid, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+rss = lambda: next(int(l.split()[1]) for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS"))
+before = rss()
+socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+for s in socks:
+    s.sendall(b"PING\r\n")
+for s in socks:
+    s.recv(16)
+time.sleep(1)
+print((rss() - before) * 1024 // n)
+EOF
+}
+
+printf '%-16s %12s %14s %16s %12s\n' server "RSS growth MB" "disk after SAVE" "after COMPACT" "B/idle conn"
 
 port=$(free_port); mkdir "$TMP/redis"
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP/redis" >/dev/null 2>&1 &
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP/redis" \
+    --maxclients $((CONNS + 50)) >/dev/null 2>&1 &
 PIDS+=($!); pid=$!; wait_up "$port"
 before=$(rss_kb "$pid"); load "$port"; after=$(rss_kb "$pid")
 redis-cli -p "$port" save >/dev/null
-printf '%-16s %12s %14s %16s\n' redis-server "$(mb $(( (after - before) * 1024 )))" "$(mb "$(( $(du -sk "$TMP/redis" | cut -f1) * 1024 ))")" -
+printf '%-16s %12s %14s %16s %12s\n' redis-server "$(mb $(( (after - before) * 1024 )))" \
+    "$(mb "$(( $(du -sk "$TMP/redis" | cut -f1) * 1024 ))")" - "$(idle_bytes "$port" "$pid")"
 
 for engine in ${ENGINES//,/ }; do
     port=$(free_port); dir="$TMP/$engine"; mkdir "$dir"
-    "$BIN" --port "$port" --engine "$engine" --dir "$dir/data" --threads 1 >/dev/null 2>&1 &
+    "$BIN" --port "$port" --engine "$engine" --dir "$dir/data" --threads 1 --maxclients $((CONNS + 50)) >/dev/null 2>&1 &
     PIDS+=($!); pid=$!; wait_up "$port"
     before=$(rss_kb "$pid"); load "$port"; after=$(rss_kb "$pid")
     redis-cli -p "$port" save >/dev/null
@@ -62,5 +85,6 @@ for engine in ${ENGINES//,/ }; do
     redis-cli -p "$port" compact >/dev/null
     compacted=$(( $(du -sk "$dir" | cut -f1) * 1024 ))
     if [ "$engine" = memory ]; then saved=0; compacted=0; fi
-    printf '%-16s %12s %14s %16s\n' "rediskv $engine" "$(mb $(( (after - before) * 1024 )))" "$(mb "$saved")" "$(mb "$compacted")"
+    printf '%-16s %12s %14s %16s %12s\n' "rediskv $engine" "$(mb $(( (after - before) * 1024 )))" \
+        "$(mb "$saved")" "$(mb "$compacted")" "$(idle_bytes "$port" "$pid")"
 done

@@ -315,6 +315,11 @@ impl EventLoop {
     }
 }
 
+/// The most a connection keeps of an empty query or reply buffer: a larger one (a big
+/// request or reply) is given back once empty, so an idle connection costs only what its
+/// last small request needed (Redis shrinks idle clients' query buffers likewise).
+const KEPT_BUFFER: usize = 16 * 1024;
+
 struct Connection {
     stream: TcpStream,
     /// The client's own state and commands.
@@ -343,7 +348,7 @@ impl Connection {
         Connection {
             stream,
             client,
-            buf: BytesMut::with_capacity(16 * 1024),
+            buf: BytesMut::new(),
             out: Vec::new(),
             written: 0,
             closing: false,
@@ -385,6 +390,9 @@ impl Connection {
             }
             if !self.parked {
                 self.run_requests(state);
+            }
+            if self.buf.is_empty() && self.buf.capacity() > KEPT_BUFFER {
+                self.buf = BytesMut::new();
             }
         }
         true
@@ -530,9 +538,8 @@ impl Connection {
         }
         self.out.clear();
         self.written = 0;
-        // A huge reply's buffer is not kept for the next small ones.
-        if self.out.capacity() > 1 << 20 {
-            self.out.shrink_to(16 * 1024);
+        if self.out.capacity() > KEPT_BUFFER {
+            self.out = Vec::new();
         }
         Ok(sent)
     }
