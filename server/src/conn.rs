@@ -480,10 +480,13 @@ impl Connection {
                     break;
                 }
                 Parsed::Command { consumed } => {
+                    // CLIENT LIST shows the query buffer with the running command in it.
+                    self.client.info.qbuf.store(self.buf.len(), Relaxed);
                     let frame = self.buf.split_to(consumed).freeze();
                     argv.extend(self.ranges.iter().map(|r| frame.slice(r.clone())));
                 }
                 Parsed::Inline { consumed, args } => {
+                    self.client.info.qbuf.store(self.buf.len(), Relaxed);
                     let _ = self.buf.split_to(consumed);
                     argv.extend(args.into_iter().map(Bytes::from));
                 }

@@ -1549,6 +1549,21 @@ pub(super) const TABLE: &[CommandInfo] = &[
         has_subcommands: false,
     },
     CommandInfo {
+        name: "pfdebug",
+        family: Family::Hll,
+        arity: 3,
+        flags: flag::WRITE | flag::DENYOOM | flag::ADMIN,
+        legacy: (2, 2, 1),
+        acl: "@write @hyperloglog @admin @slow @dangerous",
+        keys: &[KeySpec {
+            notes: None,
+            flags: &["RW", "access"],
+            begin: Begin::Index(2),
+            find: Find::Range { lastkey: 0, step: 1, limit: 0 },
+        }],
+        has_subcommands: false,
+    },
+    CommandInfo {
         name: "pfmerge",
         family: Family::Hll,
         arity: -2,
@@ -1569,6 +1584,16 @@ pub(super) const TABLE: &[CommandInfo] = &[
                 find: Find::Range { lastkey: -1, step: 1, limit: 0 },
             },
         ],
+        has_subcommands: false,
+    },
+    CommandInfo {
+        name: "pfselftest",
+        family: Family::Hll,
+        arity: 1,
+        flags: flag::ADMIN,
+        legacy: (0, 0, 0),
+        acl: "@hyperloglog @admin @slow @dangerous",
+        keys: &[],
         has_subcommands: false,
     },
     CommandInfo {

@@ -1,5 +1,5 @@
 //! HyperLogLog commands: PFADD (few to thousands of elements, so sparse HLLs split, merge
-//! and turn dense), PFCOUNT of one key (the cache Redis writes back is compared through GET)
+//! and turn dense), PFDEBUG (registers, sparse opcodes, encoding, conversion), PFCOUNT of one key (the cache Redis writes back is compared through GET)
 //! and of many keys, PFMERGE into new, sparse and dense targets, and hand-made payloads:
 //! a valid empty sparse HLL, a truncated header, a bad magic, a wrong dense length, a
 //! sparse HLL whose runs stop short (INVALIDOBJ) and one with a fresh cache.
@@ -59,5 +59,13 @@ pub fn generators() -> Vec<CmdGen> {
         }),
         cmd("set", 1, |g| exact(argv!["SET", g.key(), payload(g)])),
         cmd("get", 2, |g| exact(argv!["GET", g.key()])),
+        cmd("pfdebug", 3, |g| {
+            let sub = g.pick(&["ENCODING", "GETREG", "DECODE", "TODENSE", "decode", "NOPE"]);
+            let mut a = argv!["PFDEBUG", sub, g.key()];
+            if g.chance(5) {
+                a.push(b"extra".to_vec());
+            }
+            exact(a)
+        }),
     ]
 }

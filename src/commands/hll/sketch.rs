@@ -82,14 +82,14 @@ pub(crate) fn is_valid(value: &[u8]) -> bool {
         && (value[4] != ENC_DENSE || value.len() == DENSE_SIZE)
 }
 
-fn dense_get(regs: &[u8], i: usize) -> u8 {
+pub(crate) fn dense_get(regs: &[u8], i: usize) -> u8 {
     let (byte, fb) = (i * 6 / 8, (i * 6) & 7);
     let b0 = u16::from(regs[byte]);
     let b1 = u16::from(regs.get(byte + 1).copied().unwrap_or(0));
     (((b0 >> fb) | (b1 << (8 - fb))) & 63) as u8
 }
 
-fn dense_set(regs: &mut [u8], i: usize, val: u8) {
+pub(crate) fn dense_set(regs: &mut [u8], i: usize, val: u8) {
     let (byte, fb) = (i * 6 / 8, (i * 6) & 7);
     let v = u16::from(val);
     regs[byte] = (u16::from(regs[byte]) & !(63 << fb) | (v << fb)) as u8;
@@ -100,7 +100,7 @@ fn dense_set(regs: &mut [u8], i: usize, val: u8) {
 
 /// One sparse opcode: `(registers covered, value, opcode bytes)`. A missing second XZERO
 /// byte reads as 0, as Redis reads the string's terminator.
-fn opcode(ops: &[u8], p: usize) -> (usize, u8, usize) {
+pub(crate) fn opcode(ops: &[u8], p: usize) -> (usize, u8, usize) {
     let b = ops[p];
     match b & 0xC0 {
         0x00 => (usize::from(b & 0x3F) + 1, 0, 1),
