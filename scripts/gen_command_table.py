@@ -13,7 +13,7 @@ import sys
 
 FLAGS = ["write", "readonly", "denyoom", "module", "admin", "pubsub", "noscript", "blocking",
          "loading", "stale", "skip_monitor", "skip_slowlog", "asking", "fast", "no_auth",
-         "may_replicate", "sentinel", "only_sentinel", "no_mandatory_keys", "protected",
+         "may_replicate", "sentinel", "only_sentinel", "no_mandatory_keys", "no_async_loading", "protected",
          "module_no_cluster", "no_multi", "movablekeys", "allow_busy"]
 
 

@@ -463,7 +463,8 @@ impl Client {
                 _ => may_write(name.as_bytes(), info),
             } || (name == "exec"
                 && self.session.queued().any(|c| may_write(&c[0], table::find(c).ok())));
-            if (info.is_some() || write) && state.paused(write).is_some() {
+            let data = info.is_some_and(|i| i.family != table::Family::Server);
+            if (data || write) && state.paused(write).is_some() {
                 return Some(None);
             }
         }

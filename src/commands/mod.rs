@@ -82,7 +82,7 @@ pub fn handler<B: KvBackend>(info: &CommandInfo) -> Option<Handler<B>> {
         Family::Hll => hll::command(name),
         Family::Geo => geo::command(name),
         Family::Stream => stream::command(name),
-        Family::Session => None,
+        Family::Session | Family::Server => None,
     }
 }
 

@@ -53,19 +53,21 @@ pub mod flag {
     pub const ONLY_SENTINEL: u32 = 1 << 17;
     /// Keys are optional.
     pub const NO_MANDATORY_KEYS: u32 = 1 << 18;
+    /// Refused while the server loads its data asynchronously.
+    pub const NO_ASYNC_LOADING: u32 = 1 << 19;
     /// Protected.
-    pub const PROTECTED: u32 = 1 << 19;
+    pub const PROTECTED: u32 = 1 << 20;
     /// Module without cluster support.
-    pub const MODULE_NO_CLUSTER: u32 = 1 << 20;
+    pub const MODULE_NO_CLUSTER: u32 = 1 << 21;
     /// Not allowed inside MULTI.
-    pub const NO_MULTI: u32 = 1 << 21;
+    pub const NO_MULTI: u32 = 1 << 22;
     /// Key positions depend on the arguments (key specs say how).
-    pub const MOVABLEKEYS: u32 = 1 << 22;
+    pub const MOVABLEKEYS: u32 = 1 << 23;
     /// Allowed while a script is busy.
-    pub const ALLOW_BUSY: u32 = 1 << 23;
+    pub const ALLOW_BUSY: u32 = 1 << 24;
 
     /// The flag names in the order `COMMAND INFO` lists them, bit `i` named `NAMES[i]`.
-    pub const NAMES: [&str; 24] = [
+    pub const NAMES: [&str; 25] = [
         "write",
         "readonly",
         "denyoom",
@@ -85,6 +87,7 @@ pub mod flag {
         "sentinel",
         "only_sentinel",
         "no_mandatory_keys",
+        "no_async_loading",
         "protected",
         "module_no_cluster",
         "no_multi",
@@ -120,6 +123,9 @@ pub enum Family {
     Hll,
     /// Geo (GEOADD, GEOSEARCH…) on sorted sets.
     Geo,
+    /// Answered by a server, not the library (CONFIG, CLIENT, INFO, scripting, pub/sub…):
+    /// rows so that `COMMAND` describes them and a server's gate reads their flags.
+    Server,
     /// Streams (XADD, XREADGROUP…).
     Stream,
     /// MULTI/EXEC/WATCH and COMMAND: per-connection state, answered by
@@ -393,6 +399,11 @@ pub fn key_refs(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<(usize, &'stat
                     .and_then(|s| s.parse::<i64>().ok())
                     .filter(|n| *n >= 0)
                     .ok_or(InvalidKeys)?;
+                if numkeys == 0 {
+                    // No keys (EVAL … 0): valid; whether a command may have none is its
+                    // NO_MANDATORY_KEYS flag's business.
+                    continue;
+                }
                 let first = first + firstkey as i64;
                 (first, first + numkeys - 1, step as i64)
             }
@@ -401,6 +412,8 @@ pub fn key_refs(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<(usize, &'stat
         if last >= argc || last < first || first >= argc {
             return Err(InvalidKeys);
         }
+        let spec =
+            if spec.flags.contains(&"variable_flags") { variable_flags(info, argv, spec) } else { spec };
         let mut i = first;
         while i <= last {
             out.push((i as usize, spec));
@@ -408,6 +421,43 @@ pub fn key_refs(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<(usize, &'stat
         }
     }
     Ok(out)
+}
+
+/// The key spec with the flags this call's arguments give a `variable_flags` key (Redis'
+/// `setGetKeys` and `bitfieldGetKeys`): SET writes blindly unless GET reads the old value;
+/// BITFIELD only reads while it has GET and OVERFLOW alone.
+fn variable_flags(info: &CommandInfo, argv: &[Bytes], spec: &'static KeySpec) -> &'static KeySpec {
+    const fn with(flags: &'static [&'static str]) -> KeySpec {
+        KeySpec {
+            notes: None,
+            flags,
+            begin: Begin::Index(1),
+            find: Find::Range { lastkey: 0, step: 1, limit: 0 },
+        }
+    }
+    static OW_UPDATE: KeySpec = with(&["OW", "update"]);
+    static RW_ACCESS_UPDATE: KeySpec = with(&["RW", "access", "update"]);
+    static RO_ACCESS: KeySpec = with(&["RO", "access"]);
+    match info.name {
+        "set" if argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) => &RW_ACCESS_UPDATE,
+        "set" => &OW_UPDATE,
+        "bitfield" => {
+            let mut i = 2;
+            while i < argv.len() {
+                let more = argv.len() - i - 1;
+                let a = &argv[i];
+                if a.eq_ignore_ascii_case(b"get") && more >= 2 {
+                    i += 3;
+                } else if a.eq_ignore_ascii_case(b"overflow") && more >= 1 {
+                    i += 2;
+                } else {
+                    return &RW_ACCESS_UPDATE;
+                }
+            }
+            &RO_ACCESS
+        }
+        _ => spec,
+    }
 }
 
 /// The position of SORT's STORE destination, parsing the options as Redis'
@@ -536,7 +586,9 @@ pub fn command_reply(argv: &[Bytes]) -> Reply {
             argv[2..].iter().map(|name| lookup_bytes(name).map_or(Reply::Nil, info_reply)).collect(),
         ),
         b"count" => Reply::Integer(top_level().count() as i64),
-        b"getkeys" => getkeys_reply(&argv[2..]),
+        b"getkeys" => getkeys_reply(&argv[2..], false),
+        b"getkeysandflags" => getkeys_reply(&argv[2..], true),
+        b"list" => list_reply(&argv[2..]),
         _ => Reply::Error(format!(
             "ERR unknown subcommand '{}'. Try COMMAND HELP.",
             String::from_utf8_lossy(sub)
@@ -544,7 +596,35 @@ pub fn command_reply(argv: &[Bytes]) -> Reply {
     }
 }
 
-fn getkeys_reply(argv: &[Bytes]) -> Reply {
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]: every command
+/// and subcommand name (`container|sub`) that passes the filter; a pattern is matched
+/// without regard to case, as Redis does.
+fn list_reply(args: &[Bytes]) -> Reply {
+    let keep: Box<dyn Fn(&CommandInfo) -> bool> = match args {
+        [] => Box::new(|_| true),
+        [filterby, kind, value] if filterby.eq_ignore_ascii_case(b"filterby") => {
+            let value = value.to_ascii_lowercase();
+            if kind.eq_ignore_ascii_case(b"module") {
+                Box::new(|_| false)
+            } else if kind.eq_ignore_ascii_case(b"aclcat") {
+                let category = format!("@{}", String::from_utf8_lossy(&value).to_ascii_lowercase());
+                Box::new(move |info| info.acl.split(' ').any(|c| c == category))
+            } else if kind.eq_ignore_ascii_case(b"pattern") {
+                Box::new(move |info| super::glob::glob_match(&value, info.name.as_bytes()))
+            } else {
+                return Reply::Error("ERR syntax error".into());
+            }
+        }
+        _ => return Reply::Error("ERR syntax error".into()),
+    };
+    Reply::Array(
+        TABLE.iter().filter(|info| keep(info)).map(|info| Reply::bulk(info.name.as_bytes())).collect(),
+    )
+}
+
+/// COMMAND GETKEYS, and with `flags` COMMAND GETKEYSANDFLAGS (each key with its key
+/// spec's flags).
+fn getkeys_reply(argv: &[Bytes], flags: bool) -> Reply {
     let Ok(info) = find(argv) else {
         return Reply::Error("ERR Invalid command specified".into());
     };
@@ -554,10 +634,18 @@ fn getkeys_reply(argv: &[Bytes]) -> Reply {
     if !info.arity_ok(argv.len()) {
         return Reply::Error("ERR Invalid number of arguments specified for command".into());
     }
-    match key_positions(info, argv) {
-        Ok(pos) if !pos.is_empty() => {
-            Reply::Array(pos.into_iter().map(|i| Reply::Bulk(argv[i].clone())).collect())
-        }
+    match key_refs(info, argv) {
+        Ok(refs) if !refs.is_empty() => Reply::Array(
+            refs.into_iter()
+                .map(|(i, spec)| match flags {
+                    false => Reply::Bulk(argv[i].clone()),
+                    true => Reply::Array(vec![
+                        Reply::Bulk(argv[i].clone()),
+                        Reply::Array(spec.flags.iter().map(|f| Reply::status(f)).collect()),
+                    ]),
+                })
+                .collect(),
+        ),
         Ok(_) if info.has(flag::NO_MANDATORY_KEYS) => Reply::Array(Vec::new()),
         _ => Reply::Error("ERR Invalid arguments specified for command".into()),
     }
@@ -592,7 +680,7 @@ mod tests {
         use crate::backend::MemoryBackend;
         for info in TABLE {
             let has = super::super::handler::<MemoryBackend>(info).is_some();
-            assert_eq!(has, info.family != Family::Session, "{}", info.name);
+            assert_eq!(has, !matches!(info.family, Family::Session | Family::Server), "{}", info.name);
         }
     }
 
