@@ -449,20 +449,16 @@ impl Client {
         }
         if state.pause_active.load(Relaxed) {
             // CLIENT PAUSE WRITE holds what may write or replicate (an EXEC whose queue
-            // does too): Redis 7.0's may-replicate commands, a flag its COMMAND INFO hides
-            // (so the generated table lacks it).
-            let may_write = |name: &[u8], info: Option<&table::CommandInfo>| {
-                info.is_some_and(|i| i.has(flag::WRITE))
-                    || [&b"eval"[..], b"evalsha", b"fcall", b"pfcount", b"publish", b"spublish"]
-                        .iter()
-                        .any(|n| name.eq_ignore_ascii_case(n))
+            // does too); a script only when its flags let it write.
+            let may_write = |info: Option<&table::CommandInfo>| {
+                info.is_some_and(|i| i.has(flag::WRITE | flag::MAY_REPLICATE))
             };
             let write = match name {
                 "eval" | "evalsha" => scripting::eval_may_write(&state.scripts, argv),
                 "fcall" => scripting::fcall_may_write(&state.scripts, argv),
-                _ => may_write(name.as_bytes(), info),
+                _ => may_write(info),
             } || (name == "exec"
-                && self.session.queued().any(|c| may_write(&c[0], table::find(c).ok())));
+                && self.session.queued().any(|c| may_write(table::find(c).ok())));
             let data = info.is_some_and(|i| i.family != table::Family::Server);
             if (data || write) && state.paused(write).is_some() {
                 return Some(None);

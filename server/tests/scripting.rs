@@ -56,6 +56,10 @@ fn eval_script(server: &Server) -> Vec<Value> {
             &["EVAL", "syntax error here", "0"],
             &["EVAL_RO", "return redis.call('set','a','b')", "0"],
             &["EVAL_RO", "return redis.call('get','a')", "0"],
+            // May-replicate commands are refused in read-only scripts, as writes are.
+            &["EVAL_RO", "return redis.call('publish','ch','msg')", "0"],
+            &["EVAL_RO", "return redis.call('pfcount','hll')", "0"],
+            &["EVAL", "return redis.call('publish','ch','msg')", "0"],
             &["EVAL", "return 1", "-1"],
             &["EVAL", "return 1", "2", "a"],
             &["EVAL", "return 1", "x"],

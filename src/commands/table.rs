@@ -45,7 +45,8 @@ pub mod flag {
     pub const FAST: u32 = 1 << 13;
     /// Allowed before AUTH.
     pub const NO_AUTH: u32 = 1 << 14;
-    /// May replicate.
+    /// May replicate (Redis' EVAL, EVALSHA, FCALL, PFCOUNT, PUBLISH, SPUBLISH): held by
+    /// CLIENT PAUSE WRITE, refused in read-only scripts. Redis' COMMAND INFO does not show it.
     pub const MAY_REPLICATE: u32 = 1 << 15;
     /// Sentinel.
     pub const SENTINEL: u32 = 1 << 16;
@@ -510,7 +511,8 @@ pub fn info_reply(info: &CommandInfo) -> Reply {
     let flags = flag::NAMES
         .iter()
         .enumerate()
-        .filter(|(i, _)| info.flags & (1 << i) != 0)
+        // Redis keeps may_replicate to itself: COMMAND INFO never shows it.
+        .filter(|(i, _)| info.flags & (1 << i) != 0 && 1 << i != flag::MAY_REPLICATE)
         .map(|(_, name)| Reply::status(name))
         .collect();
     let (first, last, step) = info.legacy;

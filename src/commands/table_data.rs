@@ -829,6 +829,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         flags: flag::NOSCRIPT
             | flag::STALE
             | flag::SKIP_MONITOR
+            | flag::MAY_REPLICATE
             | flag::NO_MANDATORY_KEYS
             | flag::MOVABLEKEYS,
         legacy: (0, 0, 0),
@@ -868,6 +869,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         flags: flag::NOSCRIPT
             | flag::STALE
             | flag::SKIP_MONITOR
+            | flag::MAY_REPLICATE
             | flag::NO_MANDATORY_KEYS
             | flag::MOVABLEKEYS,
         legacy: (0, 0, 0),
@@ -977,6 +979,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         flags: flag::NOSCRIPT
             | flag::STALE
             | flag::SKIP_MONITOR
+            | flag::MAY_REPLICATE
             | flag::NO_MANDATORY_KEYS
             | flag::MOVABLEKEYS,
         legacy: (0, 0, 0),
@@ -2262,7 +2265,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         name: "pfcount",
         family: Family::Hll,
         arity: -2,
-        flags: flag::READONLY,
+        flags: flag::READONLY | flag::MAY_REPLICATE,
         legacy: (1, -1, 1),
         acl: "@read @hyperloglog @slow",
         keys: &[KeySpec {
@@ -2377,7 +2380,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         name: "publish",
         family: Family::Server,
         arity: 3,
-        flags: flag::PUBSUB | flag::LOADING | flag::STALE | flag::FAST,
+        flags: flag::PUBSUB | flag::LOADING | flag::STALE | flag::FAST | flag::MAY_REPLICATE,
         legacy: (0, 0, 0),
         acl: "@pubsub @fast",
         keys: &[],
@@ -3133,7 +3136,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         name: "spublish",
         family: Family::Server,
         arity: 3,
-        flags: flag::PUBSUB | flag::LOADING | flag::STALE | flag::FAST,
+        flags: flag::PUBSUB | flag::LOADING | flag::STALE | flag::FAST | flag::MAY_REPLICATE,
         legacy: (1, 1, 1),
         acl: "@pubsub @fast",
         keys: &[KeySpec {
