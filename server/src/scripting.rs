@@ -1077,9 +1077,12 @@ fn run_once(
             g.raw_set("ARGV", arg_table.clone())?;
         }
         let kill = scripts.kill.clone();
-        lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
+        lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |lua, _| {
             if kill.load(Relaxed) {
-                return Err(mlua::Error::RuntimeError("Script killed by user with SCRIPT KILL...".into()));
+                // From now on every line fails, as in Redis: a pcall catches one error, the
+                // next line outside it ends the script.
+                let _ = lua.set_hook(HookTriggers::EVERY_LINE, |_, _| Err(killed()));
+                return Err(killed());
             }
             Ok(VmState::Continue)
         });
@@ -1094,6 +1097,11 @@ fn run_once(
         Ok(if ok { lua_to_reply(&value, resp == 3) } else { error_reply(&value) })
     });
     result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e))))
+}
+
+/// The error a killed script stops with.
+fn killed() -> mlua::Error {
+    mlua::Error::RuntimeError("Script killed by user with SCRIPT KILL...".into())
 }
 
 /// The checks Redis makes on a command a script runs; `Ok(None)` for a command the server

@@ -365,6 +365,25 @@ fn a_busy_script_is_reported_and_killed() {
         other.cmd(&["SCRIPT", "KILL"]),
         Value::Error("NOTBUSY No scripts in execution right now.".into())
     );
+    // A script that catches every error with pcall is still killed: the kill fails every
+    // line from then on, and the next line outside the pcall ends it.
+    runner.send(&[
+        b"EVAL",
+        b"local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end",
+        b"0",
+    ]);
+    loop {
+        if let Value::Error(e) = other.cmd(&["PING"]) {
+            assert_eq!(e, busy);
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never BUSY");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Value::Status("OK".into()));
+    let Value::Error(text) = runner.read() else { panic!("not killed") };
+    assert!(text.starts_with("ERR Script killed by user with SCRIPT KILL..."), "{text}");
+    assert_eq!(other.cmd(&["PING"]), Value::Status("PONG".into()));
     // A script that wrote runs to its end.
     runner.send(&[b"EVAL", b"redis.call('set','x','1') local t = redis.call('time') while redis.call('time')[1] - t[1] < 2 do end return 'done'", b"0"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
