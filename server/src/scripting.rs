@@ -396,7 +396,7 @@ impl Scripts {
     }
 }
 
-/// `#!lua name=<lib>` → (name, code after the first line)./// `#!lua name=<lib>` → (name, code after the first line).
+/// `#!lua name=<lib>` → (name, code after the first line).
 fn library_metadata(code: &str) -> Result<(String, String), String> {
     let Some(rest) = code.strip_prefix("#!") else { return Err("Missing library metadata".into()) };
     let Some((shebang, _)) = rest.split_once('\n') else { return Err("Missing library metadata".into()) };
@@ -435,10 +435,16 @@ struct Vm {
     functions: HashMap<String, (RegistryKey, Vec<String>)>,
 }
 
-/// Defines `redis.call` and `redis.pcall` over the command runner a script invocation binds
+/// Refuses binary chunks to `loadstring` (as Redis' Lua: precompiled bytecode can break out
+/// of the sandbox), defines `redis.call` and `redis.pcall` over the command runner a script invocation binds
 /// into `__redis__slot`, the runner that calls a script under the error handler, and the
 /// global protection (a script can neither create globals nor read undefined ones).
 const PRELUDE: &str = r#"
+local loadstring_ = loadstring
+loadstring = function(s, ...)
+  if type(s) == 'string' and string.byte(s, 1) == 27 then return nil, 'binary chunks are not allowed' end
+  return loadstring_(s, ...)
+end
 function __redis__run(f, keys, args)
   return xpcall(function() return f(keys, args) end, __redis__err__handler)
 end
@@ -464,7 +470,7 @@ impl Vm {
         let g = lua.globals();
         g.set("__redis__err__handler", lua.create_function(error_handler)?)?;
         g.set("__redis__slot", lua.create_table()?)?;
-        for name in ["loadfile", "dofile"] {
+        for name in ["loadfile", "dofile", "print"] {
             g.set(name, Value::Nil)?;
         }
         g.set("bit", bit_library(&lua)?)?;
@@ -472,7 +478,14 @@ impl Vm {
         let redis = lua.create_table()?;
         redis.set("call", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, true))?)?;
         redis.set("pcall", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, false))?)?;
-        redis.set("sha1hex", lua.create_function(|_, s: mlua::String| Ok(sha1_hex(&s.as_bytes())))?)?;
+        redis.set(
+            "sha1hex",
+            lua.create_function(|_, args: MultiValue| match args.iter().collect::<Vec<_>>()[..] {
+                [Value::String(s)] => Ok(sha1_hex(&s.as_bytes())),
+                [v @ (Value::Integer(_) | Value::Number(_))] => Ok(sha1_hex(v.to_string()?.as_bytes())),
+                _ => Err(mlua::Error::RuntimeError("wrong number of arguments".into())),
+            })?,
+        )?;
         redis.set(
             "error_reply",
             lua.create_function(|lua, s: mlua::String| {
@@ -573,7 +586,7 @@ impl Vm {
                 .eval()?;
             loading.set_metatable(Some(strict));
             g.raw_set("redis", loading)?;
-            let compiled = lua.load(body).set_name("@user_function").into_function();
+            let compiled = lua.load(body).set_name("@user_function").set_mode(mlua::ChunkMode::Text).into_function();
             let result = compiled
                 .map_err(|e| mlua::Error::RuntimeError(format!("Error compiling function: {}", lua_message(&e))))
                 .and_then(|f| {
@@ -794,8 +807,13 @@ pub fn eval(argv: &[Bytes], caller: &mut Caller<'_>, by_sha: bool, read_only: bo
     let compiled = with_vm(scripts, |vm| {
         if !vm.scripts.contains_key(&sha) {
             // The shebang line goes, its line feed stays: line numbers are the user's.
-            let f =
-                vm.lua.load(&body[shebang_len..]).set_name("@user_script").into_function().map_err(|e| {
+            let f = vm
+                .lua
+                .load(&body[shebang_len..])
+                .set_name("@user_script")
+                .set_mode(mlua::ChunkMode::Text)
+                .into_function()
+                .map_err(|e| {
                     Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
                 })?;
             set_env(&vm.lua, &f).map_err(|e| Reply::Error(format!("ERR {e}")))?;
@@ -1081,7 +1099,7 @@ fn run_once(
             if kill.load(Relaxed) {
                 // From now on every line fails, as in Redis: a pcall catches one error, the
                 // next line outside it ends the script.
-                let _ = lua.set_hook(HookTriggers::EVERY_LINE, |_, _| Err(killed()));
+                lua.set_hook(HookTriggers::EVERY_LINE, |_, _| Err(killed()));
                 return Err(killed());
             }
             Ok(VmState::Continue)
@@ -1148,6 +1166,13 @@ fn check_command(
         return Err("Write commands are not allowed from read-only scripts.".into());
     }
     acl(argv)?;
+    let options = || argv.iter().take_while(|a| !a.eq_ignore_ascii_case(b"streams"));
+    if matches!(info.name, "xread" | "xreadgroup") && options().any(|a| a.eq_ignore_ascii_case(b"block")) {
+        return Err(format!(
+            "{} command is not allowed with BLOCK option from scripts",
+            String::from_utf8_lossy(&argv[0])
+        ));
+    }
     if info.family == table::Family::Server {
         // The server's own commands a script may run (see `server_command`).
         return match info.name {
@@ -1653,14 +1678,18 @@ pub fn script_command(argv: &[Bytes], scripts: &Scripts) -> Reply {
                 Err(e) => return Reply::Error(format!("ERR {e}")),
             };
             let compiled = with_vm(scripts, |vm| {
-                vm.lua.load(&argv[2][skip..]).set_name("@user_script").into_function().map(|_| ()).map_err(
-                    |e| {
+                vm.lua
+                    .load(&argv[2][skip..])
+                    .set_name("@user_script")
+                    .set_mode(mlua::ChunkMode::Text)
+                    .into_function()
+                    .map(|_| ())
+                    .map_err(|e| {
                         Reply::Error(format!(
                             "ERR Error compiling script (new function): {}",
                             lua_message(&e)
                         ))
-                    },
-                )
+                    })
             });
             if let Err(e) = compiled {
                 return e;
