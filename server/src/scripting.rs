@@ -592,7 +592,17 @@ impl Vm {
                 .and_then(|f| {
                     set_env(lua, &f)?;
                     let runner: mlua::Function = g.get("__redis__run")?;
-                    let (ok, err): (bool, Value) = runner.call((f, Value::Nil, Value::Nil))?;
+                    // A library's top-level code gets half a second, as in Redis.
+                    let started = Instant::now();
+                    lua.set_hook(HookTriggers::new().every_nth_instruction(10_000), move |_, _| {
+                        if started.elapsed() > std::time::Duration::from_millis(500) {
+                            return Err(mlua::Error::RuntimeError("FUNCTION LOAD timeout".into()));
+                        }
+                        Ok(VmState::Continue)
+                    });
+                    let called: mlua::Result<(bool, Value)> = runner.call((f, Value::Nil, Value::Nil));
+                    lua.remove_hook();
+                    let (ok, err) = called?;
                     if ok {
                         return Ok(());
                     }
@@ -864,7 +874,8 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(Vec<String>, usize)>, String> {
 pub fn fcall_may_write(scripts: &Scripts, argv: &[Bytes]) -> bool {
     let name = String::from_utf8_lossy(argv.get(1).map_or(&b""[..], |a| a)).into_owned();
     let libs = lock(&scripts.libraries);
-    let function = libs.values().flat_map(|l| l.functions.iter()).find(|f| f.name == name);
+    let function =
+        libs.values().flat_map(|l| l.functions.iter()).find(|f| f.name.eq_ignore_ascii_case(&name));
     !function.is_some_and(|f| f.flags.iter().any(|x| x == "no-writes"))
 }
 
@@ -885,17 +896,23 @@ pub fn eval_may_write(scripts: &Scripts, argv: &[Bytes]) -> bool {
 
 /// FCALL function numkeys key… arg… (and FCALL_RO).
 pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply {
+    // Function names are found whatever their case; the name, then the key count, is checked
+    // (Redis' order, and its FCALL wording for a count that is not a number).
+    let wanted = String::from_utf8_lossy(&argv[1]).into_owned();
+    let found = lock(&caller.state.scripts.libraries)
+        .values()
+        .flat_map(|l| l.functions.iter())
+        .find(|f| f.name.eq_ignore_ascii_case(&wanted))
+        .map(|f| (f.name.clone(), f.flags.clone()));
+    let Some((name, flags)) = found else { return Reply::Error("ERR Function not found".into()) };
+    let Some(n) = parse_i64(&argv[2]) else { return Reply::Error("ERR Bad number of keys provided".into()) };
+    if n > (argv.len() - 3) as i64 {
+        return Reply::Error("ERR Number of keys can't be greater than number of args".into());
+    }
     let (keys, args) = match split_keys(argv) {
         Ok(split) => split,
         Err(e) => return e,
     };
-    let name = String::from_utf8_lossy(&argv[1]).into_owned();
-    let flags = lock(&caller.state.scripts.libraries)
-        .values()
-        .flat_map(|l| l.functions.iter())
-        .find(|f| f.name == name)
-        .map(|f| f.flags.clone());
-    let Some(flags) = flags else { return Reply::Error("ERR Function not found".into()) };
     let no_writes = flags.iter().any(|f| f == "no-writes");
     if read_only && !no_writes {
         return Reply::Error("ERR Can not execute a script with write flag using *_ro command.".into());
