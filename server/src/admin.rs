@@ -931,7 +931,7 @@ impl Client {
         self.info.resp.store(resp, Relaxed);
         let pairs: [(&str, Reply); 7] = [
             ("server", Reply::bulk(b"redis")),
-            ("version", Reply::bulk(b"7.0.15")),
+            ("version", Reply::bulk(crate::info::REDIS_VERSION.as_bytes())),
             ("proto", Reply::Integer(i64::from(resp))),
             ("id", Reply::Integer(self.info.id as i64)),
             ("mode", Reply::bulk(b"standalone")),

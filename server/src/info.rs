@@ -12,6 +12,9 @@ use rediskv::commands::{DATABASES, Reply};
 
 use crate::state::{State, lock, unix_micros};
 
+/// The Redis version the server answers as (INFO, HELLO, `redis.REDIS_VERSION` in scripts).
+pub const REDIS_VERSION: &str = "7.0.15";
+
 /// Every section in Redis 7.0's order; `true` for the ones INFO without arguments shows.
 const SECTIONS: &[(&str, bool)] = &[
     ("server", true),
@@ -106,7 +109,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             fields(
                 out,
                 &[
-                    ("redis_version", s("7.0.15")),
+                    ("redis_version", s(REDIS_VERSION)),
                     ("rediskv_version", s(env!("CARGO_PKG_VERSION"))),
                     ("redis_git_sha1", s("00000000")),
                     ("redis_git_dirty", s("0")),

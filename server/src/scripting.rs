@@ -396,19 +396,30 @@ impl Scripts {
     }
 }
 
+/// `7.0.15` → `0x07000f`, as Redis' `REDIS_VERSION_NUM`.
+fn redis_version_num(version: &str) -> i64 {
+    version.split('.').take(3).fold(0, |n, part| n << 8 | part.parse::<i64>().unwrap_or(0))
+}
+
 /// `#!lua name=<lib>` → (name, code after the first line).
 fn library_metadata(code: &str) -> Result<(String, String), String> {
     let Some(rest) = code.strip_prefix("#!") else { return Err("Missing library metadata".into()) };
     let Some((shebang, _)) = rest.split_once('\n') else { return Err("Missing library metadata".into()) };
-    let mut parts = shebang.split_whitespace();
-    let engine = parts.next().unwrap_or("");
+    // As Redis' sdssplitargs over the whole line: `#!lua` is the first word (`#!` alone an
+    // empty engine), and quotes inside a word only group.
+    let line = format!("#!{shebang}");
+    let mut parts = line.split_whitespace().map(|w| w.replace(['"', '\''], ""));
+    let engine = parts.next().unwrap_or_default()[2..].to_string();
     let mut name = None;
     for part in parts {
         match part.get(..5) {
-            Some(p) if p.eq_ignore_ascii_case("name=") && name.is_none() => {
+            Some(p) if p.eq_ignore_ascii_case("name=") => {
+                if name.is_some() {
+                    return Err("Invalid metadata value, name argument was given multiple times".into());
+                }
                 name = Some(part[5..].to_string())
             }
-            _ => return Err("Invalid library metadata".into()),
+            _ => return Err(format!("Invalid metadata value given: {part}")),
         }
     }
     let name = name.ok_or("Library name was not given")?;
@@ -477,6 +488,9 @@ impl Vm {
         g.set("cjson", cjson_library(&lua)?)?;
         let redis = lua.create_table()?;
         redis.set("call", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, true))?)?;
+        // The Redis version this server answers as (INFO's redis_version).
+        redis.set("REDIS_VERSION", crate::info::REDIS_VERSION)?;
+        redis.set("REDIS_VERSION_NUM", redis_version_num(crate::info::REDIS_VERSION))?;
         redis.set("pcall", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, false))?)?;
         redis.set(
             "sha1hex",

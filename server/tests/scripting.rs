@@ -186,6 +186,23 @@ fn function_script(server: &Server) -> Vec<Value> {
             &["FCALL", "nosuch", "x"],
             &["FCALL", "myget", "-1", "fk"],
             &["FUNCTION", "LOAD", "#!lua name=slow\nlocal a = 1 while 1 do a = a + 1 end"],
+            &["FUNCTION", "LOAD", "#! name=test\nredis.register_function('foo', function() return 1 end)"],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=test foo=bar\nredis.register_function('foo', function() return 1 end)",
+            ],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=foo name=bar\nredis.register_function('foo', function() return 1 end)",
+            ],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=\"quoted\"\nredis.register_function('quoted', function() return redis.REDIS_VERSION_NUM end)",
+            ],
+            &["FCALL", "quoted", "0"],
             &["FUNCTION", "LIST"],
             &["FUNCTION", "LIST", "WITHCODE"],
             &["FUNCTION", "LIST", "LIBRARYNAME", "my*"],
