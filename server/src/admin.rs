@@ -472,17 +472,10 @@ impl Client {
         let checked = has(flag::DENYOOM)
             || (in_multi && !matches!(name, "exec" | "discard" | "quit" | "reset"))
             || (in_multi && name == "exec" && self.session.queued().any(denyoom));
-        if checked {
-            let max = state.maxmemory.load(Relaxed);
-            if max > 0
-                && state.store.in_memory()
-                && state.store.used_bytes() > max
-                && !self.info.no_evict.load(Relaxed)
-            {
-                return Some(Some(Reply::Error(
-                    "OOM command not allowed when used memory > 'maxmemory'.".into(),
-                )));
-            }
+        if checked && out_of_memory(state) && !self.info.no_evict.load(Relaxed) {
+            return Some(Some(Reply::Error(
+                "OOM command not allowed when used memory > 'maxmemory'.".into(),
+            )));
         }
         None
     }
@@ -1742,6 +1735,13 @@ pub fn after_writes(state: &State, engine: &SharedEngine, session: &Session) {
             eprintln!("server: cannot save the SWAPDB mapping: {e}");
         }
     }
+}
+
+/// Whether the store is past `maxmemory` (the memory engine only: the disk engines' memory is
+/// bounded by their caches).
+pub fn out_of_memory(state: &State) -> bool {
+    let max = state.maxmemory.load(Relaxed);
+    max > 0 && state.store.in_memory() && state.store.used_bytes() > max
 }
 
 /// Whether rediskv-server answers `name` itself (not the engine).

@@ -60,6 +60,9 @@ struct Running {
     command: Vec<Bytes>,
     /// It ran a write command: it cannot be killed.
     wrote: bool,
+    /// The server was out of memory when it started and it may not ignore that (no
+    /// `allow-oom`): its first command that may grow memory fails with OOM, as in Redis.
+    oom: bool,
 }
 
 /// The script cache, the function libraries and the running script, shared by every thread.
@@ -850,7 +853,8 @@ pub fn eval(argv: &[Bytes], caller: &mut Caller<'_>, by_sha: bool, read_only: bo
         return e;
     }
     lock(&scripts.cache).entry(sha.clone()).or_insert(body);
-    run(caller, Target::Script(sha), keys, args, read_only || (declared && no_writes), argv)
+    let allow_oom = flags.iter().any(|f| f == "allow-oom");
+    run(caller, Target::Script(sha), keys, args, read_only || (declared && no_writes), allow_oom, argv)
 }
 
 /// The flags of an EVAL script's `#!lua flags=a,b` first line, and that line's length;
@@ -931,7 +935,8 @@ pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply 
     if read_only && !no_writes {
         return Reply::Error("ERR Can not execute a script with write flag using *_ro command.".into());
     }
-    run(caller, Target::Function(name), keys, args, read_only || no_writes, argv)
+    let allow_oom = flags.iter().any(|f| f == "allow-oom");
+    run(caller, Target::Function(name), keys, args, read_only || no_writes, allow_oom, argv)
 }
 
 /// numkeys, keys and arguments of EVAL/FCALL, or Redis' errors.
@@ -982,6 +987,7 @@ fn run(
     keys: Vec<Bytes>,
     args: Vec<Bytes>,
     read_only: bool,
+    allow_oom: bool,
     argv: &[Bytes],
 ) -> Reply {
     let state = caller.state;
@@ -1011,6 +1017,7 @@ fn run(
                 function: function.clone(),
                 command: argv.to_vec(),
                 wrote: false,
+                oom: !allow_oom && crate::admin::out_of_memory(state),
             });
             scripts.kill.store(false, Relaxed);
             scripts.active.store(true, Relaxed);
@@ -1084,11 +1091,15 @@ fn run_once(
                             if info.has(flag::READONLY) {
                                 scripts.read_any.store(true, Relaxed);
                             }
-                            if info.is_write() {
-                                if let Some(r) = lock(&scripts.running).as_mut() {
-                                    r.wrote = true;
+                            let mut running = lock(&scripts.running);
+                            if let Some(r) = running.as_mut() {
+                                if r.oom && !r.wrote && info.has(flag::DENYOOM) {
+                                    drop(running);
+                                    return error_table(lua, OOM);
                                 }
+                                r.wrote |= info.is_write();
                             }
+                            drop(running);
                             (call.borrow_mut())(&argv)
                         }
                         None => server_command(&argv, state),
@@ -1147,6 +1158,9 @@ fn run_once(
     });
     result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e))))
 }
+
+/// What a command that may grow memory answers when `maxmemory` is exceeded.
+const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// The error a killed script stops with.
 fn killed() -> mlua::Error {

@@ -203,6 +203,14 @@ fn function_script(server: &Server) -> Vec<Value> {
                 "#!lua name=\"quoted\"\nredis.register_function('quoted', function() return redis.REDIS_VERSION_NUM end)",
             ],
             &["FCALL", "quoted", "0"],
+            // Out of memory: a script's first command that may grow memory fails, unless the
+            // script declares allow-oom; reads still work.
+            &["CONFIG", "SET", "maxmemory", "1"],
+            &["EVAL", "return redis.call('set','oom','1')", "0"],
+            &["EVAL", "return redis.pcall('set','oom','1')", "0"],
+            &["EVAL", "#!lua flags=allow-oom\nreturn redis.call('set','oom','1')", "0"],
+            &["EVAL", "return redis.call('get','oom')", "0"],
+            &["CONFIG", "SET", "maxmemory", "0"],
             &["FUNCTION", "LIST"],
             &["FUNCTION", "LIST", "WITHCODE"],
             &["FUNCTION", "LIST", "LIBRARYNAME", "my*"],
