@@ -1100,7 +1100,13 @@ fn run_once(
                                 r.wrote |= info.is_write();
                             }
                             drop(running);
-                            (call.borrow_mut())(&argv)
+                            // Counted in INFO commandstats like a client's command, as Redis.
+                            let started = Instant::now();
+                            let reply = (call.borrow_mut())(&argv);
+                            let usec = started.elapsed().as_micros() as u64;
+                            let max = crate::admin::MAX_STAT_ENTRIES;
+                            state.stats.commands.count(info.name, Some(usec), reply.is_error(), max);
+                            reply
                         }
                         None => server_command(&argv, state),
                     }
