@@ -137,11 +137,7 @@ fn pfmerge<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 fn pfdebug<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = String::from_utf8_lossy(&argv[1]).into_owned();
     let key = &argv[2];
-    let Some((mut hll, expire)) = db.lookup_hll(key).map_err(|e| match e {
-        CommandError::WrongType => not_hll(),
-        other => other,
-    })?
-    else {
+    let Some((mut hll, expire)) = db.lookup_hll(key)? else {
         return Err(CommandError::err("The specified key does not exist"));
     };
     let arity = || CommandError::Other(format!("ERR Wrong number of arguments for the '{sub}' subcommand"));
