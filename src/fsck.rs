@@ -14,7 +14,7 @@
 //! | zset | every score record has a member with exactly that score | [`Problem::StrayScore`] |
 //! | list | `head ≤ tail`, `size = tail − head`, elements at every index of `[head, tail)` and nowhere else | [`Problem::ListBounds`], [`Problem::ListGap`] |
 //!
-//! It also decodes the key of every Subkey and Score record in the same ranges
+//! It also decodes the key of every Subkey, Score and Stream record in the same ranges
 //! ([`Problem::UndecodableKey`]). Blind-write collections do not track their size, so only
 //! their records are checked, not the count.
 //!
@@ -39,7 +39,7 @@ use crate::codec::{
 };
 use crate::error::{Error, Result};
 
-/// Why a Subkey or Score record belongs to no live key version (see [`Fsck::report_garbage`]).
+/// Why a Subkey, Score or Stream record belongs to no live key version (see [`Fsck::report_garbage`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GarbageReason {
     /// The owner's metadata record is missing.
@@ -217,7 +217,7 @@ impl Fsck {
         self
     }
 
-    /// Also reports every Subkey and Score record no live key version owns, as
+    /// Also reports every Subkey, Score and Stream record no live key version owns, as
     /// [`Problem::Garbage`]: meant for a store just compacted with grace 0.
     pub fn report_garbage(mut self, on: bool) -> Self {
         self.garbage = on;

@@ -27,7 +27,7 @@ use crate::error::Result;
 /// Kvrocks' grace period after expiry before subkeys are dropped: 5 minutes.
 pub const DEFAULT_GRACE_MS: u64 = 5 * 60 * 1000;
 
-/// What to do with a Subkey or Score record.
+/// What to do with a Subkey, Score or Stream record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     /// The record may belong to a live key: keep it.
@@ -36,7 +36,7 @@ pub enum Decision {
     Drop,
 }
 
-/// Decides whether a Subkey or Score record is garbage.
+/// Decides whether a Subkey, Score or Stream record is garbage.
 ///
 /// `metadata` is called at most once, with the metadata key of the record's owner, and
 /// answers its raw metadata value (in a compaction filter: a point read of the Metadata CF,
@@ -204,15 +204,15 @@ pub fn expire_step<B: KvBackend>(
 /// What [`compact`] dropped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CompactionReport {
-    /// Subkey and Score records examined.
+    /// Subkey, Score and Stream records examined.
     pub examined: usize,
-    /// Subkey records dropped.
+    /// Subkey and Stream records dropped.
     pub dropped_subkeys: usize,
     /// Score records dropped.
     pub dropped_scores: usize,
 }
 
-/// A full compaction pass: one [`Collector`] pass over every Subkey and Score record, as a
+/// A full compaction pass: one [`Collector`] pass over every Subkey, Score and Stream record, as a
 /// RocksDB compaction filter would do over time.
 ///
 /// # Errors
@@ -239,15 +239,15 @@ pub fn compact<B: KvBackend>(
 /// What one [`Collector::step`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CollectStep {
-    /// Subkey and Score records examined.
+    /// Subkey, Score and Stream records examined.
     pub examined: usize,
-    /// Subkey records deleted.
+    /// Subkey and Stream records deleted.
     pub dropped_subkeys: usize,
     /// Score records deleted.
     pub dropped_scores: usize,
     /// Metadata records read (one per run of records with the same owner and version).
     pub metadata_reads: usize,
-    /// Whether the step finished a pass over both column families (the next step starts
+    /// Whether the step finished a pass over every column family (the next step starts
     /// the next pass from the beginning).
     pub pass_done: bool,
 }
@@ -259,13 +259,13 @@ pub struct CollectorStats {
     pub examined: u64,
     /// Records deleted.
     pub dropped: u64,
-    /// Complete passes over both column families.
+    /// Complete passes over the three column families.
     pub passes: u64,
 }
 
 /// An incremental garbage collector for stores without a compaction filter (the memory
-/// backend, TiKV, etcd, FoundationDB): each [`Collector::step`] examines at most N Subkey and
-/// Score records after where the last step stopped, applies [`decide`] to them, and deletes
+/// backend, TiKV, etcd, FoundationDB): each [`Collector::step`] examines at most N Subkey,
+/// Score and Stream records after where the last step stopped, applies [`decide`] to them, and deletes
 /// the garbage in one batch.
 ///
 /// # Why it never deletes a live record
