@@ -9,10 +9,11 @@
 //! | any | the metadata value decodes | [`Problem::UndecodableMetadata`] |
 //! | any | the slot / md5 route is the one the user key hashes to | [`Problem::Misrouted`] |
 //! | hash, set, zset, list | size = number of subkeys under the live version | [`Problem::SizeMismatch`] |
-//! | bitmap and the other Kvrocks types | (their `size` is not an element count: not checked) | |
+//! | bitmap and the other Kvrocks types but streams | (their `size` is not an element count: not checked) | |
 //! | zset | every member's value is an ordered score, and its score record exists | [`Problem::BadRecord`], [`Problem::MissingScore`] |
 //! | zset | every score record has a member with exactly that score | [`Problem::StrayScore`] |
 //! | list | `head ≤ tail`, `size = tail − head`, elements at every index of `[head, tail)` and nowhere else | [`Problem::ListBounds`], [`Problem::ListGap`] |
+//! | stream | size = number of entry records; every record and value decodes; the group count and each group's pending count match their records | [`Problem::SizeMismatch`], [`Problem::BadRecord`] |
 //!
 //! It also decodes the key of every Subkey, Score and Stream record in the same ranges
 //! ([`Problem::UndecodableKey`]). Blind-write collections do not track their size, so only
