@@ -741,6 +741,14 @@ mod tests {
             &["ZINCRBY", "z", "5", "a"],
             &["ZREM", "z", "b"],
             &["SET", "str", "v"],
+            &["XADD", "x", "1-1", "f", "v"],
+            &["XADD", "x", "2-1", "f", "w"],
+            &["XADD", "x", "3-1", "g", "x"],
+            &["XDEL", "x", "2-1"],
+            &["XGROUP", "CREATE", "x", "g", "0"],
+            &["XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "x", ">"],
+            &["XADD", "xgone", "1-1", "f", "v"],
+            &["DEL", "xgone"],
             &["HSET", "gone", "f", "v"],
             &["SET", "gone", "now a string"],
             &["SADD", "exp", "m"],
@@ -781,6 +789,46 @@ mod tests {
         crate::gc::compact(db.backend(), &layout(), later, 0).unwrap();
         let after = Fsck::new(&layout()).report_garbage(true).run(db.backend(), later).unwrap();
         assert_eq!(after, vec![]);
+    }
+
+    #[test]
+    fn stream_records_are_counted_and_decoded() {
+        let clock = Arc::new(ManualClock::new(NOW));
+        let db = db_store(clock);
+        let store = db.backend();
+        let raw = store.get(ColumnFamily::Metadata, &layout().metadata_key(b"x")).unwrap().unwrap();
+        let version = Metadata::decode(&raw).unwrap().version;
+        let sub = |s: StreamSub<'_>| layout().subkey(b"x", version, &s.to_bytes()).unwrap();
+        // A lost entry: the size no longer matches.
+        let entry = sub(StreamSub::Entry(crate::codec::StreamId { ms: 3, seq: 1 }));
+        let value = store.get(ColumnFamily::Stream, &entry).unwrap().unwrap();
+        del(store, ColumnFamily::Stream, entry.clone());
+        let found = problems(store);
+        assert!(matches!(found.as_slice(), [Problem::SizeMismatch { size: 2, subkeys: 1, .. }]), "{found:?}");
+        put(store, ColumnFamily::Stream, entry, value.to_vec());
+        assert_eq!(problems(store), vec![]);
+        // A pending entry without its count in the group, and a value that does not decode.
+        let pending = sub(StreamSub::Pending { group: b"g", id: crate::codec::StreamId { ms: 9, seq: 9 } });
+        put(
+            store,
+            ColumnFamily::Stream,
+            pending,
+            PendingValue { delivered_ms: 1, deliveries: 1, consumer: b"alice" }.to_bytes(),
+        );
+        put(
+            store,
+            ColumnFamily::Stream,
+            sub(StreamSub::Consumer { group: b"g", consumer: b"bob" }),
+            vec![1, 2, 3],
+        );
+        let why: Vec<&str> = problems(store)
+            .iter()
+            .map(|p| match p {
+                Problem::BadRecord { why, .. } => *why,
+                other => panic!("{other}"),
+            })
+            .collect();
+        assert_eq!(why, ["stream consumer value does not decode", "stream group's pending count disagrees"]);
     }
 
     #[test]
