@@ -160,10 +160,6 @@ fn entry_reply(id: StreamId, value: &[u8]) -> CommandResult<Reply> {
     Ok(Reply::Array(vec![id_reply(id), Reply::Array(fields)]))
 }
 
-fn u64_arg(arg: &[u8]) -> CommandResult<i64> {
-    int_arg(arg)
-}
-
 /// A stream read for one command: its metadata and counters.
 struct Stream {
     meta: Metadata<'static>,
@@ -295,7 +291,7 @@ fn parse_add_or_trim(argv: &[Bytes], xadd: bool) -> CommandResult<AddArgs> {
                 i += 1;
             }
             if opt.eq_ignore_ascii_case(b"maxlen") {
-                let n = u64_arg(&argv[i + 1])?;
+                let n = int_arg(&argv[i + 1])?;
                 if n < 0 {
                     return Err(err("ERR The MAXLEN argument must be >= 0."));
                 }
@@ -305,7 +301,7 @@ fn parse_add_or_trim(argv: &[Bytes], xadd: bool) -> CommandResult<AddArgs> {
             }
             i += 1;
         } else if opt.eq_ignore_ascii_case(b"limit") && more > 0 {
-            let n = u64_arg(&argv[i + 1])?;
+            let n = int_arg(&argv[i + 1])?;
             if n < 0 {
                 return Err(err("ERR The LIMIT argument must be >= 0."));
             }
