@@ -1322,7 +1322,7 @@ fn client_unblock(args: &[Bytes], state: &State) -> Reply {
     } else {
         timeout_reply
     };
-    crate::blocking::send_answer(state, &info, session, &answer);
+    crate::blocking::send_answer(state, &info, session, &answer, &[]);
     Reply::Integer(1)
 }
 

@@ -189,7 +189,24 @@ impl Blocked {
                     let name = String::from_utf8_lossy(&parked.argv[0]).to_lowercase();
                     state.stats.commands.count_failure(&name, crate::admin::MAX_STAT_ENTRIES);
                 }
-                send_answer(state, &parked.info, parked.session, &reply);
+                // What the served command wrote invalidates tracked keys, its own client's after
+                // its answer (a BLMOVE's push to a list that client tracks).
+                let mut pushes = Vec::new();
+                if state.tracking.active() {
+                    let engine = &parked.engine;
+                    let written: Vec<Bytes> = parked
+                        .session
+                        .touched()
+                        .iter()
+                        .filter_map(|t| engine.touched_key(t))
+                        .map(|(_, k)| k)
+                        .collect();
+                    if !written.is_empty() {
+                        let mut to = crate::tracking::Delivery { me: Some(&parked.info), own: &mut pushes };
+                        state.tracking.invalidate(state, engine.layout().namespace(), &written, &mut to);
+                    }
+                }
+                send_answer(state, &parked.info, parked.session, &reply, &pushes);
             }
         }
         self.count.store(registry.parked.len(), Relaxed);
@@ -220,10 +237,12 @@ fn remove(registry: &mut Registry, client: u64) -> Option<Parked> {
     Some(parked)
 }
 
-/// Sends a served (or timed out, or unblocked) client its answer and its session.
-pub fn send_answer(state: &State, info: &ClientInfo, session: Session, reply: &Reply) {
+/// Sends a served (or timed out, or unblocked) client its answer, the pushes that follow it,
+/// and its session.
+pub fn send_answer(state: &State, info: &ClientInfo, session: Session, reply: &Reply, pushes: &[u8]) {
     let mut bytes = Vec::new();
     reply.write(protocol(info), &mut bytes);
+    bytes.extend_from_slice(pushes);
     state.send(
         info.loop_index,
         Message::Resume { token: info.token, client: info.id, session: Box::new(session), bytes },

@@ -1,6 +1,7 @@
 //! Client-side caching (CLIENT TRACKING) compared with redis-server 7.0: the invalidation
 //! pushes a RESP3 client receives in default, NOLOOP, OPTIN and BCAST modes, after FLUSHALL,
-//! the RESP2 redirection to a `__redis__:invalidate` subscriber, and the errors.
+//! the RESP2 redirection to a `__redis__:invalidate` subscriber, a served blocked command's
+//! own writes, and the errors.
 
 mod common;
 
@@ -134,6 +135,19 @@ fn tracking_script(server: &Server) -> Vec<Value> {
     out.push(e.cmd(&["SET", "exp:1", "v", "PX", "1"]));
     e.set_read_timeout(std::time::Duration::from_secs(5));
     out.push(e.read());
+    // A blocked BLMOVE served by another client's push: its answer, then the invalidation of
+    // the list it tracks and wrote.
+    let mut m = resp3(server);
+    out.push(b.cmd(&["RPUSH", "list2", "a"]));
+    out.push(m.cmd(&["CLIENT", "TRACKING", "on"]));
+    out.push(m.cmd(&["LRANGE", "list2", "0", "-1"]));
+    m.send(&[b"BLMOVE", b"list1", b"list2", b"LEFT", b"LEFT", b"0"]);
+    while info_field(&mut b, "clients", "blocked_clients") != Value::Status("blocked_clients:1".into()) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    out.push(b.cmd(&["RPUSH", "list1", "foo"]));
+    out.push(m.read());
+    out.push(m.read());
     out
 }
 
