@@ -528,8 +528,17 @@ impl Client {
                 state.maxmemory.store(config.number("maxmemory").max(0) as u64, Relaxed);
                 state.max_bulk.store(config.number("proto-max-bulk-len"), Relaxed);
                 state.slowlog.configure(&config);
+                let max_keys = config.number("tracking-table-max-keys").max(0) as usize;
                 drop(config);
                 crate::notify::configure(state);
+                if state.tracking.active() {
+                    let mut own = Vec::new();
+                    state.tracking.limit(
+                        state,
+                        max_keys,
+                        &mut tracking::Delivery { me: None, own: &mut own },
+                    );
+                }
                 reply
             }
             "slowlog" => state.slowlog.command(argv),

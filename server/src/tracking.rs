@@ -128,7 +128,6 @@ impl Tracking {
         max_keys: usize,
         to: &mut Delivery<'_>,
     ) {
-        let mut evicted = Vec::new();
         {
             let mut inner = lock(&self.inner);
             let ns = Bytes::copy_from_slice(ns);
@@ -137,6 +136,16 @@ impl Tracking {
                     inner.items += 1;
                 }
             }
+        }
+        self.limit(state, max_keys, to);
+    }
+
+    /// Invalidates the oldest-looking keys until the table holds at most `max_keys` (0: no
+    /// limit): after each remembered read, and when CONFIG SET lowers the limit.
+    pub fn limit(&self, state: &State, max_keys: usize, to: &mut Delivery<'_>) {
+        let mut evicted = Vec::new();
+        {
+            let mut inner = lock(&self.inner);
             while max_keys > 0 && inner.keys.len() > max_keys {
                 let Some(victim) = inner.keys.keys().next().cloned() else { break };
                 let ids = inner.keys.remove(&victim).unwrap_or_default();
