@@ -422,9 +422,7 @@ impl Client {
             }
         }
         // Redis' no-multi commands (the server's SAVE and SHUTDOWN among them).
-        if self.session.in_multi()
-            && (has(flag::NO_MULTI) || matches!(name, "save" | "shutdown" | "psync" | "sync"))
-        {
+        if self.session.in_multi() && has(flag::NO_MULTI) {
             return Some(Some(Reply::Error("ERR Command not allowed inside a transaction".into())));
         }
         if state.scripts.active() {
