@@ -28,6 +28,7 @@ pub use metadata::{Metadata, peek_type_and_expire};
 pub use slot::{SLOT_COUNT, hash_tag, key_slot};
 pub use stream::{
     ConsumerValue, GroupValue, PendingValue, StreamSub, decode_entry, encode_entry, group_records_prefix,
+    groups_prefix,
 };
 pub use types::{FLAG_64BIT, FLAG_BLIND_WRITE, FLAG_RESERVED, Flags, RedisType, TYPE_MASK};
 pub use version::{Clock, ManualClock, SystemClock, VersionGenerator};

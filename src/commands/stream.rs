@@ -26,7 +26,7 @@ use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::rdb::{RdbGroup, RdbStream};
 use crate::codec::{
     ConsumerValue, Extra, GroupValue, Metadata, PendingValue, RedisType, StreamFields, StreamId, StreamSub,
-    decode_entry, encode_entry, group_records_prefix, prefix_successor,
+    decode_entry, encode_entry, group_records_prefix, groups_prefix, prefix_successor,
 };
 
 /// This family's command table.
@@ -137,6 +137,11 @@ fn c_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(bytes.split(|&b| b == 0).next().unwrap_or_default())
 }
 
+/// A stream record that does not decode: an error naming what it is, never a panic.
+fn undecodable(what: &str) -> impl Fn(crate::Error) -> CommandError + '_ {
+    move |e| CommandError::err(format!("undecodable {what}: {e}"))
+}
+
 fn subcommand_error(argv: &[Bytes]) -> CommandError {
     CommandError::Other(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
@@ -152,11 +157,15 @@ fn fields_of(meta: &Metadata<'_>) -> StreamFields {
     }
 }
 
+/// An entry's fields and values, copied out of its record.
+fn entry_fields(id: StreamId, value: &[u8]) -> CommandResult<Vec<Bytes>> {
+    let fields = decode_entry(value).map_err(undecodable(&format!("stream entry {id}")))?;
+    Ok(fields.into_iter().map(Bytes::copy_from_slice).collect())
+}
+
 /// An entry as Redis replies it: `[id, [field, value, …]]`.
 fn entry_reply(id: StreamId, value: &[u8]) -> CommandResult<Reply> {
-    let fields =
-        decode_entry(value).map_err(|e| CommandError::err(format!("undecodable stream entry {id}: {e}")))?;
-    let fields = fields.into_iter().map(|f| Reply::Bulk(Bytes::copy_from_slice(f))).collect();
+    let fields = entry_fields(id, value)?.into_iter().map(Reply::Bulk).collect();
     Ok(Reply::Array(vec![id_reply(id), Reply::Array(fields)]))
 }
 
@@ -413,16 +422,13 @@ impl<'d, B: KvBackend> Db<'d, B> {
 
     /// Every consumer group of the stream, by name.
     fn groups(&self, key: &[u8], version: u64) -> CommandResult<Vec<(Bytes, GroupValue)>> {
-        let from = group_records_prefix(false, b"");
+        let from = groups_prefix();
+        let to = prefix_successor(&from);
         let mut out = Vec::new();
-        let (start, end) = (&from[..9], [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 2]);
-        let mut start = start.to_vec();
-        start[8] = 1;
-        for item in self.records(key, version, &start, Some(&end), Direction::Forward)? {
+        for item in self.records(key, version, &from, to.as_deref(), Direction::Forward)? {
             let (sub, value) = item?;
             if let Ok(StreamSub::Group(name)) = StreamSub::decode(&sub) {
-                let g = GroupValue::decode(&value)
-                    .map_err(|e| CommandError::err(format!("undecodable group: {e}")))?;
+                let g = GroupValue::decode(&value).map_err(undecodable("group"))?;
                 out.push((Bytes::copy_from_slice(name), g));
             }
         }
@@ -434,9 +440,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
     fn group(&self, key: &[u8], version: u64, group: &[u8]) -> CommandResult<Option<GroupValue>> {
         match self.get_record(key, version, StreamSub::Group(group))? {
             None => Ok(None),
-            Some(raw) => Ok(Some(
-                GroupValue::decode(&raw).map_err(|e| CommandError::err(format!("undecodable group: {e}")))?,
-            )),
+            Some(raw) => Ok(Some(GroupValue::decode(&raw).map_err(undecodable("group"))?)),
         }
     }
 
@@ -449,10 +453,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
     ) -> CommandResult<Option<ConsumerValue>> {
         match self.get_record(key, version, StreamSub::Consumer { group, consumer: name })? {
             None => Ok(None),
-            Some(raw) => Ok(Some(
-                ConsumerValue::decode(&raw)
-                    .map_err(|e| CommandError::err(format!("undecodable consumer: {e}")))?,
-            )),
+            Some(raw) => Ok(Some(ConsumerValue::decode(&raw).map_err(undecodable("consumer"))?)),
         }
     }
 
@@ -469,8 +470,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
         for item in self.records(key, version, &from, to.as_deref(), Direction::Forward)? {
             let (sub, value) = item?;
             if let Ok(StreamSub::Consumer { consumer, .. }) = StreamSub::decode(&sub) {
-                let c = ConsumerValue::decode(&value)
-                    .map_err(|e| CommandError::err(format!("undecodable consumer: {e}")))?;
+                let c = ConsumerValue::decode(&value).map_err(undecodable("consumer"))?;
                 out.push((Bytes::copy_from_slice(consumer), c));
             }
         }
@@ -502,7 +502,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
             Some(
                 PendingValue::decode(&value)
                     .map(|p| (id, p.delivered_ms, p.deliveries, Bytes::copy_from_slice(p.consumer)))
-                    .map_err(|e| CommandError::err(format!("undecodable pending entry: {e}"))),
+                    .map_err(undecodable("pending entry")),
             )
         }))
     }
@@ -515,9 +515,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
         let s = Stream::new(Metadata { value: &[], ..*meta });
         let mut entries = Vec::with_capacity(usize::try_from(s.len()).unwrap_or(0).min(1 << 20));
         for (id, value) in self.entries(key, s.version(), StreamId::MIN, StreamId::MAX, false, 0)? {
-            let fields = decode_entry(&value)
-                .map_err(|e| CommandError::err(format!("undecodable stream entry {id}: {e}")))?;
-            entries.push((id, fields.into_iter().map(Bytes::copy_from_slice).collect()));
+            entries.push((id, entry_fields(id, &value)?));
         }
         let mut groups = Vec::new();
         for (name, g) in self.groups(key, s.version())? {
@@ -908,10 +906,13 @@ fn xsetid<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::OK)
 }
 
-/// One key of an XREAD/XREADGROUP: the id after which to read (`None`: the group's `>`).
+/// One key of an XREAD/XREADGROUP: the id after which to read (`None`: the group's `>`),
+/// and the stream and group as the argument checks read them.
 struct ReadKey<'a> {
     key: &'a Bytes,
     after: Option<StreamId>,
+    stream: Option<Stream>,
+    group: Option<GroupValue>,
 }
 
 fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
@@ -982,8 +983,9 @@ fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
             }
             other => other?,
         };
+        let mut found = None;
         if let Some((g, _)) = group {
-            let found = match &s {
+            found = match &s {
                 Some(s) => db.group(key, s.version(), g)?,
                 None => None,
             };
@@ -1024,17 +1026,13 @@ fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
             // Redis marks `>` with the largest id: that id given reads as `>` too.
             Some(parse_id(arg, 0, true, None)?).filter(|id| !(group_cmd && *id == StreamId::MAX))
         };
-        reads.push(ReadKey { key, after });
+        reads.push(ReadKey { key, after, stream: s, group: found });
     }
     let mut served = Vec::new();
     let mut batch = WriteBatch::new();
     let mut created = Vec::new();
     for read in &reads {
-        let s = match db.stream(read.key) {
-            Err(_) if retrying => None,
-            other => other?,
-        };
-        let Some(s) = s else { continue };
+        let Some(s) = &read.stream else { continue };
         let found = match group {
             None => {
                 let after = read.after.unwrap_or_default();
@@ -1046,11 +1044,11 @@ fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
                 found.iter().map(|(id, v)| entry_reply(*id, v)).collect::<CommandResult<Vec<_>>>()?
             }
             Some((g, consumer)) => {
-                let mut gv = db.group(read.key, s.version(), g)?.unwrap_or_default();
+                let mut gv = read.group.unwrap_or_default();
                 if read.after.is_none() && (s.len() == 0 || s.f.last_entry_id <= gv.last_delivered) {
                     continue;
                 }
-                let mut reader = GroupReader::open(db, read.key, &s, g, consumer, &mut created)?;
+                let mut reader = GroupReader::open(db, read.key, s, g, consumer, &mut created)?;
                 if reader.created {
                     gv.consumers += 1;
                 }
@@ -1060,7 +1058,7 @@ fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
                         Some(start) => reader.history(db, start, count, &mut batch)?,
                         None => Vec::new(),
                     },
-                    None => reader.new_entries(db, &s, &mut gv, count, noack, &mut batch)?,
+                    None => reader.new_entries(db, s, &mut gv, count, noack, &mut batch)?,
                 };
                 reader.close(db, &mut batch)?;
                 batch.put(
@@ -1268,8 +1266,7 @@ impl<'a> GroupReader<'a> {
 
 /// A pending record's delivery time, count and holder.
 fn decode_pending(raw: &[u8]) -> CommandResult<(u64, u64, Bytes)> {
-    let p = PendingValue::decode(raw)
-        .map_err(|e| CommandError::err(format!("undecodable pending entry: {e}")))?;
+    let p = PendingValue::decode(raw).map_err(undecodable("pending entry"))?;
     Ok((p.delivered_ms, p.deliveries, Bytes::copy_from_slice(p.consumer)))
 }
 
