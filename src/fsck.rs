@@ -16,7 +16,9 @@
 //! | stream | size = number of entry records; every record and value decodes; the group count and each group's pending count match their records | [`Problem::SizeMismatch`], [`Problem::BadRecord`] |
 //!
 //! It also decodes the key of every Subkey, Score and Stream record in the same ranges
-//! ([`Problem::UndecodableKey`]). Blind-write collections do not track their size, so only
+//! ([`Problem::UndecodableKey`]); under NeoKV's layout a string of its first encoding in the
+//! Subkey column family is a record too, whose value must decode
+//! ([`Problem::UndecodableMetadata`]). Blind-write collections do not track their size, so only
 //! their records are checked, not the count.
 //!
 //! Records no live version owns are *not* problems by default: DEL, overwrite and expiry
@@ -36,7 +38,7 @@ use bytes::Bytes;
 use crate::backend::{ColumnFamily, Direction, KvBackend};
 use crate::codec::{
     ConsumerValue, Extra, GroupValue, KeyLayout, KeyRange, Metadata, PendingValue, RedisType, StreamSub,
-    decode_entry, decode_f64_slice,
+    decode_entry, decode_f64_slice, decode_neokv_legacy,
 };
 use crate::error::{Error, Result};
 
@@ -468,7 +470,17 @@ impl<B: KvBackend> Walk<'_, B> {
         // The owner metadata key and version last judged, and the verdict.
         let mut last: Option<(Vec<u8>, u64, Option<GarbageReason>)> = None;
         for item in self.backend.scan(cf, range, Direction::Forward)? {
-            let (record, _) = item?;
+            let (record, value) = item?;
+            // A string of NeoKV's first encoding: its value must decode.
+            if let Some(mkey) =
+                (cf == ColumnFamily::Subkey).then(|| self.layout.decode_legacy_string_key(&record)).flatten()
+            {
+                if let Err(error) = decode_neokv_legacy(&value) {
+                    self.problems
+                        .push(Problem::UndecodableMetadata { key: Bytes::copy_from_slice(mkey), error });
+                }
+                continue;
+            }
             let decoded = match cf {
                 ColumnFamily::Score => self.layout.decode_score_key(&record).map(|sk| (sk.owner, sk.version)),
                 _ => self.layout.decode_subkey(&record).map(|sk| (sk.owner(), sk.version)),

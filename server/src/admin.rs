@@ -1436,6 +1436,8 @@ fn namespace(argv: &[Bytes], state: &State) -> Reply {
                 Err("forbidden to add namespace when requirepass was empty")
             } else if ns == DEFAULT_NAMESPACE {
                 Err("forbidden to add the default namespace")
+            } else if state.engine.layout().kind() != rediskv::codec::LayoutKind::Kvrocks {
+                Err("the store's layout has no namespaces")
             } else if token == config.get("requirepass") || token == config.get("masterauth") {
                 Err("the token is duplicated with requirepass or masterauth")
             } else {

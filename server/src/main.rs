@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p rediskv-server -- [redis.conf] [--engine fjall|memory|rocksdb] [--dir ./data]
-//!     [--threads N] [--appendfsync everysec] [--port 6380] [--<parameter> value]…
+//!     [--layout kvrocks|neokv] [--threads N] [--appendfsync everysec] [--port 6380] [--<parameter> value]…
 //! redis-cli -p 6380
 //! ```
 //!
@@ -37,6 +37,7 @@ mod tracking;
 use std::sync::Arc;
 
 use config::Config;
+use rediskv::codec::{KeyLayout, LayoutKind};
 
 /// mimalloc instead of glibc's malloc: under the LSM engines' many short-lived buffers glibc
 /// spent a third of a loop's time consolidating free chunks (perf, HSET on fjall); Redis links
@@ -44,7 +45,7 @@ use config::Config;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--threads N] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
+const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--layout kvrocks|neokv] [--neokv-region-id 1] [--neokv-index-id 1] [--threads N] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
 
 /// What the command line chose besides Redis' parameters.
 struct Start {
@@ -57,6 +58,8 @@ struct Start {
     data_dir: std::path::PathBuf,
     /// `--etcd-*`: the cluster of `--engine etcd`.
     etcd: store::EtcdFlags,
+    /// `--layout` and its options: the records the store holds.
+    layout: KeyLayout,
 }
 
 /// Takes `--flag value` out of `args`.
@@ -116,6 +119,7 @@ fn options() -> Result<Start, String> {
             take_flag(&mut args, "--etcd-conflict-timeout")?,
         )?,
     };
+    let layout = layout(&mut args)?;
     // The data directory must exist before `dir` is checked.
     let data_dir = take_flag(&mut args, "--dir")?;
     if let Some(dir) = &data_dir {
@@ -142,16 +146,40 @@ fn options() -> Result<Start, String> {
         dir if dir == default_dir && data_dir.is_none() => std::path::Path::new(dir).join("data"),
         dir => dir.into(),
     };
-    Ok(Start { config, engine, threads, data_dir, etcd })
+    if layout.kind() != LayoutKind::Kvrocks && !config.namespaces.is_empty() {
+        return Err(format!(
+            "the {} layout has no namespaces: remove the namespace.* lines",
+            layout.kind().name()
+        ));
+    }
+    Ok(Start { config, engine, threads, data_dir, etcd, layout })
+}
+
+/// `--layout kvrocks|neokv` (Kvrocks' records by default) with NeoKV's `--neokv-region-id`
+/// and `--neokv-index-id` (1 and 1, as NeoKV's standalone server).
+fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
+    let id = |flag: &str, value: Option<String>| -> Result<Option<i64>, String> {
+        value.map(|v| v.parse().map_err(|_| format!("{flag} must be a 64-bit integer"))).transpose()
+    };
+    let region = id("--neokv-region-id", take_flag(args, "--neokv-region-id")?)?;
+    let index = id("--neokv-index-id", take_flag(args, "--neokv-index-id")?)?;
+    match take_flag(args, "--layout")?.as_deref().unwrap_or("kvrocks") {
+        "kvrocks" if region.is_some() || index.is_some() => {
+            Err("--neokv-region-id and --neokv-index-id need --layout neokv".into())
+        }
+        "kvrocks" => Ok(KeyLayout::default()),
+        "neokv" => Ok(KeyLayout::neokv(region.unwrap_or(1), index.unwrap_or(1))),
+        other => Err(format!("unknown layout '{other}' (kvrocks or neokv)")),
+    }
 }
 
 fn main() {
-    let Start { config, engine, threads, data_dir, etcd } = options().unwrap_or_else(|e| {
+    let Start { config, engine, threads, data_dir, etcd, layout } = options().unwrap_or_else(|e| {
         eprintln!("server: {e}");
         std::process::exit(2);
     });
-    let store =
-        store::Store::open(&engine, &data_dir, config.get("appendfsync"), &etcd).unwrap_or_else(|e| {
+    let store = store::Store::open(&engine, &data_dir, config.get("appendfsync"), &etcd, &layout)
+        .unwrap_or_else(|e| {
             eprintln!("server: {e}");
             std::process::exit(1);
         });
@@ -177,7 +205,7 @@ fn main() {
         let data = store.dir().map_or(String::new(), |d| format!(" in {}", d.display()));
         eprintln!("rediskv server listening on {local} ({} engine{data}, {threads} threads)", store.name());
     }
-    let state = Arc::new(state::State::new(config, store));
+    let state = Arc::new(state::State::new(config, store, layout));
     let aclfile = state.config().get("aclfile").to_string();
     if !aclfile.is_empty() {
         let pubsub_all = state.config().get("acl-pubsub-default") == "allchannels";

@@ -1237,7 +1237,7 @@ fn check_command(
 /// PUBLISH, SPUBLISH, TIME and INFO from a script.
 fn server_command(argv: &[Bytes], state: &crate::state::State) -> Reply {
     match argv[0].to_ascii_lowercase().as_slice() {
-        b"info" => crate::info::info(argv, state, crate::state::DEFAULT_NAMESPACE.as_bytes()),
+        b"info" => crate::info::info(argv, state, state.engine.layout().namespace()),
         b"time" => {
             let micros = crate::state::unix_micros();
             Reply::Array(vec![

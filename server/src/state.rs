@@ -388,7 +388,7 @@ pub struct State {
 
 impl State {
     /// Shared state over `config` and `store`.
-    pub fn new(config: Config, store: Store) -> State {
+    pub fn new(config: Config, store: Store, layout: KeyLayout) -> State {
         let micros = unix_micros();
         let seed = micros ^ u64::from(std::process::id()).rotate_left(32);
         let run_id = (0..5u64)
@@ -411,7 +411,7 @@ impl State {
             scripts: Default::default(),
             slowlog,
             monitors: Default::default(),
-            engine: Arc::new(engine(&store, DEFAULT_NAMESPACE)),
+            engine: Arc::new(engine(&store, layout, DEFAULT_NAMESPACE)),
             tenants: Mutex::new(BTreeMap::new()),
             pubsub: Default::default(),
             blocked: Default::default(),
@@ -461,7 +461,11 @@ impl State {
         lock(&self.tenants)
             .entry(ns.to_string())
             .or_insert_with(|| {
-                let engine = engine(&self.store, ns);
+                // NAMESPACE and the start refuse tenants under layouts without namespaces; a
+                // namespace over 255 bytes, which NAMESPACE refuses, falls back to the default.
+                let layout = self.engine.layout().clone();
+                let engine =
+                    engine(&self.store, layout.clone().with_namespace(ns.as_bytes()).unwrap_or(layout), ns);
                 let flags = rediskv::commands::NotifyFlags::from_bits(self.notify_flags.load(Relaxed));
                 engine.set_new_events(flags.contains(rediskv::commands::NotifyFlags::NEW));
                 engine.set_stream_node_entries(self.config().number("stream-node-max-entries").max(0) as u64);
@@ -539,10 +543,8 @@ impl State {
     }
 }
 
-/// An engine writing namespace `ns` of `backend` (a namespace longer than 255 bytes, which
-/// NAMESPACE refuses, falls back to the default one).
-fn engine(store: &Store, ns: &str) -> SharedEngine {
-    let layout = KeyLayout::default().with_namespace(ns.as_bytes()).unwrap_or_default();
+/// An engine writing `layout` (namespace `ns`) into `store`.
+fn engine(store: &Store, layout: KeyLayout, ns: &str) -> SharedEngine {
     let engine = Engine::with_layout(store.backend(), layout);
     if let Some(slots) = store.load_db_slots(ns) {
         if !engine.restore_db_slots(&slots) {

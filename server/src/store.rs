@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rediskv::backend::{KvBackend, MemoryBackend};
-use rediskv::codec::ColumnFamily;
+use rediskv::codec::{ColumnFamily, KeyLayout};
 use rediskv_engine::{DiskBackend, Options, Sync};
 
 /// Any backend, shared between threads. One vtable call per store access costs a few
@@ -73,14 +73,20 @@ impl Store {
     /// # Errors
     /// An unknown engine, a directory that cannot be created, or the engine's refusal to
     /// open it (another layout, a corrupt record), as a message for the operator.
-    pub fn open(engine: &str, dir: &Path, appendfsync: &str, etcd: &EtcdFlags) -> Result<Store, String> {
+    pub fn open(
+        engine: &str,
+        dir: &Path,
+        appendfsync: &str,
+        etcd: &EtcdFlags,
+        layout: &KeyLayout,
+    ) -> Result<Store, String> {
         let sync = match appendfsync {
             "always" => Sync::Always,
             "no" => Sync::No,
             _ => Sync::Everysec,
         };
         // Group commit: the event loops hand the journal to the OS once per batch of replies.
-        let options = Options { sync, group_commit: true, ..Options::default() };
+        let options = Options { sync, group_commit: true, layout: layout.clone(), ..Options::default() };
         let create =
             || std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()));
         let (engine, disk): (&'static str, Arc<dyn DiskBackend + Send + std::marker::Sync>) = match engine {
@@ -95,10 +101,13 @@ impl Store {
                 ("rocksdb", Arc::new(rediskv_rocksdb::open(dir, options).map_err(|e| e.to_string())?))
             }
             #[cfg(feature = "etcd")]
-            "etcd" => return open_etcd(etcd),
+            "etcd" => return open_etcd(etcd, layout),
             #[cfg(not(feature = "etcd"))]
             "etcd" => {
-                return Err(format!("this build has no etcd engine: build with --features etcd ({etcd:?})"));
+                return Err(format!(
+                    "this build has no etcd engine: build with --features etcd ({etcd:?}, {:?})",
+                    layout.kind()
+                ));
             }
             other => {
                 return Err(format!("unknown engine '{other}' (this build has: {})", ENGINES.join(", ")));
@@ -293,11 +302,12 @@ impl Store {
 
 /// Connects to the etcd cluster `flags` name.
 #[cfg(feature = "etcd")]
-fn open_etcd(flags: &EtcdFlags) -> Result<Store, String> {
+fn open_etcd(flags: &EtcdFlags, layout: &KeyLayout) -> Result<Store, String> {
     let endpoints =
         flags.endpoints.as_deref().ok_or("--engine etcd needs --etcd-endpoints http://host:port,…")?;
     let mut options =
         rediskv_etcd::Options::new(endpoints.split(',').map(str::trim).filter(|e| !e.is_empty()));
+    options.layout = layout.clone();
     if let Some(prefix) = &flags.prefix {
         options.prefix = prefix.as_bytes().to_vec();
     }

@@ -105,6 +105,70 @@ fn every_key_ttl_and_collection_is_back_after_a_restart() {
     }
 }
 
+#[test]
+fn a_neokv_store_is_back_after_a_restart_and_refuses_another_layout() {
+    let dir = TempDir::new("neokv");
+    let neokv = ["--engine", "fjall", "--dir", dir.path(), "--layout", "neokv", "--neokv-region-id", "7"];
+    let before = {
+        let server = rediskv(&neokv);
+        let mut c = server.client();
+        for args in [
+            &["SET", "s", "value", "EX", "1000"][..],
+            &["HSET", "h", "a", "1"],
+            &["RPUSH", "l", "x", "y"],
+            &["SADD", "set", "m"],
+            &["ZADD", "z", "2", "a"],
+            &["SETBIT", "bits", "7", "1"],
+            &["SELECT", "2"],
+            &["SET", "in-db-2", "v"],
+            &["SELECT", "0"],
+        ] {
+            assert!(!matches!(c.cmd(args), Value::Error(_)), "{args:?}");
+        }
+        assert_eq!(c.cmd(&["TYPE", "bits"]), Value::Status("string".into()), "bitmaps are strings in NeoKV");
+        assert_eq!(
+            c.cmd(&["XADD", "stream", "*", "f", "v"]),
+            Value::Error("ERR the neokv layout cannot store a stream key".into())
+        );
+        assert_eq!(
+            c.cmd(&["NAMESPACE", "ADD", "tenant", "token"]),
+            Value::Error("ERR forbidden to add namespace when requirepass was empty".into())
+        );
+        c.cmd(&["CONFIG", "SET", "requirepass", "pw"]);
+        c.cmd(&["AUTH", "pw"]);
+        assert_eq!(
+            c.cmd(&["NAMESPACE", "ADD", "tenant", "token"]),
+            Value::Error("ERR the store's layout has no namespaces".into())
+        );
+        let snap = snapshot(&mut c);
+        assert_eq!(snap.len(), 6);
+        c.send(&[b"SHUTDOWN"]);
+        assert_eq!(c.try_read(), None, "SHUTDOWN closes the connection");
+        snap
+    };
+    {
+        let server = rediskv(&neokv);
+        let mut c = server.client();
+        assert_eq!(snapshot(&mut c), before);
+        assert_eq!(c.cmd(&["FSCK"]), Value::Array(Some(vec![])));
+        c.cmd(&["SELECT", "2"]);
+        assert_eq!(c.cmd(&["GET", "in-db-2"]), bulk("v"));
+    }
+    // Another layout, or another region, is refused with both named.
+    for other in [&["--engine", "fjall", "--dir", dir.path()][..], &neokv[..6]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
+            .args(["--port", "0"])
+            .args(other)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("neokv region 7 index 1"), "{stderr}");
+        assert!(stderr.contains("refusing to open it"), "{stderr}");
+    }
+}
+
 /// Finds redis-benchmark, failing under CI when it is missing.
 fn redis_benchmark() -> Option<&'static str> {
     let found = Command::new("redis-benchmark").arg("--version").output().is_ok_and(|o| o.status.success());

@@ -1,9 +1,19 @@
 //! Record keys: metadata keys, subkeys and score keys, and the scan ranges over them.
 //!
+//! Kvrocks ([`LayoutKind::Kvrocks`], the default):
 //! ```text
 //! metadata key: [fixed prefix][ns_len u8][ns][slot u16]?[md5 N]?[user key]
 //! subkey:       [fixed prefix][ns_len u8][ns][slot u16]?[md5 N]?[key_len u32][user key][version u64][sub]
 //! score key:    [fixed prefix][ns_len u8][ns][slot u16]?[md5 N]?[key_len u32][user key][version u64][score 8][member]
+//! ```
+//! NeoKV ([`LayoutKind::NeoKv`]): the namespace is the region id and index id (8 bytes each,
+//! big-endian with the sign bit flipped), without a length byte; the slot is always there; the
+//! metadata key carries the key length too.
+//! ```text
+//! metadata key: [region 8][index 8][slot u16][key_len u32][user key]
+//! subkey:       [region 8][index 8][slot u16][key_len u32][user key][version u64][sub]
+//! score key:    [region 8][index 8][slot u16][key_len u32][user key][version u64][score 8][member]
+//! legacy string (subkey column family): [metadata key]['S']
 //! ```
 //! The default layout (no fixed prefix, no slot, no md5, namespace `__namespace`) is Kvrocks'.
 //! Decoders read the namespace from the bytes, so one layout decodes the records of every
@@ -15,19 +25,45 @@ use md5::{Digest, Md5};
 use super::double::{decode_f64_slice, encode_f64};
 use super::reader::Reader;
 use super::slot::key_slot;
+use super::types::RedisType;
 use crate::error::{Error, Result};
 
 /// The namespace of the default layout (Kvrocks' default).
 pub const DEFAULT_NAMESPACE: &[u8] = b"__namespace";
 
-/// How keys are laid out: fixed prefix, namespace, cluster slot, md5 spread prefix.
+/// The type tag NeoKV's first encoding put after the user key of a string record.
+pub const NEOKV_LEGACY_STRING_TAG: u8 = b'S';
+
+/// Which system's key framing a [`KeyLayout`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LayoutKind {
+    /// Apache Kvrocks: `[ns_len][ns]` namespace, optional slot, no key length in metadata keys.
+    Kvrocks,
+    /// NeoKV: region id + index id, always a slot, the key length in every key; strings of
+    /// its first encoding are read from the subkey column family and moved when written.
+    NeoKv,
+}
+
+impl LayoutKind {
+    /// The name `--layout` and the manifests use: `kvrocks`, `neokv`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LayoutKind::Kvrocks => "kvrocks",
+            LayoutKind::NeoKv => "neokv",
+        }
+    }
+}
+
+/// How keys are laid out: system, fixed prefix, namespace, cluster slot, md5 spread prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyLayout {
+    kind: LayoutKind,
     fixed_prefix: Vec<u8>,
     namespace: Vec<u8>,
     cluster_slots: bool,
     hash_prefix_len: usize,
-    /// `fixed_prefix ++ [ns_len] ++ namespace`, the start of every record.
+    /// `fixed_prefix ++ [ns_len] ++ namespace` (NeoKV: `fixed_prefix ++ namespace`), the
+    /// start of every record.
     head: Vec<u8>,
 }
 
@@ -44,6 +80,7 @@ impl KeyLayout {
     /// [`Error::NamespaceTooLong`] for a namespace over 255 bytes.
     pub fn new(namespace: &[u8]) -> Result<Self> {
         let mut layout = KeyLayout {
+            kind: LayoutKind::Kvrocks,
             fixed_prefix: Vec::new(),
             namespace: Vec::new(),
             cluster_slots: false,
@@ -54,29 +91,117 @@ impl KeyLayout {
         Ok(layout)
     }
 
+    /// NeoKV's layout for one region and index (table): `[region][index][slot][key_len][key]`.
+    pub fn neokv(region_id: i64, index_id: i64) -> Self {
+        let mut layout = KeyLayout {
+            kind: LayoutKind::NeoKv,
+            fixed_prefix: Vec::new(),
+            namespace: Vec::new(),
+            cluster_slots: true,
+            hash_prefix_len: 0,
+            head: Vec::new(),
+        };
+        layout.set_namespace(&neokv_namespace(region_id, index_id)).expect("16 bytes fit");
+        layout
+    }
+
     fn set_namespace(&mut self, namespace: &[u8]) -> Result<()> {
-        let len = u8::try_from(namespace.len()).map_err(|_| Error::NamespaceTooLong(namespace.len()))?;
-        self.namespace = namespace.to_vec();
         self.head.clear();
         self.head.extend_from_slice(&self.fixed_prefix);
-        self.head.push(len);
+        match self.kind {
+            LayoutKind::Kvrocks => {
+                let len =
+                    u8::try_from(namespace.len()).map_err(|_| Error::NamespaceTooLong(namespace.len()))?;
+                self.head.push(len);
+            }
+            LayoutKind::NeoKv if namespace.len() != NEOKV_NAMESPACE_LEN => {
+                return Err(Error::LayoutMismatch("a neokv namespace is a region id and an index id"));
+            }
+            LayoutKind::NeoKv => {}
+        }
+        self.namespace = namespace.to_vec();
         self.head.extend_from_slice(namespace);
         Ok(())
     }
 
-    /// The same layout with another namespace.
+    /// The same layout with another namespace (NeoKV: the 16 bytes of region id and index id).
     ///
     /// # Errors
-    /// [`Error::NamespaceTooLong`] for a namespace over 255 bytes.
+    /// [`Error::NamespaceTooLong`] for a namespace over 255 bytes; for NeoKV,
+    /// [`Error::LayoutMismatch`] unless it is 16 bytes.
     pub fn with_namespace(mut self, namespace: &[u8]) -> Result<Self> {
         self.set_namespace(namespace)?;
         Ok(self)
     }
 
-    /// Writes the 2-byte cluster slot of the user key after the namespace when `on`.
+    /// The layout Redis database `index` writes with: database 0 is this layout; Kvrocks
+    /// appends `:<index>` to the namespace, NeoKV adds `index` to the index id.
+    ///
+    /// # Errors
+    /// [`Error::NamespaceTooLong`] when the suffixed namespace passes 255 bytes.
+    pub fn for_database(&self, index: usize) -> Result<Self> {
+        if index == 0 {
+            return Ok(self.clone());
+        }
+        match self.kind {
+            LayoutKind::Kvrocks => {
+                let mut ns = self.namespace.clone();
+                ns.extend_from_slice(format!(":{index}").as_bytes());
+                self.clone().with_namespace(&ns)
+            }
+            LayoutKind::NeoKv => {
+                let (region, table) = self.neokv_ids().unwrap_or_default();
+                let table = table.wrapping_add(i64::try_from(index).unwrap_or(i64::MAX));
+                self.clone().with_namespace(&neokv_namespace(region, table))
+            }
+        }
+    }
+
+    /// Which system's framing this layout writes.
+    pub fn kind(&self) -> LayoutKind {
+        self.kind
+    }
+
+    /// Whether this layout's system has a type id for `ty`: every type for Kvrocks; string,
+    /// hash, list, set and sorted set for NeoKV (bitmaps are then strings, as in Redis).
+    pub fn stores(&self, ty: RedisType) -> bool {
+        match self.kind {
+            LayoutKind::Kvrocks => true,
+            LayoutKind::NeoKv => matches!(
+                ty,
+                RedisType::String | RedisType::Hash | RedisType::List | RedisType::Set | RedisType::ZSet
+            ),
+        }
+    }
+
+    /// NeoKV's region id and index id (`None` for Kvrocks).
+    pub fn neokv_ids(&self) -> Option<(i64, i64)> {
+        (self.kind == LayoutKind::NeoKv).then(|| neokv_ids(&self.namespace)).flatten()
+    }
+
+    /// Writes the 2-byte cluster slot of the user key after the namespace when `on`. NeoKV
+    /// always writes it: the call changes nothing there.
     pub fn with_cluster_slots(mut self, on: bool) -> Self {
-        self.cluster_slots = on;
+        self.cluster_slots = on || self.kind == LayoutKind::NeoKv;
         self
+    }
+
+    /// Where NeoKV's first encoding kept the string whose metadata key is `metadata_key`
+    /// (in the subkey column family): the metadata key and `'S'`. `None` for Kvrocks.
+    pub fn legacy_string_key(&self, metadata_key: &[u8]) -> Option<Vec<u8>> {
+        (self.kind == LayoutKind::NeoKv).then(|| {
+            let mut key = Vec::with_capacity(metadata_key.len() + 1);
+            key.extend_from_slice(metadata_key);
+            key.push(NEOKV_LEGACY_STRING_TAG);
+            key
+        })
+    }
+
+    /// The metadata key of a record of NeoKV's first encoding (`None` when `key` is not one):
+    /// what [`KeyLayout::legacy_string_key`] inverts.
+    pub fn decode_legacy_string_key<'a>(&self, key: &'a [u8]) -> Option<&'a [u8]> {
+        let mkey = key.strip_suffix(&[NEOKV_LEGACY_STRING_TAG])?;
+        (self.kind == LayoutKind::NeoKv && self.decode_metadata_key(mkey).is_ok()).then_some(mkey)
     }
 
     /// Puts `prefix` before every record (NeoKV writes region id + index id there).
@@ -245,8 +370,11 @@ impl KeyLayout {
         if !prefix.is_empty() && prefix != self.fixed_prefix.as_slice() {
             return Err(Error::LayoutMismatch("fixed prefix differs"));
         }
-        let ns_len = r.u8()?;
-        let namespace = r.take(usize::from(ns_len))?;
+        let ns_len = match self.kind {
+            LayoutKind::Kvrocks => usize::from(r.u8()?),
+            LayoutKind::NeoKv => NEOKV_NAMESPACE_LEN,
+        };
+        let namespace = r.take(ns_len)?;
         let slot = if self.cluster_slots { Some(r.u16()?) } else { None };
         let hash = r.take(self.hash_prefix_len)?;
         Ok((namespace, slot, hash))
@@ -256,11 +384,21 @@ impl KeyLayout {
     ///
     /// # Errors
     /// [`Error::LayoutMismatch`] when the fixed prefix differs, [`Error::Truncated`] when
-    /// the bytes end inside the namespace, slot or md5 prefix.
+    /// the bytes end inside the namespace, slot or md5 prefix (NeoKV: or the key), and for
+    /// NeoKV [`Error::TrailingBytes`] after the key.
     pub fn decode_metadata_key<'a>(&self, bytes: &'a [u8]) -> Result<MetadataKey<'a>> {
         let mut r = Reader::new(bytes, "metadata key");
         let (namespace, slot, hash) = self.read_route(&mut r)?;
-        Ok(MetadataKey { namespace, slot, hash, user_key: r.rest() })
+        let user_key = match self.kind {
+            LayoutKind::Kvrocks => r.rest(),
+            LayoutKind::NeoKv => {
+                let len = r.u32()? as usize;
+                let key = r.take(len)?;
+                r.finish()?;
+                key
+            }
+        };
+        Ok(MetadataKey { namespace, slot, hash, user_key })
     }
 
     /// Reads a subkey, borrowing its parts.
@@ -293,15 +431,20 @@ impl KeyLayout {
     /// and user key. This is how a compaction filter finds a record's metadata.
     pub fn owner_metadata_key(&self, owner: &KeyOwner<'_>) -> Vec<u8> {
         let mut out = Vec::with_capacity(
-            self.fixed_prefix.len() + 3 + owner.namespace.len() + owner.hash.len() + owner.user_key.len(),
+            self.fixed_prefix.len() + 7 + owner.namespace.len() + owner.hash.len() + owner.user_key.len(),
         );
         out.put_slice(&self.fixed_prefix);
-        out.put_u8(owner.namespace.len() as u8);
+        if self.kind == LayoutKind::Kvrocks {
+            out.put_u8(owner.namespace.len() as u8);
+        }
         out.put_slice(owner.namespace);
         if let Some(slot) = owner.slot {
             out.put_u16(slot);
         }
         out.put_slice(owner.hash);
+        if self.kind == LayoutKind::NeoKv {
+            out.put_u32(owner.user_key.len() as u32);
+        }
         out.put_slice(owner.user_key);
         out
     }
@@ -337,6 +480,9 @@ impl RoutedKey<'_> {
     /// Writes the metadata key, as [`KeyLayout::encode_metadata_key`].
     pub fn encode_metadata_key(&self, out: &mut impl BufMut) {
         self.put_route(out);
+        if self.layout.kind == LayoutKind::NeoKv {
+            out.put_u32(self.key.len() as u32);
+        }
         out.put_slice(self.key);
     }
 
@@ -361,12 +507,18 @@ impl RoutedKey<'_> {
                 None => return false,
             }
         }
+        if self.layout.kind == LayoutKind::NeoKv {
+            match rest.strip_prefix(&(self.key.len() as u32).to_be_bytes()[..]) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        }
         rest == self.key
     }
 
     /// The metadata key, in a new vector.
     pub fn metadata_key(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.route_len() + self.key.len());
+        let mut out = Vec::with_capacity(self.route_len() + 4 + self.key.len());
         self.encode_metadata_key(&mut out);
         out
     }
@@ -504,6 +656,25 @@ pub struct KeyOwner<'a> {
     pub hash: &'a [u8],
     /// The Redis key.
     pub user_key: &'a [u8],
+}
+
+/// How long a NeoKV namespace is: region id and index id, 8 bytes each.
+pub const NEOKV_NAMESPACE_LEN: usize = 16;
+
+/// NeoKV's namespace bytes for a region and index: each id big-endian with its sign bit
+/// flipped, so ids order as signed numbers (NeoKV's `MutTableKey::append_i64`).
+pub fn neokv_namespace(region_id: i64, index_id: i64) -> [u8; NEOKV_NAMESPACE_LEN] {
+    let mut out = [0u8; NEOKV_NAMESPACE_LEN];
+    out[..8].copy_from_slice(&((region_id as u64) ^ (1 << 63)).to_be_bytes());
+    out[8..].copy_from_slice(&((index_id as u64) ^ (1 << 63)).to_be_bytes());
+    out
+}
+
+/// The region id and index id of a NeoKV namespace (`None` unless it is 16 bytes).
+pub fn neokv_ids(namespace: &[u8]) -> Option<(i64, i64)> {
+    let bytes: [u8; NEOKV_NAMESPACE_LEN] = namespace.try_into().ok()?;
+    let id = |b: &[u8]| (u64::from_be_bytes(b.try_into().unwrap_or_default()) ^ (1 << 63)) as i64;
+    Some((id(&bytes[..8]), id(&bytes[8..])))
 }
 
 /// A half-open key range `[start, end)`; `end: None` means to the end of the key space.

@@ -173,6 +173,27 @@ impl<'a> Metadata<'a> {
     }
 }
 
+/// Reads a string record of NeoKV's first encoding (found under
+/// [`super::KeyLayout::legacy_string_key`]): `[expire_at_ms i64][payload]`, big-endian, where
+/// 0 (or, never written, a negative time) means no expiry.
+///
+/// # Errors
+/// [`crate::Error::Truncated`] when the value is shorter than 8 bytes.
+pub fn decode_neokv_legacy(bytes: &[u8]) -> Result<Metadata<'_>> {
+    let mut r = Reader::new(bytes, "neokv legacy string");
+    let expire = r.u64()? as i64;
+    Ok(Metadata::string(r.rest(), expire.max(0) as u64))
+}
+
+/// Writes a string record of NeoKV's first encoding: `expire_ms` (0 for none) as a big-endian
+/// i64, then `payload`. Nothing here writes such records; tools and tests make them to read.
+pub fn encode_neokv_legacy(expire_ms: u64, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + payload.len());
+    out.put_u64(expire_ms);
+    out.put_slice(payload);
+    out
+}
+
 /// Reads only the type and expiry of a metadata value, without the rest: what a compaction
 /// filter or an expiry sweep needs.
 ///

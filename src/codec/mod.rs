@@ -20,11 +20,11 @@ pub use extra::{
     BloomFields, Extra, Float, StreamFields, StreamId, TDigestFields, TimeSeriesFields, TopKFields,
 };
 pub use key::{
-    DEFAULT_NAMESPACE, KeyLayout, KeyOwner, KeyRange, MetadataKey, RoutedKey, ScoreKey, Subkey,
-    prefix_successor,
+    DEFAULT_NAMESPACE, KeyLayout, KeyOwner, KeyRange, LayoutKind, MetadataKey, NEOKV_LEGACY_STRING_TAG,
+    NEOKV_NAMESPACE_LEN, RoutedKey, ScoreKey, Subkey, neokv_ids, neokv_namespace, prefix_successor,
 };
 pub use list::{LIST_INITIAL_INDEX, position_of, push_back_tail, push_front_index, stored_index};
-pub use metadata::{Metadata, peek_type_and_expire};
+pub use metadata::{Metadata, decode_neokv_legacy, encode_neokv_legacy, peek_type_and_expire};
 pub use slot::{SLOT_COUNT, hash_tag, key_slot};
 pub use stream::{
     ConsumerValue, GroupValue, PendingValue, StreamSub, decode_entry, encode_entry, group_records_prefix,

@@ -14,7 +14,10 @@ use super::cursor::CursorStore;
 use super::error::{CommandError, CommandResult};
 use super::notify::{Event, NotifyFlags};
 use crate::backend::{BatchOp, Direction, KvBackend, ScanIter, WriteBatch};
-use crate::codec::{Clock, ColumnFamily, KeyLayout, Metadata, RedisType, SystemClock, VersionGenerator};
+use crate::codec::{
+    Clock, ColumnFamily, KeyLayout, LayoutKind, Metadata, RedisType, SystemClock, VersionGenerator,
+    decode_neokv_legacy, peek_type_and_expire,
+};
 
 /// How many logical databases `SELECT` accepts (Redis' default `databases 16`).
 pub const DATABASES: usize = 16;
@@ -168,12 +171,7 @@ impl Shared {
 
 /// The layout database `index` writes with: the base namespace, then `:index` past 0.
 fn layout_for(base: &KeyLayout, index: usize) -> crate::Result<KeyLayout> {
-    if index == 0 {
-        return Ok(base.clone());
-    }
-    let mut ns = base.namespace().to_vec();
-    ns.extend_from_slice(format!(":{index}").as_bytes());
-    base.clone().with_namespace(&ns)
+    base.for_database(index)
 }
 
 /// The shared state a [`Db`] works with: its own, or an [`super::Engine`]'s.
@@ -449,6 +447,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// Whether new bitmaps are strings ([`Db::set_bitmap_strings`]).
     pub fn bitmap_strings(&self) -> bool {
         self.shared.bitmap_strings.load(Ordering::Relaxed)
+            || !self.shared.base_layout.stores(RedisType::Bitmap)
     }
 
     /// The backend.
@@ -552,7 +551,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             let mkey = self.metadata_key(dst);
             // A key this command found expired is gone already, as in Redis.
             let gone = self.journal.borrow().found_expired(&mkey);
-            Ok(!gone && self.backend.get(ColumnFamily::Metadata, &mkey)?.is_some())
+            Ok(!gone && self.metadata_record(&mkey)?.is_some())
         } else {
             Ok(self.lookup(dst)?.is_some())
         }
@@ -653,7 +652,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// # Errors
     /// As [`Db::lookup`].
     pub(crate) fn lookup_at(&self, mkey: &[u8]) -> CommandResult<Option<Entry>> {
-        let Some(raw) = self.backend.get(ColumnFamily::Metadata, mkey)? else {
+        let Some(raw) = self.metadata_record(mkey)? else {
             return Ok(None);
         };
         // A record this crate cannot read is an error naming the key, never an absent key.
@@ -698,13 +697,14 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let mut batch = WriteBatch::new();
         let mut deleted = Vec::new();
         for key in metadata_keys {
-            let raw = self.backend.get(ColumnFamily::Metadata, key)?;
+            let raw = self.metadata_record(key)?;
             if raw.is_some_and(|raw| Metadata::decode(&raw).is_ok_and(|m| m.is_expired(now_ms))) {
                 batch.delete(ColumnFamily::Metadata, key.clone());
                 deleted.push(key.clone());
             }
         }
         if !batch.is_empty() {
+            migrate_legacy(&self.shared.base_layout, &mut batch);
             self.backend.write(batch)?;
         }
         Ok(deleted)
@@ -831,9 +831,14 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// Storage errors; then nothing was written or recorded.
-    pub fn commit(&mut self, batch: WriteBatch) -> CommandResult<()> {
+    pub fn commit(&mut self, mut batch: WriteBatch) -> CommandResult<()> {
         if batch.is_empty() {
             return Ok(());
+        }
+        let base = &self.shared.base_layout;
+        if base.kind() != LayoutKind::Kvrocks {
+            check_types(base, &batch)?;
+            migrate_legacy(base, &mut batch);
         }
         // A delete touches a key only if it had a record (Redis signals what it removed).
         // An element written without a size change (HSET of an existing field, ZADD of a
@@ -880,7 +885,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
                     Some(key.clone())
                 }
                 BatchOp::Delete { cf: ColumnFamily::Metadata, key } => {
-                    self.backend.get(ColumnFamily::Metadata, key)?.is_some().then(|| key.clone())
+                    self.metadata_record(key)?.is_some().then(|| key.clone())
                 }
                 BatchOp::Put { cf: ColumnFamily::Subkey | ColumnFamily::Stream, key, .. }
                 | BatchOp::Delete { cf: ColumnFamily::Subkey | ColumnFamily::Stream, key } => {
@@ -901,9 +906,81 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Whether a metadata record exists and is live (a key `commit` overwrites, not creates).
     fn is_live_record(&self, mkey: &[u8]) -> CommandResult<bool> {
-        let raw = self.backend.get(ColumnFamily::Metadata, mkey)?;
+        let raw = self.metadata_record(mkey)?;
         Ok(raw.is_some_and(|raw| Metadata::decode(&raw).is_ok_and(|m| m.is_live(self.now_ms()))))
     }
+}
+
+impl<B: KvBackend> Db<'_, B> {
+    /// The metadata record at `mkey`, as [`metadata_record`] reads it.
+    ///
+    /// # Errors
+    /// As [`metadata_record`].
+    pub(crate) fn metadata_record(&self, mkey: &[u8]) -> crate::Result<Option<Bytes>> {
+        metadata_record(&self.backend, &self.shared.base_layout, mkey)
+    }
+}
+
+/// The metadata record at `mkey`; when there is none and `layout` is NeoKV's, the string
+/// its first encoding kept under [`KeyLayout::legacy_string_key`], as a string metadata
+/// value (NeoKV's read fallback).
+///
+/// # Errors
+/// Storage errors; [`crate::Error::Truncated`] for a legacy record under 8 bytes.
+pub(crate) fn metadata_record<B: KvBackend>(
+    backend: &B,
+    layout: &KeyLayout,
+    mkey: &[u8],
+) -> crate::Result<Option<Bytes>> {
+    let raw = backend.get(ColumnFamily::Metadata, mkey)?;
+    if raw.is_some() {
+        return Ok(raw);
+    }
+    let Some(legacy_key) = layout.legacy_string_key(mkey) else { return Ok(None) };
+    match backend.get(ColumnFamily::Subkey, &legacy_key)? {
+        Some(raw) => Ok(Some(decode_neokv_legacy(&raw)?.to_vec().into())),
+        None => Ok(None),
+    }
+}
+
+/// NeoKV's write-side migration: every metadata record `batch` writes or deletes also
+/// deletes the string of NeoKV's first encoding under the same key, so a key read through
+/// the fallback is moved (or deleted) by its first write. Nothing for Kvrocks.
+fn migrate_legacy(layout: &KeyLayout, batch: &mut WriteBatch) {
+    if layout.kind() != LayoutKind::NeoKv {
+        return;
+    }
+    let legacy: Vec<Vec<u8>> = batch
+        .ops()
+        .iter()
+        .filter_map(|op| match op {
+            BatchOp::Put { cf: ColumnFamily::Metadata, key, .. }
+            | BatchOp::Delete { cf: ColumnFamily::Metadata, key } => layout.legacy_string_key(key),
+            _ => None,
+        })
+        .collect();
+    for key in legacy {
+        batch.delete(ColumnFamily::Subkey, key);
+    }
+}
+
+/// Refuses a batch that would create a type `layout`'s system has no id for (a stream under
+/// NeoKV, say): nothing is written.
+fn check_types(layout: &KeyLayout, batch: &WriteBatch) -> CommandResult<()> {
+    for op in batch.ops() {
+        if let BatchOp::Put { cf: ColumnFamily::Metadata, value, .. } = op {
+            if let Ok((ty, _)) = peek_type_and_expire(value) {
+                if !layout.stores(ty) {
+                    return Err(CommandError::err(format!(
+                        "the {} layout cannot store a {} key",
+                        layout.kind().name(),
+                        ty.name()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The metadata keys `touched` found expired and did not write afterwards, each once: the

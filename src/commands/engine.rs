@@ -521,7 +521,8 @@ impl<B: KvBackend> Engine<B> {
 
     /// Whether `key` is live in database `db`.
     fn live(&self, db: usize, key: &[u8], now: u64) -> bool {
-        let raw = self.backend.get(ColumnFamily::Metadata, &self.metadata_key(db, key));
+        let raw =
+            super::db::metadata_record(&self.backend, &self.shared.base_layout, &self.metadata_key(db, key));
         matches!(raw, Ok(Some(raw)) if Metadata::decode(&raw).is_ok_and(|m| m.is_live(now)))
     }
 
@@ -541,7 +542,7 @@ impl<B: KvBackend> Engine<B> {
     }
 
     fn expired(&self, metadata_key: &[u8], now: u64) -> Result<bool, CommandError> {
-        Ok(match self.backend.get(ColumnFamily::Metadata, metadata_key)? {
+        Ok(match super::db::metadata_record(&self.backend, &self.shared.base_layout, metadata_key)? {
             Some(raw) => Metadata::decode(&raw)?.is_expired(now),
             None => false,
         })

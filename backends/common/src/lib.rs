@@ -147,14 +147,21 @@ pub const MANIFEST_KEY: &[u8] = b"rediskv:layout";
 /// Key of the version floor (8 bytes, big-endian), in the backend's own column family.
 pub const FLOOR_KEY: &[u8] = b"rediskv:version-floor";
 
-/// The manifest of `layout`: one line of text naming every option that changes the bytes
-/// of a record key, e.g. `rediskv layout v1; namespace "__namespace"; cluster slots off;
-/// hash prefix 0; fixed prefix ""`.
+/// The manifest of `layout`: one line of text naming the system and every option that
+/// changes the bytes of a record key, e.g. `rediskv layout v1; namespace "__namespace";
+/// cluster slots off; hash prefix 0; fixed prefix ""` (Kvrocks) or `rediskv layout v1;
+/// neokv region 1 index 1; hash prefix 0; fixed prefix ""` (NeoKV).
 pub fn manifest(layout: &KeyLayout) -> Vec<u8> {
+    let system = match layout.neokv_ids() {
+        Some((region, index)) => format!("neokv region {region} index {index}"),
+        None => format!(
+            "namespace \"{}\"; cluster slots {}",
+            layout.namespace().escape_ascii(),
+            if layout.cluster_slots() { "on" } else { "off" }
+        ),
+    };
     format!(
-        "rediskv layout v1; namespace \"{}\"; cluster slots {}; hash prefix {}; fixed prefix \"{}\"",
-        layout.namespace().escape_ascii(),
-        if layout.cluster_slots() { "on" } else { "off" },
+        "rediskv layout v1; {system}; hash prefix {}; fixed prefix \"{}\"",
         layout.hash_prefix_len(),
         layout.fixed_prefix().escape_ascii(),
     )

@@ -653,10 +653,7 @@ impl Backend {
     fn version_ranges(&self, metadata_key: &[u8], version: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
         let layout = &self.options.layout;
         let Ok(mk) = layout.decode_metadata_key(metadata_key) else { return Vec::new() };
-        let Ok(ns_layout) = KeyLayout::new(mk.namespace) else { return Vec::new() };
-        let ns_layout =
-            ns_layout.with_cluster_slots(layout.cluster_slots()).with_fixed_prefix(layout.fixed_prefix());
-        let Ok(ns_layout) = ns_layout.with_hash_prefix(layout.hash_prefix_len()) else { return Vec::new() };
+        let Ok(ns_layout) = layout.clone().with_namespace(mk.namespace) else { return Vec::new() };
         let Ok(range) = ns_layout.subkey_range(mk.user_key, version) else { return Vec::new() };
         [ColumnFamily::Subkey, ColumnFamily::Score, ColumnFamily::Stream]
             .map(|cf| self.etcd_range(cf, &range))

@@ -4,21 +4,24 @@
 //! Same environment variables (`DIFF_OPS`, `DIFF_SEED`, `DIFF_FAMILIES`…); every family, by
 //! default, in every `cargo test` (30,000 commands in about 10 s in a debug build).
 
-/// The store under the engine: one fjall database shared by every sequence.
+/// The store under the engine: one fjall database per test (thread), shared by its sequences.
 type Backend = std::sync::Arc<rediskv_fjall::Backend>;
 
-/// The database, emptied (every record of the four column families deleted in one batch).
-fn new_backend() -> Backend {
-    use rediskv::backend::{Direction, KvBackend, WriteBatch};
-    use rediskv::codec::KeyRange;
-    static STORE: std::sync::OnceLock<(rediskv_engine::testkit::TempDir, Backend)> =
-        std::sync::OnceLock::new();
-    let (_, store) = STORE.get_or_init(|| {
+std::thread_local! {
+    static STORE: (rediskv_engine::testkit::TempDir, Backend) = {
         let dir = rediskv_engine::testkit::TempDir::new("differential");
         let options = rediskv_engine::Options { sync: rediskv_engine::Sync::No, ..Default::default() };
         let store = rediskv_fjall::open(dir.path(), options).expect("open fjall");
         (dir, std::sync::Arc::new(store))
-    });
+    };
+}
+
+/// The test's database, emptied (every record of the four column families deleted in one
+/// batch).
+fn new_backend() -> Backend {
+    use rediskv::backend::{Direction, KvBackend, WriteBatch};
+    use rediskv::codec::KeyRange;
+    let store = STORE.with(|(_, store)| store.clone());
     let mut batch = WriteBatch::new();
     for cf in rediskv::codec::ColumnFamily::ALL {
         for item in store.scan(cf, &KeyRange::prefix(Vec::new()), Direction::Forward).expect("scan") {
