@@ -4,7 +4,7 @@
 //! |---|---|
 //! | [`Options`], [`Sync`] | how a directory is opened: durability, GC grace period, key layout |
 //! | [`CF_NAMES`] | the column families under Kvrocks' own names |
-//! | [`manifest`], [`check_manifest`] | the layout a directory was written with, refused when it differs |
+//! | [`manifest`], [`check_manifest`], [`layout_from_manifest`] | the layout a directory was written with, refused when it differs |
 //! | [`VersionFloor`] | versions never go backwards across a reopen, even when the clock does |
 //! | [`GcFilter`] | the compaction-filter side of [`rediskv::gc::decide`], one metadata read per run |
 //! | [`Syncer`] | the `everysec` background thread |
@@ -166,6 +166,63 @@ pub fn manifest(layout: &KeyLayout) -> Vec<u8> {
         layout.fixed_prefix().escape_ascii(),
     )
     .into_bytes()
+}
+
+/// The layout a manifest written by [`manifest`] names; `None` for text it does not write.
+pub fn layout_from_manifest(stored: &[u8]) -> Option<KeyLayout> {
+    let mut rest = std::str::from_utf8(stored).ok()?.strip_prefix("rediskv layout v1; ")?;
+    let mut layout = if let Some(ids) = rest.strip_prefix("neokv region ") {
+        let (region, after) = ids.split_once(" index ")?;
+        let (index, after) = after.split_once("; ")?;
+        rest = after;
+        KeyLayout::neokv(region.parse().ok()?, index.parse().ok()?)
+    } else {
+        let namespace;
+        (namespace, rest) = quoted(rest.strip_prefix("namespace ")?)?;
+        let slots;
+        (slots, rest) = rest.strip_prefix("; cluster slots ")?.split_once("; ")?;
+        let slots = match slots {
+            "on" => true,
+            "off" => false,
+            _ => return None,
+        };
+        KeyLayout::new(&namespace).ok()?.with_cluster_slots(slots)
+    };
+    let (hash, after) = rest.strip_prefix("hash prefix ")?.split_once("; ")?;
+    let (prefix, after) = quoted(after.strip_prefix("fixed prefix ")?)?;
+    layout = layout.with_hash_prefix(hash.parse().ok()?).ok()?.with_fixed_prefix(&prefix);
+    after.is_empty().then_some(layout)
+}
+
+/// The bytes of the string `escape_ascii` wrote between the quotes `text` starts with, and
+/// the text after the closing quote.
+fn quoted(text: &str) -> Option<(Vec<u8>, &str)> {
+    let inner = text.strip_prefix('"')?.as_bytes();
+    let mut out = Vec::with_capacity(inner.len());
+    let mut i = 0;
+    loop {
+        match *inner.get(i)? {
+            b'"' => return Some((out, std::str::from_utf8(&inner[i + 1..]).ok()?)),
+            b'\\' => {
+                let (byte, len) = match *inner.get(i + 1)? {
+                    b'n' => (b'\n', 2),
+                    b'r' => (b'\r', 2),
+                    b't' => (b'\t', 2),
+                    b'x' => (
+                        u8::from_str_radix(std::str::from_utf8(inner.get(i + 2..i + 4)?).ok()?, 16).ok()?,
+                        4,
+                    ),
+                    other => (other, 2),
+                };
+                out.push(byte);
+                i += len;
+            }
+            byte => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
 }
 
 /// Checks the manifest stored in the directory at `path` against `layout`.
@@ -408,4 +465,33 @@ impl Drop for Syncer {
 /// Maps an engine error to the library's.
 pub fn backend_error(engine: &str, e: impl std::fmt::Display) -> Error {
     Error::Backend(format!("{engine}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_manifest_names_its_layout_back() {
+        let layouts = [
+            KeyLayout::default(),
+            KeyLayout::new(b"tenant \"x\"\\\n\x01\xff").unwrap().with_cluster_slots(true),
+            KeyLayout::default().with_hash_prefix(4).unwrap().with_fixed_prefix(b"\x00p; q"),
+            KeyLayout::neokv(1, 1),
+            KeyLayout::neokv(-7, i64::MAX).with_fixed_prefix(b"r"),
+        ];
+        for layout in layouts {
+            let text = manifest(&layout);
+            assert_eq!(layout_from_manifest(&text), Some(layout), "{}", String::from_utf8_lossy(&text));
+        }
+        assert_eq!(
+            manifest(&KeyLayout::default()),
+            b"rediskv layout v1; namespace \"__namespace\"; cluster slots off; hash prefix 0; fixed prefix \"\""
+        );
+        for bad in
+            [&b""[..], b"rediskv layout v2; namespace \"a\"", b"rediskv layout v1; neokv region x index 1"]
+        {
+            assert_eq!(layout_from_manifest(bad), None);
+        }
+    }
 }

@@ -162,6 +162,31 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
     Ok(Backend { db, cfs, own, options, path, floor, slot, syncer, pending: PendingWrites::default() })
 }
 
+/// The layout the directory at `path` was written with (`None` for a directory without a
+/// store or a manifest): what a tool passes as [`Options::layout`] to open any store. Opens
+/// the database once without compaction filters, which then never run with a wrong layout.
+///
+/// # Errors
+/// [`rediskv::Error::Backend`] when fjall cannot open the directory, or the manifest is not
+/// one this crate writes.
+pub fn stored_layout(path: impl AsRef<Path>) -> Result<Option<rediskv::codec::KeyLayout>> {
+    let path = path.as_ref();
+    // fjall's own marker: without it there is no store to read (and nothing is created).
+    if !path.join("version").exists() {
+        return Ok(None);
+    }
+    let db = Database::builder(path).open().map_err(err)?;
+    let own = db.keyspace(OWN_KEYSPACE, keyspace_options).map_err(err)?;
+    let Some(stored) = own.get(MANIFEST_KEY).map_err(err)? else { return Ok(None) };
+    rediskv_engine::layout_from_manifest(&stored).map(Some).ok_or_else(|| {
+        rediskv::Error::Backend(format!(
+            "{}: unknown manifest [{}]",
+            path.display(),
+            String::from_utf8_lossy(&stored)
+        ))
+    })
+}
+
 /// Bytes the journal files in `dir` take on disk (allocated blocks: fjall sizes a fresh
 /// journal file ahead without writing it, so its length says little).
 fn journal_allocated_bytes(dir: &Path) -> u64 {

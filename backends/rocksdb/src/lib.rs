@@ -95,7 +95,36 @@ pub struct Backend {
 /// [`rediskv::Error::Backend`] when RocksDB cannot open the directory, when it was written
 /// with another layout (the message names both), or when its version floor record is corrupt.
 pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
-    let path = path.as_ref().to_path_buf();
+    open_with(path.as_ref(), options)
+}
+
+/// The layout the directory at `path` was written with (`None` for a directory without a
+/// store or a manifest): what a tool passes as [`Options::layout`] to open any store. Reads
+/// it from a read-only open, where no compaction runs.
+///
+/// # Errors
+/// [`rediskv::Error::Backend`] when RocksDB cannot open the directory, or the manifest is not
+/// one this crate writes.
+pub fn stored_layout(path: impl AsRef<Path>) -> Result<Option<rediskv::codec::KeyLayout>> {
+    let path = path.as_ref();
+    if !path.join("CURRENT").exists() {
+        return Ok(None);
+    }
+    let names = ColumnFamily::ALL.into_iter().map(cf_name).chain([OWN_CF]);
+    let db = DB::open_cf_for_read_only(&rocksdb::Options::default(), path, names, false).map_err(err)?;
+    let own = db.cf_handle(OWN_CF).ok_or_else(|| err("propagate column family missing"))?;
+    let Some(stored) = db.get_cf(own, MANIFEST_KEY).map_err(err)? else { return Ok(None) };
+    rediskv_engine::layout_from_manifest(&stored).map(Some).ok_or_else(|| {
+        rediskv::Error::Backend(format!(
+            "{}: unknown manifest [{}]",
+            path.display(),
+            String::from_utf8_lossy(&stored)
+        ))
+    })
+}
+
+fn open_with(path: &Path, options: Options) -> Result<Backend> {
+    let path = path.to_path_buf();
     let slot: DbSlot = Arc::new(RwLock::new(Weak::new()));
     let mut db_options = rocksdb::Options::default();
     db_options.create_if_missing(true);

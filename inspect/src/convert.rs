@@ -1,0 +1,166 @@
+//! Rewriting a store in another layout, key by key through the engine: each live key of each
+//! database is read with DUMP and PTTL from an engine on the source's layout and written with
+//! RESTORE by an engine on the target's, so every type the engine knows converts, and a key
+//! the target's system cannot hold is reported, not half-written. Memory is bounded by the
+//! largest key (and a SCAN page of 1,000 keys), whatever the store's size.
+
+use std::collections::BTreeMap;
+
+use rediskv::backend::{Direction, KvBackend};
+use rediskv::codec::{ColumnFamily, KeyLayout};
+use rediskv::commands::{Engine, Reply};
+
+use crate::record::Error;
+use crate::store::{Store, database_of, namespaces};
+
+/// What [`convert`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Keys written to the target.
+    pub converted: u64,
+    /// Keys left out, with the reason (the first 100; [`Report::skipped_count`] counts all).
+    pub skipped: Vec<(String, String)>,
+    /// How many keys were left out.
+    pub skipped_count: u64,
+}
+
+impl Report {
+    fn skip(&mut self, key: &[u8], reason: String) {
+        self.skipped_count += 1;
+        if self.skipped.len() < 100 {
+            self.skipped.push((String::from_utf8_lossy(key).into_owned(), reason));
+        }
+    }
+}
+
+/// Metadata records in `store` (what [`convert`]'s progress counts up to; expired keys are
+/// among them and are not converted).
+///
+/// # Errors
+/// The store's errors.
+pub fn count_keys(store: &dyn KvBackend) -> Result<u64, Error> {
+    let mut n = 0;
+    for item in store
+        .scan(ColumnFamily::Metadata, &rediskv::codec::KeyRange::prefix(Vec::new()), Direction::Forward)
+        .map_err(|e| e.to_string())?
+    {
+        item.map_err(|e| e.to_string())?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Writes every live key of `source` (written with `source_layout`) into `target` with
+/// `target_layout`: the same database, type, contents and TTL. Tenants (namespaces other than
+/// the layout's own) keep their namespace when the target's system has namespaces; a key
+/// the target cannot hold (a type its system has no id for, a tenant under NeoKV) is
+/// reported in [`Report::skipped`]. `progress(done, total)` is called after every key.
+///
+/// # Errors
+/// A store's error; what was written before it stays written.
+pub fn convert(
+    source: &Store,
+    source_layout: &KeyLayout,
+    target: &Store,
+    target_layout: &KeyLayout,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Report, Error> {
+    let total = count_keys(source.as_ref())?;
+    let mut report = Report::default();
+    let mut done = 0;
+    let mut tenants: BTreeMap<Vec<u8>, Vec<usize>> = BTreeMap::new();
+    for namespace in namespaces(source.as_ref(), source_layout)? {
+        let (base, db) = database_of(source_layout, &namespace);
+        tenants.entry(base).or_default().push(db);
+    }
+    for (base, databases) in tenants {
+        let from = source_layout.clone().with_namespace(&base).map_err(|e| e.to_string())?;
+        let to = if base == source_layout.namespace() {
+            Ok(target_layout.clone())
+        } else if source_layout.kind() != target_layout.kind() {
+            Err(format!("the {} layout cannot hold this tenant", target_layout.kind().name()))
+        } else {
+            target_layout.clone().with_namespace(&base).map_err(|e| e.to_string())
+        };
+        let reader = Engine::with_layout(source.clone(), from);
+        let writer = to.as_ref().ok().map(|to| Engine::with_layout(target.clone(), to.clone()));
+        for db in databases {
+            let mut read = reader.session();
+            expect_ok(reader.run(&mut read, &[b"SELECT".to_vec(), db.to_string().into_bytes()]))?;
+            let mut write = writer.as_ref().map(Engine::session);
+            if let (Some(engine), Some(session)) = (&writer, &mut write) {
+                expect_ok(engine.run(session, &[b"SELECT".to_vec(), db.to_string().into_bytes()]))?;
+            }
+            let mut cursor = b"0".to_vec();
+            loop {
+                let (next, keys) =
+                    scan_page(reader.run(&mut read, &[b"SCAN".as_slice(), &cursor, b"COUNT", b"1000"]))?;
+                for key in keys {
+                    done += 1;
+                    match (&writer, &mut write, &to) {
+                        (Some(engine), Some(session), _) => {
+                            copy_key(&reader, &mut read, engine, session, &key, &mut report)?
+                        }
+                        (_, _, Err(reason)) => report.skip(&key, reason.clone()),
+                        _ => unreachable!("a writer exists when the target layout does"),
+                    }
+                    progress(done, total);
+                }
+                if next == b"0" {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+    }
+    target.flush().map_err(|e| e.to_string())?;
+    Ok(report)
+}
+
+fn copy_key<B: KvBackend, C: KvBackend>(
+    reader: &Engine<B>,
+    read: &mut rediskv::commands::Session,
+    writer: &Engine<C>,
+    write: &mut rediskv::commands::Session,
+    key: &[u8],
+    report: &mut Report,
+) -> Result<(), Error> {
+    let ttl = match reader.run(read, &[b"PTTL".as_slice(), key]) {
+        Reply::Integer(ms) => ms,
+        other => return Err(format!("PTTL {}: {other:?}", String::from_utf8_lossy(key))),
+    };
+    let payload = match reader.run(read, &[b"DUMP".as_slice(), key]) {
+        Reply::Bulk(payload) => payload,
+        // Expired since the SCAN page was read.
+        Reply::Nil => return Ok(()),
+        Reply::Error(e) => {
+            report.skip(key, e);
+            return Ok(());
+        }
+        other => return Err(format!("DUMP {}: {other:?}", String::from_utf8_lossy(key))),
+    };
+    let ttl = ttl.max(0).to_string();
+    match writer.run(write, &[b"RESTORE".as_slice(), key, ttl.as_bytes(), &payload, b"REPLACE"]) {
+        Reply::Status(_) => report.converted += 1,
+        Reply::Error(e) => report.skip(key, e),
+        other => return Err(format!("RESTORE {}: {other:?}", String::from_utf8_lossy(key))),
+    }
+    Ok(())
+}
+
+fn expect_ok(reply: Reply) -> Result<(), Error> {
+    match reply {
+        Reply::Error(e) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// SCAN's `[cursor, [keys…]]`.
+fn scan_page(reply: Reply) -> Result<(Vec<u8>, Vec<Vec<u8>>), Error> {
+    let Reply::Array(mut parts) = reply else { return Err(format!("SCAN answered {reply:?}")) };
+    let (Some(Reply::Array(keys)), Some(Reply::Bulk(cursor))) = (parts.pop(), parts.pop()) else {
+        return Err("SCAN answered an unexpected shape".into());
+    };
+    let keys = keys.into_iter().filter_map(|k| if let Reply::Bulk(k) = k { Some(k.to_vec()) } else { None });
+    Ok((cursor.to_vec(), keys.collect()))
+}

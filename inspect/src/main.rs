@@ -1,0 +1,197 @@
+//! `rediskv-inspect`: decode, encode, dump and convert rediskv records (see the crate docs).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rediskv::codec::KeyLayout;
+use rediskv_inspect::convert::convert;
+use rediskv_inspect::record::{self, column_family, hex, redis_type, unhex};
+use rediskv_inspect::store::{self, Filter};
+
+const USAGE: &str = "usage:
+  rediskv-inspect decode [LAYOUT] --cf metadata|subkey|score|stream [--type TYPE] KEY_HEX [VALUE_HEX]
+  rediskv-inspect encode [LAYOUT] JSON
+  rediskv-inspect dump --dir DIR [--engine fjall|rocksdb] [--cf CF] [--type TYPE] [--key KEY]
+  rediskv-inspect convert --dir DIR --out NEW_DIR [--engine E] [--out-engine E] [LAYOUT]
+LAYOUT (the layout to decode/encode with, or convert to; Kvrocks' by default):
+  --layout kvrocks|neokv [--namespace NS] [--cluster-slots] [--hash-prefix N]
+  [--neokv-region-id 1] [--neokv-index-id 1]";
+
+/// Takes `--flag value` out of `args`.
+fn take(args: &mut Vec<String>, flag: &str) -> Result<Option<String>, String> {
+    match args.iter().position(|a| a == flag) {
+        Some(i) if i + 1 < args.len() => {
+            let value = args.remove(i + 1);
+            args.remove(i);
+            Ok(Some(value))
+        }
+        Some(_) => Err(format!("{flag} needs a value")),
+        None => Ok(None),
+    }
+}
+
+/// Takes a `--flag` without value out of `args`.
+fn take_switch(args: &mut Vec<String>, flag: &str) -> bool {
+    let found = args.iter().position(|a| a == flag);
+    found.map(|i| args.remove(i)).is_some()
+}
+
+/// The layout the LAYOUT flags describe.
+fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
+    let id = |flag: &str, args: &mut Vec<String>| -> Result<Option<i64>, String> {
+        take(args, flag)?
+            .map(|v| v.parse().map_err(|_| format!("{flag} must be a 64-bit integer")))
+            .transpose()
+    };
+    let (region, index) = (id("--neokv-region-id", args)?, id("--neokv-index-id", args)?);
+    let namespace = take(args, "--namespace")?;
+    let slots = take_switch(args, "--cluster-slots");
+    let hash: usize =
+        take(args, "--hash-prefix")?.map_or(Ok(0), |v| v.parse().map_err(|_| "--hash-prefix is a number"))?;
+    let layout = match take(args, "--layout")?.as_deref().unwrap_or("kvrocks") {
+        "kvrocks" => {
+            let ns = namespace.as_deref().map_or(rediskv::codec::DEFAULT_NAMESPACE, str::as_bytes);
+            KeyLayout::new(ns).map_err(|e| e.to_string())?.with_cluster_slots(slots)
+        }
+        "neokv" => KeyLayout::neokv(region.unwrap_or(1), index.unwrap_or(1)),
+        other => return Err(format!("unknown layout '{other}' (kvrocks or neokv)")),
+    };
+    layout.with_hash_prefix(hash).map_err(|e| e.to_string())
+}
+
+fn positional(args: &[String], n: usize) -> Result<&str, String> {
+    args.get(n).map(String::as_str).ok_or_else(|| USAGE.to_string())
+}
+
+fn run(mut args: Vec<String>) -> Result<(), String> {
+    if args.is_empty() || args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return Ok(());
+    }
+    let command = args.remove(0);
+    match command.as_str() {
+        "decode" => {
+            let layout = layout(&mut args)?;
+            let cf = column_family(&take(&mut args, "--cf")?.unwrap_or_else(|| "metadata".into()))?;
+            let ty = take(&mut args, "--type")?.map(|t| redis_type(&t)).transpose()?;
+            let key = unhex(positional(&args, 0)?)?;
+            let value = args.get(1).map(|v| unhex(v)).transpose()?;
+            println!("{}", record::decode(&layout, cf, &key, value.as_deref(), ty)?);
+        }
+        "encode" => {
+            let layout = layout(&mut args)?;
+            let json: serde_json::Value =
+                serde_json::from_str(positional(&args, 0)?).map_err(|e| format!("not JSON: {e}"))?;
+            let rec = record::encode(&layout, &json)?;
+            let out = serde_json::json!({ "cf": record::cf_name(rec.cf), "key": hex(&rec.key), "value": hex(&rec.value) });
+            println!("{out}");
+        }
+        "dump" => {
+            let dir = PathBuf::from(take(&mut args, "--dir")?.ok_or("dump needs --dir")?);
+            let engine = take(&mut args, "--engine")?.unwrap_or_else(|| "fjall".into());
+            let filter = Filter {
+                cf: take(&mut args, "--cf")?.map(|c| column_family(&c)).transpose()?,
+                ty: take(&mut args, "--type")?.map(|t| redis_type(&t)).transpose()?,
+                key: take(&mut args, "--key")?.map(String::into_bytes),
+            };
+            let (store, layout) = store::open_existing(&engine, &dir)?;
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            let n = store::dump(store.as_ref(), &layout, &filter, &mut out)?;
+            out.flush().map_err(|e| e.to_string())?;
+            eprintln!("{n} records");
+        }
+        "convert" => {
+            let dir = PathBuf::from(take(&mut args, "--dir")?.ok_or("convert needs --dir")?);
+            let out_dir = PathBuf::from(take(&mut args, "--out")?.ok_or("convert needs --out")?);
+            let engine = take(&mut args, "--engine")?.unwrap_or_else(|| "fjall".into());
+            let out_engine = take(&mut args, "--out-engine")?.unwrap_or_else(|| engine.clone());
+            let target_layout = layout(&mut args)?;
+            if store::stored_layout(&out_engine, &out_dir)?.is_some() {
+                return Err(format!("{} holds a store already: convert writes a new one", out_dir.display()));
+            }
+            let (source, source_layout) = store::open_existing(&engine, &dir)?;
+            std::fs::create_dir_all(&out_dir)
+                .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+            let target = store::open(&out_engine, &out_dir, &target_layout)?;
+            let mut bar = Progress::new();
+            let report = convert(&source, &source_layout, &target, &target_layout, &mut |done, total| {
+                bar.show(done, total)
+            })?;
+            bar.finish();
+            let copied = copy_side_files(&dir, &out_dir)?;
+            eprintln!(
+                "{} keys converted from {} to {}, {} left out{}",
+                report.converted,
+                source_layout.kind().name(),
+                target_layout.kind().name(),
+                report.skipped_count,
+                if copied > 0 { format!(", {copied} server files copied") } else { String::new() }
+            );
+            for (key, reason) in &report.skipped {
+                eprintln!("  left out {key:?}: {reason}");
+            }
+        }
+        other => return Err(format!("unknown command '{other}'\n{USAGE}")),
+    }
+    if let Some(extra) = args.iter().find(|a| a.starts_with("--")) {
+        return Err(format!("unknown option {extra}\n{USAGE}"));
+    }
+    Ok(())
+}
+
+/// Copies the server's own files (`rediskv-*`: saved functions, SWAPDB mappings) beside the
+/// store; returns how many.
+fn copy_side_files(from: &Path, to: &Path) -> Result<usize, String> {
+    let mut copied = 0;
+    for entry in std::fs::read_dir(from).map_err(|e| e.to_string())?.flatten() {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with("rediskv-") && entry.path().is_file() {
+            std::fs::copy(entry.path(), to.join(&name)).map_err(|e| e.to_string())?;
+            copied += 1;
+        }
+    }
+    Ok(copied)
+}
+
+/// A progress bar on stderr, redrawn at most ten times a second.
+struct Progress {
+    last: Option<Instant>,
+    shown: bool,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Progress { last: None, shown: false }
+    }
+
+    fn show(&mut self, done: u64, total: u64) {
+        if self.last.is_some_and(|t| t.elapsed() < Duration::from_millis(100)) && done < total {
+            return;
+        }
+        self.last = Some(Instant::now());
+        self.shown = true;
+        let width = 30;
+        let filled = (done.min(total) * width).checked_div(total).unwrap_or(width) as usize;
+        let percent = (done.min(total) * 100).checked_div(total).unwrap_or(100);
+        eprint!(
+            "\r[{}{}] {percent:>3}% {done}/{total} keys",
+            "#".repeat(filled),
+            "-".repeat(width as usize - filled)
+        );
+    }
+
+    fn finish(&self) {
+        if self.shown {
+            eprintln!();
+        }
+    }
+}
+
+fn main() {
+    if let Err(e) = run(std::env::args().skip(1).collect()) {
+        eprintln!("rediskv-inspect: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,429 @@
+//! One record as JSON, both ways: [`decode`] reads a record's key (and value) under a layout,
+//! [`encode`] writes the bytes a JSON description names.
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `cf` | `metadata`, `subkey`, `score` or `stream` |
+//! | `namespace` (Kvrocks) / `region_id`, `index_id` (NeoKV) | whose record it is |
+//! | `slot` | the cluster slot, when the layout writes one (computed from `key` when encoding) |
+//! | `key` | the Redis key |
+//! | `type`, `expire_ms`, `version`, `size`, `head`, `tail`, `blind_write`, `value` | a metadata record |
+//! | `version` and `field` / `member` / `index` / `id` / `fragment`, `value` / `score` | a subkey (which name depends on the owner's type) |
+//! | `version`, `score`, `member` | a score key |
+//! | `version`, `entry` and `fields`, or `group` / `consumer` / `pending` | a stream record |
+//! | `legacy: true`, `expire_ms`, `value` | a string of NeoKV's first encoding |
+//!
+//! Byte strings are JSON strings when they are UTF-8 without control characters, else
+//! `{"hex": "…"}`; [`encode`] takes either.
+
+use rediskv::codec::{
+    ColumnFamily, ConsumerValue, Extra, GroupValue, KeyLayout, LIST_INITIAL_INDEX, LayoutKind, Metadata,
+    PendingValue, RedisType, StreamId, StreamSub, decode_entry, decode_f64_slice, decode_neokv_legacy,
+    encode_entry, encode_f64, encode_neokv_legacy, neokv_ids, neokv_namespace,
+};
+use serde_json::{Map, Value, json};
+
+/// What went wrong, for the user.
+pub type Error = String;
+
+/// The column family named `name` (`metadata`, `subkey`, `score`, `stream`).
+///
+/// # Errors
+/// Any other name.
+pub fn column_family(name: &str) -> Result<ColumnFamily, Error> {
+    match name {
+        "metadata" => Ok(ColumnFamily::Metadata),
+        "subkey" | "default" => Ok(ColumnFamily::Subkey),
+        "score" | "zset_score" => Ok(ColumnFamily::Score),
+        "stream" => Ok(ColumnFamily::Stream),
+        other => Err(format!("unknown column family '{other}' (metadata, subkey, score or stream)")),
+    }
+}
+
+/// The name [`column_family`] reads.
+pub fn cf_name(cf: ColumnFamily) -> &'static str {
+    match cf {
+        ColumnFamily::Metadata => "metadata",
+        ColumnFamily::Subkey => "subkey",
+        ColumnFamily::Score => "score",
+        ColumnFamily::Stream => "stream",
+    }
+}
+
+/// The type named `name` (`string`, `hash`, …, as TYPE and the metadata JSON say).
+///
+/// # Errors
+/// A name no type has.
+pub fn redis_type(name: &str) -> Result<RedisType, Error> {
+    (0..=u8::MAX)
+        .filter_map(|id| RedisType::from_id(id).ok())
+        .find(|ty| ty.name() == name)
+        .ok_or_else(|| format!("unknown type '{name}'"))
+}
+
+/// `bytes` as lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of a hex string (whitespace ignored).
+///
+/// # Errors
+/// An odd number of digits or a character that is not one.
+pub fn unhex(text: &str) -> Result<Vec<u8>, Error> {
+    let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if digits.len() % 2 != 0 {
+        return Err(format!("odd number of hex digits in '{text}'"));
+    }
+    digits
+        .chunks(2)
+        .map(|pair| {
+            std::str::from_utf8(pair)
+                .ok()
+                .and_then(|p| u8::from_str_radix(p, 16).ok())
+                .ok_or_else(|| format!("not hex: '{text}'"))
+        })
+        .collect()
+}
+
+fn bytes_json(bytes: &[u8]) -> Value {
+    match std::str::from_utf8(bytes) {
+        Ok(text) if !text.chars().any(char::is_control) => Value::String(text.to_string()),
+        _ => json!({ "hex": hex(bytes) }),
+    }
+}
+
+fn json_bytes(value: &Value, what: &str) -> Result<Vec<u8>, Error> {
+    match value {
+        Value::String(text) => Ok(text.as_bytes().to_vec()),
+        Value::Object(map) => match map.get("hex") {
+            Some(Value::String(text)) => unhex(text),
+            _ => Err(format!("{what}: an object must be {{\"hex\": \"…\"}}")),
+        },
+        _ => Err(format!("{what}: a string or {{\"hex\": \"…\"}}")),
+    }
+}
+
+/// The record's owner: `cf`, namespace (or NeoKV's ids), slot, key.
+fn owner(
+    layout: &KeyLayout,
+    cf: ColumnFamily,
+    namespace: &[u8],
+    slot: Option<u16>,
+    user_key: &[u8],
+) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert("cf".into(), cf_name(cf).into());
+    match (layout.kind(), neokv_ids(namespace)) {
+        (LayoutKind::NeoKv, Some((region, index))) => {
+            out.insert("region_id".into(), region.into());
+            out.insert("index_id".into(), index.into());
+        }
+        _ => {
+            out.insert("namespace".into(), bytes_json(namespace));
+        }
+    }
+    if let Some(slot) = slot {
+        out.insert("slot".into(), slot.into());
+    }
+    out.insert("key".into(), bytes_json(user_key));
+    out
+}
+
+/// Bytes of a 64-bit metadata value before its type's extra fields: flags, expire, and for
+/// collections version and size (and a list's head and tail).
+fn header_len(ty: RedisType) -> usize {
+    match ty {
+        _ if ty.is_single_kv() => 9,
+        RedisType::List => 41,
+        _ => 25,
+    }
+}
+
+fn metadata_fields(meta: &Metadata<'_>, raw: &[u8], out: &mut Map<String, Value>) {
+    out.insert("type".into(), meta.ty.name().into());
+    out.insert("expire_ms".into(), meta.expire_ms.into());
+    // The type's extra fields (a stream's counters, a JSON document's format…), raw: the
+    // bytes between the header and the value.
+    if meta.extra != Extra::None {
+        let extra = raw.get(header_len(meta.ty)..raw.len() - meta.value.len()).unwrap_or_default();
+        out.insert("extra".into(), hex(extra).into());
+        if let Extra::Stream(fields) = meta.extra {
+            out.insert("last_id".into(), fields.last_generated_id.to_string().into());
+            out.insert("entries_added".into(), fields.entries_added.into());
+        }
+    }
+    if meta.ty.is_single_kv() {
+        out.insert("value".into(), bytes_json(meta.value));
+        return;
+    }
+    out.insert("version".into(), meta.version.into());
+    out.insert("size".into(), meta.size.into());
+    if meta.ty == RedisType::List {
+        out.insert("head".into(), meta.head.into());
+        out.insert("tail".into(), meta.tail.into());
+    }
+    if meta.blind_write {
+        out.insert("blind_write".into(), true.into());
+    }
+}
+
+fn u64_of(bytes: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(bytes.try_into().ok()?))
+}
+
+/// A record as JSON. `owner_type` (the owner's type, from its metadata) names a subkey's
+/// parts: a hash `field`, a set or zset `member` (and the zset `score` from the value), a list
+/// `index`, a bitmap `fragment`, a sortedint `id`; without it a subkey has a `field`.
+///
+/// # Errors
+/// Bytes that do not decode under `layout`, with the codec's reason.
+pub fn decode(
+    layout: &KeyLayout,
+    cf: ColumnFamily,
+    key: &[u8],
+    value: Option<&[u8]>,
+    owner_type: Option<RedisType>,
+) -> Result<Value, Error> {
+    let fail = |e: rediskv::Error| e.to_string();
+    if cf == ColumnFamily::Metadata {
+        let mk = layout.decode_metadata_key(key).map_err(fail)?;
+        let mut out = owner(layout, cf, mk.namespace, mk.slot, mk.user_key);
+        if let Some(value) = value {
+            metadata_fields(&Metadata::decode(value).map_err(fail)?, value, &mut out);
+        }
+        return Ok(Value::Object(out));
+    }
+    if cf == ColumnFamily::Subkey {
+        if let Some(mkey) = layout.decode_legacy_string_key(key) {
+            let mk = layout.decode_metadata_key(mkey).map_err(fail)?;
+            let mut out = owner(layout, cf, mk.namespace, mk.slot, mk.user_key);
+            out.insert("legacy".into(), true.into());
+            if let Some(value) = value {
+                let meta = decode_neokv_legacy(value).map_err(fail)?;
+                out.insert("expire_ms".into(), meta.expire_ms.into());
+                out.insert("value".into(), bytes_json(meta.value));
+            }
+            return Ok(Value::Object(out));
+        }
+    }
+    if cf == ColumnFamily::Score {
+        let sk = layout.decode_score_key(key).map_err(fail)?;
+        let mut out = owner(layout, cf, sk.owner.namespace, sk.owner.slot, sk.owner.user_key);
+        out.insert("version".into(), sk.version.into());
+        out.insert("score".into(), json!(sk.score));
+        out.insert("member".into(), bytes_json(sk.member));
+        return Ok(Value::Object(out));
+    }
+    let sk = layout.decode_subkey(key).map_err(fail)?;
+    let mut out = owner(layout, cf, sk.namespace, sk.slot, sk.user_key);
+    out.insert("version".into(), sk.version.into());
+    if cf == ColumnFamily::Stream {
+        stream_fields(sk.sub, value, &mut out)?;
+        return Ok(Value::Object(out));
+    }
+    let mut put_value = true;
+    match owner_type {
+        Some(RedisType::List) => {
+            let index = u64_of(sk.sub).ok_or("a list index is 8 bytes")?;
+            out.insert("index".into(), index.into());
+        }
+        Some(RedisType::Set) => {
+            out.insert("member".into(), bytes_json(sk.sub));
+            put_value = false;
+        }
+        Some(RedisType::ZSet) => {
+            out.insert("member".into(), bytes_json(sk.sub));
+            if let Some(value) = value {
+                out.insert("score".into(), json!(decode_f64_slice(value).map_err(fail)?));
+            }
+            put_value = false;
+        }
+        Some(RedisType::Sortedint) => {
+            out.insert("id".into(), u64_of(sk.sub).ok_or("a sortedint id is 8 bytes")?.into());
+            put_value = false;
+        }
+        Some(RedisType::Bitmap) => {
+            out.insert("fragment".into(), bytes_json(sk.sub));
+        }
+        _ => {
+            out.insert("field".into(), bytes_json(sk.sub));
+        }
+    }
+    if let (true, Some(value)) = (put_value, value) {
+        out.insert("value".into(), bytes_json(value));
+    }
+    Ok(Value::Object(out))
+}
+
+fn stream_fields(sub: &[u8], value: Option<&[u8]>, out: &mut Map<String, Value>) -> Result<(), Error> {
+    let fail = |e: rediskv::Error| e.to_string();
+    match StreamSub::decode(sub).map_err(fail)? {
+        StreamSub::Entry(id) => {
+            out.insert("entry".into(), id.to_string().into());
+            if let Some(value) = value {
+                let fields = decode_entry(value).map_err(fail)?;
+                out.insert("fields".into(), fields.into_iter().map(bytes_json).collect());
+            }
+        }
+        StreamSub::Group(group) => {
+            out.insert("group".into(), bytes_json(group));
+            if let Some(value) = value {
+                let g = GroupValue::decode(value).map_err(fail)?;
+                out.insert("consumers".into(), g.consumers.into());
+                out.insert("pending".into(), g.pending.into());
+                out.insert("last_delivered".into(), g.last_delivered.to_string().into());
+                out.insert("entries_read".into(), g.entries_read.into());
+            }
+        }
+        StreamSub::Consumer { group, consumer } => {
+            out.insert("group".into(), bytes_json(group));
+            out.insert("consumer".into(), bytes_json(consumer));
+            if let Some(value) = value {
+                let c = ConsumerValue::decode(value).map_err(fail)?;
+                out.insert("pending".into(), c.pending.into());
+                out.insert("seen_ms".into(), c.seen_ms.into());
+                out.insert("active_ms".into(), c.active_ms.into());
+            }
+        }
+        StreamSub::Pending { group, id } => {
+            out.insert("group".into(), bytes_json(group));
+            out.insert("pending_entry".into(), id.to_string().into());
+            if let Some(value) = value {
+                let p = PendingValue::decode(value).map_err(fail)?;
+                out.insert("delivered_ms".into(), p.delivered_ms.into());
+                out.insert("deliveries".into(), p.deliveries.into());
+                out.insert("consumer".into(), bytes_json(p.consumer));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One encoded record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Its column family.
+    pub cf: ColumnFamily,
+    /// The record key.
+    pub key: Vec<u8>,
+    /// The record value.
+    pub value: Vec<u8>,
+}
+
+fn field<'a>(json: &'a Map<String, Value>, name: &str) -> Result<&'a Value, Error> {
+    json.get(name).ok_or_else(|| format!("missing field '{name}'"))
+}
+
+fn number(json: &Map<String, Value>, name: &str, default: Option<u64>) -> Result<u64, Error> {
+    match json.get(name) {
+        Some(v) => v.as_u64().ok_or_else(|| format!("'{name}' must be an unsigned integer")),
+        None => default.ok_or_else(|| format!("missing field '{name}'")),
+    }
+}
+
+fn float(json: &Map<String, Value>, name: &str) -> Result<f64, Error> {
+    field(json, name)?.as_f64().ok_or_else(|| format!("'{name}' must be a number"))
+}
+
+fn stream_id(text: &str) -> Result<StreamId, Error> {
+    let (ms, seq) = text.split_once('-').ok_or_else(|| format!("'{text}' is not an id ms-seq"))?;
+    let parse = |p: &str| p.parse::<u64>().map_err(|_| format!("'{text}' is not an id ms-seq"));
+    Ok(StreamId { ms: parse(ms)?, seq: parse(seq)? })
+}
+
+/// The record a JSON object (as [`decode`] writes it) describes, under `layout` (its
+/// `namespace`, or NeoKV's `region_id` and `index_id`, replace the layout's own).
+///
+/// # Errors
+/// A field missing or of the wrong kind, a namespace the layout cannot take, or a record
+/// kind this tool does not write (stream groups, consumers and pending entries).
+pub fn encode(layout: &KeyLayout, json: &Value) -> Result<Record, Error> {
+    let json = json.as_object().ok_or("a record is a JSON object")?;
+    let cf = column_family(json.get("cf").and_then(Value::as_str).unwrap_or("metadata"))?;
+    let fail = |e: rediskv::Error| e.to_string();
+    let layout = match (json.get("namespace"), json.get("region_id"), json.get("index_id")) {
+        (Some(ns), _, _) => layout.clone().with_namespace(&json_bytes(ns, "namespace")?).map_err(fail)?,
+        (None, Some(region), Some(index)) => {
+            let id = |v: &Value| v.as_i64().ok_or("'region_id' and 'index_id' are integers");
+            let ns = neokv_namespace(id(region)?, id(index)?);
+            layout.clone().with_namespace(&ns).map_err(fail)?
+        }
+        _ => layout.clone(),
+    };
+    let key = json_bytes(field(json, "key")?, "key")?;
+    let text = |name: &str| json.get(name).map(|v| json_bytes(v, name)).transpose();
+    let version = || number(json, "version", None);
+    let record = |key: Vec<u8>, value: Vec<u8>| Ok(Record { cf, key, value });
+    match cf {
+        ColumnFamily::Metadata => {
+            let ty = redis_type(field(json, "type")?.as_str().ok_or("'type' is a string")?)?;
+            let expire_ms = number(json, "expire_ms", Some(0))?;
+            let value = text("value")?.unwrap_or_default();
+            let meta = if ty.is_single_kv() {
+                Metadata { ty, ..Metadata::string(&value, expire_ms) }
+            } else {
+                let mut meta = Metadata::collection(ty, version()?);
+                meta.expire_ms = expire_ms;
+                meta.size = number(json, "size", Some(0))?;
+                meta.blind_write = json.get("blind_write").and_then(Value::as_bool).unwrap_or(false);
+                if ty == RedisType::List {
+                    meta.head = number(json, "head", Some(LIST_INITIAL_INDEX))?;
+                    meta.tail = number(json, "tail", Some(meta.head + meta.size))?;
+                }
+                meta
+            };
+            let mut bytes = meta.to_vec();
+            if let Some(extra) = json.get("extra") {
+                let extra = unhex(extra.as_str().ok_or("'extra' is a hex string")?)?;
+                bytes.truncate(header_len(ty));
+                bytes.extend_from_slice(&extra);
+                bytes.extend_from_slice(if ty.is_single_kv() { &value } else { meta.value });
+            }
+            record(layout.metadata_key(&key), bytes)
+        }
+        ColumnFamily::Subkey if json.get("legacy").and_then(Value::as_bool) == Some(true) => {
+            let legacy = layout
+                .legacy_string_key(&layout.metadata_key(&key))
+                .ok_or("only NeoKV has legacy records")?;
+            let value = text("value")?.unwrap_or_default();
+            record(legacy, encode_neokv_legacy(number(json, "expire_ms", Some(0))?, &value))
+        }
+        ColumnFamily::Subkey => {
+            let (sub, value) = if let Some(index) = json.get("index").or_else(|| json.get("id")) {
+                let n = index.as_u64().ok_or("'index' / 'id' must be an unsigned integer")?;
+                (n.to_be_bytes().to_vec(), text("value")?.unwrap_or_default())
+            } else if let Some(member) = text("member")? {
+                let value = match json.get("score") {
+                    Some(_) => encode_f64(float(json, "score")?).map_err(fail)?.to_vec(),
+                    None => Vec::new(),
+                };
+                (member, value)
+            } else {
+                let sub = text("field")?
+                    .or(text("fragment")?)
+                    .ok_or("a subkey needs 'field', 'member' or 'index'")?;
+                (sub, text("value")?.unwrap_or_default())
+            };
+            record(layout.subkey(&key, version()?, &sub).map_err(fail)?, value)
+        }
+        ColumnFamily::Score => {
+            let member = text("member")?.ok_or("missing field 'member'")?;
+            record(
+                layout.score_key(&key, version()?, float(json, "score")?, &member).map_err(fail)?,
+                Vec::new(),
+            )
+        }
+        ColumnFamily::Stream => {
+            let id = stream_id(field(json, "entry")?.as_str().ok_or("'entry' is an id ms-seq")?)?;
+            let fields: Vec<Vec<u8>> = match json.get("fields") {
+                Some(Value::Array(items)) => {
+                    items.iter().map(|f| json_bytes(f, "fields")).collect::<Result<_, _>>()?
+                }
+                _ => return Err("a stream entry needs 'fields', an array".into()),
+            };
+            let sub = StreamSub::Entry(id).to_bytes();
+            record(layout.subkey(&key, version()?, &sub).map_err(fail)?, encode_entry(&fields))
+        }
+    }
+}

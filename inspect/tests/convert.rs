@@ -1,0 +1,282 @@
+//! The converter and the record codec on real fjall stores: random data in each layout is
+//! converted to every other layout and back, and every key's type, contents (its DUMP) and
+//! TTL are compared through the engine; every record a dump shows encodes back to its bytes.
+
+use std::path::Path;
+use std::process::Command;
+
+use rediskv::codec::{ColumnFamily, KeyLayout, KeyRange};
+use rediskv::commands::{Engine, Reply};
+use rediskv_engine::testkit::TempDir;
+use rediskv_inspect::convert::convert;
+use rediskv_inspect::record::{self, Record};
+use rediskv_inspect::store::{self, Filter, Store};
+
+const DATABASES: [usize; 3] = [0, 1, 9];
+
+/// A small xorshift generator: the same data for the same seed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn layouts() -> Vec<(&'static str, KeyLayout)> {
+    vec![
+        ("kvrocks", KeyLayout::default()),
+        ("kvrocks with slots", KeyLayout::new(b"ns").unwrap().with_cluster_slots(true)),
+        ("neokv", KeyLayout::neokv(1, 1)),
+        ("neokv region 9", KeyLayout::neokv(9, 40)),
+    ]
+}
+
+/// Random keys of every type the layout holds (streams only where it has them), some with
+/// TTLs, in three databases. Returns the keys of types the NeoKV layout cannot hold.
+fn load(store: &Store, layout: &KeyLayout, seed: u64) -> Vec<String> {
+    let engine = Engine::with_layout(store.clone(), layout.clone());
+    let mut session = engine.session();
+    let mut rng = Rng(seed);
+    let mut streams = Vec::new();
+    let streams_ok = layout.stores(rediskv::codec::RedisType::Stream);
+    for db in DATABASES {
+        assert_eq!(engine.run(&mut session, &["SELECT", &db.to_string()]), Reply::OK);
+        for i in 0..150 {
+            let key = format!("k{i}:{}", rng.below(1000));
+            let mut cmd: Vec<String> = match rng.below(8) {
+                0 => vec!["SET".into(), key.clone(), format!("v{}", rng.below(100))],
+                1 => ["HSET", &key, "a", "1", &format!("f{}", rng.below(9)), "x"].map(String::from).to_vec(),
+                2 => ["RPUSH", &key, "a", "b", &format!("c{}", rng.below(9))].map(String::from).to_vec(),
+                3 => ["SADD", &key, "m1", &format!("m{}", rng.below(9))].map(String::from).to_vec(),
+                4 => {
+                    ["ZADD", &key, "1.5", "a", &format!("-{}", rng.below(9)), "b"].map(String::from).to_vec()
+                }
+                5 => ["SETBIT", &key, &rng.below(5000).to_string(), "1"].map(String::from).to_vec(),
+                6 => ["PFADD", &key, "x", "y", &format!("z{}", rng.below(9))].map(String::from).to_vec(),
+                _ if streams_ok => {
+                    streams.push(key.clone());
+                    ["XADD", &key, "*", "f", "v"].map(String::from).to_vec()
+                }
+                _ => vec!["SET".into(), key.clone(), "\u{0}binary\u{ff}".into()],
+            };
+            let reply = engine.run(&mut session, &cmd);
+            assert!(!matches!(reply, Reply::Error(_)), "{cmd:?}: {reply:?}");
+            if rng.below(4) == 0 {
+                cmd = vec!["PEXPIRE".into(), key, (100_000_000 + rng.below(1000)).to_string()];
+                engine.run(&mut session, &cmd);
+            }
+        }
+    }
+    store.flush().unwrap();
+    streams
+}
+
+/// Every key of every database: (db, key, DUMP payload, PTTL).
+fn contents(store: &Store, layout: &KeyLayout) -> Vec<(usize, Vec<u8>, Vec<u8>, i64)> {
+    let engine = Engine::with_layout(store.clone(), layout.clone());
+    let mut session = engine.session();
+    let mut all = Vec::new();
+    for db in DATABASES {
+        engine.run(&mut session, &["SELECT", &db.to_string()]);
+        let Reply::Array(keys) = engine.run(&mut session, &["KEYS", "*"]) else { panic!("KEYS") };
+        for key in keys {
+            let Reply::Bulk(key) = key else { panic!("a key") };
+            let Reply::Bulk(dump) = engine.run(&mut session, &[b"DUMP".as_slice(), &key]) else {
+                panic!("DUMP")
+            };
+            let Reply::Integer(ttl) = engine.run(&mut session, &[b"PTTL".as_slice(), &key]) else {
+                panic!("PTTL")
+            };
+            all.push((db, key.to_vec(), dump.to_vec(), ttl));
+        }
+    }
+    all.sort();
+    all
+}
+
+/// `a` and `b` hold the same keys, contents and TTLs (TTLs within the seconds a run takes).
+fn assert_same(a: &[(usize, Vec<u8>, Vec<u8>, i64)], b: &[(usize, Vec<u8>, Vec<u8>, i64)], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: key counts");
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!((x.0, &x.1, &x.2), (y.0, &y.1, &y.2), "{what}: key {:?}", String::from_utf8_lossy(&x.1));
+        assert!((x.3 == -1) == (y.3 == -1) && (x.3 - y.3).abs() < 60_000, "{what}: TTL {} vs {}", x.3, y.3);
+    }
+}
+
+fn open(dir: &Path, layout: &KeyLayout) -> Store {
+    store::open("fjall", dir, layout).unwrap()
+}
+
+#[test]
+fn every_layout_converts_to_every_other_and_back() {
+    let mut pairs = 0;
+    for (i, (from_name, from)) in layouts().into_iter().enumerate() {
+        let dir = TempDir::new("convert-src");
+        let source = open(dir.path(), &from);
+        let streams = load(&source, &from, 0x9E37_79B9 + i as u64);
+        let original = contents(&source, &from);
+        assert!(original.len() > 400, "{from_name}: {} keys", original.len());
+        for (to_name, to) in layouts() {
+            let (there_dir, back_dir) = (TempDir::new("convert-there"), TempDir::new("convert-back"));
+            let there = open(there_dir.path(), &to);
+            let report = convert(&source, &from, &there, &to, &mut |_, _| {}).unwrap();
+            // Streams cannot go to NeoKV: exactly those keys are left out, with the reason.
+            let expect_out = if to.stores(rediskv::codec::RedisType::Stream) { 0 } else { streams.len() };
+            assert_eq!(report.skipped_count as usize, expect_out, "{from_name} → {to_name}: {report:?}");
+            assert!(
+                report.skipped.iter().all(|(_, why)| why.contains("cannot store a stream")),
+                "{report:?}"
+            );
+            assert_eq!(report.converted as usize, original.len() - expect_out);
+            let kept: Vec<_> = original
+                .iter()
+                .filter(|k| !streams.iter().any(|s| s.as_bytes() == k.1) || expect_out == 0)
+                .cloned()
+                .collect();
+            assert_same(&kept, &contents(&there, &to), &format!("{from_name} → {to_name}"));
+            assert_eq!(rediskv::fsck::check(&there, &to, now_ms()).unwrap(), vec![]);
+
+            let back = open(back_dir.path(), &from);
+            convert(&there, &to, &back, &from, &mut |_, _| {}).unwrap();
+            assert_same(&kept, &contents(&back, &from), &format!("{from_name} → {to_name} → {from_name}"));
+            pairs += 1;
+        }
+    }
+    assert_eq!(pairs, 16);
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+#[test]
+fn every_dumped_record_encodes_back_to_its_bytes() {
+    for (name, layout) in layouts() {
+        let dir = TempDir::new("inspect-records");
+        let store = open(dir.path(), &layout);
+        load(&store, &layout, 77);
+        if layout.kind() == rediskv::codec::LayoutKind::NeoKv {
+            // A string of NeoKV's first encoding too.
+            let mut batch = rediskv::backend::WriteBatch::new();
+            let key = layout.legacy_string_key(&layout.metadata_key(b"legacy")).unwrap();
+            batch.put(ColumnFamily::Subkey, key, rediskv::codec::encode_neokv_legacy(5, b"old"));
+            rediskv::backend::KvBackend::write(store.as_ref(), batch).unwrap();
+        }
+        let mut out = Vec::new();
+        let n = store::dump(store.as_ref(), &layout, &Filter::default(), &mut out).unwrap();
+        let lines: Vec<serde_json::Value> =
+            String::from_utf8(out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len() as u64, n);
+        let mut records = Vec::new();
+        for cf in ColumnFamily::ALL {
+            let scan = rediskv::backend::KvBackend::scan(
+                store.as_ref(),
+                cf,
+                &KeyRange::prefix(Vec::new()),
+                rediskv::backend::Direction::Forward,
+            )
+            .unwrap();
+            records.extend(scan.map(|r| r.unwrap()).map(|(k, v)| Record {
+                cf,
+                key: k.to_vec(),
+                value: v.to_vec(),
+            }));
+        }
+        assert_eq!(records.len(), lines.len(), "{name}: one line per record");
+        let mut checked = 0;
+        for (json, rec) in lines.iter().zip(&records) {
+            assert!(json.get("error").is_none(), "{name}: {json}");
+            // Stream groups, consumers and pending entries are decoded only.
+            if json.get("group").is_some() {
+                continue;
+            }
+            assert_eq!(&record::encode(&layout, json).unwrap(), rec, "{name}: {json}");
+            checked += 1;
+        }
+        assert!(checked > 1000, "{name}: {checked} records");
+    }
+}
+
+#[test]
+fn the_tool_dumps_with_filters_and_converts_with_a_progress_bar() {
+    let layout = KeyLayout::default();
+    let (dir, out_dir) = (TempDir::new("inspect-cli"), TempDir::new("inspect-cli-out"));
+    {
+        let store = open(dir.path(), &layout);
+        let engine = Engine::with_layout(store.clone(), layout.clone());
+        let mut s = engine.session();
+        for cmd in [&["HSET", "h", "f1", "v1", "f2", "v2"][..], &["SET", "s", "x"], &["RPUSH", "l", "a"]] {
+            engine.run(&mut s, cmd);
+        }
+        store.flush().unwrap();
+    }
+    let inspect = env!("CARGO_BIN_EXE_rediskv-inspect");
+    let dump = Command::new(inspect)
+        .args(["dump", "--dir", dir.path().to_str().unwrap(), "--type", "hash"])
+        .output()
+        .unwrap();
+    assert!(dump.status.success(), "{}", String::from_utf8_lossy(&dump.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(dump.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3, "the hash's metadata and two fields: {lines:?}");
+    assert!(lines.iter().all(|l| l["key"] == "h"));
+    assert_eq!(lines[1]["field"], "f1");
+    assert_eq!(lines[1]["value"], "v1");
+
+    let target = out_dir.path().join("neokv");
+    let run = Command::new(inspect)
+        .args([
+            "convert",
+            "--dir",
+            dir.path().to_str().unwrap(),
+            "--out",
+            target.to_str().unwrap(),
+            "--layout",
+            "neokv",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("100% 3/3 keys"), "{stderr}");
+    assert!(stderr.contains("3 keys converted from kvrocks to neokv, 0 left out"), "{stderr}");
+    assert_eq!(store::stored_layout("fjall", &target).unwrap(), Some(KeyLayout::neokv(1, 1)));
+    // A second run refuses to write over the store.
+    let again = Command::new(inspect)
+        .args([
+            "convert",
+            "--dir",
+            dir.path().to_str().unwrap(),
+            "--out",
+            target.to_str().unwrap(),
+            "--layout",
+            "neokv",
+        ])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("holds a store already"));
+}
+
+#[test]
+fn decoding_random_bytes_never_panics() {
+    let mut rng = Rng(12345);
+    let types =
+        [None, Some("hash"), Some("list"), Some("set"), Some("zset"), Some("bitmap"), Some("sortedint")];
+    for (_, layout) in layouts() {
+        // Real prefixes with random tails, and random bytes.
+        let seeds = [layout.metadata_key(b"k"), layout.subkey(b"k", 7, b"").unwrap(), Vec::new()];
+        for i in 0..20_000 {
+            let mut key = seeds[i % 3].clone();
+            key.extend((0..rng.below(40)).map(|_| rng.below(256) as u8));
+            let value: Vec<u8> = (0..rng.below(60)).map(|_| rng.below(256) as u8).collect();
+            let cf = ColumnFamily::ALL[rng.below(4) as usize];
+            let ty = types[rng.below(types.len() as u64) as usize].map(|t| record::redis_type(t).unwrap());
+            let _ = record::decode(&layout, cf, &key, Some(&value), ty);
+        }
+    }
+}
