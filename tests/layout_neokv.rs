@@ -238,6 +238,17 @@ fn legacy_strings_are_read_and_moved_when_written() {
     assert_eq!(run(&mut db, "HSET h f v"), int(1));
     assert!(legacy_record(&db, "h").is_none());
     assert!(fsck::check(db.backend(), &layout(), T0_MS).unwrap().is_empty());
+
+    // FLUSHDB and FLUSHALL take the first encoding's strings too.
+    put_legacy(&db, "f1", 0, "v");
+    assert_eq!(run(&mut db, "FLUSHDB"), Reply::OK);
+    assert!(legacy_record(&db, "f1").is_none());
+    assert_eq!(run(&mut db, "GET f1"), Reply::Nil);
+    put_legacy(&db, "f2", 0, "v");
+    assert_eq!(run(&mut db, "FLUSHALL"), Reply::OK);
+    assert_eq!(run(&mut db, "GET f2"), Reply::Nil);
+    assert!(legacy_record(&db, "f2").is_none());
+    assert_eq!(db.backend().len(ColumnFamily::Metadata), 0);
 }
 
 #[test]

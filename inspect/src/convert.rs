@@ -73,6 +73,14 @@ pub fn convert(
         let (base, db) = database_of(source_layout, &namespace);
         tenants.entry(base).or_default().push(db);
     }
+    // Database 0 may hold NeoKV strings of the first encoding without any metadata record.
+    let home = tenants.entry(source_layout.namespace().to_vec()).or_default();
+    if !home.contains(&0) {
+        home.insert(0, 0);
+    }
+    let from_db = |base: &[u8], db: usize| {
+        source_layout.clone().with_namespace(base).and_then(|l| l.for_database(db)).map_err(|e| e.to_string())
+    };
     for (base, databases) in tenants {
         let from = source_layout.clone().with_namespace(&base).map_err(|e| e.to_string())?;
         let to = if base == source_layout.namespace() {
@@ -111,10 +119,44 @@ pub fn convert(
                 }
                 cursor = next;
             }
+            // NeoKV strings still in its first encoding: SCAN does not list them.
+            let db_layout = from_db(&base, db)?;
+            for key in legacy_only_keys(source.as_ref(), &db_layout)? {
+                done += 1;
+                match (&writer, &mut write, &to) {
+                    (Some(engine), Some(session), _) => {
+                        copy_key(&reader, &mut read, engine, session, &key, &mut report)?
+                    }
+                    (_, _, Err(reason)) => report.skip(&key, reason.clone()),
+                    _ => unreachable!("a writer exists when the target layout does"),
+                }
+                progress(done, total);
+            }
         }
     }
     target.flush().map_err(|e| e.to_string())?;
     Ok(report)
+}
+
+/// The user keys of `layout`'s namespace that only a string of NeoKV's first encoding holds
+/// (none for Kvrocks). The walk reads the namespace's subkeys; the keys come back in memory,
+/// at most one per legacy record.
+fn legacy_only_keys(store: &dyn KvBackend, layout: &KeyLayout) -> Result<Vec<Vec<u8>>, Error> {
+    if layout.kind() != rediskv::codec::LayoutKind::NeoKv {
+        return Ok(Vec::new());
+    }
+    let mut keys = Vec::new();
+    let scan = store.scan(ColumnFamily::Subkey, &layout.namespace_range(), Direction::Forward);
+    for item in scan.map_err(|e| e.to_string())? {
+        let (key, _) = item.map_err(|e| e.to_string())?;
+        let Some(mkey) = layout.decode_legacy_string_key(&key) else { continue };
+        if store.get(ColumnFamily::Metadata, mkey).map_err(|e| e.to_string())?.is_none() {
+            if let Ok(mk) = layout.decode_metadata_key(mkey) {
+                keys.push(mk.user_key.to_vec());
+            }
+        }
+    }
+    Ok(keys)
 }
 
 fn copy_key<B: KvBackend, C: KvBackend>(

@@ -280,3 +280,24 @@ fn decoding_random_bytes_never_panics() {
         }
     }
 }
+
+#[test]
+fn strings_of_neokvs_first_encoding_are_converted() {
+    let from = KeyLayout::neokv(1, 1);
+    let (dir, out) = (TempDir::new("convert-legacy"), TempDir::new("convert-legacy-out"));
+    let source = open(dir.path(), &from);
+    let mut batch = rediskv::backend::WriteBatch::new();
+    for (key, expire) in [(&b"old"[..], 0), (b"old-ttl", now_ms() + 100_000_000)] {
+        let legacy = from.legacy_string_key(&from.metadata_key(key)).unwrap();
+        batch.put(ColumnFamily::Subkey, legacy, rediskv::codec::encode_neokv_legacy(expire, b"v"));
+    }
+    rediskv::backend::KvBackend::write(source.as_ref(), batch).unwrap();
+    let target = open(out.path(), &KeyLayout::default());
+    let report = convert(&source, &from, &target, &KeyLayout::default(), &mut |_, _| {}).unwrap();
+    assert_eq!((report.converted, report.skipped_count), (2, 0));
+    let engine = Engine::with_layout(target.clone(), KeyLayout::default());
+    let mut s = engine.session();
+    assert_eq!(engine.run(&mut s, &["GET", "old"]), Reply::bulk(b"v"));
+    assert_eq!(engine.run(&mut s, &["TTL", "old"]), Reply::Integer(-1));
+    assert!(matches!(engine.run(&mut s, &["TTL", "old-ttl"]), Reply::Integer(t) if t > 99_000));
+}

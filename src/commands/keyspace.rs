@@ -13,7 +13,7 @@ use super::notify::NotifyFlags;
 use super::table::Handler;
 use super::{CommandError, CommandResult, DATABASES, Db, Entry, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
-use crate::codec::{ColumnFamily, KeyLayout, KeyRange, Metadata, RedisType};
+use crate::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, Metadata, RedisType};
 
 /// This family's command table.
 pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
@@ -500,12 +500,22 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(found)
     }
 
-    /// Queues the deletion of every metadata record under `layout`'s namespace.
+    /// Queues the deletion of every metadata record under `layout`'s namespace, and under
+    /// NeoKV of every string its first encoding left there (found among the namespace's
+    /// subkeys: a walk over its elements, which only that layout pays).
     fn queue_flush(&self, batch: &mut WriteBatch, layout: &KeyLayout) -> CommandResult<()> {
         let range = layout.namespace_range();
         for item in self.backend().scan(ColumnFamily::Metadata, &range, Direction::Forward)? {
             let (k, _) = item?;
             batch.delete(ColumnFamily::Metadata, k);
+        }
+        if layout.kind() == LayoutKind::NeoKv {
+            for item in self.backend().scan(ColumnFamily::Subkey, &range, Direction::Forward)? {
+                let (k, _) = item?;
+                if layout.decode_legacy_string_key(&k).is_some() {
+                    batch.delete(ColumnFamily::Subkey, k);
+                }
+            }
         }
         Ok(())
     }
