@@ -4,13 +4,17 @@
 //! Encoders write into a reused `Vec` (clear, then encode), so nothing allocates per op.
 //! The user key is 16 bytes and the field/member 8 bytes. Goal: each op <= 15 ns and within
 //! 3x of the copy of its size. Run: `cargo bench --bench codec`. The `info/` and `md5/`
-//! groups time the optional layout features (not held to the goal).
+//! groups time the optional layout features (not held to the goal). Record keys are timed for
+//! each layout: Kvrocks' under `encode/…`, NeoKV's under `neokv/encode/…`.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use rediskv::codec::{KeyLayout, Metadata, RedisType, VersionGenerator, decode_f64, encode_f64};
+use rediskv::codec::{
+    KeyLayout, Metadata, RedisType, VersionGenerator, decode_f64, decode_neokv_legacy, encode_f64,
+    encode_neokv_legacy,
+};
 
 const KEY: &[u8; 16] = b"user:0000012345:";
 const FIELD: &[u8; 8] = b"field:07";
@@ -60,42 +64,63 @@ fn metadata(c: &mut Criterion) {
 }
 
 fn keys(c: &mut Criterion) {
-    let layout = KeyLayout::default();
+    layout_keys(c, "", &KeyLayout::default());
+    layout_keys(c, "neokv/", &KeyLayout::neokv(1, 1));
+    features(c);
+}
+
+/// Encode and decode of each record key under `layout`, named `<prefix>encode/…`.
+fn layout_keys(c: &mut Criterion, prefix: &str, layout: &KeyLayout) {
     let mut buf = Vec::with_capacity(256);
 
     let mkey = layout.metadata_key(KEY);
-    copy_floor(c, "metadata_key", mkey.len());
-    c.bench_function("encode/metadata_key", |b| {
+    copy_floor(c, &format!("{prefix}metadata_key"), mkey.len());
+    c.bench_function(&format!("{prefix}encode/metadata_key"), |b| {
         b.iter(|| {
             buf.clear();
             layout.encode_metadata_key(black_box(KEY), &mut buf);
             black_box(&buf);
         })
     });
-    c.bench_function("decode/metadata_key", |b| b.iter(|| layout.decode_metadata_key(black_box(&mkey))));
+    c.bench_function(&format!("{prefix}decode/metadata_key"), |b| {
+        b.iter(|| layout.decode_metadata_key(black_box(&mkey)))
+    });
 
     let sub = layout.subkey(KEY, VERSION, FIELD).unwrap();
-    copy_floor(c, "subkey", sub.len());
-    let head = &mkey[..mkey.len() - KEY.len()];
-    copy_parts(c, "subkey", [head, &16u32.to_be_bytes(), KEY, &VERSION.to_be_bytes(), FIELD]);
-    c.bench_function("encode/subkey", |b| {
+    copy_floor(c, &format!("{prefix}subkey"), sub.len());
+    let head = &sub[..sub.len() - KEY.len() - 12 - FIELD.len()];
+    copy_parts(
+        c,
+        &format!("{prefix}subkey"),
+        [head, &16u32.to_be_bytes(), KEY, &VERSION.to_be_bytes(), FIELD],
+    );
+    c.bench_function(&format!("{prefix}encode/subkey"), |b| {
         b.iter(|| {
             buf.clear();
             layout.encode_subkey(black_box(KEY), black_box(VERSION), black_box(FIELD), &mut buf).unwrap();
             black_box(&buf);
         })
     });
-    c.bench_function("decode/subkey", |b| b.iter(|| layout.decode_subkey(black_box(&sub))));
+    c.bench_function(&format!("{prefix}decode/subkey"), |b| b.iter(|| layout.decode_subkey(black_box(&sub))));
+    // A command routes its key once (slot, md5) and builds each of its records from that.
+    let routed = layout.routed(KEY);
+    c.bench_function(&format!("{prefix}encode/subkey_routed"), |b| {
+        b.iter(|| {
+            buf.clear();
+            black_box(&routed).encode_subkey(black_box(VERSION), black_box(FIELD), &mut buf).unwrap();
+            black_box(&buf);
+        })
+    });
 
     let score = layout.score_key(KEY, VERSION, 1.5, FIELD).unwrap();
-    copy_floor(c, "score_key", score.len());
+    copy_floor(c, &format!("{prefix}score_key"), score.len());
     let score_bytes = encode_f64(1.5).unwrap();
     copy_parts(
         c,
-        "score_key",
+        &format!("{prefix}score_key"),
         [head, &16u32.to_be_bytes(), KEY, &VERSION.to_be_bytes(), &score_bytes, FIELD],
     );
-    c.bench_function("encode/score_key", |b| {
+    c.bench_function(&format!("{prefix}encode/score_key"), |b| {
         b.iter(|| {
             buf.clear();
             layout
@@ -110,8 +135,23 @@ fn keys(c: &mut Criterion) {
             black_box(&buf);
         })
     });
-    c.bench_function("decode/score_key", |b| b.iter(|| layout.decode_score_key(black_box(&score))));
+    c.bench_function(&format!("{prefix}decode/score_key"), |b| {
+        b.iter(|| layout.decode_score_key(black_box(&score)))
+    });
+    if let Some(legacy) = layout.legacy_string_key(&mkey) {
+        let value = encode_neokv_legacy(1_700_000_000_000, b"value:0123456789");
+        c.bench_function(&format!("{prefix}decode/legacy_string"), |b| {
+            b.iter(|| {
+                let owner = layout.decode_legacy_string_key(black_box(&legacy));
+                (owner.map(|m| layout.decode_metadata_key(m)), decode_neokv_legacy(black_box(&value)))
+            })
+        });
+    }
+}
 
+/// The optional Kvrocks layout features, for information.
+fn features(c: &mut Criterion) {
+    let mut buf = Vec::with_capacity(256);
     // For information: the optional layout features (not held to the goal).
     let slots = KeyLayout::default().with_cluster_slots(true);
     c.bench_function("info/encode_subkey_slots", |b| {

@@ -142,6 +142,18 @@ pub fn cf_name(cf: ColumnFamily) -> &'static str {
     }
 }
 
+/// The name of `cf` in a store of `layout`: [`cf_name`] for Kvrocks; NeoKV's own
+/// `redis_metadata`, `data` and `redis_zset_score` for NeoKV (`stream`, which NeoKV does not
+/// have, stays).
+pub fn cf_name_for(layout: &KeyLayout, cf: ColumnFamily) -> &'static str {
+    match (layout.kind(), cf) {
+        (rediskv::codec::LayoutKind::NeoKv, ColumnFamily::Metadata) => "redis_metadata",
+        (rediskv::codec::LayoutKind::NeoKv, ColumnFamily::Subkey) => "data",
+        (rediskv::codec::LayoutKind::NeoKv, ColumnFamily::Score) => "redis_zset_score",
+        _ => cf_name(cf),
+    }
+}
+
 /// Key of the layout manifest, in the backend's own column family.
 pub const MANIFEST_KEY: &[u8] = b"rediskv:layout";
 /// Key of the version floor (8 bytes, big-endian), in the backend's own column family.

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use rediskv::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use rediskv::codec::{KeyLayout, ManualClock, Metadata};
+use rediskv::codec::{KeyLayout, KeyRange, ManualClock, Metadata};
 use rediskv::commands::{Db, Reply};
 
 use crate::{DiskBackend, Options, Sync, now_ms};
@@ -392,6 +392,55 @@ pub fn other_layout_refused<B: DiskBackend>(open: impl Fn(&Path, Options) -> red
     assert_eq!(db.run(&["GET", "k"]), bulk("v"));
 }
 
+/// A NeoKV store on disk: every family written, a deleted hash and zset dropped by the
+/// compaction filter (decoding NeoKV's keys), the rest read back after a reopen, the
+/// consistency check clean, and `stored_layout` naming the layout without opening it for
+/// writes.
+pub fn neokv_layout_on_disk<B: DiskBackend>(
+    open: impl Fn(&Path, Options) -> rediskv::Result<B>,
+    stored_layout: impl Fn(&Path) -> rediskv::Result<Option<KeyLayout>>,
+) {
+    let dir = TempDir::new("neokv");
+    let layout = KeyLayout::neokv(3, 5);
+    let options = || Options { layout: layout.clone(), ..Options::default() };
+    assert_eq!(stored_layout(dir.path()).expect("no store yet"), None);
+    {
+        let backend = open(dir.path(), options()).expect("open");
+        let mut db = Db::with_layout(&backend, layout.clone());
+        for argv in [
+            &["SET", "s", "v"][..],
+            &["HSET", "h", "f", "v"],
+            &["RPUSH", "l", "a", "b"],
+            &["SADD", "set", "m"],
+            &["ZADD", "z", "1", "m"],
+            &["SETBIT", "bits", "9", "1"],
+        ] {
+            assert!(!matches!(db.run(argv), Reply::Error(_)), "{argv:?}");
+        }
+        fill_hash(&mut db, "big", 2_000);
+        fill_zset(&mut db, "zbig", 2_000);
+        assert_eq!(db.run(&["DEL", "big", "zbig"]), Reply::Integer(2));
+        backend.compact().expect("compact");
+        let left: usize = [ColumnFamily::Subkey, ColumnFamily::Score]
+            .iter()
+            .map(|cf| {
+                backend.scan(*cf, &KeyRange::prefix(Vec::new()), Direction::Forward).expect("scan").count()
+            })
+            .sum();
+        assert_eq!(left, 1 + 2 + 1 + 2, "only the live hash, list, set and zset records stay");
+    }
+    assert_eq!(stored_layout(dir.path()).expect("read the manifest"), Some(layout.clone()));
+    let backend = open(dir.path(), options()).expect("reopen");
+    let mut db = Db::with_layout(&backend, layout.clone());
+    assert_eq!(db.run(&["GET", "s"]), bulk("v"));
+    assert_eq!(db.run(&["LRANGE", "l", "0", "-1"]), Reply::Array(vec![bulk("a"), bulk("b")]));
+    assert_eq!(db.run(&["ZSCORE", "z", "m"]), Reply::Double(1.0));
+    assert_eq!(db.run(&["TYPE", "bits"]), Reply::Status("string".into()));
+    assert_eq!(rediskv::fsck::check(&backend, &layout, now_ms()).expect("fsck"), vec![]);
+    let key = layout.metadata_key(b"s");
+    assert!(backend.get(ColumnFamily::Metadata, &key).expect("get").is_some(), "NeoKV's metadata key");
+}
+
 /// Three writers create, grow and delete hashes and zsets on their own keys while a fourth
 /// thread compacts in a loop (the compaction filter judging records as they are written):
 /// afterwards every key reads as its writer's model says and `fsck` finds nothing.
@@ -542,6 +591,11 @@ macro_rules! engine_scenarios {
         #[test]
         fn a_directory_with_another_layout_is_refused() {
             testkit::other_layout_refused(open);
+        }
+
+        #[test]
+        fn a_neokv_store_collects_its_garbage_and_reopens() {
+            testkit::neokv_layout_on_disk(open, |path: &std::path::Path| $krate::stored_layout(path));
         }
 
         #[test]

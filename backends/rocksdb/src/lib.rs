@@ -12,8 +12,10 @@
 //! ```
 //!
 //! # On disk
-//! Column families `metadata`, `default` (subkeys) and `zset_score`, as Kvrocks names them
-//! ([`rediskv_engine::CF_NAMES`]), and Kvrocks' `propagate` family holding this crate's two
+//! Column families `metadata`, `default` (subkeys), `zset_score` and `stream`, as Kvrocks
+//! names them ([`rediskv_engine::CF_NAMES`]) — under NeoKV's layout `redis_metadata`, `data`
+//! and `redis_zset_score`, as NeoKV names them ([`rediskv_engine::cf_name_for`]) — and
+//! Kvrocks' `propagate` family holding this crate's two
 //! records, the layout manifest and the version floor ([`rediskv_engine::MANIFEST_KEY`],
 //! [`rediskv_engine::FLOOR_KEY`]).
 //!
@@ -53,7 +55,7 @@ use rediskv::codec::{KeyLayout, KeyRange};
 use rediskv::gc::Decision as GcDecision;
 pub use rediskv_engine::{DiskBackend, Options, Sync};
 use rediskv_engine::{
-    FLOOR_KEY, GcFilter, MANIFEST_KEY, PendingWrites, Syncer, VersionFloor, backend_error, cf_name,
+    FLOOR_KEY, GcFilter, MANIFEST_KEY, PendingWrites, Syncer, VersionFloor, backend_error, cf_name_for,
     check_manifest, manifest,
 };
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
@@ -110,7 +112,8 @@ pub fn stored_layout(path: impl AsRef<Path>) -> Result<Option<rediskv::codec::Ke
     if !path.join("CURRENT").exists() {
         return Ok(None);
     }
-    let names = ColumnFamily::ALL.into_iter().map(cf_name).chain([OWN_CF]);
+    // The families that exist (their names depend on the layout, not known yet).
+    let names = DB::list_cf(&rocksdb::Options::default(), path).map_err(err)?;
     let db = DB::open_cf_for_read_only(&rocksdb::Options::default(), path, names, false).map_err(err)?;
     let own = db.cf_handle(OWN_CF).ok_or_else(|| err("propagate column family missing"))?;
     let Some(stored) = db.get_cf(own, MANIFEST_KEY).map_err(err)? else { return Ok(None) };
@@ -143,7 +146,7 @@ fn open_with(path: &Path, options: Options) -> Result<Backend> {
                         grace_ms: options.grace_ms,
                     });
                 }
-                cf_name(cf)
+                cf_name_for(&options.layout, cf)
             }
             None => OWN_CF,
         };
@@ -180,7 +183,8 @@ fn open_with(path: &Path, options: Options) -> Result<Backend> {
 
 impl Backend {
     fn cf(&self, cf: ColumnFamily) -> Result<&rocksdb::ColumnFamily> {
-        self.db.cf_handle(cf_name(cf)).ok_or_else(|| err(format!("column family {} missing", cf_name(cf))))
+        let name = cf_name_for(&self.options.layout, cf);
+        self.db.cf_handle(name).ok_or_else(|| err(format!("column family {name} missing")))
     }
 
     /// The options the directory was opened with.
@@ -314,7 +318,8 @@ impl CompactionFilterFactory for GcFactory {
 
     fn create(&mut self, _context: CompactionFilterContext) -> GcCompactionFilter {
         let db = self.slot.read().unwrap_or_else(|e| e.into_inner()).clone();
-        GcCompactionFilter { db, gc: GcFilter::new(&self.layout, self.cf, self.grace_ms) }
+        let metadata = cf_name_for(&self.layout, ColumnFamily::Metadata);
+        GcCompactionFilter { db, metadata, gc: GcFilter::new(&self.layout, self.cf, self.grace_ms) }
     }
 
     fn name(&self) -> &CStr {
@@ -326,13 +331,15 @@ impl CompactionFilterFactory for GcFactory {
 /// everything.
 struct GcCompactionFilter {
     db: Weak<DB>,
+    /// The name of the Metadata column family in this layout.
+    metadata: &'static str,
     gc: GcFilter,
 }
 
 impl CompactionFilter for GcCompactionFilter {
     fn filter(&mut self, _level: u32, key: &[u8], _value: &[u8]) -> Decision {
         let Some(db) = self.db.upgrade() else { return Decision::Keep };
-        let Some(metadata) = db.cf_handle(cf_name(ColumnFamily::Metadata)) else { return Decision::Keep };
+        let Some(metadata) = db.cf_handle(self.metadata) else { return Decision::Keep };
         match self.gc.decide(key, |k| db.get_pinned_cf(metadata, k).map(|v| v.map(|v| v.to_vec()))) {
             Ok(GcDecision::Drop) => Decision::Remove,
             Ok(GcDecision::Keep) | Err(_) => Decision::Keep,
