@@ -39,6 +39,7 @@ const ADMIN_ONLY: &[&str] = &[
     "debug",
     "shutdown",
     "slowlog",
+    "latency",
     "monitor",
     "client|kill",
     "client|list",
@@ -73,6 +74,7 @@ const CONTAINERS: &[&str] = &[
     "debug",
     "pubsub",
     "slowlog",
+    "latency",
 ];
 
 /// Read commands whose reply tells whether their key was found (INFO keyspace_hits/misses):
@@ -297,6 +299,8 @@ impl Client {
             return next;
         }
         self.count(state, &stat_name, Some(usec), &reply);
+        let fast = info.is_some_and(|i| i.has(flag::FAST));
+        state.latency.observe(if fast { "fast-command" } else { "command" }, usec, unix_secs());
         if state.slowlog.wants(usec)
             && !info.is_some_and(|i| i.has(flag::SKIP_SLOWLOG))
             && !refused_before_running(&reply)
@@ -526,6 +530,8 @@ impl Client {
                 state.maxmemory.store(config.number("maxmemory").max(0) as u64, Relaxed);
                 state.max_bulk.store(config.number("proto-max-bulk-len"), Relaxed);
                 state.slowlog.configure(&config);
+                state.latency.configure(&config);
+                state.stats.commands.tracking.store(config.get("latency-tracking") == "yes", Relaxed);
                 let max_keys = config.number("tracking-table-max-keys").max(0) as usize;
                 drop(config);
                 crate::notify::configure(state);
@@ -540,6 +546,7 @@ impl Client {
                 reply
             }
             "slowlog" => state.slowlog.command(argv),
+            "latency" => state.latency.command(argv, state, unix_secs()),
             "monitor" => arity(argv, 1, || {
                 state.monitors.add(&self.info);
                 Reply::OK
@@ -1612,7 +1619,7 @@ fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
     })
 }
 
-fn unix_secs() -> u64 {
+pub(crate) fn unix_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
@@ -1705,6 +1712,7 @@ const SERVER_COMMANDS: &[&str] = &[
     "save",
     "shutdown",
     "slowlog",
+    "latency",
     "monitor",
     "bgsave",
     "bgrewriteaof",

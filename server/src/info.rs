@@ -415,6 +415,31 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                 );
             }
         }
+        "latencystats" => {
+            let percentiles: Vec<f64> = config
+                .get("latency-tracking-info-percentiles")
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            for (name, (calls, buckets)) in stats.commands.histograms() {
+                let parts: Vec<String> = percentiles
+                    .iter()
+                    .map(|&p| {
+                        // The first bucket whose cumulative count reaches p% of the calls.
+                        let target = ((p / 100.0) * calls as f64).ceil().max(1.0) as u64;
+                        let mut seen = 0;
+                        let bucket = buckets.iter().position(|n| {
+                            seen += n;
+                            seen >= target
+                        });
+                        let usec = bucket.map_or(0, |b| 1u64 << b);
+                        let label = format!("{p}");
+                        format!("p{label}={usec}.000")
+                    })
+                    .collect();
+                let _ = write!(out, "latency_percentiles_usec_{name}:{}\r\n", parts.join(","));
+            }
+        }
         "errorstats" => {
             for (code, count) in lock(&stats.errors).iter() {
                 let _ = write!(out, "errorstat_{code}:count={count}\r\n");

@@ -23,6 +23,7 @@ mod blocking;
 mod config;
 mod conn;
 mod info;
+mod latency;
 mod maint;
 mod monitor;
 mod notify;

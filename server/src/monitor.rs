@@ -18,6 +18,7 @@ pub const ADMIN_SERVER_COMMANDS: &[&str] = &[
     "config",
     "debug",
     "slowlog",
+    "latency",
     "save",
     "bgsave",
     "bgrewriteaof",

@@ -152,6 +152,7 @@ pub fn run_command(state: &crate::state::State, job: &mut Job) -> (Reply, Vec<u8
         (&job.argv, job.name.as_str(), &job.engine, &job.info, job.tracks_reads);
     let session = &mut job.session;
     state.scripts.read_any.store(false, Relaxed);
+    let started = std::time::Instant::now();
     let reply = {
         let mut caller = Caller { state, engine, session, acl: &acl };
         match name {
@@ -161,6 +162,9 @@ pub fn run_command(state: &crate::state::State, job: &mut Job) -> (Reply, Vec<u8
             _ => fcall(argv, &mut caller, name == "fcall_ro"),
         }
     };
+    // The connection counted the call when it handed it here; the latency monitor sees the
+    // script's own run.
+    state.latency.observe("command", started.elapsed().as_micros() as u64, crate::admin::unix_secs());
     crate::admin::after_writes(state, engine, session);
     let mut pushes = Vec::new();
     if state.tracking.active() {

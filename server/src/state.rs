@@ -34,7 +34,7 @@ pub fn unix_micros() -> u64 {
 }
 
 /// Per-command counters (INFO commandstats).
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct CommandStat {
     /// Times the command ran.
     pub calls: u64,
@@ -44,6 +44,24 @@ pub struct CommandStat {
     pub rejected: u64,
     /// Ran and answered an error.
     pub failed: u64,
+    /// Calls per latency bucket: bucket `i` counts calls of at most `2^i` µs (over
+    /// `2^(i-1)`), as LATENCY HISTOGRAM reports them.
+    pub buckets: [u64; LATENCY_BUCKETS],
+}
+
+impl Default for CommandStat {
+    fn default() -> Self {
+        CommandStat { calls: 0, usec: 0, rejected: 0, failed: 0, buckets: [0; LATENCY_BUCKETS] }
+    }
+}
+
+/// Latency buckets per command: powers of two from 1 µs to about 36 minutes.
+pub const LATENCY_BUCKETS: usize = 32;
+
+/// The bucket of a call of `usec` µs.
+fn latency_bucket(usec: u64) -> usize {
+    let bits = (u64::BITS - usec.saturating_sub(1).leading_zeros()) as usize;
+    bits.min(LATENCY_BUCKETS - 1)
 }
 
 /// INFO commandstats: lock-free counters for every command of the library's table (every
@@ -51,13 +69,20 @@ pub struct CommandStat {
 #[derive(Debug)]
 pub struct CommandStats {
     rows: Box<[[AtomicU64; 4]]>,
+    buckets: Box<[[AtomicU64; LATENCY_BUCKETS]]>,
     other: Mutex<BTreeMap<String, CommandStat>>,
+    /// `latency-tracking`: whether calls fill the latency buckets.
+    pub tracking: AtomicBool,
 }
 
 impl Default for CommandStats {
     fn default() -> Self {
         let rows = rediskv::commands::table::all().iter().map(|_| Default::default()).collect();
-        CommandStats { rows, other: Mutex::default() }
+        let buckets = rediskv::commands::table::all()
+            .iter()
+            .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+            .collect();
+        CommandStats { rows, buckets, other: Mutex::default(), tracking: AtomicBool::new(true) }
     }
 }
 
@@ -70,21 +95,25 @@ impl CommandStats {
             None => [0, 0, 1, 0],
             Some(usec) => [1, usec, 0, u64::from(failed)],
         };
-        self.add(name, delta, max_other);
+        let bucket = usec.filter(|_| self.tracking.load(Relaxed)).map(latency_bucket);
+        self.add(name, delta, bucket, max_other);
     }
 
     /// Counts a failure of a call counted when it blocked (its answer, when served, was an
     /// error: an XREADGROUP whose group was destroyed).
     pub fn count_failure(&self, name: &str, max_other: usize) {
-        self.add(name, [0, 0, 0, 1], max_other);
+        self.add(name, [0, 0, 0, 1], None, max_other);
     }
 
-    fn add(&self, name: &str, delta: [u64; 4], max_other: usize) {
+    fn add(&self, name: &str, delta: [u64; 4], bucket: Option<usize>, max_other: usize) {
         if let Some(row) = rediskv::commands::table::position(name) {
             for (counter, n) in self.rows[row].iter().zip(delta) {
                 if n > 0 {
                     counter.fetch_add(n, Relaxed);
                 }
+            }
+            if let Some(b) = bucket {
+                self.buckets[row][b].fetch_add(1, Relaxed);
             }
             return;
         }
@@ -97,6 +126,9 @@ impl CommandStats {
         s.usec += delta[1];
         s.rejected += delta[2];
         s.failed += delta[3];
+        if let Some(b) = bucket {
+            s.buckets[b] += 1;
+        }
     }
 
     /// Every counted command, by name.
@@ -105,14 +137,30 @@ impl CommandStats {
         for (info, row) in rediskv::commands::table::all().iter().zip(self.rows.iter()) {
             let [calls, usec, rejected, failed] = row.each_ref().map(|c| c.load(Relaxed));
             if calls + rejected > 0 {
-                all.insert(info.name.to_string(), CommandStat { calls, usec, rejected, failed });
+                let buckets = [0; LATENCY_BUCKETS];
+                all.insert(info.name.to_string(), CommandStat { calls, usec, rejected, failed, buckets });
             }
         }
         all
     }
 
+    /// Every command whose latency was tracked: its tracked calls and their buckets.
+    pub fn histograms(&self) -> BTreeMap<String, (u64, [u64; LATENCY_BUCKETS])> {
+        let mut all: BTreeMap<String, (u64, [u64; LATENCY_BUCKETS])> = lock(&self.other)
+            .iter()
+            .map(|(name, s)| (name.clone(), (s.buckets.iter().sum(), s.buckets)))
+            .collect();
+        for (info, row) in rediskv::commands::table::all().iter().zip(self.buckets.iter()) {
+            let buckets = row.each_ref().map(|c| c.load(Relaxed));
+            all.insert(info.name.to_string(), (buckets.iter().sum(), buckets));
+        }
+        all.retain(|_, (calls, _)| *calls > 0);
+        all
+    }
+
     fn reset(&self) {
         self.rows.iter().flatten().for_each(|c| c.store(0, Relaxed));
+        self.buckets.iter().flatten().for_each(|c| c.store(0, Relaxed));
         lock(&self.other).clear();
     }
 }
@@ -353,6 +401,8 @@ pub struct State {
     pub slowlog: crate::slowlog::SlowLog,
     /// MONITOR's clients.
     pub monitors: crate::monitor::Monitors,
+    /// The latency monitor (LATENCY).
+    pub latency: crate::latency::Latency,
     /// The store every connection's database lives in.
     pub store: Store,
     /// ACL users and the ACL log.
@@ -403,6 +453,10 @@ impl State {
         let max_bulk = config.number("proto-max-bulk-len");
         let slowlog = crate::slowlog::SlowLog::default();
         slowlog.configure(&config);
+        let latency = crate::latency::Latency::default();
+        latency.configure(&config);
+        let stats = Stats::default();
+        stats.commands.tracking.store(config.get("latency-tracking") == "yes", Relaxed);
         let acl = crate::acl::Acl::default();
         acl.set_default_password(Some(config.get("requirepass").as_bytes()));
         State {
@@ -410,6 +464,7 @@ impl State {
             tracking: Default::default(),
             scripts: Default::default(),
             slowlog,
+            latency,
             monitors: Default::default(),
             engine: Arc::new(engine(&store, layout, DEFAULT_NAMESPACE)),
             tenants: Mutex::new(BTreeMap::new()),
@@ -419,7 +474,7 @@ impl State {
             maint: Default::default(),
             active_expire: AtomicBool::new(true),
             config: RwLock::new(config),
-            stats: Stats::default(),
+            stats,
             clients: Mutex::new(BTreeMap::new()),
             loops: std::sync::OnceLock::new(),
             connections: AtomicUsize::new(0),

@@ -198,3 +198,100 @@ fn client_pause_write_lets_read_only_scripts_through() {
     assert_eq!(c.cmd(&["EVAL_RO", "return 1", "0"]), Value::Int(1));
     assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), Value::Status("OK".into()));
 }
+
+/// The fields of a RESP2 map as (key, value) pairs.
+fn pairs(v: Value) -> Vec<(String, Value)> {
+    let Value::Array(Some(items)) = v else { panic!("not a map: {v:?}") };
+    let key = |k: &Value| if let Value::Int(n) = k { n.to_string() } else { k.text() };
+    items.chunks(2).map(|kv| (key(&kv[0]), kv[1].clone())).collect()
+}
+
+#[test]
+fn latency_histograms_follow_the_commands_run() {
+    let server = rediskv(&[]);
+    let mut c = server.client();
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    c.cmd(&["SET", "a", "b"]);
+    c.cmd(&["SET", "c", "d"]);
+    c.cmd(&["CLIENT", "ID"]);
+    c.cmd(&["CLIENT", "LIST"]);
+    let all = pairs(c.cmd(&["LATENCY", "HISTOGRAM"]));
+    let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["client|id", "client|list", "config|resetstat", "set"]);
+    let set = pairs(all[3].1.clone());
+    assert_eq!(set[0], ("calls".into(), Value::Int(2)));
+    // Cumulative counts per bucket, ending at the number of calls.
+    let buckets = pairs(set[1].1.clone());
+    assert_eq!(set[1].0, "histogram_usec");
+    assert_eq!(buckets.last().map(|(_, n)| n.clone()), Some(Value::Int(2)));
+    // A container names its subcommands; unknown names are skipped.
+    let client = pairs(c.cmd(&["LATENCY", "HISTOGRAM", "client", "blabla"]));
+    assert_eq!(client.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["client|id", "client|list"]);
+    assert_eq!(pairs(c.cmd(&["LATENCY", "HISTOGRAM", "blabla"])), vec![]);
+    let info = c.cmd(&["INFO", "latencystats"]).text();
+    assert!(info.contains("latency_percentiles_usec_set:p50="), "{info}");
+    // latency-tracking no: calls still counted, no histogram grows.
+    c.cmd(&["CONFIG", "SET", "latency-tracking", "no"]);
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    c.cmd(&["SET", "a", "b"]);
+    assert_eq!(pairs(c.cmd(&["LATENCY", "HISTOGRAM"])), vec![]);
+}
+
+#[test]
+fn latency_monitor_records_slow_commands() {
+    let server = rediskv(&["--enable-debug-command", "yes"]);
+    let mut c = server.client();
+    assert!(c.cmd(&["LATENCY", "DOCTOR"]).text().starts_with("I'm sorry, Dave, I can't do that."));
+    // Off by default: a slow command leaves nothing.
+    c.cmd(&["DEBUG", "SLEEP", "0.12"]);
+    assert_eq!(c.cmd(&["LATENCY", "LATEST"]), Value::Array(Some(vec![])));
+    c.cmd(&["CONFIG", "SET", "latency-monitor-threshold", "100"]);
+    c.cmd(&["DEBUG", "SLEEP", "0.05"]);
+    assert_eq!(c.cmd(&["LATENCY", "LATEST"]), Value::Array(Some(vec![])), "under the threshold");
+    c.cmd(&["DEBUG", "SLEEP", "0.15"]);
+    let Value::Array(Some(latest)) = c.cmd(&["LATENCY", "LATEST"]) else { panic!() };
+    let Value::Array(Some(event)) = &latest[0] else { panic!("{latest:?}") };
+    assert_eq!(event[0].text(), "command");
+    let (Value::Int(time), Value::Int(ms), Value::Int(max)) = (&event[1], &event[2], &event[3]) else {
+        panic!()
+    };
+    assert!((150..1500).contains(ms) && max == ms, "{event:?}");
+    let Value::Array(Some(history)) = c.cmd(&["LATENCY", "HISTORY", "command"]) else { panic!() };
+    assert_eq!(history, vec![Value::Array(Some(vec![Value::Int(*time), Value::Int(*ms)]))]);
+    assert!(
+        c.cmd(&["LATENCY", "GRAPH", "command"])
+            .text()
+            .starts_with(&format!("command - high {ms} ms, low {ms} ms"))
+    );
+    let doctor = c.cmd(&["LATENCY", "DOCTOR"]).text();
+    assert!(doctor.contains("1. command: 1 latency spikes"), "{doctor}");
+    assert!(doctor.contains("Check your Slow Log"), "{doctor}");
+    assert_eq!(c.cmd(&["LATENCY", "RESET", "nope"]), Value::Int(0));
+    assert_eq!(c.cmd(&["LATENCY", "RESET"]), Value::Int(1));
+    assert_eq!(c.cmd(&["LATENCY", "LATEST"]), Value::Array(Some(vec![])));
+}
+
+#[test]
+fn latency_errors_and_reports_are_redis_words() {
+    common::same_as_redis(|server| {
+        let mut c = server.client();
+        let mut replies = Vec::new();
+        for args in [
+            &["LATENCY", "DOCTOR"][..],
+            &["CONFIG", "SET", "latency-monitor-threshold", "1000"],
+            &["LATENCY", "DOCTOR"],
+            &["LATENCY", "LATEST"],
+            &["LATENCY", "HISTORY", "command"],
+            &["LATENCY", "GRAPH", "command"],
+            &["LATENCY", "RESET", "command", "other"],
+            &["LATENCY", "HELP"],
+            &["LATENCY", "HELP", "x"],
+            &["LATENCY", "LATEST", "x"],
+            &["LATENCY", "NOPE"],
+            &["LATENCY"],
+        ] {
+            replies.push(c.cmd(args));
+        }
+        replies
+    });
+}
