@@ -20,6 +20,7 @@
 mod acl;
 mod admin;
 mod blocking;
+mod cmsgpack;
 mod config;
 mod conn;
 mod info;

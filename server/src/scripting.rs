@@ -8,8 +8,8 @@
 //! [`rediskv::commands::Engine::atomically`]: alone, seeing its own writes, committed as one
 //! batch (a script that fails after writing keeps its writes, as in Redis).
 //!
-//! The sandbox follows Redis': the `base`, `table`, `string` and `math` libraries, `bit` and
-//! `cjson` (written here), no `loadfile`/`dofile`; globals can be neither created nor read
+//! The sandbox follows Redis': the `base`, `table`, `string` and `math` libraries, `bit`,
+//! `cjson` and `cmsgpack` (written here), no `loadfile`/`dofile`; globals can be neither created nor read
 //! when undefined; replies convert between Lua and RESP as Redis converts them, RESP3
 //! included after `redis.setresp(3)`; errors carry Redis' `script: …, on @user_script:N.`
 //! suffix. A script past `busy-reply-threshold` makes other threads' clients get BUSY, and
@@ -493,6 +493,7 @@ impl Vm {
         }
         g.set("bit", bit_library(&lua)?)?;
         g.set("cjson", cjson_library(&lua)?)?;
+        g.set("cmsgpack", crate::cmsgpack::library(&lua)?)?;
         let redis = lua.create_table()?;
         redis.set("call", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, true))?)?;
         // The Redis version this server answers as (INFO's redis_version).
@@ -703,6 +704,21 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
         }
     }
     Ok(table)
+}
+
+/// Where a library function was called from, as `luaL_where` words it for the script:
+/// `user_script:3: ` (empty when no Lua frame calls it).
+pub(crate) fn caller_place(lua: &Lua) -> String {
+    let mut level = 1;
+    while let Some(frame) = lua.inspect_stack(level) {
+        let source = frame.source();
+        if source.what != "C" {
+            let place = source.short_src.as_deref().unwrap_or("?");
+            return format!("{place}:{}: ", frame.curr_line());
+        }
+        level += 1;
+    }
+    String::new()
 }
 
 /// The text of a Lua error without mlua's decorations.

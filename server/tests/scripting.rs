@@ -290,6 +290,44 @@ fn eval_matches_redis() {
     same_as_redis(eval_script);
 }
 
+/// cmsgpack: every encoding form (integers of each width, float32/64, strings of each
+/// length class, arrays and maps of each size class, nesting cut at 16), the unpack
+/// variants' offsets, and the errors, byte for byte as redis-server.
+fn cmsgpack_script(server: &Server) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut c = server.client();
+    let scripts = [
+        "return cmsgpack.pack(0, 127, 128, 255, 256, 65535, 65536, 4294967295, 4294967296, -1, -32, -33, -128, -129, -32768, -32769, -2147483648, -2147483649)",
+        "return cmsgpack.pack(0.1, 0.5, -1.25, 1e300, 1/0, -1/0, 2^63, -2^63)",
+        "return cmsgpack.pack('', string.rep('a', 31), string.rep('b', 32), string.rep('c', 255), string.rep('d', 256), string.rep('e', 65536))",
+        "local t = {} for i = 1, 16 do t[i] = i end local m = {} for i = 1, 16 do m['k' .. i] = i end return cmsgpack.pack({}, {1, 2}, t, {a = 1}, {[1] = 1, [3] = 3}, {[0] = 1})",
+        "local a = {} a[1] = a return cmsgpack.pack(a)",
+        "return cmsgpack.pack(true, false, nil, print)",
+        "local big = {} for i = 1, 70000 do big[i] = i % 7 end local u = cmsgpack.unpack(cmsgpack.pack(big)) return {#u, u[1], u[70000]}",
+        "local t = cmsgpack.unpack(cmsgpack.pack({1, 'x', {k = 2.5, n = {true}}})) return {t[1], t[2], tostring(t[3].k), tostring(t[3].n[1])}",
+        "return {cmsgpack.unpack(cmsgpack.pack(1, 'two', 3))}",
+        "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3))}",
+        "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 2)}",
+        "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2)}",
+        "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 5, 1)}",
+        "return {cmsgpack.unpack_limit(cmsgpack.pack(1), 1, 5)}",
+        "return {cmsgpack.unpack_limit(cmsgpack.pack(1), -1, 0)}",
+        "return cmsgpack.unpack(string.char(0xdc, 0, 5, 1))",
+        "return cmsgpack.unpack(string.char(0xc4, 1, 1))",
+        "return cmsgpack.unpack(string.char(0xcb, 0, 0))",
+        "return cmsgpack.pack()",
+    ];
+    for script in scripts {
+        out.push(c.cmd(&["EVAL", script, "0"]));
+    }
+    out
+}
+
+#[test]
+fn cmsgpack_matches_redis() {
+    same_as_redis(cmsgpack_script);
+}
+
 #[test]
 fn functions_match_redis() {
     same_as_redis(function_script);
