@@ -149,26 +149,32 @@ fn encode_len(n: usize, fix: u8, sixteen: u8, out: &mut Vec<u8>) {
 }
 
 fn encode_table(t: &Table, out: &mut Vec<u8>, level: usize) -> mlua::Result<()> {
-    let pairs: Vec<(Value, Value)> = t.clone().pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
-    // An array when the keys are exactly 1..n (positive whole numbers, as many as the largest).
+    // An array when the keys are exactly 1..n (positive whole numbers, as many as the
+    // largest). Two walks, each holding one pair at a time: a table of 100,000 keys must not
+    // pin 200,000 references at once.
     let index = |k: &Value| match k {
         Value::Integer(i) if *i > 0 && *i <= i64::from(i32::MAX) => Some(*i as usize),
         Value::Number(n) if *n > 0.0 && n.fract() == 0.0 && *n <= f64::from(i32::MAX) => Some(*n as usize),
         _ => None,
     };
-    let max = pairs.iter().map(|(k, _)| index(k)).try_fold(0, |m, i| i.map(|i| m.max(i)));
-    if max == Some(pairs.len()) {
+    let (mut count, mut max) = (0usize, Some(0usize));
+    t.for_each(|k: Value, _: Value| {
+        count += 1;
+        max = max.zip(index(&k)).map(|(m, i)| m.max(i));
+        Ok(())
+    })?;
+    if max == Some(count) {
         let len = t.raw_len();
         encode_len(len, 0x90, 0xdc, out);
         for i in 1..=len {
             encode(&t.raw_get::<Value>(i)?, out, level + 1)?;
         }
     } else {
-        encode_len(pairs.len(), 0x80, 0xde, out);
-        for (k, v) in &pairs {
-            encode(k, out, level + 1)?;
-            encode(v, out, level + 1)?;
-        }
+        encode_len(count, 0x80, 0xde, out);
+        t.for_each(|k: Value, v: Value| {
+            encode(&k, out, level + 1)?;
+            encode(&v, out, level + 1)
+        })?;
     }
     Ok(())
 }

@@ -463,6 +463,14 @@ loadstring = function(s, ...)
   if type(s) == 'string' and string.byte(s, 1) == 27 then return nil, 'binary chunks are not allowed' end
   return loadstring_(s, ...)
 end
+-- Redis' pcall: an error reply raised by redis.call (or a library) comes back as its text.
+local pcall_ = pcall
+local error_text = __redis__error_text
+pcall = function(f, ...)
+  local result = {pcall_(f, ...)}
+  if not result[1] then return false, error_text(result[2]) end
+  return unpack(result, 1, table.maxn(result))
+end
 function __redis__run(f, keys, args)
   return xpcall(function() return f(keys, args) end, __redis__err__handler)
 end
@@ -487,6 +495,7 @@ impl Vm {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
         let g = lua.globals();
         g.set("__redis__err__handler", lua.create_function(error_handler)?)?;
+        g.set("__redis__error_text", lua.create_function(error_text)?)?;
         g.set("__redis__slot", lua.create_table()?)?;
         for name in ["loadfile", "dofile", "print"] {
             g.set(name, Value::Nil)?;
@@ -500,6 +509,7 @@ impl Vm {
         redis.set("REDIS_VERSION", crate::info::REDIS_VERSION)?;
         redis.set("REDIS_VERSION_NUM", redis_version_num(crate::info::REDIS_VERSION))?;
         redis.set("pcall", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, false))?)?;
+        redis.set("acl_check_cmd", lua.create_function(redis_acl_check_cmd)?)?;
         redis.set(
             "sha1hex",
             lua.create_function(|_, args: MultiValue| match args.iter().collect::<Vec<_>>()[..] {
@@ -597,7 +607,7 @@ impl Vm {
             let loading = lua.create_table()?;
             for pair in redis.clone().pairs::<Value, Value>() {
                 let (k, v) = pair?;
-                if !matches!(&k, Value::String(s) if s.as_bytes().as_ref() == b"call" || s.as_bytes().as_ref() == b"pcall") {
+                if !matches!(&k, Value::String(s) if [&b"call"[..], b"pcall", b"acl_check_cmd"].contains(&s.as_bytes().as_ref())) {
                     loading.raw_set(k, v)?;
                 }
             }
@@ -645,6 +655,40 @@ impl Vm {
 /// `redis.call` (`raise`) and `redis.pcall`: runs a command through the runner the current
 /// invocation bound. `redis.call` raises an error reply as the script's error: the table is
 /// kept in the registry for the error handler, since a Rust function raises only strings.
+/// A `redis.call`'s arguments as a command: strings, integers, and numbers as Lua prints
+/// them; `Ok(Err(text))` is the error reply Redis gives for anything else, or for none.
+fn lua_argv(lua: &Lua, values: &MultiValue) -> mlua::Result<Result<Vec<Bytes>, &'static str>> {
+    const NOT_STRING: &str = "ERR Lua redis lib command arguments must be strings or integers";
+    let mut argv = Vec::with_capacity(values.len());
+    for v in values.iter() {
+        match v {
+            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::Integer(n) => argv.push(Bytes::from(n.to_string())),
+            // Lua's own number to string (`%.14g`), as Redis' lua_tolstring.
+            Value::Number(_) => match lua.coerce_string(v.clone())? {
+                Some(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
+                None => return Ok(Err(NOT_STRING)),
+            },
+            _ => return Ok(Err(NOT_STRING)),
+        }
+    }
+    if argv.is_empty() {
+        return Ok(Err("ERR Please specify at least one argument for this redis lib call"));
+    }
+    Ok(Ok(argv))
+}
+
+/// `redis.acl_check_cmd`, through the running script's slot.
+fn redis_acl_check_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
+    let slot: Table = lua.globals().raw_get("__redis__slot")?;
+    match slot.raw_get::<Value>("acl_check_cmd")? {
+        Value::Function(f) => f.call::<Value>(args),
+        _ => Err(mlua::Error::RuntimeError(
+            "redis.acl_check_cmd can only be called inside a script invocation".into(),
+        )),
+    }
+}
+
 fn redis_call(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
     let slot: Table = lua.globals().raw_get("__redis__slot")?;
     let reply = match slot.raw_get::<Value>("fn")? {
@@ -668,6 +712,28 @@ fn redis_call(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
         }
     }
     Ok(reply)
+}
+
+/// What Redis' `pcall` gives for an error: the `err` text of an error reply (raised by
+/// `redis.call`, or a table a script raised), the message of a library's error, any other
+/// value as it is.
+fn error_text(lua: &Lua, err: Value) -> mlua::Result<Value> {
+    let pending: Value = lua.named_registry_value("__redis_pending_error")?;
+    lua.unset_named_registry_value("__redis_pending_error")?;
+    let table = match (&err, pending) {
+        (Value::Table(t), _) => Some(t.clone()),
+        (Value::Error(_), Value::Table(t)) => Some(t),
+        _ => None,
+    };
+    if let Some(text) =
+        table.and_then(|t| t.raw_get::<Value>("err").ok()).filter(|v| matches!(v, Value::String(_)))
+    {
+        return Ok(text);
+    }
+    Ok(match err {
+        Value::Error(e) => Value::String(lua.create_string(lua_message(&e))?),
+        other => other,
+    })
 }
 
 /// Redis' `__redis__err__handler`: an error becomes an `{err=…}` table (a string error gets
@@ -706,19 +772,16 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
     Ok(table)
 }
 
-/// Where a library function was called from, as `luaL_where` words it for the script:
-/// `user_script:3: ` (empty when no Lua frame calls it).
+/// Where a library function was called from, as `luaL_where(L, 1)` words it: `user_script:3: `
+/// when script code called it, empty when a C function did (`pcall(cmsgpack.unpack, …)`).
 pub(crate) fn caller_place(lua: &Lua) -> String {
-    let mut level = 1;
-    while let Some(frame) = lua.inspect_stack(level) {
-        let source = frame.source();
-        if source.what != "C" {
-            let place = source.short_src.as_deref().unwrap_or("?");
-            return format!("{place}:{}: ", frame.curr_line());
+    match lua.inspect_stack(1) {
+        Some(frame) if frame.source().what != "C" && frame.curr_line() > 0 => {
+            let source = frame.source();
+            format!("{}:{}: ", source.short_src.as_deref().unwrap_or("?"), frame.curr_line())
         }
-        level += 1;
+        _ => String::new(),
     }
-    String::new()
 }
 
 /// The text of a Lua error without mlua's decorations.
@@ -1073,33 +1136,28 @@ fn run_once(
     let _ = lua.set_named_registry_value("__redis_resp", 2);
     let call = RefCell::new(call);
     let result = lua.scope(|scope| {
-        let raw = scope.create_function(|lua, values: MultiValue| {
-            let mut argv = Vec::with_capacity(values.len());
-            for v in values.iter() {
-                match v {
-                    Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-                    Value::Integer(n) => argv.push(Bytes::from(n.to_string())),
-                    Value::Number(_) => match lua.coerce_string(v.clone())? {
-                        // Lua's own number to string (`%.14g`), as Redis' lua_tolstring.
-                        Some(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-                        None => {
-                            return error_table(
-                                lua,
-                                "ERR Lua redis lib command arguments must be strings or integers",
-                            );
-                        }
-                    },
-                    _ => {
-                        return error_table(
-                            lua,
-                            "ERR Lua redis lib command arguments must be strings or integers",
-                        );
-                    }
+        // redis.acl_check_cmd: whether the script's user may run the command.
+        let acl_check_cmd = scope.create_function(|lua, values: MultiValue| {
+            // Errors are raised as Redis raises them: the error reply as the script's error.
+            let raise = |text: &str| -> mlua::Error {
+                match error_table(lua, text)
+                    .and_then(|t| lua.set_named_registry_value("__redis_pending_error", t))
+                {
+                    Ok(()) => mlua::Error::RuntimeError(text.trim_start_matches("ERR ").into()),
+                    Err(e) => e,
                 }
+            };
+            let argv = lua_argv(lua, &values)?.map_err(raise)?;
+            if crate::acl::resolve(&argv).is_err() {
+                return Err(raise("ERR Invalid command passed to redis.acl_check_cmd()"));
             }
-            if argv.is_empty() {
-                return error_table(lua, "ERR Please specify at least one argument for this redis lib call");
-            }
+            Ok(acl(&argv).is_ok())
+        })?;
+        let raw = scope.create_function(|lua, values: MultiValue| {
+            let argv = match lua_argv(lua, &values)? {
+                Ok(argv) => argv,
+                Err(text) => return error_table(lua, text),
+            };
             let reply = match check_command(&argv, read_only, acl) {
                 Err(text) => return error_table(lua, &format!("ERR {text}")),
                 Ok(found) => {
@@ -1151,6 +1209,7 @@ fn run_once(
         })?;
         let slot: Table = lua.globals().get("__redis__slot")?;
         slot.raw_set("fn", raw)?;
+        slot.raw_set("acl_check_cmd", acl_check_cmd)?;
         let g = lua.globals();
         let key_table = lua.create_sequence_from(
             keys.iter().map(|k| lua.create_string(&k[..])).collect::<mlua::Result<Vec<_>>>()?,
@@ -1496,9 +1555,10 @@ fn cjson_library(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.set(
         "encode",
-        lua.create_function(|_, v: Value| {
+        lua.create_function(|lua, v: Value| {
             let mut out = String::new();
-            encode_json(&v, &mut out, 0).map_err(mlua::Error::RuntimeError)?;
+            let config = cjson_config(lua);
+            encode_json(&v, &mut out, 0, &config).map_err(mlua::Error::RuntimeError)?;
             Ok(out)
         })?,
     )?;
@@ -1507,7 +1567,8 @@ fn cjson_library(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|lua, s: mlua::String| {
             let bytes = s.as_bytes();
             let mut at = 0;
-            let v = decode_json(lua, &bytes, &mut at, 0).map_err(mlua::Error::RuntimeError)?;
+            let max_depth = cjson_config(lua).decode_max_depth;
+            let v = decode_json(lua, &bytes, &mut at, 0, max_depth).map_err(mlua::Error::RuntimeError)?;
             skip_ws(&bytes, &mut at);
             if at != bytes.len() {
                 return Err(mlua::Error::RuntimeError(
@@ -1519,21 +1580,111 @@ fn cjson_library(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     t.set("null", Value::LightUserData(mlua::LightUserData(std::ptr::null_mut())))?;
+    // lua-cjson's settings: each takes an optional new value and answers the current one.
+    let depth = |name: &'static str, field: fn(&mut CjsonConfig) -> &mut i64| {
+        lua.create_function(move |lua, value: Option<i64>| {
+            let mut config = cjson_config(lua);
+            if let Some(n) = value {
+                if !(1..=i64::from(i32::MAX)).contains(&n) {
+                    let place = caller_place(lua);
+                    return Err(mlua::Error::RuntimeError(format!(
+                        "{place}bad argument #1 to '{name}' (expected integer between 1 and 2147483647)"
+                    )));
+                }
+                *field(&mut config) = n;
+                lua.set_app_data(config.clone());
+            }
+            Ok(*field(&mut config))
+        })
+    };
+    t.set("encode_max_depth", depth("encode_max_depth", |c| &mut c.encode_max_depth)?)?;
+    t.set("decode_max_depth", depth("decode_max_depth", |c| &mut c.decode_max_depth)?)?;
+    t.set(
+        "encode_keep_buffer",
+        lua.create_function(|lua, on: Option<Value>| {
+            let mut config = cjson_config(lua);
+            if let Some(on) = on.filter(|v| !v.is_nil()) {
+                config.keep_buffer = cjson_switch(lua, &on, "encode_keep_buffer", &["off", "on"])? == 1;
+                lua.set_app_data(config.clone());
+            }
+            Ok(config.keep_buffer)
+        })?,
+    )?;
+    t.set(
+        "encode_invalid_numbers",
+        lua.create_function(|lua, on: Option<Value>| {
+            let mut config = cjson_config(lua);
+            if let Some(on) = on.filter(|v| !v.is_nil()) {
+                config.invalid_numbers =
+                    cjson_switch(lua, &on, "encode_invalid_numbers", &["off", "on", "null"])?;
+                lua.set_app_data(config.clone());
+            }
+            Ok(match config.invalid_numbers {
+                0 => Value::Boolean(false),
+                1 => Value::Boolean(true),
+                _ => Value::String(lua.create_string("null")?),
+            })
+        })?,
+    )?;
     Ok(t)
 }
 
-fn encode_json(v: &Value, out: &mut String, depth: usize) -> Result<(), String> {
-    if depth > 1000 {
-        return Err("Cannot serialise, excessive nesting (1001)".into());
+/// lua-cjson's settings for one Lua state.
+#[derive(Debug, Clone)]
+struct CjsonConfig {
+    encode_max_depth: i64,
+    decode_max_depth: i64,
+    /// 0: NaN and Inf are errors; 1: written as `nan`/`inf`; 2: written as `null`.
+    invalid_numbers: u8,
+    /// Kept for `encode_keep_buffer`'s answer; buffers are not kept between calls here.
+    keep_buffer: bool,
+}
+
+impl Default for CjsonConfig {
+    fn default() -> Self {
+        CjsonConfig { encode_max_depth: 1000, decode_max_depth: 1000, invalid_numbers: 0, keep_buffer: true }
+    }
+}
+
+fn cjson_config(lua: &Lua) -> CjsonConfig {
+    lua.app_data_ref::<CjsonConfig>().map(|c| c.clone()).unwrap_or_default()
+}
+
+/// An on/off (or enumerated) setting: a boolean, or one of `options` by name.
+fn cjson_switch(lua: &Lua, v: &Value, name: &str, options: &[&str]) -> mlua::Result<u8> {
+    match v {
+        Value::Boolean(b) => Ok(u8::from(*b)),
+        Value::String(s) => {
+            let text = s.to_string_lossy();
+            options.iter().position(|o| *o == text).map(|i| i as u8).ok_or_else(|| {
+                mlua::Error::RuntimeError(format!(
+                    "{}bad argument #1 to '{name}' (invalid option '{text}')",
+                    caller_place(lua)
+                ))
+            })
+        }
+        _ => Err(mlua::Error::RuntimeError(format!(
+            "{}bad argument #1 to '{name}' (string expected)",
+            caller_place(lua)
+        ))),
+    }
+}
+
+fn encode_json(v: &Value, out: &mut String, depth: usize, config: &CjsonConfig) -> Result<(), String> {
+    if depth as i64 >= config.encode_max_depth && matches!(v, Value::Table(_)) {
+        return Err(format!("Cannot serialise, excessive nesting ({})", depth + 1));
     }
     match v {
         Value::Nil | Value::LightUserData(_) => out.push_str("null"),
         Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Integer(n) => out.push_str(&n.to_string()),
+        Value::Number(n) if !n.is_finite() => match config.invalid_numbers {
+            0 => return Err("Cannot serialise number: must not be NaN or Inf".into()),
+            1 if n.is_nan() => out.push_str("nan"),
+            1 => out.push_str(if *n > 0.0 { "inf" } else { "-inf" }),
+            _ => out.push_str("null"),
+        },
         Value::Number(n) => {
-            if n.is_nan() || n.is_infinite() {
-                return Err("Cannot serialise number: must not be NaN or Inf".into());
-            }
             if n.fract() == 0.0 && n.abs() < 1e14 {
                 out.push_str(&(*n as i64).to_string());
             } else {
@@ -1567,7 +1718,7 @@ fn encode_json(v: &Value, out: &mut String, depth: usize) -> Result<(), String> 
                     if i > 1 {
                         out.push(',');
                     }
-                    encode_json(&t.raw_get::<Value>(i).map_err(|e| e.to_string())?, out, depth + 1)?;
+                    encode_json(&t.raw_get::<Value>(i).map_err(|e| e.to_string())?, out, depth + 1, config)?;
                 }
                 out.push(']');
             } else if count == 0 {
@@ -1592,7 +1743,7 @@ fn encode_json(v: &Value, out: &mut String, depth: usize) -> Result<(), String> 
                     out.push('"');
                     out.push_str(&key.replace('\\', "\\\\").replace('"', "\\\""));
                     out.push_str("\":");
-                    encode_json(&v, out, depth + 1)?;
+                    encode_json(&v, out, depth + 1, config)?;
                 }
                 out.push('}');
             }
@@ -1608,10 +1759,14 @@ fn skip_ws(b: &[u8], at: &mut usize) {
     }
 }
 
-fn decode_json(lua: &Lua, b: &[u8], at: &mut usize, depth: usize) -> Result<Value, String> {
+fn decode_json(lua: &Lua, b: &[u8], at: &mut usize, depth: usize, max_depth: i64) -> Result<Value, String> {
     skip_ws(b, at);
-    if depth > 1000 {
-        return Err(format!("Found too many nested data structures (1001) at character {}", *at + 1));
+    if depth as i64 >= max_depth && matches!(b.get(*at), Some(b'{' | b'[')) {
+        return Err(format!(
+            "Found too many nested data structures ({}) at character {}",
+            depth + 1,
+            *at + 1
+        ));
     }
     let bad = |at: usize| format!("Expected value but found invalid token at character {}", at + 1);
     match b.get(*at) {
@@ -1625,13 +1780,13 @@ fn decode_json(lua: &Lua, b: &[u8], at: &mut usize, depth: usize) -> Result<Valu
             }
             loop {
                 skip_ws(b, at);
-                let k = decode_json(lua, b, at, depth + 1)?;
+                let k = decode_json(lua, b, at, depth + 1, max_depth)?;
                 skip_ws(b, at);
                 if b.get(*at) != Some(&b':') {
                     return Err(format!("Expected colon but found invalid token at character {}", *at + 1));
                 }
                 *at += 1;
-                let v = decode_json(lua, b, at, depth + 1)?;
+                let v = decode_json(lua, b, at, depth + 1, max_depth)?;
                 t.raw_set(k, v).map_err(|e| e.to_string())?;
                 skip_ws(b, at);
                 match b.get(*at) {
@@ -1659,7 +1814,7 @@ fn decode_json(lua: &Lua, b: &[u8], at: &mut usize, depth: usize) -> Result<Valu
             }
             let mut i = 1;
             loop {
-                let v = decode_json(lua, b, at, depth + 1)?;
+                let v = decode_json(lua, b, at, depth + 1, max_depth)?;
                 t.raw_set(i, v).map_err(|e| e.to_string())?;
                 i += 1;
                 skip_ws(b, at);

@@ -323,6 +323,60 @@ fn cmsgpack_script(server: &Server) -> Vec<Value> {
     out
 }
 
+/// redis.acl_check_cmd for the default user and a restricted one, its errors, and its
+/// absence while a library loads.
+fn acl_check_cmd_script(server: &Server) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut c = server.client();
+    let scripts = [
+        "return {redis.acl_check_cmd('set', 'a', 'b'), redis.acl_check_cmd('get', 'a')}",
+        "return redis.acl_check_cmd('nosuch')",
+        "return redis.acl_check_cmd()",
+        "return redis.acl_check_cmd({})",
+        "return redis.pcall('acl_check_cmd')",
+        "local ok, e = pcall(redis.acl_check_cmd, 'nosuch') return {ok, e['err']}",
+    ];
+    for script in scripts {
+        out.push(c.cmd(&["EVAL", script, "0"]));
+    }
+    out.push(c.cmd(&["ACL", "SETUSER", "bob", "on", "nopass", "~a*", "+get", "+eval"]));
+    out.push(c.cmd(&["AUTH", "bob", "x"]));
+    for args in [["get", "a1"], ["get", "b1"], ["set", "a1"]] {
+        let script = format!("return redis.acl_check_cmd('{}', '{}') and 1 or 0", args[0], args[1]);
+        out.push(c.cmd(&["EVAL", &script, "0"]));
+    }
+    let mut d = server.client();
+    out.push(d.cmd(&["FUNCTION", "LOAD", "#!lua name=lib\nredis.acl_check_cmd('get', 'x')"]));
+    out
+}
+
+#[test]
+fn acl_check_cmd_matches_redis() {
+    same_as_redis(acl_check_cmd_script);
+}
+
+/// cjson's settings: keep-buffer, nesting limits both ways, invalid numbers, their errors.
+fn cjson_settings_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    [
+        "return {tostring(cjson.encode_keep_buffer(false)), tostring(cjson.encode_keep_buffer())}",
+        "cjson.encode_max_depth(1) local ok, e = pcall(cjson.encode, {a = {1}}) local ok1 = pcall(cjson.encode, {1}) cjson.encode_max_depth(1000) return {tostring(ok), e, tostring(ok1)}",
+        "cjson.decode_max_depth(1) local ok, e = pcall(cjson.decode, '{\"obj\": {\"array\": [1,2,3,4]}}') cjson.decode_max_depth(1000) return {tostring(ok), e}",
+        "local ok, e = pcall(cjson.encode, {num1 = 0/0}) cjson.encode_invalid_numbers(true) local s = cjson.encode({-1/0}) cjson.encode_invalid_numbers('null') local n = cjson.encode({0/0}) cjson.encode_invalid_numbers(false) return {tostring(ok), e, s, n}",
+        "return {cjson.encode_max_depth(), cjson.decode_max_depth(), tostring(cjson.encode_invalid_numbers())}",
+        "return cjson.encode_max_depth(0)",
+        "return cjson.encode_invalid_numbers('maybe')",
+    ]
+    .iter()
+    .map(|script| c.cmd(&["EVAL", script, "0"]))
+    .collect()
+}
+
+#[test]
+fn cjson_settings_match_redis() {
+    same_as_redis(cjson_settings_script);
+}
+
 #[test]
 fn cmsgpack_matches_redis() {
     same_as_redis(cmsgpack_script);
