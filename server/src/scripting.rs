@@ -475,15 +475,45 @@ function __redis__run(f, keys, args)
   return xpcall(function() return f(keys, args) end, __redis__err__handler)
 end
 local G = _G
+local function readonly() error('Attempt to modify a readonly table', 2) end
+-- What getmetatable answers for a protected table: a table nobody can change.
+local sealed = setmetatable({}, {__newindex = readonly, __metatable = false})
+local protected = {}
+-- Library tables reach scripts as read-only views, as Redis makes them read-only.
+local views, originals = {}, {}
+for _, name in ipairs({'redis', 'cjson', 'cmsgpack', 'bit', 'string', 'math', 'table'}) do
+  local view = setmetatable({}, {__index = G[name], __newindex = readonly, __metatable = sealed})
+  originals[name] = G[name]
+  views[name] = view
+  protected[view] = true
+end
+local setmetatable_ = setmetatable
+local env_setmetatable = function(t, mt)
+  -- Raised without a place, as by Redis' C setmetatable.
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
+  return setmetatable_(t, mt)
+end
+-- While a library loads, its code sees `redis` (its registration table) and nothing else,
+-- as in Redis; the functions it registers see every global when they run.
+local loading = false
+function __redis__set_loading(on) loading = on end
 __redis__env = setmetatable({}, {
-  __index = function(_, k)
+  __index = function(env, k)
+    if loading and k ~= 'redis' then
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end
+    if k == '_G' then return env end
+    if k == 'setmetatable' then return env_setmetatable end
     local v = rawget(G, k)
+    -- The view of a library table (while a library loads, `redis` is its own table).
+    if v ~= nil and v == originals[k] then v = views[k] end
     if v == nil then error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2) end
     return v
   end,
-  __newindex = function() error('Attempt to modify a readonly table', 2) end,
-  __metatable = false,
+  __newindex = readonly,
+  __metatable = sealed,
 })
+protected[__redis__env] = true
 "#;
 
 thread_local! {
@@ -604,16 +634,37 @@ impl Vm {
             // as Redis' load-time `redis` table.
             let g = lua.globals();
             let redis: Table = g.get("redis")?;
+            // What Redis' load-time `redis` holds: registration, logging, the version.
             let loading = lua.create_table()?;
-            for pair in redis.clone().pairs::<Value, Value>() {
-                let (k, v) = pair?;
-                if !matches!(&k, Value::String(s) if [&b"call"[..], b"pcall", b"acl_check_cmd"].contains(&s.as_bytes().as_ref())) {
-                    loading.raw_set(k, v)?;
-                }
+            for name in [
+                "log",
+                "LOG_DEBUG",
+                "LOG_VERBOSE",
+                "LOG_NOTICE",
+                "LOG_WARNING",
+                "REDIS_VERSION",
+                "REDIS_VERSION_NUM",
+            ] {
+                loading.raw_set(name, redis.raw_get::<Value>(name)?)?;
             }
-            loading.raw_set("register_function", register)?;
+            // The registration outlives the load in the library's closures: past it, it
+            // refuses (the scoped function behind it is gone).
+            let slot: Table = g.get("__redis__slot")?;
+            slot.raw_set("register", register)?;
+            loading.raw_set(
+                "register_function",
+                lua.create_function(|lua, args: MultiValue| {
+                    let slot: Table = lua.globals().raw_get("__redis__slot")?;
+                    match slot.raw_get::<Value>("register")? {
+                        Value::Function(f) => f.call::<()>(args),
+                        _ => Err(mlua::Error::RuntimeError(
+                            "redis.register_function can only be called on FUNCTION LOAD command".into(),
+                        )),
+                    }
+                })?,
+            )?;
             let strict: Table = lua
-                .load("return {__index = function(_, k) error(\"Script attempted to access nonexistent global variable '\" .. tostring(k) .. \"'\", 2) end}")
+                .load("return {__index = function(_, k) error(\"Script attempted to access nonexistent global variable '\" .. tostring(k) .. \"'\", 2) end, __newindex = function() error('Attempt to modify a readonly table', 2) end, __metatable = false}")
                 .set_name("=redis_prelude")
                 .eval()?;
             loading.set_metatable(Some(strict));
@@ -632,7 +683,10 @@ impl Vm {
                         }
                         Ok(VmState::Continue)
                     });
+                    let set_loading: mlua::Function = g.get("__redis__set_loading")?;
+                    set_loading.call::<()>(true)?;
                     let called: mlua::Result<(bool, Value)> = runner.call((f, Value::Nil, Value::Nil));
+                    set_loading.call::<()>(false)?;
                     lua.remove_hook();
                     let (ok, err) = called?;
                     if ok {
@@ -645,6 +699,7 @@ impl Vm {
                     Err(mlua::Error::RuntimeError(format!("Error registering functions: {text}")))
                 });
             g.raw_set("redis", redis)?;
+            slot.raw_set("register", Value::Nil)?;
             result
         });
         run.map_err(|e| lua_message(&e))?;
@@ -2042,9 +2097,10 @@ pub fn function_command(argv: &[Bytes], scripts: &Scripts, save: &dyn Fn(&Script
             let (mut pattern, mut with_code) = (None, false);
             let mut i = 2;
             while i < argv.len() {
-                if argv[i].eq_ignore_ascii_case(b"withcode") {
+                // Each option once, as Redis: a repeat is an unknown argument.
+                if argv[i].eq_ignore_ascii_case(b"withcode") && !with_code {
                     with_code = true;
-                } else if argv[i].eq_ignore_ascii_case(b"libraryname") {
+                } else if argv[i].eq_ignore_ascii_case(b"libraryname") && pattern.is_none() {
                     let Some(p) = argv.get(i + 1) else {
                         return Reply::Error("ERR library name argument was not given".into());
                     };

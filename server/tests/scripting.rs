@@ -282,6 +282,29 @@ fn function_script(server: &Server) -> Vec<Value> {
         out.push(c.read());
     }
     run(&mut c, &mut out, &[&["FCALL", "myget", "1", "fk"], &["FUNCTION", "LIST"]]);
+    // At load time a library sees its registration table and nothing else; past the load,
+    // registering refuses; FUNCTION LIST takes each option once.
+    run(
+        &mut c,
+        &mut out,
+        &[
+            &["FUNCTION", "LOAD", "REPLACE", "#!lua name=l2\nreturn math.random()"],
+            &["FUNCTION", "LOAD", "REPLACE", "#!lua name=l2\nreturn getmetatable(_G)"],
+            &["FUNCTION", "LOAD", "REPLACE", "#!lua name=l2\nredis.setresp(3)"],
+            &["FUNCTION", "LOAD", "REPLACE", "#!lua name=l2\nredis.x = 1"],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "REPLACE",
+                "#!lua name=l2\nlocal lib = redis\nlib.register_function('late', function() lib.register_function('x', function() end) end)\nlib.register_function('mathy', function() return math.floor(2.5) end)",
+            ],
+            &["FCALL", "late", "0"],
+            &["FCALL", "mathy", "0"],
+            &["FUNCTION", "LIST", "WITHCODE", "WITHCODE"],
+            &["FUNCTION", "LIST", "LIBRARYNAME", "a", "LIBRARYNAME", "a"],
+            &["FUNCTION", "LIST", "LIBRARYNAME"],
+        ],
+    );
     out
 }
 
