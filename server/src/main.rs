@@ -25,6 +25,7 @@ mod config;
 mod conn;
 mod info;
 mod latency;
+mod lua_struct;
 mod maint;
 mod monitor;
 mod notify;

@@ -9,7 +9,7 @@
 //! batch (a script that fails after writing keeps its writes, as in Redis).
 //!
 //! The sandbox follows Redis': the `base`, `table`, `string` and `math` libraries, `bit`,
-//! `cjson` and `cmsgpack` (written here), no `loadfile`/`dofile`; globals can be neither created nor read
+//! `cjson`, `cmsgpack` and `struct` (written here), no `loadfile`/`dofile`; globals can be neither created nor read
 //! when undefined; replies convert between Lua and RESP as Redis converts them, RESP3
 //! included after `redis.setresp(3)`; errors carry Redis' `script: …, on @user_script:N.`
 //! suffix. A script past `busy-reply-threshold` makes other threads' clients get BUSY, and
@@ -481,7 +481,7 @@ local sealed = setmetatable({}, {__newindex = readonly, __metatable = false})
 local protected = {}
 -- Library tables reach scripts as read-only views, as Redis makes them read-only.
 local views, originals = {}, {}
-for _, name in ipairs({'redis', 'cjson', 'cmsgpack', 'bit', 'string', 'math', 'table'}) do
+for _, name in ipairs({'redis', 'cjson', 'cmsgpack', 'struct', 'bit', 'string', 'math', 'table'}) do
   local view = setmetatable({}, {__index = G[name], __newindex = readonly, __metatable = sealed})
   originals[name] = G[name]
   views[name] = view
@@ -533,6 +533,7 @@ impl Vm {
         g.set("bit", bit_library(&lua)?)?;
         g.set("cjson", cjson_library(&lua)?)?;
         g.set("cmsgpack", crate::cmsgpack::library(&lua)?)?;
+        g.set("struct", crate::lua_struct::library(&lua)?)?;
         let redis = lua.create_table()?;
         redis.set("call", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, true))?)?;
         // The Redis version this server answers as (INFO's redis_version).

@@ -400,6 +400,42 @@ fn cjson_settings_match_redis() {
     same_as_redis(cjson_settings_script);
 }
 
+/// struct: every option, both byte orders, alignment, the unpack position, and the errors.
+fn struct_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    [
+        "return struct.pack('>i4Hb', 1000, 65535, -1)",
+        "return struct.pack('<!4bi4d', 1, 2, 1.5)",
+        "return {struct.unpack('>i4Hb', struct.pack('>i4Hb', -1000, 65535, -1))}",
+        "return {struct.unpack('s c3', 'hello' .. string.char(0) .. 'abcd')}",
+        "return {struct.unpack('b c0', struct.pack('b', 3) .. 'xyzw')}",
+        "return {struct.unpack('>I3 f', struct.pack('>I3 f', 70000, 0.25))}",
+        "return {struct.unpack('<lLhHxBT', struct.pack('<lLhHxBT', -2, 2^40, -300, 300, 200, 9))}",
+        "return {struct.unpack('i2', struct.pack('i2i2', 5, 6), 3)}",
+        "return struct.pack('c0 s', 'abc', 'de')",
+        "return struct.size('!8bid')",
+        "return struct.size('s')",
+        "return struct.size('c0')",
+        "return struct.pack('q', 1)",
+        "return struct.unpack('i4', 'ab')",
+        "return struct.pack('i', 'x')",
+        "return struct.pack('c5', 'ab')",
+        "return struct.unpack('c0', 'ab')",
+        "return struct.unpack('s', 'ab')",
+        "return struct.pack('i40', 1)",
+        "return struct.pack('!3i', 1)",
+        "return struct.unpack('b', 'a', 0)",
+    ]
+    .iter()
+    .map(|script| c.cmd(&["EVAL", script, "0"]))
+    .collect()
+}
+
+#[test]
+fn struct_matches_redis() {
+    same_as_redis(struct_script);
+}
+
 #[test]
 fn cmsgpack_matches_redis() {
     same_as_redis(cmsgpack_script);
