@@ -275,13 +275,8 @@ impl Client {
             return Next::Continue;
         }
         let started = Instant::now();
-        {
-            // CLIENT INFO/LIST show the running command, as Redis does.
-            let mut last = lock(&self.info.last);
-            last.0 = started;
-            last.1.clear();
-            last.1.push_str(&stat_name);
-        }
+        // CLIENT INFO/LIST show the running command, as Redis does.
+        self.info.ran(started, Some(&stat_name));
         // EXEC runs the queue inside the engine: MONITOR shows its commands first, as Redis.
         let queued: Vec<Vec<Bytes>> = if name == "exec" && state.monitors.any() {
             self.session.queued().map(<[Bytes]>::to_vec).collect()
@@ -300,7 +295,7 @@ impl Client {
         }
         self.count(state, &stat_name, Some(usec), &reply);
         let fast = info.is_some_and(|i| i.has(flag::FAST));
-        state.latency.observe(if fast { "fast-command" } else { "command" }, usec, unix_secs());
+        state.latency.observe(if fast { "fast-command" } else { "command" }, usec);
         if state.slowlog.wants(usec)
             && !info.is_some_and(|i| i.has(flag::SKIP_SLOWLOG))
             && !refused_before_running(&reply)
@@ -311,7 +306,7 @@ impl Client {
         if KEYED_READS.binary_search(&name).is_ok() {
             keyspace_hits(state, &reply);
         }
-        lock(&self.info.last).0 = ended;
+        self.info.ran(ended, None);
         self.send(reply, out, name);
         if !self.pushes.is_empty() {
             out.append(&mut self.pushes);

@@ -38,14 +38,15 @@ impl Latency {
         self.threshold_ms.store(config.number("latency-monitor-threshold").max(0) as u64, Relaxed);
     }
 
-    /// Records that `event` took `usec` µs at `unix_secs`, when the monitor is on and that
-    /// reaches the threshold.
-    pub fn observe(&self, event: &str, usec: u64, unix_secs: u64) {
+    /// Records that `event` took `usec` µs (now), when the monitor is on and that reaches the
+    /// threshold. A command under it costs one atomic load: the clock is read only for a sample.
+    pub fn observe(&self, event: &str, usec: u64) {
         let threshold = self.threshold_ms.load(Relaxed);
         let ms = usec / 1000;
         if threshold == 0 || ms < threshold {
             return;
         }
+        let unix_secs = crate::admin::unix_secs();
         let mut events = lock(&self.events);
         let series = events.entry(event.to_string()).or_default();
         series.max = series.max.max(ms);

@@ -132,11 +132,7 @@ fn run(state: &State) {
                 expire(state, sweep, deadline);
             }
         }
-        state.latency.observe(
-            "expire-cycle",
-            started.elapsed().as_micros() as u64,
-            crate::admin::unix_secs(),
-        );
+        state.latency.observe("expire-cycle", started.elapsed().as_micros() as u64);
         if let Some(collector) = collector.as_mut() {
             // A pass starts only when garbage may exist (or a minute has passed): walking a
             // large live store for nothing costs the writers its lock.

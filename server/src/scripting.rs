@@ -164,7 +164,7 @@ pub fn run_command(state: &crate::state::State, job: &mut Job) -> (Reply, Vec<u8
     };
     // The connection counted the call when it handed it here; the latency monitor sees the
     // script's own run.
-    state.latency.observe("command", started.elapsed().as_micros() as u64, crate::admin::unix_secs());
+    state.latency.observe("command", started.elapsed().as_micros() as u64);
     crate::admin::after_writes(state, engine, session);
     let mut pushes = Vec::new();
     if state.tracking.active() {

@@ -258,8 +258,14 @@ pub struct ClientInfo {
     pub fd: i64,
     /// When it connected.
     pub created: Instant,
-    /// When it last ran a command, and which (`client|list`).
-    pub last: Mutex<(Instant, String)>,
+    /// When it last ran a command: µs after `created`. Atomics, not a lock: every command
+    /// sets them.
+    last_at: AtomicU64,
+    /// Which command it last ran: its row in the command table (`usize::MAX`: none, or the
+    /// name in `last_other`).
+    last_cmd: AtomicUsize,
+    /// The last command's name when the table has no row for it (rare: a mistyped name).
+    last_other: Mutex<String>,
     /// CLIENT SETNAME.
     pub name: Mutex<Option<Bytes>>,
     /// The SELECTed database.
@@ -300,7 +306,9 @@ impl ClientInfo {
             laddr,
             fd,
             created: now,
-            last: Mutex::new((now, "NULL".into())),
+            last_at: AtomicU64::new(0),
+            last_cmd: AtomicUsize::new(usize::MAX),
+            last_other: Mutex::new("NULL".into()),
             name: Mutex::new(None),
             db: AtomicUsize::new(0),
             qbuf: AtomicUsize::new(0),
@@ -320,13 +328,36 @@ impl ClientInfo {
 
     /// Seconds since its last command.
     pub fn idle(&self) -> u64 {
-        lock(&self.last).0.elapsed().as_secs()
+        let last = Duration::from_micros(self.last_at.load(Relaxed));
+        self.created.elapsed().saturating_sub(last).as_secs()
+    }
+
+    /// Records that it runs (or ran until) `at`, and, when `name` is given, which command.
+    pub fn ran(&self, at: Instant, name: Option<&str>) {
+        self.last_at.store(at.saturating_duration_since(self.created).as_micros() as u64, Relaxed);
+        if let Some(name) = name {
+            match rediskv::commands::table::position(name) {
+                Some(row) => self.last_cmd.store(row, Relaxed),
+                None => {
+                    self.last_cmd.store(usize::MAX, Relaxed);
+                    name.clone_into(&mut lock(&self.last_other));
+                }
+            }
+        }
+    }
+
+    /// The name of the command it last ran (`NULL` before any).
+    fn last_command(&self) -> String {
+        match rediskv::commands::table::all().get(self.last_cmd.load(Relaxed)) {
+            Some(info) => info.name.to_string(),
+            None => lock(&self.last_other).clone(),
+        }
     }
 
     /// One CLIENT LIST line (without the newline), fields as Redis 7.0 prints them.
     pub fn line(&self) -> String {
         let name = lock(&self.name).as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned();
-        let cmd = lock(&self.last).1.clone();
+        let cmd = self.last_command();
         let [sub, psub, ssub] = self.subscriptions.each_ref().map(|n| n.load(Relaxed));
         let tracking = lock(&self.tracking).clone();
         let mut flags = String::new();

@@ -160,7 +160,7 @@ pub trait KvBackend {
         false
     }
 
-    /// After the `attempt`-th refused run of one command (1-based), `elapsed` after its first:
+    /// After the `attempt`-th refused run of one command (1-based), `elapsed` since the first refusal:
     /// how long to pause before running it again, or `None` to give up and answer the
     /// conflict error. Default: a pause doubling from 100 µs, [`crate::commands::CONFLICT_ATTEMPTS`]
     /// runs in all. A store shared by several processes may keep trying until a deadline,

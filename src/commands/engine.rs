@@ -309,7 +309,9 @@ impl<B: KvBackend> Engine<B> {
     /// again while the backend refuses it and its [`KvBackend::retry_pause`] allows, after
     /// that pause (which lets the competing writer finish). Returns the last attempt's result.
     fn transaction<T>(&self, mut attempt: impl FnMut() -> T) -> T {
-        let start = std::time::Instant::now();
+        // The clock is read at the first refusal, not before every command: a command that
+        // commits at once (nearly all) reads no clock here.
+        let mut start = None;
         let mut n = 1;
         loop {
             self.backend.begin();
@@ -317,6 +319,7 @@ impl<B: KvBackend> Engine<B> {
             if !self.backend.finish() {
                 return result;
             }
+            let start = *start.get_or_insert_with(std::time::Instant::now);
             match self.backend.retry_pause(n, start.elapsed()) {
                 Some(pause) => std::thread::sleep(pause),
                 None => return result,
