@@ -105,13 +105,7 @@ pub fn convert(
                     scan_page(reader.run(&mut read, &[b"SCAN".as_slice(), &cursor, b"COUNT", b"1000"]))?;
                 for key in keys {
                     done += 1;
-                    match (&writer, &mut write, &to) {
-                        (Some(engine), Some(session), _) => {
-                            copy_key(&reader, &mut read, engine, session, &key, &mut report)?
-                        }
-                        (_, _, Err(reason)) => report.skip(&key, reason.clone()),
-                        _ => unreachable!("a writer exists when the target layout does"),
-                    }
+                    move_key(&reader, &mut read, writer_of(&writer, &mut write, &to), &key, &mut report)?;
                     progress(done, total);
                 }
                 if next == b"0" {
@@ -123,19 +117,45 @@ pub fn convert(
             let db_layout = from_db(&base, db)?;
             for key in legacy_only_keys(source.as_ref(), &db_layout)? {
                 done += 1;
-                match (&writer, &mut write, &to) {
-                    (Some(engine), Some(session), _) => {
-                        copy_key(&reader, &mut read, engine, session, &key, &mut report)?
-                    }
-                    (_, _, Err(reason)) => report.skip(&key, reason.clone()),
-                    _ => unreachable!("a writer exists when the target layout does"),
-                }
+                move_key(&reader, &mut read, writer_of(&writer, &mut write, &to), &key, &mut report)?;
                 progress(done, total);
             }
         }
     }
     target.flush().map_err(|e| e.to_string())?;
     Ok(report)
+}
+
+/// Where a key goes: the target engine and session, or why the target cannot hold it.
+type Destination<'a, C> = Result<(&'a Engine<C>, &'a mut rediskv::commands::Session), &'a str>;
+
+fn writer_of<'a, C: KvBackend>(
+    writer: &'a Option<Engine<C>>,
+    session: &'a mut Option<rediskv::commands::Session>,
+    to: &'a Result<KeyLayout, Error>,
+) -> Destination<'a, C> {
+    match (writer, session, to) {
+        (Some(engine), Some(session), _) => Ok((engine, session)),
+        (_, _, Err(reason)) => Err(reason),
+        _ => Err("no target engine"),
+    }
+}
+
+/// Copies `key` to its destination, or reports why it cannot go there.
+fn move_key<B: KvBackend, C: KvBackend>(
+    reader: &Engine<B>,
+    read: &mut rediskv::commands::Session,
+    to: Destination<'_, C>,
+    key: &[u8],
+    report: &mut Report,
+) -> Result<(), Error> {
+    match to {
+        Ok((engine, session)) => copy_key(reader, read, engine, session, key, report),
+        Err(reason) => {
+            report.skip(key, reason.to_string());
+            Ok(())
+        }
+    }
 }
 
 /// The user keys of `layout`'s namespace that only a string of NeoKV's first encoding holds

@@ -228,36 +228,21 @@ fn the_tool_dumps_with_filters_and_converts_with_a_progress_bar() {
     assert_eq!(lines[1]["value"], "v1");
 
     let target = out_dir.path().join("neokv");
-    let run = Command::new(inspect)
-        .args([
-            "convert",
-            "--dir",
-            dir.path().to_str().unwrap(),
-            "--out",
-            target.to_str().unwrap(),
-            "--layout",
-            "neokv",
-        ])
-        .output()
-        .unwrap();
+    let (from, to) = (dir.path().to_str().unwrap(), target.to_str().unwrap());
+    let convert = || {
+        Command::new(inspect)
+            .args(["convert", "--dir", from, "--out", to, "--layout", "neokv"])
+            .output()
+            .unwrap()
+    };
+    let run = convert();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stderr}");
     assert!(stderr.contains("100% 3/3 keys"), "{stderr}");
     assert!(stderr.contains("3 keys converted from kvrocks to neokv, 0 left out"), "{stderr}");
     assert_eq!(store::stored_layout("fjall", &target).unwrap(), Some(KeyLayout::neokv(1, 1)));
     // A second run refuses to write over the store.
-    let again = Command::new(inspect)
-        .args([
-            "convert",
-            "--dir",
-            dir.path().to_str().unwrap(),
-            "--out",
-            target.to_str().unwrap(),
-            "--layout",
-            "neokv",
-        ])
-        .output()
-        .unwrap();
+    let again = convert();
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("holds a store already"));
 }
