@@ -542,6 +542,15 @@ impl Client {
             }
             "slowlog" => state.slowlog.command(argv),
             "latency" => state.latency.command(argv, state, unix_secs()),
+            "memory"
+                if argv.get(1).is_some_and(|s| {
+                    [&b"stats"[..], b"doctor", b"malloc-stats", b"purge"]
+                        .iter()
+                        .any(|n| s.eq_ignore_ascii_case(n))
+                }) =>
+            {
+                info::memory(argv, state, self.engine.layout().namespace())
+            }
             "monitor" => arity(argv, 1, || {
                 state.monitors.add(&self.info);
                 Reply::OK

@@ -3,6 +3,7 @@
 //! with the values an idle Redis without them shows).
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
@@ -510,4 +511,106 @@ fn cpu_seconds() -> (f64, f64) {
     let mut f = rest.split_whitespace().skip(11);
     let tick = |v: Option<&str>| v.and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
     (tick(f.next()), tick(f.next()))
+}
+
+/// MEMORY STATS, DOCTOR, MALLOC-STATS and PURGE (MEMORY USAGE and HELP are the engine's).
+/// The figures are this server's: the store's bytes (`used_bytes`) where Redis counts its
+/// allocations, the process RSS, and each connection's buffers.
+pub fn memory(argv: &[Bytes], state: &State, namespace: &[u8]) -> Reply {
+    let sub = argv.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
+    if argv.len() != 2 {
+        return Reply::Error(format!(
+            "ERR wrong number of arguments for 'memory|{}' command",
+            String::from_utf8_lossy(&sub)
+        ));
+    }
+    let used = state.store.used_bytes();
+    let rss = rss_bytes();
+    let clients: Vec<Arc<crate::state::ClientInfo>> = lock(&state.clients).values().cloned().collect();
+    let client_bytes: u64 =
+        clients.iter().map(|c| (c.qbuf.load(Relaxed) + c.omem.load(Relaxed)) as u64).sum();
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    match sub.as_slice() {
+        b"stats" => {
+            let databases = (state.config().number("databases").max(1) as usize).min(DATABASES);
+            let keys: Vec<(usize, u64)> = (0..databases)
+                .map(|i| (i, keyspace(state, namespace, i).0))
+                .filter(|(_, n)| *n > 0)
+                .collect();
+            let count: u64 = keys.iter().map(|(_, n)| n).sum();
+            let int = |n: u64| Reply::Integer(n as i64);
+            let mut fields = vec![
+                ("peak.allocated", int(used)),
+                ("total.allocated", int(used)),
+                ("startup.allocated", int(0)),
+                ("replication.backlog", int(0)),
+                ("clients.slaves", int(0)),
+                ("clients.normal", int(client_bytes)),
+                ("cluster.links", int(0)),
+                ("aof.buffer", int(0)),
+                ("lua.caches", int(0)),
+                ("functions.caches", int(0)),
+            ];
+            let mut out: Vec<(Reply, Reply)> =
+                fields.drain(..).map(|(k, v)| (Reply::bulk(k.as_bytes()), v)).collect();
+            for (db, _) in &keys {
+                let overhead = [
+                    "overhead.hashtable.main",
+                    "overhead.hashtable.expires",
+                    "overhead.hashtable.slot-to-keys",
+                ]
+                .map(|k| (Reply::bulk(k.as_bytes()), int(0)));
+                out.push((Reply::bulk(format!("db.{db}").as_bytes()), Reply::Map(overhead.to_vec())));
+            }
+            let more = [
+                ("overhead.total", int(client_bytes)),
+                ("keys.count", int(count)),
+                ("keys.bytes-per-key", int(used.checked_div(count).unwrap_or(0))),
+                ("dataset.bytes", int(used)),
+                ("dataset.percentage", Reply::Double(if used == 0 { 0.0 } else { 100.0 })),
+                ("peak.percentage", Reply::Double(100.0)),
+                ("allocator.allocated", int(used)),
+                ("allocator.active", int(used)),
+                ("allocator.resident", int(rss)),
+                ("allocator-fragmentation.ratio", Reply::Double(1.0)),
+                ("allocator-fragmentation.bytes", int(0)),
+                ("allocator-rss.ratio", Reply::Double(ratio(rss, used))),
+                ("allocator-rss.bytes", Reply::Integer(rss as i64 - used as i64)),
+                ("rss-overhead.ratio", Reply::Double(1.0)),
+                ("rss-overhead.bytes", int(0)),
+                ("fragmentation", Reply::Double(ratio(rss, used))),
+                ("fragmentation.bytes", Reply::Integer(rss as i64 - used as i64)),
+            ];
+            out.extend(more.into_iter().map(|(k, v)| (Reply::bulk(k.as_bytes()), v)));
+            Reply::Map(out)
+        }
+        b"doctor" => {
+            let text = if used < 5 << 20 {
+                "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n".to_string()
+            } else {
+                let mut issues = String::new();
+                if ratio(rss, used) > 1.4 && rss.saturating_sub(used) > 10 << 20 {
+                    issues.push_str(" * High total RSS: This instance has a memory fragmentation and RSS overhead greater than 1.4 (this means that the Resident Set Size of the Redis process is much larger than the sum of the logical allocations Redis performed). This problem is usually due either to a large peak memory (check if there is a peak memory entry above in the report) or may result from a workload that causes the allocator to fragment memory a lot. If the problem is a large peak memory, then there is no issue. Otherwise, make sure you are using the Jemalloc allocator and not the default libc malloc. Note: The currently used allocator is \"mimalloc\".\n\n");
+                }
+                if !clients.is_empty() && client_bytes / clients.len() as u64 > 200 << 10 {
+                    issues.push_str(" * Big client buffers: The clients output buffers in this instance are greater than 200K per client (on average). This may result from different causes, like Pub/Sub clients subscribed to channels bot not receiving data fast enough, so that data piles on the Redis instance output buffer, or clients sending commands with large replies or very large sequences of commands in the same pipeline. Please use the CLIENT LIST command in order to investigate the issue if it causes problems in your instance, or to understand better why certain clients are using a big amount of memory.\n\n");
+                }
+                if issues.is_empty() {
+                    "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n".to_string()
+                } else {
+                    format!(
+                        "Sam, I detected a few issues in this Redis instance memory implants:\n\n{issues}I'm here to keep you safe, Sam. I want to help you.\n"
+                    )
+                }
+            };
+            Reply::Verbatim { format: *b"txt", text: Bytes::from(text) }
+        }
+        b"malloc-stats" => Reply::bulk(b"Stats not supported for the current allocator"),
+        // mimalloc gives freed pages back by itself: nothing to ask it.
+        b"purge" => Reply::OK,
+        _ => Reply::Error(format!(
+            "ERR unknown subcommand '{}'. Try MEMORY HELP.",
+            String::from_utf8_lossy(&argv[1])
+        )),
+    }
 }

@@ -295,3 +295,31 @@ fn latency_errors_and_reports_are_redis_words() {
         replies
     });
 }
+
+/// MEMORY STATS names Redis' fields in Redis' order (the figures are this server's); DOCTOR
+/// on a small instance, MALLOC-STATS without jemalloc, PURGE and the errors are Redis' words.
+#[test]
+fn memory_stats_and_doctor_speak_as_redis() {
+    common::same_as_redis(|server| {
+        let mut c = server.client();
+        c.cmd(&["SET", "a", "b"]);
+        let Value::Array(Some(stats)) = c.cmd(&["MEMORY", "STATS"]) else { panic!("MEMORY STATS") };
+        let names: Vec<Value> = stats.iter().step_by(2).cloned().collect();
+        let at = stats.iter().position(|v| matches!(v, Value::Bulk(Some(b)) if b == b"db.0")).expect("db.0");
+        let db0 = match &stats[at + 1] {
+            Value::Array(Some(fields)) => fields.iter().step_by(2).cloned().collect(),
+            other => panic!("{other:?}"),
+        };
+        let mut replies = vec![Value::Array(Some(names)), Value::Array(Some(db0))];
+        for args in [
+            &["MEMORY", "DOCTOR"][..],
+            &["MEMORY", "PURGE"],
+            &["MEMORY", "STATS", "x"],
+            &["MEMORY", "DOCTOR", "x"],
+            &["MEMORY", "NOPE"],
+        ] {
+            replies.push(c.cmd(args));
+        }
+        replies
+    });
+}
