@@ -575,7 +575,9 @@ impl Client {
                 if !reply.is_error() {
                     state.blocked.wake_all(state);
                 }
-                if state.tracking.active() && !reply.is_error() {
+                // Also with no client tracking now: FLUSHALL frees the keys clients that
+                // turned tracking off left in the table, as Redis does.
+                if !reply.is_error() {
                     let mut to = crate::tracking::Delivery { me: Some(&self.info), own: &mut self.pushes };
                     state.tracking.flush(state, &mut to);
                 }
@@ -1041,6 +1043,10 @@ impl Client {
             ("tracking", n) if n >= 3 => {
                 let reply = tracking::client_tracking(&argv[2..], &self.info, state);
                 self.tracking = lock(&self.info.tracking).is_some();
+                // A pending CLIENT CACHING belongs to the mode it was given in.
+                if !reply.is_error() {
+                    self.caching = false;
+                }
                 reply
             }
             ("caching", 3) => self.caching(&argv[2]),
@@ -1114,9 +1120,14 @@ impl Client {
 
     /// Whether the command about to run (or a command of the EXEC about to run) is FLUSHDB
     /// or FLUSHALL.
+    /// Whether running `name` now empties databases: a FLUSHDB or FLUSHALL outside MULTI (one
+    /// inside is only queued), or an EXEC whose queue holds one.
     fn flushes(&self, name: &str) -> bool {
         let flush = |n: &[u8]| n.eq_ignore_ascii_case(b"flushdb") || n.eq_ignore_ascii_case(b"flushall");
-        flush(name.as_bytes()) || (name == "exec" && self.session.queued().any(|c| flush(&c[0])))
+        if self.session.in_multi() {
+            return name == "exec" && self.session.queued().any(|c| flush(&c[0]));
+        }
+        flush(name.as_bytes())
     }
 
     /// After a command ran in the engine: remembers what it read for this client, and
@@ -1131,11 +1142,12 @@ impl Client {
             .filter_map(|t| self.engine.touched_key(t))
             .map(|(_, k)| k)
             .collect();
-        if !written.is_empty() {
-            state.tracking.invalidate(state, &ns, &written, &mut to);
-        }
+        // A flush invalidates everything with one message (null), as Redis: no message per
+        // key it deleted.
         if flushed {
             state.tracking.flush(state, &mut to);
+        } else if !written.is_empty() {
+            state.tracking.invalidate(state, &ns, &written, &mut to);
         }
         if !reads.is_empty() && !reply.is_error() {
             let max = state.config().number("tracking-table-max-keys").max(0) as usize;

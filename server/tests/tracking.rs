@@ -155,3 +155,37 @@ fn tracking_script(server: &Server) -> Vec<Value> {
 fn tracking_matches_redis() {
     same_as_redis(tracking_script);
 }
+
+/// FLUSHDB queued in MULTI sends nothing when queued and one null invalidation after EXEC's
+/// answer (no message per key it deleted); FLUSHALL empties the table even with no client
+/// tracking; turning tracking off and on forgets a pending CLIENT CACHING.
+fn flush_script(server: &Server) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut a = resp3(server);
+    let mut b = server.client();
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on"]));
+    out.push(a.cmd(&["SET", "a{t}", "1"]));
+    out.push(a.cmd(&["GET", "a{t}"]));
+    out.push(a.cmd(&["MULTI"]));
+    out.push(a.cmd(&["FLUSHDB"]));
+    out.push(a.cmd(&["EXEC"]));
+    out.push(a.read());
+    out.push(a.cmd(&["PING"]));
+    // Keys a client read before turning tracking off stay in the table until FLUSHALL.
+    out.push(a.cmd(&["GET", "k"]));
+    out.push(a.cmd(&["CLIENT", "TRACKING", "off"]));
+    out.push(info_field(&mut b, "stats", "tracking_total_keys"));
+    out.push(b.cmd(&["FLUSHALL"]));
+    out.push(info_field(&mut b, "stats", "tracking_total_keys"));
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on", "OPTIN"]));
+    out.push(a.cmd(&["CLIENT", "CACHING", "yes"]));
+    out.push(a.cmd(&["CLIENT", "TRACKING", "off"]));
+    out.push(a.cmd(&["CLIENT", "TRACKING", "on", "OPTOUT"]));
+    out.push(a.cmd(&["CLIENT", "TRACKINGINFO"]));
+    out
+}
+
+#[test]
+fn flushes_and_modes_match_redis() {
+    same_as_redis(flush_script);
+}
