@@ -1,6 +1,8 @@
-//! The reference backend: one `BTreeMap` per column family behind a read-write lock.
+//! The reference backend: one ordered set of records per column family behind a read-write
+//! lock.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::borrow::Borrow;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{RwLock, RwLockReadGuard};
 
@@ -14,17 +16,145 @@ use crate::error::Result;
 /// 32 and a key is one allocation, which takes a list element from 203 to 147 bytes of memory
 /// (1,000,000 31-byte keys with 3-byte values). Values stay `Bytes`, so a read of a large
 /// value shares it instead of copying.
-type Map = BTreeMap<Box<[u8]>, Bytes>;
+/// Values larger than this are kept as the `Bytes` they came in (shared, not copied); smaller
+/// ones are copied into their record, so a value sliced from a connection's read buffer does
+/// not pin the buffer.
+const INLINE_MAX: usize = 4096;
 
-/// The three maps and the bytes their keys and values hold.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The high bit of a record's length word: the value is in the column family's `large` map.
+const LARGE: u32 = 1 << 31;
+
+/// One record in one allocation: `[key_len u32][key][value]`; with the [`LARGE`] bit set in
+/// the length word, `[key_len | LARGE][key]` and the value in [`Family::large`]. Ordered,
+/// compared and looked up by its key.
+struct Record(Box<[u8]>);
+
+impl Record {
+    fn new(key: &[u8], value: Option<&[u8]>) -> Record {
+        let mut bytes = Vec::with_capacity(4 + key.len() + value.map_or(0, <[u8]>::len));
+        let word = key.len() as u32 | if value.is_none() { LARGE } else { 0 };
+        bytes.extend_from_slice(&word.to_be_bytes());
+        bytes.extend_from_slice(key);
+        bytes.extend_from_slice(value.unwrap_or_default());
+        Record(bytes.into_boxed_slice())
+    }
+
+    fn word(&self) -> u32 {
+        u32::from_be_bytes([self.0[0], self.0[1], self.0[2], self.0[3]])
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.0[4..4 + (self.word() & !LARGE) as usize]
+    }
+
+    /// The value held in the record (`None`: a large value, in [`Family::large`]).
+    fn inline(&self) -> Option<&[u8]> {
+        (self.word() & LARGE == 0).then(|| &self.0[4 + self.key().len()..])
+    }
+}
+
+impl Borrow<[u8]> for Record {
+    fn borrow(&self) -> &[u8] {
+        self.key()
+    }
+}
+
+impl PartialEq for Record {
+    fn eq(&self, other: &Record) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Record {}
+
+impl PartialOrd for Record {
+    fn partial_cmp(&self, other: &Record) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Record {
+    fn cmp(&self, other: &Record) -> std::cmp::Ordering {
+        self.key().cmp(other.key())
+    }
+}
+
+impl std::fmt::Debug for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.key().escape_ascii().to_string())
+    }
+}
+
+/// One column family: its records in key order, and the values too large to copy.
+#[derive(Debug, Default)]
+struct Family {
+    records: BTreeSet<Record>,
+    large: HashMap<Box<[u8]>, Bytes>,
+}
+
+impl Family {
+    /// The value of `record`, as the backend hands it out: a copy, or the shared large value.
+    fn value(&self, record: &Record) -> Bytes {
+        match record.inline() {
+            Some(v) => Bytes::copy_from_slice(v),
+            None => self.large.get(record.key()).cloned().unwrap_or_default(),
+        }
+    }
+
+    /// Stores `key` → `value`; the length of the value it replaced, if any.
+    fn put(&mut self, key: &[u8], value: Bytes) -> Option<usize> {
+        let large = value.len() > INLINE_MAX;
+        let record = Record::new(key, (!large).then_some(&value[..]));
+        let old = self.records.replace(record).map(|old| self.forget(&old));
+        if large {
+            self.large.insert(key.into(), value);
+        }
+        old
+    }
+
+    /// Removes `key`; the length of its value, if it was there.
+    fn delete(&mut self, key: &[u8]) -> Option<usize> {
+        let old = self.records.take(key)?;
+        Some(self.forget(&old))
+    }
+
+    /// The length of a record's value, dropping its large value if it has one.
+    fn forget(&mut self, old: &Record) -> usize {
+        match old.inline() {
+            Some(v) => v.len(),
+            None => self.large.remove(old.key()).map_or(0, |v| v.len()),
+        }
+    }
+
+    fn pairs(&self) -> impl DoubleEndedIterator<Item = (&[u8], Bytes)> + '_ {
+        self.records.iter().map(|r| (r.key(), self.value(r)))
+    }
+}
+
+impl PartialEq for Family {
+    fn eq(&self, other: &Family) -> bool {
+        self.records.len() == other.records.len() && self.pairs().eq(other.pairs())
+    }
+}
+
+impl Clone for Family {
+    fn clone(&self) -> Family {
+        let mut copy = Family::default();
+        for (key, value) in self.pairs() {
+            copy.put(key, value);
+        }
+        copy
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
 struct Maps {
-    cfs: [Map; 4],
+    cfs: [Family; 4],
     bytes: u64,
 }
 
 impl std::ops::Index<usize> for Maps {
-    type Output = Map;
+    type Output = Family;
     fn index(&self, cf: usize) -> &Self::Output {
         &self.cfs[cf]
     }
@@ -55,6 +185,8 @@ impl PartialEq for MemoryBackend {
 
 impl Eq for MemoryBackend {}
 
+impl Eq for Maps {}
+
 impl MemoryBackend {
     /// An empty store.
     pub fn new() -> Self {
@@ -69,19 +201,20 @@ impl MemoryBackend {
 
     /// Every record of a column family, in key order (a copy taken under one read lock).
     pub fn records(&self, cf: ColumnFamily) -> std::vec::IntoIter<KvPair> {
+        let maps = self.maps();
         let copy: Vec<KvPair> =
-            self.maps()[cf as usize].iter().map(|(k, v)| (Bytes::copy_from_slice(k), v.clone())).collect();
+            maps[cf as usize].pairs().map(|(k, v)| (Bytes::copy_from_slice(k), v)).collect();
         copy.into_iter()
     }
 
     /// Number of records in a column family.
     pub fn len(&self, cf: ColumnFamily) -> usize {
-        self.maps()[cf as usize].len()
+        self.maps()[cf as usize].records.len()
     }
 
     /// Whether all four column families are empty.
     pub fn is_empty(&self) -> bool {
-        self.maps().cfs.iter().all(BTreeMap::is_empty)
+        self.maps().cfs.iter().all(|f| f.records.is_empty())
     }
 
     /// The bytes of every key and value stored, across the four column families: the
@@ -93,12 +226,15 @@ impl MemoryBackend {
 
 impl KvBackend for MemoryBackend {
     fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
-        Ok(self.maps()[cf as usize].get(key).cloned())
+        let maps = self.maps();
+        let family = &maps[cf as usize];
+        Ok(family.records.get(key).map(|r| family.value(r)))
     }
 
     fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
         let maps = self.maps();
-        Ok(keys.iter().map(|k| maps[cf as usize].get(*k).cloned()).collect())
+        let family = &maps[cf as usize];
+        Ok(keys.iter().map(|k| family.records.get(*k).map(|r| family.value(r))).collect())
     }
 
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
@@ -120,39 +256,38 @@ impl KvBackend for MemoryBackend {
     }
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
+        // A record's length word holds key lengths under 2 GiB: refuse the batch before
+        // applying any of it.
+        let too_long = batch.ops().iter().find_map(|op| match op {
+            BatchOp::Put { key, .. } | BatchOp::Delete { key, .. } => {
+                (key.len() >= LARGE as usize).then_some(key.len())
+            }
+        });
+        if let Some(len) = too_long {
+            return Err(crate::Error::Backend(format!(
+                "a key of {len} bytes: the memory backend keeps keys under 2 GiB"
+            )));
+        }
         let mut guard = self.cfs.write().unwrap_or_else(|e| e.into_inner());
         let Maps { cfs, bytes } = &mut *guard;
         for op in batch.into_ops() {
             match op {
                 BatchOp::Put { cf, key, value } => {
                     *bytes += value.len() as u64;
-                    let key_len = key.len() as u64;
-                    match cfs[cf as usize].insert(owned(key), detached(value)) {
-                        Some(old) => *bytes -= old.len() as u64,
-                        None => *bytes += key_len,
+                    match cfs[cf as usize].put(&key, value) {
+                        Some(old) => *bytes -= old as u64,
+                        None => *bytes += key.len() as u64,
                     }
                 }
                 BatchOp::Delete { cf, key } => {
-                    if let Some(old) = cfs[cf as usize].remove(&key[..]) {
-                        *bytes -= (key.len() + old.len()) as u64;
+                    if let Some(old) = cfs[cf as usize].delete(&key) {
+                        *bytes -= (key.len() + old) as u64;
                     }
                 }
             }
         }
         Ok(())
     }
-}
-
-/// The key as a boxed slice, reusing its buffer when the batch held the only reference.
-fn owned(key: Bytes) -> Box<[u8]> {
-    Vec::from(key).into_boxed_slice()
-}
-
-/// A value the map can keep without pinning more than itself: a small value is often a slice
-/// of a connection's read buffer, and holding it would hold the whole buffer (40 bytes per
-/// stored list element in a pipelined LPUSH). Large values are kept as they come.
-fn detached(value: Bytes) -> Bytes {
-    if value.len() <= 4096 { Bytes::copy_from_slice(&value) } else { value }
 }
 
 /// A lazy scan reading `chunk` records per read lock, doubling the chunk up to 1024 so short
@@ -172,8 +307,9 @@ impl Chunks<'_> {
     fn refill(&mut self) {
         let maps = self.backend.maps();
         let bounds = (self.start.as_ref().map(|b| &b[..]), self.end.as_ref().map(|b| &b[..]));
-        let range = maps[self.cf as usize].range::<[u8], _>(bounds);
-        let pairs = range.map(|(k, v)| (Bytes::copy_from_slice(k), v.clone()));
+        let family = &maps[self.cf as usize];
+        let range = family.records.range::<[u8], _>(bounds);
+        let pairs = range.map(|r| (Bytes::copy_from_slice(r.key()), family.value(r)));
         match self.direction {
             Direction::Forward => self.buf.extend(pairs.take(self.chunk)),
             Direction::Reverse => self.buf.extend(pairs.rev().take(self.chunk)),
