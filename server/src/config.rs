@@ -387,6 +387,18 @@ fn special(name: &str, value: String, starting: bool) -> Result<String, Refusal>
             Ok(words.join(" "))
         }
         "notify-keyspace-events" => keyspace_events(&value),
+        // A memory value, or a percentage of maxmemory (Redis' `memory or percent` type).
+        "maxmemory-clients" => match value.strip_suffix('%') {
+            Some(percent) => match percent.parse::<i64>() {
+                Ok(p) if p > 100 => Err("percentage argument must be less or equal to 100".into()),
+                Ok(p) if p >= 0 => Ok(value),
+                _ => Err("argument must be a memory or percent value".into()),
+            },
+            None => {
+                let n = memory(&value).filter(|n| *n >= 0);
+                n.map(|n| n.to_string()).ok_or_else(|| "argument must be a memory or percent value".into())
+            }
+        },
         "maxmemory-policy" if value != "noeviction" => {
             Err("only noeviction is supported by this server".into())
         }
