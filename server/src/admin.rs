@@ -1774,7 +1774,7 @@ pub fn after_writes(state: &State, engine: &SharedEngine, session: &Session) {
 /// bounded by their caches).
 pub fn out_of_memory(state: &State) -> bool {
     let max = state.maxmemory.load(Relaxed);
-    max > 0 && state.store.in_memory() && state.store.used_bytes() > max
+    max > 0 && state.store.in_memory() && state.used_memory() > max
 }
 
 /// Whether rediskv-server answers `name` itself (not the engine).

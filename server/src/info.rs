@@ -3,7 +3,6 @@
 //! with the values an idle Redis without them shows).
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
@@ -167,7 +166,9 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             );
         }
         "memory" => {
-            let used = state.store.used_bytes();
+            let dataset = state.store.used_bytes();
+            let clients = state.client_buffer_bytes();
+            let used = dataset + clients;
             let rss = rss_bytes();
             let max = config.number("maxmemory").max(0) as u64;
             let ratio = if used == 0 { 0.0 } else { rss as f64 / used as f64 };
@@ -182,10 +183,13 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("used_memory_peak", n(used)),
                     ("used_memory_peak_human", human(used)),
                     ("used_memory_peak_perc", s("100.00%")),
-                    ("used_memory_overhead", z()),
+                    ("used_memory_overhead", n(clients)),
                     ("used_memory_startup", z()),
-                    ("used_memory_dataset", n(used)),
-                    ("used_memory_dataset_perc", s("100.00%")),
+                    ("used_memory_dataset", n(dataset)),
+                    (
+                        "used_memory_dataset_perc",
+                        format!("{:.2}%", 100.0 * dataset as f64 / used.max(1) as f64),
+                    ),
                     ("allocator_allocated", n(used)),
                     ("allocator_active", n(used)),
                     ("allocator_resident", n(rss)),
@@ -524,11 +528,11 @@ pub fn memory(argv: &[Bytes], state: &State, namespace: &[u8]) -> Reply {
             String::from_utf8_lossy(&sub)
         ));
     }
-    let used = state.store.used_bytes();
+    let dataset = state.store.used_bytes();
+    let client_bytes = state.client_buffer_bytes();
+    let used = dataset + client_bytes;
     let rss = rss_bytes();
-    let clients: Vec<Arc<crate::state::ClientInfo>> = lock(&state.clients).values().cloned().collect();
-    let client_bytes: u64 =
-        clients.iter().map(|c| (c.qbuf.load(Relaxed) + c.omem.load(Relaxed)) as u64).sum();
+    let client_count = lock(&state.clients).len() as u64;
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     match sub.as_slice() {
         b"stats" => {
@@ -565,9 +569,9 @@ pub fn memory(argv: &[Bytes], state: &State, namespace: &[u8]) -> Reply {
             let more = [
                 ("overhead.total", int(client_bytes)),
                 ("keys.count", int(count)),
-                ("keys.bytes-per-key", int(used.checked_div(count).unwrap_or(0))),
-                ("dataset.bytes", int(used)),
-                ("dataset.percentage", Reply::Double(if used == 0 { 0.0 } else { 100.0 })),
+                ("keys.bytes-per-key", int(dataset.checked_div(count).unwrap_or(0))),
+                ("dataset.bytes", int(dataset)),
+                ("dataset.percentage", Reply::Double(100.0 * ratio(dataset, used))),
                 ("peak.percentage", Reply::Double(100.0)),
                 ("allocator.allocated", int(used)),
                 ("allocator.active", int(used)),
@@ -592,7 +596,7 @@ pub fn memory(argv: &[Bytes], state: &State, namespace: &[u8]) -> Reply {
                 if ratio(rss, used) > 1.4 && rss.saturating_sub(used) > 10 << 20 {
                     issues.push_str(" * High total RSS: This instance has a memory fragmentation and RSS overhead greater than 1.4 (this means that the Resident Set Size of the Redis process is much larger than the sum of the logical allocations Redis performed). This problem is usually due either to a large peak memory (check if there is a peak memory entry above in the report) or may result from a workload that causes the allocator to fragment memory a lot. If the problem is a large peak memory, then there is no issue. Otherwise, make sure you are using the Jemalloc allocator and not the default libc malloc. Note: The currently used allocator is \"mimalloc\".\n\n");
                 }
-                if !clients.is_empty() && client_bytes / clients.len() as u64 > 200 << 10 {
+                if client_bytes.checked_div(client_count).unwrap_or(0) > 200 << 10 {
                     issues.push_str(" * Big client buffers: The clients output buffers in this instance are greater than 200K per client (on average). This may result from different causes, like Pub/Sub clients subscribed to channels bot not receiving data fast enough, so that data piles on the Redis instance output buffer, or clients sending commands with large replies or very large sequences of commands in the same pipeline. Please use the CLIENT LIST command in order to investigate the issue if it causes problems in your instance, or to understand better why certain clients are using a big amount of memory.\n\n");
                 }
                 if issues.is_empty() {

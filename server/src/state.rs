@@ -586,6 +586,22 @@ impl State {
         info
     }
 
+    /// Bytes the connections hold now: each one's state (its entry here and its client) and
+    /// the query and reply bytes in its buffers (one read of each client).
+    pub fn client_buffer_bytes(&self) -> u64 {
+        let state = (std::mem::size_of::<ClientInfo>() + std::mem::size_of::<crate::admin::Client>()) as u64;
+        lock(&self.clients)
+            .values()
+            .map(|c| state + (c.qbuf.load(Relaxed) + c.omem.load(Relaxed)) as u64)
+            .sum()
+    }
+
+    /// What `used_memory` and `maxmemory` count: the store's bytes and the connections'
+    /// state and buffers, as Redis counts its dataset and its clients.
+    pub fn used_memory(&self) -> u64 {
+        self.store.used_bytes() + self.client_buffer_bytes()
+    }
+
     /// Every engine: the default namespace's, then each tenant's.
     pub fn engines(&self) -> Vec<Arc<SharedEngine>> {
         let mut all = vec![self.engine.clone()];

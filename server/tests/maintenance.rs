@@ -17,8 +17,9 @@ fn info_field(c: &mut Client, section: &str, name: &str) -> String {
         .to_string()
 }
 
-fn used_memory(c: &mut Client) -> u64 {
-    info_field(c, "memory", "used_memory").parse().unwrap()
+/// The store's bytes (`used_memory` also counts the connections).
+fn store_bytes(c: &mut Client) -> u64 {
+    info_field(c, "memory", "used_memory_dataset").parse().unwrap()
 }
 
 /// Sends `commands` in one pipeline and checks every reply is not an error.
@@ -54,7 +55,7 @@ fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> Option<Duration>
 fn keys_that_expire_unread_leave_the_backend_within_5_seconds() {
     let server = rediskv(&[]);
     let mut c = server.client();
-    let baseline = used_memory(&mut c);
+    let baseline = store_bytes(&mut c);
     let n = 100_000;
     for chunk in 0..10 {
         pipeline(
@@ -71,9 +72,9 @@ fn keys_that_expire_unread_leave_the_backend_within_5_seconds() {
         );
     }
     let expires_at = Instant::now() + Duration::from_secs(1);
-    assert!(used_memory(&mut c) > baseline + 1_000_000, "100k keys take room");
+    assert!(store_bytes(&mut c) > baseline + 1_000_000, "100k keys take room");
     let mut watcher = server.client();
-    wait_for(Duration::from_secs(30), || used_memory(&mut watcher) <= baseline)
+    wait_for(Duration::from_secs(30), || store_bytes(&mut watcher) <= baseline)
         .expect("expired keys never left the backend");
     let since_expiry = Instant::now().saturating_duration_since(expires_at);
     eprintln!("100k expired keys gone {since_expiry:?} after expiring");
@@ -86,7 +87,7 @@ fn keys_that_expire_unread_leave_the_backend_within_5_seconds() {
 fn records_of_a_deleted_hash_are_collected() {
     let server = rediskv(&[]);
     let mut c = server.client();
-    let baseline = used_memory(&mut c);
+    let baseline = store_bytes(&mut c);
     let fields = 200_000;
     for chunk in 0..(fields / 1000) {
         let mut args = vec!["HSET".to_string(), "big".to_string()];
@@ -96,7 +97,7 @@ fn records_of_a_deleted_hash_are_collected() {
         }
         pipeline(&mut c, std::iter::once(args));
     }
-    let loaded = used_memory(&mut c);
+    let loaded = store_bytes(&mut c);
     assert!(loaded > baseline + 5_000_000, "200k fields take room: {baseline} → {loaded}");
     assert_eq!(c.cmd(&["DEL", "big"]), Value::Int(1));
     // The keys left are still served while the collector works.
@@ -106,7 +107,7 @@ fn records_of_a_deleted_hash_are_collected() {
     let took = wait_for(Duration::from_secs(60), || collected(&mut c) >= fields)
         .expect("the deleted hash's records were never collected");
     eprintln!("200k records collected in {took:?}");
-    let now = used_memory(&mut c);
+    let now = store_bytes(&mut c);
     assert!(
         now <= baseline + (loaded - baseline) / 20,
         "bytes {baseline} → {loaded} → {now}: not back within 5%"
