@@ -574,6 +574,7 @@ impl Client {
                 let reply = self.flush_everything(argv, state);
                 if !reply.is_error() {
                     state.blocked.wake_all(state);
+                    state.maint.garbage_hint.fetch_add(1, Relaxed);
                 }
                 // Also with no client tracking now: FLUSHALL frees the keys clients that
                 // turned tracking off left in the table, as Redis does.
@@ -616,8 +617,13 @@ impl Client {
                 }
                 let was_in_multi = self.session.in_multi();
                 let reads = if self.tracking { self.tracked_reads(name, argv) } else { Vec::new() };
-                let flushes = state.tracking.active() && self.flushes(name);
+                let flushes = self.flushes(name);
                 let reply = self.engine.execute(&mut self.session, argv);
+                if flushes && !reply.is_error() {
+                    // A flush leaves every collection's records as garbage, with no per-key
+                    // event to say so: start a collector pass.
+                    state.maint.garbage_hint.fetch_add(1, Relaxed);
+                }
                 if state.tracking.active() {
                     self.invalidate(&reads, flushes && !reply.is_error(), &reply, state);
                 }

@@ -168,6 +168,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
         "memory" => {
             let dataset = state.store.used_bytes();
             let clients = state.client_buffer_bytes();
+            let [scripts, script_bytes, functions, libraries, library_bytes] = state.scripts.counts();
             let used = dataset + clients;
             let rss = rss_bytes();
             let max = config.number("maxmemory").max(0) as u64;
@@ -198,16 +199,16 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("used_memory_lua", z()),
                     ("used_memory_vm_eval", z()),
                     ("used_memory_lua_human", s("0B")),
-                    ("used_memory_scripts_eval", z()),
-                    ("number_of_cached_scripts", z()),
-                    ("number_of_functions", z()),
-                    ("number_of_libraries", z()),
+                    ("used_memory_scripts_eval", n(script_bytes)),
+                    ("number_of_cached_scripts", n(scripts)),
+                    ("number_of_functions", n(functions)),
+                    ("number_of_libraries", n(libraries)),
                     ("used_memory_vm_functions", z()),
                     ("used_memory_vm_total", z()),
                     ("used_memory_vm_total_human", s("0B")),
-                    ("used_memory_functions", z()),
-                    ("used_memory_scripts", z()),
-                    ("used_memory_scripts_human", s("0B")),
+                    ("used_memory_functions", n(library_bytes)),
+                    ("used_memory_scripts", n(script_bytes + library_bytes)),
+                    ("used_memory_scripts_human", human(script_bytes + library_bytes)),
                     ("maxmemory", n(max)),
                     ("maxmemory_human", human(max)),
                     ("maxmemory_policy", s(config.get("maxmemory-policy"))),

@@ -82,6 +82,22 @@ pub struct Scripts {
     jobs: std::sync::OnceLock<std::sync::mpsc::Sender<Job>>,
 }
 
+impl Scripts {
+    /// INFO memory's script figures: cached scripts and their bytes, functions, libraries
+    /// and their code's bytes.
+    pub fn counts(&self) -> [u64; 5] {
+        let cache = lock(&self.cache);
+        let libraries = lock(&self.libraries);
+        [
+            cache.len() as u64,
+            cache.values().map(|b| b.len() as u64).sum(),
+            libraries.values().map(|l| l.functions.len() as u64).sum(),
+            libraries.len() as u64,
+            libraries.values().map(|l| l.code.len() as u64).sum(),
+        ]
+    }
+}
+
 /// A script to run on the script thread for a parked client.
 pub struct Job {
     /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL or FCALL_RO, and its arguments.
