@@ -466,10 +466,17 @@ impl Client {
         // RESET is, since queueing takes memory too.
         let in_multi = self.session.in_multi();
         let denyoom = |c: &[Bytes]| table::find(c).is_ok_and(|i| i.has(flag::DENYOOM));
-        let checked = has(flag::DENYOOM)
-            || (in_multi && !matches!(name, "exec" | "discard" | "quit" | "reset"))
-            || (in_multi && name == "exec" && self.session.queued().any(denyoom));
-        if checked && out_of_memory(state) && !self.info.no_evict.load(Relaxed) {
+        // A container's subcommand has its own flags (FUNCTION LOAD is deny-oom, FUNCTION
+        // LIST is not); a script command's come from the script's declared flags.
+        let checked = || {
+            denyoom(argv)
+                || scripting::denies_oom(&state.scripts, name, argv)
+                || (in_multi && !matches!(name, "exec" | "discard" | "quit" | "reset"))
+                || (in_multi && name == "exec" && self.session.queued().any(denyoom))
+        };
+        // Nothing to look at without a maxmemory (the usual case).
+        let limited = state.maxmemory.load(Relaxed) > 0;
+        if limited && checked() && out_of_memory(state) && !self.info.no_evict.load(Relaxed) {
             return Some(Some(Reply::Error(
                 "OOM command not allowed when used memory > 'maxmemory'.".into(),
             )));

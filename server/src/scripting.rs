@@ -206,6 +206,12 @@ pub fn run_command(state: &crate::state::State, job: &mut Job) -> (Reply, Vec<u8
 /// Runs one job and sends the client its answer, and its session, through its loop.
 fn run_job(state: &crate::state::State, mut job: Job) {
     let (reply, pushes) = run_command(state, &mut job);
+    // The connection counted the call when it handed it here; its error, as Redis counts
+    // it, only the script's answer knows.
+    if let Reply::Error(text) = &reply {
+        state.stats.error(text);
+        state.stats.commands.count_failure(&job.name, crate::admin::MAX_STAT_ENTRIES);
+    }
     let info = job.info;
     let mut bytes = Vec::new();
     reply.write(crate::pubsub::protocol(&info), &mut bytes);
@@ -1033,7 +1039,8 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(Vec<String>, usize)>, String> {
         let Some(list) = part.strip_prefix("flags=") else {
             return Err(format!("Unknown lua shebang option: {part}"));
         };
-        for flag in list.split(',') {
+        // `flags=` alone declares no flag.
+        for flag in list.split(',').filter(|f| !list.is_empty() || !f.is_empty()) {
             if !FLAGS.contains(&flag) {
                 return Err(format!("Unexpected flag in script shebang: {flag}"));
             }
@@ -1041,6 +1048,34 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(Vec<String>, usize)>, String> {
         }
     }
     Ok(Some((flags, end)))
+}
+
+/// Whether a script command is refused when out of memory before it runs, as Redis 7.0
+/// flags it `denyoom`: a script or function that declares its flags (a shebang; every
+/// function) without `allow-oom` or `no-writes`. A script without a shebang runs in the
+/// compatibility mode, where only its deny-oom commands fail.
+pub fn denies_oom(scripts: &Scripts, name: &str, argv: &[Bytes]) -> bool {
+    let declared = |flags: &[String]| !flags.iter().any(|f| f == "allow-oom" || f == "no-writes");
+    match name {
+        "eval" | "eval_ro" => {
+            matches!(argv.get(1).map(|b| shebang_flags(b)), Some(Ok(Some((flags, _)))) if declared(&flags))
+        }
+        "evalsha" | "evalsha_ro" => {
+            let sha = String::from_utf8_lossy(argv.get(1).map_or(&b""[..], |a| a)).to_ascii_lowercase();
+            let body = lock(&scripts.cache).get(&sha).cloned();
+            matches!(body.map(|b| shebang_flags(&b)), Some(Ok(Some((flags, _)))) if declared(&flags))
+        }
+        "fcall" | "fcall_ro" => {
+            let function = String::from_utf8_lossy(argv.get(1).map_or(&b""[..], |a| a)).into_owned();
+            let libs = lock(&scripts.libraries);
+            let found = libs
+                .values()
+                .flat_map(|l| l.functions.iter())
+                .find(|f| f.name.eq_ignore_ascii_case(&function));
+            found.is_some_and(|f| declared(&f.flags))
+        }
+        _ => false,
+    }
 }
 
 /// Whether an FCALL may write: unless its function declares `no-writes`.

@@ -588,3 +588,43 @@ fn a_busy_script_is_reported_and_killed() {
     );
     assert_eq!(runner.read(), Value::Bulk(Some(b"done".to_vec())));
 }
+
+/// Out of memory: a script that declares its flags runs only with `allow-oom` or
+/// `no-writes`, one without a shebang fails only at its first deny-oom command, FUNCTION LOAD
+/// is refused and a function without those flags too.
+fn oom_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut out = Vec::new();
+    out.push(c.cmd(&["SET", "x", "1"]));
+    out.push(c.cmd(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=oomlib\nredis.register_function('f1', function() return 1 end)",
+    ]));
+    out.push(c.cmd(&["CONFIG", "SET", "maxmemory", "1"]));
+    for script in [
+        "#!lua flags=\nreturn 1",
+        "#!lua flags=no-writes\nreturn 1",
+        "#!lua flags=allow-oom\nreturn redis.call('set', 'x', 2)",
+        "return redis.call('get', 'x')",
+        "redis.call('set', 'x', 3) return 1",
+    ] {
+        out.push(c.cmd(&["EVAL", script, "0"]));
+    }
+    out.push(c.cmd(&["FCALL", "f1", "0"]));
+    out.push(c.cmd(&[
+        "FUNCTION",
+        "LOAD",
+        "REPLACE",
+        "#!lua name=oomlib\nredis.register_function('f1', function() return 1 end)",
+    ]));
+    out.push(c.cmd(&["FUNCTION", "LIST"]));
+    out.push(c.cmd(&["CONFIG", "SET", "maxmemory", "0"]));
+    out.push(c.cmd(&["GET", "x"]));
+    out
+}
+
+#[test]
+fn scripts_under_oom_match_redis() {
+    same_as_redis(oom_script);
+}
