@@ -229,6 +229,15 @@ fn decode(lua: &Lua, bytes: &[u8], at: &mut usize, depth: usize) -> mlua::Result
         return Err(mlua::Error::RuntimeError("Bad data format in input.".into()));
     }
     let tag = take(bytes, at, 1)?[0];
+    // A string's, array's or map's count: in the tag (the fix forms), or after it.
+    let count = match tag {
+        0xa0..=0xbf => usize::from(tag & 0x1f),
+        0x80..=0x9f => usize::from(tag & 0x0f),
+        0xd9 => be(take(bytes, at, 1)?) as usize,
+        0xda | 0xdc | 0xde => be(take(bytes, at, 2)?) as usize,
+        0xdb | 0xdd | 0xdf => be(take(bytes, at, 4)?) as usize,
+        _ => 0,
+    };
     let mut uint = |n: usize| -> mlua::Result<u64> { Ok(be(take(bytes, at, n)?)) };
     let number = |n: i64| Value::Number(n as f64);
     Ok(match tag {
@@ -247,37 +256,9 @@ fn decode(lua: &Lua, bytes: &[u8], at: &mut usize, depth: usize) -> mlua::Result
         0xc3 => Value::Boolean(true),
         0xca => Value::Number(f64::from(f32::from_bits(uint(4)? as u32))),
         0xcb => Value::Number(f64::from_bits(uint(8)?)),
-        0xa0..=0xbf => string(lua, bytes, at, usize::from(tag & 0x1f))?,
-        0xd9 => {
-            let n = uint(1)? as usize;
-            string(lua, bytes, at, n)?
-        }
-        0xda => {
-            let n = uint(2)? as usize;
-            string(lua, bytes, at, n)?
-        }
-        0xdb => {
-            let n = uint(4)? as usize;
-            string(lua, bytes, at, n)?
-        }
-        0x90..=0x9f => array(lua, bytes, at, usize::from(tag & 0x0f), depth)?,
-        0xdc => {
-            let n = uint(2)? as usize;
-            array(lua, bytes, at, n, depth)?
-        }
-        0xdd => {
-            let n = uint(4)? as usize;
-            array(lua, bytes, at, n, depth)?
-        }
-        0x80..=0x8f => map(lua, bytes, at, usize::from(tag & 0x0f), depth)?,
-        0xde => {
-            let n = uint(2)? as usize;
-            map(lua, bytes, at, n, depth)?
-        }
-        0xdf => {
-            let n = uint(4)? as usize;
-            map(lua, bytes, at, n, depth)?
-        }
+        0xa0..=0xbf | 0xd9..=0xdb => string(lua, bytes, at, count)?,
+        0x90..=0x9f | 0xdc | 0xdd => array(lua, bytes, at, count, depth)?,
+        0x80..=0x8f | 0xde | 0xdf => map(lua, bytes, at, count, depth)?,
         _ => return Err(mlua::Error::RuntimeError("Bad data format in input.".into())),
     })
 }
