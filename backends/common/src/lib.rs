@@ -4,7 +4,7 @@
 //! |---|---|
 //! | [`Options`], [`Sync`] | how a directory is opened: durability, GC grace period, key layout |
 //! | [`CF_NAMES`] | the column families under Kvrocks' own names |
-//! | [`manifest`], [`check_manifest`], [`layout_from_manifest`] | the layout a directory was written with, refused when it differs |
+//! | [`manifest`], [`check_manifest`], [`layout_from_manifest`], [`stored_manifest_layout`] | the layout a directory was written with, refused when it differs |
 //! | [`VersionFloor`] | versions never go backwards across a reopen, even when the clock does |
 //! | [`GcFilter`] | the compaction-filter side of [`rediskv::gc::decide`], one metadata read per run |
 //! | [`Syncer`] | the `everysec` background thread |
@@ -204,6 +204,17 @@ pub fn layout_from_manifest(stored: &[u8]) -> Option<KeyLayout> {
     let (prefix, after) = quoted(after.strip_prefix("fixed prefix ")?)?;
     layout = layout.with_hash_prefix(hash.parse().ok()?).ok()?.with_fixed_prefix(&prefix);
     after.is_empty().then_some(layout)
+}
+
+/// The layout of the directory at `path` from its stored manifest (`None`: no manifest).
+///
+/// # Errors
+/// [`Error::Backend`] for a manifest [`manifest`] does not write.
+pub fn stored_manifest_layout(path: &Path, stored: Option<&[u8]>) -> Result<Option<KeyLayout>> {
+    let Some(stored) = stored else { return Ok(None) };
+    layout_from_manifest(stored).map(Some).ok_or_else(|| {
+        Error::Backend(format!("{}: unknown manifest [{}]", path.display(), String::from_utf8_lossy(stored)))
+    })
 }
 
 /// The bytes of the string `escape_ascii` wrote between the quotes `text` starts with, and

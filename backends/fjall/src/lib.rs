@@ -177,14 +177,7 @@ pub fn stored_layout(path: impl AsRef<Path>) -> Result<Option<rediskv::codec::Ke
     }
     let db = Database::builder(path).open().map_err(err)?;
     let own = db.keyspace(OWN_KEYSPACE, keyspace_options).map_err(err)?;
-    let Some(stored) = own.get(MANIFEST_KEY).map_err(err)? else { return Ok(None) };
-    rediskv_engine::layout_from_manifest(&stored).map(Some).ok_or_else(|| {
-        rediskv::Error::Backend(format!(
-            "{}: unknown manifest [{}]",
-            path.display(),
-            String::from_utf8_lossy(&stored)
-        ))
-    })
+    rediskv_engine::stored_manifest_layout(path, own.get(MANIFEST_KEY).map_err(err)?.as_deref())
 }
 
 /// Bytes the journal files in `dir` take on disk (allocated blocks: fjall sizes a fresh

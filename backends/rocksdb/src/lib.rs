@@ -116,14 +116,7 @@ pub fn stored_layout(path: impl AsRef<Path>) -> Result<Option<rediskv::codec::Ke
     let names = DB::list_cf(&rocksdb::Options::default(), path).map_err(err)?;
     let db = DB::open_cf_for_read_only(&rocksdb::Options::default(), path, names, false).map_err(err)?;
     let own = db.cf_handle(OWN_CF).ok_or_else(|| err("propagate column family missing"))?;
-    let Some(stored) = db.get_cf(own, MANIFEST_KEY).map_err(err)? else { return Ok(None) };
-    rediskv_engine::layout_from_manifest(&stored).map(Some).ok_or_else(|| {
-        rediskv::Error::Backend(format!(
-            "{}: unknown manifest [{}]",
-            path.display(),
-            String::from_utf8_lossy(&stored)
-        ))
-    })
+    rediskv_engine::stored_manifest_layout(path, db.get_cf(own, MANIFEST_KEY).map_err(err)?.as_deref())
 }
 
 fn open_with(path: &Path, options: Options) -> Result<Backend> {
