@@ -15,6 +15,14 @@
 //! score key:    [region 8][index 8][slot u16][key_len u32][user key][version u64][score 8][member]
 //! legacy string (subkey column family): [metadata key]['S']
 //! ```
+//! camellia ([`LayoutKind::Camellia`]): a two-byte tag per record, the namespace without a
+//! length (so decoders read only their own), the md5 spread prefix of its older releases
+//! as an option, raw IEEE scores ([`super::camellia`]).
+//! ```text
+//! metadata key: m#[ns][md5 N]?[user key]
+//! subkey:       s#[ns][md5 N]?[key_len u32][user key][version u64][sub]
+//! score key:    k#[ns][md5 N]?[key_len u32][user key][version u64][score bits 8][member]
+//! ```
 //! The default layout (no fixed prefix, no slot, no md5, namespace `__namespace`) is Kvrocks'.
 //! Decoders read the namespace from the bytes, so one layout decodes the records of every
 //! namespace (what a compaction filter needs); the fixed prefix must match.
@@ -22,7 +30,9 @@
 use bytes::BufMut;
 use md5::{Digest, Md5};
 
+use super::camellia;
 use super::double::{decode_f64_slice, encode_f64};
+use super::metadata::{Metadata, peek_type_and_expire};
 use super::reader::Reader;
 use super::slot::key_slot;
 use super::types::RedisType;
@@ -42,6 +52,9 @@ pub enum LayoutKind {
     /// NeoKV: region id + index id, always a slot, the key length in every key; strings of
     /// its first encoding are read from the subkey column family and moved when written.
     NeoKv,
+    /// camellia-redis-proxy-kv: `m#` / `s#` / `k#` then the namespace (no length), its own
+    /// metadata values ([`super::camellia`]), raw IEEE scores, no lists.
+    Camellia,
 }
 
 impl LayoutKind {
@@ -50,6 +63,7 @@ impl LayoutKind {
         match self {
             LayoutKind::Kvrocks => "kvrocks",
             LayoutKind::NeoKv => "neokv",
+            LayoutKind::Camellia => "camellia",
         }
     }
 }
@@ -62,9 +76,36 @@ pub struct KeyLayout {
     namespace: Vec<u8>,
     cluster_slots: bool,
     hash_prefix_len: usize,
+    /// camellia: the hash and set types written with encode version 1 (no count).
+    uncounted: Uncounted,
     /// `fixed_prefix ++ [ns_len] ++ namespace` (NeoKV: `fixed_prefix ++ namespace`), the
-    /// start of every record.
+    /// start of every record; camellia: `namespace`, after the fixed prefix and its tag.
     head: Vec<u8>,
+}
+
+/// camellia: which collection types are written uncounted (encode version 1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+struct Uncounted {
+    hash: bool,
+    set: bool,
+}
+
+/// Which record a key is: camellia tags each with `m#`, `s#` or `k#`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    Metadata,
+    Subkey,
+    Score,
+}
+
+impl Tag {
+    fn camellia(self) -> [u8; 2] {
+        match self {
+            Tag::Metadata => *b"m#",
+            Tag::Subkey => *b"s#",
+            Tag::Score => *b"k#",
+        }
+    }
 }
 
 impl Default for KeyLayout {
@@ -85,10 +126,60 @@ impl KeyLayout {
             namespace: Vec::new(),
             cluster_slots: false,
             hash_prefix_len: 0,
+            uncounted: Uncounted::default(),
             head: Vec::new(),
         };
         layout.set_namespace(namespace)?;
         Ok(layout)
+    }
+
+    /// camellia-redis-proxy-kv's layout for `namespace`: `m#<ns><key>`,
+    /// `s#<ns><key_len><key><version><sub>`, `k#<ns><key_len><key><version><score><member>`,
+    /// every collection counted (encode version 0) until [`KeyLayout::with_encode_version`].
+    pub fn camellia(namespace: &[u8]) -> Self {
+        let mut layout = KeyLayout {
+            kind: LayoutKind::Camellia,
+            fixed_prefix: Vec::new(),
+            namespace: Vec::new(),
+            cluster_slots: false,
+            hash_prefix_len: 0,
+            uncounted: Uncounted::default(),
+            head: Vec::new(),
+        };
+        layout.set_namespace(namespace).expect("any namespace fits");
+        layout
+    }
+
+    /// camellia: writes new hashes or sets with encode `version` 0 (counted) or 1 (no count:
+    /// blind writes, HLEN/SCARD scan). Sorted sets and strings have version 0 only.
+    ///
+    /// # Errors
+    /// [`Error::LayoutMismatch`] for another layout, another type, or another version.
+    pub fn with_encode_version(mut self, ty: RedisType, version: u8) -> Result<Self> {
+        if self.kind != LayoutKind::Camellia || version > 1 {
+            return Err(Error::LayoutMismatch("camellia writes encode version 0 or 1"));
+        }
+        match ty {
+            RedisType::Hash => self.uncounted.hash = version == 1,
+            RedisType::Set => self.uncounted.set = version == 1,
+            _ if version == 0 => {}
+            _ => return Err(Error::LayoutMismatch("camellia writes version 1 for hashes and sets only")),
+        }
+        Ok(self)
+    }
+
+    /// camellia: the encode version new collections of `ty` are written with (0 elsewhere).
+    pub fn encode_version(&self, ty: RedisType) -> u8 {
+        u8::from(self.writes_uncounted(ty))
+    }
+
+    /// Whether new collections of `ty` keep no count (camellia encode version 1).
+    pub fn writes_uncounted(&self, ty: RedisType) -> bool {
+        match ty {
+            RedisType::Hash => self.uncounted.hash,
+            RedisType::Set => self.uncounted.set,
+            _ => false,
+        }
     }
 
     /// NeoKV's layout for one region and index (table): `[region][index][slot][key_len][key]`.
@@ -99,6 +190,7 @@ impl KeyLayout {
             namespace: Vec::new(),
             cluster_slots: true,
             hash_prefix_len: 0,
+            uncounted: Uncounted::default(),
             head: Vec::new(),
         };
         layout.set_namespace(&neokv_namespace(region_id, index_id)).expect("16 bytes fit");
@@ -107,7 +199,10 @@ impl KeyLayout {
 
     fn set_namespace(&mut self, namespace: &[u8]) -> Result<()> {
         self.head.clear();
-        self.head.extend_from_slice(&self.fixed_prefix);
+        // camellia's tag goes between the fixed prefix and the namespace: see `put_route`.
+        if self.kind != LayoutKind::Camellia {
+            self.head.extend_from_slice(&self.fixed_prefix);
+        }
         match self.kind {
             LayoutKind::Kvrocks => {
                 let len =
@@ -117,7 +212,7 @@ impl KeyLayout {
             LayoutKind::NeoKv if namespace.len() != NEOKV_NAMESPACE_LEN => {
                 return Err(Error::LayoutMismatch("a neokv namespace is a region id and an index id"));
             }
-            LayoutKind::NeoKv => {}
+            LayoutKind::NeoKv | LayoutKind::Camellia => {}
         }
         self.namespace = namespace.to_vec();
         self.head.extend_from_slice(namespace);
@@ -135,10 +230,13 @@ impl KeyLayout {
     }
 
     /// The layout Redis database `index` writes with: database 0 is this layout; Kvrocks
-    /// appends `:<index>` to the namespace, NeoKV adds `index` to the index id.
+    /// appends `:<index>` to the namespace, NeoKV adds `index` to the index id, camellia
+    /// (whose namespaces carry no length, so one may not begin another) puts `<index>:`
+    /// before the namespace.
     ///
     /// # Errors
-    /// [`Error::NamespaceTooLong`] when the suffixed namespace passes 255 bytes.
+    /// [`Error::NamespaceTooLong`] when the suffixed namespace passes 255 bytes; for
+    /// camellia, [`Error::LayoutMismatch`] when one of the two namespaces begins the other.
     pub fn for_database(&self, index: usize) -> Result<Self> {
         if index == 0 {
             return Ok(self.clone());
@@ -154,6 +252,14 @@ impl KeyLayout {
                 let table = table.wrapping_add(i64::try_from(index).unwrap_or(i64::MAX));
                 self.clone().with_namespace(&neokv_namespace(region, table))
             }
+            LayoutKind::Camellia => {
+                let mut ns = format!("{index}:").into_bytes();
+                ns.extend_from_slice(&self.namespace);
+                if ns.starts_with(&self.namespace) {
+                    return Err(Error::LayoutMismatch("a camellia namespace begins another database's"));
+                }
+                self.clone().with_namespace(&ns)
+            }
         }
     }
 
@@ -163,7 +269,8 @@ impl KeyLayout {
     }
 
     /// Whether this layout's system has a type id for `ty`: every type for Kvrocks; string,
-    /// hash, list, set and sorted set for NeoKV (bitmaps are then strings, as in Redis).
+    /// hash, list, set and sorted set for NeoKV (bitmaps are then strings, as in Redis); the
+    /// same but lists for camellia (camellia-kv has no list commands).
     pub fn stores(&self, ty: RedisType) -> bool {
         match self.kind {
             LayoutKind::Kvrocks => true,
@@ -171,7 +278,100 @@ impl KeyLayout {
                 ty,
                 RedisType::String | RedisType::Hash | RedisType::List | RedisType::Set | RedisType::ZSet
             ),
+            LayoutKind::Camellia => {
+                matches!(ty, RedisType::String | RedisType::Hash | RedisType::Set | RedisType::ZSet)
+            }
         }
+    }
+
+    /// Reads a metadata value as this layout's system writes it (camellia:
+    /// [`super::camellia::decode_metadata`]; else [`Metadata::decode`]).
+    ///
+    /// # Errors
+    /// As those functions.
+    pub fn decode_metadata<'a>(&self, bytes: &'a [u8]) -> Result<Metadata<'a>> {
+        match self.kind {
+            LayoutKind::Camellia => camellia::decode_metadata(bytes),
+            _ => Metadata::decode(bytes),
+        }
+    }
+
+    /// The metadata value of `meta` as this layout's system writes it.
+    ///
+    /// # Errors
+    /// camellia: [`Error::UnsupportedType`] for a type it cannot store.
+    pub fn encode_metadata(&self, meta: &Metadata<'_>) -> Result<Vec<u8>> {
+        match self.kind {
+            LayoutKind::Camellia => {
+                let mut out = Vec::with_capacity(22 + meta.value.len());
+                camellia::encode_metadata(meta, &mut out)?;
+                Ok(out)
+            }
+            _ => Ok(meta.to_vec()),
+        }
+    }
+
+    /// The type and expiry of a metadata value (see [`peek_type_and_expire`]).
+    ///
+    /// # Errors
+    /// As [`KeyLayout::decode_metadata`] for those fields.
+    pub fn peek_type_and_expire(&self, bytes: &[u8]) -> Result<(RedisType, u64)> {
+        match self.kind {
+            LayoutKind::Camellia => camellia::peek_type_and_expire(bytes),
+            _ => peek_type_and_expire(bytes),
+        }
+    }
+
+    /// The value of a sorted-set member's subkey: the score's 8 ordered bytes, or for
+    /// camellia its decimal text.
+    ///
+    /// # Errors
+    /// [`Error::NanScore`] for NaN.
+    pub fn encode_member_score(&self, score: f64) -> Result<Vec<u8>> {
+        match self.kind {
+            LayoutKind::Camellia if score.is_nan() => Err(Error::NanScore),
+            LayoutKind::Camellia => Ok(camellia::java_double_string(score + 0.0).into_bytes()),
+            _ => Ok(encode_f64(score)?.to_vec()),
+        }
+    }
+
+    /// The score in a sorted-set member's subkey value ([`KeyLayout::encode_member_score`]).
+    ///
+    /// # Errors
+    /// As [`decode_f64_slice`] or [`super::camellia::decode_member_score`].
+    pub fn decode_member_score(&self, bytes: &[u8]) -> Result<f64> {
+        match self.kind {
+            LayoutKind::Camellia => camellia::decode_member_score(bytes),
+            _ => decode_f64_slice(bytes),
+        }
+    }
+
+    /// The 8 bytes of a score in a score key (ordered, or camellia's raw IEEE bits).
+    ///
+    /// # Errors
+    /// [`Error::NanScore`] for NaN.
+    pub fn encode_score(&self, score: f64) -> Result<[u8; 8]> {
+        match self.kind {
+            LayoutKind::Camellia => camellia::encode_raw_score(score),
+            _ => encode_f64(score),
+        }
+    }
+
+    /// The score of a score key's 8 score bytes.
+    ///
+    /// # Errors
+    /// As [`decode_f64_slice`].
+    pub fn decode_score(&self, bytes: &[u8]) -> Result<f64> {
+        match self.kind {
+            LayoutKind::Camellia => camellia::decode_raw_score(bytes),
+            _ => decode_f64_slice(bytes),
+        }
+    }
+
+    /// Whether score keys sort by score (camellia's raw IEEE bits put negative scores after
+    /// the positive ones, largest magnitude last).
+    pub fn scores_ordered(&self) -> bool {
+        self.kind != LayoutKind::Camellia
     }
 
     /// NeoKV's region id and index id (`None` for Kvrocks).
@@ -337,16 +537,31 @@ impl KeyLayout {
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`], and [`Error::NanScore`] for a NaN bound.
     pub fn score_range(&self, key: &[u8], version: u64, from: Option<f64>) -> Result<KeyRange> {
-        let mut range = self.subkey_range(key, version)?;
+        let mut range = KeyRange::prefix(self.score_prefix(key, version, 0)?);
         if let Some(score) = from {
-            range.start.extend_from_slice(&encode_f64(score)?);
+            range.start.extend_from_slice(&self.encode_score(score)?);
         }
         Ok(range)
     }
 
+    /// The prefix shared by the score keys of `key` at `version` (the subkey prefix, but
+    /// camellia's `k#` where its subkeys have `s#`), with room for `extra` bytes.
+    ///
+    /// # Errors
+    /// As [`KeyLayout::encode_subkey_prefix`].
+    pub fn score_prefix(&self, key: &[u8], version: u64, extra: usize) -> Result<Vec<u8>> {
+        self.routed(key).score_prefix(version, extra)
+    }
+
     /// Every metadata key of this layout's namespace (all slots).
     pub fn namespace_range(&self) -> KeyRange {
-        KeyRange::prefix(self.head.clone())
+        let mut start = Vec::with_capacity(self.fixed_prefix.len() + self.head.len() + 2);
+        if self.kind == LayoutKind::Camellia {
+            start.extend_from_slice(&self.fixed_prefix);
+            start.extend_from_slice(&Tag::Metadata.camellia());
+        }
+        start.extend_from_slice(&self.head);
+        KeyRange::prefix(start)
     }
 
     /// Every metadata key of this namespace in cluster slot `slot`.
@@ -363,7 +578,34 @@ impl KeyLayout {
     }
 
     /// Reads the head and route shared by all records: prefix, namespace, slot, md5.
-    fn read_route<'a>(&self, r: &mut Reader<'a>) -> Result<(&'a [u8], Option<u16>, &'a [u8])> {
+    fn read_route<'a>(&self, r: &mut Reader<'a>, tag: Tag) -> Result<(&'a [u8], Option<u16>, &'a [u8])> {
+        if self.kind == LayoutKind::Camellia {
+            if r.take(self.fixed_prefix.len())? != self.fixed_prefix.as_slice() {
+                return Err(Error::LayoutMismatch("fixed prefix differs"));
+            }
+            if r.take(2)? != tag.camellia() {
+                return Err(Error::LayoutMismatch("camellia record tag differs"));
+            }
+            // camellia's namespace has no length: only this layout's own is read, and its
+            // databases' (`<n>:` + namespace, see `for_database`).
+            let rest = r.remaining();
+            let len = if rest.starts_with(&self.namespace) {
+                self.namespace.len()
+            } else {
+                let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+                let own = rest
+                    .get(digits..)
+                    .and_then(|r| r.strip_prefix(b":"))
+                    .is_some_and(|r| r.starts_with(&self.namespace));
+                if digits == 0 || !own {
+                    return Err(Error::LayoutMismatch("camellia namespace differs"));
+                }
+                digits + 1 + self.namespace.len()
+            };
+            let namespace = r.take(len)?;
+            let hash = r.take(self.hash_prefix_len)?;
+            return Ok((namespace, None, hash));
+        }
         let prefix = r.take(self.fixed_prefix.len())?;
         // No compare when there is no prefix: glibc's AVX-512 `memcmp` of zero bytes at an
         // empty `Vec`'s dangling pointer takes a ~40 ns fault-suppression assist on AMD Zen 4.
@@ -373,6 +615,7 @@ impl KeyLayout {
         let ns_len = match self.kind {
             LayoutKind::Kvrocks => usize::from(r.u8()?),
             LayoutKind::NeoKv => NEOKV_NAMESPACE_LEN,
+            LayoutKind::Camellia => self.namespace.len(),
         };
         let namespace = r.take(ns_len)?;
         let slot = if self.cluster_slots { Some(r.u16()?) } else { None };
@@ -388,9 +631,9 @@ impl KeyLayout {
     /// NeoKV [`Error::TrailingBytes`] after the key.
     pub fn decode_metadata_key<'a>(&self, bytes: &'a [u8]) -> Result<MetadataKey<'a>> {
         let mut r = Reader::new(bytes, "metadata key");
-        let (namespace, slot, hash) = self.read_route(&mut r)?;
+        let (namespace, slot, hash) = self.read_route(&mut r, Tag::Metadata)?;
         let user_key = match self.kind {
-            LayoutKind::Kvrocks => r.rest(),
+            LayoutKind::Kvrocks | LayoutKind::Camellia => r.rest(),
             LayoutKind::NeoKv => {
                 let len = r.u32()? as usize;
                 let key = r.take(len)?;
@@ -407,8 +650,12 @@ impl KeyLayout {
     /// As [`KeyLayout::decode_metadata_key`], and [`Error::Truncated`] when the key length,
     /// key or version is cut short.
     pub fn decode_subkey<'a>(&self, bytes: &'a [u8]) -> Result<Subkey<'a>> {
+        self.decode_record(bytes, Tag::Subkey)
+    }
+
+    fn decode_record<'a>(&self, bytes: &'a [u8], tag: Tag) -> Result<Subkey<'a>> {
         let mut r = Reader::new(bytes, "subkey");
-        let (namespace, slot, hash) = self.read_route(&mut r)?;
+        let (namespace, slot, hash) = self.read_route(&mut r, tag)?;
         let key_len = r.u32()? as usize;
         let user_key = r.take(key_len)?;
         let version = r.u64()?;
@@ -421,9 +668,9 @@ impl KeyLayout {
     /// As [`KeyLayout::decode_subkey`], and [`Error::Truncated`] / [`Error::NanScore`] for
     /// the score.
     pub fn decode_score_key<'a>(&self, bytes: &'a [u8]) -> Result<ScoreKey<'a>> {
-        let sk = self.decode_subkey(bytes)?;
+        let sk = self.decode_record(bytes, Tag::Score)?;
         let mut r = Reader::new(sk.sub, "score key");
-        let score = decode_f64_slice(r.take(8)?)?;
+        let score = self.decode_score(r.take(8)?)?;
         Ok(ScoreKey { owner: sk.owner(), version: sk.version, score, member: r.rest() })
     }
 
@@ -434,8 +681,10 @@ impl KeyLayout {
             self.fixed_prefix.len() + 7 + owner.namespace.len() + owner.hash.len() + owner.user_key.len(),
         );
         out.put_slice(&self.fixed_prefix);
-        if self.kind == LayoutKind::Kvrocks {
-            out.put_u8(owner.namespace.len() as u8);
+        match self.kind {
+            LayoutKind::Kvrocks => out.put_u8(owner.namespace.len() as u8),
+            LayoutKind::Camellia => out.put_slice(&Tag::Metadata.camellia()),
+            LayoutKind::NeoKv => {}
         }
         out.put_slice(owner.namespace);
         if let Some(slot) = owner.slot {
@@ -462,8 +711,13 @@ pub struct RoutedKey<'a> {
 }
 
 impl RoutedKey<'_> {
-    /// The bytes before the key length / key: `[prefix][ns_len][ns][slot]?[md5]?`.
-    fn put_route(&self, out: &mut impl BufMut) {
+    /// The bytes before the key length / key: `[prefix][ns_len][ns][slot]?[md5]?`
+    /// (camellia: `[tag][ns][md5]?`).
+    fn put_route(&self, out: &mut impl BufMut, tag: Tag) {
+        if self.layout.kind == LayoutKind::Camellia {
+            out.put_slice(&self.layout.fixed_prefix);
+            out.put_slice(&tag.camellia());
+        }
         out.put_slice(&self.layout.head);
         if let Some(slot) = self.slot {
             out.put_u16(slot);
@@ -474,12 +728,14 @@ impl RoutedKey<'_> {
     }
 
     fn route_len(&self) -> usize {
-        self.layout.head.len() + if self.slot.is_some() { 2 } else { 0 } + self.layout.hash_prefix_len
+        let tag =
+            if self.layout.kind == LayoutKind::Camellia { self.layout.fixed_prefix.len() + 2 } else { 0 };
+        tag + self.layout.head.len() + if self.slot.is_some() { 2 } else { 0 } + self.layout.hash_prefix_len
     }
 
     /// Writes the metadata key, as [`KeyLayout::encode_metadata_key`].
     pub fn encode_metadata_key(&self, out: &mut impl BufMut) {
-        self.put_route(out);
+        self.put_route(out, Tag::Metadata);
         if self.layout.kind == LayoutKind::NeoKv {
             out.put_u32(self.key.len() as u32);
         }
@@ -490,7 +746,11 @@ impl RoutedKey<'_> {
     /// found without building it.
     pub fn is_metadata_key(&self, bytes: &[u8]) -> bool {
         let slot = self.slot.map(u16::to_be_bytes);
-        let parts: [&[u8]; 3] = [
+        let tag = Tag::Metadata.camellia();
+        let camellia = self.layout.kind == LayoutKind::Camellia;
+        let parts: [&[u8]; 5] = [
+            if camellia { &self.layout.fixed_prefix } else { &[] },
+            if camellia { &tag } else { &[] },
             &self.layout.head,
             slot.as_ref().map_or(&[][..], |s| &s[..]),
             &self.hash[..self.layout.hash_prefix_len],
@@ -528,12 +788,26 @@ impl RoutedKey<'_> {
     /// # Errors
     /// [`Error::KeyTooLong`] for a key over `u32::MAX` bytes.
     pub fn encode_subkey_prefix(&self, version: u64, out: &mut impl BufMut) -> Result<()> {
+        self.encode_record_prefix(version, out, Tag::Subkey)
+    }
+
+    fn encode_record_prefix(&self, version: u64, out: &mut impl BufMut, tag: Tag) -> Result<()> {
         let len = u32::try_from(self.key.len()).map_err(|_| Error::KeyTooLong(self.key.len()))?;
-        self.put_route(out);
+        self.put_route(out, tag);
         out.put_u32(len);
         out.put_slice(self.key);
         out.put_u64(version);
         Ok(())
+    }
+
+    /// The score-key prefix at `version` (see [`KeyLayout::score_prefix`]).
+    ///
+    /// # Errors
+    /// As [`RoutedKey::encode_subkey_prefix`].
+    pub fn score_prefix(&self, version: u64, extra: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.route_len() + 12 + self.key.len() + extra);
+        self.encode_record_prefix(version, &mut out, Tag::Score)?;
+        Ok(out)
     }
 
     /// The subkey prefix at `version`, in a new vector with room for `extra` bytes.
@@ -577,8 +851,8 @@ impl RoutedKey<'_> {
         member: &[u8],
         out: &mut impl BufMut,
     ) -> Result<()> {
-        let score = encode_f64(score)?;
-        self.encode_subkey_prefix(version, out)?;
+        let score = self.layout.encode_score(score)?;
+        self.encode_record_prefix(version, out, Tag::Score)?;
         out.put_slice(&score);
         out.put_slice(member);
         Ok(())

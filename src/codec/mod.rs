@@ -3,6 +3,7 @@
 //! Nothing here does I/O or knows about commands; every decoder borrows from its input and
 //! returns [`crate::Error`] instead of panicking.
 
+pub mod camellia;
 mod double;
 mod extra;
 mod key;

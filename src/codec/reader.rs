@@ -24,6 +24,11 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
+    /// The bytes not read yet, without reading them.
+    pub(crate) fn remaining(&self) -> &'a [u8] {
+        self.buf
+    }
+
     pub(crate) fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
     }
