@@ -38,7 +38,7 @@ use bytes::Bytes;
 use crate::backend::{ColumnFamily, Direction, KvBackend};
 use crate::codec::{
     ConsumerValue, Extra, GroupValue, KeyLayout, KeyRange, Metadata, PendingValue, RedisType, StreamSub,
-    decode_entry, decode_f64_slice, decode_neokv_legacy,
+    decode_entry, decode_neokv_legacy,
 };
 use crate::error::{Error, Result};
 
@@ -283,7 +283,7 @@ impl<B: KvBackend> Walk<'_, B> {
                 return Ok(());
             }
         };
-        let meta = match Metadata::decode(value) {
+        let meta = match self.layout.decode_metadata(value) {
             Ok(meta) => meta,
             Err(error) => {
                 self.problems.push(Problem::UndecodableMetadata { key, error });
@@ -401,7 +401,7 @@ impl<B: KvBackend> Walk<'_, B> {
         for item in self.subkeys(layout, user_key, meta.version)? {
             let (member, record, value) = item?;
             count += 1;
-            let Ok(score) = decode_f64_slice(&value) else {
+            let Ok(score) = layout.decode_member_score(&value) else {
                 found.push(bad(key, ColumnFamily::Subkey, record, "zset member value is not a score"));
                 continue;
             };
@@ -410,13 +410,14 @@ impl<B: KvBackend> Walk<'_, B> {
                 found.push(Problem::MissingScore { key: key.clone(), member, score });
             }
         }
-        for item in self.prefixed(ColumnFamily::Score, layout.subkey_range(user_key, meta.version)?)? {
+        let scores = KeyRange::prefix(layout.score_prefix(user_key, meta.version, 0)?);
+        for item in self.prefixed(ColumnFamily::Score, scores)? {
             let (rest, record, value) = item?;
             let Some((score_bytes, member)) = rest.split_first_chunk::<8>() else {
                 found.push(bad(key, ColumnFamily::Score, record, "score key has no 8 score bytes"));
                 continue;
             };
-            let Ok(score) = decode_f64_slice(score_bytes) else {
+            let Ok(score) = layout.decode_score(score_bytes) else {
                 found.push(bad(key, ColumnFamily::Score, record, "score key holds NaN"));
                 continue;
             };
@@ -425,7 +426,8 @@ impl<B: KvBackend> Walk<'_, B> {
             }
             let held =
                 self.backend.get(ColumnFamily::Subkey, &layout.subkey(user_key, meta.version, member)?)?;
-            if held.as_deref() != Some(score_bytes.as_slice()) {
+            let held = held.map(|v| layout.decode_member_score(&v).map(f64::to_bits));
+            if !matches!(held, Some(Ok(bits)) if bits == score.to_bits()) {
                 found.push(Problem::StrayScore { key: key.clone(), member: record.slice_ref(member), score });
             }
         }
@@ -500,7 +502,7 @@ impl<B: KvBackend> Walk<'_, B> {
                 Some((o, v, reason)) if *o == owner && *v == version => *reason,
                 _ => {
                     let raw = self.backend.get(ColumnFamily::Metadata, &owner)?;
-                    let reason = garbage_reason(raw.as_deref(), version, self.now_ms);
+                    let reason = garbage_reason(self.layout, raw.as_deref(), version, self.now_ms);
                     last = Some((owner, version, reason));
                     reason
                 }
@@ -519,9 +521,14 @@ fn bad(key: &Bytes, cf: ColumnFamily, record: Bytes, why: &'static str) -> Probl
 
 /// Why a record of `version` whose owner's metadata is `raw` is garbage; `None` when the
 /// owner is live at that version, or its metadata does not decode (reported on its own).
-fn garbage_reason(raw: Option<&[u8]>, version: u64, now_ms: u64) -> Option<GarbageReason> {
+fn garbage_reason(
+    layout: &KeyLayout,
+    raw: Option<&[u8]>,
+    version: u64,
+    now_ms: u64,
+) -> Option<GarbageReason> {
     let Some(raw) = raw else { return Some(GarbageReason::OwnerMissing) };
-    let meta = Metadata::decode(raw).ok()?;
+    let meta = layout.decode_metadata(raw).ok()?;
     if meta.ty == RedisType::String {
         Some(GarbageReason::OwnerIsString)
     } else if meta.version != version {

@@ -20,7 +20,7 @@
 use bytes::Bytes;
 
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use crate::codec::{KeyLayout, KeyRange, Metadata, peek_type_and_expire};
+use crate::codec::{KeyLayout, KeyRange};
 use crate::commands::Engine;
 use crate::error::Result;
 
@@ -68,12 +68,18 @@ where
     let Some(raw) = metadata(&layout.owner_metadata_key(&owner)) else {
         return Decision::Drop;
     };
-    decide_with_metadata(raw.as_ref(), version, now_ms, grace_ms)
+    decide_with_metadata(layout, raw.as_ref(), version, now_ms, grace_ms)
 }
 
 /// The decision for a record of `record_version` whose key's metadata value is `raw`.
-pub fn decide_with_metadata(raw: &[u8], record_version: u64, now_ms: u64, grace_ms: u64) -> Decision {
-    let Ok(meta) = Metadata::decode(raw) else {
+pub fn decide_with_metadata(
+    layout: &KeyLayout,
+    raw: &[u8],
+    record_version: u64,
+    now_ms: u64,
+    grace_ms: u64,
+) -> Decision {
+    let Ok(meta) = layout.decode_metadata(raw) else {
         return Decision::Keep;
     };
     let expired_past_grace = meta.expire_ms != 0 && meta.expire_ms.saturating_add(grace_ms) < now_ms;
@@ -109,14 +115,21 @@ pub struct SweepStep {
 #[derive(Debug, Clone)]
 pub struct ExpirySweep {
     range: KeyRange,
+    /// Whose metadata values the range holds (Kvrocks' unless [`ExpirySweep::of`]).
+    layout: KeyLayout,
     done: bool,
 }
 
 impl ExpirySweep {
-    /// A sweep over `range`: [`KeyLayout::namespace_range`] for one database, or any range
-    /// of metadata keys.
+    /// A sweep over `range`, any range of metadata keys in Kvrocks' value format.
     pub fn new(range: KeyRange) -> Self {
-        ExpirySweep { range, done: false }
+        ExpirySweep { range, layout: KeyLayout::default(), done: false }
+    }
+
+    /// A sweep over one database: `layout`'s [`KeyLayout::namespace_range`], its values read
+    /// as that layout writes them.
+    pub fn of(layout: &KeyLayout) -> Self {
+        ExpirySweep { range: layout.namespace_range(), layout: layout.clone(), done: false }
     }
 
     /// Whether the sweep has covered its whole range.
@@ -157,7 +170,7 @@ impl ExpirySweep {
         for item in backend.scan(ColumnFamily::Metadata, &self.range, Direction::Forward)?.take(batch_size) {
             let (key, value) = item?;
             step.scanned += 1;
-            if is_expired(&value, now_ms) {
+            if is_expired(&self.layout, &value, now_ms) {
                 step.removed.push(key.clone());
             }
             last = Some(key);
@@ -176,8 +189,8 @@ impl ExpirySweep {
 }
 
 /// Whether a metadata value carries an expiry before `now_ms` (undecodable: no).
-fn is_expired(value: &[u8], now_ms: u64) -> bool {
-    peek_type_and_expire(value).is_ok_and(|(_, expire_ms)| expire_ms != 0 && expire_ms < now_ms)
+fn is_expired(layout: &KeyLayout, value: &[u8], now_ms: u64) -> bool {
+    layout.peek_type_and_expire(value).is_ok_and(|(_, expire_ms)| expire_ms != 0 && expire_ms < now_ms)
 }
 
 /// One step of active expiry beside running commands (Redis' active expire cycle): the
@@ -349,7 +362,9 @@ impl Collector {
                         step.metadata_reads += 1;
                         let d = match backend.get(ColumnFamily::Metadata, &owner)? {
                             None => Decision::Drop,
-                            Some(raw) => decide_with_metadata(&raw, version, now_ms, self.grace_ms),
+                            Some(raw) => {
+                                decide_with_metadata(&self.layout, &raw, version, now_ms, self.grace_ms)
+                            }
                         };
                         run = Some((owner, version, d));
                         d

@@ -15,19 +15,46 @@ fn hash_meta(version: u64, size: u64, expire_ms: u64) -> Vec<u8> {
 #[test]
 fn decision_table() {
     let live = hash_meta(7, 1, 0);
-    assert_eq!(decide_with_metadata(&live, 7, NOW, GRACE), Decision::Keep);
-    assert_eq!(decide_with_metadata(&live, 6, NOW, GRACE), Decision::Drop, "older version");
-    assert_eq!(decide_with_metadata(&live, 8, NOW, GRACE), Decision::Drop, "other version");
-    assert_eq!(decide_with_metadata(&Metadata::string(b"v", 0).to_vec(), 7, NOW, GRACE), Decision::Drop);
-    assert_eq!(decide_with_metadata(&hash_meta(7, 0, 0), 7, NOW, GRACE), Decision::Drop, "empty");
+    assert_eq!(decide_with_metadata(&KeyLayout::default(), &live, 7, NOW, GRACE), Decision::Keep);
+    assert_eq!(
+        decide_with_metadata(&KeyLayout::default(), &live, 6, NOW, GRACE),
+        Decision::Drop,
+        "older version"
+    );
+    assert_eq!(
+        decide_with_metadata(&KeyLayout::default(), &live, 8, NOW, GRACE),
+        Decision::Drop,
+        "other version"
+    );
+    assert_eq!(
+        decide_with_metadata(&KeyLayout::default(), &Metadata::string(b"v", 0).to_vec(), 7, NOW, GRACE),
+        Decision::Drop
+    );
+    assert_eq!(
+        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 0, 0), 7, NOW, GRACE),
+        Decision::Drop,
+        "empty"
+    );
     // Expired, but still within the grace period: kept.
-    assert_eq!(decide_with_metadata(&hash_meta(7, 1, NOW - 1), 7, NOW, GRACE), Decision::Keep);
-    assert_eq!(decide_with_metadata(&hash_meta(7, 1, NOW - GRACE), 7, NOW, GRACE), Decision::Keep);
-    assert_eq!(decide_with_metadata(&hash_meta(7, 1, NOW - GRACE - 1), 7, NOW, GRACE), Decision::Drop);
-    assert_eq!(decide_with_metadata(&hash_meta(7, 1, NOW - 1), 7, NOW, 0), Decision::Drop);
+    assert_eq!(
+        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 1, NOW - 1), 7, NOW, GRACE),
+        Decision::Keep
+    );
+    assert_eq!(
+        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 1, NOW - GRACE), 7, NOW, GRACE),
+        Decision::Keep
+    );
+    assert_eq!(
+        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 1, NOW - GRACE - 1), 7, NOW, GRACE),
+        Decision::Drop
+    );
+    assert_eq!(
+        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 1, NOW - 1), 7, NOW, 0),
+        Decision::Drop
+    );
     // Unreadable metadata (a Kvrocks bitmap, type 6): never drop what we cannot read.
     let bitmap = [0x86, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 1];
-    assert_eq!(decide_with_metadata(&bitmap, 7, NOW, GRACE), Decision::Keep);
+    assert_eq!(decide_with_metadata(&KeyLayout::default(), &bitmap, 7, NOW, GRACE), Decision::Keep);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use rediskv::backend::{Direction, KvBackend};
-use rediskv::codec::{ColumnFamily, Metadata};
+use rediskv::codec::ColumnFamily;
 use rediskv::commands::{DATABASES, Reply};
 
 use crate::state::{State, lock, unix_micros};
@@ -480,7 +480,7 @@ fn keyspace(state: &State, base: &[u8], index: usize) -> (u64, u64, u64) {
         return (0, 0, 0);
     };
     for (_, value) in scan.flatten() {
-        let Ok(meta) = Metadata::decode(&value) else { continue };
+        let Ok(meta) = layout.decode_metadata(&value) else { continue };
         if !meta.is_live(now) {
             continue;
         }

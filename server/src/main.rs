@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p rediskv-server -- [redis.conf] [--engine fjall|memory|rocksdb] [--dir ./data]
-//!     [--layout kvrocks|neokv] [--threads N] [--appendfsync everysec] [--port 6380] [--<parameter> value]…
+//!     [--layout kvrocks|neokv|camellia] [--threads N] [--appendfsync everysec] [--port 6380] [--<parameter> value]…
 //! redis-cli -p 6380
 //! ```
 //!
@@ -40,7 +40,7 @@ mod tracking;
 use std::sync::Arc;
 
 use config::Config;
-use rediskv::codec::{KeyLayout, LayoutKind};
+use rediskv::codec::{KeyLayout, LayoutKind, RedisType};
 
 /// mimalloc instead of glibc's malloc: under the LSM engines' many short-lived buffers glibc
 /// spent a third of a loop's time consolidating free chunks (perf, HSET on fjall); Redis links
@@ -48,7 +48,7 @@ use rediskv::codec::{KeyLayout, LayoutKind};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--layout kvrocks|neokv] [--neokv-region-id 1] [--neokv-index-id 1] [--threads N] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
+const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--layout kvrocks|neokv|camellia] [--neokv-region-id 1] [--neokv-index-id 1] [--camellia-namespace default] [--camellia-hash-version 0|1] [--camellia-set-version 0|1] [--camellia-md5-prefix 0|8] [--threads N] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
 
 /// What the command line chose besides Redis' parameters.
 struct Start {
@@ -158,21 +158,52 @@ fn options() -> Result<Start, String> {
     Ok(Start { config, engine, threads, data_dir, etcd, layout })
 }
 
-/// `--layout kvrocks|neokv` (Kvrocks' records by default) with NeoKV's `--neokv-region-id`
-/// and `--neokv-index-id` (1 and 1, as NeoKV's standalone server).
+/// `--layout kvrocks|neokv|camellia` (Kvrocks' records by default) with NeoKV's
+/// `--neokv-region-id` and `--neokv-index-id` (1 and 1, as NeoKV's standalone server) and
+/// camellia's `--camellia-namespace` (`default`), `--camellia-hash-version` and
+/// `--camellia-set-version` (0: counted, or 1) and `--camellia-md5-prefix` (0, or 8 for
+/// stores of camellia's releases that spread keys by md5).
 fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
     let id = |flag: &str, value: Option<String>| -> Result<Option<i64>, String> {
         value.map(|v| v.parse().map_err(|_| format!("{flag} must be a 64-bit integer"))).transpose()
     };
     let region = id("--neokv-region-id", take_flag(args, "--neokv-region-id")?)?;
     let index = id("--neokv-index-id", take_flag(args, "--neokv-index-id")?)?;
-    match take_flag(args, "--layout")?.as_deref().unwrap_or("kvrocks") {
-        "kvrocks" if region.is_some() || index.is_some() => {
-            Err("--neokv-region-id and --neokv-index-id need --layout neokv".into())
+    let neokv = region.is_some() || index.is_some();
+    let namespace = take_flag(args, "--camellia-namespace")?;
+    let mut camellia_versions = Vec::new();
+    for (flag, ty) in
+        [("--camellia-hash-version", RedisType::Hash), ("--camellia-set-version", RedisType::Set)]
+    {
+        if let Some(v) = take_flag(args, flag)? {
+            camellia_versions
+                .push((ty, v.parse::<u8>().ok().filter(|v| *v <= 1).ok_or(format!("{flag} is 0 or 1"))?));
         }
+    }
+    let md5 = take_flag(args, "--camellia-md5-prefix")?
+        .map(|v| v.parse::<usize>().map_err(|_| "--camellia-md5-prefix is a byte count".to_string()))
+        .transpose()?;
+    let camellia = namespace.is_some() || !camellia_versions.is_empty() || md5.is_some();
+    let kind = take_flag(args, "--layout")?.unwrap_or_else(|| "kvrocks".into());
+    if neokv && kind != "neokv" {
+        return Err("--neokv-region-id and --neokv-index-id need --layout neokv".into());
+    }
+    if camellia && kind != "camellia" {
+        return Err("the --camellia-* options need --layout camellia".into());
+    }
+    match kind.as_str() {
         "kvrocks" => Ok(KeyLayout::default()),
         "neokv" => Ok(KeyLayout::neokv(region.unwrap_or(1), index.unwrap_or(1))),
-        other => Err(format!("unknown layout '{other}' (kvrocks or neokv)")),
+        "camellia" => {
+            let mut layout = KeyLayout::camellia(namespace.as_deref().unwrap_or("default").as_bytes())
+                .with_hash_prefix(md5.unwrap_or(0))
+                .map_err(|e| e.to_string())?;
+            for (ty, v) in camellia_versions {
+                layout = layout.with_encode_version(ty, v).map_err(|e| e.to_string())?;
+            }
+            Ok(layout)
+        }
+        other => Err(format!("unknown layout '{other}' (kvrocks, neokv or camellia)")),
     }
 }
 

@@ -208,11 +208,11 @@ fn sweep_of<'a>(
     engine: &Arc<SharedEngine>,
     db: usize,
 ) -> Option<&'a mut Sweep> {
-    let range = engine.db_layout(db)?.namespace_range();
+    let layout = engine.db_layout(db)?;
     Some(sweeps.entry((engine.layout().namespace().to_vec(), db)).or_insert_with(|| Sweep {
         engine: engine.clone(),
         db,
-        sweep: ExpirySweep::new(range),
+        sweep: ExpirySweep::of(layout),
         found: false,
         idle_until: None,
         idle: IDLE,
@@ -243,8 +243,8 @@ fn expire(state: &State, sweep: &mut Sweep, deadline: Instant) {
             state.tracking.invalidate(state, sweep.engine.layout().namespace(), &keys, &mut to);
         }
         if step.done {
-            if let Some(range) = sweep.engine.db_layout(sweep.db).map(|l| l.namespace_range()) {
-                sweep.sweep = ExpirySweep::new(range);
+            if let Some(layout) = sweep.engine.db_layout(sweep.db) {
+                sweep.sweep = ExpirySweep::of(layout);
             }
             let hint = state.maint.ttl_hint.load(Relaxed);
             if std::mem::take(&mut sweep.found) {

@@ -169,6 +169,72 @@ fn a_neokv_store_is_back_after_a_restart_and_refuses_another_layout() {
     }
 }
 
+#[test]
+fn a_camellia_store_is_back_after_a_restart_and_refuses_another_layout() {
+    let dir = TempDir::new("camellia");
+    let camellia = [
+        "--engine",
+        "fjall",
+        "--dir",
+        dir.path(),
+        "--layout",
+        "camellia",
+        "--camellia-namespace",
+        "app",
+        "--camellia-set-version",
+        "1",
+    ];
+    let before = {
+        let server = rediskv(&camellia);
+        let mut c = server.client();
+        for args in [
+            &["SET", "s", "value", "EX", "1000"][..],
+            &["HSET", "h", "a", "1"],
+            &["SADD", "set", "m", "n"],
+            &["ZADD", "z", "2", "a", "-3", "b"],
+            &["SELECT", "2"],
+            &["SET", "in-db-2", "v"],
+            &["SELECT", "0"],
+        ] {
+            assert!(!matches!(c.cmd(args), Value::Error(_)), "{args:?}");
+        }
+        assert_eq!(
+            c.cmd(&["RPUSH", "l", "x"]),
+            Value::Error("ERR the camellia layout cannot store a list key".into())
+        );
+        assert_eq!(
+            c.cmd(&["SREM", "set", "m", "absent"]),
+            Value::Int(2),
+            "encode version 1 answers as camellia"
+        );
+        let snap = snapshot(&mut c);
+        assert_eq!(snap.len(), 4);
+        c.send(&[b"SHUTDOWN"]);
+        assert_eq!(c.try_read(), None, "SHUTDOWN closes the connection");
+        snap
+    };
+    {
+        let server = rediskv(&camellia);
+        let mut c = server.client();
+        assert_eq!(snapshot(&mut c), before);
+        assert_eq!(c.cmd(&["FSCK"]), Value::Array(Some(vec![])));
+        assert_eq!(c.cmd(&["ZRANGE", "z", "0", "-1"]).texts(), ["b", "a"]);
+    }
+    // Another layout, or another namespace, is refused with both named.
+    for other in [&["--engine", "fjall", "--dir", dir.path()][..], &camellia[..6]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
+            .args(["--port", "0"])
+            .args(other)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("camellia namespace \"app\"; hash version 0; set version 1"), "{stderr}");
+        assert!(stderr.contains("refusing to open it"), "{stderr}");
+    }
+}
+
 /// Finds redis-benchmark, failing under CI when it is missing.
 fn redis_benchmark() -> Option<&'static str> {
     let found = Command::new("redis-benchmark").arg("--version").output().is_ok_and(|o| o.status.success());

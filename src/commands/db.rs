@@ -656,7 +656,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             return Ok(None);
         };
         // A record this crate cannot read is an error naming the key, never an absent key.
-        let meta = Metadata::decode(&raw).map_err(|e| {
+        let meta = self.layout().decode_metadata(&raw).map_err(|e| {
             let key = self.layout().decode_metadata_key(mkey).map_or(mkey, |k| k.user_key);
             CommandError::err(format!("undecodable metadata of key '{}': {e}", key.escape_ascii()))
         })?;
@@ -698,7 +698,8 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let mut deleted = Vec::new();
         for key in metadata_keys {
             let raw = self.metadata_record(key)?;
-            if raw.is_some_and(|raw| Metadata::decode(&raw).is_ok_and(|m| m.is_expired(now_ms))) {
+            if raw.is_some_and(|raw| self.layout().decode_metadata(&raw).is_ok_and(|m| m.is_expired(now_ms)))
+            {
                 batch.delete(ColumnFamily::Metadata, key.clone());
                 deleted.push(key.clone());
             }
@@ -774,10 +775,12 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// A new, empty collection of `ty` under a fresh version; hashes and sets are
-    /// blind-write while [`Db::blind_write`] is on.
+    /// blind-write while [`Db::blind_write`] is on, or when the layout writes them
+    /// uncounted (camellia's encode version 1).
     pub fn new_collection(&self, ty: RedisType) -> Metadata<'static> {
         let mut meta = Metadata::collection(ty, self.new_version());
-        meta.blind_write = self.blind_write() && matches!(ty, RedisType::Hash | RedisType::Set);
+        meta.blind_write = (self.blind_write() && matches!(ty, RedisType::Hash | RedisType::Set))
+            || self.layout().writes_uncounted(ty);
         meta
     }
 
@@ -839,6 +842,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         if base.kind() != LayoutKind::Kvrocks {
             check_types(base, &batch)?;
             migrate_legacy(base, &mut batch);
+            batch = encode_metadata_values(base, batch)?;
         }
         // A delete touches a key only if it had a record (Redis signals what it removed).
         // An element written without a size change (HSET of an existing field, ZADD of a
@@ -907,7 +911,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// Whether a metadata record exists and is live (a key `commit` overwrites, not creates).
     fn is_live_record(&self, mkey: &[u8]) -> CommandResult<bool> {
         let raw = self.metadata_record(mkey)?;
-        Ok(raw.is_some_and(|raw| Metadata::decode(&raw).is_ok_and(|m| m.is_live(self.now_ms()))))
+        Ok(raw.is_some_and(|raw| self.layout().decode_metadata(&raw).is_ok_and(|m| m.is_live(self.now_ms()))))
     }
 }
 
@@ -962,6 +966,31 @@ fn migrate_legacy(layout: &KeyLayout, batch: &mut WriteBatch) {
     for key in legacy {
         batch.delete(ColumnFamily::Subkey, key);
     }
+}
+
+/// Rewrites the metadata values of `batch` (written by commands in the engine's own form,
+/// [`Metadata::encode`]) as `layout`'s system writes them; the batch as it was for layouts
+/// that write that form (Kvrocks, NeoKV).
+///
+/// # Errors
+/// A value that does not decode, or a type the layout cannot write (refused earlier by
+/// [`check_types`]).
+fn encode_metadata_values(layout: &KeyLayout, batch: WriteBatch) -> CommandResult<WriteBatch> {
+    if layout.kind() != LayoutKind::Camellia {
+        return Ok(batch);
+    }
+    let mut out = WriteBatch::new();
+    for op in batch.into_ops() {
+        match op {
+            BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => {
+                let meta = Metadata::decode(&value)?;
+                out.put(ColumnFamily::Metadata, key, layout.encode_metadata(&meta)?);
+            }
+            BatchOp::Put { cf, key, value } => out.put(cf, key, value),
+            BatchOp::Delete { cf, key } => out.delete(cf, key),
+        }
+    }
+    Ok(out)
 }
 
 /// Refuses a batch that would create a type `layout`'s system has no id for (a stream under

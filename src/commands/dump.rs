@@ -13,7 +13,7 @@ use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::rdb::{self, RdbValue};
-use crate::codec::{ColumnFamily, Metadata, RedisType, decode_f64_slice, encode_f64, push_back_tail};
+use crate::codec::{ColumnFamily, Metadata, RedisType, push_back_tail};
 
 /// This family's command table.
 pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
@@ -56,7 +56,7 @@ impl<B: KvBackend> Db<'_, B> {
             RedisType::ZSet => RdbValue::ZSet(
                 subs(self)?
                     .into_iter()
-                    .map(|(m, s)| Ok((m, decode_f64_slice(&s)?)))
+                    .map(|(m, s)| Ok((m, self.layout().decode_member_score(&s)?)))
                     .collect::<crate::Result<_>>()?,
             ),
             RedisType::Stream => RdbValue::Stream(Box::new(self.stream_rdb(key, &meta)?)),
@@ -180,7 +180,7 @@ impl<B: KvBackend> Db<'_, B> {
                     batch.put(
                         ColumnFamily::Subkey,
                         self.subkey(key, version, &member)?,
-                        encode_f64(score)?.to_vec(),
+                        self.layout().encode_member_score(score)?,
                     );
                     let score_key = self.layout().score_key(key, version, score, &member)?;
                     batch.put(ColumnFamily::Score, score_key, Bytes::new());

@@ -13,7 +13,7 @@ use super::session::{Multi, Watched};
 use super::table::{self, CommandInfo};
 use super::{CommandError, Db, Reply, Session, Touch, TouchedKey, resolve};
 use crate::backend::{ColumnFamily, KvBackend};
-use crate::codec::{Clock, KeyLayout, Metadata};
+use crate::codec::{Clock, KeyLayout};
 
 /// How many times in all [`Engine`] runs a command (or an EXEC) whose batch the backend
 /// refused with [`crate::Error::Conflict`] (see [`KvBackend::begin`]), unless the backend's
@@ -526,7 +526,7 @@ impl<B: KvBackend> Engine<B> {
     fn live(&self, db: usize, key: &[u8], now: u64) -> bool {
         let raw =
             super::db::metadata_record(&self.backend, &self.shared.base_layout, &self.metadata_key(db, key));
-        matches!(raw, Ok(Some(raw)) if Metadata::decode(&raw).is_ok_and(|m| m.is_live(now)))
+        matches!(raw, Ok(Some(raw)) if self.shared.base_layout.decode_metadata(&raw).is_ok_and(|m| m.is_live(now)))
     }
 
     /// Flags the watchers a command's writes and swaps concern.
@@ -546,7 +546,7 @@ impl<B: KvBackend> Engine<B> {
 
     fn expired(&self, metadata_key: &[u8], now: u64) -> Result<bool, CommandError> {
         Ok(match super::db::metadata_record(&self.backend, &self.shared.base_layout, metadata_key)? {
-            Some(raw) => Metadata::decode(&raw)?.is_expired(now),
+            Some(raw) => self.shared.base_layout.decode_metadata(&raw)?.is_expired(now),
             None => false,
         })
     }

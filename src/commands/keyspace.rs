@@ -230,15 +230,26 @@ impl<B: KvBackend> Db<'_, B> {
         let mut meta = Metadata { value: &entry.value, ..entry.meta };
         if meta.ty.is_collection() {
             let version = self.new_version();
-            let src_prefix_len = self.layout().subkey_prefix(src, meta.version, 0)?.len();
-            let range = self.layout().subkey_range(src, meta.version)?;
-            let dst_prefix = dst_layout.subkey_prefix(dst, version, 0)?;
             let cfs: &[ColumnFamily] = match meta.ty {
                 RedisType::ZSet => &[ColumnFamily::Subkey, ColumnFamily::Score],
                 RedisType::Stream => &[ColumnFamily::Stream],
                 _ => &[ColumnFamily::Subkey],
             };
             for &cf in cfs {
+                // Score keys have a prefix of their own in camellia's layout.
+                let (src_prefix, dst_prefix) = if cf == ColumnFamily::Score {
+                    (
+                        self.layout().score_prefix(src, meta.version, 0)?,
+                        dst_layout.score_prefix(dst, version, 0)?,
+                    )
+                } else {
+                    (
+                        self.layout().subkey_prefix(src, meta.version, 0)?,
+                        dst_layout.subkey_prefix(dst, version, 0)?,
+                    )
+                };
+                let src_prefix_len = src_prefix.len();
+                let range = KeyRange::prefix(src_prefix);
                 for item in self.backend().scan(cf, &range, Direction::Forward)? {
                     let (k, v) = item?;
                     let mut new_key = Vec::with_capacity(dst_prefix.len() + k.len() - src_prefix_len);
@@ -366,7 +377,7 @@ impl<B: KvBackend> Db<'_, B> {
         let now = self.now_ms();
         for item in self.backend().scan(ColumnFamily::Metadata, &range, Direction::Forward)? {
             let (k, v) = item?;
-            let live = match (Metadata::decode(&v), self.layout().decode_metadata_key(&k)) {
+            let live = match (self.layout().decode_metadata(&v), self.layout().decode_metadata_key(&k)) {
                 (Ok(meta), Ok(decoded)) if meta.is_live(now) => Some((decoded.user_key, meta.ty)),
                 _ => None,
             };

@@ -161,11 +161,19 @@ pub const FLOOR_KEY: &[u8] = b"rediskv:version-floor";
 
 /// The manifest of `layout`: one line of text naming the system and every option that
 /// changes the bytes of a record key, e.g. `rediskv layout v1; namespace "__namespace";
-/// cluster slots off; hash prefix 0; fixed prefix ""` (Kvrocks) or `rediskv layout v1;
-/// neokv region 1 index 1; hash prefix 0; fixed prefix ""` (NeoKV).
+/// cluster slots off; hash prefix 0; fixed prefix ""` (Kvrocks), `rediskv layout v1;
+/// neokv region 1 index 1; hash prefix 0; fixed prefix ""` (NeoKV) or `rediskv layout v1;
+/// camellia namespace "default"; hash version 0; set version 1; hash prefix 0; fixed
+/// prefix ""` (camellia).
 pub fn manifest(layout: &KeyLayout) -> Vec<u8> {
     let system = match layout.neokv_ids() {
         Some((region, index)) => format!("neokv region {region} index {index}"),
+        None if layout.kind() == rediskv::codec::LayoutKind::Camellia => format!(
+            "camellia namespace \"{}\"; hash version {}; set version {}",
+            layout.namespace().escape_ascii(),
+            layout.encode_version(rediskv::codec::RedisType::Hash),
+            layout.encode_version(rediskv::codec::RedisType::Set),
+        ),
         None => format!(
             "namespace \"{}\"; cluster slots {}",
             layout.namespace().escape_ascii(),
@@ -188,6 +196,17 @@ pub fn layout_from_manifest(stored: &[u8]) -> Option<KeyLayout> {
         let (index, after) = after.split_once("; ")?;
         rest = after;
         KeyLayout::neokv(region.parse().ok()?, index.parse().ok()?)
+    } else if let Some(after) = rest.strip_prefix("camellia namespace ") {
+        let namespace;
+        (namespace, rest) = quoted(after)?;
+        let (hash, after) = rest.strip_prefix("; hash version ")?.split_once("; ")?;
+        let (set, after) = after.strip_prefix("set version ")?.split_once("; ")?;
+        rest = after;
+        KeyLayout::camellia(&namespace)
+            .with_encode_version(rediskv::codec::RedisType::Hash, hash.parse().ok()?)
+            .ok()?
+            .with_encode_version(rediskv::codec::RedisType::Set, set.parse().ok()?)
+            .ok()?
     } else {
         let namespace;
         (namespace, rest) = quoted(rest.strip_prefix("namespace ")?)?;
@@ -332,15 +351,17 @@ impl VersionFloor {
     }
 }
 
-/// The largest collection version among the batch's metadata puts (0 when none).
+/// The largest collection version among the batch's metadata puts (0 when none), in
+/// Kvrocks' value format or camellia's (the floor does not need to know the layout).
 fn max_version(batch: &WriteBatch) -> u64 {
     batch
         .ops()
         .iter()
         .filter_map(|op| match op {
-            BatchOp::Put { cf: ColumnFamily::Metadata, value, .. } => {
-                Metadata::decode(value).ok().map(|m| m.version)
-            }
+            BatchOp::Put { cf: ColumnFamily::Metadata, value, .. } => Metadata::decode(value)
+                .or_else(|_| rediskv::codec::camellia::decode_metadata(value))
+                .ok()
+                .map(|m| m.version),
             _ => None,
         })
         .max()
@@ -502,6 +523,12 @@ mod tests {
             KeyLayout::default().with_hash_prefix(4).unwrap().with_fixed_prefix(b"\x00p; q"),
             KeyLayout::neokv(1, 1),
             KeyLayout::neokv(-7, i64::MAX).with_fixed_prefix(b"r"),
+            KeyLayout::camellia(b"default"),
+            KeyLayout::camellia(b"a \"b\"; c")
+                .with_encode_version(rediskv::codec::RedisType::Set, 1)
+                .unwrap()
+                .with_hash_prefix(8)
+                .unwrap(),
         ];
         for layout in layouts {
             let text = manifest(&layout);
@@ -511,9 +538,16 @@ mod tests {
             manifest(&KeyLayout::default()),
             b"rediskv layout v1; namespace \"__namespace\"; cluster slots off; hash prefix 0; fixed prefix \"\""
         );
-        for bad in
-            [&b""[..], b"rediskv layout v2; namespace \"a\"", b"rediskv layout v1; neokv region x index 1"]
-        {
+        assert_eq!(
+            manifest(&KeyLayout::camellia(b"n").with_encode_version(rediskv::codec::RedisType::Hash, 1).unwrap()),
+            b"rediskv layout v1; camellia namespace \"n\"; hash version 1; set version 0; hash prefix 0; fixed prefix \"\""
+        );
+        for bad in [
+            &b""[..],
+            b"rediskv layout v2; namespace \"a\"",
+            b"rediskv layout v1; neokv region x index 1",
+            b"rediskv layout v1; camellia namespace \"n\"; hash version 2; set version 0; hash prefix 0; fixed prefix \"\"",
+        ] {
             assert_eq!(layout_from_manifest(bad), None);
         }
     }

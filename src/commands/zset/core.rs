@@ -7,22 +7,23 @@ use bytes::Bytes;
 
 use super::{LexBound, LexRange, ScoreRange};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use crate::codec::{KeyRange, Metadata, RedisType, decode_f64_slice, encode_f64, prefix_successor};
+use crate::codec::{KeyRange, Metadata, RedisType, encode_f64, prefix_successor};
 use crate::commands::notify::NotifyFlags;
 use crate::commands::{CommandResult, Db};
 
 /// A (member, score) pair as commands return them.
 pub type ScoredMember = (Bytes, f64);
 
-/// The 8 ordered bytes of a stored score; NaN never reaches here (commands reject it), but
-/// would be a storage error rather than a panic.
+/// The 8 ordered bytes of a score; NaN never reaches here (commands reject it), but would
+/// be a storage error rather than a panic.
 pub(super) fn score_bytes(score: f64) -> CommandResult<[u8; 8]> {
     Ok(encode_f64(score)?)
 }
 
-/// The key range of a score range inside `prefix` (the subkey prefix of key+version), or
+/// The members of a score range as a range of ordered positions `[ordered score][member]`
+/// (what a score key holds after its prefix, with the score in [`encode_f64`]'s order), or
 /// `None` when it is empty.
-pub(super) fn score_key_range(prefix: &[u8], range: &ScoreRange) -> Option<KeyRange> {
+pub(super) fn score_key_range(range: &ScoreRange) -> Option<KeyRange> {
     let enc = |x: f64| encode_f64(x).map(u64::from_be_bytes).ok();
     let lo = enc(range.min.value)?;
     let hi = enc(range.max.value)?;
@@ -32,11 +33,72 @@ pub(super) fn score_key_range(prefix: &[u8], range: &ScoreRange) -> Option<KeyRa
     if lo >= hi {
         return None;
     }
-    let mut start = prefix.to_vec();
-    start.extend_from_slice(&lo.to_be_bytes());
-    let mut end = prefix.to_vec();
-    end.extend_from_slice(&hi.to_be_bytes());
-    Some(KeyRange { start, end: Some(end) })
+    Some(KeyRange { start: lo.to_be_bytes().to_vec(), end: Some(hi.to_be_bytes().to_vec()) })
+}
+
+/// Every ordered position: the whole sorted set.
+pub(super) fn all_scores() -> KeyRange {
+    KeyRange { start: Vec::new(), end: None }
+}
+
+/// Where a run of ordered positions lies in a layout whose score keys hold raw IEEE bits
+/// (camellia): the non-negative scores in order, the negative ones in reverse.
+struct RawParts {
+    /// Raw score range of the negative scores, inclusive, if any.
+    negative: Option<(u64, u64)>,
+    /// Raw score range of the non-negative scores, inclusive, if any.
+    positive: Option<(u64, u64)>,
+}
+
+const SIGN: u64 = 1 << 63;
+
+/// The raw score ranges holding every score of the ordered positions `range` (a superset at
+/// its two ends' scores: the caller filters by position).
+fn raw_parts(range: &KeyRange) -> RawParts {
+    let score_of = |b: &[u8]| {
+        let mut s = [0u8; 8];
+        let n = b.len().min(8);
+        s[..n].copy_from_slice(&b[..n]);
+        u64::from_be_bytes(s)
+    };
+    let lo = score_of(&range.start);
+    let hi = range.end.as_deref().map_or(u64::MAX, score_of);
+    let positive = (hi >= SIGN && lo.max(SIGN) <= hi).then(|| (lo.max(SIGN) ^ SIGN, hi ^ SIGN));
+    let neg_hi = hi.min(SIGN - 1);
+    let negative = (lo <= neg_hi).then_some((!neg_hi, !lo));
+    RawParts { negative, positive }
+}
+
+/// Yields each run of equal scores of `inner` in reverse: a backward walk over camellia's
+/// negative scores meets the members of one score from the last.
+struct TiesReversed<I: Iterator> {
+    inner: std::iter::Peekable<I>,
+    run: Vec<ScoredMember>,
+}
+
+impl<I: Iterator<Item = CommandResult<ScoredMember>>> Iterator for TiesReversed<I> {
+    type Item = CommandResult<ScoredMember>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(item) = self.run.pop() {
+            return Some(Ok(item));
+        }
+        let first = match self.inner.next()? {
+            Ok(item) => item,
+            Err(e) => return Some(Err(e)),
+        };
+        let bits = first.1.to_bits();
+        self.run.push(first);
+        while let Some(Ok((_, s))) = self.inner.peek() {
+            if s.to_bits() != bits {
+                break;
+            }
+            if let Some(Ok(item)) = self.inner.next() {
+                self.run.push(item);
+            }
+        }
+        self.run.pop().map(Ok)
+    }
 }
 
 /// The key range of a lex range inside `prefix`, or `None` when it is empty.
@@ -68,10 +130,13 @@ pub(super) fn lex_key_range(prefix: &[u8], range: &LexRange) -> Option<KeyRange>
     Some(KeyRange { start, end })
 }
 
-/// A live sorted set: its metadata and the record prefix of its version.
+/// A live sorted set: its metadata and the record prefixes of its version.
 pub(crate) struct ZKey {
     pub meta: Metadata<'static>,
+    /// The prefix of its member subkeys.
     pub prefix: Vec<u8>,
+    /// The prefix of its score keys (the same bytes but in camellia's layout).
+    pub scores: Vec<u8>,
 }
 
 impl<B: KvBackend> Db<'_, B> {
@@ -79,25 +144,83 @@ impl<B: KvBackend> Db<'_, B> {
     pub(crate) fn zkey(&self, key: &[u8]) -> CommandResult<Option<ZKey>> {
         let Some(meta) = self.lookup_of(key, RedisType::ZSet)? else { return Ok(None) };
         let prefix = self.layout().subkey_prefix(key, meta.version, 0)?;
-        Ok(Some(ZKey { meta, prefix }))
+        let scores = self.layout().score_prefix(key, meta.version, 0)?;
+        Ok(Some(ZKey { meta, prefix, scores }))
     }
 
     /// The stored score of `member`.
     pub(super) fn member_score(&self, key: &[u8], version: u64, member: &[u8]) -> CommandResult<Option<f64>> {
         match self.get_subkey(key, version, member)? {
             None => Ok(None),
-            Some(v) => Ok(Some(decode_f64_slice(&v)?)),
+            Some(v) => Ok(Some(self.layout().decode_member_score(&v)?)),
         }
     }
 
-    /// Walks Score CF records in `range` (inside `prefix`), yielding (member, score).
+    /// Walks the members of `z` at the ordered positions `range` ([`score_key_range`]) in
+    /// score order, yielding (member, score). One Score CF scan; where score keys hold raw
+    /// IEEE bits (camellia), one per sign, the negative scores walked the other way.
     pub(super) fn scan_score_range<'a>(
         &'a self,
-        prefix_len: usize,
+        z: &ZKey,
         range: &KeyRange,
         dir: Direction,
+    ) -> CommandResult<Box<dyn Iterator<Item = CommandResult<ScoredMember>> + 'a>> {
+        let prefix = &z.scores;
+        if self.layout().scores_ordered() {
+            let join = |rel: &[u8]| [prefix.as_slice(), rel].concat();
+            let end = match &range.end {
+                Some(end) => Some(join(end)),
+                None => prefix_successor(prefix),
+            };
+            let keys = KeyRange { start: join(&range.start), end };
+            return Ok(Box::new(self.scan_scores(prefix.len(), &keys, dir)?));
+        }
+        let parts = raw_parts(range);
+        let raw = |(a, b): (u64, u64)| {
+            let start = [prefix.as_slice(), &a.to_be_bytes()].concat();
+            let end = match b.checked_add(1) {
+                Some(b) => Some([prefix.as_slice(), &b.to_be_bytes()].concat()),
+                None => prefix_successor(prefix),
+            };
+            KeyRange { start, end }
+        };
+        let flip = match dir {
+            Direction::Forward => Direction::Reverse,
+            Direction::Reverse => Direction::Forward,
+        };
+        let negative: Box<dyn Iterator<Item = _>> = match parts.negative {
+            Some(p) => {
+                let inner = self.scan_scores(prefix.len(), &raw(p), flip)?.peekable();
+                Box::new(TiesReversed { inner, run: Vec::new() })
+            }
+            None => Box::new(std::iter::empty()),
+        };
+        let positive: Box<dyn Iterator<Item = _>> = match parts.positive {
+            Some(p) => Box::new(self.scan_scores(prefix.len(), &raw(p), dir)?),
+            None => Box::new(std::iter::empty()),
+        };
+        let walk: Box<dyn Iterator<Item = _>> = match dir {
+            Direction::Forward => Box::new(negative.chain(positive)),
+            Direction::Reverse => Box::new(positive.chain(negative)),
+        };
+        let range = range.clone();
+        Ok(Box::new(walk.filter(move |item| match item {
+            Ok((member, score)) => {
+                let at = [&encode_f64(*score).unwrap_or_default()[..], member].concat();
+                range.contains(&at)
+            }
+            Err(_) => true,
+        })))
+    }
+
+    /// Walks the Score CF records in `keys`, yielding (member, score).
+    fn scan_scores<'a>(
+        &'a self,
+        prefix_len: usize,
+        keys: &KeyRange,
+        dir: Direction,
     ) -> CommandResult<impl Iterator<Item = CommandResult<ScoredMember>> + use<'a, B>> {
-        let iter = self.backend().scan(ColumnFamily::Score, range, dir)?;
+        let iter = self.backend().scan(ColumnFamily::Score, keys, dir)?;
         Ok(iter.map(move |item| {
             let (k, _) = item?;
             if k.len() < prefix_len + 8 {
@@ -108,7 +231,7 @@ impl<B: KvBackend> Db<'_, B> {
                 }
                 .into());
             }
-            let score = decode_f64_slice(&k[prefix_len..prefix_len + 8])?;
+            let score = self.layout().decode_score(&k[prefix_len..prefix_len + 8])?;
             Ok((k.slice(prefix_len + 8..), score))
         }))
     }
@@ -123,7 +246,7 @@ impl<B: KvBackend> Db<'_, B> {
         let iter = self.backend().scan(ColumnFamily::Subkey, range, dir)?;
         Ok(iter.map(move |item| {
             let (k, v) = item?;
-            let score = decode_f64_slice(&v)?;
+            let score = self.layout().decode_member_score(&v)?;
             Ok((k.slice(prefix_len.min(k.len())..), score))
         }))
     }
@@ -142,8 +265,8 @@ impl<B: KvBackend> Db<'_, B> {
     ) -> CommandResult<()> {
         let bound = |value, exclusive| super::ScoreBound { value, exclusive };
         let range = ScoreRange { min: bound(min, false), max: bound(max, true) };
-        let Some(kr) = score_key_range(&z.prefix, &range) else { return Ok(()) };
-        for item in self.scan_score_range(z.prefix.len(), &kr, Direction::Forward)? {
+        let Some(kr) = score_key_range(&range) else { return Ok(()) };
+        for item in self.scan_score_range(z, &kr, Direction::Forward)? {
             let (member, score) = item?;
             if !f(member, score) {
                 break;
@@ -157,8 +280,8 @@ impl<B: KvBackend> Db<'_, B> {
         &'a self,
         z: &ZKey,
         dir: Direction,
-    ) -> CommandResult<impl Iterator<Item = CommandResult<ScoredMember>> + use<'a, B>> {
-        self.scan_score_range(z.prefix.len(), &KeyRange::prefix(z.prefix.clone()), dir)
+    ) -> CommandResult<Box<dyn Iterator<Item = CommandResult<ScoredMember>> + 'a>> {
+        self.scan_score_range(z, &all_scores(), dir)
     }
 
     /// Queues both records of `member` with `score`.
@@ -170,8 +293,8 @@ impl<B: KvBackend> Db<'_, B> {
         member: &[u8],
         score: f64,
     ) -> CommandResult<()> {
-        let bytes = score_bytes(score)?;
-        batch.put(ColumnFamily::Subkey, self.layout().subkey(key, version, member)?, bytes.to_vec());
+        let value = self.layout().encode_member_score(score)?;
+        batch.put(ColumnFamily::Subkey, self.layout().subkey(key, version, member)?, value);
         batch.put(ColumnFamily::Score, self.layout().score_key(key, version, score, member)?, Bytes::new());
         Ok(())
     }

@@ -4,10 +4,10 @@ use std::collections::{BTreeSet, HashMap};
 
 use bytes::Bytes;
 
-use super::core::{ScoredMember, ZKey, lex_key_range, score_key_range};
+use super::core::{ScoredMember, ZKey, lex_key_range, score_bytes, score_key_range};
 use super::{LexRange, RangeQuery, RangeSpec, ScoreRange};
 use crate::backend::{Direction, KvBackend};
-use crate::codec::{KeyRange, RedisType, decode_f64_slice};
+use crate::codec::{KeyRange, RedisType};
 use crate::commands::args::normalize_range;
 use crate::commands::subkeys::ScanOptions;
 use crate::commands::{CommandResult, Db};
@@ -44,7 +44,10 @@ impl<B: KvBackend> Db<'_, B> {
             members.iter().map(|m| self.subkey(key, meta.version, m)).collect::<CommandResult<Vec<_>>>()?;
         let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let values = self.backend().multi_get(crate::backend::ColumnFamily::Subkey, &refs)?;
-        values.into_iter().map(|v| v.map(|v| Ok(crate::codec::decode_f64_slice(&v)?)).transpose()).collect()
+        values
+            .into_iter()
+            .map(|v| v.map(|v| Ok(self.layout().decode_member_score(&v)?)).transpose())
+            .collect()
     }
 
     /// ZCOUNT: members whose score lies in `range`; one Score CF range scan, O(result).
@@ -53,9 +56,9 @@ impl<B: KvBackend> Db<'_, B> {
     /// WRONGTYPE; storage errors.
     pub fn zcount(&self, key: &[u8], range: &ScoreRange) -> CommandResult<i64> {
         let Some(z) = self.zkey(key)? else { return Ok(0) };
-        let Some(kr) = score_key_range(&z.prefix, range) else { return Ok(0) };
+        let Some(kr) = score_key_range(range) else { return Ok(0) };
         let mut n = 0;
-        for item in self.scan_score_range(z.prefix.len(), &kr, Direction::Forward)? {
+        for item in self.scan_score_range(&z, &kr, Direction::Forward)? {
             item?;
             n += 1;
         }
@@ -108,8 +111,8 @@ impl<B: KvBackend> Db<'_, B> {
                 Ok(items)
             }
             RangeSpec::Score(range) => {
-                let Some(kr) = score_key_range(&z.prefix, range) else { return Ok(Vec::new()) };
-                let iter = self.scan_score_range(z.prefix.len(), &kr, dir)?;
+                let Some(kr) = score_key_range(range) else { return Ok(Vec::new()) };
+                let iter = self.scan_score_range(z, &kr, dir)?;
                 collect_limited(iter, query.limit)
             }
             RangeSpec::Lex(range) => {
@@ -149,15 +152,13 @@ impl<B: KvBackend> Db<'_, B> {
     pub fn zrank(&self, key: &[u8], member: &[u8], rev: bool) -> CommandResult<Option<i64>> {
         let Some(z) = self.zkey(key)? else { return Ok(None) };
         let Some(score) = self.member_score(key, z.meta.version, member)? else { return Ok(None) };
-        let own = self.layout().score_key(key, z.meta.version, score, member)?;
-        let whole = KeyRange::prefix(z.prefix.clone());
-        let below = KeyRange { start: whole.start.clone(), end: Some(own.clone()) };
+        let own = [&score_bytes(score)?[..], member].concat();
+        let below = KeyRange { start: Vec::new(), end: Some(own.clone()) };
         let mut after = own;
         after.push(0);
-        let above = KeyRange { start: after, end: whole.end.clone() };
-        let mut up = self.backend().scan(crate::backend::ColumnFamily::Score, &below, Direction::Forward)?;
-        let mut down =
-            self.backend().scan(crate::backend::ColumnFamily::Score, &above, Direction::Reverse)?;
+        let above = KeyRange { start: after, end: None };
+        let mut up = self.scan_score_range(&z, &below, Direction::Forward)?;
+        let mut down = self.scan_score_range(&z, &above, Direction::Reverse)?;
         let len = z.meta.size as i64;
         let mut n: i64 = 0;
         let asc = loop {
@@ -272,7 +273,7 @@ impl<B: KvBackend> Db<'_, B> {
         let (next, page) = self.scan_page(key, meta.version, cursor, &opts)?;
         let members = page
             .into_iter()
-            .map(|(member, score)| Ok((member, decode_f64_slice(&score)?)))
+            .map(|(member, score)| Ok((member, self.layout().decode_member_score(&score)?)))
             .collect::<CommandResult<_>>()?;
         Ok((next, members))
     }

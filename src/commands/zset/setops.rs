@@ -86,7 +86,7 @@ impl<B: KvBackend> Db<'_, B> {
         self.scan_subkeys(src.key, meta.version, Direction::Forward)?
             .map(|r| {
                 let (m, v) = r?;
-                Ok((m, crate::codec::decode_f64_slice(&v)?))
+                Ok((m, self.layout().decode_member_score(&v)?))
             })
             .collect()
     }

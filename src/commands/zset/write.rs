@@ -145,11 +145,11 @@ impl<B: KvBackend> Db<'_, B> {
                 None => Vec::new(),
                 Some((a, b)) => self.positions(&z, a, b)?,
             },
-            RangeSpec::Score(range) => match score_key_range(&z.prefix, range) {
+            RangeSpec::Score(range) => match score_key_range(range) {
                 None => Vec::new(),
-                Some(kr) => self
-                    .scan_score_range(z.prefix.len(), &kr, Direction::Forward)?
-                    .collect::<CommandResult<_>>()?,
+                Some(kr) => {
+                    self.scan_score_range(&z, &kr, Direction::Forward)?.collect::<CommandResult<_>>()?
+                }
             },
             RangeSpec::Lex(range) => match lex_key_range(&z.prefix, range) {
                 None => Vec::new(),
