@@ -66,6 +66,7 @@ fn metadata(c: &mut Criterion) {
 fn keys(c: &mut Criterion) {
     layout_keys(c, "", &KeyLayout::default());
     layout_keys(c, "neokv/", &KeyLayout::neokv(1, 1));
+    layout_keys(c, "camellia/", &KeyLayout::camellia(b"default"));
     features(c);
 }
 
@@ -137,6 +138,24 @@ fn layout_keys(c: &mut Criterion, prefix: &str, layout: &KeyLayout) {
     });
     c.bench_function(&format!("{prefix}decode/score_key"), |b| {
         b.iter(|| layout.decode_score_key(black_box(&score)))
+    });
+    // Values: a hash's metadata through the layout (camellia's are its own bytes), and a
+    // zset member's score (camellia: decimal text).
+    let meta =
+        Metadata { size: 42, expire_ms: 1_700_000_000_123, ..Metadata::collection(RedisType::Hash, VERSION) };
+    let value = layout.encode_metadata(&meta).unwrap();
+    c.bench_function(&format!("{prefix}encode/metadata_value"), |b| {
+        b.iter(|| layout.encode_metadata(black_box(&meta)))
+    });
+    c.bench_function(&format!("{prefix}decode/metadata_value"), |b| {
+        b.iter(|| layout.decode_metadata(black_box(&value)))
+    });
+    let member = layout.encode_member_score(1234.5).unwrap();
+    c.bench_function(&format!("{prefix}encode/member_score"), |b| {
+        b.iter(|| layout.encode_member_score(black_box(1234.5)))
+    });
+    c.bench_function(&format!("{prefix}decode/member_score"), |b| {
+        b.iter(|| layout.decode_member_score(black_box(&member)))
     });
     if let Some(legacy) = layout.legacy_string_key(&mkey) {
         let value = encode_neokv_legacy(1_700_000_000_000, b"value:0123456789");

@@ -4,19 +4,22 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rediskv::codec::KeyLayout;
+use rediskv::codec::camellia::CamelliaRoute;
+use rediskv::codec::{KeyLayout, RedisType};
 use rediskv_inspect::convert::convert;
 use rediskv_inspect::record::{self, column_family, hex, redis_type, unhex};
 use rediskv_inspect::store::{self, Filter};
 
 const USAGE: &str = "usage:
-  rediskv-inspect decode [LAYOUT] --cf metadata|subkey|score|stream [--type TYPE] KEY_HEX [VALUE_HEX]
-  rediskv-inspect encode [LAYOUT] JSON
+  rediskv-inspect decode [LAYOUT] [--camellia-route md5|int] --cf metadata|subkey|score|stream [--type TYPE] KEY_HEX [VALUE_HEX]
+  rediskv-inspect encode [LAYOUT] [--camellia-route md5|int] JSON
   rediskv-inspect dump --dir DIR [--engine fjall|rocksdb] [--cf CF] [--type TYPE] [--key KEY]
   rediskv-inspect convert --dir DIR --out NEW_DIR [--engine E] [--out-engine E] [LAYOUT]
 LAYOUT (the layout to decode/encode with, or convert to; Kvrocks' by default):
-  --layout kvrocks|neokv [--namespace NS] [--cluster-slots] [--hash-prefix N]
-  [--neokv-region-id 1] [--neokv-index-id 1]";
+  --layout kvrocks|neokv|camellia [--namespace NS] [--cluster-slots] [--hash-prefix N]
+  [--neokv-region-id 1] [--neokv-index-id 1] [--camellia-hash-version 0|1] [--camellia-set-version 0|1]
+--camellia-route: the prefix camellia's TiKV/HBase clients put before every key (md5 of the
+  slot, or the slot as an i32 in older releases): stripped before decoding, added after encoding.";
 
 /// Takes `--flag value` out of `args`.
 fn take(args: &mut Vec<String>, flag: &str) -> Result<Option<String>, String> {
@@ -55,9 +58,31 @@ fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
             KeyLayout::new(ns).map_err(|e| e.to_string())?.with_cluster_slots(slots)
         }
         "neokv" => KeyLayout::neokv(region.unwrap_or(1), index.unwrap_or(1)),
-        other => return Err(format!("unknown layout '{other}' (kvrocks or neokv)")),
+        "camellia" => {
+            let mut layout = KeyLayout::camellia(namespace.as_deref().unwrap_or("default").as_bytes());
+            for (flag, ty) in
+                [("--camellia-hash-version", RedisType::Hash), ("--camellia-set-version", RedisType::Set)]
+            {
+                if let Some(v) = take(args, flag)? {
+                    let v = v.parse().map_err(|_| format!("{flag} is 0 or 1"))?;
+                    layout = layout.with_encode_version(ty, v).map_err(|e| e.to_string())?;
+                }
+            }
+            layout
+        }
+        other => return Err(format!("unknown layout '{other}' (kvrocks, neokv or camellia)")),
     };
     layout.with_hash_prefix(hash).map_err(|e| e.to_string())
+}
+
+/// `--camellia-route md5|int` (none by default).
+fn route(args: &mut Vec<String>) -> Result<CamelliaRoute, String> {
+    match take(args, "--camellia-route")?.as_deref() {
+        None | Some("none") => Ok(CamelliaRoute::None),
+        Some("md5") => Ok(CamelliaRoute::SlotMd5),
+        Some("int") => Ok(CamelliaRoute::SlotInt),
+        Some(other) => Err(format!("unknown --camellia-route '{other}' (md5, int or none)")),
+    }
 }
 
 fn positional(args: &[String], n: usize) -> Result<&str, String> {
@@ -73,17 +98,29 @@ fn run(mut args: Vec<String>) -> Result<(), String> {
     match command.as_str() {
         "decode" => {
             let layout = layout(&mut args)?;
+            let route = route(&mut args)?;
             let cf = column_family(&take(&mut args, "--cf")?.unwrap_or_else(|| "metadata".into()))?;
             let ty = take(&mut args, "--type")?.map(|t| redis_type(&t)).transpose()?;
             let key = unhex(positional(&args, 0)?)?;
             let value = args.get(1).map(|v| unhex(v)).transpose()?;
-            println!("{}", record::decode(&layout, cf, &key, value.as_deref(), ty)?);
+            let key = key.get(route.len()..).ok_or("the key is shorter than its route")?;
+            let mut json = record::decode(&layout, cf, key, value.as_deref(), ty)?;
+            if let (false, Some(map)) = (route.is_empty(), json.as_object_mut()) {
+                map.insert("route".into(), hex(&unhex(positional(&args, 0)?)?[..route.len()]).into());
+            }
+            println!("{json}");
         }
         "encode" => {
             let layout = layout(&mut args)?;
+            let route = route(&mut args)?;
             let json: serde_json::Value =
                 serde_json::from_str(positional(&args, 0)?).map_err(|e| format!("not JSON: {e}"))?;
-            let rec = record::encode(&layout, &json)?;
+            let mut rec = record::encode(&layout, &json)?;
+            if !route.is_empty() {
+                let key = json.get("key").ok_or("missing field 'key'")?;
+                let key = record::json_bytes(key, "key")?;
+                rec.key = [route.prefix(rediskv::codec::key_slot(&key)), rec.key].concat();
+            }
             let out = serde_json::json!({ "cf": record::cf_name(rec.cf), "key": hex(&rec.key), "value": hex(&rec.value) });
             println!("{out}");
         }

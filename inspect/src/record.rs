@@ -4,7 +4,7 @@
 //! | field | meaning |
 //! |---|---|
 //! | `cf` | `metadata`, `subkey`, `score` or `stream` |
-//! | `namespace` (Kvrocks) / `region_id`, `index_id` (NeoKV) | whose record it is |
+//! | `namespace` (Kvrocks, camellia) / `region_id`, `index_id` (NeoKV) | whose record it is |
 //! | `slot` | the cluster slot, when the layout writes one (computed from `key` when encoding) |
 //! | `key` | the Redis key |
 //! | `type`, `expire_ms`, `version`, `size`, `head`, `tail`, `blind_write`, `value` | a metadata record |
@@ -18,8 +18,8 @@
 
 use rediskv::codec::{
     ColumnFamily, ConsumerValue, Extra, GroupValue, KeyLayout, LIST_INITIAL_INDEX, LayoutKind, Metadata,
-    PendingValue, RedisType, StreamId, StreamSub, decode_entry, decode_f64_slice, decode_neokv_legacy,
-    encode_entry, encode_f64, encode_neokv_legacy, neokv_ids, neokv_namespace,
+    PendingValue, RedisType, StreamId, StreamSub, decode_entry, decode_neokv_legacy, encode_entry,
+    encode_neokv_legacy, neokv_ids, neokv_namespace,
 };
 use serde_json::{Map, Value, json};
 
@@ -93,7 +93,11 @@ fn bytes_json(bytes: &[u8]) -> Value {
     }
 }
 
-fn json_bytes(value: &Value, what: &str) -> Result<Vec<u8>, Error> {
+/// The bytes of a JSON string or `{"hex": "…"}` (what [`decode`] writes for bytes).
+///
+/// # Errors
+/// Any other JSON value, or bad hex.
+pub fn json_bytes(value: &Value, what: &str) -> Result<Vec<u8>, Error> {
     match value {
         Value::String(text) => Ok(text.as_bytes().to_vec()),
         Value::Object(map) => match map.get("hex") {
@@ -190,7 +194,7 @@ pub fn decode(
         let mk = layout.decode_metadata_key(key).map_err(fail)?;
         let mut out = owner(layout, cf, mk.namespace, mk.slot, mk.user_key);
         if let Some(value) = value {
-            metadata_fields(&Metadata::decode(value).map_err(fail)?, value, &mut out);
+            metadata_fields(&layout.decode_metadata(value).map_err(fail)?, value, &mut out);
         }
         return Ok(Value::Object(out));
     }
@@ -235,7 +239,7 @@ pub fn decode(
         Some(RedisType::ZSet) => {
             out.insert("member".into(), bytes_json(sk.sub));
             if let Some(value) = value {
-                out.insert("score".into(), json!(decode_f64_slice(value).map_err(fail)?));
+                out.insert("score".into(), json!(layout.decode_member_score(value).map_err(fail)?));
             }
             put_value = false;
         }
@@ -373,8 +377,8 @@ pub fn encode(layout: &KeyLayout, json: &Value) -> Result<Record, Error> {
                 }
                 meta
             };
-            let mut bytes = meta.to_vec();
-            if let Some(extra) = json.get("extra") {
+            let mut bytes = layout.encode_metadata(&meta).map_err(fail)?;
+            if let Some(extra) = json.get("extra").filter(|_| layout.kind() != LayoutKind::Camellia) {
                 let extra = unhex(extra.as_str().ok_or("'extra' is a hex string")?)?;
                 bytes.truncate(header_len(ty));
                 bytes.extend_from_slice(&extra);
@@ -395,7 +399,7 @@ pub fn encode(layout: &KeyLayout, json: &Value) -> Result<Record, Error> {
                 (n.to_be_bytes().to_vec(), text("value")?.unwrap_or_default())
             } else if let Some(member) = text("member")? {
                 let value = match json.get("score") {
-                    Some(_) => encode_f64(float(json, "score")?).map_err(fail)?.to_vec(),
+                    Some(_) => layout.encode_member_score(float(json, "score")?).map_err(fail)?,
                     None => Vec::new(),
                 };
                 (member, value)

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rediskv::backend::{Direction, KvBackend};
-use rediskv::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, Metadata, RedisType};
+use rediskv::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, RedisType};
 use rediskv_engine::{DiskBackend, Options, Sync};
 
 use crate::record::{self, Error};
@@ -128,7 +128,7 @@ fn owner_of(
 ) -> Result<Owner, Error> {
     if cf == ColumnFamily::Metadata {
         let Ok(mk) = layout.decode_metadata_key(key) else { return Ok((None, None)) };
-        return Ok((Some(mk.user_key.to_vec()), Metadata::decode(value).ok().map(|m| m.ty)));
+        return Ok((Some(mk.user_key.to_vec()), layout.decode_metadata(value).ok().map(|m| m.ty)));
     }
     if let Some(mkey) = (cf == ColumnFamily::Subkey).then(|| layout.decode_legacy_string_key(key)).flatten() {
         let user_key = layout.decode_metadata_key(mkey).ok().map(|mk| mk.user_key.to_vec());
@@ -142,7 +142,7 @@ fn owner_of(
     let owner_key = layout.owner_metadata_key(&found);
     if last.as_ref().is_none_or(|(k, _)| *k != owner_key) {
         let raw = store.get(ColumnFamily::Metadata, &owner_key).map_err(|e| e.to_string())?;
-        let ty = raw.and_then(|raw| Metadata::decode(&raw).ok().map(|m| m.ty));
+        let ty = raw.and_then(|raw| layout.decode_metadata(&raw).ok().map(|m| m.ty));
         *last = Some((owner_key, ty));
     }
     Ok((Some(found.user_key.to_vec()), last.as_ref().and_then(|(_, ty)| *ty)))
@@ -182,7 +182,7 @@ pub fn namespaces(store: &dyn KvBackend, layout: &KeyLayout) -> Result<Vec<Vec<u
 
 /// Which tenant and Redis database a namespace holds under `layout`: Kvrocks' `<ns>:<n>` is
 /// database n of tenant `<ns>`; NeoKV's index id `base + n` is database n of the layout's
-/// index id `base`.
+/// index id `base`; camellia's `<n>:<ns>` is database n of the layout's namespace.
 pub fn database_of(layout: &KeyLayout, namespace: &[u8]) -> (Vec<u8>, usize) {
     let databases = rediskv::commands::DATABASES;
     match layout.kind() {
@@ -199,6 +199,14 @@ pub fn database_of(layout: &KeyLayout, namespace: &[u8]) -> (Vec<u8>, usize) {
                 }
             }
             (namespace.to_vec(), 0)
+        }
+        LayoutKind::Camellia => {
+            let n =
+                (1..databases).find(|&n| layout.for_database(n).is_ok_and(|l| l.namespace() == namespace));
+            match n {
+                Some(n) => (layout.namespace().to_vec(), n),
+                None => (namespace.to_vec(), 0),
+            }
         }
         LayoutKind::NeoKv => {
             let (Some((region, index)), Some((base_region, base_index))) =
