@@ -272,6 +272,23 @@ impl<B: KvBackend> Walk<'_, B> {
     }
 
     fn metadata(&mut self, key: Bytes, value: &[u8]) -> Result<()> {
+        // TiTea's expire and GC index records share the column family: their values must
+        // be what TiTea writes.
+        if let Some(tag) = self.layout.index_record_tag(&key) {
+            let ok = match tag {
+                crate::codec::titea::GC => value.len() == 1,
+                _ => value.len() == 17,
+            };
+            if !ok {
+                self.problems.push(bad(
+                    &key,
+                    ColumnFamily::Metadata,
+                    key.clone(),
+                    "index record value is malformed",
+                ));
+            }
+            return Ok(());
+        }
         let (namespace, user_key) = match self.layout.decode_metadata_key(&key) {
             Ok(mk) => (mk.namespace, mk.user_key),
             Err(error) => {
@@ -322,7 +339,7 @@ impl<B: KvBackend> Walk<'_, B> {
         &self,
         layout: &KeyLayout,
         user_key: &[u8],
-        version: u64,
+        version: u128,
     ) -> Result<impl Iterator<Item = Result<(Bytes, Bytes, Bytes)>> + '_> {
         self.prefixed(ColumnFamily::Subkey, layout.subkey_range(user_key, version)?)
     }
@@ -398,7 +415,8 @@ impl<B: KvBackend> Walk<'_, B> {
     fn zset(&mut self, layout: &KeyLayout, key: &Bytes, user_key: &[u8], meta: &Metadata<'_>) -> Result<u64> {
         let mut count = 0;
         let mut found = Vec::new();
-        for item in self.subkeys(layout, user_key, meta.version)? {
+        let members = KeyRange::prefix(layout.member_prefix(user_key, meta.version)?);
+        for item in self.prefixed(ColumnFamily::Subkey, members)? {
             let (member, record, value) = item?;
             count += 1;
             let Ok(score) = layout.decode_member_score(&value) else {
@@ -421,11 +439,15 @@ impl<B: KvBackend> Walk<'_, B> {
                 found.push(bad(key, ColumnFamily::Score, record, "score key holds NaN"));
                 continue;
             };
-            if !value.is_empty() {
+            // TiTea keeps the score's text there too.
+            let held_text = layout.kind() == crate::codec::LayoutKind::TiTea
+                && layout.decode_member_score(&value).is_ok();
+            if !value.is_empty() && !held_text {
                 found.push(bad(key, ColumnFamily::Score, record.clone(), "score record has a value"));
             }
-            let held =
-                self.backend.get(ColumnFamily::Subkey, &layout.subkey(user_key, meta.version, member)?)?;
+            let held = self
+                .backend
+                .get(ColumnFamily::Subkey, &layout.member_key(user_key, meta.version, member)?)?;
             let held = held.map(|v| layout.decode_member_score(&v).map(f64::to_bits));
             if !matches!(held, Some(Ok(bits)) if bits == score.to_bits()) {
                 found.push(Problem::StrayScore { key: key.clone(), member: record.slice_ref(member), score });
@@ -450,8 +472,8 @@ impl<B: KvBackend> Walk<'_, B> {
         for item in self.subkeys(layout, user_key, meta.version)? {
             let (sub, record, _) = item?;
             count += 1;
-            let Ok(index) = <[u8; 8]>::try_from(&sub[..]).map(u64::from_be_bytes) else {
-                found.push(bad(key, ColumnFamily::Subkey, record, "list index is not 8 bytes"));
+            let Some(index) = layout.decode_list_sub(&sub) else {
+                found.push(bad(key, ColumnFamily::Subkey, record, "list index does not decode"));
                 continue;
             };
             if !gap && (index != expected || index >= meta.tail) {
@@ -470,7 +492,7 @@ impl<B: KvBackend> Walk<'_, B> {
     /// Decodes every record key of `cf` in `range`; with `garbage`, also judges its owner.
     fn records(&mut self, cf: ColumnFamily, range: &KeyRange, garbage: bool) -> Result<()> {
         // The owner metadata key and version last judged, and the verdict.
-        let mut last: Option<(Vec<u8>, u64, Option<GarbageReason>)> = None;
+        let mut last: Option<(Vec<u8>, u128, Option<GarbageReason>)> = None;
         for item in self.backend.scan(cf, range, Direction::Forward)? {
             let (record, value) = item?;
             // A string of NeoKV's first encoding: its value must decode.
@@ -497,12 +519,21 @@ impl<B: KvBackend> Walk<'_, B> {
             if !garbage {
                 continue;
             }
-            let owner = self.layout.owner_metadata_key(&owner);
+            let titea = self.layout.kind() == crate::codec::LayoutKind::TiTea;
+            let owner = if titea {
+                self.layout.gc_record_key(owner.namespace, version)
+            } else {
+                self.layout.owner_metadata_key(&owner)
+            };
             let reason = match &last {
                 Some((o, v, reason)) if *o == owner && *v == version => *reason,
                 _ => {
                     let raw = self.backend.get(ColumnFamily::Metadata, &owner)?;
-                    let reason = garbage_reason(self.layout, raw.as_deref(), version, self.now_ms);
+                    // TiTea: a collection's GC record marks its records garbage.
+                    let reason = match (titea, raw) {
+                        (true, found) => found.map(|_| GarbageReason::OwnerMissing),
+                        (false, raw) => garbage_reason(self.layout, raw.as_deref(), version, self.now_ms),
+                    };
                     last = Some((owner, version, reason));
                     reason
                 }
@@ -524,7 +555,7 @@ fn bad(key: &Bytes, cf: ColumnFamily, record: Bytes, why: &'static str) -> Probl
 fn garbage_reason(
     layout: &KeyLayout,
     raw: Option<&[u8]>,
-    version: u64,
+    version: u128,
     now_ms: u64,
 ) -> Option<GarbageReason> {
     let Some(raw) = raw else { return Some(GarbageReason::OwnerMissing) };
@@ -573,7 +604,7 @@ mod tests {
         put(store, ColumnFamily::Metadata, layout().metadata_key(key), meta.to_vec());
     }
 
-    fn sized(ty: RedisType, version: u64, size: u64) -> Metadata<'static> {
+    fn sized(ty: RedisType, version: u128, size: u64) -> Metadata<'static> {
         Metadata { size, ..Metadata::collection(ty, version) }
     }
 
@@ -700,7 +731,7 @@ mod tests {
         assert!(
             problems(&store)
                 .iter()
-                .any(|p| matches!(p, Problem::BadRecord { why: "list index is not 8 bytes", .. }))
+                .any(|p| matches!(p, Problem::BadRecord { why: "list index does not decode", .. }))
         );
     }
 

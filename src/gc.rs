@@ -38,8 +38,9 @@ pub enum Decision {
 
 /// Decides whether a Subkey, Score or Stream record is garbage.
 ///
-/// `metadata` is called at most once, with the metadata key of the record's owner, and
-/// answers its raw metadata value (in a compaction filter: a point read of the Metadata CF,
+/// `metadata` is called at most once, with the metadata key of the record's owner (TiTea:
+/// the collection's GC index record, `kv<ns>g<id>`, which its deletion writes), and answers
+/// that Metadata-CF record's value (in a compaction filter: a point read of the Metadata CF,
 /// or a cache). Pure: no I/O but through `metadata`, no clock but `now_ms`. A Metadata-CF
 /// record is always kept: expiring those is the sweep's job.
 pub fn decide<M, V>(
@@ -65,17 +66,36 @@ where
             Err(_) => return Decision::Keep,
         },
     };
-    let Some(raw) = metadata(&layout.owner_metadata_key(&owner)) else {
-        return Decision::Drop;
-    };
-    decide_with_metadata(layout, raw.as_ref(), version, now_ms, grace_ms)
+    let found = metadata(&lookup_key(layout, &owner, version));
+    judge(layout, found.as_ref().map(AsRef::as_ref), version, now_ms, grace_ms)
+}
+
+/// The Metadata-CF record that decides a record of `owner` at `version`: the owner's
+/// metadata, or for TiTea (whose element records name no key) the collection's GC record.
+fn lookup_key(layout: &KeyLayout, owner: &crate::codec::KeyOwner<'_>, version: u128) -> Vec<u8> {
+    if layout.kind() == crate::codec::LayoutKind::TiTea {
+        layout.gc_record_key(owner.namespace, version)
+    } else {
+        layout.owner_metadata_key(owner)
+    }
+}
+
+/// The decision for a record at `version` given what [`lookup_key`] found: TiTea's
+/// collection is garbage once its GC record exists; elsewhere a missing owner is, and
+/// otherwise [`decide_with_metadata`] judges.
+fn judge(layout: &KeyLayout, found: Option<&[u8]>, version: u128, now_ms: u64, grace_ms: u64) -> Decision {
+    match (layout.kind() == crate::codec::LayoutKind::TiTea, found) {
+        (true, Some(_)) | (false, None) => Decision::Drop,
+        (true, None) => Decision::Keep,
+        (false, Some(raw)) => decide_with_metadata(layout, raw, version, now_ms, grace_ms),
+    }
 }
 
 /// The decision for a record of `record_version` whose key's metadata value is `raw`.
 pub fn decide_with_metadata(
     layout: &KeyLayout,
     raw: &[u8],
-    record_version: u64,
+    record_version: u128,
     now_ms: u64,
     grace_ms: u64,
 ) -> Decision {
@@ -343,7 +363,7 @@ impl Collector {
         let budget = max_records.max(1);
         while step.examined < budget && !step.pass_done {
             let range = KeyRange { start: next.clone(), end: end.clone() };
-            let mut run: Option<(Vec<u8>, u64, Decision)> = None;
+            let mut run: Option<(Vec<u8>, u128, Decision)> = None;
             let mut reached_end = true;
             for item in backend.scan(cf, &range, Direction::Forward)? {
                 if step.examined == budget {
@@ -360,12 +380,8 @@ impl Collector {
                     Some((o, v, d)) if *o == owner && *v == version => *d,
                     _ => {
                         step.metadata_reads += 1;
-                        let d = match backend.get(ColumnFamily::Metadata, &owner)? {
-                            None => Decision::Drop,
-                            Some(raw) => {
-                                decide_with_metadata(&self.layout, &raw, version, now_ms, self.grace_ms)
-                            }
-                        };
+                        let found = backend.get(ColumnFamily::Metadata, &owner)?;
+                        let d = judge(&self.layout, found.as_deref(), version, now_ms, self.grace_ms);
                         run = Some((owner, version, d));
                         d
                     }
@@ -400,13 +416,13 @@ impl Collector {
         Ok(step)
     }
 
-    /// The owner's metadata key and the record's version; `None` for a key that does not
-    /// decode (kept, as [`decide`] keeps it).
-    fn owner_of(&self, cf: ColumnFamily, key: &[u8]) -> Option<(Vec<u8>, u64)> {
+    /// The record [`lookup_key`] names and the record's version; `None` for a key that does
+    /// not decode (kept, as [`decide`] keeps it).
+    fn owner_of(&self, cf: ColumnFamily, key: &[u8]) -> Option<(Vec<u8>, u128)> {
         let (owner, version) = match cf {
             ColumnFamily::Score => self.layout.decode_score_key(key).ok().map(|sk| (sk.owner, sk.version))?,
             _ => self.layout.decode_subkey(key).ok().map(|sk| (sk.owner(), sk.version))?,
         };
-        Some((self.layout.owner_metadata_key(&owner), version))
+        Some((lookup_key(&self.layout, &owner, version), version))
     }
 }

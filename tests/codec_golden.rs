@@ -23,7 +23,7 @@ fn h(s: &str) -> Vec<u8> {
 }
 
 const NS: &str = "0B 5F5F6E616D657370616365";
-const VERSION: u64 = 0x0102_0304_0506_0708;
+const VERSION: u128 = 0x0102_0304_0506_0708;
 const VERSION_HEX: &str = "0102030405060708";
 const EXPIRE_MS: u64 = 1_700_000_000_123;
 const EXPIRE_HEX: &str = "0000018BCFE5687B";
@@ -644,7 +644,7 @@ fn ranges_golden() {
     );
     // Version u64::MAX: the end is past the key itself ("foo" -> "fop").
     assert_eq!(
-        layout.subkey_range(b"foo", u64::MAX).unwrap(),
+        layout.subkey_range(b"foo", u64::MAX.into()).unwrap(),
         KeyRange {
             start: cat(&[NS, "00000003 666F6F FFFFFFFFFFFFFFFF"]),
             end: Some(cat(&[NS, "00000003 666F70"])),

@@ -21,7 +21,7 @@ fn h(s: &str) -> Vec<u8> {
     digits.chunks(2).map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap()).collect()
 }
 
-const VERSION: u64 = 0x0102_0304_0506_0708;
+const VERSION: u128 = 0x0102_0304_0506_0708;
 const EXPIRE_MS: u64 = 1_700_000_000_123;
 
 fn meta(ty: RedisType, expire_ms: u64, size: u64, extra: Extra, value: &'static [u8]) -> Metadata<'static> {
@@ -351,7 +351,7 @@ proptest! {
     ) {
         let keeps_value = matches!(ty, RedisType::String | RedisType::Json | RedisType::TimeSeries);
         let value = if keeps_value { &value[..] } else { &[][..] };
-        let (version, size) = if ty.is_single_kv() { (0, 0) } else { (version, size) };
+        let (version, size) = if ty.is_single_kv() { (0, 0) } else { (u128::from(version), size) };
         let (head, tail) = if ty == RedisType::List { (size ^ 1, size ^ 2) } else { (0, 0) };
         let m = Metadata { ty, expire_ms, version, size, head, tail, blind_write: false, value, extra };
         let bytes = m.to_vec();

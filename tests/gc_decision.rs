@@ -8,7 +8,7 @@ use rediskv::gc::{Collector, Decision, ExpirySweep, compact, decide, decide_with
 const NOW: u64 = 1_000_000;
 const GRACE: u64 = 300_000;
 
-fn hash_meta(version: u64, size: u64, expire_ms: u64) -> Vec<u8> {
+fn hash_meta(version: u128, size: u64, expire_ms: u64) -> Vec<u8> {
     Metadata { size, expire_ms, ..Metadata::collection(RedisType::Hash, version) }.to_vec()
 }
 

@@ -12,7 +12,7 @@ use rediskv::commands::{Db, Reply};
 
 /// Writes a collection record with the given subkeys (and score records for a zset),
 /// returning its version.
-fn put_collection(db: &mut Db<MemoryBackend>, ty: RedisType, key: &str, subs: &[(&str, &str)]) -> u64 {
+fn put_collection(db: &mut Db<MemoryBackend>, ty: RedisType, key: &str, subs: &[(&str, &str)]) -> u128 {
     let version = db.new_version();
     let mut meta = Metadata::collection(ty, version);
     meta.size = subs.len() as u64;
@@ -39,7 +39,7 @@ fn meta_of(db: &Db<MemoryBackend>, key: &str) -> Metadata<'static> {
 }
 
 /// The `(sub, value)` records under `key` at `version`.
-fn subs_of(db: &Db<MemoryBackend>, key: &str, version: u64) -> Vec<(Bytes, Bytes)> {
+fn subs_of(db: &Db<MemoryBackend>, key: &str, version: u128) -> Vec<(Bytes, Bytes)> {
     db.scan_subkeys(key.as_bytes(), version, rediskv::backend::Direction::Forward)
         .unwrap()
         .map(Result::unwrap)

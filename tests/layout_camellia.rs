@@ -29,7 +29,7 @@ fn h(s: &str) -> Vec<u8> {
 }
 
 const FOO: &str = "00000003 666F6F";
-const VERSION: u64 = 0x0102_0304_0506_0708;
+const VERSION: u128 = 0x0102_0304_0506_0708;
 const VERSION_HEX: &str = "0102030405060708";
 const NONE: &str = "FFFFFFFFFFFFFFFF";
 

@@ -30,7 +30,7 @@ fn h(s: &str) -> Vec<u8> {
 
 const NS: &str = "8000000000000001 8000000000000002";
 const FOO: &str = "2F96 00000003 666F6F";
-const VERSION: u64 = 0x0102_0304_0506_0708;
+const VERSION: u128 = 0x0102_0304_0506_0708;
 const VERSION_HEX: &str = "0102030405060708";
 
 fn layout() -> KeyLayout {

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p rediskv-server -- [redis.conf] [--engine fjall|memory|rocksdb] [--dir ./data]
-//!     [--layout kvrocks|neokv|camellia] [--threads N] [--appendfsync everysec] [--port 6380] [--<parameter> value]…
+//!     [--layout kvrocks|neokv|camellia|titea] [--threads N] [--appendfsync everysec] [--port 6380] [--<parameter> value]…
 //! redis-cli -p 6380
 //! ```
 //!
@@ -48,7 +48,7 @@ use rediskv::codec::{KeyLayout, LayoutKind, RedisType};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--layout kvrocks|neokv|camellia] [--neokv-region-id 1] [--neokv-index-id 1] [--camellia-namespace default] [--camellia-hash-version 0|1] [--camellia-set-version 0|1] [--camellia-md5-prefix 0|8] [--threads N] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
+const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--layout kvrocks|neokv|camellia|titea] [--neokv-region-id 1] [--neokv-index-id 1] [--camellia-namespace default] [--camellia-hash-version 0|1] [--camellia-set-version 0|1] [--camellia-md5-prefix 0|8] [--titea-namespace default.default] [--threads N] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
 
 /// What the command line chose besides Redis' parameters.
 struct Start {
@@ -162,7 +162,8 @@ fn options() -> Result<Start, String> {
 /// `--neokv-region-id` and `--neokv-index-id` (1 and 1, as NeoKV's standalone server) and
 /// camellia's `--camellia-namespace` (`default`), `--camellia-hash-version` and
 /// `--camellia-set-version` (0: counted, or 1) and `--camellia-md5-prefix` (0, or 8 for
-/// stores of camellia's releases that spread keys by md5).
+/// stores of camellia's releases that spread keys by md5), and TiTea's `--titea-namespace`
+/// (`default.default`).
 fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
     let id = |flag: &str, value: Option<String>| -> Result<Option<i64>, String> {
         value.map(|v| v.parse().map_err(|_| format!("{flag} must be a 64-bit integer"))).transpose()
@@ -184,7 +185,11 @@ fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
         .map(|v| v.parse::<usize>().map_err(|_| "--camellia-md5-prefix is a byte count".to_string()))
         .transpose()?;
     let camellia = namespace.is_some() || !camellia_versions.is_empty() || md5.is_some();
+    let titea = take_flag(args, "--titea-namespace")?;
     let kind = take_flag(args, "--layout")?.unwrap_or_else(|| "kvrocks".into());
+    if titea.is_some() && kind != "titea" {
+        return Err("--titea-namespace needs --layout titea".into());
+    }
     if neokv && kind != "neokv" {
         return Err("--neokv-region-id and --neokv-index-id need --layout neokv".into());
     }
@@ -203,7 +208,8 @@ fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
             }
             Ok(layout)
         }
-        other => Err(format!("unknown layout '{other}' (kvrocks, neokv or camellia)")),
+        "titea" => Ok(KeyLayout::titea(titea.as_deref().unwrap_or("default.default").as_bytes())),
+        other => Err(format!("unknown layout '{other}' (kvrocks, neokv, camellia or titea)")),
     }
 }
 

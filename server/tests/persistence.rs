@@ -235,6 +235,55 @@ fn a_camellia_store_is_back_after_a_restart_and_refuses_another_layout() {
     }
 }
 
+#[test]
+fn a_titea_store_is_back_after_a_restart_and_refuses_another_layout() {
+    let dir = TempDir::new("titea");
+    let titea =
+        ["--engine", "fjall", "--dir", dir.path(), "--layout", "titea", "--titea-namespace", "shop.cart"];
+    let before = {
+        let server = rediskv(&titea);
+        let mut c = server.client();
+        for args in [
+            &["SET", "s", "value", "EX", "1000"][..],
+            &["HSET", "h", "a", "1"],
+            &["RPUSH", "l", "x", "y"],
+            &["LPUSH", "l", "w"],
+            &["SADD", "set", "m"],
+            &["ZADD", "z", "2", "a", "-3", "b"],
+        ] {
+            assert!(!matches!(c.cmd(args), Value::Error(_)), "{args:?}");
+        }
+        assert_eq!(
+            c.cmd(&["XADD", "x", "*", "f", "v"]),
+            Value::Error("ERR the titea layout cannot store a stream key".into())
+        );
+        let snap = snapshot(&mut c);
+        assert_eq!(snap.len(), 5);
+        c.send(&[b"SHUTDOWN"]);
+        assert_eq!(c.try_read(), None, "SHUTDOWN closes the connection");
+        snap
+    };
+    {
+        let server = rediskv(&titea);
+        let mut c = server.client();
+        assert_eq!(snapshot(&mut c), before);
+        assert_eq!(c.cmd(&["FSCK"]), Value::Array(Some(vec![])));
+        assert_eq!(c.cmd(&["LRANGE", "l", "0", "-1"]).texts(), ["w", "x", "y"]);
+    }
+    for other in [&["--engine", "fjall", "--dir", dir.path()][..], &titea[..6]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
+            .args(["--port", "0"])
+            .args(other)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("titea namespace \"shop.cart\""), "{stderr}");
+        assert!(stderr.contains("refusing to open it"), "{stderr}");
+    }
+}
+
 /// Finds redis-benchmark, failing under CI when it is missing.
 fn redis_benchmark() -> Option<&'static str> {
     let found = Command::new("redis-benchmark").arg("--version").output().is_ok_and(|o| o.status.success());

@@ -30,12 +30,12 @@
 use bytes::BufMut;
 use md5::{Digest, Md5};
 
-use super::camellia;
 use super::double::{decode_f64_slice, encode_f64};
 use super::metadata::{Metadata, peek_type_and_expire};
 use super::reader::Reader;
 use super::slot::key_slot;
 use super::types::RedisType;
+use super::{camellia, titea};
 use crate::error::{Error, Result};
 
 /// The namespace of the default layout (Kvrocks' default).
@@ -55,6 +55,10 @@ pub enum LayoutKind {
     /// camellia-redis-proxy-kv: `m#` / `s#` / `k#` then the namespace (no length), its own
     /// metadata values ([`super::camellia`]), raw IEEE scores, no lists.
     Camellia,
+    /// TiTea (Redis on TiKV): `kv<namespace>` then `m` + key, or `d` + a 16-byte object id
+    /// (no key) + element; its metadata values ([`super::titea`]); expire and GC index
+    /// records kept beside them.
+    TiTea,
 }
 
 impl LayoutKind {
@@ -64,6 +68,7 @@ impl LayoutKind {
             LayoutKind::Kvrocks => "kvrocks",
             LayoutKind::NeoKv => "neokv",
             LayoutKind::Camellia => "camellia",
+            LayoutKind::TiTea => "titea",
         }
     }
 }
@@ -99,6 +104,14 @@ enum Tag {
 }
 
 impl Tag {
+    /// TiTea's record type byte: `m` for metadata, `d` for every element record.
+    fn titea(self) -> u8 {
+        match self {
+            Tag::Metadata => b'm',
+            Tag::Subkey | Tag::Score => b'd',
+        }
+    }
+
     fn camellia(self) -> [u8; 2] {
         match self {
             Tag::Metadata => *b"m#",
@@ -148,6 +161,28 @@ impl KeyLayout {
         };
         layout.set_namespace(namespace).expect("any namespace fits");
         layout
+    }
+
+    /// TiTea's layout for `namespace` (its `group.service` names; `default.default` is its
+    /// database 0): `kv<ns>m<key>`, `kv<ns>d<id 16><element>`, 16-byte object ids.
+    pub fn titea(namespace: &[u8]) -> Self {
+        let mut layout = KeyLayout {
+            kind: LayoutKind::TiTea,
+            fixed_prefix: Vec::new(),
+            namespace: Vec::new(),
+            cluster_slots: false,
+            hash_prefix_len: 0,
+            uncounted: Uncounted::default(),
+            head: Vec::new(),
+        };
+        layout.set_namespace(namespace).expect("any namespace fits");
+        layout
+    }
+
+    /// How many bytes a collection's version takes in its records: 16 for TiTea's object
+    /// ids, 8 elsewhere.
+    pub fn version_len(&self) -> usize {
+        if self.kind == LayoutKind::TiTea { 16 } else { 8 }
     }
 
     /// camellia: writes new hashes or sets with encode `version` 0 (counted) or 1 (no count:
@@ -200,8 +235,10 @@ impl KeyLayout {
     fn set_namespace(&mut self, namespace: &[u8]) -> Result<()> {
         self.head.clear();
         // camellia's tag goes between the fixed prefix and the namespace: see `put_route`.
-        if self.kind != LayoutKind::Camellia {
-            self.head.extend_from_slice(&self.fixed_prefix);
+        match self.kind {
+            LayoutKind::Camellia => {}
+            LayoutKind::TiTea => self.head.extend_from_slice(titea::SYSTEM_PREFIX),
+            _ => self.head.extend_from_slice(&self.fixed_prefix),
         }
         match self.kind {
             LayoutKind::Kvrocks => {
@@ -212,7 +249,7 @@ impl KeyLayout {
             LayoutKind::NeoKv if namespace.len() != NEOKV_NAMESPACE_LEN => {
                 return Err(Error::LayoutMismatch("a neokv namespace is a region id and an index id"));
             }
-            LayoutKind::NeoKv | LayoutKind::Camellia => {}
+            LayoutKind::NeoKv | LayoutKind::Camellia | LayoutKind::TiTea => {}
         }
         self.namespace = namespace.to_vec();
         self.head.extend_from_slice(namespace);
@@ -252,6 +289,11 @@ impl KeyLayout {
                 let table = table.wrapping_add(i64::try_from(index).unwrap_or(i64::MAX));
                 self.clone().with_namespace(&neokv_namespace(region, table))
             }
+            LayoutKind::TiTea => {
+                let mut ns = self.namespace.clone();
+                ns.extend_from_slice(format!(":{index}").as_bytes());
+                self.clone().with_namespace(&ns)
+            }
             LayoutKind::Camellia => {
                 let mut ns = format!("{index}:").into_bytes();
                 ns.extend_from_slice(&self.namespace);
@@ -281,6 +323,7 @@ impl KeyLayout {
             LayoutKind::Camellia => {
                 matches!(ty, RedisType::String | RedisType::Hash | RedisType::Set | RedisType::ZSet)
             }
+            LayoutKind::TiTea => titea::type_byte(ty).is_some(),
         }
     }
 
@@ -292,6 +335,7 @@ impl KeyLayout {
     pub fn decode_metadata<'a>(&self, bytes: &'a [u8]) -> Result<Metadata<'a>> {
         match self.kind {
             LayoutKind::Camellia => camellia::decode_metadata(bytes),
+            LayoutKind::TiTea => titea::decode_metadata(bytes),
             _ => Metadata::decode(bytes),
         }
     }
@@ -299,12 +343,21 @@ impl KeyLayout {
     /// The metadata value of `meta` as this layout's system writes it.
     ///
     /// # Errors
-    /// camellia: [`Error::UnsupportedType`] for a type it cannot store.
+    /// [`Error::UnsupportedType`] for a type the system cannot store
+    /// ([`KeyLayout::stores`]).
     pub fn encode_metadata(&self, meta: &Metadata<'_>) -> Result<Vec<u8>> {
+        if !self.stores(meta.ty) {
+            return Err(Error::UnsupportedType { name: meta.ty.name(), id: meta.ty as u8 });
+        }
         match self.kind {
             LayoutKind::Camellia => {
                 let mut out = Vec::with_capacity(22 + meta.value.len());
                 camellia::encode_metadata(meta, &mut out)?;
+                Ok(out)
+            }
+            LayoutKind::TiTea => {
+                let mut out = Vec::with_capacity(57 + meta.value.len());
+                titea::encode_metadata(meta, &mut out)?;
                 Ok(out)
             }
             _ => Ok(meta.to_vec()),
@@ -318,6 +371,7 @@ impl KeyLayout {
     pub fn peek_type_and_expire(&self, bytes: &[u8]) -> Result<(RedisType, u64)> {
         match self.kind {
             LayoutKind::Camellia => camellia::peek_type_and_expire(bytes),
+            LayoutKind::TiTea => titea::decode_metadata(bytes).map(|m| (m.ty, m.expire_ms)),
             _ => peek_type_and_expire(bytes),
         }
     }
@@ -331,6 +385,8 @@ impl KeyLayout {
         match self.kind {
             LayoutKind::Camellia if score.is_nan() => Err(Error::NanScore),
             LayoutKind::Camellia => Ok(camellia::java_double_string(score + 0.0).into_bytes()),
+            LayoutKind::TiTea if score.is_nan() => Err(Error::NanScore),
+            LayoutKind::TiTea => Ok(titea::score_text(score).into_bytes()),
             _ => Ok(encode_f64(score)?.to_vec()),
         }
     }
@@ -342,6 +398,7 @@ impl KeyLayout {
     pub fn decode_member_score(&self, bytes: &[u8]) -> Result<f64> {
         match self.kind {
             LayoutKind::Camellia => camellia::decode_member_score(bytes),
+            LayoutKind::TiTea => titea::decode_score_text(bytes),
             _ => decode_f64_slice(bytes),
         }
     }
@@ -472,7 +529,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// [`Error::KeyTooLong`] for a key over `u32::MAX` bytes.
-    pub fn encode_subkey_prefix(&self, key: &[u8], version: u64, out: &mut impl BufMut) -> Result<()> {
+    pub fn encode_subkey_prefix(&self, key: &[u8], version: u128, out: &mut impl BufMut) -> Result<()> {
         self.routed(key).encode_subkey_prefix(version, out)
     }
 
@@ -480,7 +537,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn subkey_prefix(&self, key: &[u8], version: u64, extra: usize) -> Result<Vec<u8>> {
+    pub fn subkey_prefix(&self, key: &[u8], version: u128, extra: usize) -> Result<Vec<u8>> {
         self.routed(key).subkey_prefix(version, extra)
     }
 
@@ -489,7 +546,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn encode_subkey(&self, key: &[u8], version: u64, sub: &[u8], out: &mut impl BufMut) -> Result<()> {
+    pub fn encode_subkey(&self, key: &[u8], version: u128, sub: &[u8], out: &mut impl BufMut) -> Result<()> {
         self.routed(key).encode_subkey(version, sub, out)
     }
 
@@ -497,7 +554,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn subkey(&self, key: &[u8], version: u64, sub: &[u8]) -> Result<Vec<u8>> {
+    pub fn subkey(&self, key: &[u8], version: u128, sub: &[u8]) -> Result<Vec<u8>> {
         self.routed(key).subkey(version, sub)
     }
 
@@ -508,7 +565,7 @@ impl KeyLayout {
     pub fn encode_score_key(
         &self,
         key: &[u8],
-        version: u64,
+        version: u128,
         score: f64,
         member: &[u8],
         out: &mut impl BufMut,
@@ -520,7 +577,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_score_key`].
-    pub fn score_key(&self, key: &[u8], version: u64, score: f64, member: &[u8]) -> Result<Vec<u8>> {
+    pub fn score_key(&self, key: &[u8], version: u128, score: f64, member: &[u8]) -> Result<Vec<u8>> {
         self.routed(key).score_key(version, score, member)
     }
 
@@ -528,7 +585,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn subkey_range(&self, key: &[u8], version: u64) -> Result<KeyRange> {
+    pub fn subkey_range(&self, key: &[u8], version: u128) -> Result<KeyRange> {
         Ok(KeyRange::prefix(self.subkey_prefix(key, version, 0)?))
     }
 
@@ -536,7 +593,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`], and [`Error::NanScore`] for a NaN bound.
-    pub fn score_range(&self, key: &[u8], version: u64, from: Option<f64>) -> Result<KeyRange> {
+    pub fn score_range(&self, key: &[u8], version: u128, from: Option<f64>) -> Result<KeyRange> {
         let mut range = KeyRange::prefix(self.score_prefix(key, version, 0)?);
         if let Some(score) = from {
             range.start.extend_from_slice(&self.encode_score(score)?);
@@ -549,8 +606,93 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn score_prefix(&self, key: &[u8], version: u64, extra: usize) -> Result<Vec<u8>> {
+    pub fn score_prefix(&self, key: &[u8], version: u128, extra: usize) -> Result<Vec<u8>> {
         self.routed(key).score_prefix(version, extra)
+    }
+
+    /// The prefix of the member records of the sorted set `key` at `version`: the subkey
+    /// prefix, and TiTea's marker byte 0 (which tells them from its score records).
+    ///
+    /// # Errors
+    /// As [`KeyLayout::encode_subkey_prefix`].
+    pub fn member_prefix(&self, key: &[u8], version: u128) -> Result<Vec<u8>> {
+        let mut out = self.subkey_prefix(key, version, 1)?;
+        if self.kind == LayoutKind::TiTea {
+            out.push(titea::WITHOUT_SCORE);
+        }
+        Ok(out)
+    }
+
+    /// The record of `member` of the sorted set `key` at `version` (its value is the score).
+    ///
+    /// # Errors
+    /// As [`KeyLayout::encode_subkey_prefix`].
+    pub fn member_key(&self, key: &[u8], version: u128, member: &[u8]) -> Result<Vec<u8>> {
+        let mut out = self.member_prefix(key, version)?;
+        out.extend_from_slice(member);
+        Ok(out)
+    }
+
+    /// The value of a set member's record: empty, or for TiTea the member itself (its
+    /// SMEMBERS reads the values).
+    pub fn set_member_value(&self, member: &[u8]) -> bytes::Bytes {
+        match self.kind {
+            LayoutKind::TiTea => bytes::Bytes::copy_from_slice(member),
+            _ => bytes::Bytes::new(),
+        }
+    }
+
+    /// The element part of a list record at the engine's index `index`: the index as a
+    /// big-endian u64, or TiTea's sign byte and signed position ([`titea::list_sub`]).
+    pub fn list_sub(&self, index: u64) -> Vec<u8> {
+        match self.kind {
+            LayoutKind::TiTea => titea::list_sub(index).to_vec(),
+            _ => index.to_be_bytes().to_vec(),
+        }
+    }
+
+    /// The engine's index in a list record's element part ([`KeyLayout::list_sub`]); `None`
+    /// for bytes that are not one.
+    pub fn decode_list_sub(&self, sub: &[u8]) -> Option<u64> {
+        match self.kind {
+            LayoutKind::TiTea => titea::decode_list_sub(sub),
+            _ => Some(u64::from_be_bytes(sub.try_into().ok()?)),
+        }
+    }
+
+    /// TiTea: the type byte of an expire or GC index record of this layout's namespace (or
+    /// one of its databases'), `None` for any other key.
+    pub fn index_record_tag(&self, key: &[u8]) -> Option<u8> {
+        if self.kind != LayoutKind::TiTea {
+            return None;
+        }
+        let mut rest = key.strip_prefix(titea::SYSTEM_PREFIX)?.strip_prefix(self.namespace.as_slice())?;
+        if let Some(db) = rest.strip_prefix(b":") {
+            let digits = db.iter().take_while(|b| b.is_ascii_digit()).count();
+            rest = &db[digits..];
+        }
+        rest.first().copied().filter(|t| *t == titea::GC || *t == titea::EXPIRE)
+    }
+
+    /// TiTea: the GC index record that marks the collection `version` of `namespace` (this
+    /// layout's or one of its databases', as decoders return it) deleted: `kv<ns>g<id>`.
+    pub fn gc_record_key(&self, namespace: &[u8], version: u128) -> Vec<u8> {
+        let mut out = Vec::with_capacity(titea::SYSTEM_PREFIX.len() + namespace.len() + 17);
+        out.extend_from_slice(titea::SYSTEM_PREFIX);
+        out.extend_from_slice(namespace);
+        out.push(titea::GC);
+        out.extend_from_slice(&version.to_be_bytes());
+        out
+    }
+
+    /// TiTea: the expire index record of `key` expiring at `expire_ms`: `kv<ns>e<ms><key>`.
+    pub fn expire_record_key(&self, expire_ms: u64, key: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.head.len() + 9 + key.len());
+        out.extend_from_slice(&self.head);
+        out.push(titea::EXPIRE);
+        out.extend_from_slice(&expire_ms.to_be_bytes());
+        out.extend_from_slice(key);
+        out
     }
 
     /// Every metadata key of this layout's namespace (all slots).
@@ -561,6 +703,9 @@ impl KeyLayout {
             start.extend_from_slice(&Tag::Metadata.camellia());
         }
         start.extend_from_slice(&self.head);
+        if self.kind == LayoutKind::TiTea {
+            start.push(Tag::Metadata.titea());
+        }
         KeyRange::prefix(start)
     }
 
@@ -579,6 +724,30 @@ impl KeyLayout {
 
     /// Reads the head and route shared by all records: prefix, namespace, slot, md5.
     fn read_route<'a>(&self, r: &mut Reader<'a>, tag: Tag) -> Result<(&'a [u8], Option<u16>, &'a [u8])> {
+        if self.kind == LayoutKind::TiTea {
+            if r.take(titea::SYSTEM_PREFIX.len())? != titea::SYSTEM_PREFIX {
+                return Err(Error::LayoutMismatch("titea system prefix differs"));
+            }
+            // The namespace has no length: this layout's own, and its databases'
+            // (namespace + `:<n>`, see `for_database`).
+            let rest = r.remaining();
+            let mut len = self.namespace.len();
+            if !rest.starts_with(&self.namespace) {
+                return Err(Error::LayoutMismatch("titea namespace differs"));
+            }
+            if rest.get(len) == Some(&b':') {
+                let digits = rest[len + 1..].iter().take_while(|b| b.is_ascii_digit()).count();
+                if digits == 0 {
+                    return Err(Error::LayoutMismatch("titea namespace differs"));
+                }
+                len += 1 + digits;
+            }
+            let namespace = r.take(len)?;
+            if r.u8()? != tag.titea() {
+                return Err(Error::LayoutMismatch("titea record type differs"));
+            }
+            return Ok((namespace, None, &[]));
+        }
         if self.kind == LayoutKind::Camellia {
             if r.take(self.fixed_prefix.len())? != self.fixed_prefix.as_slice() {
                 return Err(Error::LayoutMismatch("fixed prefix differs"));
@@ -615,7 +784,7 @@ impl KeyLayout {
         let ns_len = match self.kind {
             LayoutKind::Kvrocks => usize::from(r.u8()?),
             LayoutKind::NeoKv => NEOKV_NAMESPACE_LEN,
-            LayoutKind::Camellia => self.namespace.len(),
+            LayoutKind::Camellia | LayoutKind::TiTea => self.namespace.len(),
         };
         let namespace = r.take(ns_len)?;
         let slot = if self.cluster_slots { Some(r.u16()?) } else { None };
@@ -633,7 +802,7 @@ impl KeyLayout {
         let mut r = Reader::new(bytes, "metadata key");
         let (namespace, slot, hash) = self.read_route(&mut r, Tag::Metadata)?;
         let user_key = match self.kind {
-            LayoutKind::Kvrocks | LayoutKind::Camellia => r.rest(),
+            LayoutKind::Kvrocks | LayoutKind::Camellia | LayoutKind::TiTea => r.rest(),
             LayoutKind::NeoKv => {
                 let len = r.u32()? as usize;
                 let key = r.take(len)?;
@@ -656,9 +825,14 @@ impl KeyLayout {
     fn decode_record<'a>(&self, bytes: &'a [u8], tag: Tag) -> Result<Subkey<'a>> {
         let mut r = Reader::new(bytes, "subkey");
         let (namespace, slot, hash) = self.read_route(&mut r, tag)?;
+        if self.kind == LayoutKind::TiTea {
+            // Element records name their collection by its id only: no key.
+            let version = u128::from_be_bytes(r.take(16)?.try_into().unwrap_or_default());
+            return Ok(Subkey { namespace, slot, hash, user_key: &[], version, sub: r.rest() });
+        }
         let key_len = r.u32()? as usize;
         let user_key = r.take(key_len)?;
-        let version = r.u64()?;
+        let version = r.u64()?.into();
         Ok(Subkey { namespace, slot, hash, user_key, version, sub: r.rest() })
     }
 
@@ -670,6 +844,9 @@ impl KeyLayout {
     pub fn decode_score_key<'a>(&self, bytes: &'a [u8]) -> Result<ScoreKey<'a>> {
         let sk = self.decode_record(bytes, Tag::Score)?;
         let mut r = Reader::new(sk.sub, "score key");
+        if self.kind == LayoutKind::TiTea && r.u8()? != titea::WITH_SCORE {
+            return Err(Error::LayoutMismatch("titea score key marker differs"));
+        }
         let score = self.decode_score(r.take(8)?)?;
         Ok(ScoreKey { owner: sk.owner(), version: sk.version, score, member: r.rest() })
     }
@@ -684,9 +861,13 @@ impl KeyLayout {
         match self.kind {
             LayoutKind::Kvrocks => out.put_u8(owner.namespace.len() as u8),
             LayoutKind::Camellia => out.put_slice(&Tag::Metadata.camellia()),
+            LayoutKind::TiTea => out.put_slice(titea::SYSTEM_PREFIX),
             LayoutKind::NeoKv => {}
         }
         out.put_slice(owner.namespace);
+        if self.kind == LayoutKind::TiTea {
+            out.put_u8(Tag::Metadata.titea());
+        }
         if let Some(slot) = owner.slot {
             out.put_u16(slot);
         }
@@ -719,6 +900,9 @@ impl RoutedKey<'_> {
             out.put_slice(&tag.camellia());
         }
         out.put_slice(&self.layout.head);
+        if self.layout.kind == LayoutKind::TiTea {
+            out.put_u8(tag.titea());
+        }
         if let Some(slot) = self.slot {
             out.put_u16(slot);
         }
@@ -728,8 +912,11 @@ impl RoutedKey<'_> {
     }
 
     fn route_len(&self) -> usize {
-        let tag =
-            if self.layout.kind == LayoutKind::Camellia { self.layout.fixed_prefix.len() + 2 } else { 0 };
+        let tag = match self.layout.kind {
+            LayoutKind::Camellia => self.layout.fixed_prefix.len() + 2,
+            LayoutKind::TiTea => 1,
+            _ => 0,
+        };
         tag + self.layout.head.len() + if self.slot.is_some() { 2 } else { 0 } + self.layout.hash_prefix_len
     }
 
@@ -745,6 +932,10 @@ impl RoutedKey<'_> {
     /// Whether `bytes` is this key's metadata key (what [`RoutedKey::metadata_key`] writes),
     /// found without building it.
     pub fn is_metadata_key(&self, bytes: &[u8]) -> bool {
+        if self.layout.kind == LayoutKind::TiTea {
+            let rest = bytes.strip_prefix(self.layout.head.as_slice()).and_then(|r| r.strip_prefix(b"m"));
+            return rest == Some(self.key);
+        }
         let slot = self.slot.map(u16::to_be_bytes);
         let tag = Tag::Metadata.camellia();
         let camellia = self.layout.kind == LayoutKind::Camellia;
@@ -787,16 +978,24 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// [`Error::KeyTooLong`] for a key over `u32::MAX` bytes.
-    pub fn encode_subkey_prefix(&self, version: u64, out: &mut impl BufMut) -> Result<()> {
+    pub fn encode_subkey_prefix(&self, version: u128, out: &mut impl BufMut) -> Result<()> {
         self.encode_record_prefix(version, out, Tag::Subkey)
     }
 
-    fn encode_record_prefix(&self, version: u64, out: &mut impl BufMut, tag: Tag) -> Result<()> {
-        let len = u32::try_from(self.key.len()).map_err(|_| Error::KeyTooLong(self.key.len()))?;
+    fn encode_record_prefix(&self, version: u128, out: &mut impl BufMut, tag: Tag) -> Result<()> {
         self.put_route(out, tag);
+        if self.layout.kind == LayoutKind::TiTea {
+            out.put_u128(version);
+            if tag == Tag::Score {
+                out.put_u8(titea::WITH_SCORE);
+            }
+            return Ok(());
+        }
+        let len = u32::try_from(self.key.len()).map_err(|_| Error::KeyTooLong(self.key.len()))?;
         out.put_u32(len);
         out.put_slice(self.key);
-        out.put_u64(version);
+        // 64-bit layouts make 64-bit versions (`Db::new_version`).
+        out.put_u64(version as u64);
         Ok(())
     }
 
@@ -804,7 +1003,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
-    pub fn score_prefix(&self, version: u64, extra: usize) -> Result<Vec<u8>> {
+    pub fn score_prefix(&self, version: u128, extra: usize) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.route_len() + 12 + self.key.len() + extra);
         self.encode_record_prefix(version, &mut out, Tag::Score)?;
         Ok(out)
@@ -814,7 +1013,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
-    pub fn subkey_prefix(&self, version: u64, extra: usize) -> Result<Vec<u8>> {
+    pub fn subkey_prefix(&self, version: u128, extra: usize) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.route_len() + 12 + self.key.len() + extra);
         self.encode_subkey_prefix(version, &mut out)?;
         Ok(out)
@@ -824,7 +1023,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
-    pub fn encode_subkey(&self, version: u64, sub: &[u8], out: &mut impl BufMut) -> Result<()> {
+    pub fn encode_subkey(&self, version: u128, sub: &[u8], out: &mut impl BufMut) -> Result<()> {
         self.encode_subkey_prefix(version, out)?;
         out.put_slice(sub);
         Ok(())
@@ -834,7 +1033,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
-    pub fn subkey(&self, version: u64, sub: &[u8]) -> Result<Vec<u8>> {
+    pub fn subkey(&self, version: u128, sub: &[u8]) -> Result<Vec<u8>> {
         let mut out = self.subkey_prefix(version, sub.len())?;
         out.extend_from_slice(sub);
         Ok(out)
@@ -846,7 +1045,7 @@ impl RoutedKey<'_> {
     /// As [`RoutedKey::encode_subkey_prefix`], and [`Error::NanScore`] for NaN.
     pub fn encode_score_key(
         &self,
-        version: u64,
+        version: u128,
         score: f64,
         member: &[u8],
         out: &mut impl BufMut,
@@ -862,7 +1061,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_score_key`].
-    pub fn score_key(&self, version: u64, score: f64, member: &[u8]) -> Result<Vec<u8>> {
+    pub fn score_key(&self, version: u128, score: f64, member: &[u8]) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.route_len() + 20 + self.key.len() + member.len());
         self.encode_score_key(version, score, member, &mut out)?;
         Ok(out)
@@ -894,7 +1093,7 @@ pub struct Subkey<'a> {
     /// The Redis key.
     pub user_key: &'a [u8],
     /// The version of the collection the record belongs to.
-    pub version: u64,
+    pub version: u128,
     /// Field, member, or list index bytes.
     pub sub: &'a [u8],
 }
@@ -912,7 +1111,7 @@ pub struct ScoreKey<'a> {
     /// The key this record belongs to.
     pub owner: KeyOwner<'a>,
     /// The version of the sorted set.
-    pub version: u64,
+    pub version: u128,
     /// The member's score.
     pub score: f64,
     /// The member.

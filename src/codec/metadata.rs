@@ -27,8 +27,9 @@ pub struct Metadata<'a> {
     pub ty: RedisType,
     /// Absolute expiry in unix milliseconds; 0 means none.
     pub expire_ms: u64,
-    /// The incarnation of a collection; 0 for strings.
-    pub version: u64,
+    /// The incarnation of a collection; 0 for strings. 64 bits in every layout but TiTea's,
+    /// whose collections are named by 16-byte object ids.
+    pub version: u128,
     /// Number of elements of a collection; 0 for strings and blind-write collections.
     pub size: u64,
     /// First list index in use (lists only).
@@ -61,7 +62,7 @@ impl<'a> Metadata<'a> {
 
     /// The metadata of a new, empty collection with the given version. Lists start with
     /// head = tail = [`LIST_INITIAL_INDEX`]; the extra fields are [`Extra::default_for`].
-    pub fn collection(ty: RedisType, version: u64) -> Metadata<'static> {
+    pub fn collection(ty: RedisType, version: u128) -> Metadata<'static> {
         let (head, tail) =
             if ty == RedisType::List { (LIST_INITIAL_INDEX, LIST_INITIAL_INDEX) } else { (0, 0) };
         let extra = Extra::default_for(ty);
@@ -109,7 +110,8 @@ impl<'a> Metadata<'a> {
             out.put_slice(self.value);
             return;
         }
-        out.put_u64(self.version);
+        // 64-bit layouts make 64-bit versions (`Db::new_version`).
+        out.put_u64(self.version as u64);
         out.put_u64(if self.blind_write { 0 } else { self.size });
         if self.ty == RedisType::List {
             out.put_u64(self.head);
@@ -156,7 +158,7 @@ impl<'a> Metadata<'a> {
             meta.value = r.rest();
             return Ok(meta);
         }
-        meta.version = r.u64()?;
+        meta.version = r.u64()?.into();
         meta.size = if flags.wide { r.u64()? } else { u64::from(r.u32()?) };
         if flags.blind_write {
             meta.size = 0;

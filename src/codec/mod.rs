@@ -13,6 +13,7 @@ pub mod rdb;
 pub(crate) mod reader;
 mod slot;
 mod stream;
+pub mod titea;
 mod types;
 mod version;
 

@@ -16,7 +16,7 @@ use super::notify::{Event, NotifyFlags};
 use crate::backend::{BatchOp, Direction, KvBackend, ScanIter, WriteBatch};
 use crate::codec::{
     Clock, ColumnFamily, KeyLayout, LayoutKind, Metadata, RedisType, SystemClock, VersionGenerator,
-    decode_neokv_legacy, peek_type_and_expire,
+    decode_neokv_legacy,
 };
 
 /// How many logical databases `SELECT` accepts (Redis' default `databases 16`).
@@ -234,6 +234,11 @@ struct Journal {
     /// Keys the last commit created, while `new` events are on: each gets its `new` event
     /// just before its first event of the command (Redis' `dbAdd` order).
     created: Vec<(usize, Bytes)>,
+    /// A type the layout cannot store that the command tried to write: its commit fails.
+    refused: Option<RedisType>,
+    /// TiTea: the metadata key of each collection version the command looked up (its
+    /// element records do not name their key).
+    owners: Vec<(u128, Bytes)>,
 }
 
 impl Journal {
@@ -515,7 +520,10 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// Ends a command: its pending events stand if it succeeded (`ok`), else only its
     /// `expired` ones.
     pub(crate) fn end_command(&mut self, ok: bool) {
-        self.journal.get_mut().settle(ok, &self.shared);
+        let journal = self.journal.get_mut();
+        journal.settle(ok, &self.shared);
+        journal.refused = None;
+        journal.owners.clear();
     }
 
     /// Records the event `name` of `class` on `key` in the selected database; a command
@@ -607,9 +615,19 @@ impl<'a, B: KvBackend> Db<'a, B> {
         self.shared.clock.now_ms()
     }
 
-    /// A fresh collection version.
-    pub fn new_version(&self) -> u64 {
-        self.shared.versions.next(self.shared.clock.now_us())
+    /// A fresh collection version: a 64-bit one, or for TiTea's 16-byte object ids the
+    /// 64-bit version followed by 8 bytes mixed from it (unique as the version is).
+    pub fn new_version(&self) -> u128 {
+        let v = self.shared.versions.next(self.shared.clock.now_us());
+        if self.layout().version_len() == 16 {
+            // splitmix64's finaliser: the low half looks random, as TiTea's UUIDs do.
+            let mut z = v.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (u128::from(v) << 64) | u128::from(z ^ (z >> 31))
+        } else {
+            v.into()
+        }
     }
 
     /// The next pseudo-random number (xorshift64*).
@@ -626,7 +644,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// A storage error for a key over 4 GiB.
-    pub fn subkey(&self, key: &[u8], version: u64, sub: &[u8]) -> CommandResult<Vec<u8>> {
+    pub fn subkey(&self, key: &[u8], version: u128, sub: &[u8]) -> CommandResult<Vec<u8>> {
         Ok(self.layout().subkey(key, version, sub)?)
     }
 
@@ -667,6 +685,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
             }
             return Ok(None);
         }
+        if self.layout().version_len() == 16 && !meta.ty.is_single_kv() {
+            self.journal.borrow_mut().owners.push((meta.version, Bytes::copy_from_slice(mkey)));
+        }
         let value = raw.slice_ref(meta.value);
         Ok(Some(Entry { meta: Metadata { value: &[], ..meta }, value }))
     }
@@ -705,8 +726,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             }
         }
         if !batch.is_empty() {
-            migrate_legacy(&self.shared.base_layout, &mut batch);
-            self.backend.write(batch)?;
+            self.backend.write(self.adapt(batch)?)?;
         }
         Ok(deleted)
     }
@@ -784,15 +804,39 @@ impl<'a, B: KvBackend> Db<'a, B> {
         meta
     }
 
-    /// Queues the metadata record of `key`.
+    /// Queues the metadata record of `key`, in the layout's form. A type the layout cannot
+    /// store is not queued: the command's commit fails instead ([`Db::commit`]).
     pub fn put_metadata(&self, batch: &mut WriteBatch, key: &[u8], meta: &Metadata<'_>) {
-        batch.put(ColumnFamily::Metadata, self.metadata_key(key), meta.to_vec());
+        self.put_metadata_in(self.layout(), batch, self.metadata_key(key), meta);
+    }
+
+    /// [`Db::put_metadata`] under a metadata key built already, of `layout`'s database.
+    pub(crate) fn put_metadata_in(
+        &self,
+        layout: &KeyLayout,
+        batch: &mut WriteBatch,
+        mkey: Vec<u8>,
+        meta: &Metadata<'_>,
+    ) {
+        match layout.encode_metadata(meta) {
+            Ok(value) => batch.put(ColumnFamily::Metadata, mkey, value),
+            Err(_) => self.journal.borrow_mut().refused = Some(meta.ty),
+        }
     }
 
     /// Queues the metadata of a collection after an edit: deleted when it became empty
     /// (an empty collection does not exist), written otherwise.
     pub fn put_collection(&self, batch: &mut WriteBatch, key: &[u8], meta: &Metadata<'_>) {
-        put_collection_at(batch, self.metadata_key(key), meta);
+        self.put_collection_at(batch, self.metadata_key(key), meta);
+    }
+
+    /// [`Db::put_collection`] under a metadata key built already (see [`Db::lookup_at`]).
+    pub(crate) fn put_collection_at(&self, batch: &mut WriteBatch, mkey: Vec<u8>, meta: &Metadata<'_>) {
+        if meta.size == 0 && !meta.blind_write {
+            batch.delete(ColumnFamily::Metadata, mkey);
+        } else {
+            self.put_metadata_in(self.layout(), batch, mkey, meta);
+        }
     }
 
     /// Queues the deletion of `key`: its metadata record only, O(1) whatever the size; the
@@ -805,7 +849,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn get_subkey(&self, key: &[u8], version: u64, sub: &[u8]) -> CommandResult<Option<Bytes>> {
+    pub fn get_subkey(&self, key: &[u8], version: u128, sub: &[u8]) -> CommandResult<Option<Bytes>> {
         Ok(self.backend.get(ColumnFamily::Subkey, &self.subkey(key, version, sub)?)?)
     }
 
@@ -816,7 +860,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     pub fn scan_subkeys(
         &self,
         key: &[u8],
-        version: u64,
+        version: u128,
         direction: Direction,
     ) -> CommandResult<impl Iterator<Item = CommandResult<(Bytes, Bytes)>> + '_> {
         let prefix_len = self.layout().subkey_prefix(key, version, 0)?.len();
@@ -835,14 +879,19 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// # Errors
     /// Storage errors; then nothing was written or recorded.
     pub fn commit(&mut self, mut batch: WriteBatch) -> CommandResult<()> {
+        let base = &self.shared.base_layout;
+        if let Some(ty) = self.journal.get_mut().refused.take() {
+            return Err(CommandError::err(format!(
+                "the {} layout cannot store a {} key",
+                base.kind().name(),
+                ty.name()
+            )));
+        }
         if batch.is_empty() {
             return Ok(());
         }
-        let base = &self.shared.base_layout;
         if base.kind() != LayoutKind::Kvrocks {
-            check_types(base, &batch)?;
-            migrate_legacy(base, &mut batch);
-            batch = encode_metadata_values(base, batch)?;
+            batch = self.adapt(batch)?;
         }
         // A delete touches a key only if it had a record (Redis signals what it removed).
         // An element written without a size change (HSET of an existing field, ZADD of a
@@ -890,6 +939,24 @@ impl<'a, B: KvBackend> Db<'a, B> {
                 }
                 BatchOp::Delete { cf: ColumnFamily::Metadata, key } => {
                     self.metadata_record(key)?.is_some().then(|| key.clone())
+                }
+                BatchOp::Put { cf: ColumnFamily::Subkey | ColumnFamily::Stream, key, .. }
+                | BatchOp::Delete { cf: ColumnFamily::Subkey | ColumnFamily::Stream, key }
+                    if layout.version_len() == 16 =>
+                {
+                    // TiTea's element records name their collection by id: its key is the one
+                    // the command looked up under that id.
+                    let version = layout.decode_subkey(key).ok().map(|sk| sk.version);
+                    let journal = self.journal.borrow();
+                    journal.owners.iter().find(|(v, _)| Some(*v) == version).map(|(_, k)| k.clone())
+                }
+                BatchOp::Put { cf: ColumnFamily::Score, key, .. }
+                | BatchOp::Delete { cf: ColumnFamily::Score, key }
+                    if layout.version_len() == 16 =>
+                {
+                    let version = layout.decode_score_key(key).ok().map(|sk| sk.version);
+                    let journal = self.journal.borrow();
+                    journal.owners.iter().find(|(v, _)| Some(*v) == version).map(|(_, k)| k.clone())
                 }
                 BatchOp::Put { cf: ColumnFamily::Subkey | ColumnFamily::Stream, key, .. }
                 | BatchOp::Delete { cf: ColumnFamily::Subkey | ColumnFamily::Stream, key } => {
@@ -947,6 +1014,114 @@ pub(crate) fn metadata_record<B: KvBackend>(
     }
 }
 
+impl<B: KvBackend> Db<'_, B> {
+    /// What the layout's system writes beside a batch of metadata writes: NeoKV's
+    /// migration of first-encoding strings, TiTea's index records; the batch as it is for
+    /// Kvrocks and camellia.
+    ///
+    /// # Errors
+    /// Storage errors reading the records the batch replaces.
+    fn adapt(&self, mut batch: WriteBatch) -> crate::Result<WriteBatch> {
+        match self.shared.base_layout.kind() {
+            LayoutKind::NeoKv => migrate_legacy(&self.shared.base_layout, &mut batch),
+            LayoutKind::TiTea => batch = self.titea_index_records(batch)?,
+            _ => {}
+        }
+        Ok(batch)
+    }
+
+    /// TiTea's index records for the metadata writes of `batch`, in the same batch, as
+    /// TiTea's own writes keep them: a GC record (`kv<ns>g<id>` → type) for every collection
+    /// a write deletes or replaces, the expire record (`kv<ns>e<ms><key>` → id, type) moved
+    /// with the key's expiry; and the created-at time of each metadata value (kept when the
+    /// collection stays the same, now otherwise).
+    ///
+    /// # Errors
+    /// Storage errors reading the records the batch replaces.
+    fn titea_index_records(&self, batch: WriteBatch) -> crate::Result<WriteBatch> {
+        let base = &self.shared.base_layout;
+        let now_s = self.now_ms() / 1000;
+        let mut out = WriteBatch::new();
+        // What each metadata key holds as the batch goes (a key written twice in one batch).
+        let mut current: Vec<(Bytes, Option<Bytes>)> = Vec::new();
+        for op in batch.into_ops() {
+            let (key, new) = match op {
+                BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => (key, Some(value)),
+                BatchOp::Delete { cf: ColumnFamily::Metadata, key } => (key, None),
+                BatchOp::Put { cf, key, value } => {
+                    out.put(cf, key, value);
+                    continue;
+                }
+                BatchOp::Delete { cf, key } => {
+                    out.delete(cf, key);
+                    continue;
+                }
+            };
+            let old = match current.iter().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.clone(),
+                None => self.backend.get(ColumnFamily::Metadata, &key)?,
+            };
+            let Ok(mk) = base.decode_metadata_key(&key) else {
+                put_or_delete(&mut out, key, new);
+                continue;
+            };
+            let layout = KeyLayout::titea(mk.namespace);
+            let old_meta = old.as_deref().and_then(|raw| base.decode_metadata(raw).ok());
+            let new_meta = new.as_deref().and_then(|raw| base.decode_metadata(raw).ok());
+            let same = |a: &Metadata<'_>, b: &Metadata<'_>| a.version == b.version && a.ty == b.ty;
+            let mut value = new.clone();
+            if let Some(old) = &old_meta {
+                let kept = new_meta.as_ref().is_some_and(|n| same(old, n));
+                if !old.ty.is_single_kv() && !kept {
+                    let ty = crate::codec::titea::type_byte(old.ty).unwrap_or(b'h');
+                    out.put(ColumnFamily::Metadata, base.gc_record_key(mk.namespace, old.version), vec![ty]);
+                }
+                if old.expire_ms != 0
+                    && !(kept && new_meta.as_ref().is_some_and(|n| n.expire_ms == old.expire_ms))
+                {
+                    out.delete(ColumnFamily::Metadata, layout.expire_record_key(old.expire_ms, mk.user_key));
+                }
+            }
+            if let (Some(new_meta), Some(raw)) = (&new_meta, &new) {
+                let kept = old_meta.as_ref().is_some_and(|o| same(o, new_meta));
+                if new_meta.expire_ms != 0
+                    && !(kept && old_meta.as_ref().is_some_and(|o| o.expire_ms == new_meta.expire_ms))
+                {
+                    let index = crate::codec::titea::expire_value(new_meta)?;
+                    out.put(
+                        ColumnFamily::Metadata,
+                        layout.expire_record_key(new_meta.expire_ms, mk.user_key),
+                        index,
+                    );
+                }
+                let created = match (&old, kept) {
+                    (Some(old), true) => old.get(crate::codec::titea::CREATED_AT).map(<[u8]>::to_vec),
+                    _ => None,
+                };
+                let mut bytes = raw.to_vec();
+                if let Some(field) = bytes.get_mut(crate::codec::titea::CREATED_AT) {
+                    field.copy_from_slice(&created.unwrap_or_else(|| now_s.to_be_bytes().to_vec()));
+                }
+                value = Some(bytes.into());
+            }
+            match current.iter_mut().find(|(k, _)| *k == key) {
+                Some(slot) => slot.1 = new.clone(),
+                None => current.push((key.clone(), new.clone())),
+            }
+            put_or_delete(&mut out, key, value);
+        }
+        Ok(out)
+    }
+}
+
+/// Queues `value` at the metadata key `key`, or its deletion for `None`.
+fn put_or_delete(batch: &mut WriteBatch, key: Bytes, value: Option<Bytes>) {
+    match value {
+        Some(value) => batch.put(ColumnFamily::Metadata, key, value),
+        None => batch.delete(ColumnFamily::Metadata, key),
+    }
+}
+
 /// NeoKV's write-side migration: every metadata record `batch` writes or deletes also
 /// deletes the string of NeoKV's first encoding under the same key, so a key read through
 /// the fallback is moved (or deleted) by its first write. Nothing for Kvrocks.
@@ -968,50 +1143,6 @@ fn migrate_legacy(layout: &KeyLayout, batch: &mut WriteBatch) {
     }
 }
 
-/// Rewrites the metadata values of `batch` (written by commands in the engine's own form,
-/// [`Metadata::encode`]) as `layout`'s system writes them; the batch as it was for layouts
-/// that write that form (Kvrocks, NeoKV).
-///
-/// # Errors
-/// A value that does not decode, or a type the layout cannot write (refused earlier by
-/// [`check_types`]).
-fn encode_metadata_values(layout: &KeyLayout, batch: WriteBatch) -> CommandResult<WriteBatch> {
-    if layout.kind() != LayoutKind::Camellia {
-        return Ok(batch);
-    }
-    let mut out = WriteBatch::new();
-    for op in batch.into_ops() {
-        match op {
-            BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => {
-                let meta = Metadata::decode(&value)?;
-                out.put(ColumnFamily::Metadata, key, layout.encode_metadata(&meta)?);
-            }
-            BatchOp::Put { cf, key, value } => out.put(cf, key, value),
-            BatchOp::Delete { cf, key } => out.delete(cf, key),
-        }
-    }
-    Ok(out)
-}
-
-/// Refuses a batch that would create a type `layout`'s system has no id for (a stream under
-/// NeoKV, say): nothing is written.
-fn check_types(layout: &KeyLayout, batch: &WriteBatch) -> CommandResult<()> {
-    for op in batch.ops() {
-        if let BatchOp::Put { cf: ColumnFamily::Metadata, value, .. } = op {
-            if let Ok((ty, _)) = peek_type_and_expire(value) {
-                if !layout.stores(ty) {
-                    return Err(CommandError::err(format!(
-                        "the {} layout cannot store a {} key",
-                        layout.kind().name(),
-                        ty.name()
-                    )));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The metadata keys `touched` found expired and did not write afterwards, each once: the
 /// records still to delete (a key written since holds a new record, maybe expired too,
 /// that a later command must find).
@@ -1024,13 +1155,4 @@ pub(crate) fn expired_keys(touched: &[TouchedKey]) -> Vec<Bytes> {
         }
     }
     keys
-}
-
-/// [`Db::put_collection`] under a metadata key built already (see [`Db::lookup_at`]).
-pub(crate) fn put_collection_at(batch: &mut WriteBatch, mkey: Vec<u8>, meta: &Metadata<'_>) {
-    if meta.size == 0 && !meta.blind_write {
-        batch.delete(ColumnFamily::Metadata, mkey);
-    } else {
-        batch.put(ColumnFamily::Metadata, mkey, meta.to_vec());
-    }
 }

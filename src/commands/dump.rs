@@ -53,12 +53,9 @@ impl<B: KvBackend> Db<'_, B> {
             RedisType::Hash => RdbValue::Hash(subs(self)?),
             RedisType::Set => RdbValue::Set(subs(self)?.into_iter().map(|(m, _)| m).collect()),
             RedisType::List => RdbValue::List(subs(self)?.into_iter().map(|(_, v)| v).collect()),
-            RedisType::ZSet => RdbValue::ZSet(
-                subs(self)?
-                    .into_iter()
-                    .map(|(m, s)| Ok((m, self.layout().decode_member_score(&s)?)))
-                    .collect::<crate::Result<_>>()?,
-            ),
+            RedisType::ZSet => {
+                RdbValue::ZSet(self.scan_members(key, meta.version)?.collect::<CommandResult<_>>()?)
+            }
             RedisType::Stream => RdbValue::Stream(Box::new(self.stream_rdb(key, &meta)?)),
             // Kvrocks-only types have no RDB form (a bitmap dumps as its string, above).
             _ => return Err(CommandError::WrongType),
@@ -161,14 +158,22 @@ impl<B: KvBackend> Db<'_, B> {
             RdbValue::Set(members) => {
                 meta.size = members.len() as u64;
                 for member in members {
-                    batch.put(ColumnFamily::Subkey, self.subkey(key, version, &member)?, Bytes::new());
+                    batch.put(
+                        ColumnFamily::Subkey,
+                        self.subkey(key, version, &member)?,
+                        self.layout().set_member_value(&member),
+                    );
                 }
             }
             RdbValue::List(items) => {
                 for item in items {
                     let index = meta.tail;
                     meta.tail = push_back_tail(meta.tail)?;
-                    batch.put(ColumnFamily::Subkey, self.subkey(key, version, &index.to_be_bytes())?, item);
+                    batch.put(
+                        ColumnFamily::Subkey,
+                        self.subkey(key, version, &self.layout().list_sub(index))?,
+                        item,
+                    );
                 }
                 meta.size = meta.tail - meta.head;
             }
@@ -177,13 +182,7 @@ impl<B: KvBackend> Db<'_, B> {
                 for (member, score) in pairs {
                     // -0 is stored as 0 (the ordered encoding keeps one zero).
                     let score = if score == 0.0 { 0.0 } else { score };
-                    batch.put(
-                        ColumnFamily::Subkey,
-                        self.subkey(key, version, &member)?,
-                        self.layout().encode_member_score(score)?,
-                    );
-                    let score_key = self.layout().score_key(key, version, score, &member)?;
-                    batch.put(ColumnFamily::Score, score_key, Bytes::new());
+                    self.put_member_records(batch, key, version, &member, score)?;
                 }
             }
         }

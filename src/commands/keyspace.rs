@@ -260,7 +260,7 @@ impl<B: KvBackend> Db<'_, B> {
             }
             meta.version = version;
         }
-        batch.put(ColumnFamily::Metadata, dst_layout.metadata_key(dst), meta.to_vec());
+        self.put_metadata_in(dst_layout, batch, dst_layout.metadata_key(dst), &meta);
         Ok(())
     }
 

@@ -16,7 +16,6 @@
 use bytes::Bytes;
 
 use super::args::{int_arg, normalize_range, timeout_arg};
-use super::db::put_collection_at;
 use super::notify::NotifyFlags;
 use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
@@ -113,17 +112,33 @@ impl Default for LposOptions {
     }
 }
 
-/// The stored keys of one list incarnation: the shared subkey prefix, then the index.
+/// The stored keys of one list incarnation: the shared subkey prefix, then the index (as
+/// [`KeyLayout::list_sub`] writes it: TiTea's are signed positions).
 struct ElemKeys {
     prefix: Vec<u8>,
+    titea: bool,
 }
 
 impl ElemKeys {
     fn at(&self, index: u64) -> Vec<u8> {
-        let mut k = Vec::with_capacity(self.prefix.len() + 8);
+        let mut k = Vec::with_capacity(self.prefix.len() + 9);
         k.extend_from_slice(&self.prefix);
-        k.extend_from_slice(&index.to_be_bytes());
+        if self.titea {
+            k.extend_from_slice(&crate::codec::titea::list_sub(index));
+        } else {
+            k.extend_from_slice(&index.to_be_bytes());
+        }
         k
+    }
+
+    /// The index of the record `key` (under the prefix), if it is one.
+    fn index_of(&self, key: &[u8]) -> Option<u64> {
+        let sub = key.get(self.prefix.len()..)?;
+        if self.titea {
+            crate::codec::titea::decode_list_sub(sub)
+        } else {
+            Some(u64::from_be_bytes(sub.try_into().ok()?))
+        }
     }
 }
 
@@ -151,8 +166,9 @@ fn list_range(meta: &Metadata<'_>, start: i64, stop: i64) -> Option<(u64, u64)> 
 }
 
 impl<B: KvBackend> Db<'_, B> {
-    fn elem_keys(&self, key: &[u8], version: u64) -> CommandResult<ElemKeys> {
-        Ok(ElemKeys { prefix: self.layout().subkey_prefix(key, version, 8)? })
+    fn elem_keys(&self, key: &[u8], version: u128) -> CommandResult<ElemKeys> {
+        let titea = self.layout().kind() == crate::codec::LayoutKind::TiTea;
+        Ok(ElemKeys { prefix: self.layout().subkey_prefix(key, version, 9)?, titea })
     }
 
     /// The live list at `key`, `None` when missing, WRONGTYPE for another type, and a
@@ -218,7 +234,6 @@ impl<B: KvBackend> Db<'_, B> {
         let start = stored_index(meta.head, from)?;
         let end = stored_index(meta.head, to)?;
         let range = KeyRange { start: keys.at(start), end: Some(keys.at(end)) };
-        let prefix_len = keys.prefix.len();
         let mut expected = match direction {
             Direction::Forward => from,
             Direction::Reverse => to - 1,
@@ -226,11 +241,7 @@ impl<B: KvBackend> Db<'_, B> {
         let mut seen = 0u64;
         for item in self.backend().scan(ColumnFamily::Subkey, &range, direction)? {
             let (k, v) = item?;
-            let index = k
-                .get(prefix_len..)
-                .and_then(|s| <[u8; 8]>::try_from(s).ok())
-                .map(u64::from_be_bytes)
-                .ok_or_else(corrupted)?;
+            let index = keys.index_of(&k).ok_or_else(corrupted)?;
             if index != meta.head + expected {
                 return Err(corrupted());
             }
@@ -276,12 +287,15 @@ impl<B: KvBackend> Db<'_, B> {
         } else {
             self.list_or_create_at(&mkey)?
         };
-        let keys = ElemKeys { prefix: routed.subkey_prefix(meta.version, 8)? };
+        let keys = ElemKeys {
+            prefix: routed.subkey_prefix(meta.version, 9)?,
+            titea: self.layout().kind() == crate::codec::LayoutKind::TiTea,
+        };
         let mut batch = WriteBatch::new();
         for element in elements {
             push_into(&mut batch, &keys, &mut meta, end, element.clone())?;
         }
-        put_collection_at(&mut batch, mkey, &meta);
+        self.put_collection_at(&mut batch, mkey, &meta);
         self.commit(batch)?;
         self.notify(NotifyFlags::LIST, end.push_event(), key);
         Ok(len_i64(&meta))
@@ -317,7 +331,10 @@ impl<B: KvBackend> Db<'_, B> {
         let Some(meta) = self.list_meta_at(&mkey)? else {
             return Ok(None);
         };
-        let keys = ElemKeys { prefix: routed.subkey_prefix(meta.version, 8)? };
+        let keys = ElemKeys {
+            prefix: routed.subkey_prefix(meta.version, 9)?,
+            titea: self.layout().kind() == crate::codec::LayoutKind::TiTea,
+        };
         self.pop_in(key, mkey, keys, meta, end, count).map(Some)
     }
 
@@ -347,7 +364,7 @@ impl<B: KvBackend> Db<'_, B> {
             pop_from(&mut batch, &keys, &mut meta, end, n);
             popped
         };
-        put_collection_at(&mut batch, mkey, &meta);
+        self.put_collection_at(&mut batch, mkey, &meta);
         self.commit(batch)?;
         self.notify_edit(NotifyFlags::LIST, end.pop_event(), key, &meta);
         Ok(popped)

@@ -67,7 +67,11 @@ impl<B: KvBackend> Db<'_, B> {
         let mut batch = WriteBatch::new();
         if meta.blind_write {
             for m in members {
-                batch.put(ColumnFamily::Subkey, self.subkey(key, meta.version, m)?, Bytes::new());
+                batch.put(
+                    ColumnFamily::Subkey,
+                    self.subkey(key, meta.version, m)?,
+                    self.layout().set_member_value(m),
+                );
             }
             if existed.is_none() {
                 self.put_metadata(&mut batch, key, &meta);
@@ -87,7 +91,11 @@ impl<B: KvBackend> Db<'_, B> {
         for (m, f) in unique.iter().zip(&found) {
             if f.is_none() {
                 added += 1;
-                batch.put(ColumnFamily::Subkey, self.subkey(key, meta.version, m)?, Bytes::new());
+                batch.put(
+                    ColumnFamily::Subkey,
+                    self.subkey(key, meta.version, m)?,
+                    self.layout().set_member_value(m),
+                );
             }
         }
         if added > 0 {
@@ -224,7 +232,11 @@ impl<B: KvBackend> Db<'_, B> {
         let mut dmeta = dexisting.unwrap_or_else(|| self.new_collection(RedisType::Set));
         let present = dexisting.is_some() && self.get_subkey(dst, dmeta.version, member)?.is_some();
         if !present {
-            batch.put(ColumnFamily::Subkey, self.subkey(dst, dmeta.version, member)?, Bytes::new());
+            batch.put(
+                ColumnFamily::Subkey,
+                self.subkey(dst, dmeta.version, member)?,
+                self.layout().set_member_value(member),
+            );
             if !dmeta.blind_write {
                 dmeta.size += 1;
             }
@@ -258,7 +270,7 @@ impl<B: KvBackend> Db<'_, B> {
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by_key(|&i| if metas[i].blind_write { u64::MAX } else { metas[i].size });
         let (first, others) = order.split_first().expect("at least one key");
-        let probe: Vec<(&[u8], u64)> = others
+        let probe: Vec<(&[u8], u128)> = others
             .iter()
             .filter(|&&i| keys[i] != keys[*first])
             .map(|&i| (keys[i].as_ref(), metas[i].version))
@@ -272,8 +284,8 @@ impl<B: KvBackend> Db<'_, B> {
     fn filter_members(
         &self,
         key: &[u8],
-        version: u64,
-        probe: &[(&[u8], u64)],
+        version: u128,
+        probe: &[(&[u8], u128)],
         want_all: bool,
         limit: usize,
     ) -> CommandResult<Vec<Bytes>> {
@@ -354,7 +366,7 @@ impl<B: KvBackend> Db<'_, B> {
         if keys[1..].iter().any(|k| k == &keys[0]) {
             return Ok(Vec::new());
         }
-        let probe: Vec<(&[u8], u64)> =
+        let probe: Vec<(&[u8], u128)> =
             keys.iter().zip(&metas).skip(1).filter_map(|(k, m)| m.map(|m| (k.as_ref(), m.version))).collect();
         self.filter_members(&keys[0], first.version, &probe, false, 0)
     }
@@ -380,7 +392,11 @@ impl<B: KvBackend> Db<'_, B> {
             let mut meta = self.new_collection(RedisType::Set);
             meta.size = members.len() as u64;
             for m in members {
-                batch.put(ColumnFamily::Subkey, self.subkey(dst, meta.version, m)?, Bytes::new());
+                batch.put(
+                    ColumnFamily::Subkey,
+                    self.subkey(dst, meta.version, m)?,
+                    self.layout().set_member_value(m),
+                );
             }
             self.put_metadata(&mut batch, dst, &meta);
         }

@@ -131,8 +131,8 @@ impl<B: KvBackend> Db<'_, B> {
                 .collect::<CommandResult<_>>()?,
             RedisType::ZSet => {
                 let mut pairs: Vec<(f64, Bytes)> = self
-                    .scan_subkeys(key, meta.version, Direction::Forward)?
-                    .map(|r| r.and_then(|(m, s)| Ok((self.layout().decode_member_score(&s)?, m))))
+                    .scan_members(key, meta.version)?
+                    .map(|r| r.map(|(m, s)| (s, m)))
                     .collect::<CommandResult<_>>()?;
                 pairs.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
                 pairs.into_iter().map(|(_, m)| m).collect()

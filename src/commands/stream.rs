@@ -181,7 +181,7 @@ impl Stream {
         Stream { meta, f }
     }
 
-    fn version(&self) -> u64 {
+    fn version(&self) -> u128 {
         self.meta.version
     }
 
@@ -350,11 +350,11 @@ impl<'d, B: KvBackend> Db<'d, B> {
         Ok(self.lookup_of(key, RedisType::Stream)?.map(Stream::new))
     }
 
-    fn record(&self, key: &[u8], version: u64, sub: StreamSub<'_>) -> CommandResult<Vec<u8>> {
+    fn record(&self, key: &[u8], version: u128, sub: StreamSub<'_>) -> CommandResult<Vec<u8>> {
         self.subkey(key, version, &sub.to_bytes())
     }
 
-    fn get_record(&self, key: &[u8], version: u64, sub: StreamSub<'_>) -> CommandResult<Option<Bytes>> {
+    fn get_record(&self, key: &[u8], version: u128, sub: StreamSub<'_>) -> CommandResult<Option<Bytes>> {
         Ok(self.backend().get(ColumnFamily::Stream, &self.record(key, version, sub)?)?)
     }
 
@@ -363,7 +363,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
     fn records<'s>(
         &'s self,
         key: &[u8],
-        version: u64,
+        version: u128,
         from: &[u8],
         to: Option<&[u8]>,
         direction: Direction,
@@ -392,7 +392,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
     fn entries(
         &self,
         key: &[u8],
-        version: u64,
+        version: u128,
         start: StreamId,
         end: StreamId,
         rev: bool,
@@ -421,7 +421,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
     }
 
     /// Every consumer group of the stream, by name.
-    fn groups(&self, key: &[u8], version: u64) -> CommandResult<Vec<(Bytes, GroupValue)>> {
+    fn groups(&self, key: &[u8], version: u128) -> CommandResult<Vec<(Bytes, GroupValue)>> {
         let from = groups_prefix();
         let to = prefix_successor(&from);
         let mut out = Vec::new();
@@ -437,7 +437,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
         Ok(out)
     }
 
-    fn group(&self, key: &[u8], version: u64, group: &[u8]) -> CommandResult<Option<GroupValue>> {
+    fn group(&self, key: &[u8], version: u128, group: &[u8]) -> CommandResult<Option<GroupValue>> {
         match self.get_record(key, version, StreamSub::Group(group))? {
             None => Ok(None),
             Some(raw) => Ok(Some(GroupValue::decode(&raw).map_err(undecodable("group"))?)),
@@ -447,7 +447,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
     fn consumer(
         &self,
         key: &[u8],
-        version: u64,
+        version: u128,
         group: &[u8],
         name: &[u8],
     ) -> CommandResult<Option<ConsumerValue>> {
@@ -461,7 +461,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
     fn consumers(
         &self,
         key: &[u8],
-        version: u64,
+        version: u128,
         group: &[u8],
     ) -> CommandResult<Vec<(Bytes, ConsumerValue)>> {
         let from = group_records_prefix(false, group);
@@ -483,7 +483,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
     fn pending<'s>(
         &'s self,
         key: &[u8],
-        version: u64,
+        version: u128,
         group: &[u8],
         start: StreamId,
     ) -> CommandResult<impl Iterator<Item = CommandResult<(StreamId, u64, u64, Bytes)>> + use<'s, 'd, B>>
@@ -1101,7 +1101,7 @@ fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 /// consumer's record (created if missing) and the pending counts to write back.
 struct GroupReader<'a> {
     key: &'a Bytes,
-    version: u64,
+    version: u128,
     group: &'a [u8],
     name: &'a [u8],
     me: ConsumerValue,
@@ -1339,7 +1339,7 @@ fn xgroup<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         }
     }
     let mut batch = WriteBatch::new();
-    let group_key = |db: &Db<B>, v: u64| db.record(key, v, StreamSub::Group(group));
+    let group_key = |db: &Db<B>, v: u128| db.record(key, v, StreamSub::Group(group));
     let (reply, event) = match sub.as_slice() {
         b"create" if argv.len() <= 8 => {
             let id = if argv[4].as_ref() == b"$" {

@@ -87,7 +87,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub(crate) fn all_subkeys(&self, key: &[u8], version: u64) -> CommandResult<Vec<(Bytes, Bytes)>> {
+    pub(crate) fn all_subkeys(&self, key: &[u8], version: u128) -> CommandResult<Vec<(Bytes, Bytes)>> {
         self.scan_subkeys(key, version, Direction::Forward)?.collect()
     }
 
@@ -98,7 +98,7 @@ impl<B: KvBackend> Db<'_, B> {
     pub(crate) fn get_subkeys(
         &self,
         key: &[u8],
-        version: u64,
+        version: u128,
         subs: &[&[u8]],
     ) -> CommandResult<Vec<Option<Bytes>>> {
         let keys = subs.iter().map(|s| self.subkey(key, version, s)).collect::<CommandResult<Vec<_>>>()?;
@@ -115,11 +115,25 @@ impl<B: KvBackend> Db<'_, B> {
     pub(crate) fn scan_page(
         &mut self,
         key: &[u8],
-        version: u64,
+        version: u128,
         cursor: u64,
         opts: &ScanOptions,
     ) -> CommandResult<(u64, Vec<(Bytes, Bytes)>)> {
-        let mut range = self.layout().subkey_range(key, version)?;
+        let prefix = self.layout().subkey_prefix(key, version, 0)?;
+        self.scan_page_in(prefix, cursor, opts)
+    }
+
+    /// [`Db::scan_page`] over the records under `prefix` (a sorted set's member records).
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub(crate) fn scan_page_in(
+        &mut self,
+        prefix: Vec<u8>,
+        cursor: u64,
+        opts: &ScanOptions,
+    ) -> CommandResult<(u64, Vec<(Bytes, Bytes)>)> {
+        let mut range = KeyRange::prefix(prefix);
         let prefix_len = range.start.len();
         if let Some(last) = self.cursors().resolve(cursor) {
             range.start.extend_from_slice(&last);
@@ -232,7 +246,7 @@ impl<B: KvBackend> Db<'_, B> {
     fn sample_by_seeks(
         &mut self,
         key: &[u8],
-        version: u64,
+        version: u128,
         count: u64,
         distinct: bool,
     ) -> CommandResult<Option<Vec<(Bytes, Bytes)>>> {

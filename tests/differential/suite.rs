@@ -793,9 +793,16 @@ fn engine_on_camellia_layout_replies_match_redis() {
     compare_with_redis(KeyLayout::camellia(b"rediskv"), &["list", "stream", "sort"]);
 }
 
+/// The same comparison with TiTea's records (16-byte object ids, its own index records).
+/// TiTea has no stream type, so that family is left out.
+#[test]
+fn engine_on_titea_layout_replies_match_redis() {
+    compare_with_redis(KeyLayout::titea(b"default.default"), &["stream"]);
+}
+
 /// Runs the comparison with the engine writing `layout`'s records, without the families
 /// or generators named in `unsupported` (the layout's system cannot store their type). `DIFF_LAYOUTS`
-/// (`kvrocks,neokv,camellia`) picks which layouts run.
+/// (`kvrocks,neokv,camellia,titea`) picks which layouts run.
 fn compare_with_redis(layout: KeyLayout, unsupported: &[&str]) {
     let name = layout.kind().name();
     if std::env::var("DIFF_LAYOUTS").is_ok_and(|v| !v.split(',').any(|l| l == name)) {

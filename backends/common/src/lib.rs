@@ -164,10 +164,14 @@ pub const FLOOR_KEY: &[u8] = b"rediskv:version-floor";
 /// cluster slots off; hash prefix 0; fixed prefix ""` (Kvrocks), `rediskv layout v1;
 /// neokv region 1 index 1; hash prefix 0; fixed prefix ""` (NeoKV) or `rediskv layout v1;
 /// camellia namespace "default"; hash version 0; set version 1; hash prefix 0; fixed
-/// prefix ""` (camellia).
+/// prefix ""` (camellia) or `rediskv layout v1; titea namespace "default.default"; hash
+/// prefix 0; fixed prefix ""` (TiTea).
 pub fn manifest(layout: &KeyLayout) -> Vec<u8> {
     let system = match layout.neokv_ids() {
         Some((region, index)) => format!("neokv region {region} index {index}"),
+        None if layout.kind() == rediskv::codec::LayoutKind::TiTea => {
+            format!("titea namespace \"{}\"", layout.namespace().escape_ascii())
+        }
         None if layout.kind() == rediskv::codec::LayoutKind::Camellia => format!(
             "camellia namespace \"{}\"; hash version {}; set version {}",
             layout.namespace().escape_ascii(),
@@ -196,6 +200,11 @@ pub fn layout_from_manifest(stored: &[u8]) -> Option<KeyLayout> {
         let (index, after) = after.split_once("; ")?;
         rest = after;
         KeyLayout::neokv(region.parse().ok()?, index.parse().ok()?)
+    } else if let Some(after) = rest.strip_prefix("titea namespace ") {
+        let namespace;
+        (namespace, rest) = quoted(after)?;
+        rest = rest.strip_prefix("; ")?;
+        KeyLayout::titea(&namespace)
     } else if let Some(after) = rest.strip_prefix("camellia namespace ") {
         let namespace;
         (namespace, rest) = quoted(after)?;
@@ -352,7 +361,8 @@ impl VersionFloor {
 }
 
 /// The largest collection version among the batch's metadata puts (0 when none), in
-/// Kvrocks' value format or camellia's (the floor does not need to know the layout).
+/// Kvrocks' value format, camellia's or TiTea's (the floor does not need to know the
+/// layout); of a TiTea object id, its first 8 bytes (the version it was made from).
 fn max_version(batch: &WriteBatch) -> u64 {
     batch
         .ops()
@@ -360,8 +370,9 @@ fn max_version(batch: &WriteBatch) -> u64 {
         .filter_map(|op| match op {
             BatchOp::Put { cf: ColumnFamily::Metadata, value, .. } => Metadata::decode(value)
                 .or_else(|_| rediskv::codec::camellia::decode_metadata(value))
+                .or_else(|_| rediskv::codec::titea::decode_metadata(value))
                 .ok()
-                .map(|m| m.version),
+                .map(|m| u64::try_from(m.version).unwrap_or((m.version >> 64) as u64)),
             _ => None,
         })
         .max()
@@ -385,7 +396,7 @@ pub struct GcFilter {
     cf: ColumnFamily,
     grace_ms: u64,
     now_ms: u64,
-    last: Option<(Vec<u8>, u64, Decision)>,
+    last: Option<(Vec<u8>, u128, Decision)>,
 }
 
 impl GcFilter {
@@ -524,6 +535,7 @@ mod tests {
             KeyLayout::neokv(1, 1),
             KeyLayout::neokv(-7, i64::MAX).with_fixed_prefix(b"r"),
             KeyLayout::camellia(b"default"),
+            KeyLayout::titea(b"default.default"),
             KeyLayout::camellia(b"a \"b\"; c")
                 .with_encode_version(rediskv::codec::RedisType::Set, 1)
                 .unwrap()

@@ -128,7 +128,7 @@ pub const READS: &[&[&str]] = &[
 ];
 
 /// The largest collection version on disk.
-pub fn max_version<B: KvBackend>(backend: &B) -> u64 {
+pub fn max_version<B: KvBackend>(backend: &B) -> u128 {
     let all = rediskv::codec::KeyRange { start: Vec::new(), end: None };
     backend
         .scan(ColumnFamily::Metadata, &all, Direction::Forward)
@@ -600,6 +600,14 @@ macro_rules! engine_scenarios {
         #[test]
         fn a_neokv_store_collects_its_garbage_and_reopens() {
             let layout = rediskv::codec::KeyLayout::neokv(3, 5);
+            testkit::foreign_layout_on_disk(layout, open, |path: &std::path::Path| {
+                $krate::stored_layout(path)
+            });
+        }
+
+        #[test]
+        fn a_titea_store_collects_its_garbage_and_reopens() {
+            let layout = rediskv::codec::KeyLayout::titea(b"default.default");
             testkit::foreign_layout_on_disk(layout, open, |path: &std::path::Path| {
                 $krate::stored_layout(path)
             });

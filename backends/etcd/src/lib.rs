@@ -108,7 +108,7 @@ use etcd_client::{
     TxnOpResponse,
 };
 use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
-use rediskv::codec::{KeyLayout, KeyRange, Metadata, prefix_successor};
+use rediskv::codec::{KeyLayout, KeyRange, prefix_successor};
 use rediskv::commands::Engine;
 use rediskv::gc::{self, CollectStep, Collector, ExpirySweep, SweepStep};
 use rediskv::{Error, Result};
@@ -290,7 +290,7 @@ struct View {
     /// Scanned etcd key ranges `[start, end)`.
     ranges: Vec<(Vec<u8>, Vec<u8>)>,
     /// Metadata versions seen, by etcd key (`None`: absent or not a collection).
-    versions: HashMap<Vec<u8>, Option<u64>>,
+    versions: HashMap<Vec<u8>, Option<u128>>,
     /// Whether etcd refused the transaction.
     refused: bool,
 }
@@ -586,7 +586,10 @@ impl Backend {
         self.with_view(|v| {
             v.points.insert(etcd_key.clone(), found.as_ref().map_or(0, |f| f.1));
             if cf == ColumnFamily::Metadata {
-                v.versions.insert(etcd_key, found.as_ref().and_then(|f| collection_version(&f.0)));
+                v.versions.insert(
+                    etcd_key,
+                    found.as_ref().and_then(|f| collection_version(&self.options.layout, &f.0)),
+                );
             }
         });
         found.map(|(value, _)| Bytes::from(value))
@@ -636,7 +639,7 @@ impl Backend {
             let (Some(record_key), Some(value)) = (key.strip_prefix(metadata.as_slice()), value) else {
                 continue;
             };
-            let Some(version) = collection_version(value) else { continue };
+            let Some(version) = collection_version(&self.options.layout, value) else { continue };
             if view.versions.get(key).copied().flatten() == Some(version) {
                 continue;
             }
@@ -650,14 +653,18 @@ impl Backend {
 
     /// The Subkey, Score and Stream etcd ranges of `version` of the key whose metadata key is
     /// `metadata_key` (none when it does not decode under the layout).
-    fn version_ranges(&self, metadata_key: &[u8], version: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn version_ranges(&self, metadata_key: &[u8], version: u128) -> Vec<(Vec<u8>, Vec<u8>)> {
         let layout = &self.options.layout;
         let Ok(mk) = layout.decode_metadata_key(metadata_key) else { return Vec::new() };
         let Ok(ns_layout) = layout.clone().with_namespace(mk.namespace) else { return Vec::new() };
         let Ok(range) = ns_layout.subkey_range(mk.user_key, version) else { return Vec::new() };
-        [ColumnFamily::Subkey, ColumnFamily::Score, ColumnFamily::Stream]
-            .map(|cf| self.etcd_range(cf, &range))
-            .to_vec()
+        // Score keys have a prefix of their own in camellia's and TiTea's layouts.
+        let Ok(scores) = ns_layout.score_prefix(mk.user_key, version, 0) else { return Vec::new() };
+        vec![
+            self.etcd_range(ColumnFamily::Subkey, &range),
+            self.etcd_range(ColumnFamily::Score, &KeyRange::prefix(scores)),
+            self.etcd_range(ColumnFamily::Stream, &range),
+        ]
     }
 
     /// `range` of `cf` as etcd keys `[start, end)`.
@@ -828,8 +835,8 @@ fn value_and_revision(kv: etcd_client::KeyValue) -> (Vec<u8>, i64) {
 
 /// The version of a collection's metadata value (`None` for single-KV types and undecodable
 /// values: they own no subkeys).
-fn collection_version(value: &[u8]) -> Option<u64> {
-    Metadata::decode(value).ok().filter(|m| !m.ty.is_single_kv()).map(|m| m.version)
+fn collection_version(layout: &KeyLayout, value: &[u8]) -> Option<u128> {
+    layout.decode_metadata(value).ok().filter(|m| !m.ty.is_single_kv()).map(|m| m.version)
 }
 
 impl KvBackend for Backend {

@@ -318,13 +318,13 @@ fn a_new_collection_never_adopts_records_of_an_equal_dead_version() {
     let Some(cluster) = common::Cluster::start("a_new_collection_never_adopts", 1) else { return };
     let backend = cluster.open("versions/");
     let layout = KeyLayout::default();
-    let version = 42_u64 << 20;
+    let version = 42_u128 << 20;
     // A dead collection's leftover field of `version` (its metadata is gone).
     let mut batch = WriteBatch::new();
     batch.put(ColumnFamily::Subkey, layout.subkey(b"h", version, b"stale").unwrap(), &b"x"[..]);
     backend.write(batch).unwrap();
     // A command creating `h` at the same version, as a clashing node's clock could give.
-    let create = |version: u64| {
+    let create = |version: u128| {
         backend.begin();
         assert_eq!(backend.get(ColumnFamily::Metadata, &layout.metadata_key(b"h")).unwrap(), None);
         let mut meta = Metadata::collection(RedisType::Hash, version);

@@ -150,7 +150,7 @@ fn expand(frag: &mut Vec<u8>, min: usize) {
 fn fragment<'l, B: KvBackend>(
     db: &Db<B>,
     key: &[u8],
-    version: u64,
+    version: u128,
     loaded: &'l mut BTreeMap<u64, Vec<u8>>,
     byte: u64,
 ) -> CommandResult<&'l mut Vec<u8>> {

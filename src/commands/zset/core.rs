@@ -143,14 +143,19 @@ impl<B: KvBackend> Db<'_, B> {
     /// The live sorted set at `key`, with its record prefix.
     pub(crate) fn zkey(&self, key: &[u8]) -> CommandResult<Option<ZKey>> {
         let Some(meta) = self.lookup_of(key, RedisType::ZSet)? else { return Ok(None) };
-        let prefix = self.layout().subkey_prefix(key, meta.version, 0)?;
+        let prefix = self.layout().member_prefix(key, meta.version)?;
         let scores = self.layout().score_prefix(key, meta.version, 0)?;
         Ok(Some(ZKey { meta, prefix, scores }))
     }
 
     /// The stored score of `member`.
-    pub(super) fn member_score(&self, key: &[u8], version: u64, member: &[u8]) -> CommandResult<Option<f64>> {
-        match self.get_subkey(key, version, member)? {
+    pub(super) fn member_score(
+        &self,
+        key: &[u8],
+        version: u128,
+        member: &[u8],
+    ) -> CommandResult<Option<f64>> {
+        match self.backend().get(ColumnFamily::Subkey, &self.layout().member_key(key, version, member)?)? {
             None => Ok(None),
             Some(v) => Ok(Some(self.layout().decode_member_score(&v)?)),
         }
@@ -236,6 +241,20 @@ impl<B: KvBackend> Db<'_, B> {
         }))
     }
 
+    /// Walks the member records of the sorted set `key` at `version` in member order,
+    /// yielding (member, score).
+    ///
+    /// # Errors
+    /// Storage errors; a member record whose score does not decode.
+    pub(crate) fn scan_members<'a>(
+        &'a self,
+        key: &[u8],
+        version: u128,
+    ) -> CommandResult<impl Iterator<Item = CommandResult<ScoredMember>> + use<'a, B>> {
+        let prefix = self.layout().member_prefix(key, version)?;
+        self.scan_member_range(prefix.len(), &KeyRange::prefix(prefix), Direction::Forward)
+    }
+
     /// Walks Subkey CF records in `range` (inside `prefix`), yielding (member, score).
     pub(super) fn scan_member_range<'a>(
         &'a self,
@@ -285,17 +304,23 @@ impl<B: KvBackend> Db<'_, B> {
     }
 
     /// Queues both records of `member` with `score`.
-    pub(super) fn put_member_records(
+    pub(crate) fn put_member_records(
         &self,
         batch: &mut WriteBatch,
         key: &[u8],
-        version: u64,
+        version: u128,
         member: &[u8],
         score: f64,
     ) -> CommandResult<()> {
         let value = self.layout().encode_member_score(score)?;
-        batch.put(ColumnFamily::Subkey, self.layout().subkey(key, version, member)?, value);
-        batch.put(ColumnFamily::Score, self.layout().score_key(key, version, score, member)?, Bytes::new());
+        batch.put(ColumnFamily::Subkey, self.layout().member_key(key, version, member)?, value);
+        let score_value = if self.layout().version_len() == 16 {
+            // TiTea keeps the score's text in the score record too.
+            self.layout().encode_member_score(score)?
+        } else {
+            Vec::new()
+        };
+        batch.put(ColumnFamily::Score, self.layout().score_key(key, version, score, member)?, score_value);
         Ok(())
     }
 
@@ -304,11 +329,11 @@ impl<B: KvBackend> Db<'_, B> {
         &self,
         batch: &mut WriteBatch,
         key: &[u8],
-        version: u64,
+        version: u128,
         member: &[u8],
         score: f64,
     ) -> CommandResult<()> {
-        batch.delete(ColumnFamily::Subkey, self.layout().subkey(key, version, member)?);
+        batch.delete(ColumnFamily::Subkey, self.layout().member_key(key, version, member)?);
         batch.delete(ColumnFamily::Score, self.layout().score_key(key, version, score, member)?);
         Ok(())
     }

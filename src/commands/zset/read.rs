@@ -40,8 +40,10 @@ impl<B: KvBackend> Db<'_, B> {
         let Some(meta) = self.lookup_of(key, RedisType::ZSet)? else {
             return Ok(vec![None; members.len()]);
         };
-        let keys =
-            members.iter().map(|m| self.subkey(key, meta.version, m)).collect::<CommandResult<Vec<_>>>()?;
+        let keys = members
+            .iter()
+            .map(|m| Ok(self.layout().member_key(key, meta.version, m)?))
+            .collect::<CommandResult<Vec<_>>>()?;
         let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let values = self.backend().multi_get(crate::backend::ColumnFamily::Subkey, &refs)?;
         values
@@ -270,7 +272,8 @@ impl<B: KvBackend> Db<'_, B> {
     ) -> CommandResult<(u64, Vec<ScoredMember>)> {
         let Some(meta) = self.lookup_of(key, RedisType::ZSet)? else { return Ok((0, Vec::new())) };
         let opts = ScanOptions { pattern: pattern.map(Bytes::copy_from_slice), count };
-        let (next, page) = self.scan_page(key, meta.version, cursor, &opts)?;
+        let (next, page) =
+            self.scan_page_in(self.layout().member_prefix(key, meta.version)?, cursor, &opts)?;
         let members = page
             .into_iter()
             .map(|(member, score)| Ok((member, self.layout().decode_member_score(&score)?)))

@@ -83,12 +83,7 @@ impl<B: KvBackend> Db<'_, B> {
                 .map(|r| r.map(|(m, _)| (m, 1.0)))
                 .collect();
         }
-        self.scan_subkeys(src.key, meta.version, Direction::Forward)?
-            .map(|r| {
-                let (m, v) = r?;
-                Ok((m, self.layout().decode_member_score(&v)?))
-            })
-            .collect()
+        self.scan_members(src.key, meta.version)?.collect()
     }
 
     /// A point lookup of `member` in a source: its score, 1 for a set member.
