@@ -18,7 +18,7 @@ use rediskv::codec::{
 
 const KEY: &[u8; 16] = b"user:0000012345:";
 const FIELD: &[u8; 8] = b"field:07";
-const VERSION: u64 = 0x0006_2A4F_1234_5678;
+const VERSION: u128 = 0x0006_2A4F_1234_5678;
 
 fn copy_floor(c: &mut Criterion, name: &str, len: usize) {
     let src: Vec<u8> = (0..len as u8).collect();
@@ -67,6 +67,7 @@ fn keys(c: &mut Criterion) {
     layout_keys(c, "", &KeyLayout::default());
     layout_keys(c, "neokv/", &KeyLayout::neokv(1, 1));
     layout_keys(c, "camellia/", &KeyLayout::camellia(b"default"));
+    layout_keys(c, "titea/", &KeyLayout::titea(b"default.default"));
     features(c);
 }
 

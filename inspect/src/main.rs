@@ -16,7 +16,7 @@ const USAGE: &str = "usage:
   rediskv-inspect dump --dir DIR [--engine fjall|rocksdb] [--cf CF] [--type TYPE] [--key KEY]
   rediskv-inspect convert --dir DIR --out NEW_DIR [--engine E] [--out-engine E] [LAYOUT]
 LAYOUT (the layout to decode/encode with, or convert to; Kvrocks' by default):
-  --layout kvrocks|neokv|camellia [--namespace NS] [--cluster-slots] [--hash-prefix N]
+  --layout kvrocks|neokv|camellia|titea [--namespace NS] [--cluster-slots] [--hash-prefix N]
   [--neokv-region-id 1] [--neokv-index-id 1] [--camellia-hash-version 0|1] [--camellia-set-version 0|1]
 --camellia-route: the prefix camellia's TiKV/HBase clients put before every key (md5 of the
   slot, or the slot as an i32 in older releases): stripped before decoding, added after encoding.";
@@ -70,7 +70,8 @@ fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
             }
             layout
         }
-        other => return Err(format!("unknown layout '{other}' (kvrocks, neokv or camellia)")),
+        "titea" => KeyLayout::titea(namespace.as_deref().unwrap_or("default.default").as_bytes()),
+        other => return Err(format!("unknown layout '{other}' (kvrocks, neokv, camellia or titea)")),
     };
     layout.with_hash_prefix(hash).map_err(|e| e.to_string())
 }

@@ -7,11 +7,12 @@
 //! | `namespace` (Kvrocks, camellia) / `region_id`, `index_id` (NeoKV) | whose record it is |
 //! | `slot` | the cluster slot, when the layout writes one (computed from `key` when encoding) |
 //! | `key` | the Redis key |
-//! | `type`, `expire_ms`, `version`, `size`, `head`, `tail`, `blind_write`, `value` | a metadata record |
+//! | `type`, `expire_ms`, `version`, `size`, `head`, `tail`, `blind_write`, `value` (TiTea: `created_s`) | a metadata record |
 //! | `version` and `field` / `member` / `index` / `id` / `fragment`, `value` / `score` | a subkey (which name depends on the owner's type) |
 //! | `version`, `score`, `member` | a score key |
 //! | `version`, `entry` and `fields`, or `group` / `consumer` / `pending` | a stream record |
 //! | `legacy: true`, `expire_ms`, `value` | a string of NeoKV's first encoding |
+//! | `index: "gc"`, `version`, `type` / `index: "expire"`, `expire_ms`, `key`, `version`, `type` | TiTea's GC and expire index records |
 //!
 //! Byte strings are JSON strings when they are UTF-8 without control characters, else
 //! `{"hex": "…"}`; [`encode`] takes either.
@@ -19,7 +20,7 @@
 use rediskv::codec::{
     ColumnFamily, ConsumerValue, Extra, GroupValue, KeyLayout, LIST_INITIAL_INDEX, LayoutKind, Metadata,
     PendingValue, RedisType, StreamId, StreamSub, decode_entry, decode_neokv_legacy, encode_entry,
-    encode_neokv_legacy, neokv_ids, neokv_namespace,
+    encode_neokv_legacy, neokv_ids, neokv_namespace, titea,
 };
 use serde_json::{Map, Value, json};
 
@@ -161,7 +162,7 @@ fn metadata_fields(meta: &Metadata<'_>, raw: &[u8], out: &mut Map<String, Value>
         out.insert("value".into(), bytes_json(meta.value));
         return;
     }
-    out.insert("version".into(), meta.version.into());
+    out.insert("version".into(), version_json(meta.version));
     out.insert("size".into(), meta.size.into());
     if meta.ty == RedisType::List {
         out.insert("head".into(), meta.head.into());
@@ -169,6 +170,27 @@ fn metadata_fields(meta: &Metadata<'_>, raw: &[u8], out: &mut Map<String, Value>
     }
     if meta.blind_write {
         out.insert("blind_write".into(), true.into());
+    }
+}
+
+/// A version as JSON: a number, or TiTea's 16-byte object id as 32 hex digits.
+fn version_json(version: u128) -> Value {
+    match u64::try_from(version) {
+        Ok(v) => v.into(),
+        Err(_) => format!("{version:032x}").into(),
+    }
+}
+
+/// The version [`version_json`] wrote.
+fn json_version(json: &Map<String, Value>) -> Result<u128, Error> {
+    match json.get("version") {
+        Some(Value::String(hex)) => {
+            u128::from_str_radix(hex, 16).map_err(|_| "'version' is a number or 32 hex digits".to_string())
+        }
+        Some(v) => {
+            v.as_u64().map(u128::from).ok_or_else(|| "'version' must be an unsigned integer".to_string())
+        }
+        None => Err("missing field 'version'".into()),
     }
 }
 
@@ -190,11 +212,21 @@ pub fn decode(
     owner_type: Option<RedisType>,
 ) -> Result<Value, Error> {
     let fail = |e: rediskv::Error| e.to_string();
+    if let (ColumnFamily::Metadata, Some(tag)) = (cf, layout.index_record_tag(key)) {
+        return titea_index(layout, key, value, tag);
+    }
     if cf == ColumnFamily::Metadata {
         let mk = layout.decode_metadata_key(key).map_err(fail)?;
         let mut out = owner(layout, cf, mk.namespace, mk.slot, mk.user_key);
         if let Some(value) = value {
             metadata_fields(&layout.decode_metadata(value).map_err(fail)?, value, &mut out);
+            if let Some(created) = value.get(titea::CREATED_AT).filter(|_| layout.kind() == LayoutKind::TiTea)
+            {
+                out.insert(
+                    "created_s".into(),
+                    u64::from_be_bytes(created.try_into().unwrap_or_default()).into(),
+                );
+            }
         }
         return Ok(Value::Object(out));
     }
@@ -214,14 +246,14 @@ pub fn decode(
     if cf == ColumnFamily::Score {
         let sk = layout.decode_score_key(key).map_err(fail)?;
         let mut out = owner(layout, cf, sk.owner.namespace, sk.owner.slot, sk.owner.user_key);
-        out.insert("version".into(), sk.version.into());
+        out.insert("version".into(), version_json(sk.version));
         out.insert("score".into(), json!(sk.score));
         out.insert("member".into(), bytes_json(sk.member));
         return Ok(Value::Object(out));
     }
     let sk = layout.decode_subkey(key).map_err(fail)?;
     let mut out = owner(layout, cf, sk.namespace, sk.slot, sk.user_key);
-    out.insert("version".into(), sk.version.into());
+    out.insert("version".into(), version_json(sk.version));
     if cf == ColumnFamily::Stream {
         stream_fields(sk.sub, value, &mut out)?;
         return Ok(Value::Object(out));
@@ -256,6 +288,42 @@ pub fn decode(
     }
     if let (true, Some(value)) = (put_value, value) {
         out.insert("value".into(), bytes_json(value));
+    }
+    Ok(Value::Object(out))
+}
+
+/// A TiTea expire or GC index record ([`KeyLayout::index_record_tag`] gave its `tag`).
+fn titea_index(layout: &KeyLayout, key: &[u8], value: Option<&[u8]>, tag: u8) -> Result<Value, Error> {
+    let at = key.iter().skip(titea::SYSTEM_PREFIX.len() + layout.namespace().len()).position(|b| *b == tag);
+    let at = at.ok_or("no record type")? + titea::SYSTEM_PREFIX.len() + layout.namespace().len();
+    let (namespace, rest) = (&key[titea::SYSTEM_PREFIX.len()..at], &key[at + 1..]);
+    let mut out = Map::new();
+    out.insert("cf".into(), "metadata".into());
+    out.insert("namespace".into(), bytes_json(namespace));
+    let type_name = |b: u8| {
+        (0..=u8::MAX)
+            .filter_map(|id| RedisType::from_id(id).ok())
+            .find(|ty| titea::type_byte(*ty) == Some(b))
+            .map_or("unknown", |ty| ty.name())
+    };
+    if tag == titea::GC {
+        out.insert("index".into(), "gc".into());
+        let id: [u8; 16] = rest.try_into().map_err(|_| "a GC record names a 16-byte id")?;
+        out.insert("version".into(), version_json(u128::from_be_bytes(id)));
+        if let Some(value) = value {
+            out.insert("type".into(), type_name(*value.first().ok_or("an empty GC record")?).into());
+        }
+    } else {
+        out.insert("index".into(), "expire".into());
+        let (ms, user_key) = rest.split_first_chunk::<8>().ok_or("an expire record holds 8 bytes of time")?;
+        out.insert("expire_ms".into(), u64::from_be_bytes(*ms).into());
+        out.insert("key".into(), bytes_json(user_key));
+        if let Some(value) = value {
+            let (id, ty) =
+                value.split_first_chunk::<16>().ok_or("an expire record's value is an id and a type")?;
+            out.insert("version".into(), version_json(u128::from_be_bytes(*id)));
+            out.insert("type".into(), type_name(*ty.first().ok_or("no type")?).into());
+        }
     }
     Ok(Value::Object(out))
 }
@@ -355,9 +423,25 @@ pub fn encode(layout: &KeyLayout, json: &Value) -> Result<Record, Error> {
         }
         _ => layout.clone(),
     };
-    let key = json_bytes(field(json, "key")?, "key")?;
     let text = |name: &str| json.get(name).map(|v| json_bytes(v, name)).transpose();
-    let version = || number(json, "version", None);
+    if let Some(index) = json.get("index").and_then(Value::as_str) {
+        let ty = redis_type(field(json, "type")?.as_str().ok_or("'type' is a string")?)?;
+        let ty = titea::type_byte(ty).ok_or("TiTea has no such type")?;
+        let version = json_version(json)?;
+        return match index {
+            "gc" => {
+                Ok(Record { cf, key: layout.gc_record_key(layout.namespace(), version), value: vec![ty] })
+            }
+            _ => {
+                let key = json_bytes(field(json, "key")?, "key")?;
+                let at = number(json, "expire_ms", None)?;
+                let value = [&version.to_be_bytes()[..], &[ty]].concat();
+                Ok(Record { cf, key: layout.expire_record_key(at, &key), value })
+            }
+        };
+    }
+    let key = json_bytes(field(json, "key")?, "key")?;
+    let version = || json_version(json);
     let record = |key: Vec<u8>, value: Vec<u8>| Ok(Record { cf, key, value });
     match cf {
         ColumnFamily::Metadata => {
@@ -378,6 +462,12 @@ pub fn encode(layout: &KeyLayout, json: &Value) -> Result<Record, Error> {
                 meta
             };
             let mut bytes = layout.encode_metadata(&meta).map_err(fail)?;
+            if let (LayoutKind::TiTea, Some(created)) = (layout.kind(), json.get("created_s")) {
+                let created = created.as_u64().ok_or("'created_s' must be an unsigned integer")?;
+                if let Some(field) = bytes.get_mut(titea::CREATED_AT) {
+                    field.copy_from_slice(&created.to_be_bytes());
+                }
+            }
             if let Some(extra) = json.get("extra").filter(|_| layout.kind() != LayoutKind::Camellia) {
                 let extra = unhex(extra.as_str().ok_or("'extra' is a hex string")?)?;
                 bytes.truncate(header_len(ty));
@@ -413,10 +503,14 @@ pub fn encode(layout: &KeyLayout, json: &Value) -> Result<Record, Error> {
         }
         ColumnFamily::Score => {
             let member = text("member")?.ok_or("missing field 'member'")?;
-            record(
-                layout.score_key(&key, version()?, float(json, "score")?, &member).map_err(fail)?,
-                Vec::new(),
-            )
+            let score = float(json, "score")?;
+            // TiTea keeps the score's text in its score records too.
+            let value = if layout.kind() == LayoutKind::TiTea {
+                layout.encode_member_score(score).map_err(fail)?
+            } else {
+                Vec::new()
+            };
+            record(layout.score_key(&key, version()?, score, &member).map_err(fail)?, value)
         }
         ColumnFamily::Stream => {
             let id = stream_id(field(json, "entry")?.as_str().ok_or("'entry' is an id ms-seq")?)?;

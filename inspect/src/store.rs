@@ -182,7 +182,8 @@ pub fn namespaces(store: &dyn KvBackend, layout: &KeyLayout) -> Result<Vec<Vec<u
 
 /// Which tenant and Redis database a namespace holds under `layout`: Kvrocks' `<ns>:<n>` is
 /// database n of tenant `<ns>`; NeoKV's index id `base + n` is database n of the layout's
-/// index id `base`; camellia's `<n>:<ns>` is database n of the layout's namespace.
+/// index id `base`; camellia's `<n>:<ns>` and TiTea's `<ns>:<n>` are database n of the
+/// layout's namespace.
 pub fn database_of(layout: &KeyLayout, namespace: &[u8]) -> (Vec<u8>, usize) {
     let databases = rediskv::commands::DATABASES;
     match layout.kind() {
@@ -200,7 +201,7 @@ pub fn database_of(layout: &KeyLayout, namespace: &[u8]) -> (Vec<u8>, usize) {
             }
             (namespace.to_vec(), 0)
         }
-        LayoutKind::Camellia => {
+        LayoutKind::Camellia | LayoutKind::TiTea => {
             let n =
                 (1..databases).find(|&n| layout.for_database(n).is_ok_and(|l| l.namespace() == namespace));
             match n {

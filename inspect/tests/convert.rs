@@ -43,6 +43,7 @@ fn layouts() -> Vec<(&'static str, KeyLayout)> {
                 .with_hash_prefix(8)
                 .unwrap(),
         ),
+        ("titea", KeyLayout::titea(b"default.default")),
     ]
 }
 
@@ -168,7 +169,7 @@ fn every_layout_converts_to_every_other_and_back() {
             pairs += 1;
         }
     }
-    assert_eq!(pairs, 36);
+    assert_eq!(pairs, 49);
 }
 
 fn now_ms() -> u64 {
