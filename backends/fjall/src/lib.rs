@@ -273,6 +273,11 @@ impl DiskBackend for Backend {
         for ks in &self.cfs {
             ks.major_compact().map_err(err)?;
         }
+        // The tables a compaction replaced are deleted once fjall drops the versions naming
+        // them, which it does when a memtable is sealed: seal one (the manifest record,
+        // written again unchanged) so that only the live tables stay on disk.
+        self.own.insert(MANIFEST_KEY, manifest(&self.options.layout)).map_err(err)?;
+        self.own.rotate_memtable_and_wait().map_err(err)?;
         Ok(())
     }
 

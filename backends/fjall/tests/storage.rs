@@ -72,3 +72,31 @@ fn tables_are_compressed() {
     let stored = backend.disk_bytes(ColumnFamily::Subkey);
     assert!(stored > 0 && stored * 3 < raw, "{stored} bytes on disk for {raw} bytes of records");
 }
+
+/// Bytes of every file under `dir`.
+fn tree_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .expect("list the directory")
+        .filter_map(|e| e.ok())
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => tree_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+#[test]
+fn a_compaction_leaves_only_live_tables() {
+    let dir = TempDir::new("fjall-compact");
+    let backend = rediskv_fjall::open(dir.path(), Options::default()).expect("open");
+    load(&backend);
+    backend.flush().expect("flush");
+    let flushed = tree_bytes(&dir.path().join("keyspaces"));
+    // Records without metadata: the collector drops every one, and the tables that held
+    // them are deleted, not left beside the (empty) result.
+    backend.compact().expect("compact");
+    assert_eq!(backend.disk_bytes(ColumnFamily::Subkey), 0);
+    let left = tree_bytes(&dir.path().join("keyspaces"));
+    assert!(left < flushed / 4, "{left} bytes under keyspaces/ after the compaction, {flushed} before");
+}
