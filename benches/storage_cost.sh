@@ -4,15 +4,18 @@
 #   benches/storage_cost.sh                     # N=1000000, engines memory and fjall
 #   N=200000 ENGINES=fjall benches/storage_cost.sh
 #   BIN=path/to/rediskv-server benches/storage_cost.sh   # a server built elsewhere
+#   ENGINES=fjall,rocksdb ARGS='--cache-size 64mb' benches/storage_cost.sh
 #
 # Loads N `HSET bigh <random> 0123456789`, N `LPUSH biglist 0123456789` and N
 # `SET k:<random> 0123456789` (redis-benchmark -P 64, random ids up to 10^8) into a
 # redis-server and into one `rediskv-server --threads 1` per engine, each in its own temp
-# dir on a free loopback port, and prints each server's RSS growth and its bytes on disk
+# dir on a free loopback port (ARGS: more rediskv-server flags; ENGINES with rocksdb builds
+# the server with `--features rocksdb`), and prints each server's RSS growth and its bytes on disk
 # after SAVE and (rediskv) after COMPACT (allocated blocks: fjall sizes a fresh journal file
 # ahead without writing it); then what one idle connection costs: the RSS growth of CONNS
 # (default 3000) connections that each sent one PING, divided by CONNS. Everything is
-# stopped on exit.
+# stopped on exit. Below each disk engine's row: what INFO memory said at the RSS reading
+# (block cache bytes of its capacity, memtable bytes).
 set -euo pipefail
 
 N=${N:-1000000}
@@ -26,7 +29,9 @@ for tool in redis-server redis-benchmark redis-cli python3; do
 done
 if [ -z "${BIN:-}" ]; then
     echo "building rediskv-server (release)…" >&2
-    cargo build --release -p rediskv-server >/dev/null 2>&1
+    features=()
+    case ",$ENGINES," in *,rocksdb,*) features=(--features rocksdb) ;; esac
+    cargo build --release -p rediskv-server "${features[@]}" >/dev/null 2>&1
     BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
 fi
 
@@ -77,9 +82,13 @@ printf '%-16s %12s %14s %16s %12s\n' redis-server "$(mb $(( (after - before) * 1
 
 for engine in ${ENGINES//,/ }; do
     port=$(free_port); dir="$TMP/$engine"; mkdir "$dir"
-    "$BIN" --port "$port" --engine "$engine" --dir "$dir/data" --threads 1 --maxclients $((CONNS + 50)) >/dev/null 2>&1 &
+    # shellcheck disable=SC2086 # ARGS is several flags
+    "$BIN" --port "$port" --engine "$engine" --dir "$dir/data" --threads 1 --maxclients $((CONNS + 50)) \
+        ${ARGS:-} >/dev/null 2>&1 &
     PIDS+=($!); pid=$!; wait_up "$port"
     before=$(rss_kb "$pid"); load "$port"; after=$(rss_kb "$pid")
+    info=$(redis-cli -p "$port" info memory | tr -d '\r')
+    field() { echo "$info" | awk -F: -v k="$1" '$1 == k {print $2}'; }
     redis-cli -p "$port" save >/dev/null
     saved=$(( $(du -sk "$dir" | cut -f1) * 1024 ))
     redis-cli -p "$port" compact >/dev/null
@@ -87,4 +96,9 @@ for engine in ${ENGINES//,/ }; do
     if [ "$engine" = memory ]; then saved=0; compacted=0; fi
     printf '%-16s %12s %14s %16s %12s\n' "rediskv $engine" "$(mb $(( (after - before) * 1024 )))" \
         "$(mb "$saved")" "$(mb "$compacted")" "$(idle_bytes "$port" "$pid")"
+    if [ "$engine" != memory ]; then
+        printf '  at the RSS reading: block cache %s of %s MB, memtables %s MB\n' \
+            "$(mb "$(field rediskv_block_cache_bytes)")" "$(mb "$(field rediskv_block_cache_capacity)")" \
+            "$(mb "$(field rediskv_memtables_bytes)")"
+    fi
 done

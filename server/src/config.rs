@@ -357,7 +357,7 @@ fn in_range(n: i64, lo: i64, hi: i64) -> Result<String, Refusal> {
 }
 
 /// Redis' `memtoull`: a number with an optional unit (k=1000, kb=1024, m, mb, g, gb).
-fn memory(value: &str) -> Option<i64> {
+pub fn memory(value: &str) -> Option<i64> {
     let lower = value.to_ascii_lowercase();
     let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
     let mul: i64 = match &lower[digits.len()..] {

@@ -48,7 +48,7 @@ use rediskv::codec::{KeyLayout, LayoutKind, RedisType};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--layout kvrocks|neokv|camellia|titea] [--neokv-region-id 1] [--neokv-index-id 1] [--camellia-namespace default] [--camellia-hash-version 0|1] [--camellia-set-version 0|1] [--camellia-md5-prefix 0|8] [--titea-namespace default.default] [--threads N] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
+const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--layout kvrocks|neokv|camellia|titea] [--neokv-region-id 1] [--neokv-index-id 1] [--camellia-namespace default] [--camellia-hash-version 0|1] [--camellia-set-version 0|1] [--camellia-md5-prefix 0|8] [--titea-namespace default.default] [--threads N] [--cache-size 32mb] [--write-buffer-size 64mb] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
 
 /// What the command line chose besides Redis' parameters.
 struct Start {
@@ -63,6 +63,8 @@ struct Start {
     etcd: store::EtcdFlags,
     /// `--layout` and its options: the records the store holds.
     layout: KeyLayout,
+    /// `--cache-size`, `--write-buffer-size`: a disk engine's memory.
+    memory: store::DiskMemory,
 }
 
 /// Takes `--flag value` out of `args`.
@@ -123,6 +125,20 @@ fn options() -> Result<Start, String> {
         )?,
     };
     let layout = layout(&mut args)?;
+    let mut bytes = |flag: &str, default: u64| -> Result<u64, String> {
+        match take_flag(&mut args, flag)? {
+            Some(v) => config::memory(&v)
+                .and_then(|n| u64::try_from(n).ok())
+                .filter(|n| *n >= 1 << 20)
+                .ok_or(format!("{flag} must be a size of at least 1mb (bytes, or 64mb, 1gb…)")),
+            None => Ok(default),
+        }
+    };
+    let default = store::DiskMemory::default();
+    let memory = store::DiskMemory {
+        cache_bytes: bytes("--cache-size", default.cache_bytes)?,
+        write_buffer_bytes: bytes("--write-buffer-size", default.write_buffer_bytes)?,
+    };
     // The data directory must exist before `dir` is checked.
     let data_dir = take_flag(&mut args, "--dir")?;
     if let Some(dir) = &data_dir {
@@ -155,7 +171,7 @@ fn options() -> Result<Start, String> {
             layout.kind().name()
         ));
     }
-    Ok(Start { config, engine, threads, data_dir, etcd, layout })
+    Ok(Start { config, engine, threads, data_dir, etcd, layout, memory })
 }
 
 /// `--layout kvrocks|neokv|camellia` (Kvrocks' records by default) with NeoKV's
@@ -214,11 +230,11 @@ fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
 }
 
 fn main() {
-    let Start { config, engine, threads, data_dir, etcd, layout } = options().unwrap_or_else(|e| {
+    let Start { config, engine, threads, data_dir, etcd, layout, memory } = options().unwrap_or_else(|e| {
         eprintln!("server: {e}");
         std::process::exit(2);
     });
-    let store = store::Store::open(&engine, &data_dir, config.get("appendfsync"), &etcd, &layout)
+    let store = store::Store::open(&engine, &data_dir, config.get("appendfsync"), memory, &etcd, &layout)
         .unwrap_or_else(|e| {
             eprintln!("server: {e}");
             std::process::exit(1);

@@ -20,6 +20,26 @@ pub const ENGINES: &[&str] = match (cfg!(feature = "rocksdb"), cfg!(feature = "e
     (false, false) => &["memory", "fjall"],
 };
 
+/// What a disk engine may keep in memory (`--cache-size`, `--write-buffer-size`, in bytes,
+/// or with Redis' units: `64mb`).
+#[derive(Debug, Clone, Copy)]
+pub struct DiskMemory {
+    /// The block cache's capacity ([`rediskv_engine::DEFAULT_CACHE_BYTES`]).
+    pub cache_bytes: u64,
+    /// The most all memtables together hold before they are flushed
+    /// ([`rediskv_engine::DEFAULT_WRITE_BUFFER_BYTES`]).
+    pub write_buffer_bytes: u64,
+}
+
+impl Default for DiskMemory {
+    fn default() -> Self {
+        DiskMemory {
+            cache_bytes: rediskv_engine::DEFAULT_CACHE_BYTES,
+            write_buffer_bytes: rediskv_engine::DEFAULT_WRITE_BUFFER_BYTES,
+        }
+    }
+}
+
 /// How to reach an etcd cluster (`--etcd-endpoints a,b,c`, `--etcd-prefix`, the limits the
 /// cluster was started with: `--etcd-max-txn-ops`, `--etcd-max-request-bytes`, and how long to
 /// wait for it: `--etcd-quorum-timeout`, `--etcd-conflict-timeout`, in milliseconds).
@@ -68,7 +88,7 @@ pub enum Store {
 
 impl Store {
     /// Opens `engine` (`memory`, `fjall` or `rocksdb`); a disk engine opens (creating it if
-    /// needed) directory `dir` with the `appendfsync` policy.
+    /// needed) directory `dir` with the `appendfsync` policy and the `memory` bounds.
     ///
     /// # Errors
     /// An unknown engine, a directory that cannot be created, or the engine's refusal to
@@ -77,6 +97,7 @@ impl Store {
         engine: &str,
         dir: &Path,
         appendfsync: &str,
+        memory: DiskMemory,
         etcd: &EtcdFlags,
         layout: &KeyLayout,
     ) -> Result<Store, String> {
@@ -86,7 +107,14 @@ impl Store {
             _ => Sync::Everysec,
         };
         // Group commit: the event loops hand the journal to the OS once per batch of replies.
-        let options = Options { sync, group_commit: true, layout: layout.clone(), ..Options::default() };
+        let options = Options {
+            sync,
+            group_commit: true,
+            layout: layout.clone(),
+            cache_bytes: memory.cache_bytes,
+            write_buffer_bytes: memory.write_buffer_bytes,
+            ..Options::default()
+        };
         let create =
             || std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()));
         let (engine, disk): (&'static str, Arc<dyn DiskBackend + Send + std::marker::Sync>) = match engine {

@@ -420,6 +420,21 @@ fn info_field(c: &mut Client, section: &str, name: &str) -> u64 {
 }
 
 #[test]
+fn cache_size_sets_the_block_cache_and_a_size_under_1mb_is_refused() {
+    let dir = TempDir::new("cache-size");
+    let server = rediskv(&["--engine", "fjall", "--dir", dir.path(), "--cache-size", "8mb"]);
+    assert_eq!(info_field(&mut server.client(), "memory", "rediskv_block_cache_capacity"), 8 << 20);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
+        .args(["--engine", "fjall", "--dir", dir.path(), "--write-buffer-size", "64kb", "--port", "0"])
+        .output()
+        .expect("run the server");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--write-buffer-size must be a size of at least 1mb")
+    );
+}
+
+#[test]
 fn info_memory_says_where_a_disk_engines_bytes_are() {
     let dir = TempDir::new("usage");
     let server = rediskv(&["--engine", "fjall", "--dir", dir.path()]);

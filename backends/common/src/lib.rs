@@ -110,7 +110,20 @@ pub struct Options {
     /// per event-loop iteration, before the replies, the same way. Off by default: each
     /// `write` then reaches the OS (with `Always`, the disk) before it returns.
     pub group_commit: bool,
+    /// Capacity of the block cache in bytes, [`DEFAULT_CACHE_BYTES`] unless told: the table
+    /// blocks read last (on RocksDB also the tables' index and filter blocks, which would
+    /// otherwise stay in memory beside it for every table).
+    pub cache_bytes: u64,
+    /// The most the memtables of all column families together may hold, in bytes,
+    /// [`DEFAULT_WRITE_BUFFER_BYTES`] unless told: past it the engine flushes memtables to
+    /// tables (and the journals holding their writes are released).
+    pub write_buffer_bytes: u64,
 }
+
+/// Default [`Options::cache_bytes`]: 32 MiB.
+pub const DEFAULT_CACHE_BYTES: u64 = 32 << 20;
+/// Default [`Options::write_buffer_bytes`]: 64 MiB.
+pub const DEFAULT_WRITE_BUFFER_BYTES: u64 = 64 << 20;
 
 impl Default for Options {
     fn default() -> Self {
@@ -119,6 +132,8 @@ impl Default for Options {
             grace_ms: gc::DEFAULT_GRACE_MS,
             layout: KeyLayout::default(),
             group_commit: false,
+            cache_bytes: DEFAULT_CACHE_BYTES,
+            write_buffer_bytes: DEFAULT_WRITE_BUFFER_BYTES,
         }
     }
 }

@@ -19,6 +19,14 @@
 //! byte ([`KEY_TAG`]); order is unchanged. Keys are limited to 65,534 bytes (fjall's 65,535
 //! less the tag): a longer one is an error, never a panic.
 //!
+//! # Memory
+//! fjall's block cache has [`Options::cache_bytes`]. fjall bounds memtables per keyspace, not
+//! all together: each keyspace's memtable holds at most a quarter of
+//! [`Options::write_buffer_bytes`], fixed when fjall creates the keyspace (a directory
+//! keeps the size it was created with). Beside the journal being written (fjall starts a new
+//! one past 64 MB), the sealed journals hold at most [`Options::write_buffer_bytes`] or
+//! 64 MiB, whichever is more: past it fjall flushes the memtables keeping the oldest one.
+//!
 //! # Reads and writes
 //! Point reads and scans read the keyspaces directly: each scan iterates one consistent
 //! snapshot, and the command engine locks the keys of a command for its duration, which is
@@ -132,10 +140,12 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
         }))
         // Journals hold what memtables have not flushed yet: bounded, they make fjall flush
         // the oldest memtables instead of keeping every write twice on disk.
-        .max_journaling_size(MAX_JOURNALING_BYTES)
+        .max_journaling_size(MAX_JOURNALING_BYTES.max(options.write_buffer_bytes))
+        .cache_size(options.cache_bytes)
         .open()
         .map_err(err)?;
-    let keyspace = |name: &str| db.keyspace(name, keyspace_options).map_err(err);
+    let memtable_bytes = max_memtable_bytes(options.write_buffer_bytes);
+    let keyspace = |name: &str| db.keyspace(name, || keyspace_options(memtable_bytes)).map_err(err);
     let cfs = [
         keyspace(cf_name(ColumnFamily::ALL[0]))?,
         keyspace(cf_name(ColumnFamily::ALL[1]))?,
@@ -176,7 +186,8 @@ pub fn stored_layout(path: impl AsRef<Path>) -> Result<Option<rediskv::codec::Ke
         return Ok(None);
     }
     let db = Database::builder(path).open().map_err(err)?;
-    let own = db.keyspace(OWN_KEYSPACE, keyspace_options).map_err(err)?;
+    let memtable_bytes = max_memtable_bytes(rediskv_engine::DEFAULT_WRITE_BUFFER_BYTES);
+    let own = db.keyspace(OWN_KEYSPACE, || keyspace_options(memtable_bytes)).map_err(err)?;
     rediskv_engine::stored_manifest_layout(path, own.get(MANIFEST_KEY).map_err(err)?.as_deref())
 }
 
@@ -192,14 +203,26 @@ fn journal_allocated_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
-/// The most the journals may hold before fjall flushes the oldest memtables (fjall's minimum).
+/// The least the journals may hold before fjall flushes the oldest memtables (fjall's minimum;
+/// [`Options::write_buffer_bytes`] when that is more).
 const MAX_JOURNALING_BYTES: u64 = 64 << 20;
 
+/// A keyspace's memtable size for [`Options::write_buffer_bytes`]: a quarter of it (at least
+/// 1 MiB). A load writes two keyspaces at once (metadata and subkeys), each with an active
+/// memtable and one being flushed: together they stay within the bound. fjall has no bound
+/// across keyspaces; its own default is 64 MiB for each.
+fn max_memtable_bytes(write_buffer_bytes: u64) -> u64 {
+    (write_buffer_bytes / 4).max(1 << 20)
+}
+
 /// Every keyspace's options: LZ4 on the data blocks of every level (the records of one key
-/// share long prefixes; fjall leaves its first two levels uncompressed by default).
-fn keyspace_options() -> KeyspaceCreateOptions {
+/// share long prefixes; fjall leaves its first two levels uncompressed by default), memtables
+/// of `memtable_bytes`. Both are fixed when fjall creates the keyspace: a directory keeps the
+/// sizes it was created with.
+fn keyspace_options(memtable_bytes: u64) -> KeyspaceCreateOptions {
     KeyspaceCreateOptions::default()
         .data_block_compression_policy(CompressionPolicy::all(CompressionType::Lz4))
+        .max_memtable_size(memtable_bytes)
 }
 
 impl Backend {
@@ -250,6 +273,11 @@ impl DiskBackend for Backend {
         for ks in &self.cfs {
             ks.major_compact().map_err(err)?;
         }
+        // The tables a compaction replaced are deleted once fjall drops the versions naming
+        // them, which it does when a memtable is sealed: seal one (the manifest record,
+        // written again unchanged) so that only the live tables stay on disk.
+        self.own.insert(MANIFEST_KEY, manifest(&self.options.layout)).map_err(err)?;
+        self.own.rotate_memtable_and_wait().map_err(err)?;
         Ok(())
     }
 

@@ -19,6 +19,17 @@
 //! records, the layout manifest and the version floor ([`rediskv_engine::MANIFEST_KEY`],
 //! [`rediskv_engine::FLOOR_KEY`]).
 //!
+//! Tables are LZ4-compressed at every level and carry a 10-bit bloom filter each. A flush
+//! ([`DiskBackend::flush`], the server's SAVE) writes every family's memtables to tables, so
+//! the WAL files are deleted; the WAL files are also bounded at 64 MiB, past which RocksDB
+//! flushes the families keeping the oldest one.
+//!
+//! # Memory
+//! One LRU block cache of [`Options::cache_bytes`] for every family, holding the tables'
+//! index and filter blocks too (so they do not grow with the number of tables beside it),
+//! and a write buffer manager holding every family's memtables together under
+//! [`Options::write_buffer_bytes`] (writers wait for a flush past it).
+//!
 //! # Reads and writes
 //! Point reads and iterators read the latest state; each iterator is one consistent view,
 //! and the command engine locks the keys of a command for its duration, which is what the
@@ -53,7 +64,7 @@ use rediskv::Result;
 use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
 use rediskv::codec::{KeyLayout, KeyRange};
 use rediskv::gc::Decision as GcDecision;
-pub use rediskv_engine::{DiskBackend, Options, Sync};
+pub use rediskv_engine::{DiskBackend, Options, Sync, Usage};
 use rediskv_engine::{
     FLOOR_KEY, GcFilter, MANIFEST_KEY, PendingWrites, Syncer, VersionFloor, backend_error, cf_name_for,
     check_manifest, manifest,
@@ -61,8 +72,8 @@ use rediskv_engine::{
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
 use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
 use rocksdb::{
-    BottommostLevelCompaction, ColumnFamilyDescriptor, CompactOptions, DB, IteratorMode, ReadOptions,
-    WriteOptions,
+    BlockBasedOptions, BottommostLevelCompaction, Cache, ColumnFamilyDescriptor, CompactOptions, DB,
+    DBCompressionType, FlushOptions, IteratorMode, ReadOptions, WriteBufferManager, WriteOptions,
 };
 
 /// Kvrocks' column family for replication records; this crate keeps its own two records there.
@@ -86,6 +97,8 @@ pub struct Backend {
     slot: DbSlot,
     syncer: Option<Syncer>,
     pending: PendingWrites,
+    /// The block cache every column family shares, index and filter blocks included.
+    cache: Cache,
 }
 
 /// Opens (or creates) the database in directory `path`.
@@ -119,16 +132,47 @@ pub fn stored_layout(path: impl AsRef<Path>) -> Result<Option<rediskv::codec::Ke
     rediskv_engine::stored_manifest_layout(path, db.get_cf(own, MANIFEST_KEY).map_err(err)?.as_deref())
 }
 
+/// The most the WAL files may hold before RocksDB flushes the memtables keeping the oldest
+/// one alive (the propagate family, written rarely, would otherwise keep every WAL file).
+const MAX_TOTAL_WAL_BYTES: u64 = 64 << 20;
+
+/// Every column family's options: LZ4 on every level (the records of one key share long
+/// prefixes; LZ4 is the compression this build of RocksDB has), a 10-bit bloom filter per
+/// table, blocks, index and filters in the shared `cache` (bounded: otherwise each open
+/// table keeps its index and filter in memory), memtables of at most `write_buffer_bytes`.
+fn cf_options(cache: &Cache, write_buffer_bytes: u64) -> rocksdb::Options {
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(cache);
+    table.set_bloom_filter(10.0, false);
+    table.set_cache_index_and_filter_blocks(true);
+    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    let mut cf_options = rocksdb::Options::default();
+    cf_options.set_block_based_table_factory(&table);
+    cf_options.set_compression_type(DBCompressionType::Lz4);
+    cf_options.set_bottommost_compression_type(DBCompressionType::Lz4);
+    // RocksDB's own default (64 MiB), unless the total allowed is less.
+    cf_options.set_write_buffer_size(write_buffer_bytes.min(64 << 20) as usize);
+    cf_options
+}
+
 fn open_with(path: &Path, options: Options) -> Result<Backend> {
     let path = path.to_path_buf();
     let slot: DbSlot = Arc::new(RwLock::new(Weak::new()));
+    let cache = Cache::new_lru_cache(options.cache_bytes as usize);
     let mut db_options = rocksdb::Options::default();
     db_options.create_if_missing(true);
     db_options.create_missing_column_families(true);
     // Group commit: WAL writes wait in RocksDB's buffer for `persist_written`.
     db_options.set_manual_wal_flush(options.group_commit);
+    // Memtables of every family together: past the bound RocksDB flushes the largest, and
+    // writers wait for the flush rather than grow them further.
+    db_options.set_write_buffer_manager(&WriteBufferManager::new_write_buffer_manager(
+        options.write_buffer_bytes as usize,
+        true,
+    ));
+    db_options.set_max_total_wal_size(MAX_TOTAL_WAL_BYTES);
     let descriptor = |cf: Option<ColumnFamily>| {
-        let mut cf_options = rocksdb::Options::default();
+        let mut cf_options = cf_options(&cache, options.write_buffer_bytes);
         let name = match cf {
             Some(cf) => {
                 if cf != ColumnFamily::Metadata {
@@ -171,13 +215,41 @@ fn open_with(path: &Path, options: Options) -> Result<Backend> {
             }
         })
     });
-    Ok(Backend { db, options, path, write_options, floor, slot, syncer, pending: PendingWrites::default() })
+    Ok(Backend {
+        db,
+        options,
+        path,
+        write_options,
+        floor,
+        slot,
+        syncer,
+        pending: PendingWrites::default(),
+        cache,
+    })
 }
 
 impl Backend {
     fn cf(&self, cf: ColumnFamily) -> Result<&rocksdb::ColumnFamily> {
         let name = cf_name_for(&self.options.layout, cf);
         self.db.cf_handle(name).ok_or_else(|| err(format!("column family {name} missing")))
+    }
+
+    /// Every column family, the propagate family included.
+    fn all_cfs(&self) -> Result<Vec<&rocksdb::ColumnFamily>> {
+        let own = self.db.cf_handle(OWN_CF).ok_or_else(|| err("propagate column family missing"))?;
+        ColumnFamily::ALL.iter().map(|cf| self.cf(*cf)).chain([Ok(own)]).collect()
+    }
+
+    /// Flushes every column family's memtables to tables and waits: the WAL files holding
+    /// their writes are then deleted.
+    fn flush_memtables(&self) -> Result<()> {
+        self.db.flush_cfs_opt(&self.all_cfs()?, &FlushOptions::default()).map_err(err)
+    }
+
+    /// The sum of an integer property over every column family.
+    fn property_sum(&self, name: &str) -> u64 {
+        let cfs = self.all_cfs().unwrap_or_default();
+        cfs.into_iter().filter_map(|h| self.db.property_int_value_cf(h, name).ok().flatten()).sum()
     }
 
     /// The options the directory was opened with.
@@ -197,17 +269,17 @@ impl Backend {
 }
 
 impl DiskBackend for Backend {
+    /// Syncs the WAL, then flushes every memtable to tables, so the WAL files are released.
     fn flush(&self) -> Result<()> {
-        self.db.flush_wal(true).map_err(err)
+        self.db.flush_wal(true).map_err(err)?;
+        self.flush_memtables()
     }
 
     fn compact(&self) -> Result<()> {
         let mut opts = CompactOptions::default();
         opts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
         opts.set_exclusive_manual_compaction(true);
-        for cf in ColumnFamily::ALL {
-            self.db.flush_cf(self.cf(cf)?).map_err(err)?;
-        }
+        self.flush_memtables()?;
         for cf in ColumnFamily::ALL {
             self.db.compact_range_cf_opt(self.cf(cf)?, None::<&[u8]>, None::<&[u8]>, &opts);
         }
@@ -219,6 +291,16 @@ impl DiskBackend for Backend {
             .ok()
             .and_then(|h| self.db.property_int_value_cf(h, "rocksdb.total-sst-files-size").ok().flatten())
             .unwrap_or(0)
+    }
+
+    fn usage(&self) -> Usage {
+        Usage {
+            tables: self.property_sum("rocksdb.total-sst-files-size"),
+            journals: wal_allocated_bytes(&self.path),
+            cache: self.cache.get_usage() as u64,
+            cache_capacity: self.options.cache_bytes,
+            memtables: self.property_sum("rocksdb.size-all-mem-tables"),
+        }
     }
 
     /// `FlushWAL(false)`: one write of the WAL's buffer (with [`Sync::Always`],
@@ -243,6 +325,18 @@ impl Drop for Backend {
         // so the last handle is dropped here, not on a compaction thread.
         self.db.cancel_all_background_work(true);
     }
+}
+
+/// Bytes the WAL files (`*.log`) in `dir` take on disk (allocated blocks: RocksDB allocates a
+/// WAL file ahead of its writes).
+fn wal_allocated_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+        .map(|e| e.metadata().map_or(0, |m| m.blocks() * 512))
+        .sum()
 }
 
 fn bytes(b: Box<[u8]>) -> Bytes {
