@@ -110,42 +110,56 @@ pub fn peek_type_and_expire(bytes: &[u8]) -> Result<(RedisType, u64)> {
 /// record: the shortest digits that read back to the same double, plain between 10^-3 and
 /// 10^7 (`"1.5"`, `"100.0"`), else `d.dddE±n` (`"1.0E10"`, `"1.0E-5"`); `"Infinity"`.
 pub fn java_double_string(x: f64) -> String {
+    use std::fmt::Write;
     if x.is_nan() {
         return "NaN".into();
     }
     if x.is_infinite() {
         return if x > 0.0 { "Infinity".into() } else { "-Infinity".into() };
     }
-    let sign = if x.is_sign_negative() { "-" } else { "" };
+    let mut out = String::with_capacity(32);
+    if x.is_sign_negative() {
+        out.push('-');
+    }
     let a = x.abs();
     if a == 0.0 {
-        return format!("{sign}0.0");
+        out.push_str("0.0");
+        return out;
     }
-    // `{:e}` gives the shortest round-trip digits: "1.2345e-7".
-    let split = |sci: String| {
-        let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-        let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-        (digits, exp.parse::<i32>().unwrap_or(0))
-    };
-    let (mut digits, mut exp) = split(format!("{a:e}"));
-    if (1e-3..1e7).contains(&a) {
-        let point = exp + 1;
-        let text = if point <= 0 {
-            format!("0.{}{digits}", "0".repeat((-point) as usize))
-        } else if point as usize >= digits.len() {
-            format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
-        } else {
-            format!("{}.{}", &digits[..point as usize], &digits[point as usize..])
-        };
-        return format!("{sign}{text}");
+    // `{:e}` gives the shortest round-trip digits ("1.2345e-7"); Java's scientific form has
+    // at least two, the two nearest the value when one would do ("4.9E-324", not "5.0E-324").
+    let mut sci = String::with_capacity(32);
+    let plain = (1e-3..1e7).contains(&a);
+    let _ = write!(sci, "{a:e}");
+    if !plain && !sci.contains('.') {
+        sci.clear();
+        let _ = write!(sci, "{a:.1e}");
     }
-    // Java's scientific form has at least two digits: the two nearest the value when one
-    // would do ("4.9E-324", not "5.0E-324").
-    if digits.len() == 1 {
-        (digits, exp) = split(format!("{a:.1e}"));
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (lead, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if !plain {
+        let _ = write!(out, "{lead}.{}E{exp}", if frac.is_empty() { "0" } else { frac });
+        return out;
     }
-    let frac = if digits.len() > 1 { &digits[1..] } else { "0" };
-    format!("{sign}{}.{frac}E{exp}", &digits[..1])
+    // Plain: the digits `lead frac` with the point after `exp + 1` of them.
+    let digits = || lead.chars().chain(frac.chars());
+    let count = 1 + frac.len() as i32;
+    let point = exp + 1;
+    if point <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-point) as usize));
+        out.extend(digits());
+    } else if point >= count {
+        out.extend(digits());
+        out.extend(std::iter::repeat_n('0', (point - count) as usize));
+        out.push_str(".0");
+    } else {
+        out.extend(digits().take(point as usize));
+        out.push('.');
+        out.extend(digits().skip(point as usize));
+    }
+    out
 }
 
 /// Reads a zset member's score record: a decimal number as Java's `Double.parseDouble`

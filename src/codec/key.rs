@@ -749,7 +749,9 @@ impl KeyLayout {
             return Ok((namespace, None, &[]));
         }
         if self.kind == LayoutKind::Camellia {
-            if r.take(self.fixed_prefix.len())? != self.fixed_prefix.as_slice() {
+            // Compared only when there is one (see below: an empty compare can be slow).
+            let prefix = r.take(self.fixed_prefix.len())?;
+            if !prefix.is_empty() && prefix != self.fixed_prefix.as_slice() {
                 return Err(Error::LayoutMismatch("fixed prefix differs"));
             }
             if r.take(2)? != tag.camellia() {
