@@ -525,7 +525,9 @@ impl Client {
             "config" => {
                 let mut config = state.config_mut();
                 let requirepass = config.get("requirepass").to_string();
-                let reply = config::config(argv, &mut config, || state.stats.reset());
+                let reply = config::config(argv, &mut config, || state.stats.reset(), &mut |bind, port| {
+                    state.listen.rebind(bind, port)
+                });
                 if config.get("requirepass") != requirepass {
                     state.acl.set_default_password(Some(config.get("requirepass").as_bytes()));
                 }

@@ -18,8 +18,8 @@ use rediskv::commands::args::glob_match;
 
 use crate::resp::split_args;
 
-/// Parameters a running server cannot change here although Redis can (it rebinds sockets).
-const FIXED_AT_START: &[&str] = &["port", "bind"];
+/// Parameters CONFIG SET applies by opening a new listening socket.
+const LISTEN: &[&str] = &["port", "bind"];
 
 /// Parameters whose value is several words, written unquoted by CONFIG REWRITE.
 const MULTI_WORD: &[&str] = &["save", "bind", "client-output-buffer-limit", "oom-score-adj-values"];
@@ -261,7 +261,13 @@ impl Config {
     }
 
     /// CONFIG SET name value [name value …]: every pair checked first, then all applied.
-    fn set_many(&mut self, pairs: &[Bytes]) -> Reply {
+    /// A new `port` or `bind` is applied first by `rebind` (bind, port): when it fails,
+    /// nothing is (Redis' rollback).
+    fn set_many(
+        &mut self,
+        pairs: &[Bytes],
+        rebind: &mut dyn FnMut(&str, &str) -> Result<(), String>,
+    ) -> Reply {
         let mut staged: Vec<(String, String)> = Vec::new();
         for pair in pairs.chunks(2) {
             let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
@@ -278,11 +284,28 @@ impl Config {
                 return failed("duplicate parameter");
             }
             match check(&name, &param.kind, &value, false) {
-                Ok(_) if FIXED_AT_START.contains(&name.as_str()) => {
-                    return failed("can't set immutable config");
-                }
                 Ok(v) => staged.push((name, v)),
                 Err(why) => return failed(&why),
+            }
+        }
+        let changed = |n: &str| {
+            staged.iter().find(|(s, _)| s == n).map(|(_, v)| v.clone()).filter(|v| v != self.get(n))
+        };
+        if let Some(first) =
+            staged.iter().map(|(n, _)| n.as_str()).find(|n| LISTEN.contains(n) && changed(n).is_some())
+        {
+            let bind = changed("bind").unwrap_or_else(|| self.get("bind").to_string());
+            let port = changed("port").unwrap_or_else(|| self.get("port").to_string());
+            if let Err(e) = rebind(&bind, &port) {
+                eprintln!("server: CONFIG SET {first}: cannot listen on {bind} port {port}: {e}");
+                let why = if first == "port" {
+                    "Unable to listen on this port. Check server logs."
+                } else {
+                    "Failed to bind to specified addresses."
+                };
+                return Reply::Error(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{first}') - {why}"
+                ));
             }
         }
         for (name, value) in staged {
@@ -431,8 +454,14 @@ fn keyspace_events(value: &str) -> Result<String, Refusal> {
     rediskv::commands::NotifyFlags::parse(value.as_bytes()).map(|f| f.to_string()).map_err(Refusal::from)
 }
 
-/// CONFIG GET/SET/RESETSTAT/REWRITE/HELP. `reset_stats` runs for RESETSTAT.
-pub fn config(argv: &[Bytes], config: &mut Config, reset_stats: impl FnOnce()) -> Reply {
+/// CONFIG GET/SET/RESETSTAT/REWRITE/HELP. `reset_stats` runs for RESETSTAT; `rebind`
+/// opens the listener a new `port` or `bind` names ([`crate::conn::Listen::rebind`]).
+pub fn config(
+    argv: &[Bytes],
+    config: &mut Config,
+    reset_stats: impl FnOnce(),
+    rebind: &mut dyn FnMut(&str, &str) -> Result<(), String>,
+) -> Reply {
     let Some(sub) = argv.get(1) else {
         return Reply::Error("ERR wrong number of arguments for 'config' command".into());
     };
@@ -453,7 +482,7 @@ pub fn config(argv: &[Bytes], config: &mut Config, reset_stats: impl FnOnce()) -
             if argv.len() % 2 == 1 {
                 return Reply::Error("ERR syntax error".into());
             }
-            config.set_many(&argv[2..])
+            config.set_many(&argv[2..], rebind)
         }),
         b"resetstat" => arity(2, false).unwrap_or_else(|| {
             reset_stats();
@@ -494,7 +523,7 @@ mod tests {
 
     fn set(c: &mut Config, args: &[&str]) -> Reply {
         let argv: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
-        c.set_many(&argv)
+        c.set_many(&argv, &mut |_, _| Err("no listener in this test".into()))
     }
 
     #[test]

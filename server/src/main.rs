@@ -262,6 +262,9 @@ fn main() {
         eprintln!("rediskv server listening on {local} ({} engine{data}, {threads} threads)", store.name());
     }
     let state = Arc::new(state::State::new(config, store, layout));
+    if let Ok(local) = listener.local_addr() {
+        state.listen.set_addr(local);
+    }
     let aclfile = state.config().get("aclfile").to_string();
     if !aclfile.is_empty() {
         let pubsub_all = state.config().get("acl-pubsub-default") == "allchannels";

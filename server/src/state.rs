@@ -417,6 +417,8 @@ pub struct State {
     pub connections: AtomicUsize,
     /// Each event loop's mailbox, by loop index (set once the loops start).
     pub loops: std::sync::OnceLock<Vec<Arc<Mailbox>>>,
+    /// The listening address, and its replacement after CONFIG SET port/bind.
+    pub listen: crate::conn::Listen,
     /// CLIENT PAUSE in force.
     pub pause: Mutex<Option<Pause>>,
     /// Whether `pause` may hold something (checked before taking its lock).
@@ -508,6 +510,7 @@ impl State {
             stats,
             clients: Mutex::new(BTreeMap::new()),
             loops: std::sync::OnceLock::new(),
+            listen: crate::conn::Listen::default(),
             connections: AtomicUsize::new(0),
             pause: Mutex::new(None),
             pause_active: AtomicBool::new(false),

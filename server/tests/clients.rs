@@ -324,3 +324,40 @@ fn memory_stats_and_doctor_speak_as_redis() {
         replies
     });
 }
+
+/// CONFIG SET port moves the listener (connections already open stay); a port in use is
+/// refused with Redis' error and nothing of the CONFIG SET is applied.
+#[test]
+fn config_set_port_moves_the_listener() {
+    let server = rediskv(&[]);
+    let mut c = server.client();
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    assert_eq!(c.cmd(&["CONFIG", "SET", "port", &free.to_string()]), Value::Status("OK".into()));
+    assert_eq!(c.cmd(&["CONFIG", "GET", "port"]).texts(), ["port", &free.to_string()]);
+    let mut moved = common::Client::connect(free);
+    assert_eq!(moved.cmd(&["PING"]), Value::Status("PONG".into()));
+    assert_eq!(c.cmd(&["PING"]), Value::Status("PONG".into()), "open connections stay");
+    // The same value again changes nothing.
+    assert_eq!(c.cmd(&["CONFIG", "SET", "port", &free.to_string()]), Value::Status("OK".into()));
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = taken.local_addr().unwrap().port().to_string();
+    let before = c.cmd(&["CONFIG", "GET", "maxmemory"]);
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "maxmemory", "10000001", "port", &busy]),
+        Value::Error(
+            "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs."
+                .into()
+        )
+    );
+    assert_eq!(c.cmd(&["CONFIG", "GET", "maxmemory"]), before, "rolled back");
+    assert_eq!(c.cmd(&["CONFIG", "GET", "port"]).texts(), ["port", &free.to_string()]);
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "bind", "203.0.113.7"]),
+        Value::Error(
+            "ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses."
+                .into()
+        )
+    );
+    assert_eq!(common::Client::connect(free).cmd(&["PING"]), Value::Status("PONG".into()));
+}
