@@ -568,3 +568,87 @@ fn versions_strictly_increase_across_threads() {
     all.dedup();
     assert_eq!(all.len(), n, "no version is handed out twice");
 }
+
+// ---------------------------------------------------------------------------------------
+// The other systems' layouts: no panics, and round trips with their own versions
+// ---------------------------------------------------------------------------------------
+
+/// NeoKV's, camellia's (with or without its md5 spread prefix) or TiTea's layout.
+fn foreign_layout() -> impl Strategy<Value = KeyLayout> {
+    prop_oneof![
+        (any::<i64>(), any::<i64>()).prop_map(|(r, i)| KeyLayout::neokv(r, i)),
+        (tiny_bytes(6), any::<bool>()).prop_map(|(ns, md5)| {
+            KeyLayout::camellia(&ns).with_hash_prefix(if md5 { 8 } else { 0 }).unwrap()
+        }),
+        tiny_bytes(6).prop_map(|ns| KeyLayout::titea(&ns)),
+    ]
+}
+
+/// The bytes every record of `layout` starts with, so decoding gets past the head.
+fn heads(layout: &KeyLayout) -> Vec<Vec<u8>> {
+    let ns = layout.namespace().to_vec();
+    vec![
+        [b"m#".as_slice(), &ns].concat(),
+        [b"s#".as_slice(), &ns].concat(),
+        [b"k#".as_slice(), &ns].concat(),
+        [b"kv".as_slice(), &ns, b"m"].concat(),
+        [b"kv".as_slice(), &ns, b"d"].concat(),
+        [b"kv".as_slice(), &ns, b":1g"].concat(),
+        ns,
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn foreign_decoders_never_panic(layout in foreign_layout(), bytes in edgy_bytes(80), head in 0usize..8) {
+        let input = match heads(&layout).get(head) {
+            Some(h) => [h.as_slice(), &bytes].concat(),
+            None => bytes,
+        };
+        let _ = layout.decode_metadata_key(&input);
+        let _ = layout.decode_subkey(&input);
+        if let Ok(k) = layout.decode_score_key(&input) {
+            prop_assert!(!k.score.is_nan());
+        }
+        let _ = layout.decode_metadata(&input);
+        let _ = layout.peek_type_and_expire(&input);
+        if let Ok(x) = layout.decode_member_score(&input) {
+            prop_assert!(!x.is_nan());
+        }
+        let _ = layout.decode_list_sub(&input);
+        let _ = layout.index_record_tag(&input);
+        let _ = layout.decode_legacy_string_key(&input);
+    }
+
+    #[test]
+    fn foreign_records_round_trip(
+        layout in foreign_layout(),
+        key in edgy_bytes(24),
+        wide in any::<u128>(),
+        narrow in any::<u64>(),
+        sub in edgy_bytes(24),
+        s in score(),
+        index in any::<u64>(),
+    ) {
+        // TiTea's versions are 16-byte ids; the others' 64-bit.
+        let v = if layout.version_len() == 16 { wide } else { u128::from(narrow) };
+        let mk = layout.metadata_key(&key);
+        prop_assert_eq!(layout.decode_metadata_key(&mk).unwrap().user_key, &key[..]);
+        let sk = layout.subkey(&key, v, &sub).unwrap();
+        let d = layout.decode_subkey(&sk).unwrap();
+        prop_assert_eq!((d.version, d.sub), (v, &sub[..]));
+        if layout.version_len() == 8 {
+            prop_assert_eq!(layout.owner_metadata_key(&d.owner()), mk.clone());
+        }
+        prop_assert!(layout.subkey_range(&key, v).unwrap().contains(&sk));
+        let score_key = layout.score_key(&key, v, s, &sub).unwrap();
+        let d = layout.decode_score_key(&score_key).unwrap();
+        prop_assert_eq!((d.version, d.member), (v, &sub[..]));
+        prop_assert_eq!(d.score.to_bits(), (s + 0.0).to_bits());
+        let member = layout.encode_member_score(s).unwrap();
+        prop_assert_eq!(layout.decode_member_score(&member).unwrap().to_bits(), (s + 0.0).to_bits());
+        prop_assert_eq!(layout.decode_list_sub(&layout.list_sub(index)), Some(index));
+    }
+}
