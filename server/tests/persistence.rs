@@ -105,6 +105,23 @@ fn every_key_ttl_and_collection_is_back_after_a_restart() {
     }
 }
 
+/// Starting the server on `dir`'s store with each of `others` (another layout, or other
+/// options of the same one) fails, naming the stored layout (`stored`).
+fn refused_with_other_layouts(others: &[&[&str]], stored: &str) {
+    for other in others {
+        let out = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
+            .args(["--port", "0"])
+            .args(*other)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(stored), "{stderr}");
+        assert!(stderr.contains("refusing to open it"), "{stderr}");
+    }
+}
+
 #[test]
 fn a_neokv_store_is_back_after_a_restart_and_refuses_another_layout() {
     let dir = TempDir::new("neokv");
@@ -155,18 +172,10 @@ fn a_neokv_store_is_back_after_a_restart_and_refuses_another_layout() {
         assert_eq!(c.cmd(&["GET", "in-db-2"]), bulk("v"));
     }
     // Another layout, or another region, is refused with both named.
-    for other in [&["--engine", "fjall", "--dir", dir.path()][..], &neokv[..6]] {
-        let out = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
-            .args(["--port", "0"])
-            .args(other)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains("neokv region 7 index 1"), "{stderr}");
-        assert!(stderr.contains("refusing to open it"), "{stderr}");
-    }
+    refused_with_other_layouts(
+        &[&["--engine", "fjall", "--dir", dir.path()][..], &neokv[..6]],
+        "neokv region 7 index 1",
+    );
 }
 
 #[test]
@@ -221,18 +230,10 @@ fn a_camellia_store_is_back_after_a_restart_and_refuses_another_layout() {
         assert_eq!(c.cmd(&["ZRANGE", "z", "0", "-1"]).texts(), ["b", "a"]);
     }
     // Another layout, or another namespace, is refused with both named.
-    for other in [&["--engine", "fjall", "--dir", dir.path()][..], &camellia[..6]] {
-        let out = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
-            .args(["--port", "0"])
-            .args(other)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains("camellia namespace \"app\"; hash version 0; set version 1"), "{stderr}");
-        assert!(stderr.contains("refusing to open it"), "{stderr}");
-    }
+    refused_with_other_layouts(
+        &[&["--engine", "fjall", "--dir", dir.path()][..], &camellia[..6]],
+        "camellia namespace \"app\"; hash version 0; set version 1",
+    );
 }
 
 #[test]
@@ -270,18 +271,10 @@ fn a_titea_store_is_back_after_a_restart_and_refuses_another_layout() {
         assert_eq!(c.cmd(&["FSCK"]), Value::Array(Some(vec![])));
         assert_eq!(c.cmd(&["LRANGE", "l", "0", "-1"]).texts(), ["w", "x", "y"]);
     }
-    for other in [&["--engine", "fjall", "--dir", dir.path()][..], &titea[..6]] {
-        let out = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
-            .args(["--port", "0"])
-            .args(other)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains("titea namespace \"shop.cart\""), "{stderr}");
-        assert!(stderr.contains("refusing to open it"), "{stderr}");
-    }
+    refused_with_other_layouts(
+        &[&["--engine", "fjall", "--dir", dir.path()][..], &titea[..6]],
+        "titea namespace \"shop.cart\"",
+    );
 }
 
 /// Finds redis-benchmark, failing under CI when it is missing.

@@ -133,15 +133,7 @@ impl KeyLayout {
     /// # Errors
     /// [`Error::NamespaceTooLong`] for a namespace over 255 bytes.
     pub fn new(namespace: &[u8]) -> Result<Self> {
-        let mut layout = KeyLayout {
-            kind: LayoutKind::Kvrocks,
-            fixed_prefix: Vec::new(),
-            namespace: Vec::new(),
-            cluster_slots: false,
-            hash_prefix_len: 0,
-            uncounted: Uncounted::default(),
-            head: Vec::new(),
-        };
+        let mut layout = KeyLayout::bare(LayoutKind::Kvrocks, false);
         layout.set_namespace(namespace)?;
         Ok(layout)
     }
@@ -150,15 +142,7 @@ impl KeyLayout {
     /// `s#<ns><key_len><key><version><sub>`, `k#<ns><key_len><key><version><score><member>`,
     /// every collection counted (encode version 0) until [`KeyLayout::with_encode_version`].
     pub fn camellia(namespace: &[u8]) -> Self {
-        let mut layout = KeyLayout {
-            kind: LayoutKind::Camellia,
-            fixed_prefix: Vec::new(),
-            namespace: Vec::new(),
-            cluster_slots: false,
-            hash_prefix_len: 0,
-            uncounted: Uncounted::default(),
-            head: Vec::new(),
-        };
+        let mut layout = KeyLayout::bare(LayoutKind::Camellia, false);
         layout.set_namespace(namespace).expect("any namespace fits");
         layout
     }
@@ -166,15 +150,7 @@ impl KeyLayout {
     /// TiTea's layout for `namespace` (its `group.service` names; `default.default` is its
     /// database 0): `kv<ns>m<key>`, `kv<ns>d<id 16><element>`, 16-byte object ids.
     pub fn titea(namespace: &[u8]) -> Self {
-        let mut layout = KeyLayout {
-            kind: LayoutKind::TiTea,
-            fixed_prefix: Vec::new(),
-            namespace: Vec::new(),
-            cluster_slots: false,
-            hash_prefix_len: 0,
-            uncounted: Uncounted::default(),
-            head: Vec::new(),
-        };
+        let mut layout = KeyLayout::bare(LayoutKind::TiTea, false);
         layout.set_namespace(namespace).expect("any namespace fits");
         layout
     }
@@ -219,17 +195,22 @@ impl KeyLayout {
 
     /// NeoKV's layout for one region and index (table): `[region][index][slot][key_len][key]`.
     pub fn neokv(region_id: i64, index_id: i64) -> Self {
-        let mut layout = KeyLayout {
-            kind: LayoutKind::NeoKv,
+        let mut layout = KeyLayout::bare(LayoutKind::NeoKv, true);
+        layout.set_namespace(&neokv_namespace(region_id, index_id)).expect("16 bytes fit");
+        layout
+    }
+
+    /// A layout of `kind` with no namespace set yet.
+    fn bare(kind: LayoutKind, cluster_slots: bool) -> Self {
+        KeyLayout {
+            kind,
             fixed_prefix: Vec::new(),
             namespace: Vec::new(),
-            cluster_slots: true,
+            cluster_slots,
             hash_prefix_len: 0,
             uncounted: Uncounted::default(),
             head: Vec::new(),
-        };
-        layout.set_namespace(&neokv_namespace(region_id, index_id)).expect("16 bytes fit");
-        layout
+        }
     }
 
     fn set_namespace(&mut self, namespace: &[u8]) -> Result<()> {

@@ -254,6 +254,24 @@ pub fn group_commit_child<B: DiskBackend>(open: impl Fn(&Path, Options) -> redis
     std::process::abort();
 }
 
+/// Writes 20,000 records of one hash-like key straight into `backend`: long shared prefixes
+/// and repetitive values, as the subkeys of one collection are (about 2.4 MB raw). Returns
+/// their raw size in bytes.
+pub fn load_one_collection<B: KvBackend>(backend: &B) -> u64 {
+    let mut raw = 0;
+    for chunk in 0..20 {
+        let mut batch = rediskv::backend::WriteBatch::new();
+        for i in 0..1000 {
+            let key = format!("\x0b__namespace\0\0\0\x05bighash{chunk:04}{i:04}-field");
+            let value = format!("value-{:08}-0123456789-0123456789-0123456789", chunk * 1000 + i);
+            raw += (key.len() + value.len()) as u64;
+            batch.put(ColumnFamily::Subkey, key.into_bytes(), value.into_bytes());
+        }
+        backend.write(batch).expect("write");
+    }
+    raw
+}
+
 /// Writes `n` new fields into hash `key`, 10,000 per HSET.
 pub fn fill_hash<B: KvBackend>(db: &mut Db<B>, key: &str, n: usize) {
     fill(db, "HSET", key, n, |i| [format!("field:{i:08}"), format!("value-{i}-{}", i * 7919)]);

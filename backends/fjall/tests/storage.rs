@@ -3,7 +3,7 @@
 
 use rediskv::backend::{ColumnFamily, KvBackend, WriteBatch};
 use rediskv_engine::DiskBackend;
-use rediskv_engine::testkit::TempDir;
+use rediskv_engine::testkit::{self, TempDir};
 use rediskv_fjall::Options;
 
 /// Bytes the journal files in `dir` take on disk (allocated blocks: fjall may size a fresh
@@ -18,22 +18,6 @@ fn journal_bytes(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
-/// 20,000 records of one hash-like key: long shared prefixes and repetitive values, as the
-/// subkeys of one collection are (about 2.4 MB raw).
-fn load(backend: &rediskv_fjall::Backend) -> u64 {
-    let mut raw = 0;
-    for chunk in 0..20 {
-        let mut batch = WriteBatch::new();
-        for i in 0..1000 {
-            let key = format!("\x0b__namespace\0\0\0\x05bighash{chunk:04}{i:04}-field");
-            let value = format!("value-{:08}-0123456789-0123456789-0123456789", chunk * 1000 + i);
-            raw += (key.len() + value.len()) as u64;
-            batch.put(ColumnFamily::Subkey, key.into_bytes(), value.into_bytes());
-        }
-        backend.write(batch).expect("write");
-    }
-    raw
-}
 
 #[test]
 fn a_flush_releases_the_journals() {
@@ -65,7 +49,7 @@ fn a_flush_releases_the_journals() {
 fn tables_are_compressed() {
     let dir = TempDir::new("fjall-compressed");
     let backend = rediskv_fjall::open(dir.path(), Options::default()).expect("open");
-    let raw = load(&backend);
+    let raw = testkit::load_one_collection(&backend);
     // A flush, not a compaction: the collector would drop these records, which have no
     // metadata record (and an empty column family passes any bound).
     backend.flush().expect("flush");
@@ -90,7 +74,7 @@ fn tree_bytes(dir: &std::path::Path) -> u64 {
 fn a_compaction_leaves_only_live_tables() {
     let dir = TempDir::new("fjall-compact");
     let backend = rediskv_fjall::open(dir.path(), Options::default()).expect("open");
-    load(&backend);
+    testkit::load_one_collection(&backend);
     backend.flush().expect("flush");
     let flushed = tree_bytes(&dir.path().join("keyspaces"));
     // Records without metadata: the collector drops every one, and the tables that held

@@ -2,9 +2,9 @@
 //! are in tables (after a flush, SAVE's operation, or a compaction), compressed tables, and
 //! the usage figures INFO memory shows.
 
-use rediskv::backend::{ColumnFamily, KvBackend, WriteBatch};
+use rediskv::backend::{ColumnFamily, KvBackend};
 use rediskv_engine::DiskBackend;
-use rediskv_engine::testkit::TempDir;
+use rediskv_engine::testkit::{self, TempDir};
 use rediskv_rocksdb::Options;
 
 /// Bytes written to the WAL files (`*.log`) in `dir` (their length: RocksDB allocates a WAL
@@ -18,28 +18,12 @@ fn wal_length(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
-/// 20,000 records of one hash-like key: long shared prefixes and repetitive values, as the
-/// subkeys of one collection are (about 2.4 MB raw).
-fn load(backend: &rediskv_rocksdb::Backend) -> u64 {
-    let mut raw = 0;
-    for chunk in 0..20 {
-        let mut batch = WriteBatch::new();
-        for i in 0..1000 {
-            let key = format!("\x0b__namespace\0\0\0\x05bighash{chunk:04}{i:04}-field");
-            let value = format!("value-{:08}-0123456789-0123456789-0123456789", chunk * 1000 + i);
-            raw += (key.len() + value.len()) as u64;
-            batch.put(ColumnFamily::Subkey, key.into_bytes(), value.into_bytes());
-        }
-        backend.write(batch).expect("write");
-    }
-    raw
-}
 
 #[test]
 fn a_flush_releases_the_wal() {
     let dir = TempDir::new("rocksdb-wal");
     let backend = rediskv_rocksdb::open(dir.path(), Options::default()).expect("open");
-    let raw = load(&backend);
+    let raw = testkit::load_one_collection(&backend);
     // The version floor's record goes to the propagate family: its memtable holds a WAL
     // file too, unless the flush covers every family.
     assert!(wal_length(dir.path()) > raw / 2, "the writes are in the WAL first");
@@ -60,7 +44,7 @@ fn a_flush_releases_the_wal() {
 fn tables_are_compressed() {
     let dir = TempDir::new("rocksdb-compressed");
     let backend = rediskv_rocksdb::open(dir.path(), Options::default()).expect("open");
-    let raw = load(&backend);
+    let raw = testkit::load_one_collection(&backend);
     // A flush, not a compaction: the collector would drop these records, which have no
     // metadata record.
     backend.flush().expect("flush");
