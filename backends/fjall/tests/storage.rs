@@ -18,7 +18,6 @@ fn journal_bytes(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
-
 #[test]
 fn a_flush_releases_the_journals() {
     let dir = TempDir::new("fjall-journal");

@@ -18,7 +18,6 @@ fn wal_length(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
-
 #[test]
 fn a_flush_releases_the_wal() {
     let dir = TempDir::new("rocksdb-wal");
