@@ -641,15 +641,20 @@ impl Client {
                 if let Some(block) = self.session.take_block() {
                     return self.park(argv, block, state);
                 }
+                let flushed = matches!(name, "flushdb" | "flushall") && !reply.is_error();
+                // An EXEC's queued connection commands run first: Redis serves the clients
+                // its writes unblock after the whole transaction.
+                let (reply, next) = if was_in_multi {
+                    self.after_multi_command(name, reply, state)
+                } else {
+                    (reply, Next::Continue)
+                };
                 state.blocked.wake(state, &self.engine, &self.session);
-                if matches!(name, "flushdb" | "flushall") && !reply.is_error() {
+                if flushed {
                     let db = (name == "flushdb").then(|| self.session.db());
                     state.blocked.wake_flushed(state, &self.engine, db);
                 }
-                if was_in_multi {
-                    return self.after_multi_command(name, reply, state);
-                }
-                reply
+                return (reply, next);
             }
         };
         (reply, Next::Continue)
@@ -752,7 +757,15 @@ impl Client {
         let mut next = Next::Continue;
         for (slot, argv) in queued {
             let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+            let started = Instant::now();
             let (r, n) = self.run(&name, &argv, state);
+            // Each command of a transaction is logged, EXEC itself is not (as Redis).
+            let usec = started.elapsed().as_micros() as u64;
+            let skip = table::lookup(&name).is_some_and(|i| i.has(flag::SKIP_SLOWLOG));
+            if state.slowlog.wants(usec) && !skip && !refused_before_running(&r) {
+                let client_name = lock(&self.info.name).clone();
+                state.slowlog.record(&argv, usec, unix_micros() / 1_000_000, &self.info.addr, client_name);
+            }
             if n == Next::Close {
                 next = Next::Close;
             }

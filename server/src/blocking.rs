@@ -174,7 +174,9 @@ impl Blocked {
             let mut index = 0;
             while let Some(&client) = registry.waiting.get(&key).and_then(|q| q.get(index)) {
                 let Some(parked) = registry.parked.get_mut(&client) else { break };
+                let started = Instant::now();
                 let reply = parked.engine.retry(&mut parked.session, &parked.argv);
+                let usec = started.elapsed().as_micros() as u64;
                 crate::notify::publish(state, parked.session.events());
                 if parked.session.take_block().is_some() {
                     // Still blocked (the key holds another type, or was emptied by an
@@ -183,6 +185,12 @@ impl Blocked {
                     continue;
                 }
                 let Some(parked) = remove(&mut registry, client) else { break };
+                // Redis logs a blocking command when it is served, not when it blocks.
+                if state.slowlog.wants(usec) {
+                    let name = lock(&parked.info.name).clone();
+                    let now = crate::state::unix_micros() / 1_000_000;
+                    state.slowlog.record(&parked.argv, usec, now, &parked.info.addr, name);
+                }
                 ready.extend(ready_keys(&parked.engine, parked.engine.layout().namespace(), &parked.session));
                 if let Reply::Error(text) = &reply {
                     state.stats.error(text);

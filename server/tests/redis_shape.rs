@@ -359,6 +359,40 @@ fn slowlog_matches_redis() {
     same_as_redis(slowlog_script);
 }
 
+/// A blocking command is logged when it is served (with the served client's name), not
+/// when it blocks, and after the transaction that served it: what SLOWLOG holds after a
+/// RESET queued with the LPUSH that serves a waiting BLPOP.
+fn blocked_slowlog_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut waiter = server.client();
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    waiter.cmd(&["CLIENT", "SETNAME", "waiter"]);
+    waiter.send(&[b"BLPOP", b"l", b"0"]);
+    // Until the server counts it blocked (bounded: the test fails rather than hang).
+    let blocked = (0..500).any(|_| {
+        let Value::Bulk(Some(info)) = c.cmd(&["INFO", "clients"]) else { return false };
+        let found = String::from_utf8_lossy(&info).contains("blocked_clients:1");
+        if !found {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        found
+    });
+    assert!(blocked, "BLPOP never blocked");
+    // SLOWLOG RESET queued in the transaction: the served BLPOP comes after it, as in Redis
+    // (which serves the clients a transaction unblocks once it is over).
+    let mut out = vec![c.cmd(&["MULTI"]), c.cmd(&["LPUSH", "l", "foo"]), c.cmd(&["SLOWLOG", "RESET"])];
+    out.push(c.cmd(&["EXEC"]));
+    out.push(waiter.read());
+    out.push(masked(c.cmd(&["SLOWLOG", "GET"])));
+    c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]);
+    out
+}
+
+#[test]
+fn a_served_blocking_command_is_in_the_slowlog_as_in_redis() {
+    same_as_redis(blocked_slowlog_script);
+}
+
 /// What a MONITOR client received while another client ran `script`, up to `ECHO done`, with
 /// each line's time and client address masked (the database stays).
 fn monitor_script(server: &Server) -> Vec<Value> {
