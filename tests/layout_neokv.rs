@@ -23,11 +23,6 @@ use rediskv::codec::{
 use rediskv::commands::{Db, Engine, Reply};
 use rediskv::fsck::{self, Fsck, Problem};
 
-fn h(s: &str) -> Vec<u8> {
-    let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    digits.chunks(2).map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap()).collect()
-}
-
 const NS: &str = "8000000000000001 8000000000000002";
 const FOO: &str = "2F96 00000003 666F6F";
 const VERSION: u128 = 0x0102_0304_0506_0708;
@@ -264,11 +259,7 @@ fn types_neokv_has_no_id_for_are_refused() {
     // EXEC with a failing command is.
     let engine = Engine::with_layout(MemoryBackend::new(), layout());
     let mut session = engine.session();
-    let mut exec = |line: &str| {
-        let argv: Vec<bytes::Bytes> =
-            line.split(' ').map(|a| bytes::Bytes::copy_from_slice(a.as_bytes())).collect();
-        engine.execute(&mut session, &argv)
-    };
+    let mut exec = |line: &str| engine.execute(&mut session, &argv(line));
     assert_eq!(exec("MULTI"), Reply::OK);
     exec("SET a 1");
     exec("XADD s * f v");

@@ -21,11 +21,6 @@ use rediskv::codec::{Clock, KeyLayout, LIST_INITIAL_INDEX, LayoutKind, ManualClo
 use rediskv::commands::{Db, Engine, Reply};
 use rediskv::fsck::{self, Fsck};
 
-fn h(s: &str) -> Vec<u8> {
-    let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    digits.chunks(2).map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap()).collect()
-}
-
 const HEAD: &str = "6B76 612E62";
 const ID: u128 = 0x0001_0203_0405_0607_0809_0A0B_0C0D_0E0F;
 const ID_HEX: &str = "000102030405060708090A0B0C0D0E0F";
@@ -263,11 +258,7 @@ fn watch_sees_an_element_write_without_a_metadata_write() {
     // TiTea's element records name no key: the engine finds the key by the id it looked up.
     let engine = Engine::with_layout(MemoryBackend::new(), layout());
     let (mut a, mut b) = (engine.session(), engine.session());
-    let run_in = |s: &mut rediskv::commands::Session, line: &str| {
-        let argv: Vec<bytes::Bytes> =
-            line.split(' ').map(|x| bytes::Bytes::copy_from_slice(x.as_bytes())).collect();
-        engine.execute(s, &argv)
-    };
+    let run_in = |s: &mut rediskv::commands::Session, line: &str| engine.execute(s, &argv(line));
     run_in(&mut a, "HSET h f 1");
     run_in(&mut a, "ZADD z 1 m");
     for (change, key) in [("HSET h f 2", "h"), ("ZADD z 5 m", "z")] {

@@ -8,6 +8,18 @@ use rediskv::backend::MemoryBackend;
 use rediskv::codec::ManualClock;
 use rediskv::commands::{Db, Reply};
 
+/// The bytes of a hex literal (whitespace ignored): how golden vectors are written.
+pub fn h(s: &str) -> Vec<u8> {
+    let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    assert!(digits.len() % 2 == 0, "odd hex literal {s:?}");
+    digits.chunks(2).map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap()).collect()
+}
+
+/// The argv of a space-separated command line.
+pub fn argv(line: &str) -> Vec<Bytes> {
+    line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
+}
+
 /// 2026-01-01T00:00:00Z in milliseconds: the clock every test starts at.
 pub const T0_MS: u64 = 1_767_225_600_000;
 
