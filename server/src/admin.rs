@@ -173,6 +173,8 @@ pub struct Client {
     parked_until: Option<Option<Instant>>,
     /// Connection commands queued in the open MULTI, with their place in EXEC's reply.
     multi_server: Vec<(usize, Vec<Bytes>)>,
+    /// EXEC runs those: a script among them answers in place, not parked.
+    in_exec: bool,
 }
 
 impl Client {
@@ -199,6 +201,7 @@ impl Client {
             more: Vec::new(),
             multi_len: 0,
             multi_server: Vec::new(),
+            in_exec: false,
             parked_until: None,
         }
     }
@@ -450,14 +453,22 @@ impl Client {
             let may_write = |info: Option<&table::CommandInfo>| {
                 info.is_some_and(|i| i.has(flag::WRITE | flag::MAY_REPLICATE))
             };
-            let write = match name {
-                "eval" | "evalsha" => scripting::eval_may_write(&state.scripts, argv),
-                "fcall" => scripting::fcall_may_write(&state.scripts, argv),
-                _ => may_write(info),
-            } || (name == "exec"
-                && self.session.queued().any(|c| may_write(table::find(c).ok())));
+            // A script queued in the transaction counts by its flags too.
+            let queued_write = |c: &[Bytes]| {
+                scripting::script_may_write(&state.scripts, c)
+                    .unwrap_or_else(|| may_write(table::find(c).ok()))
+            };
+            let write = scripting::script_may_write(&state.scripts, argv).unwrap_or_else(|| may_write(info))
+                || (name == "exec"
+                    && (self.session.queued().any(queued_write)
+                        || self.multi_server.iter().any(|(_, c)| queued_write(c))));
             let data = info.is_some_and(|i| i.family != table::Family::Server);
-            if (data || write) && state.paused(write).is_some() {
+            // A wrong number of arguments is answered at once, as Redis checks arity first.
+            let bad_arity = info.is_some_and(|i| {
+                let n = i.arity.unsigned_abs() as usize;
+                if i.arity < 0 { argv.len() < n } else { argv.len() != n }
+            });
+            if (data || write) && !bad_arity && state.paused(write).is_some() {
                 return Some(None);
             }
         }
@@ -674,6 +685,13 @@ impl Client {
             // MONITOR shows the script command, then the commands it runs (as `[db lua]`).
             state.monitors.feed(state, argv, unix_micros(), self.session.db(), &self.info.addr);
         }
+        // A script queued in a transaction answers into EXEC's reply: wait for it here.
+        let (answer, answered) = if self.in_exec {
+            let (tx, rx) = std::sync::mpsc::channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
         let session = std::mem::replace(&mut self.session, Session::new(self.info.id));
         let job = scripting::Job {
             argv: argv.to_vec(),
@@ -684,8 +702,18 @@ impl Client {
             user: self.user.clone(),
             restricted: self.restricted,
             tracks_reads: self.tracking && self.remembers_reads(),
+            answer,
         };
         match state.scripts.submit(job) {
+            Ok(()) if answered.is_some() => {
+                let fresh = || Box::new(Session::new(self.info.id));
+                let (reply, pushes, session) = answered.and_then(|rx| rx.recv().ok()).unwrap_or_else(|| {
+                    (Reply::Error("ERR the script thread stopped".into()), Vec::new(), fresh())
+                });
+                self.session = *session;
+                self.pushes.extend_from_slice(&pushes);
+                (reply, Next::Continue)
+            }
             Ok(()) => {
                 self.parked_until = Some(None);
                 (Reply::NilArray, Next::Parked)
@@ -758,7 +786,9 @@ impl Client {
         for (slot, argv) in queued {
             let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
             let started = Instant::now();
+            self.in_exec = true;
             let (r, n) = self.run(&name, &argv, state);
+            self.in_exec = false;
             // Each command of a transaction is logged, EXEC itself is not (as Redis).
             let usec = started.elapsed().as_micros() as u64;
             let skip = table::lookup(&name).is_some_and(|i| i.has(flag::SKIP_SLOWLOG));

@@ -116,7 +116,13 @@ pub struct Job {
     pub restricted: bool,
     /// The client tracks the keys its reads name (CLIENT TRACKING, caching included).
     pub tracks_reads: bool,
+    /// Where the answer goes when the client waits for it in place (a script queued in a
+    /// transaction, whose reply is a slot of EXEC's) rather than parked.
+    pub answer: Option<std::sync::mpsc::Sender<Answer>>,
 }
+
+/// A script's reply, the invalidation pushes it owes its client, and the client's session.
+pub type Answer = (Reply, Vec<u8>, Box<rediskv::commands::Session>);
 
 /// Starts the thread that runs every script, one at a time, with one Lua state (as Redis'
 /// single Lua interpreter): an event loop hands it a script and goes on serving its other
@@ -211,6 +217,10 @@ fn run_job(state: &crate::state::State, mut job: Job) {
     if let Reply::Error(text) = &reply {
         state.stats.error(text);
         state.stats.commands.count_failure(&job.name, crate::admin::MAX_STAT_ENTRIES);
+    }
+    if let Some(answer) = job.answer.take() {
+        let _ = answer.send((reply, pushes, Box::new(job.session)));
+        return;
     }
     let info = job.info;
     let mut bytes = Vec::new();
@@ -1075,6 +1085,24 @@ pub fn denies_oom(scripts: &Scripts, name: &str, argv: &[Bytes]) -> bool {
             found.is_some_and(|f| declared(&f.flags))
         }
         _ => false,
+    }
+}
+
+/// Whether a script command (EVAL, EVALSHA, FCALL) may write, by its script's flags; `None`
+/// for any other command.
+pub fn script_may_write(scripts: &Scripts, argv: &[Bytes]) -> Option<bool> {
+    let name = argv.first()?;
+    if name.eq_ignore_ascii_case(b"eval") || name.eq_ignore_ascii_case(b"evalsha") {
+        Some(eval_may_write(scripts, argv))
+    } else if name.eq_ignore_ascii_case(b"fcall") {
+        Some(fcall_may_write(scripts, argv))
+    } else if name.eq_ignore_ascii_case(b"eval_ro")
+        || name.eq_ignore_ascii_case(b"evalsha_ro")
+        || name.eq_ignore_ascii_case(b"fcall_ro")
+    {
+        Some(false)
+    } else {
+        None
     }
 }
 

@@ -200,6 +200,35 @@ fn client_pause_write_lets_read_only_scripts_through() {
     assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), Value::Status("OK".into()));
 }
 
+#[test]
+fn client_pause_write_and_scripts_queued_in_a_transaction() {
+    let server = rediskv(&[]);
+    let (mut admin, mut ro, mut rw) = (server.client(), server.client(), server.client());
+    let Value::Int(rw_id) = rw.cmd(&["CLIENT", "ID"]) else { panic!() };
+    let queued = Value::Status("QUEUED".into());
+    assert_eq!(rw.cmd(&["MULTI"]), Value::Status("OK".into()));
+    assert_eq!(rw.cmd(&["EVAL", "#!lua\nreturn 12", "0"]), queued);
+    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), Value::Status("OK".into()));
+    // Read-only scripts in a transaction run, their replies in EXEC's.
+    assert_eq!(ro.cmd(&["MULTI"]), Value::Status("OK".into()));
+    assert_eq!(ro.cmd(&["EVAL", "#!lua flags=no-writes\nreturn 12", "0"]), queued);
+    assert_eq!(ro.cmd(&["EVAL_RO", "return 13", "0"]), queued);
+    assert_eq!(ro.cmd(&["EXEC"]), Value::Array(Some(vec![Value::Int(12), Value::Int(13)])));
+    // A script that may write holds its EXEC until the pause ends.
+    rw.send(&[b"EXEC"]);
+    let held = (0..10_000)
+        .any(|_| admin.cmd(&["CLIENT", "LIST", "ID", &rw_id.to_string()]).text().contains(" flags=b "));
+    assert!(held, "the EXEC was never held");
+    // A wrong number of arguments is answered during the pause.
+    assert_eq!(
+        ro.cmd(&["SET", "foo"]),
+        Value::Error("ERR wrong number of arguments for 'set' command".into())
+    );
+    assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), Value::Status("OK".into()));
+    assert_eq!(rw.read(), Value::Array(Some(vec![Value::Int(12)])));
+    assert_eq!(rw.cmd(&["PING"]), Value::Status("PONG".into()));
+}
+
 /// The fields of a RESP2 map as (key, value) pairs.
 fn pairs(v: Value) -> Vec<(String, Value)> {
     let Value::Array(Some(items)) = v else { panic!("not a map: {v:?}") };
