@@ -309,3 +309,24 @@ fn active_expiry_rechecks_a_key_recreated_right_after_the_sweep_read_it() {
     assert_eq!(expire_step(&engine, &mut sweep, engine.now_ms(), 10).unwrap().removed.len(), 1);
     assert_eq!(engine.backend().inner.len(ColumnFamily::Metadata), 0);
 }
+
+/// Expiry held (Redis during CLIENT PAUSE): a key past its TTL reads as gone but is neither
+/// deleted nor reported; after the hold, the next lookup deletes it with its `expired` event.
+#[test]
+fn held_expiry_leaves_expired_keys_in_place_until_the_hold_ends() {
+    use rediskv::commands::Engine;
+
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    let engine = Engine::new(MemoryBackend::new()).with_clock(clock.clone());
+    let mut session = engine.session();
+    engine.run(&mut session, &["SET", "k", "v", "PX", "10"]);
+    engine.hold_expiry_until(T0_MS + 1_000);
+    clock.advance_ms(20);
+    assert_eq!(engine.run(&mut session, &["GET", "k"]), Reply::Nil);
+    assert!(session.events().is_empty(), "{:?}", session.events());
+    assert_eq!(engine.backend().records(ColumnFamily::Metadata).count(), 1);
+    clock.advance_ms(1_000);
+    assert_eq!(engine.run(&mut session, &["GET", "k"]), Reply::Nil);
+    assert_eq!(session.events().iter().map(|e| e.name).collect::<Vec<_>>(), ["expired"]);
+    assert_eq!(engine.backend().records(ColumnFamily::Metadata).count(), 0);
+}

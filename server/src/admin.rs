@@ -1094,6 +1094,7 @@ impl Client {
             ("unpause", 2) => {
                 *lock(&state.pause) = None;
                 state.pause_active.store(false, Relaxed);
+                state.hold_expiry();
                 state.kick();
                 Reply::OK
             }
@@ -1476,7 +1477,9 @@ fn client_pause(args: &[Bytes], state: &State) -> Reply {
     if !keep {
         *pause = Some(Pause { until, writes_only });
     }
+    drop(pause);
     state.pause_active.store(true, Relaxed);
+    state.hold_expiry();
     Reply::OK
 }
 
@@ -1812,6 +1815,11 @@ const SUBSCRIBED_MODE: &[&str] = &[
 /// hints to the maintenance thread, the SWAPDB mapping saved.
 pub fn after_writes(state: &State, engine: &SharedEngine, session: &Session) {
     crate::notify::publish(state, session.events());
+    // Keys a command found expired (deleted after it), counted as Redis' lazy expiry.
+    let expired = session.events().iter().filter(|e| e.name == "expired").count();
+    if expired > 0 {
+        state.maint.expired_keys.fetch_add(expired as u64, Relaxed);
+    }
     if session.events().iter().any(|e| crate::maint::may_leave_garbage(e.name)) {
         state.maint.garbage_hint.fetch_add(1, Relaxed);
     }

@@ -122,7 +122,8 @@ fn run(state: &State) {
             std::thread::sleep(tick);
             continue;
         }
-        let engines = if state.active_expire.load(Relaxed) { state.engines() } else { Vec::new() };
+        let active = state.active_expire.load(Relaxed) && !state.expiry_paused();
+        let engines = if active { state.engines() } else { Vec::new() };
         for engine in engines {
             for db in 0..databases {
                 if Instant::now() >= deadline {

@@ -633,6 +633,21 @@ impl State {
         self.connections.fetch_sub(1, Relaxed);
     }
 
+    /// Holds every engine's expiry until the CLIENT PAUSE in force ends (or lets it go
+    /// when there is none): Redis neither expires nor evicts keys during a pause.
+    pub fn hold_expiry(&self) {
+        let left = lock(&self.pause).map(|p| p.until.saturating_duration_since(Instant::now()));
+        for engine in self.engines() {
+            let until = left.map_or(0, |left| engine.now_ms() + left.as_millis() as u64);
+            engine.hold_expiry_until(until);
+        }
+    }
+
+    /// Whether a CLIENT PAUSE holds expiry now (the expire cycle waits).
+    pub fn expiry_paused(&self) -> bool {
+        self.pause_active.load(Relaxed) && self.paused(true).is_some()
+    }
+
     /// The pause in force for a command (`write`: whether it writes), if any.
     pub fn paused(&self, write: bool) -> Option<Duration> {
         let mut pause = lock(&self.pause);

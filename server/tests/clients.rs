@@ -229,6 +229,29 @@ fn client_pause_write_and_scripts_queued_in_a_transaction() {
     assert_eq!(rw.cmd(&["PING"]), Value::Status("PONG".into()));
 }
 
+#[test]
+fn client_pause_holds_expiry() {
+    let server = rediskv(&[]);
+    let mut c = server.client();
+    let expired = |c: &mut common::Client| field(&c.cmd(&["INFO", "stats"]).text(), "expired_keys");
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", "foo", "bar", "PX", "10"]);
+    c.cmd(&["SET", "bar", "foo", "PX", "10"]);
+    c.cmd(&["CLIENT", "PAUSE", "50000", "WRITE"]);
+    c.cmd(&["EXEC"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Past their TTL the keys are gone for commands, but neither the expire cycle nor a
+    // lookup deletes them during the pause (Redis 7.0).
+    assert_eq!(c.cmd(&["GET", "foo"]), Value::Bulk(None));
+    assert_eq!(c.cmd(&["GET", "bar"]), Value::Bulk(None));
+    assert_eq!(expired(&mut c), "0");
+    assert_eq!(c.cmd(&["CLIENT", "UNPAUSE"]), Value::Status("OK".into()));
+    // After it, a lookup deletes an expired key and counts it, as Redis' lazy expiry.
+    c.cmd(&["GET", "foo"]);
+    c.cmd(&["GET", "bar"]);
+    assert_eq!(expired(&mut c), "2");
+}
+
 /// The fields of a RESP2 map as (key, value) pairs.
 fn pairs(v: Value) -> Vec<(String, Value)> {
     let Value::Array(Some(items)) = v else { panic!("not a map: {v:?}") };

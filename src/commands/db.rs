@@ -66,6 +66,9 @@ pub(crate) struct Shared {
     new_events: AtomicBool,
     /// Redis' `stream-node-max-entries`: the node size `~` trimming removes whole.
     pub(crate) stream_node_entries: AtomicU64,
+    /// Until then (ms on `clock`) a key found expired is gone for commands but neither
+    /// deleted nor signalled (Redis during CLIENT PAUSE). 0: not held.
+    pub(crate) expiry_held_until: AtomicU64,
     pub(crate) cursors: CursorStore,
     rng: AtomicU64,
 }
@@ -83,6 +86,7 @@ impl Shared {
             bitmap_strings: AtomicBool::new(false),
             new_events: AtomicBool::new(false),
             stream_node_entries: AtomicU64::new(100),
+            expiry_held_until: AtomicU64::new(0),
             cursors: CursorStore::default(),
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
         }
@@ -696,6 +700,10 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// deletes the key at the first lookup; this engine after the command, see
     /// [`Db::delete_expired`], so until it writes the key the command sees it as gone).
     fn record_expired(&self, mkey: &[u8]) {
+        if self.now_ms() < self.shared.expiry_held_until.load(Ordering::Relaxed) {
+            // Expiry is held: the key stays, logically gone, until a command finds it later.
+            return;
+        }
         let mut journal = self.journal.borrow_mut();
         if journal.found_expired(mkey) {
             return;

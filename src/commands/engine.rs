@@ -148,6 +148,14 @@ impl<B: KvBackend> Engine<B> {
         self.shared.stream_node_entries.store(entries, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Holds expiry until `until_ms` (on the engine's clock; 0 ends the hold), as Redis
+    /// during CLIENT PAUSE: a command sees a key past its TTL as gone, but the key is
+    /// neither deleted nor signalled (no `expired` event) until a command finds it after
+    /// the hold. The expiry sweep is the caller's to stop.
+    pub fn hold_expiry_until(&self, until_ms: u64) {
+        self.shared.expiry_held_until.store(until_ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Deletes those of `metadata_keys` still expired at `now_ms`, each under its key's
     /// exclusive lock after a fresh read, all in one batch: a key a client wrote since it
     /// was found expired is left alone. Returns the keys deleted, and flags the WATCHes on
