@@ -330,3 +330,31 @@ fn held_expiry_leaves_expired_keys_in_place_until_the_hold_ends() {
     assert_eq!(session.events().iter().map(|e| e.name).collect::<Vec<_>>(), ["expired"]);
     assert_eq!(engine.backend().records(ColumnFamily::Metadata).count(), 0);
 }
+
+/// DEL, UNLINK and expiry leave a deleted collection's records for the collector; those of
+/// more than 64 records (Redis' lazyfree threshold) count as deferred frees.
+#[test]
+fn deleted_big_collections_count_as_deferred_frees() {
+    use rediskv::commands::Engine;
+
+    let clock = Arc::new(ManualClock::new(T0_MS));
+    let engine = Engine::new(MemoryBackend::new()).with_clock(clock.clone());
+    let mut session = engine.session();
+    let fill = |session: &mut _, key: &str, n: usize| {
+        let mut argv = vec!["RPUSH".to_string(), key.to_string()];
+        argv.extend((0..n).map(|i| i.to_string()));
+        engine.run(session, &argv);
+    };
+    fill(&mut session, "at-threshold", 64);
+    fill(&mut session, "over", 65);
+    fill(&mut session, "expiring", 100);
+    engine.run(&mut session, &["SET", "s", "v"]);
+    engine.run(&mut session, &["DEL", "at-threshold", "s"]);
+    assert_eq!(engine.deferred_frees(), 0);
+    engine.run(&mut session, &["UNLINK", "over"]);
+    assert_eq!(engine.deferred_frees(), 1);
+    engine.run(&mut session, &["PEXPIRE", "expiring", "10"]);
+    clock.advance_ms(20);
+    assert_eq!(engine.run(&mut session, &["LLEN", "expiring"]), Reply::Integer(0));
+    assert_eq!(engine.deferred_frees(), 2);
+}

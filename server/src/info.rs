@@ -171,6 +171,8 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             let [scripts, script_bytes, functions, libraries, library_bytes] = state.scripts.counts();
             let used = dataset + clients;
             let rss = rss_bytes();
+            let lazyfree_pending =
+                state.deferred_frees().saturating_sub(state.maint.lazyfree_credited.load(Relaxed));
             let max = config.number("maxmemory").max(0) as u64;
             let ratio = if used == 0 { 0.0 } else { rss as f64 / used as f64 };
             let z = || s("0");
@@ -229,8 +231,8 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("mem_aof_buffer", z()),
                     ("mem_allocator", s("libc")),
                     ("active_defrag_running", z()),
-                    ("lazyfree_pending_objects", z()),
-                    ("lazyfreed_objects", z()),
+                    ("lazyfree_pending_objects", n(lazyfree_pending)),
+                    ("lazyfreed_objects", n(state.stats.lazyfreed_objects.load(Relaxed))),
                 ],
             );
             // Where a disk engine's bytes are (extensions).

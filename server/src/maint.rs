@@ -66,6 +66,10 @@ pub struct MaintStats {
     pub gc_collected: AtomicU64,
     /// Complete collector passes.
     pub gc_passes: AtomicU64,
+    /// [`State::deferred_frees`] when the last complete collector pass started: the big
+    /// collections deleted before it have had their records reclaimed (INFO's
+    /// `lazyfreed_objects` counts them; `lazyfree_pending_objects` the ones after).
+    pub lazyfree_credited: AtomicU64,
     /// Where the collector is: `subkey` or `score`, and the first key it examines next, hex.
     pub gc_position: std::sync::Mutex<String>,
     /// Bumped by commands that may have left garbage ([`may_leave_garbage`]).
@@ -93,6 +97,13 @@ struct Sweep {
     ttl_hint: u64,
 }
 
+/// The collector reclaimed the records of the big collections deleted before `deferred`
+/// (a [`State::deferred_frees`] figure): they count as lazily freed.
+fn credit_lazyfree(state: &State, deferred: u64) {
+    let before = state.maint.lazyfree_credited.swap(deferred, Relaxed);
+    state.stats.lazyfreed_objects.fetch_add(deferred.saturating_sub(before), Relaxed);
+}
+
 /// Starts the maintenance thread.
 pub fn spawn(state: Arc<State>) {
     let _ = std::thread::Builder::new().name("maintenance".into()).spawn(move || run(&state));
@@ -105,6 +116,7 @@ fn run(state: &State) {
     let mut collector_idle_until: Option<Instant> = None;
     let mut collector_found = false;
     let (mut in_pass, mut pass_hint, mut last_pass) = (true, 0, Instant::now());
+    let mut pass_deferred = state.deferred_frees();
     loop {
         let (tick, budget) = {
             let config = state.config();
@@ -140,13 +152,20 @@ fn run(state: &State) {
             let hint = state.maint.garbage_hint.load(Relaxed);
             if !in_pass && (hint != pass_hint || last_pass.elapsed() >= COLLECT_EVERY) {
                 (in_pass, pass_hint, last_pass) = (true, hint, Instant::now());
+                pass_deferred = state.deferred_frees();
             }
             if in_pass && collector_idle_until.is_none_or(|t| Instant::now() >= t) {
                 collector_idle_until = None;
                 let deadline = Instant::now() + tick * COLLECT_SHARE / 100;
                 in_pass =
                     !collect(state, collector, deadline, &mut collector_found, &mut collector_idle_until);
+                if !in_pass {
+                    credit_lazyfree(state, pass_deferred);
+                }
             }
+        } else {
+            // The store drops the records itself (at compaction): they are handed over.
+            credit_lazyfree(state, state.deferred_frees());
         }
         let spent = started.elapsed();
         std::thread::sleep(tick.saturating_sub(spent));

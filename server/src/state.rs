@@ -188,6 +188,9 @@ pub struct Stats {
     pub commands: CommandStats,
     /// Error replies by their first word (`ERR`, `WRONGTYPE`…).
     pub errors: Mutex<BTreeMap<String, u64>>,
+    /// Deleted big collections whose records the collector has reclaimed
+    /// ([`crate::maint::MaintStats::lazyfree_credited`]).
+    pub lazyfreed_objects: AtomicU64,
 }
 
 impl Stats {
@@ -202,6 +205,7 @@ impl Stats {
             &self.keyspace_hits,
             &self.keyspace_misses,
             &self.error_replies,
+            &self.lazyfreed_objects,
         ] {
             c.store(0, Relaxed);
         }
@@ -641,6 +645,12 @@ impl State {
             let until = left.map_or(0, |left| engine.now_ms() + left.as_millis() as u64);
             engine.hold_expiry_until(until);
         }
+    }
+
+    /// Deleted collections of more than 64 records (Redis' lazyfree threshold) left for
+    /// the collector, over every engine (see [`rediskv::commands::Engine::deferred_frees`]).
+    pub fn deferred_frees(&self) -> u64 {
+        self.engines().iter().map(|e| e.deferred_frees()).sum()
     }
 
     /// Whether a CLIENT PAUSE holds expiry now (the expire cycle waits).

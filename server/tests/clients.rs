@@ -252,6 +252,35 @@ fn client_pause_holds_expiry() {
     assert_eq!(expired(&mut c), "2");
 }
 
+#[test]
+fn lazyfree_counts_big_collections_left_for_the_collector() {
+    let server = rediskv(&[]);
+    let mut c = server.client();
+    let members = |n: usize| (0..n).map(|i| format!("m{i}")).collect::<Vec<_>>();
+    let sadd = |c: &mut common::Client, key: &str, n: usize| {
+        let mut argv = vec!["SADD".to_string(), key.to_string()];
+        argv.extend(members(n));
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        assert_eq!(c.cmd(&argv), Value::Int(n as i64));
+    };
+    sadd(&mut c, "big", 100);
+    sadd(&mut c, "small", 10);
+    c.cmd(&["SET", "s", "v"]);
+    // As Redis 7.0 (the 100 members in a hash table, over its lazyfree threshold of 64):
+    // one lazily freed object, once the collector has reclaimed its records.
+    assert_eq!(c.cmd(&["UNLINK", "big", "small", "s"]), Value::Int(3));
+    let memory = |c: &mut common::Client| c.cmd(&["INFO", "memory"]).text();
+    let done = (0..200).any(|_| {
+        let info = memory(&mut c);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        field(&info, "lazyfree_pending_objects") == "0"
+    });
+    assert!(done, "{}", memory(&mut c));
+    assert_eq!(field(&memory(&mut c), "lazyfreed_objects"), "1");
+    assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), Value::Status("OK".into()));
+    assert_eq!(field(&memory(&mut c), "lazyfreed_objects"), "0");
+}
+
 /// The fields of a RESP2 map as (key, value) pairs.
 fn pairs(v: Value) -> Vec<(String, Value)> {
     let Value::Array(Some(items)) = v else { panic!("not a map: {v:?}") };

@@ -51,6 +51,12 @@ pub enum Touch {
     Expired,
 }
 
+/// Redis' `LAZYFREE_THRESHOLD`: a deleted value of more allocations than this goes to its
+/// lazyfree thread. Here every deleted collection's records are left for the collector;
+/// those of more records than this count as lazily freed objects (INFO's
+/// `lazyfree_pending_objects` and `lazyfreed_objects`).
+pub const LAZYFREE_THRESHOLD: u64 = 64;
+
 /// What every connection to one store shares: clock, version generator, the databases'
 /// layouts, SCAN cursors, the random generator. All of it works through `&self`.
 pub(crate) struct Shared {
@@ -69,6 +75,9 @@ pub(crate) struct Shared {
     /// Until then (ms on `clock`) a key found expired is gone for commands but neither
     /// deleted nor signalled (Redis during CLIENT PAUSE). 0: not held.
     pub(crate) expiry_held_until: AtomicU64,
+    /// Deleted collections of more than [`LAZYFREE_THRESHOLD`] records, whose records
+    /// were left for the collector (see [`super::Engine::deferred_frees`]).
+    pub(crate) deferred_frees: AtomicU64,
     pub(crate) cursors: CursorStore,
     rng: AtomicU64,
 }
@@ -87,6 +96,7 @@ impl Shared {
             new_events: AtomicBool::new(false),
             stream_node_entries: AtomicU64::new(100),
             expiry_held_until: AtomicU64::new(0),
+            deferred_frees: AtomicU64::new(0),
             cursors: CursorStore::default(),
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
         }
@@ -725,16 +735,19 @@ impl<'a, B: KvBackend> Db<'a, B> {
     pub fn delete_expired(&self, metadata_keys: &[Bytes], now_ms: u64) -> crate::Result<Vec<Bytes>> {
         let mut batch = WriteBatch::new();
         let mut deleted = Vec::new();
+        let mut big = 0;
         for key in metadata_keys {
             let raw = self.metadata_record(key)?;
-            if raw.is_some_and(|raw| self.layout().decode_metadata(&raw).is_ok_and(|m| m.is_expired(now_ms)))
-            {
+            let meta = raw.as_ref().and_then(|raw| self.layout().decode_metadata(raw).ok());
+            if let Some(meta) = meta.filter(|m| m.is_expired(now_ms)) {
                 batch.delete(ColumnFamily::Metadata, key.clone());
                 deleted.push(key.clone());
+                big += usize::from(!meta.ty.is_single_kv() && meta.size > LAZYFREE_THRESHOLD);
             }
         }
         if !batch.is_empty() {
             self.backend.write(self.adapt(batch)?)?;
+            self.shared.deferred_frees.fetch_add(big as u64, Ordering::Relaxed);
         }
         Ok(deleted)
     }
@@ -844,6 +857,14 @@ impl<'a, B: KvBackend> Db<'a, B> {
             batch.delete(ColumnFamily::Metadata, mkey);
         } else {
             self.put_metadata_in(self.layout(), batch, mkey, meta);
+        }
+    }
+
+    /// Counts, once its deletion is committed, a deleted key whose records are left for
+    /// the collector: a collection of more than [`LAZYFREE_THRESHOLD`] records.
+    pub(crate) fn count_deferred_free(&self, meta: &Metadata<'_>) {
+        if !meta.ty.is_single_kv() && meta.size > LAZYFREE_THRESHOLD {
+            self.shared.deferred_frees.fetch_add(1, Ordering::Relaxed);
         }
     }
 

@@ -148,6 +148,13 @@ impl<B: KvBackend> Engine<B> {
         self.shared.stream_node_entries.store(entries, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// How many deleted keys (DEL, UNLINK, expiry) were collections of more than
+    /// [`super::db::LAZYFREE_THRESHOLD`] records, left for the collector rather than freed
+    /// by the deleting command: Redis' lazily freed objects.
+    pub fn deferred_frees(&self) -> u64 {
+        self.shared.deferred_frees.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Holds expiry until `until_ms` (on the engine's clock; 0 ends the hold), as Redis
     /// during CLIENT PAUSE: a command sees a key past its TTL as gone, but the key is
     /// neither deleted nor signalled (no `expired` event) until a command finds it after

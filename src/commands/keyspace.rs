@@ -133,15 +133,23 @@ impl<B: KvBackend> Db<'_, B> {
         let mut batch = WriteBatch::new();
         let mut removed = 0;
         let mut seen = HashSet::new();
+        let mut freed = Vec::new();
         for key in keys {
-            if seen.insert(key) && self.lookup(key)?.is_some() {
+            if !seen.insert(key) {
+                continue;
+            }
+            if let Some(entry) = self.lookup(key)? {
                 removed += 1;
                 self.delete_key(&mut batch, key);
+                freed.push(entry.meta);
                 // In key order with the `expired` of keys found expired (settled by commit).
                 self.notify(NotifyFlags::GENERIC, "del", key);
             }
         }
         self.commit(batch)?;
+        for meta in &freed {
+            self.count_deferred_free(meta);
+        }
         Ok(removed)
     }
 
