@@ -609,6 +609,7 @@ impl Client {
             "save" => arity(argv, 1, || match state.store.sync() {
                 Ok(()) => {
                     state.last_save.store(unix_secs(), Relaxed);
+                    state.dirty.store(0, Relaxed);
                     Reply::OK
                 }
                 Err(e) => Reply::Error(format!("ERR {e}")),
@@ -1682,9 +1683,14 @@ fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
         };
     }
     let (sync, running, last_save) = (state.store.syncer(), state.bgsave.clone(), state.last_save.clone());
+    let (dirty, before) = (state.dirty.clone(), state.dirty.load(Relaxed));
     std::thread::spawn(move || {
         match sync() {
-            Ok(()) => last_save.store(unix_secs(), Relaxed),
+            Ok(()) => {
+                last_save.store(unix_secs(), Relaxed);
+                // The changes made while it ran remain (as Redis' dirty_before_bgsave).
+                let _ = dirty.fetch_update(Relaxed, Relaxed, |d| Some(d.saturating_sub(before)));
+            }
             Err(e) => eprintln!("server: background save failed: {e}"),
         }
         running.store(false, Relaxed);
@@ -1814,12 +1820,7 @@ const SUBSCRIBED_MODE: &[&str] = &[
 /// What follows the writes of a command, an EXEC or a script: keyspace notifications,
 /// hints to the maintenance thread, the SWAPDB mapping saved.
 pub fn after_writes(state: &State, engine: &SharedEngine, session: &Session) {
-    crate::notify::publish(state, session.events());
-    // Keys a command found expired (deleted after it), counted as Redis' lazy expiry.
-    let expired = session.events().iter().filter(|e| e.name == "expired").count();
-    if expired > 0 {
-        state.maint.expired_keys.fetch_add(expired as u64, Relaxed);
-    }
+    crate::notify::command_events(state, session.events());
     if session.events().iter().any(|e| crate::maint::may_leave_garbage(e.name)) {
         state.maint.garbage_hint.fetch_add(1, Relaxed);
     }

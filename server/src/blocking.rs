@@ -84,7 +84,7 @@ impl Blocked {
         let mut registry = lock(&self.registry);
         // The re-run that closes the race with a writer (see the module docs).
         let reply = engine.retry(&mut session, &argv);
-        crate::notify::publish(state, session.events());
+        crate::notify::command_events(state, session.events());
         let Some(again) = session.take_block() else {
             drop(registry);
             self.wake(state, engine, &session);
@@ -177,7 +177,7 @@ impl Blocked {
                 let started = Instant::now();
                 let reply = parked.engine.retry(&mut parked.session, &parked.argv);
                 let usec = started.elapsed().as_micros() as u64;
-                crate::notify::publish(state, parked.session.events());
+                crate::notify::command_events(state, parked.session.events());
                 if parked.session.take_block().is_some() {
                     // Still blocked (the key holds another type, or was emptied by an
                     // earlier waiter): the next waiter may still be servable.

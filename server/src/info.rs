@@ -264,7 +264,10 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("current_fork_perc", s("0.00")),
                     ("current_save_keys_processed", z()),
                     ("current_save_keys_total", z()),
-                    ("rdb_changes_since_last_save", z()),
+                    (
+                        "rdb_changes_since_last_save",
+                        n(state.dirty.load(std::sync::atomic::Ordering::Relaxed)),
+                    ),
                     (
                         "rdb_bgsave_in_progress",
                         n(u64::from(state.bgsave.load(std::sync::atomic::Ordering::Relaxed))),

@@ -27,6 +27,25 @@ pub fn publish(state: &State, events: &[Event]) {
     }
 }
 
+/// What a command's events tell besides notifications: the keys it found expired (INFO
+/// `expired_keys`, as Redis' lazy expiry) and its changes (`rdb_changes_since_last_save`:
+/// one per key modification, as the events report them; a RENAME or MOVE's two events count
+/// once). Then publishes them.
+pub fn command_events(state: &State, events: &[Event]) {
+    if events.is_empty() {
+        return;
+    }
+    let expired = events.iter().filter(|e| e.name == "expired").count() as u64;
+    if expired > 0 {
+        state.maint.expired_keys.fetch_add(expired, Relaxed);
+    }
+    let changes =
+        events.iter().filter(|e| !matches!(e.name, "expired" | "new" | "rename_from" | "move_from")).count()
+            as u64;
+    state.dirty.fetch_add(changes, Relaxed);
+    publish(state, events);
+}
+
 /// Publishes `expired` for the (database, key) pairs active expiry deleted.
 pub fn expired(state: &State, keys: &[(usize, Bytes)]) {
     if keys.is_empty() || state.notify_flags.load(Relaxed) == 0 {

@@ -468,6 +468,9 @@ pub struct State {
     pub last_save: Arc<AtomicU64>,
     /// Whether a BGSAVE is running.
     pub bgsave: Arc<AtomicBool>,
+    /// Changes since the last SAVE or BGSAVE (INFO `rdb_changes_since_last_save`, see
+    /// [`crate::notify::command_events`]).
+    pub dirty: Arc<AtomicU64>,
     /// INFO run_id: 40 hex digits, new for each start.
     pub run_id: String,
     next_client_id: AtomicU64,
@@ -524,6 +527,7 @@ impl State {
             store,
             started: Instant::now(),
             last_save: Arc::new(AtomicU64::new(micros / 1_000_000)),
+            dirty: Arc::new(AtomicU64::new(0)),
             bgsave: Arc::default(),
             run_id,
             next_client_id: AtomicU64::new(1),

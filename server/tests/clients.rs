@@ -281,6 +281,33 @@ fn lazyfree_counts_big_collections_left_for_the_collector() {
     assert_eq!(field(&memory(&mut c), "lazyfreed_objects"), "0");
 }
 
+#[test]
+fn rdb_changes_since_last_save_counts_changes_as_redis() {
+    let server = rediskv(&[]);
+    let mut c = server.client();
+    let changes = |c: &mut common::Client| {
+        field(&c.cmd(&["INFO", "persistence"]).text(), "rdb_changes_since_last_save")
+    };
+    // Figures of redis-server 7.0 for the same commands.
+    c.cmd(&["SET", "a", "1"]);
+    c.cmd(&["INCR", "a"]);
+    c.cmd(&["MSET", "x", "1", "y", "2"]);
+    c.cmd(&["DEL", "x", "y", "nosuch"]);
+    c.cmd(&["RENAME", "a", "b"]);
+    c.cmd(&["EXPIRE", "b", "100"]);
+    c.cmd(&["SETBIT", "bits", "3", "0"]);
+    assert_eq!(changes(&mut c), "9");
+    // SETBIT and BITFIELD that change nothing count nothing.
+    c.cmd(&["SETBIT", "bits", "3", "0"]);
+    c.cmd(&["BITFIELD", "bits", "SET", "i5", "0", "0"]);
+    c.cmd(&["GET", "b"]);
+    assert_eq!(changes(&mut c), "9");
+    c.cmd(&["BITFIELD", "bits", "SET", "i5", "0", "1"]);
+    assert_eq!(changes(&mut c), "10");
+    assert_eq!(c.cmd(&["SAVE"]), Value::Status("OK".into()));
+    assert_eq!(changes(&mut c), "0");
+}
+
 /// The fields of a RESP2 map as (key, value) pairs.
 fn pairs(v: Value) -> Vec<(String, Value)> {
     let Value::Array(Some(items)) = v else { panic!("not a map: {v:?}") };
