@@ -42,7 +42,10 @@ fn command_info_matches(redis: &RedisServer, protocol: Protocol) {
     }
     let engine = Engine::new(MemoryBackend::new());
     let mut session = engine.session();
-    for info in table::all() {
+    // The commands Redis does not have are this project's own rows.
+    let own: Vec<&str> = table::all().iter().filter(|i| i.is(table::attr::OWN)).map(|i| i.name).collect();
+    assert_eq!(own, ["compact", "fsck", "namespace"]);
+    for info in table::all().iter().filter(|i| !i.is(table::attr::OWN)) {
         let argv = ["COMMAND", "INFO", info.name];
         let theirs = client.call(&argv).unwrap();
         let ours = client::fold(&engine.run(&mut session, &argv), protocol);

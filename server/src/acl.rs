@@ -19,7 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use rediskv::commands::Reply;
 use rediskv::commands::args::{Glob, parse_i64};
-use rediskv::commands::table;
+use rediskv::commands::table::{self, attr, flag};
 use sha2::{Digest, Sha256};
 
 use crate::state::lock;
@@ -49,12 +49,6 @@ pub const CATEGORIES: [&str; 21] = [
     "scripting",
 ];
 
-/// rediskv-server's commands that Redis does not have, with their categories.
-const OWN_COMMANDS: &[&str] = &["compact", "fsck", "namespace"];
-
-/// Commands every user may run whatever its rules (Redis' `no-auth` flag).
-const NO_AUTH: &[&str] = &["auth", "hello", "quit", "reset"];
-
 /// Words of the command bitmap: room for 512 commands and subcommands.
 const WORDS: usize = 8;
 
@@ -70,6 +64,8 @@ struct Command {
     parent: Option<usize>,
     /// A container's subcommands.
     subs: Vec<usize>,
+    /// Every user may run it whatever its rules (its row's `no_auth` flag).
+    no_auth: bool,
 }
 
 /// Every command rules can name, with a dense id for the bitmaps.
@@ -83,7 +79,11 @@ fn commands() -> &'static Commands {
     COMMANDS.get_or_init(|| {
         let mut list: Vec<Command> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
-        let own = OWN_COMMANDS.iter().map(|n| format!("{n}\t\t-1\tserver\tadmin slow dangerous"));
+        // rediskv-server's commands that Redis does not have, with their categories.
+        let own = table::all().iter().filter(|c| c.is(attr::OWN)).map(|c| {
+            let cats = c.acl.split(' ').map(|c| c.trim_start_matches('@')).collect::<Vec<_>>().join(" ");
+            format!("{}\t\t{}\tserver\t{cats}", c.name, c.arity)
+        });
         let tsv = include_str!("../../scripts/redis_commands.tsv").lines().map(String::from);
         for line in tsv.chain(own) {
             let f: Vec<&str> = line.split('\t').collect();
@@ -102,12 +102,14 @@ fn commands() -> &'static Commands {
                 list[p].subs.push(id);
             }
             by_name.insert(full.clone(), id);
+            let no_auth = table::lookup(&full).is_some_and(|c| c.has(flag::NO_AUTH));
             list.push(Command {
                 name: full,
                 categories,
                 arity: arity.parse().unwrap_or(-1),
                 parent,
                 subs: Vec::new(),
+                no_auth,
             });
         }
         assert!(list.len() < WORDS * 64, "the ACL command bitmap is too small");
@@ -377,7 +379,7 @@ impl Selector {
     fn check(&self, id: usize, argv: &[Bytes], keys: &mut Option<KeyRefs>) -> Result<(), Denied> {
         let cmds = commands();
         let cmd = &cmds.list[id];
-        if !self.allcommands && !NO_AUTH.contains(&cmd.name.as_str()) && !self.bit(id) {
+        if !self.allcommands && !cmd.no_auth && !self.bit(id) {
             let at = if cmd.parent.is_some() { 2 } else { 1 };
             let first = argv.get(at).map(|a| String::from_utf8_lossy(a).to_ascii_lowercase());
             let allowed = self.firstargs.get(&id).is_some_and(|f| first.is_some_and(|a| f.contains(&a)));

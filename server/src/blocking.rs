@@ -195,7 +195,7 @@ impl Blocked {
                 if let Reply::Error(text) = &reply {
                     state.stats.error(text);
                     let name = String::from_utf8_lossy(&parked.argv[0]).to_lowercase();
-                    state.stats.commands.count_failure(&name, crate::admin::MAX_STAT_ENTRIES);
+                    state.stats.commands.count_failure(&name, crate::client::MAX_STAT_ENTRIES);
                 }
                 // What the served command wrote invalidates tracked keys, its own client's after
                 // its answer (a BLMOVE's push to a list that client tracks).

@@ -25,7 +25,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 use rediskv::commands::Reply;
 
-use crate::admin::{Client, Next};
+use crate::client::{Client, Next};
 use crate::resp::{Limits, Parsed, parse};
 use crate::state::{State, lock};
 

@@ -20,6 +20,7 @@
 mod acl;
 mod admin;
 mod blocking;
+mod client;
 mod cmsgpack;
 mod config;
 mod conn;

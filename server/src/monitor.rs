@@ -11,30 +11,6 @@ use bytes::Bytes;
 use crate::conn::Message;
 use crate::state::{ClientInfo, State, lock};
 
-/// The server commands Redis flags `admin` (so they never reach a monitor); library commands
-/// carry the flag in their table row.
-pub const ADMIN_SERVER_COMMANDS: &[&str] = &[
-    "monitor",
-    "config",
-    "debug",
-    "slowlog",
-    "latency",
-    "save",
-    "bgsave",
-    "bgrewriteaof",
-    "module",
-    "shutdown",
-    "namespace",
-    "fsck",
-    "compact",
-    "client|kill",
-    "client|list",
-    "client|pause",
-    "client|unpause",
-    "client|unblock",
-    "client|no-evict",
-];
-
 /// The monitoring clients.
 #[derive(Default)]
 pub struct Monitors {

@@ -187,7 +187,7 @@ pub fn run_command(state: &crate::state::State, job: &mut Job) -> (Reply, Vec<u8
     // The connection counted the call when it handed it here; the latency monitor sees the
     // script's own run.
     state.latency.observe("command", started.elapsed().as_micros() as u64);
-    crate::admin::after_writes(state, engine, session);
+    crate::client::after_writes(state, engine, session);
     let mut pushes = Vec::new();
     if state.tracking.active() {
         let mut to = crate::tracking::Delivery { me: Some(info), own: &mut pushes };
@@ -216,7 +216,7 @@ fn run_job(state: &crate::state::State, mut job: Job) {
     // it, only the script's answer knows.
     if let Reply::Error(text) = &reply {
         state.stats.error(text);
-        state.stats.commands.count_failure(&job.name, crate::admin::MAX_STAT_ENTRIES);
+        state.stats.commands.count_failure(&job.name, crate::client::MAX_STAT_ENTRIES);
     }
     if let Some(answer) = job.answer.take() {
         let _ = answer.send((reply, pushes, Box::new(job.session)));
@@ -1235,7 +1235,7 @@ fn run(
                 function: function.clone(),
                 command: argv.to_vec(),
                 wrote: false,
-                oom: !allow_oom && crate::admin::out_of_memory(state),
+                oom: !allow_oom && crate::client::out_of_memory(state),
             });
             scripts.kill.store(false, Relaxed);
             scripts.active.store(true, Relaxed);
@@ -1317,8 +1317,7 @@ fn run_once(
                             let started = Instant::now();
                             let reply = (call.borrow_mut())(&argv);
                             let usec = started.elapsed().as_micros() as u64;
-                            let max = crate::admin::MAX_STAT_ENTRIES;
-                            state.stats.commands.count(info.name, Some(usec), reply.is_error(), max);
+                            state.stats.commands.count(info, Some(usec), reply.is_error());
                             reply
                         }
                         None => server_command(&argv, state),
@@ -1402,24 +1401,7 @@ fn check_command(
             }
             container
         }
-        Err(None) => {
-            let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
-            return match name.as_str() {
-                "publish" | "spublish" if argv.len() == 3 => {
-                    acl(argv)?;
-                    Ok(None)
-                }
-                "time" if argv.len() == 1 => Ok(None),
-                "info" => Ok(None),
-                "publish" | "spublish" | "time" => {
-                    Err("Wrong number of args calling Redis command from script".into())
-                }
-                _ if crate::admin::is_server_command(&name) => {
-                    Err("This Redis command is not allowed from script".into())
-                }
-                _ => Err("Unknown Redis command called from script".into()),
-            };
-        }
+        Err(None) => return Err("Unknown Redis command called from script".into()),
     };
     if !info.arity_ok(argv.len()) {
         return Err("Wrong number of args calling Redis command from script".into());

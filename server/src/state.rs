@@ -87,16 +87,18 @@ impl Default for CommandStats {
 }
 
 impl CommandStats {
-    /// Counts one call of `name` (`None` µs: refused before running), unless `name` is new
-    /// and `max_other` names outside the table are counted already.
-    pub fn count(&self, name: &str, usec: Option<u64>, failed: bool, max_other: usize) {
+    /// Counts one call of the command of row `info` (`None` µs: refused before running).
+    pub fn count(&self, info: &rediskv::commands::table::CommandInfo, usec: Option<u64>, failed: bool) {
         // calls, µs, rejected, failed
         let delta = match usec {
             None => [0, 0, 1, 0],
             Some(usec) => [1, usec, 0, u64::from(failed)],
         };
         let bucket = usec.filter(|_| self.tracking.load(Relaxed)).map(latency_bucket);
-        self.add(name, delta, bucket, max_other);
+        match info.position() {
+            Some(row) => self.add_row(row, delta, bucket),
+            None => self.add(info.name, delta, bucket, crate::client::MAX_STAT_ENTRIES),
+        }
     }
 
     /// Counts a failure of a call counted when it blocked (its answer, when served, was an
@@ -105,17 +107,20 @@ impl CommandStats {
         self.add(name, [0, 0, 0, 1], None, max_other);
     }
 
+    fn add_row(&self, row: usize, delta: [u64; 4], bucket: Option<usize>) {
+        for (counter, n) in self.rows[row].iter().zip(delta) {
+            if n > 0 {
+                counter.fetch_add(n, Relaxed);
+            }
+        }
+        if let Some(b) = bucket {
+            self.buckets[row][b].fetch_add(1, Relaxed);
+        }
+    }
+
     fn add(&self, name: &str, delta: [u64; 4], bucket: Option<usize>, max_other: usize) {
         if let Some(row) = rediskv::commands::table::position(name) {
-            for (counter, n) in self.rows[row].iter().zip(delta) {
-                if n > 0 {
-                    counter.fetch_add(n, Relaxed);
-                }
-            }
-            if let Some(b) = bucket {
-                self.buckets[row][b].fetch_add(1, Relaxed);
-            }
-            return;
+            return self.add_row(row, delta, bucket);
         }
         let mut other = lock(&self.other);
         if !other.contains_key(name) && other.len() >= max_other {
@@ -600,7 +605,7 @@ impl State {
     /// Bytes the connections hold now: each one's state (its entry here and its client) and
     /// the query and reply bytes in its buffers (one read of each client).
     pub fn client_buffer_bytes(&self) -> u64 {
-        let state = (std::mem::size_of::<ClientInfo>() + std::mem::size_of::<crate::admin::Client>()) as u64;
+        let state = (std::mem::size_of::<ClientInfo>() + std::mem::size_of::<crate::client::Client>()) as u64;
         lock(&self.clients)
             .values()
             .map(|c| state + (c.qbuf.load(Relaxed) + c.omem.load(Relaxed)) as u64)

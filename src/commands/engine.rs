@@ -218,7 +218,14 @@ impl<B: KvBackend> Engine<B> {
     /// A blocking command that cannot be served now leaves a [`super::Block`] in the session
     /// ([`Session::take_block`]) and its reply is not an answer (see [`super::Block`]).
     pub fn execute(&self, session: &mut Session, argv: &[Bytes]) -> Reply {
-        self.execute_as(session, argv, false)
+        self.execute_as(session, resolve(argv), argv, false)
+    }
+
+    /// [`Engine::execute`] for a command whose row the caller found already with
+    /// [`table::find`](super::table::find) (the command's or subcommand's, or the container's
+    /// when the subcommand is unknown): the name is not looked up again.
+    pub fn execute_row(&self, session: &mut Session, info: &'static CommandInfo, argv: &[Bytes]) -> Reply {
+        self.execute_as(session, super::check_row(info, argv), argv, false)
     }
 
     /// Re-runs a parked client's blocking command (the same argv, the same session) after a
@@ -227,15 +234,21 @@ impl<B: KvBackend> Engine<B> {
     /// client blocked then). A new [`Session::take_block`] means: still blocked, keep the
     /// first deadline. The argv must be the one that blocked.
     pub fn retry(&self, session: &mut Session, argv: &[Bytes]) -> Reply {
-        self.execute_as(session, argv, true)
+        self.execute_as(session, resolve(argv), argv, true)
     }
 
-    fn execute_as(&self, session: &mut Session, argv: &[Bytes], retry: bool) -> Reply {
+    fn execute_as(
+        &self,
+        session: &mut Session,
+        resolved: Result<&'static CommandInfo, Reply>,
+        argv: &[Bytes],
+        retry: bool,
+    ) -> Reply {
         session.touched.clear();
         session.events.clear();
         session.block = None;
         session.swapped.clear();
-        let info = match resolve(argv) {
+        let info = match resolved {
             Ok(info) => info,
             Err(reply) => {
                 session.flag_transaction();

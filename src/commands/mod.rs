@@ -96,24 +96,32 @@ pub fn resolve(argv: &[Bytes]) -> Result<&'static CommandInfo, Reply> {
     let Some(first) = argv.first() else {
         return Err(Reply::Error("ERR empty command".into()));
     };
-    let info = match table::find(argv) {
-        Ok(info) => info,
-        Err(None) => return Err(Reply::Error(unknown_command(first, &argv[1..]))),
-        Err(Some(container)) if !container.arity_ok(argv.len()) => {
-            return Err(Reply::Error(CommandError::WrongArity(container.name.to_string()).to_string()));
-        }
-        Err(Some(container)) => {
-            return Err(Reply::Error(format!(
-                "ERR unknown subcommand '{}'. Try {} HELP.",
-                String::from_utf8_lossy(&argv[1]),
-                container.name.to_uppercase()
-            )));
-        }
-    };
+    match table::find(argv) {
+        Ok(info) | Err(Some(info)) => check_row(info, argv),
+        Err(None) => Err(Reply::Error(unknown_command(first, &argv[1..]))),
+    }
+}
+
+/// [`resolve`] for a row [`table::find`] already gave for `argv` (the command's or
+/// subcommand's, or the container's when the subcommand is unknown), without looking the
+/// name up again: the row to run, or Redis' error for an unknown subcommand or a wrong
+/// number of arguments.
+///
+/// # Errors
+/// The error reply, as [`resolve`]'s.
+pub fn check_row(info: &'static CommandInfo, argv: &[Bytes]) -> Result<&'static CommandInfo, Reply> {
     if !info.arity_ok(argv.len()) {
         return Err(Reply::Error(CommandError::WrongArity(info.name.to_string()).to_string()));
     }
-    Ok(info)
+    match argv.get(1) {
+        // `find` gives a container's own row only when its subcommand is unknown.
+        Some(sub) if info.has_subcommands => Err(Reply::Error(format!(
+            "ERR unknown subcommand '{}'. Try {} HELP.",
+            String::from_utf8_lossy(sub),
+            info.name.to_uppercase()
+        ))),
+        _ => Ok(info),
+    }
 }
 
 impl<B: KvBackend> Db<'_, B> {

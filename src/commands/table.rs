@@ -97,6 +97,22 @@ pub mod flag {
     ];
 }
 
+/// The engine's and the server's own attributes of a command, bits of
+/// [`CommandInfo::attrs`] beside Redis' [`flag`]s (which `COMMAND INFO` reports; these it
+/// does not).
+pub mod attr {
+    /// Refused to a client logged in with a namespace token: Kvrocks' admin commands (not
+    /// Redis' `admin` flag: FLUSHALL is one, CLIENT UNBLOCK is not).
+    pub const TENANT_DENIED: u32 = 1;
+    /// A read whose reply tells whether its key was found (INFO `keyspace_hits/misses`): a
+    /// nil or empty reply is a miss, any other non-error reply a hit; MGET counts each key.
+    pub const KEYED_READ: u32 = 1 << 1;
+    /// Allowed to a RESP2 client while it subscribes to something.
+    pub const SUBSCRIBED: u32 = 1 << 2;
+    /// Not a Redis command: Kvrocks' (NAMESPACE) or this project's own (FSCK, COMPACT).
+    pub const OWN: u32 = 1 << 3;
+}
+
 /// Which file implements a command (the session layer answers [`Family::Session`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
@@ -211,6 +227,8 @@ pub struct CommandInfo {
     /// A container (OBJECT, COMMAND): its subcommands have rows of their own, named
     /// `container|subcommand`, with their own arity, flags and key specs.
     pub has_subcommands: bool,
+    /// [`attr`] bits.
+    pub attrs: u32,
 }
 
 impl CommandInfo {
@@ -229,6 +247,19 @@ impl CommandInfo {
     /// Whether the command has the [`flag`] bit(s) `bits`.
     pub fn has(&self, bits: u32) -> bool {
         self.flags & bits != 0
+    }
+
+    /// Whether the command has the [`attr`] bit(s) `bits`.
+    pub fn is(&self, bits: u32) -> bool {
+        self.attrs & bits != 0
+    }
+
+    /// Where the row is in [`all`] (a dense index for per-command counters kept in an
+    /// array), without hashing its name; `None` for a row that is not the table's.
+    pub fn position(&self) -> Option<usize> {
+        let offset = (self as *const Self as usize).wrapping_sub(TABLE.as_ptr() as usize);
+        let row = offset / std::mem::size_of::<CommandInfo>();
+        TABLE.get(row).filter(|r| std::ptr::eq(*r, self)).map(|_| row)
     }
 
     /// Whether it may modify data.
@@ -269,15 +300,18 @@ fn top_level() -> impl Iterator<Item = &'static CommandInfo> {
 
 /// The row `argv` runs: the command's, or for a container its subcommand's (`argv[1]`,
 /// any case). `Err(Some(info))` names a container whose subcommand is unknown; `Err(None)`
-/// an unknown command.
+/// an unknown command. Allocates nothing: the names are lowercased on the stack.
 pub fn find(argv: &[Bytes]) -> Result<&'static CommandInfo, Option<&'static CommandInfo>> {
     let info = argv.first().and_then(|n| lookup_bytes(n)).ok_or(None)?;
     match argv.get(1) {
         Some(sub) if info.has_subcommands => {
-            let mut name = info.name.as_bytes().to_vec();
-            name.push(b'|');
-            name.extend_from_slice(sub);
-            lookup_bytes(&name).ok_or(Some(info))
+            let mut buf = [0u8; 64];
+            let (head, rest) = buf.split_at_mut(info.name.len());
+            head.copy_from_slice(info.name.as_bytes());
+            rest[0] = b'|';
+            let name = rest.get_mut(1..1 + sub.len()).ok_or(Some(info))?;
+            name.copy_from_slice(sub);
+            lookup_bytes(&buf[..info.name.len() + 1 + sub.len()]).ok_or(Some(info))
         }
         _ => Ok(info),
     }
@@ -333,8 +367,9 @@ fn fnv1a(bytes: &[u8]) -> usize {
 
 /// [`lookup`] for a name in any case; `None` for unknown names.
 pub fn lookup_bytes(name: &[u8]) -> Option<&'static CommandInfo> {
-    // Every command name fits in 32 bytes; lowercase it on the stack.
-    let mut buf = [0u8; 32];
+    // Every command name fits in 64 bytes (`container|subcommand` too); lowercase it on the
+    // stack.
+    let mut buf = [0u8; 64];
     let lower = buf.get_mut(..name.len())?;
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();

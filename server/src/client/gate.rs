@@ -1,0 +1,126 @@
+//! The gate: whether a resolved command may run now for this client (AUTH, ACL, MULTI,
+//! a busy script, subscribed mode, tenants, CLIENT PAUSE, maxmemory), read from its table
+//! row.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use bytes::Bytes;
+use rediskv::commands::Reply;
+use rediskv::commands::table::{self, CommandInfo, Family, attr, flag};
+
+use super::Client;
+use crate::acl;
+use crate::scripting;
+use crate::state::State;
+
+impl Client {
+    /// Why the command of row `info` may not run now: `Some(Some(error))` to answer,
+    /// `Some(None)` to wait for a CLIENT PAUSE, `None` to run it. Checked in Redis' order:
+    /// the subcommand and arity first, then AUTH, ACL, MULTI, a busy script, subscribed
+    /// mode, tenants, CLIENT PAUSE, maxmemory.
+    pub(super) fn refusal(
+        &self,
+        info: &'static CommandInfo,
+        argv: &[Bytes],
+        state: &State,
+    ) -> Option<Option<Reply>> {
+        if let Err(refusal) = rediskv::commands::check_row(info, argv) {
+            return Some(Some(refusal));
+        }
+        let name = info.container();
+        if !self.authenticated && !info.has(flag::NO_AUTH) {
+            return Some(Some(Reply::Error("NOAUTH Authentication required.".into())));
+        }
+        if self.restricted {
+            if let Some(denied) = self.acl_refusal(argv, state) {
+                return Some(Some(denied));
+            }
+        }
+        // Redis' no-multi commands (the server's SAVE and SHUTDOWN among them).
+        if self.session.in_multi() && info.has(flag::NO_MULTI) {
+            return Some(Some(Reply::Error("ERR Command not allowed inside a transaction".into())));
+        }
+        if state.scripts.active() {
+            let threshold = state.config().number("busy-reply-threshold").max(0) as u64;
+            if let Some(busy) = state.scripts.wait_or_busy(threshold, argv) {
+                return Some(Some(busy));
+            }
+        }
+        if self.subs.any() && self.session.resp() == 2 && !info.is(attr::SUBSCRIBED) {
+            return Some(Some(Reply::Error(format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                info.name
+            ))));
+        }
+        if self.tenant && info.is(attr::TENANT_DENIED) {
+            return Some(Some(Reply::Error("ERR admin permission required to perform the command".into())));
+        }
+        if name == "swapdb" && state.store.shared() {
+            // Each node keeps its own database mapping: a swap on one would not reach the others.
+            return Some(Some(Reply::Error(
+                "ERR SWAPDB is not supported when several server nodes share the store".into(),
+            )));
+        }
+        if state.pause_active.load(Relaxed) {
+            // CLIENT PAUSE WRITE holds what may write or replicate (an EXEC whose queue
+            // does too); a script only when its flags let it write.
+            let may_write = |info: &CommandInfo| info.has(flag::WRITE | flag::MAY_REPLICATE);
+            // A script queued in the transaction counts by its flags too.
+            let queued_write = |c: &[Bytes]| {
+                scripting::script_may_write(&state.scripts, c)
+                    .unwrap_or_else(|| table::find(c).is_ok_and(may_write))
+            };
+            let write = scripting::script_may_write(&state.scripts, argv).unwrap_or_else(|| may_write(info))
+                || (name == "exec"
+                    && (self.session.queued().any(queued_write)
+                        || self.multi_server.iter().any(|(_, c)| queued_write(c))));
+            let data = info.family != Family::Server;
+            if (data || write) && state.paused(write).is_some() {
+                return Some(None);
+            }
+        }
+        // As Redis 7.0: EXEC is checked for the queued commands (memory may have run out
+        // since they were queued), and inside MULTI every command but EXEC, DISCARD, QUIT and
+        // RESET is, since queueing takes memory too.
+        let in_multi = self.session.in_multi();
+        let denyoom = |c: &[Bytes]| table::find(c).is_ok_and(|i| i.has(flag::DENYOOM));
+        // A container's subcommand has its own flags (FUNCTION LOAD is deny-oom, FUNCTION
+        // LIST is not); a script command's come from the script's declared flags.
+        let checked = || {
+            info.has(flag::DENYOOM)
+                || scripting::denies_oom(&state.scripts, name, argv)
+                || (in_multi && !matches!(name, "exec" | "discard" | "quit" | "reset"))
+                || (in_multi && name == "exec" && self.session.queued().any(denyoom))
+        };
+        // Nothing to look at without a maxmemory (the usual case).
+        let limited = state.maxmemory.load(Relaxed) > 0;
+        if limited && checked() && out_of_memory(state) && !self.info.no_evict.load(Relaxed) {
+            return Some(Some(Reply::Error(
+                "OOM command not allowed when used memory > 'maxmemory'.".into(),
+            )));
+        }
+        None
+    }
+
+    /// The NOPERM error when the client's user may not run `argv` (logged in the ACL log).
+    fn acl_refusal(&self, argv: &[Bytes], state: &State) -> Option<Reply> {
+        // An unknown subcommand is refused as unknown, before any ACL check (as in Redis).
+        let id = acl::resolve(argv).ok()?;
+        let denied = self.user.check(id, argv).err()?;
+        let (reason, object) = match denied {
+            acl::Denied::Command => ("command", acl::command_name(id).as_bytes()),
+            acl::Denied::Key(at) => ("key", &argv[at][..]),
+            acl::Denied::Channel(at) => ("channel", &argv[at][..]),
+        };
+        let max = state.config().number("acllog-max-len").max(0) as usize;
+        state.acl.log(reason, self.session.in_multi(), object, self.user.name(), self.info.line(), max);
+        Some(denied.error(id))
+    }
+}
+
+/// Whether the store is past `maxmemory` (the memory engine only: the disk engines' memory is
+/// bounded by their caches).
+pub fn out_of_memory(state: &State) -> bool {
+    let max = state.maxmemory.load(Relaxed);
+    max > 0 && state.store.in_memory() && state.used_memory() > max
+}

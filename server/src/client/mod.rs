@@ -1,0 +1,713 @@
+//! One client's commands: where every command a connection sends runs.
+//!
+//! [`Client::execute`] resolves the command's table row once and takes it through the gate
+//! ([`gate`]), the run (the server's own commands in [`Client::run`]'s one `match`,
+//! everything else in the library's engine), the statistics ([`stats`]), the slow log,
+//! MONITOR and the reply. The connection commands (AUTH, HELLO, CLIENT, ACL, RESET) are in
+//! [`connection`], DEBUG in [`debug`], the server's administration in [`crate::admin`].
+
+mod connection;
+mod debug;
+mod gate;
+mod stats;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+use bytes::Bytes;
+use rediskv::commands::args::parse_i64;
+use rediskv::commands::table::{self, CommandInfo, Family, attr, flag};
+use rediskv::commands::{Protocol, Reply, Session};
+
+use crate::acl;
+use crate::admin;
+use crate::blocking::Parking;
+use crate::info;
+use crate::pubsub::{self, Kind, Subscriptions};
+use crate::scripting;
+use crate::state::{ClientInfo, SharedEngine, State, lock, unix_micros};
+
+pub use gate::out_of_memory;
+pub use stats::MAX_STAT_ENTRIES;
+
+/// CLIENT REPLY mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReplyMode {
+    On,
+    Off,
+    /// Skip the next command's reply.
+    Skip,
+}
+
+/// What the connection does after a command.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Go on with the next request.
+    Continue,
+    /// Flush the replies, then close (QUIT, CLIENT KILL of itself).
+    Close,
+    /// CLIENT PAUSE holds this command: keep it and try again later.
+    Wait,
+    /// A blocking command waits for its keys: run nothing more until its answer arrives
+    /// through the loop's mailbox.
+    Parked,
+}
+
+/// What the server knows about one connected client, beyond what others see.
+pub struct Client {
+    /// The part CLIENT LIST and CLIENT KILL see.
+    pub info: Arc<ClientInfo>,
+    /// AUTH done, or the default user needs no password.
+    authenticated: bool,
+    /// The ACL user it runs as.
+    user: Arc<acl::User>,
+    /// The ACL generation `user` was read at: a change looks the user up again.
+    acl_generation: u64,
+    /// Whether the gate checks `user`'s permissions (not for a user that may run anything).
+    restricted: bool,
+    /// CLIENT TRACKING is on (its options are in `info.tracking`).
+    tracking: bool,
+    /// CLIENT CACHING yes|no, for the next command or transaction.
+    caching: bool,
+    /// Invalidation pushes for this client, written after the reply of the command that
+    /// caused them (as Redis defers its own client's).
+    pushes: Vec<u8>,
+    /// Whether it logged in with a namespace token (confined, no admin commands).
+    tenant: bool,
+    /// The engine of its namespace: the default one, or its tenant's.
+    engine: Arc<SharedEngine>,
+    /// Its selected database, MULTI queue and WATCHes.
+    session: Session,
+    reply: ReplyMode,
+    /// The peer is on loopback (`enable-debug-command local`).
+    local: bool,
+    /// Its pub/sub subscriptions.
+    subs: Subscriptions,
+    /// Replies after the first of a command that answers several (SUBSCRIBE a b c).
+    more: Vec<Reply>,
+    /// Commands queued in the open MULTI.
+    multi_len: usize,
+    /// Parked by a blocking command, until then (`Some(None)`: no timeout).
+    parked_until: Option<Option<Instant>>,
+    /// Connection commands queued in the open MULTI, with their place in EXEC's reply.
+    multi_server: Vec<(usize, Vec<Bytes>)>,
+    /// EXEC runs those: a script among them answers in place, not parked.
+    in_exec: bool,
+}
+
+impl Client {
+    /// A client just connected: authenticated when no password is set.
+    pub fn new(info: Arc<ClientInfo>, state: &State, local: bool) -> Self {
+        let acl_generation = state.acl.generation();
+        let user = state.acl.default_user();
+        let session = Session::new(info.id);
+        Client {
+            info,
+            authenticated: user.open(),
+            restricted: !user.unrestricted(),
+            user,
+            tracking: false,
+            caching: false,
+            pushes: Vec::new(),
+            acl_generation,
+            tenant: false,
+            engine: state.engine.clone(),
+            session,
+            reply: ReplyMode::On,
+            local,
+            subs: Subscriptions::default(),
+            more: Vec::new(),
+            multi_len: 0,
+            multi_server: Vec::new(),
+            in_exec: false,
+            parked_until: None,
+        }
+    }
+
+    /// Ends the session (forgets its WATCHes and subscriptions): call it when the
+    /// connection closes.
+    pub fn close(&mut self, state: &State) {
+        if let Some((session, _)) = state.blocked.cancel(self.info.id) {
+            self.session = session;
+        }
+        self.engine.close(&mut self.session);
+        self.subs.clear(state, &self.info);
+        state.tracking.disable(&self.info);
+    }
+
+    /// Whether it subscribes to anything.
+    pub fn subscribed(&self) -> bool {
+        self.subs.any()
+    }
+
+    /// Whether big requests are allowed (the parser's unauthenticated limits).
+    pub fn authenticated(&self) -> bool {
+        self.authenticated
+    }
+
+    /// Runs one command and appends its reply to `out` (unless CLIENT REPLY says not to).
+    pub fn execute(&mut self, argv: &[Bytes], state: &State, out: &mut Vec<u8>) -> Next {
+        if self.info.killed.load(Relaxed) {
+            // CLIENT KILL or ACL DELUSER from another connection: run nothing more.
+            return Next::Close;
+        }
+        // The command's row, found once (a subcommand's own, or its container's when the
+        // subcommand is unknown): the gate, the run, the engine, the statistics, the slow log
+        // and MONITOR all read it.
+        let info = match table::find(argv) {
+            Ok(info) | Err(Some(info)) => info,
+            Err(None) => {
+                // As Redis, an unknown command is refused before AUTH and every other check.
+                let refusal = rediskv::commands::resolve(argv).err().unwrap_or(Reply::NilArray);
+                self.session.flag_transaction();
+                self.count_error(state, &refusal);
+                self.send(refusal, out, None);
+                return Next::Continue;
+            }
+        };
+        if self.acl_generation != state.acl.generation() {
+            self.reload_user(state);
+        }
+        if let Some(refusal) = self.refusal(info, argv, state) {
+            let Some(mut refusal) = refusal else { return Next::Wait };
+            if refusal.is_error() {
+                self.session.flag_transaction();
+            }
+            if let (Reply::Error(e), "exec") = (&refusal, info.name) {
+                // A refused EXEC ends the transaction, as Redis' execCommandAbort.
+                refusal = Reply::Error(format!("EXECABORT Transaction discarded because of: {e}"));
+                if self.session.in_multi() {
+                    self.engine.execute(&mut self.session, &[Bytes::from_static(b"DISCARD")]);
+                    self.multi_len = 0;
+                    self.multi_server.clear();
+                }
+            }
+            self.count(state, info, None, &refusal);
+            self.send(refusal, out, Some(info));
+            return Next::Continue;
+        }
+        let started = Instant::now();
+        // CLIENT INFO/LIST show the running command, as Redis does.
+        self.info.ran(started, Some(info.name));
+        // EXEC runs the queue inside the engine: MONITOR shows its commands first, as Redis.
+        let queued: Vec<Vec<Bytes>> = if info.name == "exec" && state.monitors.any() {
+            self.session.queued().map(<[Bytes]>::to_vec).collect()
+        } else {
+            Vec::new()
+        };
+        let (reply, next) = self.run(info, argv, state);
+        let ended = Instant::now();
+        let usec = ended.duration_since(started).as_micros() as u64;
+        if state.monitors.any() {
+            self.monitor(info, argv, &queued, &reply, state);
+        }
+        self.count(state, info, Some(usec), &reply);
+        if next == Next::Parked {
+            return next;
+        }
+        state.latency.observe(if info.has(flag::FAST) { "fast-command" } else { "command" }, usec);
+        if state.slowlog.wants(usec) && !info.has(flag::SKIP_SLOWLOG) && !refused_before_running(&reply) {
+            let client_name = lock(&self.info.name).clone();
+            state.slowlog.record(argv, usec, unix_micros() / 1_000_000, &self.info.addr, client_name);
+        }
+        if info.is(attr::KEYED_READ) {
+            stats::keyspace_hits(state, &reply);
+        }
+        self.info.ran(ended, None);
+        self.send(reply, out, Some(info));
+        if !self.pushes.is_empty() {
+            out.append(&mut self.pushes);
+        }
+        if self.caching && !self.session.in_multi() && info.container() != "client" {
+            self.caching = false;
+        }
+        if self.info.killed.load(Relaxed) {
+            return Next::Close;
+        }
+        next
+    }
+
+    /// Shows a command that ran to the MONITOR clients, unless Redis would not: admin
+    /// commands, commands refused before running, commands queued by MULTI (shown by EXEC).
+    fn monitor(
+        &self,
+        info: &CommandInfo,
+        argv: &[Bytes],
+        queued: &[Vec<Bytes>],
+        reply: &Reply,
+        state: &State,
+    ) {
+        // A script command is shown before its script runs (see `script`).
+        if info.has(flag::ADMIN)
+            || is_script(info)
+            || refused_before_running(reply)
+            || matches!(reply, Reply::Status(s) if s == "QUEUED")
+        {
+            return;
+        }
+        let (now, db) = (unix_micros(), self.session.db());
+        if matches!(reply, Reply::Array(_)) {
+            for command in queued {
+                state.monitors.feed(state, command, now, db, &self.info.addr);
+            }
+        }
+        state.monitors.feed(state, argv, now, db, &self.info.addr);
+    }
+
+    /// Writes a reply unless CLIENT REPLY OFF/SKIP holds it back (`info`: the command that
+    /// answers it, `None` for an unknown one).
+    fn send(&mut self, reply: Reply, out: &mut Vec<u8>, info: Option<&CommandInfo>) {
+        let more = std::mem::take(&mut self.more);
+        // CLIENT REPLY SKIP skips the command after itself, not itself.
+        let client = info.is_some_and(|i| i.container() == "client");
+        for reply in std::iter::once(reply).chain(more) {
+            self.send_one(reply, out, client);
+        }
+    }
+
+    fn send_one(&mut self, reply: Reply, out: &mut Vec<u8>, client: bool) {
+        // Pushes (subscribe confirmations and messages, in RESP2 too) are not replies: CLIENT
+        // REPLY OFF/SKIP does not hold them back, as in Redis (its CLIENT_PUSHING).
+        let push = matches!(reply, Reply::Push(_));
+        match self.reply {
+            ReplyMode::On if self.session.resp() == 3 => return reply.write(Protocol::Resp3, out),
+            ReplyMode::On => return write_consuming(reply, out),
+            ReplyMode::Skip if !client => self.reply = ReplyMode::On,
+            _ => {}
+        }
+        if push {
+            let protocol = if self.session.resp() == 3 { Protocol::Resp3 } else { Protocol::Resp2 };
+            reply.write(protocol, out);
+        }
+    }
+
+    /// Runs a command that passed the gates.
+    ///
+    /// Every command runs from here: the server's own (its row's family is
+    /// [`Family::Server`]) in this `match`, the rest in the engine.
+    fn run(&mut self, info: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
+        let name = info.container();
+        if self.session.in_multi() && info.family == Family::Server && !matches!(name, "quit" | "reset") {
+            return (self.queue_server_command(argv), Next::Continue);
+        }
+        let reply = match name {
+            "quit" => return (Reply::OK, Next::Close),
+            "auth" => self.auth(argv, state),
+            "hello" => self.hello(argv, state),
+            "client" => return self.client(argv, state),
+            "acl" => self.acl(argv, state),
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
+                return self.script(info, argv, state);
+            }
+            "script" => scripting::script_command(argv, &state.scripts),
+            "function" => scripting::function_command(argv, &state.scripts, &|scripts| {
+                if let Err(e) = state.store.save_functions(&scripts.dump_codes()) {
+                    eprintln!("server: cannot save the function libraries: {e}");
+                }
+            }),
+            "reset" if argv.len() == 1 => self.reset(state),
+            "reset" => arity(argv, 1, || Reply::OK),
+            "time" => arity(argv, 1, || {
+                let micros = unix_micros();
+                Reply::Array(vec![
+                    Reply::bulk_int((micros / 1_000_000) as i64),
+                    Reply::bulk_int((micros % 1_000_000) as i64),
+                ])
+            }),
+            "lastsave" => arity(argv, 1, || Reply::Integer(state.last_save.load(Relaxed) as i64)),
+            "bgsave" | "bgrewriteaof" => admin::background_save(name, argv, state),
+            "role" => arity(argv, 1, || {
+                Reply::Array(vec![Reply::bulk(b"master"), Reply::Integer(0), Reply::Array(vec![])])
+            }),
+            "lolwut" => admin::lolwut(argv),
+            "module" => admin::module(argv),
+            "debug" => self.debug(argv, state),
+            "namespace" => admin::namespace(argv, state),
+            "config" => admin::config(argv, state),
+            "slowlog" => state.slowlog.command(argv),
+            "latency" => state.latency.command(argv, state, admin::unix_secs()),
+            "memory"
+                if argv.get(1).is_some_and(|s| {
+                    [&b"stats"[..], b"doctor", b"malloc-stats", b"purge"]
+                        .iter()
+                        .any(|n| s.eq_ignore_ascii_case(n))
+                }) =>
+            {
+                info::memory(argv, state, self.engine.layout().namespace())
+            }
+            "monitor" => arity(argv, 1, || {
+                state.monitors.add(&self.info);
+                Reply::OK
+            }),
+            "info" => info::info(argv, state, self.engine.layout().namespace()),
+            "subscribe" | "psubscribe" | "ssubscribe" | "unsubscribe" | "punsubscribe" | "sunsubscribe" => {
+                self.subscriptions(name, argv, state)
+            }
+            "publish" | "spublish" => arity(argv, 3, || {
+                Reply::Integer(state.pubsub.publish(state, &argv[1], &argv[2], name == "spublish") as i64)
+            }),
+            "pubsub" => pubsub::pubsub_command(argv, state),
+            "ping" if self.subs.any() && self.session.resp() == 2 && argv.len() <= 2 => {
+                // In RESP2 subscribed mode PING answers a two-element array.
+                Reply::Array(vec![
+                    Reply::bulk(b"pong"),
+                    Reply::Bulk(argv.get(1).cloned().unwrap_or_default()),
+                ])
+            }
+            "flushall" if !self.tenant => {
+                let reply = self.flush_everything(argv, state);
+                if !reply.is_error() {
+                    state.blocked.wake_all(state);
+                    state.maint.garbage_hint.fetch_add(1, Relaxed);
+                }
+                // Also with no client tracking now: FLUSHALL frees the keys clients that
+                // turned tracking off left in the table, as Redis does.
+                if !reply.is_error() {
+                    let mut to = crate::tracking::Delivery { me: Some(&self.info), own: &mut self.pushes };
+                    state.tracking.flush(state, &mut to);
+                }
+                reply
+            }
+            "fsck" => arity(argv, 1, || admin::fsck(state)),
+            "compact" => arity(argv, 1, || admin::compact(state)),
+            "save" => arity(argv, 1, || match state.store.sync() {
+                Ok(()) => {
+                    state.last_save.store(admin::unix_secs(), Relaxed);
+                    state.dirty.store(0, Relaxed);
+                    Reply::OK
+                }
+                Err(e) => Reply::Error(format!("ERR {e}")),
+            }),
+            "shutdown" => {
+                if let Some(refusal) = admin::shutdown_refusal(&argv[1..]) {
+                    return (Reply::Error(refusal.into()), Next::Continue);
+                }
+                // Every write is in the store already; make it durable, then stop. Redis
+                // answers nothing when it goes down.
+                if let Err(e) = state.store.sync() {
+                    return (
+                        Reply::Error(format!("ERR Errors trying to SHUTDOWN. Check logs. ({e})")),
+                        Next::Continue,
+                    );
+                }
+                eprintln!("server: SHUTDOWN from client {}", self.info.id);
+                std::process::exit(0);
+            }
+            _ => return self.run_in_engine(info, argv, state),
+        };
+        (reply, Next::Continue)
+    }
+
+    /// A data command (or MULTI, EXEC, WATCH…): the engine runs it, then what follows its
+    /// writes (client tracking, notifications, blocked clients, the collector's hints).
+    fn run_in_engine(&mut self, info: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
+        let name = info.container();
+        if name == "select"
+            && parse_i64(argv.get(1).map_or(&[][..], |a| a))
+                .is_some_and(|i| i >= state.config().number("databases"))
+        {
+            return (Reply::Error("ERR DB index is out of range".into()), Next::Continue);
+        }
+        let was_in_multi = self.session.in_multi();
+        let reads = if self.tracking { self.tracked_reads(name, argv) } else { Vec::new() };
+        let flushes = self.flushes(name);
+        let reply = self.engine.execute_row(&mut self.session, info, argv);
+        if flushes && !reply.is_error() {
+            // A flush leaves every collection's records as garbage, with no per-key
+            // event to say so: start a collector pass.
+            state.maint.garbage_hint.fetch_add(1, Relaxed);
+        }
+        if state.tracking.active() {
+            self.invalidate(&reads, flushes && !reply.is_error(), &reply, state);
+        }
+        self.info.db.store(self.session.db(), Relaxed);
+        after_writes(state, &self.engine, &self.session);
+        if let Some(block) = self.session.take_block() {
+            return self.park(argv, block, state);
+        }
+        let flushed = matches!(name, "flushdb" | "flushall") && !reply.is_error();
+        // An EXEC's queued connection commands run first: Redis serves the clients
+        // its writes unblock after the whole transaction.
+        let (reply, next) =
+            if was_in_multi { self.after_multi_command(name, reply, state) } else { (reply, Next::Continue) };
+        state.blocked.wake(state, &self.engine, &self.session);
+        if flushed {
+            let db = (name == "flushdb").then(|| self.session.db());
+            state.blocked.wake_flushed(state, &self.engine, db);
+        }
+        (reply, next)
+    }
+
+    /// FLUSHALL from the admin: every record of every namespace, in one batch. (Inside
+    /// MULTI, and for a bad argument, the engine answers: it queues or refuses.)
+    fn flush_everything(&mut self, argv: &[Bytes], state: &State) -> Reply {
+        let mode_ok = match argv {
+            [_] => true,
+            [_, mode] => mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync"),
+            _ => false,
+        };
+        if !mode_ok || self.session.in_multi() {
+            return self.engine.execute(&mut self.session, argv);
+        }
+        // Every namespace's engine: no command runs meanwhile, and the WATCHes on keys that
+        // exist are flagged before they go, as Redis' FLUSHALL does.
+        let engines = state.engines();
+        let _locks: Vec<_> = engines.iter().map(|e| e.locks().lock(true, std::iter::empty())).collect();
+        for engine in &engines {
+            engine.touch_all_watched();
+        }
+        admin::flush_backend(state)
+    }
+
+    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO: the client parks and the script
+    /// thread runs the script atomically in the engine, with this client's ACL user checking
+    /// each command it runs; its answer comes back through the loop's mailbox.
+    fn script(&mut self, info: &CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
+        let name = info.name;
+        if argv.len() < 3 {
+            return (
+                Reply::Error(format!("ERR wrong number of arguments for '{name}' command")),
+                Next::Continue,
+            );
+        }
+        if state.monitors.any() && !self.session.in_multi() {
+            // MONITOR shows the script command, then the commands it runs (as `[db lua]`).
+            state.monitors.feed(state, argv, unix_micros(), self.session.db(), &self.info.addr);
+        }
+        // A script queued in a transaction answers into EXEC's reply: wait for it here.
+        let (answer, answered) = if self.in_exec {
+            let (tx, rx) = std::sync::mpsc::channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        let session = std::mem::replace(&mut self.session, Session::new(self.info.id));
+        let job = scripting::Job {
+            argv: argv.to_vec(),
+            name: name.to_string(),
+            session,
+            engine: self.engine.clone(),
+            info: self.info.clone(),
+            user: self.user.clone(),
+            restricted: self.restricted,
+            tracks_reads: self.tracking && self.remembers_reads(),
+            answer,
+        };
+        match state.scripts.submit(job) {
+            Ok(()) if answered.is_some() => {
+                let fresh = || Box::new(Session::new(self.info.id));
+                let (reply, pushes, session) = answered.and_then(|rx| rx.recv().ok()).unwrap_or_else(|| {
+                    (Reply::Error("ERR the script thread stopped".into()), Vec::new(), fresh())
+                });
+                self.session = *session;
+                self.pushes.extend_from_slice(&pushes);
+                (reply, Next::Continue)
+            }
+            Ok(()) => {
+                self.parked_until = Some(None);
+                (Reply::NilArray, Next::Parked)
+            }
+            Err(mut job) => {
+                // No script thread: run it here.
+                let (reply, pushes) = scripting::run_command(state, &mut job);
+                self.session = job.session;
+                self.pushes.extend_from_slice(&pushes);
+                (reply, Next::Continue)
+            }
+        }
+    }
+
+    /// Hands the session to the blocked-client registry; the connection waits for its answer.
+    fn park(&mut self, argv: &[Bytes], block: rediskv::commands::Block, state: &State) -> (Reply, Next) {
+        let session = std::mem::replace(&mut self.session, Session::new(self.info.id));
+        match state.blocked.park(state, &self.info, &self.engine, session, argv.to_vec(), block) {
+            Parking::Served(session, reply) => {
+                self.session = *session;
+                (reply, Next::Continue)
+            }
+            Parking::Parked(deadline) => {
+                self.parked_until = Some(deadline);
+                (Reply::NilArray, Next::Parked)
+            }
+        }
+    }
+
+    /// A parked client's answer arrived (or its deadline passed): it has its session back.
+    pub fn resume(&mut self, session: Session) {
+        self.session = session;
+        self.parked_until = None;
+    }
+
+    /// The deadline of a parked client: `Some(None)` waits forever; `None` is not parked.
+    pub fn parked_until(&self) -> Option<Option<Instant>> {
+        self.parked_until
+    }
+
+    /// A connection command inside MULTI: the engine queues a PING in its place (so EXEC's
+    /// reply has a slot for it, and a queue-time error elsewhere still aborts), and the
+    /// command runs after the transaction's commit, its reply put in that slot.
+    fn queue_server_command(&mut self, argv: &[Bytes]) -> Reply {
+        let reply = self.engine.execute(&mut self.session, &[Bytes::from_static(b"PING")]);
+        if reply == Reply::status("QUEUED") {
+            self.multi_server.push((self.multi_len, argv.to_vec()));
+            self.multi_len += 1;
+        }
+        reply
+    }
+
+    /// Bookkeeping of a command run while MULTI was open: counts queued commands; at EXEC
+    /// runs the queued connection commands into their slots; forgets them at DISCARD.
+    fn after_multi_command(&mut self, name: &str, reply: Reply, state: &State) -> (Reply, Next) {
+        if reply == Reply::status("QUEUED") {
+            self.multi_len += 1;
+            return (reply, Next::Continue);
+        }
+        if self.session.in_multi() {
+            return (reply, Next::Continue);
+        }
+        self.multi_len = 0;
+        let queued = std::mem::take(&mut self.multi_server);
+        let mut replies = match reply {
+            Reply::Array(replies) if name == "exec" => replies,
+            other => return (other, Next::Continue),
+        };
+        let mut next = Next::Continue;
+        for (slot, argv) in queued {
+            // Queued after its row was found: it has one.
+            let (Ok(info) | Err(Some(info))) = table::find(&argv) else { continue };
+            let started = Instant::now();
+            self.in_exec = true;
+            let (r, n) = self.run(info, &argv, state);
+            self.in_exec = false;
+            // Each command of a transaction is logged, EXEC itself is not (as Redis).
+            let usec = started.elapsed().as_micros() as u64;
+            let skip = info.has(flag::SKIP_SLOWLOG);
+            if state.slowlog.wants(usec) && !skip && !refused_before_running(&r) {
+                let client_name = lock(&self.info.name).clone();
+                state.slowlog.record(&argv, usec, unix_micros() / 1_000_000, &self.info.addr, client_name);
+            }
+            if n == Next::Close {
+                next = Next::Close;
+            }
+            if let Some(place) = replies.get_mut(slot) {
+                *place = r;
+            }
+        }
+        (Reply::Array(replies), next)
+    }
+
+    /// (P|S)SUBSCRIBE and (P|S)UNSUBSCRIBE: one confirmation per name, all but the first
+    /// kept in `more`.
+    fn subscriptions(&mut self, name: &str, argv: &[Bytes], state: &State) -> Reply {
+        let kind = match name {
+            "psubscribe" | "punsubscribe" => Kind::Pattern,
+            "ssubscribe" | "sunsubscribe" => Kind::Shard,
+            _ => Kind::Channel,
+        };
+        let on = !name.contains("unsub");
+        if on && argv.len() < 2 {
+            return Reply::Error(format!("ERR wrong number of arguments for '{name}' command"));
+        }
+        let mut replies = if on {
+            self.subs.subscribe(state, &self.info, kind, &argv[1..])
+        } else {
+            self.subs.unsubscribe(state, &self.info, kind, &argv[1..])
+        };
+        let first = replies.remove(0);
+        self.more = replies;
+        first
+    }
+}
+
+/// Encodes a reply in RESP2 like `Reply::write_resp`, freeing each element of an array
+/// (set, map, push) as soon as its bytes are out, so a huge reply (KEYS, LRANGE 0 -1,
+/// SMEMBERS) never sits in memory twice: at any moment it is the encoded part plus the rest.
+fn write_consuming(reply: Reply, out: &mut Vec<u8>) {
+    let header = |out: &mut Vec<u8>, n: usize| {
+        out.push(b'*');
+        out.extend_from_slice(n.to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+    };
+    match reply {
+        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
+            header(out, items.len());
+            for item in items {
+                write_consuming(item, out);
+            }
+        }
+        Reply::Map(pairs) | Reply::Pairs(pairs) => {
+            header(out, pairs.len() * 2);
+            for (k, v) in pairs {
+                write_consuming(k, out);
+                write_consuming(v, out);
+            }
+        }
+        leaf => leaf.write_resp(out),
+    }
+}
+
+/// Whether Redis would have refused the command before running it (its command lookup and
+/// arity check), so that it never reaches its slow log or MONITOR: here those checks answer
+/// from inside the command.
+fn refused_before_running(reply: &Reply) -> bool {
+    matches!(reply, Reply::Error(e) if ["ERR wrong number of arguments for '", "ERR unknown subcommand '", "ERR unknown command '"]
+        .iter()
+        .any(|p| e.starts_with(p)))
+}
+
+/// Whether the command runs a script (EVAL, EVALSHA, FCALL and their read-only forms).
+fn is_script(info: &CommandInfo) -> bool {
+    matches!(info.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
+}
+
+/// What follows the writes of a command, an EXEC or a script: keyspace notifications,
+/// hints to the maintenance thread, the SWAPDB mapping saved.
+pub fn after_writes(state: &State, engine: &SharedEngine, session: &Session) {
+    crate::notify::command_events(state, session.events());
+    if session.events().iter().any(|e| crate::maint::may_leave_garbage(e.name)) {
+        state.maint.garbage_hint.fetch_add(1, Relaxed);
+    }
+    // SWAPDB may bring keys with TTLs into a database whose sweep backed off.
+    if session.events().iter().any(|e| crate::maint::may_set_ttl(e.name)) || !session.swapped_dbs().is_empty()
+    {
+        state.maint.ttl_hint.fetch_add(1, Relaxed);
+    }
+    if !session.swapped_dbs().is_empty() {
+        let ns = String::from_utf8_lossy(engine.layout().namespace()).into_owned();
+        if let Err(e) = state.store.save_db_slots(&ns, &engine.db_slots()) {
+            eprintln!("server: cannot save the SWAPDB mapping: {e}");
+        }
+    }
+}
+
+fn arity(argv: &[Bytes], n: usize, run: impl FnOnce() -> Reply) -> Reply {
+    if argv.len() == n {
+        run()
+    } else {
+        Reply::Error(format!(
+            "ERR wrong number of arguments for '{}' command",
+            String::from_utf8_lossy(&argv[0]).to_ascii_lowercase()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consuming_encoder_writes_what_write_resp_writes() {
+        let reply = Reply::Array(vec![
+            Reply::bulk(b"a\r\nb"),
+            Reply::Set(vec![Reply::Integer(1), Reply::Nil]),
+            Reply::Map(vec![(Reply::bulk(b"k"), Reply::Double(1.5))]),
+            Reply::Push(vec![Reply::NilArray, Reply::Status("x\ny".into())]),
+            Reply::Array(Vec::new()),
+        ]);
+        let (mut expect, mut got) = (Vec::new(), Vec::new());
+        reply.write_resp(&mut expect);
+        write_consuming(reply, &mut got);
+        assert_eq!(got, expect);
+    }
+}
