@@ -469,3 +469,34 @@ fn config_set_port_moves_the_listener() {
     );
     assert_eq!(common::Client::connect(free).cmd(&["PING"]), Value::Status("PONG".into()));
 }
+
+#[test]
+fn cluster_commands_answer_as_redis_without_cluster_mode() {
+    common::same_as_redis(|server| {
+        let mut c = server.client();
+        [
+            &["CLUSTER", "INFO"][..],
+            &["CLUSTER", "HELP"],
+            &["CLUSTER", "NOPE"],
+            &["CLUSTER"],
+            &["ASKING"],
+            &["READONLY"],
+            &["READWRITE"],
+            &["COMMAND", "INFO", "CLUSTER|RESET", "ASKING"],
+            // Not COMMAND INFO MIGRATE: the table has no command tips (Redis gives MIGRATE's).
+            &["COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "10", "KEYS", "a", "b"],
+            &["COMMAND", "LIST", "FILTERBY", "PATTERN", "cl*help"],
+            &["EVAL", "return redis.call('cluster', 'reset', 'hard')", "0"],
+        ]
+        .iter()
+        .map(|args| match c.cmd(args) {
+            // COMMAND LIST's order is Redis' hash table's.
+            Value::Array(Some(mut names)) if args[0] == "COMMAND" && args[1] == "LIST" => {
+                names.sort_by_key(Value::text);
+                Value::Array(Some(names))
+            }
+            reply => reply,
+        })
+        .collect()
+    });
+}

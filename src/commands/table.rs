@@ -397,6 +397,9 @@ pub fn key_positions(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<usize>, I
 /// # Errors
 /// As [`key_positions`].
 pub fn key_refs(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<(usize, &'static KeySpec)>, InvalidKeys> {
+    if info.name == "migrate" && info.keys.len() == 2 {
+        return Ok(migrate_keys(argv).into_iter().map(|i| (i, &info.keys[usize::from(i != 3)])).collect());
+    }
     let argc = argv.len() as i64;
     let mut out = Vec::new();
     for spec in info.keys {
@@ -457,6 +460,24 @@ pub fn key_refs(info: &CommandInfo, argv: &[Bytes]) -> Result<Vec<(usize, &'stat
         }
     }
     Ok(out)
+}
+
+/// MIGRATE's keys (Redis' `migrateGetKeys`): the key argument, or with the KEYS option the
+/// keys after it (none when the key argument is not empty then, a syntax error).
+fn migrate_keys(argv: &[Bytes]) -> Vec<usize> {
+    let mut i = 6;
+    while i < argv.len() {
+        let word = argv[i].to_ascii_lowercase();
+        match word.as_slice() {
+            b"keys" if argv[3].is_empty() => return (i + 1..argv.len()).collect(),
+            b"keys" => return Vec::new(),
+            b"auth" => i += 1,
+            b"auth2" => i += 2,
+            _ => {}
+        }
+        i += 1;
+    }
+    if argv.len() > 3 { vec![3] } else { Vec::new() }
 }
 
 /// The key spec with the flags this call's arguments give a `variable_flags` key (Redis'

@@ -320,6 +320,11 @@ impl Client {
             "role" => arity(argv, 1, || {
                 Reply::Array(vec![Reply::bulk(b"master"), Reply::Integer(0), Reply::Array(vec![])])
             }),
+            // No cluster mode: Redis' own answer when cluster-enabled is no.
+            "cluster" | "asking" | "readonly" | "readwrite" => {
+                Reply::Error("ERR This instance has cluster support disabled".into())
+            }
+            "migrate" => Reply::Error("ERR MIGRATE is not supported by this server".into()),
             "lolwut" => admin::lolwut(argv),
             "module" => admin::module(argv),
             "debug" => self.debug(argv, state),
