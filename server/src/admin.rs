@@ -172,7 +172,7 @@ pub fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
     let (sync, running, last_save) = (state.store.syncer(), state.bgsave.clone(), state.last_save.clone());
     std::thread::spawn(move || {
         match sync() {
-            Ok(()) => last_save.store(unix_secs(), Relaxed),
+            Ok(()) => last_save.store(crate::clock::unix_secs(), Relaxed),
             Err(e) => eprintln!("server: background save failed: {e}"),
         }
         running.store(false, Relaxed);
@@ -182,10 +182,6 @@ pub fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
     } else {
         "Background append only file rewriting started"
     })
-}
-
-pub fn unix_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// LOLWUT [VERSION n]: the version line Redis 7.0 ends its answer with (without the art of
@@ -252,7 +248,7 @@ pub fn config(argv: &[Bytes], state: &State) -> Reply {
     crate::notify::configure(state);
     if state.tracking.active() {
         let mut own = Vec::new();
-        state.tracking.limit(state, max_keys, &mut tracking::Delivery { me: None, own: &mut own });
+        state.tracking.limit(state.peers(), max_keys, &mut tracking::Delivery { me: None, own: &mut own });
     }
     reply
 }
