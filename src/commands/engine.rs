@@ -221,10 +221,15 @@ impl<B: KvBackend> Engine<B> {
     /// Flags every WATCH on a key that exists now, in any database, as Redis 7.0's FLUSHALL
     /// does before it empties them. For a server that empties the store itself: call it
     /// under the exclusive keyspace lock ([`Engine::locks`]), before deleting.
-    /// The key counts are forgotten too, and counted again at their next use.
     pub fn touch_all_watched(&self) {
         let now = self.shared.clock.now_ms();
         self.watches.notify_where(|db, key| self.live(db, key, now));
+    }
+
+    /// Forgets the key counts ([`Engine::key_count`]): they are counted again at their next
+    /// use. For a server that changes the store behind the engine (empties it, loads it):
+    /// call it under the exclusive keyspace lock, before the change.
+    pub fn forget_key_counts(&self) {
         if let Some(counts) = &self.shared.counts {
             counts.forget();
         }

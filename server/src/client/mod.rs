@@ -457,6 +457,7 @@ impl Client {
         let _locks: Vec<_> = engines.iter().map(|e| e.locks().lock(true, std::iter::empty())).collect();
         for engine in &engines {
             engine.touch_all_watched();
+            engine.forget_key_counts();
         }
         admin::flush_backend(state)
     }
