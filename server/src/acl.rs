@@ -22,7 +22,7 @@ use rediskv::commands::args::{Glob, parse_i64};
 use rediskv::commands::table::{self, attr, flag};
 use sha2::{Digest, Sha256};
 
-use crate::state::lock;
+use crate::sync::lock;
 
 /// Redis' command categories, in its order (`ACL CAT`, and the order `ACL LIST` tries them).
 pub const CATEGORIES: [&str; 21] = [

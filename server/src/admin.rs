@@ -174,7 +174,7 @@ pub fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
     std::thread::spawn(move || {
         match sync() {
             Ok(()) => {
-                last_save.store(unix_secs(), Relaxed);
+                last_save.store(crate::clock::unix_secs(), Relaxed);
                 // The changes made while it ran remain (as Redis' dirty_before_bgsave).
                 let _ = dirty.fetch_update(Relaxed, Relaxed, |d| Some(d.saturating_sub(before)));
             }
@@ -187,10 +187,6 @@ pub fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
     } else {
         "Background append only file rewriting started"
     })
-}
-
-pub fn unix_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// LOLWUT [VERSION n]: the version line Redis 7.0 ends its answer with (without the art of
@@ -257,7 +253,7 @@ pub fn config(argv: &[Bytes], state: &State) -> Reply {
     crate::notify::configure(state);
     if state.tracking.active() {
         let mut own = Vec::new();
-        state.tracking.limit(state, max_keys, &mut tracking::Delivery { me: None, own: &mut own });
+        state.tracking.limit(state.peers(), max_keys, &mut tracking::Delivery { me: None, own: &mut own });
     }
     reply
 }

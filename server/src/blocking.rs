@@ -24,9 +24,11 @@ use std::time::Instant;
 use bytes::Bytes;
 use rediskv::commands::{Reply, Session};
 
-use crate::conn::Message;
+use crate::client_info::ClientInfo;
+use crate::mailbox::{Loops, Message};
 use crate::pubsub::protocol;
-use crate::state::{ClientInfo, SharedEngine, State, lock};
+use crate::store::SharedEngine;
+use crate::sync::lock;
 
 /// Which key of which database of which namespace.
 type WaitKey = (Vec<u8>, usize, Bytes);
@@ -61,6 +63,17 @@ pub struct Blocked {
     count: AtomicUsize,
 }
 
+/// What the server does around the commands the registry re-runs: implemented by the
+/// server's shared state, so the registry needs none of it.
+pub trait Host {
+    /// After a re-run: publishes the keyspace events of `session`'s last command.
+    fn retried(&self, session: &Session);
+    /// A parked client was served with `reply` after `usec` µs of running: the slow log,
+    /// INFO's counters, client tracking's invalidations, then its answer and its session
+    /// back to its event loop.
+    fn served(&self, parked: Parked, reply: Reply, usec: u64);
+}
+
 /// What became of a command that would block.
 pub enum Parking {
     /// Served at once (a write landed between its first run and its parking).
@@ -73,7 +86,7 @@ impl Blocked {
     /// Parks a client whose command would block on `block`.
     pub fn park(
         &self,
-        state: &State,
+        host: &impl Host,
         info: &Arc<ClientInfo>,
         engine: &Arc<SharedEngine>,
         mut session: Session,
@@ -84,10 +97,10 @@ impl Blocked {
         let mut registry = lock(&self.registry);
         // The re-run that closes the race with a writer (see the module docs).
         let reply = engine.retry(&mut session, &argv);
-        crate::notify::command_events(state, session.events());
+        host.retried(&session);
         let Some(again) = session.take_block() else {
             drop(registry);
-            self.wake(state, engine, &session);
+            self.wake(host, engine, &session);
             return Parking::Served(Box::new(session), reply);
         };
         let ns = engine.layout().namespace().to_vec();
@@ -115,7 +128,7 @@ impl Blocked {
 
     /// Serves the clients waiting on what `session`'s last command touched (run it after
     /// every command, on the engine it ran on).
-    pub fn wake(&self, state: &State, engine: &SharedEngine, session: &Session) {
+    pub fn wake(&self, host: &impl Host, engine: &SharedEngine, session: &Session) {
         let swapped = session.swapped_dbs();
         if self.count.load(Relaxed) == 0 || (session.touched().is_empty() && swapped.is_empty()) {
             return;
@@ -123,7 +136,7 @@ impl Blocked {
         let ns = engine.layout().namespace().to_vec();
         let ready: VecDeque<WaitKey> = ready_keys(engine, &ns, session);
         let registry = lock(&self.registry);
-        self.serve(state, registry, ready, |n, db| {
+        self.serve(host, registry, ready, |n, db| {
             n == ns.as_slice() && swapped.iter().any(|(a, b)| *a == db || *b == db)
         });
     }
@@ -131,31 +144,31 @@ impl Blocked {
     /// Retries every client parked in database `db` (`None`: every database) of `engine`'s
     /// namespace, after FLUSHDB or FLUSHALL: an XREADGROUP whose stream is gone answers an
     /// error, as in Redis; the others stay parked.
-    pub fn wake_flushed(&self, state: &State, engine: &SharedEngine, db: Option<usize>) {
+    pub fn wake_flushed(&self, host: &impl Host, engine: &SharedEngine, db: Option<usize>) {
         if self.count.load(Relaxed) > 0 {
             let ns = engine.layout().namespace().to_vec();
             let flushed = |n: &[u8], d: usize| n == ns.as_slice() && db.is_none_or(|db| db == d);
-            self.serve(state, lock(&self.registry), VecDeque::new(), flushed);
+            self.serve(host, lock(&self.registry), VecDeque::new(), flushed);
         }
     }
 
     /// Serves the clients waiting on key `key` of database `db` of `engine`'s namespace,
     /// which another server node wrote (the store's change feed).
     #[cfg(feature = "etcd")]
-    pub fn wake_key(&self, state: &State, engine: &SharedEngine, db: usize, key: Bytes) {
+    pub fn wake_key(&self, host: &impl Host, engine: &SharedEngine, db: usize, key: Bytes) {
         if self.count.load(Relaxed) == 0 {
             return;
         }
         let ready = VecDeque::from([(engine.layout().namespace().to_vec(), db, key)]);
-        self.serve(state, lock(&self.registry), ready, |_, _| false);
+        self.serve(host, lock(&self.registry), ready, |_, _| false);
     }
 
     /// Retries every parked client (after FLUSHALL of every namespace, or a gap in the etcd
     /// change feed, when other nodes' writes may have gone unheard): a client whose keys are
     /// still empty stays parked.
-    pub fn wake_all(&self, state: &State) {
+    pub fn wake_all(&self, host: &impl Host) {
         if self.count.load(Relaxed) > 0 {
-            self.serve(state, lock(&self.registry), VecDeque::new(), |_, _| true);
+            self.serve(host, lock(&self.registry), VecDeque::new(), |_, _| true);
         }
     }
 
@@ -164,7 +177,7 @@ impl Blocked {
     /// served commands touched.
     fn serve(
         &self,
-        state: &State,
+        host: &impl Host,
         mut registry: std::sync::MutexGuard<'_, Registry>,
         mut ready: VecDeque<WaitKey>,
         swapped: impl Fn(&[u8], usize) -> bool,
@@ -177,7 +190,7 @@ impl Blocked {
                 let started = Instant::now();
                 let reply = parked.engine.retry(&mut parked.session, &parked.argv);
                 let usec = started.elapsed().as_micros() as u64;
-                crate::notify::command_events(state, parked.session.events());
+                host.retried(&parked.session);
                 if parked.session.take_block().is_some() {
                     // Still blocked (the key holds another type, or was emptied by an
                     // earlier waiter): the next waiter may still be servable.
@@ -185,36 +198,8 @@ impl Blocked {
                     continue;
                 }
                 let Some(parked) = remove(&mut registry, client) else { break };
-                // Redis logs a blocking command when it is served, not when it blocks.
-                if state.slowlog.wants(usec) {
-                    let name = lock(&parked.info.name).clone();
-                    let now = crate::state::unix_micros() / 1_000_000;
-                    state.slowlog.record(&parked.argv, usec, now, &parked.info.addr, name);
-                }
                 ready.extend(ready_keys(&parked.engine, parked.engine.layout().namespace(), &parked.session));
-                if let Reply::Error(text) = &reply {
-                    state.stats.error(text);
-                    let name = String::from_utf8_lossy(&parked.argv[0]).to_lowercase();
-                    state.stats.commands.count_failure(&name, crate::client::MAX_STAT_ENTRIES);
-                }
-                // What the served command wrote invalidates tracked keys, its own client's after
-                // its answer (a BLMOVE's push to a list that client tracks).
-                let mut pushes = Vec::new();
-                if state.tracking.active() {
-                    let engine = &parked.engine;
-                    let written: Vec<Bytes> = parked
-                        .session
-                        .touched()
-                        .iter()
-                        .filter_map(|t| engine.touched_key(t))
-                        .map(|(_, k)| k)
-                        .collect();
-                    if !written.is_empty() {
-                        let mut to = crate::tracking::Delivery { me: Some(&parked.info), own: &mut pushes };
-                        state.tracking.invalidate(state, engine.layout().namespace(), &written, &mut to);
-                    }
-                }
-                send_answer(state, &parked.info, parked.session, &reply, &pushes);
+                host.served(parked, reply, usec);
             }
         }
         self.count.store(registry.parked.len(), Relaxed);
@@ -247,11 +232,11 @@ fn remove(registry: &mut Registry, client: u64) -> Option<Parked> {
 
 /// Sends a served (or timed out, or unblocked) client its answer, the pushes that follow it,
 /// and its session.
-pub fn send_answer(state: &State, info: &ClientInfo, session: Session, reply: &Reply, pushes: &[u8]) {
+pub fn send_answer(loops: &Loops, info: &ClientInfo, session: Session, reply: &Reply, pushes: &[u8]) {
     let mut bytes = Vec::new();
     reply.write(protocol(info), &mut bytes);
     bytes.extend_from_slice(pushes);
-    state.send(
+    loops.send(
         info.loop_index,
         Message::Resume { token: info.token, client: info.id, session: Box::new(session), bytes },
     );

@@ -52,7 +52,7 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
 fn located(lua: &Lua, e: mlua::Error) -> mlua::Error {
     match e {
         mlua::Error::RuntimeError(m) => {
-            mlua::Error::RuntimeError(format!("{}{m}", crate::scripting::caller_place(lua)))
+            mlua::Error::RuntimeError(format!("{}{m}", crate::lua_struct::caller_place(lua)))
         }
         other => other,
     }

@@ -18,6 +18,9 @@ use rediskv::commands::args::glob_match;
 
 use crate::resp::split_args;
 
+/// The Redis version the server answers as (INFO, HELLO, `redis.REDIS_VERSION` in scripts).
+pub const REDIS_VERSION: &str = "7.0.15";
+
 /// Parameters CONFIG SET applies by opening a new listening socket.
 const LISTEN: &[&str] = &["port", "bind"];
 
@@ -455,7 +458,7 @@ fn keyspace_events(value: &str) -> Result<String, Refusal> {
 }
 
 /// CONFIG GET/SET/RESETSTAT/REWRITE/HELP. `reset_stats` runs for RESETSTAT; `rebind`
-/// opens the listener a new `port` or `bind` names ([`crate::conn::Listen::rebind`]).
+/// opens the listener a new `port` or `bind` names ([`crate::listen::Listen::rebind`]).
 pub fn config(
     argv: &[Bytes],
     config: &mut Config,

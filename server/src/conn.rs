@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -26,117 +26,16 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use rediskv::commands::Reply;
 
 use crate::client::{Client, Next};
+use crate::mailbox::{Mailbox, Message};
 use crate::resp::{Limits, Parsed, parse};
-use crate::state::{State, lock};
+use crate::state::State;
 
 const WAKER: Token = Token(usize::MAX);
 /// How often a loop looks at timeouts, kills and pauses.
 const TICK: Duration = Duration::from_millis(100);
 
-/// What another thread asks of an event loop.
-pub enum Message {
-    /// A new connection to serve.
-    Accept(std::net::TcpStream, SocketAddr),
-    /// Bytes to append to a client's output: a pub/sub message.
-    Deliver {
-        /// The connection's token in that loop.
-        token: usize,
-        /// The client id, so a message for a closed connection whose token was reused is
-        /// dropped.
-        client: u64,
-        /// RESP bytes.
-        bytes: Vec<u8>,
-    },
-    /// A parked client's answer, with its session back.
-    Resume {
-        /// The connection's token in that loop.
-        token: usize,
-        /// The client id (a reused token's new client is not the addressee).
-        client: u64,
-        /// The session the blocked command ran with.
-        session: Box<rediskv::commands::Session>,
-        /// The answer, RESP bytes.
-        bytes: Vec<u8>,
-    },
-    /// Look at every connection now (CLIENT KILL, CLIENT UNPAUSE).
-    Kick,
-}
-
-/// An event loop's inbox.
-pub struct Mailbox {
-    queue: Mutex<Vec<Message>>,
-    waker: Waker,
-}
-
-impl Mailbox {
-    /// Queues `message` and wakes the loop (once per batch of messages).
-    pub fn send(&self, message: Message) {
-        let mut queue = lock(&self.queue);
-        let was_empty = queue.is_empty();
-        queue.push(message);
-        drop(queue);
-        if was_empty {
-            let _ = self.waker.wake();
-        }
-    }
-}
-
-/// The listening socket's address, and the one CONFIG SET port/bind opened to replace it.
-#[derive(Default)]
-pub struct Listen {
-    /// Where the server listens now.
-    addr: Mutex<Option<SocketAddr>>,
-    /// A listener waiting to replace the acceptor's.
-    next: Mutex<Option<std::net::TcpListener>>,
-}
-
-impl Listen {
-    /// Records the address the server listens on.
-    pub fn set_addr(&self, addr: SocketAddr) {
-        *lock(&self.addr) = Some(addr);
-    }
-
-    /// Opens a listener on `bind` (its first address; `*` for all) and `port` for the
-    /// acceptor to take over from its current one; nothing changes when `bind` and `port`
-    /// name the address already served.
-    ///
-    /// # Errors
-    /// The address does not resolve, port 0 (no TCP listener here), or the bind fails (a port
-    /// in use).
-    pub fn rebind(&self, bind: &str, port: &str) -> Result<(), String> {
-        let host = bind.split_whitespace().next().unwrap_or("127.0.0.1");
-        let host = if host == "*" { "0.0.0.0" } else { host };
-        let port: u16 = port.parse().ok().filter(|p| *p != 0).ok_or("no port")?;
-        let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
-            .map_err(|e| e.to_string())?
-            .next()
-            .ok_or("no address")?;
-        let old = *lock(&self.addr);
-        if old == Some(addr) {
-            return Ok(());
-        }
-        let listener = std::net::TcpListener::bind(addr).map_err(|e| e.to_string())?;
-        eprintln!("rediskv server now listening on {addr}");
-        *lock(&self.next) = Some(listener);
-        self.set_addr(addr);
-        // The acceptor is blocked in `accept` on the old socket: one connection wakes it (it
-        // is served as any other, and closes at once), and it then takes the new listener.
-        if let Some(mut old) = old {
-            if old.ip().is_unspecified() {
-                old.set_ip(if old.is_ipv4() {
-                    [127, 0, 0, 1].into()
-                } else {
-                    std::net::Ipv6Addr::LOCALHOST.into()
-                });
-            }
-            let _ = std::net::TcpStream::connect_timeout(&old, Duration::from_secs(1));
-        }
-        Ok(())
-    }
-}
-
 /// Starts `threads` event loops and accepts connections on `listener` for them until
-/// accepting fails. CONFIG SET port/bind replaces the listener ([`Listen::rebind`]).
+/// accepting fails. CONFIG SET port/bind replaces the listener ([`crate::listen::Listen::rebind`]).
 ///
 /// # Errors
 /// A poller or thread could not be created, or `accept` failed for good.
@@ -146,11 +45,11 @@ pub fn serve(listener: std::net::TcpListener, state: Arc<State>, threads: usize)
     for index in 0..threads.max(1) {
         let poll = Poll::new()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
-        let mailbox = Arc::new(Mailbox { queue: Mutex::new(Vec::new()), waker });
+        let mailbox = Arc::new(Mailbox::new(waker));
         mailboxes.push(mailbox.clone());
         loops.push(EventLoop::new(index, poll, mailbox, state.clone()));
     }
-    let _ = state.loops.set(mailboxes);
+    state.loops.set(mailboxes);
     for (index, event_loop) in loops.into_iter().enumerate() {
         std::thread::Builder::new().name(format!("loop-{index}")).spawn(move || {
             if let Err(e) = event_loop.run() {
@@ -162,7 +61,7 @@ pub fn serve(listener: std::net::TcpListener, state: Arc<State>, threads: usize)
     let mut next = 0;
     let mut listener = listener;
     loop {
-        if let Some(new) = lock(&state.listen.next).take() {
+        if let Some(new) = state.listen.take_next() {
             listener = new;
         }
         match listener.accept() {
@@ -176,7 +75,7 @@ pub fn serve(listener: std::net::TcpListener, state: Arc<State>, threads: usize)
                     continue;
                 }
                 state.connections.fetch_add(1, Relaxed);
-                state.send(next, Message::Accept(stream, peer));
+                state.loops.send(next, Message::Accept(stream, peer));
                 next = (next + 1) % threads.max(1);
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -276,7 +175,7 @@ impl EventLoop {
 
     /// Handles every queued message; true when asked to look at all connections.
     fn read_mailbox(&mut self) -> bool {
-        let messages = std::mem::take(&mut *lock(&self.mailbox.queue));
+        let messages = self.mailbox.take();
         let mut kicked = false;
         for message in messages {
             match message {

@@ -10,10 +10,11 @@ use rediskv::backend::{Direction, KvBackend};
 use rediskv::codec::ColumnFamily;
 use rediskv::commands::{DATABASES, Reply};
 
-use crate::state::{State, lock, unix_micros};
+use crate::clock::unix_micros;
+use crate::state::State;
+use crate::sync::lock;
 
-/// The Redis version the server answers as (INFO, HELLO, `redis.REDIS_VERSION` in scripts).
-pub const REDIS_VERSION: &str = "7.0.15";
+pub use crate::config::REDIS_VERSION;
 
 /// Every section in Redis 7.0's order; `true` for the ones INFO without arguments shows.
 const SECTIONS: &[(&str, bool)] = &[
@@ -139,7 +140,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("io_threads_active", s("0")),
                     ("rediskv_engine", s(state.store.name())),
                     ("rediskv_dir", state.store.dir().map(|d| d.display().to_string()).unwrap_or_default()),
-                    ("rediskv_threads", n(state.loops.get().map_or(0, Vec::len) as u64)),
+                    ("rediskv_threads", n(state.loops.len() as u64)),
                 ],
             );
         }
@@ -167,7 +168,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
         }
         "memory" => {
             let dataset = state.store.used_bytes();
-            let clients = state.client_buffer_bytes();
+            let clients = client_buffer_bytes(state);
             let [scripts, script_bytes, functions, libraries, library_bytes] = state.scripts.counts();
             let used = dataset + clients;
             let rss = rss_bytes();
@@ -472,13 +473,18 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
     }
 }
 
-/// Live keys, keys with a TTL, and their mean remaining TTL in ms, of database `index` of a
-/// namespace: one scan of its metadata records.
+/// Keys, keys with a TTL, and their mean remaining TTL in ms, of database `index` of a
+/// namespace: in O(1) from the engine's counts (which include expired keys not deleted yet,
+/// as Redis'); over a store several server nodes share, one scan of the database's metadata
+/// records (live keys only).
 fn keyspace(state: &State, base: &[u8], index: usize) -> (u64, u64, u64) {
-    // The namespace database `index` uses now (SWAPDB moves them).
     let engine = state.engines().into_iter().find(|e| e.layout().namespace() == base);
-    let Some(layout) = engine.as_ref().and_then(|e| e.db_layout(index).cloned()) else { return (0, 0, 0) };
     let now = unix_micros() / 1000;
+    if let Some(Ok(Some(count))) = engine.as_ref().map(|e| e.key_count(index)) {
+        return (count.keys, count.expires, count.avg_ttl(now));
+    }
+    // The namespace database `index` uses now (SWAPDB moves them).
+    let Some(layout) = engine.as_ref().and_then(|e| e.db_layout(index).cloned()) else { return (0, 0, 0) };
     let (mut keys, mut expires, mut ttl_sum) = (0u64, 0u64, 0u64);
     let backend = state.store.backend();
     let Ok(scan) = backend.scan(ColumnFamily::Metadata, &layout.namespace_range(), Direction::Forward) else {
@@ -535,7 +541,7 @@ pub fn memory(argv: &[Bytes], state: &State, namespace: &[u8]) -> Reply {
         ));
     }
     let dataset = state.store.used_bytes();
-    let client_bytes = state.client_buffer_bytes();
+    let client_bytes = client_buffer_bytes(state);
     let used = dataset + client_bytes;
     let rss = rss_bytes();
     let client_count = lock(&state.clients).len() as u64;
@@ -623,4 +629,18 @@ pub fn memory(argv: &[Bytes], state: &State, namespace: &[u8]) -> Reply {
             String::from_utf8_lossy(&argv[1])
         )),
     }
+}
+
+/// Whether the store is past `maxmemory` (the memory engine only: the disk engines' memory is
+/// bounded by their caches).
+pub fn out_of_memory(state: &State) -> bool {
+    let max = state.maxmemory.load(Relaxed);
+    max > 0 && state.store.in_memory() && state.store.used_bytes() + client_buffer_bytes(state) > max
+}
+
+/// Bytes the connections hold now: each one's state (its entry in the client list and its
+/// client) and the query and reply bytes in its buffers (one read of each client).
+pub fn client_buffer_bytes(state: &State) -> u64 {
+    let each = state.client_size;
+    lock(&state.clients).values().map(|c| (each + c.qbuf.load(Relaxed) + c.omem.load(Relaxed)) as u64).sum()
 }

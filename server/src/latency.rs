@@ -2,7 +2,7 @@
 //! per event class (`command`, `fast-command`, `expire-cycle`), the last 160 seconds with a
 //! spike at or above `latency-monitor-threshold` ms, one sample per second (the highest), and
 //! the all-time high. LATENCY HISTOGRAM reads the per-command histograms of
-//! [`crate::state::CommandStats`].
+//! [`crate::counters::CommandStats`].
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write;
@@ -13,7 +13,8 @@ use bytes::Bytes;
 use rediskv::commands::Reply;
 
 use crate::config::Config;
-use crate::state::{State, lock};
+use crate::counters::CommandStats;
+use crate::sync::lock;
 
 /// Samples kept per event, as Redis' `LATENCY_TS_LEN`.
 const SAMPLES: usize = 160;
@@ -46,7 +47,7 @@ impl Latency {
         if threshold == 0 || ms < threshold {
             return;
         }
-        let unix_secs = crate::admin::unix_secs();
+        let unix_secs = crate::clock::unix_secs();
         let mut events = lock(&self.events);
         let series = events.entry(event.to_string()).or_default();
         series.max = series.max.max(ms);
@@ -62,7 +63,7 @@ impl Latency {
     }
 
     /// `LATENCY <subcommand> …` (argv includes `LATENCY`).
-    pub fn command(&self, argv: &[Bytes], state: &State, now_secs: u64) -> Reply {
+    pub fn command(&self, argv: &[Bytes], stats: &CommandStats, slower_than: i64, now_secs: u64) -> Reply {
         if argv.len() < 2 {
             return Reply::Error("ERR wrong number of arguments for 'latency' command".into());
         }
@@ -109,8 +110,8 @@ impl Latency {
                     None => Reply::Error(format!("ERR No samples available for event '{event}'")),
                 }
             }
-            ("doctor", 2) => text(self.doctor(now_secs, state.config().number("slowlog-log-slower-than"))),
-            ("histogram", _) => histograms(&argv[2..], state),
+            ("doctor", 2) => text(self.doctor(now_secs, slower_than)),
+            ("histogram", _) => histograms(&argv[2..], stats),
             ("help", 2) => Reply::Array(HELP.iter().map(|l| Reply::status(l)).collect()),
             ("history" | "latest" | "graph" | "doctor" | "help", _) => {
                 Reply::Error(format!("ERR wrong number of arguments for 'latency|{sub}' command"))
@@ -238,8 +239,8 @@ fn ago(secs: u64) -> String {
 
 /// LATENCY HISTOGRAM [command …]: each named command (a container names its subcommands)
 /// that has run, with its call count and cumulative counts per power-of-two µs bucket.
-fn histograms(names: &[Bytes], state: &State) -> Reply {
-    let all = state.stats.commands.histograms();
+fn histograms(names: &[Bytes], stats: &CommandStats) -> Reply {
+    let all = stats.histograms();
     let wanted = |name: &str| {
         names.is_empty()
             || names.iter().any(|n| {

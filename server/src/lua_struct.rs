@@ -9,8 +9,6 @@
 
 use mlua::{Lua, MultiValue, Table, Value};
 
-use crate::scripting::caller_place;
-
 const MAX_INT_SIZE: usize = 32;
 const MAX_ALIGN: usize = 8;
 
@@ -316,6 +314,18 @@ fn size(lua: &Lua, args: &MultiValue) -> Result<i64, Failure> {
         pos += size;
     }
     Ok(pos as i64)
+}
+
+/// Where a library function was called from, as `luaL_where(L, 1)` words it: `user_script:3: `
+/// when script code called it, empty when a C function did (`pcall(cmsgpack.unpack, …)`).
+pub fn caller_place(lua: &Lua) -> String {
+    match lua.inspect_stack(1) {
+        Some(frame) if frame.source().what != "C" && frame.curr_line() > 0 => {
+            let source = frame.source();
+            format!("{}:{}: ", source.short_src.as_deref().unwrap_or("?"), frame.curr_line())
+        }
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]

@@ -12,31 +12,50 @@
 //! library `Session` (selected database, MULTI, WATCH) on the shared `Engine` of its
 //! namespace (the default one, or its tenant's). Every complete request in the input buffer
 //! is parsed and executed and all replies go out in one write, so pipelining is cheap.
-//! Connection-level commands are answered by this crate ([`admin`], [`config`], [`info`],
-//! [`pubsub`]); everything else goes to `Engine::execute`. A [`maint`] thread runs active
-//! expiry and, for the memory store, the garbage collector. What connections share lives in
-//! [`state`].
+//!
+//! Where a command runs: [`client::Client::execute`] finds its row of the library's command
+//! table once; the row's flags and attributes drive the gate, and [`client::Client::run`]
+//! answers the server's own commands (family `Server`) in one `match`, handing every other
+//! to the engine. A [`maint`] thread runs active expiry and, for the memory store, the
+//! garbage collector; the [`script_thread`] runs scripts.
+//!
+//! The modules import each other without a circle (`tests/module_graph.rs`), in layers:
+//! - leaves: [`sync`], [`clock`], [`resp`], [`store`], [`mailbox`] (how other threads reach
+//!   an event loop), [`listen`], [`config`], [`counters`], [`client_info`];
+//! - what [`state`] holds, none of which knows `State`: [`acl`], [`slowlog`], [`latency`],
+//!   [`monitor`], [`pubsub`], [`tracking`], [`blocking`], [`scripting`] (each given the few
+//!   things it needs: the loops' inboxes, the clients, or a `Host` trait `State` implements);
+//! - [`state`], then what uses it: [`notify`], [`maint`], [`wakeups`], [`script_thread`],
+//!   [`info`], [`admin`], [`client`], [`conn`].
 
 mod acl;
 mod admin;
 mod blocking;
 mod client;
+mod client_info;
+mod clock;
 mod cmsgpack;
 mod config;
 mod conn;
+mod counters;
 mod info;
 mod latency;
+mod listen;
 mod lua_struct;
+mod mailbox;
 mod maint;
 mod monitor;
 mod notify;
 mod pubsub;
 mod resp;
+mod script_thread;
 mod scripting;
 mod slowlog;
 mod state;
 mod store;
+mod sync;
 mod tracking;
+mod wakeups;
 
 use std::sync::Arc;
 
@@ -262,7 +281,9 @@ fn main() {
         let data = store.dir().map_or(String::new(), |d| format!(" in {}", d.display()));
         eprintln!("rediskv server listening on {local} ({} engine{data}, {threads} threads)", store.name());
     }
-    let state = Arc::new(state::State::new(config, store, layout));
+    let mut state = state::State::new(config, store, layout);
+    state.client_size += std::mem::size_of::<client::Client>();
+    let state = Arc::new(state);
     if let Ok(local) = listener.local_addr() {
         state.listen.set_addr(local);
     }
@@ -285,7 +306,7 @@ fn main() {
     }
     notify::configure(&state);
     maint::spawn(state.clone());
-    scripting::spawn(state.clone());
+    script_thread::spawn(state.clone());
     #[cfg(feature = "etcd")]
     maint::follow_other_nodes(state.clone());
     if let Err(e) = conn::serve(listener, state, threads) {

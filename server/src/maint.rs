@@ -12,13 +12,14 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use rediskv::codec::ColumnFamily;
 use rediskv::gc::{self, Collector, ExpirySweep};
 
-use crate::state::{SharedEngine, State, lock};
+use crate::state::{SharedEngine, State};
+use crate::sync::lock;
 
 /// Keys per expiry step: small enough that one step's batch holds the store's write lock
 /// only briefly.
@@ -55,30 +56,23 @@ pub fn may_set_ttl(event: &str) -> bool {
     matches!(event, "expire" | "rename_to" | "restore" | "copy_to" | "move_to")
 }
 
-/// What INFO reports of maintenance.
-#[derive(Debug, Default)]
-pub struct MaintStats {
-    /// Keys deleted by active expiry.
-    pub expired_keys: AtomicU64,
-    /// Records the collector examined.
-    pub gc_examined: AtomicU64,
-    /// Records the collector deleted.
-    pub gc_collected: AtomicU64,
-    /// Complete collector passes.
-    pub gc_passes: AtomicU64,
-    /// [`State::deferred_frees`] when the last complete collector pass started: the big
-    /// collections deleted before it have had their records reclaimed (INFO's
-    /// `lazyfreed_objects` counts them; `lazyfree_pending_objects` the ones after).
-    pub lazyfree_credited: AtomicU64,
-    /// Where the collector is: `subkey` or `score`, and the first key it examines next, hex.
-    pub gc_position: std::sync::Mutex<String>,
-    /// Bumped by commands that may have left garbage ([`may_leave_garbage`]).
-    pub garbage_hint: AtomicU64,
-    /// Bumped by commands that may have set a TTL ([`may_set_ttl`]).
-    pub ttl_hint: AtomicU64,
-    /// Whether this node swept at its last tick (always, unless nodes share the store and
-    /// another holds the maintenance lease).
-    pub leader: AtomicBool,
+/// What follows the writes of a command, an EXEC or a script: keyspace notifications,
+/// hints to the maintenance thread, the SWAPDB mapping saved.
+pub fn after_writes(state: &State, engine: &SharedEngine, session: &rediskv::commands::Session) {
+    crate::notify::command_events(state, session.events());
+    if session.events().iter().any(|e| may_leave_garbage(e.name)) {
+        state.maint.garbage_hint.fetch_add(1, Relaxed);
+    }
+    // SWAPDB may bring keys with TTLs into a database whose sweep backed off.
+    if session.events().iter().any(|e| may_set_ttl(e.name)) || !session.swapped_dbs().is_empty() {
+        state.maint.ttl_hint.fetch_add(1, Relaxed);
+    }
+    if !session.swapped_dbs().is_empty() {
+        let ns = String::from_utf8_lossy(engine.layout().namespace()).into_owned();
+        if let Err(e) = state.store.save_db_slots(&ns, &engine.db_slots()) {
+            eprintln!("server: cannot save the SWAPDB mapping: {e}");
+        }
+    }
 }
 
 /// A sweep of one database of one engine.
@@ -93,8 +87,13 @@ struct Sweep {
     /// The wait after a pass that found nothing: 1 s, doubling up to [`IDLE_MAX`] while no
     /// command sets a TTL.
     idle: Duration,
-    /// [`MaintStats::ttl_hint`] when the current pass started.
+    /// [`crate::counters::MaintStats::ttl_hint`] when the current pass started.
     ttl_hint: u64,
+}
+
+/// Starts the maintenance thread.
+pub fn spawn(state: Arc<State>) {
+    let _ = std::thread::Builder::new().name("maintenance".into()).spawn(move || run(&state));
 }
 
 /// The collector reclaimed the records of the big collections deleted before `deferred`
@@ -102,11 +101,6 @@ struct Sweep {
 fn credit_lazyfree(state: &State, deferred: u64) {
     let before = state.maint.lazyfree_credited.swap(deferred, Relaxed);
     state.stats.lazyfreed_objects.fetch_add(deferred.saturating_sub(before), Relaxed);
-}
-
-/// Starts the maintenance thread.
-pub fn spawn(state: Arc<State>) {
-    let _ = std::thread::Builder::new().name("maintenance".into()).spawn(move || run(&state));
 }
 
 fn run(state: &State) {
@@ -204,12 +198,12 @@ pub fn follow_other_nodes(state: Arc<State>) {
             match etcd.metadata_changes() {
                 Ok(changes) => {
                     if std::mem::replace(&mut resumed, true) {
-                        state.blocked.wake_all(&state);
+                        state.blocked.wake_all(&*state);
                     }
                     for key in changes {
                         for engine in state.engines() {
                             if let Some((db, user_key)) = engine.key_of(&key) {
-                                state.blocked.wake_key(&state, &engine, db, user_key);
+                                state.blocked.wake_key(&*state, &engine, db, user_key);
                             }
                         }
                     }
@@ -260,7 +254,7 @@ fn expire(state: &State, sweep: &mut Sweep, deadline: Instant) {
         if state.tracking.active() && !step.expired.is_empty() {
             let keys: Vec<bytes::Bytes> = step.expired.iter().map(|(_, k)| k.clone()).collect();
             let mut to = crate::tracking::Delivery { me: None, own: &mut Vec::new() };
-            state.tracking.invalidate(state, sweep.engine.layout().namespace(), &keys, &mut to);
+            state.tracking.invalidate(state.peers(), sweep.engine.layout().namespace(), &keys, &mut to);
         }
         if step.done {
             if let Some(layout) = sweep.engine.db_layout(sweep.db) {

@@ -8,8 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use crate::conn::Message;
-use crate::state::{ClientInfo, State, lock};
+use crate::client_info::ClientInfo;
+use crate::mailbox::Loops;
+use crate::mailbox::Message;
+use crate::sync::lock;
 
 /// The monitoring clients.
 #[derive(Default)]
@@ -44,11 +46,11 @@ impl Monitors {
 
     /// Sends the line for `argv`, run at `unix_micros` by the client at `addr` on database
     /// `db`, to every monitoring client.
-    pub fn feed(&self, state: &State, argv: &[Bytes], unix_micros: u64, db: usize, addr: &str) {
+    pub fn feed(&self, loops: &Loops, argv: &[Bytes], unix_micros: u64, db: usize, addr: &str) {
         let line = line(argv, unix_micros, db, addr);
         for client in lock(&self.clients).iter() {
             let message = Message::Deliver { token: client.token, client: client.id, bytes: line.clone() };
-            state.send(client.loop_index, message);
+            loops.send(client.loop_index, message);
         }
     }
 }

@@ -22,7 +22,7 @@ pub fn publish(state: &State, events: &[Event]) {
     let flags = flags(state);
     for event in events {
         for (channel, message) in event.messages(flags) {
-            state.pubsub.publish(state, &channel, &message, false);
+            state.pubsub.publish(&state.loops, &channel, &message, false);
         }
     }
 }

@@ -16,8 +16,10 @@ use bytes::Bytes;
 use rediskv::commands::args::Glob;
 use rediskv::commands::{Protocol, Reply};
 
-use crate::conn::Message;
-use crate::state::{ClientInfo, State, lock};
+use crate::client_info::ClientInfo;
+use crate::mailbox::Loops;
+use crate::mailbox::Message;
+use crate::sync::lock;
 
 /// The three namespaces of subscriptions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -75,7 +77,7 @@ impl PubSub {
 
     /// PUBLISH / SPUBLISH: delivers `message` to every subscriber of `channel` (and, for
     /// PUBLISH, of every matching pattern); returns how many received it.
-    pub fn publish(&self, state: &State, channel: &[u8], message: &[u8], shard: bool) -> usize {
+    pub fn publish(&self, loops: &Loops, channel: &[u8], message: &[u8], shard: bool) -> usize {
         if self.total.load(Relaxed) == 0 {
             return 0;
         }
@@ -110,7 +112,7 @@ impl PubSub {
             items.push(Reply::Bulk(message.clone()));
             let mut bytes = Vec::new();
             Reply::Push(items).write(protocol(client), &mut bytes);
-            state.send(client.loop_index, Message::Deliver { token: client.token, client: client.id, bytes });
+            loops.send(client.loop_index, Message::Deliver { token: client.token, client: client.id, bytes });
         }
         deliveries.len()
     }
@@ -162,14 +164,14 @@ impl Subscriptions {
     /// SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE: one confirmation per name.
     pub fn subscribe(
         &mut self,
-        state: &State,
+        pubsub: &PubSub,
         client: &Arc<ClientInfo>,
         kind: Kind,
         names: &[Bytes],
     ) -> Vec<Reply> {
         let mut replies = Vec::with_capacity(names.len());
         for name in names {
-            if state.pubsub.subscribe(kind, name, client) {
+            if pubsub.subscribe(kind, name, client) {
                 self.sets[kind.index()].push(name.clone());
             }
             replies.push(confirmation(kind, true, Some(name), self.count(kind)));
@@ -182,7 +184,7 @@ impl Subscriptions {
     /// with none at all, one confirmation with a nil name.
     pub fn unsubscribe(
         &mut self,
-        state: &State,
+        pubsub: &PubSub,
         client: &Arc<ClientInfo>,
         kind: Kind,
         names: &[Bytes],
@@ -191,7 +193,7 @@ impl Subscriptions {
             if names.is_empty() { self.sets[kind.index()].clone() } else { names.to_vec() };
         let mut replies = Vec::with_capacity(names.len().max(1));
         for name in &names {
-            state.pubsub.unsubscribe(kind, name, client.id);
+            pubsub.unsubscribe(kind, name, client.id);
             self.sets[kind.index()].retain(|n| n != name);
             replies.push(confirmation(kind, false, Some(name), self.count(kind)));
         }
@@ -203,10 +205,10 @@ impl Subscriptions {
     }
 
     /// Leaves everything (the connection closes, or RESET).
-    pub fn clear(&mut self, state: &State, client: &Arc<ClientInfo>) {
+    pub fn clear(&mut self, pubsub: &PubSub, client: &Arc<ClientInfo>) {
         for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
             for name in std::mem::take(&mut self.sets[kind.index()]) {
-                state.pubsub.unsubscribe(kind, &name, client.id);
+                pubsub.unsubscribe(kind, &name, client.id);
             }
         }
         self.publish_counts(client);
@@ -238,19 +240,19 @@ fn confirmation(kind: Kind, on: bool, name: Option<&Bytes>, count: i64) -> Reply
 }
 
 /// PUBSUB subcommands.
-pub fn pubsub_command(argv: &[Bytes], state: &State) -> Reply {
+pub fn pubsub_command(argv: &[Bytes], pubsub: &PubSub) -> Reply {
     let sub = argv.get(1).map(|s| s.to_ascii_lowercase()).unwrap_or_default();
     let counts = |kind: Kind| {
         let mut items = Vec::new();
         for ch in &argv[2..] {
             items.push(Reply::Bulk(ch.clone()));
-            items.push(Reply::Integer(state.pubsub.count(kind, ch) as i64));
+            items.push(Reply::Integer(pubsub.count(kind, ch) as i64));
         }
         Reply::Array(items)
     };
     let list = |kind: Kind| {
         Reply::Array(
-            state.pubsub.channels(kind, argv.get(2).map(|p| &p[..])).into_iter().map(Reply::Bulk).collect(),
+            pubsub.channels(kind, argv.get(2).map(|p| &p[..])).into_iter().map(Reply::Bulk).collect(),
         )
     };
     match (sub.as_slice(), argv.len()) {
@@ -258,7 +260,7 @@ pub fn pubsub_command(argv: &[Bytes], state: &State) -> Reply {
         (b"shardchannels", 2 | 3) => list(Kind::Shard),
         (b"numsub", _) => counts(Kind::Channel),
         (b"shardnumsub", _) => counts(Kind::Shard),
-        (b"numpat", 2) => Reply::Integer(state.pubsub.patterns() as i64),
+        (b"numpat", 2) => Reply::Integer(pubsub.patterns() as i64),
         (b"help", 2) => Reply::Array(HELP.iter().map(|l| Reply::status(l)).collect()),
         (b"channels" | b"shardchannels" | b"numpat" | b"help", _) => Reply::Error(format!(
             "ERR wrong number of arguments for 'pubsub|{}' command",

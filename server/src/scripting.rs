@@ -2,7 +2,7 @@
 //! FUNCTION and FCALL / FCALL_RO.
 //!
 //! Lua 5.1 (vendored by `mlua`, built by cargo). Scripts run on one thread of their own
-//! ([`spawn`]): the client parks, its event loop goes on serving, and the answer comes back
+//! (`script_thread::spawn`): the client parks, its event loop goes on serving, and the answer comes back
 //! through the loop's mailbox. A Lua state is rebuilt when the script cache or the function
 //! libraries change (FUNCTION LOAD checks a library in a fresh state). A script runs through
 //! [`rediskv::commands::Engine::atomically`]: alone, seeing its own writes, committed as one
@@ -28,7 +28,9 @@ use rediskv::commands::table::{self, flag};
 use rediskv::commands::{Protocol, Reply};
 use sha1::{Digest, Sha1};
 
-use crate::state::lock;
+use crate::lua_struct::caller_place;
+use crate::store::SharedEngine;
+use crate::sync::lock;
 
 /// A function library (FUNCTION LOAD).
 #[derive(Debug, Clone)]
@@ -77,9 +79,9 @@ pub struct Scripts {
     active: AtomicBool,
     kill: Arc<AtomicBool>,
     /// The running script ran a read-only command (client tracking then remembers its keys).
-    read_any: AtomicBool,
-    /// The script thread's queue (see [`spawn`]).
-    jobs: std::sync::OnceLock<std::sync::mpsc::Sender<Job>>,
+    pub read_any: AtomicBool,
+    /// The script thread's queue.
+    pub jobs: std::sync::OnceLock<std::sync::mpsc::Sender<Job>>,
 }
 
 impl Scripts {
@@ -107,9 +109,9 @@ pub struct Job {
     /// The client's session, handed back with the answer.
     pub session: rediskv::commands::Session,
     /// The engine of the client's namespace.
-    pub engine: Arc<crate::state::SharedEngine>,
+    pub engine: Arc<SharedEngine>,
     /// The client (where the answer goes).
-    pub info: Arc<crate::state::ClientInfo>,
+    pub info: Arc<crate::client_info::ClientInfo>,
     /// The client's ACL user.
     pub user: Arc<crate::acl::User>,
     /// `user` may not run everything.
@@ -123,26 +125,6 @@ pub struct Job {
 
 /// A script's reply, the invalidation pushes it owes its client, and the client's session.
 pub type Answer = (Reply, Vec<u8>, Box<rediskv::commands::Session>);
-
-/// Starts the thread that runs every script, one at a time, with one Lua state (as Redis'
-/// single Lua interpreter): an event loop hands it a script and goes on serving its other
-/// clients, so BUSY replies and SCRIPT KILL reach every client, whatever loop it is on.
-pub fn spawn(state: Arc<crate::state::State>) {
-    let (tx, rx) = std::sync::mpsc::channel::<Job>();
-    if state.scripts.jobs.set(tx).is_err() {
-        return;
-    }
-    std::thread::Builder::new()
-        .name("scripts".into())
-        // Lua's C recursion and deep replies: more than a default thread's 2 MB.
-        .stack_size(64 << 20)
-        .spawn(move || {
-            for job in rx {
-                run_job(&state, job);
-            }
-        })
-        .expect("spawn the script thread");
-}
 
 /// The ACL check a script's commands get: `user`'s, unless it may run everything.
 pub fn acl_check(user: Arc<crate::acl::User>, restricted: bool) -> impl Fn(&[Bytes]) -> Result<(), String> {
@@ -164,77 +146,6 @@ pub fn acl_check(user: Arc<crate::acl::User>, restricted: bool) -> impl Fn(&[Byt
             .to_string()
         })
     }
-}
-
-/// Runs a script command for a client: the reply, and the invalidation pushes its own
-/// writes owe that client (to write after the reply).
-pub fn run_command(state: &crate::state::State, job: &mut Job) -> (Reply, Vec<u8>) {
-    let acl = acl_check(job.user.clone(), job.restricted);
-    let (argv, name, engine, info, tracks_reads) =
-        (&job.argv, job.name.as_str(), &job.engine, &job.info, job.tracks_reads);
-    let session = &mut job.session;
-    state.scripts.read_any.store(false, Relaxed);
-    let started = std::time::Instant::now();
-    let reply = {
-        let mut caller = Caller { state, engine, session, acl: &acl };
-        match name {
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
-                eval(argv, &mut caller, name.starts_with("evalsha"), name.ends_with("_ro"))
-            }
-            _ => fcall(argv, &mut caller, name == "fcall_ro"),
-        }
-    };
-    // The connection counted the call when it handed it here; the latency monitor sees the
-    // script's own run.
-    state.latency.observe("command", started.elapsed().as_micros() as u64);
-    crate::client::after_writes(state, engine, session);
-    let mut pushes = Vec::new();
-    if state.tracking.active() {
-        let mut to = crate::tracking::Delivery { me: Some(info), own: &mut pushes };
-        let written: Vec<Bytes> =
-            session.touched().iter().filter_map(|t| engine.touched_key(t)).map(|(_, k)| k).collect();
-        if !written.is_empty() {
-            state.tracking.invalidate(state, engine.layout().namespace(), &written, &mut to);
-        }
-        // A script that read something: its declared keys are tracked, as Redis tracks the
-        // keys of the EVAL or FCALL command.
-        if tracks_reads && state.scripts.read_any.load(Relaxed) && !reply.is_error() {
-            if let Ok((keys, _)) = split_keys(argv) {
-                let max = state.config().number("tracking-table-max-keys").max(0) as usize;
-                state.tracking.remember(state, engine.layout().namespace(), &keys, info.id, max, &mut to);
-            }
-        }
-    }
-    state.blocked.wake(state, engine, session);
-    (reply, pushes)
-}
-
-/// Runs one job and sends the client its answer, and its session, through its loop.
-fn run_job(state: &crate::state::State, mut job: Job) {
-    let (reply, pushes) = run_command(state, &mut job);
-    // The connection counted the call when it handed it here; its error, as Redis counts
-    // it, only the script's answer knows.
-    if let Reply::Error(text) = &reply {
-        state.stats.error(text);
-        state.stats.commands.count_failure(&job.name, crate::client::MAX_STAT_ENTRIES);
-    }
-    if let Some(answer) = job.answer.take() {
-        let _ = answer.send((reply, pushes, Box::new(job.session)));
-        return;
-    }
-    let info = job.info;
-    let mut bytes = Vec::new();
-    reply.write(crate::pubsub::protocol(&info), &mut bytes);
-    bytes.extend_from_slice(&pushes);
-    state.send(
-        info.loop_index,
-        crate::conn::Message::Resume {
-            token: info.token,
-            client: info.id,
-            session: Box::new(job.session),
-            bytes,
-        },
-    );
 }
 
 const FLAGS: [&str; 5] = ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
@@ -569,8 +480,8 @@ impl Vm {
         let redis = lua.create_table()?;
         redis.set("call", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, true))?)?;
         // The Redis version this server answers as (INFO's redis_version).
-        redis.set("REDIS_VERSION", crate::info::REDIS_VERSION)?;
-        redis.set("REDIS_VERSION_NUM", redis_version_num(crate::info::REDIS_VERSION))?;
+        redis.set("REDIS_VERSION", crate::config::REDIS_VERSION)?;
+        redis.set("REDIS_VERSION_NUM", redis_version_num(crate::config::REDIS_VERSION))?;
         redis.set("pcall", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, false))?)?;
         redis.set("acl_check_cmd", lua.create_function(redis_acl_check_cmd)?)?;
         redis.set(
@@ -860,18 +771,6 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
     Ok(table)
 }
 
-/// Where a library function was called from, as `luaL_where(L, 1)` words it: `user_script:3: `
-/// when script code called it, empty when a C function did (`pcall(cmsgpack.unpack, …)`).
-pub(crate) fn caller_place(lua: &Lua) -> String {
-    match lua.inspect_stack(1) {
-        Some(frame) if frame.source().what != "C" && frame.curr_line() > 0 => {
-            let source = frame.source();
-            format!("{}:{}: ", source.short_src.as_deref().unwrap_or("?"), frame.curr_line())
-        }
-        _ => String::new(),
-    }
-}
-
 /// The text of a Lua error without mlua's decorations.
 fn lua_message(e: &mlua::Error) -> String {
     match e {
@@ -964,12 +863,27 @@ pub fn sha1_hex(bytes: &[u8]) -> String {
     Sha1::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What scripts need of the server around them: implemented by the server's shared state,
+/// so the script engine here needs none of it.
+pub trait Host {
+    /// The script cache and the function libraries.
+    fn scripts(&self) -> &Scripts;
+    /// Whether the store is past `maxmemory` (a deny-oom command in a script is refused).
+    fn out_of_memory(&self) -> bool;
+    /// Shows a command a script runs in database `db` to the MONITOR clients (`[db lua]`).
+    fn monitor(&self, argv: &[Bytes], db: usize);
+    /// Counts a command a script ran in INFO commandstats, as a client's.
+    fn count(&self, info: &table::CommandInfo, usec: u64, failed: bool);
+    /// The server's own commands a script may run: PUBLISH, SPUBLISH, TIME and INFO.
+    fn server_command(&self, argv: &[Bytes]) -> Reply;
+}
+
 /// What the scripting commands need of the client that runs them.
 pub struct Caller<'a> {
-    /// The state shared by every client.
-    pub state: &'a crate::state::State,
+    /// The server around the script.
+    pub host: &'a dyn Host,
     /// The engine of its namespace.
-    pub engine: &'a crate::state::SharedEngine,
+    pub engine: &'a SharedEngine,
     /// Its session (database, MULTI).
     pub session: &'a mut rediskv::commands::Session,
     /// Its ACL check for each command a script runs: `Err(text)` refuses it.
@@ -978,7 +892,7 @@ pub struct Caller<'a> {
 
 /// EVAL script numkeys key… arg… (and EVALSHA, EVAL_RO, EVALSHA_RO).
 pub fn eval(argv: &[Bytes], caller: &mut Caller<'_>, by_sha: bool, read_only: bool) -> Reply {
-    let scripts = &caller.state.scripts;
+    let scripts = caller.host.scripts();
     let (keys, args) = match split_keys(argv) {
         Ok(split) => split,
         Err(e) => return e,
@@ -1135,7 +1049,7 @@ pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply 
     // Function names are found whatever their case; the name, then the key count, is checked
     // (Redis' order, and its FCALL wording for a count that is not a number).
     let wanted = String::from_utf8_lossy(&argv[1]).into_owned();
-    let found = lock(&caller.state.scripts.libraries)
+    let found = lock(&caller.host.scripts().libraries)
         .values()
         .flat_map(|l| l.functions.iter())
         .find(|f| f.name.eq_ignore_ascii_case(&wanted))
@@ -1158,7 +1072,7 @@ pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply 
 }
 
 /// numkeys, keys and arguments of EVAL/FCALL, or Redis' errors.
-fn split_keys(argv: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Reply> {
+pub fn split_keys(argv: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Reply> {
     let Some(n) = parse_i64(&argv[2]) else {
         return Err(Reply::Error("ERR value is not an integer or out of range".into()));
     };
@@ -1208,8 +1122,8 @@ fn run(
     allow_oom: bool,
     argv: &[Bytes],
 ) -> Reply {
-    let state = caller.state;
-    let scripts = &state.scripts;
+    let host = caller.host;
+    let scripts = host.scripts();
     let db = caller.session.db();
     let (label, function) = match &target {
         Target::Script(sha) => (sha.clone(), None),
@@ -1235,11 +1149,11 @@ fn run(
                 function: function.clone(),
                 command: argv.to_vec(),
                 wrote: false,
-                oom: !allow_oom && crate::client::out_of_memory(state),
+                oom: !allow_oom && host.out_of_memory(),
             });
             scripts.kill.store(false, Relaxed);
             scripts.active.store(true, Relaxed);
-            let reply = run_once(lua, &f, &target, &keys, &args, read_only, db, acl, state, call);
+            let reply = run_once(lua, &f, &target, &keys, &args, read_only, db, acl, host, call);
             *lock(&scripts.running) = None;
             scripts.active.store(false, Relaxed);
             reply
@@ -1264,10 +1178,10 @@ fn run_once(
     read_only: bool,
     db: usize,
     acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
-    state: &crate::state::State,
+    host: &dyn Host,
     call: &mut dyn FnMut(&[Bytes]) -> Reply,
 ) -> Reply {
-    let scripts = &state.scripts;
+    let scripts = host.scripts();
     let _ = lua.set_named_registry_value("__redis_resp", 2);
     let call = RefCell::new(call);
     let result = lua.scope(|scope| {
@@ -1296,9 +1210,7 @@ fn run_once(
             let reply = match check_command(&argv, read_only, acl) {
                 Err(text) => return error_table(lua, &format!("ERR {text}")),
                 Ok(found) => {
-                    if state.monitors.any() {
-                        state.monitors.feed(state, &argv, crate::state::unix_micros(), db, "lua");
-                    }
+                    host.monitor(&argv, db);
                     match found {
                         Some(info) => {
                             if info.has(flag::READONLY) {
@@ -1317,10 +1229,10 @@ fn run_once(
                             let started = Instant::now();
                             let reply = (call.borrow_mut())(&argv);
                             let usec = started.elapsed().as_micros() as u64;
-                            state.stats.commands.count(info, Some(usec), reply.is_error());
+                            host.count(info, usec, reply.is_error());
                             reply
                         }
-                        None => server_command(&argv, state),
+                        None => host.server_command(&argv),
                     }
                 }
             };
@@ -1428,21 +1340,6 @@ fn check_command(
         };
     }
     Ok(Some(info))
-}
-
-/// PUBLISH, SPUBLISH, TIME and INFO from a script.
-fn server_command(argv: &[Bytes], state: &crate::state::State) -> Reply {
-    match argv[0].to_ascii_lowercase().as_slice() {
-        b"info" => crate::info::info(argv, state, state.engine.layout().namespace()),
-        b"time" => {
-            let micros = crate::state::unix_micros();
-            Reply::Array(vec![
-                Reply::bulk_int((micros / 1_000_000) as i64),
-                Reply::bulk_int((micros % 1_000_000) as i64),
-            ])
-        }
-        name => Reply::Integer(state.pubsub.publish(state, &argv[1], &argv[2], name == b"spublish") as i64),
-    }
 }
 
 /// A failed script's reply: the error table's text, with Redis' `script: …, on

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use rediskv::commands::Reply;
 
 use crate::config::Config;
-use crate::state::lock;
+use crate::sync::lock;
 
 /// Redis' `SLOWLOG_ENTRY_MAX_ARGC` and `SLOWLOG_ENTRY_MAX_STRING`.
 const MAX_ARGS: usize = 32;

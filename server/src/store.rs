@@ -355,3 +355,6 @@ fn open_etcd(flags: &EtcdFlags, layout: &KeyLayout) -> Result<Store, String> {
     let kv: Backend = etcd.clone();
     Ok(Store::Etcd { etcd, kv })
 }
+
+/// The engine type: the library's thread-safe `Engine` over the shared store.
+pub type SharedEngine = rediskv::commands::Engine<Backend>;

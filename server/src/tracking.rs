@@ -15,27 +15,9 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use rediskv::commands::{Protocol, Reply};
 
-use crate::conn::Message;
-use crate::state::{ClientInfo, State, lock};
-
-/// One client's tracking options (CLIENT TRACKING ON …).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Mode {
-    /// REDIRECT: the client that receives the invalidations (0: the client itself).
-    pub redirect: u64,
-    /// BCAST, with its prefixes (the empty prefix for all keys).
-    pub bcast: bool,
-    /// The BCAST prefixes.
-    pub prefixes: Vec<Bytes>,
-    /// OPTIN: only reads after CLIENT CACHING YES are tracked.
-    pub optin: bool,
-    /// OPTOUT: reads after CLIENT CACHING NO are not tracked.
-    pub optout: bool,
-    /// NOLOOP: no invalidation for the client's own writes.
-    pub noloop: bool,
-    /// The redirect client was gone when an invalidation was due.
-    pub broken_redirect: bool,
-}
+use crate::client_info::{ClientInfo, Peers, TrackingMode as Mode};
+use crate::mailbox::Message;
+use crate::sync::lock;
 
 /// The server's tracking table.
 #[derive(Default)]
@@ -121,7 +103,7 @@ impl Tracking {
     /// `tracking-table-max-keys`).
     pub fn remember(
         &self,
-        state: &State,
+        peers: Peers<'_>,
         ns: &[u8],
         keys: &[Bytes],
         client: u64,
@@ -137,12 +119,12 @@ impl Tracking {
                 }
             }
         }
-        self.limit(state, max_keys, to);
+        self.limit(peers, max_keys, to);
     }
 
     /// Invalidates the oldest-looking keys until the table holds at most `max_keys` (0: no
     /// limit): after each remembered read, and when CONFIG SET lowers the limit.
-    pub fn limit(&self, state: &State, max_keys: usize, to: &mut Delivery<'_>) {
+    pub fn limit(&self, peers: Peers<'_>, max_keys: usize, to: &mut Delivery<'_>) {
         let mut evicted = Vec::new();
         {
             let mut inner = lock(&self.inner);
@@ -154,12 +136,12 @@ impl Tracking {
             }
         }
         for (key, ids) in evicted {
-            self.send_each(state, &key, &ids, None, to);
+            self.send_each(peers, &key, &ids, None, to);
         }
     }
 
     /// Invalidates `keys` of namespace `ns`, written by the command `to.me` ran.
-    pub fn invalidate(&self, state: &State, ns: &[u8], keys: &[Bytes], to: &mut Delivery<'_>) {
+    pub fn invalidate(&self, peers: Peers<'_>, ns: &[u8], keys: &[Bytes], to: &mut Delivery<'_>) {
         let (per_key, bcast) = {
             let mut inner = lock(&self.inner);
             let mut per_key = Vec::new();
@@ -181,31 +163,31 @@ impl Tracking {
             (per_key, bcast)
         };
         for (key, ids) in per_key {
-            self.send_each(state, &key, &ids, to.me.map(|m| m.id), to);
+            self.send_each(peers, &key, &ids, to.me.map(|m| m.id), to);
         }
         for ((id, _), keys) in bcast {
-            let Some(target) = find(state, id) else { continue };
+            let Some(target) = find(peers, id) else { continue };
             let noloop = lock(&target.tracking).as_ref().is_some_and(|m| m.noloop);
             if noloop && Some(id) == to.me.map(|m| m.id) {
                 continue;
             }
             let keys = Reply::Array(keys.into_iter().map(Reply::Bulk).collect());
-            send(state, &target, keys, to);
+            send(peers, &target, keys, to);
         }
     }
 
     /// FLUSHDB / FLUSHALL: every tracking client hears that everything is invalid (a null
     /// key list), and the table is emptied.
-    pub fn flush(&self, state: &State, to: &mut Delivery<'_>) {
+    pub fn flush(&self, peers: Peers<'_>, to: &mut Delivery<'_>) {
         {
             let mut inner = lock(&self.inner);
             inner.keys.clear();
             inner.items = 0;
         }
-        let clients: Vec<Arc<ClientInfo>> = lock(&state.clients).values().cloned().collect();
+        let clients: Vec<Arc<ClientInfo>> = lock(peers.clients).values().cloned().collect();
         for c in clients {
             if lock(&c.tracking).is_some() {
-                send(state, &c, Reply::Nil, to);
+                send(peers, &c, Reply::Nil, to);
             }
         }
     }
@@ -214,39 +196,39 @@ impl Tracking {
     /// except the writer when it asked for NOLOOP.
     fn send_each(
         &self,
-        state: &State,
+        peers: Peers<'_>,
         key: &Bytes,
         ids: &BTreeSet<u64>,
         writer: Option<u64>,
         to: &mut Delivery<'_>,
     ) {
         for &id in ids {
-            let Some(target) = find(state, id) else { continue };
+            let Some(target) = find(peers, id) else { continue };
             let default_mode = match lock(&target.tracking).as_ref() {
                 Some(m) => !(m.bcast || (m.noloop && Some(id) == writer)),
                 None => false,
             };
             if default_mode {
-                send(state, &target, Reply::Array(vec![Reply::Bulk(key.clone())]), to);
+                send(peers, &target, Reply::Array(vec![Reply::Bulk(key.clone())]), to);
             }
         }
     }
 }
 
 /// The connected client `id`.
-fn find(state: &State, id: u64) -> Option<Arc<ClientInfo>> {
-    lock(&state.clients).get(&id).cloned()
+fn find(peers: Peers<'_>, id: u64) -> Option<Arc<ClientInfo>> {
+    lock(peers.clients).get(&id).cloned()
 }
 
 /// Sends `keys` (an array of keys, or nil for everything) to where `client`'s invalidations
 /// go: itself over RESP3, or its REDIRECT client (a RESP3 push, or over RESP2 a message on
 /// `__redis__:invalidate` if it is subscribed). A redirect client that is gone marks the
 /// redirection broken and, over RESP3, tells the tracking client.
-fn send(state: &State, client: &Arc<ClientInfo>, keys: Reply, to: &mut Delivery<'_>) {
+fn send(peers: Peers<'_>, client: &Arc<ClientInfo>, keys: Reply, to: &mut Delivery<'_>) {
     let redirect = lock(&client.tracking).as_ref().map_or(0, |m| m.redirect);
     let mut target = client.clone();
     if redirect != 0 {
-        match lock(&state.clients).get(&redirect).cloned() {
+        match lock(peers.clients).get(&redirect).cloned() {
             Some(r) => target = r,
             None => {
                 if let Some(m) = lock(&client.tracking).as_mut() {
@@ -257,7 +239,7 @@ fn send(state: &State, client: &Arc<ClientInfo>, keys: Reply, to: &mut Delivery<
                         Reply::bulk(b"tracking-redir-broken"),
                         Reply::Integer(redirect as i64),
                     ]);
-                    deliver(state, client, push, to);
+                    deliver(peers, client, push, to);
                 }
                 return;
             }
@@ -271,10 +253,10 @@ fn send(state: &State, client: &Arc<ClientInfo>, keys: Reply, to: &mut Delivery<
     } else {
         return;
     };
-    deliver(state, &target, message, to);
+    deliver(peers, &target, message, to);
 }
 
-fn deliver(state: &State, target: &ClientInfo, message: Reply, to: &mut Delivery<'_>) {
+fn deliver(peers: Peers<'_>, target: &ClientInfo, message: Reply, to: &mut Delivery<'_>) {
     let protocol = if target.resp.load(Relaxed) == 3 { Protocol::Resp3 } else { Protocol::Resp2 };
     if Some(target.id) == to.me.map(|m| m.id) {
         message.write(protocol, to.own);
@@ -282,12 +264,12 @@ fn deliver(state: &State, target: &ClientInfo, message: Reply, to: &mut Delivery
     }
     let mut bytes = Vec::new();
     message.write(protocol, &mut bytes);
-    state.send(target.loop_index, Message::Deliver { token: target.token, client: target.id, bytes });
+    peers.loops.send(target.loop_index, Message::Deliver { token: target.token, client: target.id, bytes });
 }
 
 /// `CLIENT TRACKING on|off [REDIRECT id] [BCAST] [PREFIX p]… [OPTIN] [OPTOUT] [NOLOOP]`, with
 /// Redis' checks and errors.
-pub fn client_tracking(args: &[Bytes], client: &ClientInfo, state: &State) -> Reply {
+pub fn client_tracking(args: &[Bytes], client: &ClientInfo, tracking: &Tracking, peers: Peers<'_>) -> Reply {
     let err = |s: &str| Reply::Error(format!("ERR {s}"));
     let mut mode = Mode::default();
     let mut i = 1;
@@ -302,7 +284,7 @@ pub fn client_tracking(args: &[Bytes], client: &ClientInfo, state: &State) -> Re
                 let Some(id) = rediskv::commands::args::parse_i64(&args[i]) else {
                     return err("value is not an integer or out of range");
                 };
-                if id <= 0 || !lock(&state.clients).contains_key(&(id as u64)) {
+                if id <= 0 || !lock(peers.clients).contains_key(&(id as u64)) {
                     return err("The client ID you want redirect to does not exist");
                 }
                 mode.redirect = id as u64;
@@ -365,9 +347,9 @@ pub fn client_tracking(args: &[Bytes], client: &ClientInfo, state: &State) -> Re
                     }
                 }
             }
-            state.tracking.enable(client, mode);
+            tracking.enable(client, mode);
         }
-        b"off" => state.tracking.disable(client),
+        b"off" => tracking.disable(client),
         _ => return err("syntax error"),
     }
     Reply::OK

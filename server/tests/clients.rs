@@ -470,6 +470,31 @@ fn config_set_port_moves_the_listener() {
     assert_eq!(common::Client::connect(free).cmd(&["PING"]), Value::Status("PONG".into()));
 }
 
+/// INFO keyspace and DBSIZE from the engine's counts: first counted inside a script (which
+/// holds the whole keyspace), kept through SWAPDB, and recounted after the admin's FLUSHALL.
+#[test]
+fn keyspace_counts() {
+    let server = rediskv(&[]);
+    let mut c = server.client();
+    c.cmd(&["SET", "a", "1"]);
+    c.cmd(&["SET", "b", "1", "EX", "100"]);
+    let script = c.cmd(&["EVAL", "return redis.call('INFO', 'keyspace')", "0"]).text();
+    assert!(field(&script, "db0").starts_with("keys=2,expires=1,avg_ttl="), "{script}");
+    assert_eq!(c.cmd(&["DBSIZE"]), Value::Int(2));
+    c.cmd(&["SELECT", "1"]);
+    c.cmd(&["RPUSH", "l", "x"]);
+    c.cmd(&["SWAPDB", "0", "1"]);
+    assert_eq!(c.cmd(&["DBSIZE"]), Value::Int(2));
+    let keyspace = c.cmd(&["INFO", "keyspace"]).text();
+    assert_eq!(field(&keyspace, "db0"), "keys=1,expires=0,avg_ttl=0");
+    assert!(field(&keyspace, "db1").starts_with("keys=2,expires=1,avg_ttl="), "{keyspace}");
+    assert_eq!(c.cmd(&["FLUSHALL"]), Value::Status("OK".into()));
+    assert_eq!(c.cmd(&["INFO", "keyspace"]).text().lines().count(), 1);
+    c.cmd(&["SET", "c", "1"]);
+    assert_eq!(c.cmd(&["DBSIZE"]), Value::Int(1));
+    assert_eq!(field(&c.cmd(&["INFO", "keyspace"]).text(), "db1"), "keys=1,expires=0,avg_ttl=0");
+}
+
 #[test]
 fn cluster_commands_answer_as_redis_without_cluster_mode() {
     common::same_as_redis(|server| {

@@ -149,6 +149,10 @@ impl<B: KvBackend> KvBackend for FaultyBackend<B> {
         self.inner.finish()
     }
 
+    fn is_shared(&self) -> bool {
+        self.inner.is_shared()
+    }
+
     fn retry_pause(&self, attempt: u32, elapsed: std::time::Duration) -> Option<std::time::Duration> {
         self.inner.retry_pause(attempt, elapsed)
     }

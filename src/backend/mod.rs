@@ -183,6 +183,13 @@ pub trait KvBackend {
         let _ = (cf, key);
         Ok(None)
     }
+
+    /// Whether other processes write this store too (etcd shared by several server nodes).
+    /// An [`crate::commands::Engine`] then keeps no key counts of its own (they would miss
+    /// the other processes' writes) and DBSIZE scans. Default `false`.
+    fn is_shared(&self) -> bool {
+        false
+    }
 }
 
 /// Sharing a backend: `&B` and `Arc<B>` are backends too, forwarding every call.
@@ -212,6 +219,9 @@ macro_rules! forward_backend {
             }
             fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<u64>> {
                 (**self).stamp(cf, key)
+            }
+            fn is_shared(&self) -> bool {
+                (**self).is_shared()
             }
         }
     )*};

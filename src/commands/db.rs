@@ -1,6 +1,7 @@
 //! [`Db`]: the database over a backend, and the helpers every type family shares.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use super::Reply;
 use super::blocking::Block;
+use super::counts::{Delta, KeyCount, KeyCounts, add_delta, counted};
 use super::cursor::CursorStore;
 use super::error::{CommandError, CommandResult};
 use super::notify::{Event, NotifyFlags};
@@ -80,6 +82,9 @@ pub(crate) struct Shared {
     pub(crate) deferred_frees: AtomicU64,
     pub(crate) cursors: CursorStore,
     rng: AtomicU64,
+    /// Each namespace's key counts; `None` over a store other processes write too, and for a
+    /// bare [`Db`] (which never deletes the expired keys it finds).
+    pub(crate) counts: Option<KeyCounts>,
 }
 
 impl Shared {
@@ -99,7 +104,13 @@ impl Shared {
             deferred_frees: AtomicU64::new(0),
             cursors: CursorStore::default(),
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
+            counts: None,
         }
+    }
+
+    /// Keeps key counts from now on (an engine over a store no other process writes).
+    pub(crate) fn count_keys(&mut self) {
+        self.counts = Some(KeyCounts::new());
     }
 
     pub(crate) fn seed(&mut self, seed: u64) {
@@ -107,7 +118,7 @@ impl Shared {
     }
 
     /// The namespace database `index` uses now.
-    fn slot(&self, index: usize) -> Option<usize> {
+    pub(crate) fn slot(&self, index: usize) -> Option<usize> {
         self.slots.get(index).map(|s| s.load(Ordering::SeqCst))
     }
 
@@ -156,6 +167,17 @@ impl Shared {
                 .err()
                 .map_or_else(|| CommandError::err("DB index is out of range"), CommandError::from)),
             None => Err(CommandError::err("DB index is out of range")),
+        }
+    }
+
+    /// Which namespace slot a metadata key is under (`hint` first: usually the selected
+    /// database's), `None` for a namespace none of the databases uses.
+    fn slot_of_key(&self, metadata_key: &[u8], hint: Option<usize>) -> Option<usize> {
+        let namespace = self.base_layout.decode_metadata_key(metadata_key).ok()?.namespace;
+        let is = |slot: usize| matches!(self.layouts.get(slot), Some(Some(l)) if l.namespace() == namespace);
+        match hint {
+            Some(slot) if is(slot) => Some(slot),
+            _ => (0..self.layouts.len()).find(|&slot| is(slot)),
         }
     }
 
@@ -225,6 +247,10 @@ pub struct Db<'a, B> {
     retrying: bool,
     block: Option<Block>,
     swapped: Vec<(usize, usize)>,
+    /// Writes to a transaction's overlay: their count changes wait in `counted` until the
+    /// engine commits the overlay ([`Db::take_counted`]).
+    deferred: bool,
+    counted: RefCell<Vec<(usize, Delta)>>,
 }
 
 /// What the commands run on a [`Db`] did to keys, for WATCH, blocking wake-ups and keyspace
@@ -328,7 +354,99 @@ impl<'a, B: KvBackend> Db<'a, B> {
             retrying: false,
             block: None,
             swapped: Vec::new(),
+            deferred: false,
+            counted: RefCell::default(),
         }
+    }
+
+    /// Marks this `Db` as writing to a transaction's overlay: see [`Db::take_counted`].
+    pub(crate) fn defer_counts(&mut self) {
+        self.deferred = true;
+    }
+
+    /// The count changes of the batches written since the last call, for the engine to
+    /// apply ([`KeyCounts::apply`]) once it has written the overlay they went to.
+    pub(crate) fn take_counted(&mut self) -> Vec<(usize, Delta)> {
+        std::mem::take(self.counted.get_mut())
+    }
+
+    /// The selected database's counts in O(1) (see [`super::counts`]), `None` when none are
+    /// kept; the first call for a namespace counts its records. Inside a transaction (an
+    /// overlay) the committed counts plus the transaction's own changes, `None` while the
+    /// namespace is uncounted.
+    ///
+    /// # Errors
+    /// Storage errors from a first count.
+    pub(crate) fn key_count(&self) -> CommandResult<Option<KeyCount>> {
+        let (Some(counts), Some(slot)) = (&self.shared.counts, self.shared.slot(self.index)) else {
+            return Ok(None);
+        };
+        if self.deferred {
+            let Some(count) = counts.get(slot) else { return Ok(None) };
+            let mine = self.counted.borrow().iter().find(|(s, _)| *s == slot).map(|(_, d)| *d);
+            return Ok(Some(mine.unwrap_or_default().applied_to(count)));
+        }
+        Ok(Some(counts.get_or_count(slot, self.layout(), &self.backend)?))
+    }
+
+    /// The count changes `batch` makes (before [`Db::adapt`]: only key records count), from
+    /// the records it replaces.
+    ///
+    /// # Errors
+    /// Storage errors reading those records.
+    fn count_changes(&self, batch: &WriteBatch) -> crate::Result<Vec<(usize, Delta)>> {
+        let mut deltas = Vec::new();
+        if self.shared.counts.is_none() {
+            return Ok(deltas);
+        }
+        let base = &self.shared.base_layout;
+        let hint = self.shared.slot(self.index);
+        // What each key holds as the batch goes (FLUSHALL, or a key written twice).
+        let mut current: HashMap<&[u8], Option<u64>> = HashMap::new();
+        let several = batch.ops().len() > 1;
+        for op in batch.ops() {
+            let (key, new) = match op {
+                BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => (key, counted(base, Some(value))),
+                BatchOp::Delete { cf: ColumnFamily::Metadata, key } => (key, None),
+                _ => continue,
+            };
+            let Some(slot) = self.shared.slot_of_key(key, hint) else { continue };
+            let old = match current.get(&key[..]) {
+                Some(old) => *old,
+                None => counted(base, self.backend.get(ColumnFamily::Metadata, key)?.as_deref()),
+            };
+            if several {
+                current.insert(key, new);
+            }
+            let mut delta = Delta::default();
+            delta.change(old, new);
+            add_delta(&mut deltas, slot, delta);
+        }
+        Ok(deltas)
+    }
+
+    /// Writes `batch`, then records its count changes `deltas`: applied at once to the
+    /// engine's counts (under their gate, so that a first count sees the batch or takes the
+    /// deltas, never both), or kept for the engine when this `Db` writes to an overlay.
+    ///
+    /// # Errors
+    /// The backend's; nothing was counted then.
+    fn write_counted(&self, batch: WriteBatch, deltas: Vec<(usize, Delta)>) -> crate::Result<()> {
+        let counts = self.shared.counts.as_ref().filter(|_| !self.deferred && !deltas.is_empty());
+        let gate = counts.map(KeyCounts::write_gate);
+        self.backend.write(batch)?;
+        match counts {
+            Some(counts) => counts.apply(&deltas),
+            None if self.deferred => {
+                let mut counted = self.counted.borrow_mut();
+                for (slot, delta) in deltas {
+                    add_delta(&mut counted, slot, delta);
+                }
+            }
+            None => {}
+        }
+        drop(gate);
+        Ok(())
     }
 
     /// Hands a fresh `Db`'s journal a session's `touched` and `events` vectors, emptied, to
@@ -746,7 +864,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
             }
         }
         if !batch.is_empty() {
-            self.backend.write(self.adapt(batch)?)?;
+            let deltas = self.count_changes(&batch)?;
+            let batch = self.adapt(batch)?;
+            self.write_counted(batch, deltas)?;
             self.shared.deferred_frees.fetch_add(big as u64, Ordering::Relaxed);
         }
         Ok(deleted)
@@ -919,6 +1039,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         if batch.is_empty() {
             return Ok(());
         }
+        let deltas = self.count_changes(&batch)?;
         if base.kind() != LayoutKind::Kvrocks {
             batch = self.adapt(batch)?;
         }
@@ -931,7 +1052,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         // back out if the write fails.
         let before = self.journal.get_mut().touched.len();
         let found = self.owners(&batch, new_events, &mut created, before);
-        let written = found.and_then(|()| Ok(self.backend.write(batch)?));
+        let written = found.and_then(|()| Ok(self.write_counted(batch, deltas)?));
         let journal = self.journal.get_mut();
         if let Err(e) = written {
             journal.touched.truncate(before);

@@ -45,9 +45,14 @@ impl<B: KvBackend> Engine<B> {
 
     /// An engine writing records with `layout`.
     pub fn with_layout(backend: B, layout: KeyLayout) -> Self {
+        let mut shared = Shared::new(layout);
+        // Counts kept here would miss other processes' writes: those stores scan instead.
+        if !backend.is_shared() {
+            shared.count_keys();
+        }
         Engine {
             backend,
-            shared: Shared::new(layout),
+            shared,
             locks: KeyLocks::default(),
             watches: Watches::default(),
             next_client: AtomicU64::new(1),
@@ -101,6 +106,32 @@ impl<B: KvBackend> Engine<B> {
     /// The clock's time in unix milliseconds.
     pub fn now_ms(&self) -> u64 {
         self.shared.clock.now_ms()
+    }
+
+    /// Database `index`'s key count and expiry count in O(1), as DBSIZE answers (expired keys
+    /// not yet deleted included); the first call for a database counts its records once.
+    /// `None` past [`super::DATABASES`], and over a store other processes write too
+    /// ([`KvBackend::is_shared`]: etcd shared by several server nodes), where the engine
+    /// keeps no counts, as they would miss the other processes' writes: scan there.
+    ///
+    /// # Errors
+    /// Storage errors from a first count.
+    pub fn key_count(&self, index: usize) -> crate::Result<Option<super::KeyCount>> {
+        let (Some(counts), Some(slot)) = (&self.shared.counts, self.shared.slot(index)) else {
+            return Ok(None);
+        };
+        let Ok(layout) = self.shared.layout_of(index) else { return Ok(None) };
+        if let Some(count) = counts.get(slot) {
+            return Ok(Some(count));
+        }
+        // A first count runs under the keyspace lock, shared as a command's: never in the
+        // middle of a server emptying the store (see `touch_all_watched`). When a
+        // whole-keyspace command holds it (maybe this thread's script), one scan, kept for
+        // nobody.
+        match self.locks.try_lock_shared() {
+            Some(_guard) => counts.get_or_count(slot, layout, &self.backend).map(Some),
+            None => super::counts::scan_count(layout, &self.backend).map(Some),
+        }
     }
 
     /// The key locks, for an engine that runs its own maintenance beside the commands.
@@ -208,6 +239,15 @@ impl<B: KvBackend> Engine<B> {
     pub fn touch_all_watched(&self) {
         let now = self.shared.clock.now_ms();
         self.watches.notify_where(|db, key| self.live(db, key, now));
+    }
+
+    /// Forgets the key counts ([`Engine::key_count`]): they are counted again at their next
+    /// use. For a server that changes the store behind the engine (empties it, loads it):
+    /// call it under the exclusive keyspace lock, before the change.
+    pub fn forget_key_counts(&self) {
+        if let Some(counts) = &self.shared.counts {
+            counts.forget();
+        }
     }
 
     /// Runs one command for `session` (argv as in [`Db::execute`]), with Redis 7.0's
@@ -415,6 +455,7 @@ impl<B: KvBackend> Engine<B> {
             }
             let overlay = Overlay::new(&self.backend);
             let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), session.db);
+            db.defer_counts();
             let replies = queue
                 .iter()
                 .map(|(info, argv)| match info.name {
@@ -426,8 +467,9 @@ impl<B: KvBackend> Engine<B> {
             let touched = db.take_touched();
             let events = db.take_events();
             applied = db.take_swapped();
+            let counted = db.take_counted();
             drop(db);
-            let written = self.commit(overlay);
+            let written = self.commit(overlay, &counted);
             if written.is_err() {
                 undo(std::mem::take(&mut applied));
             }
@@ -449,13 +491,24 @@ impl<B: KvBackend> Engine<B> {
     }
 
     /// Writes what `overlay` gathered as one batch, or nothing when one of its reads
-    /// failed (a command may then be half-done).
-    fn commit(&self, overlay: Overlay<'_, B>) -> crate::Result<()> {
+    /// failed (a command may then be half-done); then applies its count changes `counted`.
+    fn commit(
+        &self,
+        overlay: Overlay<'_, B>,
+        counted: &[(usize, super::counts::Delta)],
+    ) -> crate::Result<()> {
         match overlay.failure() {
             Some(e) => Err(e),
             None => {
                 let batch = overlay.into_batch();
-                if batch.is_empty() { Ok(()) } else { self.backend.write(batch) }
+                if batch.is_empty() {
+                    return Ok(());
+                }
+                let counts = self.shared.counts.as_ref().filter(|_| !counted.is_empty());
+                let _gate = counts.map(super::counts::KeyCounts::write_gate);
+                self.backend.write(batch)?;
+                counts.inspect(|c| c.apply(counted));
+                Ok(())
             }
         }
     }
@@ -495,12 +548,14 @@ impl<B: KvBackend> Engine<B> {
             undo(std::mem::take(&mut applied));
             let overlay = Overlay::new(&self.backend);
             let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), start_db);
+            db.defer_counts();
             let result = body(&mut |argv: &[Bytes]| db.execute(argv));
             let touched = db.take_touched();
             let events = db.take_events();
             applied = db.take_swapped();
+            let counted = db.take_counted();
             drop(db);
-            let written = self.commit(overlay);
+            let written = self.commit(overlay, &counted);
             if written.is_err() {
                 undo(std::mem::take(&mut applied));
             }

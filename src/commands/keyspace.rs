@@ -483,11 +483,26 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(keys)
     }
 
-    /// The number of live keys in the selected database (a scan of its metadata records).
+    /// The number of keys in the selected database. Under an [`super::Engine`] over a store
+    /// no other process writes, in O(1) from the counts the commits keep (see
+    /// [`super::Engine::key_count`]): as in Redis, an expired key whose record nobody has
+    /// deleted yet still counts. Otherwise (a bare `Db`, a store several server nodes share)
+    /// a scan of the metadata records that counts live keys only.
+    ///
+    /// # Errors
+    /// Storage errors (from the scan, or the first count of the database).
+    pub fn dbsize(&self) -> CommandResult<i64> {
+        match self.key_count()? {
+            Some(count) => Ok(i64::try_from(count.keys).unwrap_or(i64::MAX)),
+            None => self.live_keys(),
+        }
+    }
+
+    /// The number of live keys in the selected database, by a scan of its metadata records.
     ///
     /// # Errors
     /// Storage errors.
-    pub fn dbsize(&self) -> CommandResult<i64> {
+    fn live_keys(&self) -> CommandResult<i64> {
         let mut n = 0;
         self.walk_keys(|_, _| {
             n += 1;
@@ -502,7 +517,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// Storage errors.
     pub fn randomkey(&mut self) -> CommandResult<Option<Bytes>> {
-        let n = self.dbsize()?;
+        let n = self.live_keys()?;
         if n == 0 {
             return Ok(None);
         }

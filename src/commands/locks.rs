@@ -93,6 +93,17 @@ impl KeyLocks {
         LockGuard { _one: None, _keys: keys, _global: global }
     }
 
+    /// The global lock, shared, if no whole-keyspace command holds it or waits for it now
+    /// (perhaps this very thread: a script); `None` otherwise, without blocking.
+    pub fn try_lock_shared(&self) -> Option<LockGuard<'_>> {
+        let global = match self.global.try_read() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(LockGuard { _one: None, _keys: Vec::new(), _global: Guard::Read(global) })
+    }
+
     /// Blocks until stripe `i` is held: exclusive when `write`, shared otherwise.
     fn take(&self, (i, write): (usize, bool)) -> Guard<'_> {
         let lock = &self.stripes[i];

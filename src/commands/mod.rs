@@ -13,6 +13,7 @@
 pub mod args;
 mod bitmap;
 mod blocking;
+mod counts;
 mod cursor;
 mod db;
 mod dump;
@@ -43,6 +44,7 @@ mod zset;
 use bytes::Bytes;
 
 pub use blocking::Block;
+pub use counts::KeyCount;
 pub use db::{DATABASES, Db, Entry, Touch, TouchedKey};
 pub use dump::RestoreOptions;
 pub use engine::{CONFLICT_ATTEMPTS, Engine};

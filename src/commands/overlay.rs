@@ -96,6 +96,10 @@ impl<B: KvBackend + ?Sized> KvBackend for Overlay<'_, B> {
         }
         Ok(())
     }
+
+    fn is_shared(&self) -> bool {
+        self.base.is_shared()
+    }
 }
 
 /// Merges the base scan with the buffered writes (which win on equal keys; `None` hides).

@@ -89,6 +89,9 @@ impl<B: KvBackend> KvBackend for InTempDir<B> {
     fn finish(&self) -> bool {
         self.get().finish()
     }
+    fn is_shared(&self) -> bool {
+        self.get().is_shared()
+    }
     fn retry_pause(&self, attempt: u32, elapsed: std::time::Duration) -> Option<std::time::Duration> {
         self.get().retry_pause(attempt, elapsed)
     }

@@ -932,6 +932,11 @@ impl KvBackend for Backend {
         views.insert(std::thread::current().id(), View::default());
     }
 
+    /// Several server nodes write one etcd cluster.
+    fn is_shared(&self) -> bool {
+        true
+    }
+
     fn finish(&self) -> bool {
         let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
         views.remove(&std::thread::current().id()).is_some_and(|v| v.refused)

@@ -12,7 +12,9 @@ use rediskv::commands::{Reply, Session};
 
 use super::{Client, Next, ReplyMode};
 use crate::acl;
-use crate::state::{ClientInfo, Pause, State, lock};
+use crate::client_info::ClientInfo;
+use crate::state::{Pause, State};
+use crate::sync::lock;
 use crate::tracking;
 
 impl Client {
@@ -203,7 +205,7 @@ impl Client {
         self.tracking = false;
         self.caching = false;
         state.monitors.remove(self.info.id);
-        self.subs.clear(state, &self.info);
+        self.subs.clear(&state.pubsub, &self.info);
         self.multi_len = 0;
         self.multi_server.clear();
         *lock(&self.info.name) = None;
@@ -268,12 +270,12 @@ impl Client {
                 *lock(&state.pause) = None;
                 state.pause_active.store(false, Relaxed);
                 state.hold_expiry();
-                state.kick();
+                state.loops.kick();
                 Reply::OK
             }
             ("unblock", 3 | 4) => client_unblock(&argv[2..], state),
             ("tracking", n) if n >= 3 => {
-                let reply = tracking::client_tracking(&argv[2..], &self.info, state);
+                let reply = tracking::client_tracking(&argv[2..], &self.info, &state.tracking, state.peers());
                 self.tracking = lock(&self.info.tracking).is_some();
                 // A pending CLIENT CACHING belongs to the mode it was given in.
                 if !reply.is_error() {
@@ -377,13 +379,13 @@ impl Client {
         // A flush invalidates everything with one message (null), as Redis: no message per
         // key it deleted.
         if flushed {
-            state.tracking.flush(state, &mut to);
+            state.tracking.flush(state.peers(), &mut to);
         } else if !written.is_empty() {
-            state.tracking.invalidate(state, &ns, &written, &mut to);
+            state.tracking.invalidate(state.peers(), &ns, &written, &mut to);
         }
         if !reads.is_empty() && !reply.is_error() {
             let max = state.config().number("tracking-table-max-keys").max(0) as usize;
-            state.tracking.remember(state, &ns, reads, self.info.id, max, &mut to);
+            state.tracking.remember(state.peers(), &ns, reads, self.info.id, max, &mut to);
         }
     }
 
@@ -472,7 +474,7 @@ impl KillFilter {
 
 fn kill_client(c: &ClientInfo, state: &State) {
     c.killed.store(true, Relaxed);
-    state.kick();
+    state.loops.kick();
 }
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: a parked client answers its timeout reply, or the
@@ -494,7 +496,7 @@ fn client_unblock(args: &[Bytes], state: &State) -> Reply {
     } else {
         timeout_reply
     };
-    crate::blocking::send_answer(state, &info, session, &answer, &[]);
+    crate::blocking::send_answer(&state.loops, &info, session, &answer, &[]);
     Reply::Integer(1)
 }
 

@@ -94,7 +94,7 @@ impl Client {
         };
         // Nothing to look at without a maxmemory (the usual case).
         let limited = state.maxmemory.load(Relaxed) > 0;
-        if limited && checked() && out_of_memory(state) && !self.info.no_evict.load(Relaxed) {
+        if limited && checked() && crate::info::out_of_memory(state) && !self.info.no_evict.load(Relaxed) {
             return Some(Some(Reply::Error(
                 "OOM command not allowed when used memory > 'maxmemory'.".into(),
             )));
@@ -116,11 +116,4 @@ impl Client {
         state.acl.log(reason, self.session.in_multi(), object, self.user.name(), self.info.line(), max);
         Some(denied.error(id))
     }
-}
-
-/// Whether the store is past `maxmemory` (the memory engine only: the disk engines' memory is
-/// bounded by their caches).
-pub fn out_of_memory(state: &State) -> bool {
-    let max = state.maxmemory.load(Relaxed);
-    max > 0 && state.store.in_memory() && state.used_memory() > max
 }

@@ -23,13 +23,13 @@ use rediskv::commands::{Protocol, Reply, Session};
 use crate::acl;
 use crate::admin;
 use crate::blocking::Parking;
+use crate::client_info::ClientInfo;
+use crate::clock::unix_micros;
 use crate::info;
 use crate::pubsub::{self, Kind, Subscriptions};
 use crate::scripting;
-use crate::state::{ClientInfo, SharedEngine, State, lock, unix_micros};
-
-pub use gate::out_of_memory;
-pub use stats::MAX_STAT_ENTRIES;
+use crate::state::{SharedEngine, State};
+use crate::sync::lock;
 
 /// CLIENT REPLY mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +132,7 @@ impl Client {
             self.session = session;
         }
         self.engine.close(&mut self.session);
-        self.subs.clear(state, &self.info);
+        self.subs.clear(&state.pubsub, &self.info);
         state.tracking.disable(&self.info);
     }
 
@@ -249,10 +249,10 @@ impl Client {
         let (now, db) = (unix_micros(), self.session.db());
         if matches!(reply, Reply::Array(_)) {
             for command in queued {
-                state.monitors.feed(state, command, now, db, &self.info.addr);
+                state.monitors.feed(&state.loops, command, now, db, &self.info.addr);
             }
         }
-        state.monitors.feed(state, argv, now, db, &self.info.addr);
+        state.monitors.feed(&state.loops, argv, now, db, &self.info.addr);
     }
 
     /// Writes a reply unless CLIENT REPLY OFF/SKIP holds it back (`info`: the command that
@@ -331,7 +331,10 @@ impl Client {
             "namespace" => admin::namespace(argv, state),
             "config" => admin::config(argv, state),
             "slowlog" => state.slowlog.command(argv),
-            "latency" => state.latency.command(argv, state, admin::unix_secs()),
+            "latency" => {
+                let slower_than = state.config().number("slowlog-log-slower-than");
+                state.latency.command(argv, &state.stats.commands, slower_than, crate::clock::unix_secs())
+            }
             "memory"
                 if argv.get(1).is_some_and(|s| {
                     [&b"stats"[..], b"doctor", b"malloc-stats", b"purge"]
@@ -350,9 +353,11 @@ impl Client {
                 self.subscriptions(name, argv, state)
             }
             "publish" | "spublish" => arity(argv, 3, || {
-                Reply::Integer(state.pubsub.publish(state, &argv[1], &argv[2], name == "spublish") as i64)
+                Reply::Integer(
+                    state.pubsub.publish(&state.loops, &argv[1], &argv[2], name == "spublish") as i64
+                )
             }),
-            "pubsub" => pubsub::pubsub_command(argv, state),
+            "pubsub" => pubsub::pubsub_command(argv, &state.pubsub),
             "ping" if self.subs.any() && self.session.resp() == 2 && argv.len() <= 2 => {
                 // In RESP2 subscribed mode PING answers a two-element array.
                 Reply::Array(vec![
@@ -370,7 +375,7 @@ impl Client {
                 // turned tracking off left in the table, as Redis does.
                 if !reply.is_error() {
                     let mut to = crate::tracking::Delivery { me: Some(&self.info), own: &mut self.pushes };
-                    state.tracking.flush(state, &mut to);
+                    state.tracking.flush(state.peers(), &mut to);
                 }
                 reply
             }
@@ -378,7 +383,7 @@ impl Client {
             "compact" => arity(argv, 1, || admin::compact(state)),
             "save" => arity(argv, 1, || match state.store.sync() {
                 Ok(()) => {
-                    state.last_save.store(admin::unix_secs(), Relaxed);
+                    state.last_save.store(crate::clock::unix_secs(), Relaxed);
                     state.dirty.store(0, Relaxed);
                     Reply::OK
                 }
@@ -427,7 +432,7 @@ impl Client {
             self.invalidate(&reads, flushes && !reply.is_error(), &reply, state);
         }
         self.info.db.store(self.session.db(), Relaxed);
-        after_writes(state, &self.engine, &self.session);
+        crate::maint::after_writes(state, &self.engine, &self.session);
         if let Some(block) = self.session.take_block() {
             return self.park(argv, block, state);
         }
@@ -461,6 +466,7 @@ impl Client {
         let _locks: Vec<_> = engines.iter().map(|e| e.locks().lock(true, std::iter::empty())).collect();
         for engine in &engines {
             engine.touch_all_watched();
+            engine.forget_key_counts();
         }
         admin::flush_backend(state)
     }
@@ -478,7 +484,7 @@ impl Client {
         }
         if state.monitors.any() && !self.session.in_multi() {
             // MONITOR shows the script command, then the commands it runs (as `[db lua]`).
-            state.monitors.feed(state, argv, unix_micros(), self.session.db(), &self.info.addr);
+            state.monitors.feed(&state.loops, argv, unix_micros(), self.session.db(), &self.info.addr);
         }
         // A script queued in a transaction answers into EXEC's reply: wait for it here.
         let (answer, answered) = if self.in_exec {
@@ -515,7 +521,7 @@ impl Client {
             }
             Err(mut job) => {
                 // No script thread: run it here.
-                let (reply, pushes) = scripting::run_command(state, &mut job);
+                let (reply, pushes) = crate::script_thread::run_command(state, &mut job);
                 self.session = job.session;
                 self.pushes.extend_from_slice(&pushes);
                 (reply, Next::Continue)
@@ -615,9 +621,9 @@ impl Client {
             return Reply::Error(format!("ERR wrong number of arguments for '{name}' command"));
         }
         let mut replies = if on {
-            self.subs.subscribe(state, &self.info, kind, &argv[1..])
+            self.subs.subscribe(&state.pubsub, &self.info, kind, &argv[1..])
         } else {
-            self.subs.unsubscribe(state, &self.info, kind, &argv[1..])
+            self.subs.unsubscribe(&state.pubsub, &self.info, kind, &argv[1..])
         };
         let first = replies.remove(0);
         self.more = replies;
@@ -664,26 +670,6 @@ fn refused_before_running(reply: &Reply) -> bool {
 /// Whether the command runs a script (EVAL, EVALSHA, FCALL and their read-only forms).
 fn is_script(info: &CommandInfo) -> bool {
     matches!(info.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
-}
-
-/// What follows the writes of a command, an EXEC or a script: keyspace notifications,
-/// hints to the maintenance thread, the SWAPDB mapping saved.
-pub fn after_writes(state: &State, engine: &SharedEngine, session: &Session) {
-    crate::notify::command_events(state, session.events());
-    if session.events().iter().any(|e| crate::maint::may_leave_garbage(e.name)) {
-        state.maint.garbage_hint.fetch_add(1, Relaxed);
-    }
-    // SWAPDB may bring keys with TTLs into a database whose sweep backed off.
-    if session.events().iter().any(|e| crate::maint::may_set_ttl(e.name)) || !session.swapped_dbs().is_empty()
-    {
-        state.maint.ttl_hint.fetch_add(1, Relaxed);
-    }
-    if !session.swapped_dbs().is_empty() {
-        let ns = String::from_utf8_lossy(engine.layout().namespace()).into_owned();
-        if let Err(e) = state.store.save_db_slots(&ns, &engine.db_slots()) {
-            eprintln!("server: cannot save the SWAPDB mapping: {e}");
-        }
-    }
 }
 
 fn arity(argv: &[Bytes], n: usize, run: impl FnOnce() -> Reply) -> Reply {

@@ -8,9 +8,6 @@ use rediskv::commands::table::CommandInfo;
 use super::Client;
 use crate::state::State;
 
-/// At most this many INFO commandstats entries (and errorstats codes, as Redis' 128).
-pub const MAX_STAT_ENTRIES: usize = 1024;
-
 impl Client {
     /// INFO commandstats/errorstats and totals for one command of row `info`: `usec` of
     /// running, or `None` when refused before running.

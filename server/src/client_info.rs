@@ -1,0 +1,195 @@
+//! What others may see of a connection: CLIENT LIST's facts, the flag CLIENT KILL sets, the
+//! client's tracking options, and where its event loop delivers to it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::mailbox::Loops;
+use crate::sync::lock;
+
+/// What others may see of a connection (CLIENT LIST) and the flag CLIENT KILL sets.
+#[derive(Debug)]
+pub struct ClientInfo {
+    /// CLIENT ID.
+    pub id: u64,
+    /// The peer's `ip:port`.
+    pub addr: String,
+    /// The local `ip:port` the client connected to.
+    pub laddr: String,
+    /// The socket's file descriptor.
+    pub fd: i64,
+    /// When it connected.
+    pub created: Instant,
+    /// When it last ran a command: µs after `created`. Atomics, not a lock: every command
+    /// sets them.
+    last_at: AtomicU64,
+    /// Which command it last ran: its row in the command table (`usize::MAX`: none, or the
+    /// name in `last_other`).
+    last_cmd: AtomicUsize,
+    /// The last command's name when the table has no row for it (rare: a mistyped name).
+    last_other: Mutex<String>,
+    /// CLIENT SETNAME.
+    pub name: Mutex<Option<Bytes>>,
+    /// The SELECTed database.
+    pub db: AtomicUsize,
+    /// Bytes waiting in its query buffer / output buffer.
+    pub qbuf: AtomicUsize,
+    /// Bytes of replies not yet written.
+    pub omem: AtomicUsize,
+    /// CLIENT NO-EVICT on.
+    pub no_evict: AtomicBool,
+    /// The RESP version it speaks (HELLO).
+    pub resp: AtomicU8,
+    /// A command of it waits for a CLIENT PAUSE to end (flag `b`, as Redis' postponed clients).
+    pub blocked: AtomicBool,
+    /// The Kvrocks namespace it authenticated into (`None`: the default one, admin).
+    pub namespace: Mutex<Option<String>>,
+    /// CLIENT KILL: close as soon as possible.
+    pub killed: AtomicBool,
+    /// The ACL user it is logged in as.
+    pub user: Mutex<Vec<u8>>,
+    /// CLIENT TRACKING's options, when on.
+    pub tracking: Mutex<Option<TrackingMode>>,
+    /// The event loop that owns the connection, and its token there (where messages go).
+    pub loop_index: usize,
+    /// See `loop_index`.
+    pub token: usize,
+    /// Channels, patterns and shard channels it subscribes to (CLIENT LIST sub/psub/ssub).
+    pub subscriptions: [AtomicUsize; 3],
+}
+
+impl ClientInfo {
+    /// A new client entry with the next id.
+    pub fn new(id: u64, addr: String, laddr: String, fd: i64, loop_index: usize, token: usize) -> ClientInfo {
+        let now = Instant::now();
+        ClientInfo {
+            id,
+            addr,
+            laddr,
+            fd,
+            created: now,
+            last_at: AtomicU64::new(0),
+            last_cmd: AtomicUsize::new(usize::MAX),
+            last_other: Mutex::new("NULL".into()),
+            name: Mutex::new(None),
+            db: AtomicUsize::new(0),
+            qbuf: AtomicUsize::new(0),
+            omem: AtomicUsize::new(0),
+            no_evict: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
+            resp: AtomicU8::new(2),
+            namespace: Mutex::new(None),
+            killed: AtomicBool::new(false),
+            user: Mutex::new(b"default".to_vec()),
+            tracking: Mutex::new(None),
+            loop_index,
+            token,
+            subscriptions: Default::default(),
+        }
+    }
+
+    /// Seconds since its last command.
+    pub fn idle(&self) -> u64 {
+        let last = Duration::from_micros(self.last_at.load(Relaxed));
+        self.created.elapsed().saturating_sub(last).as_secs()
+    }
+
+    /// Records that it runs (or ran until) `at`, and, when `name` is given, which command.
+    pub fn ran(&self, at: Instant, name: Option<&str>) {
+        self.last_at.store(at.saturating_duration_since(self.created).as_micros() as u64, Relaxed);
+        if let Some(name) = name {
+            match rediskv::commands::table::position(name) {
+                Some(row) => self.last_cmd.store(row, Relaxed),
+                None => {
+                    self.last_cmd.store(usize::MAX, Relaxed);
+                    name.clone_into(&mut lock(&self.last_other));
+                }
+            }
+        }
+    }
+
+    /// The name of the command it last ran (`NULL` before any).
+    fn last_command(&self) -> String {
+        match rediskv::commands::table::all().get(self.last_cmd.load(Relaxed)) {
+            Some(info) => info.name.to_string(),
+            None => lock(&self.last_other).clone(),
+        }
+    }
+
+    /// One CLIENT LIST line (without the newline), fields as Redis 7.0 prints them.
+    pub fn line(&self) -> String {
+        let name = lock(&self.name).as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned();
+        let cmd = self.last_command();
+        let [sub, psub, ssub] = self.subscriptions.each_ref().map(|n| n.load(Relaxed));
+        let tracking = lock(&self.tracking).clone();
+        let mut flags = String::new();
+        for (on, flag) in [
+            (sub + psub + ssub > 0, 'P'),
+            (self.blocked.load(Relaxed), 'b'),
+            (tracking.is_some(), 't'),
+            (tracking.as_ref().is_some_and(|m| m.broken_redirect), 'R'),
+            (tracking.as_ref().is_some_and(|m| m.bcast), 'B'),
+            (self.no_evict.load(Relaxed), 'e'),
+        ] {
+            if on {
+                flags.push(flag);
+            }
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        let (qbuf, omem) = (self.qbuf.load(Relaxed), self.omem.load(Relaxed));
+        format!(
+            "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} \
+             multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={omem} \
+             tot-mem={} events=r cmd={cmd} user={} redir={} resp={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            self.fd,
+            self.created.elapsed().as_secs(),
+            self.idle(),
+            self.db.load(Relaxed),
+            qbuf + omem,
+            String::from_utf8_lossy(&lock(&self.user)),
+            tracking.map_or(-1, |m| m.redirect as i64),
+            self.resp.load(Relaxed),
+        )
+    }
+}
+
+/// One client's tracking options (CLIENT TRACKING ON …).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrackingMode {
+    /// REDIRECT: the client that receives the invalidations (0: the client itself).
+    pub redirect: u64,
+    /// BCAST, with its prefixes (the empty prefix for all keys).
+    pub bcast: bool,
+    /// The BCAST prefixes.
+    pub prefixes: Vec<Bytes>,
+    /// OPTIN: only reads after CLIENT CACHING YES are tracked.
+    pub optin: bool,
+    /// OPTOUT: reads after CLIENT CACHING NO are not tracked.
+    pub optout: bool,
+    /// NOLOOP: no invalidation for the client's own writes.
+    pub noloop: bool,
+    /// The redirect client was gone when an invalidation was due.
+    pub broken_redirect: bool,
+}
+
+/// Every connected client, by id (CLIENT LIST, CLIENT KILL, invalidation redirects).
+pub type Clients = Mutex<BTreeMap<u64, Arc<ClientInfo>>>;
+
+/// What a subsystem needs to reach other clients: who is connected, and the event loops
+/// that deliver to them.
+#[derive(Clone, Copy)]
+pub struct Peers<'a> {
+    /// The connected clients.
+    pub clients: &'a Clients,
+    /// Their event loops' inboxes.
+    pub loops: &'a Loops,
+}

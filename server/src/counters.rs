@@ -1,0 +1,274 @@
+//! The counters INFO reports: per-command calls, times and latency buckets
+//! (commandstats, latencystats), error codes (errorstats), totals, and the instantaneous
+//! rates.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+use rediskv::commands::table::{self, CommandInfo};
+
+use crate::sync::lock;
+
+/// At most this many INFO commandstats entries (and errorstats codes, as Redis' 128).
+pub const MAX_STAT_ENTRIES: usize = 1024;
+
+/// Per-command counters (INFO commandstats).
+#[derive(Debug, Clone, Copy)]
+pub struct CommandStat {
+    /// Times the command ran.
+    pub calls: u64,
+    /// Microseconds spent running it.
+    pub usec: u64,
+    /// Refused before running (arity, auth, pause…).
+    pub rejected: u64,
+    /// Ran and answered an error.
+    pub failed: u64,
+    /// Calls per latency bucket: bucket `i` counts calls of at most `2^i` µs (over
+    /// `2^(i-1)`), as LATENCY HISTOGRAM reports them.
+    pub buckets: [u64; LATENCY_BUCKETS],
+}
+
+impl Default for CommandStat {
+    fn default() -> Self {
+        CommandStat { calls: 0, usec: 0, rejected: 0, failed: 0, buckets: [0; LATENCY_BUCKETS] }
+    }
+}
+
+/// Latency buckets per command: powers of two from 1 µs to about 36 minutes.
+pub const LATENCY_BUCKETS: usize = 32;
+
+/// The bucket of a call of `usec` µs.
+fn latency_bucket(usec: u64) -> usize {
+    let bits = (u64::BITS - usec.saturating_sub(1).leading_zeros()) as usize;
+    bits.min(LATENCY_BUCKETS - 1)
+}
+
+/// INFO commandstats: lock-free counters for every command of the library's table (every
+/// command passes here, on every event loop), a locked map for the few other names.
+#[derive(Debug)]
+pub struct CommandStats {
+    rows: Box<[[AtomicU64; 4]]>,
+    buckets: Box<[[AtomicU64; LATENCY_BUCKETS]]>,
+    other: Mutex<BTreeMap<String, CommandStat>>,
+    /// `latency-tracking`: whether calls fill the latency buckets.
+    pub tracking: AtomicBool,
+}
+
+impl Default for CommandStats {
+    fn default() -> Self {
+        let rows = table::all().iter().map(|_| Default::default()).collect();
+        let buckets = table::all().iter().map(|_| std::array::from_fn(|_| AtomicU64::new(0))).collect();
+        CommandStats { rows, buckets, other: Mutex::default(), tracking: AtomicBool::new(true) }
+    }
+}
+
+impl CommandStats {
+    /// Counts one call of the command of row `info` (`None` µs: refused before running).
+    pub fn count(&self, info: &CommandInfo, usec: Option<u64>, failed: bool) {
+        // calls, µs, rejected, failed
+        let delta = match usec {
+            None => [0, 0, 1, 0],
+            Some(usec) => [1, usec, 0, u64::from(failed)],
+        };
+        let bucket = usec.filter(|_| self.tracking.load(Relaxed)).map(latency_bucket);
+        match info.position() {
+            Some(row) => self.add_row(row, delta, bucket),
+            None => self.add(info.name, delta, bucket, MAX_STAT_ENTRIES),
+        }
+    }
+
+    /// Counts a failure of a call counted when it blocked (its answer, when served, was an
+    /// error: an XREADGROUP whose group was destroyed).
+    pub fn count_failure(&self, name: &str) {
+        self.add(name, [0, 0, 0, 1], None, MAX_STAT_ENTRIES);
+    }
+
+    fn add_row(&self, row: usize, delta: [u64; 4], bucket: Option<usize>) {
+        for (counter, n) in self.rows[row].iter().zip(delta) {
+            if n > 0 {
+                counter.fetch_add(n, Relaxed);
+            }
+        }
+        if let Some(b) = bucket {
+            self.buckets[row][b].fetch_add(1, Relaxed);
+        }
+    }
+
+    fn add(&self, name: &str, delta: [u64; 4], bucket: Option<usize>, max_other: usize) {
+        if let Some(row) = table::position(name) {
+            return self.add_row(row, delta, bucket);
+        }
+        let mut other = lock(&self.other);
+        if !other.contains_key(name) && other.len() >= max_other {
+            return;
+        }
+        let s = other.entry(name.to_string()).or_default();
+        s.calls += delta[0];
+        s.usec += delta[1];
+        s.rejected += delta[2];
+        s.failed += delta[3];
+        if let Some(b) = bucket {
+            s.buckets[b] += 1;
+        }
+    }
+
+    /// Every counted command, by name.
+    pub fn snapshot(&self) -> BTreeMap<String, CommandStat> {
+        let mut all = lock(&self.other).clone();
+        for (info, row) in table::all().iter().zip(self.rows.iter()) {
+            let [calls, usec, rejected, failed] = row.each_ref().map(|c| c.load(Relaxed));
+            if calls + rejected > 0 {
+                let buckets = [0; LATENCY_BUCKETS];
+                all.insert(info.name.to_string(), CommandStat { calls, usec, rejected, failed, buckets });
+            }
+        }
+        all
+    }
+
+    /// Every command whose latency was tracked: its tracked calls and their buckets.
+    pub fn histograms(&self) -> BTreeMap<String, (u64, [u64; LATENCY_BUCKETS])> {
+        let mut all: BTreeMap<String, (u64, [u64; LATENCY_BUCKETS])> = lock(&self.other)
+            .iter()
+            .map(|(name, s)| (name.clone(), (s.buckets.iter().sum(), s.buckets)))
+            .collect();
+        for (info, row) in table::all().iter().zip(self.buckets.iter()) {
+            let buckets = row.each_ref().map(|c| c.load(Relaxed));
+            all.insert(info.name.to_string(), (buckets.iter().sum(), buckets));
+        }
+        all.retain(|_, (calls, _)| *calls > 0);
+        all
+    }
+
+    fn reset(&self) {
+        self.rows.iter().flatten().for_each(|c| c.store(0, Relaxed));
+        self.buckets.iter().flatten().for_each(|c| c.store(0, Relaxed));
+        lock(&self.other).clear();
+    }
+}
+
+/// Counters INFO reports; CONFIG RESETSTAT zeroes them.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Connections accepted.
+    pub connections_received: AtomicU64,
+    /// Connections refused (maxclients).
+    pub rejected_connections: AtomicU64,
+    /// Commands run.
+    pub commands_processed: AtomicU64,
+    /// Bytes read from clients.
+    pub net_input: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output: AtomicU64,
+    /// Read commands that found their key.
+    pub keyspace_hits: AtomicU64,
+    /// Read commands that did not.
+    pub keyspace_misses: AtomicU64,
+    /// Error replies sent.
+    pub error_replies: AtomicU64,
+    /// Per command name (`config|get` for subcommands).
+    pub commands: CommandStats,
+    /// Error replies by their first word (`ERR`, `WRONGTYPE`…).
+    pub errors: Mutex<BTreeMap<String, u64>>,
+    /// Deleted big collections whose records the collector has reclaimed
+    /// ([`MaintStats::lazyfree_credited`]).
+    pub lazyfreed_objects: AtomicU64,
+}
+
+impl Stats {
+    /// Zeroes every counter.
+    pub fn reset(&self) {
+        for c in [
+            &self.connections_received,
+            &self.rejected_connections,
+            &self.commands_processed,
+            &self.net_input,
+            &self.net_output,
+            &self.keyspace_hits,
+            &self.keyspace_misses,
+            &self.error_replies,
+            &self.lazyfreed_objects,
+        ] {
+            c.store(0, Relaxed);
+        }
+        self.commands.reset();
+        lock(&self.errors).clear();
+    }
+
+    /// Counts one error reply under its first word (`ERR`, `WRONGTYPE`…). Redis stops
+    /// adding error codes past 128 distinct ones; so does this.
+    pub fn error(&self, text: &str) {
+        self.error_replies.fetch_add(1, Relaxed);
+        let code = text.split(' ').next().unwrap_or("ERR");
+        let mut errors = lock(&self.errors);
+        if let Some(n) = errors.get_mut(code) {
+            *n += 1;
+        } else if errors.len() < 128 {
+            errors.insert(code.to_string(), 1);
+        }
+    }
+}
+
+/// Redis' instantaneous metrics: per-second rates over the last 16 ticks.
+#[derive(Debug)]
+pub struct Sampler {
+    at: Instant,
+    /// Commands, input bytes, output bytes at the last sample.
+    last: [u64; 3],
+    /// Per-second rates of the last 16 samples, for each of the three.
+    rates: [[u64; 16]; 3],
+    next: usize,
+}
+
+impl Sampler {
+    /// No samples yet.
+    pub fn new() -> Sampler {
+        Sampler { at: Instant::now(), last: [0; 3], rates: [[0; 16]; 3], next: 0 }
+    }
+
+    /// Takes one sample of the counters (commands, input bytes, output bytes).
+    pub fn sample(&mut self, now: [u64; 3]) {
+        let elapsed = self.at.elapsed().as_millis() as u64;
+        if elapsed == 0 {
+            return;
+        }
+        for ((rates, now), last) in self.rates.iter_mut().zip(now).zip(self.last) {
+            rates[self.next] = now.saturating_sub(last) * 1000 / elapsed;
+        }
+        self.last = now;
+        self.at = Instant::now();
+        self.next = (self.next + 1) % 16;
+    }
+
+    /// The mean rate of counter `i` (0 commands, 1 input bytes, 2 output bytes) per second.
+    pub fn rate(&self, i: usize) -> u64 {
+        self.rates[i].iter().sum::<u64>() / 16
+    }
+}
+
+/// What INFO reports of maintenance.
+#[derive(Debug, Default)]
+pub struct MaintStats {
+    /// Keys deleted by active expiry.
+    pub expired_keys: AtomicU64,
+    /// Records the collector examined.
+    pub gc_examined: AtomicU64,
+    /// Records the collector deleted.
+    pub gc_collected: AtomicU64,
+    /// Complete collector passes.
+    pub gc_passes: AtomicU64,
+    /// [`crate::state::State::deferred_frees`] when the last complete collector pass
+    /// started: the big collections deleted before it have had their records reclaimed
+    /// (INFO's `lazyfreed_objects` counts them; `lazyfree_pending_objects` the ones after).
+    pub lazyfree_credited: AtomicU64,
+    /// Where the collector is: `subkey` or `score`, and the first key it examines next, hex.
+    pub gc_position: std::sync::Mutex<String>,
+    /// Bumped by commands that may have left garbage.
+    pub garbage_hint: AtomicU64,
+    /// Bumped by commands that may have set a TTL.
+    pub ttl_hint: AtomicU64,
+    /// Whether this node swept at its last tick (always, unless nodes share the store and
+    /// another holds the maintenance lease).
+    pub leader: AtomicBool,
+}
