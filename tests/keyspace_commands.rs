@@ -428,3 +428,34 @@ fn scan_bounds_the_expired_records_it_skips() {
     assert_eq!(cursor, bulk("0"));
     assert_eq!(Reply::Array(seen), bulks(&["live:1", "live:2"]));
 }
+
+/// OBJECT IDLETIME: the seconds since a command last used the key, as Redis' LRU clock;
+/// EXISTS, TYPE, TTL and OBJECT itself leave it alone, TOUCH, reads and writes reset it,
+/// RESTORE … IDLETIME sets it.
+#[test]
+fn object_idletime_follows_the_commands_that_touch_the_key() {
+    let (mut db, clock) = db();
+    let idle = |db: &mut Db<MemoryBackend>| run(db, "OBJECT IDLETIME foo");
+    assert_eq!(run(&mut db, "SET foo bar"), Reply::status("OK"));
+    assert_eq!(idle(&mut db), Reply::Integer(0));
+    clock.advance_ms(3_000);
+    for line in ["TTL foo", "PTTL foo", "TYPE foo", "EXISTS foo", "OBJECT ENCODING foo", "EXPIRETIME foo"] {
+        run(&mut db, line);
+    }
+    assert_eq!(idle(&mut db), Reply::Integer(3));
+    run(&mut db, "TOUCH foo");
+    assert_eq!(idle(&mut db), Reply::Integer(0));
+    clock.advance_ms(2_000);
+    run(&mut db, "GET foo");
+    assert_eq!(idle(&mut db), Reply::Integer(0));
+    clock.advance_ms(2_000);
+    run(&mut db, "APPEND foo x");
+    assert_eq!(idle(&mut db), Reply::Integer(0));
+    let Reply::Bulk(payload) = db.run(&["DUMP", "foo"]) else { panic!() };
+    assert_eq!(
+        db.run(&[&b"RESTORE"[..], b"copy", b"0", &payload, b"IDLETIME", b"1000"]),
+        Reply::status("OK")
+    );
+    assert_eq!(run(&mut db, "OBJECT IDLETIME copy"), Reply::Integer(1000));
+    assert_eq!(run(&mut db, "OBJECT IDLETIME nokey"), Reply::Nil);
+}

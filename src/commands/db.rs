@@ -80,6 +80,8 @@ pub(crate) struct Shared {
     /// Deleted collections of more than [`LAZYFREE_THRESHOLD`] records, whose records
     /// were left for the collector (see [`super::Engine::deferred_frees`]).
     pub(crate) deferred_frees: AtomicU64,
+    /// When each key was last used (OBJECT IDLETIME).
+    pub(crate) access: super::access::AccessTimes,
     pub(crate) cursors: CursorStore,
     rng: AtomicU64,
     /// Each namespace's key counts; `None` over a store other processes write too, and for a
@@ -102,6 +104,7 @@ impl Shared {
             stream_node_entries: AtomicU64::new(100),
             expiry_held_until: AtomicU64::new(0),
             deferred_frees: AtomicU64::new(0),
+            access: super::access::AccessTimes::new(SystemClock.now_ms() / 1000),
             cursors: CursorStore::default(),
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
             counts: None,
@@ -243,6 +246,9 @@ pub struct Db<'a, B> {
     journal: RefCell<Journal>,
     /// Whether a blocking command may block ([`super::Engine::execute`] outside MULTI).
     may_block: bool,
+    /// Whether the running command's lookups set the keys' last-use time (not Redis'
+    /// `LOOKUP_NOTOUCH` commands: EXISTS, TYPE, TTL…, OBJECT, MEMORY).
+    pub(crate) touching: bool,
     /// A woken client's re-run ([`super::Engine::retry`]).
     retrying: bool,
     block: Option<Block>,
@@ -325,7 +331,9 @@ impl<B: KvBackend> Db<'static, B> {
 
     /// Replaces the clock (tests use [`crate::codec::ManualClock`]).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.owned().clock = clock;
+        let shared = self.owned();
+        shared.access = super::access::AccessTimes::new(clock.now_ms() / 1000);
+        shared.clock = clock;
         self
     }
 
@@ -351,6 +359,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             index,
             journal: RefCell::default(),
             may_block: false,
+            touching: true,
             retrying: false,
             block: None,
             swapped: Vec::new(),
@@ -820,6 +829,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
         if self.layout().version_len() == 16 && !meta.ty.is_single_kv() {
             self.journal.borrow_mut().owners.push((meta.version, Bytes::copy_from_slice(mkey)));
         }
+        if self.touching {
+            self.shared.access.touch(mkey, now / 1000);
+        }
         let value = raw.slice_ref(meta.value);
         Ok(Some(Entry { meta: Metadata { value: &[], ..meta }, value }))
     }
@@ -960,7 +972,10 @@ impl<'a, B: KvBackend> Db<'a, B> {
         meta: &Metadata<'_>,
     ) {
         match layout.encode_metadata(meta) {
-            Ok(value) => batch.put(ColumnFamily::Metadata, mkey, value),
+            Ok(value) => {
+                self.shared.access.touch(&mkey, self.now_ms() / 1000);
+                batch.put(ColumnFamily::Metadata, mkey, value);
+            }
             Err(_) => self.journal.borrow_mut().refused = Some(meta.ty),
         }
     }
@@ -991,7 +1006,20 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// Queues the deletion of `key`: its metadata record only, O(1) whatever the size; the
     /// subkeys become garbage for [`crate::gc`].
     pub fn delete_key(&self, batch: &mut WriteBatch, key: &[u8]) {
-        batch.delete(ColumnFamily::Metadata, self.metadata_key(key));
+        let mkey = self.metadata_key(key);
+        self.shared.access.forget(&mkey);
+        batch.delete(ColumnFamily::Metadata, mkey);
+    }
+
+    /// Seconds since `key` was last used (OBJECT IDLETIME): see [`super::access`].
+    pub fn idle_secs(&self, key: &[u8]) -> u64 {
+        (self.now_ms() / 1000).saturating_sub(self.shared.access.last(&self.metadata_key(key)))
+    }
+
+    /// Sets when `key` was last used to `idle_secs` ago (RESTORE … IDLETIME).
+    pub fn set_idle_secs(&self, key: &[u8], idle_secs: u64) {
+        let at = (self.now_ms() / 1000).saturating_sub(idle_secs);
+        self.shared.access.touch(&self.metadata_key(key), at);
     }
 
     /// Reads one subkey's value.

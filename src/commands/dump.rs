@@ -196,11 +196,12 @@ fn dump_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]`. The options are
-/// checked first, as Redis does; IDLETIME and FREQ are validated and otherwise ignored (no
-/// LRU/LFU bookkeeping here), and naming both is a syntax error.
+/// checked first, as Redis does; IDLETIME sets the key's last-use time (OBJECT IDLETIME),
+/// FREQ is validated and otherwise ignored (no LFU bookkeeping here), and naming both is a
+/// syntax error.
 fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut opts = RestoreOptions::default();
-    let (mut idle, mut freq) = (false, false);
+    let (mut idle, mut freq) = (None, false);
     let mut j = 4;
     while j < argv.len() {
         let has_value = j + 1 < argv.len();
@@ -208,13 +209,14 @@ fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
             b"replace" => opts.replace = true,
             b"absttl" => opts.absttl = true,
             b"idletime" if has_value && !freq => {
-                if int_arg(&argv[j + 1])? < 0 {
+                let secs = int_arg(&argv[j + 1])?;
+                if secs < 0 {
                     return Err(CommandError::err("Invalid IDLETIME value, must be >= 0"));
                 }
-                idle = true;
+                idle = Some(secs as u64);
                 j += 1;
             }
-            b"freq" if has_value && !idle => {
+            b"freq" if has_value && idle.is_none() => {
                 if !(0..=255).contains(&int_arg(&argv[j + 1])?) {
                     return Err(CommandError::err("Invalid FREQ value, must be >= 0 and <= 255"));
                 }
@@ -230,5 +232,8 @@ fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     }
     let ttl = int_arg(&argv[2])?;
     db.restore(&argv[1], ttl, &argv[3], opts)?;
+    if let Some(secs) = idle {
+        db.set_idle_secs(&argv[1], secs);
+    }
     Ok(Reply::OK)
 }

@@ -61,6 +61,7 @@ impl<B: KvBackend> Engine<B> {
 
     /// Replaces the clock (tests use [`crate::codec::ManualClock`]).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.shared.access = super::access::AccessTimes::new(clock.now_ms() / 1000);
         self.shared.clock = clock;
         self
     }

@@ -237,7 +237,7 @@ fn object<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
                 && parse_i64(&entry.value).is_some_and(|v| (0..SHARED_INTEGERS).contains(&v));
             Reply::Integer(if shared { SHARED_REFCOUNT } else { 1 })
         }
-        b"idletime" => Reply::Integer(0),
+        b"idletime" => Reply::Integer(db.idle_secs(key) as i64),
         _ => {
             return Err(CommandError::err(
                 "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that \

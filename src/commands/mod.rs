@@ -10,6 +10,7 @@
 //! RESP2 is [`Reply::write`]'s job alone (see `reply.rs`). A blocking command that cannot be
 //! served leaves a [`Block`] in the [`Session`] instead of an answer (see `blocking.rs`).
 
+mod access;
 pub mod args;
 mod bitmap;
 mod blocking;
@@ -140,6 +141,11 @@ impl<B: KvBackend> Db<'_, B> {
 
     /// [`Db::execute`] for a command [`resolve`] accepted.
     pub(crate) fn execute_resolved(&mut self, info: &CommandInfo, argv: &[Bytes]) -> Reply {
+        // Redis' LOOKUP_NOTOUCH commands leave the keys' last-use time alone.
+        self.touching = !matches!(
+            info.container(),
+            "exists" | "type" | "ttl" | "pttl" | "expiretime" | "pexpiretime" | "object" | "memory"
+        );
         let reply = match handler::<B>(info) {
             Some(run) => run(self, argv).unwrap_or_else(|e| Reply::Error(e.to_string())),
             None if info.container() == "command" => table::command_reply(argv),
