@@ -141,7 +141,9 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`Db::execute`] for a command [`resolve`] accepted.
     pub(crate) fn execute_resolved(&mut self, info: &CommandInfo, argv: &[Bytes]) -> Reply {
         let reply = match handler::<B>(info) {
-            Some(run) => run(self, argv).unwrap_or_else(|e| Reply::Error(e.to_string())),
+            Some(run) => self
+                .run_command(info.is_write(), |db| run(db, argv))
+                .unwrap_or_else(|e| Reply::Error(e.to_string())),
             None if info.container() == "command" => table::command_reply(argv),
             None => Reply::Error(format!("ERR {} needs a client session", info.name.to_uppercase())),
         };
