@@ -257,7 +257,17 @@ pub struct Db<'a, B> {
     /// engine commits the overlay ([`Db::take_counted`]).
     deferred: bool,
     counted: RefCell<Vec<(usize, Delta)>>,
+    /// Metadata records the running command read since it last wrote (the first
+    /// [`READ_MEMO`]): its commit reads the records its batch replaces (for the key counts
+    /// and the touched keys) from here, not from the store a second time. Kept only while a
+    /// command runs ([`Db::run_command`]: under its key locks nothing else writes them) and
+    /// emptied by every write.
+    read_memo: RefCell<Vec<(Bytes, Option<Bytes>)>>,
+    remembering: std::cell::Cell<bool>,
 }
+
+/// How many metadata records a [`Db`] remembers between writes: a command reads a few.
+const READ_MEMO: usize = 8;
 
 /// What the commands run on a [`Db`] did to keys, for WATCH, blocking wake-ups and keyspace
 /// notifications alike: one record, fed in three places — a lookup that finds a key expired
@@ -365,6 +375,8 @@ impl<'a, B: KvBackend> Db<'a, B> {
             swapped: Vec::new(),
             deferred: false,
             counted: RefCell::default(),
+            read_memo: RefCell::default(),
+            remembering: std::cell::Cell::new(false),
         }
     }
 
@@ -422,7 +434,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             let Some(slot) = self.shared.slot_of_key(key, hint) else { continue };
             let old = match current.get(&key[..]) {
                 Some(old) => *old,
-                None => counted(base, self.backend.get(ColumnFamily::Metadata, key)?.as_deref()),
+                None => counted(base, self.metadata_get(key)?.as_deref()),
             };
             if several {
                 current.insert(key, new);
@@ -441,6 +453,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// # Errors
     /// The backend's; nothing was counted then.
     fn write_counted(&self, batch: WriteBatch, deltas: Vec<(usize, Delta)>) -> crate::Result<()> {
+        self.read_memo.borrow_mut().clear();
         let counts = self.shared.counts.as_ref().filter(|_| !self.deferred && !deltas.is_empty());
         let gate = counts.map(KeyCounts::write_gate);
         self.backend.write(batch)?;
@@ -456,6 +469,17 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
         drop(gate);
         Ok(())
+    }
+
+    /// Runs one command's handler, with the read memo on ([`Db::metadata_get`]) for a
+    /// command that may write (a read-only one would only pay for it).
+    pub(crate) fn run_command<T>(&mut self, writes: bool, run: impl FnOnce(&mut Self) -> T) -> T {
+        self.read_memo.get_mut().clear();
+        self.remembering.set(writes);
+        let result = run(self);
+        self.remembering.set(false);
+        self.read_memo.get_mut().clear();
+        result
     }
 
     /// Hands a fresh `Db`'s journal a session's `touched` and `events` vectors, emptied, to
@@ -1166,7 +1190,27 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// As [`metadata_record`].
     pub(crate) fn metadata_record(&self, mkey: &[u8]) -> crate::Result<Option<Bytes>> {
-        metadata_record(&self.backend, &self.shared.base_layout, mkey)
+        match self.metadata_get(mkey)? {
+            None => legacy_record(&self.backend, &self.shared.base_layout, mkey),
+            raw => Ok(raw),
+        }
+    }
+
+    /// The record at `mkey` in the metadata column family: remembered when this `Db` read
+    /// it since its last write, else read (and remembered while there is room).
+    ///
+    /// # Errors
+    /// Storage errors.
+    fn metadata_get(&self, mkey: &[u8]) -> crate::Result<Option<Bytes>> {
+        if let Some((_, raw)) = self.read_memo.borrow().iter().find(|(k, _)| k == mkey) {
+            return Ok(raw.clone());
+        }
+        let raw = self.backend.get(ColumnFamily::Metadata, mkey)?;
+        let mut memo = self.read_memo.borrow_mut();
+        if self.remembering.get() && memo.len() < READ_MEMO {
+            memo.push((Bytes::copy_from_slice(mkey), raw.clone()));
+        }
+        Ok(raw)
     }
 }
 
@@ -1181,10 +1225,18 @@ pub(crate) fn metadata_record<B: KvBackend>(
     layout: &KeyLayout,
     mkey: &[u8],
 ) -> crate::Result<Option<Bytes>> {
-    let raw = backend.get(ColumnFamily::Metadata, mkey)?;
-    if raw.is_some() {
-        return Ok(raw);
+    match backend.get(ColumnFamily::Metadata, mkey)? {
+        None => legacy_record(backend, layout, mkey),
+        raw => Ok(raw),
     }
+}
+
+/// NeoKV's first-encoding string for `mkey`, as a string metadata value, when the layout is
+/// NeoKV's and there is one.
+///
+/// # Errors
+/// Storage errors; [`crate::Error::Truncated`] for a legacy record under 8 bytes.
+fn legacy_record<B: KvBackend>(backend: &B, layout: &KeyLayout, mkey: &[u8]) -> crate::Result<Option<Bytes>> {
     let Some(legacy_key) = layout.legacy_string_key(mkey) else { return Ok(None) };
     match backend.get(ColumnFamily::Subkey, &legacy_key)? {
         Some(raw) => Ok(Some(decode_neokv_legacy(&raw)?.to_vec().into())),

@@ -147,7 +147,9 @@ impl<B: KvBackend> Db<'_, B> {
             "exists" | "type" | "ttl" | "pttl" | "expiretime" | "pexpiretime" | "object" | "memory"
         );
         let reply = match handler::<B>(info) {
-            Some(run) => run(self, argv).unwrap_or_else(|e| Reply::Error(e.to_string())),
+            Some(run) => self
+                .run_command(info.is_write(), |db| run(db, argv))
+                .unwrap_or_else(|e| Reply::Error(e.to_string())),
             None if info.container() == "command" => table::command_reply(argv),
             None => Reply::Error(format!("ERR {} needs a client session", info.name.to_uppercase())),
         };

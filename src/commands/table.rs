@@ -234,7 +234,10 @@ pub struct CommandInfo {
 impl CommandInfo {
     /// The name the family knows the command by: the container's for a subcommand.
     pub fn container(&self) -> &'static str {
-        self.name.split('|').next().unwrap_or(self.name)
+        match self.name.find('|') {
+            Some(bar) => &self.name[..bar],
+            None => self.name,
+        }
     }
 
     /// Whether `argc` arguments (the name included) satisfy the arity.
