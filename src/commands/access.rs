@@ -15,7 +15,7 @@ use std::sync::Mutex;
 const SHARDS: usize = 64;
 
 /// Keys one shard remembers before it forgets its older half.
-const SHARD_CAPACITY: usize = 1 << 14;
+const SHARD_CAPACITY: usize = 1 << 12;
 
 /// One shard: last-use times by key, and the newest time it forgot (keys without an entry
 /// were last used then at the latest).
