@@ -1,7 +1,7 @@
 //! [`Db`]: the database over a backend, and the helpers every type family shares.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -1131,6 +1131,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
         from: usize,
     ) -> CommandResult<()> {
         let layout = self.layout();
+        // The owners already listed, in a set: a batch of many keys (FLUSHDB) stays linear.
+        let mut listed: HashSet<Bytes> =
+            self.journal.borrow().touched[from..].iter().map(|t| t.metadata_key.clone()).collect();
         for op in batch.ops() {
             let owner = match op {
                 BatchOp::Put { cf: ColumnFamily::Metadata, key, .. } => {
@@ -1169,9 +1172,11 @@ impl<'a, B: KvBackend> Db<'a, B> {
                     layout.decode_score_key(key).ok().map(|sk| layout.owner_metadata_key(&sk.owner).into())
                 }
             };
-            let touched = &mut self.journal.borrow_mut().touched;
-            if let Some(owner) = owner.filter(|o| !touched[from..].iter().any(|t| t.metadata_key == o)) {
-                touched.push(TouchedKey { metadata_key: owner, kind: Touch::Written });
+            if let Some(owner) = owner.filter(|o| listed.insert(o.clone())) {
+                self.journal
+                    .borrow_mut()
+                    .touched
+                    .push(TouchedKey { metadata_key: owner, kind: Touch::Written });
             }
         }
         Ok(())
