@@ -59,7 +59,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
 use fjall::config::CompressionPolicy;
-use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode};
 use rediskv::Result;
 use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
 use rediskv::codec::KeyRange;
@@ -145,7 +145,22 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
         .open()
         .map_err(err)?;
     let memtable_bytes = max_memtable_bytes(options.write_buffer_bytes);
-    let keyspace = |name: &str| db.keyspace(name, || keyspace_options(memtable_bytes)).map_err(err);
+    let keyspace = |name: &str| {
+        let options = || {
+            let options = keyspace_options(memtable_bytes);
+            // Strings live in the metadata records: a large value goes to blob files, which
+            // compaction does not rewrite (the subkey families keep their compaction filter,
+            // which reads values inline).
+            if name == cf_name(ColumnFamily::Metadata) {
+                options.with_kv_separation(Some(
+                    KvSeparationOptions::default().separation_threshold(LARGE_VALUE),
+                ))
+            } else {
+                options
+            }
+        };
+        db.keyspace(name, options).map_err(err)
+    };
     let cfs = [
         keyspace(cf_name(ColumnFamily::ALL[0]))?,
         keyspace(cf_name(ColumnFamily::ALL[1]))?,
@@ -214,6 +229,11 @@ const MAX_JOURNALING_BYTES: u64 = 64 << 20;
 fn max_memtable_bytes(write_buffer_bytes: u64) -> u64 {
     (write_buffer_bytes / 4).max(1 << 20)
 }
+
+/// Values of at least this many bytes in the metadata keyspace (strings) are kept in blob
+/// files beside its tables (fjall's key-value separation): a flush writes them once and
+/// compactions move only their pointers.
+const LARGE_VALUE: u32 = 4096;
 
 /// Every keyspace's options: LZ4 on the data blocks of every level (the records of one key
 /// share long prefixes; fjall leaves its first two levels uncompressed by default), memtables

@@ -83,3 +83,62 @@ fn a_compaction_leaves_only_live_tables() {
     let left = tree_bytes(&dir.path().join("keyspaces"));
     assert!(left < flushed / 4, "{left} bytes under keyspaces/ after the compaction, {flushed} before");
 }
+
+/// Bytes of the blob files under `dir` (fjall's key-value separation).
+fn blob_bytes(dir: &std::path::Path) -> u64 {
+    let mut total = 0;
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).expect("list").filter_map(|e| e.ok()) {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.parent().is_some_and(|p| p.ends_with("blobs")) {
+                total += entry.metadata().map_or(0, |m| m.len());
+            }
+        }
+    }
+    total
+}
+
+#[test]
+fn large_strings_go_to_blob_files_and_small_records_do_not() {
+    let dir = TempDir::new("fjall-blobs");
+    let backend = rediskv_fjall::open(dir.path(), Options::default()).expect("open");
+    // Incompressible values: what the blob files hold is the values themselves.
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut noise = |n: usize| -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect()
+    };
+    let mut batch = WriteBatch::new();
+    for i in 0..1000 {
+        batch.put(ColumnFamily::Metadata, format!("small{i:04}").into_bytes(), noise(100));
+        batch.put(ColumnFamily::Subkey, format!("field{i:04}").into_bytes(), noise(100));
+    }
+    backend.write(batch).expect("write");
+    backend.flush().expect("flush");
+    assert_eq!(blob_bytes(dir.path()), 0, "small records stay in the tables");
+
+    let large: Vec<Vec<u8>> = (0..20).map(|_| noise(100_000)).collect();
+    for (i, value) in large.iter().enumerate() {
+        let mut batch = WriteBatch::new();
+        batch.put(ColumnFamily::Metadata, format!("large{i:02}").into_bytes(), value.clone());
+        backend.write(batch).expect("write");
+    }
+    backend.flush().expect("flush");
+    let blobs = blob_bytes(dir.path());
+    assert!(blobs >= 20 * 100_000, "the large values are in blob files: {blobs} bytes");
+    drop(backend);
+    let backend = rediskv_fjall::open(dir.path(), Options::default()).expect("reopen");
+    for (i, value) in large.iter().enumerate() {
+        let got = backend.get(ColumnFamily::Metadata, format!("large{i:02}").as_bytes()).expect("get");
+        assert_eq!(got.as_deref(), Some(&value[..]), "large{i:02}");
+    }
+}
