@@ -305,7 +305,8 @@ fn top_level() -> impl Iterator<Item = &'static CommandInfo> {
 /// any case). `Err(Some(info))` names a container whose subcommand is unknown; `Err(None)`
 /// an unknown command. Allocates nothing: the names are lowercased on the stack.
 pub fn find(argv: &[Bytes]) -> Result<&'static CommandInfo, Option<&'static CommandInfo>> {
-    let info = argv.first().and_then(|n| lookup_bytes(n)).ok_or(None)?;
+    // A subcommand's row is named `container|sub`; as a command name that is unknown.
+    let info = argv.first().filter(|n| !n.contains(&b'|')).and_then(|n| lookup_bytes(n)).ok_or(None)?;
     match argv.get(1) {
         Some(sub) if info.has_subcommands => {
             let mut buf = [0u8; 64];
@@ -728,6 +729,15 @@ mod tests {
 
     fn argv(line: &str) -> Vec<Bytes> {
         line.split(' ').map(|s| Bytes::copy_from_slice(s.as_bytes())).collect()
+    }
+
+    #[test]
+    fn a_subcommand_row_name_is_no_command() {
+        // Redis' issue #10070: `CONFIG|GET x` is an unknown command, `CONFIG GET` is not.
+        for line in ["config|get x", "get|", "get|set", "get|set|other"] {
+            assert!(matches!(find(&argv(line)), Err(None)), "{line}");
+        }
+        assert_eq!(find(&argv("config get x")).map(|i| i.name), Ok("config|get"));
     }
 
     #[test]
