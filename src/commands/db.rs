@@ -264,6 +264,9 @@ pub struct Db<'a, B> {
     /// emptied by every write.
     read_memo: RefCell<Vec<(Bytes, Option<Bytes>)>>,
     remembering: std::cell::Cell<bool>,
+    /// The time the running command reads, fixed at its first read (as Redis' command time
+    /// snapshot: one command sees one instant); 0 outside a command.
+    command_ms: std::cell::Cell<u64>,
 }
 
 /// How many metadata records a [`Db`] remembers between writes: a command reads a few.
@@ -377,6 +380,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             counted: RefCell::default(),
             read_memo: RefCell::default(),
             remembering: std::cell::Cell::new(false),
+            command_ms: std::cell::Cell::new(0),
         }
     }
 
@@ -476,7 +480,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
     pub(crate) fn run_command<T>(&mut self, writes: bool, run: impl FnOnce(&mut Self) -> T) -> T {
         self.read_memo.get_mut().clear();
         self.remembering.set(writes);
+        self.command_ms.set(self.shared.clock.now_ms().max(1));
         let result = run(self);
+        self.command_ms.set(0);
         self.remembering.set(false);
         self.read_memo.get_mut().clear();
         result
@@ -775,9 +781,13 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
     }
 
-    /// The clock's time in unix milliseconds.
+    /// The clock's time in unix milliseconds; while a command runs, the time it started
+    /// (as Redis 7.0 fixes the time a command's expiry checks see).
     pub fn now_ms(&self) -> u64 {
-        self.shared.clock.now_ms()
+        match self.command_ms.get() {
+            0 => self.shared.clock.now_ms(),
+            fixed => fixed,
+        }
     }
 
     /// A fresh collection version: a 64-bit one, or for TiTea's 16-byte object ids the
