@@ -20,11 +20,16 @@
 //! less the tag): a longer one is an error, never a panic.
 //!
 //! # Memory
-//! fjall's block cache has [`Options::cache_bytes`]. fjall bounds memtables per keyspace, not
-//! all together: each keyspace's memtable holds at most a quarter of
+//! fjall's block cache has [`Options::cache_bytes`]; beside it fjall keeps the index and
+//! filter blocks of its first levels' tables in memory ([`Usage::pinned`]). fjall bounds
+//! memtables per keyspace: each keyspace's memtable is sealed past a quarter of
 //! [`Options::write_buffer_bytes`], fixed when fjall creates the keyspace (a directory
-//! keeps the size it was created with). Beside the journal being written (fjall starts a new
-//! one past 64 MB), the sealed journals hold at most [`Options::write_buffer_bytes`] or
+//! keeps the size it was created with), and up to four sealed ones may wait for a flush.
+//! Across keyspaces a write waits while fjall counts more than half the write buffer in
+//! memtables, sealing the largest: a record's skiplist node and buffers take more than fjall
+//! counts for it.
+//!
+//! Beside the journal being written (fjall starts a new one past 64 MB), the sealed journals hold at most [`Options::write_buffer_bytes`] or
 //! 64 MiB, whichever is more: past it fjall flushes the memtables keeping the oldest one.
 //!
 //! # Reads and writes
@@ -59,7 +64,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
 use fjall::config::CompressionPolicy;
-use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use fjall::{AbstractTree, CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use rediskv::Result;
 use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
 use rediskv::codec::KeyRange;
@@ -215,6 +220,18 @@ fn max_memtable_bytes(write_buffer_bytes: u64) -> u64 {
     (write_buffer_bytes / 4).max(1 << 20)
 }
 
+/// The most fjall's memtable accounting may hold across keyspaces before a write waits for
+/// flushes: half of [`Options::write_buffer_bytes`]. fjall counts a record's key, value and
+/// fixed size; its skiplist node and the buffers of keys and values past 20 bytes take more
+/// than that, and a flushed memtable stays in memory until fjall drops the versions naming
+/// it, so the memtables' heap stays near the write buffer.
+fn memtables_limit(write_buffer_bytes: u64) -> u64 {
+    (write_buffer_bytes / 2).max(1 << 20)
+}
+
+/// The longest a write waits for flushes in [`Backend::bound_memtables`].
+const MEMTABLES_WAIT: Duration = Duration::from_secs(10);
+
 /// Every keyspace's options: LZ4 on the data blocks of every level (the records of one key
 /// share long prefixes; fjall leaves its first two levels uncompressed by default), memtables
 /// of `memtable_bytes`. Both are fixed when fjall creates the keyspace: a directory keeps the
@@ -239,6 +256,30 @@ impl Backend {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         Ok(())
+    }
+
+    /// Holds a write while the memtables of all keyspaces together are past
+    /// [`memtables_limit`]: seals the largest active memtable (fjall flushes it) and waits
+    /// for the flushes to bring them under it. fjall bounds each keyspace alone (a memtable
+    /// and up to four sealed ones waiting for a flush), so without this a load outrunning
+    /// the flushes holds several times the write buffer. The wait is bounded (a failed
+    /// flush poisons the database: the write then reports it).
+    fn bound_memtables(&self) {
+        let limit = memtables_limit(self.options.write_buffer_bytes);
+        if self.db.write_buffer_size() <= limit {
+            return;
+        }
+        let largest = self.cfs.iter().chain([&self.own]).max_by_key(|ks| ks.tree.active_memtable().size());
+        if let Some(ks) = largest
+            && ks.tree.active_memtable().size() > 0
+        {
+            // An error here poisons the database; the commit reports it.
+            let _ = ks.rotate_memtable();
+        }
+        let deadline = std::time::Instant::now() + MEMTABLES_WAIT;
+        while self.db.write_buffer_size() > limit && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     fn cf(&self, cf: ColumnFamily) -> &Keyspace {
@@ -292,6 +333,12 @@ impl DiskBackend for Backend {
             cache: self.db.cache_size(),
             cache_capacity: self.db.cache_capacity(),
             memtables: self.db.write_buffer_size(),
+            pinned: self
+                .cfs
+                .iter()
+                .chain([&self.own])
+                .map(|ks| (ks.tree.pinned_block_index_size() + ks.tree.pinned_filter_size()) as u64)
+                .sum(),
         }
     }
 
@@ -359,6 +406,7 @@ impl KvBackend for Backend {
             if let Some(floor) = floor {
                 fb.insert(&self.own, FLOOR_KEY, floor.to_vec());
             }
+            self.bound_memtables();
             fb.commit().map_err(err)?;
             self.pending.wrote();
             Ok(())
