@@ -27,7 +27,8 @@
 //! keeps the size it was created with), and up to four sealed ones may wait for a flush.
 //! Across keyspaces a write waits while fjall counts more than half the write buffer in
 //! memtables, sealing the largest: a record's skiplist node and buffers take more than fjall
-//! counts for it.
+//! counts for it. Keys and values are fjall's own slices (up to 20 bytes are held inline in
+//! the memtable's node), copied into [`Bytes`] when read.
 //!
 //! Beside the journal being written (fjall starts a new one past 64 MB), the sealed journals hold at most [`Options::write_buffer_bytes`] or
 //! 64 MiB, whichever is more: past it fjall flushes the memtables keeping the oldest one.
@@ -367,7 +368,7 @@ impl Drop for Backend {
 impl KvBackend for Backend {
     fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
         let Some(value) = self.cf(cf).get(tagged(key)).map_err(err)? else { return Ok(None) };
-        Ok(Some(Bytes::from(value)))
+        Ok(Some(Bytes::copy_from_slice(&value)))
     }
 
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
@@ -385,7 +386,7 @@ impl KvBackend for Backend {
         };
         Ok(Box::new(iter.map(move |guard| {
             let (k, v) = guard.into_inner().map_err(err)?;
-            Ok((Bytes::from(k).slice(1..), Bytes::from(v)))
+            Ok((Bytes::copy_from_slice(&k[1..]), Bytes::copy_from_slice(&v)))
         })))
     }
 
@@ -399,7 +400,9 @@ impl KvBackend for Backend {
             let mut fb = self.db.batch().durability(durability);
             for op in batch.into_ops() {
                 match op {
-                    BatchOp::Put { cf, key, value } => fb.insert(self.cf(cf), tagged_for_write(&key)?, value),
+                    BatchOp::Put { cf, key, value } => {
+                        fb.insert(self.cf(cf), tagged_for_write(&key)?, &value[..])
+                    }
                     BatchOp::Delete { cf, key } => fb.remove(self.cf(cf), tagged(&key)),
                 }
             }
