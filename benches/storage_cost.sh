@@ -15,7 +15,8 @@
 # ahead without writing it); then what one idle connection costs: the RSS growth of CONNS
 # (default 3000) connections that each sent one PING, divided by CONNS. Everything is
 # stopped on exit. Below each disk engine's row: what INFO memory said at the RSS reading
-# (block cache bytes of its capacity, memtable bytes).
+# (block cache bytes of its capacity, memtable bytes, index and filter blocks pinned outside
+# the cache).
 set -euo pipefail
 
 N=${N:-1000000}
@@ -97,8 +98,8 @@ for engine in ${ENGINES//,/ }; do
     printf '%-16s %12s %14s %16s %12s\n' "rediskv $engine" "$(mb $(( (after - before) * 1024 )))" \
         "$(mb "$saved")" "$(mb "$compacted")" "$(idle_bytes "$port" "$pid")"
     if [ "$engine" != memory ]; then
-        printf '  at the RSS reading: block cache %s of %s MB, memtables %s MB\n' \
+        printf '  at the RSS reading: block cache %s of %s MB, memtables %s MB, pinned blocks %s MB\n' \
             "$(mb "$(field rediskv_block_cache_bytes)")" "$(mb "$(field rediskv_block_cache_capacity)")" \
-            "$(mb "$(field rediskv_memtables_bytes)")"
+            "$(mb "$(field rediskv_memtables_bytes)")" "$(mb "$(field rediskv_pinned_blocks_bytes)")"
     fi
 done

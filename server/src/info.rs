@@ -246,6 +246,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                         ("rediskv_block_cache_bytes", n(usage.cache)),
                         ("rediskv_block_cache_capacity", n(usage.cache_capacity)),
                         ("rediskv_memtables_bytes", n(usage.memtables)),
+                        ("rediskv_pinned_blocks_bytes", n(usage.pinned)),
                     ],
                 );
             }

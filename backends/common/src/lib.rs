@@ -76,6 +76,9 @@ pub struct Usage {
     pub cache_capacity: u64,
     /// Bytes in memtables (written, not yet flushed to tables).
     pub memtables: u64,
+    /// Index and filter blocks the engine holds in memory outside the block cache (fjall
+    /// pins them for its first levels; 0 where they all go through the cache).
+    pub pinned: u64,
 }
 
 /// When writes reach the disk, as Redis' `appendfsync`.

@@ -20,11 +20,17 @@
 //! less the tag): a longer one is an error, never a panic.
 //!
 //! # Memory
-//! fjall's block cache has [`Options::cache_bytes`]. fjall bounds memtables per keyspace, not
-//! all together: each keyspace's memtable holds at most a quarter of
+//! fjall's block cache has [`Options::cache_bytes`]; beside it fjall keeps the index and
+//! filter blocks of its first levels' tables in memory ([`Usage::pinned`]). fjall bounds
+//! memtables per keyspace: each keyspace's memtable is sealed past a quarter of
 //! [`Options::write_buffer_bytes`], fixed when fjall creates the keyspace (a directory
-//! keeps the size it was created with). Beside the journal being written (fjall starts a new
-//! one past 64 MB), the sealed journals hold at most [`Options::write_buffer_bytes`] or
+//! keeps the size it was created with), and up to four sealed ones may wait for a flush.
+//! Across keyspaces a write waits while fjall counts more than half the write buffer in
+//! memtables, sealing the largest: a record's skiplist node and buffers take more than fjall
+//! counts for it. Keys and values are fjall's own slices (up to 20 bytes are held inline in
+//! the memtable's node), copied into [`Bytes`] when read.
+//!
+//! Beside the journal being written (fjall starts a new one past 64 MB), the sealed journals hold at most [`Options::write_buffer_bytes`] or
 //! 64 MiB, whichever is more: past it fjall flushes the memtables keeping the oldest one.
 //!
 //! # Reads and writes
@@ -59,7 +65,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
 use fjall::config::CompressionPolicy;
-use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode};
+use fjall::{
+    AbstractTree, CompressionType, Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions,
+    PersistMode,
+};
 use rediskv::Result;
 use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
 use rediskv::codec::KeyRange;
@@ -235,6 +244,18 @@ fn max_memtable_bytes(write_buffer_bytes: u64) -> u64 {
 /// compactions move only their pointers.
 const LARGE_VALUE: u32 = 4096;
 
+/// The most fjall's memtable accounting may hold across keyspaces before a write waits for
+/// flushes: half of [`Options::write_buffer_bytes`]. fjall counts a record's key, value and
+/// fixed size; its skiplist node and the buffers of keys and values past 20 bytes take more
+/// than that, and a flushed memtable stays in memory until fjall drops the versions naming
+/// it, so the memtables' heap stays near the write buffer.
+fn memtables_limit(write_buffer_bytes: u64) -> u64 {
+    (write_buffer_bytes / 2).max(1 << 20)
+}
+
+/// The longest a write waits for flushes in [`Backend::bound_memtables`].
+const MEMTABLES_WAIT: Duration = Duration::from_secs(10);
+
 /// Every keyspace's options: LZ4 on the data blocks of every level (the records of one key
 /// share long prefixes; fjall leaves its first two levels uncompressed by default), memtables
 /// of `memtable_bytes`. Both are fixed when fjall creates the keyspace: a directory keeps the
@@ -259,6 +280,30 @@ impl Backend {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         Ok(())
+    }
+
+    /// Holds a write while the memtables of all keyspaces together are past
+    /// [`memtables_limit`]: seals the largest active memtable (fjall flushes it) and waits
+    /// for the flushes to bring them under it. fjall bounds each keyspace alone (a memtable
+    /// and up to four sealed ones waiting for a flush), so without this a load outrunning
+    /// the flushes holds several times the write buffer. The wait is bounded (a failed
+    /// flush poisons the database: the write then reports it).
+    fn bound_memtables(&self) {
+        let limit = memtables_limit(self.options.write_buffer_bytes);
+        if self.db.write_buffer_size() <= limit {
+            return;
+        }
+        let largest = self.cfs.iter().chain([&self.own]).max_by_key(|ks| ks.tree.active_memtable().size());
+        if let Some(ks) = largest
+            && ks.tree.active_memtable().size() > 0
+        {
+            // An error here poisons the database; the commit reports it.
+            let _ = ks.rotate_memtable();
+        }
+        let deadline = std::time::Instant::now() + MEMTABLES_WAIT;
+        while self.db.write_buffer_size() > limit && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     fn cf(&self, cf: ColumnFamily) -> &Keyspace {
@@ -312,6 +357,12 @@ impl DiskBackend for Backend {
             cache: self.db.cache_size(),
             cache_capacity: self.db.cache_capacity(),
             memtables: self.db.write_buffer_size(),
+            pinned: self
+                .cfs
+                .iter()
+                .chain([&self.own])
+                .map(|ks| (ks.tree.pinned_block_index_size() + ks.tree.pinned_filter_size()) as u64)
+                .sum(),
         }
     }
 
@@ -340,7 +391,7 @@ impl Drop for Backend {
 impl KvBackend for Backend {
     fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
         let Some(value) = self.cf(cf).get(tagged(key)).map_err(err)? else { return Ok(None) };
-        Ok(Some(Bytes::from(value)))
+        Ok(Some(Bytes::copy_from_slice(&value)))
     }
 
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
@@ -358,7 +409,7 @@ impl KvBackend for Backend {
         };
         Ok(Box::new(iter.map(move |guard| {
             let (k, v) = guard.into_inner().map_err(err)?;
-            Ok((Bytes::from(k).slice(1..), Bytes::from(v)))
+            Ok((Bytes::copy_from_slice(&k[1..]), Bytes::copy_from_slice(&v)))
         })))
     }
 
@@ -372,13 +423,16 @@ impl KvBackend for Backend {
             let mut fb = self.db.batch().durability(durability);
             for op in batch.into_ops() {
                 match op {
-                    BatchOp::Put { cf, key, value } => fb.insert(self.cf(cf), tagged_for_write(&key)?, value),
+                    BatchOp::Put { cf, key, value } => {
+                        fb.insert(self.cf(cf), tagged_for_write(&key)?, &value[..])
+                    }
                     BatchOp::Delete { cf, key } => fb.remove(self.cf(cf), tagged(&key)),
                 }
             }
             if let Some(floor) = floor {
                 fb.insert(&self.own, FLOOR_KEY, floor.to_vec());
             }
+            self.bound_memtables();
             fb.commit().map_err(err)?;
             self.pending.wrote();
             Ok(())

@@ -142,3 +142,46 @@ fn large_strings_go_to_blob_files_and_small_records_do_not() {
         assert_eq!(got.as_deref(), Some(&value[..]), "large{i:02}");
     }
 }
+
+#[test]
+fn the_memtables_stay_within_half_the_write_buffer() {
+    let dir = TempDir::new("fjall-memtables");
+    // 4 MiB: each keyspace's memtable is sealed past 1 MiB, all together may hold 2 MiB.
+    let options = Options { write_buffer_bytes: 4 << 20, ..Options::default() };
+    let backend = rediskv_fjall::open(dir.path(), options).expect("open");
+    let limit = 2 << 20;
+    // Four keyspaces written evenly: their active memtables alone reach 4 MiB before fjall
+    // seals any of them, so only the bound across keyspaces keeps them under 2 MiB.
+    let value = vec![b'v'; 100];
+    let mut most = 0;
+    for chunk in 0..200 {
+        let mut batch = WriteBatch::new();
+        for i in 0..100 {
+            let cf = ColumnFamily::ALL[i % 4];
+            batch.put(cf, format!("key{chunk:04}{i:04}").into_bytes(), value.clone());
+        }
+        backend.write(batch).expect("write");
+        most = most.max(backend.usage().memtables);
+    }
+    // One batch (about 20 KB as fjall counts it) may land past the bound before the next
+    // write waits.
+    assert!(most <= limit + (64 << 10), "memtables reached {most} bytes, the bound is {limit}");
+    assert!(most > limit / 2, "the load filled the memtables: {most} bytes");
+    assert_eq!(
+        backend.get(ColumnFamily::Metadata, b"key00000000").expect("get").as_deref(),
+        Some(&value[..])
+    );
+}
+
+#[test]
+fn pinned_blocks_are_reported() {
+    let dir = TempDir::new("fjall-pinned");
+    let backend = rediskv_fjall::open(dir.path(), Options::default()).expect("open");
+    assert_eq!(backend.usage().pinned, 0, "no table, nothing pinned");
+    testkit::load_one_collection(&backend);
+    backend.flush().expect("flush");
+    // The flushed table is in the first level, whose index and filter fjall keeps in memory.
+    let usage = backend.usage();
+    assert!(usage.pinned > 0, "{usage:?}");
+    assert!(usage.pinned < usage.tables, "{usage:?}");
+}

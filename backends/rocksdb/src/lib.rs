@@ -300,6 +300,7 @@ impl DiskBackend for Backend {
             cache: self.cache.get_usage() as u64,
             cache_capacity: self.options.cache_bytes,
             memtables: self.property_sum("rocksdb.size-all-mem-tables"),
+            pinned: 0,
         }
     }
 
