@@ -1045,7 +1045,8 @@ impl<'a, B: KvBackend> Db<'a, B> {
         batch.delete(ColumnFamily::Metadata, mkey);
     }
 
-    /// Seconds since `key` was last used (OBJECT IDLETIME): see [`super::access`].
+    /// Seconds since `key` was last used (OBJECT IDLETIME), from times kept in memory in a
+    /// bounded table: a key it forgot reports a lower bound.
     pub fn idle_secs(&self, key: &[u8]) -> u64 {
         (self.now_ms() / 1000).saturating_sub(self.shared.access.last(&self.metadata_key(key)))
     }

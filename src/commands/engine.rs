@@ -181,7 +181,7 @@ impl<B: KvBackend> Engine<B> {
     }
 
     /// How many deleted keys (DEL, UNLINK, expiry) were collections of more than
-    /// [`super::db::LAZYFREE_THRESHOLD`] records, left for the collector rather than freed
+    /// [`super::LAZYFREE_THRESHOLD`] records, left for the collector rather than freed
     /// by the deleting command: Redis' lazily freed objects.
     pub fn deferred_frees(&self) -> u64 {
         self.shared.deferred_frees.load(std::sync::atomic::Ordering::Relaxed)

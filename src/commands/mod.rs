@@ -46,7 +46,7 @@ use bytes::Bytes;
 
 pub use blocking::Block;
 pub use counts::KeyCount;
-pub use db::{DATABASES, Db, Entry, Touch, TouchedKey};
+pub use db::{DATABASES, Db, Entry, LAZYFREE_THRESHOLD, Touch, TouchedKey};
 pub use dump::RestoreOptions;
 pub use engine::{CONFLICT_ATTEMPTS, Engine};
 pub use error::{CommandError, CommandResult};
