@@ -130,6 +130,11 @@ impl KeyCounts {
         }
     }
 
+    /// Whether namespace `slot` has been counted (writes then keep its counts).
+    pub(crate) fn is_counted(&self, slot: usize) -> bool {
+        self.slots.get(slot).is_some_and(|s| s.known.load(Ordering::SeqCst))
+    }
+
     /// Namespace `slot`'s counts, `None` before its first scan.
     pub(crate) fn get(&self, slot: usize) -> Option<KeyCount> {
         let s = self.slots.get(slot)?;

@@ -2,8 +2,8 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLockReadGuard};
 
 use bytes::Bytes;
 
@@ -421,14 +421,20 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// Storage errors reading those records.
     fn count_changes(&self, batch: &WriteBatch) -> crate::Result<Vec<(usize, Delta)>> {
         let mut deltas = Vec::new();
-        if self.shared.counts.is_none() {
-            return Ok(deltas);
-        }
+        let Some(counts) = &self.shared.counts else { return Ok(deltas) };
         let base = &self.shared.base_layout;
         let hint = self.shared.slot(self.index);
-        // What each key holds as the batch goes (FLUSHALL, or a key written twice).
+        // What each key holds as the batch goes (FLUSHALL, or a key written twice): needed
+        // only when the batch writes several metadata records.
         let mut current: HashMap<&[u8], Option<u64>> = HashMap::new();
-        let several = batch.ops().len() > 1;
+        let is_metadata = |op: &BatchOp| {
+            matches!(
+                op,
+                BatchOp::Put { cf: ColumnFamily::Metadata, .. }
+                    | BatchOp::Delete { cf: ColumnFamily::Metadata, .. }
+            )
+        };
+        let several = batch.ops().iter().filter(|op| is_metadata(op)).nth(1).is_some();
         for op in batch.ops() {
             let (key, new) = match op {
                 BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => (key, counted(base, Some(value))),
@@ -436,6 +442,11 @@ impl<'a, B: KvBackend> Db<'a, B> {
                 _ => continue,
             };
             let Some(slot) = self.shared.slot_of_key(key, hint) else { continue };
+            // A namespace nobody has counted yet takes no deltas: its first scan, which
+            // waits for the gate the caller holds, will see this batch.
+            if !self.deferred && !counts.is_counted(slot) {
+                continue;
+            }
             let old = match current.get(&key[..]) {
                 Some(old) => *old,
                 None => counted(base, self.metadata_get(key)?.as_deref()),
@@ -450,16 +461,27 @@ impl<'a, B: KvBackend> Db<'a, B> {
         Ok(deltas)
     }
 
+    /// The key counts' gate a write holds from before it reads what its batch replaces
+    /// ([`Db::count_changes`]) until its deltas are applied; `None` without counts or for a
+    /// transaction's overlay (the engine applies its deltas when it commits it).
+    fn count_gate(&self) -> Option<RwLockReadGuard<'_, ()>> {
+        self.shared.counts.as_ref().filter(|_| !self.deferred).map(KeyCounts::write_gate)
+    }
+
     /// Writes `batch`, then records its count changes `deltas`: applied at once to the
     /// engine's counts (under their gate, so that a first count sees the batch or takes the
     /// deltas, never both), or kept for the engine when this `Db` writes to an overlay.
     ///
     /// # Errors
     /// The backend's; nothing was counted then.
-    fn write_counted(&self, batch: WriteBatch, deltas: Vec<(usize, Delta)>) -> crate::Result<()> {
+    fn write_counted(
+        &self,
+        batch: WriteBatch,
+        deltas: Vec<(usize, Delta)>,
+        gate: Option<RwLockReadGuard<'_, ()>>,
+    ) -> crate::Result<()> {
         self.read_memo.borrow_mut().clear();
         let counts = self.shared.counts.as_ref().filter(|_| !self.deferred && !deltas.is_empty());
-        let gate = counts.map(KeyCounts::write_gate);
         self.backend.write(batch)?;
         match counts {
             Some(counts) => counts.apply(&deltas),
@@ -910,9 +932,10 @@ impl<'a, B: KvBackend> Db<'a, B> {
             }
         }
         if !batch.is_empty() {
+            let gate = self.count_gate();
             let deltas = self.count_changes(&batch)?;
             let batch = self.adapt(batch)?;
-            self.write_counted(batch, deltas)?;
+            self.write_counted(batch, deltas, gate)?;
             self.shared.deferred_frees.fetch_add(big as u64, Ordering::Relaxed);
         }
         Ok(deleted)
@@ -1102,6 +1125,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         if batch.is_empty() {
             return Ok(());
         }
+        let gate = self.count_gate();
         let deltas = self.count_changes(&batch)?;
         if base.kind() != LayoutKind::Kvrocks {
             batch = self.adapt(batch)?;
@@ -1113,9 +1137,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let mut created = Vec::new();
         // The owners go straight into the journal (no vector of their own), and are taken
         // back out if the write fails.
-        let before = self.journal.get_mut().touched.len();
+        let before = self.journal.borrow().touched.len();
         let found = self.owners(&batch, new_events, &mut created, before);
-        let written = found.and_then(|()| Ok(self.write_counted(batch, deltas)?));
+        let written = found.and_then(|()| Ok(self.write_counted(batch, deltas, gate)?));
         let journal = self.journal.get_mut();
         if let Err(e) = written {
             journal.touched.truncate(before);
@@ -1142,9 +1166,10 @@ impl<'a, B: KvBackend> Db<'a, B> {
         from: usize,
     ) -> CommandResult<()> {
         let layout = self.layout();
-        // The owners already listed, in a set: a batch of many keys (FLUSHDB) stays linear.
-        let mut listed: HashSet<Bytes> =
-            self.journal.borrow().touched[from..].iter().map(|t| t.metadata_key.clone()).collect();
+        // The owners already listed: looked up in the list for a small batch, in a set for a
+        // batch of many keys (FLUSHDB), which stays linear.
+        let mut listed: Option<HashSet<Bytes>> = (batch.ops().len() > 32)
+            .then(|| self.journal.borrow().touched[from..].iter().map(|t| t.metadata_key.clone()).collect());
         for op in batch.ops() {
             let owner = match op {
                 BatchOp::Put { cf: ColumnFamily::Metadata, key, .. } => {
@@ -1183,7 +1208,11 @@ impl<'a, B: KvBackend> Db<'a, B> {
                     layout.decode_score_key(key).ok().map(|sk| layout.owner_metadata_key(&sk.owner).into())
                 }
             };
-            if let Some(owner) = owner.filter(|o| listed.insert(o.clone())) {
+            let first = |o: &Bytes| match &mut listed {
+                Some(listed) => listed.insert(o.clone()),
+                None => !self.journal.borrow().touched[from..].iter().any(|t| t.metadata_key == o),
+            };
+            if let Some(owner) = owner.filter(first) {
                 self.journal
                     .borrow_mut()
                     .touched
