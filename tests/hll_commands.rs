@@ -111,3 +111,16 @@ fn pfadd_splits_an_xzero_cut_short_as_redis_does() {
     assert_eq!(run(&mut db, "PFADD t a"), int(1));
     assert_eq!(get(&mut db, "t"), b"HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x71\xa6\x84\x4d");
 }
+
+/// A HyperLogLog is a `raw` string in Redis whatever its length (PFADD and PFMERGE create it
+/// so); a short string with the same first bytes, SET by a client, stays `embstr`.
+#[test]
+fn object_encoding_of_a_hll_is_raw() {
+    let (mut db, _) = db();
+    assert_eq!(run(&mut db, "PFMERGE k0"), Reply::OK);
+    assert_eq!(run(&mut db, "OBJECT ENCODING k0"), Reply::bulk(b"raw"));
+    assert_eq!(run(&mut db, "PFADD h a"), int(1));
+    assert_eq!(run(&mut db, "OBJECT ENCODING h"), Reply::bulk(b"raw"));
+    assert_eq!(run(&mut db, "SET s HYLLx"), Reply::OK);
+    assert_eq!(run(&mut db, "OBJECT ENCODING s"), Reply::bulk(b"embstr"));
+}

@@ -3,7 +3,8 @@
 //! OBJECT ENCODING names the encoding Redis 7.0 would pick for the value as it is now, by
 //! Redis' default thresholds (`hash-max-listpack-entries 512`, `…-value 64`,
 //! `set-max-intset-entries 512`, `zset-max-listpack-entries 128`, `…-value 64`; strings:
-//! `int` for a canonical 64-bit integer, `embstr` up to 44 bytes, else `raw`). Redis also
+//! `int` for a canonical 64-bit integer, `embstr` up to 44 bytes, else `raw`; a HyperLogLog
+//! is `raw` whatever its length, as PFADD and PFMERGE create it). Redis also
 //! remembers history — a hash that once grew past the thresholds stays `hashtable`, an
 //! APPENDed string is `raw` — which a store of records does not keep.
 
@@ -131,7 +132,7 @@ impl<B: KvBackend> Db<'_, B> {
         };
         Ok(Some(match meta.ty {
             RedisType::String if entry.value.len() <= 20 && parse_i64(&entry.value).is_some() => "int",
-            RedisType::String if entry.value.len() <= 44 => "embstr",
+            RedisType::String if entry.value.len() <= 44 && !super::hll::is_hll(&entry.value) => "embstr",
             RedisType::String => "raw",
             RedisType::List => "quicklist",
             RedisType::Hash if all_small(512, &|f, v| f.len() <= 64 && v.len() <= 64)? => "listpack",

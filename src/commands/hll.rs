@@ -253,6 +253,12 @@ fn self_test(elements: u64, seed: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether a string value is a HyperLogLog (PFADD and PFMERGE write only those; Redis keeps
+/// them as `raw` strings whatever their length).
+pub(super) fn is_hll(value: &[u8]) -> bool {
+    sketch::is_valid(value)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
