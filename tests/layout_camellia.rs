@@ -20,7 +20,7 @@ use rediskv::Error;
 use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
 use rediskv::codec::camellia::{self, CamelliaRoute};
 use rediskv::codec::{KeyLayout, LayoutKind, ManualClock, Metadata, RedisType};
-use rediskv::commands::{Db, Engine, Reply};
+use rediskv::commands::{Db, Reply};
 use rediskv::fsck::{self, Fsck};
 
 const FOO: &str = "00000003 666F6F";
@@ -311,17 +311,7 @@ fn types_camellia_has_no_id_for_are_refused() {
         matches!(run(&mut db, "ZCARD v1"), Reply::Error(e) if e.contains("camellia zset encode version"))
     );
 
-    let engine = Engine::with_layout(MemoryBackend::new(), layout());
-    let mut session = engine.session();
-    let mut exec = |line: &str| engine.execute(&mut session, &argv(line));
-    assert_eq!(exec("MULTI"), Reply::OK);
-    exec("SET a 1");
-    exec("RPUSH l x");
-    assert_eq!(
-        exec("EXEC"),
-        Reply::Array(vec![Reply::OK, err("ERR the camellia layout cannot store a list key")])
-    );
-    assert_eq!(exec("GET a"), bulk("1"));
+    assert_refused_in_exec(layout(), "RPUSH l x", "ERR the camellia layout cannot store a list key");
 }
 
 #[test]

@@ -83,3 +83,22 @@ pub fn strings(reply: Reply) -> Vec<String> {
         other => panic!("not an array: {other:?}"),
     }
 }
+
+/// Runs `MULTI`, `SET a 1`, `refused`, `EXEC` on an engine over `layout`: EXEC answers `OK`
+/// and the refused command's `error` (the other command applied, as an EXEC with a failing
+/// command is), and `a` holds 1 after. The engine, for further checks.
+pub fn assert_refused_in_exec(
+    layout: rediskv::codec::KeyLayout,
+    refused: &str,
+    error: &str,
+) -> (rediskv::commands::Engine<MemoryBackend>, rediskv::commands::Session) {
+    let engine = rediskv::commands::Engine::with_layout(MemoryBackend::new(), layout);
+    let mut session = engine.session();
+    let mut exec = |line: &str| engine.execute(&mut session, &argv(line));
+    assert_eq!(exec("MULTI"), Reply::OK);
+    exec("SET a 1");
+    exec(refused);
+    assert_eq!(exec("EXEC"), Reply::Array(vec![Reply::OK, Reply::Error(error.into())]));
+    assert_eq!(exec("GET a"), Reply::Bulk(Bytes::from_static(b"1")));
+    (engine, session)
+}
