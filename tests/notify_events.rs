@@ -185,3 +185,95 @@ fn active_expiry_of_a_watched_key_aborts_exec() {
         assert_eq!(engine.run(session, &["EXEC"]), want, "a key expired when watched does not abort");
     }
 }
+
+/// What [`Session::effects`] must say, derived from the events an engine recorded.
+fn effects_of_events(session: &Session) -> (u64, u64, bool) {
+    let events = session.events();
+    let changes =
+        events.iter().filter(|e| !matches!(e.name, "expired" | "new" | "rename_from" | "move_from")).count();
+    let expired = events.iter().filter(|e| e.name == "expired").count();
+    let ttl =
+        events.iter().any(|e| matches!(e.name, "expire" | "rename_to" | "restore" | "copy_to" | "move_to"));
+    (changes as u64, expired as u64, ttl)
+}
+
+#[test]
+fn effects_are_counted_alike_with_events_off() {
+    let (on, on_clock) = engine();
+    let (off, off_clock) = engine();
+    off.set_events(false);
+    let (mut a, mut b) = (on.session(), off.session());
+    let script: &[&[&str]] = &[
+        &["SET", "k", "v", "EX", "100"],
+        &["MSET", "a", "1", "b", "2", "a", "3"],
+        &["RPUSH", "l", "x", "y"],
+        &["RPOPLPUSH", "l", "m"],
+        &["LTRIM", "m", "0", "-1"],
+        &["HSET", "h", "f", "1", "g", "2"],
+        &["HDEL", "h", "f", "g"],
+        &["INCR", "k"],
+        &["RENAME", "a", "c"],
+        &["COPY", "c", "c", "DB", "2"],
+        &["MOVE", "b", "3"],
+        &["SADD", "s", "a", "b"],
+        &["SET", "s", "now a string"],
+        &["ZADD", "z", "1", "a"],
+        &["ZUNIONSTORE", "u", "1", "z"],
+        &["PEXPIRE", "u", "10"],
+        &["DEL", "c", "m", "nothing"],
+        &["SET", "e", "v", "PX", "500"],
+        &["MULTI"],
+        &["INCR", "n"],
+        &["EXPIRE", "n", "100"],
+        &["LPUSH", "n", "wrong type"],
+        &["EXEC"],
+    ];
+    for argv in script {
+        let (x, y) = (on.run(&mut a, argv), off.run(&mut b, argv));
+        assert_eq!(x, y, "{argv:?}");
+        assert!(b.events().is_empty(), "{argv:?}: no events recorded while off");
+        let e = a.effects();
+        assert_eq!((e.changes, e.expired, e.ttl_set), effects_of_events(&a), "{argv:?}");
+        assert_eq!(a.effects(), b.effects(), "{argv:?}");
+        assert_eq!(a.touched(), b.touched(), "{argv:?}: WATCH and wake-ups see the same keys");
+    }
+    on_clock.advance_ms(1000);
+    off_clock.advance_ms(1000);
+    for argv in [&["GET", "e"][..], &["TYPE", "u"], &["EXISTS", "e", "u"]] {
+        on.run(&mut a, argv);
+        off.run(&mut b, argv);
+        let e = a.effects();
+        assert_eq!((e.changes, e.expired, e.ttl_set), effects_of_events(&a), "{argv:?}");
+        assert_eq!(a.effects(), b.effects(), "{argv:?}");
+    }
+    assert_eq!(a.effects().expired, 0, "EXISTS after GET and TYPE deleted both");
+}
+
+#[test]
+fn garbage_is_reported_when_a_collection_goes() {
+    let (engine, clock) = engine();
+    engine.set_events(false);
+    let mut s = engine.session();
+    let mut garbage = |argv: &[&str]| {
+        assert!(!engine.run(&mut s, argv).is_error(), "{argv:?}");
+        s.effects().garbage
+    };
+    assert!(!garbage(&["SET", "str", "v"]));
+    assert!(!garbage(&["SET", "str", "w"]), "a string over a string");
+    assert!(!garbage(&["DEL", "str"]));
+    assert!(!garbage(&["HSET", "h", "f", "1"]));
+    assert!(!garbage(&["HSET", "h", "g", "2"]), "an edit keeps the version");
+    assert!(!garbage(&["LPUSH", "l", "a", "b"]));
+    assert!(!garbage(&["RPOP", "l"]));
+    assert!(garbage(&["SET", "h", "a string now"]), "a hash overwritten");
+    assert!(garbage(&["DEL", "l"]), "a list deleted");
+    assert!(!garbage(&["DEL", "l"]), "nothing left to delete");
+    assert!(!garbage(&["SADD", "s", "a"]));
+    assert!(garbage(&["RENAME", "s", "t"]), "the renamed set's old records");
+    assert!(!garbage(&["ZADD", "z", "1", "a"]));
+    assert!(garbage(&["ZUNIONSTORE", "z", "1", "t"]), "a sorted set replaced by a store");
+    assert!(!garbage(&["PEXPIRE", "z", "100"]));
+    clock.advance_ms(200);
+    assert!(garbage(&["EXISTS", "z"]), "an expired collection deleted after the command");
+    assert!(!garbage(&["EXISTS", "z"]));
+}

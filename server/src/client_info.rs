@@ -98,15 +98,15 @@ impl ClientInfo {
         self.created.elapsed().saturating_sub(last).as_secs()
     }
 
-    /// Records that it runs (or ran until) `at`, and, when `name` is given, which command.
-    pub fn ran(&self, at: Instant, name: Option<&str>) {
+    /// Records that it runs (or ran until) `at`, and, when `command` is given, which one.
+    pub fn ran(&self, at: Instant, command: Option<&rediskv::commands::CommandInfo>) {
         self.last_at.store(at.saturating_duration_since(self.created).as_micros() as u64, Relaxed);
-        if let Some(name) = name {
-            match rediskv::commands::table::position(name) {
+        if let Some(command) = command {
+            match command.position() {
                 Some(row) => self.last_cmd.store(row, Relaxed),
                 None => {
                     self.last_cmd.store(usize::MAX, Relaxed);
-                    name.clone_into(&mut lock(&self.last_other));
+                    command.name.clone_into(&mut lock(&self.last_other));
                 }
             }
         }

@@ -33,38 +33,25 @@ const COLLECT_STEP: usize = 128;
 const COLLECT_SHARE: u32 = 10;
 /// How long a pass that found nothing waits before the next one.
 const IDLE: Duration = Duration::from_secs(1);
-/// A collector pass runs when a command may have left garbage (see [`may_leave_garbage`]),
-/// and at least this often anyway (a write no event names, e.g. SET over a hash).
+/// A collector pass runs when a command may have left garbage
+/// ([`rediskv::commands::Effects::garbage`]), and at least this often anyway.
 const COLLECT_EVERY: Duration = Duration::from_secs(60);
-
-/// Events after which a collection's records may be garbage: a key deleted, expired or
-/// overwritten as a whole.
-pub fn may_leave_garbage(event: &str) -> bool {
-    matches!(
-        event,
-        "del" | "expired" | "set" | "rename_to" | "restore" | "copy_to" | "move_from" | "sortstore"
-    ) || event.ends_with("store")
-}
 
 /// The longest wait between expiry passes over a database where nothing expires and no
 /// command set a TTL (passes walk every key: without this a large store with no TTLs would
 /// be walked every second for nothing).
 const IDLE_MAX: Duration = Duration::from_secs(16);
 
-/// Events after which a key may have a TTL it did not have.
-pub fn may_set_ttl(event: &str) -> bool {
-    matches!(event, "expire" | "rename_to" | "restore" | "copy_to" | "move_to")
-}
-
 /// What follows the writes of a command, an EXEC or a script: keyspace notifications,
 /// hints to the maintenance thread, the SWAPDB mapping saved.
 pub fn after_writes(state: &State, engine: &SharedEngine, session: &rediskv::commands::Session) {
-    crate::notify::command_events(state, session.events());
-    if session.events().iter().any(|e| may_leave_garbage(e.name)) {
+    let effects = session.effects();
+    crate::notify::command_events(state, effects, session.events());
+    if effects.garbage {
         state.maint.garbage_hint.fetch_add(1, Relaxed);
     }
     // SWAPDB may bring keys with TTLs into a database whose sweep backed off.
-    if session.events().iter().any(|e| may_set_ttl(e.name)) || !session.swapped_dbs().is_empty() {
+    if effects.ttl_set || !session.swapped_dbs().is_empty() {
         state.maint.ttl_hint.fetch_add(1, Relaxed);
     }
     if !session.swapped_dbs().is_empty() {

@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use rediskv::commands::{Event, NotifyFlags};
+use rediskv::commands::{Effects, Event, NotifyFlags};
 
 use crate::state::State;
 
@@ -27,23 +27,19 @@ pub fn publish(state: &State, events: &[Event]) {
     }
 }
 
-/// What a command's events tell besides notifications: the keys it found expired (INFO
-/// `expired_keys`, as Redis' lazy expiry) and its changes (`rdb_changes_since_last_save`:
-/// one per key modification, as the events report them; a RENAME or MOVE's two events count
-/// once). Then publishes them.
-pub fn command_events(state: &State, events: &[Event]) {
-    if events.is_empty() {
-        return;
+/// What a command did besides its notifications ([`Effects`]): the keys it found expired
+/// (INFO `expired_keys`, as Redis' lazy expiry) and its changes (`rdb_changes_since_last_save`:
+/// one per key modification; a RENAME or MOVE counts once). Then publishes its events.
+pub fn command_events(state: &State, effects: Effects, events: &[Event]) {
+    if effects.expired > 0 {
+        state.maint.expired_keys.fetch_add(effects.expired, Relaxed);
     }
-    let expired = events.iter().filter(|e| e.name == "expired").count() as u64;
-    if expired > 0 {
-        state.maint.expired_keys.fetch_add(expired, Relaxed);
+    if effects.changes > 0 {
+        state.dirty.fetch_add(effects.changes, Relaxed);
     }
-    let changes =
-        events.iter().filter(|e| !matches!(e.name, "expired" | "new" | "rename_from" | "move_from")).count()
-            as u64;
-    state.dirty.fetch_add(changes, Relaxed);
-    publish(state, events);
+    if !events.is_empty() {
+        publish(state, events);
+    }
 }
 
 /// Publishes `expired` for the (database, key) pairs active expiry deleted.
@@ -63,6 +59,8 @@ pub fn configure(state: &State) {
     state.notify_flags.store(flags.bits(), Relaxed);
     let node_entries = state.config().number("stream-node-max-entries").max(0) as u64;
     for engine in state.engines() {
+        // Events cost a copy of each key written: recorded only while some class is on.
+        engine.set_events(flags != NotifyFlags::NONE);
         engine.set_new_events(flags.contains(NotifyFlags::NEW));
         engine.set_stream_node_entries(node_entries);
     }

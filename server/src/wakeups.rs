@@ -11,7 +11,7 @@ use crate::sync::lock;
 
 impl Host for State {
     fn retried(&self, session: &Session) {
-        crate::notify::command_events(self, session.events());
+        crate::notify::command_events(self, session.effects(), session.events());
     }
 
     fn served(&self, parked: Parked, reply: Reply, usec: u64) {

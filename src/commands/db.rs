@@ -14,7 +14,7 @@ use super::blocking::Block;
 use super::counts::{Delta, KeyCount, KeyCounts, add_delta, counted};
 use super::cursor::CursorStore;
 use super::error::{CommandError, CommandResult};
-use super::notify::{Event, NotifyFlags};
+use super::notify::{Effects, Event, NotifyFlags};
 use crate::backend::{BatchOp, Direction, KvBackend, ScanIter, WriteBatch};
 use crate::codec::{
     Clock, ColumnFamily, KeyLayout, LayoutKind, Metadata, RedisType, SystemClock, VersionGenerator,
@@ -72,6 +72,8 @@ pub(crate) struct Shared {
     blind_write: AtomicBool,
     bitmap_strings: AtomicBool,
     new_events: AtomicBool,
+    /// Whether commands record their [`Event`]s (their [`Effects`] are always counted).
+    events: AtomicBool,
     /// Redis' `stream-node-max-entries`: the node size `~` trimming removes whole.
     pub(crate) stream_node_entries: AtomicU64,
     /// Until then (ms on `clock`) a key found expired is gone for commands but neither
@@ -101,6 +103,7 @@ impl Shared {
             blind_write: AtomicBool::new(false),
             bitmap_strings: AtomicBool::new(false),
             new_events: AtomicBool::new(false),
+            events: AtomicBool::new(true),
             stream_node_entries: AtomicU64::new(100),
             expiry_held_until: AtomicU64::new(0),
             deferred_frees: AtomicU64::new(0),
@@ -154,6 +157,11 @@ impl Shared {
             slot.store(s, Ordering::SeqCst);
         }
         true
+    }
+
+    /// Records events from now on, or stops (see [`super::Engine::set_events`]).
+    pub(crate) fn set_events(&self, on: bool) {
+        self.events.store(on, Ordering::Relaxed);
     }
 
     /// Records `new` events from now on (see [`Db::set_new_events`]).
@@ -286,10 +294,8 @@ const READ_MEMO: usize = 8;
 struct Journal {
     touched: Vec<TouchedKey>,
     events: Vec<Event>,
-    pending: Vec<Event>,
-    /// The database and key of each pending event: each counts as written once settled, as
-    /// Redis signals every key it notifies about (LTRIM that trims nothing touches WATCH).
-    signalled: Vec<(usize, Bytes)>,
+    effects: Effects,
+    scratch: Scratch,
     /// Keys the last commit created, while `new` events are on: each gets its `new` event
     /// just before its first event of the command (Redis' `dbAdd` order).
     created: Vec<(usize, Bytes)>,
@@ -300,18 +306,37 @@ struct Journal {
     owners: Vec<(u128, Bytes)>,
 }
 
+/// A journal's vectors that live only while a command runs, handed from command to command
+/// through the [`super::Session`] so that a command allocates none of them.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// The events recorded and not settled yet (with events on).
+    pending: Vec<Event>,
+    /// What the pending events count for.
+    pending_effects: Effects,
+    /// The database and key (a range of `keys`) of each notified key: each counts as
+    /// written once settled, as Redis signals every key it notifies about (LTRIM that trims
+    /// nothing touches WATCH).
+    signalled: Vec<(usize, std::ops::Range<usize>)>,
+    keys: Vec<u8>,
+}
+
 impl Journal {
     /// Settles the pending events: kept when `ok`, else only the `expired` ones; then `new`
     /// for the keys created and not yet notified.
     fn settle(&mut self, ok: bool, shared: &Shared) {
-        let pending = self.pending.drain(..).filter(|e| ok || e.class == NotifyFlags::EXPIRED);
+        let scratch = &mut self.scratch;
+        let pending = scratch.pending.drain(..).filter(|e| ok || e.class == NotifyFlags::EXPIRED);
         self.events.extend(pending);
-        if !ok {
-            self.signalled.clear();
+        let effects = std::mem::take(&mut scratch.pending_effects);
+        if ok {
+            self.effects.add(effects);
+        } else {
+            scratch.signalled.clear();
         }
-        for (db, key) in self.signalled.drain(..) {
+        for (db, range) in scratch.signalled.drain(..) {
             let Ok(layout) = shared.layout_of(db) else { continue };
-            let routed = layout.routed(&key);
+            let routed = layout.routed(&scratch.keys[range]);
             // Usually the command's commit recorded the key already: nothing to build.
             let last = self.touched.iter().rev().find(|t| routed.is_metadata_key(&t.metadata_key));
             if last.is_none_or(|t| t.kind != Touch::Written) {
@@ -319,6 +344,7 @@ impl Journal {
                 self.touched.push(TouchedKey { metadata_key, kind: Touch::Written });
             }
         }
+        scratch.keys.clear();
         for (db, key) in self.created.drain(..) {
             self.events.push(Event { class: NotifyFlags::NEW, name: "new", db, key });
         }
@@ -512,13 +538,20 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Hands a fresh `Db`'s journal a session's `touched` and `events` vectors, emptied, to
     /// fill: a command reuses their memory instead of allocating its own.
-    pub(crate) fn recycle(&mut self, mut touched: Vec<TouchedKey>, mut events: Vec<Event>) {
+    pub(crate) fn recycle(&mut self, mut touched: Vec<TouchedKey>, mut events: Vec<Event>, scratch: Scratch) {
         touched.clear();
         events.clear();
         let journal = self.journal.get_mut();
         debug_assert!(journal.touched.is_empty() && journal.events.is_empty());
         journal.touched = touched;
         journal.events = events;
+        journal.scratch = scratch;
+    }
+
+    /// The journal's vectors for the next command's [`Db::recycle`], after
+    /// [`Db::take_events`] emptied them.
+    pub(crate) fn take_scratch(&mut self) -> Scratch {
+        std::mem::take(&mut self.journal.get_mut().scratch)
     }
 
     /// Lets blocking commands block (see [`super::blocking`]); off by default, so they answer
@@ -704,10 +737,19 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// order (see [`super::notify`]). A `Db` leaves the keys it finds expired in place (an
     /// [`super::Engine`] deletes them after each command, [`Db::delete_expired`]), so over a
     /// bare `Db` every command that finds one reports it `expired` again.
+    /// Events are recorded unless turned off ([`super::Engine::set_events`]).
     pub fn take_events(&mut self) -> Vec<Event> {
         let journal = self.journal.get_mut();
         journal.settle(true, &self.shared);
         std::mem::take(&mut journal.events)
+    }
+
+    /// What the commands run since the last [`Db::take_effects`] did (see [`Effects`]),
+    /// counted whether or not events are recorded.
+    pub fn take_effects(&mut self) -> Effects {
+        let journal = self.journal.get_mut();
+        journal.settle(true, &self.shared);
+        std::mem::take(&mut journal.effects)
     }
 
     /// Ends a command: its pending events stand if it succeeded (`ok`), else only its
@@ -778,13 +820,19 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// [`Db::notify`] for a key of database `db` (COPY … DB, MOVE).
     pub(crate) fn notify_in(&self, db: usize, class: NotifyFlags, name: &'static str, key: &[u8]) {
         let mut journal = self.journal.borrow_mut();
+        let journal = &mut *journal;
         if let Some(i) = journal.created.iter().position(|(d, k)| *d == db && k == key) {
             let (db, key) = journal.created.remove(i);
-            journal.pending.push(Event { class: NotifyFlags::NEW, name: "new", db, key });
+            journal.scratch.pending.push(Event { class: NotifyFlags::NEW, name: "new", db, key });
         }
-        let key = Bytes::copy_from_slice(key);
-        journal.signalled.push((db, key.clone()));
-        journal.pending.push(Event { class, name, db, key });
+        let scratch = &mut journal.scratch;
+        scratch.pending_effects.count(name);
+        let start = scratch.keys.len();
+        scratch.keys.extend_from_slice(key);
+        scratch.signalled.push((db, start..scratch.keys.len()));
+        if self.shared.events.load(Ordering::Relaxed) {
+            scratch.pending.push(Event { class, name, db, key: Bytes::copy_from_slice(key) });
+        }
     }
 
     /// Records `new` for `key` in database `db` now, even if it existed: RENAME, COPY and
@@ -794,7 +842,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         if self.shared.new_events.load(Ordering::Relaxed) {
             let mut journal = self.journal.borrow_mut();
             journal.created.retain(|(d, k)| !(*d == db && k == key));
-            journal.pending.push(Event {
+            journal.scratch.pending.push(Event {
                 class: NotifyFlags::NEW,
                 name: "new",
                 db,
@@ -906,15 +954,20 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
         let metadata_key = Bytes::copy_from_slice(mkey);
         journal.touched.push(TouchedKey { metadata_key, kind: Touch::Expired });
+        journal.effects.expired += 1;
+        if !self.shared.events.load(Ordering::Relaxed) {
+            return;
+        }
         if let Some((db, key)) = self.shared.decode_touched(mkey) {
-            journal.pending.push(Event::expired(db, key));
+            journal.scratch.pending.push(Event::expired(db, key));
         }
     }
 
     /// Deletes, in one batch, those of `metadata_keys` whose record is still expired at
     /// `now_ms` (a key written since is left alone), and returns them. Redis deletes a key
     /// when it finds it expired; this engine does it after the command, so a later command
-    /// does not report the same expiry again. The caller holds the keys' locks.
+    /// does not report the same expiry again. The caller holds the keys' locks. A deleted
+    /// collection sets [`Effects::garbage`] ([`Db::take_effects`]).
     ///
     /// # Errors
     /// Storage errors; nothing was deleted then.
@@ -922,6 +975,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let mut batch = WriteBatch::new();
         let mut deleted = Vec::new();
         let mut big = 0;
+        let mut collections = false;
         for key in metadata_keys {
             let raw = self.metadata_record(key)?;
             let meta = raw.as_ref().and_then(|raw| self.layout().decode_metadata(raw).ok());
@@ -929,6 +983,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
                 batch.delete(ColumnFamily::Metadata, key.clone());
                 deleted.push(key.clone());
                 big += usize::from(!meta.ty.is_single_kv() && meta.size > LAZYFREE_THRESHOLD);
+                collections |= !meta.ty.is_single_kv();
             }
         }
         if !batch.is_empty() {
@@ -937,6 +992,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             let batch = self.adapt(batch)?;
             self.write_counted(batch, deltas, gate)?;
             self.shared.deferred_frees.fetch_add(big as u64, Ordering::Relaxed);
+            self.journal.borrow_mut().effects.garbage |= collections;
         }
         Ok(deleted)
     }
@@ -1127,6 +1183,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
         let gate = self.count_gate();
         let deltas = self.count_changes(&batch)?;
+        let garbage = self.leaves_garbage(&batch);
         if base.kind() != LayoutKind::Kvrocks {
             batch = self.adapt(batch)?;
         }
@@ -1147,13 +1204,37 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
         // A key whose `new` the command announced itself (before its commit) is not new again.
         let announced = |(db, key): &(usize, Bytes)| {
-            journal.pending.iter().any(|e| e.name == "new" && e.db == *db && e.key == key)
+            journal.scratch.pending.iter().any(|e| e.name == "new" && e.db == *db && e.key == key)
         };
         let created: Vec<(usize, Bytes)> =
             created.iter().filter_map(|k| self.shared.decode_touched(k)).filter(|k| !announced(k)).collect();
         journal.settle(true, &self.shared);
         journal.created = created;
+        journal.effects.garbage |= garbage;
         Ok(())
+    }
+
+    /// Whether `batch` deletes or replaces (with another version) the metadata record of a
+    /// collection, leaving its elements to the collector. The records replaced are those the
+    /// command read ([`Db::metadata_get`]'s memo); one it did not read counts as garbage,
+    /// as a write that cannot tell (a blind write) must.
+    fn leaves_garbage(&self, batch: &WriteBatch) -> bool {
+        let base = &self.shared.base_layout;
+        let memo = self.read_memo.borrow();
+        batch.ops().iter().any(|op| {
+            let (key, new) = match op {
+                BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => (key, Some(value)),
+                BatchOp::Delete { cf: ColumnFamily::Metadata, key } => (key, None),
+                _ => return false,
+            };
+            let Some((_, old)) = memo.iter().find(|(k, _)| k == key) else { return true };
+            let Some(old) = old.as_deref() else { return false };
+            let Ok(old) = base.decode_metadata(old) else { return true };
+            if old.ty.is_single_kv() {
+                return false;
+            }
+            new.is_none_or(|new| base.decode_metadata(new).is_ok_and(|new| new.version != old.version))
+        })
     }
 
     /// Appends to the journal's touched keys, as written, the owner of every record `batch`

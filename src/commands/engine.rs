@@ -169,6 +169,13 @@ impl<B: KvBackend> Engine<B> {
         self.shared.decode_touched(metadata_key)
     }
 
+    /// Records keyspace events ([`Session::events`]) from now on, or stops (they are on in a
+    /// new engine). A server turns them off while `notify-keyspace-events` is empty: a
+    /// command then copies no key for them. [`Session::effects`] is counted either way.
+    pub fn set_events(&self, on: bool) {
+        self.shared.set_events(on);
+    }
+
     /// Records `new` events (class `n`) from now on, or stops: see [`Db::set_new_events`].
     /// A server turns it on while `notify-keyspace-events` has `n`.
     pub fn set_new_events(&self, on: bool) {
@@ -204,8 +211,13 @@ impl<B: KvBackend> Engine<B> {
     /// # Errors
     /// Storage errors; nothing was deleted then.
     pub fn delete_expired(&self, metadata_keys: &[Bytes], now_ms: u64) -> crate::Result<Vec<Bytes>> {
+        self.delete_expired_keys(metadata_keys, now_ms).map(|(deleted, _)| deleted)
+    }
+
+    /// [`Engine::delete_expired`], and whether a deleted key was a collection.
+    fn delete_expired_keys(&self, metadata_keys: &[Bytes], now_ms: u64) -> crate::Result<(Vec<Bytes>, bool)> {
         if metadata_keys.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         }
         let layout = self.layout();
         let user_keys: Vec<&[u8]> = metadata_keys
@@ -217,15 +229,17 @@ impl<B: KvBackend> Engine<B> {
         // (a conflict then deletes nothing; the next sweep finds the key again if still
         // expired, so no retry here).
         self.backend.begin();
-        let deleted =
-            Db::over(&self.backend, Share::Borrowed(&self.shared), 0).delete_expired(metadata_keys, now_ms);
+        let mut db = Db::over(&self.backend, Share::Borrowed(&self.shared), 0);
+        let deleted = db.delete_expired(metadata_keys, now_ms);
+        let garbage = db.take_effects().garbage;
+        drop(db);
         self.backend.finish();
         let deleted = deleted?;
         // As Redis' expiry signals the key: a WATCH on it (live when watched) aborts EXEC.
         let touched: Vec<TouchedKey> =
             deleted.iter().map(|k| TouchedKey { metadata_key: k.clone(), kind: Touch::Expired }).collect();
         self.watches.notify(&touched, &self.shared);
-        Ok(deleted)
+        Ok((deleted, garbage))
     }
 
     /// [`Engine::execute`] for string arguments.
@@ -287,6 +301,7 @@ impl<B: KvBackend> Engine<B> {
     ) -> Reply {
         session.touched.clear();
         session.events.clear();
+        session.effects = Default::default();
         session.block = None;
         session.swapped.clear();
         let info = match resolved {
@@ -345,11 +360,15 @@ impl<B: KvBackend> Engine<B> {
         T: AsRef<[Bytes]>,
     {
         let guard = self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]);
-        let mut spare = Some((std::mem::take(&mut session.touched), std::mem::take(&mut session.events)));
+        let mut spare = Some((
+            std::mem::take(&mut session.touched),
+            std::mem::take(&mut session.events),
+            std::mem::take(&mut session.scratch),
+        ));
         let (reply, mut db) = self.transaction(|| {
             let mut db = self.db(session);
-            if let Some((touched, events)) = spare.take() {
-                db.recycle(touched, events);
+            if let Some((touched, events, scratch)) = spare.take() {
+                db.recycle(touched, events, scratch);
             }
             let reply = commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray);
             (reply, db)
@@ -357,6 +376,8 @@ impl<B: KvBackend> Engine<B> {
         session.db = db.index();
         session.touched = db.take_touched();
         session.events = db.take_events();
+        session.effects = db.take_effects();
+        session.scratch = db.take_scratch();
         session.block = db.take_block();
         session.swapped = db.take_swapped();
         self.notify(&session.touched, &session.swapped);
@@ -367,10 +388,12 @@ impl<B: KvBackend> Engine<B> {
 
     /// Deletes the keys the last command found expired (a failure leaves them expired: the
     /// reply stands, and the sweep retries).
-    fn reap(&self, session: &Session) {
+    fn reap(&self, session: &mut Session) {
         let expired = expired_keys(&session.touched);
         if !expired.is_empty() {
-            let _ = self.delete_expired(&expired, self.now_ms());
+            if let Ok((_, garbage)) = self.delete_expired_keys(&expired, self.now_ms()) {
+                session.effects.garbage |= garbage;
+            }
         }
     }
 
@@ -467,6 +490,7 @@ impl<B: KvBackend> Engine<B> {
             let index = db.index();
             let touched = db.take_touched();
             let events = db.take_events();
+            let effects = db.take_effects();
             applied = db.take_swapped();
             let counted = db.take_counted();
             drop(db);
@@ -474,9 +498,9 @@ impl<B: KvBackend> Engine<B> {
             if written.is_err() {
                 undo(std::mem::take(&mut applied));
             }
-            written.map(|()| Some((replies, index, touched, events, applied.clone())))
+            written.map(|()| Some((replies, index, touched, (events, effects), applied.clone())))
         };
-        let (replies, index, touched, events, swapped) = match self.transaction(attempt) {
+        let (replies, index, touched, (events, effects), swapped) = match self.transaction(attempt) {
             Ok(Some(done)) => done,
             Ok(None) => return Reply::NilArray,
             Err(e) => return Reply::Error(CommandError::from(e).to_string()),
@@ -486,6 +510,7 @@ impl<B: KvBackend> Engine<B> {
         session.touched = touched;
         session.swapped = swapped;
         session.events = events;
+        session.effects = effects;
         drop(guard);
         self.reap(session);
         Reply::Array(replies)
@@ -535,6 +560,7 @@ impl<B: KvBackend> Engine<B> {
     ) -> Result<R, Reply> {
         session.touched.clear();
         session.events.clear();
+        session.effects = Default::default();
         session.block = None;
         session.swapped.clear();
         let guard = self.locks.lock(true, std::iter::empty());
@@ -552,7 +578,7 @@ impl<B: KvBackend> Engine<B> {
             db.defer_counts();
             let result = body(&mut |argv: &[Bytes]| db.execute(argv));
             let touched = db.take_touched();
-            let events = db.take_events();
+            let events = (db.take_events(), db.take_effects());
             applied = db.take_swapped();
             let counted = db.take_counted();
             drop(db);
@@ -562,12 +588,13 @@ impl<B: KvBackend> Engine<B> {
             }
             written.map(|()| (result, touched, events, applied.clone()))
         };
-        let (result, touched, events, swapped) =
+        let (result, touched, (events, effects), swapped) =
             self.transaction(attempt).map_err(|e| Reply::Error(CommandError::from(e).to_string()))?;
         self.notify(&touched, &swapped);
         session.touched = touched;
         session.swapped = swapped;
         session.events = events;
+        session.effects = effects;
         drop(guard);
         self.reap(session);
         Ok(result)

@@ -53,7 +53,7 @@ pub use error::{CommandError, CommandResult};
 pub use keyspace::ExpireCondition;
 pub use list::{ListEnd, LposOptions};
 pub use locks::{KeyLocks, LockGuard};
-pub use notify::{Event, NotifyFlags};
+pub use notify::{Effects, Event, NotifyFlags};
 pub use overlay::Overlay;
 pub use reply::{Protocol, Reply};
 pub use session::Session;

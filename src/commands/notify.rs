@@ -149,6 +149,46 @@ impl fmt::Display for NotifyFlags {
     }
 }
 
+/// What a command's (or EXEC's, or script's) writes did, counted whether or not its
+/// [`Event`]s are recorded (see [`super::Engine::set_events`]): what a server needs for its
+/// statistics and its maintenance without keyspace notifications on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Effects {
+    /// Changes, as Redis' `dirty` counter: every event but `expired`, `new`, `rename_from`
+    /// and `move_from`.
+    pub changes: u64,
+    /// Keys found expired (their `expired` events).
+    pub expired: u64,
+    /// Whether a committed batch deleted or replaced a collection's metadata record, or an
+    /// expired collection was deleted: its elements are garbage for [`crate::gc`].
+    pub garbage: bool,
+    /// Whether a key may have gained a TTL it did not have (EXPIRE, RENAME, RESTORE, COPY,
+    /// MOVE).
+    pub ttl_set: bool,
+}
+
+impl Effects {
+    /// Counts an event named `name` (its class does not matter).
+    pub(crate) fn count(&mut self, name: &str) {
+        match name {
+            "expired" => self.expired += 1,
+            "new" | "rename_from" | "move_from" => {}
+            _ => self.changes += 1,
+        }
+        if matches!(name, "expire" | "rename_to" | "restore" | "copy_to" | "move_to") {
+            self.ttl_set = true;
+        }
+    }
+
+    /// Adds `other`'s counts and flags to these.
+    pub(crate) fn add(&mut self, other: Effects) {
+        self.changes += other.changes;
+        self.expired += other.expired;
+        self.garbage |= other.garbage;
+        self.ttl_set |= other.ttl_set;
+    }
+}
+
 /// One keyspace event: Redis' `notifyKeyspaceEvent(class, name, key, db)`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Event {

@@ -22,6 +22,8 @@ pub struct Session {
     pub(crate) dirty: Arc<AtomicBool>,
     pub(crate) touched: Vec<TouchedKey>,
     pub(crate) events: Vec<Event>,
+    pub(crate) effects: super::Effects,
+    pub(crate) scratch: super::db::Scratch,
     pub(crate) block: Option<Block>,
     pub(crate) swapped: Vec<(usize, usize)>,
 }
@@ -58,6 +60,8 @@ impl Session {
             dirty: Arc::new(AtomicBool::new(false)),
             touched: Vec::new(),
             events: Vec::new(),
+            effects: Default::default(),
+            scratch: Default::default(),
             block: None,
             swapped: Vec::new(),
         }
@@ -153,5 +157,11 @@ impl Session {
     /// (but a key found expired is an `expired` event even then).
     pub fn events(&self) -> &[Event] {
         &self.events
+    }
+
+    /// What the last executed command (or EXEC, or script) did, counted whether or not its
+    /// events were recorded (see [`super::Effects`]).
+    pub fn effects(&self) -> super::Effects {
+        self.effects
     }
 }

@@ -234,7 +234,8 @@ pub struct CommandInfo {
 impl CommandInfo {
     /// The name the family knows the command by: the container's for a subcommand.
     pub fn container(&self) -> &'static str {
-        match self.name.find('|') {
+        // A byte search: `str::find` with a char pattern costs more on names this short.
+        match self.name.bytes().position(|b| b == b'|') {
             Some(bar) => &self.name[..bar],
             None => self.name,
         }

@@ -189,7 +189,7 @@ impl Client {
         }
         let started = Instant::now();
         // CLIENT INFO/LIST show the running command, as Redis does.
-        self.info.ran(started, Some(info.name));
+        self.info.ran(started, Some(info));
         // EXEC runs the queue inside the engine: MONITOR shows its commands first, as Redis.
         let queued: Vec<Vec<Bytes>> = if info.name == "exec" && state.monitors.any() {
             self.session.queued().map(<[Bytes]>::to_vec).collect()
