@@ -410,7 +410,14 @@ impl Connection {
         since.elapsed() < Duration::from_secs(seconds)
     }
 
+    /// Runs the complete requests in the query buffer, one after the other.
     fn run_requests(&mut self, state: &State) {
+        self.client.batch();
+        self.run_batch(state);
+        self.client.batch();
+    }
+
+    fn run_batch(&mut self, state: &State) {
         if let Some(argv) = self.pending.take() {
             if !self.run_one(argv, state) {
                 return;

@@ -360,18 +360,20 @@ impl<B: KvBackend> Engine<B> {
         T: AsRef<[Bytes]>,
     {
         let guard = self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]);
-        let mut spare = Some((
+        let index = session.db;
+        let mut db = self.db(session);
+        db.recycle(
             std::mem::take(&mut session.touched),
             std::mem::take(&mut session.events),
             std::mem::take(&mut session.scratch),
-        ));
-        let (reply, mut db) = self.transaction(|| {
-            let mut db = self.db(session);
-            if let Some((touched, events, scratch)) = spare.take() {
-                db.recycle(touched, events, scratch);
+        );
+        // The `Db` stays in place (it is large): a retry starts over with a fresh one.
+        let mut retry = false;
+        let reply = self.transaction(|| {
+            if std::mem::replace(&mut retry, true) {
+                db = Db::over(&self.backend, Share::Borrowed(&self.shared), index);
             }
-            let reply = commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray);
-            (reply, db)
+            commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray)
         });
         session.db = db.index();
         session.touched = db.take_touched();
