@@ -277,3 +277,23 @@ fn garbage_is_reported_when_a_collection_goes() {
     assert!(garbage(&["EXISTS", "z"]), "an expired collection deleted after the command");
     assert!(!garbage(&["EXISTS", "z"]));
 }
+
+#[test]
+fn a_command_given_a_time_runs_at_it() {
+    let (engine, _) = engine();
+    let mut s = engine.session();
+    engine.run(&mut s, &["SET", "k", "v", "PXAT", &(NOW + 1000).to_string()]);
+    engine.run(&mut s, &["SET", "j", "v", "PXAT", &(NOW + 1000).to_string()]);
+    s.set_time(NOW + 2000);
+    assert_eq!(engine.run(&mut s, &["PTTL", "j"]), Reply::Integer(-2), "past its expiry at the given time");
+    assert_eq!(s.effects().expired, 1);
+    assert_eq!(engine.run(&mut s, &["PTTL", "k"]), Reply::Integer(1000), "the next command reads the clock");
+    s.set_time(NOW + 500);
+    engine.run(&mut s, &["MULTI"]);
+    engine.run(&mut s, &["PTTL", "k"]);
+    assert_eq!(
+        engine.run(&mut s, &["EXEC"]),
+        Reply::Array(vec![Reply::Integer(1000)]),
+        "MULTI takes no given time"
+    );
+}

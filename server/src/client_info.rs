@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 
@@ -24,8 +24,7 @@ pub struct ClientInfo {
     pub fd: i64,
     /// When it connected.
     pub created: Instant,
-    /// When it last ran a command: µs after `created`. Atomics, not a lock: every command
-    /// sets them.
+    /// When it last ran a command, in unix µs. Atomics, not a lock: every command sets them.
     last_at: AtomicU64,
     /// Which command it last ran: its row in the command table (`usize::MAX`: none, or the
     /// name in `last_other`).
@@ -72,7 +71,7 @@ impl ClientInfo {
             laddr,
             fd,
             created: now,
-            last_at: AtomicU64::new(0),
+            last_at: AtomicU64::new(crate::clock::unix_micros()),
             last_cmd: AtomicUsize::new(usize::MAX),
             last_other: Mutex::new("NULL".into()),
             name: Mutex::new(None),
@@ -94,13 +93,12 @@ impl ClientInfo {
 
     /// Seconds since its last command.
     pub fn idle(&self) -> u64 {
-        let last = Duration::from_micros(self.last_at.load(Relaxed));
-        self.created.elapsed().saturating_sub(last).as_secs()
+        crate::clock::unix_micros().saturating_sub(self.last_at.load(Relaxed)) / 1_000_000
     }
 
-    /// Records that it runs (or ran until) `at`, and, when `command` is given, which one.
-    pub fn ran(&self, at: Instant, command: Option<&rediskv::commands::CommandInfo>) {
-        self.last_at.store(at.saturating_duration_since(self.created).as_micros() as u64, Relaxed);
+    /// Records that it runs (or ran until) `unix_us`, and, when `command` is given, which one.
+    pub fn ran(&self, unix_us: u64, command: Option<&rediskv::commands::CommandInfo>) {
+        self.last_at.store(unix_us, Relaxed);
         if let Some(command) = command {
             match command.position() {
                 Some(row) => self.last_cmd.store(row, Relaxed),

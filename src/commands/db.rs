@@ -275,6 +275,8 @@ pub struct Db<'a, B> {
     /// The time the running command reads, fixed at its first read (as Redis' command time
     /// snapshot: one command sees one instant); 0 outside a command.
     command_ms: std::cell::Cell<u64>,
+    /// The time the caller gave the next command ([`super::Session::set_time`]); 0: none.
+    given_ms: u64,
 }
 
 /// How many metadata records a [`Db`] remembers between writes: a command reads a few.
@@ -407,6 +409,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             read_memo: RefCell::default(),
             remembering: std::cell::Cell::new(false),
             command_ms: std::cell::Cell::new(0),
+            given_ms: 0,
         }
     }
 
@@ -528,7 +531,8 @@ impl<'a, B: KvBackend> Db<'a, B> {
     pub(crate) fn run_command<T>(&mut self, writes: bool, run: impl FnOnce(&mut Self) -> T) -> T {
         self.read_memo.get_mut().clear();
         self.remembering.set(writes);
-        self.command_ms.set(self.shared.clock.now_ms().max(1));
+        let given = std::mem::take(&mut self.given_ms);
+        self.command_ms.set(if given > 0 { given } else { self.shared.clock.now_ms().max(1) });
         let result = run(self);
         self.command_ms.set(0);
         self.remembering.set(false);
@@ -552,6 +556,11 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// [`Db::take_events`] emptied them.
     pub(crate) fn take_scratch(&mut self) -> Scratch {
         std::mem::take(&mut self.journal.get_mut().scratch)
+    }
+
+    /// The time the next command runs at (see [`super::Session::set_time`]; 0: the clock's).
+    pub(crate) fn give_time(&mut self, unix_ms: u64) {
+        self.given_ms = unix_ms;
     }
 
     /// Lets blocking commands block (see [`super::blocking`]); off by default, so they answer

@@ -299,6 +299,7 @@ impl<B: KvBackend> Engine<B> {
         argv: &[Bytes],
         retry: bool,
     ) -> Reply {
+        let time_ms = std::mem::take(&mut session.time_ms);
         session.touched.clear();
         session.events.clear();
         session.effects = Default::default();
@@ -339,13 +340,16 @@ impl<B: KvBackend> Engine<B> {
                 self.unwatch(session);
                 Reply::OK
             }
-            _ => self.run_locked(session, &[(info, argv)], |db, (info, argv)| {
-                db.allow_blocking();
-                if retry {
-                    db.set_retrying();
-                }
-                db.execute_resolved(info, argv)
-            }),
+            _ => {
+                session.time_ms = time_ms;
+                self.run_locked(session, &[(info, argv)], |db, (info, argv)| {
+                    db.allow_blocking();
+                    if retry {
+                        db.set_retrying();
+                    }
+                    db.execute_resolved(info, argv)
+                })
+            }
         }
     }
 
@@ -362,6 +366,7 @@ impl<B: KvBackend> Engine<B> {
         let guard = self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]);
         let index = session.db;
         let mut db = self.db(session);
+        db.give_time(std::mem::take(&mut session.time_ms));
         db.recycle(
             std::mem::take(&mut session.touched),
             std::mem::take(&mut session.events),

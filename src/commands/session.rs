@@ -23,6 +23,8 @@ pub struct Session {
     pub(crate) touched: Vec<TouchedKey>,
     pub(crate) events: Vec<Event>,
     pub(crate) effects: super::Effects,
+    /// The time the next command runs at, given by the caller (0: the engine's clock).
+    pub(crate) time_ms: u64,
     pub(crate) scratch: super::db::Scratch,
     pub(crate) block: Option<Block>,
     pub(crate) swapped: Vec<(usize, usize)>,
@@ -61,6 +63,7 @@ impl Session {
             touched: Vec::new(),
             events: Vec::new(),
             effects: Default::default(),
+            time_ms: 0,
             scratch: Default::default(),
             block: None,
             swapped: Vec::new(),
@@ -157,6 +160,15 @@ impl Session {
     /// (but a key found expired is an `expired` event even then).
     pub fn events(&self) -> &[Event] {
         &self.events
+    }
+
+    /// Gives the next command [`super::Engine::execute`] runs (not EXEC, a script or a
+    /// retried blocked command) its time, in unix milliseconds, instead of the engine reading
+    /// its clock: for a caller that reads the same clock to time the command (as Redis times a
+    /// call with the reading its expiry checks see). The time must come from the engine's
+    /// clock.
+    pub fn set_time(&mut self, unix_ms: u64) {
+        self.time_ms = unix_ms;
     }
 
     /// What the last executed command (or EXEC, or script) did, counted whether or not its

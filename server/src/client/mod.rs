@@ -94,10 +94,10 @@ pub struct Client {
     multi_server: Vec<(usize, Vec<Bytes>)>,
     /// EXEC runs those: a script among them answers in place, not parked.
     in_exec: bool,
-    /// When the last command of the requests being run ended: the next one starts then
-    /// (one clock read per command; its time includes its parse, a fraction of a µs).
+    /// When the last command of the requests being run ended (unix µs): the next one starts
+    /// then (one clock read per command; its time includes its parse, a fraction of a µs).
     /// `None` between batches of requests.
-    last_end: Option<Instant>,
+    last_end: Option<u64>,
 }
 
 impl Client {
@@ -198,9 +198,12 @@ impl Client {
             self.send(refusal, out, Some(info));
             return Next::Continue;
         }
-        let started = self.last_end.take().unwrap_or_else(Instant::now);
+        // One reading of the wall clock times the command and is the time its expiry checks
+        // see, as Redis' `call`.
+        let started = self.last_end.take().unwrap_or_else(unix_micros);
         // CLIENT INFO/LIST show the running command, as Redis does.
         self.info.ran(started, Some(info));
+        self.session.set_time(started / 1000);
         // EXEC runs the queue inside the engine: MONITOR shows its commands first, as Redis.
         let queued: Vec<Vec<Bytes>> = if info.name == "exec" && state.monitors.any() {
             self.session.queued().map(<[Bytes]>::to_vec).collect()
@@ -208,8 +211,9 @@ impl Client {
             Vec::new()
         };
         let (reply, next) = self.run(info, argv, state);
-        let ended = Instant::now();
-        let usec = ended.duration_since(started).as_micros() as u64;
+        self.session.set_time(0);
+        let ended = unix_micros();
+        let usec = ended.saturating_sub(started);
         if state.monitors.any() {
             self.monitor(info, argv, &queued, &reply, state);
         }
