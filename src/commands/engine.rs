@@ -438,8 +438,8 @@ impl<B: KvBackend> Engine<B> {
             (info.is_keyspace_wide() && (several || info.is_write())) || info.reads_derived_keys(argv)
         });
         let keys = commands.flat_map(|(info, argv)| {
-            let positions = table::key_positions(info, argv).unwrap_or_default();
-            positions.into_iter().map(move |i| (argv[i].as_ref(), info.is_write()))
+            let refs = table::key_refs(info, argv).unwrap_or_default();
+            refs.into_iter().map(move |(i, _)| (argv[i].as_ref(), info.is_write()))
         });
         let watched = watched.iter().map(|w| (w.key.as_ref(), false));
         self.locks.lock(whole, keys.chain(watched))
