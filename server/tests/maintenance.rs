@@ -146,3 +146,28 @@ fn debug_set_active_expire_0_stops_active_expiry() {
     wait_for(Duration::from_secs(10), || info_field(&mut c, "stats", "expired_keys") == "1")
         .expect("active expiry resumed");
 }
+
+#[test]
+fn only_a_dropped_collection_starts_a_collector_pass() {
+    let server = rediskv(&[]);
+    let mut c = server.client();
+    let mut hset = vec!["HSET".to_string(), "h".to_string()];
+    hset.extend((0..1000).flat_map(|i| [format!("f{i}"), "v".to_string()]));
+    pipeline(&mut c, std::iter::once(hset));
+    let examined =
+        |c: &mut Client| info_field(c, "stats", "rediskv_gc_examined_records").parse::<u64>().unwrap();
+    // The pass every server starts with ends; then none runs without a reason (or a minute).
+    let mut last = examined(&mut c);
+    wait_for(Duration::from_secs(20), || {
+        std::thread::sleep(Duration::from_millis(1500));
+        let now = examined(&mut c);
+        std::mem::replace(&mut last, now) == now
+    })
+    .expect("the first collector pass never ended");
+    let before = examined(&mut c);
+    pipeline(&mut c, (0..2000).map(|i| vec!["SET".into(), format!("s{}", i % 500), "v".into()]));
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(examined(&mut c), before, "strings written over strings leave no garbage");
+    assert_eq!(c.cmd(&["SET", "h", "a string now"]), Value::Status("OK".into()));
+    wait_for(Duration::from_secs(5), || examined(&mut c) > before).expect("the dropped hash started a pass");
+}
