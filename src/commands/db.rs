@@ -270,7 +270,7 @@ pub struct Db<'a, B> {
     /// and the touched keys) from here, not from the store a second time. Kept only while a
     /// command runs ([`Db::run_command`]: under its key locks nothing else writes them) and
     /// emptied by every write.
-    read_memo: RefCell<Vec<(Bytes, Option<Bytes>)>>,
+    read_memo: RefCell<ReadMemo>,
     remembering: std::cell::Cell<bool>,
     /// The time the running command reads, fixed at its first read (as Redis' command time
     /// snapshot: one command sees one instant); 0 outside a command.
@@ -281,6 +281,35 @@ pub struct Db<'a, B> {
 
 /// How many metadata records a [`Db`] remembers between writes: a command reads a few.
 const READ_MEMO: usize = 8;
+
+/// The metadata records a command read ([`Db::metadata_get`]): each key a range of `keys`,
+/// with the record found. Handed from command to command with the [`Scratch`].
+#[derive(Debug, Default)]
+pub(crate) struct ReadMemo {
+    reads: Vec<(std::ops::Range<usize>, Option<Bytes>)>,
+    keys: Vec<u8>,
+}
+
+impl ReadMemo {
+    fn get(&self, key: &[u8]) -> Option<&Option<Bytes>> {
+        self.reads.iter().find(|(r, _)| &self.keys[r.clone()] == key).map(|(_, raw)| raw)
+    }
+
+    fn push(&mut self, key: &[u8], raw: Option<Bytes>) {
+        let start = self.keys.len();
+        self.keys.extend_from_slice(key);
+        self.reads.push((start..self.keys.len(), raw));
+    }
+
+    fn len(&self) -> usize {
+        self.reads.len()
+    }
+
+    fn clear(&mut self) {
+        self.reads.clear();
+        self.keys.clear();
+    }
+}
 
 /// What the commands run on a [`Db`] did to keys, for WATCH, blocking wake-ups and keyspace
 /// notifications alike: one record, fed in three places — a lookup that finds a key expired
@@ -321,6 +350,8 @@ pub(crate) struct Scratch {
     /// nothing touches WATCH).
     signalled: Vec<(usize, std::ops::Range<usize>)>,
     keys: Vec<u8>,
+    /// The [`Db`]'s read memo, between commands.
+    memo: ReadMemo,
 }
 
 impl Journal {
@@ -550,12 +581,17 @@ impl<'a, B: KvBackend> Db<'a, B> {
         journal.touched = touched;
         journal.events = events;
         journal.scratch = scratch;
+        let mut memo = std::mem::take(&mut journal.scratch.memo);
+        memo.clear();
+        *self.read_memo.get_mut() = memo;
     }
 
     /// The journal's vectors for the next command's [`Db::recycle`], after
     /// [`Db::take_events`] emptied them.
     pub(crate) fn take_scratch(&mut self) -> Scratch {
-        std::mem::take(&mut self.journal.get_mut().scratch)
+        let mut scratch = std::mem::take(&mut self.journal.get_mut().scratch);
+        scratch.memo = std::mem::take(self.read_memo.get_mut());
+        scratch
     }
 
     /// The time the next command runs at (see [`super::Session::set_time`]; 0: the clock's).
@@ -1236,7 +1272,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
                 BatchOp::Delete { cf: ColumnFamily::Metadata, key } => (key, None),
                 _ => return false,
             };
-            let Some((_, old)) = memo.iter().find(|(k, _)| k == key) else { return true };
+            let Some(old) = memo.get(key) else { return true };
             let Some(old) = old.as_deref() else { return false };
             let Ok(old) = base.decode_metadata(old) else { return true };
             if old.ty.is_single_kv() {
@@ -1337,13 +1373,13 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// Storage errors.
     fn metadata_get(&self, mkey: &[u8]) -> crate::Result<Option<Bytes>> {
-        if let Some((_, raw)) = self.read_memo.borrow().iter().find(|(k, _)| k == mkey) {
+        if let Some(raw) = self.read_memo.borrow().get(mkey) {
             return Ok(raw.clone());
         }
         let raw = self.backend.get(ColumnFamily::Metadata, mkey)?;
         let mut memo = self.read_memo.borrow_mut();
         if self.remembering.get() && memo.len() < READ_MEMO {
-            memo.push((Bytes::copy_from_slice(mkey), raw.clone()));
+            memo.push(mkey, raw.clone());
         }
         Ok(raw)
     }
