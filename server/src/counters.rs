@@ -46,45 +46,25 @@ fn latency_bucket(usec: u64) -> usize {
 }
 
 /// INFO commandstats: lock-free counters for every command of the library's table (every
-/// command passes here, on every event loop), a locked map for the few other names.
+/// command passes here), a locked map for the few other names. The counters are kept per
+/// lane, one per event loop and one for the other threads, and summed when read: event
+/// loops never write the same counter.
 #[derive(Debug)]
 pub struct CommandStats {
-    rows: Box<[[AtomicU64; 4]]>,
-    buckets: Box<[[AtomicU64; LATENCY_BUCKETS]]>,
+    lanes: Box<[Lane]>,
     other: Mutex<BTreeMap<String, CommandStat>>,
     /// `latency-tracking`: whether calls fill the latency buckets.
     pub tracking: AtomicBool,
 }
 
-impl Default for CommandStats {
-    fn default() -> Self {
-        let rows = table::all().iter().map(|_| Default::default()).collect();
-        let buckets = table::all().iter().map(|_| std::array::from_fn(|_| AtomicU64::new(0))).collect();
-        CommandStats { rows, buckets, other: Mutex::default(), tracking: AtomicBool::new(true) }
-    }
+/// One lane's counters: per table row, calls, µs, rejected and failed, and latency buckets.
+#[derive(Debug)]
+struct Lane {
+    rows: Box<[[AtomicU64; 4]]>,
+    buckets: Box<[[AtomicU64; LATENCY_BUCKETS]]>,
 }
 
-impl CommandStats {
-    /// Counts one call of the command of row `info` (`None` µs: refused before running).
-    pub fn count(&self, info: &CommandInfo, usec: Option<u64>, failed: bool) {
-        // calls, µs, rejected, failed
-        let delta = match usec {
-            None => [0, 0, 1, 0],
-            Some(usec) => [1, usec, 0, u64::from(failed)],
-        };
-        let bucket = usec.filter(|_| self.tracking.load(Relaxed)).map(latency_bucket);
-        match info.position() {
-            Some(row) => self.add_row(row, delta, bucket),
-            None => self.add(info.name, delta, bucket, MAX_STAT_ENTRIES),
-        }
-    }
-
-    /// Counts a failure of a call counted when it blocked (its answer, when served, was an
-    /// error: an XREADGROUP whose group was destroyed).
-    pub fn count_failure(&self, name: &str) {
-        self.add(name, [0, 0, 0, 1], None, MAX_STAT_ENTRIES);
-    }
-
+impl Lane {
     fn add_row(&self, row: usize, delta: [u64; 4], bucket: Option<usize>) {
         for (counter, n) in self.rows[row].iter().zip(delta) {
             if n > 0 {
@@ -96,9 +76,58 @@ impl CommandStats {
         }
     }
 
+    fn new() -> Lane {
+        let rows = table::all().iter().map(|_| Default::default()).collect();
+        let buckets = table::all().iter().map(|_| std::array::from_fn(|_| AtomicU64::new(0))).collect();
+        Lane { rows, buckets }
+    }
+}
+
+impl Default for CommandStats {
+    fn default() -> Self {
+        CommandStats::with_lanes(1)
+    }
+}
+
+impl CommandStats {
+    /// Counters in `lanes` lanes (at least one): [`CommandStats::count`]'s `lane` is taken
+    /// modulo their number.
+    pub fn with_lanes(lanes: usize) -> CommandStats {
+        let lanes = (0..lanes.max(1)).map(|_| Lane::new()).collect();
+        CommandStats { lanes, other: Mutex::default(), tracking: AtomicBool::new(true) }
+    }
+
+    /// How many lanes: the last one is for the threads that are not event loops.
+    pub fn lanes(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// Counts one call of the command of row `info` (`None` µs: refused before running) in
+    /// `lane` (an event loop's index; [`CommandStats::lanes`] − 1 for other threads).
+    pub fn count(&self, lane: usize, info: &CommandInfo, usec: Option<u64>, failed: bool) {
+        // calls, µs, rejected, failed
+        let delta = match usec {
+            None => [0, 0, 1, 0],
+            Some(usec) => [1, usec, 0, u64::from(failed)],
+        };
+        let bucket = usec.filter(|_| self.tracking.load(Relaxed)).map(latency_bucket);
+        let lane = &self.lanes[lane % self.lanes.len()];
+        match info.position() {
+            Some(row) => lane.add_row(row, delta, bucket),
+            None => self.add(info.name, delta, bucket, MAX_STAT_ENTRIES),
+        }
+    }
+
+    /// Counts a failure of a call counted when it blocked (its answer, when served, was an
+    /// error: an XREADGROUP whose group was destroyed).
+    pub fn count_failure(&self, name: &str) {
+        self.add(name, [0, 0, 0, 1], None, MAX_STAT_ENTRIES);
+    }
+
     fn add(&self, name: &str, delta: [u64; 4], bucket: Option<usize>, max_other: usize) {
         if let Some(row) = table::position(name) {
-            return self.add_row(row, delta, bucket);
+            let other_threads = &self.lanes[self.lanes.len() - 1];
+            return other_threads.add_row(row, delta, bucket);
         }
         let mut other = lock(&self.other);
         if !other.contains_key(name) && other.len() >= max_other {
@@ -117,8 +146,9 @@ impl CommandStats {
     /// Every counted command, by name.
     pub fn snapshot(&self) -> BTreeMap<String, CommandStat> {
         let mut all = lock(&self.other).clone();
-        for (info, row) in table::all().iter().zip(self.rows.iter()) {
-            let [calls, usec, rejected, failed] = row.each_ref().map(|c| c.load(Relaxed));
+        for (i, info) in table::all().iter().enumerate() {
+            let sum = |k: usize| self.lanes.iter().map(|l| l.rows[i][k].load(Relaxed)).sum::<u64>();
+            let [calls, usec, rejected, failed] = [0, 1, 2, 3].map(sum);
             if calls + rejected > 0 {
                 let buckets = [0; LATENCY_BUCKETS];
                 all.insert(info.name.to_string(), CommandStat { calls, usec, rejected, failed, buckets });
@@ -133,8 +163,9 @@ impl CommandStats {
             .iter()
             .map(|(name, s)| (name.clone(), (s.buckets.iter().sum(), s.buckets)))
             .collect();
-        for (info, row) in table::all().iter().zip(self.buckets.iter()) {
-            let buckets = row.each_ref().map(|c| c.load(Relaxed));
+        for (i, info) in table::all().iter().enumerate() {
+            let buckets: [u64; LATENCY_BUCKETS] =
+                std::array::from_fn(|b| self.lanes.iter().map(|l| l.buckets[i][b].load(Relaxed)).sum());
             all.insert(info.name.to_string(), (buckets.iter().sum(), buckets));
         }
         all.retain(|_, (calls, _)| *calls > 0);
@@ -142,8 +173,10 @@ impl CommandStats {
     }
 
     fn reset(&self) {
-        self.rows.iter().flatten().for_each(|c| c.store(0, Relaxed));
-        self.buckets.iter().flatten().for_each(|c| c.store(0, Relaxed));
+        for lane in &self.lanes {
+            lane.rows.iter().flatten().for_each(|c| c.store(0, Relaxed));
+            lane.buckets.iter().flatten().for_each(|c| c.store(0, Relaxed));
+        }
         lock(&self.other).clear();
     }
 }
@@ -271,4 +304,25 @@ pub struct MaintStats {
     /// Whether this node swept at its last tick (always, unless nodes share the store and
     /// another holds the maintenance lease).
     pub leader: AtomicBool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_are_summed_when_read() {
+        let stats = CommandStats::with_lanes(3);
+        let get = table::find(&[bytes::Bytes::from_static(b"GET")]).ok().unwrap();
+        stats.count(0, get, Some(3), false);
+        stats.count(1, get, Some(5), true);
+        stats.count(7, get, None, false);
+        stats.add("get", [0, 0, 0, 1], None, MAX_STAT_ENTRIES);
+        let got = stats.snapshot()["get"];
+        assert_eq!((got.calls, got.usec, got.rejected, got.failed), (2, 8, 1, 2));
+        let (calls, buckets) = stats.histograms()["get"];
+        assert_eq!((calls, buckets[2], buckets[3]), (2, 1, 1), "3 µs and 5 µs calls");
+        stats.reset();
+        assert!(stats.snapshot().is_empty());
+    }
 }

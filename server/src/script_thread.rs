@@ -125,7 +125,8 @@ impl Host for State {
     }
 
     fn count(&self, info: &CommandInfo, usec: u64, failed: bool) {
-        self.stats.commands.count(info, Some(usec), failed);
+        let stats = &self.stats.commands;
+        stats.count(stats.lanes() - 1, info, Some(usec), failed);
     }
 
     /// PUBLISH, SPUBLISH, TIME and INFO from a script.

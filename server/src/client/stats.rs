@@ -20,7 +20,7 @@ impl Client {
             return;
         }
         stats.commands_processed.fetch_add(1, Relaxed);
-        stats.commands.count(info, usec, reply.is_error());
+        stats.commands.count(self.info.loop_index, info, usec, reply.is_error());
     }
 
     /// INFO errorstats for a reply (an unknown command's has no commandstats entry).
