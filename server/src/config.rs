@@ -3,7 +3,7 @@
 //! Every parameter redis-server 7.0.15 lists under `CONFIG GET *` is here, with Redis'
 //! default and what CONFIG SET accepts (`redis_config.tsv`, generated once from a real server
 //! by `tools/gen_config_table.py`). The server honours port, bind, databases, requirepass,
-//! maxmemory (with the noeviction policy, the only one it has), timeout, proto-max-bulk-len,
+//! maxmemory and its policies (the memory engine: see `evict`), timeout, proto-max-bulk-len,
 //! client-query-buffer-limit, maxclients, dir and enable-debug-command; the others are
 //! validated and stored like Redis would (appendfsync, notify-keyspace-events, save, …), so
 //! clients that read or set them are not surprised.
@@ -425,9 +425,6 @@ fn special(name: &str, value: String, starting: bool) -> Result<String, Refusal>
                 n.map(|n| n.to_string()).ok_or_else(|| "argument must be a memory or percent value".into())
             }
         },
-        "maxmemory-policy" if value != "noeviction" => {
-            Err("only noeviction is supported by this server".into())
-        }
         "databases" => {
             let n: i64 = value.parse().unwrap_or(0);
             if !(1..=rediskv::commands::DATABASES as i64).contains(&n) {
