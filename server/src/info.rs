@@ -146,7 +146,9 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
         }
         "clients" => {
             let clients = lock(&state.clients);
-            let max_in = clients.values().map(|c| c.qbuf.load(Relaxed)).max().unwrap_or(0) as u64;
+            let max_in =
+                clients.values().map(|c| c.qbuf.load(Relaxed) + c.qbuf_free.load(Relaxed)).max().unwrap_or(0)
+                    as u64;
             let max_out = clients.values().map(|c| c.omem.load(Relaxed)).max().unwrap_or(0) as u64;
             fields(
                 out,
@@ -648,8 +650,11 @@ pub fn used_memory(state: &State) -> u64 {
 }
 
 /// Bytes the connections hold now: each one's state (its entry in the client list and its
-/// client) and the query and reply bytes in its buffers (one read of each client).
+/// client), its query buffer and the reply bytes waiting (one read of each client).
 pub fn client_buffer_bytes(state: &State) -> u64 {
     let each = state.client_size;
-    lock(&state.clients).values().map(|c| (each + c.qbuf.load(Relaxed) + c.omem.load(Relaxed)) as u64).sum()
+    lock(&state.clients)
+        .values()
+        .map(|c| (each + c.qbuf.load(Relaxed) + c.qbuf_free.load(Relaxed) + c.omem.load(Relaxed)) as u64)
+        .sum()
 }
