@@ -237,9 +237,11 @@ pub fn module(argv: &[Bytes]) -> Reply {
 pub fn config(argv: &[Bytes], state: &State) -> Reply {
     let mut config = state.config_mut();
     let requirepass = config.get("requirepass").to_string();
-    let reply = config::config(argv, &mut config, || state.stats.reset(), &mut |bind, port| {
-        state.listen.rebind(bind, port)
-    });
+    let reset = || {
+        state.stats.reset();
+        state.eviction.reset_stats();
+    };
+    let reply = config::config(argv, &mut config, reset, &mut |bind, port| state.listen.rebind(bind, port));
     if config.get("requirepass") != requirepass {
         state.acl.set_default_password(Some(config.get("requirepass").as_bytes()));
     }
@@ -251,6 +253,10 @@ pub fn config(argv: &[Bytes], state: &State) -> Reply {
     let max_keys = config.number("tracking-table-max-keys").max(0) as usize;
     drop(config);
     crate::notify::configure(state);
+    crate::evict::configure(state);
+    // As Redis after CONFIG SET: evict now if memory is over a (lower) maxmemory.
+    let mut own = Vec::new();
+    crate::evict::perform(state, None, &mut own);
     if state.tracking.active() {
         let mut own = Vec::new();
         state.tracking.limit(state.peers(), max_keys, &mut tracking::Delivery { me: None, own: &mut own });

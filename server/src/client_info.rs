@@ -35,8 +35,10 @@ pub struct ClientInfo {
     pub name: Mutex<Option<Bytes>>,
     /// The SELECTed database.
     pub db: AtomicUsize,
-    /// Bytes waiting in its query buffer / output buffer.
+    /// Bytes waiting in its query buffer.
     pub qbuf: AtomicUsize,
+    /// The query buffer's room beyond them.
+    pub qbuf_free: AtomicUsize,
     /// Bytes of replies not yet written.
     pub omem: AtomicUsize,
     /// CLIENT NO-EVICT on.
@@ -77,6 +79,7 @@ impl ClientInfo {
             name: Mutex::new(None),
             db: AtomicUsize::new(0),
             qbuf: AtomicUsize::new(0),
+            qbuf_free: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
@@ -141,9 +144,10 @@ impl ClientInfo {
             flags.push('N');
         }
         let (qbuf, omem) = (self.qbuf.load(Relaxed), self.omem.load(Relaxed));
+        let qbuf_free = self.qbuf_free.load(Relaxed);
         format!(
             "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} \
-             multi=-1 qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={omem} \
+             multi=-1 qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={omem} \
              tot-mem={} events=r cmd={cmd} user={} redir={} resp={}",
             self.id,
             self.addr,
@@ -152,7 +156,7 @@ impl ClientInfo {
             self.created.elapsed().as_secs(),
             self.idle(),
             self.db.load(Relaxed),
-            qbuf + omem,
+            qbuf + qbuf_free + omem,
             String::from_utf8_lossy(&lock(&self.user)),
             tracking.map_or(-1, |m| m.redirect as i64),
             self.resp.load(Relaxed),

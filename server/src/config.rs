@@ -3,7 +3,7 @@
 //! Every parameter redis-server 7.0.15 lists under `CONFIG GET *` is here, with Redis'
 //! default and what CONFIG SET accepts (`redis_config.tsv`, generated once from a real server
 //! by `tools/gen_config_table.py`). The server honours port, bind, databases, requirepass,
-//! maxmemory (with the noeviction policy, the only one it has), timeout, proto-max-bulk-len,
+//! maxmemory and its policies (the memory engine: see `evict`), timeout, proto-max-bulk-len,
 //! client-query-buffer-limit, maxclients, dir and enable-debug-command; the others are
 //! validated and stored like Redis would (appendfsync, notify-keyspace-events, save, …), so
 //! clients that read or set them are not surprised.
@@ -61,7 +61,20 @@ struct Param {
     kind: Kind,
     default: String,
     value: String,
+    /// Listed by CONFIG GET only when asked for by its exact name.
+    hidden: bool,
 }
+
+/// Redis 7.0's hidden parameters (its `HIDDEN_CONFIG` debug knobs), with their kinds and
+/// defaults: validated and stored, and used by nothing here (this server has no RDB load
+/// or save to slow down, no watchdog, no panic exit).
+const HIDDEN: [(&str, &str, &str); 5] = [
+    ("use-exit-on-panic", "bool", "no"),
+    ("rdb-key-save-delay", "int:-2147483648:2147483647", "0"),
+    ("key-load-delay", "int:-2147483648:2147483647", "0"),
+    ("watchdog-period", "int:0:2147483647", "0"),
+    ("loading-process-events-interval-bytes", "int:1024:2147483647", "2097152"),
+];
 
 /// The server's configuration: every Redis parameter with its current value.
 #[derive(Debug, Clone)]
@@ -86,8 +99,21 @@ impl Config {
             let (Some(name), Some(kind), Some(value)) = (cols.next(), cols.next(), cols.next()) else {
                 continue;
             };
-            let param =
-                Param { kind: Kind::parse(kind), default: value.to_string(), value: value.to_string() };
+            let param = Param {
+                kind: Kind::parse(kind),
+                default: value.to_string(),
+                value: value.to_string(),
+                hidden: false,
+            };
+            params.insert(name.to_string(), param);
+        }
+        for (name, kind, value) in HIDDEN {
+            let param = Param {
+                kind: Kind::parse(kind),
+                default: value.to_string(),
+                value: value.to_string(),
+                hidden: true,
+            };
             params.insert(name.to_string(), param);
         }
         let mut config = Config { params, file: None, namespaces: BTreeMap::new() };
@@ -246,7 +272,8 @@ impl Config {
     }
 
     /// CONFIG GET pattern…: name/value pairs of every parameter matching a pattern, each
-    /// once: the patterns in the order given, each one's matches in name order. (Redis 7.0
+    /// once: the patterns in the order given, each one's matches in name order; a hidden
+    /// parameter ([`HIDDEN`]) only for its exact name. (Redis 7.0
     /// answers in the order of a hash table seeded randomly at start, so no order is Redis'
     /// own; this one is stable.)
     fn matching(&self, patterns: &[Bytes]) -> Vec<(Reply, Reply)> {
@@ -254,8 +281,11 @@ impl Config {
         let mut out = Vec::new();
         for pattern in patterns {
             let pattern = pattern.to_ascii_lowercase();
+            // A hidden parameter answers its exact name only, as in Redis.
+            let exact = !pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'['));
             for (name, p) in &self.params {
-                if glob_match(&pattern, name.as_bytes()) && seen.insert(name.as_str()) {
+                if (exact || !p.hidden) && glob_match(&pattern, name.as_bytes()) && seen.insert(name.as_str())
+                {
                     out.push((Reply::bulk(name.as_bytes()), Reply::bulk(p.value.as_bytes())));
                 }
             }
@@ -425,9 +455,6 @@ fn special(name: &str, value: String, starting: bool) -> Result<String, Refusal>
                 n.map(|n| n.to_string()).ok_or_else(|| "argument must be a memory or percent value".into())
             }
         },
-        "maxmemory-policy" if value != "noeviction" => {
-            Err("only noeviction is supported by this server".into())
-        }
         "databases" => {
             let n: i64 = value.parse().unwrap_or(0);
             if !(1..=rediskv::commands::DATABASES as i64).contains(&n) {
@@ -532,7 +559,9 @@ mod tests {
     #[test]
     fn table_has_every_redis_parameter() {
         let c = Config::new();
-        assert_eq!(c.params.len(), 192);
+        // What `CONFIG GET *` lists on redis-server 7.0.15, and its hidden parameters.
+        assert_eq!(c.params.iter().filter(|(_, p)| !p.hidden).count(), 192);
+        assert_eq!(c.params.len(), 192 + HIDDEN.len());
         assert_eq!(c.get("proto-max-bulk-len"), "536870912");
         assert_eq!(c.get("maxmemory-policy"), "noeviction");
     }
@@ -617,6 +646,21 @@ mod tests {
             "maxclients",
         ];
         assert_eq!(names, expect.iter().map(|n| Reply::bulk(n.as_bytes())).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn hidden_parameters_answer_only_their_exact_name() {
+        let mut c = Config::new();
+        let get = |c: &Config, pattern: &str| -> Vec<(Reply, Reply)> {
+            c.matching(&[Bytes::from(pattern.to_string())])
+        };
+        assert_eq!(get(&c, "KEY-LOAD-DELAY"), vec![(Reply::bulk(b"key-load-delay"), Reply::bulk(b"0"))]);
+        for pattern in ["*", "key-load-*", "key-load-dela?", "[k]ey-load-delay"] {
+            assert!(get(&c, pattern).iter().all(|(n, _)| *n != Reply::bulk(b"key-load-delay")), "{pattern}");
+        }
+        assert_eq!(set(&mut c, &["watchdog-period", "100"]), Reply::OK);
+        assert_eq!(get(&c, "watchdog-period"), vec![(Reply::bulk(b"watchdog-period"), Reply::bulk(b"100"))]);
+        assert!(matches!(set(&mut c, &["loading-process-events-interval-bytes", "10"]), Reply::Error(_)));
     }
 
     #[test]

@@ -306,6 +306,162 @@ pub struct MaintStats {
     pub leader: AtomicBool,
 }
 
+/// `maxmemory-policy`: which keys eviction may pick, and how it ranks them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Evict nothing: writes get OOM.
+    NoEviction,
+    /// Any key, least recently used first.
+    AllkeysLru,
+    /// Any key, least frequently used first.
+    AllkeysLfu,
+    /// Any key, at random.
+    AllkeysRandom,
+    /// Keys with a TTL, least recently used first.
+    VolatileLru,
+    /// Keys with a TTL, least frequently used first.
+    VolatileLfu,
+    /// Keys with a TTL, at random.
+    VolatileRandom,
+    /// Keys with a TTL, nearest expiry first.
+    VolatileTtl,
+}
+
+impl Policy {
+    const ALL: [(&'static str, Policy); 8] = [
+        ("noeviction", Policy::NoEviction),
+        ("allkeys-lru", Policy::AllkeysLru),
+        ("allkeys-lfu", Policy::AllkeysLfu),
+        ("allkeys-random", Policy::AllkeysRandom),
+        ("volatile-lru", Policy::VolatileLru),
+        ("volatile-lfu", Policy::VolatileLfu),
+        ("volatile-random", Policy::VolatileRandom),
+        ("volatile-ttl", Policy::VolatileTtl),
+    ];
+
+    /// The policy a `maxmemory-policy` value names (noeviction for anything else).
+    pub fn parse(name: &str) -> Policy {
+        Policy::ALL.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map_or(Policy::NoEviction, |(_, p)| *p)
+    }
+
+    fn index(self) -> u8 {
+        Policy::ALL.iter().position(|(_, p)| *p == self).unwrap_or(0) as u8
+    }
+
+    /// Whether access frequencies rank the keys (keys keep LFU counters then).
+    pub fn lfu(self) -> bool {
+        matches!(self, Policy::AllkeysLfu | Policy::VolatileLfu)
+    }
+
+    /// Whether only keys with a TTL may go.
+    pub fn volatile(self) -> bool {
+        matches!(
+            self,
+            Policy::VolatileLru | Policy::VolatileLfu | Policy::VolatileRandom | Policy::VolatileTtl
+        )
+    }
+
+    /// Whether the key is drawn at random rather than ranked.
+    pub fn random(self) -> bool {
+        matches!(self, Policy::AllkeysRandom | Policy::VolatileRandom)
+    }
+}
+
+/// A ranked eviction candidate (Redis' eviction pool entry).
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Higher goes first: idle seconds, `255 - counter`, or `u64::MAX - expiry`.
+    pub score: u64,
+    /// The namespace of its engine.
+    pub namespace: Vec<u8>,
+    /// Its database.
+    pub db: usize,
+    /// The key.
+    pub key: bytes::Bytes,
+}
+
+/// Redis' `EVPOOL_SIZE`: the best candidates kept between samples.
+pub const POOL_SIZE: usize = 16;
+
+/// What eviction keeps between passes.
+#[derive(Debug, Default)]
+pub struct Eviction {
+    policy: std::sync::atomic::AtomicU8,
+    /// Keys evicted (INFO `evicted_keys`).
+    pub evicted_keys: AtomicU64,
+    /// The best candidates seen so far, worst first.
+    pub pool: Mutex<Vec<Candidate>>,
+    /// Bytes of evicted collections the collector has not dropped yet, each with the
+    /// collector pass count after which it has (a whole pass started after the eviction).
+    pub pending: Mutex<std::collections::VecDeque<(u64, u64)>>,
+    /// The next (engine, database) a random policy draws from.
+    pub next_db: std::sync::atomic::AtomicUsize,
+    /// One eviction pass at a time.
+    pub running: Mutex<()>,
+    /// Since when memory has been over the limit, if it is (INFO
+    /// `current_eviction_exceeded_time`).
+    pub exceeded_since: Mutex<Option<Instant>>,
+    /// Microseconds over the limit in past episodes (`total_eviction_exceeded_time`).
+    pub exceeded_total: AtomicU64,
+    /// Whether `exceeded_since` is set.
+    over: AtomicBool,
+}
+
+impl Eviction {
+    /// The policy in force.
+    pub fn policy(&self) -> Policy {
+        Policy::ALL[usize::from(self.policy.load(Relaxed)).min(7)].1
+    }
+
+    /// Sets the policy; the pool's ranks mean something else under another one.
+    pub fn set_policy(&self, policy: Policy) {
+        if self.policy.swap(policy.index(), Relaxed) != policy.index() {
+            lock(&self.pool).clear();
+        }
+    }
+
+    /// Bytes evicted collections still hold, given the collector's completed passes.
+    pub fn pending_bytes(&self, passes: u64) -> u64 {
+        let mut pending = lock(&self.pending);
+        pending.retain(|(after, _)| passes < *after);
+        pending.iter().map(|(_, bytes)| bytes).sum()
+    }
+
+    /// Records whether memory is over the limit now.
+    pub fn exceeded(&self, over: bool) {
+        // Every command under a maxmemory tells: the lock only for a change.
+        if self.over.load(Relaxed) == over {
+            return;
+        }
+        let mut since = lock(&self.exceeded_since);
+        self.over.store(over, Relaxed);
+        match (over, *since) {
+            (true, None) => *since = Some(Instant::now()),
+            (false, Some(at)) => {
+                self.exceeded_total.fetch_add(at.elapsed().as_micros() as u64, Relaxed);
+                *since = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// CONFIG RESETSTAT: `evicted_keys` and the time over the limit start again.
+    pub fn reset_stats(&self) {
+        self.evicted_keys.store(0, Relaxed);
+        self.exceeded_total.store(0, Relaxed);
+        let mut since = lock(&self.exceeded_since);
+        if since.is_some() {
+            *since = Some(Instant::now());
+        }
+    }
+
+    /// `total_eviction_exceeded_time` and `current_eviction_exceeded_time`, in ms.
+    pub fn exceeded_ms(&self) -> (u64, u64) {
+        let current = lock(&self.exceeded_since).map_or(0, |at| at.elapsed().as_micros() as u64);
+        ((self.exceeded_total.load(Relaxed) + current) / 1000, current / 1000)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

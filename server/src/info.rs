@@ -146,7 +146,9 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
         }
         "clients" => {
             let clients = lock(&state.clients);
-            let max_in = clients.values().map(|c| c.qbuf.load(Relaxed)).max().unwrap_or(0) as u64;
+            let max_in =
+                clients.values().map(|c| c.qbuf.load(Relaxed) + c.qbuf_free.load(Relaxed)).max().unwrap_or(0)
+                    as u64;
             let max_out = clients.values().map(|c| c.omem.load(Relaxed)).max().unwrap_or(0) as u64;
             fields(
                 out,
@@ -325,14 +327,15 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                 "expired_stale_perc",
                 "expired_time_cap_reached_count",
                 "expire_cycle_cpu_milliseconds",
-                "evicted_keys",
                 "evicted_clients",
-                "total_eviction_exceeded_time",
-                "current_eviction_exceeded_time",
             ] {
                 pairs.push((zero, if zero == "expired_stale_perc" { s("0.00") } else { z() }));
             }
             pairs.insert(15, ("expired_keys", get(&state.maint.expired_keys)));
+            let (total, current) = state.eviction.exceeded_ms();
+            pairs.insert(19, ("evicted_keys", get(&state.eviction.evicted_keys)));
+            pairs.insert(21, ("total_eviction_exceeded_time", n(total)));
+            pairs.insert(22, ("current_eviction_exceeded_time", n(current)));
             pairs.push(("keyspace_hits", get(&stats.keyspace_hits)));
             pairs.push(("keyspace_misses", get(&stats.keyspace_misses)));
             use crate::pubsub::Kind;
@@ -636,12 +639,22 @@ pub fn memory(argv: &[Bytes], state: &State, namespace: &[u8]) -> Reply {
 /// bounded by their caches).
 pub fn out_of_memory(state: &State) -> bool {
     let max = state.maxmemory.load(Relaxed);
-    max > 0 && state.store.in_memory() && state.store.used_bytes() + client_buffer_bytes(state) > max
+    max > 0 && state.store.in_memory() && used_memory(state) > max
+}
+
+/// The memory `maxmemory` limits: the store's and the connections', less the estimated
+/// bytes of evicted collections the collector has not dropped yet.
+pub fn used_memory(state: &State) -> u64 {
+    let pending = state.eviction.pending_bytes(state.maint.gc_passes.load(Relaxed));
+    (state.store.used_bytes() + client_buffer_bytes(state)).saturating_sub(pending)
 }
 
 /// Bytes the connections hold now: each one's state (its entry in the client list and its
-/// client) and the query and reply bytes in its buffers (one read of each client).
+/// client), its query buffer and the reply bytes waiting (one read of each client).
 pub fn client_buffer_bytes(state: &State) -> u64 {
     let each = state.client_size;
-    lock(&state.clients).values().map(|c| (each + c.qbuf.load(Relaxed) + c.omem.load(Relaxed)) as u64).sum()
+    lock(&state.clients)
+        .values()
+        .map(|c| (each + c.qbuf.load(Relaxed) + c.qbuf_free.load(Relaxed) + c.omem.load(Relaxed)) as u64)
+        .sum()
 }

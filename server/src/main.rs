@@ -25,7 +25,7 @@
 //! - what [`state`] holds, none of which knows `State`: [`acl`], [`slowlog`], [`latency`],
 //!   [`monitor`], [`pubsub`], [`tracking`], [`blocking`], [`scripting`] (each given the few
 //!   things it needs: the loops' inboxes, the clients, or a `Host` trait `State` implements);
-//! - [`state`], then what uses it: [`notify`], [`maint`], [`wakeups`], [`script_thread`],
+//! - [`state`], then what uses it: [`notify`], [`evict`], [`maint`], [`wakeups`], [`script_thread`],
 //!   [`info`], [`admin`], [`client`], [`conn`].
 
 mod acl;
@@ -38,6 +38,7 @@ mod cmsgpack;
 mod config;
 mod conn;
 mod counters;
+mod evict;
 mod info;
 mod latency;
 mod listen;
@@ -309,6 +310,7 @@ fn main() {
         }
     }
     notify::configure(&state);
+    evict::configure(&state);
     maint::spawn(state.clone());
     script_thread::spawn(state.clone());
     #[cfg(feature = "etcd")]

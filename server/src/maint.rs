@@ -1,8 +1,9 @@
 //! Background maintenance, Redis' `serverCron` share of it: every tick (`1000 / hz` ms) a
 //! bounded slice of time goes to active expiry (every namespace's databases, in bounded
-//! sweeps, each key deleted under its lock after a fresh read: `gc::expire_step`) and, for a
-//! store without a compaction filter of its own (memory), to the incremental collector
-//! (`gc::Collector`) that deletes the records of deleted and expired collections.
+//! sweeps, each key deleted under its lock after a fresh read: `gc::expire_step`), to
+//! eviction a command's pass left unfinished (`evict`) and, for a store without a
+//! compaction filter of its own (memory), to the incremental collector (`gc::Collector`)
+//! that deletes the records of deleted and expired collections.
 //!
 //! Expiry's slice is Redis' active-expire budget: 25% of the tick, plus 2% per step of
 //! `active-expire-effort` above 1; the collector gets 10% of the tick after it. A collector
@@ -127,6 +128,11 @@ fn run(state: &State) {
             }
         }
         state.latency.observe("expire-cycle", started.elapsed().as_micros() as u64);
+        // Eviction a command's pass left unfinished (its time ran out), as Redis' eviction
+        // time event.
+        if state.maxmemory.load(Relaxed) > 0 {
+            crate::evict::perform(state, None, &mut Vec::new());
+        }
         if let Some(collector) = collector.as_mut() {
             // A pass starts only when garbage may exist (or a minute has passed): walking a
             // large live store for nothing costs the writers its lock.

@@ -39,6 +39,7 @@ pub fn run_command(state: &State, job: &mut Job) -> (Reply, Vec<u8>) {
         (&job.argv, job.name.as_str(), &job.engine, &job.info, job.tracks_reads);
     let session = &mut job.session;
     state.scripts.read_any.store(false, Relaxed);
+    state.scripts.error_counted.store(false, Relaxed);
     let started = std::time::Instant::now();
     let reply = {
         let mut caller = Caller { host: state, engine, session, acl: &acl };
@@ -86,8 +87,11 @@ fn run_job(state: &State, mut job: Job) {
     let (reply, pushes) = run_command(state, &mut job);
     // The connection counted the call when it handed it here; its error, as Redis counts
     // it, only the script's answer knows.
+    let counted = state.scripts.error_counted.swap(false, Relaxed);
     if let Reply::Error(text) = &reply {
-        state.stats.error(text);
+        if !counted {
+            state.stats.error(text);
+        }
         state.stats.commands.count_failure(&job.name);
     }
     if let Some(answer) = job.answer.take() {
@@ -127,6 +131,14 @@ impl Host for State {
     fn count(&self, info: &CommandInfo, usec: u64, failed: bool) {
         let stats = &self.stats.commands;
         stats.count(stats.lanes() - 1, info, Some(usec), failed);
+    }
+
+    fn count_error(&self, refused: Option<&CommandInfo>, error: &str) {
+        self.stats.error(error);
+        if let Some(info) = refused {
+            let stats = &self.stats.commands;
+            stats.count(stats.lanes() - 1, info, None, true);
+        }
     }
 
     /// PUBLISH, SPUBLISH, TIME and INFO from a script.

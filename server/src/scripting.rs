@@ -80,6 +80,10 @@ pub struct Scripts {
     kill: Arc<AtomicBool>,
     /// The running script ran a read-only command (client tracking then remembers its keys).
     pub read_any: AtomicBool,
+    /// The last script's error was a command's, counted in INFO errorstats when the
+    /// command answered it (Redis' `ignore_error_stats_update`): its reply is not counted
+    /// again.
+    pub error_counted: AtomicBool,
     /// The script thread's queue.
     pub jobs: std::sync::OnceLock<std::sync::mpsc::Sender<Job>>,
 }
@@ -663,7 +667,10 @@ fn lua_argv(lua: &Lua, values: &MultiValue) -> mlua::Result<Result<Vec<Bytes>, &
         match v {
             Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
             Value::Integer(n) => argv.push(Bytes::from(n.to_string())),
-            // Lua's own number to string (`%.14g`), as Redis' lua_tolstring.
+            // As Redis' lua_tolstring: its Lua prints numbers as `%.17g`.
+            Value::Number(n) if !n.is_nan() => {
+                argv.push(Bytes::from(rediskv::commands::args::format_g17(*n)))
+            }
             Value::Number(_) => match lua.coerce_string(v.clone())? {
                 Some(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
                 None => return Ok(Err(NOT_STRING)),
@@ -677,21 +684,44 @@ fn lua_argv(lua: &Lua, values: &MultiValue) -> mlua::Result<Result<Vec<Bytes>, &
     Ok(Ok(argv))
 }
 
+/// A `redis.call`'s (or `acl_check_cmd`'s) arguments on their way to the running script's
+/// slot function. They travel beside the call, not as its arguments: Lua 5.1 gives a C
+/// function `LUAI_MAXCSTACK` (8000) stack slots, its arguments included, and passing them
+/// on would take as many again (only ~4000 arguments would get through).
+struct PendingArgv(Result<Vec<Bytes>, &'static str>);
+
+/// The arguments [`PendingArgv`] holds for the slot function now running.
+fn take_argv(lua: &Lua) -> Result<Vec<Bytes>, &'static str> {
+    lua.remove_app_data::<PendingArgv>()
+        .map_or(Err("ERR Please specify at least one argument for this redis lib call"), |p| p.0)
+}
+
 /// `redis.acl_check_cmd`, through the running script's slot.
 fn redis_acl_check_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
     let slot: Table = lua.globals().raw_get("__redis__slot")?;
     match slot.raw_get::<Value>("acl_check_cmd")? {
-        Value::Function(f) => f.call::<Value>(args),
+        Value::Function(f) => {
+            let argv = lua_argv(lua, &args)?;
+            drop(args);
+            lua.set_app_data(PendingArgv(argv));
+            f.call::<Value>(())
+        }
         _ => Err(mlua::Error::RuntimeError(
             "redis.acl_check_cmd can only be called inside a script invocation".into(),
         )),
     }
 }
 
+/// `redis.call` / `redis.pcall` (`raise`: call).
 fn redis_call(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
     let slot: Table = lua.globals().raw_get("__redis__slot")?;
     let reply = match slot.raw_get::<Value>("fn")? {
-        Value::Function(f) => f.call::<Value>(args)?,
+        Value::Function(f) => {
+            let argv = lua_argv(lua, &args)?;
+            drop(args);
+            lua.set_app_data(PendingArgv(argv));
+            f.call::<Value>(())?
+        }
         _ => Value::Table(error_table(
             lua,
             "ERR redis.call/pcall can only be called inside a script invocation",
@@ -858,6 +888,17 @@ fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
     Ok(t)
 }
 
+/// The field Redis sets on the error table of a command a script ran, whose error INFO
+/// errorstats counted already (visible to the script, as in Redis).
+const COUNTED: &str = "ignore_error_stats_update";
+
+/// [`error_table`] for an error counted already (see [`COUNTED`]).
+fn counted_error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
+    let t = error_table(lua, text)?;
+    t.set(COUNTED, true)?;
+    Ok(t)
+}
+
 /// The SHA1 of `bytes`, lowercase hex (SCRIPT LOAD, `redis.sha1hex`).
 pub fn sha1_hex(bytes: &[u8]) -> String {
     Sha1::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
@@ -874,6 +915,9 @@ pub trait Host {
     fn monitor(&self, argv: &[Bytes], db: usize);
     /// Counts a command a script ran in INFO commandstats, as a client's.
     fn count(&self, info: &table::CommandInfo, usec: u64, failed: bool);
+    /// Counts an error a command a script ran answered or was refused with (INFO
+    /// errorstats), and a refused command's `rejected_calls`.
+    fn count_error(&self, refused: Option<&table::CommandInfo>, error: &str);
     /// The server's own commands a script may run: PUBLISH, SPUBLISH, TIME and INFO.
     fn server_command(&self, argv: &[Bytes]) -> Reply;
 }
@@ -1186,7 +1230,7 @@ fn run_once(
     let call = RefCell::new(call);
     let result = lua.scope(|scope| {
         // redis.acl_check_cmd: whether the script's user may run the command.
-        let acl_check_cmd = scope.create_function(|lua, values: MultiValue| {
+        let acl_check_cmd = scope.create_function(|lua, (): ()| {
             // Errors are raised as Redis raises them: the error reply as the script's error.
             let raise = |text: &str| -> mlua::Error {
                 match error_table(lua, text)
@@ -1196,19 +1240,25 @@ fn run_once(
                     Err(e) => e,
                 }
             };
-            let argv = lua_argv(lua, &values)?.map_err(raise)?;
+            let argv = take_argv(lua).map_err(raise)?;
             if crate::acl::resolve(&argv).is_err() {
                 return Err(raise("ERR Invalid command passed to redis.acl_check_cmd()"));
             }
             Ok(acl(&argv).is_ok())
         })?;
-        let raw = scope.create_function(|lua, values: MultiValue| {
-            let argv = match lua_argv(lua, &values)? {
+        let raw = scope.create_function(|lua, (): ()| {
+            let argv = match take_argv(lua) {
                 Ok(argv) => argv,
                 Err(text) => return error_table(lua, text),
             };
+            let mut counted = false;
             let reply = match check_command(&argv, read_only, acl) {
-                Err(text) => return error_table(lua, &format!("ERR {text}")),
+                Err(text) => {
+                    // Refused before running, as Redis counts it.
+                    let text = format!("ERR {text}");
+                    host.count_error(table::find(&argv).ok(), &text);
+                    return counted_error_table(lua, &text);
+                }
                 Ok(found) => {
                     host.monitor(&argv, db);
                     match found {
@@ -1220,7 +1270,8 @@ fn run_once(
                             if let Some(r) = running.as_mut() {
                                 if r.oom && !r.wrote && info.has(flag::DENYOOM) {
                                     drop(running);
-                                    return error_table(lua, OOM);
+                                    host.count_error(Some(info), OOM);
+                                    return counted_error_table(lua, OOM);
                                 }
                                 r.wrote |= info.is_write();
                             }
@@ -1230,6 +1281,10 @@ fn run_once(
                             let reply = (call.borrow_mut())(&argv);
                             let usec = started.elapsed().as_micros() as u64;
                             host.count(info, usec, reply.is_error());
+                            if let Reply::Error(e) = &reply {
+                                host.count_error(None, e);
+                                counted = true;
+                            }
                             reply
                         }
                         None => host.server_command(&argv),
@@ -1243,7 +1298,12 @@ fn run_once(
             let mut at = 0;
             let value = resp_to_lua(lua, &bytes, &mut at)?;
             match value {
-                Value::Table(t) => Ok(t),
+                Value::Table(t) => {
+                    if counted {
+                        t.set(COUNTED, true)?;
+                    }
+                    Ok(t)
+                }
                 other => {
                     // Not a table: wrap it so the Lua side gets exactly this value back.
                     let t = lua.create_table()?;
@@ -1284,6 +1344,8 @@ fn run_once(
         let mut out = out.into_iter();
         let ok = matches!(out.next(), Some(Value::Boolean(true)));
         let value = out.next().unwrap_or(Value::Nil);
+        let counted = matches!(&value, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false));
+        scripts.error_counted.store(counted, Relaxed);
         let resp: i64 = lua.named_registry_value("__redis_resp").unwrap_or(2);
         Ok(if ok { lua_to_reply(&value, resp == 3) } else { error_reply(&value) })
     });

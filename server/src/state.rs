@@ -79,6 +79,8 @@ pub struct State {
     pub active_expire: AtomicBool,
     /// What active expiry and the collector did (INFO).
     pub maint: crate::counters::MaintStats,
+    /// `maxmemory-policy` and what eviction keeps between passes.
+    pub eviction: crate::counters::Eviction,
     /// `notify-keyspace-events` as `NotifyFlags` bits (0: off, the fast path).
     pub notify_flags: std::sync::atomic::AtomicU32,
     /// Clients parked by blocking commands.
@@ -140,6 +142,7 @@ impl State {
             blocked: Default::default(),
             notify_flags: Default::default(),
             maint: Default::default(),
+            eviction: Default::default(),
             active_expire: AtomicBool::new(true),
             config: RwLock::new(config),
             stats,
@@ -183,6 +186,11 @@ impl State {
                 let flags = rediskv::commands::NotifyFlags::from_bits(self.notify_flags.load(Relaxed));
                 engine.set_new_events(flags.contains(rediskv::commands::NotifyFlags::NEW));
                 engine.set_stream_node_entries(self.config().number("stream-node-max-entries").max(0) as u64);
+                let config = self.config();
+                let param = |name| config.number(name).clamp(0, i64::from(u32::MAX)) as u32;
+                let lfu =
+                    self.eviction.policy().lfu().then(|| (param("lfu-log-factor"), param("lfu-decay-time")));
+                engine.set_lfu(lfu);
                 Arc::new(engine)
             })
             .clone()

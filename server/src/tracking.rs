@@ -142,6 +142,24 @@ impl Tracking {
 
     /// Invalidates `keys` of namespace `ns`, written by the command `to.me` ran.
     pub fn invalidate(&self, peers: Peers<'_>, ns: &[u8], keys: &[Bytes], to: &mut Delivery<'_>) {
+        let writer = to.me.map(|m| m.id);
+        self.invalidate_by(peers, ns, keys, writer, to);
+    }
+
+    /// Invalidates `keys` the server itself changed (eviction): no client wrote them, so
+    /// NOLOOP spares nobody, and `to.me`'s own invalidations go to `to.own` at once.
+    pub fn invalidate_evicted(&self, peers: Peers<'_>, ns: &[u8], keys: &[Bytes], to: &mut Delivery<'_>) {
+        self.invalidate_by(peers, ns, keys, None, to);
+    }
+
+    fn invalidate_by(
+        &self,
+        peers: Peers<'_>,
+        ns: &[u8],
+        keys: &[Bytes],
+        writer: Option<u64>,
+        to: &mut Delivery<'_>,
+    ) {
         let (per_key, bcast) = {
             let mut inner = lock(&self.inner);
             let mut per_key = Vec::new();
@@ -163,12 +181,12 @@ impl Tracking {
             (per_key, bcast)
         };
         for (key, ids) in per_key {
-            self.send_each(peers, &key, &ids, to.me.map(|m| m.id), to);
+            self.send_each(peers, &key, &ids, writer, to);
         }
         for ((id, _), keys) in bcast {
             let Some(target) = find(peers, id) else { continue };
             let noloop = lock(&target.tracking).as_ref().is_some_and(|m| m.noloop);
-            if noloop && Some(id) == to.me.map(|m| m.id) {
+            if noloop && Some(id) == writer {
                 continue;
             }
             let keys = Reply::Array(keys.into_iter().map(Reply::Bulk).collect());

@@ -2,7 +2,9 @@
 
 mod common;
 
-use common::{Value, rediskv};
+use std::time::{Duration, Instant};
+
+use common::{Client, Value, rediskv};
 
 fn field(info: &str, name: &str) -> String {
     info.split("\r\n")
@@ -52,11 +54,14 @@ fn maxclients_and_maxmemory() {
     let mut first = server.client();
     let mut second = server.client();
     assert_eq!(second.read(), Value::Error("ERR max number of clients reached".into()));
-    // maxmemory counts the store's bytes and the connections' buffers (this request's too):
-    // room for one request of 2,000 bytes, not for its value stored and a second one.
+    // maxmemory counts the store's bytes and the connections' buffers (this request's too).
     let Value::Bulk(Some(info)) = first.cmd(&["INFO", "memory"]) else { panic!("INFO") };
-    let used: u64 = field(&String::from_utf8_lossy(&info), "used_memory").parse().unwrap();
-    let limit = (used + 2600).to_string();
+    let used: u64 = String::from_utf8_lossy(&info)
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory");
+    let limit = (used + 3000).to_string();
     assert_eq!(first.cmd(&["CONFIG", "SET", "maxmemory", &limit]), Value::Status("OK".into()));
     let value = "v".repeat(2000);
     assert_eq!(first.cmd(&["SET", "k", &value]), Value::Status("OK".into()), "under the limit until written");
@@ -528,4 +533,49 @@ fn cluster_commands_answer_as_redis_without_cluster_mode() {
         })
         .collect()
     });
+}
+
+/// `qbuf` + `qbuf-free` of the client named `name` in CLIENT LIST: its query buffer's size.
+fn query_buffer(c: &mut Client, name: &str) -> usize {
+    let list = c.cmd(&["CLIENT", "LIST"]).text();
+    let line = list.lines().find(|l| l.contains(&format!(" name={name} "))).expect("client listed");
+    let get = |key: &str| -> usize {
+        let at = line.find(&format!(" {key}=")).expect(key) + key.len() + 2;
+        line[at..].split(' ').next().unwrap().parse().unwrap()
+    };
+    get("qbuf") + get("qbuf-free")
+}
+
+/// A big request grows the query buffer; the loop's tick shrinks it to its recent peak while
+/// the client keeps sending small ones, and gives its room back once the client is idle
+/// (the shape of Redis' unit/querybuf).
+#[test]
+fn the_query_buffer_grows_shrinks_and_is_given_back() {
+    let server = rediskv(&[]);
+    let mut watcher = server.client();
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["CLIENT", "SETNAME", "q"]), Value::Status("OK".into()));
+    let value = "A".repeat(400_000);
+    assert_eq!(c.cmd(&["SET", "x", &value]), Value::Status("OK".into()));
+    let big = query_buffer(&mut watcher, "q");
+    assert!(big > 32 * 1024, "{big}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let shrunk = loop {
+        assert_eq!(c.cmd(&["SET", "x", &"A".repeat(100)]), Value::Status("OK".into()));
+        let now = query_buffer(&mut watcher, "q");
+        if now < 32 * 1024 {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "never shrank from {big}");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(shrunk > 0, "room for the last request is kept while the client is busy");
+    // Room of more than 4 KiB is given back once the client is idle.
+    assert_eq!(c.cmd(&["SET", "x", &"A".repeat(10_000)]), Value::Status("OK".into()));
+    assert!(query_buffer(&mut watcher, "q") >= 10_000);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while query_buffer(&mut watcher, "q") != 0 {
+        assert!(Instant::now() < deadline, "an idle client kept its query buffer");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

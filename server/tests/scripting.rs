@@ -628,3 +628,92 @@ fn oom_script(server: &Server) -> Vec<Value> {
 fn scripts_under_oom_match_redis() {
     same_as_redis(oom_script);
 }
+
+/// `redis.call` with thousands of arguments (an `unpack` of a big table), and numbers as
+/// arguments, which Redis' Lua prints as `%.17g`.
+fn many_arguments_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut out = Vec::new();
+    for n in ["1000", "7000", "7980"] {
+        let script = format!(
+            "local a = {{}} for i = 1, {n} do a[i] = i end return redis.call('rpush', KEYS[1], unpack(a))"
+        );
+        out.push(c.cmd(&["EVAL", &script, "1", &format!("l{n}")]));
+        out.push(c.cmd(&["LINDEX", &format!("l{n}"), "-1"]));
+    }
+    out.push(c.cmd(&[
+        "EVAL",
+        "redis.call('mset', 'a', 1/3, 'b', 1e15, 'c', 2^53, 'd', 0.1, 'e', 1e-5, 'f', -2.5e300) \
+         return redis.call('mget', 'a', 'b', 'c', 'd', 'e', 'f')",
+        "0",
+    ]));
+    out.push(c.cmd(&["EVAL", "return redis.pcall('get', nil, 'x')", "0"]));
+    out
+}
+
+#[test]
+fn many_arguments_and_numbers_match_redis() {
+    same_as_redis(many_arguments_script);
+}
+
+/// INFO's error and command counters after a script's commands fail or are refused: an
+/// error a command answered (or was refused with) inside a script counts once, when it
+/// happens, whether the script catches it, raises it or returns it (Redis'
+/// `ignore_error_stats_update`); an error the script makes itself counts with its reply.
+fn error_stats_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut out = Vec::new();
+    let counters = |c: &mut Client| -> Value {
+        let mut lines = Vec::new();
+        for section in ["errorstats", "commandstats", "stats"] {
+            let Value::Bulk(Some(text)) = c.cmd(&["INFO", section]) else { panic!("INFO") };
+            for line in String::from_utf8_lossy(&text).lines() {
+                if line.starts_with("errorstat_") || line.starts_with("total_error_replies") {
+                    lines.push(line.to_string());
+                } else if let Some((name, fields)) =
+                    line.split_once(':').filter(|(n, _)| n.starts_with("cmdstat_"))
+                {
+                    // calls, rejected_calls, failed_calls (not the times).
+                    let kept: Vec<&str> = fields
+                        .split(',')
+                        .filter(|f| f.starts_with("calls=") || f.contains("_calls="))
+                        .collect();
+                    if name != "cmdstat_config" && name != "cmdstat_info" {
+                        lines.push(format!("{name}:{}", kept.join(",")));
+                    }
+                }
+            }
+        }
+        lines.sort();
+        Value::Status(lines.join(" "))
+    };
+    out.push(c.cmd(&["SET", "str", "x"]));
+    let cases: &[(&str, &str)] = &[
+        ("return redis.call('set','x','y')", "oom"),
+        ("local t = redis.pcall('set','x','y') return t['err']", "oom"),
+        ("return redis.pcall('set','x','y')", "oom"),
+        ("return redis.call('select',99)", ""),
+        ("local t = redis.pcall('select',99) return t['ignore_error_stats_update']", ""),
+        ("return redis.pcall('select',99)", ""),
+        ("return redis.call('nosuch')", ""),
+        ("local t = redis.pcall('get') return 1", ""),
+        ("return redis.call('lpush','str','a')", ""),
+        ("local t = redis.pcall('lpush','str','a') return {err=t['err']}", ""),
+        ("return redis.error_reply('MY err')", ""),
+        ("return redis.call('get', {})", ""),
+        ("error('boom')", ""),
+    ];
+    for (script, oom) in cases {
+        out.push(c.cmd(&["CONFIG", "SET", "maxmemory", if oom.is_empty() { "0" } else { "1" }]));
+        out.push(c.cmd(&["CONFIG", "RESETSTAT"]));
+        out.push(c.cmd(&["EVAL", script, "0"]));
+        out.push(counters(&mut c));
+    }
+    out.push(c.cmd(&["CONFIG", "SET", "maxmemory", "0"]));
+    out
+}
+
+#[test]
+fn script_error_stats_match_redis() {
+    same_as_redis(error_stats_script);
+}

@@ -301,21 +301,31 @@ pub fn check_pairs_count(count: i64, with_values: bool) -> Result<(), CommandErr
 /// Formats a double as C's `%.17g`, which Redis 7.0 uses for scores: `inf`, `-inf`,
 /// `0.10000000000000001`, `1e+20`, `3.0000000000000001e-05`. `-0.0` prints as `-0`.
 pub fn format_g17(x: f64) -> String {
+    format_g(x, 17)
+}
+
+/// Formats a double as C's `%.<precision>g` (`precision` >= 1; NaN as `nan`): Lua 5.1
+/// prints numbers as `%.14g`.
+pub fn format_g(x: f64, precision: usize) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
     if x.is_infinite() {
         return if x > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if x == 0.0 {
         return if x.is_sign_negative() { "-0".into() } else { "0".into() };
     }
-    let sci = format!("{x:.16e}");
+    let precision = precision.max(1);
+    let sci = format!("{x:.*e}", precision - 1);
     let (mantissa, exp) = sci.split_once('e').expect("exponent form");
     let exp: i32 = exp.parse().expect("exponent");
-    if !(-4..17).contains(&exp) {
+    if !(-4..precision as i32).contains(&exp) {
         let mantissa = trim_fraction(mantissa);
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{mantissa}e{sign}{:02}", exp.abs())
     } else {
-        let decimals = (16 - exp) as usize;
+        let decimals = (precision as i32 - 1 - exp) as usize;
         trim_fraction(&format!("{x:.decimals$}")).to_string()
     }
 }
@@ -327,6 +337,26 @@ fn trim_fraction(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn g_formats_as_printf() {
+        // What glibc's printf("%.14g") prints.
+        for (x, want) in [
+            (1.0, "1"),
+            (0.1, "0.1"),
+            (1.0 / 3.0, "0.33333333333333"),
+            (123456789012345.0, "1.2345678901234e+14"),
+            (12345678901234.0, "12345678901234"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-2.5, "-2.5"),
+            (1e300, "1e+300"),
+            (99999999999999.9, "1e+14"),
+        ] {
+            assert_eq!(format_g(x, 14), want, "{x}");
+        }
+        assert_eq!(format_g17(0.1), "0.10000000000000001");
+    }
 
     #[test]
     fn integers_follow_string2ll() {

@@ -1042,6 +1042,47 @@ impl<'a, B: KvBackend> Db<'a, B> {
         Ok(deleted)
     }
 
+    /// Deletes `key` for `maxmemory` as DEL does: its metadata record alone, in one batch
+    /// (a collection's records become garbage for the collector). `None` when it is not
+    /// live; else an estimate of the bytes its records keep until the collector drops
+    /// them (0 for a string, freed with its record). The caller holds the key's lock.
+    ///
+    /// # Errors
+    /// Storage errors; nothing was deleted then.
+    pub(crate) fn evict_key(&self, key: &[u8]) -> crate::Result<Option<u64>> {
+        let mkey = self.metadata_key(key);
+        let Some(raw) = self.metadata_record(&mkey)? else { return Ok(None) };
+        let Some(meta) = self.layout().decode_metadata(&raw).ok().filter(|m| m.is_live(self.now_ms())) else {
+            return Ok(None);
+        };
+        let mut left = 0;
+        if !meta.ty.is_single_kv() && meta.size > 0 {
+            // A few records' mean size times the records the collection has.
+            let (mut seen, mut bytes) = (0u64, 0u64);
+            if let Ok(records) = self.scan_subkeys(key, meta.version, Direction::Forward) {
+                for (sub, value) in records.take(5).flatten() {
+                    bytes +=
+                        (mkey.len() + 12 + sub.len() + value.len()) as u64 + super::generic::RECORD_OVERHEAD;
+                    seen += 1;
+                }
+            }
+            let records = match meta.ty {
+                RedisType::Bitmap => meta.size.div_ceil(1024),
+                RedisType::ZSet => meta.size * 2,
+                _ => meta.size,
+            };
+            left = bytes.checked_div(seen).unwrap_or(0) * records;
+        }
+        let mut batch = WriteBatch::new();
+        self.delete_key(&mut batch, key);
+        let gate = self.count_gate();
+        let deltas = self.count_changes(&batch)?;
+        let batch = self.adapt(batch)?;
+        self.write_counted(batch, deltas, gate)?;
+        self.count_deferred_free(&meta);
+        Ok(Some(left))
+    }
+
     /// [`Db::lookup`] for a key that must hold `ty` when it exists.
     ///
     /// # Errors
@@ -1131,7 +1172,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ) {
         match layout.encode_metadata(meta) {
             Ok(value) => {
-                self.shared.access.touch(&mkey, self.now_ms() / 1000);
+                self.shared.access.written(&mkey, self.now_ms() / 1000);
                 batch.put(ColumnFamily::Metadata, mkey, value);
             }
             Err(_) => self.journal.borrow_mut().refused = Some(meta.ty),
@@ -1179,6 +1220,22 @@ impl<'a, B: KvBackend> Db<'a, B> {
     pub fn set_idle_secs(&self, key: &[u8], idle_secs: u64) {
         let at = (self.now_ms() / 1000).saturating_sub(idle_secs);
         self.shared.access.touch(&self.metadata_key(key), at);
+    }
+
+    /// Whether access frequencies are kept instead of last-use times (an LFU policy:
+    /// see [`super::Engine::set_lfu`]).
+    pub fn lfu(&self) -> bool {
+        self.shared.access.lfu()
+    }
+
+    /// The logarithmic access counter of `key` (OBJECT FREQ), decayed to now.
+    pub fn freq(&self, key: &[u8]) -> u8 {
+        self.shared.access.freq(&self.metadata_key(key), self.now_ms() / 1000)
+    }
+
+    /// Sets the access counter of `key` (RESTORE … FREQ).
+    pub fn set_freq(&self, key: &[u8], counter: u8) {
+        self.shared.access.set_freq(&self.metadata_key(key), counter, self.now_ms() / 1000);
     }
 
     /// Reads one subkey's value.

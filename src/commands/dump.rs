@@ -196,19 +196,19 @@ fn dump_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]`. The options are
-/// checked first, as Redis does; IDLETIME sets the key's last-use time (OBJECT IDLETIME),
-/// FREQ is validated and otherwise ignored (no LFU bookkeeping here), and naming both is a
-/// syntax error.
+/// checked first, as Redis does; IDLETIME sets the key's last-use time (OBJECT IDLETIME)
+/// and FREQ its access counter (OBJECT FREQ), each only under the policy that keeps it (LRU
+/// times, LFU counters), as Redis; naming both is a syntax error.
 fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut opts = RestoreOptions::default();
-    let (mut idle, mut freq) = (None, false);
+    let (mut idle, mut freq) = (None, None);
     let mut j = 4;
     while j < argv.len() {
         let has_value = j + 1 < argv.len();
         match argv[j].to_ascii_lowercase().as_slice() {
             b"replace" => opts.replace = true,
             b"absttl" => opts.absttl = true,
-            b"idletime" if has_value && !freq => {
+            b"idletime" if has_value && freq.is_none() => {
                 let secs = int_arg(&argv[j + 1])?;
                 if secs < 0 {
                     return Err(CommandError::err("Invalid IDLETIME value, must be >= 0"));
@@ -217,10 +217,11 @@ fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
                 j += 1;
             }
             b"freq" if has_value && idle.is_none() => {
-                if !(0..=255).contains(&int_arg(&argv[j + 1])?) {
+                let counter = int_arg(&argv[j + 1])?;
+                if !(0..=255).contains(&counter) {
                     return Err(CommandError::err("Invalid FREQ value, must be >= 0 and <= 255"));
                 }
-                freq = true;
+                freq = Some(counter as u8);
                 j += 1;
             }
             _ => return Err(CommandError::Syntax),
@@ -232,8 +233,12 @@ fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     }
     let ttl = int_arg(&argv[2])?;
     db.restore(&argv[1], ttl, &argv[3], opts)?;
-    if let Some(secs) = idle {
-        db.set_idle_secs(&argv[1], secs);
+    match (db.lfu(), idle, freq) {
+        (false, Some(secs), _) => db.set_idle_secs(&argv[1], secs),
+        (true, _, Some(counter)) => db.set_freq(&argv[1], counter),
+        // A new object's counter, even over a key it replaced.
+        (true, _, None) => db.set_freq(&argv[1], super::access::LFU_INIT),
+        _ => {}
     }
     Ok(Reply::OK)
 }

@@ -182,6 +182,12 @@ impl<B: KvBackend> Engine<B> {
         self.shared.set_new_events(on);
     }
 
+    /// Keeps each key's access frequency (`Some((lfu-log-factor, lfu-decay-time))`, for an
+    /// LFU `maxmemory-policy`: OBJECT FREQ, RESTORE … FREQ) or its last-use time (`None`).
+    pub fn set_lfu(&self, lfu: Option<(u32, u32)>) {
+        self.shared.access.set_lfu(lfu);
+    }
+
     /// Sets the node size of approximate stream trimming: see [`Db::set_stream_node_entries`].
     pub fn set_stream_node_entries(&self, entries: u64) {
         self.shared.stream_node_entries.store(entries, std::sync::atomic::Ordering::Relaxed);
@@ -240,6 +246,47 @@ impl<B: KvBackend> Engine<B> {
             deleted.iter().map(|k| TouchedKey { metadata_key: k.clone(), kind: Touch::Expired }).collect();
         self.watches.notify(&touched, &self.shared);
         Ok((deleted, garbage))
+    }
+
+    /// A sample of database `index` for an eviction pass: see [`Db::sample_keys`].
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn eviction_sample(
+        &self,
+        index: usize,
+        count: usize,
+        volatile: bool,
+        visits: usize,
+    ) -> crate::Result<Vec<super::Sampled>> {
+        if index >= super::DATABASES {
+            return Ok(Vec::new());
+        }
+        Db::over(&self.backend, Share::Borrowed(&self.shared), index).sample_keys(count, volatile, visits)
+    }
+
+    /// Evicts `key` of database `index` (`maxmemory`): deleted as DEL deletes it, under
+    /// its key's exclusive lock, in one batch, its WATCHes flagged. `None` when it was no
+    /// longer live; else an estimate of the bytes its records keep until the collector
+    /// drops them (0 for a string).
+    ///
+    /// # Errors
+    /// Storage errors; nothing was deleted then.
+    pub fn evict(&self, index: usize, key: &[u8]) -> crate::Result<Option<u64>> {
+        if index >= super::DATABASES {
+            return Ok(None);
+        }
+        let _guard = self.locks.lock(false, [(key, true)]);
+        self.backend.begin();
+        let db = Db::over(&self.backend, Share::Borrowed(&self.shared), index);
+        let evicted = db.evict_key(key);
+        let metadata_key = Bytes::from(db.metadata_key(key));
+        self.backend.finish();
+        let evicted = evicted?;
+        if evicted.is_some() {
+            self.watches.notify(&[TouchedKey { metadata_key, kind: Touch::Written }], &self.shared);
+        }
+        Ok(evicted)
     }
 
     /// [`Engine::execute`] for string arguments.

@@ -72,7 +72,7 @@ const MEMORY_HELP: &[&str] = &[
 
 /// What a stored record costs beside its key and value bytes (the store's per-entry
 /// bookkeeping: an ordered map's node, an LSM's block index share).
-const RECORD_OVERHEAD: u64 = 16;
+pub(crate) const RECORD_OVERHEAD: u64 = 16;
 
 impl<B: KvBackend> Db<'_, B> {
     /// An estimate of the bytes `key` takes in the store, `None` when missing: its metadata
@@ -167,9 +167,6 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-/// `OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key` and `OBJECT HELP`. This engine keeps no
-/// access times or frequencies: IDLETIME answers 0 and FREQ Redis' error for a server
-/// without an LFU policy.
 /// MEMORY USAGE key [SAMPLES count] (an estimate: see [`Db::memory_usage`]) and MEMORY HELP.
 fn memory<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = argv[1].to_ascii_lowercase();
@@ -202,6 +199,8 @@ fn memory<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     }
 }
 
+/// `OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key` and `OBJECT HELP`. IDLETIME answers under an
+/// LRU (or no) policy and FREQ under an LFU one, each with Redis' error otherwise.
 fn object<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = argv[1].to_ascii_lowercase();
     let arity = match sub.as_slice() {
@@ -238,7 +237,14 @@ fn object<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
                 && parse_i64(&entry.value).is_some_and(|v| (0..SHARED_INTEGERS).contains(&v));
             Reply::Integer(if shared { SHARED_REFCOUNT } else { 1 })
         }
+        b"idletime" if db.lfu() => {
+            return Err(CommandError::err(
+                "An LFU maxmemory policy is selected, idle time not tracked. Please note that when \
+                 switching between policies at runtime LRU and LFU data will take some time to adjust.",
+            ));
+        }
         b"idletime" => Reply::Integer(db.idle_secs(key) as i64),
+        _ if db.lfu() => Reply::Integer(i64::from(db.freq(key))),
         _ => {
             return Err(CommandError::err(
                 "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that \

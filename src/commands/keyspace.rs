@@ -396,6 +396,63 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(())
     }
 
+    /// Up to `count` live keys of the selected database (only those with a TTL when
+    /// `volatile`), read in key order from a random point and wrapping at the end, after
+    /// visiting at most `visits` records: an eviction pass's sample. The point is drawn
+    /// between the first and last keys, so that keys sharing a prefix do not always yield
+    /// the same sample. Touches no key.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn sample_keys(
+        &mut self,
+        count: usize,
+        volatile: bool,
+        visits: usize,
+    ) -> crate::Result<Vec<Sampled>> {
+        let range = self.layout().namespace_range();
+        let ends = |direction| -> crate::Result<Option<Bytes>> {
+            Ok(self
+                .backend()
+                .scan(ColumnFamily::Metadata, &range, direction)?
+                .next()
+                .transpose()?
+                .map(|(k, _)| k))
+        };
+        let (Some(first), Some(last)) = (ends(Direction::Forward)?, ends(Direction::Reverse)?) else {
+            return Ok(Vec::new());
+        };
+        let start = between(&first, &last, || self.random_u64());
+        let now = self.now_ms();
+        let lfu = self.lfu();
+        let access = &self.shared.access;
+        let (mut sampled, mut visited) = (Vec::new(), 0);
+        let wrapped = KeyRange { start: range.start.clone(), end: Some(start.clone()) };
+        for part in [KeyRange { start, end: range.end.clone() }, wrapped] {
+            for item in self.backend().scan(ColumnFamily::Metadata, &part, Direction::Forward)? {
+                let (k, v) = item?;
+                visited += 1;
+                let meta = self.layout().decode_metadata(&v).ok().filter(|m| m.is_live(now));
+                let decoded = self.layout().decode_metadata_key(&k).ok();
+                if let (Some(meta), Some(decoded)) = (meta, decoded) {
+                    if !volatile || meta.expire_ms != 0 {
+                        let now_secs = now / 1000;
+                        sampled.push(Sampled {
+                            key: Bytes::copy_from_slice(decoded.user_key),
+                            idle_secs: if lfu { 0 } else { now_secs.saturating_sub(access.last(&k)) },
+                            freq: if lfu { access.freq(&k, now_secs) } else { 0 },
+                            expire_ms: meta.expire_ms,
+                        });
+                    }
+                }
+                if sampled.len() >= count || visited >= visits {
+                    return Ok(sampled);
+                }
+            }
+        }
+        Ok(sampled)
+    }
+
     /// Walks the live keys of the selected database, calling `visit(user key, type)` until
     /// it returns false.
     fn walk_keys(&self, mut visit: impl FnMut(&[u8], RedisType) -> bool) -> CommandResult<()> {
@@ -810,4 +867,32 @@ fn select<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let index = usize::try_from(index).map_err(|_| CommandError::err("DB index is out of range"))?;
     db.select(index)?;
     Ok(Reply::OK)
+}
+
+/// A key an eviction pass sampled ([`Db::sample_keys`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sampled {
+    /// The key.
+    pub key: Bytes,
+    /// Seconds since its last use (0 while access frequencies are kept instead).
+    pub idle_secs: u64,
+    /// Its access counter, decayed to now (0 while last-use times are kept instead).
+    pub freq: u8,
+    /// Its expiry in unix milliseconds; 0: none.
+    pub expire_ms: u64,
+}
+
+/// A random key in `[first, last]` (for `first <= last`): their common prefix, one byte
+/// drawn between theirs, then random bytes.
+fn between(first: &[u8], last: &[u8], mut random: impl FnMut() -> u64) -> Vec<u8> {
+    let common = first.iter().zip(last).take_while(|(a, b)| a == b).count();
+    let mut key = first[..common].to_vec();
+    if common == last.len() {
+        return key; // first == last
+    }
+    let low = first.get(common).copied().unwrap_or(0);
+    let high = last[common];
+    key.push(low + (random() % (u64::from(high - low) + 1)) as u8);
+    key.extend_from_slice(&random().to_be_bytes()[..4]);
+    key
 }

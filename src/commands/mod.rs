@@ -50,7 +50,7 @@ pub use db::{DATABASES, Db, Entry, LAZYFREE_THRESHOLD, Touch, TouchedKey};
 pub use dump::RestoreOptions;
 pub use engine::{CONFLICT_ATTEMPTS, Engine};
 pub use error::{CommandError, CommandResult};
-pub use keyspace::ExpireCondition;
+pub use keyspace::{ExpireCondition, Sampled};
 pub use list::{ListEnd, LposOptions};
 pub use locks::{KeyLocks, LockGuard};
 pub use notify::{Effects, Event, NotifyFlags};

@@ -209,6 +209,11 @@ impl Event {
         Event { class: NotifyFlags::EXPIRED, name: "expired", db, key }
     }
 
+    /// `key` of database `db` was evicted for `maxmemory` (class `e`).
+    pub fn evicted(db: usize, key: Bytes) -> Event {
+        Event { class: NotifyFlags::EVICTED, name: "evicted", db, key }
+    }
+
     /// The `(channel, message)` pairs Redis publishes for this event under `flags`, in
     /// Redis' order: none unless `flags` has the event's class; then
     /// `__keyspace@<db>__:<key>` with the event name if `K` is on, and

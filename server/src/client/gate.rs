@@ -15,7 +15,8 @@ use crate::state::State;
 
 impl Client {
     /// Why the command of row `info` may not run now: `Some(Some(error))` to answer,
-    /// `Some(None)` to wait for a CLIENT PAUSE, `None` to run it. Checked in Redis' order:
+    /// `Some(None)` to wait for a CLIENT PAUSE, `None` to run it. Keys evicted on the way
+    /// leave this client's own invalidations in `early`, for before the reply. Checked in Redis' order:
     /// the subcommand and arity first, then AUTH, ACL, MULTI, a busy script, subscribed
     /// mode, tenants, CLIENT PAUSE, maxmemory.
     pub(super) fn refusal(
@@ -23,6 +24,7 @@ impl Client {
         info: &'static CommandInfo,
         argv: &[Bytes],
         state: &State,
+        early: &mut Vec<u8>,
     ) -> Option<Option<Reply>> {
         if let Err(refusal) = rediskv::commands::check_row(info, argv) {
             return Some(Some(refusal));
@@ -92,9 +94,15 @@ impl Client {
                 || (in_multi && !matches!(name, "exec" | "discard" | "quit" | "reset"))
                 || (in_multi && name == "exec" && self.session.queued().any(denyoom))
         };
-        // Nothing to look at without a maxmemory (the usual case).
+        // Nothing to look at without a maxmemory (the usual case). As Redis, keys are
+        // evicted before any command runs; only deny-oom ones are refused when that
+        // cannot bring memory under the limit.
         let limited = state.maxmemory.load(Relaxed) > 0;
-        if limited && checked() && crate::info::out_of_memory(state) && !self.info.no_evict.load(Relaxed) {
+        if limited
+            && crate::evict::perform(state, Some(&self.info), early)
+            && checked()
+            && !self.info.no_evict.load(Relaxed)
+        {
             return Some(Some(Reply::Error(
                 "OOM command not allowed when used memory > 'maxmemory'.".into(),
             )));

@@ -180,7 +180,10 @@ impl Client {
         if self.acl_generation != state.acl.generation() {
             self.reload_user(state);
         }
-        if let Some(refusal) = self.refusal(info, argv, state) {
+        let mut early = Vec::new();
+        let refusal = self.refusal(info, argv, state, &mut early);
+        out.append(&mut early);
+        if let Some(refusal) = refusal {
             let Some(mut refusal) = refusal else { return Next::Wait };
             if refusal.is_error() {
                 self.session.flag_transaction();
