@@ -10,13 +10,14 @@
 # `SET k:<random> 0123456789` (redis-benchmark -P 64, random ids up to 10^8) into a
 # redis-server and into one `rediskv-server --threads 1` per engine, each in its own temp
 # dir on a free loopback port (ARGS: more rediskv-server flags; ENGINES with rocksdb builds
-# the server with `--features rocksdb`), and prints each server's RSS growth and its bytes on disk
-# after SAVE and (rediskv) after COMPACT (allocated blocks: fjall sizes a fresh journal file
-# ahead without writing it); then what one idle connection costs: the RSS growth of CONNS
-# (default 3000) connections that each sent one PING, divided by CONNS. Everything is
-# stopped on exit. Below each disk engine's row: what INFO memory said at the RSS reading
-# (block cache bytes of its capacity, memtable bytes, index and filter blocks pinned outside
-# the cache).
+# the server with `--features rocksdb`), and prints each server's RSS growth after the load,
+# its peak RSS growth (VmHWM: the highest RSS the process had), its bytes on disk after SAVE
+# and (rediskv) after COMPACT (allocated blocks: fjall sizes a fresh journal file ahead
+# without writing it), and each load's requests per second; then what one idle connection
+# costs: the RSS growth of CONNS (default 3000) connections that each sent one PING,
+# divided by CONNS. Everything is stopped on exit. Below each disk engine's row: what INFO
+# memory said at the RSS reading (block cache bytes of its capacity, memtable bytes, index
+# and filter blocks pinned outside the cache).
 set -euo pipefail
 
 N=${N:-1000000}
@@ -43,14 +44,21 @@ cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT
 
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+hwm_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 mb() { python3 -c "print(f'{$1/1048576:.1f}')"; }
 wait_up() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; echo "no server on $1" >&2; exit 1; }
 
+# Loads the three kinds of records into the server on port `$1`; sets RATES to the
+# requests per second of each load.
 load() {
-    local port=$1
-    redis-benchmark -p "$port" -q -P 64 -n "$N" -r 100000000 hset bigh __rand_int__ 0123456789 >/dev/null
-    redis-benchmark -p "$port" -q -P 64 -n "$N" lpush biglist 0123456789 >/dev/null
-    redis-benchmark -p "$port" -q -P 64 -n "$N" -r 100000000 set k:__rand_int__ 0123456789 >/dev/null
+    local port=$1 cmd rate
+    RATES=()
+    for cmd in "hset bigh __rand_int__ 0123456789" "lpush biglist 0123456789" "set k:__rand_int__ 0123456789"; do
+        # shellcheck disable=SC2086 # cmd is the command's words
+        rate=$(redis-benchmark -p "$port" -q -P 64 -n "$N" -r 100000000 $cmd | tr '\r' '\n' |
+            grep -o '[0-9.]* requests per second' | tail -1 | cut -d. -f1)
+        RATES+=("$rate")
+    done
 }
 
 # Bytes of RSS per idle connection of the server `$2` on port `$1`.
@@ -70,16 +78,18 @@ print((rss() - before) * 1024 // n)
 EOF
 }
 
-printf '%-16s %12s %14s %16s %12s\n' server "RSS growth MB" "disk after SAVE" "after COMPACT" "B/idle conn"
+printf '%-16s %12s %12s %14s %16s %12s  %s\n' server "RSS growth MB" "peak MB" "disk after SAVE" "after COMPACT" \
+    "B/idle conn" "load: HSET LPUSH SET per s"
 
 port=$(free_port); mkdir "$TMP/redis"
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP/redis" \
     --maxclients $((CONNS + 50)) >/dev/null 2>&1 &
 PIDS+=($!); pid=$!; wait_up "$port"
-before=$(rss_kb "$pid"); load "$port"; after=$(rss_kb "$pid")
+before=$(rss_kb "$pid"); load "$port"; after=$(rss_kb "$pid"); peak=$(hwm_kb "$pid")
 redis-cli -p "$port" save >/dev/null
-printf '%-16s %12s %14s %16s %12s\n' redis-server "$(mb $(( (after - before) * 1024 )))" \
-    "$(mb "$(( $(du -sk "$TMP/redis" | cut -f1) * 1024 ))")" - "$(idle_bytes "$port" "$pid")"
+printf '%-16s %12s %12s %14s %16s %12s  %s\n' redis-server "$(mb $(( (after - before) * 1024 )))" \
+    "$(mb $(( (peak - before) * 1024 )))" "$(mb "$(( $(du -sk "$TMP/redis" | cut -f1) * 1024 ))")" - \
+    "$(idle_bytes "$port" "$pid")" "${RATES[*]}"
 
 for engine in ${ENGINES//,/ }; do
     port=$(free_port); dir="$TMP/$engine"; mkdir "$dir"
@@ -87,7 +97,7 @@ for engine in ${ENGINES//,/ }; do
     "$BIN" --port "$port" --engine "$engine" --dir "$dir/data" --threads 1 --maxclients $((CONNS + 50)) \
         ${ARGS:-} >/dev/null 2>&1 &
     PIDS+=($!); pid=$!; wait_up "$port"
-    before=$(rss_kb "$pid"); load "$port"; after=$(rss_kb "$pid")
+    before=$(rss_kb "$pid"); load "$port"; after=$(rss_kb "$pid"); peak=$(hwm_kb "$pid")
     info=$(redis-cli -p "$port" info memory | tr -d '\r')
     field() { echo "$info" | awk -F: -v k="$1" '$1 == k {print $2}'; }
     redis-cli -p "$port" save >/dev/null
@@ -95,8 +105,9 @@ for engine in ${ENGINES//,/ }; do
     redis-cli -p "$port" compact >/dev/null
     compacted=$(( $(du -sk "$dir" | cut -f1) * 1024 ))
     if [ "$engine" = memory ]; then saved=0; compacted=0; fi
-    printf '%-16s %12s %14s %16s %12s\n' "rediskv $engine" "$(mb $(( (after - before) * 1024 )))" \
-        "$(mb "$saved")" "$(mb "$compacted")" "$(idle_bytes "$port" "$pid")"
+    printf '%-16s %12s %12s %14s %16s %12s  %s\n' "rediskv $engine" "$(mb $(( (after - before) * 1024 )))" \
+        "$(mb $(( (peak - before) * 1024 )))" "$(mb "$saved")" "$(mb "$compacted")" \
+        "$(idle_bytes "$port" "$pid")" "${RATES[*]}"
     if [ "$engine" != memory ]; then
         printf '  at the RSS reading: block cache %s of %s MB, memtables %s MB, pinned blocks %s MB\n' \
             "$(mb "$(field rediskv_block_cache_bytes)")" "$(mb "$(field rediskv_block_cache_capacity)")" \

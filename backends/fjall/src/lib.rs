@@ -20,8 +20,9 @@
 //! less the tag): a longer one is an error, never a panic.
 //!
 //! # Memory
-//! fjall's block cache has [`Options::cache_bytes`]; beside it fjall keeps the index and
-//! filter blocks of its first levels' tables in memory ([`Usage::pinned`]). fjall bounds
+//! fjall's block cache has [`Options::cache_bytes`]. Filters and indexes are partitioned at
+//! every level: their partitions go through the cache, and only each table's top-level
+//! indexes stay beside it ([`Usage::pinned`], a few entries per MB of table). fjall bounds
 //! memtables per keyspace: each keyspace's memtable is sealed past a quarter of
 //! [`Options::write_buffer_bytes`], fixed when fjall creates the keyspace (a directory
 //! keeps the size it was created with), and up to four sealed ones may wait for a flush.
@@ -64,7 +65,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
-use fjall::config::CompressionPolicy;
+use fjall::config::{CompressionPolicy, PartitioningPolicy};
 use fjall::{
     AbstractTree, CompressionType, Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions,
     PersistMode,
@@ -258,11 +259,18 @@ const MEMTABLES_WAIT: Duration = Duration::from_secs(10);
 
 /// Every keyspace's options: LZ4 on the data blocks of every level (the records of one key
 /// share long prefixes; fjall leaves its first two levels uncompressed by default), memtables
-/// of `memtable_bytes`. Both are fixed when fjall creates the keyspace: a directory keeps the
-/// sizes it was created with.
+/// of `memtable_bytes`, and filters and indexes partitioned at every level. fjall's default
+/// (partitioned from the fourth level only) builds a table's whole filter from 8 bytes per
+/// key before writing it, reads a table's whole filter and index block through the cache,
+/// and pins them outside it on the first levels: memory growing with the tables, not bounded
+/// by the cache. Partitioned, a table keeps a small top-level index and its partitions go
+/// through the block cache. All of these are fixed when fjall creates the keyspace: a
+/// directory keeps the options it was created with.
 fn keyspace_options(memtable_bytes: u64) -> KeyspaceCreateOptions {
     KeyspaceCreateOptions::default()
         .data_block_compression_policy(CompressionPolicy::all(CompressionType::Lz4))
+        .filter_block_partitioning_policy(PartitioningPolicy::all(true))
+        .index_block_partitioning_policy(PartitioningPolicy::all(true))
         .max_memtable_size(memtable_bytes)
 }
 

@@ -185,3 +185,33 @@ fn pinned_blocks_are_reported() {
     assert!(usage.pinned > 0, "{usage:?}");
     assert!(usage.pinned < usage.tables, "{usage:?}");
 }
+
+#[test]
+fn what_stays_in_memory_per_table_does_not_grow_with_its_records() {
+    let dir = TempDir::new("fjall-partitioned");
+    let backend = rediskv_fjall::open(dir.path(), Options::default()).expect("open");
+    // 200,000 small records in one table of the first level: whole filter and index blocks
+    // pinned there would take about 3 bytes a record.
+    for chunk in 0..200 {
+        let mut batch = WriteBatch::new();
+        for i in 0..1000 {
+            batch.put(
+                ColumnFamily::Subkey,
+                format!("field{chunk:04}{i:04}").into_bytes(),
+                b"0123456789".to_vec(),
+            );
+        }
+        backend.write(batch).expect("write");
+    }
+    backend.flush().expect("flush");
+    let usage = backend.usage();
+    assert!(usage.tables > 256 << 10, "the records are in tables: {usage:?}");
+    // Partitioned, only each table's top-level indexes stay: a few entries per MB of table.
+    assert!(usage.pinned < 64 << 10, "{usage:?}");
+    for key in ["field00000000", "field01990999"] {
+        assert_eq!(
+            backend.get(ColumnFamily::Subkey, key.as_bytes()).expect("get").as_deref(),
+            Some(&b"0123456789"[..])
+        );
+    }
+}
