@@ -504,6 +504,11 @@ impl Connection {
                     } else {
                         self.buf.split_to(consumed).freeze()
                     };
+                    if consumed > QUERY_RESIZE && self.buf.capacity() < consumed {
+                        // As Redis after a big argument: room for another request this big,
+                        // likely to follow (the tick takes it back otherwise).
+                        self.buf.reserve(consumed);
+                    }
                     argv.extend(self.ranges.iter().map(|r| frame.slice(r.clone())));
                 }
                 Parsed::Inline { consumed, args } => {
