@@ -388,7 +388,7 @@ impl Connection {
         info.qbuf_free.store(self.buf.capacity() - self.buf.len(), Relaxed);
     }
 
-    /// The tick's look at the query buffer (see [`QUERY_READ`]): an idle connection's is
+    /// The tick's look at the query buffer (see [`QUERY_RESIZE`]): an idle connection's is
     /// given back, one much bigger than its recent peak shrinks to it.
     fn resize_query_buffer(&mut self) {
         let (len, capacity) = (self.buf.len(), self.buf.capacity());
