@@ -35,12 +35,15 @@ pub struct ClientInfo {
     pub name: Mutex<Option<Bytes>>,
     /// The SELECTed database.
     pub db: AtomicUsize,
-    /// Bytes waiting in its query buffer.
+    /// Bytes waiting in its query buffer (set with [`ClientInfo::set_buffers`]).
     pub qbuf: AtomicUsize,
     /// The query buffer's room beyond them.
     pub qbuf_free: AtomicUsize,
-    /// Bytes of replies not yet written.
+    /// Bytes of replies not yet written (set with [`ClientInfo::set_buffers`]).
     pub omem: AtomicUsize,
+    /// The server's count of what the connections hold (`State::client_bytes`, shared by
+    /// every entry), this entry's buffers included: `maxmemory` reads it in O(1).
+    buffered: Arc<AtomicU64>,
     /// CLIENT NO-EVICT on.
     pub no_evict: AtomicBool,
     /// The RESP version it speaks (HELLO).
@@ -65,7 +68,15 @@ pub struct ClientInfo {
 
 impl ClientInfo {
     /// A new client entry with the next id.
-    pub fn new(id: u64, addr: String, laddr: String, fd: i64, loop_index: usize, token: usize) -> ClientInfo {
+    pub fn new(
+        id: u64,
+        addr: String,
+        laddr: String,
+        fd: i64,
+        loop_index: usize,
+        token: usize,
+        buffered: Arc<AtomicU64>,
+    ) -> ClientInfo {
         let now = Instant::now();
         ClientInfo {
             id,
@@ -81,6 +92,7 @@ impl ClientInfo {
             qbuf: AtomicUsize::new(0),
             qbuf_free: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),
+            buffered,
             no_evict: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             resp: AtomicU8::new(2),
@@ -91,6 +103,19 @@ impl ClientInfo {
             loop_index,
             token,
             subscriptions: Default::default(),
+        }
+    }
+
+    /// Sets `qbuf` and `omem` (`None`: unchanged), keeping the sum of every client's.
+    pub fn set_buffers(&self, qbuf: Option<usize>, omem: Option<usize>) {
+        let mut delta = 0u64;
+        for (counter, new) in [(&self.qbuf, qbuf), (&self.omem, omem)] {
+            if let Some(new) = new {
+                delta = delta.wrapping_add((new as u64).wrapping_sub(counter.swap(new, Relaxed) as u64));
+            }
+        }
+        if delta != 0 {
+            self.buffered.fetch_add(delta, Relaxed);
         }
     }
 
@@ -194,4 +219,24 @@ pub struct Peers<'a> {
     pub clients: &'a Clients,
     /// Their event loops' inboxes.
     pub loops: &'a Loops,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_summed_across_clients() {
+        let total = Arc::new(AtomicU64::new(0));
+        let entry = |id| ClientInfo::new(id, String::new(), String::new(), 0, 0, 0, total.clone());
+        let (a, b) = (entry(1), entry(2));
+        a.set_buffers(Some(100), Some(7));
+        b.set_buffers(Some(50), None);
+        assert_eq!(total.load(Relaxed), 157);
+        a.set_buffers(Some(10), None);
+        b.set_buffers(None, Some(3));
+        assert_eq!(total.load(Relaxed), 70);
+        a.set_buffers(Some(0), Some(0));
+        assert_eq!((total.load(Relaxed), b.qbuf.load(Relaxed), b.omem.load(Relaxed)), (53, 50, 3));
+    }
 }

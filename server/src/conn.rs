@@ -384,7 +384,7 @@ impl Connection {
     /// CLIENT LIST's `qbuf` and `qbuf-free`.
     fn publish_query_buffer(&self) {
         let info = &self.client.info;
-        info.qbuf.store(self.buf.len(), Relaxed);
+        info.set_buffers(Some(self.buf.len()), None);
         info.qbuf_free.store(self.buf.capacity() - self.buf.len(), Relaxed);
     }
 
@@ -438,7 +438,7 @@ impl Connection {
         if let Ok(sent) = flushed {
             state.stats.net_output.fetch_add(sent as u64, Relaxed);
         }
-        info.omem.store(self.out.len() - self.written, Relaxed);
+        info.set_buffers(None, Some(self.out.len() - self.written));
         flushed.is_ok() && !(self.closing && self.written == self.out.len())
     }
 

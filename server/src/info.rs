@@ -650,11 +650,11 @@ pub fn used_memory(state: &State) -> u64 {
 }
 
 /// Bytes the connections hold now: each one's state (its entry in the client list and its
-/// client) and the query and reply bytes in its buffers (one read of each client). A query
+/// client) and the query and reply bytes in its buffers, in O(1) (their sum is kept as
+/// they change, [`crate::client_info::ClientInfo::set_buffers`]). A query
 /// buffer's spare room is left out: the tick gives it back soon, and counting it made
 /// `used_memory` jump by what the last big request left (Redis' lazyfree unit compares
 /// it with twice a small figure).
 pub fn client_buffer_bytes(state: &State) -> u64 {
-    let each = state.client_size;
-    lock(&state.clients).values().map(|c| (each + c.qbuf.load(Relaxed) + c.omem.load(Relaxed)) as u64).sum()
+    state.client_bytes.load(Relaxed)
 }

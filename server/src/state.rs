@@ -104,6 +104,9 @@ pub struct State {
     /// Bytes one connection's state takes besides its buffers (its client list entry and
     /// its client, whose type is above this module: `main` sets it).
     pub client_size: usize,
+    /// What the connections hold ([`crate::info::client_buffer_bytes`]): `client_size` per
+    /// client, and their buffers' bytes.
+    pub client_bytes: Arc<AtomicU64>,
 }
 
 impl State {
@@ -150,6 +153,7 @@ impl State {
             loops: Loops::default(),
             listen: crate::listen::Listen::default(),
             connections: AtomicUsize::new(0),
+            client_bytes: Arc::default(),
             pause: Mutex::new(None),
             pause_active: AtomicBool::new(false),
             maxmemory: AtomicU64::new(maxmemory),
@@ -216,7 +220,9 @@ impl State {
         token: usize,
     ) -> Arc<ClientInfo> {
         let id = self.next_client_id.fetch_add(1, Relaxed);
-        let info = Arc::new(ClientInfo::new(id, addr, laddr, fd, loop_index, token));
+        let bytes = self.client_bytes.clone();
+        bytes.fetch_add(self.client_size as u64, Relaxed);
+        let info = Arc::new(ClientInfo::new(id, addr, laddr, fd, loop_index, token, bytes));
         lock(&self.clients).insert(id, info.clone());
         self.stats.connections_received.fetch_add(1, Relaxed);
         info
@@ -236,7 +242,10 @@ impl State {
 
     /// Forgets a closed connection.
     pub fn disconnect(&self, id: u64) {
-        lock(&self.clients).remove(&id);
+        if let Some(gone) = lock(&self.clients).remove(&id) {
+            gone.set_buffers(Some(0), Some(0));
+            self.client_bytes.fetch_sub(self.client_size as u64, Relaxed);
+        }
         self.monitors.remove(id);
         self.connections.fetch_sub(1, Relaxed);
     }
