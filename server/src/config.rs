@@ -65,6 +65,13 @@ struct Param {
     hidden: bool,
 }
 
+impl Param {
+    /// A parameter of `kind` (as the table spells it) at its default `value`.
+    fn new(kind: &str, value: &str, hidden: bool) -> Param {
+        Param { kind: Kind::parse(kind), default: value.to_string(), value: value.to_string(), hidden }
+    }
+}
+
 /// Redis 7.0's hidden parameters (its `HIDDEN_CONFIG` debug knobs), with their kinds and
 /// defaults: validated and stored, and used by nothing here (this server has no RDB load
 /// or save to slow down, no watchdog, no panic exit).
@@ -99,22 +106,10 @@ impl Config {
             let (Some(name), Some(kind), Some(value)) = (cols.next(), cols.next(), cols.next()) else {
                 continue;
             };
-            let param = Param {
-                kind: Kind::parse(kind),
-                default: value.to_string(),
-                value: value.to_string(),
-                hidden: false,
-            };
-            params.insert(name.to_string(), param);
+            params.insert(name.to_string(), Param::new(kind, value, false));
         }
         for (name, kind, value) in HIDDEN {
-            let param = Param {
-                kind: Kind::parse(kind),
-                default: value.to_string(),
-                value: value.to_string(),
-                hidden: true,
-            };
-            params.insert(name.to_string(), param);
+            params.insert(name.to_string(), Param::new(kind, value, true));
         }
         let mut config = Config { params, file: None, namespaces: BTreeMap::new() };
         let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".into());
