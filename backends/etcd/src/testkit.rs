@@ -8,7 +8,7 @@ mod missing_tool;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -259,25 +259,48 @@ impl CutProxy {
     }
 }
 
+/// The stream identifier of an HTTP/2 frame header.
+fn stream_id(header: &[u8; 9]) -> u32 {
+    u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff
+}
+
 impl Drop for CutProxy {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
     }
 }
 
-/// Relays one connection, reading the client's side as HTTP/2 frames.
+/// Relays one connection, reading both sides as HTTP/2 frames.
 fn relay(mut client: TcpStream, upstream: &str, shared: &ProxyShared) {
     let Ok(mut server) = TcpStream::connect(upstream) else { return };
     client.set_nonblocking(false).expect("blocking client socket");
-    let hold = Arc::new(AtomicBool::new(false));
+    // The stream whose answer is to be lost (0: none).
+    let hold = Arc::new(AtomicU32::new(0));
     let (mut from_server, mut to_client) =
         (server.try_clone().expect("clone"), client.try_clone().expect("clone"));
     let holding = hold.clone();
     let answers = std::thread::spawn(move || {
-        let mut buf = vec![0u8; 64 << 10];
-        while let Ok(n) = from_server.read(&mut buf) {
-            // Once a request's answer is to be lost, nothing more reaches the client.
-            if n == 0 || holding.load(Ordering::SeqCst) || to_client.write_all(&buf[..n]).is_err() {
+        loop {
+            let mut header = [0u8; 9];
+            if from_server.read_exact(&mut header).is_err() {
+                break;
+            }
+            let len = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+            let mut payload = vec![0u8; len];
+            if from_server.read_exact(&mut payload).is_err() {
+                break;
+            }
+            let held = holding.load(Ordering::SeqCst);
+            if held != 0 {
+                // Nothing more reaches the client. The member's answer to the held request (its
+                // HEADERS or DATA on that stream) shows it applied it: then the cut. Frames sent
+                // before it (a window update for the request) do not end the wait.
+                if matches!(header[3], 0 | 1) && stream_id(&header) == held {
+                    break;
+                }
+                continue;
+            }
+            if to_client.write_all(&header).is_err() || to_client.write_all(&payload).is_err() {
                 break;
             }
         }
@@ -304,7 +327,7 @@ fn relay(mut client: TcpStream, upstream: &str, shared: &ProxyShared) {
             });
             if hit {
                 *armed = None;
-                hold.store(true, Ordering::SeqCst);
+                hold.store(stream_id(&header), Ordering::SeqCst);
                 shared.cuts.fetch_add(1, Ordering::Relaxed);
             }
             hit
