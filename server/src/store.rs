@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rediskv::backend::{KvBackend, MemoryBackend};
+use rediskv::backend::{KvBackend, MemoryBackend, MetadataCache};
 use rediskv::codec::{ColumnFamily, KeyLayout};
 use rediskv_engine::{DiskBackend, Options, Sync};
 
@@ -141,8 +141,9 @@ impl Store {
                 return Err(format!("unknown engine '{other}' (this build has: {})", ENGINES.join(", ")));
             }
         };
-        // Trait upcasting (Rust 1.86): the same object, seen as a plain backend.
-        let kv: Backend = disk.clone();
+        // Every write goes through `kv`, and no other process writes the directory: its
+        // metadata records can be kept in memory.
+        let kv: Backend = Arc::new(MetadataCache::new(disk.clone()));
         Ok(Store::Disk { engine, dir: dir.to_path_buf(), disk, kv })
     }
 

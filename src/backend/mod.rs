@@ -1,7 +1,9 @@
 //! The storage interface: [`KvBackend`], the in-memory reference [`MemoryBackend`], the
-//! [`conformance`] kit every other implementation should run, and [`FaultyBackend`] for tests
-//! of what an engine does when its store fails.
+//! [`conformance`] kit every other implementation should run, [`FaultyBackend`] for tests
+//! of what an engine does when its store fails, and [`MetadataCache`], which keeps a store's
+//! recent metadata records in memory when only one process writes it.
 
+mod cached;
 pub mod conformance;
 mod faulty;
 mod memory;
@@ -11,6 +13,7 @@ use bytes::Bytes;
 pub use crate::codec::ColumnFamily;
 use crate::codec::KeyRange;
 use crate::error::Result;
+pub use cached::MetadataCache;
 pub use faulty::FaultyBackend;
 pub use memory::MemoryBackend;
 

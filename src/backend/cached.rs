@@ -1,0 +1,282 @@
+//! [`MetadataCache`]: metadata records kept in memory in front of a store.
+//!
+//! Every command reads its keys' metadata first; on an LSM store that read walks the
+//! memtables and the tables even for a key written a moment ago. The cache answers it from
+//! memory for recently read or written keys.
+//!
+//! It is a direct-mapped table of [`SLOTS`] slots, each holding one key's record (or its
+//! absence), filled by reads and by writes through the cache (write-through), and bounded:
+//! records over [`MAX_VALUE`] bytes are not kept. It is only correct when every write to the
+//! store goes through it: never put it in front of a store other processes write (a shared
+//! store, [`KvBackend::is_shared`]).
+//!
+//! Readers need no lock on the key. Each slot counts the writes of its keys in progress and
+//! carries a version that each of them bumps when it starts and when it ends. A write empties
+//! the slot before the store takes the batch and puts the new record in after, unless another
+//! write of the slot is still in progress. A read that missed keeps what it read from the
+//! store only if no write of the slot started or ran meanwhile, so a record read before a
+//! write can never be kept after it, nor one write's record after a later one's.
+
+use std::sync::{Mutex, MutexGuard};
+
+use bytes::Bytes;
+
+use super::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
+use crate::codec::KeyRange;
+use crate::error::Result;
+
+/// The number of slots.
+pub const SLOTS: usize = 4096;
+
+/// The largest record value kept (a string's metadata record holds its value).
+pub const MAX_VALUE: usize = 512;
+
+#[derive(Default)]
+struct Slot {
+    version: u64,
+    /// Writes of keys of this slot in progress.
+    writing: u32,
+    /// The key and its record (`None`: the store has no such key).
+    entry: Option<(Bytes, Option<Bytes>)>,
+}
+
+/// A [`KvBackend`] that keeps metadata records of `B` in memory (see the module docs).
+/// Every other column family, scans and stamps go to `B` as they are.
+pub struct MetadataCache<B> {
+    inner: B,
+    slots: Box<[Mutex<Slot>]>,
+}
+
+impl<B: std::fmt::Debug> std::fmt::Debug for MetadataCache<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetadataCache").field("inner", &self.inner).finish_non_exhaustive()
+    }
+}
+
+impl<B: KvBackend> MetadataCache<B> {
+    /// Puts an empty cache in front of `inner`, which only this cache may write from now on.
+    pub fn new(inner: B) -> Self {
+        MetadataCache { inner, slots: (0..SLOTS).map(|_| Mutex::default()).collect() }
+    }
+
+    /// The store behind the cache.
+    pub fn inner(&self) -> &B {
+        &self.inner
+    }
+
+    fn slot(&self, key: &[u8]) -> MutexGuard<'_, Slot> {
+        // FNV-1a: keys are short, and only their spread over the slots matters.
+        let hash = key
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        // A panic while a slot is held leaves nothing half-written in it.
+        self.slots[(hash as usize) % SLOTS].lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A write of `key` starts: its slot is emptied.
+    fn start_write(&self, key: &[u8]) {
+        let mut slot = self.slot(key);
+        slot.writing += 1;
+        slot.version += 1;
+        slot.entry = None;
+    }
+
+    /// A write of `key` ended (`written`: the store took `value`, `None` for a delete): the
+    /// slot keeps the new record if no other write of it is in progress.
+    fn end_write(&self, key: &Bytes, value: Option<&Bytes>, written: bool) {
+        let mut slot = self.slot(key);
+        slot.writing -= 1;
+        slot.version += 1;
+        let keep = written && slot.writing == 0 && value.is_none_or(|v| v.len() <= MAX_VALUE);
+        slot.entry = keep.then(|| (key.clone(), value.cloned()));
+    }
+}
+
+/// The metadata records a batch writes, in order: the key and its new value (`None`: deleted).
+fn metadata_ops(batch: &WriteBatch) -> Vec<(Bytes, Option<Bytes>)> {
+    batch
+        .ops()
+        .iter()
+        .filter_map(|op| match op {
+            BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => {
+                Some((key.clone(), Some(value.clone())))
+            }
+            BatchOp::Delete { cf: ColumnFamily::Metadata, key } => Some((key.clone(), None)),
+            _ => None,
+        })
+        .collect()
+}
+
+impl<B: KvBackend> KvBackend for MetadataCache<B> {
+    fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+        if cf != ColumnFamily::Metadata {
+            return self.inner.get(cf, key);
+        }
+        let version = {
+            let slot = self.slot(key);
+            if let Some((k, v)) = &slot.entry
+                && k.as_ref() == key
+            {
+                return Ok(v.clone());
+            }
+            slot.version
+        };
+        let value = self.inner.get(cf, key)?;
+        if value.as_ref().is_none_or(|v| v.len() <= MAX_VALUE) {
+            let mut slot = self.slot(key);
+            if slot.version == version && slot.writing == 0 {
+                slot.entry = Some((Bytes::copy_from_slice(key), value.clone()));
+            }
+        }
+        Ok(value)
+    }
+
+    fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
+        if cf != ColumnFamily::Metadata {
+            return self.inner.multi_get(cf, keys);
+        }
+        keys.iter().map(|k| self.get(cf, k)).collect()
+    }
+
+    fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
+        self.inner.scan(cf, range, direction)
+    }
+
+    /// Writes `batch` to the store. Its metadata keys' slots are emptied first; once the
+    /// store took the batch they hold the new records, and after a failed write they stay
+    /// empty (the store's state is then read again).
+    ///
+    /// # Errors
+    /// The store's.
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        let ops = metadata_ops(&batch);
+        for (key, _) in &ops {
+            self.start_write(key);
+        }
+        let written = self.inner.write(batch);
+        for (key, value) in &ops {
+            self.end_write(key, value.as_ref(), written.is_ok());
+        }
+        written
+    }
+
+    fn begin(&self) {
+        self.inner.begin()
+    }
+
+    fn finish(&self) -> bool {
+        self.inner.finish()
+    }
+
+    fn retry_pause(&self, attempt: u32, elapsed: std::time::Duration) -> Option<std::time::Duration> {
+        self.inner.retry_pause(attempt, elapsed)
+    }
+
+    fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<u64>> {
+        self.inner.stamp(cf, key)
+    }
+
+    fn is_shared(&self) -> bool {
+        self.inner.is_shared()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{FaultyBackend, MemoryBackend};
+
+    crate::kv_backend_conformance!(MetadataCache::new(MemoryBackend::new()));
+
+    fn put(b: &impl KvBackend, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(ColumnFamily::Metadata, key.to_vec(), value.to_vec());
+        b.write(batch)
+    }
+
+    #[test]
+    fn a_read_after_a_write_sees_it_whether_cached_or_not() {
+        let cache = MetadataCache::new(MemoryBackend::new());
+        assert_eq!(cache.get(ColumnFamily::Metadata, b"k").unwrap(), None);
+        put(&cache, b"k", b"1").unwrap();
+        assert_eq!(cache.get(ColumnFamily::Metadata, b"k").unwrap().as_deref(), Some(&b"1"[..]));
+        // The store itself has it: the cache wrote through.
+        assert_eq!(cache.inner().get(ColumnFamily::Metadata, b"k").unwrap().as_deref(), Some(&b"1"[..]));
+        let big = vec![7u8; MAX_VALUE + 1];
+        put(&cache, b"k", &big).unwrap();
+        assert_eq!(cache.get(ColumnFamily::Metadata, b"k").unwrap().as_deref(), Some(&big[..]));
+    }
+
+    #[test]
+    fn keys_sharing_a_slot_do_not_see_each_other() {
+        let cache = MetadataCache::new(MemoryBackend::new());
+        // More keys than slots: many share one.
+        let keys: Vec<Vec<u8>> = (0..SLOTS * 3).map(|i| format!("key{i}").into_bytes()).collect();
+        for (i, k) in keys.iter().enumerate() {
+            if i % 2 == 0 {
+                put(&cache, k, k).unwrap();
+            }
+        }
+        for (i, k) in keys.iter().enumerate() {
+            let want = (i % 2 == 0).then_some(&k[..]);
+            assert_eq!(cache.get(ColumnFamily::Metadata, k).unwrap().as_deref(), want);
+        }
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_store_s_state_visible() {
+        let faulty = FaultyBackend::new(MemoryBackend::new());
+        let cache = MetadataCache::new(&faulty);
+        put(&cache, b"k", b"1").unwrap();
+        assert_eq!(cache.get(ColumnFamily::Metadata, b"k").unwrap().as_deref(), Some(&b"1"[..]));
+        faulty.fail_write(0);
+        assert!(put(&cache, b"k", b"2").is_err());
+        faulty.disarm();
+        assert_eq!(cache.get(ColumnFamily::Metadata, b"k").unwrap().as_deref(), Some(&b"1"[..]));
+    }
+
+    /// Writers bump counters through the cache while readers read them without any lock:
+    /// a reader never sees a counter go back, and at the end the cache agrees with the
+    /// store on every key.
+    #[test]
+    fn unlocked_readers_never_keep_a_record_older_than_a_write() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let cache = MetadataCache::new(MemoryBackend::new());
+        let keys: Vec<Vec<u8>> = (0..8).map(|i| format!("c{i}").into_bytes()).collect();
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for (w, key) in keys.iter().enumerate() {
+                let (cache, done) = (&cache, &done);
+                s.spawn(move || {
+                    for n in 1..=2000u64 {
+                        put(cache, key, &n.to_be_bytes()).unwrap();
+                    }
+                    if w == 0 {
+                        done.store(true, Ordering::SeqCst);
+                    }
+                });
+            }
+            for _ in 0..2 {
+                let (cache, keys, done) = (&cache, &keys, &done);
+                s.spawn(move || {
+                    let mut seen = vec![0u64; keys.len()];
+                    while !done.load(Ordering::SeqCst) {
+                        for (i, k) in keys.iter().enumerate() {
+                            let n = cache
+                                .get(ColumnFamily::Metadata, k)
+                                .unwrap()
+                                .map_or(0, |v| u64::from_be_bytes(v[..8].try_into().unwrap()));
+                            assert!(n >= seen[i], "key {i} went back from {} to {n}", seen[i]);
+                            seen[i] = n;
+                        }
+                    }
+                });
+            }
+        });
+        for k in &keys {
+            let stored = cache.inner().get(ColumnFamily::Metadata, k).unwrap();
+            assert_eq!(cache.get(ColumnFamily::Metadata, k).unwrap(), stored);
+            assert_eq!(stored.as_deref(), Some(&2000u64.to_be_bytes()[..]));
+        }
+    }
+}
