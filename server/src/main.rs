@@ -66,8 +66,8 @@ use rediskv::codec::{KeyLayout, LayoutKind, RedisType};
 /// mimalloc instead of glibc's malloc: under the LSM engines' many short-lived buffers glibc
 /// spent a third of a loop's time consolidating free chunks (perf, HSET on fjall); Redis links
 /// jemalloc for the same reason. mimalloc's version 2: with the same CPU per command, the
-/// fjall engine's peak RSS during a load is 15 to 25% lower and the memory engine's RSS 4%
-/// lower than under version 3 (`benches/storage_cost.sh`).
+/// fjall engine's peak RSS during a load is about a fifth lower and the memory engine's RSS
+/// 4% lower than under version 3 (docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
