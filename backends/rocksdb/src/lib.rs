@@ -26,7 +26,8 @@
 //!
 //! # Memory
 //! One LRU block cache of [`Options::cache_bytes`] for every family, holding the tables'
-//! index and filter blocks too (so they do not grow with the number of tables beside it),
+//! index and filter partitions too (so they do not grow with the number of tables beside
+//! it; each table keeps only its top-level index and filter index pinned),
 //! and a write buffer manager holding every family's memtables together under
 //! [`Options::write_buffer_bytes`] (writers wait for a flush past it).
 //!
