@@ -15,6 +15,7 @@ use super::counts::{Delta, KeyCount, KeyCounts, add_delta, counted};
 use super::cursor::CursorStore;
 use super::error::{CommandError, CommandResult};
 use super::notify::{Effects, Event, NotifyFlags};
+use super::session::Session;
 use crate::backend::{BatchOp, Direction, KvBackend, ScanIter, WriteBatch};
 use crate::codec::{
     Clock, ColumnFamily, KeyLayout, LayoutKind, Metadata, RedisType, SystemClock, VersionGenerator,
@@ -571,27 +572,35 @@ impl<'a, B: KvBackend> Db<'a, B> {
         result
     }
 
-    /// Hands a fresh `Db`'s journal a session's `touched` and `events` vectors, emptied, to
-    /// fill: a command reuses their memory instead of allocating its own.
-    pub(crate) fn recycle(&mut self, mut touched: Vec<TouchedKey>, mut events: Vec<Event>, scratch: Scratch) {
-        touched.clear();
-        events.clear();
+    /// Hands a fresh `Db` the vectors `session` kept from its last command (its touched keys,
+    /// events and scratch, emptied) to fill: a command reuses their memory instead of
+    /// allocating its own.
+    pub(crate) fn take_from(&mut self, session: &mut Session) {
         let journal = self.journal.get_mut();
         debug_assert!(journal.touched.is_empty() && journal.events.is_empty());
-        journal.touched = touched;
-        journal.events = events;
-        journal.scratch = scratch;
-        let mut memo = std::mem::take(&mut journal.scratch.memo);
-        memo.clear();
-        *self.read_memo.get_mut() = memo;
+        journal.touched = std::mem::take(&mut session.touched);
+        journal.touched.clear();
+        journal.events = std::mem::take(&mut session.events);
+        journal.events.clear();
+        let scratch = &mut session.scratch;
+        std::mem::swap(&mut journal.scratch, scratch);
+        std::mem::swap(self.read_memo.get_mut(), &mut journal.scratch.memo);
+        self.read_memo.get_mut().clear();
     }
 
-    /// The journal's vectors for the next command's [`Db::recycle`], after
-    /// [`Db::take_events`] emptied them.
-    pub(crate) fn take_scratch(&mut self) -> Scratch {
-        let mut scratch = std::mem::take(&mut self.journal.get_mut().scratch);
-        scratch.memo = std::mem::take(self.read_memo.get_mut());
-        scratch
+    /// Moves what the commands run left into `session` — touched keys, events, effects,
+    /// block, swapped databases and the scratch vectors for the next [`Db::take_from`] — in
+    /// one pass over the settled journal.
+    pub(crate) fn hand_back(&mut self, session: &mut Session) {
+        let journal = self.journal.get_mut();
+        journal.settle(true, &self.shared);
+        session.touched = std::mem::take(&mut journal.touched);
+        session.events = std::mem::take(&mut journal.events);
+        session.effects = std::mem::take(&mut journal.effects);
+        std::mem::swap(&mut session.scratch, &mut journal.scratch);
+        std::mem::swap(&mut session.scratch.memo, self.read_memo.get_mut());
+        session.block = self.block.take();
+        session.swapped = std::mem::take(&mut self.swapped);
     }
 
     /// The time the next command runs at (see [`super::Session::set_time`]; 0: the clock's).
@@ -688,11 +697,6 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// The database pairs SWAPDB exchanged since the last call, in order.
     pub fn take_swapped(&mut self) -> Vec<(usize, usize)> {
         std::mem::take(&mut self.swapped)
-    }
-
-    /// The [`Block`] the last command recorded, if it would block.
-    pub(crate) fn take_block(&mut self) -> Option<Block> {
-        self.block.take()
     }
 
     /// Turns blind-write mode on or off for hashes and sets (LAYOUT.md, extensions).

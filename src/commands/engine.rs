@@ -414,11 +414,7 @@ impl<B: KvBackend> Engine<B> {
         let index = session.db;
         let mut db = self.db(session);
         db.give_time(std::mem::take(&mut session.time_ms));
-        db.recycle(
-            std::mem::take(&mut session.touched),
-            std::mem::take(&mut session.events),
-            std::mem::take(&mut session.scratch),
-        );
+        db.take_from(session);
         // The `Db` stays in place (it is large): a retry starts over with a fresh one.
         let mut retry = false;
         let reply = self.transaction(|| {
@@ -428,12 +424,7 @@ impl<B: KvBackend> Engine<B> {
             commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray)
         });
         session.db = db.index();
-        session.touched = db.take_touched();
-        session.events = db.take_events();
-        session.effects = db.take_effects();
-        session.scratch = db.take_scratch();
-        session.block = db.take_block();
-        session.swapped = db.take_swapped();
+        db.hand_back(session);
         self.notify(&session.touched, &session.swapped);
         drop(guard);
         self.reap(session);
@@ -485,8 +476,12 @@ impl<B: KvBackend> Engine<B> {
             (info.is_keyspace_wide() && (several || info.is_write())) || info.reads_derived_keys(argv)
         });
         let keys = commands.flat_map(|(info, argv)| {
-            let refs = table::key_refs(info, argv).unwrap_or_default();
-            refs.into_iter().map(move |(i, _)| (argv[i].as_ref(), info.is_write()))
+            let (fixed, refs) = match info.fixed_key() {
+                Some(i) => (argv.get(i), Vec::new()),
+                None => (None, table::key_refs(info, argv).unwrap_or_default()),
+            };
+            let refs = refs.into_iter().map(move |(i, _)| &argv[i]);
+            fixed.into_iter().chain(refs).map(move |key| (key.as_ref(), info.is_write()))
         });
         let watched = watched.iter().map(|w| (w.key.as_ref(), false));
         self.locks.lock(whole, keys.chain(watched))

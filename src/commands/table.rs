@@ -266,6 +266,16 @@ impl CommandInfo {
         TABLE.get(row).filter(|r| std::ptr::eq(*r, self)).map(|_| row)
     }
 
+    /// The argument index of the command's one key when its only key spec is one argument
+    /// at a fixed index (GET, SET, LPUSH, HSET…: most commands), the key [`key_positions`]
+    /// finds there, told without allocating; `None` for every other shape.
+    pub fn fixed_key(&self) -> Option<usize> {
+        match self.keys {
+            [KeySpec { begin: Begin::Index(i), find: Find::Range { lastkey: 0, .. }, .. }] => Some(*i),
+            _ => None,
+        }
+    }
+
     /// Whether it may modify data.
     pub fn is_write(&self) -> bool {
         self.has(flag::WRITE)
@@ -739,6 +749,29 @@ mod tests {
             assert!(matches!(find(&argv(line)), Err(None)), "{line}");
         }
         assert_eq!(find(&argv("config get x")).map(|i| i.name), Ok("config|get"));
+    }
+
+    /// Wherever a row has a fixed key, `key_positions` finds that one key and no other, for
+    /// every argument count from none to past the key; and the common commands have one.
+    #[test]
+    fn fixed_key_is_the_one_key_positions_find() {
+        let mut fixed = 0;
+        for info in TABLE {
+            let Some(at) = info.fixed_key() else { continue };
+            fixed += 1;
+            for argc in 0..at + 3 {
+                let argv: Vec<Bytes> = (0..argc).map(|i| Bytes::from(i.to_string())).collect();
+                let expected = if at < argc { Ok(vec![at]) } else { Err(InvalidKeys) };
+                assert_eq!(key_positions(info, &argv), expected, "{} with {argc} arguments", info.name);
+            }
+        }
+        for name in ["get", "set", "lpush", "rpop", "sadd", "hset", "zadd", "incr", "object|encoding"] {
+            assert!(lookup(name).is_some_and(|i| i.fixed_key().is_some()), "{name}");
+        }
+        for name in ["mget", "del", "rename", "eval", "sort", "migrate", "zunionstore", "ping"] {
+            assert_eq!(lookup(name).and_then(CommandInfo::fixed_key), None, "{name}");
+        }
+        assert!(fixed > 100, "{fixed} rows with a fixed key");
     }
 
     #[test]
