@@ -45,10 +45,12 @@ fn latency_bucket(usec: u64) -> usize {
     bits.min(LATENCY_BUCKETS - 1)
 }
 
-/// INFO commandstats: lock-free counters for every command of the library's table (every
+/// INFO commandstats and the totals every command moves (commands processed, keyspace
+/// hits and misses): lock-free counters for every command of the library's table (every
 /// command passes here), a locked map for the few other names. The counters are kept per
-/// lane, one per event loop and one for the other threads, and summed when read: event
-/// loops never write the same counter.
+/// lane, one per event loop and one for the other threads, and summed when read: an event
+/// loop's lane has that loop as its only writer, which adds with a plain load and store
+/// (no locked instruction on the command path); the other threads' lane adds atomically.
 #[derive(Debug)]
 pub struct CommandStats {
     lanes: Box<[Lane]>,
@@ -57,29 +59,46 @@ pub struct CommandStats {
     pub tracking: AtomicBool,
 }
 
-/// One lane's counters: per table row, calls, µs, rejected and failed, and latency buckets.
+/// One lane's counters: per table row, calls, µs, rejected and failed, and latency buckets;
+/// and the lane's commands processed, keyspace hits and keyspace misses.
 #[derive(Debug)]
 struct Lane {
     rows: Box<[[AtomicU64; 4]]>,
     buckets: Box<[[AtomicU64; LATENCY_BUCKETS]]>,
+    totals: [AtomicU64; 3],
+    /// Written by several threads (the last lane): adds must be atomic.
+    shared: bool,
 }
 
+/// [`Lane::totals`]' indexes.
+const PROCESSED: usize = 0;
+const HITS: usize = 1;
+const MISSES: usize = 2;
+
 impl Lane {
-    fn add_row(&self, row: usize, delta: [u64; 4], bucket: Option<usize>) {
-        for (counter, n) in self.rows[row].iter().zip(delta) {
-            if n > 0 {
-                counter.fetch_add(n, Relaxed);
-            }
-        }
-        if let Some(b) = bucket {
-            self.buckets[row][b].fetch_add(1, Relaxed);
+    fn add(&self, counter: &AtomicU64, n: u64) {
+        if self.shared {
+            counter.fetch_add(n, Relaxed);
+        } else {
+            counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
         }
     }
 
-    fn new() -> Lane {
+    fn add_row(&self, row: usize, delta: [u64; 4], bucket: Option<usize>) {
+        for (counter, n) in self.rows[row].iter().zip(delta) {
+            if n > 0 {
+                self.add(counter, n);
+            }
+        }
+        if let Some(b) = bucket {
+            self.add(&self.buckets[row][b], 1);
+        }
+    }
+
+    fn new(shared: bool) -> Lane {
         let rows = table::all().iter().map(|_| Default::default()).collect();
         let buckets = table::all().iter().map(|_| std::array::from_fn(|_| AtomicU64::new(0))).collect();
-        Lane { rows, buckets }
+        Lane { rows, buckets, totals: Default::default(), shared }
     }
 }
 
@@ -91,9 +110,10 @@ impl Default for CommandStats {
 
 impl CommandStats {
     /// Counters in `lanes` lanes (at least one): [`CommandStats::count`]'s `lane` is taken
-    /// modulo their number.
+    /// modulo their number, and each but the last must have one writing thread.
     pub fn with_lanes(lanes: usize) -> CommandStats {
-        let lanes = (0..lanes.max(1)).map(|_| Lane::new()).collect();
+        let lanes = lanes.max(1);
+        let lanes = (0..lanes).map(|i| Lane::new(i + 1 == lanes)).collect();
         CommandStats { lanes, other: Mutex::default(), tracking: AtomicBool::new(true) }
     }
 
@@ -102,8 +122,9 @@ impl CommandStats {
         self.lanes.len()
     }
 
-    /// Counts one call of the command of row `info` (`None` µs: refused before running) in
-    /// `lane` (an event loop's index; [`CommandStats::lanes`] − 1 for other threads).
+    /// Counts one command processed and one call of the command of row `info` (`None` µs:
+    /// refused before running) in `lane` (an event loop's index; [`CommandStats::lanes`] − 1
+    /// for other threads).
     pub fn count(&self, lane: usize, info: &CommandInfo, usec: Option<u64>, failed: bool) {
         // calls, µs, rejected, failed
         let delta = match usec {
@@ -112,6 +133,7 @@ impl CommandStats {
         };
         let bucket = usec.filter(|_| self.tracking.load(Relaxed)).map(latency_bucket);
         let lane = &self.lanes[lane % self.lanes.len()];
+        lane.add(&lane.totals[PROCESSED], 1);
         match info.position() {
             Some(row) => lane.add_row(row, delta, bucket),
             None => self.add(info.name, delta, bucket, MAX_STAT_ENTRIES),
@@ -172,10 +194,32 @@ impl CommandStats {
         all
     }
 
+    /// Counts a read command's keyspace `hits` and `misses` in `lane` (as [`CommandStats::count`]).
+    pub fn keyspace(&self, lane: usize, hits: u64, misses: u64) {
+        let lane = &self.lanes[lane % self.lanes.len()];
+        lane.add(&lane.totals[HITS], hits);
+        lane.add(&lane.totals[MISSES], misses);
+    }
+
+    fn total(&self, which: usize) -> u64 {
+        self.lanes.iter().map(|l| l.totals[which].load(Relaxed)).fold(0, u64::wrapping_add)
+    }
+
+    /// Commands processed (INFO's `total_commands_processed`): every call [`CommandStats::count`] counted.
+    pub fn processed(&self) -> u64 {
+        self.total(PROCESSED)
+    }
+
+    /// Keyspace hits and misses (INFO's `keyspace_hits`, `keyspace_misses`).
+    pub fn hits_and_misses(&self) -> (u64, u64) {
+        (self.total(HITS), self.total(MISSES))
+    }
+
     fn reset(&self) {
         for lane in &self.lanes {
             lane.rows.iter().flatten().for_each(|c| c.store(0, Relaxed));
             lane.buckets.iter().flatten().for_each(|c| c.store(0, Relaxed));
+            lane.totals.iter().for_each(|c| c.store(0, Relaxed));
         }
         lock(&self.other).clear();
     }
@@ -188,16 +232,10 @@ pub struct Stats {
     pub connections_received: AtomicU64,
     /// Connections refused (maxclients).
     pub rejected_connections: AtomicU64,
-    /// Commands run.
-    pub commands_processed: AtomicU64,
     /// Bytes read from clients.
     pub net_input: AtomicU64,
     /// Bytes written to clients.
     pub net_output: AtomicU64,
-    /// Read commands that found their key.
-    pub keyspace_hits: AtomicU64,
-    /// Read commands that did not.
-    pub keyspace_misses: AtomicU64,
     /// Error replies sent.
     pub error_replies: AtomicU64,
     /// Per command name (`config|get` for subcommands).
@@ -215,11 +253,8 @@ impl Stats {
         for c in [
             &self.connections_received,
             &self.rejected_connections,
-            &self.commands_processed,
             &self.net_input,
             &self.net_output,
-            &self.keyspace_hits,
-            &self.keyspace_misses,
             &self.error_replies,
             &self.lazyfreed_objects,
         ] {
@@ -478,7 +513,33 @@ mod tests {
         assert_eq!((got.calls, got.usec, got.rejected, got.failed), (2, 8, 1, 2));
         let (calls, buckets) = stats.histograms()["get"];
         assert_eq!((calls, buckets[2], buckets[3]), (2, 1, 1), "3 µs and 5 µs calls");
+        stats.keyspace(1, 2, 1);
+        assert_eq!((stats.processed(), stats.hits_and_misses()), (3, (2, 1)));
         stats.reset();
         assert!(stats.snapshot().is_empty());
+        assert_eq!((stats.processed(), stats.hits_and_misses()), (0, (0, 0)));
+    }
+
+    /// Each event loop writes its own lane while several other threads share the last one:
+    /// no count is lost.
+    #[test]
+    fn concurrent_counts_are_all_kept() {
+        const N: u64 = 20_000;
+        let stats = CommandStats::with_lanes(3);
+        let get = table::find(&[bytes::Bytes::from_static(b"GET")]).ok().unwrap();
+        std::thread::scope(|s| {
+            for lane in [0, 1, 2, 2, 2] {
+                let stats = &stats;
+                s.spawn(move || {
+                    for _ in 0..N {
+                        stats.count(lane, get, Some(1), false);
+                        stats.keyspace(lane, 1, 0);
+                    }
+                });
+            }
+        });
+        assert_eq!(stats.processed(), 5 * N);
+        assert_eq!(stats.hits_and_misses(), (5 * N, 0));
+        assert_eq!(stats.snapshot()["get"].calls, 5 * N);
     }
 }

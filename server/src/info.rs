@@ -308,7 +308,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             };
             let mut pairs = vec![
                 ("total_connections_received", get(&stats.connections_received)),
-                ("total_commands_processed", get(&stats.commands_processed)),
+                ("total_commands_processed", n(stats.commands.processed())),
                 ("instantaneous_ops_per_sec", n(ops)),
                 ("total_net_input_bytes", get(&stats.net_input)),
                 ("total_net_output_bytes", get(&stats.net_output)),
@@ -336,8 +336,9 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             pairs.insert(19, ("evicted_keys", get(&state.eviction.evicted_keys)));
             pairs.insert(21, ("total_eviction_exceeded_time", n(total)));
             pairs.insert(22, ("current_eviction_exceeded_time", n(current)));
-            pairs.push(("keyspace_hits", get(&stats.keyspace_hits)));
-            pairs.push(("keyspace_misses", get(&stats.keyspace_misses)));
+            let (hits, misses) = stats.commands.hits_and_misses();
+            pairs.push(("keyspace_hits", n(hits)));
+            pairs.push(("keyspace_misses", n(misses)));
             use crate::pubsub::Kind;
             pairs.push(("pubsub_channels", n(state.pubsub.channels(Kind::Channel, None).len() as u64)));
             pairs.push(("pubsub_patterns", n(state.pubsub.patterns() as u64)));

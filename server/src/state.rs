@@ -172,8 +172,8 @@ impl State {
 
     /// Takes one sample of the counters (the event loop calls it every tick).
     pub fn sample(&self) {
-        let now = [&self.stats.commands_processed, &self.stats.net_input, &self.stats.net_output]
-            .map(|c| c.load(Relaxed));
+        let [input, output] = [&self.stats.net_input, &self.stats.net_output].map(|c| c.load(Relaxed));
+        let now = [self.stats.commands.processed(), input, output];
         lock(&self.sampler).sample(now);
     }
 

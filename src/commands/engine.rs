@@ -410,7 +410,10 @@ impl<B: KvBackend> Engine<B> {
     where
         T: AsRef<[Bytes]>,
     {
-        let guard = self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]);
+        let guard = match commands {
+            [(info, argv)] => self.lock_one(info, argv.as_ref()),
+            _ => self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]),
+        };
         let index = session.db;
         let mut db = self.db(session);
         db.give_time(std::mem::take(&mut session.time_ms));
@@ -462,6 +465,17 @@ impl<B: KvBackend> Engine<B> {
                 None => return result,
             }
             n += 1;
+        }
+    }
+
+    /// The locks for one command: [`Engine::lock`]'s, told without iterators for a command
+    /// with one fixed key (most commands; such a row has no derived keys).
+    fn lock_one(&self, info: &'static CommandInfo, argv: &[Bytes]) -> LockGuard<'_> {
+        match info.fixed_key() {
+            Some(at) if !info.is_keyspace_wide() => {
+                self.locks.lock(false, argv.get(at).map(|key| (key.as_ref(), info.is_write())))
+            }
+            _ => self.lock(std::iter::once((info, argv)), &[]),
         }
     }
 

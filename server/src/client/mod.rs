@@ -230,7 +230,7 @@ impl Client {
             state.slowlog.record(argv, usec, unix_micros() / 1_000_000, &self.info.addr, client_name);
         }
         if info.is(attr::KEYED_READ) {
-            stats::keyspace_hits(state, &reply);
+            stats::keyspace_hits(state, self.info.loop_index, &reply);
         }
         self.info.ran(ended, None);
         self.last_end = Some(ended);
@@ -306,6 +306,11 @@ impl Client {
     /// Every command runs from here: the server's own (its row's family is
     /// [`Family::Server`]) in this `match`, the rest in the engine.
     fn run(&mut self, info: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
+        // A type's own commands have no arm below (those are server, session, keyspace and
+        // generic rows): straight to the engine, past the names.
+        if !matches!(info.family, Family::Server | Family::Session | Family::Keyspace | Family::Generic) {
+            return self.run_in_engine(info, argv, state);
+        }
         let name = info.container();
         if self.session.in_multi() && info.family == Family::Server && !matches!(name, "quit" | "reset") {
             return (self.queue_server_command(argv), Next::Continue);

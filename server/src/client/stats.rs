@@ -1,7 +1,5 @@
 //! INFO commandstats, errorstats and keyspace hits for the commands a client runs.
 
-use std::sync::atomic::Ordering::Relaxed;
-
 use rediskv::commands::Reply;
 use rediskv::commands::table::CommandInfo;
 
@@ -19,7 +17,6 @@ impl Client {
         if matches!(reply, Reply::Error(e) if e.starts_with("ERR unknown subcommand")) {
             return;
         }
-        stats.commands_processed.fetch_add(1, Relaxed);
         stats.commands.count(self.info.loop_index, info, usec, reply.is_error());
     }
 
@@ -32,7 +29,7 @@ impl Client {
 }
 
 /// Counts keyspace hits and misses from a read command's reply.
-pub(super) fn keyspace_hits(state: &State, reply: &Reply) {
+pub(super) fn keyspace_hits(state: &State, lane: usize, reply: &Reply) {
     let (hits, misses) = match reply {
         Reply::Error(_) => (0, 0),
         Reply::Nil => (0, 1),
@@ -45,6 +42,5 @@ pub(super) fn keyspace_hits(state: &State, reply: &Reply) {
         Reply::Integer(0) => (0, 1),
         _ => (1, 0),
     };
-    state.stats.keyspace_hits.fetch_add(hits, Relaxed);
-    state.stats.keyspace_misses.fetch_add(misses, Relaxed);
+    state.stats.commands.keyspace(lane, hits, misses);
 }
