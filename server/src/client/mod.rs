@@ -277,11 +277,13 @@ impl Client {
     /// Writes a reply unless CLIENT REPLY OFF/SKIP holds it back (`info`: the command that
     /// answers it, `None` for an unknown one).
     fn send(&mut self, reply: Reply, out: &mut Vec<u8>, info: Option<&CommandInfo>) {
-        let more = std::mem::take(&mut self.more);
         // CLIENT REPLY SKIP skips the command after itself, not itself.
-        let client = info.is_some_and(|i| i.container() == "client");
-        for reply in std::iter::once(reply).chain(more) {
-            self.send_one(reply, out, client);
+        let client = self.reply != ReplyMode::On && info.is_some_and(|i| i.container() == "client");
+        self.send_one(reply, out, client);
+        if !self.more.is_empty() {
+            for reply in std::mem::take(&mut self.more) {
+                self.send_one(reply, out, client);
+            }
         }
     }
 
