@@ -320,6 +320,8 @@ impl Sampler {
 pub struct MaintStats {
     /// Keys deleted by active expiry.
     pub expired_keys: AtomicU64,
+    /// Metadata records the expiry sweep read.
+    pub expire_examined: AtomicU64,
     /// Records the collector examined.
     pub gc_examined: AtomicU64,
     /// Records the collector deleted.

@@ -376,6 +376,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             }
             // The collector of stores without a compaction filter (extensions).
             let maint = &state.maint;
+            pairs.push(("rediskv_expire_examined_keys", get(&maint.expire_examined)));
             pairs.push(("rediskv_gc_examined_records", get(&maint.gc_examined)));
             pairs.push(("rediskv_gc_collected_records", get(&maint.gc_collected)));
             pairs.push(("rediskv_gc_passes", get(&maint.gc_passes)));

@@ -9,7 +9,8 @@
 //! `active-expire-effort` above 1; the collector gets 10% of the tick after it. A collector
 //! pass that found nothing waits a second; an expiry pass that found nothing waits a second,
 //! doubling up to 16 s while no command sets a TTL, so an idle or clean store costs almost
-//! nothing (a key then leaves at most 16 s after it expires, or at its first read).
+//! nothing (a key then leaves at most 16 s after it expires, or at its first read). A
+//! database whose key counts say no key has a TTL is not swept at all.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -235,9 +236,15 @@ fn expire(state: &State, sweep: &mut Sweep, deadline: Instant) {
         return;
     }
     sweep.idle_until = None;
+    // Where the engine counts keys, a database with no TTL has nothing to expire: no pass
+    // reads its records (on a disk engine a string's record holds its value, read whole).
+    if sweep.engine.key_count(sweep.db).is_ok_and(|count| count.is_some_and(|c| c.expires == 0)) {
+        return;
+    }
     while Instant::now() < deadline {
         let now = sweep.engine.now_ms();
         let Ok(step) = gc::expire_step(&sweep.engine, &mut sweep.sweep, now, STEP) else { return };
+        state.maint.expire_examined.fetch_add(step.scanned as u64, Relaxed);
         state.maint.expired_keys.fetch_add(step.removed.len() as u64, Relaxed);
         if !step.removed.is_empty() {
             state.maint.garbage_hint.fetch_add(1, Relaxed);

@@ -134,6 +134,28 @@ fn a_ttl_set_after_a_long_quiet_spell_is_still_swept_promptly() {
     assert!(took <= Duration::from_secs(3), "swept {took:?} after the SET, the back-off was not cut short");
 }
 
+/// Expiry passes read a database's records only while some key there has a TTL: after the
+/// last such key expires, the 1,000 keys without one are not read again until a TTL is set.
+#[test]
+fn a_database_without_ttls_is_not_swept() {
+    let server = rediskv(&[]);
+    let mut c = server.client();
+    pipeline(&mut c, (0..1000).map(|i| vec!["SET".into(), format!("k{i}"), "v".into()]));
+    let examined =
+        |c: &mut Client| info_field(c, "stats", "rediskv_expire_examined_keys").parse::<u64>().unwrap();
+    assert_eq!(c.cmd(&["SET", "short", "v", "PX", "100"]), Value::Status("OK".into()));
+    wait_for(Duration::from_secs(20), || info_field(&mut c, "stats", "expired_keys") == "1")
+        .expect("the key never expired actively");
+    let after_expiry = examined(&mut c);
+    assert!(after_expiry >= 1000, "the pass that found the key read {after_expiry} records");
+    // A pass that found a key is followed by another one second later, where keys have TTLs.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(examined(&mut c), after_expiry, "a database without TTLs was swept");
+    assert_eq!(c.cmd(&["SET", "later", "v", "EX", "1000"]), Value::Status("OK".into()));
+    wait_for(Duration::from_secs(20), || examined(&mut c) >= after_expiry + 1000)
+        .expect("a key with a TTL did not bring the sweep back");
+}
+
 #[test]
 fn debug_set_active_expire_0_stops_active_expiry() {
     let server = rediskv(&["--enable-debug-command", "yes"]);
