@@ -85,6 +85,11 @@ impl Delta {
 
 /// Adds `delta` for namespace `slot` to `deltas`.
 pub(crate) fn add_delta(deltas: &mut Vec<(usize, Delta)>, slot: usize, delta: Delta) {
+    // An overwrite that keeps the key and its TTL (most writes) changes nothing: no entry,
+    // so its batch allocates no list and touches no counter.
+    if delta == Delta::default() {
+        return;
+    }
     match deltas.iter_mut().find(|(s, _)| *s == slot) {
         Some((_, d)) => d.add(delta),
         None => deltas.push((slot, delta)),
@@ -122,7 +127,7 @@ impl KeyCounts {
     /// Adds the deltas of a batch just applied, under [`KeyCounts::write_gate`]. A namespace
     /// not counted yet takes none: its first scan will see the batch.
     pub(crate) fn apply(&self, deltas: &[(usize, Delta)]) {
-        for &(slot, d) in deltas {
+        for &(slot, d) in deltas.iter().filter(|(_, d)| *d != Delta::default()) {
             let Some(s) = self.slots.get(slot).filter(|s| s.known.load(Ordering::SeqCst)) else { continue };
             s.keys.fetch_add(d.keys, Ordering::Relaxed);
             s.expires.fetch_add(d.expires, Ordering::Relaxed);
