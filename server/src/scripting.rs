@@ -1317,12 +1317,17 @@ fn run_once(
         slot.raw_set("fn", raw)?;
         slot.raw_set("acl_check_cmd", acl_check_cmd)?;
         let g = lua.globals();
-        let key_table = lua.create_sequence_from(
-            keys.iter().map(|k| lua.create_string(&k[..])).collect::<mlua::Result<Vec<_>>>()?,
-        )?;
-        let arg_table = lua.create_sequence_from(
-            args.iter().map(|k| lua.create_string(&k[..])).collect::<mlua::Result<Vec<_>>>()?,
-        )?;
+        // One string at a time: mlua holds every Lua string Rust holds in a slot of a thread
+        // of its own, and that thread has only 8,000 (`LUAI_MAXCSTACK`).
+        let sequence = |items: &[Bytes]| -> mlua::Result<Table> {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, lua.create_string(&item[..])?)?;
+            }
+            Ok(t)
+        };
+        let key_table = sequence(keys)?;
+        let arg_table = sequence(args)?;
         if matches!(target, Target::Script(_)) {
             g.raw_set("KEYS", key_table.clone())?;
             g.raw_set("ARGV", arg_table.clone())?;

@@ -656,6 +656,28 @@ fn many_arguments_and_numbers_match_redis() {
     same_as_redis(many_arguments_script);
 }
 
+/// KEYS and ARGV of thousands (more strings than mlua lets Rust hold at once), and back to
+/// a command.
+fn thousands_of_keys_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut out = Vec::new();
+    let keys: Vec<String> = (0..9000).map(|i| format!("k{i}")).collect();
+    let mut cmd = vec!["EVAL", "return {#KEYS, #ARGV, KEYS[9000], ARGV[9000]}", "9000"];
+    cmd.extend(keys.iter().map(String::as_str));
+    cmd.extend(keys.iter().map(String::as_str));
+    out.push(c.cmd(&cmd));
+    out.push(c.cmd(&["MSET", "k1", "a", "k8999", "b"]));
+    let mut cmd = vec!["EVAL", "return redis.call('del', unpack(KEYS, 1, 5000))", "9000"];
+    cmd.extend(keys.iter().map(String::as_str));
+    out.push(c.cmd(&cmd));
+    out
+}
+
+#[test]
+fn thousands_of_keys_match_redis() {
+    same_as_redis(thousands_of_keys_script);
+}
+
 /// INFO's error and command counters after a script's commands fail or are refused: an
 /// error a command answered (or was refused with) inside a script counts once, when it
 /// happens, whether the script catches it, raises it or returns it (Redis'
