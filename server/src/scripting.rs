@@ -17,6 +17,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -401,9 +402,9 @@ struct Vm {
 }
 
 /// Refuses binary chunks to `loadstring` (as Redis' Lua: precompiled bytecode can break out
-/// of the sandbox), defines `redis.call` and `redis.pcall` over the command runner a script invocation binds
-/// into `__redis__slot`, the runner that calls a script under the error handler, and the
-/// global protection (a script can neither create globals nor read undefined ones).
+/// of the sandbox), defines Redis' `pcall`, the runner that calls a script under the error
+/// handler, and the global protection (a script can neither create globals nor read
+/// undefined ones).
 const PRELUDE: &str = r#"
 local loadstring_ = loadstring
 loadstring = function(s, ...)
@@ -471,6 +472,8 @@ impl Vm {
     fn new() -> mlua::Result<Vm> {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
         let g = lua.globals();
+        let bridge = Rc::new(Bridge::default());
+        lua.set_app_data(bridge.clone());
         g.set("__redis__err__handler", lua.create_function(error_handler)?)?;
         g.set("__redis__error_text", lua.create_function(error_text)?)?;
         g.set("__redis__slot", lua.create_table()?)?;
@@ -482,12 +485,26 @@ impl Vm {
         g.set("cmsgpack", crate::cmsgpack::library(&lua)?)?;
         g.set("struct", crate::lua_struct::library(&lua)?)?;
         let redis = lua.create_table()?;
-        redis.set("call", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, true))?)?;
+        let command = |raise: bool| -> mlua::Result<mlua::Function> {
+            let b = bridge.clone();
+            lua.create_function(move |lua, args: MultiValue| {
+                let argv = direct_argv(lua, &args)?;
+                drop(args);
+                redis_call(lua, &b, argv, raise)
+            })
+        };
+        redis.set("call", command(true)?)?;
         // The Redis version this server answers as (INFO's redis_version).
         redis.set("REDIS_VERSION", crate::config::REDIS_VERSION)?;
         redis.set("REDIS_VERSION_NUM", redis_version_num(crate::config::REDIS_VERSION))?;
-        redis.set("pcall", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, false))?)?;
-        redis.set("acl_check_cmd", lua.create_function(redis_acl_check_cmd)?)?;
+        redis.set("pcall", command(false)?)?;
+        let b = bridge.clone();
+        let acl_check_cmd = lua.create_function(move |lua, args: MultiValue| {
+            let argv = direct_argv(lua, &args)?;
+            drop(args);
+            redis_acl_check_cmd(&b, argv)
+        })?;
+        redis.set("acl_check_cmd", acl_check_cmd)?;
         redis.set(
             "sha1hex",
             lua.create_function(|_, args: MultiValue| match args.iter().collect::<Vec<_>>()[..] {
@@ -655,81 +672,93 @@ impl Vm {
     }
 }
 
-/// `redis.call` (`raise`) and `redis.pcall`: runs a command through the runner the current
-/// invocation bound. `redis.call` raises an error reply as the script's error: the table is
-/// kept in the registry for the error handler, since a Rust function raises only strings.
-/// A `redis.call`'s arguments as a command: strings, integers, and numbers as Lua prints
-/// them; `Ok(Err(text))` is the error reply Redis gives for anything else, or for none.
-fn lua_argv(lua: &Lua, values: &MultiValue) -> mlua::Result<Result<Vec<Bytes>, &'static str>> {
-    const NOT_STRING: &str = "ERR Lua redis lib command arguments must be strings or integers";
-    let mut argv = Vec::with_capacity(values.len());
-    for v in values.iter() {
-        match v {
-            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-            Value::Integer(n) => argv.push(Bytes::from(n.to_string())),
-            // As Redis' lua_tolstring: its Lua prints numbers as `%.17g`.
-            Value::Number(n) if !n.is_nan() => {
-                argv.push(Bytes::from(rediskv::commands::args::format_g17(*n)))
-            }
-            Value::Number(_) => match lua.coerce_string(v.clone())? {
-                Some(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-                None => return Ok(Err(NOT_STRING)),
-            },
-            _ => return Ok(Err(NOT_STRING)),
-        }
-    }
-    if argv.is_empty() {
+/// A `redis.call`'s argument as a command's: a string, an integer, or a number as Lua prints
+/// it; `None` for anything else.
+fn lua_arg(lua: &Lua, v: &Value) -> mlua::Result<Option<Bytes>> {
+    Ok(match v {
+        Value::String(s) => Some(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Integer(n) => Some(Bytes::from(n.to_string())),
+        // As Redis' lua_tolstring: its Lua prints numbers as `%.17g`.
+        Value::Number(n) if !n.is_nan() => Some(Bytes::from(rediskv::commands::args::format_g17(*n))),
+        Value::Number(_) => lua.coerce_string(v.clone())?.map(|s| Bytes::copy_from_slice(&s.as_bytes())),
+        _ => None,
+    })
+}
+
+/// The command a `redis.call`'s `n` arguments make (`arg(i)` converts the i-th, from 0), or
+/// the error reply Redis gives when one is not a string or a number, or for none.
+fn lua_argv(n: usize, mut arg: impl FnMut(usize) -> mlua::Result<Option<Bytes>>) -> mlua::Result<Argv> {
+    if n == 0 {
         return Ok(Err("ERR Please specify at least one argument for this redis lib call"));
+    }
+    let mut argv = Vec::with_capacity(n);
+    for i in 0..n {
+        match arg(i)? {
+            Some(a) => argv.push(a),
+            None => return Ok(Err("ERR Lua redis lib command arguments must be strings or integers")),
+        }
     }
     Ok(Ok(argv))
 }
 
-/// A `redis.call`'s (or `acl_check_cmd`'s) arguments on their way to the running script's
-/// slot function. They travel beside the call, not as its arguments: Lua 5.1 gives a C
-/// function `LUAI_MAXCSTACK` (8000) stack slots, its arguments included, and passing them
-/// on would take as many again (only ~4000 arguments would get through).
-struct PendingArgv(Result<Vec<Bytes>, &'static str>);
-
-/// The arguments [`PendingArgv`] holds for the slot function now running.
-fn take_argv(lua: &Lua) -> Result<Vec<Bytes>, &'static str> {
-    lua.remove_app_data::<PendingArgv>()
-        .map_or(Err("ERR Please specify at least one argument for this redis lib call"), |p| p.0)
+/// [`lua_argv`] of a `redis.call`'s arguments.
+fn direct_argv(lua: &Lua, args: &MultiValue) -> mlua::Result<Argv> {
+    lua_argv(args.len(), |i| lua_arg(lua, &args[i]))
 }
 
-/// `redis.acl_check_cmd`, through the running script's slot.
-fn redis_acl_check_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
-    let slot: Table = lua.globals().raw_get("__redis__slot")?;
-    match slot.raw_get::<Value>("acl_check_cmd")? {
-        Value::Function(f) => {
-            let argv = lua_argv(lua, &args)?;
-            drop(args);
-            lua.set_app_data(PendingArgv(argv));
+/// A command's arguments, or the error reply they make.
+type Argv = Result<Vec<Bytes>, &'static str>;
+
+/// What the Lua state's long-lived functions share with the invocation running now.
+#[derive(Default)]
+struct Bridge {
+    /// The running invocation's command runner (for `redis.call` and `redis.pcall`) and ACL
+    /// check (for `redis.acl_check_cmd`): functions of its scope, `None` between invocations.
+    run: RefCell<Option<mlua::Function>>,
+    acl_check: RefCell<Option<mlua::Function>>,
+    /// A command's arguments on their way to `run` or `acl_check`. They travel beside the
+    /// call, as bytes: as its arguments they would be made into Lua strings again, and take
+    /// as many of the caller's stack slots again.
+    argv: RefCell<Option<Argv>>,
+}
+
+impl Bridge {
+    /// The arguments handed to the function now running.
+    fn take_argv(&self) -> Argv {
+        self.argv
+            .borrow_mut()
+            .take()
+            .unwrap_or(Err("ERR Please specify at least one argument for this redis lib call"))
+    }
+}
+
+/// `redis.acl_check_cmd` of `argv`, through the running invocation's check.
+fn redis_acl_check_cmd(bridge: &Bridge, argv: Argv) -> mlua::Result<Value> {
+    match bridge.acl_check.borrow().as_ref() {
+        Some(f) => {
+            *bridge.argv.borrow_mut() = Some(argv);
             f.call::<Value>(())
         }
-        _ => Err(mlua::Error::RuntimeError(
+        None => Err(mlua::Error::RuntimeError(
             "redis.acl_check_cmd can only be called inside a script invocation".into(),
         )),
     }
 }
 
-/// `redis.call` / `redis.pcall` (`raise`: call).
-fn redis_call(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
-    let slot: Table = lua.globals().raw_get("__redis__slot")?;
-    let reply = match slot.raw_get::<Value>("fn")? {
-        Value::Function(f) => {
-            let argv = lua_argv(lua, &args)?;
-            drop(args);
-            lua.set_app_data(PendingArgv(argv));
+/// `redis.call` (`raise`) and `redis.pcall` of `argv`: runs the command through the
+/// running invocation's runner. `redis.call` raises an error reply as the script's error:
+/// the table is kept in the registry for the error handler, since a Rust function raises
+/// only strings.
+fn redis_call(lua: &Lua, bridge: &Bridge, argv: Argv, raise: bool) -> mlua::Result<Value> {
+    let reply = match bridge.run.borrow().as_ref() {
+        Some(f) => {
+            *bridge.argv.borrow_mut() = Some(argv);
             f.call::<Value>(())?
         }
-        _ => Value::Table(error_table(
+        None => Value::Table(error_table(
             lua,
             "ERR redis.call/pcall can only be called inside a script invocation",
         )?),
-    };
-    let reply = match reply {
-        Value::Table(t) if t.raw_get::<bool>("__plain").unwrap_or(false) => t.raw_get::<Value>("__value")?,
-        other => other,
     };
     if raise {
         if let Value::Table(t) = &reply {
@@ -1227,6 +1256,9 @@ fn run_once(
 ) -> Reply {
     let scripts = host.scripts();
     let _ = lua.set_named_registry_value("__redis_resp", 2);
+    let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>().map(|b| Rc::clone(&b)) else {
+        return Reply::Error("ERR Lua state without its bridge".into());
+    };
     let call = RefCell::new(call);
     let result = lua.scope(|scope| {
         // redis.acl_check_cmd: whether the script's user may run the command.
@@ -1240,16 +1272,16 @@ fn run_once(
                     Err(e) => e,
                 }
             };
-            let argv = take_argv(lua).map_err(raise)?;
+            let argv = bridge.take_argv().map_err(raise)?;
             if crate::acl::resolve(&argv).is_err() {
                 return Err(raise("ERR Invalid command passed to redis.acl_check_cmd()"));
             }
             Ok(acl(&argv).is_ok())
         })?;
         let raw = scope.create_function(|lua, (): ()| {
-            let argv = match take_argv(lua) {
+            let argv = match bridge.take_argv() {
                 Ok(argv) => argv,
-                Err(text) => return error_table(lua, text),
+                Err(text) => return Ok(Value::Table(error_table(lua, text)?)),
             };
             let mut counted = false;
             let reply = match check_command(&argv, read_only, acl) {
@@ -1257,7 +1289,7 @@ fn run_once(
                     // Refused before running, as Redis counts it.
                     let text = format!("ERR {text}");
                     host.count_error(table::find(&argv).ok(), &text);
-                    return counted_error_table(lua, &text);
+                    return Ok(Value::Table(counted_error_table(lua, &text)?));
                 }
                 Ok(found) => {
                     host.monitor(&argv, db);
@@ -1271,7 +1303,7 @@ fn run_once(
                                 if r.oom && !r.wrote && info.has(flag::DENYOOM) {
                                     drop(running);
                                     host.count_error(Some(info), OOM);
-                                    return counted_error_table(lua, OOM);
+                                    return Ok(Value::Table(counted_error_table(lua, OOM)?));
                                 }
                                 r.wrote |= info.is_write();
                             }
@@ -1297,25 +1329,13 @@ fn run_once(
             reply.write(protocol, &mut bytes);
             let mut at = 0;
             let value = resp_to_lua(lua, &bytes, &mut at)?;
-            match value {
-                Value::Table(t) => {
-                    if counted {
-                        t.set(COUNTED, true)?;
-                    }
-                    Ok(t)
-                }
-                other => {
-                    // Not a table: wrap it so the Lua side gets exactly this value back.
-                    let t = lua.create_table()?;
-                    t.set("__value", other)?;
-                    t.set("__plain", true)?;
-                    Ok(t)
-                }
+            if let (true, Value::Table(t)) = (counted, &value) {
+                t.set(COUNTED, true)?;
             }
+            Ok(value)
         })?;
-        let slot: Table = lua.globals().get("__redis__slot")?;
-        slot.raw_set("fn", raw)?;
-        slot.raw_set("acl_check_cmd", acl_check_cmd)?;
+        *bridge.run.borrow_mut() = Some(raw);
+        *bridge.acl_check.borrow_mut() = Some(acl_check_cmd);
         let g = lua.globals();
         // One string at a time: mlua holds every Lua string Rust holds in a slot of a thread
         // of its own, and that thread has only 8,000 (`LUAI_MAXCSTACK`).
@@ -1345,7 +1365,6 @@ fn run_once(
         let runner: mlua::Function = g.get("__redis__run")?;
         let out: MultiValue = runner.call((f.clone(), key_table, arg_table))?;
         lua.remove_hook();
-        slot.raw_set("fn", Value::Nil)?;
         let mut out = out.into_iter();
         let ok = matches!(out.next(), Some(Value::Boolean(true)));
         let value = out.next().unwrap_or(Value::Nil);
@@ -1354,6 +1373,10 @@ fn run_once(
         let resp: i64 = lua.named_registry_value("__redis_resp").unwrap_or(2);
         Ok(if ok { lua_to_reply(&value, resp == 3) } else { error_reply(&value) })
     });
+    // The scope's functions are gone: the command functions refuse until the next one.
+    bridge.run.borrow_mut().take();
+    bridge.acl_check.borrow_mut().take();
+    bridge.argv.borrow_mut().take();
     result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e))))
 }
 
