@@ -15,7 +15,7 @@
 //! suffix. A script past `busy-reply-threshold` makes other threads' clients get BUSY, and
 //! SCRIPT KILL / FUNCTION KILL stop one that has not written.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -404,7 +404,7 @@ struct Vm {
 /// Refuses binary chunks to `loadstring` (as Redis' Lua: precompiled bytecode can break out
 /// of the sandbox), defines Redis' `pcall`, the runner that calls a script under the error
 /// handler, and the global protection (a script can neither create globals nor read
-/// undefined ones).
+/// undefined ones; where it looks up `redis` or `setmetatable`, [`CallSite`] notes).
 const PRELUDE: &str = r#"
 local loadstring_ = loadstring
 loadstring = function(s, ...)
@@ -445,16 +445,24 @@ end
 -- as in Redis; the functions it registers see every global when they run.
 local loading = false
 function __redis__set_loading(on) loading = on end
+-- Where a script looks up `redis` or `setmetatable` is noted: their functions here are Lua
+-- functions, which take over the script's frame when called as `return f(...)`, and an
+-- error one raises then gets this place.
+local mark = __redis__mark
+__redis__mark = nil
 __redis__env = setmetatable({}, {
   __index = function(env, k)
     if loading and k ~= 'redis' then
       error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
     end
     if k == '_G' then return env end
-    if k == 'setmetatable' then return env_setmetatable end
+    if k == 'setmetatable' then mark() return env_setmetatable end
     local v = rawget(G, k)
     -- The view of a library table (while a library loads, `redis` is its own table).
-    if v ~= nil and v == originals[k] then v = views[k] end
+    if v ~= nil and v == originals[k] then
+      if k == 'redis' then mark() end
+      v = views[k]
+    end
     if v == nil then error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2) end
     return v
   end,
@@ -474,7 +482,21 @@ impl Vm {
         let g = lua.globals();
         let bridge = Rc::new(Bridge::default());
         lua.set_app_data(bridge.clone());
-        g.set("__redis__err__handler", lua.create_function(error_handler)?)?;
+        let b = bridge.clone();
+        g.set(
+            "__redis__err__handler",
+            lua.create_function(move |lua, err: Value| error_handler(lua, err, &b.site))?,
+        )?;
+        let b = bridge.clone();
+        // The prelude's global lookup notes where `redis` and `setmetatable` are looked up
+        // (level 2: above this function and the lookup).
+        g.set(
+            "__redis__mark",
+            lua.create_function(move |lua, ()| {
+                b.site.mark(lua, 2);
+                Ok(())
+            })?,
+        )?;
         g.set("__redis__error_text", lua.create_function(error_text)?)?;
         g.set("__redis__slot", lua.create_table()?)?;
         for name in ["loadfile", "dofile", "print"] {
@@ -485,25 +507,36 @@ impl Vm {
         g.set("cmsgpack", crate::cmsgpack::library(&lua)?)?;
         g.set("struct", crate::lua_struct::library(&lua)?)?;
         let redis = lua.create_table()?;
+        let make = command_function_maker(&lua)?;
         let command = |raise: bool| -> mlua::Result<mlua::Function> {
-            let b = bridge.clone();
-            lua.create_function(move |lua, args: MultiValue| {
-                let argv = direct_argv(lua, &args)?;
-                drop(args);
-                redis_call(lua, &b, argv, raise)
-            })
+            let (b, b2) = (bridge.clone(), bridge.clone());
+            make.call((
+                lua.create_function(move |lua, args: MultiValue| {
+                    let argv = direct_argv(lua, &args)?;
+                    drop(args);
+                    redis_call(lua, &b, argv, raise)
+                })?,
+                lua.create_function(move |lua, (n, args): (usize, Table)| {
+                    redis_call(lua, &b2, packed_argv(lua, n, &args)?, raise)
+                })?,
+            ))
         };
         redis.set("call", command(true)?)?;
         // The Redis version this server answers as (INFO's redis_version).
         redis.set("REDIS_VERSION", crate::config::REDIS_VERSION)?;
         redis.set("REDIS_VERSION_NUM", redis_version_num(crate::config::REDIS_VERSION))?;
         redis.set("pcall", command(false)?)?;
-        let b = bridge.clone();
-        let acl_check_cmd = lua.create_function(move |lua, args: MultiValue| {
-            let argv = direct_argv(lua, &args)?;
-            drop(args);
-            redis_acl_check_cmd(&b, argv)
-        })?;
+        let (b, b2) = (bridge.clone(), bridge.clone());
+        let acl_check_cmd = make.call::<mlua::Function>((
+            lua.create_function(move |lua, args: MultiValue| {
+                let argv = direct_argv(lua, &args)?;
+                drop(args);
+                redis_acl_check_cmd(&b, argv)
+            })?,
+            lua.create_function(move |lua, (n, args): (usize, Table)| {
+                redis_acl_check_cmd(&b2, packed_argv(lua, n, &args)?)
+            })?,
+        ))?;
         redis.set("acl_check_cmd", acl_check_cmd)?;
         redis.set(
             "sha1hex",
@@ -701,9 +734,46 @@ fn lua_argv(n: usize, mut arg: impl FnMut(usize) -> mlua::Result<Option<Bytes>>)
     Ok(Ok(argv))
 }
 
-/// [`lua_argv`] of a `redis.call`'s arguments.
+/// [`lua_argv`] of a command function's arguments as they came.
 fn direct_argv(lua: &Lua, args: &MultiValue) -> mlua::Result<Argv> {
     lua_argv(args.len(), |i| lua_arg(lua, &args[i]))
+}
+
+/// How many arguments a command function (`redis.call`, `redis.pcall`,
+/// `redis.acl_check_cmd`) passes to its Rust function as they are; past it they travel
+/// packed in one table. Lua 5.1 lets a C function (a Rust one included) use only
+/// `LUAI_MAXCSTACK` (8,000) stack slots, its arguments among them, and mlua holds each string
+/// argument in a slot of a thread of its own that has no more: a Rust function given 8,000
+/// arguments can neither read them all nor push a reply (it works up to about 7,990). A Lua
+/// function has no such limit, and Redis' `redis.call` takes what `unpack` gives (7,999
+/// values). Reading a table costs more per value than reading arguments, so only calls this
+/// big pay for it; the rest of the 8,000 slots is a margin for what else holds one.
+const PACK_PAST: usize = 7000;
+
+/// The maker of a command function of Lua's over its Rust functions: `make(direct, packed)`
+/// calls `direct(...)` with up to [`PACK_PAST`] arguments, else `packed(n, {...})` (`n`
+/// counts the nils a table cannot). Being a Lua function, it takes over its caller's frame
+/// when called as `return redis.call(…)`: [`CallSite`] keeps that caller's place for the
+/// error handler.
+fn command_function_maker(lua: &Lua) -> mlua::Result<mlua::Function> {
+    lua.load(format!(
+        "local select = select
+         return function(direct, packed)
+           return function(...)
+             local n = select('#', ...)
+             if n > {PACK_PAST} then return packed(n, {{...}}) end
+             return direct(...)
+           end
+         end"
+    ))
+    .set_name("=redis_prelude")
+    .eval()
+}
+
+/// [`lua_argv`] of the `n` arguments a command function packed in `args` (see
+/// [`command_function_maker`]), read one at a time.
+fn packed_argv(lua: &Lua, n: usize, args: &Table) -> mlua::Result<Argv> {
+    lua_argv(n, |i| lua_arg(lua, &args.raw_get::<Value>(i + 1)?))
 }
 
 /// A command's arguments, or the error reply they make.
@@ -718,8 +788,9 @@ struct Bridge {
     acl_check: RefCell<Option<mlua::Function>>,
     /// A command's arguments on their way to `run` or `acl_check`. They travel beside the
     /// call, as bytes: as its arguments they would be made into Lua strings again, and take
-    /// as many of the caller's stack slots again.
+    /// as many of the caller's stack slots again (see [`PACK_PAST`]).
     argv: RefCell<Option<Argv>>,
+    site: CallSite,
 }
 
 impl Bridge {
@@ -772,6 +843,43 @@ fn redis_call(lua: &Lua, bridge: &Bridge, argv: Argv, raise: bool) -> mlua::Resu
     Ok(reply)
 }
 
+/// Where user code last looked up `redis` or `setmetatable`, whose functions here are Lua
+/// functions (`redis.call`, `redis.pcall`, `redis.acl_check_cmd`, the sandbox's
+/// `setmetatable`). Such a function called as `return f(…)` takes over its caller's frame (a
+/// Lua tail call; a C function would run above it), so an error it raises finds no script
+/// frame on the stack: the error handler takes this place instead, the line of the `redis`
+/// in `return redis.call(…)`. (The prelude's `loadstring` is a Lua function too, but raises
+/// only for an argument that is not a string: such an error in a tail call gets the place
+/// last noted, if any; noting its lookups would cost every global lookup. Code `loadstring`
+/// makes looks globals up in the global table itself, unnoted.)
+#[derive(Default)]
+struct CallSite {
+    source: RefCell<String>,
+    /// 0: none noted in this invocation.
+    line: Cell<i32>,
+}
+
+impl CallSite {
+    /// Notes the place of the frame `level` levels up (the caller of the prelude's
+    /// `__index`, for the mark function).
+    fn mark(&self, lua: &Lua, level: usize) {
+        if let Some(frame) = lua.inspect_stack(level) {
+            self.line.set(frame.curr_line());
+            let source = frame.source();
+            let name = source.source.as_deref().unwrap_or("");
+            let mut kept = self.source.borrow_mut();
+            if *kept != name {
+                kept.clear();
+                kept.push_str(name);
+            }
+        }
+    }
+
+    fn clear(&self) {
+        self.line.set(0);
+    }
+}
+
 /// What Redis' `pcall` gives for an error: the `err` text of an error reply (raised by
 /// `redis.call`, or a table a script raised), the message of a library's error, any other
 /// value as it is.
@@ -796,8 +904,9 @@ fn error_text(lua: &Lua, err: Value) -> mlua::Result<Value> {
 
 /// Redis' `__redis__err__handler`: an error becomes an `{err=…}` table (a string error gets
 /// the `ERR` code), with the source and line of the script code that raised it (not of a
-/// C function or of the prelude's `redis.call`).
-fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
+/// C function or of the prelude's `redis.call`; `site` when the prelude's function took
+/// over the script's frame).
+fn error_handler(lua: &Lua, err: Value, site: &CallSite) -> mlua::Result<Table> {
     let pending: Value = lua.named_registry_value("__redis_pending_error")?;
     lua.unset_named_registry_value("__redis_pending_error")?;
     let table = match (err, pending) {
@@ -818,6 +927,14 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
         let mut level = 1;
         while let Some(frame) = lua.inspect_stack(level) {
             let source = frame.source();
+            if source.what == "tail" {
+                // A prelude function took over the frame of the code that called it.
+                if site.line.get() > 0 {
+                    table.raw_set("source", site.source.borrow().as_str())?;
+                    table.raw_set("line", site.line.get())?;
+                }
+                break;
+            }
             let name = source.source.as_deref().unwrap_or("").to_string();
             if source.what != "C" && name != "=redis_prelude" {
                 table.raw_set("source", name)?;
@@ -1259,6 +1376,7 @@ fn run_once(
     let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>().map(|b| Rc::clone(&b)) else {
         return Reply::Error("ERR Lua state without its bridge".into());
     };
+    bridge.site.clear();
     let call = RefCell::new(call);
     let result = lua.scope(|scope| {
         // redis.acl_check_cmd: whether the script's user may run the command.
