@@ -15,8 +15,9 @@
 //! suffix. A script past `busy-reply-threshold` makes other threads' clients get BUSY, and
 //! SCRIPT KILL / FUNCTION KILL stop one that has not written.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -401,9 +402,9 @@ struct Vm {
 }
 
 /// Refuses binary chunks to `loadstring` (as Redis' Lua: precompiled bytecode can break out
-/// of the sandbox), defines `redis.call` and `redis.pcall` over the command runner a script invocation binds
-/// into `__redis__slot`, the runner that calls a script under the error handler, and the
-/// global protection (a script can neither create globals nor read undefined ones).
+/// of the sandbox), defines Redis' `pcall`, the runner that calls a script under the error
+/// handler, and the global protection (a script can neither create globals nor read
+/// undefined ones; where it looks up `redis` or `setmetatable`, [`CallSite`] notes).
 const PRELUDE: &str = r#"
 local loadstring_ = loadstring
 loadstring = function(s, ...)
@@ -444,16 +445,24 @@ end
 -- as in Redis; the functions it registers see every global when they run.
 local loading = false
 function __redis__set_loading(on) loading = on end
+-- Where a script looks up `redis` or `setmetatable` is noted: their functions here are Lua
+-- functions, which take over the script's frame when called as `return f(...)`, and an
+-- error one raises then gets this place.
+local mark = __redis__mark
+__redis__mark = nil
 __redis__env = setmetatable({}, {
   __index = function(env, k)
     if loading and k ~= 'redis' then
       error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
     end
     if k == '_G' then return env end
-    if k == 'setmetatable' then return env_setmetatable end
+    if k == 'setmetatable' then mark() return env_setmetatable end
     local v = rawget(G, k)
     -- The view of a library table (while a library loads, `redis` is its own table).
-    if v ~= nil and v == originals[k] then v = views[k] end
+    if v ~= nil and v == originals[k] then
+      if k == 'redis' then mark() end
+      v = views[k]
+    end
     if v == nil then error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2) end
     return v
   end,
@@ -471,7 +480,23 @@ impl Vm {
     fn new() -> mlua::Result<Vm> {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
         let g = lua.globals();
-        g.set("__redis__err__handler", lua.create_function(error_handler)?)?;
+        let bridge = Rc::new(Bridge::default());
+        lua.set_app_data(bridge.clone());
+        let b = bridge.clone();
+        g.set(
+            "__redis__err__handler",
+            lua.create_function(move |lua, err: Value| error_handler(lua, err, &b.site))?,
+        )?;
+        let b = bridge.clone();
+        // The prelude's global lookup notes where `redis` and `setmetatable` are looked up
+        // (level 2: above this function and the lookup).
+        g.set(
+            "__redis__mark",
+            lua.create_function(move |lua, ()| {
+                b.site.mark(lua, 2);
+                Ok(())
+            })?,
+        )?;
         g.set("__redis__error_text", lua.create_function(error_text)?)?;
         g.set("__redis__slot", lua.create_table()?)?;
         for name in ["loadfile", "dofile", "print"] {
@@ -482,12 +507,37 @@ impl Vm {
         g.set("cmsgpack", crate::cmsgpack::library(&lua)?)?;
         g.set("struct", crate::lua_struct::library(&lua)?)?;
         let redis = lua.create_table()?;
-        redis.set("call", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, true))?)?;
+        let make = command_function_maker(&lua)?;
+        let command = |raise: bool| -> mlua::Result<mlua::Function> {
+            let (b, b2) = (bridge.clone(), bridge.clone());
+            make.call((
+                lua.create_function(move |lua, args: MultiValue| {
+                    let argv = direct_argv(lua, &args)?;
+                    drop(args);
+                    redis_call(lua, &b, argv, raise)
+                })?,
+                lua.create_function(move |lua, (n, args): (usize, Table)| {
+                    redis_call(lua, &b2, packed_argv(lua, n, &args)?, raise)
+                })?,
+            ))
+        };
+        redis.set("call", command(true)?)?;
         // The Redis version this server answers as (INFO's redis_version).
         redis.set("REDIS_VERSION", crate::config::REDIS_VERSION)?;
         redis.set("REDIS_VERSION_NUM", redis_version_num(crate::config::REDIS_VERSION))?;
-        redis.set("pcall", lua.create_function(|lua, args: MultiValue| redis_call(lua, args, false))?)?;
-        redis.set("acl_check_cmd", lua.create_function(redis_acl_check_cmd)?)?;
+        redis.set("pcall", command(false)?)?;
+        let (b, b2) = (bridge.clone(), bridge.clone());
+        let acl_check_cmd = make.call::<mlua::Function>((
+            lua.create_function(move |lua, args: MultiValue| {
+                let argv = direct_argv(lua, &args)?;
+                drop(args);
+                redis_acl_check_cmd(&b, argv)
+            })?,
+            lua.create_function(move |lua, (n, args): (usize, Table)| {
+                redis_acl_check_cmd(&b2, packed_argv(lua, n, &args)?)
+            })?,
+        ))?;
+        redis.set("acl_check_cmd", acl_check_cmd)?;
         redis.set(
             "sha1hex",
             lua.create_function(|_, args: MultiValue| match args.iter().collect::<Vec<_>>()[..] {
@@ -655,81 +705,131 @@ impl Vm {
     }
 }
 
-/// `redis.call` (`raise`) and `redis.pcall`: runs a command through the runner the current
-/// invocation bound. `redis.call` raises an error reply as the script's error: the table is
-/// kept in the registry for the error handler, since a Rust function raises only strings.
-/// A `redis.call`'s arguments as a command: strings, integers, and numbers as Lua prints
-/// them; `Ok(Err(text))` is the error reply Redis gives for anything else, or for none.
-fn lua_argv(lua: &Lua, values: &MultiValue) -> mlua::Result<Result<Vec<Bytes>, &'static str>> {
-    const NOT_STRING: &str = "ERR Lua redis lib command arguments must be strings or integers";
-    let mut argv = Vec::with_capacity(values.len());
-    for v in values.iter() {
-        match v {
-            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-            Value::Integer(n) => argv.push(Bytes::from(n.to_string())),
-            // As Redis' lua_tolstring: its Lua prints numbers as `%.17g`.
-            Value::Number(n) if !n.is_nan() => {
-                argv.push(Bytes::from(rediskv::commands::args::format_g17(*n)))
-            }
-            Value::Number(_) => match lua.coerce_string(v.clone())? {
-                Some(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-                None => return Ok(Err(NOT_STRING)),
-            },
-            _ => return Ok(Err(NOT_STRING)),
-        }
-    }
-    if argv.is_empty() {
+/// A `redis.call`'s argument as a command's: a string, an integer, or a number as Lua prints
+/// it; `None` for anything else.
+fn lua_arg(lua: &Lua, v: &Value) -> mlua::Result<Option<Bytes>> {
+    Ok(match v {
+        Value::String(s) => Some(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Integer(n) => Some(Bytes::from(n.to_string())),
+        // As Redis' lua_tolstring: its Lua prints numbers as `%.17g`.
+        Value::Number(n) if !n.is_nan() => Some(Bytes::from(rediskv::commands::args::format_g17(*n))),
+        Value::Number(_) => lua.coerce_string(v.clone())?.map(|s| Bytes::copy_from_slice(&s.as_bytes())),
+        _ => None,
+    })
+}
+
+/// The command a `redis.call`'s `n` arguments make (`arg(i)` converts the i-th, from 0), or
+/// the error reply Redis gives when one is not a string or a number, or for none.
+fn lua_argv(n: usize, mut arg: impl FnMut(usize) -> mlua::Result<Option<Bytes>>) -> mlua::Result<Argv> {
+    if n == 0 {
         return Ok(Err("ERR Please specify at least one argument for this redis lib call"));
+    }
+    let mut argv = Vec::with_capacity(n);
+    for i in 0..n {
+        match arg(i)? {
+            Some(a) => argv.push(a),
+            None => return Ok(Err("ERR Lua redis lib command arguments must be strings or integers")),
+        }
     }
     Ok(Ok(argv))
 }
 
-/// A `redis.call`'s (or `acl_check_cmd`'s) arguments on their way to the running script's
-/// slot function. They travel beside the call, not as its arguments: Lua 5.1 gives a C
-/// function `LUAI_MAXCSTACK` (8000) stack slots, its arguments included, and passing them
-/// on would take as many again (only ~4000 arguments would get through).
-struct PendingArgv(Result<Vec<Bytes>, &'static str>);
-
-/// The arguments [`PendingArgv`] holds for the slot function now running.
-fn take_argv(lua: &Lua) -> Result<Vec<Bytes>, &'static str> {
-    lua.remove_app_data::<PendingArgv>()
-        .map_or(Err("ERR Please specify at least one argument for this redis lib call"), |p| p.0)
+/// [`lua_argv`] of a command function's arguments as they came.
+fn direct_argv(lua: &Lua, args: &MultiValue) -> mlua::Result<Argv> {
+    lua_argv(args.len(), |i| lua_arg(lua, &args[i]))
 }
 
-/// `redis.acl_check_cmd`, through the running script's slot.
-fn redis_acl_check_cmd(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
-    let slot: Table = lua.globals().raw_get("__redis__slot")?;
-    match slot.raw_get::<Value>("acl_check_cmd")? {
-        Value::Function(f) => {
-            let argv = lua_argv(lua, &args)?;
-            drop(args);
-            lua.set_app_data(PendingArgv(argv));
+/// How many arguments a command function (`redis.call`, `redis.pcall`,
+/// `redis.acl_check_cmd`) passes to its Rust function as they are; past it they travel
+/// packed in one table. Lua 5.1 lets a C function (a Rust one included) use only
+/// `LUAI_MAXCSTACK` (8,000) stack slots, its arguments among them, and mlua holds each string
+/// argument in a slot of a thread of its own that has no more: a Rust function given 8,000
+/// arguments can neither read them all nor push a reply (it works up to about 7,990). A Lua
+/// function has no such limit, and Redis' `redis.call` takes what `unpack` gives (7,999
+/// values). Reading a table costs more per value than reading arguments, so only calls this
+/// big pay for it; the rest of the 8,000 slots is a margin for what else holds one.
+const PACK_PAST: usize = 7000;
+
+/// The maker of a command function of Lua's over its Rust functions: `make(direct, packed)`
+/// calls `direct(...)` with up to [`PACK_PAST`] arguments, else `packed(n, {...})` (`n`
+/// counts the nils a table cannot). Being a Lua function, it takes over its caller's frame
+/// when called as `return redis.call(…)`: [`CallSite`] keeps that caller's place for the
+/// error handler.
+fn command_function_maker(lua: &Lua) -> mlua::Result<mlua::Function> {
+    lua.load(format!(
+        "local select = select
+         return function(direct, packed)
+           return function(...)
+             local n = select('#', ...)
+             if n > {PACK_PAST} then return packed(n, {{...}}) end
+             return direct(...)
+           end
+         end"
+    ))
+    .set_name("=redis_prelude")
+    .eval()
+}
+
+/// [`lua_argv`] of the `n` arguments a command function packed in `args` (see
+/// [`command_function_maker`]), read one at a time.
+fn packed_argv(lua: &Lua, n: usize, args: &Table) -> mlua::Result<Argv> {
+    lua_argv(n, |i| lua_arg(lua, &args.raw_get::<Value>(i + 1)?))
+}
+
+/// A command's arguments, or the error reply they make.
+type Argv = Result<Vec<Bytes>, &'static str>;
+
+/// What the Lua state's long-lived functions share with the invocation running now.
+#[derive(Default)]
+struct Bridge {
+    /// The running invocation's command runner (for `redis.call` and `redis.pcall`) and ACL
+    /// check (for `redis.acl_check_cmd`): functions of its scope, `None` between invocations.
+    run: RefCell<Option<mlua::Function>>,
+    acl_check: RefCell<Option<mlua::Function>>,
+    /// A command's arguments on their way to `run` or `acl_check`. They travel beside the
+    /// call, as bytes: as its arguments they would be made into Lua strings again, and take
+    /// as many of the caller's stack slots again (see [`PACK_PAST`]).
+    argv: RefCell<Option<Argv>>,
+    site: CallSite,
+}
+
+impl Bridge {
+    /// The arguments handed to the function now running.
+    fn take_argv(&self) -> Argv {
+        self.argv
+            .borrow_mut()
+            .take()
+            .unwrap_or(Err("ERR Please specify at least one argument for this redis lib call"))
+    }
+}
+
+/// `redis.acl_check_cmd` of `argv`, through the running invocation's check.
+fn redis_acl_check_cmd(bridge: &Bridge, argv: Argv) -> mlua::Result<Value> {
+    match bridge.acl_check.borrow().as_ref() {
+        Some(f) => {
+            *bridge.argv.borrow_mut() = Some(argv);
             f.call::<Value>(())
         }
-        _ => Err(mlua::Error::RuntimeError(
+        None => Err(mlua::Error::RuntimeError(
             "redis.acl_check_cmd can only be called inside a script invocation".into(),
         )),
     }
 }
 
-/// `redis.call` / `redis.pcall` (`raise`: call).
-fn redis_call(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
-    let slot: Table = lua.globals().raw_get("__redis__slot")?;
-    let reply = match slot.raw_get::<Value>("fn")? {
-        Value::Function(f) => {
-            let argv = lua_argv(lua, &args)?;
-            drop(args);
-            lua.set_app_data(PendingArgv(argv));
+/// `redis.call` (`raise`) and `redis.pcall` of `argv`: runs the command through the
+/// running invocation's runner. `redis.call` raises an error reply as the script's error:
+/// the table is kept in the registry for the error handler, since a Rust function raises
+/// only strings.
+fn redis_call(lua: &Lua, bridge: &Bridge, argv: Argv, raise: bool) -> mlua::Result<Value> {
+    let reply = match bridge.run.borrow().as_ref() {
+        Some(f) => {
+            *bridge.argv.borrow_mut() = Some(argv);
             f.call::<Value>(())?
         }
-        _ => Value::Table(error_table(
+        None => Value::Table(error_table(
             lua,
             "ERR redis.call/pcall can only be called inside a script invocation",
         )?),
-    };
-    let reply = match reply {
-        Value::Table(t) if t.raw_get::<bool>("__plain").unwrap_or(false) => t.raw_get::<Value>("__value")?,
-        other => other,
     };
     if raise {
         if let Value::Table(t) = &reply {
@@ -741,6 +841,43 @@ fn redis_call(lua: &Lua, args: MultiValue, raise: bool) -> mlua::Result<Value> {
         }
     }
     Ok(reply)
+}
+
+/// Where user code last looked up `redis` or `setmetatable`, whose functions here are Lua
+/// functions (`redis.call`, `redis.pcall`, `redis.acl_check_cmd`, the sandbox's
+/// `setmetatable`). Such a function called as `return f(…)` takes over its caller's frame (a
+/// Lua tail call; a C function would run above it), so an error it raises finds no script
+/// frame on the stack: the error handler takes this place instead, the line of the `redis`
+/// in `return redis.call(…)`. (The prelude's `loadstring` is a Lua function too, but raises
+/// only for an argument that is not a string: such an error in a tail call gets the place
+/// last noted, if any; noting its lookups would cost every global lookup. Code `loadstring`
+/// makes looks globals up in the global table itself, unnoted.)
+#[derive(Default)]
+struct CallSite {
+    source: RefCell<String>,
+    /// 0: none noted in this invocation.
+    line: Cell<i32>,
+}
+
+impl CallSite {
+    /// Notes the place of the frame `level` levels up (the caller of the prelude's
+    /// `__index`, for the mark function).
+    fn mark(&self, lua: &Lua, level: usize) {
+        if let Some(frame) = lua.inspect_stack(level) {
+            self.line.set(frame.curr_line());
+            let source = frame.source();
+            let name = source.source.as_deref().unwrap_or("");
+            let mut kept = self.source.borrow_mut();
+            if *kept != name {
+                kept.clear();
+                kept.push_str(name);
+            }
+        }
+    }
+
+    fn clear(&self) {
+        self.line.set(0);
+    }
 }
 
 /// What Redis' `pcall` gives for an error: the `err` text of an error reply (raised by
@@ -767,8 +904,9 @@ fn error_text(lua: &Lua, err: Value) -> mlua::Result<Value> {
 
 /// Redis' `__redis__err__handler`: an error becomes an `{err=…}` table (a string error gets
 /// the `ERR` code), with the source and line of the script code that raised it (not of a
-/// C function or of the prelude's `redis.call`).
-fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
+/// C function or of the prelude's `redis.call`; `site` when the prelude's function took
+/// over the script's frame).
+fn error_handler(lua: &Lua, err: Value, site: &CallSite) -> mlua::Result<Table> {
     let pending: Value = lua.named_registry_value("__redis_pending_error")?;
     lua.unset_named_registry_value("__redis_pending_error")?;
     let table = match (err, pending) {
@@ -789,6 +927,14 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
         let mut level = 1;
         while let Some(frame) = lua.inspect_stack(level) {
             let source = frame.source();
+            if source.what == "tail" {
+                // A prelude function took over the frame of the code that called it.
+                if site.line.get() > 0 {
+                    table.raw_set("source", site.source.borrow().as_str())?;
+                    table.raw_set("line", site.line.get())?;
+                }
+                break;
+            }
             let name = source.source.as_deref().unwrap_or("").to_string();
             if source.what != "C" && name != "=redis_prelude" {
                 table.raw_set("source", name)?;
@@ -1227,6 +1373,10 @@ fn run_once(
 ) -> Reply {
     let scripts = host.scripts();
     let _ = lua.set_named_registry_value("__redis_resp", 2);
+    let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>().map(|b| Rc::clone(&b)) else {
+        return Reply::Error("ERR Lua state without its bridge".into());
+    };
+    bridge.site.clear();
     let call = RefCell::new(call);
     let result = lua.scope(|scope| {
         // redis.acl_check_cmd: whether the script's user may run the command.
@@ -1240,16 +1390,16 @@ fn run_once(
                     Err(e) => e,
                 }
             };
-            let argv = take_argv(lua).map_err(raise)?;
+            let argv = bridge.take_argv().map_err(raise)?;
             if crate::acl::resolve(&argv).is_err() {
                 return Err(raise("ERR Invalid command passed to redis.acl_check_cmd()"));
             }
             Ok(acl(&argv).is_ok())
         })?;
         let raw = scope.create_function(|lua, (): ()| {
-            let argv = match take_argv(lua) {
+            let argv = match bridge.take_argv() {
                 Ok(argv) => argv,
-                Err(text) => return error_table(lua, text),
+                Err(text) => return Ok(Value::Table(error_table(lua, text)?)),
             };
             let mut counted = false;
             let reply = match check_command(&argv, read_only, acl) {
@@ -1257,7 +1407,7 @@ fn run_once(
                     // Refused before running, as Redis counts it.
                     let text = format!("ERR {text}");
                     host.count_error(table::find(&argv).ok(), &text);
-                    return counted_error_table(lua, &text);
+                    return Ok(Value::Table(counted_error_table(lua, &text)?));
                 }
                 Ok(found) => {
                     host.monitor(&argv, db);
@@ -1271,7 +1421,7 @@ fn run_once(
                                 if r.oom && !r.wrote && info.has(flag::DENYOOM) {
                                     drop(running);
                                     host.count_error(Some(info), OOM);
-                                    return counted_error_table(lua, OOM);
+                                    return Ok(Value::Table(counted_error_table(lua, OOM)?));
                                 }
                                 r.wrote |= info.is_write();
                             }
@@ -1297,32 +1447,25 @@ fn run_once(
             reply.write(protocol, &mut bytes);
             let mut at = 0;
             let value = resp_to_lua(lua, &bytes, &mut at)?;
-            match value {
-                Value::Table(t) => {
-                    if counted {
-                        t.set(COUNTED, true)?;
-                    }
-                    Ok(t)
-                }
-                other => {
-                    // Not a table: wrap it so the Lua side gets exactly this value back.
-                    let t = lua.create_table()?;
-                    t.set("__value", other)?;
-                    t.set("__plain", true)?;
-                    Ok(t)
-                }
+            if let (true, Value::Table(t)) = (counted, &value) {
+                t.set(COUNTED, true)?;
             }
+            Ok(value)
         })?;
-        let slot: Table = lua.globals().get("__redis__slot")?;
-        slot.raw_set("fn", raw)?;
-        slot.raw_set("acl_check_cmd", acl_check_cmd)?;
+        *bridge.run.borrow_mut() = Some(raw);
+        *bridge.acl_check.borrow_mut() = Some(acl_check_cmd);
         let g = lua.globals();
-        let key_table = lua.create_sequence_from(
-            keys.iter().map(|k| lua.create_string(&k[..])).collect::<mlua::Result<Vec<_>>>()?,
-        )?;
-        let arg_table = lua.create_sequence_from(
-            args.iter().map(|k| lua.create_string(&k[..])).collect::<mlua::Result<Vec<_>>>()?,
-        )?;
+        // One string at a time: mlua holds every Lua string Rust holds in a slot of a thread
+        // of its own, and that thread has only 8,000 (`LUAI_MAXCSTACK`).
+        let sequence = |items: &[Bytes]| -> mlua::Result<Table> {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, lua.create_string(&item[..])?)?;
+            }
+            Ok(t)
+        };
+        let key_table = sequence(keys)?;
+        let arg_table = sequence(args)?;
         if matches!(target, Target::Script(_)) {
             g.raw_set("KEYS", key_table.clone())?;
             g.raw_set("ARGV", arg_table.clone())?;
@@ -1340,7 +1483,6 @@ fn run_once(
         let runner: mlua::Function = g.get("__redis__run")?;
         let out: MultiValue = runner.call((f.clone(), key_table, arg_table))?;
         lua.remove_hook();
-        slot.raw_set("fn", Value::Nil)?;
         let mut out = out.into_iter();
         let ok = matches!(out.next(), Some(Value::Boolean(true)));
         let value = out.next().unwrap_or(Value::Nil);
@@ -1349,6 +1491,10 @@ fn run_once(
         let resp: i64 = lua.named_registry_value("__redis_resp").unwrap_or(2);
         Ok(if ok { lua_to_reply(&value, resp == 3) } else { error_reply(&value) })
     });
+    // The scope's functions are gone: the command functions refuse until the next one.
+    bridge.run.borrow_mut().take();
+    bridge.acl_check.borrow_mut().take();
+    bridge.argv.borrow_mut().take();
     result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e))))
 }
 

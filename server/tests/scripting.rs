@@ -656,6 +656,154 @@ fn many_arguments_and_numbers_match_redis() {
     same_as_redis(many_arguments_script);
 }
 
+/// `redis.call` with more arguments than a Rust function can take: Redis' TCL "Script check
+/// unpack with massive arguments" (an `unpack` of 7,999 values, 8,001 arguments with the
+/// command and key) from EVAL and from a FUNCTION library, with strings and numbers; the
+/// read-only check, `redis.pcall`, `redis.acl_check_cmd`, and the errors (and their places)
+/// of such a call.
+fn massive_arguments_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut out = Vec::new();
+    let unpack = |n: usize, fill: &str, call: &str| {
+        format!("local a = {{}}\nfor i = 1, {n} do a[i] = {fill} end\n{call}")
+    };
+    out.push(c.cmd(&["SET", "str", "x"]));
+    for (script, read) in [
+        (unpack(7999, "1", "return redis.call('lpush', 'l', unpack(a))"), &["LLEN", "l"][..]),
+        (unpack(7999, "'v' .. i", "return redis.call('rpush', 'l2', unpack(a))"), &["LINDEX", "l2", "-1"]),
+        (unpack(7999, "i + 0.5", "return redis.call('rpush', 'l3', unpack(a))"), &["LINDEX", "l3", "-1"]),
+        (unpack(7999, "'k' .. i", "return #redis.call('mget', unpack(a))"), &["LLEN", "l"]),
+        (unpack(7999, "1", "return redis.pcall('rpush', 'l', unpack(a))"), &["LLEN", "l"]),
+    ] {
+        out.push(c.cmd(&["EVAL", &script, "0"]));
+        out.push(c.cmd(read));
+    }
+    for script in [
+        // Errors: the command's, a nil or a table among the arguments, with the script's
+        // place when raised; returned by redis.pcall.
+        unpack(7999, "1", "return redis.call('lpush', 'str', unpack(a))"),
+        unpack(7999, "1", "return redis.pcall('lpush', 'str', unpack(a))"),
+        unpack(7999, "1", "return redis.call('nosuch', unpack(a))"),
+        unpack(7999, "1", "local x = 1\nredis.call('lpush', 'str', unpack(a))\nreturn x"),
+        unpack(7999, "i", "a[5000] = nil return redis.call('lpush', 'l', unpack(a, 1, 7997))"),
+        unpack(7999, "i", "a[5000] = nil return redis.pcall('lpush', 'l', unpack(a, 1, 7997))"),
+        unpack(7999, "i", "a[7500] = {} return redis.call('lpush', 'l', unpack(a))"),
+        unpack(7999, "i", "a[7999] = true return redis.pcall('lpush', 'l', unpack(a))"),
+        unpack(7999, "1", "return redis.acl_check_cmd('lpush', 'l', unpack(a))"),
+        unpack(7999, "1", "return redis.acl_check_cmd('nosuch', 'l', unpack(a))"),
+        // Lua's own limit: unpack gives at most 7,999 values.
+        unpack(8000, "1", "return redis.call('lpush', 'l', unpack(a))"),
+    ] {
+        out.push(c.cmd(&["EVAL", &script, "0"]));
+    }
+    out.push(c.cmd(&["EVAL_RO", &unpack(7999, "1", "return redis.call('lpush', 'l', unpack(a))"), "0"]));
+    out.push(c.cmd(&[
+        "EVAL",
+        &unpack(7999, "1", "return redis.call('lpush', KEYS[1], unpack(a))"),
+        "1",
+        "l4",
+    ]));
+    let lib = format!(
+        "#!lua name=massive\nredis.register_function('push', function(keys)\n{}\nend)\n\
+         redis.register_function('bad', function(keys)\n{}\nend)\n\
+         redis.register_function{{function_name='ro', callback=function(keys)\n{}\nend, flags={{'no-writes'}}}}",
+        unpack(7999, "1", "return redis.call('lpush', keys[1], unpack(a))"),
+        unpack(7999, "1", "return redis.call('lpush', 'str', unpack(a))"),
+        unpack(7999, "1", "return redis.call('lpush', keys[1], unpack(a))"),
+    );
+    out.push(c.cmd(&["FUNCTION", "LOAD", "REPLACE", &lib]));
+    for call in [["FCALL", "push", "1", "fl"], ["FCALL", "bad", "1", "fl"], ["FCALL", "ro", "1", "fl"]] {
+        out.push(c.cmd(&call));
+    }
+    out.push(c.cmd(&["LLEN", "fl"]));
+    out.push(c.cmd(&["FUNCTION", "DELETE", "massive"]));
+    out
+}
+
+#[test]
+fn massive_arguments_match_redis() {
+    same_as_redis(massive_arguments_script);
+}
+
+/// KEYS and ARGV of thousands (more strings than mlua lets Rust hold at once), and back to
+/// a command.
+fn thousands_of_keys_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut out = Vec::new();
+    let keys: Vec<String> = (0..9000).map(|i| format!("k{i}")).collect();
+    let mut cmd = vec!["EVAL", "return {#KEYS, #ARGV, KEYS[9000], ARGV[9000]}", "9000"];
+    cmd.extend(keys.iter().map(String::as_str));
+    cmd.extend(keys.iter().map(String::as_str));
+    out.push(c.cmd(&cmd));
+    out.push(c.cmd(&["MSET", "k1", "a", "k8999", "b"]));
+    let mut cmd = vec!["EVAL", "return redis.call('del', unpack(KEYS, 1, 5000))", "9000"];
+    cmd.extend(keys.iter().map(String::as_str));
+    out.push(c.cmd(&cmd));
+    out
+}
+
+#[test]
+fn thousands_of_keys_match_redis() {
+    same_as_redis(thousands_of_keys_script);
+}
+
+/// The errors of `redis.call`, `redis.pcall` and `redis.acl_check_cmd` (a nil or a table
+/// among the arguments, none, an unknown command, a command's error), raised with the
+/// script's place or returned, whether the call is a statement or a tail call (`return
+/// redis.call(…)`), on the call's line, in EVAL and in a FUNCTION library; and
+/// `setmetatable` refusing a protected table in a tail call.
+fn call_errors_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut out = Vec::new();
+    out.push(c.cmd(&["SET", "str", "x"]));
+    for script in [
+        "return redis.call('set', nil, 1)",
+        "redis.call('set', nil, 1)",
+        "return redis.pcall('set', nil, 1)",
+        "local t = redis.pcall('set', nil, 1) return t.err",
+        "return redis.call('set', 'k', {})",
+        "return redis.call()",
+        "return redis.pcall()",
+        "return redis.call('nosuch')",
+        "redis.call('nosuch')",
+        "return redis.pcall('nosuch')",
+        "local x = 1\nreturn redis.call(\n'nosuch')",
+        "local x = 1\nredis.call('lpush', 'str', 'a')\nreturn x",
+        "local function f() return redis.call('nosuch') end\nreturn f()",
+        "local function f()\nreturn redis.call('lpush', 'str', 'a') end\nreturn f()",
+        "return {pcall(redis.call, 'nosuch')}",
+        "local ok, e = pcall(function() return redis.call('nosuch') end) return e",
+        "local r = redis return r.call('nosuch')",
+        "return redis.acl_check_cmd('nosuch')",
+        "return redis.acl_check_cmd()",
+        "return redis.acl_check_cmd('set', nil)",
+        "return redis.acl_check_cmd('get', 'k')",
+        "return setmetatable(_G, {})",
+        "local x = 1\nreturn setmetatable(redis, {})",
+        "local x = 1\nsetmetatable(redis, {})",
+        "redis.setresp(3) return redis.call('hgetall', 'nokey')",
+    ] {
+        out.push(c.cmd(&["EVAL", script, "0"]));
+    }
+    let lib = "#!lua name=errs\n\
+        redis.register_function('tail', function() return redis.call('nosuch') end)\n\
+        redis.register_function('statement', function()\nlocal x = 1\nredis.call('lpush', 'str', 'a')\nreturn x\nend)\n\
+        redis.register_function('nilarg', function()\nreturn redis.call('set', nil, 1)\nend)\n\
+        redis.register_function('pcalled', function() return redis.pcall('set', nil, 1) end)\n\
+        redis.register_function{function_name='ro', callback=function() return redis.call('set', 'k', 1) end, flags={'no-writes'}}";
+    out.push(c.cmd(&["FUNCTION", "LOAD", "REPLACE", lib]));
+    for f in ["tail", "statement", "nilarg", "pcalled", "ro"] {
+        out.push(c.cmd(&["FCALL", f, "0"]));
+    }
+    out.push(c.cmd(&["FUNCTION", "DELETE", "errs"]));
+    out
+}
+
+#[test]
+fn call_errors_match_redis() {
+    same_as_redis(call_errors_script);
+}
+
 /// INFO's error and command counters after a script's commands fail or are refused: an
 /// error a command answered (or was refused with) inside a script counts once, when it
 /// happens, whether the script catches it, raises it or returns it (Redis'
