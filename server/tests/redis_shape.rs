@@ -62,6 +62,7 @@ fn shapes_match_redis() {
             "Stats" => assert_eq!(
                 extensions,
                 [
+                    "rediskv_expire_examined_keys",
                     "rediskv_gc_examined_records",
                     "rediskv_gc_collected_records",
                     "rediskv_gc_passes",
