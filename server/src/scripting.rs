@@ -9,8 +9,10 @@
 //! batch (a script that fails after writing keeps its writes, as in Redis).
 //!
 //! The sandbox follows Redis': the `base`, `table`, `string` and `math` libraries, `bit`,
-//! `cjson`, `cmsgpack` and `struct` (written here), no `loadfile`/`dofile`; globals can be neither created nor read
-//! when undefined; replies convert between Lua and RESP as Redis converts them, RESP3
+//! `cjson`, `cmsgpack` and `struct` (written here), no `loadfile`/`dofile`/`print`, no
+//! `getfenv`/`setfenv`/`newproxy`; globals can be neither created nor read when undefined,
+//! and neither they, the library tables nor the strings' metatable can be changed, also by
+//! code `loadstring` and `load` make (see [`PRELUDE`]); replies convert between Lua and RESP as Redis converts them, RESP3
 //! included after `redis.setresp(3)`; errors carry Redis' `script: …, on @user_script:N.`
 //! suffix. A script past `busy-reply-threshold` makes other threads' clients get BUSY, and
 //! SCRIPT KILL / FUNCTION KILL stop one that has not written.
@@ -401,75 +403,144 @@ struct Vm {
     functions: HashMap<String, (RegistryKey, Vec<String>)>,
 }
 
-/// Refuses binary chunks to `loadstring` (as Redis' Lua: precompiled bytecode can break out
-/// of the sandbox), defines Redis' `pcall`, the runner that calls a script under the error
-/// handler, and the global protection (a script can neither create globals nor read
-/// undefined ones; where it looks up `redis` or `setmetatable`, [`CallSite`] notes).
+/// Defines Redis' `pcall`, the runner that calls a script under the error handler, and the
+/// global protection: the globals scripts see (their environment, also given to the code
+/// `loadstring` and `load` make), the library tables and the strings' metatable are
+/// read-only views (assignment, `setmetatable`, `rawset` and `table.insert` refuse them), a
+/// script can neither create globals nor read undefined ones; where it looks up `redis` or
+/// `setmetatable`, `rawset`, `getmetatable` or `table.insert`, [`CallSite`] notes. Takes the
+/// `pcall` error converter, the mark function and the place function (see [`CallSite::place`]);
+/// answers the pieces the server keeps (see [`Vm::new`]), none of them a global.
 const PRELUDE: &str = r#"
-local loadstring_ = loadstring
-loadstring = function(s, ...)
-  if type(s) == 'string' and string.byte(s, 1) == 27 then return nil, 'binary chunks are not allowed' end
-  return loadstring_(s, ...)
-end
+local error_text, mark, place = ...
+local G = _G
+local error, select, unpack, pcall_, maxn, setmetatable_ = error, select, unpack, pcall, table.maxn, setmetatable
+local type, tonumber, find, sub = type, tonumber, string.find, string.sub
+local rawset_, insert_, getmetatable_ = rawset, table.insert, getmetatable
+local READONLY = 'Attempt to modify a readonly table'
 -- Redis' pcall: an error reply raised by redis.call (or a library) comes back as its text.
-local pcall_ = pcall
-local error_text = __redis__error_text
-pcall = function(f, ...)
-  local result = {pcall_(f, ...)}
+-- Without arguments it calls the boolean it puts before them, as Redis' does.
+pcall = function(...)
+  if select('#', ...) == 0 then return false, 'attempt to call a boolean value' end
+  local result = {pcall_(...)}
   if not result[1] then return false, error_text(result[2]) end
-  return unpack(result, 1, table.maxn(result))
+  return unpack(result, 1, maxn(result))
 end
-function __redis__run(f, keys, args)
+local function run(f, keys, args)
   return xpcall(function() return f(keys, args) end, __redis__err__handler)
 end
-local G = _G
-local function readonly() error('Attempt to modify a readonly table', 2) end
--- What getmetatable answers for a protected table: a table nobody can change.
-local sealed = setmetatable({}, {__newindex = readonly, __metatable = false})
-local protected = {}
+local function readonly() error(READONLY, 2) end
+-- What getmetatable answers for a library table: a table nobody can change.
+local sealed = setmetatable_({}, {__newindex = readonly, __metatable = false})
+-- Tables scripts may not change (the server's rawset and table.insert refuse them too), and
+-- what its getmetatable answers for them (nil for most, as Redis' library tables have none).
+local protected, answers = {[sealed] = true}, {}
+local function view(t, index)
+  local v = setmetatable_({}, {__index = index or t, __newindex = readonly, __metatable = sealed})
+  protected[v] = true
+  return v
+end
 -- Library tables reach scripts as read-only views, as Redis makes them read-only.
 local views, originals = {}, {}
-for _, name in ipairs({'redis', 'cjson', 'cmsgpack', 'struct', 'bit', 'string', 'math', 'table'}) do
-  local view = setmetatable({}, {__index = G[name], __newindex = readonly, __metatable = sealed})
+for _, name in ipairs({'redis', 'cjson', 'cmsgpack', 'struct', 'bit', 'string', 'math', 'table', 'coroutine'}) do
   originals[name] = G[name]
-  views[name] = view
-  protected[view] = true
+  views[name] = view(G[name])
 end
-local setmetatable_ = setmetatable
+-- `table.insert` is noted where it is looked up, as the globals above.
+local table_ = G.table
+views.table = view(table_, function(_, k)
+  if k == 'insert' then mark() end
+  return table_[k]
+end)
+-- The strings' metatable (the server installs it): its __index is the string view, and the
+-- server's getmetatable answers a read-only view of it.
+local string_meta = {__index = views.string}
+local string_meta_view = view(string_meta)
+-- rawset, table.insert and getmetatable refuse the read-only tables as Redis' (its C
+-- functions raise without a place) and otherwise are Lua's own. Lua's errors keep their text:
+-- the original runs under pcall, called by a local of its own name (Lua names the function
+-- in its argument errors by the caller's variable), and its place, this prelude's line, is
+-- replaced by the script's: where the script called, or, if it called as `return f(...)` (a
+-- tail call: the guard replaced the script's frame), where it looked the function up, as the
+-- lookups note.
+local function rawset_call(...) local rawset = rawset_ return rawset(...) end
+local function insert_call(...) local insert = insert_ return insert(...) end
+local function getmetatable_call(...) local getmetatable = getmetatable_ return getmetatable(...) end
+-- Called (not tail-called) by a guard: place() looks three levels up, above itself, this
+-- function and the guard.
+local function raise(err)
+  if type(err) == 'string' then
+    local _, stop = find(err, '^redis_prelude:%d+: ')
+    if stop then err = place() .. sub(err, stop + 1) end
+  end
+  error(err, 0)
+end
+local function rawset(...)
+  local t, k = ...
+  local n = select('#', ...)
+  if n >= 3 then
+    if protected[t] then error(READONLY, 0) end
+    if type(t) == 'table' and k ~= nil and k == k then return rawset_(...) end
+  end
+  local ok, err = pcall_(rawset_call, ...)
+  if ok then return err end
+  raise(err)
+end
+local function insert(...)
+  local t, pos = ...
+  local n = select('#', ...)
+  if protected[t] then
+    if n == 2 or (n == 3 and tonumber(pos) ~= nil) then error(READONLY, 0) end
+  elseif type(t) == 'table' and (n == 2 or (n == 3 and type(pos) == 'number')) then
+    return insert_(...)
+  end
+  local ok, err = pcall_(insert_call, ...)
+  if ok then return end
+  raise(err)
+end
+local function getmetatable(...)
+  local v = ...
+  if select('#', ...) == 0 then
+    local _, err = pcall_(getmetatable_call)
+    raise(err)
+  end
+  if type(v) == 'string' then return string_meta_view end
+  if protected[v] then return answers[v] end
+  return getmetatable_(v)
+end
+G.rawset, G.getmetatable, table_.insert = rawset, getmetatable, insert
 local env_setmetatable = function(t, mt)
   -- Raised without a place, as by Redis' C setmetatable.
-  if protected[t] then error('Attempt to modify a readonly table', 0) end
+  if protected[t] then error(READONLY, 0) end
   return setmetatable_(t, mt)
 end
 -- While a library loads, its code sees `redis` (its registration table) and nothing else,
 -- as in Redis; the functions it registers see every global when they run.
 local loading = false
-function __redis__set_loading(on) loading = on end
--- Where a script looks up `redis` or `setmetatable` is noted: their functions here are Lua
--- functions, which take over the script's frame when called as `return f(...)`, and an
--- error one raises then gets this place.
-local mark = __redis__mark
-__redis__mark = nil
-__redis__env = setmetatable({}, {
-  __index = function(env, k)
-    if loading and k ~= 'redis' then
-      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-    end
-    if k == '_G' then return env end
-    if k == 'setmetatable' then mark() return env_setmetatable end
-    local v = rawget(G, k)
-    -- The view of a library table (while a library loads, `redis` is its own table).
-    if v ~= nil and v == originals[k] then
-      if k == 'redis' then mark() end
-      v = views[k]
-    end
-    if v == nil then error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2) end
-    return v
-  end,
-  __newindex = readonly,
-  __metatable = sealed,
-})
-protected[__redis__env] = true
+local function set_loading(on) loading = on end
+-- Where a script looks up `redis`, `setmetatable`, `rawset` or `getmetatable` is noted: their
+-- functions here are Lua functions, which take over the script's frame when called as
+-- `return f(...)`, and an error one raises then gets this place.
+local function lookup(env, k)
+  if loading and k ~= 'redis' then
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+  end
+  if k == '_G' then return env end
+  if k == 'setmetatable' then mark() return env_setmetatable end
+  if k == 'rawset' or k == 'getmetatable' then mark() end
+  local v = rawget(G, k)
+  -- The view of a library table (while a library loads, `redis` is its own table).
+  if v ~= nil and v == originals[k] then
+    if k == 'redis' then mark() end
+    v = views[k]
+  end
+  if v == nil then error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2) end
+  return v
+end
+local env = setmetatable_({}, {__index = lookup, __newindex = readonly, __metatable = sealed})
+protected[env] = true
+answers[env] = view({__index = lookup})
+return {run = run, env = env, set_loading = set_loading, protected = protected, string_meta = string_meta}
 "#;
 
 thread_local! {
@@ -487,21 +558,27 @@ impl Vm {
             "__redis__err__handler",
             lua.create_function(move |lua, err: Value| error_handler(lua, err, &b.site))?,
         )?;
-        let b = bridge.clone();
         // The prelude's global lookup notes where `redis` and `setmetatable` are looked up
         // (level 2: above this function and the lookup).
-        g.set(
-            "__redis__mark",
-            lua.create_function(move |lua, ()| {
-                b.site.mark(lua, 2);
-                Ok(())
-            })?,
-        )?;
-        g.set("__redis__error_text", lua.create_function(error_text)?)?;
-        g.set("__redis__slot", lua.create_table()?)?;
-        for name in ["loadfile", "dofile", "print"] {
+        let b = bridge.clone();
+        let mark = lua.create_function(move |lua, ()| {
+            b.site.mark(lua, 2);
+            Ok(())
+        })?;
+        // The prelude's guards (`rawset`, `table.insert`, `getmetatable`) place Lua's errors
+        // where the script called them (level 3: above this function, the prelude's raiser and
+        // the guard).
+        let b = bridge.clone();
+        let place = lua.create_function(move |lua, ()| lua.create_string(b.site.place(lua, 3)))?;
+        lua.set_named_registry_value(SLOT, lua.create_table()?)?;
+        // What Redis' sandbox leaves out: a script reaches no function environment (the real
+        // global table), no files, no `newproxy`.
+        for name in ["loadfile", "dofile", "print", "getfenv", "setfenv", "newproxy"] {
             g.set(name, Value::Nil)?;
         }
+        let loadstring: mlua::Function = g.get("loadstring")?;
+        g.set("loadstring", sandboxed_loader(&lua, loadstring.clone(), false)?)?;
+        g.set("load", sandboxed_loader(&lua, loadstring, true)?)?;
         g.set("bit", bit_library(&lua)?)?;
         g.set("cjson", cjson_library(&lua)?)?;
         g.set("cmsgpack", crate::cmsgpack::library(&lua)?)?;
@@ -601,7 +678,17 @@ impl Vm {
             })?,
         )?;
         g.set("redis", redis)?;
-        lua.load(PRELUDE).set_name("=redis_prelude").exec()?;
+        let pieces: Table = lua.load(PRELUDE).set_name("=redis_prelude").call((
+            lua.create_function(error_text)?,
+            mark,
+            place,
+        ))?;
+        for (key, piece) in
+            [(RUN, "run"), (ENV, "env"), (SET_LOADING, "set_loading"), (PROTECTED, "protected")]
+        {
+            lua.set_named_registry_value(key, pieces.raw_get::<Value>(piece)?)?;
+        }
+        lua.set_type_metatable::<mlua::String>(Some(pieces.raw_get("string_meta")?));
         Ok(Vm { lua, generation: u64::MAX, scripts: HashMap::new(), functions: HashMap::new() })
     }
 
@@ -647,12 +734,12 @@ impl Vm {
             }
             // The registration outlives the load in the library's closures: past it, it
             // refuses (the scoped function behind it is gone).
-            let slot: Table = g.get("__redis__slot")?;
+            let slot: Table = lua.named_registry_value(SLOT)?;
             slot.raw_set("register", register)?;
             loading.raw_set(
                 "register_function",
                 lua.create_function(|lua, args: MultiValue| {
-                    let slot: Table = lua.globals().raw_get("__redis__slot")?;
+                    let slot: Table = lua.named_registry_value(SLOT)?;
                     match slot.raw_get::<Value>("register")? {
                         Value::Function(f) => f.call::<()>(args),
                         _ => Err(mlua::Error::RuntimeError(
@@ -661,18 +748,31 @@ impl Vm {
                     }
                 })?,
             )?;
-            let strict: Table = lua
-                .load("return {__index = function(_, k) error(\"Script attempted to access nonexistent global variable '\" .. tostring(k) .. \"'\", 2) end, __newindex = function() error('Attempt to modify a readonly table', 2) end, __metatable = false}")
+            // Read-only, as a view of what it holds (assignment, rawset and table.insert
+            // refuse it, also in a registered function that keeps it).
+            let loading: Table = lua
+                .load(
+                    "local api = ...
+                     return setmetatable({}, {
+                       __index = function(_, k)
+                         local v = api[k]
+                         if v == nil then error(\"Script attempted to access nonexistent global variable '\" .. tostring(k) .. \"'\", 2) end
+                         return v
+                       end,
+                       __newindex = function() error('Attempt to modify a readonly table', 2) end,
+                       __metatable = false,
+                     })",
+                )
                 .set_name("=redis_prelude")
-                .eval()?;
-            loading.set_metatable(Some(strict));
+                .call(loading)?;
+            lua.named_registry_value::<Table>(PROTECTED)?.raw_set(&loading, true)?;
             g.raw_set("redis", loading)?;
             let compiled = lua.load(body).set_name("@user_function").set_mode(mlua::ChunkMode::Text).into_function();
             let result = compiled
                 .map_err(|e| mlua::Error::RuntimeError(format!("Error compiling function: {}", lua_message(&e))))
                 .and_then(|f| {
                     set_env(lua, &f)?;
-                    let runner: mlua::Function = g.get("__redis__run")?;
+                    let runner: mlua::Function = lua.named_registry_value(RUN)?;
                     // A library's top-level code gets half a second, as in Redis.
                     let started = Instant::now();
                     lua.set_hook(HookTriggers::new().every_nth_instruction(10_000), move |_, _| {
@@ -681,7 +781,7 @@ impl Vm {
                         }
                         Ok(VmState::Continue)
                     });
-                    let set_loading: mlua::Function = g.get("__redis__set_loading")?;
+                    let set_loading: mlua::Function = lua.named_registry_value(SET_LOADING)?;
                     set_loading.call::<()>(true)?;
                     let called: mlua::Result<(bool, Value)> = runner.call((f, Value::Nil, Value::Nil));
                     set_loading.call::<()>(false)?;
@@ -843,15 +943,13 @@ fn redis_call(lua: &Lua, bridge: &Bridge, argv: Argv, raise: bool) -> mlua::Resu
     Ok(reply)
 }
 
-/// Where user code last looked up `redis` or `setmetatable`, whose functions here are Lua
-/// functions (`redis.call`, `redis.pcall`, `redis.acl_check_cmd`, the sandbox's
-/// `setmetatable`). Such a function called as `return f(…)` takes over its caller's frame (a
+/// Where user code last looked up `redis`, `setmetatable`, `rawset`, `getmetatable` or
+/// `table.insert`, whose functions here are Lua functions (`redis.call`, `redis.pcall`,
+/// `redis.acl_check_cmd`, the sandbox's guards). Such a function called as `return f(…)` takes over its caller's frame (a
 /// Lua tail call; a C function would run above it), so an error it raises finds no script
 /// frame on the stack: the error handler takes this place instead, the line of the `redis`
-/// in `return redis.call(…)`. (The prelude's `loadstring` is a Lua function too, but raises
-/// only for an argument that is not a string: such an error in a tail call gets the place
-/// last noted, if any; noting its lookups would cost every global lookup. Code `loadstring`
-/// makes looks globals up in the global table itself, unnoted.)
+/// in `return redis.call(…)`. (The sandbox's `pcall` is a Lua function too, but raises
+/// nothing itself.)
 #[derive(Default)]
 struct CallSite {
     source: RefCell<String>,
@@ -877,6 +975,27 @@ impl CallSite {
 
     fn clear(&self) {
         self.line.set(0);
+    }
+
+    /// Lua's place (`luaL_where`) of the frame `level` up, as an error raised there starts:
+    /// `user_script:3: `; for a frame a tail call replaced, the place noted last (if any); none
+    /// for a C function.
+    fn place(&self, lua: &Lua, level: usize) -> Vec<u8> {
+        let (source, line) = match lua.inspect_stack(level) {
+            Some(frame) if frame.source().what == "tail" => {
+                (self.source.borrow().as_bytes().to_vec(), self.line.get())
+            }
+            Some(frame) => {
+                (frame.source().source.as_deref().unwrap_or("").as_bytes().to_vec(), frame.curr_line())
+            }
+            None => return Vec::new(),
+        };
+        if line <= 0 {
+            return Vec::new();
+        }
+        let mut place = chunk_id(&source);
+        place.extend_from_slice(format!(":{line}: ").as_bytes());
+        place
     }
 }
 
@@ -1023,9 +1142,133 @@ fn parse_register(args: MultiValue) -> Result<(FunctionInfo, mlua::Function), St
 
 /// Gives `f` the protected globals.
 fn set_env(lua: &Lua, f: &mlua::Function) -> mlua::Result<()> {
-    let env: Table = lua.globals().get("__redis__env")?;
-    let setfenv: mlua::Function = lua.globals().get("setfenv")?;
-    setfenv.call::<()>((f.clone(), env))
+    f.set_environment(lua.named_registry_value(ENV)?)?;
+    Ok(())
+}
+
+/// Registry names of the prelude's pieces: the runner, the scripts' globals, the switch for a
+/// library's load, the read-only tables; and of the slot `redis.register_function` reaches
+/// the running FUNCTION LOAD through.
+const RUN: &str = "__redis_run";
+const ENV: &str = "__redis_env";
+const SET_LOADING: &str = "__redis_set_loading";
+const PROTECTED: &str = "__redis_protected";
+const SLOT: &str = "__redis_slot";
+
+/// The type Lua's argument errors name: `no value` for a missing argument.
+fn lua_type(v: Option<&Value>) -> &'static str {
+    match v {
+        None => "no value",
+        Some(Value::Integer(_) | Value::Number(_)) => "number",
+        Some(Value::LightUserData(_) | Value::UserData(_) | Value::Error(_) | Value::Other(_)) => "userdata",
+        Some(v) => v.type_name(),
+    }
+}
+
+/// Lua's error for a bad argument of the function `name`, with the caller's place.
+fn bad_argument(lua: &Lua, n: usize, name: &str, what: &str) -> mlua::Error {
+    mlua::Error::RuntimeError(format!("{}bad argument #{n} to '{name}' ({what})", caller_place(lua)))
+}
+
+/// `loadstring` (or, `reader`, `load`) for scripts: the code made gets the scripts' globals,
+/// not the real global table. A binary chunk is read as text, as Redis' Lua reads it (it fails
+/// on its first byte). `original` is Lua's `loadstring`.
+fn sandboxed_loader(lua: &Lua, original: mlua::Function, reader: bool) -> mlua::Result<mlua::Function> {
+    let name = if reader { "load" } else { "loadstring" };
+    lua.create_function(move |lua, args: MultiValue| {
+        let chunkname = match args.get(1) {
+            None | Some(Value::Nil) => None,
+            Some(v @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
+                lua.coerce_string(v.clone())?
+            }
+            other => {
+                return Err(bad_argument(lua, 2, name, &format!("string expected, got {}", lua_type(other))));
+            }
+        };
+        let code = if reader {
+            let Some(Value::Function(read)) = args.front() else {
+                return Err(bad_argument(
+                    lua,
+                    1,
+                    name,
+                    &format!("function expected, got {}", lua_type(args.front())),
+                ));
+            };
+            let mut code = Vec::new();
+            loop {
+                // An error in the reader is load's answer, as Lua's load catches it.
+                let piece = match read.call::<Value>(()) {
+                    Ok(piece) => piece,
+                    Err(e) => return Ok((Value::Nil, Value::String(lua.create_string(lua_message(&e))?))),
+                };
+                match piece {
+                    Value::Nil => break,
+                    Value::String(s) if s.as_bytes().is_empty() => break,
+                    v @ (Value::String(_) | Value::Integer(_) | Value::Number(_)) => {
+                        if let Some(s) = lua.coerce_string(v)? {
+                            code.extend_from_slice(&s.as_bytes());
+                        }
+                    }
+                    _ => {
+                        return Err(mlua::Error::RuntimeError(format!(
+                            "{}reader function must return a string",
+                            caller_place(lua)
+                        )));
+                    }
+                }
+            }
+            lua.create_string(code)?
+        } else {
+            match args.front() {
+                Some(v @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
+                    lua.coerce_string(v.clone())?.expect("a string or a number")
+                }
+                other => {
+                    return Err(bad_argument(
+                        lua,
+                        1,
+                        name,
+                        &format!("string expected, got {}", lua_type(other)),
+                    ));
+                }
+            }
+        };
+        let chunkname = match chunkname {
+            Some(s) => s,
+            None if reader => lua.create_string("=(load)")?,
+            None => code.clone(),
+        };
+        if code.as_bytes().first() == Some(&0x1b) {
+            let mut message = chunk_id(&chunkname.as_bytes());
+            message.extend_from_slice(b":1: unexpected symbol near 'char(27)'");
+            return Ok((Value::Nil, Value::String(lua.create_string(message)?)));
+        }
+        let (made, error): (Value, Value) = original.call((code, chunkname))?;
+        if let Value::Function(f) = &made {
+            set_env(lua, f)?;
+        }
+        Ok((made, error))
+    })
+}
+
+/// How Lua 5.1 names a chunk in its messages (`luaO_chunkid`, `LUA_IDSIZE` 60): `=name` as
+/// `name`, `@file` as `file` (its end), code as `[string "its first line"]`.
+fn chunk_id(name: &[u8]) -> Vec<u8> {
+    const ROOM: usize = 60;
+    let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+    match name.split_first() {
+        Some((b'=', rest)) => rest[..rest.len().min(ROOM - 1)].to_vec(),
+        Some((b'@', rest)) => {
+            let room = ROOM - 8;
+            if rest.len() > room { [b"...", &rest[rest.len() - room..]].concat() } else { rest.to_vec() }
+        }
+        _ => {
+            let line = name.iter().position(|&b| b == b'\n' || b == b'\r').unwrap_or(name.len());
+            let len = line.min(ROOM - 17);
+            let dots: &[u8] = if len < name.len() { b"..." } else { b"" };
+            [b"[string \"", &name[..len], dots, b"\"]"].concat()
+        }
+    }
 }
 
 fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
@@ -1480,7 +1723,7 @@ fn run_once(
             }
             Ok(VmState::Continue)
         });
-        let runner: mlua::Function = g.get("__redis__run")?;
+        let runner: mlua::Function = lua.named_registry_value(RUN)?;
         let out: MultiValue = runner.call((f.clone(), key_table, arg_table))?;
         lua.remove_hook();
         let mut out = out.into_iter();

@@ -865,3 +865,140 @@ fn error_stats_script(server: &Server) -> Vec<Value> {
 fn script_error_stats_match_redis() {
     same_as_redis(error_stats_script);
 }
+
+/// What a script sees after another tried to escape the sandbox: no global it set, `redis`,
+/// `string`, `table` and the other libraries as they were, the strings' methods.
+const LEAK_CHECK: &str = "local function probe(f) local ok, v = pcall(f) return ok and tostring(v) or ('error: ' .. tostring(v)) end
+return {
+  probe(function() return x end),
+  probe(function() return y end),
+  probe(function() return type(redis.call) end),
+  probe(function() return redis.call('set', 'sandbox', 'ok') and redis.call('get', 'sandbox') end),
+  probe(function() return tostring(redis[1]) end),
+  probe(function() return ('a'):upper() end),
+  probe(function() return string.upper('b') end),
+  probe(function() local t = {} table.insert(t, 'c') return t[1] end),
+  probe(function() return math.floor(1.5) end),
+  probe(function() return cjson.encode({1}) end),
+  probe(function() return #cmsgpack.pack(1) end),
+  probe(function() return struct.pack('b', 1) end),
+  probe(function() return bit.band(3, 1) end),
+  probe(function() return type(coroutine.create) end),
+  probe(function() return type(getfenv) end),
+  probe(function() return type(_G.x) end),
+}";
+
+/// Escapes from the sandbox: what Redis' answers (its globals and library tables read-only,
+/// no `getfenv`/`setfenv`/`newproxy`, code `loadstring` and `load` make under the same
+/// rules, binary chunks refused), each followed by [`LEAK_CHECK`]; in EVAL, in a FUNCTION
+/// library's functions and in its load-time code.
+fn sandbox_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut out = Vec::new();
+    let escapes = [
+        "return getfenv(0) ~= nil",
+        "local function f() return getfenv(1) end return f() ~= nil",
+        "getfenv(0).x = 5",
+        "setfenv(1, {})",
+        "return newproxy(true)",
+        "return loadstring('redis.call = nil')()",
+        "loadstring('redis.call = nil')() return 1",
+        "return loadstring('x = 5')()",
+        "return loadstring('return x')()",
+        "return loadstring('return getfenv')()",
+        "return loadstring('return _G')() == _G",
+        "return loadstring('return redis.call(\"ping\")')()",
+        "return loadstring('return redis.call(\"nosuch\")')()",
+        "local i = 0 local f = load(function() i = i + 1 if i == 1 then return 'y = 7' end end) return f()",
+        "return select(2, loadstring(string.dump(function() return 1 end)))",
+        "local d = string.dump(function() end) local n = 0 return select(2, load(function() n = n + 1 if n == 1 then return d end end))",
+        "return coroutine.wrap(function() return loadstring('x = 5')() end)()",
+        "return coroutine.wrap(function() x = 5 end)()",
+        "return rawset(_G, 'x', 5) and 1",
+        "rawset(redis, 'call', 5)",
+        "return rawset(string, 'upper', 5) and 1",
+        "return rawset(getmetatable(''), '__index', {}) and 1",
+        "table.insert(redis, 1)",
+        "return table.insert(_G, 1)",
+        "return table.insert(coroutine, 1, 2)",
+        "redis.call = nil",
+        "string.upper = nil",
+        "table.insert = nil",
+        "math.floor = nil",
+        "cjson.encode = nil",
+        "cmsgpack.pack = nil",
+        "struct.pack = nil",
+        "bit.band = nil",
+        "coroutine.create = nil",
+        "x = 5",
+        "_G.x = 5",
+        "_G.redis = nil",
+        "getmetatable('').__index = nil",
+        "getmetatable('').__index.upper = nil",
+        "getmetatable('').x = 1",
+        "setmetatable(getmetatable(''), {})",
+        "getmetatable(_G).__index = nil",
+        "return getmetatable('').__index == string",
+        "return getmetatable('').__index.upper('a')",
+        "return {type(getmetatable(redis)), type(getmetatable(string)), type(getmetatable(_G).__index)}",
+        "return {pcall()}",
+        "return {pcall(nil)}",
+        "return {pcall(pcall)}",
+        "return loadstring()",
+        "return loadstring('return 1', {})",
+        "return load(5)",
+        "return rawset()",
+        "return rawset({}, 1)",
+        "return rawset({}, nil, 1)",
+        "return table.insert({})",
+        "return table.insert({}, 'a', 2)",
+        "table.insert({}, 1, 2, 3)",
+        "return getmetatable()",
+        "local t = {} table.insert(t, 'a') table.insert(t, 1, 'b') return t",
+    ];
+    for script in escapes {
+        out.push(c.cmd(&["EVAL", script, "0"]));
+        out.push(c.cmd(&["EVAL", LEAK_CHECK, "0"]));
+    }
+    // The same escapes in a library's functions, one function each.
+    let mut lib = String::from("#!lua name=escapes\n");
+    for (i, script) in escapes.iter().enumerate() {
+        lib.push_str(&format!("redis.register_function('e{i}', function()\n{script}\nend)\n"));
+    }
+    lib.push_str(&format!("redis.register_function('check', function()\n{LEAK_CHECK}\nend)\n"));
+    out.push(c.cmd(&["FUNCTION", "LOAD", "REPLACE", &lib]));
+    for i in 0..escapes.len() {
+        out.push(c.cmd(&["FCALL", &format!("e{i}"), "0"]));
+        out.push(c.cmd(&["FCALL", "check", "0"]));
+    }
+    out.push(c.cmd(&["EVAL", LEAK_CHECK, "0"]));
+    // Load-time code: only `redis`, and it read-only; a function keeping that table cannot
+    // change it later either.
+    for code in [
+        "return getfenv(0)",
+        "loadstring('x = 1')()",
+        "x = 5",
+        "redis.call = nil",
+        "redis.x = 1",
+        "rawset(redis, 'x', 1)",
+        "string.upper = nil",
+        "setmetatable(redis, nil)",
+        "local r = redis redis.register_function('late', function() return rawset(r, 'x', 1) and 1 end)",
+        "local r = redis redis.register_function('late', function() r.log = nil end)",
+        "local r = redis redis.register_function('late', function() return table.insert(r, 1) end)",
+    ] {
+        let lib =
+            format!("#!lua name=loadtime\nredis.register_function('f', function() return 1 end)\n{code}");
+        out.push(c.cmd(&["FUNCTION", "LOAD", "REPLACE", &lib]));
+        out.push(c.cmd(&["FCALL", "late", "0"]));
+        out.push(c.cmd(&["FCALL", "check", "0"]));
+    }
+    out.push(c.cmd(&["FUNCTION", "FLUSH"]));
+    out.push(c.cmd(&["EVAL", LEAK_CHECK, "0"]));
+    out
+}
+
+#[test]
+fn sandbox_escapes_match_redis() {
+    same_as_redis(sandbox_script);
+}
