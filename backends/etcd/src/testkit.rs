@@ -36,8 +36,12 @@ pub struct Cluster {
     extra: Vec<String>,
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind a free port").local_addr().expect("addr").port()
+/// `n` distinct free loopback ports: every listener is held until all are chosen, so the
+/// kernel cannot hand one port out twice (two members on one port fail the cluster's start).
+fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> =
+        (0..n).map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port")).collect();
+    listeners.iter().map(|l| l.local_addr().expect("addr").port()).collect()
 }
 
 /// Whether etcd is installed; `false` prints a loud skip (a failure under `CI=true`).
@@ -71,8 +75,14 @@ impl Cluster {
             return None;
         }
         let dir = TempDir::new("etcd");
+        let ports = free_ports(2 * n);
         let members: Vec<Member> = (0..n)
-            .map(|i| Member { name: format!("m{i}"), client: free_port(), peer: free_port(), child: None })
+            .map(|i| Member {
+                name: format!("m{i}"),
+                client: ports[2 * i],
+                peer: ports[2 * i + 1],
+                child: None,
+            })
             .collect();
         let initial = members
             .iter()
