@@ -1421,6 +1421,17 @@ mod tests {
             b.write(batch).unwrap();
             check_against(&b, &models, &mut rng);
             most = most.max(b.maps().cfs.iter().map(|f| f.all().count()).sum());
+            if round % 250 == 0 {
+                // A copy holds the same records and compares equal; a write tells them apart.
+                let copy = b.clone();
+                check_against(&copy, &models, &mut rng);
+                assert!(copy == b);
+                assert!(!format!("{copy:?}").is_empty());
+                let mut batch = WriteBatch::new();
+                batch.put(ColumnFamily::Metadata, &b"only in the copy"[..], &b"v"[..]);
+                copy.write(batch).unwrap();
+                assert!(copy != b);
+            }
         }
         assert!(most > 100, "the test made at most {most} chunks: too few to split and merge");
         // Everything deleted: each family is down to its empty first chunk.
