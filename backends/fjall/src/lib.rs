@@ -26,9 +26,10 @@
 //! memtables per keyspace: each keyspace's memtable is sealed past a quarter of
 //! [`Options::write_buffer_bytes`], fixed when fjall creates the keyspace (a directory
 //! keeps the size it was created with), and up to four sealed ones may wait for a flush.
-//! Across keyspaces a write waits while fjall counts more than half the write buffer in
-//! memtables, sealing the largest: a record's skiplist node and buffers take more than fjall
-//! counts for it. Keys and values are fjall's own slices (up to 20 bytes are held inline in
+//! Across keyspaces a write waits while fjall counts more than an eighth of the write buffer
+//! in memtables, sealing the largest: a record's skiplist node and buffers take about twice
+//! what fjall counts for it, and the rest of the buffer is for what flushes and compactions
+//! hold while they write tables (of 16 MiB). Keys and values are fjall's own slices (up to 20 bytes are held inline in
 //! the memtable's node), copied into [`Bytes`] when read.
 //!
 //! Beside the journal being written (fjall starts a new one past 64 MB), the sealed journals hold at most [`Options::write_buffer_bytes`] or
@@ -246,13 +247,22 @@ fn max_memtable_bytes(write_buffer_bytes: u64) -> u64 {
 const LARGE_VALUE: u32 = 4096;
 
 /// The most fjall's memtable accounting may hold across keyspaces before a write waits for
-/// flushes: half of [`Options::write_buffer_bytes`]. fjall counts a record's key, value and
-/// fixed size; its skiplist node and the buffers of keys and values past 20 bytes take more
-/// than that, and a flushed memtable stays in memory until fjall drops the versions naming
-/// it, so the memtables' heap stays near the write buffer.
+/// flushes: an eighth of [`Options::write_buffer_bytes`]. fjall counts a record's key, value
+/// and fixed size; its skiplist node and the buffers of keys and values past 20 bytes take
+/// about as much again, and a flushed memtable stays in memory until fjall drops the
+/// versions naming it. The rest of the write buffer is what the flushes and compactions
+/// writing tables hold meanwhile (each output table's filter and index partitions until it
+/// ends, blocks on their way) and the allocator's room between memory freed by one and
+/// taken by the next: with half the buffer counted instead, a load of 3M records of each
+/// kind peaked 60 MB over the budget (`benches/storage_cost.sh`).
 fn memtables_limit(write_buffer_bytes: u64) -> u64 {
-    (write_buffer_bytes / 2).max(1 << 20)
+    (write_buffer_bytes / 8).max(1 << 20)
 }
+
+/// The size of the tables compactions write. A compaction keeps an output table's filter
+/// and index partitions until the table ends, so its memory follows this size (fjall's
+/// default is 64 MiB).
+const TABLE_BYTES: u64 = 16 << 20;
 
 /// The longest a write waits for flushes in [`Backend::bound_memtables`].
 const MEMTABLES_WAIT: Duration = Duration::from_secs(10);
@@ -264,10 +274,13 @@ const MEMTABLES_WAIT: Duration = Duration::from_secs(10);
 /// key before writing it, reads a table's whole filter and index block through the cache,
 /// and pins them outside it on the first levels: memory growing with the tables, not bounded
 /// by the cache. Partitioned, a table keeps a small top-level index and its partitions go
-/// through the block cache. All of these are fixed when fjall creates the keyspace: a
-/// directory keeps the options it was created with.
+/// through the block cache. Compactions write tables of [`TABLE_BYTES`]. All of these are
+/// fixed when fjall creates the keyspace: a directory keeps the options it was created with.
 fn keyspace_options(memtable_bytes: u64) -> KeyspaceCreateOptions {
     KeyspaceCreateOptions::default()
+        .compaction_strategy(Arc::new(
+            fjall::compaction::Leveled::default().with_table_target_size(TABLE_BYTES),
+        ))
         .data_block_compression_policy(CompressionPolicy::all(CompressionType::Lz4))
         .filter_block_partitioning_policy(PartitioningPolicy::all(true))
         .index_block_partitioning_policy(PartitioningPolicy::all(true))
