@@ -92,6 +92,30 @@ fn errors_match_redis() {
 }
 
 #[test]
+fn a_bitfield_whose_writes_all_fail_creates_or_grows_its_key_without_touching_it() {
+    // Redis 7.0 makes room for every write of a BITFIELD, then signals the key only when a
+    // write took place: a key created or grown by failed writes alone aborts no EXEC
+    // (replies checked against redis-server 7.0.15).
+    let (e, _) = engine();
+    let mut s = e.session();
+    let exec_after = |s: &mut Session, bitfield: &str| {
+        assert_eq!(run(&e, s, "WATCH bf"), Reply::OK);
+        let reply = run(&e, s, bitfield);
+        assert_eq!(run(&e, s, "MULTI"), Reply::OK);
+        assert_eq!(run(&e, s, "INCR n"), queued());
+        (reply, run(&e, s, "EXEC"))
+    };
+    let (reply, exec) = exec_after(&mut s, "BITFIELD bf OVERFLOW FAIL SET u8 0 300");
+    assert_eq!((reply, exec), (Reply::Array(vec![Reply::Nil]), Reply::Array(vec![int(1)])));
+    assert_eq!(run(&e, &mut s, "STRLEN bf"), int(1), "created");
+    let (reply, exec) = exec_after(&mut s, "BITFIELD bf OVERFLOW FAIL SET u8 100 300");
+    assert_eq!((reply, exec), (Reply::Array(vec![Reply::Nil]), Reply::Array(vec![int(2)])));
+    assert_eq!(run(&e, &mut s, "STRLEN bf"), int(14), "grown");
+    let (reply, exec) = exec_after(&mut s, "BITFIELD bf SET u8 0 1");
+    assert_eq!((reply, exec), (Reply::Array(vec![int(0)]), Reply::NilArray), "a write took place");
+}
+
+#[test]
 fn watch_aborts_on_touch_delete_flush_and_expiry() {
     let (e, clock) = engine();
     let mut a = e.session();

@@ -351,9 +351,11 @@ fn bitfield_generic<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], read_only: boo
     if highest.is_some() {
         let mut batch = WriteBatch::new();
         bits.queue(db, &mut batch, key)?;
-        db.commit(batch)?;
         if changed {
+            db.commit(batch)?;
             db.notify(NotifyFlags::STRING, "setbit", key);
+        } else {
+            db.commit_unsignalled(batch)?;
         }
     }
     Ok(Reply::Array(replies))

@@ -1320,6 +1320,20 @@ impl<'a, B: KvBackend> Db<'a, B> {
         Ok(())
     }
 
+    /// [`Db::commit`] for a write Redis makes without signalling its key: a BITFIELD whose
+    /// every write failed still creates or grows the string, and neither WATCH, client
+    /// tracking nor a blocked client hears of it (the `new` event of a created key is still
+    /// raised, as Redis' `dbAdd` does).
+    ///
+    /// # Errors
+    /// As [`Db::commit`].
+    pub(crate) fn commit_unsignalled(&mut self, batch: WriteBatch) -> CommandResult<()> {
+        let before = self.journal.get_mut().touched.len();
+        self.commit(batch)?;
+        self.journal.get_mut().touched.truncate(before);
+        Ok(())
+    }
+
     /// Whether `batch` deletes or replaces (with another version) the metadata record of a
     /// collection, leaving its elements to the collector. The records replaced are those the
     /// command read ([`Db::metadata_get`]'s memo); one it did not read counts as garbage,
