@@ -18,6 +18,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use rediskv::backend::{ColumnFamily, Direction, KvBackend, MemoryBackend, WriteBatch};
 use rediskv::codec::KeyRange;
 
+#[path = "../tests/common/rng.rs"]
+mod rng;
+use rng::Rng;
+
 const RECORDS: u64 = 1_000_000;
 const PREFIX: &[u8; 24] = b"\x00\x00ns\x00\x00\x07biglist\x00\x00\x01\x8f\x2a\x4e\x11\x22\x33\x44";
 const CF: ColumnFamily = ColumnFamily::Subkey;
@@ -55,17 +59,6 @@ fn filled() -> MemoryBackend {
         store.write(batch).unwrap();
     }
     store
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }
 
 fn benches(c: &mut Criterion) {

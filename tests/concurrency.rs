@@ -17,21 +17,14 @@ use rediskv::backend::MemoryBackend;
 use rediskv::codec::KeyLayout;
 use rediskv::commands::{Engine, Reply};
 
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
+
 const THREADS: usize = 8;
 
 fn ops_per_thread() -> usize {
     std::env::var("CONCURRENCY_OPS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000)
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }
 
 fn int(reply: &Reply) -> i64 {

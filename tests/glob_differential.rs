@@ -15,20 +15,13 @@ use rediskv::backend::MemoryBackend;
 use rediskv::commands::args::glob_match;
 use rediskv::commands::{Db, Reply};
 
-/// xorshift64: the run is reproducible from the printed seed.
-struct Rng(u64);
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-
-    fn bytes(&mut self, alphabet: &[u8], max_len: usize) -> Vec<u8> {
-        (0..self.below(max_len + 1)).map(|_| alphabet[self.below(alphabet.len())]).collect()
-    }
+/// Up to `max_len` bytes drawn from `alphabet`.
+fn bytes(rng: &mut Rng, alphabet: &[u8], max_len: usize) -> Vec<u8> {
+    (0..rng.below(max_len as u64 + 1)).map(|_| alphabet[rng.below(alphabet.len() as u64) as usize]).collect()
 }
 
 fn key_set(reply: &Reply) -> BTreeSet<Vec<u8>> {
@@ -63,7 +56,7 @@ fn glob_matches_redis_keys() {
         let mut keys = BTreeSet::new();
         keys.insert(Vec::new());
         for _ in 0..40 {
-            keys.insert(rng.bytes(key_bytes, 6));
+            keys.insert(bytes(&mut rng, key_bytes, 6));
         }
         for key in &keys {
             let argv = [&b"SET"[..], key, b"v"];
@@ -71,7 +64,7 @@ fn glob_matches_redis_keys() {
             assert_eq!(db.run(&argv), Reply::OK);
         }
         for _ in 0..150 {
-            let pattern = rng.bytes(pattern_bytes, 9);
+            let pattern = bytes(&mut rng, pattern_bytes, 9);
             let argv = [&b"KEYS"[..], &pattern];
             let want = key_set(&redis.call(&argv).unwrap());
             let ours: BTreeSet<Vec<u8>> =

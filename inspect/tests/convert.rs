@@ -12,19 +12,12 @@ use rediskv_inspect::convert::convert;
 use rediskv_inspect::record::{self, Record};
 use rediskv_inspect::store::{self, Filter, Store};
 
+// The library's test generator (a workspace file: this crate is not published alone).
+#[path = "../../tests/common/rng.rs"]
+mod rng;
+use rng::Rng;
+
 const DATABASES: [usize; 3] = [0, 1, 9];
-
-/// A small xorshift generator: the same data for the same seed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
 
 fn layouts() -> Vec<(&'static str, KeyLayout)> {
     vec![
