@@ -29,11 +29,12 @@
 //! Across keyspaces a write waits while fjall counts more than an eighth of the write buffer
 //! in memtables, sealing the largest: a record's skiplist node and buffers take about twice
 //! what fjall counts for it, and the rest of the buffer is for what flushes and compactions
-//! hold while they write tables (of 16 MiB). Keys and values are fjall's own slices (up to 20 bytes are held inline in
-//! the memtable's node), copied into [`Bytes`] when read.
+//! hold while they write tables (of 16 MiB). Keys and values are fjall's own slices (up to
+//! 20 bytes are held inline in the memtable's node), copied into [`Bytes`] when read.
 //!
-//! Beside the journal being written (fjall starts a new one past 64 MB), the sealed journals hold at most [`Options::write_buffer_bytes`] or
-//! 64 MiB, whichever is more: past it fjall flushes the memtables keeping the oldest one.
+//! Beside the journal being written (fjall starts a new one past 64 MB), the sealed journals
+//! hold at most [`Options::write_buffer_bytes`] or 64 MiB, whichever is more: past it fjall
+//! flushes the memtables keeping the oldest one.
 //!
 //! # Reads and writes
 //! Point reads and scans read the keyspaces directly: each scan iterates one consistent
