@@ -15,7 +15,7 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
 use super::db::DATABASES;
 use crate::backend::{Direction, KvBackend};
-use crate::codec::{ColumnFamily, KeyLayout};
+use crate::codec::{ColumnFamily, KeyLayout, Metadata};
 
 /// One database's counts ([`super::Engine::key_count`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,7 +45,11 @@ impl KeyCount {
 /// What one metadata record adds to its database's counts: `None` when it is not a key
 /// (absent, undecodable, an empty collection), else `Some(expire_ms)`, 0 without a TTL.
 pub(crate) fn counted(layout: &KeyLayout, raw: Option<&[u8]>) -> Option<u64> {
-    let meta = layout.decode_metadata(raw?).ok()?;
+    counted_meta(&layout.decode_metadata(raw?).ok()?)
+}
+
+/// [`counted`] of a decoded record.
+pub(crate) fn counted_meta(meta: &Metadata<'_>) -> Option<u64> {
     (meta.ty.is_emptyable() || meta.blind_write || meta.size > 0).then_some(meta.expire_ms)
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::Reply;
 use super::blocking::Block;
-use super::counts::{Delta, KeyCount, KeyCounts, add_delta, counted};
+use super::counts::{Delta, KeyCount, KeyCounts, add_delta, counted, counted_meta};
 use super::cursor::CursorStore;
 use super::error::{CommandError, CommandResult};
 use super::notify::{Effects, Event, NotifyFlags};
@@ -312,6 +312,25 @@ impl ReadMemo {
     }
 }
 
+/// What a batch changes beyond its records ([`Db::changes`]).
+#[derive(Default)]
+struct Changes {
+    deltas: Vec<(usize, Delta)>,
+    garbage: bool,
+}
+
+/// Whether writing `new` over `old` (each `None` for no record, `Some(None)` for one that
+/// does not decode) leaves a collection's elements behind: its metadata deleted, or replaced
+/// by another version's. A record that does not decode counts as a collection.
+fn replaces_collection(old: Option<&Option<Metadata<'_>>>, new: Option<&Option<Metadata<'_>>>) -> bool {
+    match old {
+        None => false,
+        Some(None) => true,
+        Some(Some(old)) if old.ty.is_single_kv() => false,
+        Some(Some(old)) => new.is_none_or(|new| new.as_ref().is_some_and(|new| new.version != old.version)),
+    }
+}
+
 /// What the commands run on a [`Db`] did to keys, for WATCH, blocking wake-ups and keyspace
 /// notifications alike: one record, fed in three places — a lookup that finds a key expired
 /// (`Touch::Expired` and an `expired` event), [`Db::commit`] (`Touch::Written` for each
@@ -475,19 +494,22 @@ impl<'a, B: KvBackend> Db<'a, B> {
         Ok(Some(counts.get_or_count(slot, self.layout(), &self.backend)?))
     }
 
-    /// The count changes `batch` makes (before [`Db::adapt`]: only key records count), from
-    /// the records it replaces.
+    /// What `batch` changes beyond its records (before [`Db::adapt`]: only metadata records
+    /// count): the key counts' deltas, from the records it replaces, and whether it deletes
+    /// or replaces (with another version) a collection's metadata, leaving its elements to
+    /// the collector. One pass over the batch, each replaced record decoded once.
+    ///
+    /// The records replaced are those the command read ([`Db::metadata_get`]'s memo); for
+    /// the counts one it did not read is read now, and for the garbage it counts as a
+    /// collection replaced, as a write that cannot tell (a blind write) must.
     ///
     /// # Errors
     /// Storage errors reading those records.
-    fn count_changes(&self, batch: &WriteBatch) -> crate::Result<Vec<(usize, Delta)>> {
-        let mut deltas = Vec::new();
-        let Some(counts) = &self.shared.counts else { return Ok(deltas) };
+    fn changes(&self, batch: &WriteBatch) -> crate::Result<Changes> {
+        let mut changes = Changes::default();
         let base = &self.shared.base_layout;
+        let counts = self.shared.counts.as_ref();
         let hint = self.shared.slot(self.index);
-        // What each key holds as the batch goes (FLUSHALL, or a key written twice): needed
-        // only when the batch writes several metadata records.
-        let mut current: HashMap<&[u8], Option<u64>> = HashMap::new();
         let is_metadata = |op: &BatchOp| {
             matches!(
                 op,
@@ -495,35 +517,56 @@ impl<'a, B: KvBackend> Db<'a, B> {
                     | BatchOp::Delete { cf: ColumnFamily::Metadata, .. }
             )
         };
+        // What each key holds as the batch goes (FLUSHALL, or a key written twice): needed
+        // only when the batch writes several metadata records.
         let several = batch.ops().iter().filter(|op| is_metadata(op)).nth(1).is_some();
+        let mut current: HashMap<&[u8], Option<u64>> = HashMap::new();
         for op in batch.ops() {
             let (key, new) = match op {
-                BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => (key, counted(base, Some(value))),
+                BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => {
+                    (key, Some(base.decode_metadata(value).ok()))
+                }
                 BatchOp::Delete { cf: ColumnFamily::Metadata, key } => (key, None),
                 _ => continue,
             };
-            let Some(slot) = self.shared.slot_of_key(key, hint) else { continue };
             // A namespace nobody has counted yet takes no deltas: its first scan, which
             // waits for the gate the caller holds, will see this batch.
-            if !self.deferred && !counts.is_counted(slot) {
-                continue;
-            }
-            let old = match current.get(&key[..]) {
-                Some(old) => *old,
-                None => counted(base, self.metadata_get(key)?.as_deref()),
+            let slot = counts.and_then(|counts| {
+                let slot = self.shared.slot_of_key(key, hint)?;
+                (self.deferred || counts.is_counted(slot)).then_some(slot)
+            });
+            let earlier = if several { current.get(&key[..]).copied() } else { None };
+            let memo = self.read_memo.borrow();
+            let old = match memo.get(key) {
+                Some(raw) => {
+                    let old = raw.as_deref().map(|raw| base.decode_metadata(raw).ok());
+                    changes.garbage |= replaces_collection(old.as_ref(), new.as_ref());
+                    earlier.unwrap_or_else(|| old.flatten().as_ref().and_then(counted_meta))
+                }
+                None => {
+                    changes.garbage = true;
+                    drop(memo);
+                    match (slot, earlier) {
+                        (None, _) => None,
+                        (Some(_), Some(earlier)) => earlier,
+                        (Some(_), None) => counted(base, self.metadata_get(key)?.as_deref()),
+                    }
+                }
             };
+            let Some(slot) = slot else { continue };
+            let new = new.flatten().as_ref().and_then(counted_meta);
             if several {
                 current.insert(key, new);
             }
             let mut delta = Delta::default();
             delta.change(old, new);
-            add_delta(&mut deltas, slot, delta);
+            add_delta(&mut changes.deltas, slot, delta);
         }
-        Ok(deltas)
+        Ok(changes)
     }
 
     /// The key counts' gate a write holds from before it reads what its batch replaces
-    /// ([`Db::count_changes`]) until its deltas are applied; `None` without counts or for a
+    /// ([`Db::changes`]) until its deltas are applied; `None` without counts or for a
     /// transaction's overlay (the engine applies its deltas when it commits it).
     fn count_gate(&self) -> Option<RwLockReadGuard<'_, ()>> {
         self.shared.counts.as_ref().filter(|_| !self.deferred).map(KeyCounts::write_gate)
@@ -1037,7 +1080,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
         if !batch.is_empty() {
             let gate = self.count_gate();
-            let deltas = self.count_changes(&batch)?;
+            let deltas = self.changes(&batch)?.deltas;
             let batch = self.adapt(batch)?;
             self.write_counted(batch, deltas, gate)?;
             self.shared.deferred_frees.fetch_add(big as u64, Ordering::Relaxed);
@@ -1080,7 +1123,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let mut batch = WriteBatch::new();
         self.delete_key(&mut batch, key);
         let gate = self.count_gate();
-        let deltas = self.count_changes(&batch)?;
+        let deltas = self.changes(&batch)?.deltas;
         let batch = self.adapt(batch)?;
         self.write_counted(batch, deltas, gate)?;
         self.count_deferred_free(&meta);
@@ -1288,8 +1331,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             return Ok(());
         }
         let gate = self.count_gate();
-        let deltas = self.count_changes(&batch)?;
-        let garbage = self.leaves_garbage(&batch);
+        let Changes { deltas, garbage } = self.changes(&batch)?;
         if base.kind() != LayoutKind::Kvrocks {
             batch = self.adapt(batch)?;
         }
@@ -1334,29 +1376,6 @@ impl<'a, B: KvBackend> Db<'a, B> {
         Ok(())
     }
 
-    /// Whether `batch` deletes or replaces (with another version) the metadata record of a
-    /// collection, leaving its elements to the collector. The records replaced are those the
-    /// command read ([`Db::metadata_get`]'s memo); one it did not read counts as garbage,
-    /// as a write that cannot tell (a blind write) must.
-    fn leaves_garbage(&self, batch: &WriteBatch) -> bool {
-        let base = &self.shared.base_layout;
-        let memo = self.read_memo.borrow();
-        batch.ops().iter().any(|op| {
-            let (key, new) = match op {
-                BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => (key, Some(value)),
-                BatchOp::Delete { cf: ColumnFamily::Metadata, key } => (key, None),
-                _ => return false,
-            };
-            let Some(old) = memo.get(key) else { return true };
-            let Some(old) = old.as_deref() else { return false };
-            let Ok(old) = base.decode_metadata(old) else { return true };
-            if old.ty.is_single_kv() {
-                return false;
-            }
-            new.is_none_or(|new| base.decode_metadata(new).is_ok_and(|new| new.version != old.version))
-        })
-    }
-
     /// Appends to the journal's touched keys, as written, the owner of every record `batch`
     /// writes (each once, after index `from`), and to `created` the metadata keys it creates.
     fn owners(
@@ -1371,6 +1390,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
         // batch of many keys (FLUSHDB), which stays linear.
         let mut listed: Option<HashSet<Bytes>> = (batch.ops().len() > 32)
             .then(|| self.journal.borrow().touched[from..].iter().map(|t| t.metadata_key.clone()).collect());
+        // The owner of the last element record: a command writes its elements in a row, and
+        // their owner is listed (or built) once.
+        let mut last_owner = None;
         for op in batch.ops() {
             let owner = match op {
                 BatchOp::Put { cf: ColumnFamily::Metadata, key, .. } => {
@@ -1402,11 +1424,19 @@ impl<'a, B: KvBackend> Db<'a, B> {
                 }
                 BatchOp::Put { cf: ColumnFamily::Subkey | ColumnFamily::Stream, key, .. }
                 | BatchOp::Delete { cf: ColumnFamily::Subkey | ColumnFamily::Stream, key } => {
-                    layout.decode_subkey(key).ok().map(|sk| layout.owner_metadata_key(&sk.owner()).into())
+                    let Ok(owner) = layout.decode_subkey(key).map(|sk| sk.owner()) else { continue };
+                    if last_owner.replace(owner) == Some(owner) {
+                        continue;
+                    }
+                    Some(layout.owner_metadata_key(&owner).into())
                 }
                 BatchOp::Put { cf: ColumnFamily::Score, key, .. }
                 | BatchOp::Delete { cf: ColumnFamily::Score, key } => {
-                    layout.decode_score_key(key).ok().map(|sk| layout.owner_metadata_key(&sk.owner).into())
+                    let Ok(owner) = layout.decode_score_key(key).map(|sk| sk.owner) else { continue };
+                    if last_owner.replace(owner) == Some(owner) {
+                        continue;
+                    }
+                    Some(layout.owner_metadata_key(&owner).into())
                 }
             };
             let first = |o: &Bytes| match &mut listed {

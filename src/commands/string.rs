@@ -135,7 +135,8 @@ impl<B: KvBackend> Db<'_, B> {
         value: &[u8],
         opts: SetOptions,
     ) -> CommandResult<(bool, Option<Bytes>)> {
-        let entry = if opts.get { self.lookup_stringlike(key)? } else { self.lookup(key)? };
+        let mkey = self.metadata_key(key);
+        let entry = if opts.get { self.lookup_stringlike(key)? } else { self.lookup_at(&mkey)? };
         let old = match &entry {
             Some(e) if opts.get && e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) if opts.get => Some(e.value.clone()),
@@ -150,7 +151,9 @@ impl<B: KvBackend> Db<'_, B> {
             (None, Some(e)) if opts.keep_ttl => e.meta.expire_ms,
             _ => 0,
         };
-        self.write_string(key, value, expire_ms)?;
+        let mut batch = WriteBatch::new();
+        self.put_metadata_in(self.layout(), &mut batch, mkey, &Metadata::string(value, expire_ms));
+        self.commit(batch)?;
         self.notify(NotifyFlags::STRING, "set", key);
         if opts.expire_at_ms.is_some() {
             self.notify(NotifyFlags::GENERIC, "expire", key);
