@@ -111,9 +111,12 @@ struct Slot {
 
 /// The counts of every namespace of an engine.
 pub(crate) struct KeyCounts {
-    /// Held shared by each write that changes records, from before its batch is applied until
-    /// its deltas are; exclusively by a scan that counts a namespace. So a scan sees every
-    /// write whose deltas it will not receive, and none whose deltas it will.
+    /// Held shared by each write to a namespace not counted yet, from before it reads the
+    /// records its batch replaces until its deltas are applied; exclusively by a scan that
+    /// counts a namespace. So a scan sees every write whose deltas it will not receive, and
+    /// none whose deltas it will. A write to a namespace counted already needs no gate: no
+    /// scan of it can start until its counts are forgotten, which happens only under the
+    /// exclusive keyspace lock ([`KeyCounts::forget`]).
     gate: RwLock<()>,
     slots: Vec<Slot>,
 }
@@ -123,7 +126,8 @@ impl KeyCounts {
         KeyCounts { gate: RwLock::new(()), slots: (0..DATABASES).map(|_| Slot::default()).collect() }
     }
 
-    /// The gate a write holds while it applies its batch and then its deltas.
+    /// The gate a write to a namespace not counted yet holds while it reads what its batch
+    /// replaces, applies the batch and then its deltas.
     pub(crate) fn write_gate(&self) -> RwLockReadGuard<'_, ()> {
         self.gate.read().unwrap_or_else(PoisonError::into_inner)
     }
@@ -186,7 +190,9 @@ impl KeyCounts {
     }
 
     /// Forgets every count: each namespace is scanned again at its next use. For writes that
-    /// bypass the commit path (a server emptying the store itself).
+    /// bypass the commit path (a server emptying the store itself). The caller holds the
+    /// exclusive keyspace lock: no write is under way, as writes to counted namespaces do not
+    /// take the gate.
     pub(crate) fn forget(&self) {
         let _gate = self.gate.write().unwrap_or_else(PoisonError::into_inner);
         for s in &self.slots {

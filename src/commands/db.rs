@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLockReadGuard};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 
 use std::time::Duration;
 
@@ -266,11 +266,11 @@ pub struct Db<'a, B> {
     /// engine commits the overlay ([`Db::take_counted`]).
     deferred: bool,
     counted: RefCell<Vec<(usize, Delta)>>,
-    /// Metadata records the running command read since it last wrote (the first
-    /// [`READ_MEMO`]): its commit reads the records its batch replaces (for the key counts
-    /// and the touched keys) from here, not from the store a second time. Kept only while a
-    /// command runs ([`Db::run_command`]: under its key locks nothing else writes them) and
-    /// emptied by every write.
+    /// What the running command learnt of the metadata records it looked up since it last
+    /// wrote (the first [`READ_MEMO`]): its commit takes what its batch replaces (for the key
+    /// counts, the garbage and the touched keys) from here, not from the store a second
+    /// time. Kept only while a command runs ([`Db::run_command`]: under its key locks nothing
+    /// else writes them) and emptied by every write.
     read_memo: RefCell<ReadMemo>,
     remembering: std::cell::Cell<bool>,
     /// The time the running command reads, fixed at its first read (as Redis' command time
@@ -283,23 +283,27 @@ pub struct Db<'a, B> {
 /// How many metadata records a [`Db`] remembers between writes: a command reads a few.
 const READ_MEMO: usize = 8;
 
-/// The metadata records a command read ([`Db::metadata_get`]): each key a range of `keys`,
-/// with the record found. Handed from command to command with the [`Scratch`].
+/// What a command found in a metadata record: `None` when there is none, `Some(None)` when
+/// it does not decode, else its metadata (without a string's value).
+type Recalled = Option<Option<Metadata<'static>>>;
+
+/// The metadata records a command looked up ([`Db::lookup_at`]): each key a range of
+/// `keys`, with what it found. Handed from command to command with the [`Scratch`].
 #[derive(Debug, Default)]
 pub(crate) struct ReadMemo {
-    reads: Vec<(std::ops::Range<usize>, Option<Bytes>)>,
+    reads: Vec<(std::ops::Range<usize>, Recalled)>,
     keys: Vec<u8>,
 }
 
 impl ReadMemo {
-    fn get(&self, key: &[u8]) -> Option<&Option<Bytes>> {
-        self.reads.iter().find(|(r, _)| &self.keys[r.clone()] == key).map(|(_, raw)| raw)
+    fn get(&self, key: &[u8]) -> Option<&Recalled> {
+        self.reads.iter().find(|(r, _)| &self.keys[r.clone()] == key).map(|(_, found)| found)
     }
 
-    fn push(&mut self, key: &[u8], raw: Option<Bytes>) {
+    fn push(&mut self, key: &[u8], found: Recalled) {
         let start = self.keys.len();
         self.keys.extend_from_slice(key);
-        self.reads.push((start..self.keys.len(), raw));
+        self.reads.push((start..self.keys.len(), found));
     }
 
     fn len(&self) -> usize {
@@ -314,9 +318,12 @@ impl ReadMemo {
 
 /// What a batch changes beyond its records ([`Db::changes`]).
 #[derive(Default)]
-struct Changes {
+struct Changes<'g> {
     deltas: Vec<(usize, Delta)>,
     garbage: bool,
+    /// The key counts' gate, held from before the first read of a record of a namespace
+    /// not counted yet until the deltas are applied ([`Db::write_counted`]).
+    gate: Option<RwLockReadGuard<'g, ()>>,
 }
 
 /// Whether writing `new` over `old` (each `None` for no record, `Some(None)` for one that
@@ -505,7 +512,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// Storage errors reading those records.
-    fn changes(&self, batch: &WriteBatch) -> crate::Result<Changes> {
+    fn changes(&self, batch: &WriteBatch) -> crate::Result<Changes<'_>> {
         let mut changes = Changes::default();
         let base = &self.shared.base_layout;
         let counts = self.shared.counts.as_ref();
@@ -529,27 +536,33 @@ impl<'a, B: KvBackend> Db<'a, B> {
                 BatchOp::Delete { cf: ColumnFamily::Metadata, key } => (key, None),
                 _ => continue,
             };
-            // A namespace nobody has counted yet takes no deltas: its first scan, which
-            // waits for the gate the caller holds, will see this batch.
+            // A namespace counted already stays counted while a command holds its key locks
+            // (only a whole-keyspace holder forgets counts): no gate. One nobody has counted
+            // yet takes no deltas: its first scan, which waits for the gate this write holds
+            // from now on, will see this batch.
             let slot = counts.and_then(|counts| {
                 let slot = self.shared.slot_of_key(key, hint)?;
-                (self.deferred || counts.is_counted(slot)).then_some(slot)
+                if self.deferred || counts.is_counted(slot) {
+                    return Some(slot);
+                }
+                changes.gate.get_or_insert_with(|| counts.write_gate());
+                counts.is_counted(slot).then_some(slot)
             });
             let earlier = if several { current.get(&key[..]).copied() } else { None };
-            let memo = self.read_memo.borrow();
-            let old = match memo.get(key) {
-                Some(raw) => {
-                    let old = raw.as_deref().map(|raw| base.decode_metadata(raw).ok());
+            let remembered = self.read_memo.borrow().get(key).copied();
+            let old = match remembered {
+                Some(old) => {
                     changes.garbage |= replaces_collection(old.as_ref(), new.as_ref());
                     earlier.unwrap_or_else(|| old.flatten().as_ref().and_then(counted_meta))
                 }
                 None => {
                     changes.garbage = true;
-                    drop(memo);
                     match (slot, earlier) {
                         (None, _) => None,
                         (Some(_), Some(earlier)) => earlier,
-                        (Some(_), None) => counted(base, self.metadata_get(key)?.as_deref()),
+                        (Some(_), None) => {
+                            counted(base, self.backend.get(ColumnFamily::Metadata, key)?.as_deref())
+                        }
                     }
                 }
             };
@@ -563,13 +576,6 @@ impl<'a, B: KvBackend> Db<'a, B> {
             add_delta(&mut changes.deltas, slot, delta);
         }
         Ok(changes)
-    }
-
-    /// The key counts' gate a write holds from before it reads what its batch replaces
-    /// ([`Db::changes`]) until its deltas are applied; `None` without counts or for a
-    /// transaction's overlay (the engine applies its deltas when it commits it).
-    fn count_gate(&self) -> Option<RwLockReadGuard<'_, ()>> {
-        self.shared.counts.as_ref().filter(|_| !self.deferred).map(KeyCounts::write_gate)
     }
 
     /// Writes `batch`, then records its count changes `deltas`: applied at once to the
@@ -1007,14 +1013,31 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// # Errors
     /// As [`Db::lookup`].
     pub(crate) fn lookup_at(&self, mkey: &[u8]) -> CommandResult<Option<Entry>> {
-        let Some(raw) = self.metadata_record(mkey)? else {
-            return Ok(None);
+        let raw = match self.backend.get(ColumnFamily::Metadata, mkey)? {
+            Some(raw) => raw,
+            None => {
+                self.remember(mkey, None);
+                match legacy_record(&self.backend, &self.shared.base_layout, mkey)? {
+                    Some(raw) => raw,
+                    None => return Ok(None),
+                }
+            }
         };
         // A record this crate cannot read is an error naming the key, never an absent key.
         let meta = self.layout().decode_metadata(&raw).map_err(|e| {
+            self.remember(mkey, Some(None));
             let key = self.layout().decode_metadata_key(mkey).map_or(mkey, |k| k.user_key);
             CommandError::err(format!("undecodable metadata of key '{}': {e}", key.escape_ascii()))
         })?;
+        // Where the value lies in the record (`None`: empty, or not cut from the record).
+        let len = meta.value.len();
+        let offset = (meta.value.as_ptr() as usize)
+            .checked_sub(raw.as_ptr() as usize)
+            .filter(|&at| len > 0 && at + len <= raw.len());
+        let copied =
+            if offset.is_none() && len > 0 { Bytes::copy_from_slice(meta.value) } else { Bytes::new() };
+        let meta: Metadata<'static> = Metadata { value: &[], ..meta };
+        self.remember(mkey, Some(Some(meta)));
         let now = self.now_ms();
         if !meta.is_live(now) {
             if meta.is_expired(now) {
@@ -1028,8 +1051,17 @@ impl<'a, B: KvBackend> Db<'a, B> {
         if self.touching {
             self.shared.access.touch(mkey, now / 1000);
         }
-        let value = raw.slice_ref(meta.value);
-        Ok(Some(Entry { meta: Metadata { value: &[], ..meta }, value }))
+        // The value is cut out of the record read (which nothing else holds): no copy.
+        let value = match offset {
+            Some(offset) => {
+                let mut value = raw;
+                value.advance(offset);
+                value.truncate(len);
+                value
+            }
+            None => copied,
+        };
+        Ok(Some(Entry { meta, value }))
     }
 
     /// Records a key found expired: `Touch::Expired` and its `expired` event, once (Redis
@@ -1079,8 +1111,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             }
         }
         if !batch.is_empty() {
-            let gate = self.count_gate();
-            let deltas = self.changes(&batch)?.deltas;
+            let Changes { deltas, gate, .. } = self.changes(&batch)?;
             let batch = self.adapt(batch)?;
             self.write_counted(batch, deltas, gate)?;
             self.shared.deferred_frees.fetch_add(big as u64, Ordering::Relaxed);
@@ -1122,8 +1153,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
         let mut batch = WriteBatch::new();
         self.delete_key(&mut batch, key);
-        let gate = self.count_gate();
-        let deltas = self.changes(&batch)?.deltas;
+        let Changes { deltas, gate, .. } = self.changes(&batch)?;
         let batch = self.adapt(batch)?;
         self.write_counted(batch, deltas, gate)?;
         self.count_deferred_free(&meta);
@@ -1330,8 +1360,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         if batch.is_empty() {
             return Ok(());
         }
-        let gate = self.count_gate();
-        let Changes { deltas, garbage } = self.changes(&batch)?;
+        let Changes { deltas, garbage, gate } = self.changes(&batch)?;
         if base.kind() != LayoutKind::Kvrocks {
             batch = self.adapt(batch)?;
         }
@@ -1399,10 +1428,13 @@ impl<'a, B: KvBackend> Db<'a, B> {
                     if new_events && !created.contains(key) && !self.is_live_record(key)? {
                         created.push(key.clone());
                     }
-                    Some(key.clone())
+                    // A copy, not a clone: sharing the batch's key would make both reference
+                    // counted (two allocations and atomic updates instead of one).
+                    Some(Bytes::copy_from_slice(key))
                 }
                 BatchOp::Delete { cf: ColumnFamily::Metadata, key } => {
-                    self.metadata_record(key)?.is_some().then(|| key.clone())
+                    let remembered = matches!(self.read_memo.borrow().get(key), Some(Some(_)));
+                    (remembered || self.metadata_record(key)?.is_some()).then(|| Bytes::copy_from_slice(key))
                 }
                 BatchOp::Put { cf: ColumnFamily::Subkey | ColumnFamily::Stream, key, .. }
                 | BatchOp::Delete { cf: ColumnFamily::Subkey | ColumnFamily::Stream, key }
@@ -1455,6 +1487,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Whether a metadata record exists and is live (a key `commit` overwrites, not creates).
     fn is_live_record(&self, mkey: &[u8]) -> CommandResult<bool> {
+        if let Some(Some(found)) = self.read_memo.borrow().get(mkey) {
+            return Ok(found.is_some_and(|m| m.is_live(self.now_ms())));
+        }
         let raw = self.metadata_record(mkey)?;
         Ok(raw.is_some_and(|raw| self.layout().decode_metadata(&raw).is_ok_and(|m| m.is_live(self.now_ms()))))
     }
@@ -1466,27 +1501,31 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// As [`metadata_record`].
     pub(crate) fn metadata_record(&self, mkey: &[u8]) -> crate::Result<Option<Bytes>> {
-        match self.metadata_get(mkey)? {
+        let raw = self.backend.get(ColumnFamily::Metadata, mkey)?;
+        if self.remembering.get() {
+            let base = &self.shared.base_layout;
+            let found = raw
+                .as_deref()
+                .map(|raw| base.decode_metadata(raw).ok().map(|m| Metadata { value: &[], ..m }));
+            self.remember(mkey, found);
+        }
+        match raw {
             None => legacy_record(&self.backend, &self.shared.base_layout, mkey),
             raw => Ok(raw),
         }
     }
 
-    /// The record at `mkey` in the metadata column family: remembered when this `Db` read
-    /// it since its last write, else read (and remembered while there is room).
-    ///
-    /// # Errors
-    /// Storage errors.
-    fn metadata_get(&self, mkey: &[u8]) -> crate::Result<Option<Bytes>> {
-        if let Some(raw) = self.read_memo.borrow().get(mkey) {
-            return Ok(raw.clone());
+    /// Remembers what the record at `mkey` in the metadata column family held, while a
+    /// command that may write runs and there is room ([`READ_MEMO`]); the first reading
+    /// stands (nothing writes the record before the memo is emptied).
+    fn remember(&self, mkey: &[u8], found: Recalled) {
+        if !self.remembering.get() {
+            return;
         }
-        let raw = self.backend.get(ColumnFamily::Metadata, mkey)?;
         let mut memo = self.read_memo.borrow_mut();
-        if self.remembering.get() && memo.len() < READ_MEMO {
-            memo.push(mkey, raw.clone());
+        if memo.len() < READ_MEMO && memo.get(mkey).is_none() {
+            memo.push(mkey, found);
         }
-        Ok(raw)
     }
 }
 
