@@ -74,6 +74,8 @@ ATTRS = {
         "srandmember", "strlen", "zcard", "zrange", "zrangebyscore", "zrank", "zrevrange",
         "zrevrank", "zscore",
     ],
+    # Redis' LOOKUP_NOTOUCH commands: their lookups leave the keys' last-use time alone.
+    "no_touch": ["exists", "type", "ttl", "pttl", "expiretime", "pexpiretime", "object", "memory"],
     # What a RESP2 client may run while it subscribes to something.
     "subscribed": [
         "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe",

@@ -141,11 +141,7 @@ impl<B: KvBackend> Db<'_, B> {
 
     /// [`Db::execute`] for a command [`resolve`] accepted.
     pub(crate) fn execute_resolved(&mut self, info: &CommandInfo, argv: &[Bytes]) -> Reply {
-        // Redis' LOOKUP_NOTOUCH commands leave the keys' last-use time alone.
-        self.touching = !matches!(
-            info.container(),
-            "exists" | "type" | "ttl" | "pttl" | "expiretime" | "pexpiretime" | "object" | "memory"
-        );
+        self.touching = !info.is(table::attr::NO_TOUCH);
         let reply = match handler::<B>(info) {
             Some(run) => self
                 .run_command(info.is_write(), |db| run(db, argv))

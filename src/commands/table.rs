@@ -111,6 +111,9 @@ pub mod attr {
     pub const SUBSCRIBED: u32 = 1 << 2;
     /// Not a Redis command: Kvrocks' (NAMESPACE) or this project's own (FSCK, COMPACT).
     pub const OWN: u32 = 1 << 3;
+    /// Redis' `LOOKUP_NOTOUCH`: its lookups leave the keys' last-use time (OBJECT IDLETIME)
+    /// alone.
+    pub const NO_TOUCH: u32 = 1 << 4;
 }
 
 /// Which file implements a command (the session layer answers [`Family::Session`]).

@@ -1330,7 +1330,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             find: Find::Range { lastkey: -1, step: 1, limit: 0 },
         }],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "expire",
@@ -1378,7 +1378,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "fcall",
@@ -2545,7 +2545,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         acl: "@slow",
         keys: &[],
         has_subcommands: true,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "memory|doctor",
@@ -2556,7 +2556,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         acl: "@slow",
         keys: &[],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "memory|help",
@@ -2567,7 +2567,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         acl: "@slow",
         keys: &[],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "memory|malloc-stats",
@@ -2578,7 +2578,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         acl: "@slow",
         keys: &[],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "memory|purge",
@@ -2589,7 +2589,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         acl: "@slow",
         keys: &[],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "memory|stats",
@@ -2600,7 +2600,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         acl: "@slow",
         keys: &[],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "memory|usage",
@@ -2616,7 +2616,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "mget",
@@ -2781,7 +2781,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         acl: "@slow",
         keys: &[],
         has_subcommands: true,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "object|encoding",
@@ -2797,7 +2797,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "object|freq",
@@ -2813,7 +2813,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "object|help",
@@ -2824,7 +2824,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
         acl: "@keyspace @slow",
         keys: &[],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "object|idletime",
@@ -2840,7 +2840,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "object|refcount",
@@ -2856,7 +2856,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "persist",
@@ -2920,7 +2920,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "pfadd",
@@ -3059,7 +3059,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "publish",
@@ -4125,7 +4125,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "type",
@@ -4141,7 +4141,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
             find: Find::Range { lastkey: 0, step: 1, limit: 0 },
         }],
         has_subcommands: false,
-        attrs: 0,
+        attrs: attr::NO_TOUCH,
     },
     CommandInfo {
         name: "unlink",
