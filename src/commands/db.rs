@@ -506,9 +506,10 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// or replaces (with another version) a collection's metadata, leaving its elements to
     /// the collector. One pass over the batch, each replaced record decoded once.
     ///
-    /// The records replaced are those the command read ([`Db::metadata_get`]'s memo); for
-    /// the counts one it did not read is read now, and for the garbage it counts as a
-    /// collection replaced, as a write that cannot tell (a blind write) must.
+    /// What the records replaced held is what the command found looking them up (the read
+    /// memo, [`Db::lookup_at`] and [`Db::metadata_record`]); for the counts one it did not
+    /// look up is read now, and for the garbage it counts as a collection replaced, as a
+    /// write that cannot tell (a blind write) must.
     ///
     /// # Errors
     /// Storage errors reading those records.
@@ -607,7 +608,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         Ok(())
     }
 
-    /// Runs one command's handler, with the read memo on ([`Db::metadata_get`]) for a
+    /// Runs one command's handler, with the read memo on ([`Db::remember`]) for a
     /// command that may write (a read-only one would only pay for it).
     pub(crate) fn run_command<T>(&mut self, writes: bool, run: impl FnOnce(&mut Self) -> T) -> T {
         self.read_memo.get_mut().clear();
@@ -699,7 +700,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// What a blocking command that found nothing to serve answers. When it may block: a
-    /// [`Block`] on `keys` of the selected database for [`Db::take_block`], and `on_timeout`
+    /// [`Block`] on `keys` of the selected database for [`super::Session::take_block`], and `on_timeout`
     /// (what Redis sends when the timeout passes). Otherwise (MULTI) `at_once`, which differs
     /// for BLMOVE/BRPOPLPUSH: a nil bulk at once, a nil array at a timeout.
     pub(crate) fn would_block(

@@ -324,7 +324,7 @@ impl<B: KvBackend> Engine<B> {
     }
 
     /// [`Engine::execute`] for a command whose row the caller found already with
-    /// [`table::find`](super::table::find) (the command's or subcommand's, or the container's
+    /// [`table::find`] (the command's or subcommand's, or the container's
     /// when the subcommand is unknown): the name is not looked up again.
     pub fn execute_row(&self, session: &mut Session, info: &'static CommandInfo, argv: &[Bytes]) -> Reply {
         self.execute_as(session, super::check_row(info, argv), argv, false)

@@ -113,7 +113,7 @@ impl Default for LposOptions {
 }
 
 /// The stored keys of one list incarnation: the shared subkey prefix, then the index (as
-/// [`KeyLayout::list_sub`] writes it: TiTea's are signed positions).
+/// [`crate::codec::KeyLayout::list_sub`] writes it: TiTea's are signed positions).
 struct ElemKeys {
     prefix: Vec<u8>,
     titea: bool,
