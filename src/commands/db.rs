@@ -700,9 +700,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// What a blocking command that found nothing to serve answers. When it may block: a
-    /// [`Block`] on `keys` of the selected database for [`super::Session::take_block`], and `on_timeout`
-    /// (what Redis sends when the timeout passes). Otherwise (MULTI) `at_once`, which differs
-    /// for BLMOVE/BRPOPLPUSH: a nil bulk at once, a nil array at a timeout.
+    /// [`Block`] on `keys` of the selected database for [`super::Session::take_block`], and
+    /// `on_timeout` (what Redis sends when the timeout passes). Otherwise (MULTI) `at_once`,
+    /// which differs for BLMOVE/BRPOPLPUSH: a nil bulk at once, a nil array at a timeout.
     pub(crate) fn would_block(
         &mut self,
         keys: &[Bytes],
