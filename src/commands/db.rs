@@ -1203,7 +1203,16 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// # Errors
     /// As [`Db::lookup`].
     pub fn lookup_stringlike(&self, key: &[u8]) -> CommandResult<Option<Entry>> {
-        match self.lookup(key)? {
+        self.lookup_stringlike_at(key, &self.metadata_key(key))
+    }
+
+    /// [`Db::lookup_stringlike`] with `key`'s metadata key built already, for a command that
+    /// writes the key next.
+    ///
+    /// # Errors
+    /// As [`Db::lookup`].
+    pub(crate) fn lookup_stringlike_at(&self, key: &[u8], mkey: &[u8]) -> CommandResult<Option<Entry>> {
+        match self.lookup_at(mkey)? {
             Some(e) if e.meta.ty == RedisType::Bitmap => {
                 let value = self.bitmap_string(key, &e.meta)?;
                 Ok(Some(Entry { meta: Metadata::string(&[], e.meta.expire_ms), value }))

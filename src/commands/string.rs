@@ -108,10 +108,10 @@ impl<B: KvBackend> Db<'_, B> {
         self.put_metadata(batch, key, &Metadata::string(value, expire_ms));
     }
 
-    /// Writes one string record.
-    fn write_string(&mut self, key: &[u8], value: &[u8], expire_ms: u64) -> CommandResult<()> {
+    /// Writes one string record under metadata key `mkey` (built by the lookup before).
+    fn write_string_at(&mut self, mkey: Vec<u8>, value: &[u8], expire_ms: u64) -> CommandResult<()> {
         let mut batch = WriteBatch::new();
-        self.queue_string(&mut batch, key, value, expire_ms);
+        self.put_metadata_in(self.layout(), &mut batch, mkey, &Metadata::string(value, expire_ms));
         self.commit(batch)
     }
 
@@ -136,7 +136,7 @@ impl<B: KvBackend> Db<'_, B> {
         opts: SetOptions,
     ) -> CommandResult<(bool, Option<Bytes>)> {
         let mkey = self.metadata_key(key);
-        let entry = if opts.get { self.lookup_stringlike(key)? } else { self.lookup_at(&mkey)? };
+        let entry = if opts.get { self.lookup_stringlike_at(key, &mkey)? } else { self.lookup_at(&mkey)? };
         let old = match &entry {
             Some(e) if opts.get && e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) if opts.get => Some(e.value.clone()),
@@ -151,9 +151,7 @@ impl<B: KvBackend> Db<'_, B> {
             (None, Some(e)) if opts.keep_ttl => e.meta.expire_ms,
             _ => 0,
         };
-        let mut batch = WriteBatch::new();
-        self.put_metadata_in(self.layout(), &mut batch, mkey, &Metadata::string(value, expire_ms));
-        self.commit(batch)?;
+        self.write_string_at(mkey, value, expire_ms)?;
         self.notify(NotifyFlags::STRING, "set", key);
         if opts.expire_at_ms.is_some() {
             self.notify(NotifyFlags::GENERIC, "expire", key);
@@ -260,7 +258,8 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`CommandError::WrongType`], [`CommandError::StringTooLong`] past 512 MB; storage
     /// errors.
     pub fn append(&mut self, key: &[u8], value: &[u8]) -> CommandResult<i64> {
-        let entry = self.lookup_stringlike(key)?;
+        let mkey = self.metadata_key(key);
+        let entry = self.lookup_stringlike_at(key, &mkey)?;
         let (old, expire_ms) = match &entry {
             Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) => (&e.value[..], e.meta.expire_ms),
@@ -270,7 +269,7 @@ impl<B: KvBackend> Db<'_, B> {
         let mut new = Vec::with_capacity(old.len() + value.len());
         new.extend_from_slice(old);
         new.extend_from_slice(value);
-        self.write_string(key, &new, expire_ms)?;
+        self.write_string_at(mkey, &new, expire_ms)?;
         self.notify(NotifyFlags::STRING, "append", key);
         Ok(len_i64(new.len()))
     }
@@ -320,7 +319,8 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`CommandError::StringTooLong`] past 512 MB; storage errors.
     pub fn setrange(&mut self, key: &[u8], offset: i64, value: &[u8]) -> CommandResult<i64> {
         let offset = u64::try_from(offset).map_err(|_| CommandError::err("offset is out of range"))?;
-        let entry = self.lookup_stringlike(key)?;
+        let mkey = self.metadata_key(key);
+        let entry = self.lookup_stringlike_at(key, &mkey)?;
         let (old, expire_ms) = match &entry {
             Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) => (&e.value[..], e.meta.expire_ms),
@@ -336,7 +336,7 @@ impl<B: KvBackend> Db<'_, B> {
             new.resize(offset + value.len(), 0);
         }
         new[offset..offset + value.len()].copy_from_slice(value);
-        self.write_string(key, &new, expire_ms)?;
+        self.write_string_at(mkey, &new, expire_ms)?;
         self.notify(NotifyFlags::STRING, "setrange", key);
         Ok(len_i64(new.len()))
     }
@@ -348,14 +348,15 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`CommandError::WrongType`], [`CommandError::NotInteger`] when the value is not an
     /// integer, [`CommandError::Overflow`]; storage errors.
     pub fn incrby(&mut self, key: &[u8], delta: i64) -> CommandResult<i64> {
-        let entry = self.lookup_stringlike(key)?;
+        let mkey = self.metadata_key(key);
+        let entry = self.lookup_stringlike_at(key, &mkey)?;
         let (old, expire_ms) = match &entry {
             Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) => (int_arg(&e.value)?, e.meta.expire_ms),
             None => (0, 0),
         };
         let new = old.checked_add(delta).ok_or(CommandError::Overflow)?;
-        self.write_string(key, new.to_string().as_bytes(), expire_ms)?;
+        self.write_string_at(mkey, new.to_string().as_bytes(), expire_ms)?;
         self.notify(NotifyFlags::STRING, "incrby", key);
         Ok(new)
     }
@@ -368,7 +369,8 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`CommandError::WrongType`], [`CommandError::NotFloat`] when the value or `incr`
     /// is not a number, "ERR increment would produce NaN or Infinity"; storage errors.
     pub fn incrbyfloat(&mut self, key: &[u8], incr: &[u8]) -> CommandResult<Bytes> {
-        let entry = self.lookup_stringlike(key)?;
+        let mkey = self.metadata_key(key);
+        let entry = self.lookup_stringlike_at(key, &mkey)?;
         let (old, expire_ms) = match &entry {
             Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
             Some(e) => (long_double::parse(&e.value).ok_or(CommandError::NotFloat)?, e.meta.expire_ms),
@@ -378,7 +380,7 @@ impl<B: KvBackend> Db<'_, B> {
         let sum = long_double::add(old, incr)
             .ok_or_else(|| CommandError::err("increment would produce NaN or Infinity"))?;
         let text = Bytes::from(long_double::format_human(sum));
-        self.write_string(key, &text, expire_ms)?;
+        self.write_string_at(mkey, &text, expire_ms)?;
         self.notify(NotifyFlags::STRING, "incrbyfloat", key);
         Ok(text)
     }
