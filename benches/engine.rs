@@ -5,7 +5,7 @@
 //! without the network and parsing of `benches/redis_benchmark.sh`.
 //!
 //! The commands are redis-benchmark's `-t set,get,incr,lpush,rpop,sadd,hset,zadd`, on its
-//! keys. RPOP pops from a list kept at 100,000 elements (each sample pushes back, untimed,
+//! keys. The bench uses the system allocator; the server links mimalloc. RPOP pops from a list kept at 100,000 elements (each sample pushes back, untimed,
 //! what it popped). Run: `cargo bench --bench engine`.
 
 use std::hint::black_box;
