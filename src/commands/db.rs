@@ -1506,7 +1506,8 @@ impl<'a, B: KvBackend> Db<'a, B> {
 }
 
 impl<B: KvBackend> Db<'_, B> {
-    /// The metadata record at `mkey`, as [`metadata_record`] reads it.
+    /// The metadata record at `mkey`, as [`metadata_record`] reads it; what the metadata
+    /// column family held is remembered for the commit ([`Db::remember`]).
     ///
     /// # Errors
     /// As [`metadata_record`].
