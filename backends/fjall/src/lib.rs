@@ -34,7 +34,8 @@
 //!
 //! Beside the journal being written (fjall starts a new one past 64 MB), the sealed journals
 //! hold at most [`Options::write_buffer_bytes`] or 64 MiB, whichever is more: past it fjall
-//! flushes the memtables keeping the oldest one.
+//! flushes the memtables keeping the oldest one. The journal is not compressed; tables and
+//! blob files are.
 //!
 //! # Reads and writes
 //! Point reads and scans read the keyspaces directly: each scan iterates one consistent
@@ -153,6 +154,10 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
         // Journals hold what memtables have not flushed yet: bounded, they make fjall flush
         // the oldest memtables instead of keeping every write twice on disk.
         .max_journaling_size(MAX_JOURNALING_BYTES.max(options.write_buffer_bytes))
+        // The journal is written on the committing thread (an event loop) and deleted once its
+        // memtables are flushed, to tables and blob files that are compressed anyway: LZ4 on a
+        // large value there costs the loop more than writing it raw.
+        .journal_compression(CompressionType::None)
         .cache_size(options.cache_bytes)
         .open()
         .map_err(err)?;
