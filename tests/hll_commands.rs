@@ -124,3 +124,22 @@ fn object_encoding_of_a_hll_is_raw() {
     assert_eq!(run(&mut db, "SET s HYLLx"), Reply::OK);
     assert_eq!(run(&mut db, "OBJECT ENCODING s"), Reply::bulk(b"embstr"));
 }
+
+/// PFDEBUG TODENSE rewrites the value in place without signalling the key, as Redis does:
+/// a WATCH on it holds (a PFADD that changes it does not).
+#[test]
+fn pfdebug_todense_leaves_a_watch_standing() {
+    let engine = rediskv::commands::Engine::new(rediskv::backend::MemoryBackend::new());
+    let mut s = engine.session();
+    assert_eq!(engine.run(&mut s, &["PFADD", "h", "a", "b"]), Reply::Integer(1));
+    let exec = |s: &mut rediskv::commands::Session, between: &[&str]| {
+        assert_eq!(engine.run(s, &["WATCH", "h"]), Reply::OK);
+        engine.run(s, between);
+        assert_eq!(engine.run(s, &["MULTI"]), Reply::OK);
+        engine.run(s, &["PING"]);
+        engine.run(s, &["EXEC"])
+    };
+    assert_eq!(exec(&mut s, &["PFDEBUG", "TODENSE", "h"]), Reply::Array(vec![Reply::status("PONG")]));
+    assert_eq!(engine.run(&mut s, &["PFDEBUG", "ENCODING", "h"]), Reply::status("dense"));
+    assert_eq!(exec(&mut s, &["PFADD", "h", "c"]), Reply::NilArray);
+}

@@ -149,7 +149,10 @@ fn pfdebug<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
             }
             if sparse {
                 sketch::to_dense(&mut hll).map_err(corrupt)?;
-                db.write_hll(key, &hll, expire)?;
+                // Redis converts in place without signalling the key: a WATCH on it holds.
+                let mut batch = WriteBatch::new();
+                db.put_metadata(&mut batch, key, &Metadata::string(&hll, expire));
+                db.commit_unsignalled(batch)?;
             }
             if sub.eq_ignore_ascii_case("todense") {
                 return Ok(Reply::Integer(i64::from(sparse)));
