@@ -20,6 +20,8 @@ pub fn missing_redis(test: &str) {
 pub struct RedisServer {
     child: Child,
     pub port: u16,
+    /// Its own directory, removed on drop: it loads no dump.rdb another server left.
+    dir: std::path::PathBuf,
 }
 
 impl RedisServer {
@@ -43,6 +45,9 @@ impl RedisServer {
         let mut last = io::Error::other("redis-server did not start");
         for _ in 0..5 {
             let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+            let dir = std::env::temp_dir().join(format!("rediskv-test-redis-{}-{port}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir)?;
             let mut child = Command::new("redis-server")
                 .args([
                     "--port",
@@ -56,18 +61,22 @@ impl RedisServer {
                 ])
                 .args(extra)
                 .args(["--daemonize", "no", "--logfile", "", "--dir"])
-                .arg(std::env::temp_dir())
+                .arg(&dir)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
-                .spawn()?;
+                .spawn()
+                .inspect_err(|_| {
+                    let _ = std::fs::remove_dir_all(&dir);
+                })?;
             // Its own log, not a probe connection, says it listens: a probe could reach
             // another process that took the port while this one failed to bind and exited.
             if ready(&mut child) {
-                return Ok(RedisServer { child, port });
+                return Ok(RedisServer { child, port, dir });
             }
             let _ = child.kill();
             let _ = child.wait();
+            let _ = std::fs::remove_dir_all(&dir);
             last = io::Error::other(format!("redis-server did not come up on port {port}"));
         }
         Err(last)
@@ -109,6 +118,7 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -162,17 +162,21 @@ impl Client {
     }
 }
 
-/// A server process, killed on drop.
+/// A server process, killed on drop (and its own directory, if it has one, removed).
 pub struct Server {
     child: Child,
     /// Its port.
     pub port: u16,
+    dir: Option<std::path::PathBuf>,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -219,7 +223,7 @@ fn start(before: &[&str], args: &[&str]) -> Server {
         .unwrap_or_else(|| panic!("no port in {line:?}"));
     // Keep draining its log so the pipe never fills.
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    Server { child, port }
+    Server { child, port, dir: None }
 }
 
 /// Starts a real redis-server on a free port; None (after a loud note) when it is not
@@ -227,13 +231,21 @@ fn start(before: &[&str], args: &[&str]) -> Server {
 pub fn redis(args: &[&str]) -> Option<Server> {
     for _ in 0..5 {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        // A directory of its own: it loads no dump.rdb another server left, and whatever a
+        // test makes it save goes away with it.
+        let dir = std::env::temp_dir().join(format!("rediskv-test-redis-{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create redis-server's directory");
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(args)
             .args(["--logfile", ""])
+            .arg("--dir")
+            .arg(&dir)
             .stdout(Stdio::piped())
             .spawn();
         let Ok(mut child) = child else {
+            let _ = std::fs::remove_dir_all(&dir);
             missing_tool(&test_name(), "redis-server", "apt-get install redis-server");
             return None;
         };
@@ -244,11 +256,12 @@ pub fn redis(args: &[&str]) -> Option<Server> {
         while log.read_line(&mut line).unwrap_or(0) > 0 {
             if line.contains("Ready to accept connections") {
                 std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
-                return Some(Server { child, port });
+                return Some(Server { child, port, dir: Some(dir) });
             }
             line.clear();
         }
         let _ = child.wait(); // exited: the port was taken; try another
+        let _ = std::fs::remove_dir_all(&dir);
     }
     panic!("redis-server did not start");
 }
