@@ -35,6 +35,7 @@ impl Host for State {
                 .session
                 .touched()
                 .iter()
+                .filter(|t| t.modified())
                 .filter_map(|t| engine.touched_key(t))
                 .map(|(_, k)| k)
                 .collect();

@@ -489,3 +489,57 @@ fn exec_oom_script(server: &Server) -> Vec<Value> {
 fn exec_checks_memory_like_redis() {
     same_as_redis(exec_oom_script);
 }
+
+/// Which writes abort a WATCH on their key: Redis signals a stream's own changes (XADD,
+/// XDEL, XTRIM, MKSTREAM) but not its consumer groups' (XGROUP, XSETID, XACK, XCLAIM,
+/// XAUTOCLAIM, XREADGROUP), nor PFDEBUG's conversion to dense.
+fn watch_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let setup: &[&[&str]] = &[
+        &["DEL", "s", "h"],
+        &["XADD", "s", "1-1", "f", "v"],
+        &["XADD", "s", "2-1", "f", "v"],
+        &["XGROUP", "CREATE", "s", "g", "0"],
+        &["XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "STREAMS", "s", ">"],
+        &["PFADD", "h", "a"],
+    ];
+    let between: &[&[&str]] = &[
+        &["XGROUP", "CREATE", "s", "g2", "$"],
+        &["XGROUP", "CREATE", "s", "g", "0"],
+        &["XGROUP", "SETID", "s", "g", "0"],
+        &["XGROUP", "DESTROY", "s", "g"],
+        &["XGROUP", "CREATECONSUMER", "s", "g", "c9"],
+        &["XGROUP", "DELCONSUMER", "s", "g", "c1"],
+        &["XSETID", "s", "5-0"],
+        &["XACK", "s", "g", "1-1"],
+        &["XCLAIM", "s", "g", "c2", "0", "1-1"],
+        &["XAUTOCLAIM", "s", "g", "c2", "0", "0"],
+        &["XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", ">"],
+        &["XREADGROUP", "GROUP", "g", "c1", "STREAMS", "s", "0"],
+        &["XADD", "s", "3-1", "f", "v"],
+        &["XDEL", "s", "1-1"],
+        &["XTRIM", "s", "MAXLEN", "0"],
+        &["XGROUP", "CREATE", "new", "g", "$", "MKSTREAM"],
+        &["PFDEBUG", "TODENSE", "h"],
+        &["PFADD", "h", "b"],
+    ];
+    let mut seen = Vec::new();
+    for cmd in between {
+        for s in setup {
+            c.cmd(s);
+        }
+        c.cmd(&["DEL", "new"]);
+        let key = cmd[1..].iter().find(|a| ["s", "h", "new"].contains(a)).expect("a key");
+        c.cmd(&["WATCH", key]);
+        seen.push(c.cmd(cmd));
+        c.cmd(&["MULTI"]);
+        c.cmd(&["PING"]);
+        seen.push(c.cmd(&["EXEC"]));
+    }
+    seen
+}
+
+#[test]
+fn watch_sees_the_writes_redis_signals() {
+    same_as_redis(watch_script);
+}

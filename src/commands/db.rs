@@ -52,6 +52,17 @@ pub enum Touch {
     /// A command found it expired (Redis deletes it then; this engine leaves the record to
     /// [`crate::gc`]).
     Expired,
+    /// A command changed it in a way that concerns only the clients blocked on it (Redis'
+    /// `signalKeyAsReady` without `signalModifiedKey`): WATCH and client tracking ignore it.
+    Ready,
+}
+
+impl TouchedKey {
+    /// Whether the key counts as modified (Redis' `signalModifiedKey`): for WATCH and
+    /// client tracking; every touch wakes blocked clients.
+    pub fn modified(&self) -> bool {
+        self.kind != Touch::Ready
+    }
 }
 
 /// Redis' `LAZYFREE_THRESHOLD`: a deleted value of more allocations than this goes to its
@@ -918,6 +929,16 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// [`Db::notify`] for a key of database `db` (COPY … DB, MOVE).
     pub(crate) fn notify_in(&self, db: usize, class: NotifyFlags, name: &'static str, key: &[u8]) {
+        self.record_event(db, class, name, key, true);
+    }
+
+    /// [`Db::notify`] for a change Redis makes without signalling the key (a stream's
+    /// consumer groups: XGROUP, XACK, XCLAIM, XREADGROUP…): the event only.
+    pub(crate) fn notify_unsignalled(&self, class: NotifyFlags, name: &'static str, key: &[u8]) {
+        self.record_event(self.index, class, name, key, false);
+    }
+
+    fn record_event(&self, db: usize, class: NotifyFlags, name: &'static str, key: &[u8], signal: bool) {
         let mut journal = self.journal.borrow_mut();
         let journal = &mut *journal;
         if let Some(i) = journal.created.iter().position(|(d, k)| *d == db && k == key) {
@@ -926,9 +947,11 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
         let scratch = &mut journal.scratch;
         scratch.pending_effects.count(name);
-        let start = scratch.keys.len();
-        scratch.keys.extend_from_slice(key);
-        scratch.signalled.push((db, start..scratch.keys.len()));
+        if signal {
+            let start = scratch.keys.len();
+            scratch.keys.extend_from_slice(key);
+            scratch.signalled.push((db, start..scratch.keys.len()));
+        }
         if self.shared.events.load(Ordering::Relaxed) {
             scratch.pending.push(Event { class, name, db, key: Bytes::copy_from_slice(key) });
         }
@@ -1412,6 +1435,23 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let before = self.journal.get_mut().touched.len();
         self.commit(batch)?;
         self.journal.get_mut().touched.truncate(before);
+        Ok(())
+    }
+
+    /// [`Db::commit`] for a write after which Redis wakes the clients blocked on its key
+    /// without signalling it modified (`signalKeyAsReady` alone: XGROUP DESTROY, whose
+    /// blocked XREADGROUP readers then fail): the keys count as [`Touch::Ready`].
+    ///
+    /// # Errors
+    /// As [`Db::commit`].
+    pub(crate) fn commit_ready(&mut self, batch: WriteBatch) -> CommandResult<()> {
+        let before = self.journal.get_mut().touched.len();
+        self.commit(batch)?;
+        for t in &mut self.journal.get_mut().touched[before..] {
+            if t.kind == Touch::Written {
+                t.kind = Touch::Ready;
+            }
+        }
         Ok(())
     }
 

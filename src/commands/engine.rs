@@ -789,7 +789,7 @@ impl Watches {
         for t in touched {
             let Some(key) = shared.decode_touched(&t.metadata_key) else { continue };
             for w in map.get(&key).into_iter().flatten() {
-                if t.kind == Touch::Expired && w.expired_at_watch {
+                if !t.modified() || (t.kind == Touch::Expired && w.expired_at_watch) {
                     continue;
                 }
                 if let Some(flag) = w.flag.upgrade() {

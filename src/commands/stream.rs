@@ -901,8 +901,8 @@ fn xsetid<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     }
     let mut batch = WriteBatch::new();
     db.put_stream(&mut batch, key, &s);
-    db.commit(batch)?;
-    db.notify(NotifyFlags::STREAM, "xsetid", key);
+    db.commit_unsignalled(batch)?;
+    db.notify_unsignalled(NotifyFlags::STREAM, "xsetid", key);
     Ok(Reply::OK)
 }
 
@@ -1072,10 +1072,10 @@ fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         served.push((Reply::Bulk(read.key.clone()), Reply::Array(found)));
     }
     if !batch.is_empty() {
-        db.commit(batch)?;
+        db.commit_unsignalled(batch)?;
     }
     for key in created {
-        db.notify(NotifyFlags::STREAM, "xgroup-createconsumer", &key);
+        db.notify_unsignalled(NotifyFlags::STREAM, "xgroup-createconsumer", &key);
     }
     if !served.is_empty() {
         return Ok(Reply::PairMap(served));
@@ -1338,6 +1338,7 @@ fn xgroup<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
             )));
         }
     }
+    let existed = s.is_some();
     let mut batch = WriteBatch::new();
     let group_key = |db: &Db<B>, v: u128| db.record(key, v, StreamSub::Group(group));
     let (reply, event) = match sub.as_slice() {
@@ -1424,14 +1425,28 @@ fn xgroup<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
                 ColumnFamily::Stream,
                 db.record(key, s.version(), StreamSub::Consumer { group, consumer: name })?,
             );
-            db.commit(batch)?;
-            db.notify(NotifyFlags::STREAM, "xgroup-delconsumer", key);
+            db.commit_unsignalled(batch)?;
+            db.notify_unsignalled(NotifyFlags::STREAM, "xgroup-delconsumer", key);
             return Ok(Reply::Integer(removed as i64));
         }
         _ => return Err(subcommand_error(argv)),
     };
-    db.commit(batch)?;
-    db.notify(NotifyFlags::STREAM, event, key);
+    // As Redis: a group's change signals no key; MKSTREAM's new stream does, and DESTROY
+    // wakes the group's blocked readers (they then fail).
+    match event {
+        "xgroup-create" if !existed => {
+            db.commit(batch)?;
+            db.notify(NotifyFlags::STREAM, event, key);
+        }
+        "xgroup-destroy" => {
+            db.commit_ready(batch)?;
+            db.notify_unsignalled(NotifyFlags::STREAM, event, key);
+        }
+        _ => {
+            db.commit_unsignalled(batch)?;
+            db.notify_unsignalled(NotifyFlags::STREAM, event, key);
+        }
+    }
     Ok(reply)
 }
 
@@ -1469,7 +1484,7 @@ fn xack<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
             batch.put(ColumnFamily::Stream, record, c.to_bytes());
         }
     }
-    db.commit(batch)?;
+    db.commit_unsignalled(batch)?;
     Ok(Reply::Integer(acked.len() as i64))
 }
 
@@ -1672,9 +1687,9 @@ fn xclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     if group_changed {
         batch.put(ColumnFamily::Stream, db.record(key, s.version(), StreamSub::Group(group))?, g.to_bytes());
     }
-    db.commit(batch)?;
+    db.commit_unsignalled(batch)?;
     for key in created {
-        db.notify(NotifyFlags::STREAM, "xgroup-createconsumer", &key);
+        db.notify_unsignalled(NotifyFlags::STREAM, "xgroup-createconsumer", &key);
     }
     Ok(Reply::Array(out))
 }
@@ -1786,9 +1801,9 @@ fn xautoclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         r.close(db, &mut batch)?;
     }
     batch.put(ColumnFamily::Stream, db.record(key, s.version(), StreamSub::Group(group))?, g.to_bytes());
-    db.commit(batch)?;
+    db.commit_unsignalled(batch)?;
     for key in created {
-        db.notify(NotifyFlags::STREAM, "xgroup-createconsumer", &key);
+        db.notify_unsignalled(NotifyFlags::STREAM, "xgroup-createconsumer", &key);
     }
     Ok(Reply::Array(vec![id_reply(next), Reply::Array(out), Reply::Array(deleted)]))
 }

@@ -373,6 +373,7 @@ impl Client {
             .session
             .touched()
             .iter()
+            .filter(|t| t.modified())
             .filter_map(|t| self.engine.touched_key(t))
             .map(|(_, k)| k)
             .collect();
