@@ -65,7 +65,7 @@ pub fn generators() -> Vec<CmdGen> {
             if g.chance(5) {
                 a.push(b"extra".to_vec());
             }
-            exact(a)
+            if sub.eq_ignore_ascii_case("decode") { decode(a, 2) } else { exact(a) }
         }),
     ]
 }

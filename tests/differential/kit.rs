@@ -63,6 +63,11 @@ pub enum Cmp {
     /// otherwise. Redis leaves lex ranges over mixed scores unspecified (its answer walks
     /// score order); the engine answers in member order, as LAYOUT.md's Subkey CF stores it.
     Lex { key_arg: usize },
+    /// PFDEBUG DECODE of the key at argument `key_arg`: compared exactly while that key's
+    /// value on the reference is at most [`DECODE_MAX_BYTES`] long, skipped on both sides
+    /// otherwise: a sparse HLL that SETRANGE at the largest offset grew to 512 MB decodes
+    /// to gigabytes of text, which takes Redis minutes.
+    Decode { key_arg: usize },
     /// EXEC: an array is compared element by element, each with the mode of the command
     /// queued at that position; anything else (an error, a WATCH abort's nil) exactly.
     Exec,
@@ -180,6 +185,12 @@ pub fn exact(argv: Vec<Vec<u8>>) -> Op {
 }
 pub fn lex(argv: Vec<Vec<u8>>, key_arg: usize) -> Op {
     Op { argv, cmp: Cmp::Lex { key_arg } }
+}
+/// The longest value [`Cmp::Decode`] compares.
+pub const DECODE_MAX_BYTES: i64 = 1 << 20;
+
+pub fn decode(argv: Vec<Vec<u8>>, key_arg: usize) -> Op {
+    Op { argv, cmp: Cmp::Decode { key_arg } }
 }
 pub fn unordered(argv: Vec<Vec<u8>>) -> Op {
     Op { argv, cmp: Cmp::Unordered }

@@ -168,8 +168,13 @@ impl Remote {
     fn call(&mut self, argv: &[Vec<u8>]) -> Reply {
         self.clients[self.current]
             .call(argv)
-            .unwrap_or_else(|e| panic!("redis-server connection failed: {e}"))
+            .unwrap_or_else(|e| panic!("redis-server connection failed: {e} (sending {})", show_argv(argv)))
     }
+}
+
+/// `argv` as a line of quoted arguments, for a message.
+fn show_argv(argv: &[Vec<u8>]) -> String {
+    argv.iter().map(|a| format!("{:?}", String::from_utf8_lossy(a))).collect::<Vec<_>>().join(" ")
 }
 
 impl Target for Remote {
@@ -483,6 +488,14 @@ fn compare_op_modes(r: &mut dyn Target, e: &mut dyn Target, op: &Op) -> Result<(
             }
         }
         Cmp::Random(rnd) => compare_random(r, e, op, rnd).map(|n| (n, Reply::Nil)),
+        Cmp::Decode { key_arg } => {
+            if let Reply::Integer(n) = r.exec(&argv!["STRLEN", op.argv[*key_arg].as_slice()]) {
+                if n > DECODE_MAX_BYTES {
+                    return Ok((0, Reply::Nil));
+                }
+            }
+            compare_op_modes(r, e, &Op { argv: op.argv.clone(), cmp: Cmp::Exact })
+        }
         Cmp::Lex { key_arg } => {
             if mixed_scores(r, &op.argv[*key_arg]) {
                 return Ok((0, Reply::Nil));
