@@ -147,8 +147,10 @@ impl Session {
     }
 
     /// The keys the last executed command (or EXEC) modified or found expired, in order
-    /// (Redis' `signalModifiedKey`); [`super::Engine::touched_key`] names their database and
-    /// key. Blocking pops and keyspace notifications wake up from these.
+    /// (Redis' `signalModifiedKey`), and those it only made ready for blocked clients
+    /// ([`super::Touch::Ready`]: not [`TouchedKey::modified`]);
+    /// [`super::Engine::touched_key`] names their database and key. Blocked clients wake up
+    /// from all of these; WATCH and client tracking heed the modified ones.
     pub fn touched(&self) -> &[TouchedKey] {
         &self.touched
     }
