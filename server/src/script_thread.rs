@@ -57,13 +57,7 @@ pub fn run_command(state: &State, job: &mut Job) -> (Reply, Vec<u8>) {
     let mut pushes = Vec::new();
     if state.tracking.active() {
         let mut to = crate::tracking::Delivery { me: Some(info), own: &mut pushes };
-        let written: Vec<Bytes> = session
-            .touched()
-            .iter()
-            .filter(|t| t.modified())
-            .filter_map(|t| engine.touched_key(t))
-            .map(|(_, k)| k)
-            .collect();
+        let written = engine.modified_keys(session.touched());
         if !written.is_empty() {
             state.tracking.invalidate(state.peers(), engine.layout().namespace(), &written, &mut to);
         }

@@ -2,7 +2,6 @@
 //! ([`crate::blocking`]): keyspace events, the slow log, INFO's counters, client tracking,
 //! and the answer's way back to the client's event loop.
 
-use bytes::Bytes;
 use rediskv::commands::{Reply, Session};
 
 use crate::blocking::{Host, Parked, send_answer};
@@ -31,14 +30,7 @@ impl Host for State {
         let mut pushes = Vec::new();
         if self.tracking.active() {
             let engine = &parked.engine;
-            let written: Vec<Bytes> = parked
-                .session
-                .touched()
-                .iter()
-                .filter(|t| t.modified())
-                .filter_map(|t| engine.touched_key(t))
-                .map(|(_, k)| k)
-                .collect();
+            let written = engine.modified_keys(parked.session.touched());
             if !written.is_empty() {
                 let mut to = crate::tracking::Delivery { me: Some(&parked.info), own: &mut pushes };
                 self.tracking.invalidate(self.peers(), engine.layout().namespace(), &written, &mut to);

@@ -163,6 +163,12 @@ impl<B: KvBackend> Engine<B> {
         self.key_of(&touched.metadata_key)
     }
 
+    /// The user keys of `touched` that count as modified ([`TouchedKey::modified`]): what
+    /// client tracking invalidates.
+    pub fn modified_keys(&self, touched: &[TouchedKey]) -> Vec<Bytes> {
+        touched.iter().filter(|t| t.modified()).filter_map(|t| self.touched_key(t)).map(|(_, k)| k).collect()
+    }
+
     /// The database and user key of a metadata record key (`None` if its namespace is not
     /// one of this engine's databases).
     pub fn key_of(&self, metadata_key: &[u8]) -> Option<(usize, Bytes)> {

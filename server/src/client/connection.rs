@@ -369,14 +369,7 @@ impl Client {
     pub(super) fn invalidate(&mut self, reads: &[Bytes], flushed: bool, reply: &Reply, state: &State) {
         let ns = self.engine.layout().namespace().to_vec();
         let mut to = tracking::Delivery { me: Some(&self.info), own: &mut self.pushes };
-        let written: Vec<Bytes> = self
-            .session
-            .touched()
-            .iter()
-            .filter(|t| t.modified())
-            .filter_map(|t| self.engine.touched_key(t))
-            .map(|(_, k)| k)
-            .collect();
+        let written = self.engine.modified_keys(self.session.touched());
         // A flush invalidates everything with one message (null), as Redis: no message per
         // key it deleted.
         if flushed {
