@@ -168,13 +168,11 @@ impl Remote {
     fn call(&mut self, argv: &[Vec<u8>]) -> Reply {
         self.clients[self.current]
             .call(argv)
-            .unwrap_or_else(|e| panic!("redis-server connection failed: {e} (sending {})", show_argv(argv)))
+            .unwrap_or_else(|e| {
+                let line = argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ");
+                panic!("redis-server connection failed: {e} (sending {line})")
+            })
     }
-}
-
-/// `argv` as a line of quoted arguments, for a message.
-fn show_argv(argv: &[Vec<u8>]) -> String {
-    argv.iter().map(|a| format!("{:?}", String::from_utf8_lossy(a))).collect::<Vec<_>>().join(" ")
 }
 
 impl Target for Remote {
