@@ -397,6 +397,14 @@ impl Journal {
     /// for the keys created and not yet notified.
     fn settle(&mut self, ok: bool, shared: &Shared) {
         let scratch = &mut self.scratch;
+        // A command settles at its commit, its end and its hand-back: usually once with work.
+        if scratch.pending.is_empty()
+            && scratch.signalled.is_empty()
+            && self.created.is_empty()
+            && scratch.pending_effects == Effects::default()
+        {
+            return;
+        }
         let pending = scratch.pending.drain(..).filter(|e| ok || e.class == NotifyFlags::EXPIRED);
         self.events.extend(pending);
         let effects = std::mem::take(&mut scratch.pending_effects);

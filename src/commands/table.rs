@@ -317,7 +317,8 @@ fn top_level() -> impl Iterator<Item = &'static CommandInfo> {
 
 /// The row `argv` runs: the command's, or for a container its subcommand's (`argv[1]`,
 /// any case). `Err(Some(info))` names a container whose subcommand is unknown; `Err(None)`
-/// an unknown command. Allocates nothing: the names are lowercased on the stack.
+/// an unknown command. Allocates nothing: names are compared in any case in place, a subcommand's
+/// `container|sub` is built on the stack.
 pub fn find(argv: &[Bytes]) -> Result<&'static CommandInfo, Option<&'static CommandInfo>> {
     // A subcommand's row is named `container|sub`; as a command name that is unknown.
     let info = argv.first().filter(|n| !n.contains(&b'|')).and_then(|n| lookup_bytes(n)).ok_or(None)?;
@@ -347,12 +348,17 @@ pub fn lookup(name: &str) -> Option<&'static CommandInfo> {
 /// Where the command named `name` (lowercase) is in [`all`]: a dense index for per-command
 /// counters kept in an array.
 pub fn position(name: &str) -> Option<usize> {
+    position_of(name.as_bytes()).filter(|&row| TABLE[row].name == name)
+}
+
+/// [`position`] for a name of any bytes, hashed and compared as lowercase in place: no copy.
+fn position_of(name: &[u8]) -> Option<usize> {
     let index = INDEX.get_or_init(build_index);
     let mask = index.len() - 1;
-    let mut slot = fnv1a(name.as_bytes()) & mask;
+    let mut slot = fnv1a(name) & mask;
     loop {
         let row = usize::from(index[slot]?);
-        if TABLE[row].name == name {
+        if TABLE[row].name.as_bytes().eq_ignore_ascii_case(name) {
             return Some(row);
         }
         slot = (slot + 1) & mask;
@@ -376,22 +382,17 @@ fn build_index() -> Vec<Option<u16>> {
     index
 }
 
+/// FNV-1a of `bytes` lowercased (the table's names are lowercase).
 fn fnv1a(bytes: &[u8]) -> usize {
-    let hash = bytes
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+        (h ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(0x100_0000_01b3)
+    });
     hash as usize
 }
 
 /// [`lookup`] for a name in any case; `None` for unknown names.
 pub fn lookup_bytes(name: &[u8]) -> Option<&'static CommandInfo> {
-    // Every command name fits in 64 bytes (`container|subcommand` too); lowercase it on the
-    // stack.
-    let mut buf = [0u8; 64];
-    let lower = buf.get_mut(..name.len())?;
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    lookup(std::str::from_utf8(lower).ok()?)
+    position_of(name).map(|row| &TABLE[row])
 }
 
 /// Why [`key_positions`] found no valid key positions.
@@ -738,6 +739,13 @@ mod tests {
         }
         for name in ["", "ge", "gett", "GET", "client|", "x".repeat(40).as_str()] {
             assert!(lookup(name).is_none(), "{name}");
+        }
+        for info in TABLE {
+            let upper = info.name.to_ascii_uppercase();
+            assert_eq!(lookup_bytes(upper.as_bytes()).map(|found| found.name), Some(info.name));
+        }
+        for name in [&b"ge"[..], b"GETT", b"G\xc3\x89T", &[b'x'; 80]] {
+            assert!(lookup_bytes(name).is_none(), "{name:?}");
         }
     }
 
