@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Counts the instructions each server executes per command, under valgrind's callgrind:
+# redis-server beside rediskv-server, on the load redis-benchmark sends. Unlike time, a
+# count does not move with what else the machine runs (two runs agree within about 1%), so
+# two builds compare without alternating runs. Only user-space instructions are counted: the
+# kernel's side of the socket calls, about the same for both servers, is not in them.
+#
+#   benches/callgrind_commands.sh                       # memory engine, P=16, the 8 commands
+#   TESTS=set,lpush ENGINE=fjall APPENDFSYNC=everysec benches/callgrind_commands.sh
+#   SERVER_BIN=/path/to/rediskv-server KEEP=/tmp/cg benches/callgrind_commands.sh
+#
+# Builds `rediskv-server` in release (unless SERVER_BIN), then starts redis-server and
+# `rediskv-server --threads 1 --engine ENGINE`, each under `valgrind --tool=callgrind` on a
+# free loopback port, one after the other. For each test of TESTS: a warm-up run
+# (`redis-benchmark -n WARM -P P -c CLIENTS -t <test>`), callgrind's counters zeroed
+# (`callgrind_control -z`), the measured run of N requests, and a dump of the counters
+# (`callgrind_control -d`), whose total over N is the figure. Every thread of the server is
+# counted (fjall's flushes and compactions too). Prints per command redis-server's and
+# rediskv-server's instructions per command and their ratio. KEEP=<dir> keeps the dumps
+# there, one per server and test, for `callgrind_annotate --inclusive=yes <dump>`.
+set -euo pipefail
+
+N=${N:-100000}
+WARM=${WARM:-20000}
+P=${P:-16}
+CLIENTS=${CLIENTS:-50}
+TESTS=${TESTS:-set,get,incr,lpush,rpop,sadd,hset,zadd}
+ENGINE=${ENGINE:-memory}
+APPENDFSYNC=${APPENDFSYNC:-everysec}
+
+cd "$(dirname "$0")/.."
+for tool in redis-server redis-benchmark redis-cli valgrind callgrind_control; do
+    command -v "$tool" >/dev/null || { echo "callgrind_commands.sh: $tool not found" >&2; exit 1; }
+done
+
+free_port() {
+    python3 - <<'EOF' 2>/dev/null || echo $((20000 + RANDOM % 20000))
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+EOF
+}
+
+PID=
+WORK=$(mktemp -d)
+cleanup() {
+    if [ -n "$PID" ]; then
+        kill "$PID" 2>/dev/null || true
+        wait "$PID" 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+if [ -z "${SERVER_BIN:-}" ]; then
+    echo "building rediskv-server (release)…" >&2
+    if ! cargo build --release -p rediskv-server >"$WORK/build.log" 2>&1; then
+        cat "$WORK/build.log" >&2
+        exit 1
+    fi
+    SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
+fi
+[ -n "${KEEP:-}" ] && mkdir -p "$KEEP"
+
+# measure NAME PORT -- command…: prints "test instructions-per-command" per test.
+measure() {
+    local name=$1 port=$2
+    shift 3
+    valgrind --tool=callgrind --callgrind-out-file="$WORK/$name.%p" "$@" >"$WORK/$name.log" 2>&1 &
+    PID=$!
+    for _ in $(seq 1 600); do
+        [ "$(redis-cli -p "$port" ping 2>/dev/null)" = "PONG" ] && break
+        kill -0 "$PID" 2>/dev/null || { cat "$WORK/$name.log" >&2; exit 1; }
+        sleep 0.1
+    done
+    local test dump total
+    for test in ${TESTS//,/ }; do
+        redis-benchmark -p "$port" -q -n "$WARM" -P "$P" -c "$CLIENTS" -t "$test" >/dev/null 2>&1
+        callgrind_control -z "$PID" >/dev/null 2>&1
+        redis-benchmark -p "$port" -q -n "$N" -P "$P" -c "$CLIENTS" -t "$test" >/dev/null 2>&1
+        callgrind_control -d "$test" "$PID" >/dev/null 2>&1
+        dump=$(ls -t "$WORK/$name.$PID".* | head -1)
+        total=$(awk '/^(summary|totals):/ { print $2; exit }' "$dump")
+        [ -n "${KEEP:-}" ] && cp "$dump" "$KEEP/$name.$test"
+        echo "$test $((total / N))"
+    done
+    kill "$PID"
+    wait "$PID" 2>/dev/null || true
+    PID=
+}
+
+REDIS_PORT=$(free_port)
+echo "redis-server under callgrind…" >&2
+measure redis "$REDIS_PORT" -- redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' \
+    --appendonly no --daemonize no --dir "$WORK" --loglevel warning >"$WORK/redis.counts"
+KV_PORT=$(free_port)
+echo "rediskv-server ($ENGINE) under callgrind…" >&2
+measure rediskv "$KV_PORT" -- "$SERVER_BIN" --port "$KV_PORT" --threads 1 --engine "$ENGINE" \
+    --dir "$WORK/data" --appendfsync "$APPENDFSYNC" >"$WORK/rediskv.counts"
+
+echo "instructions per command, P=$P, -c $CLIENTS, N=$N ($ENGINE engine)"
+printf '%-8s %14s %14s %7s\n' command redis-server rediskv ratio
+paste -d' ' "$WORK/redis.counts" "$WORK/rediskv.counts" | while read -r test redis _ kv; do
+    printf '%-8s %14s %14s %7s\n' "${test^^}" "$redis" "$kv" "$(awk -v a="$kv" -v b="$redis" 'BEGIN { printf "%.2f", a / b }')"
+done
