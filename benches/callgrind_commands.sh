@@ -33,12 +33,8 @@ for tool in redis-server redis-benchmark redis-cli valgrind callgrind_control; d
     command -v "$tool" >/dev/null || { echo "callgrind_commands.sh: $tool not found" >&2; exit 1; }
 done
 
-free_port() {
-    python3 - <<'EOF' 2>/dev/null || echo $((20000 + RANDOM % 20000))
-import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
-EOF
-}
+# free_port, build_server
+. benches/lib.sh
 
 PID=
 WORK=$(mktemp -d)
@@ -51,14 +47,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-if [ -z "${SERVER_BIN:-}" ]; then
-    echo "building rediskv-server (release)…" >&2
-    if ! cargo build --release -p rediskv-server >"$WORK/build.log" 2>&1; then
-        cat "$WORK/build.log" >&2
-        exit 1
-    fi
-    SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
-fi
+build_server "$WORK"
 [ -n "${KEEP:-}" ] && mkdir -p "$KEEP"
 
 # measure NAME PORT -- command…: prints "test instructions-per-command" per test.

@@ -1,0 +1,21 @@
+# Shared by the benchmark scripts (sourced from the repository root, not run).
+
+# A free loopback port, as the kernel hands one out (a random high one without python3).
+free_port() {
+    python3 - <<'PY' 2>/dev/null || echo $((20000 + RANDOM % 20000))
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+PY
+}
+
+# Sets SERVER_BIN to a release build of rediskv-server, unless it is set already; the build's
+# output goes to $1/build.log, shown if the build fails.
+build_server() {
+    [ -n "${SERVER_BIN:-}" ] && return
+    echo "building rediskv-server (release)…" >&2
+    if ! cargo build --release -p rediskv-server >"$1/build.log" 2>&1; then
+        cat "$1/build.log" >&2
+        exit 1
+    fi
+    SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
+}
