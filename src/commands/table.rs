@@ -317,8 +317,8 @@ fn top_level() -> impl Iterator<Item = &'static CommandInfo> {
 
 /// The row `argv` runs: the command's, or for a container its subcommand's (`argv[1]`,
 /// any case). `Err(Some(info))` names a container whose subcommand is unknown; `Err(None)`
-/// an unknown command. Allocates nothing: names are compared in any case in place, a subcommand's
-/// `container|sub` is built on the stack.
+/// an unknown command. Allocates nothing: a name is compared in place ignoring case, and a
+/// subcommand's `container|sub` is built on the stack.
 pub fn find(argv: &[Bytes]) -> Result<&'static CommandInfo, Option<&'static CommandInfo>> {
     // A subcommand's row is named `container|sub`; as a command name that is unknown.
     let info = argv.first().filter(|n| !n.contains(&b'|')).and_then(|n| lookup_bytes(n)).ok_or(None)?;
