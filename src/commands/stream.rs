@@ -1425,9 +1425,7 @@ fn xgroup<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
                 ColumnFamily::Stream,
                 db.record(key, s.version(), StreamSub::Consumer { group, consumer: name })?,
             );
-            db.commit_unsignalled(batch)?;
-            db.notify_unsignalled(NotifyFlags::STREAM, "xgroup-delconsumer", key);
-            return Ok(Reply::Integer(removed as i64));
+            (Reply::Integer(removed as i64), "xgroup-delconsumer")
         }
         _ => return Err(subcommand_error(argv)),
     };
