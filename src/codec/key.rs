@@ -952,8 +952,11 @@ impl RoutedKey<'_> {
 
     /// The metadata key, in a new vector.
     pub fn metadata_key(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.route_len() + 4 + self.key.len());
+        // Exactly the length: a full vector becomes `Bytes` without another allocation.
+        let len_field = if self.layout.kind == LayoutKind::NeoKv { 4 } else { 0 };
+        let mut out = Vec::with_capacity(self.route_len() + len_field + self.key.len());
         self.encode_metadata_key(&mut out);
+        debug_assert_eq!(out.len(), out.capacity());
         out
     }
 

@@ -234,7 +234,7 @@ fn aggregate(out: &mut Vec<u8>, protocol: Protocol, prefix: u8, items: &[Reply])
 }
 
 /// The decimal text of `n`, written into `buf` without allocating.
-fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
     let mut v = n.unsigned_abs();
     loop {

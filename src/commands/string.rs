@@ -356,7 +356,7 @@ impl<B: KvBackend> Db<'_, B> {
             None => (0, 0),
         };
         let new = old.checked_add(delta).ok_or(CommandError::Overflow)?;
-        self.write_string_at(mkey, new.to_string().as_bytes(), expire_ms)?;
+        self.write_string_at(mkey, super::reply::decimal(new, &mut [0; 20]), expire_ms)?;
         self.notify(NotifyFlags::STRING, "incrby", key);
         Ok(new)
     }
