@@ -11,7 +11,7 @@ use bytes::Bytes;
 use common::{T0_MS, bulk, err, int};
 use rediskv::backend::{ColumnFamily, Direction, KvBackend, MemoryBackend, ScanIter, WriteBatch};
 use rediskv::codec::{KeyRange, ManualClock};
-use rediskv::commands::{Engine, Reply, Session, Touch};
+use rediskv::commands::{Engine, Listeners, Reply, Session, Touch};
 
 fn engine() -> (Engine<MemoryBackend>, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(T0_MS));
@@ -237,4 +237,47 @@ fn a_failing_commit_is_an_error_and_writes_nothing() {
     assert_eq!(run(&e, &mut s, "EXEC"), Reply::Array(vec![Reply::OK]));
     assert_eq!(s.swapped_dbs(), [(0, 1)]);
     assert_eq!(run(&e, &mut s, "GET a"), Reply::Nil);
+}
+
+/// The user keys `s`'s last command recorded as modified.
+fn modified(e: &Engine<MemoryBackend>, s: &Session) -> Vec<Bytes> {
+    e.modified_keys(s.touched())
+}
+
+#[test]
+fn with_listeners_modified_keys_are_recorded_only_while_someone_listens() {
+    let listeners = Listeners::default();
+    let e = Engine::new(MemoryBackend::new()).with_listeners(listeners.clone());
+    let (mut writer, mut watcher) = (e.session(), e.session());
+    for line in ["SET k 1", "LPUSH l a b", "DEL k"] {
+        run(&e, &mut writer, line);
+        assert_eq!(modified(&e, &writer), Vec::<Bytes>::new(), "{line}: nobody listens");
+    }
+
+    // A WATCH listens until EXEC: a write after it is recorded and aborts the EXEC.
+    assert_eq!(run(&e, &mut watcher, "WATCH l"), Reply::OK);
+    assert!(listeners.any(), "a WATCH counts as a listener");
+    run(&e, &mut writer, "RPOP l");
+    assert_eq!(modified(&e, &writer), vec![Bytes::from("l")]);
+    assert_eq!(run(&e, &mut watcher, "MULTI"), Reply::OK);
+    assert_eq!(run(&e, &mut watcher, "GET l"), queued());
+    assert_eq!(run(&e, &mut watcher, "EXEC"), Reply::NilArray);
+    run(&e, &mut writer, "RPOP l");
+    assert_eq!(modified(&e, &writer), Vec::<Bytes>::new(), "EXEC ended the watch");
+
+    // A listener of the server's count (a parked or tracking client).
+    let listening = listeners.listen();
+    run(&e, &mut writer, "SET k 2");
+    assert_eq!(modified(&e, &writer), vec![Bytes::from("k")]);
+    drop(listening);
+    run(&e, &mut writer, "SET k 3");
+    assert_eq!(modified(&e, &writer), Vec::<Bytes>::new());
+
+    // A client that disconnects while watching stops listening.
+    assert_eq!(run(&e, &mut watcher, "WATCH k"), Reply::OK);
+    run(&e, &mut writer, "SET k 4");
+    assert_eq!(modified(&e, &writer), vec![Bytes::from("k")]);
+    e.close(&mut watcher);
+    run(&e, &mut writer, "SET k 5");
+    assert_eq!(modified(&e, &writer), Vec::<Bytes>::new());
 }

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
 use bytes::Bytes;
-use rediskv::commands::{Reply, Session};
+use rediskv::commands::{Listeners, Listening, Reply, Session};
 
 use crate::client_info::ClientInfo;
 use crate::mailbox::{Loops, Message};
@@ -47,6 +47,8 @@ pub struct Parked {
     keys: Vec<WaitKey>,
     /// Its answer if the deadline passes first.
     timeout_reply: Reply,
+    /// Counted among the engines' listeners while parked.
+    _listening: Listening,
 }
 
 #[derive(Default)]
@@ -59,8 +61,10 @@ struct Registry {
 #[derive(Default)]
 pub struct Blocked {
     registry: Mutex<Registry>,
-    /// How many are parked: writers skip the lock when nobody waits.
+    /// How many are parked, or being parked: writers skip the lock when nobody waits.
     count: AtomicUsize,
+    /// Where the engines look for who needs their modified keys.
+    listeners: Listeners,
 }
 
 /// What the server does around the commands the registry re-runs: implemented by the
@@ -83,6 +87,11 @@ pub enum Parking {
 }
 
 impl Blocked {
+    /// No parked clients; each one parked counts as one of `listeners` while it waits.
+    pub fn new(listeners: Listeners) -> Self {
+        Blocked { listeners, ..Blocked::default() }
+    }
+
     /// Parks a client whose command would block on `block`.
     pub fn park(
         &self,
@@ -95,10 +104,15 @@ impl Blocked {
     ) -> Parking {
         let argv = block.retry_argv().map_or(argv, <[Bytes]>::to_vec);
         let mut registry = lock(&self.registry);
+        // Counted before the re-run takes its key locks: a writer after it records its keys
+        // and looks for waiters (see the module docs).
+        let listening = self.listeners.listen();
+        self.count.store(registry.parked.len() + 1, Relaxed);
         // The re-run that closes the race with a writer (see the module docs).
         let reply = engine.retry(&mut session, &argv);
         host.retried(&session);
         let Some(again) = session.take_block() else {
+            self.count.store(registry.parked.len(), Relaxed);
             drop(registry);
             self.wake(host, engine, &session);
             return Parking::Served(Box::new(session), reply);
@@ -111,7 +125,15 @@ impl Blocked {
         let timeout_reply = again.timeout_reply();
         registry.parked.insert(
             info.id,
-            Parked { info: info.clone(), engine: engine.clone(), session, argv, keys, timeout_reply },
+            Parked {
+                info: info.clone(),
+                engine: engine.clone(),
+                session,
+                argv,
+                keys,
+                timeout_reply,
+                _listening: listening,
+            },
         );
         self.count.store(registry.parked.len(), Relaxed);
         Parking::Parked(block.timeout.map(|t| Instant::now() + t))

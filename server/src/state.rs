@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use rediskv::codec::KeyLayout;
-use rediskv::commands::Engine;
+use rediskv::commands::{Engine, Listeners};
 
 use crate::client_info::{ClientInfo, Clients, Peers};
 use crate::clock::unix_micros;
@@ -87,6 +87,8 @@ pub struct State {
     pub blocked: crate::blocking::Blocked,
     /// Every subscription (pub/sub).
     pub pubsub: crate::pubsub::PubSub,
+    /// Who needs the engines' modified keys: parked and tracking clients.
+    listeners: Listeners,
     /// The engine of each tenant namespace, made when a tenant first logs in.
     tenants: Mutex<BTreeMap<String, Arc<SharedEngine>>>,
     /// When the server started.
@@ -132,17 +134,19 @@ impl State {
         stats.commands.tracking.store(config.get("latency-tracking") == "yes", Relaxed);
         let acl = crate::acl::Acl::default();
         acl.set_default_password(Some(config.get("requirepass").as_bytes()));
+        let listeners = Listeners::default();
         State {
             acl,
-            tracking: Default::default(),
+            tracking: crate::tracking::Tracking::new(listeners.clone()),
             scripts: Default::default(),
             slowlog,
             latency,
             monitors: Default::default(),
-            engine: Arc::new(engine(&store, layout, DEFAULT_NAMESPACE)),
+            engine: Arc::new(engine(&store, layout, DEFAULT_NAMESPACE, &listeners)),
             tenants: Mutex::new(BTreeMap::new()),
             pubsub: Default::default(),
-            blocked: Default::default(),
+            blocked: crate::blocking::Blocked::new(listeners.clone()),
+            listeners,
             notify_flags: Default::default(),
             maint: Default::default(),
             eviction: Default::default(),
@@ -185,8 +189,8 @@ impl State {
                 // NAMESPACE and the start refuse tenants under layouts without namespaces; a
                 // namespace over 255 bytes, which NAMESPACE refuses, falls back to the default.
                 let layout = self.engine.layout().clone();
-                let engine =
-                    engine(&self.store, layout.clone().with_namespace(ns.as_bytes()).unwrap_or(layout), ns);
+                let layout = layout.clone().with_namespace(ns.as_bytes()).unwrap_or(layout);
+                let engine = engine(&self.store, layout, ns, &self.listeners);
                 let flags = rediskv::commands::NotifyFlags::from_bits(self.notify_flags.load(Relaxed));
                 engine.set_new_events(flags.contains(rediskv::commands::NotifyFlags::NEW));
                 engine.set_stream_node_entries(self.config().number("stream-node-max-entries").max(0) as u64);
@@ -286,9 +290,10 @@ impl State {
     }
 }
 
-/// An engine writing `layout` (namespace `ns`) into `store`.
-fn engine(store: &Store, layout: KeyLayout, ns: &str) -> SharedEngine {
-    let engine = Engine::with_layout(store.backend(), layout);
+/// An engine writing `layout` (namespace `ns`) into `store`, recording the keys commands
+/// modify while one of `listeners` needs them.
+fn engine(store: &Store, layout: KeyLayout, ns: &str, listeners: &Listeners) -> SharedEngine {
+    let engine = Engine::with_layout(store.backend(), layout).with_listeners(listeners.clone());
     if let Some(slots) = store.load_db_slots(ns) {
         if !engine.restore_db_slots(&slots) {
             eprintln!("server: ignoring a corrupt SWAPDB record for namespace {ns}");

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use rediskv::commands::{Protocol, Reply};
+use rediskv::commands::{Listeners, Listening, Protocol, Reply};
 
 use crate::client_info::{ClientInfo, Peers, TrackingMode as Mode};
 use crate::mailbox::Message;
@@ -24,6 +24,8 @@ use crate::sync::lock;
 pub struct Tracking {
     /// Clients with tracking on (0: nothing to do on any command).
     clients: AtomicUsize,
+    /// Where the engines look for who needs their modified keys.
+    listeners: Listeners,
     inner: Mutex<Inner>,
 }
 
@@ -35,6 +37,8 @@ struct Inner {
     items: usize,
     /// BCAST prefix → its clients.
     prefixes: BTreeMap<Bytes, BTreeSet<u64>>,
+    /// While some client tracks: the engines record the keys commands modify.
+    listening: Option<Listening>,
 }
 
 /// Where an invalidation goes: the writer's own connection (after its reply), or another
@@ -49,6 +53,11 @@ pub struct Delivery<'a> {
 const CHANNEL: &[u8] = b"__redis__:invalidate";
 
 impl Tracking {
+    /// An empty table; while a client tracks, it counts as one of `listeners`.
+    pub fn new(listeners: Listeners) -> Self {
+        Tracking { listeners, ..Tracking::default() }
+    }
+
     /// Whether any client tracks keys.
     pub fn active(&self) -> bool {
         self.clients.load(Relaxed) > 0
@@ -66,7 +75,9 @@ impl Tracking {
         let mut current = lock(&client.tracking);
         let mut inner = lock(&self.inner);
         if current.is_none() {
+            // Before the client's next command takes its key locks: see `Listeners`.
             self.clients.fetch_add(1, Relaxed);
+            inner.listening.get_or_insert_with(|| self.listeners.listen());
         }
         let mut prefixes = current.take().map(|m| m.prefixes).unwrap_or_default();
         if mode.bcast {
@@ -86,8 +97,11 @@ impl Tracking {
     /// lazily, when they are next invalidated.
     pub fn disable(&self, client: &ClientInfo) {
         let Some(mode) = lock(&client.tracking).take() else { return };
-        self.clients.fetch_sub(1, Relaxed);
         let mut inner = lock(&self.inner);
+        // Under `inner`, as `enable` counts: the last one out stops the listening.
+        if self.clients.fetch_sub(1, Relaxed) == 1 {
+            inner.listening = None;
+        }
         for p in &mode.prefixes {
             if let Some(ids) = inner.prefixes.get_mut(p) {
                 ids.remove(&client.id);

@@ -14,6 +14,7 @@ use super::blocking::Block;
 use super::counts::{Delta, KeyCount, KeyCounts, add_delta, counted, counted_meta};
 use super::cursor::CursorStore;
 use super::error::{CommandError, CommandResult};
+use super::listeners::Listeners;
 use super::notify::{Effects, Event, NotifyFlags};
 use super::session::Session;
 use crate::backend::{BatchOp, Direction, KvBackend, ScanIter, WriteBatch};
@@ -101,6 +102,8 @@ pub(crate) struct Shared {
     /// Each namespace's key counts; `None` over a store other processes write too, and for a
     /// bare [`Db`] (which never deletes the expired keys it finds).
     pub(crate) counts: Option<KeyCounts>,
+    /// Who needs the modified keys (see [`Listeners`]); `None`: they are always recorded.
+    pub(crate) listeners: Option<Listeners>,
 }
 
 impl Shared {
@@ -123,12 +126,18 @@ impl Shared {
             cursors: CursorStore::default(),
             rng: AtomicU64::new(0x9E37_79B9_7F4A_7C15),
             counts: None,
+            listeners: None,
         }
     }
 
     /// Keeps key counts from now on (an engine over a store no other process writes).
     pub(crate) fn count_keys(&mut self) {
         self.counts = Some(KeyCounts::new());
+    }
+
+    /// Whether commands record the keys they modify now (see [`Listeners`]).
+    pub(crate) fn records_modified(&self) -> bool {
+        self.listeners.as_ref().is_none_or(Listeners::any)
     }
 
     pub(crate) fn seed(&mut self, seed: u64) {
@@ -955,7 +964,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
         let scratch = &mut journal.scratch;
         scratch.pending_effects.count(name);
-        if signal {
+        if signal && self.shared.records_modified() {
             let start = scratch.keys.len();
             scratch.keys.extend_from_slice(key);
             scratch.signalled.push((db, start..scratch.keys.len()));
@@ -1413,7 +1422,11 @@ impl<'a, B: KvBackend> Db<'a, B> {
         // The owners go straight into the journal (no vector of their own), and are taken
         // back out if the write fails.
         let before = self.journal.borrow().touched.len();
-        let found = self.owners(&batch, new_events, &mut created, before);
+        let record = self.shared.records_modified();
+        let found = match record || new_events {
+            true => self.owners(&batch, record, new_events, &mut created, before),
+            false => Ok(()),
+        };
         let written = found.and_then(|()| Ok(self.write_counted(batch, deltas, gate)?));
         let journal = self.journal.get_mut();
         if let Err(e) = written {
@@ -1464,10 +1477,12 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// Appends to the journal's touched keys, as written, the owner of every record `batch`
-    /// writes (each once, after index `from`), and to `created` the metadata keys it creates.
+    /// writes (each once, after index `from`; only when `record`), and to `created` the
+    /// metadata keys it creates (only with `new_events`).
     fn owners(
         &self,
         batch: &WriteBatch,
+        record: bool,
         new_events: bool,
         created: &mut Vec<Bytes>,
         from: usize,
@@ -1475,7 +1490,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let layout = self.layout();
         // The owners already listed: looked up in the list for a small batch, in a set for a
         // batch of many keys (FLUSHDB), which stays linear.
-        let mut listed: Option<HashSet<Bytes>> = (batch.ops().len() > 32)
+        let mut listed: Option<HashSet<Bytes>> = (record && batch.ops().len() > 32)
             .then(|| self.journal.borrow().touched[from..].iter().map(|t| t.metadata_key.clone()).collect());
         // The owner of the last element record: a command writes its elements in a row, and
         // their owner is listed (or built) once.
@@ -1486,10 +1501,14 @@ impl<'a, B: KvBackend> Db<'a, B> {
                     if new_events && !created.contains(key) && !self.is_live_record(key)? {
                         created.push(key.clone());
                     }
+                    if !record {
+                        continue;
+                    }
                     // A copy, not a clone: sharing the batch's key would make both reference
                     // counted (two allocations and atomic updates instead of one).
                     Some(Bytes::copy_from_slice(key))
                 }
+                _ if !record => continue,
                 BatchOp::Delete { cf: ColumnFamily::Metadata, key } => {
                     let remembered = matches!(self.read_memo.borrow().get(key), Some(Some(_)));
                     (remembered || self.metadata_record(key)?.is_some()).then(|| Bytes::copy_from_slice(key))

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use bytes::Bytes;
 
 use super::db::{Share, Shared, expired_keys};
+use super::listeners::Listeners;
 use super::locks::{KeyLocks, LockGuard};
 use super::overlay::Overlay;
 use super::session::{Multi, Watched};
@@ -63,6 +64,17 @@ impl<B: KvBackend> Engine<B> {
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.shared.access = super::access::AccessTimes::new(clock.now_ms() / 1000);
         self.shared.clock = clock;
+        self
+    }
+
+    /// Records the keys commands modify ([`Session::touched`]: written or made ready) only
+    /// while `listeners` counts someone, or a client of this engine watches a key (each
+    /// WATCH counts there until UNWATCH, EXEC, DISCARD or [`Engine::close`]); keys found
+    /// expired are recorded always. Without it (a new engine) they are always recorded. A
+    /// server counts there its parked clients and its tracking clients: see [`Listeners`]
+    /// for when a listener must be counted.
+    pub fn with_listeners(mut self, listeners: Listeners) -> Self {
+        self.shared.listeners = Some(listeners);
         self
     }
 
@@ -674,16 +686,26 @@ impl<B: KvBackend> Engine<B> {
         let layout = self.shared.layout_of(session.db)?;
         let now = self.shared.clock.now_ms();
         let db = session.db;
+        // Under the keys' locks, so that a write either committed before the watch or
+        // decides to record its keys after the watch counts as a listener.
+        let _guard = self.locks.lock(false, keys.iter().map(|k| (k.as_ref(), false)));
         for key in keys {
             if session.watched.iter().any(|w| w.db == db && w.key == key) {
                 continue;
             }
+            let listening = self.shared.listeners.as_ref().map(Listeners::listen);
             let metadata_key = layout.metadata_key(key);
             let expired_at_watch = self.expired(&metadata_key, now)?;
             self.watches
                 .add((db, key.clone()), Watcher { flag: Arc::downgrade(&session.dirty), expired_at_watch });
             let stamp = self.backend.stamp(ColumnFamily::Metadata, &metadata_key)?;
-            session.watched.push(Watched { key: key.clone(), db, expired_at_watch, stamp });
+            session.watched.push(Watched {
+                key: key.clone(),
+                db,
+                expired_at_watch,
+                stamp,
+                _listening: listening,
+            });
         }
         Ok(Reply::OK)
     }

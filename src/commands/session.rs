@@ -47,6 +47,8 @@ pub(crate) struct Watched {
     pub(crate) expired_at_watch: bool,
     /// The backend's stamp of the metadata record when watched (see `KvBackend::stamp`).
     pub(crate) stamp: Option<u64>,
+    /// The watch as a listener of modified keys (see [`super::Listeners`]).
+    pub(crate) _listening: Option<super::Listening>,
 }
 
 impl Session {
@@ -150,7 +152,9 @@ impl Session {
     /// (Redis' `signalModifiedKey`), and those it only made ready for blocked clients
     /// ([`super::Touch::Ready`]: not [`TouchedKey::modified`]);
     /// [`super::Engine::touched_key`] names their database and key. Blocked clients wake up
-    /// from all of these; WATCH and client tracking heed the modified ones.
+    /// from all of these; WATCH and client tracking heed the modified ones. An engine with
+    /// [`super::Engine::with_listeners`] records the written and ready ones only while
+    /// someone listens.
     pub fn touched(&self) -> &[TouchedKey] {
         &self.touched
     }
