@@ -1,6 +1,6 @@
 //! One command through [`Engine::execute_row`] on `MemoryBackend`, as a server runs it: the
 //! command's row found once, the time given by the caller, keyspace events off, the key
-//! counts kept (a DBSIZE counted them). What the engine adds to a command beside the store —
+//! counts kept (a DBSIZE counted them), modified keys recorded only for listeners (none). What the engine adds to a command beside the store —
 //! key locks, the read memo, the key counts, touched keys, last-use times — shows here
 //! without the network and parsing of `benches/redis_benchmark.sh`.
 //!
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use rediskv::backend::MemoryBackend;
-use rediskv::commands::{Engine, Session, table};
+use rediskv::commands::{Engine, Listeners, Session, table};
 
 fn argv(line: &str) -> Vec<Bytes> {
     line.split_whitespace().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect()
@@ -40,7 +40,7 @@ fn timed(engine: &Engine<MemoryBackend>, session: &mut Session, line: &str, iter
 fn engine(c: &mut Criterion) {
     let mut group = c.benchmark_group("engine");
     group.measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_secs(1)).sample_size(20);
-    let engine = Engine::new(MemoryBackend::new());
+    let engine = Engine::new(MemoryBackend::new()).with_listeners(Listeners::default());
     engine.set_events(false);
     let mut session = engine.session();
     engine.execute(&mut session, &argv("DBSIZE"));

@@ -556,7 +556,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         // What each key holds as the batch goes (FLUSHALL, or a key written twice): needed
         // only when the batch writes several metadata records.
         let several = batch.ops().iter().filter(|op| is_metadata(op)).nth(1).is_some();
-        let mut current: HashMap<&[u8], Option<u64>> = HashMap::new();
+        let mut current: Option<HashMap<&[u8], Option<u64>>> = several.then(HashMap::new);
         for op in batch.ops() {
             let (key, new) = match op {
                 BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => {
@@ -577,7 +577,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
                 changes.gate.get_or_insert_with(|| counts.write_gate());
                 counts.is_counted(slot).then_some(slot)
             });
-            let earlier = if several { current.get(&key[..]).copied() } else { None };
+            let earlier = current.as_ref().and_then(|c| c.get(&key[..]).copied());
             let remembered = self.read_memo.borrow().get(key).copied();
             let old = match remembered {
                 Some(old) => {
@@ -597,7 +597,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             };
             let Some(slot) = slot else { continue };
             let new = new.flatten().as_ref().and_then(counted_meta);
-            if several {
+            if let Some(current) = &mut current {
                 current.insert(key, new);
             }
             let mut delta = Delta::default();
