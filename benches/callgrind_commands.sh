@@ -16,8 +16,11 @@
 # (`callgrind_control -z`), the measured run of N requests, and a dump of the counters
 # (`callgrind_control -d`), whose total over N is the figure. Every thread of the server is
 # counted (fjall's flushes and compactions too). Prints per command redis-server's and
-# rediskv-server's instructions per command and their ratio. KEEP=<dir> keeps the dumps
-# there, one per server and test, for `callgrind_annotate --inclusive=yes <dump>`.
+# rediskv-server's instructions per command and their ratio, then those of rediskv-server's
+# event loop alone (`EventLoop::run`'s inclusive count: under valgrind, which runs one
+# thread at a time, fjall's workers can spin far longer than they do outside it).
+# KEEP=<dir> keeps the dumps there, one per server and test, for
+# `callgrind_annotate --inclusive=yes <dump>`.
 set -euo pipefail
 
 N=${N:-100000}
@@ -69,8 +72,14 @@ measure() {
         callgrind_control -d "$test" "$PID" >/dev/null 2>&1
         dump=$(ls -t "$WORK/$name.$PID".* | head -1)
         total=$(awk '/^(summary|totals):/ { print $2; exit }' "$dump")
+        # rediskv's event loop alone: its inclusive count (redis-server runs in one thread).
+        loop=$total
+        if [ "$name" = rediskv ]; then
+            loop=$(callgrind_annotate --inclusive=yes "$dump" 2>/dev/null |
+                awk '/conn::EventLoop::run / && !found { gsub(",", "", $1); print $1; found = 1 }')
+        fi
         [ -n "${KEEP:-}" ] && cp "$dump" "$KEEP/$name.$test"
-        echo "$test $((total / N))"
+        echo "$test $((total / N)) $((${loop:-0} / N))"
     done
     kill "$PID"
     wait "$PID" 2>/dev/null || true
@@ -87,7 +96,9 @@ measure rediskv "$KV_PORT" -- "$SERVER_BIN" --port "$KV_PORT" --threads 1 --engi
     --dir "$WORK/data" --appendfsync "$APPENDFSYNC" >"$WORK/rediskv.counts"
 
 echo "instructions per command, P=$P, -c $CLIENTS, N=$N ($ENGINE engine)"
-printf '%-8s %14s %14s %7s\n' command redis-server rediskv ratio
-paste -d' ' "$WORK/redis.counts" "$WORK/rediskv.counts" | while read -r test redis _ kv; do
-    printf '%-8s %14s %14s %7s\n' "${test^^}" "$redis" "$kv" "$(awk -v a="$kv" -v b="$redis" 'BEGIN { printf "%.2f", a / b }')"
+printf '%-8s %14s %14s %7s %14s %7s\n' command redis-server rediskv ratio "event loop" ratio
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+paste -d' ' "$WORK/redis.counts" "$WORK/rediskv.counts" | while read -r test redis _ _ kv loop; do
+    printf '%-8s %14s %14s %7s %14s %7s\n' "${test^^}" "$redis" "$kv" "$(ratio "$kv" "$redis")" \
+        "$loop" "$(ratio "$loop" "$redis")"
 done
