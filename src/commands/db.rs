@@ -1423,10 +1423,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         // back out if the write fails.
         let before = self.journal.borrow().touched.len();
         let record = self.shared.records_modified();
-        let found = match record || new_events {
-            true => self.owners(&batch, record, new_events, &mut created, before),
-            false => Ok(()),
-        };
+        let found = self.owners(&batch, record, new_events, &mut created, before);
         let written = found.and_then(|()| Ok(self.write_counted(batch, deltas, gate)?));
         let journal = self.journal.get_mut();
         if let Err(e) = written {
@@ -1487,6 +1484,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
         created: &mut Vec<Bytes>,
         from: usize,
     ) -> CommandResult<()> {
+        if !record && !new_events {
+            return Ok(());
+        }
         let layout = self.layout();
         // The owners already listed: looked up in the list for a small batch, in a set for a
         // batch of many keys (FLUSHDB), which stays linear.
