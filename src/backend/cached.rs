@@ -64,27 +64,23 @@ impl<B: KvBackend> MetadataCache<B> {
         &self.inner
     }
 
-    fn slot(&self, key: &[u8]) -> MutexGuard<'_, Slot> {
-        // FNV-1a: keys are short, and only their spread over the slots matters.
-        let hash = key
-            .iter()
-            .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    fn slot(&self, at: usize) -> MutexGuard<'_, Slot> {
         // A panic while a slot is held leaves nothing half-written in it.
-        self.slots[(hash as usize) % SLOTS].lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.slots[at].lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A write of `key` starts: its slot is emptied.
-    fn start_write(&self, key: &[u8]) {
-        let mut slot = self.slot(key);
+    /// A write of a key of slot `at` starts: the slot is emptied.
+    fn start_write(&self, at: usize) {
+        let mut slot = self.slot(at);
         slot.writing += 1;
         slot.version += 1;
         slot.entry = None;
     }
 
-    /// A write of `key` ended (`written`: the store took `value`, `None` for a delete): the
-    /// slot keeps the new record if no other write of it is in progress.
-    fn end_write(&self, key: &Bytes, value: Option<&Bytes>, written: bool) {
-        let mut slot = self.slot(key);
+    /// A write of `key` (of slot `at`) ended (`written`: the store took `value`, `None` for a
+    /// delete): the slot keeps the new record if no other write of it is in progress.
+    fn end_write(&self, at: usize, key: &Bytes, value: Option<&Bytes>, written: bool) {
+        let mut slot = self.slot(at);
         slot.writing -= 1;
         slot.version += 1;
         let keep = written && slot.writing == 0 && value.is_none_or(|v| v.len() <= MAX_VALUE);
@@ -92,19 +88,23 @@ impl<B: KvBackend> MetadataCache<B> {
     }
 }
 
-/// The metadata records a batch writes, in order: the key and its new value (`None`: deleted).
-fn metadata_ops(batch: &WriteBatch) -> Vec<(Bytes, Option<Bytes>)> {
-    batch
-        .ops()
-        .iter()
-        .filter_map(|op| match op {
-            BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => {
-                Some((key.clone(), Some(value.clone())))
-            }
-            BatchOp::Delete { cf: ColumnFamily::Metadata, key } => Some((key.clone(), None)),
-            _ => None,
-        })
-        .collect()
+/// The slot `key` maps to.
+fn slot_of(key: &[u8]) -> usize {
+    super::key_hash(key) as usize % SLOTS
+}
+
+/// A metadata record a batch writes: its slot, key and new value (`None`: deleted).
+type MetadataOp = (usize, Bytes, Option<Bytes>);
+
+/// `op`'s [`MetadataOp`], if it writes a metadata record.
+fn metadata_op(op: &BatchOp) -> Option<MetadataOp> {
+    match op {
+        BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => {
+            Some((slot_of(key), key.clone(), Some(value.clone())))
+        }
+        BatchOp::Delete { cf: ColumnFamily::Metadata, key } => Some((slot_of(key), key.clone(), None)),
+        _ => None,
+    }
 }
 
 impl<B: KvBackend> KvBackend for MetadataCache<B> {
@@ -112,8 +112,9 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
         if cf != ColumnFamily::Metadata {
             return self.inner.get(cf, key);
         }
+        let at = slot_of(key);
         let version = {
-            let slot = self.slot(key);
+            let slot = self.slot(at);
             if let Some((k, v)) = &slot.entry
                 && k.as_ref() == key
             {
@@ -123,7 +124,7 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
         };
         let value = self.inner.get(cf, key)?;
         if value.as_ref().is_none_or(|v| v.len() <= MAX_VALUE) {
-            let mut slot = self.slot(key);
+            let mut slot = self.slot(at);
             if slot.version == version && slot.writing == 0 {
                 slot.entry = Some((Bytes::copy_from_slice(key), value.clone()));
             }
@@ -149,13 +150,15 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
     /// # Errors
     /// The store's.
     fn write(&self, batch: WriteBatch) -> Result<()> {
-        let ops = metadata_ops(&batch);
-        for (key, _) in &ops {
-            self.start_write(key);
+        // The first apart: a batch of one metadata record (most) allocates no list.
+        let mut ops = batch.ops().iter().filter_map(metadata_op);
+        let (first, rest): (Option<MetadataOp>, Vec<MetadataOp>) = (ops.next(), ops.collect());
+        for (at, _, _) in first.iter().chain(&rest) {
+            self.start_write(*at);
         }
         let written = self.inner.write(batch);
-        for (key, value) in &ops {
-            self.end_write(key, value.as_ref(), written.is_ok());
+        for (at, key, value) in first.iter().chain(&rest) {
+            self.end_write(*at, key, value.as_ref(), written.is_ok());
         }
         written
     }
@@ -205,6 +208,24 @@ mod tests {
         let big = vec![7u8; MAX_VALUE + 1];
         put(&cache, b"k", &big).unwrap();
         assert_eq!(cache.get(ColumnFamily::Metadata, b"k").unwrap().as_deref(), Some(&big[..]));
+    }
+
+    #[test]
+    fn a_batch_of_several_metadata_records_is_cached_whole() {
+        let cache = MetadataCache::new(MemoryBackend::new());
+        put(&cache, b"c", b"old").unwrap();
+        let mut batch = WriteBatch::new();
+        batch.put(ColumnFamily::Metadata, b"a".to_vec(), b"1".to_vec());
+        batch.put(ColumnFamily::Subkey, b"a-sub".to_vec(), b"x".to_vec());
+        batch.put(ColumnFamily::Metadata, b"b".to_vec(), b"2".to_vec());
+        batch.delete(ColumnFamily::Metadata, b"c".to_vec());
+        cache.write(batch).unwrap();
+        // What the cache answers, then what the store holds: the same.
+        for b in [&cache as &dyn KvBackend, cache.inner()] {
+            assert_eq!(b.get(ColumnFamily::Metadata, b"a").unwrap().as_deref(), Some(&b"1"[..]));
+            assert_eq!(b.get(ColumnFamily::Metadata, b"b").unwrap().as_deref(), Some(&b"2"[..]));
+            assert_eq!(b.get(ColumnFamily::Metadata, b"c").unwrap(), None);
+        }
     }
 
     #[test]

@@ -17,6 +17,31 @@ pub use cached::MetadataCache;
 pub use faulty::FaultyBackend;
 pub use memory::MemoryBackend;
 
+/// A fast 64-bit hash of a key (not keyed: for spreading keys, not against adversaries),
+/// whose high and low halves both vary with every byte.
+pub(crate) fn key_hash(key: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mix = |h: u64, word: u64| (h ^ word).wrapping_mul(K).rotate_left(31);
+    let mut h = key.len() as u64;
+    for chunk in key.chunks_exact(8) {
+        h = mix(h, u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
+    }
+    // The last 8 bytes (overlapping the last chunk), or all of a shorter key: a few loads,
+    // no call to `memcpy`.
+    let word = |at: usize| u64::from_le_bytes(key[at..at + 8].try_into().unwrap_or_default());
+    let half = |at: usize| u64::from(u32::from_le_bytes(key[at..at + 4].try_into().unwrap_or_default()));
+    let n = key.len();
+    let tail = match n {
+        8.. => word(n - 8),
+        4..8 => (half(n - 4) << 32) | half(0),
+        1..4 => u64::from(key[0]) | (u64::from(key[n / 2]) << 8) | (u64::from(key[n - 1]) << 16),
+        0 => 0,
+    };
+    h = mix(h, tail);
+    let h = (h ^ (h >> 29)).wrapping_mul(K);
+    h ^ (h >> 32)
+}
+
 /// A key and its value, as a scan yields them.
 pub type KvPair = (Bytes, Bytes);
 

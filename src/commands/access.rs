@@ -43,7 +43,7 @@ fn minutes(now_secs: u64) -> u64 {
 
 /// The slot and the tag of `key`.
 fn place(key: &[u8]) -> (usize, u64) {
-    let hash = super::locks::key_hash(key);
+    let hash = crate::backend::key_hash(key);
     // The tag is never 0, so that 0 means an unused slot.
     ((hash as usize) % SLOTS, (hash >> 32) | 1)
 }
@@ -94,7 +94,7 @@ impl AccessTimes {
         let base = f64::from(counter.saturating_sub(LFU_INIT));
         let p = 1.0 / (base * factor + 1.0);
         let x = self.rng.fetch_add(0x9E37_79B9_7F4A_7C15, Relaxed);
-        let r = (super::locks::key_hash(&x.to_le_bytes()) >> 11) as f64 / (1u64 << 53) as f64;
+        let r = (crate::backend::key_hash(&x.to_le_bytes()) >> 11) as f64 / (1u64 << 53) as f64;
         if r < p { counter + 1 } else { counter }
     }
 

@@ -52,24 +52,7 @@ pub struct LockGuard<'a> {
 /// The stripe of `key`: a multiply-rotate hash over its bytes eight at a time (a byte-wise
 /// hash is one multiply per byte, in a dependency chain, on every command's path).
 pub fn stripe(key: &[u8]) -> usize {
-    key_hash(key) as usize % STRIPES
-}
-
-/// A fast 64-bit hash of a key (not keyed: for spreading keys, not against adversaries),
-/// whose high and low halves both vary with every byte.
-pub(crate) fn key_hash(key: &[u8]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mix = |h: u64, word: u64| (h ^ word).wrapping_mul(K).rotate_left(31);
-    let mut chunks = key.chunks_exact(8);
-    let mut h = key.len() as u64;
-    for chunk in &mut chunks {
-        h = mix(h, u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
-    }
-    let mut tail = [0u8; 8];
-    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    h = mix(h, u64::from_le_bytes(tail));
-    let h = (h ^ (h >> 29)).wrapping_mul(K);
-    h ^ (h >> 32)
+    crate::backend::key_hash(key) as usize % STRIPES
 }
 
 impl KeyLocks {

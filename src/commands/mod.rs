@@ -115,17 +115,24 @@ pub fn resolve(argv: &[Bytes]) -> Result<&'static CommandInfo, Reply> {
 /// # Errors
 /// The error reply, as [`resolve`]'s.
 pub fn check_row(info: &'static CommandInfo, argv: &[Bytes]) -> Result<&'static CommandInfo, Reply> {
-    if !info.arity_ok(argv.len()) {
-        return Err(Reply::Error(CommandError::WrongArity(info.name.to_string()).to_string()));
+    // `find` gives a container's own row only when its subcommand is unknown.
+    if !info.arity_ok(argv.len()) || (info.has_subcommands && argv.len() > 1) {
+        return Err(row_error(info, argv));
     }
+    Ok(info)
+}
+
+/// [`check_row`]'s error, apart so that the accepted path builds no formatting frame.
+#[cold]
+#[inline(never)]
+fn row_error(info: &'static CommandInfo, argv: &[Bytes]) -> Reply {
     match argv.get(1) {
-        // `find` gives a container's own row only when its subcommand is unknown.
-        Some(sub) if info.has_subcommands => Err(Reply::Error(format!(
+        Some(sub) if info.arity_ok(argv.len()) => Reply::Error(format!(
             "ERR unknown subcommand '{}'. Try {} HELP.",
             String::from_utf8_lossy(sub),
             info.name.to_uppercase()
-        ))),
-        _ => Ok(info),
+        )),
+        _ => Reply::Error(CommandError::WrongArity(info.name.to_string()).to_string()),
     }
 }
 

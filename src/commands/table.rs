@@ -351,43 +351,71 @@ pub fn position(name: &str) -> Option<usize> {
     position_of(name.as_bytes()).filter(|&row| TABLE[row].name == name)
 }
 
-/// [`position`] for a name of any bytes, hashed and compared as lowercase in place: no copy.
+/// [`position`] for a name of any bytes, compared as lowercase: no allocation.
+///
+/// The index is keyed by a name's first 16 bytes lowercased, held as one `u128`, and its
+/// length: one multiply to hash, one compare per probe, and a byte compare only for the
+/// few names longer than 16. (A byte-at-a-time hash and compare cost about 150
+/// instructions per command, 2% of a pipelined SET.)
 fn position_of(name: &[u8]) -> Option<usize> {
     let index = INDEX.get_or_init(build_index);
     let mask = index.len() - 1;
-    let mut slot = fnv1a(name) & mask;
+    let head = name_head(name);
+    let mut slot = slot_of(head, name.len()) & mask;
     loop {
-        let row = usize::from(index[slot]?);
-        if TABLE[row].name.as_bytes().eq_ignore_ascii_case(name) {
-            return Some(row);
+        let entry = &index[slot];
+        if entry.len == 0 {
+            return None;
+        }
+        if entry.head == head && usize::from(entry.len) == name.len() {
+            let row = usize::from(entry.row);
+            if name.len() <= 16 || TABLE[row].name.as_bytes()[16..].eq_ignore_ascii_case(&name[16..]) {
+                return Some(row);
+            }
         }
         slot = (slot + 1) & mask;
     }
 }
 
-/// Open addressing over [`TABLE`]: a power of two at least twice the rows, each slot a row
-/// number or empty.
-static INDEX: std::sync::OnceLock<Vec<Option<u16>>> = std::sync::OnceLock::new();
+/// A slot of [`INDEX`]: a row's name's [`name_head`] and length (0: an empty slot).
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    head: u128,
+    len: u8,
+    row: u16,
+}
 
-fn build_index() -> Vec<Option<u16>> {
-    let mut index = vec![None; (TABLE.len() * 2).next_power_of_two()];
+/// Open addressing over [`TABLE`]: a power of two at least twice the rows.
+static INDEX: std::sync::OnceLock<Vec<Slot>> = std::sync::OnceLock::new();
+
+fn build_index() -> Vec<Slot> {
+    let mut index = vec![Slot::default(); (TABLE.len() * 2).next_power_of_two()];
     let mask = index.len() - 1;
     for (row, info) in TABLE.iter().enumerate() {
-        let mut slot = fnv1a(info.name.as_bytes()) & mask;
-        while index[slot].is_some() {
+        let name = info.name.as_bytes();
+        let mut slot = slot_of(name_head(name), name.len()) & mask;
+        while index[slot].len != 0 {
             slot = (slot + 1) & mask;
         }
-        index[slot] = Some(row as u16);
+        let len = u8::try_from(name.len()).expect("command names are short");
+        index[slot] = Slot { head: name_head(name), len, row: row as u16 };
     }
     index
 }
 
-/// FNV-1a of `bytes` lowercased (the table's names are lowercase).
-fn fnv1a(bytes: &[u8]) -> usize {
-    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
-        (h ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(0x100_0000_01b3)
-    });
-    hash as usize
+/// The first 16 bytes of `name`, lowercased, zero-padded, as one number.
+fn name_head(name: &[u8]) -> u128 {
+    let mut head = [0u8; 16];
+    for (to, from) in head.iter_mut().zip(name) {
+        *to = from.to_ascii_lowercase();
+    }
+    u128::from_le_bytes(head)
+}
+
+/// The index slot (before masking) of a name's head and length.
+fn slot_of(head: u128, len: usize) -> usize {
+    let folded = (head as u64) ^ ((head >> 64) as u64).rotate_left(29) ^ len as u64;
+    (folded.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize
 }
 
 /// [`lookup`] for a name in any case; `None` for unknown names.
@@ -744,7 +772,10 @@ mod tests {
             let upper = info.name.to_ascii_uppercase();
             assert_eq!(lookup_bytes(upper.as_bytes()).map(|found| found.name), Some(info.name));
         }
-        for name in [&b"ge"[..], b"GETT", b"G\xc3\x89T", &[b'x'; 80]] {
+        // Same first 16 bytes, or the same bytes but for padding, as a real name.
+        assert!(lookup("georadiusbymember_ro").is_some());
+        let near = [&b"GET\0"[..], b"georadiusbymember_rx", b"georadiusbymember_r", b"georadiusbymember_roo"];
+        for name in [&b"ge"[..], b"GETT", b"G\xc3\x89T", &[b'x'; 80], &[b'x'; 300]].into_iter().chain(near) {
             assert!(lookup_bytes(name).is_none(), "{name:?}");
         }
     }
