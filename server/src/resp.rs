@@ -95,6 +95,24 @@ fn header_line(buf: &[u8], start: usize, too_big: &'static str) -> Result<Option
     }
 }
 
+/// The common header line at `start`: digits without a sign or a leading zero (up to 18),
+/// then `\r` and one more byte. Its number and the index of its `\r`, in one pass; `None`
+/// for anything else (incomplete, signed, malformed, long), which [`header_line`] and
+/// [`parse_len`] then judge as Redis does.
+fn plain_header(buf: &[u8], start: usize) -> Option<(i64, usize)> {
+    let mut n: i64 = 0;
+    for (i, &c) in buf.iter().enumerate().skip(start) {
+        match c {
+            b'0'..=b'9' if i - start < 18 && !(i == start + 1 && buf[start] == b'0') => {
+                n = n * 10 + i64::from(c - b'0');
+            }
+            b'\r' if i > start && i + 1 < buf.len() => return Some((n, i)),
+            _ => return None,
+        }
+    }
+    None
+}
+
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     hay.iter().position(|&b| b == needle)
 }
@@ -114,10 +132,16 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, limits: Limits) -> Result
     if buf[0] != b'*' {
         return parse_inline(buf, args);
     }
-    let Some(cr) = header_line(buf, 1, "too big mbulk count string")? else {
-        return Ok(Parsed::Incomplete);
+    let (count, cr) = match plain_header(buf, 1) {
+        Some((n, cr)) => (Some(n), cr),
+        None => {
+            let Some(cr) = header_line(buf, 1, "too big mbulk count string")? else {
+                return Ok(Parsed::Incomplete);
+            };
+            (parse_len(&buf[1..cr]), cr)
+        }
     };
-    let count = parse_len(&buf[1..cr]).filter(|&n| n <= MULTIBULK_MAX);
+    let count = count.filter(|&n| n <= MULTIBULK_MAX);
     let Some(count) = count else {
         return Err(ProtocolError(Cow::Borrowed("invalid multibulk length")));
     };
@@ -136,10 +160,16 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, limits: Limits) -> Result
         if buf[pos] != b'$' {
             return Err(expected_dollar(buf[pos]));
         }
-        let Some(cr) = header_line(buf, pos + 1, "too big bulk count string")? else {
-            return Ok(Parsed::Incomplete);
+        let (len, cr) = match plain_header(buf, pos + 1) {
+            Some((n, cr)) => (Some(n), cr),
+            None => {
+                let Some(cr) = header_line(buf, pos + 1, "too big bulk count string")? else {
+                    return Ok(Parsed::Incomplete);
+                };
+                (parse_len(&buf[pos + 1..cr]), cr)
+            }
         };
-        let len = match parse_len(&buf[pos + 1..cr]) {
+        let len = match len {
             Some(n) if n > UNAUTH_BULK_MAX && n <= limits.max_bulk && !limits.authenticated => {
                 return Err(ProtocolError(Cow::Borrowed("unauthenticated bulk length")));
             }
@@ -436,5 +466,42 @@ mod tests {
                 assert!(args.iter().all(|r| r.end <= buf.len()));
             }
         }
+    }
+
+    #[test]
+    fn the_one_pass_header_agrees_with_the_general_path() {
+        let mut state = 0x0bad_cafe_1234_5678_u64;
+        let alphabet = b"0123456789\r\n-+ a";
+        let mut taken = 0;
+        for _ in 0..100_000 {
+            let mut next = |bound: u64| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state % bound) as usize
+            };
+            // Mostly digits, then anything: the headers that come, and their near misses.
+            let mut buf: Vec<u8> = (0..next(22)).map(|_| alphabet[next(10)]).collect();
+            buf.extend((0..next(4)).map(|_| alphabet[next(alphabet.len() as u64)]));
+            if let Some((n, cr)) = plain_header(&buf, 0) {
+                taken += 1;
+                assert_eq!(
+                    header_line(&buf, 0, "").ok(),
+                    Some(Some(cr)),
+                    "{:?}",
+                    buf.escape_ascii().to_string()
+                );
+                assert_eq!(parse_len(&buf[..cr]), Some(n), "{:?}", buf.escape_ascii().to_string());
+            }
+        }
+        assert!(taken > 1000, "only {taken} buffers took the one-pass path");
+        // What it leaves to the general path.
+        for line in
+            [&b"-1\r\n"[..], b"01\r\n", b"\r\n", b"12", b"12\r", b"1234567890123456789\r\n", b"1 \r\n"]
+        {
+            assert_eq!(plain_header(line, 0), None, "{:?}", line.escape_ascii().to_string());
+        }
+        assert_eq!(plain_header(b"0\r\n", 0), Some((0, 1)));
+        assert_eq!(plain_header(b"*123456789012345678\r\n", 1), Some((123_456_789_012_345_678, 19)));
     }
 }

@@ -272,7 +272,7 @@ pub struct Db<'a, B> {
     pub(crate) backend: B,
     pub(crate) shared: Share<'a>,
     index: usize,
-    journal: RefCell<Journal>,
+    journal: RefCell<JournalSlot>,
     /// Whether a blocking command may block ([`super::Engine::execute`] outside MULTI).
     may_block: bool,
     /// Whether the running command's lookups set the keys' last-use time (not Redis'
@@ -369,10 +369,10 @@ fn replaces_collection(old: Option<&Option<Metadata<'_>>>, new: Option<&Option<M
 /// deletes an expired key whatever the command does next), so an error writes nothing and
 /// announces nothing.
 #[derive(Debug, Default)]
-struct Journal {
-    touched: Vec<TouchedKey>,
-    events: Vec<Event>,
-    effects: Effects,
+pub(crate) struct Journal {
+    pub(crate) touched: Vec<TouchedKey>,
+    pub(crate) events: Vec<Event>,
+    pub(crate) effects: Effects,
     scratch: Scratch,
     /// Keys the last commit created, while `new` events are on: each gets its `new` event
     /// just before its first event of the command (Redis' `dbAdd` order).
@@ -414,27 +414,35 @@ impl Journal {
         {
             return;
         }
-        let pending = scratch.pending.drain(..).filter(|e| ok || e.class == NotifyFlags::EXPIRED);
-        self.events.extend(pending);
+        // Each part only when it has work: most commands have effects to add and nothing else.
+        if !scratch.pending.is_empty() {
+            let pending = scratch.pending.drain(..).filter(|e| ok || e.class == NotifyFlags::EXPIRED);
+            self.events.extend(pending);
+        }
         let effects = std::mem::take(&mut scratch.pending_effects);
         if ok {
             self.effects.add(effects);
         } else {
             scratch.signalled.clear();
+            scratch.keys.clear();
         }
-        for (db, range) in scratch.signalled.drain(..) {
-            let Ok(layout) = shared.layout_of(db) else { continue };
-            let routed = layout.routed(&scratch.keys[range]);
-            // Usually the command's commit recorded the key already: nothing to build.
-            let last = self.touched.iter().rev().find(|t| routed.is_metadata_key(&t.metadata_key));
-            if last.is_none_or(|t| t.kind != Touch::Written) {
-                let metadata_key = Bytes::from(routed.metadata_key());
-                self.touched.push(TouchedKey { metadata_key, kind: Touch::Written });
+        if !scratch.signalled.is_empty() {
+            for (db, range) in scratch.signalled.drain(..) {
+                let Ok(layout) = shared.layout_of(db) else { continue };
+                let routed = layout.routed(&scratch.keys[range]);
+                // Usually the command's commit recorded the key already: nothing to build.
+                let last = self.touched.iter().rev().find(|t| routed.is_metadata_key(&t.metadata_key));
+                if last.is_none_or(|t| t.kind != Touch::Written) {
+                    let metadata_key = Bytes::from(routed.metadata_key());
+                    self.touched.push(TouchedKey { metadata_key, kind: Touch::Written });
+                }
             }
+            scratch.keys.clear();
         }
-        scratch.keys.clear();
-        for (db, key) in self.created.drain(..) {
-            self.events.push(Event { class: NotifyFlags::NEW, name: "new", db, key });
+        if !self.created.is_empty() {
+            for (db, key) in self.created.drain(..) {
+                self.events.push(Event { class: NotifyFlags::NEW, name: "new", db, key });
+            }
         }
     }
 
@@ -442,6 +450,58 @@ impl Journal {
     fn found_expired(&self, mkey: &[u8]) -> bool {
         let last = self.touched.iter().rev().find(|t| t.metadata_key == mkey);
         last.is_some_and(|t| t.kind == Touch::Expired)
+    }
+}
+
+/// A [`Db`]'s journal: the session's, lent for one command ([`Db::take_from`], handed back
+/// by [`Db::hand_back`]), or the `Db`'s own, boxed at its first write. Moving it is moving a
+/// pointer, and a `Db` that lent it back drops nothing.
+#[derive(Debug, Default)]
+pub(crate) struct JournalSlot(Option<Box<Journal>>);
+
+/// What a journal not yet boxed reads as.
+static EMPTY_JOURNAL: Journal = Journal {
+    touched: Vec::new(),
+    events: Vec::new(),
+    effects: Effects { changes: 0, expired: 0, garbage: false, ttl_set: false },
+    scratch: Scratch {
+        pending: Vec::new(),
+        pending_effects: Effects { changes: 0, expired: 0, garbage: false, ttl_set: false },
+        signalled: Vec::new(),
+        keys: Vec::new(),
+        memo: ReadMemo { reads: Vec::new(), keys: Vec::new() },
+    },
+    created: Vec::new(),
+    refused: None,
+    owners: Vec::new(),
+};
+
+impl std::ops::Deref for JournalSlot {
+    type Target = Journal;
+
+    fn deref(&self) -> &Journal {
+        self.0.as_deref().unwrap_or(&EMPTY_JOURNAL)
+    }
+}
+
+impl std::ops::DerefMut for JournalSlot {
+    fn deref_mut(&mut self) -> &mut Journal {
+        self.0.get_or_insert_with(Box::default)
+    }
+}
+
+impl JournalSlot {
+    /// The journal of a session's previous command, emptied for the next: its vectors keep
+    /// their room.
+    fn restart(mut journal: Box<Journal>) -> Self {
+        let j = &mut *journal;
+        j.touched.clear();
+        j.events.clear();
+        j.effects = Effects::default();
+        j.created.clear();
+        j.refused = None;
+        j.owners.clear();
+        JournalSlot(Some(journal))
     }
 }
 
@@ -650,33 +710,25 @@ impl<'a, B: KvBackend> Db<'a, B> {
         result
     }
 
-    /// Hands a fresh `Db` the vectors `session` kept from its last command (its touched keys,
-    /// events and scratch, emptied) to fill: a command reuses their memory instead of
-    /// allocating its own.
+    /// Lends a fresh `Db` the journal `session` kept from its last command, emptied: a
+    /// command reuses its vectors' memory instead of allocating its own.
     pub(crate) fn take_from(&mut self, session: &mut Session) {
-        let journal = self.journal.get_mut();
-        debug_assert!(journal.touched.is_empty() && journal.events.is_empty());
-        journal.touched = std::mem::take(&mut session.touched);
-        journal.touched.clear();
-        journal.events = std::mem::take(&mut session.events);
-        journal.events.clear();
-        let scratch = &mut session.scratch;
-        std::mem::swap(&mut journal.scratch, scratch);
-        std::mem::swap(self.read_memo.get_mut(), &mut journal.scratch.memo);
+        let Some(journal) = session.journal.take() else { return };
+        let slot = self.journal.get_mut();
+        *slot = JournalSlot::restart(journal);
+        std::mem::swap(self.read_memo.get_mut(), &mut slot.scratch.memo);
         self.read_memo.get_mut().clear();
     }
 
-    /// Moves what the commands run left into `session` — touched keys, events, effects,
-    /// block, swapped databases and the scratch vectors for the next [`Db::take_from`] — in
-    /// one pass over the settled journal.
+    /// Hands `session` what the commands run left: the settled journal (touched keys,
+    /// events, effects, and the scratch vectors for the next [`Db::take_from`]), the block
+    /// and the swapped databases.
     pub(crate) fn hand_back(&mut self, session: &mut Session) {
-        let journal = self.journal.get_mut();
-        journal.settle(true, &self.shared);
-        session.touched = std::mem::take(&mut journal.touched);
-        session.events = std::mem::take(&mut journal.events);
-        session.effects = std::mem::take(&mut journal.effects);
-        std::mem::swap(&mut session.scratch, &mut journal.scratch);
-        std::mem::swap(&mut session.scratch.memo, self.read_memo.get_mut());
+        if let Some(journal) = self.journal.get_mut().0.as_deref_mut() {
+            journal.settle(true, &self.shared);
+            std::mem::swap(&mut journal.scratch.memo, self.read_memo.get_mut());
+        }
+        session.journal = self.journal.get_mut().0.take();
         session.block = self.block.take();
         session.swapped = std::mem::take(&mut self.swapped);
     }

@@ -365,11 +365,7 @@ impl<B: KvBackend> Engine<B> {
         retry: bool,
     ) -> Reply {
         let time_ms = std::mem::take(&mut session.time_ms);
-        session.touched.clear();
-        session.events.clear();
-        session.effects = Default::default();
-        session.block = None;
-        session.swapped.clear();
+        session.clear_results();
         let info = match resolved {
             Ok(info) => info,
             Err(reply) => {
@@ -446,7 +442,7 @@ impl<B: KvBackend> Engine<B> {
         });
         session.db = db.index();
         db.hand_back(session);
-        self.notify(&session.touched, &session.swapped);
+        self.notify(session.touched(), &session.swapped);
         drop(guard);
         self.reap(session);
         reply
@@ -455,10 +451,10 @@ impl<B: KvBackend> Engine<B> {
     /// Deletes the keys the last command found expired (a failure leaves them expired: the
     /// reply stands, and the sweep retries).
     fn reap(&self, session: &mut Session) {
-        let expired = expired_keys(&session.touched);
+        let expired = expired_keys(session.touched());
         if !expired.is_empty() {
-            if let Ok((_, garbage)) = self.delete_expired_keys(&expired, self.now_ms()) {
-                session.effects.garbage |= garbage;
+            if let Ok((_, true)) = self.delete_expired_keys(&expired, self.now_ms()) {
+                session.add_garbage();
             }
         }
     }
@@ -588,10 +584,7 @@ impl<B: KvBackend> Engine<B> {
         };
         session.db = index;
         self.notify(&touched, &swapped);
-        session.touched = touched;
-        session.swapped = swapped;
-        session.events = events;
-        session.effects = effects;
+        session.set_results(touched, events, effects, swapped);
         drop(guard);
         self.reap(session);
         Reply::Array(replies)
@@ -639,11 +632,7 @@ impl<B: KvBackend> Engine<B> {
         session: &mut Session,
         mut body: impl FnMut(&mut dyn FnMut(&[Bytes]) -> Reply) -> R,
     ) -> Result<R, Reply> {
-        session.touched.clear();
-        session.events.clear();
-        session.effects = Default::default();
-        session.block = None;
-        session.swapped.clear();
+        session.clear_results();
         let guard = self.locks.lock(true, std::iter::empty());
         let undo = |swapped: Vec<(usize, usize)>| {
             for &(a, b) in swapped.iter().rev() {
@@ -672,10 +661,7 @@ impl<B: KvBackend> Engine<B> {
         let (result, touched, (events, effects), swapped) =
             self.transaction(attempt).map_err(|e| Reply::Error(CommandError::from(e).to_string()))?;
         self.notify(&touched, &swapped);
-        session.touched = touched;
-        session.swapped = swapped;
-        session.events = events;
-        session.effects = effects;
+        session.set_results(touched, events, effects, swapped);
         drop(guard);
         self.reap(session);
         Ok(result)

@@ -233,17 +233,31 @@ fn aggregate(out: &mut Vec<u8>, protocol: Protocol, prefix: u8, items: &[Reply])
     }
 }
 
-/// The decimal text of `n`, written into `buf` without allocating.
+/// The decimal text of `n`, written into `buf` without allocating: two digits per division,
+/// from a table of the hundred pairs.
 pub(crate) fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    let pair = |r: u64| {
+        let at = 2 * r as usize;
+        [PAIRS[at], PAIRS[at + 1]]
+    };
     let mut i = buf.len();
     let mut v = n.unsigned_abs();
-    loop {
+    while v >= 100 {
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&pair(v % 100));
+        v /= 100;
+    }
+    if v >= 10 {
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&pair(v));
+    } else {
         i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        buf[i] = b'0' + v as u8;
     }
     if n < 0 {
         i -= 1;
@@ -255,6 +269,20 @@ pub(crate) fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_writes_every_digit_count_and_both_ends() {
+        // Every pair of digits, at every place of a three-digit number, and both signs.
+        let mut cases: Vec<i64> = (-1000..=1000).collect();
+        cases.extend([i64::MIN, i64::MAX, i64::MIN + 1]);
+        for digits in 1..19 {
+            let p = 10i64.pow(digits);
+            cases.extend([p - 1, p, p + 1, -(p - 1), -p, -(p + 1)]);
+        }
+        for n in cases {
+            assert_eq!(decimal(n, &mut [0; 20]), n.to_string().as_bytes(), "{n}");
+        }
+    }
 
     #[test]
     fn resp_encoding() {

@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicBool;
 
 use bytes::Bytes;
 
+use super::db::Journal;
 use super::{Block, CommandInfo, Event, TouchedKey};
 
 /// One client's state: selected database, protocol version, MULTI queue, WATCHed keys,
@@ -20,12 +21,11 @@ pub struct Session {
     pub(crate) watched: Vec<Watched>,
     /// Set by another client touching a watched key (Redis' `CLIENT_DIRTY_CAS`).
     pub(crate) dirty: Arc<AtomicBool>,
-    pub(crate) touched: Vec<TouchedKey>,
-    pub(crate) events: Vec<Event>,
-    pub(crate) effects: super::Effects,
+    /// The last command's touched keys, events and effects, and the vectors the next one
+    /// reuses (`None` until a command records something): lent to each command's [`super::Db`].
+    pub(crate) journal: Option<Box<Journal>>,
     /// The time the next command runs at, given by the caller (0: the engine's clock).
     pub(crate) time_ms: u64,
-    pub(crate) scratch: super::db::Scratch,
     pub(crate) block: Option<Block>,
     pub(crate) swapped: Vec<(usize, usize)>,
 }
@@ -62,11 +62,8 @@ impl Session {
             multi: None,
             watched: Vec::new(),
             dirty: Arc::new(AtomicBool::new(false)),
-            touched: Vec::new(),
-            events: Vec::new(),
-            effects: Default::default(),
+            journal: None,
             time_ms: 0,
-            scratch: Default::default(),
             block: None,
             swapped: Vec::new(),
         }
@@ -156,7 +153,7 @@ impl Session {
     /// [`super::Engine::with_listeners`] records the written and ready ones only while
     /// someone listens.
     pub fn touched(&self) -> &[TouchedKey] {
-        &self.touched
+        self.journal.as_ref().map_or(&[], |j| &j.touched)
     }
 
     /// The keyspace events the last executed command (or EXEC, in queue order) raised, as
@@ -165,7 +162,7 @@ impl Session {
     /// `notify-keyspace-events` flags. Empty after an error or a command that wrote nothing
     /// (but a key found expired is an `expired` event even then).
     pub fn events(&self) -> &[Event] {
-        &self.events
+        self.journal.as_ref().map_or(&[], |j| &j.events)
     }
 
     /// Gives the next command [`super::Engine::execute`] runs (not EXEC, a script or a
@@ -180,6 +177,38 @@ impl Session {
     /// What the last executed command (or EXEC, or script) did, counted whether or not its
     /// events were recorded (see [`super::Effects`]).
     pub fn effects(&self) -> super::Effects {
-        self.effects
+        self.journal.as_ref().map(|j| j.effects).unwrap_or_default()
+    }
+
+    /// Forgets the last command's results (touched keys, events, effects, block, swapped
+    /// databases) before the next one runs.
+    pub(crate) fn clear_results(&mut self) {
+        if let Some(journal) = &mut self.journal {
+            journal.touched.clear();
+            journal.events.clear();
+            journal.effects = Default::default();
+        }
+        self.block = None;
+        self.swapped.clear();
+    }
+
+    /// Sets the results of a transaction or script run on a `Db` of its own.
+    pub(crate) fn set_results(
+        &mut self,
+        touched: Vec<TouchedKey>,
+        events: Vec<Event>,
+        effects: super::Effects,
+        swapped: Vec<(usize, usize)>,
+    ) {
+        let journal = self.journal.get_or_insert_with(Box::default);
+        journal.touched = touched;
+        journal.events = events;
+        journal.effects = effects;
+        self.swapped = swapped;
+    }
+
+    /// Marks the last command as having left garbage for [`crate::gc`].
+    pub(crate) fn add_garbage(&mut self) {
+        self.journal.get_or_insert_with(Box::default).effects.garbage = true;
     }
 }
