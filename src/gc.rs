@@ -124,6 +124,9 @@ pub struct SweepStep {
     pub expired: Vec<(usize, Bytes)>,
     /// Whether the sweep reached the end of its range.
     pub done: bool,
+    /// The earliest expiry (unix ms) among the records read that had not expired yet: when
+    /// a sweep that found nothing should look again.
+    pub next_expiry_ms: Option<u64>,
 }
 
 /// An active expiry sweep over a range of the Metadata CF, in bounded steps.
@@ -190,8 +193,10 @@ impl ExpirySweep {
         for item in backend.scan(ColumnFamily::Metadata, &self.range, Direction::Forward)?.take(batch_size) {
             let (key, value) = item?;
             step.scanned += 1;
-            if is_expired(&self.layout, &value, now_ms) {
-                step.removed.push(key.clone());
+            match expiry(&self.layout, &value) {
+                Some(at) if at < now_ms => step.removed.push(key.clone()),
+                Some(at) => step.next_expiry_ms = Some(step.next_expiry_ms.map_or(at, |next| next.min(at))),
+                None => {}
             }
             last = Some(key);
         }
@@ -208,9 +213,9 @@ impl ExpirySweep {
     }
 }
 
-/// Whether a metadata value carries an expiry before `now_ms` (undecodable: no).
-fn is_expired(layout: &KeyLayout, value: &[u8], now_ms: u64) -> bool {
-    layout.peek_type_and_expire(value).is_ok_and(|(_, expire_ms)| expire_ms != 0 && expire_ms < now_ms)
+/// The expiry (unix ms) a metadata value carries (none, or undecodable: `None`).
+fn expiry(layout: &KeyLayout, value: &[u8]) -> Option<u64> {
+    layout.peek_type_and_expire(value).ok().map(|(_, expire_ms)| expire_ms).filter(|&at| at != 0)
 }
 
 /// One step of active expiry beside running commands (Redis' active expire cycle): the

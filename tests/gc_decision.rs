@@ -119,7 +119,7 @@ fn sweep_deletes_expired_metadata_in_bounded_steps() {
         let key = format!("k{i:02}");
         let expire = match i % 3 {
             0 => NOW - 1,
-            1 => NOW + 1,
+            1 => NOW + 100 - u64::from(i),
             _ => 0,
         };
         if i % 3 == 0 {
@@ -134,14 +134,19 @@ fn sweep_deletes_expired_metadata_in_bounded_steps() {
     let mut sweep = ExpirySweep::new(layout.namespace_range());
     let mut removed = Vec::new();
     let mut steps = 0;
+    let mut next = Vec::new();
     while !sweep.is_done() {
         let step = sweep.step(&b, NOW, 10).unwrap();
         assert!(step.scanned <= 10);
         removed.extend(step.removed);
+        next.push(step.next_expiry_ms);
         steps += 1;
     }
     assert_eq!(steps, 3, "25 records in steps of 10");
     assert_eq!(removed, expired);
+    // Each step names the earliest expiry still to come among its records (k01..k09,
+    // k10..k19, k22: NOW + 100 - i for i % 3 == 1).
+    assert_eq!(next, [Some(NOW + 93), Some(NOW + 81), Some(NOW + 78)]);
     assert_eq!(b.len(ColumnFamily::Metadata), 25 - expired.len() + 1);
     assert!(b.get(ColumnFamily::Metadata, &other.metadata_key(b"k")).unwrap().is_some());
 }

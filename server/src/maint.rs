@@ -9,8 +9,8 @@
 //! `active-expire-effort` above 1; the collector gets 10% of the tick after it. A collector
 //! pass that found nothing waits a second; an expiry pass that found nothing waits a second,
 //! doubling up to 16 s while no command sets a TTL, so an idle or clean store costs almost
-//! nothing (a key then leaves at most 16 s after it expires, or at its first read). A
-//! database whose key counts say no key has a TTL is not swept at all.
+//! nothing, but never past the earliest expiry the pass read: a key leaves soon after it
+//! expires. A database whose key counts say no key has a TTL is not swept at all.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -78,6 +78,8 @@ struct Sweep {
     idle: Duration,
     /// [`crate::counters::MaintStats::ttl_hint`] when the current pass started.
     ttl_hint: u64,
+    /// The earliest expiry (unix ms) the current pass read that had not come yet.
+    next_expiry_ms: Option<u64>,
 }
 
 /// Starts the maintenance thread.
@@ -225,6 +227,7 @@ fn sweep_of<'a>(
         idle_until: None,
         idle: IDLE,
         ttl_hint: 0,
+        next_expiry_ms: None,
     }))
 }
 
@@ -250,6 +253,9 @@ fn expire(state: &State, sweep: &mut Sweep, deadline: Instant) {
             state.maint.garbage_hint.fetch_add(1, Relaxed);
         }
         sweep.found |= !step.removed.is_empty();
+        if let Some(at) = step.next_expiry_ms {
+            sweep.next_expiry_ms = Some(sweep.next_expiry_ms.map_or(at, |next| next.min(at)));
+        }
         crate::notify::expired(state, &step.expired);
         if state.tracking.active() && !step.expired.is_empty() {
             let keys: Vec<bytes::Bytes> = step.expired.iter().map(|(_, k)| k.clone()).collect();
@@ -265,9 +271,12 @@ fn expire(state: &State, sweep: &mut Sweep, deadline: Instant) {
                 sweep.idle = IDLE; // keys are expiring: the next pass starts at once
             } else {
                 sweep.idle = if hint == sweep.ttl_hint { (sweep.idle * 2).min(IDLE_MAX) } else { IDLE };
-                sweep.idle_until = Some(Instant::now() + sweep.idle);
+                // No later than the first key the pass saw expire (a millisecond after it).
+                let due = sweep.next_expiry_ms.map(|at| Duration::from_millis(at.saturating_sub(now) + 1));
+                sweep.idle_until = Some(Instant::now() + due.map_or(sweep.idle, |due| due.min(sweep.idle)));
             }
             sweep.ttl_hint = hint;
+            sweep.next_expiry_ms = None;
             return;
         }
     }
