@@ -94,7 +94,8 @@ impl<'a> Metadata<'a> {
             RedisType::List => 32,
             _ => 16,
         };
-        9 + common + self.fields().encoded_len(self.value)
+        let extra = if Extra::carried_by(self.ty) { self.fields().encoded_len(self.value) } else { 0 };
+        9 + common + extra
     }
 
     /// Writes the 64-bit form: flags, expire u64, then the value (strings), version and size
@@ -105,8 +106,12 @@ impl<'a> Metadata<'a> {
     pub fn encode(&self, out: &mut impl BufMut) {
         out.put_u8(Flags::new(self.ty, self.blind_write && self.ty.is_collection()).byte());
         out.put_u64(self.expire_ms);
+        // As in `decode`, only the types that carry extra fields build them.
+        let extra = Extra::carried_by(self.ty);
         if self.ty.is_single_kv() {
-            self.fields().encode(&[], out);
+            if extra {
+                self.fields().encode(&[], out);
+            }
             out.put_slice(self.value);
             return;
         }
@@ -117,7 +122,9 @@ impl<'a> Metadata<'a> {
             out.put_u64(self.head);
             out.put_u64(self.tail);
         }
-        self.fields().encode(self.value, out);
+        if extra {
+            self.fields().encode(self.value, out);
+        }
     }
 
     /// [`Metadata::encode`] into a new vector.
