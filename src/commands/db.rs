@@ -402,6 +402,16 @@ pub(crate) struct Scratch {
 }
 
 impl Journal {
+    /// Forgets what the last command recorded; the vectors keep their room.
+    pub(crate) fn clear(&mut self) {
+        self.touched.clear();
+        self.events.clear();
+        self.effects = Effects::default();
+        self.created.clear();
+        self.refused = None;
+        self.owners.clear();
+    }
+
     /// Settles the pending events: kept when `ok`, else only the `expired` ones; then `new`
     /// for the keys created and not yet notified.
     fn settle(&mut self, ok: bool, shared: &Shared) {
@@ -487,21 +497,6 @@ impl std::ops::Deref for JournalSlot {
 impl std::ops::DerefMut for JournalSlot {
     fn deref_mut(&mut self) -> &mut Journal {
         self.0.get_or_insert_with(Box::default)
-    }
-}
-
-impl JournalSlot {
-    /// The journal of a session's previous command, emptied for the next: its vectors keep
-    /// their room.
-    fn restart(mut journal: Box<Journal>) -> Self {
-        let j = &mut *journal;
-        j.touched.clear();
-        j.events.clear();
-        j.effects = Effects::default();
-        j.created.clear();
-        j.refused = None;
-        j.owners.clear();
-        JournalSlot(Some(journal))
     }
 }
 
@@ -713,9 +708,10 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// Lends a fresh `Db` the journal `session` kept from its last command, emptied: a
     /// command reuses its vectors' memory instead of allocating its own.
     pub(crate) fn take_from(&mut self, session: &mut Session) {
-        let Some(journal) = session.journal.take() else { return };
+        let Some(mut journal) = session.journal.take() else { return };
+        journal.clear();
         let slot = self.journal.get_mut();
-        *slot = JournalSlot::restart(journal);
+        *slot = JournalSlot(Some(journal));
         std::mem::swap(self.read_memo.get_mut(), &mut slot.scratch.memo);
         self.read_memo.get_mut().clear();
     }

@@ -184,9 +184,7 @@ impl Session {
     /// databases) before the next one runs.
     pub(crate) fn clear_results(&mut self) {
         if let Some(journal) = &mut self.journal {
-            journal.touched.clear();
-            journal.events.clear();
-            journal.effects = Default::default();
+            journal.clear();
         }
         self.block = None;
         self.swapped.clear();
