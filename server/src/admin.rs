@@ -170,13 +170,13 @@ pub fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
         };
     }
     let (sync, running, last_save) = (state.store.syncer(), state.bgsave.clone(), state.last_save.clone());
-    let (dirty, before) = (state.dirty.clone(), state.dirty.load(Relaxed));
+    let (saved, before) = (state.saved_dirty.clone(), state.dirty.sum());
     std::thread::spawn(move || {
         match sync() {
             Ok(()) => {
                 last_save.store(crate::clock::unix_secs(), Relaxed);
                 // The changes made while it ran remain (as Redis' dirty_before_bgsave).
-                let _ = dirty.fetch_update(Relaxed, Relaxed, |d| Some(d.saturating_sub(before)));
+                saved.fetch_max(before, Relaxed);
             }
             Err(e) => eprintln!("server: background save failed: {e}"),
         }

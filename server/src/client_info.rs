@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use crate::counters::LaneSum;
 use crate::mailbox::Loops;
 use crate::sync::lock;
 
@@ -42,8 +43,9 @@ pub struct ClientInfo {
     /// Bytes of replies not yet written (set with [`ClientInfo::set_buffers`]).
     pub omem: AtomicUsize,
     /// The server's count of what the connections hold (`State::client_bytes`, shared by
-    /// every entry), this entry's buffers included: `maxmemory` reads it in O(1).
-    buffered: Arc<AtomicU64>,
+    /// every entry; this entry adds in its loop's lane), this entry's buffers included:
+    /// `maxmemory` reads it in O(1).
+    buffered: Arc<LaneSum>,
     /// CLIENT NO-EVICT on.
     pub no_evict: AtomicBool,
     /// The RESP version it speaks (HELLO).
@@ -75,7 +77,7 @@ impl ClientInfo {
         fd: i64,
         loop_index: usize,
         token: usize,
-        buffered: Arc<AtomicU64>,
+        buffered: Arc<LaneSum>,
     ) -> ClientInfo {
         let now = Instant::now();
         ClientInfo {
@@ -106,16 +108,19 @@ impl ClientInfo {
         }
     }
 
-    /// Sets `qbuf` and `omem` (`None`: unchanged), keeping the sum of every client's.
+    /// Sets `qbuf` and `omem` (`None`: unchanged), keeping the sum of every client's. Only
+    /// the event loop that owns the connection calls it (its reads and writes, its close).
     pub fn set_buffers(&self, qbuf: Option<usize>, omem: Option<usize>) {
         let mut delta = 0u64;
         for (counter, new) in [(&self.qbuf, qbuf), (&self.omem, omem)] {
             if let Some(new) = new {
-                delta = delta.wrapping_add((new as u64).wrapping_sub(counter.swap(new, Relaxed) as u64));
+                // One writer: a load and a store, no locked swap.
+                delta = delta.wrapping_add((new as u64).wrapping_sub(counter.load(Relaxed) as u64));
+                counter.store(new, Relaxed);
             }
         }
         if delta != 0 {
-            self.buffered.fetch_add(delta, Relaxed);
+            self.buffered.add(self.loop_index, delta);
         }
     }
 
@@ -227,16 +232,19 @@ mod tests {
 
     #[test]
     fn buffers_are_summed_across_clients() {
-        let total = Arc::new(AtomicU64::new(0));
-        let entry = |id| ClientInfo::new(id, String::new(), String::new(), 0, 0, 0, total.clone());
-        let (a, b) = (entry(1), entry(2));
+        let total = Arc::new(LaneSum::with_lanes(3));
+        // Two clients of loop 0 and one of loop 1.
+        let entry = |id, lane| ClientInfo::new(id, String::new(), String::new(), 0, lane, 0, total.clone());
+        let (a, b, c) = (entry(1, 0), entry(2, 0), entry(3, 1));
         a.set_buffers(Some(100), Some(7));
         b.set_buffers(Some(50), None);
-        assert_eq!(total.load(Relaxed), 157);
+        c.set_buffers(Some(1000), None);
+        assert_eq!(total.sum(), 1157);
         a.set_buffers(Some(10), None);
         b.set_buffers(None, Some(3));
-        assert_eq!(total.load(Relaxed), 70);
+        c.set_buffers(Some(0), None);
+        assert_eq!(total.sum(), 70);
         a.set_buffers(Some(0), Some(0));
-        assert_eq!((total.load(Relaxed), b.qbuf.load(Relaxed), b.omem.load(Relaxed)), (53, 50, 3));
+        assert_eq!((total.sum(), b.qbuf.load(Relaxed), b.omem.load(Relaxed)), (53, 50, 3));
     }
 }

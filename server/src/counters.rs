@@ -14,6 +14,55 @@ use crate::sync::lock;
 /// At most this many INFO commandstats entries (and errorstats codes, as Redis' 128).
 pub const MAX_STAT_ENTRIES: usize = 1024;
 
+/// A sum kept in lanes as [`CommandStats`]' counters: one per event loop, whose only writer
+/// is that loop (it adds with a plain load and store, no locked instruction on the command
+/// path), and a last one that the other threads add to atomically. Read, it is their sum.
+#[derive(Debug)]
+pub struct LaneSum {
+    lanes: Box<[PaddedCounter]>,
+}
+
+/// A counter on a cache line of its own, so that two loops' lanes do not share one.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct PaddedCounter(AtomicU64);
+
+impl Default for LaneSum {
+    fn default() -> Self {
+        LaneSum::with_lanes(1)
+    }
+}
+
+impl LaneSum {
+    /// A sum of zero in `lanes` lanes (at least one); each but the last must have one
+    /// writing thread.
+    pub fn with_lanes(lanes: usize) -> LaneSum {
+        LaneSum { lanes: (0..lanes.max(1)).map(|_| PaddedCounter::default()).collect() }
+    }
+
+    /// The lane of the threads that are not event loops.
+    pub fn shared_lane(&self) -> usize {
+        self.lanes.len() - 1
+    }
+
+    /// Adds `n` (wrapping: a two's complement delta subtracts) in `lane` (an event loop's
+    /// index; [`LaneSum::shared_lane`], or any index past it, for other threads).
+    pub fn add(&self, lane: usize, n: u64) {
+        let lane = lane.min(self.shared_lane());
+        let counter = &self.lanes[lane].0;
+        if lane == self.shared_lane() {
+            counter.fetch_add(n, Relaxed);
+        } else {
+            counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
+        }
+    }
+
+    /// The sum of the lanes.
+    pub fn sum(&self) -> u64 {
+        self.lanes.iter().map(|l| l.0.load(Relaxed)).fold(0, u64::wrapping_add)
+    }
+}
+
 /// Per-command counters (INFO commandstats).
 #[derive(Debug, Clone, Copy)]
 pub struct CommandStat {
@@ -109,8 +158,8 @@ impl Default for CommandStats {
 }
 
 impl CommandStats {
-    /// Counters in `lanes` lanes (at least one): [`CommandStats::count`]'s `lane` is taken
-    /// modulo their number, and each but the last must have one writing thread.
+    /// Counters in `lanes` lanes (at least one): [`CommandStats::count`]'s `lane` past the
+    /// last is the last, and each but the last must have one writing thread.
     pub fn with_lanes(lanes: usize) -> CommandStats {
         let lanes = lanes.max(1);
         let lanes = (0..lanes).map(|i| Lane::new(i + 1 == lanes)).collect();
@@ -132,7 +181,7 @@ impl CommandStats {
             Some(usec) => [1, usec, 0, u64::from(failed)],
         };
         let bucket = usec.filter(|_| self.tracking.load(Relaxed)).map(latency_bucket);
-        let lane = &self.lanes[lane % self.lanes.len()];
+        let lane = &self.lanes[lane.min(self.lanes.len() - 1)];
         lane.add(&lane.totals[PROCESSED], 1);
         match info.position() {
             Some(row) => lane.add_row(row, delta, bucket),
@@ -196,7 +245,7 @@ impl CommandStats {
 
     /// Counts a read command's keyspace `hits` and `misses` in `lane` (as [`CommandStats::count`]).
     pub fn keyspace(&self, lane: usize, hits: u64, misses: u64) {
-        let lane = &self.lanes[lane % self.lanes.len()];
+        let lane = &self.lanes[lane.min(self.lanes.len() - 1)];
         lane.add(&lane.totals[HITS], hits);
         lane.add(&lane.totals[MISSES], misses);
     }
@@ -543,5 +592,30 @@ mod tests {
         assert_eq!(stats.processed(), 5 * N);
         assert_eq!(stats.hits_and_misses(), (5 * N, 0));
         assert_eq!(stats.snapshot()["get"].calls, 5 * N);
+    }
+
+    /// Each loop adds and subtracts in its own lane, three threads share the last one: the
+    /// sum is exact.
+    #[test]
+    fn lane_sums_keep_every_delta() {
+        const N: u64 = 20_000;
+        let sum = LaneSum::with_lanes(3);
+        assert_eq!(sum.shared_lane(), 2);
+        std::thread::scope(|s| {
+            for lane in [0, 1, 2, 2, 2] {
+                let sum = &sum;
+                s.spawn(move || {
+                    for i in 0..N {
+                        sum.add(lane, 3);
+                        if i % 2 == 0 {
+                            sum.add(lane, 0u64.wrapping_sub(2));
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(sum.sum(), 5 * (3 * N - N));
+        sum.add(7, 1);
+        assert_eq!(sum.sum(), 5 * 2 * N + 1, "lane 7 is the shared lane");
     }
 }

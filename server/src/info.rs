@@ -268,10 +268,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("current_fork_perc", s("0.00")),
                     ("current_save_keys_processed", z()),
                     ("current_save_keys_total", z()),
-                    (
-                        "rdb_changes_since_last_save",
-                        n(state.dirty.load(std::sync::atomic::Ordering::Relaxed)),
-                    ),
+                    ("rdb_changes_since_last_save", n(state.changes_since_save())),
                     (
                         "rdb_bgsave_in_progress",
                         n(u64::from(state.bgsave.load(std::sync::atomic::Ordering::Relaxed))),
@@ -658,5 +655,5 @@ pub fn used_memory(state: &State) -> u64 {
 /// `used_memory` jump by what the last big request left (Redis' lazyfree unit compares
 /// it with twice a small figure).
 pub fn client_buffer_bytes(state: &State) -> u64 {
-    state.client_bytes.load(Relaxed)
+    state.client_bytes.sum()
 }

@@ -286,10 +286,12 @@ fn main() {
     }
     let mut state = state::State::new(config, store, layout);
     state.client_size += std::mem::size_of::<client::Client>();
-    // A lane of command counters per event loop, and one for the other threads.
+    // A lane of counters per event loop, and one for the other threads.
     let tracking = state.stats.commands.tracking.load(std::sync::atomic::Ordering::Relaxed);
     state.stats.commands = counters::CommandStats::with_lanes(threads + 1);
     state.stats.commands.tracking.store(tracking, std::sync::atomic::Ordering::Relaxed);
+    state.client_bytes = Arc::new(counters::LaneSum::with_lanes(threads + 1));
+    state.dirty = Arc::new(counters::LaneSum::with_lanes(threads + 1));
     let state = Arc::new(state);
     if let Ok(local) = listener.local_addr() {
         state.listen.set_addr(local);

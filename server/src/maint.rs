@@ -45,10 +45,11 @@ const COLLECT_EVERY: Duration = Duration::from_secs(60);
 const IDLE_MAX: Duration = Duration::from_secs(16);
 
 /// What follows the writes of a command, an EXEC or a script: keyspace notifications,
-/// hints to the maintenance thread, the SWAPDB mapping saved.
-pub fn after_writes(state: &State, engine: &SharedEngine, session: &rediskv::commands::Session) {
+/// hints to the maintenance thread, the SWAPDB mapping saved. `lane` is the event loop's
+/// index on a loop, [`crate::counters::LaneSum::shared_lane`] elsewhere.
+pub fn after_writes(state: &State, lane: usize, engine: &SharedEngine, session: &rediskv::commands::Session) {
     let effects = session.effects();
-    crate::notify::command_events(state, effects, session.events());
+    crate::notify::command_events(state, lane, effects, session.events());
     if effects.garbage {
         state.maint.garbage_hint.fetch_add(1, Relaxed);
     }

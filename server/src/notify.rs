@@ -29,13 +29,15 @@ pub fn publish(state: &State, events: &[Event]) {
 
 /// What a command did besides its notifications ([`Effects`]): the keys it found expired
 /// (INFO `expired_keys`, as Redis' lazy expiry) and its changes (`rdb_changes_since_last_save`:
-/// one per key modification; a RENAME or MOVE counts once). Then publishes its events.
-pub fn command_events(state: &State, effects: Effects, events: &[Event]) {
+/// one per key modification; a RENAME or MOVE counts once), counted in `lane` (the event
+/// loop's index, or [`crate::counters::LaneSum::shared_lane`] on another thread). Then
+/// publishes its events.
+pub fn command_events(state: &State, lane: usize, effects: Effects, events: &[Event]) {
     if effects.expired > 0 {
         state.maint.expired_keys.fetch_add(effects.expired, Relaxed);
     }
     if effects.changes > 0 {
-        state.dirty.fetch_add(effects.changes, Relaxed);
+        state.dirty.add(lane, effects.changes);
     }
     if !events.is_empty() {
         publish(state, events);

@@ -53,7 +53,7 @@ pub fn run_command(state: &State, job: &mut Job) -> (Reply, Vec<u8>) {
     // The connection counted the call when it handed it here; the latency monitor sees the
     // script's own run.
     state.latency.observe("command", started.elapsed().as_micros() as u64);
-    crate::maint::after_writes(state, engine, session);
+    crate::maint::after_writes(state, state.dirty.shared_lane(), engine, session);
     let mut pushes = Vec::new();
     if state.tracking.active() {
         let mut to = crate::tracking::Delivery { me: Some(info), own: &mut pushes };

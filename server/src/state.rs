@@ -15,7 +15,7 @@ use rediskv::commands::{Engine, Listeners};
 use crate::client_info::{ClientInfo, Clients, Peers};
 use crate::clock::unix_micros;
 use crate::config::Config;
-use crate::counters::{Sampler, Stats};
+use crate::counters::{LaneSum, Sampler, Stats};
 use crate::mailbox::Loops;
 use crate::store::Store;
 use crate::sync::lock;
@@ -97,9 +97,12 @@ pub struct State {
     pub last_save: Arc<AtomicU64>,
     /// Whether a BGSAVE is running.
     pub bgsave: Arc<AtomicBool>,
-    /// Changes since the last SAVE or BGSAVE (INFO `rdb_changes_since_last_save`, see
-    /// [`crate::notify::command_events`]).
-    pub dirty: Arc<AtomicU64>,
+    /// Changes since the start, in lanes as [`State::client_bytes`] (see
+    /// [`crate::notify::command_events`]); INFO `rdb_changes_since_last_save` is their sum
+    /// less `saved_dirty` ([`State::changes_since_save`]).
+    pub dirty: Arc<LaneSum>,
+    /// `dirty`'s sum that the last SAVE or BGSAVE kept.
+    pub saved_dirty: Arc<AtomicU64>,
     /// INFO run_id: 40 hex digits, new for each start.
     pub run_id: String,
     next_client_id: AtomicU64,
@@ -107,8 +110,9 @@ pub struct State {
     /// its client, whose type is above this module: `main` sets it).
     pub client_size: usize,
     /// What the connections hold ([`crate::info::client_buffer_bytes`]): `client_size` per
-    /// client, and their buffers' bytes.
-    pub client_bytes: Arc<AtomicU64>,
+    /// client, and their buffers' bytes, each added in the lane of the client's event loop
+    /// (`main` sets a lane per loop).
+    pub client_bytes: Arc<LaneSum>,
 }
 
 impl State {
@@ -166,7 +170,8 @@ impl State {
             store,
             started: Instant::now(),
             last_save: Arc::new(AtomicU64::new(micros / 1_000_000)),
-            dirty: Arc::new(AtomicU64::new(0)),
+            dirty: Arc::default(),
+            saved_dirty: Arc::default(),
             bgsave: Arc::default(),
             run_id,
             next_client_id: AtomicU64::new(1),
@@ -214,7 +219,8 @@ impl State {
         self.config.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a new connection and returns its entry.
+    /// Registers a new connection of event loop `loop_index` and returns its entry (the loop
+    /// calls it: the entry's bytes go in that loop's lane of `client_bytes`).
     pub fn connect(
         &self,
         addr: String,
@@ -225,7 +231,7 @@ impl State {
     ) -> Arc<ClientInfo> {
         let id = self.next_client_id.fetch_add(1, Relaxed);
         let bytes = self.client_bytes.clone();
-        bytes.fetch_add(self.client_size as u64, Relaxed);
+        bytes.add(loop_index, self.client_size as u64);
         let info = Arc::new(ClientInfo::new(id, addr, laddr, fd, loop_index, token, bytes));
         lock(&self.clients).insert(id, info.clone());
         self.stats.connections_received.fetch_add(1, Relaxed);
@@ -244,11 +250,16 @@ impl State {
         all
     }
 
-    /// Forgets a closed connection.
+    /// INFO `rdb_changes_since_last_save`.
+    pub fn changes_since_save(&self) -> u64 {
+        self.dirty.sum().saturating_sub(self.saved_dirty.load(Relaxed))
+    }
+
+    /// Forgets a closed connection (its event loop calls it, as [`State::connect`]).
     pub fn disconnect(&self, id: u64) {
         if let Some(gone) = lock(&self.clients).remove(&id) {
             gone.set_buffers(Some(0), Some(0));
-            self.client_bytes.fetch_sub(self.client_size as u64, Relaxed);
+            self.client_bytes.add(gone.loop_index, 0u64.wrapping_sub(self.client_size as u64));
         }
         self.monitors.remove(id);
         self.connections.fetch_sub(1, Relaxed);

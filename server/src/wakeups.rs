@@ -10,7 +10,7 @@ use crate::sync::lock;
 
 impl Host for State {
     fn retried(&self, session: &Session) {
-        crate::notify::command_events(self, session.effects(), session.events());
+        crate::notify::command_events(self, self.dirty.shared_lane(), session.effects(), session.events());
     }
 
     fn served(&self, parked: Parked, reply: Reply, usec: u64) {

@@ -317,6 +317,64 @@ fn rdb_changes_since_last_save_counts_changes_as_redis() {
     assert_eq!(changes(&mut c), "0");
 }
 
+/// Each event loop counts changes and its clients' bytes in its own lane, the other
+/// threads in a shared one: INFO and MEMORY STATS see their sums, whichever loop serves
+/// the asking client.
+#[test]
+fn changes_and_client_bytes_are_summed_over_event_loops() {
+    const WRITERS: usize = 6;
+    const WRITES: usize = 200;
+    let server = rediskv(&["--threads", "3"]);
+    let mut c = server.client();
+    let changes = |c: &mut common::Client| {
+        field(&c.cmd(&["INFO", "persistence"]).text(), "rdb_changes_since_last_save")
+            .parse::<usize>()
+            .unwrap()
+    };
+    let client_bytes = |c: &mut common::Client| {
+        let stats = pairs(c.cmd(&["MEMORY", "STATS"]));
+        let Some((_, Value::Int(n))) = stats.into_iter().find(|(k, _)| k == "clients.normal") else {
+            panic!("no clients.normal")
+        };
+        n
+    };
+    let alone = client_bytes(&mut c);
+    std::thread::scope(|s| {
+        for w in 0..WRITERS {
+            let mut writer = server.client();
+            s.spawn(move || {
+                for i in 0..WRITES {
+                    assert_eq!(writer.cmd(&["SET", &format!("k{w}:{i}"), "v"]), Value::Status("OK".into()));
+                }
+            });
+        }
+    });
+    assert_eq!(changes(&mut c), WRITERS * WRITES);
+    // A script runs on its own thread: the shared lane.
+    assert_eq!(c.cmd(&["EVAL", "redis.call('SET', 's', '1') return 1", "0"]), Value::Int(1));
+    assert_eq!(changes(&mut c), WRITERS * WRITES + 1);
+    assert_eq!(c.cmd(&["SAVE"]), Value::Status("OK".into()));
+    assert_eq!(changes(&mut c), 0);
+    c.cmd(&["DEL", "k0:0", "k1:0"]);
+    assert_eq!(changes(&mut c), 2);
+    // The writers' connections, closed on their loops, leave no bytes behind.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.cmd(&["CLIENT", "LIST"]).text().lines().count() > 1 {
+        assert!(Instant::now() < deadline, "the writers' connections did not close");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(client_bytes(&mut c), alone);
+    let others: Vec<_> = (0..WRITERS)
+        .map(|_| {
+            let mut other = server.client();
+            assert_eq!(other.cmd(&["PING"]), Value::Status("PONG".into()));
+            other
+        })
+        .collect();
+    assert!(client_bytes(&mut c) > alone, "open clients count");
+    drop(others);
+}
+
 /// The fields of a RESP2 map as (key, value) pairs.
 fn pairs(v: Value) -> Vec<(String, Value)> {
     let Value::Array(Some(items)) = v else { panic!("not a map: {v:?}") };

@@ -410,7 +410,7 @@ impl Client {
             "save" => arity(argv, 1, || match state.store.sync() {
                 Ok(()) => {
                     state.last_save.store(crate::clock::unix_secs(), Relaxed);
-                    state.dirty.store(0, Relaxed);
+                    state.saved_dirty.store(state.dirty.sum(), Relaxed);
                     Reply::OK
                 }
                 Err(e) => Reply::Error(format!("ERR {e}")),
@@ -458,7 +458,7 @@ impl Client {
             self.invalidate(&reads, flushes && !reply.is_error(), &reply, state);
         }
         self.info.db.store(self.session.db(), Relaxed);
-        crate::maint::after_writes(state, &self.engine, &self.session);
+        crate::maint::after_writes(state, self.info.loop_index, &self.engine, &self.session);
         if let Some(block) = self.session.take_block() {
             return self.park(argv, block, state);
         }
