@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 use rediskv::commands::Reply;
@@ -293,6 +293,17 @@ const QUERY_IDLE: Duration = Duration::from_millis(500);
 /// a stored value never pins the buffer's spare room.
 const SHARED_REQUEST: usize = 4096;
 
+/// The arguments at `ranges` of a request's `frame`, pushed to `argv`. The last one is the
+/// frame itself, narrowed: each reference to the shared buffer costs a locked increment and
+/// a locked decrement, and the frame's own would be one more pair per request.
+fn argv_of(mut frame: Bytes, ranges: &[std::ops::Range<usize>], argv: &mut Vec<Bytes>) {
+    let Some((last, rest)) = ranges.split_last() else { return };
+    argv.extend(rest.iter().map(|r| frame.slice(r.clone())));
+    frame.truncate(last.end);
+    frame.advance(last.start);
+    argv.push(frame);
+}
+
 struct Connection {
     stream: TcpStream,
     /// The client's own state and commands.
@@ -509,7 +520,7 @@ impl Connection {
                         // likely to follow (the tick takes it back otherwise).
                         self.buf.reserve(consumed);
                     }
-                    argv.extend(self.ranges.iter().map(|r| frame.slice(r.clone())));
+                    argv_of(frame, &self.ranges, &mut argv);
                 }
                 Parsed::Inline { consumed, args } => {
                     self.publish_query_buffer();
@@ -582,5 +593,34 @@ impl Connection {
             self.writable_interest = want;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request's arguments are its ranges' bytes, whether the frame shares the query
+    /// buffer or was copied out of it, and its last argument is the frame narrowed.
+    #[test]
+    fn arguments_are_the_ranges_of_the_frame() {
+        let request = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nvalue\r\n";
+        let mut ranges = Vec::new();
+        let limits = Limits { max_bulk: 512 << 20, authenticated: true };
+        assert!(
+            matches!(parse(request, &mut ranges, limits), Ok(Parsed::Command { consumed }) if consumed == request.len())
+        );
+        let mut buf = BytesMut::from(&request[..]);
+        buf.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        let shared = buf.split_to(request.len()).freeze();
+        for frame in [shared, Bytes::copy_from_slice(request)] {
+            let mut argv = Vec::new();
+            argv_of(frame, &ranges, &mut argv);
+            assert_eq!(argv, [&b"SET"[..], b"k", b"value"]);
+        }
+        let mut argv = Vec::new();
+        argv_of(Bytes::from_static(b"*0\r\n"), &[], &mut argv);
+        assert!(argv.is_empty());
+        assert_eq!(&buf[..], b"*1\r\n$4\r\nPING\r\n", "the next request stays in the buffer");
     }
 }
