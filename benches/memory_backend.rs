@@ -5,10 +5,11 @@
 //! - `get`: a point read of a random existing key;
 //! - `push_end`: a one-put batch of a new key past the last one (RPUSH);
 //! - `pop_last`: the first item of a reverse scan, then a one-delete batch of it (RPOP);
-//! - `overwrite`: a one-put batch over a random existing key (HSET of an existing field).
+//! - `overwrite`: a one-put batch over a random existing key (HSET of an existing field);
+//! - `push_front`: a one-put batch of a new key before the first one (LPUSH).
 //!
-//! `push_end` and `pop_last` undo their work untimed after each sample, so the store stays at
-//! 1M records. Run: `cargo bench --bench memory_backend`.
+//! `push_end` and `pop_last` undo their work untimed after each sample, and `push_front`
+//! makes room for its keys untimed before, so the store stays at 1M records. Run: `cargo bench --bench memory_backend`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -111,6 +112,28 @@ fn benches(c: &mut Criterion) {
     });
 
     g.bench_function("overwrite", |b| b.iter(|| put(&store, rng.below(RECORDS))));
+
+    // Last, so that the other cases see the store as it was before this one was added.
+    g.bench_function("push_front", |b| {
+        b.iter_custom(|iters| {
+            // At most 100K first keys deleted (untimed), then put back last first.
+            let mut took = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let n = left.min(100_000);
+                for i in 0..n {
+                    delete(&store, i);
+                }
+                let start = Instant::now();
+                for i in (0..n).rev() {
+                    put(&store, i);
+                }
+                took += start.elapsed();
+                left -= n;
+            }
+            took
+        })
+    });
     g.finish();
 }
 

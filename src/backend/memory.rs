@@ -14,10 +14,11 @@
 //! list's pushes and pops, keys written in order); then it binary-searches the slot array and
 //! reads the buffer for the final comparison only. The prefix a collection's keys share
 //! (namespace, user key, version) is compared once per lookup and stored once per chunk.
-//! Chunks split when they pass a bound (where depends on where the keys have been going),
-//! are rewritten without the records they no longer hold once those pass half of the live
-//! bytes, and merge with a neighbour when they fall under a quarter of the bounds, so memory
-//! follows the data after many deletes.
+//! Chunks split when they pass a bound (where depends on where the keys have been going; the
+//! larger piece keeps the chunk's buffer, so a run of pushes copies only the few records of
+//! the smaller one), are rewritten without the records they no longer hold once those pass
+//! half of the live bytes, and merge with a neighbour when they fall under a quarter of the
+//! bounds, so memory follows the data after many deletes.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::{Bound, Range};
@@ -169,8 +170,10 @@ struct Entry<'a> {
 /// writes in place); the record it replaces, like a deleted one, stays in the buffer as dead
 /// bytes (unless it was the buffer's last) until they pass half the live bytes, and the chunk
 /// is then rewritten without them. The first key of an empty chunk is its prefix; a key that
-/// does not start with the prefix rewrites the chunk with the shorter common one. Splits and
-/// merges build chunks whose prefix is the longest their keys share.
+/// does not start with the prefix rewrites the chunk with the shorter common one. After a
+/// split or a merge each piece's prefix is the longest its keys share: a split builds the
+/// smaller piece, and keeps the larger one in place (its slots cut to its records, the
+/// other's records cut off the buffer's end or left as dead bytes) when its prefix already is.
 #[derive(Clone)]
 struct Chunk {
     buf: Vec<u8>,
@@ -179,7 +182,7 @@ struct Chunk {
     /// Bytes of `buf` held by replaced and deleted records.
     dead: usize,
     /// Where the last new key went, to tell runs of keys when the chunk splits (`u32::MAX`:
-    /// none since the chunk was built).
+    /// none since the chunk was built or split).
     last: u32,
 }
 
@@ -503,7 +506,8 @@ impl Chunk {
 
     /// Splits the over-full chunk after a new key went in at `pos` (`None`: after an
     /// overwrite): keeps the first piece and answers the others with their fences, in key
-    /// order.
+    /// order. The larger piece keeps this chunk's buffer (see [`Chunk::cut`]); only the
+    /// smaller one is copied.
     fn split(&mut self, pos: Option<usize>) -> Vec<(Box<[u8]>, Chunk)> {
         let n = self.len();
         let (at, above_lower) = match self.split_point(pos) {
@@ -512,21 +516,56 @@ impl Chunk {
             Split::Before(at) => (at, true),
         };
         let at = at.clamp(1, n.saturating_sub(1).max(1));
-        let lower = Chunk::pack(&[(self, 0..at)]);
-        let upper = Chunk::pack(&[(self, at..n)]);
         let fence = if above_lower {
-            let mut fence = lower.key(lower.len() - 1);
+            let mut fence = self.key(at - 1);
             fence.push(0);
             fence
         } else {
-            upper.key(0)
+            self.key(at)
         };
+        let (keep, other) = if at * 2 >= n { (0..at, at..n) } else { (at..n, 0..at) };
+        let built = Chunk::pack(&[(self, other)]);
+        let mut kept = std::mem::take(self);
+        kept.cut(keep.clone());
+        let (lower, upper) = if keep.start == 0 { (kept, built) } else { (built, kept) };
         let mut pieces = Vec::new();
         Chunk::halve(Box::default(), lower, &mut pieces);
         Chunk::halve(fence.into(), upper, &mut pieces);
         let mut pieces = pieces.into_iter();
         *self = pieces.next().map(|(_, c)| c).unwrap_or_default();
         pieces.collect()
+    }
+
+    /// Cuts the chunk down to records `keep` (its first or its last ones). In place when its
+    /// prefix is the longest they share: the records cut away are cut off the buffer's end
+    /// when they are all there (a run's latest keys), else left as dead bytes. Otherwise
+    /// rebuilt with the longer prefix, so that the slot heads still tell the keys apart.
+    fn cut(&mut self, keep: Range<usize>) {
+        let (first, last) = (self.entry(keep.start).suffix, self.entry(keep.end - 1).suffix);
+        if common_prefix(first, last) > 0 {
+            *self = Chunk::pack(&[(self, keep)]);
+            return;
+        }
+        let gone = if keep.start == 0 { keep.end..self.len() } else { 0..keep.start };
+        let (mut from, mut bytes) = (self.buf.len(), 0);
+        for i in gone.clone() {
+            from = from.min(self.slots[i].off as usize);
+            bytes += self.entry(i).len;
+        }
+        if from + bytes == self.buf.len() {
+            self.buf.truncate(from);
+        } else {
+            self.dead += bytes;
+        }
+        self.slots.drain(gone);
+        // Slot indices moved: no run to follow until the next insert.
+        self.last = u32::MAX;
+        if self.wasteful() {
+            self.compact();
+        } else {
+            self.buf.shrink_to_fit();
+            self.slots.shrink_to_fit();
+        }
     }
 
     /// Halves `chunk` until every piece is within the bounds (only records of many kilobytes
@@ -1145,7 +1184,8 @@ impl Family {
     /// Panics unless the chunks are well formed: fences in order, the first one empty, every
     /// key of a chunk at or above its fence, below the next one, in order and under the
     /// chunk's prefix, every chunk within its bounds (or a single record), no empty chunk but
-    /// the first, the dead bytes counted, and the record count right.
+    /// the first, the dead bytes counted and under the rewrite bound, and the record count
+    /// right.
     fn check(&self) {
         let placed: Vec<(&[u8], usize)> = self.all().collect();
         assert!(self.index.keys().all(|f| !f.is_empty()), "the empty fence is not in the index");
@@ -1175,6 +1215,7 @@ impl Family {
             );
             let used: usize = (0..chunk.len()).map(|i| chunk.entry(i).len).sum();
             assert_eq!(chunk.plen + used + chunk.dead, chunk.buf.len(), "dead bytes counted");
+            assert!(!chunk.wasteful(), "dead bytes past the rewrite bound");
             for i in 0..chunk.len() {
                 let key = chunk.key(i);
                 assert!(key.starts_with(chunk.prefix()));
@@ -1503,6 +1544,158 @@ mod tests {
         });
         let got: Vec<Vec<u8>> = b.records(cf).map(|(k, _)| k.to_vec()).collect();
         assert_eq!(got, left);
+    }
+
+    /// Puts `keys` into a new chunk in the order given, as [`Family::put`] does, until the
+    /// chunk is over its bounds; answers it and where the last key went.
+    fn overfull(keys: impl IntoIterator<Item = Vec<u8>>, value: &[u8]) -> (Chunk, usize) {
+        let mut chunk = Chunk::default();
+        for key in keys {
+            let (pos, _) = chunk.put(&key, Some(value));
+            if chunk.over() {
+                return (chunk, pos);
+            }
+            chunk.last = pos as u32;
+        }
+        panic!("the keys did not fill a chunk");
+    }
+
+    /// Panics unless the pieces of a split hold `keys` in order behind fences that separate
+    /// them, each within its bounds, its dead bytes counted and under the rewrite bound, and
+    /// its prefix the longest its keys share.
+    fn check_pieces(keys: &[Vec<u8>], first: &Chunk, rest: &[(Box<[u8]>, Chunk)]) {
+        let pieces: Vec<&Chunk> = [first].into_iter().chain(rest.iter().map(|(_, c)| c)).collect();
+        let got: Vec<Vec<u8>> = pieces.iter().flat_map(|c| (0..c.len()).map(|i| c.key(i))).collect();
+        assert_eq!(got, keys);
+        for (n, piece) in pieces.iter().enumerate() {
+            assert!(piece.len() > 0 && !piece.over() && !piece.wasteful());
+            let used: usize = (0..piece.len()).map(|i| piece.entry(i).len).sum();
+            assert_eq!(piece.plen + used + piece.dead, piece.buf.len(), "dead bytes counted");
+            let (lo, hi) = (piece.key(0), piece.key(piece.len() - 1));
+            assert_eq!(piece.plen, common_prefix(&lo, &hi), "the longest prefix");
+            for i in 0..piece.len() {
+                assert_eq!(piece.slots[i].head, head(piece.entry(i).suffix));
+                assert_eq!(piece.search(&piece.key(i)), Ok(i));
+            }
+            if n > 0 {
+                let fence = &rest[n - 1].0[..];
+                assert!(pieces[n - 1].key(pieces[n - 1].len() - 1).as_slice() < fence);
+                assert!(fence <= lo.as_slice());
+            }
+        }
+    }
+
+    /// Runs of keys split the chunk they fill near the run's start (LPUSH) or end (RPUSH):
+    /// the larger piece keeps its records where they are in the buffer and the latest keys
+    /// are cut off its end, the smaller is built; a piece whose keys share a longer prefix
+    /// than the chunk's is built too, and so is one left with too many dead bytes.
+    #[test]
+    fn a_split_keeps_the_larger_piece_in_place() {
+        let key = |prefix: &[u8], i: u64| [prefix, &i.to_be_bytes()].concat();
+        let ascending: Vec<Vec<u8>> = (1000..1100).map(|i| key(b"list", i)).collect();
+        let descending: Vec<Vec<u8>> = (0..100).rev().map(|i| key(b"list", i)).collect();
+        // The keys, and whether the larger piece is the lower one and stays in place.
+        let cases = [
+            (ascending.clone(), Some((true, true))),
+            (descending.clone(), Some((false, true))),
+            // Descending into a chunk that also holds another collection's key: the run's
+            // piece is built with the prefix the run shares.
+            ([vec![b'a']].into_iter().chain(descending).collect(), Some((false, false))),
+            // Values of a quarter and a fifth of the byte bound: the bytes bound splits. The
+            // last key goes neither where the one before went nor next to it: in halves, where
+            // the records cut away would be too many dead bytes, so both pieces are built.
+            (ascending, None),
+            ([10, 50, 30, 20, 40].map(|i| key(b"hash", i)).to_vec(), Some((true, false))),
+        ];
+        for (n, (keys, expect)) in cases.into_iter().enumerate() {
+            let value = vec![b'v'; [3, 3, 3, CHUNK_BYTES / 4, CHUNK_BYTES / 5][n]];
+            let (mut chunk, pos) = overfull(keys, &value);
+            let keys: Vec<Vec<u8>> = (0..chunk.len()).map(|i| chunk.key(i)).collect();
+            let (slots, buf) = (chunk.slots.clone(), chunk.buf.clone());
+            let rest = chunk.split(Some(pos));
+            check_pieces(&keys, &chunk, &rest);
+            assert_eq!(rest.len(), 1, "case {n}: two pieces");
+            if let Some((lower_kept, in_place)) = expect {
+                let (kept, cut) = if lower_kept { (&chunk, &rest[0].1) } else { (&rest[0].1, &chunk) };
+                assert!(kept.len() > cut.len(), "case {n}: the larger piece");
+                let at = if lower_kept { 0 } else { cut.len() };
+                let same = kept.slots[..] == slots[at..at + kept.len()] && buf.starts_with(&kept.buf);
+                assert_eq!(same, in_place, "case {n}: the larger piece in place");
+                if in_place {
+                    assert_eq!(kept.dead, 0, "case {n}: the latest keys cut off the buffer's end");
+                }
+            }
+        }
+    }
+
+    /// LPUSH- and RPUSH-like runs of thousands of keys, alone and mixed with random puts and
+    /// deletes around them: after every split or merge the store holds the model's records,
+    /// in order, in well-formed chunks within their bounds.
+    #[test]
+    fn runs_and_random_writes_match_a_model_at_every_split() {
+        let b = MemoryBackend::new();
+        let cf = ColumnFamily::Subkey;
+        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let mut rng = Rng(0xC0FF_EE00_1234_5678);
+        let list = |n: u8, i: u64| [&b"ns\x00\x00\x00\x04list"[..], &[n], &i.to_be_bytes()].concat();
+        let hash = |i: u64| [&b"ns\x00\x00\x00\x04hash"[..], &i.to_be_bytes()].concat();
+        let (mut head, mut tail) = (1u64 << 40, 1u64 << 40);
+        let mut splits = 0;
+        for step in 0..6000 {
+            let len = match rng.below(100) {
+                0 => INLINE_MAX + 1,
+                1..=2 => 120,
+                _ => rng.below(8),
+            };
+            let value = vec![step as u8; len];
+            let (key, put) = match (step / 1500, rng.below(10)) {
+                (0, _) => {
+                    head -= 1;
+                    (list(1, head), true)
+                }
+                (1, _) => {
+                    tail += 1;
+                    (list(2, tail), true)
+                }
+                (_, 0..=2) => {
+                    head -= 1;
+                    (list(1, head), true)
+                }
+                (_, 3..=5) => {
+                    tail += 1;
+                    (list(2, tail), true)
+                }
+                (_, 6..=7) => (hash(rng.next() % 4096), true),
+                _ => match model.keys().nth(rng.below(model.len())) {
+                    Some(k) => (k.clone(), false),
+                    None => continue,
+                },
+            };
+            let chunks = b.maps()[cf as usize].all().count();
+            let mut batch = WriteBatch::new();
+            if put {
+                model.insert(key.clone(), value.clone());
+                batch.put(cf, key, value);
+            } else {
+                model.remove(&key);
+                batch.delete(cf, key);
+            }
+            b.write(batch).unwrap();
+            let now = b.maps()[cf as usize].all().count();
+            if now == chunks {
+                continue;
+            }
+            splits += usize::from(now > chunks);
+            b.maps()[cf as usize].check();
+            for (k, v) in &model {
+                assert_eq!(b.get(cf, k).unwrap().as_deref(), Some(&v[..]), "step {step}");
+            }
+            let all = KeyRange { start: Vec::new(), end: None };
+            for direction in [Direction::Forward, Direction::Reverse] {
+                assert!(scanned(&b, cf, &all, direction) == expected(&model, &all, direction), "step {step}");
+            }
+        }
+        assert!(splits > 500, "only {splits} splits");
     }
 
     /// Keys longer than a chunk's byte bound live in chunks of their own; overwrites and
