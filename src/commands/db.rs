@@ -705,11 +705,12 @@ impl<'a, B: KvBackend> Db<'a, B> {
         result
     }
 
-    /// Lends a fresh `Db` the journal `session` kept from its last command, emptied: a
-    /// command reuses its vectors' memory instead of allocating its own.
+    /// Lends a fresh `Db` the journal `session` kept from its last command, which
+    /// [`Session::clear_results`] emptied before this one: a command reuses its vectors'
+    /// memory instead of allocating its own.
     pub(crate) fn take_from(&mut self, session: &mut Session) {
-        let Some(mut journal) = session.journal.take() else { return };
-        journal.clear();
+        let Some(journal) = session.journal.take() else { return };
+        debug_assert!(journal.touched.is_empty() && journal.events.is_empty() && journal.created.is_empty());
         let slot = self.journal.get_mut();
         *slot = JournalSlot(Some(journal));
         std::mem::swap(self.read_memo.get_mut(), &mut slot.scratch.memo);
