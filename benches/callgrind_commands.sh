@@ -18,7 +18,10 @@
 # counted (fjall's flushes and compactions too). Prints per command redis-server's and
 # rediskv-server's instructions per command and their ratio, then those of rediskv-server's
 # event loop alone (`EventLoop::run`'s inclusive count: under valgrind, which runs one
-# thread at a time, fjall's workers can spin far longer than they do outside it).
+# thread at a time, fjall's workers can spin far longer than they do outside it), and each
+# server's locked instructions per command (`benches/locked_instructions.py`, with python3
+# and objdump; "-" without them): a locked add or compare-exchange costs about as much as
+# dozens of plain instructions, which the instruction count hides.
 # KEEP=<dir> keeps the dumps there, one per server and test, for
 # `callgrind_annotate --inclusive=yes <dump>`.
 set -euo pipefail
@@ -57,7 +60,7 @@ build_server "$WORK"
 measure() {
     local name=$1 port=$2
     shift 3
-    valgrind --tool=callgrind --callgrind-out-file="$WORK/$name.%p" "$@" >"$WORK/$name.log" 2>&1 &
+    valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$WORK/$name.%p" "$@" >"$WORK/$name.log" 2>&1 &
     PID=$!
     for _ in $(seq 1 600); do
         [ "$(redis-cli -p "$port" ping 2>/dev/null)" = "PONG" ] && break
@@ -78,8 +81,12 @@ measure() {
             loop=$(callgrind_annotate --inclusive=yes "$dump" 2>/dev/null |
                 awk '/conn::EventLoop::run / && !found { gsub(",", "", $1); print $1; found = 1 }')
         fi
+        locked=-
+        if command -v python3 >/dev/null && command -v objdump >/dev/null; then
+            locked=$(python3 benches/locked_instructions.py "$dump" "$N")
+        fi
         [ -n "${KEEP:-}" ] && cp "$dump" "$KEEP/$name.$test"
-        echo "$test $((total / N)) $((${loop:-0} / N))"
+        echo "$test $((total / N)) $((${loop:-0} / N)) $locked"
     done
     kill "$PID"
     wait "$PID" 2>/dev/null || true
@@ -96,9 +103,11 @@ measure rediskv "$KV_PORT" -- "$SERVER_BIN" --port "$KV_PORT" --threads 1 --engi
     --dir "$WORK/data" --appendfsync "$APPENDFSYNC" >"$WORK/rediskv.counts"
 
 echo "instructions per command, P=$P, -c $CLIENTS, N=$N ($ENGINE engine)"
-printf '%-8s %14s %14s %7s %14s %7s\n' command redis-server rediskv ratio "event loop" ratio
+printf '%-8s %14s %14s %7s %14s %7s %14s %9s\n' command redis-server rediskv ratio "event loop" ratio \
+    "locked redis" rediskv
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-paste -d' ' "$WORK/redis.counts" "$WORK/rediskv.counts" | while read -r test redis _ _ kv loop; do
-    printf '%-8s %14s %14s %7s %14s %7s\n' "${test^^}" "$redis" "$kv" "$(ratio "$kv" "$redis")" \
-        "$loop" "$(ratio "$loop" "$redis")"
-done
+paste -d' ' "$WORK/redis.counts" "$WORK/rediskv.counts" |
+    while read -r test redis _ redis_locked _ kv loop kv_locked; do
+        printf '%-8s %14s %14s %7s %14s %7s %14s %9s\n' "${test^^}" "$redis" "$kv" "$(ratio "$kv" "$redis")" \
+            "$loop" "$(ratio "$loop" "$redis")" "$redis_locked" "$kv_locked"
+    done
