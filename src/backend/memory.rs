@@ -402,8 +402,18 @@ impl Chunk {
         self.dead > DEAD_SLACK && self.dead > self.live() / 2
     }
 
-    /// Rewrites the chunk without its dead bytes, keeping its prefix.
+    /// Rewrites the chunk without its dead bytes, keeping its prefix. When they all lie
+    /// before the first live record (the oldest records popped first: a list pushed at one
+    /// end and popped at the other), the live bytes move down in one copy instead.
     fn compact(&mut self) {
+        let first = self.slots.iter().map(|s| s.off as usize).min().unwrap_or(self.buf.len());
+        if first == self.plen + self.dead {
+            self.buf.drain(self.plen..first);
+            let dead = self.dead as u32;
+            self.slots.iter_mut().for_each(|s| s.off -= dead);
+            self.dead = 0;
+            return;
+        }
         let prefix = self.prefix().to_vec();
         let last = self.last;
         *self = Chunk { last, ..Chunk::build(&[(self, 0..self.len())], &prefix) };
@@ -1625,6 +1635,40 @@ mod tests {
                     assert_eq!(kept.dead, 0, "case {n}: the latest keys cut off the buffer's end");
                 }
             }
+        }
+    }
+
+    /// Records deleted oldest first from a chunk whose buffer holds them newest last (a list
+    /// pushed at its head, popped at its tail) leave their dead bytes before the live ones:
+    /// the compaction moves the live bytes down within the buffer. Deletes elsewhere leave
+    /// holes, and the chunk is rebuilt. Either way every key left keeps its value.
+    #[test]
+    fn a_compaction_of_dead_bytes_before_the_live_ones_moves_them_down() {
+        let key = |i: u64| [&b"list"[..], &i.to_be_bytes()].concat();
+        for tail_first in [true, false] {
+            let mut chunk = Chunk::default();
+            for i in (0..100u64).rev() {
+                chunk.put(&key(i), Some(&i.to_le_bytes()));
+            }
+            let mut left: Vec<u64> = (0..100).collect();
+            let mut compactions = 0;
+            while left.len() > 10 {
+                // The tail (the oldest record, first in the buffer), or one from the middle.
+                let i = if tail_first { left.pop().unwrap() } else { left.remove(left.len() / 2) };
+                let (capacity, dead) = (chunk.buf.capacity(), chunk.dead);
+                assert!(chunk.delete(&key(i)).is_some());
+                if chunk.dead < dead {
+                    compactions += 1;
+                    assert_eq!(chunk.dead, 0);
+                    assert_eq!(chunk.buf.capacity() == capacity, tail_first, "moved down in place");
+                }
+                for (n, &j) in left.iter().enumerate() {
+                    assert_eq!(chunk.search(&key(j)), Ok(n));
+                    assert_eq!(chunk.entry(n).value, Some(&j.to_le_bytes()[..]));
+                }
+                assert_eq!(chunk.search(&key(i)), Err(left.partition_point(|&j| j < i)));
+            }
+            assert!(compactions > 0, "the dead bytes were worth a rewrite");
         }
     }
 
