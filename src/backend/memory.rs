@@ -1341,6 +1341,26 @@ mod tests {
         key
     }
 
+    /// Puts `key` (deletes it, without a value) in the model and in the batch alike.
+    fn write_both(
+        model: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+        batch: &mut WriteBatch,
+        cf: ColumnFamily,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+    ) {
+        match value {
+            Some(value) => {
+                model.insert(key.clone(), value.clone());
+                batch.put(cf, key, value);
+            }
+            None => {
+                model.remove(&key);
+                batch.delete(cf, key);
+            }
+        }
+    }
+
     fn random_value(rng: &mut Rng) -> Vec<u8> {
         let len = match rng.below(20) {
             0 => INLINE_MAX + 1 + rng.below(100),
@@ -1460,14 +1480,8 @@ mod tests {
                 } else {
                     random_key(&mut rng)
                 };
-                if rng.below(10) < put_share {
-                    let value = random_value(&mut rng);
-                    model.insert(key.clone(), value.clone());
-                    batch.put(cf, key, value);
-                } else {
-                    model.remove(&key);
-                    batch.delete(cf, key);
-                }
+                let value = (rng.below(10) < put_share).then(|| random_value(&mut rng));
+                write_both(model, &mut batch, cf, key, value);
             }
             b.write(batch).unwrap();
             check_against(&b, &models, &mut rng);
@@ -1717,13 +1731,7 @@ mod tests {
             };
             let chunks = b.maps()[cf as usize].all().count();
             let mut batch = WriteBatch::new();
-            if put {
-                model.insert(key.clone(), value.clone());
-                batch.put(cf, key, value);
-            } else {
-                model.remove(&key);
-                batch.delete(cf, key);
-            }
+            write_both(&mut model, &mut batch, cf, key, put.then_some(value));
             b.write(batch).unwrap();
             let now = b.maps()[cf as usize].all().count();
             if now == chunks {
