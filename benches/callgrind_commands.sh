@@ -44,11 +44,21 @@ done
 
 PID=
 WORK=$(mktemp -d)
+# Stops the server under valgrind: TERM, then KILL after 10 s (a valgrind whose threads spin
+# can let TERM wait for a long while).
+stop() {
+    kill "$PID" 2>/dev/null || true
+    for _ in $(seq 1 100); do
+        # Running (any state but a zombie's Z after the name), or done.
+        grep -q ') [^Z]' "/proc/$PID/stat" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -9 "$PID" 2>/dev/null || true
+    wait "$PID" 2>/dev/null || true
+    PID=
+}
 cleanup() {
-    if [ -n "$PID" ]; then
-        kill "$PID" 2>/dev/null || true
-        wait "$PID" 2>/dev/null || true
-    fi
+    [ -n "$PID" ] && stop
     rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
@@ -88,9 +98,7 @@ measure() {
         [ -n "${KEEP:-}" ] && cp "$dump" "$KEEP/$name.$test"
         echo "$test $((total / N)) $((${loop:-0} / N)) $locked"
     done
-    kill "$PID"
-    wait "$PID" 2>/dev/null || true
-    PID=
+    stop
 }
 
 REDIS_PORT=$(free_port)
