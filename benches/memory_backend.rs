@@ -62,6 +62,19 @@ fn filled() -> MemoryBackend {
     store
 }
 
+/// Runs `iters` operations in rounds of at most 100K, so that a round's untimed set-up keeps
+/// the store near its size; sums what each round answers it took.
+fn in_rounds(iters: u64, mut round: impl FnMut(u64) -> Duration) -> Duration {
+    let mut took = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let n = left.min(100_000);
+        took += round(n);
+        left -= n;
+    }
+    took
+}
+
 fn benches(c: &mut Criterion) {
     let store = filled();
     let mut g = c.benchmark_group("memory_backend");
@@ -87,12 +100,9 @@ fn benches(c: &mut Criterion) {
 
     let whole = KeyRange { start: PREFIX.to_vec(), end: Some(key(u64::MAX).to_vec()) };
     g.bench_function("pop_last", |b| {
+        // The store is refilled (untimed) after each round of pops.
         b.iter_custom(|iters| {
-            // At most 100K pops before the store is refilled (untimed).
-            let mut took = Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let n = left.min(100_000);
+            in_rounds(iters, |n| {
                 let start = Instant::now();
                 for _ in 0..n {
                     let (last, _) =
@@ -101,13 +111,12 @@ fn benches(c: &mut Criterion) {
                     batch.delete(CF, last);
                     store.write(batch).unwrap();
                 }
-                took += start.elapsed();
+                let took = start.elapsed();
                 for i in RECORDS - n..RECORDS {
                     put(&store, i);
                 }
-                left -= n;
-            }
-            took
+                took
+            })
         })
     });
 
@@ -115,12 +124,9 @@ fn benches(c: &mut Criterion) {
 
     // Last, so that the other cases see the store as it was before this one was added.
     g.bench_function("push_front", |b| {
+        // Each round's first keys are deleted (untimed), then put back last first.
         b.iter_custom(|iters| {
-            // At most 100K first keys deleted (untimed), then put back last first.
-            let mut took = Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let n = left.min(100_000);
+            in_rounds(iters, |n| {
                 for i in 0..n {
                     delete(&store, i);
                 }
@@ -128,10 +134,8 @@ fn benches(c: &mut Criterion) {
                 for i in (0..n).rev() {
                     put(&store, i);
                 }
-                took += start.elapsed();
-                left -= n;
-            }
-            took
+                start.elapsed()
+            })
         })
     });
     g.finish();
