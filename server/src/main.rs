@@ -293,6 +293,7 @@ fn main() {
     state.client_bytes = Arc::new(counters::LaneSum::with_lanes(threads + 1));
     state.dirty = Arc::new(counters::LaneSum::with_lanes(threads + 1));
     let state = Arc::new(state);
+    state.answer_busy_while_held();
     if let Ok(local) = listener.local_addr() {
         state.listen.set_addr(local);
     }

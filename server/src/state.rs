@@ -73,6 +73,9 @@ pub struct State {
     pub tracking: crate::tracking::Tracking,
     /// The script cache and the function libraries.
     pub scripts: crate::scripting::Scripts,
+    /// This state, for the engines' answer while a script holds the keyspace (set once it
+    /// is shared: [`State::answer_busy_while_held`]).
+    me: std::sync::OnceLock<std::sync::Weak<State>>,
     /// The engine of the default namespace (admin connections).
     pub engine: Arc<SharedEngine>,
     /// DEBUG SET-ACTIVE-EXPIRE: whether the maintenance thread expires keys.
@@ -143,6 +146,7 @@ impl State {
             acl,
             tracking: crate::tracking::Tracking::new(listeners.clone()),
             scripts: Default::default(),
+            me: Default::default(),
             slowlog,
             latency,
             monitors: Default::default(),
@@ -196,6 +200,9 @@ impl State {
                 let layout = self.engine.layout().clone();
                 let layout = layout.clone().with_namespace(ns.as_bytes()).unwrap_or(layout);
                 let engine = engine(&self.store, layout, ns, &self.listeners);
+                if let Some(me) = self.me.get() {
+                    engine.answer_while_held(busy_answer(me.clone()));
+                }
                 let flags = rediskv::commands::NotifyFlags::from_bits(self.notify_flags.load(Relaxed));
                 engine.set_new_events(flags.contains(rediskv::commands::NotifyFlags::NEW));
                 engine.set_stream_node_entries(self.config().number("stream-node-max-entries").max(0) as u64);
@@ -299,6 +306,26 @@ impl State {
             _ => None,
         }
     }
+}
+
+impl State {
+    /// From now on a command that finds the keyspace held by a running script (its gate
+    /// let it through just before the script started) answers BUSY past the threshold, as
+    /// the gate would have, instead of holding up its event loop until the script ends.
+    pub fn answer_busy_while_held(self: &Arc<Self>) {
+        if self.me.set(Arc::downgrade(self)).is_ok() {
+            self.engine.answer_while_held(busy_answer(Arc::downgrade(self)));
+        }
+    }
+}
+
+/// [`crate::scripting::Scripts::busy`] for a command waiting for the keyspace.
+fn busy_answer(state: std::sync::Weak<State>) -> rediskv::commands::HeldAnswer {
+    Box::new(move |argv| {
+        let state = state.upgrade()?;
+        let threshold = state.config().number("busy-reply-threshold").max(0) as u64;
+        state.scripts.busy(threshold, argv)
+    })
 }
 
 /// An engine writing `layout` (namespace `ns`) into `store`, recording the keys commands

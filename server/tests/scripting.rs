@@ -520,6 +520,36 @@ fn functions_survive_a_restart_on_disk() {
 /// A script past `busy-reply-threshold` makes other clients get BUSY; SCRIPT KILL stops it
 /// (FUNCTION KILL does not); a script that wrote cannot be killed. Texts from redis-server
 /// 7.0.15.
+/// A command that arrives as a script starts is answered (PONG before it, BUSY after the
+/// threshold), never left waiting for the lock the script holds: the PING follows the EVAL
+/// after 0 to 595 µs, across the script's start.
+#[test]
+fn a_command_arriving_as_a_script_starts_is_answered() {
+    let server = rediskv(&["--threads", "1", "--busy-reply-threshold", "20"]);
+    let mut runner = server.client();
+    let mut other = server.client();
+    other.set_read_timeout(std::time::Duration::from_secs(5));
+    for delay_us in (0..600).step_by(5) {
+        runner.send(&[b"EVAL", b"while true do end", b"0"]);
+        let sent = std::time::Instant::now();
+        while sent.elapsed() < std::time::Duration::from_micros(delay_us) {}
+        let reply = other.cmd_or_none(&["PING"]);
+        assert!(reply.is_some(), "no reply to a PING sent {delay_us} µs after the EVAL");
+        // Kill this script (once it has run past the threshold) before the next.
+        loop {
+            match other.cmd(&["SCRIPT", "KILL"]) {
+                Value::Status(ok) if ok == "OK" => break,
+                Value::Error(e) if e.starts_with("NOTBUSY") => {
+                    std::thread::sleep(std::time::Duration::from_millis(1))
+                }
+                reply => panic!("{reply:?}"),
+            }
+        }
+        let Value::Error(killed) = runner.read() else { panic!("not killed") };
+        assert!(killed.starts_with("ERR Script killed by user"), "{killed}");
+    }
+}
+
 #[test]
 fn a_busy_script_is_reported_and_killed() {
     // One event loop: the script runs on the script thread, so the loop still answers.

@@ -36,7 +36,12 @@ pub struct Engine<B> {
     locks: KeyLocks,
     watches: Watches,
     next_client: AtomicU64,
+    held_answer: std::sync::OnceLock<HeldAnswer>,
 }
+
+/// What a command answers instead of waiting while another holds the keyspace-wide lock
+/// (see [`Engine::answer_while_held`]); `None`: go on waiting.
+pub type HeldAnswer = Box<dyn Fn(&[Bytes]) -> Option<Reply> + Send + Sync>;
 
 impl<B: KvBackend> Engine<B> {
     /// An engine with the default (Kvrocks standalone) layout and the system clock.
@@ -57,6 +62,7 @@ impl<B: KvBackend> Engine<B> {
             locks: KeyLocks::default(),
             watches: Watches::default(),
             next_client: AtomicU64::new(1),
+            held_answer: std::sync::OnceLock::new(),
         }
     }
 
@@ -147,6 +153,34 @@ impl<B: KvBackend> Engine<B> {
         }
     }
 
+    /// While another caller holds the keyspace-wide lock (a script in
+    /// [`Engine::atomically`], FLUSHALL, a transaction with a whole-keyspace command), a
+    /// command waits for it by polling ([`KeyLocks::lock_or`]) and asks `answer` with its
+    /// arguments before each wait: the first `Some(reply)` is its reply, and it runs
+    /// nothing. The keys a command found expired are then left to the sweep rather than
+    /// waited for. Without it a command blocks until the lock is free. Set once: later
+    /// calls change nothing.
+    pub fn answer_while_held(&self, answer: HeldAnswer) {
+        let _ = self.held_answer.set(answer);
+    }
+
+    /// The locks `whole` and `keys` of a command with arguments `argv`: waiting for them
+    /// as [`Engine::answer_while_held`] says, `Err` with the answer given instead.
+    fn acquire<'k>(
+        &self,
+        whole: bool,
+        keys: impl IntoIterator<Item = (&'k [u8], bool)>,
+        argv: &[Bytes],
+    ) -> Result<LockGuard<'_>, Reply> {
+        let Some(answer) = self.held_answer.get() else { return Ok(self.locks.lock(whole, keys)) };
+        let mut reply = None;
+        let guard = self.locks.lock_or(whole, keys, &mut || {
+            reply = answer(argv);
+            reply.is_some()
+        });
+        guard.ok_or_else(|| reply.unwrap_or(Reply::NilArray))
+    }
+
     /// The key locks, for an engine that runs its own maintenance beside the commands.
     pub fn locks(&self) -> &KeyLocks {
         &self.locks
@@ -235,11 +269,17 @@ impl<B: KvBackend> Engine<B> {
     /// # Errors
     /// Storage errors; nothing was deleted then.
     pub fn delete_expired(&self, metadata_keys: &[Bytes], now_ms: u64) -> crate::Result<Vec<Bytes>> {
-        self.delete_expired_keys(metadata_keys, now_ms).map(|(deleted, _)| deleted)
+        self.delete_expired_keys(metadata_keys, now_ms, true).map(|(deleted, _)| deleted)
     }
 
     /// [`Engine::delete_expired`], and whether a deleted key was a collection.
-    fn delete_expired_keys(&self, metadata_keys: &[Bytes], now_ms: u64) -> crate::Result<(Vec<Bytes>, bool)> {
+    /// With `wait` false it deletes nothing while another holds the keyspace-wide lock.
+    fn delete_expired_keys(
+        &self,
+        metadata_keys: &[Bytes],
+        now_ms: u64,
+        wait: bool,
+    ) -> crate::Result<(Vec<Bytes>, bool)> {
         if metadata_keys.is_empty() {
             return Ok((Vec::new(), false));
         }
@@ -248,7 +288,14 @@ impl<B: KvBackend> Engine<B> {
             .iter()
             .filter_map(|k| layout.decode_metadata_key(k).ok().map(|mk| mk.user_key))
             .collect();
-        let _guard = self.locks.lock(false, user_keys.iter().map(|k| (*k, true)));
+        let keys = user_keys.iter().map(|k| (*k, true));
+        let Some(_guard) = (if wait {
+            Some(self.locks.lock(false, keys))
+        } else {
+            self.locks.lock_or(false, keys, &mut || true)
+        }) else {
+            return Ok((Vec::new(), false));
+        };
         // A backend shared by several processes makes the delete conditional on the re-read
         // (a conflict then deletes nothing; the next sweep finds the key again if still
         // expired, so no retry here).
@@ -426,7 +473,14 @@ impl<B: KvBackend> Engine<B> {
     {
         let guard = match commands {
             [(info, argv)] => self.lock_one(info, argv.as_ref()),
-            _ => self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[]),
+            [(_, first), ..] => {
+                self.lock(commands.iter().map(|(info, argv)| (*info, argv.as_ref())), &[], first.as_ref())
+            }
+            [] => Ok(self.locks.lock(false, std::iter::empty())),
+        };
+        let guard = match guard {
+            Ok(guard) => guard,
+            Err(answer) => return answer,
         };
         let index = session.db;
         let mut db = self.db(session);
@@ -453,7 +507,8 @@ impl<B: KvBackend> Engine<B> {
     fn reap(&self, session: &mut Session) {
         let expired = expired_keys(session.touched());
         if !expired.is_empty() {
-            if let Ok((_, true)) = self.delete_expired_keys(&expired, self.now_ms()) {
+            let wait = self.held_answer.get().is_none();
+            if let Ok((_, true)) = self.delete_expired_keys(&expired, self.now_ms(), wait) {
                 session.add_garbage();
             }
         }
@@ -484,21 +539,23 @@ impl<B: KvBackend> Engine<B> {
 
     /// The locks for one command: [`Engine::lock`]'s, told without iterators for a command
     /// with one fixed key (most commands; such a row has no derived keys).
-    fn lock_one(&self, info: &'static CommandInfo, argv: &[Bytes]) -> LockGuard<'_> {
+    fn lock_one(&self, info: &'static CommandInfo, argv: &[Bytes]) -> Result<LockGuard<'_>, Reply> {
         match info.fixed_key() {
             Some(at) if !info.is_keyspace_wide() => {
-                self.locks.lock(false, argv.get(at).map(|key| (key.as_ref(), info.is_write())))
+                self.acquire(false, argv.get(at).map(|key| (key.as_ref(), info.is_write())), argv)
             }
-            _ => self.lock(std::iter::once((info, argv)), &[]),
+            _ => self.lock(std::iter::once((info, argv)), &[], argv),
         }
     }
 
-    /// The locks for `commands` and the `watched` keys (shared).
+    /// The locks for `commands` and the `watched` keys (shared), as [`Engine::acquire`]
+    /// takes them for a command with arguments `argv`.
     fn lock<'c>(
         &self,
         commands: impl Iterator<Item = (&'static CommandInfo, &'c [Bytes])> + Clone,
         watched: &'c [Watched],
-    ) -> LockGuard<'_> {
+        argv: &[Bytes],
+    ) -> Result<LockGuard<'_>, Reply> {
         let several = commands.clone().nth(1).is_some();
         let whole = commands.clone().any(|(info, argv)| {
             (info.is_keyspace_wide() && (several || info.is_write())) || info.reads_derived_keys(argv)
@@ -512,7 +569,7 @@ impl<B: KvBackend> Engine<B> {
             fixed.into_iter().chain(refs).map(move |key| (key.as_ref(), info.is_write()))
         });
         let watched = watched.iter().map(|w| (w.key.as_ref(), false));
-        self.locks.lock(whole, keys.chain(watched))
+        self.acquire(whole, keys.chain(watched), argv)
     }
 
     fn exec(&self, session: &mut Session) -> Reply {
@@ -525,8 +582,22 @@ impl<B: KvBackend> Engine<B> {
         }
         let watched = std::mem::take(&mut session.watched);
         let queue = &multi.queue;
-        let guard = self.lock(queue.iter().map(|(info, argv)| (*info, argv.as_slice())), &watched);
+        let exec = [Bytes::from_static(b"EXEC")];
+        let guard = self.lock(queue.iter().map(|(info, argv)| (*info, argv.as_slice())), &watched, &exec);
         session.watched = watched;
+        let guard = match guard {
+            Ok(guard) => guard,
+            Err(answer) => {
+                // Refused before running: the transaction ends, as Redis' execCommandAbort.
+                self.unwatch(session);
+                return match answer {
+                    Reply::Error(e) => {
+                        Reply::Error(format!("EXECABORT Transaction discarded because of: {e}"))
+                    }
+                    other => other,
+                };
+            }
+        };
         let aborted = session.dirty.load(Ordering::SeqCst) || self.watched_expired(session);
         let stamps: Vec<(Vec<u8>, u64)> = session
             .watched

@@ -18,10 +18,13 @@
 //! batches, which keeps [`crate::backend::KvBackend`] small. A key hashes by its bytes only
 //! (not its database), so `COPY src dst DB n` locks `dst` in every database at once.
 
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 /// How many key stripes.
 pub const STRIPES: usize = 1024;
+
+/// How often [`KeyLocks::lock_or`] tries again for a global lock held by another.
+pub const HELD_POLL: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// The global lock and the key stripes.
 #[derive(Debug)]
@@ -64,11 +67,55 @@ impl KeyLocks {
         whole_keyspace: bool,
         keys: impl IntoIterator<Item = (&'k [u8], bool)>,
     ) -> LockGuard<'_> {
-        if whole_keyspace {
-            let global = Guard::Write(self.global.write().unwrap_or_else(PoisonError::into_inner));
+        let global = if whole_keyspace {
+            Guard::Write(self.global.write().unwrap_or_else(PoisonError::into_inner))
+        } else {
+            Guard::Read(self.global.read().unwrap_or_else(PoisonError::into_inner))
+        };
+        self.lock_keys(global, keys)
+    }
+
+    /// [`KeyLocks::lock`], but while another holder keeps the global lock in the way it
+    /// polls it every [`HELD_POLL`], calling `give_up` before each wait: `None` (nothing
+    /// held) once that says so.
+    pub fn lock_or<'k>(
+        &self,
+        whole_keyspace: bool,
+        keys: impl IntoIterator<Item = (&'k [u8], bool)>,
+        give_up: &mut dyn FnMut() -> bool,
+    ) -> Option<LockGuard<'_>> {
+        let global = loop {
+            let attempt = if whole_keyspace {
+                match self.global.try_write() {
+                    Ok(guard) => Some(Guard::Write(guard)),
+                    Err(TryLockError::Poisoned(e)) => Some(Guard::Write(e.into_inner())),
+                    Err(TryLockError::WouldBlock) => None,
+                }
+            } else {
+                match self.global.try_read() {
+                    Ok(guard) => Some(Guard::Read(guard)),
+                    Err(TryLockError::Poisoned(e)) => Some(Guard::Read(e.into_inner())),
+                    Err(TryLockError::WouldBlock) => None,
+                }
+            };
+            match attempt {
+                Some(guard) => break guard,
+                None if give_up() => return None,
+                None => std::thread::sleep(HELD_POLL),
+            }
+        };
+        Some(self.lock_keys(global, keys))
+    }
+
+    /// The stripes of `keys` under `global` (none when it is exclusive).
+    fn lock_keys<'a, 'k>(
+        &'a self,
+        global: Guard<'a>,
+        keys: impl IntoIterator<Item = (&'k [u8], bool)>,
+    ) -> LockGuard<'a> {
+        if matches!(global, Guard::Write(_)) {
             return LockGuard { _one: None, _keys: Vec::new(), _global: global };
         }
-        let global = Guard::Read(self.global.read().unwrap_or_else(PoisonError::into_inner));
         let mut keys = keys.into_iter().map(|(k, w)| (stripe(k), w));
         let (first, second) = (keys.next(), keys.next());
         if second.is_none() {
@@ -108,6 +155,29 @@ impl KeyLocks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// While a whole-keyspace holder keeps the global lock, `lock_or` asks before each wait
+    /// and gives up holding nothing; once it is free, it locks without asking.
+    #[test]
+    fn lock_or_gives_up_only_while_the_keyspace_is_held() {
+        let locks = KeyLocks::default();
+        let held = locks.lock(true, std::iter::empty());
+        let mut asked = 0;
+        let got = locks.lock_or(false, [(&b"k"[..], true)], &mut || {
+            asked += 1;
+            asked == 3
+        });
+        assert!(got.is_none());
+        assert_eq!(asked, 3);
+        assert!(locks.lock_or(true, std::iter::empty(), &mut || true).is_none());
+        drop(held);
+        let got = locks.lock_or(false, [(&b"k"[..], true)], &mut || panic!("asked with the keyspace free"));
+        assert!(got.is_some());
+        // A command holds the keyspace shared: an exclusive lock of it waits.
+        assert!(locks.lock_or(true, std::iter::empty(), &mut || true).is_none());
+        drop(got);
+        assert!(locks.lock_or(true, std::iter::empty(), &mut || panic!("asked")).is_some());
+    }
 
     /// Keys that differ in one byte anywhere (typical `user:1234` names, short and long)
     /// spread over every stripe, none holding more than twice its share.
