@@ -6,6 +6,8 @@
 //! - MULTI/EXEC transfers between two accounts keep their sum constant for concurrent
 //!   readers, whether they read in a transaction or with one MGET.
 //!
+//! - A command finding the keyspace held by another gets the answer the engine was given.
+//!
 //! `CONCURRENCY_OPS` sets the commands per thread (default 2,000).
 
 use std::sync::Arc;
@@ -318,6 +320,51 @@ fn watch_retry_loops_lose_no_increment() {
         engine.run(&mut s, &["GET", "counter"]),
         Reply::Bulk(Bytes::from((4 * per_thread).to_string()))
     );
+}
+
+/// With an answer installed, a command finding the keyspace held by another (a script's
+/// `atomically`, here the test holding the lock) gets that answer and runs nothing; EXEC
+/// ends its transaction with it; an eviction leaves the key. An answer of `None` keeps the
+/// command waiting until the lock is free.
+#[test]
+fn a_held_keyspace_is_answered_not_waited_for() {
+    let engine = Arc::new(Engine::new(MemoryBackend::new()));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    engine.answer_while_held(Box::new(move |argv: &[Bytes]| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        // GET waits; everything else is refused.
+        (!argv[0].eq_ignore_ascii_case(b"get")).then(|| Reply::Error("BUSY held".into()))
+    }));
+    let mut s = engine.session();
+    engine.run(&mut s, &["SET", "k", "1"]);
+    let held = engine.locks().lock(true, std::iter::empty());
+    assert_eq!(engine.run(&mut s, &["SET", "k", "2"]), Reply::Error("BUSY held".into()));
+    assert_eq!(engine.run(&mut s, &["MULTI"]), Reply::OK);
+    assert_eq!(engine.run(&mut s, &["SET", "k", "3"]), Reply::Status("QUEUED".into()));
+    assert_eq!(
+        engine.run(&mut s, &["EXEC"]),
+        Reply::Error("EXECABORT Transaction discarded because of: BUSY held".into())
+    );
+    assert_eq!(engine.evict(0, b"k").unwrap(), None);
+    // A GET polls until the holder lets go.
+    let before = asked.load(Ordering::SeqCst);
+    let reader = {
+        let engine = engine.clone();
+        thread::spawn(move || {
+            let mut s = engine.session();
+            engine.run(&mut s, &["GET", "k"])
+        })
+    };
+    while asked.load(Ordering::SeqCst) < before + 2 {
+        thread::yield_now();
+    }
+    drop(held);
+    assert_eq!(reader.join().unwrap(), Reply::Bulk(Bytes::from_static(b"1")));
+    // Nothing refused was written; the transaction is over.
+    assert_eq!(engine.run(&mut s, &["GET", "k"]), Reply::Bulk(Bytes::from_static(b"1")));
+    assert_eq!(engine.run(&mut s, &["EXEC"]), Reply::Error("ERR EXEC without MULTI".into()));
+    assert!(engine.evict(0, b"k").unwrap().is_some());
 }
 
 #[test]

@@ -157,9 +157,9 @@ impl<B: KvBackend> Engine<B> {
     /// [`Engine::atomically`], FLUSHALL, a transaction with a whole-keyspace command), a
     /// command waits for it by polling ([`KeyLocks::lock_or`]) and asks `answer` with its
     /// arguments before each wait: the first `Some(reply)` is its reply, and it runs
-    /// nothing. The keys a command found expired are then left to the sweep rather than
-    /// waited for. Without it a command blocks until the lock is free. Set once: later
-    /// calls change nothing.
+    /// nothing. The keys a command found expired are then left to the sweep, and
+    /// [`Engine::evict`] leaves its key, rather than wait. Without it a command blocks
+    /// until the lock is free. Set once: later calls change nothing.
     pub fn answer_while_held(&self, answer: HeldAnswer) {
         let _ = self.held_answer.set(answer);
     }
@@ -179,6 +179,17 @@ impl<B: KvBackend> Engine<B> {
             reply.is_some()
         });
         guard.ok_or_else(|| reply.unwrap_or(Reply::NilArray))
+    }
+
+    /// Exclusive locks on `keys`, for the engine's own deletes (expired keys after a
+    /// command, eviction): with [`Engine::answer_while_held`] set, `None` at once while
+    /// another holds the keyspace-wide lock (the caller leaves the keys for later), else
+    /// waiting for it.
+    fn lock_for_delete<'k>(&self, keys: impl IntoIterator<Item = (&'k [u8], bool)>) -> Option<LockGuard<'_>> {
+        if self.held_answer.get().is_none() {
+            return Some(self.locks.lock(false, keys));
+        }
+        self.locks.lock_or(false, keys, &mut || true)
     }
 
     /// The key locks, for an engine that runs its own maintenance beside the commands.
@@ -273,7 +284,7 @@ impl<B: KvBackend> Engine<B> {
     }
 
     /// [`Engine::delete_expired`], and whether a deleted key was a collection.
-    /// With `wait` false it deletes nothing while another holds the keyspace-wide lock.
+    /// With `wait` false its locks are [`Engine::lock_for_delete`]'s.
     fn delete_expired_keys(
         &self,
         metadata_keys: &[Bytes],
@@ -289,13 +300,8 @@ impl<B: KvBackend> Engine<B> {
             .filter_map(|k| layout.decode_metadata_key(k).ok().map(|mk| mk.user_key))
             .collect();
         let keys = user_keys.iter().map(|k| (*k, true));
-        let Some(_guard) = (if wait {
-            Some(self.locks.lock(false, keys))
-        } else {
-            self.locks.lock_or(false, keys, &mut || true)
-        }) else {
-            return Ok((Vec::new(), false));
-        };
+        let guard = if wait { Some(self.locks.lock(false, keys)) } else { self.lock_for_delete(keys) };
+        let Some(_guard) = guard else { return Ok((Vec::new(), false)) };
         // A backend shared by several processes makes the delete conditional on the re-read
         // (a conflict then deletes nothing; the next sweep finds the key again if still
         // expired, so no retry here).
@@ -333,7 +339,8 @@ impl<B: KvBackend> Engine<B> {
     /// Evicts `key` of database `index` (`maxmemory`): deleted as DEL deletes it, under
     /// its key's exclusive lock, in one batch, its WATCHes flagged. `None` when it was no
     /// longer live; else an estimate of the bytes its records keep until the collector
-    /// drops them (0 for a string).
+    /// drops them (0 for a string); `None` too, with nothing deleted, while another holds
+    /// the keyspace-wide lock, with [`Engine::answer_while_held`] set.
     ///
     /// # Errors
     /// Storage errors; nothing was deleted then.
@@ -341,7 +348,7 @@ impl<B: KvBackend> Engine<B> {
         if index >= super::DATABASES {
             return Ok(None);
         }
-        let _guard = self.locks.lock(false, [(key, true)]);
+        let Some(_guard) = self.lock_for_delete([(key, true)]) else { return Ok(None) };
         self.backend.begin();
         let db = Db::over(&self.backend, Share::Borrowed(&self.shared), index);
         let evicted = db.evict_key(key);
@@ -507,8 +514,7 @@ impl<B: KvBackend> Engine<B> {
     fn reap(&self, session: &mut Session) {
         let expired = expired_keys(session.touched());
         if !expired.is_empty() {
-            let wait = self.held_answer.get().is_none();
-            if let Ok((_, true)) = self.delete_expired_keys(&expired, self.now_ms(), wait) {
+            if let Ok((_, true)) = self.delete_expired_keys(&expired, self.now_ms(), false) {
                 session.add_garbage();
             }
         }
