@@ -190,6 +190,20 @@ impl State {
         lock(&self.sampler).sample(now);
     }
 
+    /// From now on a command that finds the keyspace held by a running script (its gate
+    /// let it through just before the script started) answers BUSY past the threshold, as
+    /// the gate would have, instead of holding up its event loop until the script ends.
+    pub fn answer_busy_while_held(self: &Arc<Self>) {
+        if self.me.set(Arc::downgrade(self)).is_err() {
+            return;
+        }
+        self.engine.answer_while_held(busy_answer(Arc::downgrade(self)));
+        // Tenant engines made before this call, if any; later ones get it when made.
+        for engine in lock(&self.tenants).values() {
+            engine.answer_while_held(busy_answer(Arc::downgrade(self)));
+        }
+    }
+
     /// The engine a tenant of namespace `ns` works in.
     pub fn tenant_engine(&self, ns: &str) -> Arc<SharedEngine> {
         lock(&self.tenants)
@@ -304,17 +318,6 @@ impl State {
             }
             Some(p) if write || !p.writes_only => Some(p.until - Instant::now()),
             _ => None,
-        }
-    }
-}
-
-impl State {
-    /// From now on a command that finds the keyspace held by a running script (its gate
-    /// let it through just before the script started) answers BUSY past the threshold, as
-    /// the gate would have, instead of holding up its event loop until the script ends.
-    pub fn answer_busy_while_held(self: &Arc<Self>) {
-        if self.me.set(Arc::downgrade(self)).is_ok() {
-            self.engine.answer_while_held(busy_answer(Arc::downgrade(self)));
         }
     }
 }
