@@ -24,7 +24,7 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockE
 pub const STRIPES: usize = 1024;
 
 /// How often [`KeyLocks::lock_or`] tries again for a global lock held by another.
-pub const HELD_POLL: std::time::Duration = std::time::Duration::from_micros(100);
+const HELD_POLL: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// The global lock and the key stripes.
 #[derive(Debug)]
@@ -76,8 +76,8 @@ impl KeyLocks {
     }
 
     /// [`KeyLocks::lock`], but while another holder keeps the global lock in the way it
-    /// polls it every [`HELD_POLL`], calling `give_up` before each wait: `None` (nothing
-    /// held) once that says so.
+    /// polls it (every 100 µs), calling `give_up` before each wait: `None` (nothing held)
+    /// once that says so.
     pub fn lock_or<'k>(
         &self,
         whole_keyspace: bool,
