@@ -1578,7 +1578,9 @@ fn run(
         .map_err(|e| Reply::Error(format!("ERR {e}")))?;
         // Running before the engine's whole-keyspace lock is asked for: from then on a
         // command of another client waits in the gate for the script's end or BUSY, never
-        // for that lock (the script thread runs one script at a time).
+        // for that lock (the script thread runs one script at a time). The kill flag is
+        // cleared first: a SCRIPT KILL that finds this script running is never forgotten.
+        scripts.kill.store(false, Relaxed);
         *lock(&scripts.running) = Some(Running {
             since: Instant::now(),
             function: function.clone(),
@@ -1586,7 +1588,6 @@ fn run(
             wrote: false,
             oom: !allow_oom && host.out_of_memory(),
         });
-        scripts.kill.store(false, Relaxed);
         scripts.active.store(true, Relaxed);
         let reply = engine.atomically(caller.session, |call| {
             // A store's conflict runs the script again from the start, with nothing written.
