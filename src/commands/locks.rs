@@ -13,6 +13,10 @@
 //!   commands that touch the whole keyspace (FLUSHDB, FLUSHALL, and EXEC of a transaction
 //!   holding one) take it exclusive, so they never see or leave half a command.
 //!
+//! A holder of the whole keyspace may run long (a script in [`super::Engine::atomically`]):
+//! [`KeyLocks::lock_or`] polls the global lock meanwhile and may give up, so that the thread
+//! waiting can answer instead (BUSY, [`super::Engine::answer_while_held`]).
+//!
 //! The store's own optimistic transactions (retry on conflict) would need a snapshot and a
 //! conflict check from every backend; locks need nothing from the backend beyond atomic
 //! batches, which keeps [`crate::backend::KvBackend`] small. A key hashes by its bytes only
