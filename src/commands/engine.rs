@@ -39,6 +39,16 @@ pub struct Engine<B> {
     held_answer: std::sync::OnceLock<HeldAnswer>,
 }
 
+/// The reply to an EXEC refused before running with `refusal`, as Redis'
+/// `execCommandAbort` gives it: `EXECABORT Transaction discarded because of: <error>` (the
+/// caller discards the transaction). A reply that is no error stays as it is.
+pub fn exec_abort(refusal: Reply) -> Reply {
+    match refusal {
+        Reply::Error(e) => Reply::Error(format!("EXECABORT Transaction discarded because of: {e}")),
+        other => other,
+    }
+}
+
 /// What a command answers instead of waiting while another holds the keyspace-wide lock
 /// (see [`Engine::answer_while_held`]); `None`: go on waiting.
 pub type HeldAnswer = Box<dyn Fn(&[Bytes]) -> Option<Reply> + Send + Sync>;
@@ -596,12 +606,7 @@ impl<B: KvBackend> Engine<B> {
             Err(answer) => {
                 // Refused before running: the transaction ends, as Redis' execCommandAbort.
                 self.unwatch(session);
-                return match answer {
-                    Reply::Error(e) => {
-                        Reply::Error(format!("EXECABORT Transaction discarded because of: {e}"))
-                    }
-                    other => other,
-                };
+                return exec_abort(answer);
             }
         };
         let aborted = session.dirty.load(Ordering::SeqCst) || self.watched_expired(session);

@@ -49,7 +49,7 @@ pub use blocking::Block;
 pub use counts::KeyCount;
 pub use db::{DATABASES, Db, Entry, LAZYFREE_THRESHOLD, Touch, TouchedKey};
 pub use dump::RestoreOptions;
-pub use engine::{CONFLICT_ATTEMPTS, Engine, HeldAnswer};
+pub use engine::{CONFLICT_ATTEMPTS, Engine, HeldAnswer, exec_abort};
 pub use error::{CommandError, CommandResult};
 pub use keyspace::{ExpireCondition, Sampled};
 pub use list::{ListEnd, LposOptions};

@@ -188,9 +188,9 @@ impl Client {
             if refusal.is_error() {
                 self.session.flag_transaction();
             }
-            if let (Reply::Error(e), "exec") = (&refusal, info.name) {
+            if let (Reply::Error(_), "exec") = (&refusal, info.name) {
                 // A refused EXEC ends the transaction, as Redis' execCommandAbort.
-                refusal = Reply::Error(format!("EXECABORT Transaction discarded because of: {e}"));
+                refusal = rediskv::commands::exec_abort(refusal);
                 if self.session.in_multi() {
                     self.engine.execute(&mut self.session, &[Bytes::from_static(b"DISCARD")]);
                     self.multi_len = 0;
