@@ -206,6 +206,21 @@ proptest! {
     }
 
     #[test]
+    fn a_metadata_key_is_held_by_its_namespace_alone(
+        spec in layout_spec(),
+        other in edgy_bytes(12),
+        same in any::<bool>(),
+        key in edgy_bytes(24),
+    ) {
+        let layout = spec.build();
+        let writer = if same { layout.clone() } else { layout.clone().with_namespace(&other).unwrap() };
+        let bytes = writer.metadata_key(&key);
+        let decoded = layout.decode_metadata_key(&bytes).map(|d| d.namespace == layout.namespace());
+        prop_assert_eq!(layout.holds_metadata_key(&bytes), Some(decoded.unwrap_or(false)));
+        prop_assert_eq!(layout.holds_metadata_key(&bytes), Some(same || other == spec.namespace));
+    }
+
+    #[test]
     fn subkey_round_trip(spec in layout_spec(), key in edgy_bytes(24), v in version(), sub in edgy_bytes(24)) {
         let layout = spec.build();
         let bytes = layout.subkey(&key, v, &sub).unwrap();

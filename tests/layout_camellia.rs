@@ -74,6 +74,8 @@ fn record_keys_golden() {
     // Database n is namespace "n:" + namespace (camellia's namespaces carry no length).
     assert_eq!(l.for_database(2).unwrap().metadata_key(b"foo"), h("6D23 323A6E73 666F6F"));
     assert!(KeyLayout::camellia(b"1:1").for_database(1).is_err(), "1:1:1 begins with 1:1");
+    // Without a length, only decoding tells whose a key is.
+    assert_eq!(l.holds_metadata_key(&l.metadata_key(b"foo")), None);
 
     // The storage clients' routing prefixes.
     assert_eq!(CamelliaRoute::SlotMd5.prefix(12182), h("A36470CF1F8E5AAF"));

@@ -74,6 +74,9 @@ fn record_keys_golden() {
     );
     assert!(l.routed(b"foo").is_metadata_key(&meta_key));
     assert!(!l.routed(b"fo").is_metadata_key(&meta_key));
+    // The fixed 16 bytes tell a namespace's keys apart without decoding.
+    assert_eq!(l.holds_metadata_key(&meta_key), Some(true));
+    assert_eq!(l.for_database(1).unwrap().holds_metadata_key(&meta_key), Some(false));
 }
 
 #[test]

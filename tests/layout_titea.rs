@@ -65,6 +65,8 @@ fn record_keys_golden() {
     let db2 = l.for_database(2).unwrap();
     assert_eq!(db2.metadata_key(b"foo"), h("6B76 612E623A32 6D 666F6F"));
     assert_eq!(l.decode_metadata_key(&db2.metadata_key(b"foo")).unwrap().namespace, b"a.b:2");
+    // "a.b" begins "a.b:2": only decoding tells whose a key is.
+    assert_eq!(l.holds_metadata_key(&db2.metadata_key(b"foo")), None);
     assert_eq!(l.index_record_tag(&h("6B76 612E623A32 65")), Some(b'e'));
 }
 

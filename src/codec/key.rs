@@ -676,6 +676,18 @@ impl KeyLayout {
         out
     }
 
+    /// Whether `metadata_key` is one of this namespace's, told from its first bytes alone:
+    /// Kvrocks' namespace has its length before it and NeoKV's a fixed 16 bytes, so a key of
+    /// this namespace is one that starts with them. `None` for camellia and TiTea, whose
+    /// namespaces carry no length (one database's may begin another's): only
+    /// [`KeyLayout::decode_metadata_key`] tells there.
+    pub fn holds_metadata_key(&self, metadata_key: &[u8]) -> Option<bool> {
+        match self.kind {
+            LayoutKind::Kvrocks | LayoutKind::NeoKv => Some(metadata_key.starts_with(&self.head)),
+            LayoutKind::Camellia | LayoutKind::TiTea => None,
+        }
+    }
+
     /// Every metadata key of this layout's namespace (all slots).
     pub fn namespace_range(&self) -> KeyRange {
         let mut start = Vec::with_capacity(self.fixed_prefix.len() + self.head.len() + 2);
