@@ -22,6 +22,10 @@
 # server's locked instructions per command (`benches/locked_instructions.py`, with python3
 # and objdump; "-" without them): a locked add or compare-exchange costs about as much as
 # dozens of plain instructions, which the instruction count hides.
+# CACHE=1 also simulates the caches (`--cache-sim=yes`, the host's sizes) and prints a second
+# table: each server's first-level instruction cache misses per command, and the code it runs
+# for every command (`benches/hot_code.py`: the 64-byte lines of instructions run at least
+# once per two commands, in KiB), which the misses follow once it passes that cache's size.
 # KEEP=<dir> keeps the dumps there, one per server and test, for
 # `callgrind_annotate --inclusive=yes <dump>`.
 set -euo pipefail
@@ -31,6 +35,7 @@ WARM=${WARM:-20000}
 P=${P:-16}
 CLIENTS=${CLIENTS:-50}
 TESTS=${TESTS:-set,get,incr,lpush,rpop,sadd,hset,zadd}
+CACHE=${CACHE:-}
 ENGINE=${ENGINE:-memory}
 APPENDFSYNC=${APPENDFSYNC:-everysec}
 
@@ -70,7 +75,9 @@ build_server "$WORK"
 measure() {
     local name=$1 port=$2
     shift 3
-    valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$WORK/$name.%p" "$@" >"$WORK/$name.log" 2>&1 &
+    local sim=()
+    [ -n "$CACHE" ] && sim=(--cache-sim=yes)
+    valgrind --tool=callgrind --dump-instr=yes "${sim[@]}" --callgrind-out-file="$WORK/$name.%p" "$@" >"$WORK/$name.log" 2>&1 &
     PID=$!
     for _ in $(seq 1 600); do
         [ "$(redis-cli -p "$port" ping 2>/dev/null)" = "PONG" ] && break
@@ -95,8 +102,14 @@ measure() {
         if command -v python3 >/dev/null && command -v objdump >/dev/null; then
             locked=$(python3 benches/locked_instructions.py "$dump" "$N")
         fi
+        # I1 misses: the fourth event of a cache-simulating dump (Ir Dr Dw I1mr …).
+        i1=- hot=-
+        if [ -n "$CACHE" ]; then
+            i1=$(awk -v n="$N" '/^(summary|totals):/ { printf "%.1f", $5 / n; exit }' "$dump")
+            command -v python3 >/dev/null && hot=$(python3 benches/hot_code.py "$dump" "$N" | cut -d' ' -f1)
+        fi
         [ -n "${KEEP:-}" ] && cp "$dump" "$KEEP/$name.$test"
-        echo "$test $((total / N)) $((${loop:-0} / N)) $locked"
+        echo "$test $((total / N)) $((${loop:-0} / N)) $locked $i1 $hot"
     done
     stop
 }
@@ -115,7 +128,16 @@ printf '%-8s %14s %14s %7s %14s %7s %14s %9s\n' command redis-server rediskv rat
     "locked redis" rediskv
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 paste -d' ' "$WORK/redis.counts" "$WORK/rediskv.counts" |
-    while read -r test redis _ redis_locked _ kv loop kv_locked; do
+    while read -r test redis _ redis_locked _ _ _ kv loop kv_locked _ _; do
         printf '%-8s %14s %14s %7s %14s %7s %14s %9s\n' "${test^^}" "$redis" "$kv" "$(ratio "$kv" "$redis")" \
             "$loop" "$(ratio "$loop" "$redis")" "$redis_locked" "$kv_locked"
     done
+if [ -n "$CACHE" ]; then
+    echo
+    echo "first-level instruction cache misses per command, and KiB of code run for every command"
+    printf '%-8s %14s %9s %14s %9s\n' command "I1 miss redis" rediskv "code redis" rediskv
+    paste -d' ' "$WORK/redis.counts" "$WORK/rediskv.counts" |
+        while read -r test _ _ _ redis_i1 redis_hot _ _ _ _ kv_i1 kv_hot; do
+            printf '%-8s %14s %9s %14s %9s\n' "${test^^}" "$redis_i1" "$kv_i1" "$redis_hot" "$kv_hot"
+        done
+fi
