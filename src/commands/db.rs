@@ -205,14 +205,13 @@ impl Shared {
     /// Which namespace slot a metadata key is under (`hint` first: usually the selected
     /// database's), `None` for a namespace none of the databases uses.
     fn slot_of_key(&self, metadata_key: &[u8], hint: Option<usize>) -> Option<usize> {
+        let layout = |slot: usize| self.layouts.get(slot)?.as_ref();
         // The hint's namespace told by the key's first bytes where the layout allows: no decode.
-        if let Some(Some(Some(layout))) = hint.map(|slot| self.layouts.get(slot)) {
-            if layout.holds_metadata_key(metadata_key) == Some(true) {
-                return hint;
-            }
+        if hint.and_then(layout).is_some_and(|l| l.holds_metadata_key(metadata_key) == Some(true)) {
+            return hint;
         }
         let namespace = self.base_layout.decode_metadata_key(metadata_key).ok()?.namespace;
-        let is = |slot: usize| matches!(self.layouts.get(slot), Some(Some(l)) if l.namespace() == namespace);
+        let is = |slot: usize| layout(slot).is_some_and(|l| l.namespace() == namespace);
         match hint {
             Some(slot) if is(slot) => Some(slot),
             _ => (0..self.layouts.len()).find(|&slot| is(slot)),
