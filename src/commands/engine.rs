@@ -11,7 +11,7 @@ use super::listeners::Listeners;
 use super::locks::{KeyLocks, LockGuard};
 use super::overlay::Overlay;
 use super::session::{Multi, Watched};
-use super::table::{self, CommandInfo};
+use super::table::{self, CommandInfo, Family};
 use super::{CommandError, Db, Reply, Session, Touch, TouchedKey, resolve};
 use crate::backend::{ColumnFamily, KvBackend};
 use crate::codec::{Clock, KeyLayout};
@@ -443,7 +443,9 @@ impl<B: KvBackend> Engine<B> {
                 return Reply::status("QUEUED");
             }
         }
-        match info.name {
+        // The transaction commands are session rows: any other row runs at once, unnamed.
+        let name = if info.family == Family::Session { info.name } else { "" };
+        match name {
             "multi" if session.multi.is_some() => Reply::Error("ERR MULTI calls can not be nested".into()),
             "multi" => {
                 session.multi = Some(Multi::default());

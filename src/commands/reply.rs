@@ -148,6 +148,10 @@ impl Reply {
             out.extend_from_slice(b"\r\n");
         }
         fn safe_line(out: &mut Vec<u8>, prefix: u8, text: &[u8]) {
+            // Nearly every line is clean (OK, QUEUED, an error text): copied whole.
+            if !text.iter().any(|&b| b == b'\r' || b == b'\n') {
+                return line(out, prefix, text);
+            }
             out.push(prefix);
             out.extend(text.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
             out.extend_from_slice(b"\r\n");
