@@ -1,4 +1,5 @@
-//! A lock that outlives a panic elsewhere.
+//! A lock that outlives a panic elsewhere: in a debug build, where a panicking thread unwinds
+//! (a release build aborts the process, see the workspace's `Cargo.toml`).
 
 use std::sync::{Mutex, MutexGuard};
 
