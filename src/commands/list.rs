@@ -722,7 +722,10 @@ impl<B: KvBackend> Db<'_, B> {
             return Ok(Vec::new());
         };
         let direction = if opts.rank < 0 { Direction::Reverse } else { Direction::Forward };
-        let rank = if opts.rank == i64::MIN { 1 } else { opts.rank.unsigned_abs() };
+        // Redis 7.0 negates i64::MIN to itself: every match from the tail counts, and its
+        // COUNT test (`matches - rank + 1 >= count`) overflows and never stops the walk.
+        let (rank, count) =
+            if opts.rank == i64::MIN { (1, 0) } else { (opts.rank.unsigned_abs(), opts.count) };
         let limit = if opts.maxlen == 0 { meta.size } else { opts.maxlen.min(meta.size) };
         let (from, to) = match direction {
             Direction::Forward => (0, limit),
@@ -735,7 +738,7 @@ impl<B: KvBackend> Db<'_, B> {
                 matches += 1;
                 if matches >= rank {
                     found.push(pos);
-                    if opts.count != 0 && found.len() as u64 >= opts.count {
+                    if count != 0 && found.len() as u64 >= count {
                         return false;
                     }
                 }
