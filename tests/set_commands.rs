@@ -44,6 +44,19 @@ fn sadd_srem_with_duplicates() {
     assert_eq!(run(&mut db, "SMISMEMBER s"), err("ERR wrong number of arguments for 'smismember' command"));
 }
 
+/// Past the sixteen members a linear search handles, repeated members count once.
+#[test]
+fn sadd_many_members_with_repeats() {
+    let (mut db, _) = db();
+    let members: String = (0..20).map(|i| format!(" m{i}")).collect();
+    assert_eq!(run(&mut db, &format!("SADD s{members} m0 m5 m19")), int(20));
+    assert_eq!(run(&mut db, "SCARD s"), int(20));
+    let more: String = (10..30).map(|i| format!(" m{i}")).collect();
+    assert_eq!(run(&mut db, &format!("SADD s{more} m29 m10")), int(10));
+    assert_eq!(run(&mut db, "SCARD s"), int(30));
+    assert_eq!(run(&mut db, "SADD s m1 m2 m1"), int(0));
+}
+
 #[test]
 fn empty_set_disappears() {
     let (mut db, _) = db();

@@ -157,6 +157,25 @@ fn zadd_nx_xx_gt_lt_ch() {
     assert_eq!(run(&mut db, "zcard z"), int(5), "zcard z");
 }
 
+/// Past the sixteen members a linear search handles, a repeated member keeps its last
+/// score (ZADD, INCR and CH too) and counts once (ZREM).
+#[test]
+fn zadd_zrem_many_members_with_repeats() {
+    let (mut db, _) = db();
+    let pairs: String = (0..20).map(|i| format!(" {i} m{i}")).collect();
+    assert_eq!(run(&mut db, &format!("ZADD z{pairs} 100 m3 200 m19")), int(20));
+    assert_eq!(run(&mut db, "ZSCORE z m3"), bulk("100"));
+    assert_eq!(run(&mut db, "ZSCORE z m19"), bulk("200"));
+    assert_eq!(run(&mut db, "ZRANGE z -2 -1"), bulks(&["m3", "m19"]));
+    // CH: m0..m16 change (to 1000 + i), m17..m19 keep their scores, m20 is added.
+    let ch: String = (0..17).map(|i| format!(" {} m{i}", 1000 + i)).collect();
+    assert_eq!(run(&mut db, &format!("ZADD z CH{ch} 17 m17 18 m18 200 m19 5 m20")), int(18));
+    assert_eq!(run(&mut db, "ZCARD z"), int(21));
+    let members: String = (0..21).map(|i| format!(" m{i}")).collect();
+    assert_eq!(run(&mut db, &format!("ZREM z{members} m0 m20 nosuch")), int(21));
+    assert_eq!(run(&mut db, "EXISTS z"), int(0));
+}
+
 #[test]
 fn score_text_matches_redis_7_0() {
     let (mut db, _) = db();

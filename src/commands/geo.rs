@@ -139,7 +139,7 @@ fn geoadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     for triple in rest.chunks(3) {
         let [lon, lat] = lonlat(&triple[0], &triple[1])?;
         let score = geohash::point_to_score(lon, lat).expect("lonlat checked the limits");
-        pairs.push((score, triple[2].clone()));
+        pairs.push((score, &triple[2]));
     }
     if pairs.is_empty() {
         // ZADD with no pairs.

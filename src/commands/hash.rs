@@ -57,20 +57,24 @@ pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
 
 impl<B: KvBackend> Db<'_, B> {
     /// HSET: sets each field to its value (a later duplicate field wins) and returns how many
-    /// fields were new. Reads the hash's metadata and the given fields (one `multi_get`),
-    /// writes the fields and the metadata in one batch. A blind-write hash skips the field
-    /// reads and returns `pairs.len()`.
+    /// fields were new. `fields_and_values` alternates fields and values, as HSET's
+    /// arguments do (borrowed: each value is shared into the batch, never copied); a last
+    /// field without a value is ignored. Reads the hash's metadata and the given fields (one
+    /// `multi_get`), writes the fields and the metadata in one batch. A blind-write hash
+    /// skips the field reads and returns the number of pairs.
     ///
     /// # Errors
     /// WRONGTYPE for a non-hash key; storage errors.
-    pub fn hset(&mut self, key: &[u8], pairs: &[(Bytes, Bytes)]) -> CommandResult<i64> {
+    pub fn hset(&mut self, key: &[u8], fields_and_values: &[Bytes]) -> CommandResult<i64> {
+        let pairs = fields_and_values.chunks_exact(2);
         let existed = self.lookup_of(key, RedisType::Hash)?;
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Hash));
         // One subkey per distinct field, each built once; a repeated field keeps its first
         // slot and its last value, as Redis applies the pairs in order.
         let mut writes: Vec<(&[u8], Vec<u8>, &Bytes)> = Vec::with_capacity(pairs.len());
         let mut slots: HashMap<&[u8], usize> = HashMap::new();
-        for (f, v) in pairs {
+        for pair in pairs.clone() {
+            let (f, v) = (&pair[0], &pair[1]);
             // A linear search is cheapest for the usual handful of pairs.
             let slot = if pairs.len() <= 16 {
                 writes.iter().position(|(field, _, _)| *field == f.as_ref())
@@ -298,21 +302,22 @@ fn map_reply(pairs: Vec<(Bytes, Bytes)>) -> Reply {
     Reply::Map(pairs.into_iter().map(|(f, v)| (Reply::Bulk(f), Reply::Bulk(v))).collect())
 }
 
-fn field_pairs(args: &[Bytes], name: &str) -> CommandResult<Vec<(Bytes, Bytes)>> {
+/// The field-value arguments of HSET or HMSET, refused when a value is missing.
+fn field_pairs<'a>(args: &'a [Bytes], name: &str) -> CommandResult<&'a [Bytes]> {
     if args.len() % 2 != 0 {
         return Err(CommandError::WrongArity(name.into()));
     }
-    Ok(args.chunks(2).map(|c| (c[0].clone(), c[1].clone())).collect())
+    Ok(args)
 }
 
 fn hset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let pairs = field_pairs(&argv[2..], "hset")?;
-    db.hset(&argv[1], &pairs).map(Reply::Integer)
+    db.hset(&argv[1], pairs).map(Reply::Integer)
 }
 
 fn hmset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let pairs = field_pairs(&argv[2..], "hmset")?;
-    db.hset(&argv[1], &pairs)?;
+    db.hset(&argv[1], pairs)?;
     Ok(Reply::OK)
 }
 

@@ -80,8 +80,15 @@ impl<B: KvBackend> Db<'_, B> {
             self.notify(NotifyFlags::SET, "sadd", key);
             return Ok(members.len() as i64);
         }
+        // Each member once; a linear search is cheapest for the usual handful (no hashing).
+        let mut unique: Vec<&[u8]> = Vec::with_capacity(members.len());
         let mut seen = HashSet::new();
-        let unique: Vec<&[u8]> = members.iter().map(Bytes::as_ref).filter(|m| seen.insert(*m)).collect();
+        for m in members.iter().map(Bytes::as_ref) {
+            let new = if members.len() <= 16 { !unique.contains(&m) } else { seen.insert(m) };
+            if new {
+                unique.push(m);
+            }
+        }
         let found = if existed.is_some() {
             self.get_subkeys(key, meta.version, &unique)?
         } else {

@@ -243,10 +243,8 @@ fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         return Err(CommandError::Syntax);
     }
     flags.validate(elements / 2)?;
-    let pairs = argv[i..]
-        .chunks(2)
-        .map(|p| Ok((float_arg(&p[0])?, p[1].clone())))
-        .collect::<CommandResult<Vec<_>>>()?;
+    let pairs =
+        argv[i..].chunks(2).map(|p| Ok((float_arg(&p[0])?, &p[1]))).collect::<CommandResult<Vec<_>>>()?;
     let out = db.zadd(&argv[1], flags, &pairs)?;
     Ok(if flags.incr {
         out.score.map_or(Reply::Nil, score_reply)
@@ -257,7 +255,7 @@ fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 
 fn zincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let incr = float_arg(&argv[2])?;
-    db.zincrby(&argv[1], incr, argv[3].clone()).map(score_reply)
+    db.zincrby(&argv[1], incr, &argv[3]).map(score_reply)
 }
 
 fn zrem<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {

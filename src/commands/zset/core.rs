@@ -377,37 +377,56 @@ pub(super) struct ZEdit<'k> {
     pub meta: Metadata<'static>,
     /// Whether the key existed before the command.
     pub existed: bool,
-    /// member → (score in storage, score now).
-    state: HashMap<Bytes, (Option<f64>, Option<f64>)>,
-    order: Vec<Bytes>,
+    /// Each member looked up, in the order first looked up: the member, its score in
+    /// storage, its score now.
+    members: Vec<(&'k [u8], Option<f64>, Option<f64>)>,
+    /// Where each member is in `members`, kept once they are more than [`ZEdit::LINEAR`].
+    index: HashMap<&'k [u8], usize>,
 }
 
 impl<'k> ZEdit<'k> {
+    /// Up to this many members are found by a linear search (no hashing): the usual
+    /// handful of a ZADD or ZREM.
+    const LINEAR: usize = 16;
+
     /// Starts editing the sorted set at `key`: a missing or expired key starts as an empty
     /// set under a fresh version, written only if a member gets added.
     pub fn open<B: KvBackend>(db: &Db<B>, key: &'k [u8]) -> CommandResult<Self> {
         let existing = db.lookup_of(key, RedisType::ZSet)?;
         let existed = existing.is_some();
         let meta = existing.unwrap_or_else(|| Metadata::collection(RedisType::ZSet, db.new_version()));
-        Ok(ZEdit { key, meta, existed, state: HashMap::new(), order: Vec::new() })
+        Ok(ZEdit { key, meta, existed, members: Vec::new(), index: HashMap::new() })
+    }
+
+    fn position(&self, member: &[u8]) -> Option<usize> {
+        if self.members.len() <= Self::LINEAR {
+            self.members.iter().position(|(m, _, _)| *m == member)
+        } else {
+            self.index.get(member).copied()
+        }
     }
 
     /// The member's score as of now in this command.
-    pub fn get<B: KvBackend>(&mut self, db: &Db<B>, member: &Bytes) -> CommandResult<Option<f64>> {
-        if let Some(&(_, now)) = self.state.get(member) {
-            return Ok(now);
+    pub fn get<B: KvBackend>(&mut self, db: &Db<B>, member: &'k [u8]) -> CommandResult<Option<f64>> {
+        if let Some(i) = self.position(member) {
+            return Ok(self.members[i].2);
         }
         let stored = if self.existed { db.member_score(self.key, self.meta.version, member)? } else { None };
-        self.state.insert(member.clone(), (stored, stored));
-        self.order.push(member.clone());
+        self.members.push((member, stored, stored));
+        let n = self.members.len();
+        if n == Self::LINEAR + 1 {
+            self.index = self.members.iter().enumerate().map(|(i, (m, _, _))| (*m, i)).collect();
+        } else if n > Self::LINEAR {
+            self.index.insert(member, n - 1);
+        }
         Ok(stored)
     }
 
     /// Sets (or removes, with `None`) the member's score; [`ZEdit::get`] must have been
     /// called for it first.
-    pub fn set(&mut self, member: &Bytes, score: Option<f64>) {
-        if let Some(entry) = self.state.get_mut(member) {
-            entry.1 = score;
+    pub fn set(&mut self, member: &[u8], score: Option<f64>) {
+        if let Some(i) = self.position(member) {
+            self.members[i].2 = score;
         }
     }
 
@@ -416,8 +435,7 @@ impl<'k> ZEdit<'k> {
         let mut batch = WriteBatch::new();
         let mut size = self.meta.size as i64;
         let version = self.meta.version;
-        for member in &self.order {
-            let (stored, now) = self.state[member];
+        for &(member, stored, now) in &self.members {
             let same = match (stored, now) {
                 (Some(a), Some(b)) => score_bytes(a)? == score_bytes(b)?,
                 (None, None) => true,

@@ -49,7 +49,7 @@ impl<B: KvBackend> Db<'_, B> {
         &mut self,
         key: &[u8],
         flags: ZAddFlags,
-        pairs: &[(f64, Bytes)],
+        pairs: &[(f64, impl AsRef<[u8]>)],
     ) -> CommandResult<ZAddOutcome> {
         flags.validate(pairs.len())?;
         if pairs.iter().any(|(s, _)| s.is_nan()) {
@@ -61,6 +61,7 @@ impl<B: KvBackend> Db<'_, B> {
             return Ok(out);
         }
         for (score, member) in pairs {
+            let member = member.as_ref();
             match edit.get(self, member)? {
                 Some(cur) => {
                     if flags.nx {
@@ -102,7 +103,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// As [`Db::zadd`] with INCR.
-    pub fn zincrby(&mut self, key: &[u8], increment: f64, member: Bytes) -> CommandResult<f64> {
+    pub fn zincrby(&mut self, key: &[u8], increment: f64, member: &[u8]) -> CommandResult<f64> {
         let flags = ZAddFlags { incr: true, ..ZAddFlags::default() };
         let out = self.zadd(key, flags, &[(increment, member)])?;
         out.score.ok_or_else(nan_error)
