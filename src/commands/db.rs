@@ -313,22 +313,32 @@ const READ_MEMO: usize = 8;
 type Recalled = Option<Option<Metadata<'static>>>;
 
 /// The metadata records a command looked up ([`Db::lookup_at`]): each key a range of
-/// `keys`, with what it found. Handed from command to command with the [`Scratch`].
+/// `keys`, with what it found and whether the lookup set the key's last-use time. Handed
+/// from command to command with the [`Scratch`].
 #[derive(Debug, Default)]
 pub(crate) struct ReadMemo {
-    reads: Vec<(std::ops::Range<usize>, Recalled)>,
+    reads: Vec<(std::ops::Range<usize>, Recalled, bool)>,
     keys: Vec<u8>,
 }
 
 impl ReadMemo {
-    fn get(&self, key: &[u8]) -> Option<&Recalled> {
-        self.reads.iter().find(|(r, _)| &self.keys[r.clone()] == key).map(|(_, found)| found)
+    fn find(&self, key: &[u8]) -> Option<&(std::ops::Range<usize>, Recalled, bool)> {
+        self.reads.iter().find(|(r, _, _)| &self.keys[r.clone()] == key)
     }
 
-    fn push(&mut self, key: &[u8], found: Recalled) {
+    fn get(&self, key: &[u8]) -> Option<&Recalled> {
+        self.find(key).map(|(_, found, _)| found)
+    }
+
+    /// Whether the command's lookup of `key` set its last-use time.
+    fn touched(&self, key: &[u8]) -> bool {
+        self.find(key).is_some_and(|(_, _, touched)| *touched)
+    }
+
+    fn push(&mut self, key: &[u8], found: Recalled, touched: bool) {
         let start = self.keys.len();
         self.keys.extend_from_slice(key);
-        self.reads.push((start..self.keys.len(), found));
+        self.reads.push((start..self.keys.len(), found, touched));
     }
 
     fn len(&self) -> usize {
@@ -419,16 +429,23 @@ impl Journal {
 
     /// Settles the pending events: kept when `ok`, else only the `expired` ones; then `new`
     /// for the keys created and not yet notified.
+    #[inline]
     fn settle(&mut self, ok: bool, shared: &Shared) {
-        let scratch = &mut self.scratch;
-        // A command settles at its commit, its end and its hand-back: usually once with work.
-        if scratch.pending.is_empty()
+        // A command settles at its commit, its end and its hand-back, usually once with work:
+        // the test is inlined, the work is not (its call would cost more than the test).
+        let scratch = &self.scratch;
+        if !(scratch.pending.is_empty()
             && scratch.signalled.is_empty()
             && self.created.is_empty()
-            && scratch.pending_effects == Effects::default()
+            && scratch.pending_effects == Effects::default())
         {
-            return;
+            self.settle_pending(ok, shared);
         }
+    }
+
+    #[inline(never)]
+    fn settle_pending(&mut self, ok: bool, shared: &Shared) {
+        let scratch = &mut self.scratch;
         // Each part only when it has work: most commands have effects to add and nothing else.
         if !scratch.pending.is_empty() {
             let pending = scratch.pending.drain(..).filter(|e| ok || e.class == NotifyFlags::EXPIRED);
@@ -1111,7 +1128,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let raw = match self.backend.get(ColumnFamily::Metadata, mkey)? {
             Some(raw) => raw,
             None => {
-                self.remember(mkey, None);
+                self.remember(mkey, None, false);
                 match legacy_record(&self.backend, &self.shared.base_layout, mkey)? {
                     Some(raw) => raw,
                     None => return Ok(None),
@@ -1120,7 +1137,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         };
         // A record this crate cannot read is an error naming the key, never an absent key.
         let meta = self.layout().decode_metadata(&raw).map_err(|e| {
-            self.remember(mkey, Some(None));
+            self.remember(mkey, Some(None), false);
             let key = self.layout().decode_metadata_key(mkey).map_or(mkey, |k| k.user_key);
             CommandError::err(format!("undecodable metadata of key '{}': {e}", key.escape_ascii()))
         })?;
@@ -1132,9 +1149,11 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let copied =
             if offset.is_none() && len > 0 { Bytes::copy_from_slice(meta.value) } else { Bytes::new() };
         let meta: Metadata<'static> = Metadata { value: &[], ..meta };
-        self.remember(mkey, Some(Some(meta)));
         let now = self.now_ms();
-        if !meta.is_live(now) {
+        let live = meta.is_live(now);
+        let touches = live && self.touching;
+        self.remember(mkey, Some(Some(meta)), touches);
+        if !live {
             if meta.is_expired(now) {
                 self.record_expired(mkey);
             }
@@ -1143,7 +1162,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         if self.layout().version_len() == 16 && !meta.ty.is_single_kv() {
             self.journal.borrow_mut().owners.push((meta.version, Bytes::copy_from_slice(mkey)));
         }
-        if self.touching {
+        if touches {
             self.shared.access.touch(mkey, now / 1000);
         }
         // The value is cut out of the record read (which nothing else holds): no copy.
@@ -1353,7 +1372,11 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ) {
         match layout.encode_metadata(meta) {
             Ok(value) => {
-                self.shared.access.written(&mkey, self.now_ms() / 1000);
+                // A key this command's lookup touched has its time set already (the
+                // command's time, under LFU its count too): setting it again changes nothing.
+                if !self.read_memo.borrow().touched(&mkey) {
+                    self.shared.access.written(&mkey, self.now_ms() / 1000);
+                }
                 batch.put(ColumnFamily::Metadata, mkey, value);
             }
             Err(_) => self.journal.borrow_mut().refused = Some(meta.ty),
@@ -1639,7 +1662,7 @@ impl<B: KvBackend> Db<'_, B> {
             let found = raw
                 .as_deref()
                 .map(|raw| base.decode_metadata(raw).ok().map(|m| Metadata { value: &[], ..m }));
-            self.remember(mkey, found);
+            self.remember(mkey, found, false);
         }
         match raw {
             None => legacy_record(&self.backend, &self.shared.base_layout, mkey),
@@ -1647,16 +1670,17 @@ impl<B: KvBackend> Db<'_, B> {
         }
     }
 
-    /// Remembers what the record at `mkey` in the metadata column family held, while a
-    /// command that may write runs and there is room ([`READ_MEMO`]); the first reading
-    /// stands (nothing writes the record before the memo is emptied).
-    fn remember(&self, mkey: &[u8], found: Recalled) {
+    /// Remembers what the record at `mkey` in the metadata column family held, and whether
+    /// the lookup set the key's last-use time (`touched`), while a command that may write
+    /// runs and there is room ([`READ_MEMO`]); the first reading stands (nothing writes the
+    /// record before the memo is emptied).
+    fn remember(&self, mkey: &[u8], found: Recalled, touched: bool) {
         if !self.remembering.get() {
             return;
         }
         let mut memo = self.read_memo.borrow_mut();
         if memo.len() < READ_MEMO && memo.get(mkey).is_none() {
-            memo.push(mkey, found);
+            memo.push(mkey, found, touched);
         }
     }
 }
