@@ -29,22 +29,44 @@ fn put_all<B: KvBackend>(b: &B, cf: ColumnFamily, ks: &[&[u8]]) {
     b.write(batch).expect("write");
 }
 
-/// Point reads see puts, deletes and overwrites; a missing key reads as `None`.
+/// What [`KvBackend::get_with`] lends for `key`, copied; `None` when it lends nothing.
+fn lent<B: KvBackend>(b: &B, cf: ColumnFamily, key: &[u8]) -> Option<Vec<u8>> {
+    let mut lent = None;
+    let mut calls = 0;
+    b.get_with(cf, key, &mut |v| {
+        calls += 1;
+        lent = v.map(<[u8]>::to_vec);
+    })
+    .unwrap();
+    assert_eq!(calls, 1, "get_with lends exactly once");
+    lent
+}
+
+/// Point reads (`get`, and `get_with` alike) see puts, deletes and overwrites; a missing
+/// key reads as `None`.
 pub fn get_put_delete<B: KvBackend>(b: B) {
     let cf = ColumnFamily::Metadata;
     assert_eq!(b.get(cf, b"a").unwrap(), None, "empty store has no key");
+    assert_eq!(lent(&b, cf, b"a"), None, "empty store lends nothing");
     let mut batch = WriteBatch::new();
     batch.put(cf, &b"a"[..], &b"1"[..]);
     b.write(batch).unwrap();
     assert_eq!(b.get(cf, b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(lent(&b, cf, b"a").as_deref(), Some(&b"1"[..]));
     let mut batch = WriteBatch::new();
     batch.put(cf, &b"a"[..], &b"2"[..]);
+    // A value past any inline limit reads whole too.
+    batch.put(cf, &b"big"[..], vec![7u8; 10_000]);
     b.write(batch).unwrap();
     assert_eq!(b.get(cf, b"a").unwrap().as_deref(), Some(&b"2"[..]), "put overwrites");
+    assert_eq!(lent(&b, cf, b"a").as_deref(), Some(&b"2"[..]), "get_with sees the overwrite");
+    assert_eq!(lent(&b, cf, b"big"), Some(vec![7u8; 10_000]));
+    assert_eq!(b.get(cf, b"big").unwrap().as_deref(), Some(&[7u8; 10_000][..]));
     let mut batch = WriteBatch::new();
     batch.delete(cf, &b"a"[..]);
     b.write(batch).unwrap();
     assert_eq!(b.get(cf, b"a").unwrap(), None, "delete removes");
+    assert_eq!(lent(&b, cf, b"a"), None, "get_with sees the delete");
 }
 
 /// An empty value is stored and read back as present and empty, not as missing.

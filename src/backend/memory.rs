@@ -811,6 +811,16 @@ impl Family {
         })
     }
 
+    /// The value of `key` where it lies, without a copy.
+    fn value(&self, key: &[u8]) -> Option<&[u8]> {
+        let chunk = &self.chunks[self.locate(key)?.1];
+        let entry = chunk.entry(chunk.search(key).ok()?);
+        Some(match entry.value {
+            Some(v) => v,
+            None => self.large.get(key).map_or(&[][..], |v| &v[..]),
+        })
+    }
+
     /// Record `i` of `chunk` as a scan yields it: a copy of the key, and a copy of the value or
     /// the shared large value.
     fn pair(&self, chunk: &Chunk, i: usize) -> KvPair {
@@ -1084,6 +1094,11 @@ impl MemoryBackend {
 impl KvBackend for MemoryBackend {
     fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
         Ok(self.maps()[cf as usize].get(key))
+    }
+
+    fn get_with(&self, cf: ColumnFamily, key: &[u8], read: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
+        read(self.maps()[cf as usize].value(key));
+        Ok(())
     }
 
     fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {

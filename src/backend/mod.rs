@@ -160,6 +160,18 @@ pub trait KvBackend {
     /// [`crate::Error::Backend`] when the store fails.
     fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>>;
 
+    /// Reads one record and lends its value to `read` (`None`: no record) instead of
+    /// returning a copy: for a reader that keeps nothing of the bytes (a lookup that decodes
+    /// a metadata record). `read` runs while the store may hold a lock, so it must not use
+    /// the store. By default [`KvBackend::get`], then `read` on its result.
+    ///
+    /// # Errors
+    /// As [`KvBackend::get`]; `read` is not called then.
+    fn get_with(&self, cf: ColumnFamily, key: &[u8], read: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
+        read(self.get(cf, key)?.as_deref());
+        Ok(())
+    }
+
     /// Reads several records of one column family; the answer has one entry per key.
     ///
     /// # Errors
@@ -227,6 +239,9 @@ macro_rules! forward_backend {
         impl<B: KvBackend + ?Sized> KvBackend for $ty {
             fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
                 (**self).get(cf, key)
+            }
+            fn get_with(&self, cf: ColumnFamily, key: &[u8], read: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
+                (**self).get_with(cf, key, read)
             }
             fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
                 (**self).multi_get(cf, keys)

@@ -1111,6 +1111,15 @@ impl<'a, B: KvBackend> Db<'a, B> {
         self.lookup_in(self.layout(), key)
     }
 
+    /// [`Db::lookup`] without a string's value (see [`Db::lookup_meta_at`]): for a command
+    /// that needs only whether the key exists, its type or its expiry.
+    ///
+    /// # Errors
+    /// As [`Db::lookup`].
+    pub(crate) fn lookup_meta(&self, key: &[u8]) -> CommandResult<Option<Metadata<'static>>> {
+        self.lookup_meta_at(&self.metadata_key(key))
+    }
+
     /// [`Db::lookup`] in another database's layout (COPY … DB n).
     ///
     /// # Errors
@@ -1127,20 +1136,12 @@ impl<'a, B: KvBackend> Db<'a, B> {
     pub(crate) fn lookup_at(&self, mkey: &[u8]) -> CommandResult<Option<Entry>> {
         let raw = match self.backend.get(ColumnFamily::Metadata, mkey)? {
             Some(raw) => raw,
-            None => {
-                self.remember(mkey, None, false);
-                match legacy_record(&self.backend, &self.shared.base_layout, mkey)? {
-                    Some(raw) => raw,
-                    None => return Ok(None),
-                }
-            }
+            None => match self.legacy_at(mkey)? {
+                Some(raw) => raw,
+                None => return Ok(None),
+            },
         };
-        // A record this crate cannot read is an error naming the key, never an absent key.
-        let meta = self.layout().decode_metadata(&raw).map_err(|e| {
-            self.remember(mkey, Some(None), false);
-            let key = self.layout().decode_metadata_key(mkey).map_or(mkey, |k| k.user_key);
-            CommandError::err(format!("undecodable metadata of key '{}': {e}", key.escape_ascii()))
-        })?;
+        let meta = self.layout().decode_metadata(&raw).map_err(|e| self.undecodable(mkey, &e))?;
         // Where the value lies in the record (`None`: empty, or not cut from the record).
         let len = meta.value.len();
         let offset = (meta.value.as_ptr() as usize)
@@ -1148,23 +1149,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             .filter(|&at| len > 0 && at + len <= raw.len());
         let copied =
             if offset.is_none() && len > 0 { Bytes::copy_from_slice(meta.value) } else { Bytes::new() };
-        let meta: Metadata<'static> = Metadata { value: &[], ..meta };
-        let now = self.now_ms();
-        let live = meta.is_live(now);
-        let touches = live && self.touching;
-        self.remember(mkey, Some(Some(meta)), touches);
-        if !live {
-            if meta.is_expired(now) {
-                self.record_expired(mkey);
-            }
-            return Ok(None);
-        }
-        if self.layout().version_len() == 16 && !meta.ty.is_single_kv() {
-            self.journal.borrow_mut().owners.push((meta.version, Bytes::copy_from_slice(mkey)));
-        }
-        if touches {
-            self.shared.access.touch(mkey, now / 1000);
-        }
+        let Some(meta) = self.found(mkey, Metadata { value: &[], ..meta }) else { return Ok(None) };
         // The value is cut out of the record read (which nothing else holds): no copy.
         let value = match offset {
             Some(offset) => {
@@ -1176,6 +1161,64 @@ impl<'a, B: KvBackend> Db<'a, B> {
             None => copied,
         };
         Ok(Some(Entry { meta, value }))
+    }
+
+    /// [`Db::lookup_at`] without a string's value: the record is decoded where the store
+    /// keeps it ([`KvBackend::get_with`]), not copied out.
+    ///
+    /// # Errors
+    /// As [`Db::lookup`].
+    pub(crate) fn lookup_meta_at(&self, mkey: &[u8]) -> CommandResult<Option<Metadata<'static>>> {
+        let layout = self.layout();
+        let mut read = None;
+        self.backend.get_with(ColumnFamily::Metadata, mkey, &mut |raw| {
+            read = raw.map(|raw| layout.decode_metadata(raw).map(|meta| Metadata { value: &[], ..meta }));
+        })?;
+        let decoded = match read {
+            Some(decoded) => decoded,
+            None => match self.legacy_at(mkey)? {
+                Some(raw) => layout.decode_metadata(&raw).map(|meta| Metadata { value: &[], ..meta }),
+                None => return Ok(None),
+            },
+        };
+        let meta = decoded.map_err(|e| self.undecodable(mkey, &e))?;
+        Ok(self.found(mkey, meta))
+    }
+
+    /// After a lookup found no record at `mkey`: NeoKV's legacy string record, if any.
+    fn legacy_at(&self, mkey: &[u8]) -> CommandResult<Option<Bytes>> {
+        self.remember(mkey, None, false);
+        Ok(legacy_record(&self.backend, &self.shared.base_layout, mkey)?)
+    }
+
+    /// A record this crate cannot read is an error naming the key, never an absent key.
+    fn undecodable(&self, mkey: &[u8], e: &crate::Error) -> CommandError {
+        self.remember(mkey, Some(None), false);
+        let key = self.layout().decode_metadata_key(mkey).map_or(mkey, |k| k.user_key);
+        CommandError::err(format!("undecodable metadata of key '{}': {e}", key.escape_ascii()))
+    }
+
+    /// A lookup's metadata record at `mkey`, decoded: remembered, and `Some` when it is
+    /// live now (its last-use time set, unless the command does not touch keys); a key
+    /// past its TTL is recorded expired.
+    fn found(&self, mkey: &[u8], meta: Metadata<'static>) -> Option<Metadata<'static>> {
+        let now = self.now_ms();
+        let live = meta.is_live(now);
+        let touches = live && self.touching;
+        self.remember(mkey, Some(Some(meta)), touches);
+        if !live {
+            if meta.is_expired(now) {
+                self.record_expired(mkey);
+            }
+            return None;
+        }
+        if self.layout().version_len() == 16 && !meta.ty.is_single_kv() {
+            self.journal.borrow_mut().owners.push((meta.version, Bytes::copy_from_slice(mkey)));
+        }
+        if touches {
+            self.shared.access.touch(mkey, now / 1000);
+        }
+        Some(meta)
     }
 
     /// Records a key found expired: `Touch::Expired` and its `expired` event, once (Redis
@@ -1291,9 +1334,9 @@ impl<'a, B: KvBackend> Db<'a, B> {
         mkey: &[u8],
         ty: RedisType,
     ) -> CommandResult<Option<Metadata<'static>>> {
-        match self.lookup_at(mkey)? {
+        match self.lookup_meta_at(mkey)? {
             None => Ok(None),
-            Some(e) if e.meta.ty == ty => Ok(Some(e.meta)),
+            Some(meta) if meta.ty == ty => Ok(Some(meta)),
             Some(_) => Err(CommandError::WrongType),
         }
     }

@@ -152,7 +152,7 @@ impl<B: KvBackend> Db<'_, B> {
     pub fn touch(&self, keys: &[Bytes]) -> CommandResult<i64> {
         let mut n = 0;
         for key in keys {
-            n += i64::from(self.lookup(key)?.is_some());
+            n += i64::from(self.lookup_meta(key)?.is_some());
         }
         Ok(n)
     }

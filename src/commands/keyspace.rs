@@ -644,7 +644,7 @@ fn del<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut n = 0;
     for key in &argv[1..] {
-        if db.lookup(key)?.is_some() {
+        if db.lookup_meta(key)?.is_some() {
             n += 1;
         }
     }
@@ -652,7 +652,7 @@ fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 fn type_<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    Ok(Reply::status(db.lookup(&argv[1])?.map_or("none", |e| e.meta.ty.reply_name())))
+    Ok(Reply::status(db.lookup_meta(&argv[1])?.map_or("none", |meta| meta.ty.reply_name())))
 }
 
 /// EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT: `unit_ms` is 1000 for seconds, `relative`

@@ -136,19 +136,23 @@ impl<B: KvBackend> Db<'_, B> {
         opts: SetOptions,
     ) -> CommandResult<(bool, Option<Bytes>)> {
         let mkey = self.metadata_key(key);
-        let entry = if opts.get { self.lookup_stringlike_at(key, &mkey)? } else { self.lookup_at(&mkey)? };
-        let old = match &entry {
-            Some(e) if opts.get && e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
-            Some(e) if opts.get => Some(e.value.clone()),
-            _ => None,
+        // The old value only for GET: otherwise the record is read for its expiry alone.
+        let (meta, old) = if opts.get {
+            match self.lookup_stringlike_at(key, &mkey)? {
+                Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
+                Some(e) => (Some(e.meta), Some(e.value)),
+                None => (None, None),
+            }
+        } else {
+            (self.lookup_meta_at(&mkey)?, None)
         };
-        let found = entry.is_some();
+        let found = meta.is_some();
         if (opts.nx && found) || (opts.xx && !found) {
             return Ok((false, old));
         }
-        let expire_ms = match (opts.expire_at_ms, &entry) {
+        let expire_ms = match (opts.expire_at_ms, &meta) {
             (Some(at), _) => expire_field(at),
-            (None, Some(e)) if opts.keep_ttl => e.meta.expire_ms,
+            (None, Some(meta)) if opts.keep_ttl => meta.expire_ms,
             _ => 0,
         };
         self.write_string_at(mkey, value, expire_ms)?;
