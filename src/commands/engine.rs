@@ -515,9 +515,15 @@ impl<B: KvBackend> Engine<B> {
         });
         session.db = db.index();
         db.hand_back(session);
-        self.notify(session.touched(), &session.swapped);
+        // Most commands touch no key anyone listens for (none recorded) and swap nothing.
+        let touched = !session.touched().is_empty();
+        if touched || !session.swapped.is_empty() {
+            self.notify(session.touched(), &session.swapped);
+        }
         drop(guard);
-        self.reap(session);
+        if touched {
+            self.reap(session);
+        }
         reply
     }
 
