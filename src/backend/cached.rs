@@ -132,6 +132,22 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
         Ok(value)
     }
 
+    fn get_with(&self, cf: ColumnFamily, key: &[u8], read: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
+        if cf == ColumnFamily::Metadata {
+            // A hit is lent from its slot, which stays locked meanwhile (a decode, no store
+            // access): no reference taken to the cached bytes.
+            let slot = self.slot(slot_of(key));
+            if let Some((k, v)) = &slot.entry
+                && k.as_ref() == key
+            {
+                read(v.as_deref());
+                return Ok(());
+            }
+        }
+        read(self.get(cf, key)?.as_deref());
+        Ok(())
+    }
+
     fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
         if cf != ColumnFamily::Metadata {
             return self.inner.multi_get(cf, keys);
