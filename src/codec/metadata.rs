@@ -60,6 +60,12 @@ impl<'a> Metadata<'a> {
         }
     }
 
+    /// This metadata without a string's value (every other field copied): what a reader
+    /// keeps of a record whose bytes it does not hold on to.
+    pub fn without_value(&self) -> Metadata<'static> {
+        Metadata { value: &[], ..*self }
+    }
+
     /// The metadata of a new, empty collection with the given version. Lists start with
     /// head = tail = [`LIST_INITIAL_INDEX`]; the extra fields are [`Extra::default_for`].
     pub fn collection(ty: RedisType, version: u128) -> Metadata<'static> {

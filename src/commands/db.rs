@@ -1149,7 +1149,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             .filter(|&at| len > 0 && at + len <= raw.len());
         let copied =
             if offset.is_none() && len > 0 { Bytes::copy_from_slice(meta.value) } else { Bytes::new() };
-        let Some(meta) = self.found(mkey, Metadata { value: &[], ..meta }) else { return Ok(None) };
+        let Some(meta) = self.found(mkey, meta.without_value()) else { return Ok(None) };
         // The value is cut out of the record read (which nothing else holds): no copy.
         let value = match offset {
             Some(offset) => {
@@ -1172,12 +1172,12 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let layout = self.layout();
         let mut read = None;
         self.backend.get_with(ColumnFamily::Metadata, mkey, &mut |raw| {
-            read = raw.map(|raw| layout.decode_metadata(raw).map(|meta| Metadata { value: &[], ..meta }));
+            read = raw.map(|raw| layout.decode_metadata(raw).map(|meta| meta.without_value()));
         })?;
         let decoded = match read {
             Some(decoded) => decoded,
             None => match self.legacy_at(mkey)? {
-                Some(raw) => layout.decode_metadata(&raw).map(|meta| Metadata { value: &[], ..meta }),
+                Some(raw) => layout.decode_metadata(&raw).map(|meta| meta.without_value()),
                 None => return Ok(None),
             },
         };
@@ -1702,9 +1702,7 @@ impl<B: KvBackend> Db<'_, B> {
         let raw = self.backend.get(ColumnFamily::Metadata, mkey)?;
         if self.remembering.get() {
             let base = &self.shared.base_layout;
-            let found = raw
-                .as_deref()
-                .map(|raw| base.decode_metadata(raw).ok().map(|m| Metadata { value: &[], ..m }));
+            let found = raw.as_deref().map(|raw| base.decode_metadata(raw).ok().map(|m| m.without_value()));
             self.remember(mkey, found, false);
         }
         match raw {

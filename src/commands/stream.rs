@@ -512,7 +512,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
     /// # Errors
     /// Storage errors, and an undecodable record.
     pub(super) fn stream_rdb(&self, key: &[u8], meta: &Metadata<'_>) -> CommandResult<RdbStream> {
-        let s = Stream::new(Metadata { value: &[], ..*meta });
+        let s = Stream::new(meta.without_value());
         let mut entries = Vec::with_capacity(usize::try_from(s.len()).unwrap_or(0).min(1 << 20));
         for (id, value) in self.entries(key, s.version(), StreamId::MIN, StreamId::MAX, false, 0)? {
             entries.push((id, entry_fields(id, &value)?));
