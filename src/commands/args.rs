@@ -1,8 +1,58 @@
 //! Argument parsing and number formatting with Redis' exact rules.
 
+use std::collections::HashMap;
+
 use super::error::CommandError;
 pub use super::glob::{Glob, glob_match, glob_match_counted};
 use super::long_double;
+
+/// Byte strings (a command's keys, fields or members) each kept once, in the order first
+/// given, with where each is: a linear search while they are few, the usual handful of a
+/// command's arguments (no hashing), and an index past [`Distinct::LINEAR`].
+#[derive(Debug, Default)]
+pub(crate) struct Distinct<'a> {
+    items: Vec<&'a [u8]>,
+    index: HashMap<&'a [u8], usize>,
+}
+
+impl<'a> Distinct<'a> {
+    /// Up to this many items are found by a linear search.
+    const LINEAR: usize = 16;
+
+    /// Room for `n` items.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Distinct { items: Vec::with_capacity(n), index: HashMap::new() }
+    }
+
+    /// Where `item` is, if it was given before.
+    pub(crate) fn position(&self, item: &[u8]) -> Option<usize> {
+        if self.items.len() <= Self::LINEAR {
+            self.items.iter().position(|i| *i == item)
+        } else {
+            self.index.get(item).copied()
+        }
+    }
+
+    /// Where `item` is, and whether it is new (then added last).
+    pub(crate) fn insert(&mut self, item: &'a [u8]) -> (usize, bool) {
+        if let Some(at) = self.position(item) {
+            return (at, false);
+        }
+        self.items.push(item);
+        let n = self.items.len();
+        if n == Self::LINEAR + 1 {
+            self.index = self.items.iter().enumerate().map(|(at, i)| (*i, at)).collect();
+        } else if n > Self::LINEAR {
+            self.index.insert(item, n - 1);
+        }
+        (n - 1, true)
+    }
+
+    /// The items, in the order first given.
+    pub(crate) fn items(&self) -> &[&'a [u8]] {
+        &self.items
+    }
+}
 
 /// Parses an i64 the way Redis' `string2ll` does: optional `-`, no `+`, no spaces, no
 /// leading zeros (but `0`), at most i64's range.
@@ -337,6 +387,23 @@ fn trim_fraction(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each item keeps the position it was first given, before and after the index takes
+    /// over from the linear search.
+    #[test]
+    fn distinct_keeps_first_positions_past_the_linear_search() {
+        let names: Vec<String> = (0..40).map(|i| format!("k{}", i % 25)).collect();
+        let mut distinct = Distinct::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            let (at, new) = distinct.insert(name.as_bytes());
+            assert_eq!((at, new), (i % 25, i < 25), "{name} at {i}");
+        }
+        let expected: Vec<String> = (0..25).map(|i| format!("k{i}")).collect();
+        assert_eq!(distinct.items(), expected.iter().map(|n| n.as_bytes()).collect::<Vec<_>>());
+        assert_eq!(distinct.position(b"k3"), Some(3));
+        assert_eq!(distinct.position(b"k24"), Some(24));
+        assert_eq!(distinct.position(b"k25"), None);
+    }
 
     #[test]
     fn g_formats_as_printf() {

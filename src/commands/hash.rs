@@ -19,11 +19,9 @@
 //! HSETNX, HINCRBY and HINCRBYFLOAT read the field anyway (their reply depends on it) and
 //! are exact in both modes.
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 
-use super::args::{check_pairs_count, cursor_arg, int_arg, parse_i64, random_count_arg};
+use super::args::{Distinct, check_pairs_count, cursor_arg, int_arg, parse_i64, random_count_arg};
 use super::long_double::{self, LongDouble};
 use super::notify::NotifyFlags;
 use super::subkeys::{Pick, ScanOptions, parse_scan_options, scan_reply};
@@ -71,30 +69,19 @@ impl<B: KvBackend> Db<'_, B> {
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Hash));
         // One subkey per distinct field, each built once; a repeated field keeps its first
         // slot and its last value, as Redis applies the pairs in order.
-        let mut writes: Vec<(&[u8], Vec<u8>, &Bytes)> = Vec::with_capacity(pairs.len());
-        let mut slots: HashMap<&[u8], usize> = HashMap::new();
+        let mut fields = Distinct::with_capacity(pairs.len());
+        let mut writes: Vec<(Vec<u8>, &Bytes)> = Vec::with_capacity(pairs.len());
         for pair in pairs.clone() {
             let (f, v) = (&pair[0], &pair[1]);
-            // A linear search is cheapest for the usual handful of pairs.
-            let slot = if pairs.len() <= 16 {
-                writes.iter().position(|(field, _, _)| *field == f.as_ref())
-            } else {
-                slots.get(f.as_ref()).copied()
-            };
-            match slot {
-                Some(i) => writes[i].2 = v,
-                None => {
-                    if pairs.len() > 16 {
-                        slots.insert(f, writes.len());
-                    }
-                    writes.push((f, self.subkey(key, meta.version, f)?, v));
-                }
+            match fields.insert(f) {
+                (at, false) => writes[at].1 = v,
+                (_, true) => writes.push((self.subkey(key, meta.version, f)?, v)),
             }
         }
         let added = if meta.blind_write {
             pairs.len() as i64
         } else if existed.is_some() {
-            let keys: Vec<&[u8]> = writes.iter().map(|(_, k, _)| k.as_slice()).collect();
+            let keys: Vec<&[u8]> = writes.iter().map(|(k, _)| k.as_slice()).collect();
             let found = self.backend().multi_get(ColumnFamily::Subkey, &keys)?;
             found.iter().filter(|f| f.is_none()).count() as i64
         } else {
@@ -104,7 +91,7 @@ impl<B: KvBackend> Db<'_, B> {
             meta.size += added as u64;
         }
         let mut batch = WriteBatch::new();
-        for (_, sub, v) in writes {
+        for (sub, v) in writes {
             batch.put(ColumnFamily::Subkey, sub, v.clone());
         }
         if existed.is_none() || (!meta.blind_write && added > 0) {

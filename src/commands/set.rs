@@ -22,7 +22,7 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::args::{cursor_arg, random_count_arg};
+use super::args::{Distinct, cursor_arg, random_count_arg};
 use super::notify::NotifyFlags;
 use super::subkeys::{Pick, parse_scan_options, scan_reply};
 use super::table::Handler;
@@ -80,17 +80,13 @@ impl<B: KvBackend> Db<'_, B> {
             self.notify(NotifyFlags::SET, "sadd", key);
             return Ok(members.len() as i64);
         }
-        // Each member once; a linear search is cheapest for the usual handful (no hashing).
-        let mut unique: Vec<&[u8]> = Vec::with_capacity(members.len());
-        let mut seen = HashSet::new();
-        for m in members.iter().map(Bytes::as_ref) {
-            let new = if members.len() <= 16 { !unique.contains(&m) } else { seen.insert(m) };
-            if new {
-                unique.push(m);
-            }
+        let mut distinct = Distinct::with_capacity(members.len());
+        for m in members {
+            distinct.insert(m);
         }
+        let unique = distinct.items();
         let found = if existed.is_some() {
-            self.get_subkeys(key, meta.version, &unique)?
+            self.get_subkeys(key, meta.version, unique)?
         } else {
             vec![None; unique.len()]
         };

@@ -1,13 +1,12 @@
 //! Record-level helpers: reading a sorted set's two column families and editing both in
 //! one batch.
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 
 use super::{LexBound, LexRange, ScoreRange};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{KeyRange, Metadata, RedisType, encode_f64, prefix_successor};
+use crate::commands::args::Distinct;
 use crate::commands::notify::NotifyFlags;
 use crate::commands::{CommandResult, Db};
 
@@ -377,56 +376,38 @@ pub(super) struct ZEdit<'k> {
     pub meta: Metadata<'static>,
     /// Whether the key existed before the command.
     pub existed: bool,
-    /// Each member looked up, in the order first looked up: the member, its score in
-    /// storage, its score now.
-    members: Vec<(&'k [u8], Option<f64>, Option<f64>)>,
-    /// Where each member is in `members`, kept once they are more than [`ZEdit::LINEAR`].
-    index: HashMap<&'k [u8], usize>,
+    /// Each member looked up, in the order first looked up.
+    members: Distinct<'k>,
+    /// Each member's score in storage and its score now.
+    scores: Vec<(Option<f64>, Option<f64>)>,
 }
 
 impl<'k> ZEdit<'k> {
-    /// Up to this many members are found by a linear search (no hashing): the usual
-    /// handful of a ZADD or ZREM.
-    const LINEAR: usize = 16;
-
     /// Starts editing the sorted set at `key`: a missing or expired key starts as an empty
     /// set under a fresh version, written only if a member gets added.
     pub fn open<B: KvBackend>(db: &Db<B>, key: &'k [u8]) -> CommandResult<Self> {
         let existing = db.lookup_of(key, RedisType::ZSet)?;
         let existed = existing.is_some();
         let meta = existing.unwrap_or_else(|| Metadata::collection(RedisType::ZSet, db.new_version()));
-        Ok(ZEdit { key, meta, existed, members: Vec::new(), index: HashMap::new() })
-    }
-
-    fn position(&self, member: &[u8]) -> Option<usize> {
-        if self.members.len() <= Self::LINEAR {
-            self.members.iter().position(|(m, _, _)| *m == member)
-        } else {
-            self.index.get(member).copied()
-        }
+        Ok(ZEdit { key, meta, existed, members: Distinct::default(), scores: Vec::new() })
     }
 
     /// The member's score as of now in this command.
     pub fn get<B: KvBackend>(&mut self, db: &Db<B>, member: &'k [u8]) -> CommandResult<Option<f64>> {
-        if let Some(i) = self.position(member) {
-            return Ok(self.members[i].2);
+        if let Some(at) = self.members.position(member) {
+            return Ok(self.scores[at].1);
         }
         let stored = if self.existed { db.member_score(self.key, self.meta.version, member)? } else { None };
-        self.members.push((member, stored, stored));
-        let n = self.members.len();
-        if n == Self::LINEAR + 1 {
-            self.index = self.members.iter().enumerate().map(|(i, (m, _, _))| (*m, i)).collect();
-        } else if n > Self::LINEAR {
-            self.index.insert(member, n - 1);
-        }
+        self.members.insert(member);
+        self.scores.push((stored, stored));
         Ok(stored)
     }
 
     /// Sets (or removes, with `None`) the member's score; [`ZEdit::get`] must have been
     /// called for it first.
     pub fn set(&mut self, member: &[u8], score: Option<f64>) {
-        if let Some(i) = self.position(member) {
-            self.members[i].2 = score;
+        if let Some(at) = self.members.position(member) {
+            self.scores[at].1 = score;
         }
     }
 
@@ -435,7 +416,7 @@ impl<'k> ZEdit<'k> {
         let mut batch = WriteBatch::new();
         let mut size = self.meta.size as i64;
         let version = self.meta.version;
-        for &(member, stored, now) in &self.members {
+        for (&member, &(stored, now)) in self.members.items().iter().zip(&self.scores) {
             let same = match (stored, now) {
                 (Some(a), Some(b)) => score_bytes(a)? == score_bytes(b)?,
                 (None, None) => true,
