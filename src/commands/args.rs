@@ -7,50 +7,79 @@ pub use super::glob::{Glob, glob_match, glob_match_counted};
 use super::long_double;
 
 /// Byte strings (a command's keys, fields or members) each kept once, in the order first
-/// given, with where each is: a linear search while they are few, the usual handful of a
-/// command's arguments (no hashing), and an index past [`Distinct::LINEAR`].
-#[derive(Debug, Default)]
-pub(crate) struct Distinct<'a> {
-    items: Vec<&'a [u8]>,
-    index: HashMap<&'a [u8], usize>,
+/// given, each with a value of the caller's: found by a linear search while they are few,
+/// the usual handful of a command's arguments (no hashing), and through an index past
+/// [`Distinct::LINEAR`].
+#[derive(Debug)]
+pub(crate) struct Distinct<'a, T> {
+    entries: Vec<(&'a [u8], T)>,
+    index: Option<HashMap<&'a [u8], usize>>,
 }
 
-impl<'a> Distinct<'a> {
+impl<'a, T> Distinct<'a, T> {
     /// Up to this many items are found by a linear search.
     const LINEAR: usize = 16;
 
     /// Room for `n` items.
     pub(crate) fn with_capacity(n: usize) -> Self {
-        Distinct { items: Vec::with_capacity(n), index: HashMap::new() }
+        Distinct { entries: Vec::with_capacity(n), index: None }
     }
 
-    /// Where `item` is, if it was given before.
+    /// Where `item` is, if it is here.
+    #[inline]
     pub(crate) fn position(&self, item: &[u8]) -> Option<usize> {
-        if self.items.len() <= Self::LINEAR {
-            self.items.iter().position(|i| *i == item)
-        } else {
-            self.index.get(item).copied()
+        match &self.index {
+            None => self.entries.iter().position(|(i, _)| *i == item),
+            Some(index) => index.get(item).copied(),
         }
     }
 
-    /// Where `item` is, and whether it is new (then added last).
-    pub(crate) fn insert(&mut self, item: &'a [u8]) -> (usize, bool) {
-        if let Some(at) = self.position(item) {
-            return (at, false);
+    /// Adds `item`, not here yet ([`Distinct::position`]), last, with `value`.
+    pub(crate) fn push(&mut self, item: &'a [u8], value: T) {
+        self.entries.push((item, value));
+        let last = self.entries.len() - 1;
+        match &mut self.index {
+            Some(index) => {
+                index.insert(item, last);
+            }
+            None if last == Self::LINEAR => {
+                self.index = Some(self.entries.iter().enumerate().map(|(at, (i, _))| (*i, at)).collect());
+            }
+            None => {}
         }
-        self.items.push(item);
-        let n = self.items.len();
-        if n == Self::LINEAR + 1 {
-            self.index = self.items.iter().enumerate().map(|(at, i)| (*i, at)).collect();
-        } else if n > Self::LINEAR {
-            self.index.insert(item, n - 1);
+    }
+
+    /// The value of the item at `at`.
+    pub(crate) fn value_mut(&mut self, at: usize) -> &mut T {
+        &mut self.entries[at].1
+    }
+
+    /// The items and their values, in the order first given.
+    pub(crate) fn entries(&self) -> &[(&'a [u8], T)] {
+        &self.entries
+    }
+
+    /// The items and their values, in the order first given.
+    pub(crate) fn into_entries(self) -> Vec<(&'a [u8], T)> {
+        self.entries
+    }
+}
+
+impl<'a> Distinct<'a, ()> {
+    /// Each of `items` once, in the order first given.
+    pub(crate) fn of(items: impl ExactSizeIterator<Item = &'a [u8]>) -> Self {
+        let mut distinct = Distinct::with_capacity(items.len());
+        for item in items {
+            if distinct.position(item).is_none() {
+                distinct.push(item, ());
+            }
         }
-        (n - 1, true)
+        distinct
     }
 
     /// The items, in the order first given.
-    pub(crate) fn items(&self) -> &[&'a [u8]] {
-        &self.items
+    pub(crate) fn items(&self) -> impl ExactSizeIterator<Item = &'a [u8]> + '_ {
+        self.entries.iter().map(|(i, ())| *i)
     }
 }
 
@@ -395,14 +424,29 @@ mod tests {
         let names: Vec<String> = (0..40).map(|i| format!("k{}", i % 25)).collect();
         let mut distinct = Distinct::with_capacity(names.len());
         for (i, name) in names.iter().enumerate() {
-            let (at, new) = distinct.insert(name.as_bytes());
-            assert_eq!((at, new), (i % 25, i < 25), "{name} at {i}");
+            match distinct.position(name.as_bytes()) {
+                Some(at) => {
+                    assert_eq!(at, i % 25, "{name} at {i}");
+                    *distinct.value_mut(at) += 1;
+                }
+                None => {
+                    assert!(i < 25, "{name} at {i} counted new again");
+                    distinct.push(name.as_bytes(), 1);
+                }
+            }
         }
-        let expected: Vec<String> = (0..25).map(|i| format!("k{i}")).collect();
-        assert_eq!(distinct.items(), expected.iter().map(|n| n.as_bytes()).collect::<Vec<_>>());
-        assert_eq!(distinct.position(b"k3"), Some(3));
+        let expected: Vec<(String, i32)> =
+            (0..25).map(|i| (format!("k{i}"), if i < 15 { 2 } else { 1 })).collect();
+        let entries: Vec<(String, i32)> =
+            distinct.entries().iter().map(|(k, n)| (String::from_utf8(k.to_vec()).unwrap(), *n)).collect();
+        assert_eq!(entries, expected);
         assert_eq!(distinct.position(b"k24"), Some(24));
         assert_eq!(distinct.position(b"k25"), None);
+        let of = Distinct::of(names.iter().map(|n| n.as_bytes()));
+        assert_eq!(
+            of.items().collect::<Vec<_>>(),
+            expected.iter().map(|(k, _)| k.as_bytes()).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -69,29 +69,28 @@ impl<B: KvBackend> Db<'_, B> {
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Hash));
         // One subkey per distinct field, each built once; a repeated field keeps its first
         // slot and its last value, as Redis applies the pairs in order.
-        let mut fields = Distinct::with_capacity(pairs.len());
-        let mut writes: Vec<(Vec<u8>, &Bytes)> = Vec::with_capacity(pairs.len());
+        let mut writes: Distinct<(Vec<u8>, &Bytes)> = Distinct::with_capacity(pairs.len());
         for pair in pairs.clone() {
             let (f, v) = (&pair[0], &pair[1]);
-            match fields.insert(f) {
-                (at, false) => writes[at].1 = v,
-                (_, true) => writes.push((self.subkey(key, meta.version, f)?, v)),
+            match writes.position(f) {
+                Some(at) => writes.value_mut(at).1 = v,
+                None => writes.push(f, (self.subkey(key, meta.version, f)?, v)),
             }
         }
         let added = if meta.blind_write {
             pairs.len() as i64
         } else if existed.is_some() {
-            let keys: Vec<&[u8]> = writes.iter().map(|(k, _)| k.as_slice()).collect();
+            let keys: Vec<&[u8]> = writes.entries().iter().map(|(_, (k, _))| k.as_slice()).collect();
             let found = self.backend().multi_get(ColumnFamily::Subkey, &keys)?;
             found.iter().filter(|f| f.is_none()).count() as i64
         } else {
-            writes.len() as i64
+            writes.entries().len() as i64
         };
         if !meta.blind_write {
             meta.size += added as u64;
         }
         let mut batch = WriteBatch::new();
-        for (sub, v) in writes {
+        for (_, (sub, v)) in writes.into_entries() {
             batch.put(ColumnFamily::Subkey, sub, v.clone());
         }
         if existed.is_none() || (!meta.blind_write && added > 0) {
@@ -141,10 +140,7 @@ impl<B: KvBackend> Db<'_, B> {
     pub fn hmget(&self, key: &[u8], fields: &[Bytes]) -> CommandResult<Vec<Option<Bytes>>> {
         match self.lookup_of(key, RedisType::Hash)? {
             None => Ok(vec![None; fields.len()]),
-            Some(meta) => {
-                let subs: Vec<&[u8]> = fields.iter().map(Bytes::as_ref).collect();
-                self.get_subkeys(key, meta.version, &subs)
-            }
+            Some(meta) => self.get_subkeys(key, meta.version, fields.iter().map(Bytes::as_ref)),
         }
     }
 

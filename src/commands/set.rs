@@ -80,18 +80,14 @@ impl<B: KvBackend> Db<'_, B> {
             self.notify(NotifyFlags::SET, "sadd", key);
             return Ok(members.len() as i64);
         }
-        let mut distinct = Distinct::with_capacity(members.len());
-        for m in members {
-            distinct.insert(m);
-        }
-        let unique = distinct.items();
+        let unique = Distinct::of(members.iter().map(Bytes::as_ref));
         let found = if existed.is_some() {
-            self.get_subkeys(key, meta.version, unique)?
+            self.get_subkeys(key, meta.version, unique.items())?
         } else {
-            vec![None; unique.len()]
+            vec![None; unique.items().len()]
         };
         let mut added = 0;
-        for (m, f) in unique.iter().zip(&found) {
+        for (m, f) in unique.items().zip(&found) {
             if f.is_none() {
                 added += 1;
                 batch.put(
@@ -145,8 +141,8 @@ impl<B: KvBackend> Db<'_, B> {
         match self.lookup_of(key, RedisType::Set)? {
             None => Ok(vec![false; members.len()]),
             Some(meta) => {
-                let subs: Vec<&[u8]> = members.iter().map(Bytes::as_ref).collect();
-                Ok(self.get_subkeys(key, meta.version, &subs)?.iter().map(Option::is_some).collect())
+                let subs = members.iter().map(Bytes::as_ref);
+                Ok(self.get_subkeys(key, meta.version, subs)?.iter().map(Option::is_some).collect())
             }
         }
     }

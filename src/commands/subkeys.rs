@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::args::{Glob, int_arg};
+use super::args::{Distinct, Glob, int_arg};
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{KeyRange, Metadata};
@@ -95,13 +95,14 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub(crate) fn get_subkeys(
+    pub(crate) fn get_subkeys<'s>(
         &self,
         key: &[u8],
         version: u128,
-        subs: &[&[u8]],
+        subs: impl IntoIterator<Item = &'s [u8]>,
     ) -> CommandResult<Vec<Option<Bytes>>> {
-        let keys = subs.iter().map(|s| self.subkey(key, version, s)).collect::<CommandResult<Vec<_>>>()?;
+        let keys =
+            subs.into_iter().map(|s| self.subkey(key, version, s)).collect::<CommandResult<Vec<_>>>()?;
         let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         Ok(self.backend().multi_get(ColumnFamily::Subkey, &refs)?)
     }
@@ -306,13 +307,10 @@ impl<B: KvBackend> Db<'_, B> {
             }
             subs.len() as i64
         } else {
-            let unique: Vec<&[u8]> = {
-                let mut seen = HashSet::new();
-                subs.iter().map(Bytes::as_ref).filter(|s| seen.insert(*s)).collect()
-            };
-            let found = self.get_subkeys(key, meta.version, &unique)?;
+            let unique = Distinct::of(subs.iter().map(Bytes::as_ref));
+            let found = self.get_subkeys(key, meta.version, unique.items())?;
             let mut removed = 0;
-            for (s, f) in unique.iter().zip(&found) {
+            for (s, f) in unique.items().zip(&found) {
                 if f.is_some() {
                     removed += 1;
                     batch.delete(ColumnFamily::Subkey, self.subkey(key, meta.version, s)?);

@@ -376,10 +376,9 @@ pub(super) struct ZEdit<'k> {
     pub meta: Metadata<'static>,
     /// Whether the key existed before the command.
     pub existed: bool,
-    /// Each member looked up, in the order first looked up.
-    members: Distinct<'k>,
-    /// Each member's score in storage and its score now.
-    scores: Vec<(Option<f64>, Option<f64>)>,
+    /// Each member looked up, in the order first looked up, with its score in storage and
+    /// its score now.
+    members: Distinct<'k, (Option<f64>, Option<f64>)>,
 }
 
 impl<'k> ZEdit<'k> {
@@ -389,17 +388,16 @@ impl<'k> ZEdit<'k> {
         let existing = db.lookup_of(key, RedisType::ZSet)?;
         let existed = existing.is_some();
         let meta = existing.unwrap_or_else(|| Metadata::collection(RedisType::ZSet, db.new_version()));
-        Ok(ZEdit { key, meta, existed, members: Distinct::default(), scores: Vec::new() })
+        Ok(ZEdit { key, meta, existed, members: Distinct::with_capacity(1) })
     }
 
     /// The member's score as of now in this command.
     pub fn get<B: KvBackend>(&mut self, db: &Db<B>, member: &'k [u8]) -> CommandResult<Option<f64>> {
         if let Some(at) = self.members.position(member) {
-            return Ok(self.scores[at].1);
+            return Ok(self.members.value_mut(at).1);
         }
         let stored = if self.existed { db.member_score(self.key, self.meta.version, member)? } else { None };
-        self.members.insert(member);
-        self.scores.push((stored, stored));
+        self.members.push(member, (stored, stored));
         Ok(stored)
     }
 
@@ -407,7 +405,7 @@ impl<'k> ZEdit<'k> {
     /// called for it first.
     pub fn set(&mut self, member: &[u8], score: Option<f64>) {
         if let Some(at) = self.members.position(member) {
-            self.scores[at].1 = score;
+            self.members.value_mut(at).1 = score;
         }
     }
 
@@ -416,7 +414,7 @@ impl<'k> ZEdit<'k> {
         let mut batch = WriteBatch::new();
         let mut size = self.meta.size as i64;
         let version = self.meta.version;
-        for (&member, &(stored, now)) in self.members.items().iter().zip(&self.scores) {
+        for &(member, (stored, now)) in self.members.entries() {
             let same = match (stored, now) {
                 (Some(a), Some(b)) => score_bytes(a)? == score_bytes(b)?,
                 (None, None) => true,
