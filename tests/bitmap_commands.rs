@@ -114,6 +114,22 @@ fn bitmap_answers_string_commands() {
     assert_eq!(run(&mut db, "INCR c"), err("ERR value is not an integer or out of range"));
     assert_eq!(run(&mut db, "MGET c"), Reply::Array(vec![Reply::Bulk(Bytes::from_static(b"\x80"))]));
     assert_eq!(run(&mut db, "LPUSH c x"), wrongtype());
+    // "12", bit by bit: INCRBY, INCRBYFLOAT and SETRANGE read a bitmap as its string.
+    for bit in [2, 3, 7, 10, 11, 14] {
+        run(&mut db, &format!("SETBIT n {bit} 1"));
+    }
+    run(&mut db, "PEXPIRE n 100000");
+    assert_eq!(run(&mut db, "INCRBY n 5"), int(17));
+    assert_eq!(run(&mut db, "PTTL n"), int(100_000));
+    assert_eq!(run(&mut db, "TYPE n"), Reply::Status("string".into()));
+    for bit in [2, 3, 7] {
+        run(&mut db, &format!("SETBIT f {bit} 1"));
+    }
+    assert_eq!(run(&mut db, "INCRBYFLOAT f 0.5"), Reply::Bulk(Bytes::from_static(b"1.5")));
+    run(&mut db, "SETBIT s 1 1");
+    assert_eq!(run(&mut db, "SETRANGE s 2 ab"), int(4));
+    assert_eq!(run(&mut db, "GET s"), Reply::Bulk(Bytes::from_static(b"@\0ab")));
+    assert_eq!(common::client::fold_resp2(&db.run(&["SETRANGE", "s", "0", ""])), int(4));
 }
 
 #[test]

@@ -1169,6 +1169,8 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// # Errors
     /// As [`Db::lookup`].
     pub(crate) fn lookup_meta_at(&self, mkey: &[u8]) -> CommandResult<Option<Metadata<'static>>> {
+        // Not `lookup_with(mkey, |_| ())`: that costs every collection command's lookup
+        // about 25 instructions more.
         let layout = self.layout();
         let mut read = None;
         self.backend.get_with(ColumnFamily::Metadata, mkey, &mut |raw| {
@@ -1183,6 +1185,58 @@ impl<'a, B: KvBackend> Db<'a, B> {
         };
         let meta = decoded.map_err(|e| self.undecodable(mkey, &e))?;
         Ok(self.found(mkey, meta))
+    }
+
+    /// [`Db::lookup_meta_at`] that also lends the decoded record, a string's value
+    /// included, to `read` where the store keeps it: the metadata (without the value) and
+    /// what `read` returned, when the key is live.
+    ///
+    /// # Errors
+    /// As [`Db::lookup`].
+    fn lookup_with<T>(
+        &self,
+        mkey: &[u8],
+        mut read: impl FnMut(&Metadata<'_>) -> T,
+    ) -> CommandResult<Option<(Metadata<'static>, T)>> {
+        let layout = self.layout();
+        let mut decoded = None;
+        self.backend.get_with(ColumnFamily::Metadata, mkey, &mut |raw| {
+            decoded =
+                raw.map(|raw| layout.decode_metadata(raw).map(|meta| (read(&meta), meta.without_value())));
+        })?;
+        let decoded = match decoded {
+            Some(decoded) => decoded,
+            None => match self.legacy_at(mkey)? {
+                Some(raw) => layout.decode_metadata(&raw).map(|meta| (read(&meta), meta.without_value())),
+                None => return Ok(None),
+            },
+        };
+        let (t, meta) = decoded.map_err(|e| self.undecodable(mkey, &e))?;
+        Ok(self.found(mkey, meta).map(|meta| (meta, t)))
+    }
+
+    /// [`Db::lookup_stringlike_at`] that lends the string's value to `read` instead of
+    /// copying it out (a bitmap's string is built first): the key's expiry (0: none) and
+    /// what `read` returned, `None` when the key is missing.
+    ///
+    /// # Errors
+    /// [`CommandError::WrongType`] for a collection; as [`Db::lookup`].
+    pub(crate) fn read_string_at<T>(
+        &self,
+        key: &[u8],
+        mkey: &[u8],
+        mut read: impl FnMut(&[u8]) -> T,
+    ) -> CommandResult<Option<(u64, T)>> {
+        let found =
+            self.lookup_with(mkey, |meta| (meta.ty == RedisType::String).then(|| read(meta.value)))?;
+        match found {
+            None => Ok(None),
+            Some((meta, Some(t))) => Ok(Some((meta.expire_ms, t))),
+            Some((meta, None)) if meta.ty == RedisType::Bitmap => {
+                Ok(Some((meta.expire_ms, read(&self.bitmap_string(key, &meta)?))))
+            }
+            Some(_) => Err(CommandError::WrongType),
+        }
     }
 
     /// After a lookup found no record at `mkey`: NeoKV's legacy string record, if any.

@@ -263,16 +263,17 @@ impl<B: KvBackend> Db<'_, B> {
     /// errors.
     pub fn append(&mut self, key: &[u8], value: &[u8]) -> CommandResult<i64> {
         let mkey = self.metadata_key(key);
-        let entry = self.lookup_stringlike_at(key, &mkey)?;
-        let (old, expire_ms) = match &entry {
-            Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
-            Some(e) => (&e.value[..], e.meta.expire_ms),
-            None => (&[][..], 0),
+        let appended = |old: &[u8]| -> CommandResult<Vec<u8>> {
+            check_length(old.len() as u64, value.len() as u64)?;
+            let mut new = Vec::with_capacity(old.len() + value.len());
+            new.extend_from_slice(old);
+            new.extend_from_slice(value);
+            Ok(new)
         };
-        check_length(old.len() as u64, value.len() as u64)?;
-        let mut new = Vec::with_capacity(old.len() + value.len());
-        new.extend_from_slice(old);
-        new.extend_from_slice(value);
+        let (expire_ms, new) = match self.read_string_at(key, &mkey, appended)? {
+            Some((expire_ms, new)) => (expire_ms, new?),
+            None => (0, appended(&[])?),
+        };
         self.write_string_at(mkey, &new, expire_ms)?;
         self.notify(NotifyFlags::STRING, "append", key);
         Ok(len_i64(new.len()))
@@ -324,22 +325,29 @@ impl<B: KvBackend> Db<'_, B> {
     pub fn setrange(&mut self, key: &[u8], offset: i64, value: &[u8]) -> CommandResult<i64> {
         let offset = u64::try_from(offset).map_err(|_| CommandError::err("offset is out of range"))?;
         let mkey = self.metadata_key(key);
-        let entry = self.lookup_stringlike_at(key, &mkey)?;
-        let (old, expire_ms) = match &entry {
-            Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
-            Some(e) => (&e.value[..], e.meta.expire_ms),
-            None => (&[][..], 0),
+        // The new value; the old length when `value` is empty (nothing is written then).
+        let edit = |old: &[u8]| -> CommandResult<Result<Vec<u8>, usize>> {
+            if value.is_empty() {
+                return Ok(Err(old.len()));
+            }
+            check_length(offset, value.len() as u64)?;
+            let (offset, end) = (offset as usize, offset as usize + value.len());
+            let mut new = Vec::with_capacity(old.len().max(end));
+            new.extend_from_slice(old);
+            if new.len() < end {
+                new.resize(end, 0);
+            }
+            new[offset..end].copy_from_slice(value);
+            Ok(Ok(new))
         };
-        if value.is_empty() {
-            return Ok(len_i64(old.len()));
-        }
-        check_length(offset, value.len() as u64)?;
-        let offset = offset as usize;
-        let mut new = old.to_vec();
-        if new.len() < offset + value.len() {
-            new.resize(offset + value.len(), 0);
-        }
-        new[offset..offset + value.len()].copy_from_slice(value);
+        let (expire_ms, edited) = match self.read_string_at(key, &mkey, edit)? {
+            Some((expire_ms, edited)) => (expire_ms, edited?),
+            None => (0, edit(&[])?),
+        };
+        let new = match edited {
+            Ok(new) => new,
+            Err(old_len) => return Ok(len_i64(old_len)),
+        };
         self.write_string_at(mkey, &new, expire_ms)?;
         self.notify(NotifyFlags::STRING, "setrange", key);
         Ok(len_i64(new.len()))
@@ -353,10 +361,8 @@ impl<B: KvBackend> Db<'_, B> {
     /// integer, [`CommandError::Overflow`]; storage errors.
     pub fn incrby(&mut self, key: &[u8], delta: i64) -> CommandResult<i64> {
         let mkey = self.metadata_key(key);
-        let entry = self.lookup_stringlike_at(key, &mkey)?;
-        let (old, expire_ms) = match &entry {
-            Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
-            Some(e) => (int_arg(&e.value)?, e.meta.expire_ms),
+        let (expire_ms, old) = match self.read_string_at(key, &mkey, int_arg)? {
+            Some((expire_ms, old)) => (expire_ms, old?),
             None => (0, 0),
         };
         let new = old.checked_add(delta).ok_or(CommandError::Overflow)?;
@@ -374,11 +380,9 @@ impl<B: KvBackend> Db<'_, B> {
     /// is not a number, "ERR increment would produce NaN or Infinity"; storage errors.
     pub fn incrbyfloat(&mut self, key: &[u8], incr: &[u8]) -> CommandResult<Bytes> {
         let mkey = self.metadata_key(key);
-        let entry = self.lookup_stringlike_at(key, &mkey)?;
-        let (old, expire_ms) = match &entry {
-            Some(e) if e.meta.ty != RedisType::String => return Err(CommandError::WrongType),
-            Some(e) => (long_double::parse(&e.value).ok_or(CommandError::NotFloat)?, e.meta.expire_ms),
-            None => (long_double::LongDouble::ZERO, 0),
+        let (expire_ms, old) = match self.read_string_at(key, &mkey, long_double::parse)? {
+            Some((expire_ms, old)) => (expire_ms, old.ok_or(CommandError::NotFloat)?),
+            None => (0, long_double::LongDouble::ZERO),
         };
         let incr = long_double::parse(incr).ok_or(CommandError::NotFloat)?;
         let sum = long_double::add(old, incr)
