@@ -418,7 +418,19 @@ impl Drop for Backend {
 impl KvBackend for Backend {
     fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
         let Some(value) = self.cf(cf).get(tagged(key)).map_err(err)? else { return Ok(None) };
+        // A large value is its own buffer (read from a blob file, or the memtable's copy):
+        // shared, not copied. A small one may be a slice of a whole cached block, which
+        // a `Bytes` kept for long would hold: copied.
+        if value.len() >= LARGE_VALUE as usize {
+            return Ok(Some(Bytes::from_owner(value)));
+        }
         Ok(Some(Bytes::copy_from_slice(&value)))
+    }
+
+    fn get_with(&self, cf: ColumnFamily, key: &[u8], read: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
+        let value = self.cf(cf).get(tagged(key)).map_err(err)?;
+        read(value.as_deref());
+        Ok(())
     }
 
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
