@@ -296,6 +296,17 @@ fn del_is_lazy_for_collections() {
 }
 
 #[test]
+fn del_counts_each_key_once_past_the_linear_search() {
+    let (mut db, _) = db();
+    let keys: Vec<String> = (0..20).map(|i| format!("k{i}")).collect();
+    let pairs: Vec<String> = keys.iter().map(|k| format!("{k} v")).collect();
+    assert_eq!(run(&mut db, &format!("MSET {}", pairs.join(" "))), Reply::OK);
+    // Twenty keys, three of them again after the sixteenth, and one missing.
+    assert_eq!(run(&mut db, &format!("DEL {} k3 k18 k0 zz", keys.join(" "))), int(20));
+    assert_eq!(run(&mut db, "DBSIZE"), int(0));
+}
+
+#[test]
 fn scan_returns_every_key_once() {
     let (mut db, _) = db();
     let mut want = BTreeSet::new();

@@ -70,11 +70,18 @@ impl<'a> Distinct<'a, ()> {
     pub(crate) fn of(items: impl ExactSizeIterator<Item = &'a [u8]>) -> Self {
         let mut distinct = Distinct::with_capacity(items.len());
         for item in items {
-            if distinct.position(item).is_none() {
-                distinct.push(item, ());
-            }
+            distinct.insert(item);
         }
         distinct
+    }
+
+    /// Adds `item` unless it is here already: whether it was new (as `HashSet::insert`).
+    pub(crate) fn insert(&mut self, item: &'a [u8]) -> bool {
+        let new = self.position(item).is_none();
+        if new {
+            self.push(item, ());
+        }
+        new
     }
 
     /// The items, in the order first given.

@@ -4,11 +4,9 @@
 //! away, overwriting or flushing a collection only rewrites or deletes its metadata record
 //! (O(1)); the subkeys of the old incarnation become garbage for [`crate::gc`].
 
-use std::collections::HashSet;
-
 use bytes::Bytes;
 
-use super::args::{Glob, cursor_arg, int_arg};
+use super::args::{Distinct, Glob, cursor_arg, int_arg};
 use super::notify::NotifyFlags;
 use super::table::Handler;
 use super::{CommandError, CommandResult, DATABASES, Db, Entry, Reply};
@@ -132,7 +130,7 @@ impl<B: KvBackend> Db<'_, B> {
     pub fn del(&mut self, keys: &[Bytes]) -> CommandResult<i64> {
         let mut batch = WriteBatch::new();
         let mut removed = 0;
-        let mut seen = HashSet::new();
+        let mut seen = Distinct::with_capacity(keys.len());
         let mut freed = Vec::new();
         for key in keys {
             if !seen.insert(key) {

@@ -7,7 +7,7 @@
 
 use bytes::Bytes;
 
-use super::args::int_arg;
+use super::args::{Distinct, int_arg};
 use super::long_double;
 use super::notify::NotifyFlags;
 use super::table::Handler;
@@ -240,7 +240,7 @@ impl<B: KvBackend> Db<'_, B> {
             }
         }
         let mut batch = WriteBatch::new();
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = Distinct::with_capacity(pairs.len());
         for (k, v) in pairs {
             // Redis looks each key up as it sets it (an expired one is reported expired), so
             // its events go pair by pair, settled by the commit.
