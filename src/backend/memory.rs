@@ -144,6 +144,9 @@ struct Slot {
 
 #[inline]
 fn head(suffix: &[u8]) -> u32 {
+    if let Some(first) = suffix.first_chunk::<4>() {
+        return u32::from_be_bytes(*first);
+    }
     let mut bytes = [0u8; 4];
     for (b, s) in bytes.iter_mut().zip(suffix) {
         *b = *s;
