@@ -50,6 +50,11 @@ impl<'a, T> Distinct<'a, T> {
     }
 
     /// The value of the item at `at`.
+    pub(crate) fn value(&self, at: usize) -> &T {
+        &self.entries[at].1
+    }
+
+    /// The value of the item at `at`, to change.
     pub(crate) fn value_mut(&mut self, at: usize) -> &mut T {
         &mut self.entries[at].1
     }

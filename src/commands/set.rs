@@ -81,20 +81,17 @@ impl<B: KvBackend> Db<'_, B> {
             return Ok(members.len() as i64);
         }
         let unique = Distinct::of(members.iter().map(Bytes::as_ref));
-        let found = if existed.is_some() {
-            self.get_subkeys(key, meta.version, unique.items())?
+        let (subkeys, found) = if existed.is_some() {
+            self.read_subkeys(key, meta.version, unique.items())?
         } else {
-            vec![None; unique.items().len()]
+            let subkeys = unique.items().map(|m| self.subkey(key, meta.version, m));
+            (subkeys.collect::<CommandResult<Vec<_>>>()?, vec![None; unique.items().len()])
         };
         let mut added = 0;
-        for (m, f) in unique.items().zip(&found) {
+        for ((m, subkey), f) in unique.items().zip(subkeys).zip(&found) {
             if f.is_none() {
                 added += 1;
-                batch.put(
-                    ColumnFamily::Subkey,
-                    self.subkey(key, meta.version, m)?,
-                    self.layout().set_member_value(m),
-                );
+                batch.put(ColumnFamily::Subkey, subkey, self.layout().set_member_value(m));
             }
         }
         if added > 0 {

@@ -11,6 +11,9 @@ use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{KeyRange, Metadata};
 
+/// What a point read of one subkey found.
+type Found = Option<Bytes>;
+
 /// Collections at most this large are sampled by walking to random positions; larger ones
 /// (with a small count) by seeking to random keys.
 const SMALL_COLLECTION: u64 = 512;
@@ -101,10 +104,25 @@ impl<B: KvBackend> Db<'_, B> {
         version: u128,
         subs: impl IntoIterator<Item = &'s [u8]>,
     ) -> CommandResult<Vec<Option<Bytes>>> {
+        Ok(self.read_subkeys(key, version, subs)?.1)
+    }
+
+    /// [`Db::get_subkeys`] that also returns the subkeys it built, in the same order, for a
+    /// command that writes or deletes some of them next.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub(crate) fn read_subkeys<'s>(
+        &self,
+        key: &[u8],
+        version: u128,
+        subs: impl IntoIterator<Item = &'s [u8]>,
+    ) -> CommandResult<(Vec<Vec<u8>>, Vec<Found>)> {
         let keys =
             subs.into_iter().map(|s| self.subkey(key, version, s)).collect::<CommandResult<Vec<_>>>()?;
         let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        Ok(self.backend().multi_get(ColumnFamily::Subkey, &refs)?)
+        let found = self.backend().multi_get(ColumnFamily::Subkey, &refs)?;
+        Ok((keys, found))
     }
 
     /// One page of HSCAN/SSCAN: walks up to `opts.count` subkeys after the position the
@@ -308,12 +326,12 @@ impl<B: KvBackend> Db<'_, B> {
             subs.len() as i64
         } else {
             let unique = Distinct::of(subs.iter().map(Bytes::as_ref));
-            let found = self.get_subkeys(key, meta.version, unique.items())?;
+            let (subkeys, found) = self.read_subkeys(key, meta.version, unique.items())?;
             let mut removed = 0;
-            for (s, f) in unique.items().zip(&found) {
+            for (subkey, f) in subkeys.into_iter().zip(&found) {
                 if f.is_some() {
                     removed += 1;
-                    batch.delete(ColumnFamily::Subkey, self.subkey(key, meta.version, s)?);
+                    batch.delete(ColumnFamily::Subkey, subkey);
                 }
             }
             if removed > 0 {

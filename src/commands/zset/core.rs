@@ -394,7 +394,7 @@ impl<'k> ZEdit<'k> {
     /// The member's score as of now in this command.
     pub fn get<B: KvBackend>(&mut self, db: &Db<B>, member: &'k [u8]) -> CommandResult<Option<f64>> {
         if let Some(at) = self.members.position(member) {
-            return Ok(self.members.value_mut(at).1);
+            return Ok(self.members.value(at).1);
         }
         let stored = if self.existed { db.member_score(self.key, self.meta.version, member)? } else { None };
         self.members.push(member, (stored, stored));
