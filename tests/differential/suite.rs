@@ -156,11 +156,23 @@ struct Remote {
     current: usize,
     /// Which connections are inside MULTI.
     multi: Vec<bool>,
+    /// Per connection, the queue positions of the errno-clearing commands inserted before a
+    /// queued SORT (see `exec`); their replies are taken out of EXEC's.
+    inserted: Vec<Vec<usize>>,
+    /// Per connection, how many commands MULTI has queued.
+    queued: Vec<usize>,
 }
 
 impl Remote {
     fn new(server: &RedisServer) -> Self {
-        let mut remote = Remote { port: server.port, clients: Vec::new(), current: 0, multi: Vec::new() };
+        let mut remote = Remote {
+            port: server.port,
+            clients: Vec::new(),
+            current: 0,
+            multi: Vec::new(),
+            inserted: Vec::new(),
+            queued: Vec::new(),
+        };
         remote.reset();
         remote
     }
@@ -178,21 +190,43 @@ impl Remote {
 impl Target for Remote {
     fn exec(&mut self, argv: &[Vec<u8>]) -> Reply {
         let name = argv.first().map(|n| n.to_ascii_lowercase()).unwrap_or_default();
-        if (name == b"sort" || name == b"sort_ro") && !self.multi[self.current] {
+        let conn = self.current;
+        if name == b"sort" || name == b"sort_ro" {
             // Redis 7.0's SORT checks `errno` after `strtod` without clearing it first, so an
             // ERANGE left by an earlier command on the thread (GEOADD 1 1e400, ZADD 1e400 …)
             // fails the numeric sort of a non-integer element. GEOSEARCH parses its
             // coordinates with `errno = 0` first: it clears the stale value, and reads
-            // nothing.
-            self.call(&argv!["GEOSEARCH", "no-such-key", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "m"]);
+            // nothing. Inside MULTI it is queued just before the SORT, and its reply is taken
+            // out of EXEC's.
+            let clear = argv!["GEOSEARCH", "no-such-key", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "m"];
+            let reply = self.call(&clear);
+            if self.multi[conn] && reply == Reply::status("QUEUED") {
+                self.inserted[conn].push(self.queued[conn]);
+                self.queued[conn] += 1;
+            }
         }
         let sent = now_ms();
-        let reply = self.call(argv);
+        let mut reply = self.call(argv);
         let (_, slowest) = REDIS_TIME.get();
         REDIS_TIME.set((sent, slowest.max((now_ms() - sent) as i64)));
         match name.as_slice() {
-            b"multi" if reply == Reply::OK => self.multi[self.current] = true,
-            b"exec" | b"discard" | b"reset" => self.multi[self.current] = false,
+            b"multi" if reply == Reply::OK => {
+                self.multi[conn] = true;
+                self.queued[conn] = 0;
+                self.inserted[conn].clear();
+            }
+            b"exec" | b"discard" | b"reset" => {
+                if let (b"exec", Reply::Array(replies)) = (name.as_slice(), &mut reply) {
+                    for &at in self.inserted[conn].iter().rev() {
+                        if at < replies.len() {
+                            replies.remove(at);
+                        }
+                    }
+                }
+                self.multi[conn] = false;
+                self.inserted[conn].clear();
+            }
+            _ if self.multi[conn] && reply == Reply::status("QUEUED") => self.queued[conn] += 1,
             _ => {}
         }
         reply
@@ -207,6 +241,8 @@ impl Target for Remote {
         }
         self.current = 0;
         self.multi = vec![false; gen_txn::CONNS];
+        self.inserted = vec![Vec::new(); gen_txn::CONNS];
+        self.queued = vec![0; gen_txn::CONNS];
         assert_eq!(self.exec(&argv!["FLUSHALL"]), Reply::OK);
         // INFO's expired_keys then counts this sequence's (see `Cmp::DbSize`).
         assert_eq!(self.exec(&argv!["CONFIG", "RESETSTAT"]), Reply::OK);
