@@ -8,6 +8,7 @@
 #   benches/callgrind_commands.sh                       # memory engine, P=16, the 8 commands
 #   TESTS=set,lpush ENGINE=fjall APPENDFSYNC=everysec benches/callgrind_commands.sh
 #   SERVER_BIN=/path/to/rediskv-server KEEP=/tmp/cg benches/callgrind_commands.sh
+#   PGO=1 benches/callgrind_commands.sh                 # the profile-guided build (scripts/build_pgo.sh)
 #
 # Builds `rediskv-server` in release (unless SERVER_BIN), then starts redis-server and
 # `rediskv-server --threads 1 --engine ENGINE`, each under `valgrind --tool=callgrind` on a
@@ -17,11 +18,11 @@
 # (`callgrind_control -d`), whose total over N is the figure. Every thread of the server is
 # counted (fjall's flushes and compactions too). Prints per command redis-server's and
 # rediskv-server's instructions per command and their ratio, then those of rediskv-server's
-# event loop alone (`EventLoop::run`'s inclusive count: under valgrind, which runs one
-# thread at a time, fjall's workers can spin far longer than they do outside it), and each
-# server's locked instructions per command (`benches/locked_instructions.py`, with python3
-# and objdump; "-" without them): a locked add or compare-exchange costs about as much as
-# dozens of plain instructions, which the instruction count hides.
+# event loop alone (the inclusive count of the thread `conn::serve` starts: under valgrind,
+# which runs one thread at a time, fjall's workers can spin far longer than they do outside
+# it), and each server's locked instructions per command (`benches/locked_instructions.py`,
+# with python3 and objdump; "-" without them): a locked add or compare-exchange costs about
+# as much as dozens of plain instructions, which the instruction count hides.
 # CACHE=1 also simulates the caches (`--cache-sim=yes`, the host's sizes) and prints a second
 # table: each server's first-level instruction cache misses per command, and the code it runs
 # for every command (`benches/hot_code.py`: the 64-byte lines of instructions run at least
@@ -96,7 +97,8 @@ measure() {
         loop=$total
         if [ "$name" = rediskv ]; then
             loop=$(callgrind_annotate --inclusive=yes "$dump" 2>/dev/null |
-                awk '/conn::EventLoop::run / && !found { gsub(",", "", $1); print $1; found = 1 }')
+                awk '/server\/src\/conn.rs:std::sys::backtrace::__rust_begin_short_backtrace/ && !found {
+                    gsub(",", "", $1); print $1; found = 1 }')
         fi
         locked=-
         if command -v python3 >/dev/null && command -v objdump >/dev/null; then

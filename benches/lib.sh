@@ -8,10 +8,19 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.clos
 PY
 }
 
-# Sets SERVER_BIN to a release build of rediskv-server, unless it is set already; the build's
-# output goes to $1/build.log, shown if the build fails.
+# Sets SERVER_BIN to a release build of rediskv-server (with PGO=1 the profile-guided one of
+# scripts/build_pgo.sh), unless it is set already; the build's output goes to $1/build.log,
+# shown if the build fails.
 build_server() {
     [ -n "${SERVER_BIN:-}" ] && return
+    if [ -n "${PGO:-}" ]; then
+        echo "building rediskv-server (release, profile-guided: scripts/build_pgo.sh)…" >&2
+        if ! SERVER_BIN=$(scripts/build_pgo.sh 2>"$1/build.log" | tail -1); then
+            cat "$1/build.log" >&2
+            exit 1
+        fi
+        return
+    fi
     echo "building rediskv-server (release)…" >&2
     if ! cargo build --release -p rediskv-server >"$1/build.log" 2>&1; then
         cat "$1/build.log" >&2

@@ -9,6 +9,7 @@
 #   BASELINE=cf5e5d9 benches/redis_benchmark.sh  # also an older commit's server (its examples/server
 #                                                # if it has one, else its rediskv-server --threads 1)
 #   SERVER_BIN=/path/to/rediskv-server benches/redis_benchmark.sh  # that binary, not a release build
+#   PGO=1 benches/redis_benchmark.sh            # the profile-guided build (scripts/build_pgo.sh)
 #
 # Builds `rediskv-server` in release, starts it and a redis-server on free loopback ports,
 # and for each pipeline depth of PS (default 1,16; P=n alone means PS=n), each test of TESTS
