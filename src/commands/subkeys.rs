@@ -103,7 +103,7 @@ impl<B: KvBackend> Db<'_, B> {
         key: &[u8],
         version: u128,
         subs: impl IntoIterator<Item = &'s [u8]>,
-    ) -> CommandResult<Vec<Option<Bytes>>> {
+    ) -> CommandResult<Vec<Found>> {
         Ok(self.read_subkeys(key, version, subs)?.1)
     }
 
