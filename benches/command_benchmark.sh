@@ -22,9 +22,8 @@ cd "$(dirname "$0")/.."
 for tool in redis-server redis-benchmark redis-cli; do
     command -v "$tool" >/dev/null || { echo "command_benchmark.sh: $tool not found" >&2; exit 1; }
 done
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# free_port, wait_ready
+. benches/lib.sh
 PIDS=()
 WORK=$(mktemp -d)
 cleanup() {
@@ -37,14 +36,6 @@ trap cleanup EXIT INT TERM
 echo "building rediskv-server (release)…" >&2
 cargo build --release -p rediskv-server >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log" >&2; exit 1; }
 SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
-wait_ready() {
-    for _ in $(seq 1 100); do
-        [ "$(redis-cli -p "$1" ping 2>/dev/null)" = "PONG" ] && return 0
-        sleep 0.05
-    done
-    echo "command_benchmark.sh: server on port $1 did not answer PING" >&2
-    exit 1
-}
 REDIS_PORT=$(free_port)
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" \
     --loglevel warning >"$WORK/redis.log" 2>&1 &

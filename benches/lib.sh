@@ -8,6 +8,16 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.clos
 PY
 }
 
+# Waits until the server on port $1 answers PING (up to 10 s); else says so and exits.
+wait_ready() {
+    for _ in $(seq 1 100); do
+        [ "$(redis-cli -p "$1" ping 2>/dev/null)" = "PONG" ] && return 0
+        sleep 0.1
+    done
+    echo "$(basename "$0"): server on port $1 did not answer PING" >&2
+    exit 1
+}
+
 # Sets SERVER_BIN to a release build of rediskv-server (with PGO=1 the profile-guided one of
 # scripts/build_pgo.sh), unless it is set already; the build's output goes to $1/build.log,
 # shown if the build fails.

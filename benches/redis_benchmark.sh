@@ -44,7 +44,7 @@ for tool in redis-server redis-benchmark redis-cli; do
 done
 
 
-# free_port, build_server
+# free_port, wait_ready, build_server
 . benches/lib.sh
 
 PIDS=()
@@ -62,16 +62,6 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 build_server "$WORK"
-
-wait_ready() {
-    local port=$1
-    for _ in $(seq 1 100); do
-        if [ "$(redis-cli -p "$port" ping 2>/dev/null)" = "PONG" ]; then return 0; fi
-        sleep 0.05
-    done
-    echo "redis_benchmark.sh: server on port $port did not answer PING" >&2
-    exit 1
-}
 
 # The baseline commit, built in a worktree (its own target directory, kept between runs).
 BASE_PORT=

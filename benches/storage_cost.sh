@@ -37,7 +37,8 @@ if [ -z "${BIN:-}" ]; then
     BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
 fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# free_port, wait_ready
+. benches/lib.sh
 TMP=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
@@ -46,7 +47,6 @@ trap cleanup EXIT
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 hwm_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 mb() { python3 -c "print(f'{$1/1048576:.1f}')"; }
-wait_up() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; echo "no server on $1" >&2; exit 1; }
 
 # Loads the three kinds of records into the server on port `$1`; sets RATES to the
 # requests per second of each load.
@@ -84,7 +84,7 @@ printf '%-16s %12s %12s %14s %16s %12s  %s\n' server "RSS growth MB" "peak MB" "
 port=$(free_port); mkdir "$TMP/redis"
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP/redis" \
     --maxclients $((CONNS + 50)) >/dev/null 2>&1 &
-PIDS+=($!); pid=$!; wait_up "$port"
+PIDS+=($!); pid=$!; wait_ready "$port"
 before=$(rss_kb "$pid"); load "$port"; after=$(rss_kb "$pid"); peak=$(hwm_kb "$pid")
 redis-cli -p "$port" save >/dev/null
 printf '%-16s %12s %12s %14s %16s %12s  %s\n' redis-server "$(mb $(( (after - before) * 1024 )))" \
@@ -96,7 +96,7 @@ for engine in ${ENGINES//,/ }; do
     # shellcheck disable=SC2086 # ARGS is several flags
     "$BIN" --port "$port" --engine "$engine" --dir "$dir/data" --threads 1 --maxclients $((CONNS + 50)) \
         ${ARGS:-} >/dev/null 2>&1 &
-    PIDS+=($!); pid=$!; wait_up "$port"
+    PIDS+=($!); pid=$!; wait_ready "$port"
     before=$(rss_kb "$pid"); load "$port"; after=$(rss_kb "$pid"); peak=$(hwm_kb "$pid")
     info=$(redis-cli -p "$port" info memory | tr -d '\r')
     field() { echo "$info" | awk -F: -v k="$1" '$1 == k {print $2}'; }

@@ -35,7 +35,7 @@ if [ ! -x "$profdata" ]; then
 fi
 [ -x "$profdata" ] || { echo "build_pgo.sh: $profdata not found" >&2; exit 1; }
 
-# free_port
+# free_port, wait_ready
 . benches/lib.sh
 
 WORK=$(mktemp -d)
@@ -86,10 +86,7 @@ train() { # <engine>
     "$TARGET/pgo-generate/release/rediskv-server" --port "$port" --threads 1 --engine "$1" \
         --dir "$WORK/data-$1" --appendfsync everysec >"$WORK/server-$1.log" 2>&1 &
     SERVER_PID=$!
-    for _ in $(seq 100); do
-        redis-cli -p "$port" ping >/dev/null 2>&1 && break
-        sleep 0.1
-    done
+    wait_ready "$port"
     for depth in 16 1; do
         echo "training on $1, pipeline depth $depth…" >&2
         redis-benchmark -p "$port" -q -n "$TRAIN_N" -P "$depth" -c 50 -r 100000 >/dev/null
