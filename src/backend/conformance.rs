@@ -69,6 +69,37 @@ pub fn get_put_delete<B: KvBackend>(b: B) {
     assert_eq!(lent(&b, cf, b"a"), None, "get_with sees the delete");
 }
 
+/// Keys of many lengths, each a prefix of the longer ones (short keys, keys around the
+/// lengths where a store may change how it builds or holds them, and long ones) are put,
+/// read, scanned in order and deleted like any other.
+pub fn keys_of_many_lengths<B: KvBackend>(b: B) {
+    let cf = ColumnFamily::Subkey;
+    let lengths = [1, 2, 20, 21, 63, 64, 126, 127, 128, 129, 255, 256, 1000, 4096];
+    let key = |len: usize| (0..len).map(|i| b'a' + (i % 26) as u8).collect::<Vec<u8>>();
+    let mut batch = WriteBatch::new();
+    for len in lengths {
+        batch.put(cf, key(len), len.to_string().into_bytes());
+    }
+    b.write(batch).unwrap();
+    for len in lengths {
+        let want = len.to_string().into_bytes();
+        assert_eq!(b.get(cf, &key(len)).unwrap().as_deref(), Some(&want[..]), "get of a {len}-byte key");
+        assert_eq!(lent(&b, cf, &key(len)), Some(want), "get_with of a {len}-byte key");
+    }
+    assert_eq!(b.get(cf, &key(3)).unwrap(), None, "a prefix of stored keys is not one of them");
+    let all: Vec<Vec<u8>> = lengths.iter().map(|&len| key(len)).collect();
+    assert_eq!(keys(&b, cf, &range(b"", None), Direction::Forward), all, "shorter keys sort first");
+    let mut batch = WriteBatch::new();
+    for len in [1, 127, 128, 4096] {
+        batch.delete(cf, key(len));
+    }
+    b.write(batch).unwrap();
+    for len in lengths {
+        let deleted = [1, 127, 128, 4096].contains(&len);
+        assert_eq!(b.get(cf, &key(len)).unwrap().is_none(), deleted, "after deletes, the {len}-byte key");
+    }
+}
+
 /// An empty value is stored and read back as present and empty, not as missing.
 pub fn empty_values<B: KvBackend>(b: B) {
     let mut batch = WriteBatch::new();
@@ -199,6 +230,7 @@ pub fn multi_get_matches_get<B: KvBackend>(b: B) {
 /// Every check, each on a fresh backend from `make`.
 pub fn run_all<B: KvBackend>(mut make: impl FnMut() -> B) {
     get_put_delete(make());
+    keys_of_many_lengths(make());
     empty_values(make());
     column_families_are_separate(make());
     scan_order_and_bounds(make());
@@ -213,7 +245,8 @@ pub fn run_all<B: KvBackend>(mut make: impl FnMut() -> B) {
 macro_rules! kv_backend_conformance {
     ($make:expr) => {
         $crate::kv_backend_conformance!(@tests $make;
-            get_put_delete, empty_values, column_families_are_separate, scan_order_and_bounds,
+            get_put_delete, keys_of_many_lengths, empty_values, column_families_are_separate,
+            scan_order_and_bounds,
             scan_is_lazy_and_pairs_values, batch_order_and_missing_delete, batch_atomic_across_cfs,
             multi_get_matches_get);
     };
