@@ -94,12 +94,28 @@ fn tagged(key: &[u8]) -> Vec<u8> {
     out
 }
 
-/// [`tagged`] for a write, refusing keys fjall cannot hold.
-fn tagged_for_write(key: &[u8]) -> Result<Vec<u8>> {
+/// Keys shorter than this are tagged on the stack by [`with_tagged`]: a point read or a
+/// batch operation then allocates nothing of its own (fjall copies the keys it keeps).
+const STACK_KEY: usize = 128;
+
+/// Calls `read` with `key` as stored, built on the stack when it is short.
+fn with_tagged<T>(key: &[u8], read: impl FnOnce(&[u8]) -> T) -> T {
+    let mut buf = [KEY_TAG; STACK_KEY];
+    match buf.get_mut(..key.len() + 1) {
+        Some(stored) => {
+            stored[1..].copy_from_slice(key);
+            read(stored)
+        }
+        None => read(&tagged(key)),
+    }
+}
+
+/// Refuses a key fjall cannot hold behind the tag.
+fn check_write_key(key: &[u8]) -> Result<()> {
     if key.len() >= usize::from(u16::MAX) {
         return Err(err(format!("a key of {} bytes is over the limit of 65534", key.len())));
     }
-    Ok(tagged(key))
+    Ok(())
 }
 
 /// Name of the keyspace holding the manifest and the version floor.
@@ -417,7 +433,7 @@ impl Drop for Backend {
 
 impl KvBackend for Backend {
     fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
-        let Some(value) = self.cf(cf).get(tagged(key)).map_err(err)? else { return Ok(None) };
+        let Some(value) = with_tagged(key, |key| self.cf(cf).get(key)).map_err(err)? else { return Ok(None) };
         // A large value is its own buffer (read from a blob file, or the memtable's copy):
         // shared, not copied. A small one may be a slice of a whole cached block, which
         // a `Bytes` kept for long would hold: copied.
@@ -428,7 +444,7 @@ impl KvBackend for Backend {
     }
 
     fn get_with(&self, cf: ColumnFamily, key: &[u8], read: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
-        let value = self.cf(cf).get(tagged(key)).map_err(err)?;
+        let value = with_tagged(key, |key| self.cf(cf).get(key)).map_err(err)?;
         read(value.as_deref());
         Ok(())
     }
@@ -463,9 +479,10 @@ impl KvBackend for Backend {
             for op in batch.into_ops() {
                 match op {
                     BatchOp::Put { cf, key, value } => {
-                        fb.insert(self.cf(cf), tagged_for_write(&key)?, &value[..])
+                        check_write_key(&key)?;
+                        with_tagged(&key, |key| fb.insert(self.cf(cf), key, &value[..]));
                     }
-                    BatchOp::Delete { cf, key } => fb.remove(self.cf(cf), tagged(&key)),
+                    BatchOp::Delete { cf, key } => with_tagged(&key, |key| fb.remove(self.cf(cf), key)),
                 }
             }
             if let Some(floor) = floor {
@@ -513,7 +530,7 @@ impl CompactionFilter for GcCompactionFilter {
     ) -> fjall::compaction::filter::CompactionFilterResult {
         let Some(metadata) = &self.metadata else { return Ok(Verdict::Keep) };
         let read = |k: &[u8]| {
-            metadata.get(tagged(k)).map_err(|e| match e {
+            with_tagged(k, |k| metadata.get(k)).map_err(|e| match e {
                 fjall::Error::Storage(e) => e,
                 fjall::Error::Io(e) => fjall::LsmError::Io(e),
                 _ => fjall::LsmError::Unrecoverable,
