@@ -89,14 +89,15 @@ pub fn keys_of_many_lengths<B: KvBackend>(b: B) {
     assert_eq!(b.get(cf, &key(3)).unwrap(), None, "a prefix of stored keys is not one of them");
     let all: Vec<Vec<u8>> = lengths.iter().map(|&len| key(len)).collect();
     assert_eq!(keys(&b, cf, &range(b"", None), Direction::Forward), all, "shorter keys sort first");
+    let deleted = [1, 127, 128, 4096];
     let mut batch = WriteBatch::new();
-    for len in [1, 127, 128, 4096] {
+    for len in deleted {
         batch.delete(cf, key(len));
     }
     b.write(batch).unwrap();
     for len in lengths {
-        let deleted = [1, 127, 128, 4096].contains(&len);
-        assert_eq!(b.get(cf, &key(len)).unwrap().is_none(), deleted, "after deletes, the {len}-byte key");
+        let gone = deleted.contains(&len);
+        assert_eq!(b.get(cf, &key(len)).unwrap().is_none(), gone, "after deletes, the {len}-byte key");
     }
 }
 
