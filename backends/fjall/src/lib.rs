@@ -98,15 +98,15 @@ fn tagged(key: &[u8]) -> Vec<u8> {
 /// batch operation then allocates nothing of its own (fjall copies the keys it keeps).
 const STACK_KEY: usize = 128;
 
-/// Calls `read` with `key` as stored, built on the stack when it is short.
-fn with_tagged<T>(key: &[u8], read: impl FnOnce(&[u8]) -> T) -> T {
+/// Lends `key` as stored to `lend_to`, built on the stack when it is short.
+fn with_tagged<T>(key: &[u8], lend_to: impl FnOnce(&[u8]) -> T) -> T {
     let mut buf = [KEY_TAG; STACK_KEY];
     match buf.get_mut(..key.len() + 1) {
         Some(stored) => {
             stored[1..].copy_from_slice(key);
-            read(stored)
+            lend_to(stored)
         }
-        None => read(&tagged(key)),
+        None => lend_to(&tagged(key)),
     }
 }
 
