@@ -45,7 +45,11 @@
 //! is an error naming its key, never skipped. A [`rediskv::backend::WriteBatch`] becomes one
 //! fjall batch, atomic across keyspaces (one journal entry). With [`Options::group_commit`]
 //! the batch waits in the journal's buffer, and [`DiskBackend::persist_written`] writes (with
-//! [`Sync::Always`], also syncs) every waiting batch at once.
+//! [`Sync::Always`], also syncs) every waiting batch at once; there a batch of one record (a
+//! SET, an INCR, an HSET of a field that exists) is inserted into its keyspace directly,
+//! which skips what fjall's batch adds to a write (its keyspace set, its references to the
+//! keyspaces): directories created since keep their journal's buffer for this crate to
+//! write out, and say so in the `rediskv` keyspace; older ones write batches throughout.
 //!
 //! # Garbage
 //! The `default` and `zset_score` keyspaces carry a compaction filter that asks
@@ -121,6 +125,11 @@ fn check_write_key(key: &[u8]) -> Result<()> {
 /// Name of the keyspace holding the manifest and the version floor.
 const OWN_KEYSPACE: &str = "rediskv";
 
+/// Present in [`OWN_KEYSPACE`] when the keyspaces were created with
+/// `manual_journal_persist`: a single insert or removal then leaves the journal's buffer to
+/// this crate's persisting, as a batch does, and a write of one record can skip the batch.
+const MANUAL_JOURNAL_KEY: &[u8] = b"rediskv:manual-journal-persist";
+
 /// The metadata keyspace, once open; compaction filters read it. Emptied when the backend
 /// is dropped, so the database (which owns the filters) does not keep itself alive.
 type MetadataSlot = Arc<RwLock<Option<Keyspace>>>;
@@ -142,6 +151,9 @@ pub struct Backend {
     slot: MetadataSlot,
     syncer: Option<Syncer>,
     pending: PendingWrites,
+    /// Whether a group-committed write of one record goes to its keyspace directly, without
+    /// a fjall batch ([`MANUAL_JOURNAL_KEY`]).
+    single_writes: bool,
 }
 
 /// Opens (or creates) the database in directory `path`.
@@ -178,6 +190,8 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
         .open()
         .map_err(err)?;
     let memtable_bytes = max_memtable_bytes(options.write_buffer_bytes);
+    let mut names = CF_NAMES.iter().map(|(_, name)| *name).chain([OWN_KEYSPACE]);
+    let fresh = !names.any(|name| db.keyspace_exists(name));
     let keyspace = |name: &str| {
         let options = || {
             let options = keyspace_options(memtable_bytes);
@@ -208,6 +222,11 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
             db.persist(PersistMode::SyncAll).map_err(err)?;
         }
     }
+    if fresh {
+        own.insert(MANUAL_JOURNAL_KEY, []).map_err(err)?;
+        db.persist(PersistMode::SyncAll).map_err(err)?;
+    }
+    let single_writes = own.contains_key(MANUAL_JOURNAL_KEY).map_err(err)?;
     let floor = VersionFloor::restore(own.get(FLOOR_KEY).map_err(err)?.as_deref())?;
     *slot.write().unwrap_or_else(|e| e.into_inner()) = Some(cfs[0].clone());
     let syncer = (options.sync == Sync::Everysec).then(|| {
@@ -217,7 +236,8 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
             let _ = db.persist(PersistMode::SyncData);
         })
     });
-    Ok(Backend { db, cfs, own, options, path, floor, slot, syncer, pending: PendingWrites::default() })
+    let pending = PendingWrites::default();
+    Ok(Backend { db, cfs, own, options, path, floor, slot, syncer, pending, single_writes })
 }
 
 /// The layout the directory at `path` was written with (`None` for a directory without a
@@ -298,6 +318,8 @@ const MEMTABLES_WAIT: Duration = Duration::from_secs(10);
 /// by the cache. Partitioned, a table keeps a small top-level index and its partitions go
 /// through the block cache. Compactions write tables of [`TABLE_BYTES`]. All of these are
 /// fixed when fjall creates the keyspace: a directory keeps the options it was created with.
+/// The journal's buffer is handed to the OS when this crate says (a batch's durability,
+/// [`DiskBackend::persist_written`]), not after each single insert (see [`MANUAL_JOURNAL_KEY`]).
 fn keyspace_options(memtable_bytes: u64) -> KeyspaceCreateOptions {
     KeyspaceCreateOptions::default()
         .compaction_strategy(Arc::new(
@@ -307,6 +329,7 @@ fn keyspace_options(memtable_bytes: u64) -> KeyspaceCreateOptions {
         .filter_block_partitioning_policy(PartitioningPolicy::all(true))
         .index_block_partitioning_policy(PartitioningPolicy::all(true))
         .max_memtable_size(memtable_bytes)
+        .manual_journal_persist(true)
 }
 
 impl Backend {
@@ -475,6 +498,24 @@ impl KvBackend for Backend {
                 Sync::Always => Some(PersistMode::SyncData),
                 _ => Some(PersistMode::Buffer),
             };
+            // One record, written without a fjall batch (its journal entry, the keyspace set
+            // its commit builds and the keyspace references it holds): durable when the
+            // batches around it are, at the next `persist_written`.
+            if durability.is_none() && self.single_writes && floor.is_none() && batch.ops().len() == 1 {
+                self.bound_memtables();
+                match batch.into_ops().into_iter().next() {
+                    Some(BatchOp::Put { cf, key, value }) => {
+                        check_write_key(&key)?;
+                        with_tagged(&key, |key| self.cf(cf).insert(key, &value[..])).map_err(err)?;
+                    }
+                    Some(BatchOp::Delete { cf, key }) => {
+                        with_tagged(&key, |key| self.cf(cf).remove(key)).map_err(err)?;
+                    }
+                    None => {}
+                }
+                self.pending.wrote();
+                return Ok(());
+            }
             let mut fb = self.db.batch().durability(durability);
             for op in batch.into_ops() {
                 match op {
@@ -542,5 +583,49 @@ impl CompactionFilter for GcCompactionFilter {
             Decision::Drop => Ok(Verdict::Destroy),
             Decision::Keep => Ok(Verdict::Keep),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rediskv_engine::testkit::TempDir;
+
+    fn group_commit() -> Options {
+        Options { group_commit: true, ..Options::default() }
+    }
+
+    fn put(backend: &Backend, key: &[u8], value: &[u8]) {
+        let mut batch = WriteBatch::new();
+        batch.put(ColumnFamily::Subkey, key.to_vec(), value.to_vec());
+        backend.write(batch).expect("write");
+    }
+
+    #[test]
+    fn a_new_directory_writes_single_records_directly() {
+        let dir = TempDir::new("fjall-single-writes");
+        let backend = open(dir.path(), group_commit()).expect("open");
+        assert!(backend.single_writes);
+        put(&backend, b"k", b"v");
+        backend.persist_written().expect("persist");
+        drop(backend);
+        let backend = open(dir.path(), group_commit()).expect("reopen");
+        assert!(backend.single_writes, "the marker is kept");
+        assert_eq!(backend.get(ColumnFamily::Subkey, b"k").expect("get").as_deref(), Some(&b"v"[..]));
+    }
+
+    #[test]
+    fn keyspaces_created_without_the_marker_keep_writing_batches() {
+        let dir = TempDir::new("fjall-batch-writes");
+        let backend = open(dir.path(), group_commit()).expect("open");
+        // As a directory written before the marker: its keyspaces persist the journal
+        // after every single insert, so a write of one record must stay a batch.
+        backend.own.remove(MANUAL_JOURNAL_KEY).expect("remove the marker");
+        backend.db.persist(PersistMode::SyncAll).expect("sync");
+        drop(backend);
+        let backend = open(dir.path(), group_commit()).expect("reopen");
+        assert!(!backend.single_writes);
+        put(&backend, b"k", b"v");
+        assert_eq!(backend.get(ColumnFamily::Subkey, b"k").expect("get").as_deref(), Some(&b"v"[..]));
     }
 }

@@ -13,3 +13,14 @@ rediskv::kv_backend_conformance!(fresh());
 fn run_all_in_one_directory_each() {
     rediskv::backend::conformance::run_all(fresh);
 }
+
+/// The kit again with group commit, as the server opens a store: a write of one record
+/// then goes to its keyspace without a fjall batch.
+#[test]
+fn run_all_with_group_commit() {
+    rediskv::backend::conformance::run_all(|| {
+        InTempDir::open("fjall-conformance-group-commit", |path| {
+            open(path, Options { group_commit: true, ..Options::default() })
+        })
+    });
+}
