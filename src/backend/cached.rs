@@ -79,12 +79,12 @@ impl<B: KvBackend> MetadataCache<B> {
 
     /// A write of `key` (of slot `at`) ended (`written`: the store took `value`, `None` for a
     /// delete): the slot keeps the new record if no other write of it is in progress.
-    fn end_write(&self, at: usize, key: &Bytes, value: Option<&Bytes>, written: bool) {
+    fn end_write(&self, at: usize, key: Bytes, value: Option<Bytes>, written: bool) {
         let mut slot = self.slot(at);
         slot.writing -= 1;
         slot.version += 1;
-        let keep = written && slot.writing == 0 && value.is_none_or(|v| v.len() <= MAX_VALUE);
-        slot.entry = keep.then(|| (key.clone(), value.cloned()));
+        let keep = written && slot.writing == 0 && value.as_ref().is_none_or(|v| v.len() <= MAX_VALUE);
+        slot.entry = keep.then_some((key, value));
     }
 }
 
@@ -173,8 +173,8 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
             self.start_write(*at);
         }
         let written = self.inner.write(batch);
-        for (at, key, value) in first.iter().chain(&rest) {
-            self.end_write(*at, key, value.as_ref(), written.is_ok());
+        for (at, key, value) in first.into_iter().chain(rest) {
+            self.end_write(at, key, value, written.is_ok());
         }
         written
     }
