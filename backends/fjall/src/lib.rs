@@ -602,7 +602,7 @@ mod tests {
     }
 
     #[test]
-    fn a_new_directory_writes_single_records_directly() {
+    fn a_new_directory_is_marked_for_single_record_writes() {
         let dir = TempDir::new("fjall-single-writes");
         let backend = open(dir.path(), group_commit()).expect("open");
         assert!(backend.single_writes);
