@@ -501,8 +501,8 @@ impl KvBackend for Backend {
             // One record, written without a fjall batch (its journal entry, the keyspace set
             // its commit builds and the keyspace references it holds): durable when the
             // batches around it are, at the next `persist_written`.
+            self.bound_memtables();
             if durability.is_none() && self.single_writes && floor.is_none() && batch.ops().len() == 1 {
-                self.bound_memtables();
                 match batch.into_ops().into_iter().next() {
                     Some(BatchOp::Put { cf, key, value }) => {
                         check_write_key(&key)?;
@@ -529,7 +529,6 @@ impl KvBackend for Backend {
             if let Some(floor) = floor {
                 fb.insert(&self.own, FLOOR_KEY, floor.to_vec());
             }
-            self.bound_memtables();
             fb.commit().map_err(err)?;
             self.pending.wrote();
             Ok(())
