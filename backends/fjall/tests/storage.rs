@@ -1,6 +1,8 @@
 //! What the fjall engine keeps on disk: journals released once their writes are in tables
 //! (after a flush, SAVE's operation, or a compaction), and compressed tables.
 
+use std::time::{Duration, Instant};
+
 use rediskv::backend::{ColumnFamily, KvBackend, WriteBatch};
 use rediskv_engine::DiskBackend;
 use rediskv_engine::testkit::{self, TempDir};
@@ -172,6 +174,42 @@ fn the_memtables_stay_within_an_eighth_of_the_write_buffer() {
         backend.get(ColumnFamily::Metadata, b"key00000000").expect("get").as_deref(),
         Some(&value[..])
     );
+}
+
+#[test]
+fn memtables_past_five_eighths_of_their_bound_are_flushed_before_it() {
+    let dir = TempDir::new("fjall-seal-early");
+    // 16 MiB: all memtables together may hold 2 MiB, one keyspace's alone 4 MiB.
+    let options = Options { write_buffer_bytes: 16 << 20, ..Options::default() };
+    let backend = rediskv_fjall::open(dir.path(), options).expect("open");
+    let limit = 2 << 20;
+    let value = vec![b'v'; 100];
+    let put = |i: usize| {
+        let mut batch = WriteBatch::new();
+        batch.put(ColumnFamily::Subkey, format!("key{i:08}").into_bytes(), value.clone());
+        backend.write(batch).expect("write");
+    };
+    // One keyspace, one record a write, until the memtables hold more than five eighths of
+    // the bound, then enough writes for the backend to look at them once more.
+    let mut written = 0;
+    while backend.usage().memtables <= limit / 8 * 5 {
+        put(written);
+        written += 1;
+    }
+    for _ in 0..16 {
+        put(written);
+        written += 1;
+    }
+    // Far from the bound, nothing waits for a flush, yet the memtable was sealed: with no
+    // further write, its flush brings the memtables down.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while backend.usage().memtables > limit / 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let memtables = backend.usage().memtables;
+    assert!(memtables <= limit / 4, "the memtables still hold {memtables} bytes after {written} writes");
+    let last = format!("key{:08}", written - 1);
+    assert_eq!(backend.get(ColumnFamily::Subkey, last.as_bytes()).expect("get").as_deref(), Some(&value[..]));
 }
 
 #[test]
