@@ -45,10 +45,10 @@ fn write(c: &mut Criterion) {
         meta.size = pushed;
         meta.to_vec()
     };
-    let element_key = |pushed: u64, head: u64| {
-        layout.subkey(LIST, version, &(head - pushed - 1).to_be_bytes()).expect("short key")
-    };
     let initial_head = Metadata::collection(RedisType::List, version).head;
+    let element_key = |pushed: u64| {
+        layout.subkey(LIST, version, &(initial_head - pushed - 1).to_be_bytes()).expect("short key")
+    };
 
     let raw_dir = TempDir::new("bench-write-fjall");
     let db = Database::builder(raw_dir.path())
@@ -90,7 +90,7 @@ fn write(c: &mut Criterion) {
     group.bench_function("LPUSH: fjall", |b| {
         b.iter(|| {
             let mut batch = db.batch();
-            batch.insert(&subkeys, element_key(pushed, initial_head), VALUE);
+            batch.insert(&subkeys, element_key(pushed), VALUE);
             batch.insert(&metadata, &list_key[..], list_record(pushed + 1));
             batch.commit().expect("commit");
             pushed += 1;
@@ -100,7 +100,7 @@ fn write(c: &mut Criterion) {
     group.bench_function("LPUSH: backend", |b| {
         b.iter(|| {
             let mut batch = WriteBatch::new();
-            batch.put(ColumnFamily::Subkey, element_key(pushed, initial_head), VALUE.to_vec());
+            batch.put(ColumnFamily::Subkey, element_key(pushed), VALUE.to_vec());
             batch.put(ColumnFamily::Metadata, list_key.clone(), list_record(pushed + 1));
             backend.write(batch).expect("write");
             pushed += 1;
