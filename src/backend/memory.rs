@@ -173,10 +173,10 @@ struct Entry<'a> {
 /// writes in place); the record it replaces, like a deleted one, stays in the buffer as dead
 /// bytes (unless it was the buffer's last) until they pass half the live bytes, and the chunk
 /// is then rewritten without them. The first key of an empty chunk is its prefix; a key that
-/// does not start with the prefix rewrites the chunk with the shorter common one. After a
-/// split or a merge each piece's prefix is the longest its keys share: a split builds the
-/// smaller piece, and keeps the larger one in place (its slots cut to its records, the
-/// other's records cut off the buffer's end or left as dead bytes) when its prefix already is.
+/// does not start with the prefix rewrites the chunk with the shorter common one. A split
+/// builds the smaller piece with the longest prefix its keys share, and keeps the larger one
+/// in place (its slots cut to its records, the other's records cut off the buffer's end or
+/// left as dead bytes) while its slot heads still differ, else builds it too.
 #[derive(Clone)]
 struct Chunk {
     buf: Vec<u8>,
@@ -441,13 +441,19 @@ impl Chunk {
     /// The records of `parts` in one new chunk whose prefix is the longest their keys share.
     /// The parts must be in key order.
     fn pack(parts: &[(&Chunk, Range<usize>)]) -> Chunk {
+        Chunk::pack_within(parts, usize::MAX)
+    }
+
+    /// [`Chunk::pack`] with a prefix of at most `most` bytes, so that the keys a run goes on
+    /// with fit it: a key outside the prefix rebuilds the chunk.
+    fn pack_within(parts: &[(&Chunk, Range<usize>)], most: usize) -> Chunk {
         let mut nonempty = parts.iter().filter(|(_, r)| !r.is_empty());
         let (Some((c0, r0)), Some((c1, r1))) = (nonempty.next(), parts.iter().rfind(|(_, r)| !r.is_empty()))
         else {
             return Chunk::default();
         };
         let (first, last) = (c0.key(r0.start), c1.key(r1.end - 1));
-        Chunk::build(parts, &first[..common_prefix(&first, &last)])
+        Chunk::build(parts, &first[..common_prefix(&first, &last).min(most)])
     }
 
     /// The records of `parts` (in key order, every key starting with `prefix`) in one new chunk
@@ -537,7 +543,17 @@ impl Chunk {
             self.key(at)
         };
         let (keep, other) = if at * 2 >= n { (0..at, at..n) } else { (at..n, 0..at) };
-        let built = Chunk::pack(&[(self, other)]);
+        // The piece the newest key went to is where a run goes on: its prefix is a byte
+        // shorter than the whole chunk's keys share. A list pushed at one end crosses a
+        // multiple of 256 in its index every 256 pushes, which would rebuild the piece if its
+        // prefix held that byte; with one byte less, only at every 65,536.
+        let most = match pos {
+            Some(pos) if other.contains(&pos) => {
+                common_prefix(&self.key(0), &self.key(n - 1)).saturating_sub(1)
+            }
+            _ => usize::MAX,
+        };
+        let built = Chunk::pack_within(&[(self, other)], most);
         let mut kept = std::mem::take(self);
         kept.cut(keep.clone());
         let (lower, upper) = if keep.start == 0 { (kept, built) } else { (built, kept) };
@@ -549,13 +565,13 @@ impl Chunk {
         pieces.collect()
     }
 
-    /// Cuts the chunk down to records `keep` (its first or its last ones). In place when its
-    /// prefix is the longest they share: the records cut away are cut off the buffer's end
-    /// when they are all there (a run's latest keys), else left as dead bytes. Otherwise
-    /// rebuilt with the longer prefix, so that the slot heads still tell the keys apart.
+    /// Cuts the chunk down to records `keep` (its first or its last ones). In place while
+    /// the slot heads still tell the kept keys apart (its first and last heads differ): the
+    /// records cut away are cut off the buffer's end when they are all there (a run's
+    /// latest keys), else left as dead bytes. Otherwise rebuilt with the longest prefix the
+    /// kept keys share, so that their heads read the bytes that differ.
     fn cut(&mut self, keep: Range<usize>) {
-        let (first, last) = (self.entry(keep.start).suffix, self.entry(keep.end - 1).suffix);
-        if common_prefix(first, last) > 0 {
+        if self.slots[keep.start].head == self.slots[keep.end - 1].head {
             *self = Chunk::pack(&[(self, keep)]);
             return;
         }
@@ -1604,7 +1620,7 @@ mod tests {
 
     /// Panics unless the pieces of a split hold `keys` in order behind fences that separate
     /// them, each within its bounds, its dead bytes counted and under the rewrite bound, and
-    /// its prefix the longest its keys share.
+    /// its prefix one its keys share.
     fn check_pieces(keys: &[Vec<u8>], first: &Chunk, rest: &[(Box<[u8]>, Chunk)]) {
         let pieces: Vec<&Chunk> = [first].into_iter().chain(rest.iter().map(|(_, c)| c)).collect();
         let got: Vec<Vec<u8>> = pieces.iter().flat_map(|c| (0..c.len()).map(|i| c.key(i))).collect();
@@ -1614,7 +1630,7 @@ mod tests {
             let used: usize = (0..piece.len()).map(|i| piece.entry(i).len).sum();
             assert_eq!(piece.plen + used + piece.dead, piece.buf.len(), "dead bytes counted");
             let (lo, hi) = (piece.key(0), piece.key(piece.len() - 1));
-            assert_eq!(piece.plen, common_prefix(&lo, &hi), "the longest prefix");
+            assert!(piece.plen <= common_prefix(&lo, &hi), "a prefix the keys share");
             for i in 0..piece.len() {
                 assert_eq!(piece.slots[i].head, head(piece.entry(i).suffix));
                 assert_eq!(piece.search(&piece.key(i)), Ok(i));
@@ -1629,8 +1645,9 @@ mod tests {
 
     /// Runs of keys split the chunk they fill near the run's start (LPUSH) or end (RPUSH):
     /// the larger piece keeps its records where they are in the buffer and the latest keys
-    /// are cut off its end, the smaller is built; a piece whose keys share a longer prefix
-    /// than the chunk's is built too, and so is one left with too many dead bytes.
+    /// are cut off its end, the smaller is built; a piece whose slot heads would all be the
+    /// same is built too, with the longer prefix its keys share, and so is one left with too
+    /// many dead bytes.
     #[test]
     fn a_split_keeps_the_larger_piece_in_place() {
         let key = |prefix: &[u8], i: u64| [prefix, &i.to_be_bytes()].concat();
@@ -1648,9 +1665,12 @@ mod tests {
             // the records cut away would be too many dead bytes, so both pieces are built.
             (ascending, None),
             ([10, 50, 30, 20, 40].map(|i| key(b"hash", i)).to_vec(), Some((true, false))),
+            // Descending across a multiple of 256: the larger piece's keys share one more
+            // byte than the chunk's, and its slot heads still tell them apart.
+            ((0x1ff..=0x207).rev().map(|i| key(b"list", i)).collect(), Some((false, true))),
         ];
         for (n, (keys, expect)) in cases.into_iter().enumerate() {
-            let value = vec![b'v'; [3, 3, 3, CHUNK_BYTES / 4, CHUNK_BYTES / 5][n]];
+            let value = vec![b'v'; [3, 3, 3, CHUNK_BYTES / 4, CHUNK_BYTES / 5, 3][n]];
             let (mut chunk, pos) = overfull(keys, &value);
             let keys: Vec<Vec<u8>> = (0..chunk.len()).map(|i| chunk.key(i)).collect();
             let (slots, buf) = (chunk.slots.clone(), chunk.buf.clone());
@@ -1666,6 +1686,33 @@ mod tests {
                 if in_place {
                     assert_eq!(kept.dead, 0, "case {n}: the latest keys cut off the buffer's end");
                 }
+            }
+        }
+    }
+
+    /// The piece a run of keys goes on in after a split has a prefix a byte shorter than the
+    /// split chunk's keys shared: a list pushed at either end goes on across a multiple of
+    /// 256 in its index without a rebuild (which would shorten the prefix).
+    #[test]
+    fn a_run_goes_on_across_a_multiple_of_256_without_a_rebuild() {
+        let key = |i: u64| [&b"list"[..], &i.to_be_bytes()].concat();
+        // LPUSH from 0x108 down to 0x100, then on across 0x100; RPUSH from 0x2f0 up to
+        // 0x2f8, then on across 0x300.
+        let runs: [(Vec<u64>, Vec<u64>); 2] = [
+            ((0x100..=0x108).rev().collect(), (0xf8..=0xff).rev().collect()),
+            ((0x2f0..=0x2f8).collect(), (0x2f9..=0x301).collect()),
+        ];
+        for (keys, next) in runs {
+            let (mut chunk, pos) = overfull(keys.iter().map(|&i| key(i)), b"v");
+            let whole = common_prefix(&chunk.key(0), &chunk.key(chunk.len() - 1));
+            let mut rest = chunk.split(Some(pos));
+            assert_eq!(rest.len(), 1);
+            let (lower, upper) = (&mut chunk, &mut rest[0].1);
+            let run = if pos == 0 { lower } else { upper };
+            assert_eq!(run.plen, whole - 1, "the run's piece: a byte spare");
+            for i in next {
+                run.put(&key(i), Some(b"v"));
+                assert_eq!(run.plen, whole - 1, "{i:#x} went in without a rebuild");
             }
         }
     }
