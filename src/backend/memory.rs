@@ -549,7 +549,7 @@ impl Chunk {
         // prefix held that byte; with one byte less, only at every 65,536.
         let most = match pos {
             Some(pos) if other.contains(&pos) => {
-                common_prefix(&self.key(0), &self.key(n - 1)).saturating_sub(1)
+                (self.plen + common_prefix(self.entry(0).suffix, self.entry(n - 1).suffix)).saturating_sub(1)
             }
             _ => usize::MAX,
         };
