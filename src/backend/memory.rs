@@ -174,9 +174,10 @@ struct Entry<'a> {
 /// bytes (unless it was the buffer's last) until they pass half the live bytes, and the chunk
 /// is then rewritten without them. The first key of an empty chunk is its prefix; a key that
 /// does not start with the prefix rewrites the chunk with the shorter common one. A split
-/// builds the smaller piece with the longest prefix its keys share, and keeps the larger one
-/// in place (its slots cut to its records, the other's records cut off the buffer's end or
-/// left as dead bytes) while its slot heads still differ, else builds it too.
+/// builds the smaller piece with the longest prefix its keys share (one where a run of new
+/// keys goes on: a byte shorter than the whole chunk's keys shared), and keeps the larger
+/// one in place (its slots cut to its records, the other's records cut off the buffer's end
+/// or left as dead bytes) while its slot heads still differ, else builds it too.
 #[derive(Clone)]
 struct Chunk {
     buf: Vec<u8>,
