@@ -245,8 +245,7 @@ pub fn config(argv: &[Bytes], state: &State) -> Reply {
     if config.get("requirepass") != requirepass {
         state.acl.set_default_password(Some(config.get("requirepass").as_bytes()));
     }
-    state.maxmemory.store(config.number("maxmemory").max(0) as u64, Relaxed);
-    state.max_bulk.store(config.number("proto-max-bulk-len"), Relaxed);
+    state.keep_params(&config);
     state.slowlog.configure(&config);
     state.latency.configure(&config);
     state.stats.commands.tracking.store(config.get("latency-tracking") == "yes", Relaxed);

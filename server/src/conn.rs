@@ -12,7 +12,6 @@
 //! Commands of different loops meet only in the engine, whose striped key locks make each
 //! command atomic.
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -95,8 +94,7 @@ struct EventLoop {
     poll: Poll,
     mailbox: Arc<Mailbox>,
     state: Arc<State>,
-    conns: HashMap<usize, Connection>,
-    next_token: usize,
+    conns: Conns,
     /// Shared read buffer: bytes go from the socket here, then into a connection's buffer.
     chunk: Vec<u8>,
     /// When [`EventLoop::tick`] last ran.
@@ -112,8 +110,7 @@ impl EventLoop {
             poll,
             mailbox,
             state,
-            conns: HashMap::new(),
-            next_token: 0,
+            conns: Conns::default(),
             chunk: vec![0; 64 * 1024],
             last_tick: Instant::now(),
             ready: Vec::new(),
@@ -136,7 +133,7 @@ impl EventLoop {
                     continue;
                 }
                 let token = event.token().0;
-                let Some(conn) = self.conns.get_mut(&token) else { continue };
+                let Some(conn) = self.conns.get_mut(token) else { continue };
                 if !conn.on_event(&self.state, &mut self.chunk) {
                     self.settle(token, false);
                 } else if !conn.ready {
@@ -158,14 +155,14 @@ impl EventLoop {
     /// connection, each of those wake-ups costing a cross-CPU interrupt.
     fn reply_round(&mut self) {
         let mut ready = std::mem::take(&mut self.ready);
-        let waiting = ready.iter().any(|t| self.conns.get(t).is_some_and(|c| c.written < c.out.len()));
+        let waiting = ready.iter().any(|&t| self.conns.get(t).is_some_and(|c| c.written < c.out.len()));
         let persisted = if waiting { self.state.store.persist_written() } else { Ok(()) };
         if let Err(e) = &persisted {
             // No reply may claim what the store could not keep: drop them, and the clients.
             eprintln!("server: the store failed to persist writes: {e}");
         }
         for token in ready.drain(..) {
-            let Some(conn) = self.conns.get_mut(&token) else { continue };
+            let Some(conn) = self.conns.get_mut(token) else { continue };
             conn.ready = false;
             let keep = persisted.is_ok() && conn.send(&self.state);
             self.settle(token, keep);
@@ -181,7 +178,7 @@ impl EventLoop {
             match message {
                 Message::Accept(stream, peer) => self.accept(stream, peer),
                 Message::Deliver { token, client, bytes } => {
-                    let Some(conn) = self.conns.get_mut(&token) else { continue };
+                    let Some(conn) = self.conns.get_mut(token) else { continue };
                     if conn.client.info.id != client {
                         continue;
                     }
@@ -190,7 +187,7 @@ impl EventLoop {
                     self.settle(token, keep);
                 }
                 Message::Resume { token, client, session, bytes } => {
-                    let Some(conn) = self.conns.get_mut(&token) else { continue };
+                    let Some(conn) = self.conns.get_mut(token) else { continue };
                     if conn.client.info.id != client {
                         continue;
                     }
@@ -206,10 +203,10 @@ impl EventLoop {
 
     /// Updates a connection's interest after it ran, or closes it.
     fn settle(&mut self, token: usize, keep: bool) {
-        let Some(conn) = self.conns.get_mut(&token) else { return };
+        let Some(conn) = self.conns.get_mut(token) else { return };
         let keep = keep && conn.update_interest(self.poll.registry(), Token(token)).is_ok();
         if !keep {
-            if let Some(mut conn) = self.conns.remove(&token) {
+            if let Some(mut conn) = self.conns.remove(token) {
                 let _ = self.poll.registry().deregister(&mut conn.stream);
                 conn.client.close(&self.state);
                 self.state.disconnect(conn.client.info.id);
@@ -223,9 +220,9 @@ impl EventLoop {
             self.state.sample();
         }
         let timeout = self.state.config().number("timeout").max(0) as u64;
-        let tokens: Vec<usize> = self.conns.keys().copied().collect();
+        let tokens = self.conns.tokens();
         for token in tokens {
-            let Some(conn) = self.conns.get_mut(&token) else { continue };
+            let Some(conn) = self.conns.get_mut(token) else { continue };
             conn.resize_query_buffer();
             let info = &conn.client.info;
             let idle = timeout > 0
@@ -259,17 +256,62 @@ impl EventLoop {
         }
         let mut stream = TcpStream::from_std(stream);
         let _ = stream.set_nodelay(true);
-        let token = self.next_token;
-        self.next_token = self.next_token.wrapping_add(1) % (usize::MAX - 1);
+        let token = self.conns.vacant();
         if self.poll.registry().register(&mut stream, Token(token), Interest::READABLE).is_ok() {
             let laddr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
             let info =
                 self.state.connect(peer.to_string(), laddr, i64::from(stream.as_raw_fd()), self.index, token);
             let client = Client::new(info, &self.state, peer.ip().is_loopback());
-            self.conns.insert(token, Connection::new(stream, client));
+            self.conns.put(token, Connection::new(stream, client));
         } else {
             self.state.connections.fetch_sub(1, Relaxed);
         }
+    }
+}
+
+/// A loop's connections by token. A token is a place in `places`, taken again once its
+/// connection closes (a message for the closed one is told apart by its client id), so a
+/// readiness event finds its connection by index rather than by hashing its token.
+#[derive(Default)]
+struct Conns {
+    places: Vec<Option<Connection>>,
+    free: Vec<usize>,
+}
+
+impl Conns {
+    fn get(&self, token: usize) -> Option<&Connection> {
+        self.places.get(token)?.as_ref()
+    }
+
+    fn get_mut(&mut self, token: usize) -> Option<&mut Connection> {
+        self.places.get_mut(token)?.as_mut()
+    }
+
+    /// The token the next [`Conns::put`] takes.
+    fn vacant(&self) -> usize {
+        self.free.last().copied().unwrap_or(self.places.len())
+    }
+
+    /// Puts `conn` at `token`, which [`Conns::vacant`] gave.
+    fn put(&mut self, token: usize, conn: Connection) {
+        if token == self.places.len() {
+            self.places.push(Some(conn));
+        } else {
+            debug_assert_eq!(self.free.last(), Some(&token));
+            self.free.pop();
+            self.places[token] = Some(conn);
+        }
+    }
+
+    fn remove(&mut self, token: usize) -> Option<Connection> {
+        let conn = self.places.get_mut(token)?.take()?;
+        self.free.push(token);
+        Some(conn)
+    }
+
+    /// The tokens of the open connections.
+    fn tokens(&self) -> Vec<usize> {
+        self.places.iter().enumerate().filter(|(_, c)| c.is_some()).map(|(t, _)| t).collect()
     }
 }
 
@@ -357,7 +399,7 @@ impl Connection {
     /// gone (end of stream, a read error, an oversized query buffer).
     fn on_event(&mut self, state: &State, chunk: &mut [u8]) -> bool {
         if !self.closing {
-            let limit = state.config().number("client-query-buffer-limit").max(1) as usize;
+            let limit = state.query_buffer_limit.load(Relaxed) as usize;
             loop {
                 match self.stream.read(chunk) {
                     Ok(0) => return false,
@@ -443,13 +485,12 @@ impl Connection {
     /// Writes what it can and publishes the buffer sizes; false when the connection is done.
     /// The store's writes these replies acknowledge must be persisted already.
     fn send(&mut self, state: &State) -> bool {
-        let info = self.client.info.clone();
         self.publish_query_buffer();
         let flushed = self.flush();
         if let Ok(sent) = flushed {
             state.stats.net_output.fetch_add(sent as u64, Relaxed);
         }
-        info.set_buffers(None, Some(self.out.len() - self.written));
+        self.client.info.set_buffers(None, Some(self.out.len() - self.written));
         flushed.is_ok() && !(self.closing && self.written == self.out.len())
     }
 

@@ -59,6 +59,9 @@ pub struct State {
     /// The `proto-max-bulk-len` parameter, kept here so the request parser need not read
     /// the config.
     pub max_bulk: AtomicI64,
+    /// The `client-query-buffer-limit` parameter, kept here so a read from a client need
+    /// not read the config.
+    pub query_buffer_limit: AtomicU64,
     /// SLOWLOG.
     pub slowlog: crate::slowlog::SlowLog,
     /// MONITOR's clients.
@@ -131,8 +134,6 @@ impl State {
                 )
             })
             .collect();
-        let maxmemory = config.number("maxmemory").max(0) as u64;
-        let max_bulk = config.number("proto-max-bulk-len");
         let slowlog = crate::slowlog::SlowLog::default();
         slowlog.configure(&config);
         let latency = crate::latency::Latency::default();
@@ -142,7 +143,7 @@ impl State {
         let acl = crate::acl::Acl::default();
         acl.set_default_password(Some(config.get("requirepass").as_bytes()));
         let listeners = Listeners::default();
-        State {
+        let state = State {
             acl,
             tracking: crate::tracking::Tracking::new(listeners.clone()),
             scripts: Default::default(),
@@ -168,8 +169,9 @@ impl State {
             client_bytes: Arc::default(),
             pause: Mutex::new(None),
             pause_active: AtomicBool::new(false),
-            maxmemory: AtomicU64::new(maxmemory),
-            max_bulk: AtomicI64::new(max_bulk),
+            maxmemory: AtomicU64::default(),
+            max_bulk: AtomicI64::default(),
+            query_buffer_limit: AtomicU64::default(),
             sampler: Mutex::new(Sampler::new()),
             store,
             started: Instant::now(),
@@ -180,7 +182,18 @@ impl State {
             run_id,
             next_client_id: AtomicU64::new(1),
             client_size: std::mem::size_of::<ClientInfo>(),
-        }
+        };
+        state.keep_params(&state.config());
+        state
+    }
+
+    /// Copies out of `config` the parameters read on every command or request
+    /// ([`State::maxmemory`], [`State::max_bulk`], [`State::query_buffer_limit`]): at start
+    /// and after each CONFIG SET.
+    pub fn keep_params(&self, config: &Config) {
+        self.maxmemory.store(config.number("maxmemory").max(0) as u64, Relaxed);
+        self.max_bulk.store(config.number("proto-max-bulk-len"), Relaxed);
+        self.query_buffer_limit.store(config.number("client-query-buffer-limit").max(1) as u64, Relaxed);
     }
 
     /// Takes one sample of the counters (the event loop calls it every tick).

@@ -50,16 +50,22 @@ fn bulk_length_follows_proto_max_bulk_len_and_closes() {
 
 #[test]
 fn query_buffer_limit_closes_the_connection() {
-    let server = rediskv(&["--client-query-buffer-limit", "1mb"]);
-    let mut c = server.client();
-    // A 2 MB argument can never fit a 1 MB query buffer: Redis closes without a reply.
-    c.send_raw(b"*2\r\n$3\r\nGET\r\n$2000000\r\n");
-    let chunk = vec![b'x'; 64 * 1024];
-    for _ in 0..40 {
-        if c.try_send_raw(&chunk).is_err() {
-            break;
+    // The limit given at start, and one CONFIG SET gives a running server.
+    let at_start = rediskv(&["--client-query-buffer-limit", "1mb"]);
+    let set_later = rediskv(&[]);
+    let ok = Value::Status("OK".into());
+    assert_eq!(set_later.client().cmd(&["CONFIG", "SET", "client-query-buffer-limit", "1mb"]), ok);
+    for server in [at_start, set_later] {
+        let mut c = server.client();
+        // A 2 MB argument can never fit a 1 MB query buffer: Redis closes without a reply.
+        c.send_raw(b"*2\r\n$3\r\nGET\r\n$2000000\r\n");
+        let chunk = vec![b'x'; 64 * 1024];
+        for _ in 0..40 {
+            if c.try_send_raw(&chunk).is_err() {
+                break;
+            }
         }
+        assert_eq!(c.try_read(), None);
+        assert_eq!(server.client().cmd(&["PING"]), Value::Status("PONG".into()));
     }
-    assert_eq!(c.try_read(), None);
-    assert_eq!(server.client().cmd(&["PING"]), Value::Status("PONG".into()));
 }
