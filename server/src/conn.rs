@@ -404,7 +404,7 @@ impl Connection {
                 match self.stream.read(chunk) {
                     Ok(0) => return false,
                     Ok(n) => {
-                        state.stats.net_input.fetch_add(n as u64, Relaxed);
+                        state.stats.net_input.add(self.client.info.loop_index, n as u64);
                         self.buf.extend_from_slice(&chunk[..n]);
                         self.peak = self.peak.max(self.buf.len());
                         self.last_read = Instant::now();
@@ -488,7 +488,7 @@ impl Connection {
         self.publish_query_buffer();
         let flushed = self.flush();
         if let Ok(sent) = flushed {
-            state.stats.net_output.fetch_add(sent as u64, Relaxed);
+            state.stats.net_output.add(self.client.info.loop_index, sent as u64);
         }
         self.client.info.set_buffers(None, Some(self.out.len() - self.written));
         flushed.is_ok() && !(self.closing && self.written == self.out.len())

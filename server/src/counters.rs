@@ -57,6 +57,11 @@ impl LaneSum {
         }
     }
 
+    /// Zeroes every lane (CONFIG RESETSTAT; an add racing with it may survive it).
+    pub fn reset(&self) {
+        self.lanes.iter().for_each(|l| l.0.store(0, Relaxed));
+    }
+
     /// The sum of the lanes.
     pub fn sum(&self) -> u64 {
         self.lanes.iter().map(|l| l.0.load(Relaxed)).fold(0, u64::wrapping_add)
@@ -281,10 +286,10 @@ pub struct Stats {
     pub connections_received: AtomicU64,
     /// Connections refused (maxclients).
     pub rejected_connections: AtomicU64,
-    /// Bytes read from clients.
-    pub net_input: AtomicU64,
-    /// Bytes written to clients.
-    pub net_output: AtomicU64,
+    /// Bytes read from clients, in a lane per event loop.
+    pub net_input: LaneSum,
+    /// Bytes written to clients, in a lane per event loop.
+    pub net_output: LaneSum,
     /// Error replies sent.
     pub error_replies: AtomicU64,
     /// Per command name (`config|get` for subcommands).
@@ -297,18 +302,28 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Gives the counters kept in lanes a lane per event loop and one for the other
+    /// threads (`lanes` in all).
+    pub fn set_lanes(&mut self, lanes: usize) {
+        let tracking = self.commands.tracking.load(Relaxed);
+        self.commands = CommandStats::with_lanes(lanes);
+        self.commands.tracking.store(tracking, Relaxed);
+        self.net_input = LaneSum::with_lanes(lanes);
+        self.net_output = LaneSum::with_lanes(lanes);
+    }
+
     /// Zeroes every counter.
     pub fn reset(&self) {
         for c in [
             &self.connections_received,
             &self.rejected_connections,
-            &self.net_input,
-            &self.net_output,
             &self.error_replies,
             &self.lazyfreed_objects,
         ] {
             c.store(0, Relaxed);
         }
+        self.net_input.reset();
+        self.net_output.reset();
         self.commands.reset();
         lock(&self.errors).clear();
     }

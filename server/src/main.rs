@@ -342,9 +342,7 @@ fn main() {
     let mut state = state::State::new(config, store, layout);
     state.client_size += std::mem::size_of::<client::Client>();
     // A lane of counters per event loop, and one for the other threads.
-    let tracking = state.stats.commands.tracking.load(std::sync::atomic::Ordering::Relaxed);
-    state.stats.commands = counters::CommandStats::with_lanes(threads + 1);
-    state.stats.commands.tracking.store(tracking, std::sync::atomic::Ordering::Relaxed);
+    state.stats.set_lanes(threads + 1);
     state.client_bytes = Arc::new(counters::LaneSum::with_lanes(threads + 1));
     state.dirty = Arc::new(counters::LaneSum::with_lanes(threads + 1));
     let state = Arc::new(state);

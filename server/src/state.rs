@@ -198,7 +198,7 @@ impl State {
 
     /// Takes one sample of the counters (the event loop calls it every tick).
     pub fn sample(&self) {
-        let [input, output] = [&self.stats.net_input, &self.stats.net_output].map(|c| c.load(Relaxed));
+        let [input, output] = [&self.stats.net_input, &self.stats.net_output].map(LaneSum::sum);
         let now = [self.stats.commands.processed(), input, output];
         lock(&self.sampler).sample(now);
     }

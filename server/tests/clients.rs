@@ -317,9 +317,9 @@ fn rdb_changes_since_last_save_counts_changes_as_redis() {
     assert_eq!(changes(&mut c), "0");
 }
 
-/// Each event loop counts changes and its clients' bytes in its own lane, the other
-/// threads in a shared one: INFO and MEMORY STATS see their sums, whichever loop serves
-/// the asking client.
+/// Each event loop counts changes, its clients' bytes and the bytes it reads and writes in
+/// its own lane, the other threads in a shared one: INFO and MEMORY STATS see their sums,
+/// whichever loop serves the asking client.
 #[test]
 fn changes_and_client_bytes_are_summed_over_event_loops() {
     const WRITERS: usize = 6;
@@ -339,6 +339,7 @@ fn changes_and_client_bytes_are_summed_over_event_loops() {
         n
     };
     let alone = client_bytes(&mut c);
+    assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), Value::Status("OK".into()));
     std::thread::scope(|s| {
         for w in 0..WRITERS {
             let mut writer = server.client();
@@ -349,6 +350,18 @@ fn changes_and_client_bytes_are_summed_over_event_loops() {
             });
         }
     });
+    // The bytes read and written, counted in the lanes of the loops that did it: the
+    // writers' requests and this INFO's; the writers' replies and RESETSTAT's.
+    let resp = |args: &[&str]| {
+        let head = format!("*{}\r\n", args.len()).len();
+        head + args.iter().map(|a| format!("${}\r\n", a.len()).len() + a.len() + 2).sum::<usize>()
+    };
+    let set_bytes: usize =
+        (0..WRITERS).flat_map(|w| (0..WRITES).map(move |i| resp(&["SET", &format!("k{w}:{i}"), "v"]))).sum();
+    let stats = c.cmd(&["INFO", "stats"]).text();
+    let net = |name| field(&stats, name).parse::<usize>().unwrap();
+    assert_eq!(net("total_net_input_bytes"), set_bytes + resp(&["INFO", "stats"]));
+    assert_eq!(net("total_net_output_bytes"), (WRITERS * WRITES + 1) * "+OK\r\n".len());
     assert_eq!(changes(&mut c), WRITERS * WRITES);
     // A script runs on its own thread: the shared lane.
     assert_eq!(c.cmd(&["EVAL", "redis.call('SET', 's', '1') return 1", "0"]), Value::Int(1));
