@@ -126,6 +126,9 @@ impl EventLoop {
                 }
                 return Err(e);
             }
+            // One reading of the clock for the round: when its reads happened, and whether
+            // the tick is due.
+            let now = Instant::now();
             let mut kicked = false;
             for event in events.iter() {
                 if event.token() == WAKER {
@@ -134,7 +137,7 @@ impl EventLoop {
                 }
                 let token = event.token().0;
                 let Some(conn) = self.conns.get_mut(token) else { continue };
-                if !conn.on_event(&self.state, &mut self.chunk) {
+                if !conn.on_event(&self.state, &mut self.chunk, now) {
                     self.settle(token, false);
                 } else if !conn.ready {
                     conn.ready = true;
@@ -142,8 +145,8 @@ impl EventLoop {
                 }
             }
             self.reply_round();
-            if kicked || self.last_tick.elapsed() >= TICK {
-                self.last_tick = Instant::now();
+            if kicked || now.saturating_duration_since(self.last_tick) >= TICK {
+                self.last_tick = now;
                 self.tick();
             }
         }
@@ -395,9 +398,10 @@ impl Connection {
     }
 
     /// Handles readiness: reads everything available and runs every complete request; the
-    /// replies wait in `out` for [`Connection::send`]. Returns false when the connection is
-    /// gone (end of stream, a read error, an oversized query buffer).
-    fn on_event(&mut self, state: &State, chunk: &mut [u8]) -> bool {
+    /// replies wait in `out` for [`Connection::send`]; a read is dated `now` (the loop's
+    /// round). Returns false when the connection is gone (end of stream, a read error, an
+    /// oversized query buffer).
+    fn on_event(&mut self, state: &State, chunk: &mut [u8], now: Instant) -> bool {
         if !self.closing {
             let limit = state.query_buffer_limit.load(Relaxed) as usize;
             loop {
@@ -407,7 +411,7 @@ impl Connection {
                         state.stats.net_input.add(self.client.info.loop_index, n as u64);
                         self.buf.extend_from_slice(&chunk[..n]);
                         self.peak = self.peak.max(self.buf.len());
-                        self.last_read = Instant::now();
+                        self.last_read = now;
                         if self.buf.len() > limit {
                             // Redis closes such a client without a reply.
                             eprintln!("server: closing client that reached max query buffer length");
