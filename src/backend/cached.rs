@@ -16,12 +16,21 @@
 //! write of the slot is still in progress. A read that missed keeps what it read from the
 //! store only if no write of the slot started or ran meanwhile, so a record read before a
 //! write can never be kept after it, nor one write's record after a later one's.
+//!
+//! [`MetadataCache::with_key_filter`] also keeps a filter of the keys the store may hold,
+//! so that a read of a key that is certainly absent (a SET of a new key, a GET of a
+//! missing one) answers at once. Every metadata record written from the start goes into
+//! the filter before it goes to the store; [`MetadataCache::fill_key_filter`] adds the keys
+//! the store held, and only then does the filter answer. Deleted keys stay in it (the store
+//! is read for them), and a filter grown too full stops answering.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use bytes::Bytes;
 
-use super::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
+use super::key_filter::KeyFilter;
+use super::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch, key_hash};
 use crate::codec::KeyRange;
 use crate::error::Result;
 
@@ -45,6 +54,9 @@ struct Slot {
 pub struct MetadataCache<B> {
     inner: B,
     slots: Box<[Mutex<Slot>]>,
+    /// The keys the store may hold, and whether it answers yet (see the module docs).
+    filter: Option<KeyFilter>,
+    filter_filled: AtomicBool,
 }
 
 impl<B: std::fmt::Debug> std::fmt::Debug for MetadataCache<B> {
@@ -56,7 +68,72 @@ impl<B: std::fmt::Debug> std::fmt::Debug for MetadataCache<B> {
 impl<B: KvBackend> MetadataCache<B> {
     /// Puts an empty cache in front of `inner`, which only this cache may write from now on.
     pub fn new(inner: B) -> Self {
-        MetadataCache { inner, slots: (0..SLOTS).map(|_| Mutex::default()).collect() }
+        MetadataCache {
+            inner,
+            slots: (0..SLOTS).map(|_| Mutex::default()).collect(),
+            filter: None,
+            filter_filled: AtomicBool::new(false),
+        }
+    }
+
+    /// [`MetadataCache::new`] with a filter of the keys the store may hold, sized for `keys`
+    /// keys within `max_bytes` (see the module docs). It answers once
+    /// [`MetadataCache::fill_key_filter`] has run.
+    pub fn with_key_filter(inner: B, keys: u64, max_bytes: u64) -> Self {
+        MetadataCache { filter: Some(KeyFilter::with_capacity(keys, max_bytes)), ..MetadataCache::new(inner) }
+    }
+
+    /// Adds every metadata key the store holds to the key filter, which answers from then
+    /// on; returns how many keys it read. Writes may go on meanwhile (they add their own
+    /// keys). Without a filter, reads nothing.
+    ///
+    /// # Errors
+    /// The store's, from its scan; the filter then does not answer.
+    pub fn fill_key_filter(&self) -> Result<u64> {
+        let Some(filter) = &self.filter else { return Ok(0) };
+        let everything = KeyRange { start: Vec::new(), end: None };
+        let mut keys = 0;
+        for pair in self.inner.scan(ColumnFamily::Metadata, &everything, Direction::Forward)? {
+            filter.insert(key_hash(&pair?.0));
+            keys += 1;
+        }
+        self.filter_filled.store(true, Ordering::Release);
+        Ok(keys)
+    }
+
+    /// The key filter's size in bytes, and whether it answers (filled and not too full).
+    pub fn key_filter(&self) -> Option<(usize, bool)> {
+        let filter = self.filter.as_ref()?;
+        Some((filter.bytes(), self.filter_filled.load(Ordering::Acquire) && !filter.full()))
+    }
+
+    /// The metadata record of `key` (whose hash is `hash`) from its slot, else from the
+    /// store, kept in the slot unless a write of the slot started or ran meanwhile.
+    fn get_metadata(&self, key: &[u8], hash: u64) -> Result<Option<Bytes>> {
+        let at = slot_of(hash);
+        let version = {
+            let slot = self.slot(at);
+            if let Some((k, v)) = &slot.entry
+                && k.as_ref() == key
+            {
+                return Ok(v.clone());
+            }
+            slot.version
+        };
+        let value = self.inner.get(ColumnFamily::Metadata, key)?;
+        if value.as_ref().is_none_or(|v| v.len() <= MAX_VALUE) {
+            let mut slot = self.slot(at);
+            if slot.version == version && slot.writing == 0 {
+                slot.entry = Some((Bytes::copy_from_slice(key), value.clone()));
+            }
+        }
+        Ok(value)
+    }
+
+    /// Whether the filter says the store certainly has no record under the key whose hash
+    /// is `hash`.
+    fn surely_absent(&self, hash: u64) -> bool {
+        self.filter.as_ref().is_some_and(|f| self.filter_filled.load(Ordering::Acquire) && !f.may_hold(hash))
     }
 
     /// The store behind the cache.
@@ -88,21 +165,21 @@ impl<B: KvBackend> MetadataCache<B> {
     }
 }
 
-/// The slot `key` maps to.
-fn slot_of(key: &[u8]) -> usize {
-    super::key_hash(key) as usize % SLOTS
+/// The slot of the key whose hash is `hash`.
+fn slot_of(hash: u64) -> usize {
+    hash as usize % SLOTS
 }
 
-/// A metadata record a batch writes: its slot, key and new value (`None`: deleted).
-type MetadataOp = (usize, Bytes, Option<Bytes>);
+/// A metadata record a batch writes: its key's hash, key and new value (`None`: deleted).
+type MetadataOp = (u64, Bytes, Option<Bytes>);
 
 /// `op`'s [`MetadataOp`], if it writes a metadata record.
 fn metadata_op(op: &BatchOp) -> Option<MetadataOp> {
     match op {
         BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => {
-            Some((slot_of(key), key.clone(), Some(value.clone())))
+            Some((key_hash(key), key.clone(), Some(value.clone())))
         }
-        BatchOp::Delete { cf: ColumnFamily::Metadata, key } => Some((slot_of(key), key.clone(), None)),
+        BatchOp::Delete { cf: ColumnFamily::Metadata, key } => Some((key_hash(key), key.clone(), None)),
         _ => None,
     }
 }
@@ -112,39 +189,34 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
         if cf != ColumnFamily::Metadata {
             return self.inner.get(cf, key);
         }
-        let at = slot_of(key);
-        let version = {
-            let slot = self.slot(at);
-            if let Some((k, v)) = &slot.entry
-                && k.as_ref() == key
-            {
-                return Ok(v.clone());
-            }
-            slot.version
-        };
-        let value = self.inner.get(cf, key)?;
-        if value.as_ref().is_none_or(|v| v.len() <= MAX_VALUE) {
-            let mut slot = self.slot(at);
-            if slot.version == version && slot.writing == 0 {
-                slot.entry = Some((Bytes::copy_from_slice(key), value.clone()));
-            }
+        let hash = key_hash(key);
+        if self.surely_absent(hash) {
+            return Ok(None);
         }
-        Ok(value)
+        self.get_metadata(key, hash)
     }
 
     fn get_with(&self, cf: ColumnFamily, key: &[u8], read: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
         if cf == ColumnFamily::Metadata {
+            let hash = key_hash(key);
+            if self.surely_absent(hash) {
+                read(None);
+                return Ok(());
+            }
             // A hit is lent from its slot, which stays locked meanwhile (a decode, no store
             // access): no reference taken to the cached bytes.
-            let slot = self.slot(slot_of(key));
+            let slot = self.slot(slot_of(hash));
             if let Some((k, v)) = &slot.entry
                 && k.as_ref() == key
             {
                 read(v.as_deref());
                 return Ok(());
             }
+            drop(slot);
+            read(self.get_metadata(key, hash)?.as_deref());
+            return Ok(());
         }
-        read(self.get(cf, key)?.as_deref());
+        read(self.inner.get(cf, key)?.as_deref());
         Ok(())
     }
 
@@ -169,12 +241,16 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
         // The first apart: a batch of one metadata record (most) allocates no list.
         let mut ops = batch.ops().iter().filter_map(metadata_op);
         let (first, rest): (Option<MetadataOp>, Vec<MetadataOp>) = (ops.next(), ops.collect());
-        for (at, _, _) in first.iter().chain(&rest) {
-            self.start_write(*at);
+        for (hash, _, value) in first.iter().chain(&rest) {
+            if let (Some(filter), Some(_)) = (&self.filter, value) {
+                // Before the store has it: the filter never says a stored key is absent.
+                filter.insert(*hash);
+            }
+            self.start_write(slot_of(*hash));
         }
         let written = self.inner.write(batch);
-        for (at, key, value) in first.into_iter().chain(rest) {
-            self.end_write(at, key, value, written.is_ok());
+        for (hash, key, value) in first.into_iter().chain(rest) {
+            self.end_write(slot_of(hash), key, value, written.is_ok());
         }
         written
     }
@@ -206,6 +282,146 @@ mod tests {
     use crate::backend::{FaultyBackend, MemoryBackend};
 
     crate::kv_backend_conformance!(MetadataCache::new(MemoryBackend::new()));
+
+    /// A cache with a filled key filter, sized for 1,000 keys.
+    fn filtered<B: KvBackend>(inner: B) -> MetadataCache<B> {
+        let cache = MetadataCache::with_key_filter(inner, 1000, 1 << 20);
+        cache.fill_key_filter().unwrap();
+        cache
+    }
+
+    mod with_a_key_filter {
+        use super::*;
+        crate::kv_backend_conformance!(filtered(MemoryBackend::new()));
+    }
+
+    /// A store that counts its metadata reads.
+    #[derive(Default)]
+    struct Counting {
+        store: MemoryBackend,
+        reads: std::sync::atomic::AtomicUsize,
+    }
+
+    impl KvBackend for Counting {
+        fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+            if cf == ColumnFamily::Metadata {
+                self.reads.fetch_add(1, Ordering::Relaxed);
+            }
+            self.store.get(cf, key)
+        }
+
+        fn scan<'a>(
+            &'a self,
+            cf: ColumnFamily,
+            range: &KeyRange,
+            direction: Direction,
+        ) -> Result<ScanIter<'a>> {
+            self.store.scan(cf, range, direction)
+        }
+
+        fn write(&self, batch: WriteBatch) -> Result<()> {
+            self.store.write(batch)
+        }
+    }
+
+    fn reads(cache: &MetadataCache<Counting>) -> usize {
+        cache.inner().reads.load(Ordering::Relaxed)
+    }
+
+    /// Keys the store held before the filter was filled, and keys written since, are read;
+    /// keys never written, or never before the filter answers, are answered without a read.
+    #[test]
+    fn the_key_filter_spares_the_reads_of_absent_keys() {
+        let inner = Counting::default();
+        for i in 0..100 {
+            put(&inner.store, format!("old{i}").as_bytes(), b"v").unwrap();
+        }
+        let cache = MetadataCache::with_key_filter(inner, 1000, 1 << 20);
+        put(&cache, b"new-before-filling", b"v").unwrap();
+        assert_eq!(cache.key_filter(), Some((2048, false)));
+        // Not filled yet: every miss of the slots goes to the store.
+        assert_eq!(cache.get(ColumnFamily::Metadata, b"absent0").unwrap(), None);
+        assert_eq!(reads(&cache), 1);
+        assert_eq!(cache.fill_key_filter().unwrap(), 101);
+        assert_eq!(cache.key_filter(), Some((2048, true)));
+        put(&cache, b"new-after-filling", b"v").unwrap();
+        let before = reads(&cache);
+        let absent = (1..1000).filter(|i| {
+            let key = format!("absent{i}");
+            assert_eq!(cache.get(ColumnFamily::Metadata, key.as_bytes()).unwrap(), None);
+            let mut seen = Some(vec![]);
+            cache
+                .get_with(ColumnFamily::Metadata, key.as_bytes(), &mut |v| seen = v.map(<[u8]>::to_vec))
+                .unwrap();
+            assert_eq!(seen, None);
+            reads(&cache) == before
+        });
+        // About 1% of absent keys are false positives of a filter at its size.
+        assert!(absent.count() > 900);
+        let present = (0..100)
+            .map(|i| format!("old{i}"))
+            .chain(["new-before-filling".into(), "new-after-filling".into()]);
+        for key in present {
+            assert_eq!(
+                cache.get(ColumnFamily::Metadata, key.as_bytes()).unwrap().as_deref(),
+                Some(&b"v"[..]),
+                "{key}"
+            );
+        }
+    }
+
+    /// A deleted key stays in the filter (the store answers for it), and a filter filled
+    /// past its size stops answering.
+    #[test]
+    fn deleted_keys_are_read_and_a_full_filter_stops_answering() {
+        let cache = filtered(Counting::default());
+        put(&cache, b"gone", b"v").unwrap();
+        let mut batch = WriteBatch::new();
+        batch.delete(ColumnFamily::Metadata, b"gone".to_vec());
+        cache.write(batch).unwrap();
+        assert_eq!(cache.get(ColumnFamily::Metadata, b"gone").unwrap(), None);
+        assert!(cache.filter.as_ref().unwrap().may_hold(key_hash(b"gone")));
+        for i in 0..5000 {
+            put(&cache, format!("k{i}").as_bytes(), b"v").unwrap();
+        }
+        assert_eq!(cache.key_filter(), Some((2048, false)));
+        let before = reads(&cache);
+        for i in 0..100 {
+            assert_eq!(cache.get(ColumnFamily::Metadata, format!("absent{i}").as_bytes()).unwrap(), None);
+        }
+        assert_eq!(reads(&cache), before + 100);
+    }
+
+    /// Writers create keys while the filter is filled from the store: once it answers, it
+    /// answers for every key the store holds.
+    #[test]
+    fn keys_written_while_the_filter_fills_are_in_it() {
+        let inner = MemoryBackend::new();
+        for i in 0..20_000 {
+            put(&inner, format!("old{i}").as_bytes(), b"v").unwrap();
+        }
+        let cache = MetadataCache::with_key_filter(inner, 100_000, 1 << 20);
+        std::thread::scope(|s| {
+            for w in 0..3 {
+                let cache = &cache;
+                s.spawn(move || {
+                    for i in 0..5_000 {
+                        put(cache, format!("new{w}:{i}").as_bytes(), b"v").unwrap();
+                    }
+                });
+            }
+            assert!(cache.fill_key_filter().unwrap() >= 20_000);
+        });
+        assert_eq!(cache.key_filter(), Some((1 << 18, true)));
+        let everything = KeyRange { start: Vec::new(), end: None };
+        let mut stored = 0;
+        for pair in cache.inner().scan(ColumnFamily::Metadata, &everything, Direction::Forward).unwrap() {
+            let (key, value) = pair.unwrap();
+            assert_eq!(cache.get(ColumnFamily::Metadata, &key).unwrap(), Some(value));
+            stored += 1;
+        }
+        assert_eq!(stored, 35_000);
+    }
 
     fn put(b: &impl KvBackend, key: &[u8], value: &[u8]) -> Result<()> {
         let mut batch = WriteBatch::new();

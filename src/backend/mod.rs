@@ -6,6 +6,7 @@
 mod cached;
 pub mod conformance;
 mod faulty;
+mod key_filter;
 mod memory;
 
 use bytes::Bytes;
