@@ -252,6 +252,15 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ],
                 );
             }
+            if let Some((bytes, answers)) = state.store.key_filter() {
+                fields(
+                    out,
+                    &[
+                        ("rediskv_key_filter_bytes", n(bytes as u64)),
+                        ("rediskv_key_filter_active", n(u64::from(answers))),
+                    ],
+                );
+            }
         }
         "persistence" => {
             let z = || s("0");

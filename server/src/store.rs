@@ -61,6 +61,19 @@ pub struct EtcdFlags {
     pub conflict_timeout_ms: Option<usize>,
 }
 
+/// A disk store's metadata cache.
+type DiskCache = MetadataCache<Arc<dyn DiskBackend + Send + std::marker::Sync>>;
+
+/// A disk store's key filter is sized for twice the keys its metadata tables may hold,
+/// counting a key for every this many bytes of them (records compress to about that), and
+/// for at least [`KEY_FILTER_MIN_KEYS`]; it takes at most [`KEY_FILTER_MAX_BYTES`]. A store
+/// that outgrows it gets a larger one at its next start.
+const KEY_FILTER_TABLE_BYTES_PER_KEY: u64 = 16;
+/// See [`KEY_FILTER_TABLE_BYTES_PER_KEY`].
+const KEY_FILTER_MIN_KEYS: u64 = 1 << 20;
+/// See [`KEY_FILTER_TABLE_BYTES_PER_KEY`].
+const KEY_FILTER_MAX_BYTES: u64 = 64 << 20;
+
 /// The opened store.
 pub enum Store {
     /// Everything in one process' memory: gone at exit.
@@ -75,6 +88,8 @@ pub enum Store {
         disk: Arc<dyn DiskBackend + Send + std::marker::Sync>,
         /// The same backend as a [`KvBackend`].
         kv: Backend,
+        /// `kv`'s metadata cache, for its key filter's figures.
+        cache: Arc<DiskCache>,
     },
     /// A prefix in an etcd cluster, shared with other server nodes.
     #[cfg(feature = "etcd")]
@@ -142,9 +157,38 @@ impl Store {
             }
         };
         // Every write goes through `kv`, and no other process writes the directory: its
-        // metadata records can be kept in memory.
-        let kv: Backend = Arc::new(MetadataCache::new(disk.clone()));
-        Ok(Store::Disk { engine, dir: dir.to_path_buf(), disk, kv })
+        // metadata records can be kept in memory, and which keys it holds.
+        let keys = disk.disk_bytes(ColumnFamily::Metadata) / KEY_FILTER_TABLE_BYTES_PER_KEY * 2;
+        let cache = Arc::new(MetadataCache::with_key_filter(
+            disk.clone(),
+            keys.max(KEY_FILTER_MIN_KEYS),
+            KEY_FILTER_MAX_BYTES,
+        ));
+        let filling = cache.clone();
+        let spawned = std::thread::Builder::new().name("key-filter".into()).spawn(move || {
+            let started = std::time::Instant::now();
+            match filling.fill_key_filter() {
+                Ok(n) if started.elapsed() > std::time::Duration::from_secs(1) => {
+                    eprintln!("key filter: {n} keys read in {:.1} s", started.elapsed().as_secs_f64());
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("key filter: not filled, every read of a key goes to the store: {e}"),
+            }
+        });
+        if let Err(e) = spawned {
+            eprintln!("key filter: not filled, every read of a key goes to the store: {e}");
+        }
+        let kv: Backend = cache.clone();
+        Ok(Store::Disk { engine, dir: dir.to_path_buf(), disk, kv, cache })
+    }
+
+    /// The key filter's size in bytes and whether it answers (see
+    /// [`MetadataCache::with_key_filter`]); `None` without one.
+    pub fn key_filter(&self) -> Option<(usize, bool)> {
+        match self {
+            Store::Disk { cache, .. } => cache.key_filter(),
+            _ => None,
+        }
     }
 
     /// The backend every engine of the server reads and writes.

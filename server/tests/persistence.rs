@@ -461,3 +461,37 @@ fn info_memory_says_where_a_disk_engines_bytes_are() {
     }
     assert_eq!(info_field(&mut c, "memory", "rediskv_memtables_bytes"), 0);
 }
+
+/// A disk store's key filter fills from the store at start and then answers: every key
+/// written before the restart and since is found, and each new key counts once.
+#[test]
+fn the_key_filter_fills_from_the_store_and_misses_no_key() {
+    let dir = TempDir::new("key-filter");
+    {
+        let server = rediskv(&["--engine", "fjall", "--dir", dir.path()]);
+        let mut c = server.client();
+        for i in 0..2000 {
+            assert_eq!(c.cmd(&["SET", &format!("old{i}"), "v"]), Value::Status("OK".into()));
+        }
+        assert_eq!(c.cmd(&["SAVE"]), Value::Status("OK".into()));
+    }
+    let server = rediskv(&["--engine", "fjall", "--dir", dir.path()]);
+    let mut c = server.client();
+    // Sized for at least a million keys: 12 bits each, rounded up to a power of two.
+    assert_eq!(info_field(&mut c, "memory", "rediskv_key_filter_bytes"), 2 << 20);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while info_field(&mut c, "memory", "rediskv_key_filter_active") == 0 {
+        assert!(std::time::Instant::now() < deadline, "the key filter was never filled");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    for i in 0..2000 {
+        assert_eq!(c.cmd(&["GET", &format!("old{i}")]), bulk("v"), "old{i}");
+        assert_eq!(c.cmd(&["SET", &format!("new{i}"), "w"]), Value::Status("OK".into()));
+    }
+    assert_eq!(c.cmd(&["DBSIZE"]), Value::Int(4000));
+    for i in 0..2000 {
+        assert_eq!(c.cmd(&["GET", &format!("new{i}")]), bulk("w"), "new{i}");
+        assert_eq!(c.cmd(&["GET", &format!("absent{i}")]), Value::Bulk(None));
+        assert_eq!(c.cmd(&["EXISTS", &format!("old{i}"), &format!("absent{i}")]), Value::Int(1));
+    }
+}
