@@ -370,6 +370,27 @@ mod tests {
         }
     }
 
+    /// A fill whose scan fails midway leaves the filter silent: the keys it did not reach
+    /// are still found, from the store.
+    #[test]
+    fn a_failed_fill_leaves_the_filter_silent() {
+        let faulty = FaultyBackend::new(MemoryBackend::new());
+        for i in 0..10 {
+            put(&faulty, format!("k{i}").as_bytes(), b"v").unwrap();
+        }
+        let cache = MetadataCache::with_key_filter(&faulty, 1000, 1 << 20);
+        faulty.fail_read(5);
+        assert!(cache.fill_key_filter().is_err());
+        faulty.disarm();
+        assert_eq!(cache.key_filter(), Some((2048, false)));
+        for i in 0..10 {
+            assert_eq!(
+                cache.get(ColumnFamily::Metadata, format!("k{i}").as_bytes()).unwrap().as_deref(),
+                Some(&b"v"[..])
+            );
+        }
+    }
+
     /// A deleted key stays in the filter (the store answers for it), and a filter filled
     /// past its size stops answering.
     #[test]
