@@ -64,10 +64,11 @@ pub struct EtcdFlags {
 /// A disk store's metadata cache.
 type DiskCache = MetadataCache<Arc<dyn DiskBackend + Send + std::marker::Sync>>;
 
-/// A disk store's key filter is sized for twice the keys its metadata tables may hold,
-/// counting a key for every this many bytes of them (records compress to about that), and
-/// for at least [`KEY_FILTER_MIN_KEYS`]; it takes at most [`KEY_FILTER_MAX_BYTES`]. A store
-/// that outgrows it gets a larger one at its next start.
+/// A disk store's key filter is sized for twice the metadata records its engine counts
+/// ([`DiskBackend::approximate_records`]; else one for every this many bytes of its metadata
+/// tables, about what a record compresses to), and for at least [`KEY_FILTER_MIN_KEYS`]; it
+/// takes at most [`KEY_FILTER_MAX_BYTES`]. A store that outgrows it gets a larger one at its
+/// next start.
 const KEY_FILTER_TABLE_BYTES_PER_KEY: u64 = 16;
 /// See [`KEY_FILTER_TABLE_BYTES_PER_KEY`].
 const KEY_FILTER_MIN_KEYS: u64 = 1 << 20;
@@ -158,7 +159,9 @@ impl Store {
         };
         // Every write goes through `kv`, and no other process writes the directory: its
         // metadata records can be kept in memory, and which keys it holds.
-        let keys = disk.disk_bytes(ColumnFamily::Metadata) / KEY_FILTER_TABLE_BYTES_PER_KEY * 2;
+        let records = disk.approximate_records(ColumnFamily::Metadata);
+        let keys =
+            records.unwrap_or(disk.disk_bytes(ColumnFamily::Metadata) / KEY_FILTER_TABLE_BYTES_PER_KEY) * 2;
         let cache = Arc::new(MetadataCache::with_key_filter(
             disk.clone(),
             keys.max(KEY_FILTER_MIN_KEYS),

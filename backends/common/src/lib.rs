@@ -47,6 +47,13 @@ pub trait DiskBackend: KvBackend {
     /// counted: call [`DiskBackend::compact`] first for a settled figure).
     fn disk_bytes(&self, cf: ColumnFamily) -> u64;
 
+    /// About how many records one column family holds, memtables and tables together
+    /// (versions of a key and deletions not yet compacted away may each count), in O(1)
+    /// or O(tables): for sizing what a cache keeps per key. Default: not known.
+    fn approximate_records(&self, _cf: ColumnFamily) -> Option<u64> {
+        None
+    }
+
     /// Where the engine's bytes are: tables and journals on disk, block cache and memtables in
     /// memory. Default: the tables of the four column families, nothing else known.
     fn usage(&self) -> Usage {

@@ -166,6 +166,26 @@ pub fn restart<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<
     assert!(max_version(db.backend()) > top, "a version after reopen is above every version before");
 }
 
+/// Writes 5,000 metadata records and as many subkeys: [`DiskBackend::approximate_records`]
+/// counts the metadata family's within a factor of two, before and after a full compaction.
+pub fn approximate_records<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<B>) {
+    let dir = TempDir::new("approximate");
+    let backend = open(dir.path(), Options::default()).expect("open");
+    for chunk in 0..50 {
+        let mut batch = WriteBatch::new();
+        for i in chunk * 100..(chunk + 1) * 100 {
+            batch.put(ColumnFamily::Metadata, format!("key{i:05}").into_bytes(), b"meta".to_vec());
+            batch.put(ColumnFamily::Subkey, format!("sub{i:05}").into_bytes(), b"v".to_vec());
+        }
+        backend.write(batch).expect("write");
+    }
+    let written = backend.approximate_records(ColumnFamily::Metadata).expect("counted");
+    assert!((5_000..=10_000).contains(&written), "{written} records counted after the writes");
+    backend.compact().expect("compact");
+    let compacted = backend.approximate_records(ColumnFamily::Metadata).expect("counted");
+    assert!((5_000..=10_000).contains(&compacted), "{compacted} records counted after a compaction");
+}
+
 /// Environment variable naming the directory a [`clock_set_back_child`] opens.
 pub const CHILD_DIR_ENV: &str = "REDISKV_ENGINE_CHILD_DIR";
 
@@ -606,6 +626,11 @@ macro_rules! engine_scenarios {
             let figures = testkit::gc_on_disk(open, 200_000);
             let [subkey, score] = figures.shrink_percent();
             println!("{} GC on disk: subkey CF shed {subkey:.1}%, score CF {score:.1}%: {figures:?}", $name);
+        }
+
+        #[test]
+        fn approximate_records_counts_the_records() {
+            testkit::approximate_records(open);
         }
 
         #[test]

@@ -463,6 +463,11 @@ impl DiskBackend for Backend {
         self.cf(cf).disk_space()
     }
 
+    /// fjall's `approximate_len`: the items of the memtables and of the tables' metadata.
+    fn approximate_records(&self, cf: ColumnFamily) -> Option<u64> {
+        Some(self.cf(cf).approximate_len() as u64)
+    }
+
     fn usage(&self) -> Usage {
         Usage {
             tables: self.cfs.iter().chain([&self.own]).map(Keyspace::disk_space).sum(),

@@ -304,6 +304,11 @@ impl DiskBackend for Backend {
             .unwrap_or(0)
     }
 
+    /// RocksDB's `rocksdb.estimate-num-keys` of the column family.
+    fn approximate_records(&self, cf: ColumnFamily) -> Option<u64> {
+        self.db.property_int_value_cf(self.cf(cf).ok()?, "rocksdb.estimate-num-keys").ok().flatten()
+    }
+
     fn usage(&self) -> Usage {
         Usage {
             tables: self.property_sum("rocksdb.total-sst-files-size"),
