@@ -26,6 +26,8 @@ pub struct KeyFilter {
     words: Box<[AtomicU64]>,
     /// Bits set so far (each counted by the insert that set it).
     set: AtomicU64,
+    /// [`MAX_FILL`] of the bits.
+    most_set: u64,
 }
 
 impl KeyFilter {
@@ -36,8 +38,12 @@ impl KeyFilter {
         let wanted = keys.saturating_mul(BITS_PER_SIZED_KEY as u64).div_ceil(64).max(64).next_power_of_two();
         let most = (max_bytes / 8).max(64);
         let most = 1u64 << (63 - most.leading_zeros());
-        let words = wanted.min(most) as usize;
-        KeyFilter { words: (0..words).map(|_| AtomicU64::new(0)).collect(), set: AtomicU64::new(0) }
+        let words = wanted.min(most);
+        KeyFilter {
+            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            set: AtomicU64::new(0),
+            most_set: (MAX_FILL * (words * 64) as f64) as u64,
+        }
     }
 
     /// The filter's size in bytes.
@@ -79,7 +85,7 @@ impl KeyFilter {
 
     /// Whether the filter is past [`MAX_FILL`] and so answers "may hold" for every key.
     pub fn full(&self) -> bool {
-        self.set.load(Ordering::Relaxed) as f64 > MAX_FILL * (self.words.len() * 64) as f64
+        self.set.load(Ordering::Relaxed) > self.most_set
     }
 }
 
