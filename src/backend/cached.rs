@@ -216,8 +216,7 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
             read(self.get_metadata(key, hash)?.as_deref());
             return Ok(());
         }
-        read(self.inner.get(cf, key)?.as_deref());
-        Ok(())
+        self.inner.get_with(cf, key, read)
     }
 
     fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
