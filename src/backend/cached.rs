@@ -107,19 +107,9 @@ impl<B: KvBackend> MetadataCache<B> {
         Some((filter.bytes(), self.filter_filled.load(Ordering::Acquire) && !filter.full()))
     }
 
-    /// The metadata record of `key` (whose hash is `hash`) from its slot, else from the
-    /// store, kept in the slot unless a write of the slot started or ran meanwhile.
-    fn get_metadata(&self, key: &[u8], hash: u64) -> Result<Option<Bytes>> {
-        let at = slot_of(hash);
-        let version = {
-            let slot = self.slot(at);
-            if let Some((k, v)) = &slot.entry
-                && k.as_ref() == key
-            {
-                return Ok(v.clone());
-            }
-            slot.version
-        };
+    /// The metadata record of `key` from the store, after a miss of its slot `at` at the
+    /// slot's `version`: kept in the slot unless a write of the slot started or ran since.
+    fn read_through(&self, key: &[u8], at: usize, version: u64) -> Result<Option<Bytes>> {
         let value = self.inner.get(ColumnFamily::Metadata, key)?;
         if value.as_ref().is_none_or(|v| v.len() <= MAX_VALUE) {
             let mut slot = self.slot(at);
@@ -193,7 +183,17 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
         if self.surely_absent(hash) {
             return Ok(None);
         }
-        self.get_metadata(key, hash)
+        let at = slot_of(hash);
+        let version = {
+            let slot = self.slot(at);
+            if let Some((k, v)) = &slot.entry
+                && k.as_ref() == key
+            {
+                return Ok(v.clone());
+            }
+            slot.version
+        };
+        self.read_through(key, at, version)
     }
 
     fn get_with(&self, cf: ColumnFamily, key: &[u8], read: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
@@ -205,15 +205,18 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
             }
             // A hit is lent from its slot, which stays locked meanwhile (a decode, no store
             // access): no reference taken to the cached bytes.
-            let slot = self.slot(slot_of(hash));
-            if let Some((k, v)) = &slot.entry
-                && k.as_ref() == key
-            {
-                read(v.as_deref());
-                return Ok(());
-            }
-            drop(slot);
-            read(self.get_metadata(key, hash)?.as_deref());
+            let at = slot_of(hash);
+            let version = {
+                let slot = self.slot(at);
+                if let Some((k, v)) = &slot.entry
+                    && k.as_ref() == key
+                {
+                    read(v.as_deref());
+                    return Ok(());
+                }
+                slot.version
+            };
+            read(self.read_through(key, at, version)?.as_deref());
             return Ok(());
         }
         self.inner.get_with(cf, key, read)
