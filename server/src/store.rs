@@ -168,6 +168,9 @@ impl Store {
             KEY_FILTER_MAX_BYTES,
         ));
         let filling = cache.clone();
+        let unfilled = |e: &dyn std::fmt::Display| {
+            eprintln!("key filter: not filled, every read of a key goes to the store: {e}");
+        };
         let spawned = std::thread::Builder::new().name("key-filter".into()).spawn(move || {
             let started = std::time::Instant::now();
             match filling.fill_key_filter() {
@@ -175,11 +178,11 @@ impl Store {
                     eprintln!("key filter: {n} keys read in {:.1} s", started.elapsed().as_secs_f64());
                 }
                 Ok(_) => {}
-                Err(e) => eprintln!("key filter: not filled, every read of a key goes to the store: {e}"),
+                Err(e) => unfilled(&e),
             }
         });
         if let Err(e) = spawned {
-            eprintln!("key filter: not filled, every read of a key goes to the store: {e}");
+            unfilled(&e);
         }
         let kv: Backend = cache.clone();
         Ok(Store::Disk { engine, dir: dir.to_path_buf(), disk, kv, cache })
