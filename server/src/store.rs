@@ -67,8 +67,7 @@ type DiskCache = MetadataCache<Arc<dyn DiskBackend + Send + std::marker::Sync>>;
 /// A disk store's key filter is sized for twice the metadata records its engine counts
 /// ([`DiskBackend::approximate_records`]; else one for every this many bytes of its metadata
 /// tables, about what a record compresses to), and for at least [`KEY_FILTER_MIN_KEYS`]; it
-/// takes at most [`KEY_FILTER_MAX_BYTES`]. A store that outgrows it gets a larger one at its
-/// next start.
+/// grows with the store up to [`KEY_FILTER_MAX_BYTES`] in all.
 const KEY_FILTER_TABLE_BYTES_PER_KEY: u64 = 16;
 /// See [`KEY_FILTER_TABLE_BYTES_PER_KEY`].
 const KEY_FILTER_MIN_KEYS: u64 = 1 << 20;

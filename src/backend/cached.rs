@@ -22,7 +22,8 @@
 //! missing one) answers at once. Every metadata record written from the start goes into
 //! the filter before it goes to the store; [`MetadataCache::fill_key_filter`] adds the keys
 //! the store held, and only then does the filter answer. Deleted keys stay in it (the store
-//! is read for them), and a filter grown too full stops answering.
+//! is read for them); it grows by layers as keys come, and stops answering only when it has
+//! filled its bound.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -393,11 +394,12 @@ mod tests {
         }
     }
 
-    /// A deleted key stays in the filter (the store answers for it), and a filter filled
-    /// past its size stops answering.
+    /// A deleted key stays in the filter (the store answers for it), and a filter without
+    /// room to grow, filled past its size, stops answering.
     #[test]
     fn deleted_keys_are_read_and_a_full_filter_stops_answering() {
-        let cache = filtered(Counting::default());
+        let cache = MetadataCache::with_key_filter(Counting::default(), 1000, 2048);
+        cache.fill_key_filter().unwrap();
         put(&cache, b"gone", b"v").unwrap();
         let mut batch = WriteBatch::new();
         batch.delete(ColumnFamily::Metadata, b"gone".to_vec());
@@ -413,6 +415,31 @@ mod tests {
             assert_eq!(cache.get(ColumnFamily::Metadata, format!("absent{i}").as_bytes()).unwrap(), None);
         }
         assert_eq!(reads(&cache), before + 100);
+    }
+
+    /// Forty times the keys the filter was sized for: it grows within its bound and goes on
+    /// answering for absent keys without a store read.
+    #[test]
+    fn a_filter_outgrown_by_the_store_grows_and_answers() {
+        let cache = filtered(Counting::default());
+        for i in 0..40_000 {
+            put(&cache, format!("k{i}").as_bytes(), b"v").unwrap();
+        }
+        let (bytes, answers) = cache.key_filter().unwrap();
+        assert!(answers && bytes > 2048 && bytes <= 1 << 20, "{bytes} bytes, answers: {answers}");
+        let before = reads(&cache);
+        for i in 0..1000 {
+            assert_eq!(cache.get(ColumnFamily::Metadata, format!("absent{i}").as_bytes()).unwrap(), None);
+        }
+        // About 2% of absent keys are false positives of the grown filter.
+        let read = reads(&cache) - before;
+        assert!(read < 40, "{read} of 1000 absent keys read from the store");
+        for i in (0..40_000).step_by(97) {
+            assert_eq!(
+                cache.get(ColumnFamily::Metadata, format!("k{i}").as_bytes()).unwrap().as_deref(),
+                Some(&b"v"[..])
+            );
+        }
     }
 
     /// Writers create keys while the filter is filled from the store: once it answers, it
