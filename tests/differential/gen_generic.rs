@@ -6,9 +6,11 @@
 //! Orders Redis leaves open are not asked for: `BY nosort` on a set is compared as a
 //! multiset and without LIMIT, ALPHA is not combined with a BY pattern (ties between equal
 //! weights come out in `qsort`'s order), and ALPHA without STORE is compared as a multiset
-//! (C-string ties such as "" and "\0" keep Redis' hash order for sets and sorted sets). OBJECT ENCODING/REFCOUNT of live keys are not
-//! compared here: Redis' answer depends on each value's history (an APPENDed string is `raw`,
-//! a shrunk hash stays `hashtable`), which tests/generic_commands.rs covers on fresh keys.
+//! and without LIMIT (C-string ties such as "" and "\0" keep Redis' hash order for sets
+//! and sorted sets, and a LIMIT may cut between them). OBJECT ENCODING/REFCOUNT of live keys
+//! are not compared here: Redis' answer depends on each value's history (an APPENDed string
+//! is `raw`, a shrunk hash stays `hashtable`), which tests/generic_commands.rs covers on
+//! fresh keys.
 
 use crate::kit::*;
 
@@ -80,7 +82,12 @@ fn sort_op(g: &mut G, readonly: bool) -> Op {
         a.push(g.kw("BY"));
         a.push(g.pick(&["k*", "*", "k*->a", "*->b", "x*y"]).arg());
     }
-    if !nosort && g.chance(30) {
+    // ALPHA without STORE compares C strings: "" and "\0" tie, and Redis leaves tied members
+    // of a set or sorted set in its hash order, so a LIMIT could cut between them.
+    let alpha = !by_pattern && g.chance(40);
+    let store = g.chance(15);
+    let open_ties = alpha && !store;
+    if !nosort && !open_ties && g.chance(30) {
         a.push(g.kw("LIMIT"));
         a.push(g.pick(&["0", "1", "2", "-1", "100", "x"]).arg());
         a.push(g.pick(&["0", "1", "3", "-1", "-5", "100"]).arg());
@@ -92,11 +99,9 @@ fn sort_op(g: &mut G, readonly: bool) -> Op {
     if g.chance(40) {
         a.push(g.pick_kw(&["ASC", "DESC"]));
     }
-    let alpha = !by_pattern && g.chance(40);
     if alpha {
         a.push(g.kw("ALPHA"));
     }
-    let store = g.chance(15);
     if store {
         a.push(g.kw("STORE"));
         a.push(g.key());
@@ -104,7 +109,5 @@ fn sort_op(g: &mut G, readonly: bool) -> Op {
     if g.chance(3) {
         a.push("BOGUS".arg());
     }
-    // Without STORE, ALPHA compares C strings: "" and "\0" tie, and Redis leaves tied
-    // members of a set or sorted set in its hash order.
-    if nosort || (alpha && !store) { unordered(a) } else { exact(a) }
+    if nosort || open_ties { unordered(a) } else { exact(a) }
 }
