@@ -20,9 +20,9 @@
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mlua::{HookTriggers, Lua, LuaOptions, MultiValue, RegistryKey, StdLib, Table, Value, VmState};
@@ -78,6 +78,10 @@ pub struct Scripts {
     /// Bumped by SCRIPT FLUSH and every library change: thread states rebuild.
     generation: AtomicU64,
     running: Mutex<Option<Running>>,
+    /// Signalled when `running` empties, for the commands waiting in the gate (counted by
+    /// `waiting`, under `running`'s lock, so that a script's end wakes no one in vain).
+    ended: Condvar,
+    waiting: AtomicUsize,
     /// A script runs (the gate checks for BUSY only then).
     active: AtomicBool,
     kill: Arc<AtomicBool>,
@@ -175,19 +179,33 @@ impl Scripts {
     /// `threshold_ms` (then answers BUSY), as Redis serves no one but SCRIPT KILL & co.
     /// during a script. `None`: go on, which only a script's end allows (or a threshold of
     /// 0): the script holds the engine's whole-keyspace lock, so a command let through
-    /// while it runs would hold up its event loop until the script ends.
+    /// while it runs would hold up its event loop until the script ends. The wait ends as
+    /// the script does (its end signals `ended`).
     pub fn wait_or_busy(&self, threshold_ms: u64, argv: &[Bytes]) -> Option<Reply> {
+        if threshold_ms == 0 || self.allowed_while_busy(argv) {
+            return None;
+        }
+        let threshold = Duration::from_millis(threshold_ms);
+        let mut running = lock(&self.running);
         loop {
-            if !self.active() || self.allowed_while_busy(argv) {
-                return None;
-            }
-            if let Some(busy) = self.busy(threshold_ms, argv) {
-                return Some(busy);
-            }
-            if threshold_ms == 0 || lock(&self.running).is_none() {
-                return None;
-            }
-            std::thread::sleep(std::time::Duration::from_micros(200));
+            let left = threshold.checked_sub(running.as_ref()?.since.elapsed());
+            let Some(left) = left.filter(|left| !left.is_zero()) else {
+                drop(running);
+                return self.busy(threshold_ms, argv);
+            };
+            self.waiting.fetch_add(1, Relaxed);
+            running = self.ended.wait_timeout(running, left).unwrap_or_else(|e| e.into_inner()).0;
+            self.waiting.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Marks the running script ended and wakes the commands waiting for it.
+    fn end_running(&self) {
+        let mut running = lock(&self.running);
+        *running = None;
+        self.active.store(false, Relaxed);
+        if self.waiting.load(Relaxed) > 0 {
+            self.ended.notify_all();
         }
     }
 
@@ -1596,8 +1614,7 @@ fn run(
             }
             run_once(lua, &f, &target, &keys, &args, read_only, db, acl, host, call)
         });
-        *lock(&scripts.running) = None;
-        scripts.active.store(false, Relaxed);
+        scripts.end_running();
         reply
     });
     let reply = result.unwrap_or_else(|e| e);
@@ -2720,8 +2737,30 @@ mod tests {
         assert!(
             scripts.wait_or_busy(1, &[Bytes::from_static(b"SCRIPT"), Bytes::from_static(b"KILL")]).is_none()
         );
-        *lock(&scripts.running) = None;
-        scripts.active.store(false, Relaxed);
+        scripts.end_running();
         assert!(scripts.wait_or_busy(1, &ping).is_none());
+    }
+
+    /// Commands waiting for a script go on once it has ended, never while it runs; a wait
+    /// that missed the script's end would hold them a minute each.
+    #[test]
+    fn commands_waiting_for_a_script_go_on_at_its_end() {
+        let scripts = Scripts::default();
+        let ping = [Bytes::from_static(b"PING")];
+        for _ in 0..100 {
+            start(&scripts);
+            let ended = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                for _ in 0..4 {
+                    s.spawn(|| {
+                        assert!(scripts.wait_or_busy(60_000, &ping).is_none());
+                        assert!(ended.load(Relaxed), "let through while the script ran");
+                    });
+                }
+                std::thread::yield_now();
+                ended.store(true, Relaxed);
+                scripts.end_running();
+            });
+        }
     }
 }

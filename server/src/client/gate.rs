@@ -44,7 +44,14 @@ impl Client {
         }
         if state.scripts.active() {
             let threshold = state.config().number("busy-reply-threshold").max(0) as u64;
-            if let Some(busy) = state.scripts.wait_or_busy(threshold, argv) {
+            // A script queues behind the running one on the script thread: it holds up no
+            // event loop, and only past the threshold gets BUSY.
+            let refusal = if super::is_script(info) {
+                state.scripts.busy(threshold, argv)
+            } else {
+                state.scripts.wait_or_busy(threshold, argv)
+            };
+            if let Some(busy) = refusal {
                 return Some(Some(busy));
             }
         }
