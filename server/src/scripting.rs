@@ -692,7 +692,9 @@ impl Vm {
                 if n != 2 && n != 3 {
                     return Err(mlua::Error::RuntimeError("RESP version must be 2 or 3.".into()));
                 }
-                lua.set_named_registry_value("__redis_resp", n)?;
+                if let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>() {
+                    bridge.resp3.set(n == 3);
+                }
                 Ok(())
             })?,
         )?;
@@ -910,6 +912,8 @@ struct Bridge {
     /// as many of the caller's stack slots again (see [`PACK_PAST`]).
     argv: RefCell<Option<Argv>>,
     site: CallSite,
+    /// The protocol `redis.setresp` chose for the running invocation's command replies.
+    resp3: Cell<bool>,
 }
 
 impl Bridge {
@@ -1640,10 +1644,10 @@ fn run_once(
     call: &mut dyn FnMut(&[Bytes]) -> Reply,
 ) -> Reply {
     let scripts = host.scripts();
-    let _ = lua.set_named_registry_value("__redis_resp", 2);
     let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>().map(|b| Rc::clone(&b)) else {
         return Reply::Error("ERR Lua state without its bridge".into());
     };
+    bridge.resp3.set(false);
     bridge.site.clear();
     let call = RefCell::new(call);
     let result = lua.scope(|scope| {
@@ -1709,8 +1713,7 @@ fn run_once(
                     }
                 }
             };
-            let resp: i64 = lua.named_registry_value("__redis_resp").unwrap_or(2);
-            let protocol = if resp == 3 { Protocol::Resp3 } else { Protocol::Resp2 };
+            let protocol = if bridge.resp3.get() { Protocol::Resp3 } else { Protocol::Resp2 };
             let mut bytes = Vec::new();
             reply.write(protocol, &mut bytes);
             let mut at = 0;
@@ -1756,8 +1759,7 @@ fn run_once(
         let value = out.next().unwrap_or(Value::Nil);
         let counted = matches!(&value, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false));
         scripts.error_counted.store(counted, Relaxed);
-        let resp: i64 = lua.named_registry_value("__redis_resp").unwrap_or(2);
-        Ok(if ok { lua_to_reply(&value, resp == 3) } else { error_reply(&value) })
+        Ok(if ok { lua_to_reply(&value, bridge.resp3.get()) } else { error_reply(&value) })
     });
     // The scope's functions are gone: the command functions refuse until the next one.
     bridge.run.borrow_mut().take();
