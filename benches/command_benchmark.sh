@@ -5,8 +5,9 @@
 #
 #   benches/command_benchmark.sh               # every command, N=100000 P=16 CLIENTS=50, memory
 #   COMMANDS=xadd,xread RUNS=3 THREADS=1 ENGINE=fjall benches/command_benchmark.sh
+#   SERVER_BIN=/path/to/rediskv-server COMMANDS=evalsha benches/command_benchmark.sh
 #
-# Builds rediskv-server in release, starts it and a redis-server on free loopback ports,
+# Builds rediskv-server in release (unless SERVER_BIN), starts it and a redis-server on free loopback ports,
 # prepares both (SCRIPT LOAD, a stream of 1000 entries), and prints per command and run each
 # server's ops/s and rediskv's ratio to redis-server. Both servers are stopped on exit.
 set -euo pipefail
@@ -33,9 +34,11 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-echo "building rediskv-server (release)…" >&2
-cargo build --release -p rediskv-server >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log" >&2; exit 1; }
-SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
+if [ -z "${SERVER_BIN:-}" ]; then
+    echo "building rediskv-server (release)…" >&2
+    cargo build --release -p rediskv-server >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log" >&2; exit 1; }
+    SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
+fi
 REDIS_PORT=$(free_port)
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" \
     --loglevel warning >"$WORK/redis.log" 2>&1 &
