@@ -415,6 +415,8 @@ fn library_metadata(code: &str) -> Result<(String, String), String> {
 /// Sandboxed Lua, with Redis' libraries and the prelude below.
 struct Vm {
     lua: Lua,
+    /// The prelude's runner (`RUN`): calls a script or function under the error handler.
+    runner: mlua::Function,
     generation: u64,
     /// sha → compiled script.
     scripts: HashMap<String, RegistryKey>,
@@ -710,7 +712,8 @@ impl Vm {
             lua.set_named_registry_value(key, pieces.raw_get::<Value>(piece)?)?;
         }
         lua.set_type_metatable::<mlua::String>(Some(pieces.raw_get("string_meta")?));
-        Ok(Vm { lua, generation: u64::MAX, scripts: HashMap::new(), functions: HashMap::new() })
+        let runner = pieces.raw_get("run")?;
+        Ok(Vm { lua, runner, generation: u64::MAX, scripts: HashMap::new(), functions: HashMap::new() })
     }
 
     /// Runs a library's code with `redis.register_function` available; returns what it
@@ -903,10 +906,11 @@ type Argv = Result<Vec<Bytes>, &'static str>;
 /// What the Lua state's long-lived functions share with the invocation running now.
 #[derive(Default)]
 struct Bridge {
-    /// The running invocation's command runner (for `redis.call` and `redis.pcall`) and ACL
-    /// check (for `redis.acl_check_cmd`): functions of its scope, `None` between invocations.
+    /// The running invocation's command runner (for `redis.call` and `redis.pcall`), which
+    /// checks the ACL instead (for `redis.acl_check_cmd`) while `acl_check` is set: a
+    /// function of its scope, `None` between invocations.
     run: RefCell<Option<mlua::Function>>,
-    acl_check: RefCell<Option<mlua::Function>>,
+    acl_check: Cell<bool>,
     /// A command's arguments on their way to `run` or `acl_check`. They travel beside the
     /// call, as bytes: as its arguments they would be made into Lua strings again, and take
     /// as many of the caller's stack slots again (see [`PACK_PAST`]).
@@ -928,10 +932,13 @@ impl Bridge {
 
 /// `redis.acl_check_cmd` of `argv`, through the running invocation's check.
 fn redis_acl_check_cmd(bridge: &Bridge, argv: Argv) -> mlua::Result<Value> {
-    match bridge.acl_check.borrow().as_ref() {
+    match bridge.run.borrow().as_ref() {
         Some(f) => {
             *bridge.argv.borrow_mut() = Some(argv);
-            f.call::<Value>(())
+            bridge.acl_check.set(true);
+            let allowed = f.call::<Value>(());
+            bridge.acl_check.set(false);
+            allowed
         }
         None => Err(mlua::Error::RuntimeError(
             "redis.acl_check_cmd can only be called inside a script invocation".into(),
@@ -1393,7 +1400,9 @@ pub fn eval(argv: &[Bytes], caller: &mut Caller<'_>, by_sha: bool, read_only: bo
     if let Err(e) = compiled {
         return e;
     }
-    lock(&scripts.cache).entry(sha.clone()).or_insert(body);
+    if !by_sha {
+        lock(&scripts.cache).entry(sha.clone()).or_insert(body);
+    }
     let allow_oom = flags.iter().any(|f| f == "allow-oom");
     run(caller, Target::Script(sha), keys, args, read_only || (declared && no_writes), allow_oom, argv)
 }
@@ -1616,7 +1625,7 @@ fn run(
             if let Some(r) = lock(&scripts.running).as_mut() {
                 r.wrote = false;
             }
-            run_once(lua, &f, &target, &keys, &args, read_only, db, acl, host, call)
+            run_once(lua, &vm.runner, &f, &target, &keys, &args, read_only, db, acl, host, call)
         });
         scripts.end_running();
         reply
@@ -1633,6 +1642,7 @@ fn run(
 #[allow(clippy::too_many_arguments)]
 fn run_once(
     lua: &Lua,
+    runner: &mlua::Function,
     f: &mlua::Function,
     target: &Target,
     keys: &[Bytes],
@@ -1652,7 +1662,7 @@ fn run_once(
     let call = RefCell::new(call);
     let result = lua.scope(|scope| {
         // redis.acl_check_cmd: whether the script's user may run the command.
-        let acl_check_cmd = scope.create_function(|lua, (): ()| {
+        let acl_check_cmd = |lua: &Lua| -> mlua::Result<bool> {
             // Errors are raised as Redis raises them: the error reply as the script's error.
             let raise = |text: &str| -> mlua::Error {
                 match error_table(lua, text)
@@ -1667,8 +1677,8 @@ fn run_once(
                 return Err(raise("ERR Invalid command passed to redis.acl_check_cmd()"));
             }
             Ok(acl(&argv).is_ok())
-        })?;
-        let raw = scope.create_function(|lua, (): ()| {
+        };
+        let raw = |lua: &Lua| -> mlua::Result<Value> {
             let argv = match bridge.take_argv() {
                 Ok(argv) => argv,
                 Err(text) => return Ok(Value::Table(error_table(lua, text)?)),
@@ -1722,9 +1732,12 @@ fn run_once(
                 t.set(COUNTED, true)?;
             }
             Ok(value)
+        };
+        let acl_mode = &bridge.acl_check;
+        let run = scope.create_function(move |lua, (): ()| {
+            if acl_mode.get() { acl_check_cmd(lua).map(Value::Boolean) } else { raw(lua) }
         })?;
-        *bridge.run.borrow_mut() = Some(raw);
-        *bridge.acl_check.borrow_mut() = Some(acl_check_cmd);
+        *bridge.run.borrow_mut() = Some(run);
         let g = lua.globals();
         // One string at a time: mlua holds every Lua string Rust holds in a slot of a thread
         // of its own, and that thread has only 8,000 (`LUAI_MAXCSTACK`).
@@ -1751,7 +1764,6 @@ fn run_once(
             }
             Ok(VmState::Continue)
         });
-        let runner: mlua::Function = lua.named_registry_value(RUN)?;
         let out: MultiValue = runner.call((f.clone(), key_table, arg_table))?;
         lua.remove_hook();
         let mut out = out.into_iter();
@@ -1763,7 +1775,7 @@ fn run_once(
     });
     // The scope's functions are gone: the command functions refuse until the next one.
     bridge.run.borrow_mut().take();
-    bridge.acl_check.borrow_mut().take();
+    bridge.acl_check.set(false);
     bridge.argv.borrow_mut().take();
     result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e))))
 }
