@@ -550,6 +550,37 @@ fn a_command_arriving_as_a_script_starts_is_answered() {
     }
 }
 
+/// A script sent while another runs, before the threshold, waits its turn on the script
+/// thread and runs after it, whole; a command meanwhile waits for the first script's end.
+#[test]
+fn a_script_sent_while_another_runs_runs_after_it() {
+    let server = rediskv(&["--threads", "1", "--busy-reply-threshold", "5000"]);
+    let (mut first, mut second, mut third) = (server.client(), server.client(), server.client());
+    first.send(&[
+        b"EVAL",
+        b"local function now() local t = redis.call('time') return t[1] * 1000000 + t[2] end \
+          local start = now() while now() - start < 300000 do end \
+          return redis.call('rpush', KEYS[1], 'first')",
+        b"1",
+        b"order",
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    second.send(&[
+        b"EVAL",
+        b"redis.call('rpush', KEYS[1], 'second') return redis.call('lrange', KEYS[1], 0, -1)",
+        b"1",
+        b"order",
+    ]);
+    // Not during the first script: after it, before or after the second.
+    let Value::Array(Some(seen)) = third.cmd(&["LRANGE", "order", "0", "-1"]) else { panic!("not a list") };
+    assert_eq!(seen.first(), Some(&Value::Bulk(Some(b"first".to_vec()))), "{seen:?}");
+    assert_eq!(first.read(), Value::Int(1));
+    assert_eq!(
+        second.read(),
+        Value::Array(Some(vec![Value::Bulk(Some(b"first".to_vec())), Value::Bulk(Some(b"second".to_vec()))]))
+    );
+}
+
 #[test]
 fn a_busy_script_is_reported_and_killed() {
     // One event loop: the script runs on the script thread, so the loop still answers.
