@@ -254,6 +254,24 @@ impl Chunk {
     #[inline]
     fn find(&self, suffix: &[u8]) -> std::result::Result<usize, usize> {
         let head = head(suffix);
+        // The ends first: a list's pushes and pops, and keys written in order, go there.
+        let n = self.slots.len();
+        if let Some(last) = self.slots.last() {
+            if last.head < head {
+                return Err(n);
+            }
+            if last.head == head && (n == 1 || self.slots[n - 2].head < head) {
+                // The only key with this head.
+                return match compare(self.suffix_at(last.off), suffix) {
+                    std::cmp::Ordering::Less => Err(n),
+                    std::cmp::Ordering::Equal => Ok(n - 1),
+                    std::cmp::Ordering::Greater => Err(n - 1),
+                };
+            }
+        }
+        if self.slots.first().is_some_and(|first| first.head > head) {
+            return Err(0);
+        }
         // The first slot with the same head or a greater one; the buffer is read only there,
         // unless several keys share the head.
         let at = self.slots.partition_point(|s| s.head < head);
@@ -1286,6 +1304,31 @@ impl Family {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    /// A key is found, or placed, at a chunk's ends as in its middle: before the first key,
+    /// after the last, on the last, and among keys that share their first four bytes past
+    /// the prefix (the last slot's head tied with the one before it).
+    #[test]
+    fn a_search_at_either_end_agrees_with_the_sorted_keys() {
+        let keys: [&[u8]; 6] = [b"p\x10", b"p\x20", b"p\x30abcd1", b"p\x30abcd2", b"p\x30abcd3", b"p\x40"];
+        for n in 1..=keys.len() {
+            for skip in 0..n {
+                // The chunk holds `n` keys but the one at `skip`, which is searched for as absent.
+                let mut chunk = Chunk::default();
+                let held: Vec<&[u8]> =
+                    keys[..n].iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, k)| *k).collect();
+                for key in &held {
+                    chunk.put(key, Some(b"v"));
+                }
+                let mut probes: Vec<&[u8]> = keys[..n].to_vec();
+                probes.extend([&b"p"[..], b"p\x05", b"p\x30", b"p\x30abcd", b"p\x30abcd9", b"p\x50", b"q"]);
+                for probe in probes {
+                    let expected = held.binary_search(&probe);
+                    assert_eq!(chunk.search(probe), expected, "{probe:?} among {held:?}");
+                }
+            }
+        }
+    }
 
     /// A small value sliced from a larger buffer (a connection's read buffer) is stored apart
     /// from it, so the map does not keep the buffer alive; a large one is shared as it is.
