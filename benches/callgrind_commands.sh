@@ -41,12 +41,10 @@ ENGINE=${ENGINE:-memory}
 APPENDFSYNC=${APPENDFSYNC:-everysec}
 
 cd "$(dirname "$0")/.."
-for tool in redis-server redis-benchmark redis-cli valgrind callgrind_control; do
-    command -v "$tool" >/dev/null || { echo "callgrind_commands.sh: $tool not found" >&2; exit 1; }
-done
 
-# free_port, build_server
+# require_tools, free_port, build_server
 . benches/lib.sh
+require_tools redis-server redis-benchmark redis-cli valgrind callgrind_control
 
 PID=
 WORK=$(mktemp -d)

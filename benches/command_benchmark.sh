@@ -20,11 +20,9 @@ RUNS=${RUNS:-3}
 COMMANDS=${COMMANDS:-evalsha,xadd,xread}
 SCRIPT="local v = redis.call('get', KEYS[1]) return redis.call('incr', KEYS[1])"
 cd "$(dirname "$0")/.."
-for tool in redis-server redis-benchmark redis-cli; do
-    command -v "$tool" >/dev/null || { echo "command_benchmark.sh: $tool not found" >&2; exit 1; }
-done
-# free_port, wait_ready
+# require_tools, free_port, wait_ready
 . benches/lib.sh
+require_tools redis-server redis-benchmark redis-cli
 PIDS=()
 WORK=$(mktemp -d)
 cleanup() {

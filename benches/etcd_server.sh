@@ -20,9 +20,8 @@ TESTS=${TESTS:-set,get,incr,lpush,rpop,hset}
 THREADS=${THREADS:-16}
 
 cd "$(dirname "$0")/.."
-for tool in etcd redis-benchmark redis-cli python3; do
-    command -v "$tool" >/dev/null || { echo "etcd_server.sh: $tool not found" >&2; exit 1; }
-done
+. benches/lib.sh
+require_tools etcd redis-benchmark redis-cli python3
 echo "building rediskv-server --features etcd (release)…" >&2
 cargo build --release -p rediskv-server --features etcd >/dev/null 2>&1
 BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server

@@ -11,9 +11,8 @@ FIELDS=${FIELDS:-1000000}
 N=${N:-400000}
 THREADS=${THREADS:-2}
 cd "$(dirname "$0")/.."
-for tool in redis-cli redis-benchmark python3; do
-    command -v "$tool" >/dev/null || { echo "gc_server.sh: $tool not found" >&2; exit 1; }
-done
+. benches/lib.sh
+require_tools redis-cli redis-benchmark python3
 cargo build --release -p rediskv-server >/dev/null 2>&1
 BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

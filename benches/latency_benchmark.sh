@@ -32,12 +32,10 @@ ENGINE=${ENGINE:-fjall}
 APPENDFSYNC=${APPENDFSYNC:-everysec}
 
 cd "$(dirname "$0")/.."
-for tool in redis-server redis-benchmark redis-cli; do
-    command -v "$tool" >/dev/null || { echo "latency_benchmark.sh: $tool not found" >&2; exit 1; }
-done
 
-# free_port, wait_ready, build_server
+# require_tools, free_port, wait_ready, build_server
 . benches/lib.sh
+require_tools redis-server redis-benchmark redis-cli
 
 PID=
 WORK=$(mktemp -d)

@@ -1,5 +1,12 @@
 # Shared by the benchmark scripts (sourced from the repository root, not run).
 
+# Exits, naming the first missing one, unless every command given is on PATH.
+require_tools() {
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || { echo "$(basename "$0"): $tool not found" >&2; exit 1; }
+    done
+}
+
 # A free loopback port, as the kernel hands one out (a random high one without python3).
 free_port() {
     python3 - <<'PY' 2>/dev/null || echo $((20000 + RANDOM % 20000))

@@ -26,9 +26,9 @@ CONNS=${CONNS:-3000}
 ulimit -n $((CONNS + 100)) 2>/dev/null || true
 
 cd "$(dirname "$0")/.."
-for tool in redis-server redis-benchmark redis-cli python3; do
-    command -v "$tool" >/dev/null || { echo "storage_cost.sh: $tool not found" >&2; exit 1; }
-done
+# require_tools, free_port, wait_ready
+. benches/lib.sh
+require_tools redis-server redis-benchmark redis-cli python3
 if [ -z "${BIN:-}" ]; then
     echo "building rediskv-server (release)…" >&2
     features=()
@@ -37,8 +37,6 @@ if [ -z "${BIN:-}" ]; then
     BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
 fi
 
-# free_port, wait_ready
-. benches/lib.sh
 TMP=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
