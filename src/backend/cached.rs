@@ -24,6 +24,10 @@
 //! the store held, and only then does the filter answer. Deleted keys stay in it (the store
 //! is read for them); it grows by layers as keys come, and stops answering only when it has
 //! filled its bound.
+//!
+//! A walk through a list's elements ([`KvBackend::get_ahead`], a list popped element by
+//! element) is read ahead in one scan and answered from memory (`read_ahead`'s runs), so
+//! each pop is not a point read of the store.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -31,6 +35,7 @@ use std::sync::{Mutex, MutexGuard};
 use bytes::Bytes;
 
 use super::key_filter::KeyFilter;
+use super::read_ahead::{Lookup, Runs};
 use super::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch, key_hash};
 use crate::codec::KeyRange;
 use crate::error::Result;
@@ -58,6 +63,8 @@ pub struct MetadataCache<B> {
     /// The keys the store may hold, and whether it answers yet (see the module docs).
     filter: Option<KeyFilter>,
     filter_filled: AtomicBool,
+    /// Subkeys read ahead of walks.
+    runs: Runs,
 }
 
 impl<B: std::fmt::Debug> std::fmt::Debug for MetadataCache<B> {
@@ -74,6 +81,7 @@ impl<B: KvBackend> MetadataCache<B> {
             slots: (0..SLOTS).map(|_| Mutex::default()).collect(),
             filter: None,
             filter_filled: AtomicBool::new(false),
+            runs: Runs::default(),
         }
     }
 
@@ -230,17 +238,42 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
         keys.iter().map(|k| self.get(cf, k)).collect()
     }
 
+    /// A subkey from a run read ahead when one holds it; else, when the read continues a walk
+    /// (its key lies in the span the one before announced), one scan of `key` and the next
+    /// records toward `bound`, kept as a run; else a point read.
+    fn get_ahead(
+        &self,
+        cf: ColumnFamily,
+        key: &[u8],
+        bound: &[u8],
+        direction: Direction,
+    ) -> Result<Option<Bytes>> {
+        if cf != ColumnFamily::Subkey {
+            return self.get(cf, key);
+        }
+        match self.runs.lookup(key, bound, direction) {
+            Lookup::Hit(value) => Ok(value),
+            Lookup::Walk => self.runs.read_ahead(&self.inner, key, bound, direction),
+            Lookup::Point => self.inner.get(cf, key),
+        }
+    }
+
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
         self.inner.scan(cf, range, direction)
     }
 
     /// Writes `batch` to the store. Its metadata keys' slots are emptied first; once the
     /// store took the batch they hold the new records, and after a failed write they stay
-    /// empty (the store's state is then read again).
+    /// empty (the store's state is then read again). Runs read ahead lose the subkeys it
+    /// deletes, and a run one of its subkey puts falls in goes (every run, if it fails).
     ///
     /// # Errors
     /// The store's.
     fn write(&self, batch: WriteBatch) -> Result<()> {
+        let subkeys = batch.ops().iter().any(|op| op.cf() == ColumnFamily::Subkey);
+        if subkeys {
+            self.runs.start_write(batch.ops());
+        }
         // The first apart: a batch of one metadata record (most) allocates no list.
         let mut ops = batch.ops().iter().filter_map(metadata_op);
         let (first, rest): (Option<MetadataOp>, Vec<MetadataOp>) = (ops.next(), ops.collect());
@@ -252,6 +285,9 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
             self.start_write(slot_of(*hash));
         }
         let written = self.inner.write(batch);
+        if subkeys {
+            self.runs.end_write(written.is_ok());
+        }
         for (hash, key, value) in first.into_iter().chain(rest) {
             self.end_write(slot_of(hash), key, value, written.is_ok());
         }

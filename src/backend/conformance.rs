@@ -228,6 +228,44 @@ pub fn multi_get_matches_get<B: KvBackend>(b: B) {
     );
 }
 
+/// `get_ahead` answers as `get` along walks in both directions: with each step's own
+/// delete, overwrites and deletes of keys in the span ahead, a put beside it, keys missing
+/// in between, and a key asked twice.
+pub fn get_ahead_matches_get<B: KvBackend>(b: B) {
+    let cf = ColumnFamily::Subkey;
+    let key = |i: u32| [&b"w"[..], &i.to_be_bytes()].concat();
+    let mut batch = WriteBatch::new();
+    for i in (0..400).filter(|i| i % 7 != 3) {
+        batch.put(cf, key(i), i.to_be_bytes().to_vec());
+    }
+    b.write(batch).unwrap();
+    let step = |i: u32, bound: u32, direction: Direction, batch: &mut WriteBatch| {
+        let got = b.get_ahead(cf, &key(i), &key(bound), direction).unwrap();
+        assert_eq!(got, b.get(cf, &key(i)).unwrap(), "get_ahead of key {i} walking {direction:?}");
+        batch.delete(cf, key(i));
+    };
+    for i in (200..400).rev() {
+        let mut batch = WriteBatch::new();
+        step(i, 0, Direction::Reverse, &mut batch);
+        match i % 50 {
+            0 => batch.put(cf, key(i - 10), &b"overwritten"[..]),
+            17 => batch.delete(cf, key(i - 3)),
+            29 => batch.put(cf, key(i + 1), &b"behind"[..]),
+            33 => batch = WriteBatch::new(),
+            _ => {}
+        }
+        b.write(batch).unwrap();
+    }
+    for i in 0..200 {
+        let mut batch = WriteBatch::new();
+        step(i, 200, Direction::Forward, &mut batch);
+        if i % 40 == 5 {
+            batch.put(cf, key(i + 20), &b"overwritten"[..]);
+        }
+        b.write(batch).unwrap();
+    }
+}
+
 /// Every check, each on a fresh backend from `make`.
 pub fn run_all<B: KvBackend>(mut make: impl FnMut() -> B) {
     get_put_delete(make());
@@ -239,6 +277,7 @@ pub fn run_all<B: KvBackend>(mut make: impl FnMut() -> B) {
     batch_order_and_missing_delete(make());
     batch_atomic_across_cfs(make());
     multi_get_matches_get(make());
+    get_ahead_matches_get(make());
 }
 
 /// Expands to one `#[test]` per conformance check, each on a fresh backend made by `$make`.
@@ -249,7 +288,7 @@ macro_rules! kv_backend_conformance {
             get_put_delete, keys_of_many_lengths, empty_values, column_families_are_separate,
             scan_order_and_bounds,
             scan_is_lazy_and_pairs_values, batch_order_and_missing_delete, batch_atomic_across_cfs,
-            multi_get_matches_get);
+            multi_get_matches_get, get_ahead_matches_get);
     };
     (@tests $make:expr; $($check:ident),*) => {
         $(

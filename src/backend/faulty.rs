@@ -119,6 +119,17 @@ impl<B: KvBackend> KvBackend for FaultyBackend<B> {
         self.inner.multi_get(cf, keys)
     }
 
+    fn get_ahead(
+        &self,
+        cf: ColumnFamily,
+        key: &[u8],
+        bound: &[u8],
+        direction: Direction,
+    ) -> Result<Option<Bytes>> {
+        self.read()?;
+        self.inner.get_ahead(cf, key, bound, direction)
+    }
+
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
         self.read()?;
         let mut inner = self.inner.scan(cf, range, direction)?;

@@ -8,6 +8,7 @@ pub mod conformance;
 mod faulty;
 mod key_filter;
 mod memory;
+mod read_ahead;
 
 use bytes::Bytes;
 
@@ -77,6 +78,15 @@ pub enum BatchOp {
         /// Record key.
         key: Bytes,
     },
+}
+
+impl BatchOp {
+    /// The column family it writes.
+    pub fn cf(&self) -> ColumnFamily {
+        match self {
+            BatchOp::Put { cf, .. } | BatchOp::Delete { cf, .. } => *cf,
+        }
+    }
 }
 
 /// Puts and deletes across column families, applied all-or-nothing and in order: when two
@@ -181,6 +191,26 @@ pub trait KvBackend {
         keys.iter().map(|k| self.get(cf, k)).collect()
     }
 
+    /// Reads one record of a walk from `key` toward `bound`: the caller reads the keys
+    /// between them next, one at a time in `direction` — forward, those after `key` and
+    /// before `bound`; in reverse, those before `key` down to `bound` (a list popped element
+    /// by element: `bound` is the list's far end). Answers as [`KvBackend::get`]; a store
+    /// may read part of the walk in the same pass and keep it for those reads
+    /// ([`MetadataCache`] does, for subkeys). By default [`KvBackend::get`].
+    ///
+    /// # Errors
+    /// As [`KvBackend::get`].
+    fn get_ahead(
+        &self,
+        cf: ColumnFamily,
+        key: &[u8],
+        bound: &[u8],
+        direction: Direction,
+    ) -> Result<Option<Bytes>> {
+        let _ = (bound, direction);
+        self.get(cf, key)
+    }
+
     /// Walks `range` in one column family, lazily.
     ///
     /// # Errors
@@ -246,6 +276,9 @@ macro_rules! forward_backend {
             }
             fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
                 (**self).multi_get(cf, keys)
+            }
+            fn get_ahead(&self, cf: ColumnFamily, key: &[u8], bound: &[u8], direction: Direction) -> Result<Option<Bytes>> {
+                (**self).get_ahead(cf, key, bound, direction)
             }
             fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
                 (**self).scan(cf, range, direction)

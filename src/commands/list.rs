@@ -142,6 +142,9 @@ impl ElemKeys {
     }
 }
 
+/// The shortest list whose pops tell the store to read ahead ([`KvBackend::get_ahead`]).
+const READ_AHEAD_LEN: u64 = 8;
+
 fn corrupted() -> CommandError {
     CommandError::Other("ERR storage error: list element missing or out of place".into())
 }
@@ -425,12 +428,19 @@ impl<B: KvBackend> Db<'_, B> {
         meta: &mut Metadata<'static>,
         end: ListEnd,
     ) -> CommandResult<Bytes> {
-        let index = match end {
-            ListEnd::Left => meta.head,
-            ListEnd::Right => meta.tail - 1,
+        let (index, bound, direction) = match end {
+            ListEnd::Left => (meta.head, meta.tail, Direction::Forward),
+            ListEnd::Right => (meta.tail - 1, meta.head, Direction::Reverse),
         };
         let elem_key = keys.at(index);
-        let value = self.backend().get(ColumnFamily::Subkey, &elem_key)?.ok_or_else(corrupted)?;
+        // The rest of the list on this side is what the next pops read: a store may read it
+        // ahead. Not for a short list, where one scan costs more than the reads it saves.
+        let value = if meta.size >= READ_AHEAD_LEN {
+            self.backend().get_ahead(ColumnFamily::Subkey, &elem_key, &keys.at(bound), direction)?
+        } else {
+            self.backend().get(ColumnFamily::Subkey, &elem_key)?
+        };
+        let value = value.ok_or_else(corrupted)?;
         batch.delete(ColumnFamily::Subkey, elem_key);
         match end {
             ListEnd::Left => meta.head += 1,

@@ -65,6 +65,19 @@ impl<B: KvBackend + ?Sized> KvBackend for Overlay<'_, B> {
         self.note(self.base.get(cf, key))
     }
 
+    fn get_ahead(
+        &self,
+        cf: ColumnFamily,
+        key: &[u8],
+        bound: &[u8],
+        direction: Direction,
+    ) -> Result<Option<Bytes>> {
+        if let Some(value) = self.pending.borrow().get(&(cf, Bytes::copy_from_slice(key))) {
+            return Ok(value.clone());
+        }
+        self.note(self.base.get_ahead(cf, key, bound, direction))
+    }
+
     fn scan<'s>(&'s self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'s>> {
         let start = (cf, Bytes::copy_from_slice(&range.start));
         let pending = self.pending.borrow();

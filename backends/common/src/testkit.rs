@@ -486,6 +486,64 @@ pub fn foreign_layout_on_disk<B: DiskBackend>(
     assert!(backend.get(ColumnFamily::Metadata, &key).expect("get").is_some(), "the system's metadata key");
 }
 
+/// Lists used as queues and stacks on the store behind the server's `MetadataCache`, whose
+/// pops read list elements ahead: a seeded random mix of pushes, pops from both ends (one
+/// element, several, between lists), LSET, LINSERT, LREM, LTRIM, DEL and flushes, on two
+/// lists of up to a few thousand elements, every reply compared with the same commands on
+/// the memory store, in the Kvrocks and the TiTea layouts (whose list indexes differ), then
+/// `fsck` clean.
+pub fn list_walks_behind_the_cache<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<B>) {
+    for layout in [KeyLayout::default(), KeyLayout::titea(b"default.default")] {
+        let dir = TempDir::new("list-walks");
+        let options = Options { layout: layout.clone(), ..Options::default() };
+        let store = rediskv::backend::MetadataCache::new(open(dir.path(), options).expect("open"));
+        let mut db = Db::with_layout(&store, layout.clone());
+        let mut model = Db::with_layout(rediskv::backend::MemoryBackend::new(), layout.clone());
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for step in 0..8_000u64 {
+            let list = ["q", "r"][next(2) as usize].to_string();
+            let other = if list == "q" { "r" } else { "q" }.to_string();
+            let element = format!("e{step}");
+            let end = ["LEFT", "RIGHT"][next(2) as usize].to_string();
+            let index = (next(40) as i64 - 20).to_string();
+            let argv: Vec<String> = match next(100) {
+                0..=24 => {
+                    let push = ["LPUSH", "RPUSH"][next(2) as usize];
+                    let mut argv = vec![push.to_string(), list];
+                    argv.extend((0..=next(8)).map(|i| format!("{element}.{i}")));
+                    argv
+                }
+                25..=59 => vec![["LPOP", "RPOP"][next(2) as usize].into(), list],
+                60..=64 => vec![["LPOP", "RPOP"][next(2) as usize].into(), list, (1 + next(5)).to_string()],
+                65..=69 => vec!["LMOVE".into(), list, other, end.clone(), end],
+                70..=72 => vec!["LSET".into(), list, index, element],
+                73..=74 => {
+                    vec!["LINSERT".into(), list, "BEFORE".into(), format!("e{}.0", next(step + 1)), element]
+                }
+                75..=76 => vec!["LREM".into(), list, "0".into(), format!("e{}.1", next(step + 1))],
+                77 => vec!["LTRIM".into(), list, "3".into(), "-4".into()],
+                78 if next(20) == 0 => vec!["DEL".into(), list],
+                79..=85 => vec!["LINDEX".into(), list, index],
+                86 => vec!["LRANGE".into(), list, "0".into(), "-1".into()],
+                87 if next(10) == 0 => {
+                    store.inner().flush().expect("flush");
+                    continue;
+                }
+                _ => vec!["LLEN".into(), list],
+            };
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            assert_eq!(db.run(&argv), model.run(&argv), "step {step}: {argv:?} ({:?} layout)", layout.kind());
+        }
+        assert_eq!(rediskv::fsck::check(&store, &layout, now_ms()).expect("fsck"), vec![]);
+    }
+}
+
 /// Three writers create, grow and delete hashes and zsets on their own keys while a fourth
 /// thread compacts in a loop (the compaction filter judging records as they are written):
 /// afterwards every key reads as its writer's model says and `fsck` finds nothing.
@@ -665,6 +723,11 @@ macro_rules! engine_scenarios {
             testkit::foreign_layout_on_disk(layout, open, |path: &std::path::Path| {
                 $krate::stored_layout(path)
             });
+        }
+
+        #[test]
+        fn lists_popped_behind_the_metadata_cache_answer_as_the_memory_store() {
+            testkit::list_walks_behind_the_cache(open);
         }
 
         #[test]

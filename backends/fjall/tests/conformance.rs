@@ -24,3 +24,14 @@ fn run_all_with_group_commit() {
         })
     });
 }
+
+/// The kit behind the server's `MetadataCache`, as the server opens a store: metadata from
+/// its slots, list walks from its runs read ahead through fjall's scans.
+#[test]
+fn run_all_behind_the_metadata_cache() {
+    rediskv::backend::conformance::run_all(|| {
+        rediskv::backend::MetadataCache::new(InTempDir::open("fjall-conformance-cached", |path| {
+            open(path, Options { group_commit: true, ..Options::default() })
+        }))
+    });
+}

@@ -13,3 +13,10 @@ rediskv::kv_backend_conformance!(fresh());
 fn run_all_in_one_directory_each() {
     rediskv::backend::conformance::run_all(fresh);
 }
+
+/// The kit behind the server's `MetadataCache`, as the server opens a store: metadata from
+/// its slots, list walks from its runs read ahead through RocksDB's iterators.
+#[test]
+fn run_all_behind_the_metadata_cache() {
+    rediskv::backend::conformance::run_all(|| rediskv::backend::MetadataCache::new(fresh()));
+}
