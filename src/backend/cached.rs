@@ -258,6 +258,10 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
         }
     }
 
+    fn reads_ahead(&self) -> bool {
+        true
+    }
+
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
         self.inner.scan(cf, range, direction)
     }

@@ -130,6 +130,10 @@ impl<B: KvBackend> KvBackend for FaultyBackend<B> {
         self.inner.get_ahead(cf, key, bound, direction)
     }
 
+    fn reads_ahead(&self) -> bool {
+        self.inner.reads_ahead()
+    }
+
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
         self.read()?;
         let mut inner = self.inner.scan(cf, range, direction)?;

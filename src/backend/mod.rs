@@ -211,6 +211,12 @@ pub trait KvBackend {
         self.get(cf, key)
     }
 
+    /// Whether [`KvBackend::get_ahead`] does more than [`KvBackend::get`]: a caller builds
+    /// the walk's bound only for a store that reads ahead. Default `false`.
+    fn reads_ahead(&self) -> bool {
+        false
+    }
+
     /// Walks `range` in one column family, lazily.
     ///
     /// # Errors
@@ -279,6 +285,9 @@ macro_rules! forward_backend {
             }
             fn get_ahead(&self, cf: ColumnFamily, key: &[u8], bound: &[u8], direction: Direction) -> Result<Option<Bytes>> {
                 (**self).get_ahead(cf, key, bound, direction)
+            }
+            fn reads_ahead(&self) -> bool {
+                (**self).reads_ahead()
             }
             fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
                 (**self).scan(cf, range, direction)

@@ -435,7 +435,7 @@ impl<B: KvBackend> Db<'_, B> {
         let elem_key = keys.at(index);
         // The rest of the list on this side is what the next pops read: a store may read it
         // ahead. Not for a short list, where one scan costs more than the reads it saves.
-        let value = if meta.size >= READ_AHEAD_LEN {
+        let value = if meta.size >= READ_AHEAD_LEN && self.backend().reads_ahead() {
             self.backend().get_ahead(ColumnFamily::Subkey, &elem_key, &keys.at(bound), direction)?
         } else {
             self.backend().get(ColumnFamily::Subkey, &elem_key)?

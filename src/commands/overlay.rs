@@ -78,6 +78,10 @@ impl<B: KvBackend + ?Sized> KvBackend for Overlay<'_, B> {
         self.note(self.base.get_ahead(cf, key, bound, direction))
     }
 
+    fn reads_ahead(&self) -> bool {
+        self.base.reads_ahead()
+    }
+
     fn scan<'s>(&'s self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'s>> {
         let start = (cf, Bytes::copy_from_slice(&range.start));
         let pending = self.pending.borrow();
