@@ -18,11 +18,12 @@
 # (`callgrind_control -d`), whose total over N is the figure. Every thread of the server is
 # counted (fjall's flushes and compactions too). Prints per command redis-server's and
 # rediskv-server's instructions per command and their ratio, then those of rediskv-server's
-# event loop alone (the inclusive count of the thread `conn::serve` starts: under valgrind,
-# which runs one thread at a time, fjall's workers can spin far longer than they do outside
-# it), and each server's locked instructions per command (`benches/locked_instructions.py`,
-# with python3 and objdump; "-" without them): a locked add or compare-exchange costs about
-# as much as dozens of plain instructions, which the instruction count hides.
+# event loop alone (the inclusive count of `conn::EventLoop::run`, named with or without
+# debug info: under valgrind, which runs one thread at a time, fjall's workers can spin far
+# longer than they do outside it), and each server's locked instructions per command
+# (`benches/locked_instructions.py`, with python3 and objdump; "-" without them): a locked
+# add or compare-exchange costs about as much as dozens of plain instructions, which the
+# instruction count hides.
 # CACHE=1 also simulates the caches (`--cache-sim=yes`, the host's sizes) and prints a second
 # table: each server's first-level instruction cache misses per command, and the code it runs
 # for every command (`benches/hot_code.py`: the 64-byte lines of instructions run at least
@@ -95,7 +96,7 @@ measure() {
         loop=$total
         if [ "$name" = rediskv ]; then
             loop=$(callgrind_annotate --inclusive=yes "$dump" 2>/dev/null |
-                awk '/server\/src\/conn.rs:std::sys::backtrace::__rust_begin_short_backtrace/ && !found {
+                awk '/rediskv_server::conn::EventLoop::run \[/ && !found {
                     gsub(",", "", $1); print $1; found = 1 }')
         fi
         locked=-
