@@ -320,8 +320,10 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
+
     use crate::backend::{FaultyBackend, MemoryBackend};
 
     crate::kv_backend_conformance!(MetadataCache::new(MemoryBackend::new()));
@@ -338,18 +340,22 @@ mod tests {
         crate::kv_backend_conformance!(filtered(MemoryBackend::new()));
     }
 
-    /// A store that counts its metadata reads.
+    /// A store that counts its point reads of metadata and of subkeys, and its scans.
     #[derive(Default)]
-    struct Counting {
-        store: MemoryBackend,
-        reads: std::sync::atomic::AtomicUsize,
+    pub(in crate::backend) struct Counting {
+        pub(in crate::backend) store: MemoryBackend,
+        reads: AtomicUsize,
+        pub(in crate::backend) subkey_reads: AtomicUsize,
+        pub(in crate::backend) scans: AtomicUsize,
     }
 
     impl KvBackend for Counting {
         fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
-            if cf == ColumnFamily::Metadata {
-                self.reads.fetch_add(1, Ordering::Relaxed);
-            }
+            match cf {
+                ColumnFamily::Metadata => self.reads.fetch_add(1, Ordering::Relaxed),
+                ColumnFamily::Subkey => self.subkey_reads.fetch_add(1, Ordering::Relaxed),
+                _ => 0,
+            };
             self.store.get(cf, key)
         }
 
@@ -359,6 +365,7 @@ mod tests {
             range: &KeyRange,
             direction: Direction,
         ) -> Result<ScanIter<'a>> {
+            self.scans.fetch_add(1, Ordering::Relaxed);
             self.store.scan(cf, range, direction)
         }
 

@@ -273,38 +273,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::backend::{FaultyBackend, MemoryBackend, MetadataCache, ScanIter, WriteBatch};
-
-    /// A store that counts its subkey point reads and its scans.
-    #[derive(Default)]
-    struct Counting {
-        store: MemoryBackend,
-        gets: AtomicUsize,
-        scans: AtomicUsize,
-    }
-
-    impl KvBackend for Counting {
-        fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
-            if cf == ColumnFamily::Subkey {
-                self.gets.fetch_add(1, Ordering::Relaxed);
-            }
-            self.store.get(cf, key)
-        }
-
-        fn scan<'a>(
-            &'a self,
-            cf: ColumnFamily,
-            range: &KeyRange,
-            direction: Direction,
-        ) -> Result<ScanIter<'a>> {
-            self.scans.fetch_add(1, Ordering::Relaxed);
-            self.store.scan(cf, range, direction)
-        }
-
-        fn write(&self, batch: WriteBatch) -> Result<()> {
-            self.store.write(batch)
-        }
-    }
+    use crate::backend::cached::tests::Counting;
+    use crate::backend::{FaultyBackend, MemoryBackend, MetadataCache, WriteBatch};
 
     fn key(list: u8, i: u32) -> Vec<u8> {
         [&[list][..], &i.to_be_bytes()].concat()
@@ -339,7 +309,7 @@ mod tests {
         }
         let store = cache.inner();
         // The first pop is a point read; every later one comes from a run of 128.
-        assert_eq!(store.gets.load(Ordering::Relaxed), 1);
+        assert_eq!(store.subkey_reads.load(Ordering::Relaxed), 1);
         assert_eq!(store.scans.load(Ordering::Relaxed), 999usize.div_ceil(RUN_RECORDS));
     }
 
@@ -353,7 +323,10 @@ mod tests {
             fill(&cache, 1, 100);
         }
         let store = cache.inner();
-        assert_eq!((store.gets.load(Ordering::Relaxed), store.scans.load(Ordering::Relaxed)), (50, 0));
+        assert_eq!(
+            (store.subkey_reads.load(Ordering::Relaxed), store.scans.load(Ordering::Relaxed)),
+            (50, 0)
+        );
     }
 
     #[test]
@@ -512,7 +485,7 @@ mod tests {
         let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
         let store = cache.inner();
         let (gets, scans) =
-            (store.gets.load(Ordering::Relaxed) as u64, store.scans.load(Ordering::Relaxed) as u64);
+            (store.subkey_reads.load(Ordering::Relaxed) as u64, store.scans.load(Ordering::Relaxed) as u64);
         assert!(
             scans >= 100 && gets + scans < reads / 2,
             "runs answered most reads: {reads} reads, {gets} point reads, {scans} scans"
