@@ -38,7 +38,7 @@ const RUNS: usize = 32;
 /// The most spans announced by recent reads kept to recognise a walk.
 const HINTS: usize = 64;
 
-/// Every subkey record the store holds in `[start, end)` (`end: None` unbounded).
+/// Every subkey record the store holds in `[start, end)`.
 struct Run {
     start: Bytes,
     end: Bytes,
