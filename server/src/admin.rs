@@ -233,6 +233,20 @@ pub fn module(argv: &[Bytes]) -> Reply {
     }
 }
 
+/// The running server, as CONFIG SET changes it.
+struct Running<'a>(&'a State);
+
+impl config::Apply for Running<'_> {
+    fn listen(&mut self, tls: bool, bind: &str, port: &str) -> Result<(), String> {
+        let side = if tls { crate::listen::Side::Tls } else { crate::listen::Side::Plain };
+        self.0.listen.rebind(side, bind, port)
+    }
+
+    fn tls(&mut self, config: &config::Config) -> Result<(), String> {
+        self.0.tls.configure(config)
+    }
+}
+
 /// CONFIG: the parameters, and what a change to them changes in the running server.
 pub fn config(argv: &[Bytes], state: &State) -> Reply {
     let mut config = state.config_mut();
@@ -241,7 +255,7 @@ pub fn config(argv: &[Bytes], state: &State) -> Reply {
         state.stats.reset();
         state.eviction.reset_stats();
     };
-    let reply = config::config(argv, &mut config, reset, &mut |bind, port| state.listen.rebind(bind, port));
+    let reply = config::config(argv, &mut config, reset, &mut Running(state));
     if config.get("requirepass") != requirepass {
         state.acl.set_default_password(Some(config.get("requirepass").as_bytes()));
     }

@@ -21,9 +21,6 @@ use crate::resp::split_args;
 /// The Redis version the server answers as (INFO, HELLO, `redis.REDIS_VERSION` in scripts).
 pub const REDIS_VERSION: &str = "7.0.15";
 
-/// Parameters CONFIG SET applies by opening a new listening socket.
-const LISTEN: &[&str] = &["port", "bind"];
-
 /// Parameters whose value is several words, written unquoted by CONFIG REWRITE.
 const MULTI_WORD: &[&str] = &["save", "bind", "client-output-buffer-limit", "oom-score-adj-values"];
 
@@ -288,14 +285,20 @@ impl Config {
         out
     }
 
+    /// Whether the configuration asks for TLS: a `tls-port`, or TLS links to replicas or the
+    /// cluster.
+    pub fn wants_tls(&self) -> bool {
+        self.number("tls-port") != 0
+            || self.get("tls-replication") == "yes"
+            || self.get("tls-cluster") == "yes"
+    }
+
     /// CONFIG SET name value [name value …]: every pair checked first, then all applied.
-    /// A new `port` or `bind` is applied first by `rebind` (bind, port): when it fails,
-    /// nothing is (Redis' rollback).
-    fn set_many(
-        &mut self,
-        pairs: &[Bytes],
-        rebind: &mut dyn FnMut(&str, &str) -> Result<(), String>,
-    ) -> Reply {
+    /// What the change means beyond the table goes through `apply` first, as Redis' apply
+    /// functions: new TLS contexts when a `tls-*` parameter changes and TLS is wanted, then
+    /// a listener for a new `port`, `tls-port` or `bind`. When one fails, nothing is applied
+    /// (Redis' rollback).
+    fn set_many(&mut self, pairs: &[Bytes], apply: &mut dyn Apply) -> Reply {
         let mut staged: Vec<(String, String)> = Vec::new();
         for pair in pairs.chunks(2) {
             let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
@@ -316,31 +319,69 @@ impl Config {
                 Err(why) => return failed(&why),
             }
         }
-        let changed = |n: &str| {
-            staged.iter().find(|(s, _)| s == n).map(|(_, v)| v.clone()).filter(|v| v != self.get(n))
+        let failed = |name: &str, why: &str| {
+            Reply::Error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"))
         };
-        if let Some(first) =
-            staged.iter().map(|(n, _)| n.as_str()).find(|n| LISTEN.contains(n) && changed(n).is_some())
-        {
-            let bind = changed("bind").unwrap_or_else(|| self.get("bind").to_string());
-            let port = changed("port").unwrap_or_else(|| self.get("port").to_string());
-            if let Err(e) = rebind(&bind, &port) {
-                eprintln!("server: CONFIG SET {first}: cannot listen on {bind} port {port}: {e}");
-                let why = if first == "port" {
-                    "Unable to listen on this port. Check server logs."
-                } else {
-                    "Failed to bind to specified addresses."
-                };
-                return Reply::Error(format!(
-                    "ERR CONFIG SET failed (possibly related to argument '{first}') - {why}"
-                ));
+        let changed: Vec<&str> =
+            staged.iter().filter(|(n, v)| v != self.get(n)).map(|(n, _)| n.as_str()).collect();
+        let mut next = self.clone();
+        for (name, value) in &staged {
+            next.put(name, value);
+        }
+        // tls-auth-clients is read at each accept: it needs no new context.
+        if let Some(first) = changed.iter().find(|n| n.starts_with("tls-") && **n != "tls-auth-clients") {
+            if next.wants_tls() {
+                if let Err(e) = apply.tls(&next) {
+                    eprintln!("server: CONFIG SET {first}: {e}");
+                    return failed(first, "Unable to update TLS configuration. Check server logs.");
+                }
             }
         }
-        for (name, value) in staged {
-            self.put(&name, &value);
+        let mut opened: Vec<bool> = Vec::new();
+        for (tls, port) in [(false, "port"), (true, "tls-port")] {
+            let Some(first) = changed.iter().find(|n| **n == port || **n == "bind") else { continue };
+            let (bind, number) = (next.get("bind"), next.get(port));
+            if let Err(e) = apply.listen(tls, bind, number) {
+                eprintln!("server: CONFIG SET {first}: cannot listen on {bind} port {number}: {e}");
+                // Back to the listeners of before.
+                for &tls in &opened {
+                    let port = if tls { "tls-port" } else { "port" };
+                    let _ = apply.listen(tls, self.get("bind"), self.get(port));
+                }
+                let why = if *first == "bind" {
+                    "Failed to bind to specified addresses."
+                } else {
+                    "Unable to listen on this port. Check server logs."
+                };
+                return failed(first, why);
+            }
+            opened.push(tls);
         }
+        *self = next;
         Reply::OK
     }
+}
+
+impl crate::tls::Params for Config {
+    fn param(&self, name: &str) -> &str {
+        self.get(name)
+    }
+}
+
+/// What a CONFIG SET changes in the running server beyond the table.
+pub trait Apply {
+    /// Opens the plaintext (`tls` false) or TLS listener on `bind` and `port` ("0": closes
+    /// it; nothing when they name the address served).
+    ///
+    /// # Errors
+    /// The bind failed.
+    fn listen(&mut self, tls: bool, bind: &str, port: &str) -> Result<(), String>;
+
+    /// Makes the TLS contexts of `config` and puts them in force.
+    ///
+    /// # Errors
+    /// Why they cannot be made (a file missing, a bad value).
+    fn tls(&mut self, config: &Config) -> Result<(), String>;
 }
 
 /// Quotes a value for the config file when it is empty or has spaces, quotes or controls.
@@ -479,13 +520,13 @@ fn keyspace_events(value: &str) -> Result<String, Refusal> {
     rediskv::commands::NotifyFlags::parse(value.as_bytes()).map(|f| f.to_string()).map_err(Refusal::from)
 }
 
-/// CONFIG GET/SET/RESETSTAT/REWRITE/HELP. `reset_stats` runs for RESETSTAT; `rebind`
-/// opens the listener a new `port` or `bind` names ([`crate::listen::Listen::rebind`]).
+/// CONFIG GET/SET/RESETSTAT/REWRITE/HELP. `reset_stats` runs for RESETSTAT; `apply` opens
+/// the listeners and makes the TLS contexts a CONFIG SET asks for.
 pub fn config(
     argv: &[Bytes],
     config: &mut Config,
     reset_stats: impl FnOnce(),
-    rebind: &mut dyn FnMut(&str, &str) -> Result<(), String>,
+    apply: &mut dyn Apply,
 ) -> Reply {
     let Some(sub) = argv.get(1) else {
         return Reply::Error("ERR wrong number of arguments for 'config' command".into());
@@ -507,7 +548,7 @@ pub fn config(
             if argv.len() % 2 == 1 {
                 return Reply::Error("ERR syntax error".into());
             }
-            config.set_many(&argv[2..], rebind)
+            config.set_many(&argv[2..], apply)
         }),
         b"resetstat" => arity(2, false).unwrap_or_else(|| {
             reset_stats();
@@ -548,7 +589,20 @@ mod tests {
 
     fn set(c: &mut Config, args: &[&str]) -> Reply {
         let argv: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
-        c.set_many(&argv, &mut |_, _| Err("no listener in this test".into()))
+        c.set_many(&argv, &mut NoServer)
+    }
+
+    /// No listener and no TLS to apply a change to.
+    struct NoServer;
+
+    impl Apply for NoServer {
+        fn listen(&mut self, _: bool, _: &str, _: &str) -> Result<(), String> {
+            Err("no listener in this test".into())
+        }
+
+        fn tls(&mut self, _: &Config) -> Result<(), String> {
+            Err("no TLS in this test".into())
+        }
     }
 
     #[test]

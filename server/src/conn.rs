@@ -23,8 +23,10 @@ use bytes::{Buf, Bytes, BytesMut};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
 use rediskv::commands::Reply;
+use rustls::{ServerConfig, ServerConnection};
 
 use crate::client::{Client, Next};
+use crate::listen::Side;
 use crate::mailbox::{Mailbox, Message};
 use crate::resp::{Limits, Parsed, parse};
 use crate::state::State;
@@ -33,12 +35,13 @@ const WAKER: Token = Token(usize::MAX);
 /// How often a loop looks at timeouts, kills and pauses.
 const TICK: Duration = Duration::from_millis(100);
 
-/// Starts `threads` event loops and accepts connections on `listener` for them until
-/// accepting fails. CONFIG SET port/bind replaces the listener ([`crate::listen::Listen::rebind`]).
+/// Starts `threads` event loops and accepts connections on the listeners of
+/// [`State::listen`] for them; CONFIG SET port/tls-port/bind replaces a listener
+/// ([`crate::listen::Listen::rebind`]).
 ///
 /// # Errors
-/// A poller or thread could not be created, or `accept` failed for good.
-pub fn serve(listener: std::net::TcpListener, state: Arc<State>, threads: usize) -> io::Result<()> {
+/// A poller or thread could not be created, or polling failed for good.
+pub fn serve(state: Arc<State>, threads: usize) -> io::Result<()> {
     let mut loops = Vec::new();
     let mut mailboxes = Vec::new();
     for index in 0..threads.max(1) {
@@ -57,33 +60,68 @@ pub fn serve(listener: std::net::TcpListener, state: Arc<State>, threads: usize)
             }
         })?;
     }
+    let mut poll = Poll::new()?;
+    state.listen.watch(poll.registry().try_clone()?)?;
+    let mut events = Events::with_capacity(8);
     let mut next = 0;
-    let mut listener = listener;
     loop {
-        if let Some(new) = state.listen.take_next() {
-            listener = new;
+        if let Err(e) = poll.poll(&mut events, None) {
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
         }
-        match listener.accept() {
+        for event in events.iter() {
+            accept_all(&state, Side::of(event.token()), &mut next, threads.max(1));
+        }
+    }
+}
+
+/// Accepts every connection waiting on `side`'s listener and hands each to a loop, round
+/// robin from `next`.
+fn accept_all(state: &State, side: Side, next: &mut usize, threads: usize) {
+    loop {
+        match state.listen.accept(side) {
             Ok((stream, peer)) => {
                 let max = state.config().number("maxclients").max(1) as usize;
                 if state.connections.load(Relaxed) >= max {
-                    // Redis answers this and closes.
+                    // Redis answers this and closes (over TLS, the handshake comes first:
+                    // such a client is only closed).
                     let mut stream = stream;
-                    let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+                    if side == Side::Plain {
+                        let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+                    }
                     state.stats.rejected_connections.fetch_add(1, Relaxed);
                     continue;
                 }
+                let tls = match side {
+                    Side::Plain => None,
+                    Side::Tls => {
+                        let auth = state.config().get("tls-auth-clients").to_string();
+                        let Some(config) = state.tls.server(&auth) else {
+                            eprintln!(
+                                "server: closing a TLS connection from {peer}: TLS is not configured for tls-auth-clients {auth}"
+                            );
+                            continue;
+                        };
+                        Some(config)
+                    }
+                };
                 state.connections.fetch_add(1, Relaxed);
-                state.loops.send(next, Message::Accept(stream, peer));
-                next = (next + 1) % threads.max(1);
+                state.loops.send(*next, Message::Accept(stream, peer, tls));
+                *next = (*next + 1) % threads;
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => {}
             Err(e) if e.raw_os_error() == Some(24) || e.raw_os_error() == Some(23) => {
                 // Out of file descriptors: keep serving the others, try again shortly.
                 eprintln!("server: accept: {e}");
                 std::thread::sleep(Duration::from_millis(10));
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                eprintln!("server: accept: {e}");
+                return;
+            }
         }
     }
 }
@@ -179,7 +217,7 @@ impl EventLoop {
         let mut kicked = false;
         for message in messages {
             match message {
-                Message::Accept(stream, peer) => self.accept(stream, peer),
+                Message::Accept(stream, peer, tls) => self.accept(stream, peer, tls),
                 Message::Deliver { token, client, bytes } => {
                     let Some(conn) = self.conns.get_mut(token) else { continue };
                     if conn.client.info.id != client {
@@ -252,7 +290,16 @@ impl EventLoop {
         }
     }
 
-    fn accept(&mut self, stream: std::net::TcpStream, peer: SocketAddr) {
+    /// Serves a new connection; `tls`: over a TLS session with that configuration.
+    fn accept(&mut self, stream: std::net::TcpStream, peer: SocketAddr, tls: Option<Arc<ServerConfig>>) {
+        let tls = match tls.map(ServerConnection::new).transpose() {
+            Ok(tls) => tls.map(Box::new),
+            Err(e) => {
+                eprintln!("server: closing a TLS connection from {peer}: {e}");
+                self.state.connections.fetch_sub(1, Relaxed);
+                return;
+            }
+        };
         if stream.set_nonblocking(true).is_err() {
             self.state.connections.fetch_sub(1, Relaxed);
             return;
@@ -265,7 +312,7 @@ impl EventLoop {
             let info =
                 self.state.connect(peer.to_string(), laddr, i64::from(stream.as_raw_fd()), self.index, token);
             let client = Client::new(info, &self.state, peer.ip().is_loopback());
-            self.conns.put(token, Connection::new(stream, client));
+            self.conns.put(token, Connection::new(stream, tls, client));
         } else {
             self.state.connections.fetch_sub(1, Relaxed);
         }
@@ -351,6 +398,9 @@ fn argv_of(mut frame: Bytes, ranges: &[std::ops::Range<usize>], argv: &mut Vec<B
 
 struct Connection {
     stream: TcpStream,
+    /// The TLS session of a connection to `tls-port`: what the socket carries is its
+    /// records, `buf` and `out` hold the plaintext.
+    tls: Option<Box<ServerConnection>>,
     /// The client's own state and commands.
     client: Client,
     buf: BytesMut,
@@ -377,9 +427,10 @@ struct Connection {
 }
 
 impl Connection {
-    fn new(stream: TcpStream, client: Client) -> Self {
+    fn new(stream: TcpStream, tls: Option<Box<ServerConnection>>, client: Client) -> Self {
         Connection {
             stream,
+            tls,
             client,
             buf: BytesMut::new(),
             peak: 0,
@@ -405,7 +456,7 @@ impl Connection {
         if !self.closing {
             let limit = state.query_buffer_limit.load(Relaxed) as usize;
             loop {
-                match self.stream.read(chunk) {
+                match self.read(chunk) {
                     Ok(0) => return false,
                     Ok(n) => {
                         state.stats.net_input.add(self.client.info.loop_index, n as u64);
@@ -417,13 +468,25 @@ impl Connection {
                             eprintln!("server: closing client that reached max query buffer length");
                             return false;
                         }
-                        if n < chunk.len() {
+                        // A short read drained the socket; not so a TLS session's, which
+                        // gives its plaintext a record at a time.
+                        if n < chunk.len() && self.tls.is_none() {
                             break;
                         }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(_) => return false,
+                    Err(e) => {
+                        if self.tls.is_some() && e.kind() == io::ErrorKind::InvalidData {
+                            // A failed handshake (no client certificate, a plaintext client):
+                            // Redis logs it and closes the connection.
+                            eprintln!(
+                                "server: Error accepting a client connection: {e} (addr={})",
+                                self.client.info.addr
+                            );
+                        }
+                        return false;
+                    }
                 }
             }
             if !self.parked {
@@ -436,6 +499,26 @@ impl Connection {
             self.publish_query_buffer();
         }
         true
+    }
+
+    /// Reads what the client sent into `chunk`: from the socket, or the plaintext of the TLS
+    /// records it brings. `WouldBlock` when nothing more is there; a TLS error is
+    /// `InvalidData` (its alert to the client is sent first).
+    fn read(&mut self, chunk: &mut [u8]) -> io::Result<usize> {
+        let Some(tls) = &mut self.tls else { return self.stream.read(chunk) };
+        loop {
+            match tls.reader().read(chunk) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                read => return read,
+            }
+            if tls.read_tls(&mut self.stream)? == 0 {
+                return Ok(0);
+            }
+            if let Err(e) = tls.process_new_packets() {
+                let _ = tls.write_tls(&mut self.stream);
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+        }
     }
 
     /// CLIENT LIST's `qbuf` and `qbuf-free`.
@@ -495,7 +578,7 @@ impl Connection {
             state.stats.net_output.add(self.client.info.loop_index, sent as u64);
         }
         self.client.info.set_buffers(None, Some(self.out.len() - self.written));
-        flushed.is_ok() && !(self.closing && self.written == self.out.len())
+        flushed.is_ok() && !(self.closing && self.flushed())
     }
 
     /// Redis' `client-output-buffer-limit` for pub/sub clients (`pubsub <hard> <soft>
@@ -606,15 +689,30 @@ impl Connection {
         !self.closing
     }
 
-    /// Writes what it can of `out`; returns how many bytes went out.
+    /// Writes what it can of `out`; returns how many bytes went out (of plaintext, over
+    /// TLS: what the session took).
     fn flush(&mut self) -> io::Result<usize> {
         let mut sent = 0;
-        while self.written < self.out.len() {
-            match self.stream.write(&self.out[self.written..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    self.written += n;
-                    sent += n;
+        loop {
+            let pending = &self.out[self.written..];
+            // (progress, bytes of `out` taken)
+            let wrote = match &mut self.tls {
+                // The session takes plaintext up to its buffer's limit, then its records go
+                // out.
+                Some(tls) if tls.wants_write() => tls.write_tls(&mut self.stream).map(|n| (n, 0)),
+                Some(tls) if !pending.is_empty() => match tls.writer().write(pending)? {
+                    // Full, in a handshake: the rest goes once it is done.
+                    0 => return Ok(sent),
+                    n => Ok((n, n)),
+                },
+                None if !pending.is_empty() => self.stream.write(pending).map(|n| (n, n)),
+                _ => break,
+            };
+            match wrote {
+                Ok((0, _)) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok((_, taken)) => {
+                    self.written += taken;
+                    sent += taken;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(sent),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -629,9 +727,14 @@ impl Connection {
         Ok(sent)
     }
 
+    /// Whether everything for the client went out: the replies, and the TLS records.
+    fn flushed(&self) -> bool {
+        self.written == self.out.len() && !self.tls.as_ref().is_some_and(|tls| tls.wants_write())
+    }
+
     /// Asks for WRITABLE events only while replies are waiting to be written.
     fn update_interest(&mut self, registry: &mio::Registry, token: Token) -> io::Result<()> {
-        let want = self.written < self.out.len();
+        let want = !self.flushed();
         if want != self.writable_interest {
             let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
             registry.reregister(&mut self.stream, token, interest)?;

@@ -125,7 +125,15 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("process_id", n(u64::from(std::process::id()))),
                     ("process_supervised", s("no")),
                     ("run_id", state.run_id.clone()),
-                    ("tcp_port", s(config.get("port"))),
+                    // As Redis: the TLS port when there is no plaintext one.
+                    (
+                        "tcp_port",
+                        s(if config.get("port") == "0" {
+                            config.get("tls-port")
+                        } else {
+                            config.get("port")
+                        }),
+                    ),
                     ("server_time_usec", n(micros)),
                     ("uptime_in_seconds", n(uptime)),
                     ("uptime_in_days", n(uptime / 86400)),

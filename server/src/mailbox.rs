@@ -10,8 +10,9 @@ use crate::sync::lock;
 
 /// What another thread asks of an event loop.
 pub enum Message {
-    /// A new connection to serve.
-    Accept(std::net::TcpStream, SocketAddr),
+    /// A new connection to serve: over TLS with that configuration when it came to
+    /// `tls-port`.
+    Accept(std::net::TcpStream, SocketAddr, Option<Arc<rustls::ServerConfig>>),
     /// Bytes to append to a client's output: a pub/sub message.
     Deliver {
         /// The connection's token in that loop.

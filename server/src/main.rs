@@ -21,7 +21,7 @@
 //!
 //! The modules import each other without a circle (`tests/module_graph.rs`), in layers:
 //! - leaves: [`sync`], [`clock`], [`resp`], [`store`], [`mailbox`] (how other threads reach
-//!   an event loop), [`listen`], [`config`], [`counters`], [`client_info`];
+//!   an event loop), [`listen`], [`tls`], [`config`], [`counters`], [`client_info`];
 //! - what [`state`] holds, none of which knows `State`: [`acl`], [`slowlog`], [`latency`],
 //!   [`monitor`], [`pubsub`], [`tracking`], [`blocking`], [`scripting`] (each given the few
 //!   things it needs: the loops' inboxes, the clients, or a `Host` trait `State` implements);
@@ -55,6 +55,7 @@ mod slowlog;
 mod state;
 mod store;
 mod sync;
+mod tls;
 mod tracking;
 mod wakeups;
 
@@ -307,6 +308,12 @@ fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
     }
 }
 
+/// Logs `why` and exits with status 1.
+fn fatal(why: &str) -> ! {
+    eprintln!("server: {why}");
+    std::process::exit(1);
+}
+
 fn main() {
     let Start { config, engine, threads, data_dir, etcd, layout, memory } = options().unwrap_or_else(|e| {
         eprintln!("server: {e}");
@@ -317,29 +324,41 @@ fn main() {
             eprintln!("server: {e}");
             std::process::exit(1);
         });
-    // `bind` may list several addresses; the first one is served.
-    let bind = config.get("bind").split_whitespace().next().unwrap_or("127.0.0.1").to_string();
-    let bind = if bind == "*" { "0.0.0.0".to_string() } else { bind };
-    let port: u16 = config.get("port").parse().unwrap_or(6380);
-    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(bind.as_str(), port))
-        .ok()
-        .and_then(|mut a| a.next())
-        .unwrap_or_else(|| {
-            eprintln!("server: cannot resolve {bind}:{port}");
-            std::process::exit(1);
-        });
-    let listener = std::net::TcpListener::bind(addr).unwrap_or_else(|e| {
-        eprintln!("server: cannot listen on {addr}: {e}");
-        std::process::exit(1);
-    });
+    let tls_contexts = tls::Tls::default();
+    if config.wants_tls() {
+        if let Err(e) = tls_contexts.configure(&config) {
+            eprintln!("server: {e}");
+            fatal("Failed to configure TLS. Check logs for more info.");
+        }
+    }
+    // `bind` may list several addresses; the first one is served. `port 0` with a
+    // `tls-port` serves TLS only, as Redis; without one it asks for any free port.
+    let bind = config.get("bind").to_string();
+    let tls_port = config.number("tls-port");
+    let plain = if config.get("port") != "0" || tls_port == 0 {
+        let port: u16 = config.get("port").parse().unwrap_or(6380);
+        Some(listen::listen_on(&bind, port).unwrap_or_else(|e| fatal(&e)))
+    } else {
+        None
+    };
+    let tls =
+        (tls_port != 0).then(|| listen::listen_on(&bind, tls_port as u16).unwrap_or_else(|e| fatal(&e)));
     let mut config = config;
-    if let Ok(local) = listener.local_addr() {
+    let data = store.dir().map_or(String::new(), |d| format!(" in {}", d.display()));
+    for (listener, what) in [(&plain, ""), (&tls, " (TLS)")] {
+        if let Some(local) = listener.as_ref().and_then(|l| l.local_addr().ok()) {
+            eprintln!(
+                "rediskv server listening on {local}{what} ({} engine{data}, {threads} threads)",
+                store.name()
+            );
+        }
+    }
+    if let Some(local) = plain.as_ref().and_then(|l| l.local_addr().ok()) {
         // Port 0 asks for any free port: report the one we got.
         let _ = config.set_one("port", &local.port().to_string(), true);
-        let data = store.dir().map_or(String::new(), |d| format!(" in {}", d.display()));
-        eprintln!("rediskv server listening on {local} ({} engine{data}, {threads} threads)", store.name());
     }
     let mut state = state::State::new(config, store, layout);
+    state.tls = tls_contexts;
     state.client_size += std::mem::size_of::<client::Client>();
     // A lane of counters per event loop, and one for the other threads.
     state.stats.set_lanes(threads + 1);
@@ -347,9 +366,8 @@ fn main() {
     state.dirty = Arc::new(counters::LaneSum::with_lanes(threads + 1));
     let state = Arc::new(state);
     state.answer_busy_while_held();
-    if let Ok(local) = listener.local_addr() {
-        state.listen.set_addr(local);
-    }
+    state.listen.put(listen::Side::Plain, plain);
+    state.listen.put(listen::Side::Tls, tls);
     let aclfile = state.config().get("aclfile").to_string();
     if !aclfile.is_empty() {
         let pubsub_all = state.config().get("acl-pubsub-default") == "allchannels";
@@ -373,7 +391,7 @@ fn main() {
     script_thread::spawn(state.clone());
     #[cfg(feature = "etcd")]
     maint::follow_other_nodes(state.clone());
-    if let Err(e) = conn::serve(listener, state, threads) {
+    if let Err(e) = conn::serve(state, threads) {
         eprintln!("server: {e}");
         std::process::exit(1);
     }

@@ -46,8 +46,10 @@ pub struct State {
     pub connections: AtomicUsize,
     /// Each event loop's mailbox, by loop index (set once the loops start).
     pub loops: Loops,
-    /// The listening address, and its replacement after CONFIG SET port/bind.
+    /// The listeners, which CONFIG SET port/tls-port/bind replaces.
     pub listen: crate::listen::Listen,
+    /// The TLS contexts of `tls-port` and of the links the server dials.
+    pub tls: crate::tls::Tls,
     /// CLIENT PAUSE in force.
     pub pause: Mutex<Option<Pause>>,
     /// Whether `pause` may hold something (checked before taking its lock).
@@ -165,6 +167,7 @@ impl State {
             clients: Mutex::new(BTreeMap::new()),
             loops: Loops::default(),
             listen: crate::listen::Listen::default(),
+            tls: crate::tls::Tls::default(),
             connections: AtomicUsize::new(0),
             client_bytes: Arc::default(),
             pause: Mutex::new(None),
