@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """redis-py (8.x) against a running rediskv-server: strings, hashes, pipelines, expiries and
 the connection-level commands clients call. usage: redis_py_smoke.py PORT PROTOCOL [PASSWORD]
-(PROTOCOL 2 or 3; redis-py 8 defaults to 3)
+(PROTOCOL 2 or 3; redis-py 8 defaults to 3). With REDISKV_TLS_DIR set, over TLS: the CA is
+that directory's ca.crt, the client certificate client.crt and client.key.
 
 Exits non-zero (an assertion) on the first reply that differs from what Redis gives."""
+import os
 import sys
 import time
 
@@ -12,7 +14,16 @@ import redis
 port = int(sys.argv[1])
 protocol = int(sys.argv[2])
 password = sys.argv[3] if len(sys.argv) > 3 else None
-r = redis.Redis(host="127.0.0.1", port=port, protocol=protocol, decode_responses=True, password=password)
+tls_dir = os.environ.get("REDISKV_TLS_DIR")
+tls = {}
+if tls_dir:
+    tls = {
+        "ssl": True,
+        "ssl_ca_certs": os.path.join(tls_dir, "ca.crt"),
+        "ssl_certfile": os.path.join(tls_dir, "client.crt"),
+        "ssl_keyfile": os.path.join(tls_dir, "client.key"),
+    }
+r = redis.Redis(host="127.0.0.1", port=port, protocol=protocol, decode_responses=True, password=password, **tls)
 
 assert r.ping() is True
 r.flushall()

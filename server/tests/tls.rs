@@ -1,0 +1,463 @@
+//! TLS: `tls-port` served by the event loops, checked with redis-cli, redis-benchmark and
+//! redis-py's SSL client (the redis-tools package and `pip install redis`: a loud skip
+//! without them, a failure under `CI=true`), and with the server's own client half
+//! (`src/tls.rs`, compiled in here). The certificates are made by each test: a CA, a server
+//! certificate, a client certificate, and a client certificate of another CA.
+
+mod common;
+#[allow(dead_code)]
+#[path = "../src/sync.rs"]
+mod sync;
+#[allow(dead_code)]
+#[path = "../src/tls.rs"]
+mod tls;
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::Value;
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+
+/// A directory of PEM files, removed on drop: `ca.crt`; `server.crt`/`.key` and
+/// `server2.crt`/`.key` (localhost, 127.0.0.1) and `client.crt`/`.key`, signed by it; and
+/// `stranger.crt`/`.key`, a client certificate of another CA.
+struct Certs {
+    dir: PathBuf,
+}
+
+impl Drop for Certs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Certs {
+    fn new() -> Certs {
+        let dir =
+            std::env::temp_dir().join(format!("rediskv-tls-{}-{}", std::process::id(), common::test_name()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let certs = Certs { dir };
+        let ca = certs.authority("rediskv test CA", "ca");
+        // The server's certificates serve its links too (no tls-client-cert-file).
+        let both = [ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+        certs.leaf(&ca, "server", "rediskv test server", &both);
+        certs.leaf(&ca, "server2", "rediskv test server 2", &both);
+        certs.leaf(&ca, "client", "rediskv test client", &[ExtendedKeyUsagePurpose::ClientAuth]);
+        let other = certs.authority("another CA", "other-ca");
+        certs.leaf(&other, "stranger", "stranger", &[ExtendedKeyUsagePurpose::ClientAuth]);
+        certs
+    }
+
+    /// A self-signed CA certificate, written as `name.crt`.
+    fn authority(&self, common_name: &str, name: &str) -> CertifiedIssuer<'static, KeyPair> {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, common_name);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+        let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+        std::fs::write(self.path(&format!("{name}.crt")), ca.pem()).unwrap();
+        ca
+    }
+
+    /// A certificate for localhost and 127.0.0.1 signed by `ca`, as `name.crt` and `name.key`.
+    fn leaf(
+        &self,
+        ca: &CertifiedIssuer<'_, KeyPair>,
+        name: &str,
+        common_name: &str,
+        usage: &[ExtendedKeyUsagePurpose],
+    ) {
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, common_name);
+        params.extended_key_usages = usage.to_vec();
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, ca).unwrap();
+        std::fs::write(self.path(&format!("{name}.crt")), cert.pem()).unwrap();
+        std::fs::write(self.path(&format!("{name}.key")), key.serialize_pem()).unwrap();
+    }
+
+    fn path(&self, file: &str) -> String {
+        self.dir.join(file).display().to_string()
+    }
+
+    /// The server's TLS arguments: its certificate and the CA, on `tls_port`.
+    fn server_args(&self, tls_port: u16) -> Vec<String> {
+        [
+            ("--tls-port", tls_port.to_string()),
+            ("--tls-cert-file", self.path("server.crt")),
+            ("--tls-key-file", self.path("server.key")),
+            ("--tls-ca-cert-file", self.path("ca.crt")),
+        ]
+        .into_iter()
+        .flat_map(|(flag, value)| [flag.to_string(), value])
+        .collect()
+    }
+
+    /// Parameters for the client half: the CA, and `client`'s certificate (None: the
+    /// server's own, as `tls-client-cert-file` unset).
+    fn client_params(&self, client: Option<&str>) -> Params {
+        let mut params = Params::default();
+        params.set("tls-ca-cert-file", &self.path("ca.crt"));
+        params.set("tls-cert-file", &self.path("server.crt"));
+        params.set("tls-key-file", &self.path("server.key"));
+        params.set("tls-auth-clients", "yes");
+        params.set("tls-session-caching", "yes");
+        if let Some(name) = client {
+            params.set("tls-client-cert-file", &self.path(&format!("{name}.crt")));
+            params.set("tls-client-key-file", &self.path(&format!("{name}.key")));
+        }
+        params
+    }
+}
+
+/// `tls-*` parameters by name, as the server's configuration gives them to `tls.rs`.
+#[derive(Default, Clone)]
+struct Params(HashMap<String, String>);
+
+impl Params {
+    fn set(&mut self, name: &str, value: &str) {
+        self.0.insert(name.to_string(), value.to_string());
+    }
+}
+
+impl tls::Params for Params {
+    fn param(&self, name: &str) -> &str {
+        self.0.get(name).map_or("", String::as_str)
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// rediskv-server serving TLS on a free port with `certs`, and `extra` arguments (no
+/// plaintext port unless they give one); the server and its TLS port.
+fn start(certs: &Certs, extra: &[&str]) -> (common::Server, u16) {
+    let port = free_port();
+    let args = certs.server_args(port);
+    let args: Vec<&str> = args.iter().map(String::as_str).chain(extra.iter().copied()).collect();
+    (common::rediskv(&args), port)
+}
+
+/// Dials `port` with the client half and `params`.
+fn dial(port: u16, params: &Params) -> std::io::Result<tls::TlsStream> {
+    let contexts = tls::Tls::default();
+    contexts.configure(params).map_err(std::io::Error::other)?;
+    let config = contexts.client().expect("a client context with a CA");
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    tls::connect(addr, "localhost", config, Duration::from_secs(10))
+}
+
+/// Sends one command and reads its reply.
+fn command(stream: &mut impl ReadWrite, args: &[&str]) -> std::io::Result<Value> {
+    let mut request = format!("*{}\r\n", args.len());
+    for arg in args {
+        request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+    }
+    stream.write_all(request.as_bytes())?;
+    stream.flush()?;
+    read_value(stream)
+}
+
+/// One RESP2 reply.
+fn read_value(stream: &mut impl Read) -> std::io::Result<Value> {
+    let line = read_line(stream)?;
+    let (kind, rest) = line.split_at(1);
+    Ok(match (kind, rest) {
+        ("+", _) => Value::Status(rest.to_string()),
+        ("-", _) => Value::Error(rest.to_string()),
+        (":", _) => Value::Int(rest.parse().unwrap()),
+        ("$", "-1") => Value::Bulk(None),
+        ("$", _) => {
+            let mut bulk = vec![0; rest.parse::<usize>().unwrap() + 2];
+            stream.read_exact(&mut bulk)?;
+            bulk.truncate(bulk.len() - 2);
+            Value::Bulk(Some(bulk))
+        }
+        ("*", _) => Value::Array(Some(
+            (0..rest.parse::<usize>().unwrap()).map(|_| read_value(stream)).collect::<Result<_, _>>()?,
+        )),
+        _ => panic!("unexpected reply {line:?}"),
+    })
+}
+
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
+
+fn read_line(stream: &mut impl Read) -> std::io::Result<String> {
+    let mut line = Vec::new();
+    let mut byte = [0];
+    while !line.ends_with(b"\r\n") {
+        stream.read_exact(&mut byte)?;
+        line.push(byte[0]);
+    }
+    line.truncate(line.len() - 2);
+    Ok(String::from_utf8_lossy(&line).into_owned())
+}
+
+fn has(tool: &str) -> bool {
+    let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        common::missing_tool(&common::test_name(), tool, "apt-get install redis-tools");
+    }
+    found
+}
+
+/// redis-cli over TLS to `port`, with the CA and, when `client` names one, that certificate.
+fn cli(certs: &Certs, port: u16, client: Option<&str>, args: &[&str]) -> Output {
+    let mut cmd = Command::new("redis-cli");
+    cmd.args(["-p", &port.to_string(), "--tls", "--cacert", &certs.path("ca.crt")]);
+    if let Some(name) = client {
+        cmd.args([
+            "--cert",
+            &certs.path(&format!("{name}.crt")),
+            "--key",
+            &certs.path(&format!("{name}.key")),
+        ]);
+    }
+    cmd.args(args).output().expect("run redis-cli")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+/// redis-cli and redis-benchmark over TLS: PING, a SET/GET round trip, a large value, and a
+/// pipelined load whose keys then read back.
+#[test]
+fn redis_cli_and_redis_benchmark_over_tls() {
+    if !has("redis-cli") || !has("redis-benchmark") {
+        return;
+    }
+    let certs = Certs::new();
+    let (_server, port) = start(&certs, &["--threads", "2"]);
+    assert_eq!(stdout(&cli(&certs, port, Some("client"), &["PING"])), "PONG");
+    assert_eq!(stdout(&cli(&certs, port, Some("client"), &["SET", "greeting", "hello over tls"])), "OK");
+    assert_eq!(stdout(&cli(&certs, port, Some("client"), &["GET", "greeting"])), "hello over tls");
+    // A value of many TLS records each way.
+    let big = "v".repeat(1 << 20);
+    let mut tls = dial(port, &certs.client_params(Some("client"))).unwrap();
+    assert_eq!(command(&mut tls, &["SET", "big", &big]).unwrap(), Value::Status("OK".into()));
+    assert_eq!(command(&mut tls, &["GET", "big"]).unwrap(), Value::Bulk(Some(big.into_bytes())));
+
+    let bench = Command::new("redis-benchmark")
+        .args(["-p", &port.to_string(), "--tls", "--cacert", &certs.path("ca.crt")])
+        .args(["--cert", &certs.path("client.crt"), "--key", &certs.path("client.key")])
+        .args(["-n", "4000", "-c", "4", "-P", "32", "-r", "1000", "-t", "set,get", "-q"])
+        .output()
+        .expect("run redis-benchmark");
+    let text = stdout(&bench);
+    assert!(bench.status.success(), "{text}{}", String::from_utf8_lossy(&bench.stderr));
+    let finished = text.split(['\r', '\n']).filter(|l| l.contains("requests per second")).count();
+    assert_eq!(finished, 2, "both tests ran to their end: {text}");
+    let keys = cli(&certs, port, Some("client"), &["DBSIZE"]);
+    let keys: u64 = stdout(&keys).parse().unwrap();
+    assert!(keys > 500, "the pipelined SETs were stored: {keys} keys");
+}
+
+/// `tls-auth-clients yes` refuses a client without a certificate and one whose certificate
+/// another CA signed; `optional` takes one without, still not a stranger's; `no` asks for
+/// none. A refusal closes only that connection.
+#[test]
+fn client_certificates_as_tls_auth_clients_says() {
+    if !has("redis-cli") {
+        return;
+    }
+    let certs = Certs::new();
+    let (_server, port) = start(&certs, &["--threads", "1"]);
+    let mut admin = dial(port, &certs.client_params(Some("client"))).unwrap();
+    let refused = |client: Option<&str>| {
+        let out = cli(&certs, port, client, &["PING"]);
+        !stdout(&out).contains("PONG")
+    };
+    assert!(refused(None), "no certificate, tls-auth-clients yes");
+    assert!(refused(Some("stranger")), "another CA's certificate");
+    assert!(!refused(Some("client")));
+    assert_eq!(command(&mut admin, &["PING"]).unwrap(), Value::Status("PONG".into()), "the others stay");
+
+    let set = |admin: &mut tls::TlsStream, value: &str| {
+        command(admin, &["CONFIG", "SET", "tls-auth-clients", value]).unwrap()
+    };
+    assert_eq!(set(&mut admin, "optional"), Value::Status("OK".into()));
+    assert!(!refused(None), "optional: no certificate is fine");
+    assert!(!refused(Some("client")));
+    assert!(refused(Some("stranger")), "optional: a certificate sent is checked");
+    assert_eq!(set(&mut admin, "no"), Value::Status("OK".into()));
+    assert!(!refused(None));
+    assert_eq!(
+        set(&mut admin, "maybe"),
+        Value::Error("ERR CONFIG SET failed (possibly related to argument 'tls-auth-clients') - argument(s) must be one of the following: no, yes, optional".into())
+    );
+    assert_eq!(set(&mut admin, "yes"), Value::Status("OK".into()));
+    assert!(refused(None));
+}
+
+/// A plaintext client on the TLS port, a client that stalls in its handshake and one that
+/// sends garbage are each closed or left waiting alone: with one event loop, TLS clients
+/// and the plaintext port go on being served.
+#[test]
+fn a_failing_handshake_closes_only_its_connection() {
+    let certs = Certs::new();
+    let plain_port = free_port().to_string();
+    let (server, port) = start(&certs, &["--threads", "1", "--port", &plain_port]);
+    assert_eq!(server.port.to_string(), plain_port);
+    let params = certs.client_params(Some("client"));
+    let mut before = dial(port, &params).unwrap();
+
+    let mut stalled = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stalled.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).unwrap(); // half a ClientHello
+    let mut plaintext = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    plaintext.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    plaintext.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    let mut answer = Vec::new();
+    plaintext.read_to_end(&mut answer).expect("closed by the server");
+    assert!(!answer.windows(5).any(|w| w == b"+PONG"), "{answer:?}");
+    assert_eq!(answer.first(), Some(&0x15), "a TLS alert, then the end: {answer:?}");
+
+    assert_eq!(command(&mut before, &["PING"]).unwrap(), Value::Status("PONG".into()));
+    let mut after = dial(port, &params).unwrap();
+    assert_eq!(command(&mut after, &["SET", "k", "v"]).unwrap(), Value::Status("OK".into()));
+    let mut plain = common::Client::connect(plain_port.parse().unwrap());
+    assert_eq!(plain.cmd(&["GET", "k"]), Value::Bulk(Some(b"v".to_vec())), "the plaintext port serves too");
+    drop(stalled);
+}
+
+/// The client half for the links the server dials: it presents `tls-client-cert-file`, or
+/// the server's own certificate when that is unset; it checks the peer's certificate against
+/// the CA and not the name dialed, as Redis; it follows `tls-protocols`.
+#[test]
+fn the_client_half_dials_a_tls_peer() {
+    let certs = Certs::new();
+    let (_server, port) = start(&certs, &[]);
+    for client in [Some("client"), None] {
+        let mut stream = dial(port, &certs.client_params(client)).unwrap();
+        assert_eq!(command(&mut stream, &["PING"]).unwrap(), Value::Status("PONG".into()), "{client:?}");
+    }
+    let params = certs.client_params(Some("client"));
+    let contexts = tls::Tls::default();
+    contexts.configure(&params).unwrap();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let mut other_name =
+        tls::connect(addr, "replica.example", contexts.client().unwrap(), Duration::from_secs(10)).unwrap();
+    assert_eq!(command(&mut other_name, &["PING"]).unwrap(), Value::Status("PONG".into()));
+
+    let mut untrusting = params.clone();
+    untrusting.set("tls-ca-cert-file", &certs.path("other-ca.crt"));
+    let err = dial(port, &untrusting).expect_err("the server's CA is not this one");
+    assert!(err.to_string().contains("UnknownIssuer"), "{err}");
+
+    let mut tls13 = params.clone();
+    tls13.set("tls-protocols", "TLSv1.3");
+    let mut admin = dial(port, &tls13).unwrap();
+    assert_eq!(admin.conn.protocol_version(), Some(rustls::ProtocolVersion::TLSv1_3));
+    assert_eq!(
+        command(&mut admin, &["CONFIG", "SET", "tls-protocols", "TLSv1.2"]).unwrap(),
+        Value::Status("OK".into())
+    );
+    assert!(dial(port, &tls13).is_err(), "the server speaks TLS 1.2 only now");
+    let tls12 = dial(port, &params).unwrap();
+    assert_eq!(tls12.conn.protocol_version(), Some(rustls::ProtocolVersion::TLSv1_2));
+}
+
+/// CONFIG SET of the tls-* parameters as Redis: a context that cannot be made is refused
+/// whole (the old one serves on), a new certificate is served to the next connections, and
+/// `port`/`tls-port` open and close their listeners, so a port can pass from one to the
+/// other (Redis' "switch between tcp and tls ports").
+#[test]
+fn config_set_reloads_and_moves_the_listeners() {
+    let certs = Certs::new();
+    let (_server, port) = start(&certs, &[]);
+    let params = certs.client_params(Some("client"));
+    let mut admin = dial(port, &params).unwrap();
+    let mut config = |args: &[&str]| {
+        let mut argv = vec!["CONFIG"];
+        argv.extend_from_slice(args);
+        command(&mut admin, &argv).unwrap()
+    };
+    assert_eq!(config(&["GET", "tls-port"]).texts(), ["tls-port", &port.to_string()]);
+    let unable = |name: &str| {
+        Value::Error(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{name}') - Unable to update TLS configuration. Check server logs."
+        ))
+    };
+    assert_eq!(config(&["SET", "tls-cert-file", "/nonexistent.crt"]), unable("tls-cert-file"));
+    assert_eq!(config(&["SET", "tls-protocols", "TLSv1.2 SSLv3"]), unable("tls-protocols"));
+    assert_eq!(config(&["SET", "tls-ciphersuites", "TLS_NOPE"]), unable("tls-ciphersuites"));
+    assert_eq!(
+        config(&["SET", "tls-ca-cert-file", "", "tls-ca-cert-dir", ""]),
+        unable("tls-ca-cert-file"),
+        "tls-auth-clients yes needs a CA"
+    );
+    assert_eq!(config(&["GET", "tls-cert-file"]).texts(), ["tls-cert-file", &certs.path("server.crt")]);
+
+    let served = |params: &Params| -> Vec<u8> {
+        let stream = dial(port, params).unwrap();
+        stream.conn.peer_certificates().unwrap()[0].to_vec()
+    };
+    let pem = |name: &str| CertificateDer::from_pem_file(certs.path(name)).unwrap().to_vec();
+    assert_eq!(served(&params), pem("server.crt"));
+    assert_eq!(
+        config(&[
+            "SET",
+            "tls-cert-file",
+            &certs.path("server2.crt"),
+            "tls-key-file",
+            &certs.path("server2.key")
+        ]),
+        Value::Status("OK".into())
+    );
+    assert_eq!(served(&params), pem("server2.crt"), "the next connections get the new certificate");
+
+    // TLS to plaintext and back on one port.
+    assert_eq!(config(&["SET", "tls-port", "0"]), Value::Status("OK".into()));
+    assert!(dial(port, &params).is_err(), "the TLS listener is closed");
+    assert_eq!(config(&["SET", "port", &port.to_string()]), Value::Status("OK".into()));
+    let mut plain = common::Client::connect(port);
+    assert_eq!(plain.cmd(&["PING"]), Value::Status("PONG".into()));
+    assert_eq!(plain.cmd(&["CONFIG", "SET", "port", "0"]), Value::Status("OK".into()));
+    assert_eq!(plain.cmd(&["CONFIG", "SET", "tls-port", &port.to_string()]), Value::Status("OK".into()));
+    let mut again = dial(port, &params).unwrap();
+    let info = command(&mut again, &["INFO", "server"]).unwrap().text();
+    assert!(info.contains(&format!("tcp_port:{port}\r\n")), "the TLS port when there is no other: {info}");
+}
+
+/// redis-py's SSL client (`ssl=True` with the CA and a client certificate) runs the smoke
+/// script over TLS, in RESP2 and RESP3.
+#[test]
+fn redis_py_over_tls() {
+    let has_redis_py =
+        Command::new("python3").args(["-c", "import redis"]).status().is_ok_and(|s| s.success());
+    if !has_redis_py {
+        common::missing_tool(&common::test_name(), "python3 -c 'import redis'", "pip install redis");
+        return;
+    }
+    let certs = Certs::new();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py_smoke.py");
+    for protocol in ["2", "3"] {
+        let (_server, port) = start(&certs, &[]);
+        let out = Command::new("python3")
+            .arg(script)
+            .arg(port.to_string())
+            .arg(protocol)
+            .env("REDISKV_TLS_DIR", Path::new(&certs.dir))
+            .output()
+            .expect("run python3");
+        assert!(
+            out.status.success(),
+            "redis-py over TLS failed (RESP{protocol}):\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
