@@ -4,7 +4,8 @@
 //! default and what CONFIG SET accepts (`redis_config.tsv`, generated once from a real server
 //! by `tools/gen_config_table.py`). The server honours port, bind, databases, requirepass,
 //! maxmemory and its policies (the memory engine: see `evict`), timeout, proto-max-bulk-len,
-//! client-query-buffer-limit, maxclients, dir and enable-debug-command; the others are
+//! client-query-buffer-limit, maxclients, dir, enable-debug-command and the `tls-*`
+//! parameters (see `tls`); the others are
 //! validated and stored like Redis would (appendfsync, notify-keyspace-events, save, …), so
 //! clients that read or set them are not surprised.
 
