@@ -370,6 +370,35 @@ fn the_client_half_dials_a_tls_peer() {
     assert_eq!(tls12.conn.protocol_version(), Some(rustls::ProtocolVersion::TLSv1_2));
 }
 
+/// `tls-session-caching yes` (the default) lets a client resume its session; `no` makes
+/// every handshake a full one.
+#[test]
+fn sessions_resume_as_tls_session_caching_says() {
+    let certs = Certs::new();
+    let (_server, port) = start(&certs, &[]);
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let contexts = tls::Tls::default();
+    contexts.configure(&certs.client_params(Some("client"))).unwrap();
+    // Two connections of one client context, each reading a reply (and so the session
+    // tickets sent before it).
+    let kinds = || {
+        let config = contexts.client().unwrap();
+        [0, 1].map(|_| {
+            let mut stream =
+                tls::connect(addr, "localhost", config.clone(), Duration::from_secs(10)).unwrap();
+            assert_eq!(command(&mut stream, &["PING"]).unwrap(), Value::Status("PONG".into()));
+            stream.conn.handshake_kind().unwrap()
+        })
+    };
+    use rustls::HandshakeKind::{Full, Resumed};
+    assert_eq!(kinds(), [Full, Resumed]);
+    let mut admin = dial(port, &certs.client_params(Some("client"))).unwrap();
+    let set = command(&mut admin, &["CONFIG", "SET", "tls-session-caching", "no"]).unwrap();
+    assert_eq!(set, Value::Status("OK".into()));
+    contexts.configure(&certs.client_params(Some("client"))).unwrap();
+    assert_eq!(kinds(), [Full, Full]);
+}
+
 /// CONFIG SET of the tls-* parameters as Redis: a context that cannot be made is refused
 /// whole (the old one serves on), a new certificate is served to the next connections, and
 /// `port`/`tls-port` open and close their listeners, so a port can pass from one to the
