@@ -10,8 +10,9 @@
 //! configuration for each of its values.
 //!
 //! What rustls does not do: TLS 1.0 and 1.1, CBC cipher suites, DH parameters (rustls uses
-//! ECDHE only: `tls-dh-params-file` is accepted and not read) and encrypted private keys
-//! (`tls-key-file-pass`).
+//! ECDHE only: `tls-dh-params-file` is accepted and not read). An encrypted private key is
+//! read in PKCS#8 form only (`ENCRYPTED PRIVATE KEY`, not OpenSSL's older `Proc-Type`
+//! headers).
 
 use std::io;
 use std::net::TcpStream;
@@ -283,19 +284,31 @@ fn certificates(file: &str) -> Result<Vec<CertificateDer<'static>>, String> {
     Ok(certs)
 }
 
-/// The private key of a PEM file (PKCS#8, PKCS#1 or SEC1).
+/// The private key of a PEM file (PKCS#8, PKCS#1 or SEC1), or its encrypted PKCS#8 key
+/// (`ENCRYPTED PRIVATE KEY`, as `openssl pkey -aes256` writes it) decrypted with `pass`.
 fn private_key(file: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
-    PrivateKeyDer::from_pem_file(file).map_err(|e| {
-        let encrypted = std::fs::read_to_string(file).is_ok_and(|t| t.contains("ENCRYPTED"));
-        let why = match (encrypted, pass.is_empty()) {
-            (true, true) => "the key is encrypted and tls-key-file-pass is not set".to_string(),
-            (true, false) => {
-                "encrypted private keys are not supported: decrypt it (openssl pkey)".to_string()
+    let fail = |e: &dyn std::fmt::Display| format!("Failed to load private key: {file}: {e}");
+    let text = std::fs::read_to_string(file).map_err(|e| fail(&e))?;
+    const BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
+    const END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
+    match (text.find(BEGIN), text.find(END)) {
+        (Some(begin), Some(end)) if begin < end => {
+            if pass.is_empty() {
+                return Err(fail(&"the key is encrypted and no password is set (tls-key-file-pass)"));
             }
-            (false, _) => e.to_string(),
-        };
-        format!("Failed to load private key: {file}: {why}")
-    })
+            decrypt(&text[begin..end + END.len()], pass).map_err(|e| fail(&e))
+        }
+        _ => PrivateKeyDer::from_pem_slice(text.as_bytes()).map_err(|e| fail(&e)),
+    }
+}
+
+/// An `ENCRYPTED PRIVATE KEY` PEM section decrypted with `pass` (PBES2: PBKDF2 or scrypt,
+/// AES-CBC).
+fn decrypt(pem: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
+    let (_, document) = pkcs8::SecretDocument::from_pem(pem).map_err(|e| e.to_string())?;
+    let info = pkcs8::EncryptedPrivateKeyInfo::try_from(document.as_bytes()).map_err(|e| e.to_string())?;
+    let key = info.decrypt(pass).map_err(|e| format!("cannot decrypt it: {e}"))?;
+    Ok(PrivateKeyDer::Pkcs8(key.as_bytes().to_vec().into()))
 }
 
 /// The CA certificates of `tls-ca-cert-file` and of every file in `tls-ca-cert-dir`.

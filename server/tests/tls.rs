@@ -52,6 +52,7 @@ impl Certs {
         let both = [ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
         certs.leaf(&ca, "server", "rediskv test server", &both);
         certs.leaf(&ca, "server2", "rediskv test server 2", &both);
+        certs.encrypt("server2.key", "server2.enc.key", "1234");
         certs.leaf(&ca, "client", "rediskv test client", &[ExtendedKeyUsagePurpose::ClientAuth]);
         let other = certs.authority("another CA", "other-ca");
         certs.leaf(&other, "stranger", "stranger", &[ExtendedKeyUsagePurpose::ClientAuth]);
@@ -85,6 +86,20 @@ impl Certs {
         let cert = params.signed_by(&key, ca).unwrap();
         std::fs::write(self.path(&format!("{name}.crt")), cert.pem()).unwrap();
         std::fs::write(self.path(&format!("{name}.key")), key.serialize_pem()).unwrap();
+    }
+
+    /// Writes `plain`'s PKCS#8 key encrypted with `password` (PBKDF2-SHA256, AES-256-CBC, as
+    /// `openssl pkey -aes256` does) as `encrypted`.
+    fn encrypt(&self, plain: &str, encrypted: &str, password: &str) {
+        let pem = std::fs::read_to_string(self.path(plain)).unwrap();
+        let (_, der) = pkcs8::SecretDocument::from_pem(&pem).unwrap();
+        let info = pkcs8::PrivateKeyInfo::try_from(der.as_bytes()).unwrap();
+        let params =
+            pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(2048, b"salt1234", b"iv-iv-iv-iv-iv-1")
+                .unwrap();
+        let sealed = info.encrypt_with_params(params, password).unwrap();
+        let pem = sealed.to_pem("ENCRYPTED PRIVATE KEY", pkcs8::LineEnding::LF).unwrap();
+        std::fs::write(self.path(encrypted), pem.as_bytes()).unwrap();
     }
 
     fn path(&self, file: &str) -> String {
@@ -447,6 +462,14 @@ fn config_set_reloads_and_moves_the_listeners() {
         Value::Status("OK".into())
     );
     assert_eq!(served(&params), pem("server2.crt"), "the next connections get the new certificate");
+    // An encrypted key, as Redis' "Working with an encrypted keyfile".
+    let encrypted = certs.path("server2.enc.key");
+    assert_eq!(config(&["SET", "tls-key-file", &encrypted]), unable("tls-key-file"), "no password");
+    assert_eq!(config(&["SET", "tls-key-file-pass", "wrong"]), Value::Status("OK".into()));
+    assert_eq!(config(&["SET", "tls-key-file", &encrypted]), unable("tls-key-file"), "a wrong password");
+    assert_eq!(config(&["SET", "tls-key-file-pass", "1234"]), Value::Status("OK".into()));
+    assert_eq!(config(&["SET", "tls-key-file", &encrypted]), Value::Status("OK".into()));
+    assert_eq!(served(&params), pem("server2.crt"));
 
     // TLS to plaintext and back on one port.
     assert_eq!(config(&["SET", "tls-port", "0"]), Value::Status("OK".into()));
