@@ -348,17 +348,25 @@ fn a_failing_handshake_closes_only_its_connection() {
     drop(stalled);
 }
 
-/// The client half for the links the server dials: it presents `tls-client-cert-file`, or
-/// the server's own certificate when that is unset; it checks the peer's certificate against
+/// The client half for the links the server dials (to a server whose CA comes from
+/// `tls-ca-cert-dir`): it presents `tls-client-cert-file`, or the server's own certificate
+/// when that is unset; it checks the peer's certificate against
 /// the CA and not the name dialed, as Redis; it follows `tls-protocols`.
 #[test]
 fn the_client_half_dials_a_tls_peer() {
     let certs = Certs::new();
-    let (_server, port) = start(&certs, &[]);
+    // The server's CA from a directory (tls-ca-cert-dir) rather than a file.
+    let cas = certs.dir.join("cas");
+    std::fs::create_dir(&cas).unwrap();
+    std::fs::copy(certs.path("ca.crt"), cas.join("ca.pem")).unwrap();
+    let (_server, port) =
+        start(&certs, &["--tls-ca-cert-file", "", "--tls-ca-cert-dir", cas.to_str().unwrap()]);
     for client in [Some("client"), None] {
         let mut stream = dial(port, &certs.client_params(client)).unwrap();
         assert_eq!(command(&mut stream, &["PING"]).unwrap(), Value::Status("PONG".into()), "{client:?}");
     }
+    let mut stranger = dial(port, &certs.client_params(Some("stranger"))).unwrap();
+    assert!(command(&mut stranger, &["PING"]).is_err(), "another CA's certificate is refused");
     let params = certs.client_params(Some("client"));
     let contexts = tls::Tls::default();
     contexts.configure(&params).unwrap();
