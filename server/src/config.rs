@@ -330,12 +330,12 @@ impl Config {
             next.put(name, value);
         }
         // tls-auth-clients is read at each accept: it needs no new context.
-        if let Some(first) = changed.iter().find(|n| n.starts_with("tls-") && **n != "tls-auth-clients") {
-            if next.wants_tls() {
-                if let Err(e) = apply.tls(&next) {
-                    eprintln!("server: CONFIG SET {first}: {e}");
-                    return failed(first, "Unable to update TLS configuration. Check server logs.");
-                }
+        let tls_changed = changed.iter().find(|n| n.starts_with("tls-") && **n != "tls-auth-clients");
+        let new_tls = tls_changed.filter(|_| next.wants_tls());
+        if let Some(first) = new_tls {
+            if let Err(e) = apply.tls(&next) {
+                eprintln!("server: CONFIG SET {first}: {e}");
+                return failed(first, "Unable to update TLS configuration. Check server logs.");
             }
         }
         let mut opened: Vec<bool> = Vec::new();
@@ -344,10 +344,13 @@ impl Config {
             let (bind, number) = (next.get("bind"), next.get(port));
             if let Err(e) = apply.listen(tls, bind, number) {
                 eprintln!("server: CONFIG SET {first}: cannot listen on {bind} port {number}: {e}");
-                // Back to the listeners of before.
+                // Back to the listeners and TLS contexts of before.
                 for &tls in &opened {
                     let port = if tls { "tls-port" } else { "port" };
                     let _ = apply.listen(tls, self.get("bind"), self.get(port));
+                }
+                if new_tls.is_some() && self.wants_tls() {
+                    let _ = apply.tls(self);
                 }
                 let why = if *first == "bind" {
                     "Failed to bind to specified addresses."

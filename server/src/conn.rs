@@ -477,13 +477,17 @@ impl Connection {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {
-                        if self.tls.is_some() && e.kind() == io::ErrorKind::InvalidData {
-                            // A failed handshake (no client certificate, a plaintext client):
-                            // Redis logs it and closes the connection.
-                            eprintln!(
-                                "server: Error accepting a client connection: {e} (addr={})",
-                                self.client.info.addr
-                            );
+                        if let Some(tls) =
+                            self.tls.as_ref().filter(|_| e.kind() == io::ErrorKind::InvalidData)
+                        {
+                            // A failed handshake (no client certificate, a plaintext client)
+                            // or a bad record: logged, and only this connection closes.
+                            let addr = &self.client.info.addr;
+                            if tls.is_handshaking() {
+                                eprintln!("server: Error accepting a client connection: {e} (addr={addr})");
+                            } else {
+                                eprintln!("server: closing TLS client {addr}: {e}");
+                            }
                         }
                         return false;
                     }

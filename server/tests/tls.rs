@@ -478,6 +478,16 @@ fn config_set_reloads_and_moves_the_listeners() {
     assert_eq!(config(&["SET", "tls-key-file-pass", "1234"]), Value::Status("OK".into()));
     assert_eq!(config(&["SET", "tls-key-file", &encrypted]), Value::Status("OK".into()));
     assert_eq!(served(&params), pem("server2.crt"));
+    // A new certificate with a port that cannot be had: neither is applied.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = taken.local_addr().unwrap().port().to_string();
+    let (cert, key) = (certs.path("server.crt"), certs.path("server.key"));
+    assert_eq!(
+        config(&["SET", "tls-cert-file", &cert, "tls-key-file", &key, "tls-port", &busy]),
+        Value::Error("ERR CONFIG SET failed (possibly related to argument 'tls-port') - Unable to listen on this port. Check server logs.".into())
+    );
+    assert_eq!(config(&["GET", "tls-cert-file"]).texts(), ["tls-cert-file", &certs.path("server2.crt")]);
+    assert_eq!(served(&params), pem("server2.crt"), "the certificate of before");
 
     // TLS to plaintext and back on one port.
     assert_eq!(config(&["SET", "tls-port", "0"]), Value::Status("OK".into()));
