@@ -8,7 +8,7 @@
 //! ```
 //!
 //! The data lives in [`store`]: fjall in `./data` by default. N event loops (mio/epoll,
-//! [`conn`]) serve the connections, one acceptor hands them out; each connection is a
+//! [`conn`]) serve the connections, plaintext or TLS ([`tls`]), one acceptor hands them out; each connection is a
 //! library `Session` (selected database, MULTI, WATCH) on the shared `Engine` of its
 //! namespace (the default one, or its tenant's). Every complete request in the input buffer
 //! is parsed and executed and all replies go out in one write, so pipelining is cheap.
@@ -127,7 +127,7 @@ unsafe impl std::alloc::GlobalAlloc for Mimalloc {
     }
 }
 
-const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--layout kvrocks|neokv|camellia|titea] [--neokv-region-id 1] [--neokv-index-id 1] [--camellia-namespace default] [--camellia-hash-version 0|1] [--camellia-set-version 0|1] [--camellia-md5-prefix 0|8] [--titea-namespace default.default] [--threads N] [--cache-size 32mb] [--write-buffer-size 64mb] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
+const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--layout kvrocks|neokv|camellia|titea] [--neokv-region-id 1] [--neokv-index-id 1] [--camellia-namespace default] [--camellia-hash-version 0|1] [--camellia-set-version 0|1] [--camellia-md5-prefix 0|8] [--titea-namespace default.default] [--threads N] [--cache-size 32mb] [--write-buffer-size 64mb] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--tls-port 6381 --tls-cert-file F --tls-key-file F --tls-ca-cert-file F] [--<parameter> <value>]...";
 
 /// What the command line chose besides Redis' parameters.
 struct Start {
