@@ -388,8 +388,11 @@ fn cipher_suites(ciphers: &str, ciphersuites: &str) -> Result<Vec<SupportedCiphe
     let chosen13 = if ciphersuites.is_empty() {
         tls13.iter().map(|(_, s)| *s).collect()
     } else {
-        let names: Vec<&str> = ciphersuites.split(':').map(str::trim).collect();
-        let chosen: Vec<_> = tls13.iter().filter(|(n, _)| names.contains(n)).map(|(_, s)| *s).collect();
+        // In the list's order: the server's preference (tls-prefer-server-ciphers).
+        let chosen: Vec<_> = ciphersuites
+            .split(':')
+            .filter_map(|name| tls13.iter().find(|(n, _)| *n == name.trim()).map(|(_, s)| *s))
+            .collect();
         if chosen.is_empty() {
             return Err(format!("Failed to configure ciphersuites: {ciphersuites}"));
         }
@@ -460,6 +463,20 @@ mod tests {
         assert_eq!(all.len(), SUITES.len());
         let only = cipher_suites("ECDHE-RSA-AES256-GCM-SHA384", "TLS_AES_128_GCM_SHA256").unwrap();
         assert_eq!(names(&only), ["TLS13_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"]);
+        let ordered =
+            cipher_suites("CHACHA20:AES128", "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384").unwrap();
+        assert_eq!(
+            names(&ordered),
+            [
+                "TLS13_CHACHA20_POLY1305_SHA256",
+                "TLS13_AES_256_GCM_SHA384",
+                "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+                "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
+            ],
+            "in the lists' orders"
+        );
         let without = cipher_suites("DEFAULT:-CHACHA20:!ECDSA", "").unwrap();
         assert_eq!(
             names(&without[3..]),

@@ -422,6 +422,26 @@ fn sessions_resume_as_tls_session_caching_says() {
     assert_eq!(kinds(), [Full, Full]);
 }
 
+/// `tls-prefer-server-ciphers`: with `no` the client's order of suites wins, with `yes` the
+/// order of `tls-ciphersuites` (Redis' test of it, in TLS 1.3's suites).
+#[test]
+fn prefer_server_ciphers_chooses_whose_order_wins() {
+    let certs = Certs::new();
+    let (_server, port) =
+        start(&certs, &["--tls-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384"]);
+    let params = certs.client_params(Some("client"));
+    // rustls' client prefers AES-256-GCM to ChaCha20-Poly1305.
+    let suite = || {
+        let stream = dial(port, &params).unwrap();
+        format!("{:?}", stream.conn.negotiated_cipher_suite().unwrap().suite())
+    };
+    assert_eq!(suite(), "TLS13_AES_256_GCM_SHA384");
+    let mut admin = dial(port, &params).unwrap();
+    let set = command(&mut admin, &["CONFIG", "SET", "tls-prefer-server-ciphers", "yes"]).unwrap();
+    assert_eq!(set, Value::Status("OK".into()));
+    assert_eq!(suite(), "TLS13_CHACHA20_POLY1305_SHA256");
+}
+
 /// CONFIG SET of the tls-* parameters as Redis: a context that cannot be made is refused
 /// whole (the old one serves on), a new certificate is served to the next connections, and
 /// `port`/`tls-port` open and close their listeners, so a port can pass from one to the
