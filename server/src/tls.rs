@@ -14,17 +14,20 @@
 //! read in PKCS#8 form only (`ENCRYPTED PRIVATE KEY`, not OpenSSL's older `Proc-Type`
 //! headers).
 
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, ring};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
+use rustls::server::{
+    ClientCertVerifierBuilder, NoServerSessionStorage, StoresServerSessions, WebPkiClientVerifier,
+};
 use rustls::{
     CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, ServerConfig,
     SignatureScheme, StreamOwned, SupportedCipherSuite, SupportedProtocolVersion,
@@ -123,13 +126,15 @@ impl Contexts {
         let certs = certificates(cert_file)?;
         let key = private_key(key_file, config.param("tls-key-file-pass"))?;
         let caching = config.param("tls-session-caching") == "yes";
-        let cache_size = match config.param("tls-session-cache-size").parse().unwrap_or(0) {
-            // OpenSSL reads 0 as no limit; this cache needs one: Redis' default.
-            n if n <= 0 => 20 * 1024,
-            n => n as usize,
-        };
+        let number = |name: &str| config.param(name).parse::<usize>().unwrap_or(0);
+        // One cache for the three server configurations: a session resumes whichever
+        // tls-auth-clients is in force.
+        let sessions = Arc::new(Sessions::new(
+            number("tls-session-cache-size"),
+            Duration::from_secs(number("tls-session-cache-timeout") as u64),
+        ));
         let prefer_server_ciphers = config.param("tls-prefer-server-ciphers") == "yes";
-        let server = |verifier: Option<WebPkiClientVerifierBuilder>| -> Result<Arc<ServerConfig>, String> {
+        let server = |verifier: Option<ClientCertVerifierBuilder>| -> Result<Arc<ServerConfig>, String> {
             let builder = ServerConfig::builder_with_provider(provider.clone())
                 .with_protocol_versions(&versions)
                 .map_err(|e| format!("Failed to configure TLS: {e}"))?;
@@ -144,7 +149,7 @@ impl Contexts {
                 .map_err(|e| format!("Failed to load certificate or private key: {cert_file}: {e}"))?;
             server.ignore_client_order = prefer_server_ciphers;
             if caching {
-                server.session_storage = ServerSessionMemoryCache::new(cache_size);
+                server.session_storage = sessions.clone();
             } else {
                 server.session_storage = Arc::new(NoServerSessionStorage {});
                 server.send_tls13_tickets = 0;
@@ -168,7 +173,69 @@ impl Contexts {
     }
 }
 
-type WebPkiClientVerifierBuilder = rustls::server::ClientCertVerifierBuilder;
+/// The server's TLS sessions for resumption (`tls-session-caching`): at most `capacity`
+/// (0: no limit, as OpenSSL), the oldest dropped first, each for `timeout`
+/// (`tls-session-cache-timeout`).
+#[derive(Debug)]
+struct Sessions {
+    capacity: usize,
+    timeout: Duration,
+    stored: Mutex<Stored>,
+}
+
+/// The sessions of [`Sessions`].
+#[derive(Debug, Default)]
+struct Stored {
+    /// Session id → (when stored, session).
+    by_id: HashMap<Vec<u8>, (Instant, Vec<u8>)>,
+    /// The ids, oldest first (with some already taken).
+    oldest_first: VecDeque<Vec<u8>>,
+}
+
+impl Sessions {
+    fn new(capacity: usize, timeout: Duration) -> Sessions {
+        Sessions { capacity, timeout, stored: Mutex::default() }
+    }
+}
+
+impl StoresServerSessions for Sessions {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        let mut stored = lock(&self.stored);
+        let Stored { by_id: map, oldest_first: order } = &mut *stored;
+        // The oldest first: expired ones, and ids already taken.
+        while let Some(oldest) = order.front() {
+            if map.get(oldest).is_some_and(|(at, _)| at.elapsed() < self.timeout) {
+                break;
+            }
+            map.remove(oldest);
+            order.pop_front();
+        }
+        if map.insert(key.clone(), (Instant::now(), value)).is_none() {
+            order.push_back(key);
+        }
+        while self.capacity > 0 && map.len() > self.capacity {
+            let Some(oldest) = order.pop_front() else { break };
+            map.remove(&oldest);
+        }
+        true
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let stored = lock(&self.stored);
+        let (at, value) = stored.by_id.get(key)?;
+        (at.elapsed() < self.timeout).then(|| value.clone())
+    }
+
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        // Its id leaves `oldest_first` when it reaches the front.
+        let (at, value) = lock(&self.stored).by_id.remove(key)?;
+        (at.elapsed() < self.timeout).then_some(value)
+    }
+
+    fn can_cache(&self) -> bool {
+        true
+    }
+}
 
 /// The client side: the server's own certificate unless `tls-client-cert-file` and
 /// `tls-client-key-file` name another, and the peer's certificate checked against the CA.
@@ -446,6 +513,25 @@ mod tests {
 
     fn names(suites: &[SupportedCipherSuite]) -> Vec<String> {
         suites.iter().map(|s| format!("{:?}", s.suite())).collect()
+    }
+
+    #[test]
+    fn sessions_keep_the_newest_within_their_timeout() {
+        let sessions = Sessions::new(2, Duration::from_secs(300));
+        for id in [1u8, 2, 3] {
+            assert!(sessions.put(vec![id], vec![id * 10]));
+        }
+        assert_eq!(sessions.get(&[1]), None, "the oldest went past the capacity");
+        assert_eq!(sessions.get(&[2]), Some(vec![20]));
+        assert_eq!(sessions.take(&[2]), Some(vec![20]));
+        assert_eq!(sessions.get(&[2]), None, "taken once");
+        sessions.put(vec![4], vec![40]);
+        assert_eq!((sessions.get(&[3]), sessions.get(&[4])), (Some(vec![30]), Some(vec![40])));
+        let expired = Sessions::new(0, Duration::ZERO);
+        expired.put(vec![1], vec![1]);
+        assert_eq!(expired.get(&[1]), None, "past tls-session-cache-timeout");
+        expired.put(vec![2], vec![2]);
+        assert_eq!(lock(&expired.stored).by_id.len(), 1, "the expired one left when another came");
     }
 
     #[test]
