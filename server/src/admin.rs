@@ -245,6 +245,10 @@ impl config::Apply for Running<'_> {
     fn tls(&mut self, config: &config::Config) -> Result<(), String> {
         self.0.tls.configure(config)
     }
+
+    fn tls_configured(&self) -> bool {
+        self.0.tls.configured()
+    }
 }
 
 /// CONFIG: the parameters, and what a change to them changes in the running server.

@@ -295,10 +295,9 @@ impl Config {
     }
 
     /// CONFIG SET name value [name value …]: every pair checked first, then all applied.
-    /// What the change means beyond the table goes through `apply` first, as Redis' apply
-    /// functions: new TLS contexts when a `tls-*` parameter changes and TLS is wanted, then
-    /// a listener for a new `port`, `tls-port` or `bind`. When one fails, nothing is applied
-    /// (Redis' rollback).
+    /// What the change means beyond the table goes through `apply` first ([`Effect`]): new
+    /// TLS contexts when a `tls-*` parameter changes and TLS is wanted, a listener for a new
+    /// `port`, `tls-port` or `bind`. When one fails, nothing is applied (Redis' rollback).
     fn set_many(&mut self, pairs: &[Bytes], apply: &mut dyn Apply) -> Reply {
         let mut staged: Vec<(String, String)> = Vec::new();
         for pair in pairs.chunks(2) {
@@ -329,40 +328,76 @@ impl Config {
         for (name, value) in &staged {
             next.put(name, value);
         }
-        // tls-auth-clients is read at each accept: it needs no new context.
-        let tls_changed = changed.iter().find(|n| n.starts_with("tls-") && **n != "tls-auth-clients");
-        let new_tls = tls_changed.filter(|_| next.wants_tls());
-        if let Some(first) = new_tls {
-            if let Err(e) = apply.tls(&next) {
-                eprintln!("server: CONFIG SET {first}: {e}");
-                return failed(first, "Unable to update TLS configuration. Check server logs.");
+        // What the change asks of the running server, once each, in the order of the
+        // arguments (Redis runs its apply functions so); on a failure, what ran is undone.
+        let mut effects: Vec<(Effect, &str)> = Vec::new();
+        for name in changed {
+            if let Some(e) = effect(name).filter(|e| !effects.iter().any(|(x, _)| x == e)) {
+                effects.push((e, name));
             }
         }
-        let mut opened: Vec<bool> = Vec::new();
-        for (tls, port) in [(false, "port"), (true, "tls-port")] {
-            let Some(first) = changed.iter().find(|n| **n == port || **n == "bind") else { continue };
-            let (bind, number) = (next.get("bind"), next.get(port));
-            if let Err(e) = apply.listen(tls, bind, number) {
-                eprintln!("server: CONFIG SET {first}: cannot listen on {bind} port {number}: {e}");
-                // Back to the listeners and TLS contexts of before.
-                for &tls in &opened {
-                    let port = if tls { "tls-port" } else { "port" };
-                    let _ = apply.listen(tls, self.get("bind"), self.get(port));
+        for (at, &(effect, name)) in effects.iter().enumerate() {
+            if let Err((reply, why)) = run(effect, &next, apply) {
+                eprintln!("server: CONFIG SET {name}: {why}");
+                for &(undo, _) in effects[..at].iter().rev() {
+                    let _ = run(undo, self, apply);
                 }
-                if new_tls.is_some() && self.wants_tls() {
-                    let _ = apply.tls(self);
-                }
-                let why = if *first == "bind" {
-                    "Failed to bind to specified addresses."
-                } else {
-                    "Unable to listen on this port. Check server logs."
-                };
-                return failed(first, why);
+                return failed(name, reply);
             }
-            opened.push(tls);
         }
         *self = next;
         Reply::OK
+    }
+}
+
+/// What a changed parameter asks of the running server (Redis' apply functions).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Effect {
+    /// New TLS contexts, when TLS is wanted.
+    Tls,
+    /// The TLS listener (and TLS contexts, when none were made yet).
+    TlsPort,
+    /// The plaintext listener.
+    Port,
+    /// Both listeners on the new address.
+    Bind,
+}
+
+fn effect(name: &str) -> Option<Effect> {
+    match name {
+        "port" => Some(Effect::Port),
+        "bind" => Some(Effect::Bind),
+        "tls-port" => Some(Effect::TlsPort),
+        // Read at each accept: no new context.
+        "tls-auth-clients" => None,
+        n if n.starts_with("tls-") => Some(Effect::Tls),
+        _ => None,
+    }
+}
+
+/// Runs `effect` for `config`; the error is Redis' reply text and what the log says.
+fn run(effect: Effect, config: &Config, apply: &mut dyn Apply) -> Result<(), (&'static str, String)> {
+    const TLS: &str = "Unable to update TLS configuration. Check server logs.";
+    const PORT: &str = "Unable to listen on this port. Check server logs.";
+    const BIND: &str = "Failed to bind to specified addresses.";
+    let bind = config.get("bind");
+    let listen = |apply: &mut dyn Apply, tls: bool, reply: &'static str| {
+        let port = config.get(if tls { "tls-port" } else { "port" });
+        apply
+            .listen(tls, bind, port)
+            .map_err(|e| (reply, format!("cannot listen on {bind} port {port}: {e}")))
+    };
+    match effect {
+        Effect::Tls if config.wants_tls() => apply.tls(config).map_err(|e| (TLS, e)),
+        Effect::Tls => Ok(()),
+        Effect::TlsPort => {
+            if config.number("tls-port") != 0 && !apply.tls_configured() {
+                apply.tls(config).map_err(|e| (TLS, e))?;
+            }
+            listen(apply, true, PORT)
+        }
+        Effect::Port => listen(apply, false, PORT),
+        Effect::Bind => listen(apply, false, BIND).and_then(|()| listen(apply, true, BIND)),
     }
 }
 
@@ -386,6 +421,9 @@ pub trait Apply {
     /// # Errors
     /// Why they cannot be made (a file missing, a bad value).
     fn tls(&mut self, config: &Config) -> Result<(), String>;
+
+    /// Whether TLS contexts were made.
+    fn tls_configured(&self) -> bool;
 }
 
 /// Quotes a value for the config file when it is empty or has spaces, quotes or controls.
@@ -606,6 +644,10 @@ mod tests {
 
         fn tls(&mut self, _: &Config) -> Result<(), String> {
             Err("no TLS in this test".into())
+        }
+
+        fn tls_configured(&self) -> bool {
+            false
         }
     }
 

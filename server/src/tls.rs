@@ -64,6 +64,11 @@ impl Tls {
         Ok(())
     }
 
+    /// Whether contexts were made.
+    pub fn configured(&self) -> bool {
+        lock(&self.contexts).is_some()
+    }
+
     /// The server configuration for a new connection under `tls-auth-clients` = `auth`;
     /// None when TLS is not configured, or when client certificates are asked for and no CA
     /// was given to check them.

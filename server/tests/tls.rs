@@ -508,6 +508,15 @@ fn config_set_reloads_and_moves_the_listeners() {
     );
     assert_eq!(config(&["GET", "tls-cert-file"]).texts(), ["tls-cert-file", &certs.path("server2.crt")]);
     assert_eq!(served(&params), pem("server2.crt"), "the certificate of before");
+    // As Redis, the first change to fail in the order of the arguments is named.
+    assert_eq!(
+        config(&["SET", "tls-port", &busy, "tls-cert-file", "/nonexistent.crt"]),
+        Value::Error("ERR CONFIG SET failed (possibly related to argument 'tls-port') - Unable to listen on this port. Check server logs.".into())
+    );
+    assert_eq!(
+        config(&["SET", "tls-cert-file", "/nonexistent.crt", "tls-port", &busy]),
+        unable("tls-cert-file")
+    );
 
     // TLS to plaintext and back on one port.
     assert_eq!(config(&["SET", "tls-port", "0"]), Value::Status("OK".into()));
