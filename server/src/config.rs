@@ -22,6 +22,19 @@ use crate::resp::split_args;
 /// The Redis version the server answers as (INFO, HELLO, `redis.REDIS_VERSION` in scripts).
 pub const REDIS_VERSION: &str = "7.0.15";
 
+/// Parameters naming files whose content may change under the same name: setting one to
+/// its value applies it again (Redis' `VOLATILE_CONFIG`), so that a renewed certificate is
+/// read.
+const VOLATILE: &[&str] = &[
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-client-cert-file",
+    "tls-client-key-file",
+    "tls-dh-params-file",
+    "tls-ca-cert-file",
+    "tls-ca-cert-dir",
+];
+
 /// Parameters whose value is several words, written unquoted by CONFIG REWRITE.
 const MULTI_WORD: &[&str] = &["save", "bind", "client-output-buffer-limit", "oom-score-adj-values"];
 
@@ -322,8 +335,11 @@ impl Config {
         let failed = |name: &str, why: &str| {
             Reply::Error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"))
         };
-        let changed: Vec<&str> =
-            staged.iter().filter(|(n, v)| v != self.get(n)).map(|(n, _)| n.as_str()).collect();
+        let changed: Vec<&str> = staged
+            .iter()
+            .filter(|(n, v)| v != self.get(n) || VOLATILE.contains(&n.as_str()))
+            .map(|(n, _)| n.as_str())
+            .collect();
         let mut next = self.clone();
         for (name, value) in &staged {
             next.put(name, value);

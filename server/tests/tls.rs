@@ -517,6 +517,15 @@ fn config_set_reloads_and_moves_the_listeners() {
         config(&["SET", "tls-cert-file", "/nonexistent.crt", "tls-port", &busy]),
         unable("tls-cert-file")
     );
+    // A certificate renewed in place is read by setting its file to the same name.
+    let renewed = pem("server.crt");
+    assert_ne!(served(&params), renewed);
+    std::fs::copy(certs.path("server.crt"), certs.path("server2.crt")).unwrap();
+    certs.encrypt("server.key", "server2.enc.key", "1234");
+    assert_ne!(served(&params), renewed, "read only when set");
+    let (cert2, key2) = (certs.path("server2.crt"), certs.path("server2.enc.key"));
+    assert_eq!(config(&["SET", "tls-cert-file", &cert2, "tls-key-file", &key2]), Value::Status("OK".into()));
+    assert_eq!(served(&params), renewed);
 
     // TLS to plaintext and back on one port.
     assert_eq!(config(&["SET", "tls-port", "0"]), Value::Status("OK".into()));
