@@ -33,6 +33,8 @@ use rustls::{
     SignatureScheme, StreamOwned, SupportedCipherSuite, SupportedProtocolVersion,
 };
 
+// `tests/tls.rs` compiles this file with `sync.rs` alone: it uses nothing else of the crate
+// (the configuration comes through [`Params`]).
 use crate::sync::lock;
 
 /// A TLS client stream over a blocking socket, as [`connect`] returns it.
