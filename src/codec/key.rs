@@ -614,6 +614,28 @@ impl KeyLayout {
         Ok(out)
     }
 
+    /// The member in the element part of a sorted set's member record: `sub` itself, or
+    /// for TiTea what follows its marker byte 0 ([`KeyLayout::member_key`]).
+    ///
+    /// # Errors
+    /// [`Error::LayoutMismatch`] for a TiTea element part without the marker.
+    pub fn decode_member<'a>(&self, sub: &'a [u8]) -> Result<&'a [u8]> {
+        match self.kind {
+            LayoutKind::TiTea => match sub.split_first() {
+                Some((&titea::WITHOUT_SCORE, member)) => Ok(member),
+                _ => Err(Error::LayoutMismatch("titea member record marker differs")),
+            },
+            _ => Ok(sub),
+        }
+    }
+
+    /// Whether this layout's system writes a version into a string's metadata: camellia
+    /// the time of every write, TiTea an object id kept while the string lives. Strings
+    /// of the other layouts carry none.
+    pub fn versions_strings(&self) -> bool {
+        matches!(self.kind, LayoutKind::Camellia | LayoutKind::TiTea)
+    }
+
     /// The value of a set member's record: empty, or for TiTea the member itself (its
     /// SMEMBERS reads the values).
     pub fn set_member_value(&self, member: &[u8]) -> bytes::Bytes {
