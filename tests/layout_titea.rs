@@ -52,9 +52,13 @@ fn record_keys_golden() {
         l.score_key(b"foo", ID, 1.5, b"m").unwrap(),
         h(&format!("{HEAD} 64 {ID_HEX} 01 BFF8000000000000 6D"))
     );
-    assert_eq!(l.list_sub(LIST_INITIAL_INDEX), h("3C FFFFFFFFFFFFFFFF"));
-    assert_eq!(l.list_sub(LIST_INITIAL_INDEX + 1), h("3E 0000000000000000"));
-    assert_eq!(l.decode_list_sub(&h("3C FFFFFFFFFFFFFFFE")), Some(LIST_INITIAL_INDEX - 1));
+    // `list.go`: on a new list (head 0, tail −1) `RPush` writes at ++tail = 0, `LPush` at
+    // --head = −1; the engine's first RPUSH and LPUSH write at its initial index and the one
+    // before.
+    assert_eq!(l.list_sub(LIST_INITIAL_INDEX), h("3E 0000000000000000"));
+    assert_eq!(l.list_sub(LIST_INITIAL_INDEX - 1), h("3C FFFFFFFFFFFFFFFF"));
+    assert_eq!(l.list_sub(LIST_INITIAL_INDEX + 1), h("3E 0000000000000001"));
+    assert_eq!(l.decode_list_sub(&h("3C FFFFFFFFFFFFFFFE")), Some(LIST_INITIAL_INDEX - 2));
     assert_eq!(l.decode_list_sub(&h("3E FFFFFFFFFFFFFFFE")), None, "sign byte disagrees");
     assert_eq!(l.gc_record_key(b"a.b", ID), h(&format!("{HEAD} 67 {ID_HEX}")));
     assert_eq!(l.expire_record_key(1_700_000_000_123, b"foo"), h(&format!("{HEAD} 65 {EXP} 666F6F")));
@@ -111,7 +115,7 @@ fn metadata_values_golden() {
         ..Metadata::collection(RedisType::List, ID)
     };
     let bytes = h(&format!(
-        "6C {ID_HEX} 0000000000000002 0000000000000000 0000000000000000 FFFFFFFFFFFFFFFE FFFFFFFFFFFFFFFF"
+        "6C {ID_HEX} 0000000000000002 0000000000000000 0000000000000000 FFFFFFFFFFFFFFFF 0000000000000000"
     ));
     assert_eq!(l.encode_metadata(&list).unwrap(), bytes);
     let back = l.decode_metadata(&bytes).unwrap();
@@ -253,6 +257,56 @@ fn writes_keep_the_index_records() {
     assert_eq!((report.dropped_subkeys, report.dropped_scores), (3, 2), "the hash's field, the old zset's");
     let garbage = Fsck::new(&layout()).report_garbage(true).run(db.backend(), clock.now_ms()).unwrap();
     assert_eq!(garbage, vec![]);
+}
+
+/// A new list's first element lands where TiTea's own `RPush` and `LPush` put it (`list.go`:
+/// position 0, or −1), and its metadata names it first and last.
+#[test]
+fn new_lists_start_at_titeas_positions() {
+    let (mut db, _clock) = db();
+    assert_eq!(run(&mut db, "RPUSH r a"), int(1));
+    assert_eq!(run(&mut db, "LPUSH l a"), int(1));
+    for (key, sub, ends) in [
+        ("r", "3E 0000000000000000", "0000000000000000 0000000000000000"),
+        ("l", "3C FFFFFFFFFFFFFFFF", "FFFFFFFFFFFFFFFF FFFFFFFFFFFFFFFF"),
+    ] {
+        let id = format!("{:032X}", db.lookup(key.as_bytes()).unwrap().unwrap().meta.version);
+        let element = get(&db, ColumnFamily::Subkey, &h(&format!("{HEAD} 64 {id} {sub}")));
+        assert_eq!(element, Some(b"a".to_vec()), "{key}");
+        let meta = get(&db, ColumnFamily::Metadata, &layout().metadata_key(key.as_bytes())).unwrap();
+        assert_eq!(meta[41..], h(ends), "{key}");
+    }
+}
+
+/// TiTea gives a new string an object id (`NewMeta`: `util.UUID()`), keeps it and the
+/// created-at time while the string lives (`existsForWrite` reuses the decoded meta), and
+/// gives an expired one a new id (`Meta.Reset`). The expire record holds the id.
+#[test]
+fn strings_get_an_object_id_kept_while_they_live() {
+    let (mut db, clock) = db();
+    let mkey = layout().metadata_key(b"s");
+    let record = |db: &Db<'static, MemoryBackend>| get(db, ColumnFamily::Metadata, &mkey).unwrap();
+    let id_of = |raw: &[u8]| u128::from_be_bytes(raw[titea::OBJECT_ID].try_into().unwrap());
+    assert_eq!(run(&mut db, "SET s a"), Reply::OK);
+    let id = id_of(&record(&db));
+    assert!(id > u128::from(u64::MAX), "a 16-byte id, as a collection's: {id:032x}");
+    clock.advance_ms(3000);
+    assert_eq!(run(&mut db, "SET s b PX 10000"), Reply::OK);
+    assert_eq!(run(&mut db, "APPEND s c"), int(2));
+    let raw = record(&db);
+    assert_eq!(id_of(&raw), id, "kept by writes over the live string");
+    assert_eq!(raw[titea::CREATED_AT], (T0_MS / 1000).to_be_bytes(), "created-at kept too");
+    let expire = get(&db, ColumnFamily::Metadata, &layout().expire_record_key(T0_MS + 13_000, b"s"));
+    assert_eq!(expire, Some([&id.to_be_bytes()[..], b"r"].concat()));
+    clock.advance_ms(20_000);
+    assert_eq!(run(&mut db, "SET s d"), Reply::OK);
+    let raw = record(&db);
+    assert_ne!(id_of(&raw), id, "an expired string's id is not reused");
+    assert_eq!(raw[titea::CREATED_AT], ((T0_MS + 23_000) / 1000).to_be_bytes());
+    let renewed = id_of(&raw);
+    assert_eq!(run(&mut db, "DEL s"), int(1));
+    assert_eq!(run(&mut db, "SET s e"), Reply::OK);
+    assert_ne!(id_of(&record(&db)), renewed, "nor a deleted one's");
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! `rediskv-inspect`: the records of a rediskv store, in every layout the library writes
-//! (Kvrocks, NeoKV), for the engineer at the desk.
+//! (Kvrocks, NeoKV, camellia, TiTea), for the engineer at the desk.
 //!
 //! | module | does |
 //! |---|---|

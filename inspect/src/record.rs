@@ -7,7 +7,7 @@
 //! | `namespace` (Kvrocks, camellia) / `region_id`, `index_id` (NeoKV) | whose record it is |
 //! | `slot` | the cluster slot, when the layout writes one (computed from `key` when encoding) |
 //! | `key` | the Redis key |
-//! | `type`, `expire_ms`, `version`, `size`, `head`, `tail`, `blind_write`, `value` (TiTea: `created_s`) | a metadata record |
+//! | `type`, `expire_ms`, `version`, `size`, `head`, `tail`, `blind_write`, `value` (TiTea: `created_s`) | a metadata record (a string's `version` where camellia or TiTea write one) |
 //! | `version` and `field` / `member` / `index` / `id` / `fragment`, `value` / `score` | a subkey (which name depends on the owner's type) |
 //! | `version`, `score`, `member` | a score key |
 //! | `version`, `entry` and `fields`, or `group` / `consumer` / `pending` | a stream record |
@@ -15,7 +15,13 @@
 //! | `index: "gc"`, `version`, `type` / `index: "expire"`, `expire_ms`, `key`, `version`, `type` | TiTea's GC and expire index records |
 //!
 //! Byte strings are JSON strings when they are UTF-8 without control characters, else
-//! `{"hex": "…"}`; [`encode`] takes either.
+//! `{"hex": "…"}`; [`encode`] takes either. Scores are JSON numbers, or the strings `"inf"`,
+//! `"-inf"` and `"nan"` ([`score_json`]); a score key whose 8 score bytes are not what its
+//! score encodes to (camellia keeps NaN's and `-0.0`'s bits) also has them as `score_bytes`. A member's or score record's `value` is printed only
+//! when it is not the bytes [`encode`] would write from the other fields (a score's text as a
+//! TiTea client sent it, `"1.50"`), so that every record encodes back to its own bytes.
+//! A TiTea element record names its collection by object id only: [`decode`] prints an empty
+//! `key` (`store::dump` the owner's), which [`encode`] does not read.
 
 use rediskv::codec::{
     ColumnFamily, ConsumerValue, Extra, GroupValue, KeyLayout, LIST_INITIAL_INDEX, LayoutKind, Metadata,
@@ -87,7 +93,8 @@ pub fn unhex(text: &str) -> Result<Vec<u8>, Error> {
         .collect()
 }
 
-fn bytes_json(bytes: &[u8]) -> Value {
+/// `bytes` as a JSON string when UTF-8 without control characters, else `{"hex": "…"}`.
+pub fn bytes_json(bytes: &[u8]) -> Value {
     match std::str::from_utf8(bytes) {
         Ok(text) if !text.chars().any(char::is_control) => Value::String(text.to_string()),
         _ => json!({ "hex": hex(bytes) }),
@@ -145,7 +152,7 @@ fn header_len(ty: RedisType) -> usize {
     }
 }
 
-fn metadata_fields(meta: &Metadata<'_>, raw: &[u8], out: &mut Map<String, Value>) {
+fn metadata_fields(layout: &KeyLayout, meta: &Metadata<'_>, raw: &[u8], out: &mut Map<String, Value>) {
     out.insert("type".into(), meta.ty.name().into());
     out.insert("expire_ms".into(), meta.expire_ms.into());
     // The type's extra fields (a stream's counters, a JSON document's format…), raw: the
@@ -159,6 +166,9 @@ fn metadata_fields(meta: &Metadata<'_>, raw: &[u8], out: &mut Map<String, Value>
         }
     }
     if meta.ty.is_single_kv() {
+        if layout.versions_strings() {
+            out.insert("version".into(), version_json(meta.version));
+        }
         out.insert("value".into(), bytes_json(meta.value));
         return;
     }
@@ -194,6 +204,49 @@ fn json_version(json: &Map<String, Value>) -> Result<u128, Error> {
     }
 }
 
+/// A score as JSON: a number, or the strings `"inf"`, `"-inf"` and `"nan"`, which JSON
+/// numbers cannot be.
+pub fn score_json(score: f64) -> Value {
+    match score {
+        x if x.is_nan() => "nan".into(),
+        x if x.is_infinite() => if x > 0.0 { "inf" } else { "-inf" }.into(),
+        x => json!(x),
+    }
+}
+
+/// The score [`score_json`] wrote (a number, `"inf"`, `"-inf"`, `"+inf"` or `"nan"`).
+///
+/// # Errors
+/// Any other JSON value.
+pub fn json_score(value: &Value) -> Result<f64, Error> {
+    match value {
+        Value::String(text) => match text.to_ascii_lowercase().as_str() {
+            "inf" | "+inf" => Ok(f64::INFINITY),
+            "-inf" => Ok(f64::NEG_INFINITY),
+            "nan" => Ok(f64::NAN),
+            _ => Err(format!("'{text}' is not a score (a number, \"inf\", \"-inf\" or \"nan\")")),
+        },
+        other => other.as_f64().ok_or_else(|| format!("{other} is not a score")),
+    }
+}
+
+/// Puts `value` as the record's `value` unless it is the bytes `expected` (what [`encode`]
+/// writes when there is none): a score's text as a client sent it ("1.50"), say.
+fn put_unexpected(out: &mut Map<String, Value>, value: Option<&[u8]>, expected: rediskv::Result<Vec<u8>>) {
+    if let Some(value) = value.filter(|v| expected.as_deref().ok() != Some(*v)) {
+        out.insert("value".into(), bytes_json(value));
+    }
+}
+
+/// A decoded score, NaN included: camellia and TiTea store the NaN a client sent, which
+/// the codec refuses to hand the engine.
+fn stored_score(decoded: rediskv::Result<f64>) -> Result<f64, Error> {
+    match decoded {
+        Err(rediskv::Error::NanScore) => Ok(f64::NAN),
+        other => other.map_err(|e| e.to_string()),
+    }
+}
+
 fn u64_of(bytes: &[u8]) -> Option<u64> {
     Some(u64::from_be_bytes(bytes.try_into().ok()?))
 }
@@ -219,7 +272,7 @@ pub fn decode(
         let mk = layout.decode_metadata_key(key).map_err(fail)?;
         let mut out = owner(layout, cf, mk.namespace, mk.slot, mk.user_key);
         if let Some(value) = value {
-            metadata_fields(&layout.decode_metadata(value).map_err(fail)?, value, &mut out);
+            metadata_fields(layout, &layout.decode_metadata(value).map_err(fail)?, value, &mut out);
             if let Some(created) = value.get(titea::CREATED_AT).filter(|_| layout.kind() == LayoutKind::TiTea)
             {
                 out.insert(
@@ -244,11 +297,17 @@ pub fn decode(
         }
     }
     if cf == ColumnFamily::Score {
-        let sk = layout.decode_score_key(key).map_err(fail)?;
+        let (sk, stored) = layout.split_score_key(key).map_err(fail)?;
+        let score = stored_score(layout.decode_score(stored))?;
         let mut out = owner(layout, cf, sk.owner.namespace, sk.owner.slot, sk.owner.user_key);
         out.insert("version".into(), version_json(sk.version));
-        out.insert("score".into(), json!(sk.score));
+        out.insert("score".into(), score_json(score));
+        // Bytes the score does not encode back to (camellia's NaN and -0.0): kept as stored.
+        if layout.encode_score(score).ok().as_ref().map(|b| &b[..]) != Some(stored) {
+            out.insert("score_bytes".into(), hex(stored).into());
+        }
         out.insert("member".into(), bytes_json(sk.member));
+        put_unexpected(&mut out, value, score_value(layout, score));
         return Ok(Value::Object(out));
     }
     let sk = layout.decode_subkey(key).map_err(fail)?;
@@ -261,17 +320,20 @@ pub fn decode(
     let mut put_value = true;
     match owner_type {
         Some(RedisType::List) => {
-            let index = u64_of(sk.sub).ok_or("a list index is 8 bytes")?;
+            let index = layout.decode_list_sub(sk.sub).ok_or("not a list element's index")?;
             out.insert("index".into(), index.into());
         }
         Some(RedisType::Set) => {
             out.insert("member".into(), bytes_json(sk.sub));
+            put_unexpected(&mut out, value, Ok(layout.set_member_value(sk.sub).to_vec()));
             put_value = false;
         }
         Some(RedisType::ZSet) => {
-            out.insert("member".into(), bytes_json(sk.sub));
+            out.insert("member".into(), bytes_json(layout.decode_member(sk.sub).map_err(fail)?));
             if let Some(value) = value {
-                out.insert("score".into(), json!(layout.decode_member_score(value).map_err(fail)?));
+                let score = stored_score(layout.decode_member_score(value))?;
+                out.insert("score".into(), score_json(score));
+                put_unexpected(&mut out, Some(value), layout.encode_member_score(score));
             }
             put_value = false;
         }
@@ -346,6 +408,7 @@ fn stream_fields(sub: &[u8], value: Option<&[u8]>, out: &mut Map<String, Value>)
                 out.insert("pending".into(), g.pending.into());
                 out.insert("last_delivered".into(), g.last_delivered.to_string().into());
                 out.insert("entries_read".into(), g.entries_read.into());
+                out.insert("lag".into(), g.lag.into());
             }
         }
         StreamSub::Consumer { group, consumer } => {
@@ -395,7 +458,12 @@ fn number(json: &Map<String, Value>, name: &str, default: Option<u64>) -> Result
 }
 
 fn float(json: &Map<String, Value>, name: &str) -> Result<f64, Error> {
-    field(json, name)?.as_f64().ok_or_else(|| format!("'{name}' must be a number"))
+    json_score(field(json, name)?).map_err(|e| format!("'{name}': {e}"))
+}
+
+/// The value of a score record: TiTea keeps the score's text there, the others nothing.
+fn score_value(layout: &KeyLayout, score: f64) -> rediskv::Result<Vec<u8>> {
+    if layout.kind() == LayoutKind::TiTea { layout.encode_member_score(score) } else { Ok(Vec::new()) }
 }
 
 fn stream_id(text: &str) -> Result<StreamId, Error> {
@@ -449,7 +517,8 @@ pub fn encode(layout: &KeyLayout, json: &Value) -> Result<Record, Error> {
             let expire_ms = number(json, "expire_ms", Some(0))?;
             let value = text("value")?.unwrap_or_default();
             let meta = if ty.is_single_kv() {
-                Metadata { ty, ..Metadata::string(&value, expire_ms) }
+                let version = if json.contains_key("version") { version()? } else { 0 };
+                Metadata { ty, version, ..Metadata::string(&value, expire_ms) }
             } else {
                 let mut meta = Metadata::collection(ty, version()?);
                 meta.expire_ms = expire_ms;
@@ -484,44 +553,99 @@ pub fn encode(layout: &KeyLayout, json: &Value) -> Result<Record, Error> {
             record(legacy, encode_neokv_legacy(number(json, "expire_ms", Some(0))?, &value))
         }
         ColumnFamily::Subkey => {
-            let (sub, value) = if let Some(index) = json.get("index").or_else(|| json.get("id")) {
-                let n = index.as_u64().ok_or("'index' / 'id' must be an unsigned integer")?;
-                (n.to_be_bytes().to_vec(), text("value")?.unwrap_or_default())
-            } else if let Some(member) = text("member")? {
-                let value = match json.get("score") {
-                    Some(_) => layout.encode_member_score(float(json, "score")?).map_err(fail)?,
-                    None => Vec::new(),
-                };
-                (member, value)
+            let value = text("value")?;
+            let unsigned = |name| number(json, name, None);
+            if let Some(member) = text("member")? {
+                if json.contains_key("score") {
+                    let value = match value {
+                        Some(value) => value,
+                        None => layout.encode_member_score(float(json, "score")?).map_err(fail)?,
+                    };
+                    return record(layout.member_key(&key, version()?, &member).map_err(fail)?, value);
+                }
+                let value = value.unwrap_or_else(|| layout.set_member_value(&member).to_vec());
+                return record(layout.subkey(&key, version()?, &member).map_err(fail)?, value);
+            }
+            let sub = if json.contains_key("index") {
+                layout.list_sub(unsigned("index")?)
+            } else if json.contains_key("id") {
+                unsigned("id")?.to_be_bytes().to_vec()
             } else {
-                let sub = text("field")?
-                    .or(text("fragment")?)
-                    .ok_or("a subkey needs 'field', 'member' or 'index'")?;
-                (sub, text("value")?.unwrap_or_default())
+                text("field")?.or(text("fragment")?).ok_or("a subkey needs 'field', 'member' or 'index'")?
             };
-            record(layout.subkey(&key, version()?, &sub).map_err(fail)?, value)
+            record(layout.subkey(&key, version()?, &sub).map_err(fail)?, value.unwrap_or_default())
         }
         ColumnFamily::Score => {
             let member = text("member")?.ok_or("missing field 'member'")?;
             let score = float(json, "score")?;
-            // TiTea keeps the score's text in its score records too.
-            let value = if layout.kind() == LayoutKind::TiTea {
-                layout.encode_member_score(score).map_err(fail)?
-            } else {
-                Vec::new()
+            let value = match text("value")? {
+                Some(value) => value,
+                None => score_value(&layout, score).map_err(fail)?,
             };
-            record(layout.score_key(&key, version()?, score, &member).map_err(fail)?, value)
+            let record_key = match json.get("score_bytes") {
+                Some(bytes) => {
+                    let bytes = unhex(bytes.as_str().ok_or("'score_bytes' is a hex string")?)?;
+                    if bytes.len() != 8 {
+                        return Err("'score_bytes' is 8 bytes".into());
+                    }
+                    let mut out = layout.score_prefix(&key, version()?, 8 + member.len()).map_err(fail)?;
+                    out.extend_from_slice(&bytes);
+                    out.extend_from_slice(&member);
+                    out
+                }
+                None => layout.score_key(&key, version()?, score, &member).map_err(fail)?,
+            };
+            record(record_key, value)
         }
         ColumnFamily::Stream => {
-            let id = stream_id(field(json, "entry")?.as_str().ok_or("'entry' is an id ms-seq")?)?;
-            let fields: Vec<Vec<u8>> = match json.get("fields") {
-                Some(Value::Array(items)) => {
-                    items.iter().map(|f| json_bytes(f, "fields")).collect::<Result<_, _>>()?
-                }
-                _ => return Err("a stream entry needs 'fields', an array".into()),
-            };
-            let sub = StreamSub::Entry(id).to_bytes();
-            record(layout.subkey(&key, version()?, &sub).map_err(fail)?, encode_entry(&fields))
+            let (sub, value) = stream_record(json)?;
+            record(layout.subkey(&key, version()?, &sub).map_err(fail)?, value)
         }
     }
+}
+
+/// The `sub` and value of a stream record: an entry, a group, a consumer or a pending entry.
+fn stream_record(json: &Map<String, Value>) -> Result<(Vec<u8>, Vec<u8>), Error> {
+    let id_of = |name: &str| {
+        stream_id(field(json, name)?.as_str().ok_or_else(|| format!("'{name}' is an id ms-seq"))?)
+    };
+    let bytes_of = |name: &str| json_bytes(field(json, name)?, name);
+    let unsigned = |name: &str| number(json, name, None);
+    if json.contains_key("entry") {
+        let fields: Vec<Vec<u8>> = match json.get("fields") {
+            Some(Value::Array(items)) => {
+                items.iter().map(|f| json_bytes(f, "fields")).collect::<Result<_, _>>()?
+            }
+            _ => return Err("a stream entry needs 'fields', an array".into()),
+        };
+        return Ok((StreamSub::Entry(id_of("entry")?).to_bytes(), encode_entry(&fields)));
+    }
+    let group = bytes_of("group")?;
+    if json.contains_key("pending_entry") {
+        let consumer = bytes_of("consumer")?;
+        let value = PendingValue {
+            delivered_ms: unsigned("delivered_ms")?,
+            deliveries: unsigned("deliveries")?,
+            consumer: &consumer,
+        };
+        let sub = StreamSub::Pending { group: &group, id: id_of("pending_entry")? };
+        return Ok((sub.to_bytes(), value.to_bytes()));
+    }
+    if json.contains_key("consumer") {
+        let consumer = bytes_of("consumer")?;
+        let value = ConsumerValue {
+            pending: unsigned("pending")?,
+            seen_ms: unsigned("seen_ms")?,
+            active_ms: unsigned("active_ms")?,
+        };
+        return Ok((StreamSub::Consumer { group: &group, consumer: &consumer }.to_bytes(), value.to_bytes()));
+    }
+    let value = GroupValue {
+        consumers: unsigned("consumers")?,
+        pending: unsigned("pending")?,
+        last_delivered: id_of("last_delivered")?,
+        entries_read: field(json, "entries_read")?.as_i64().ok_or("'entries_read' must be an integer")?,
+        lag: number(json, "lag", Some(0))?,
+    };
+    Ok((StreamSub::Group(&group).to_bytes(), value.to_bytes()))
 }

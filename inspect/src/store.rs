@@ -1,5 +1,6 @@
 //! Stores on disk: opened with the layout their manifest records, and walked record by record.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -72,7 +73,8 @@ pub struct Filter {
 /// Writes every record of `store` that `filter` keeps to `out`, one JSON object per line
 /// (records that do not decode as `{"cf", "raw_key", "raw_value", "error"}`), and returns
 /// how many it wrote. A subkey's owner type comes from its metadata record (one read per
-/// owner).
+/// owner); TiTea's element records name no key, so under TiTea the metadata records are
+/// read first into a map from object id to key and type (memory: one entry per collection).
 ///
 /// # Errors
 /// The store's errors, or `out`'s.
@@ -84,6 +86,8 @@ pub fn dump(
 ) -> Result<u64, Error> {
     let mut written = 0;
     let everything = KeyRange::prefix(Vec::new());
+    let titea =
+        if layout.kind() == LayoutKind::TiTea { titea_owners(store, layout)? } else { HashMap::new() };
     for cf in ColumnFamily::ALL {
         if filter.cf.is_some_and(|only| only != cf) {
             continue;
@@ -92,14 +96,17 @@ pub fn dump(
         let mut owner: Option<(Vec<u8>, Option<RedisType>)> = None;
         for item in store.scan(cf, &everything, Direction::Forward).map_err(|e| e.to_string())? {
             let (key, value) = item.map_err(|e| e.to_string())?;
-            let (user_key, ty) = owner_of(store, layout, cf, &key, &value, &mut owner)?;
+            let (user_key, ty) = match titea_owner(layout, cf, &key, &titea) {
+                Some((user_key, ty)) => (Some(user_key.clone()), Some(*ty)),
+                None => owner_of(store, layout, cf, &key, &value, &mut owner)?,
+            };
             if filter.key.as_ref().is_some_and(|k| user_key.as_ref() != Some(k)) {
                 continue;
             }
             if filter.ty.is_some_and(|t| ty != Some(t)) {
                 continue;
             }
-            let json = record::decode(layout, cf, &key, Some(&value), ty).unwrap_or_else(|error| {
+            let mut json = record::decode(layout, cf, &key, Some(&value), ty).unwrap_or_else(|error| {
                 serde_json::json!({
                     "cf": record::cf_name(cf),
                     "raw_key": record::hex(&key),
@@ -107,11 +114,55 @@ pub fn dump(
                     "error": error,
                 })
             });
+            if let (Some(found), Some(named)) = (&user_key, json.get_mut("key")) {
+                if named.as_str() == Some("") {
+                    *named = record::bytes_json(found);
+                }
+            }
             writeln!(out, "{json}").map_err(|e| e.to_string())?;
             written += 1;
         }
     }
     Ok(written)
+}
+
+/// TiTea: the key and type of each collection, by namespace and object id.
+type TiteaOwners = HashMap<(Vec<u8>, u128), (Vec<u8>, RedisType)>;
+
+/// Every TiTea collection of `store`: its namespace and object id → its key and type.
+fn titea_owners(store: &dyn KvBackend, layout: &KeyLayout) -> Result<TiteaOwners, Error> {
+    let mut owners = HashMap::new();
+    let everything = KeyRange::prefix(Vec::new());
+    for item in
+        store.scan(ColumnFamily::Metadata, &everything, Direction::Forward).map_err(|e| e.to_string())?
+    {
+        let (key, value) = item.map_err(|e| e.to_string())?;
+        if layout.index_record_tag(&key).is_some() {
+            continue;
+        }
+        let (Ok(mk), Ok(meta)) = (layout.decode_metadata_key(&key), layout.decode_metadata(&value)) else {
+            continue;
+        };
+        if !meta.ty.is_single_kv() {
+            owners.insert((mk.namespace.to_vec(), meta.version), (mk.user_key.to_vec(), meta.ty));
+        }
+    }
+    Ok(owners)
+}
+
+/// The key and type of the TiTea collection an element record `key` belongs to.
+fn titea_owner<'a>(
+    layout: &KeyLayout,
+    cf: ColumnFamily,
+    key: &[u8],
+    owners: &'a TiteaOwners,
+) -> Option<&'a (Vec<u8>, RedisType)> {
+    let sk = match cf {
+        ColumnFamily::Metadata => return None,
+        ColumnFamily::Score => layout.decode_score_key(key).ok().map(|sk| (sk.owner.namespace, sk.version)),
+        _ => layout.decode_subkey(key).ok().map(|sk| (sk.namespace, sk.version)),
+    }?;
+    owners.get(&(sk.0.to_vec(), sk.1))
 }
 
 /// A record's user key and its owner's type, each `None` when unknown.

@@ -614,6 +614,28 @@ impl KeyLayout {
         Ok(out)
     }
 
+    /// The member in the element part of a sorted set's member record: `sub` itself, or
+    /// for TiTea what follows its marker byte 0 ([`KeyLayout::member_key`]).
+    ///
+    /// # Errors
+    /// [`Error::LayoutMismatch`] for a TiTea element part without the marker.
+    pub fn decode_member<'a>(&self, sub: &'a [u8]) -> Result<&'a [u8]> {
+        match self.kind {
+            LayoutKind::TiTea => match sub.split_first() {
+                Some((&titea::WITHOUT_SCORE, member)) => Ok(member),
+                _ => Err(Error::LayoutMismatch("titea member record marker differs")),
+            },
+            _ => Ok(sub),
+        }
+    }
+
+    /// Whether this layout's system writes a version into a string's metadata: camellia
+    /// the time of every write, TiTea an object id kept while the string lives. Strings
+    /// of the other layouts carry none.
+    pub fn versions_strings(&self) -> bool {
+        matches!(self.kind, LayoutKind::Camellia | LayoutKind::TiTea)
+    }
+
     /// The value of a set member's record: empty, or for TiTea the member itself (its
     /// SMEMBERS reads the values).
     pub fn set_member_value(&self, member: &[u8]) -> bytes::Bytes {
@@ -837,13 +859,24 @@ impl KeyLayout {
     /// As [`KeyLayout::decode_subkey`], and [`Error::Truncated`] / [`Error::NanScore`] for
     /// the score.
     pub fn decode_score_key<'a>(&self, bytes: &'a [u8]) -> Result<ScoreKey<'a>> {
+        let (sk, score) = self.split_score_key(bytes)?;
+        Ok(ScoreKey { score: self.decode_score(score)?, ..sk })
+    }
+
+    /// Reads a score key as [`KeyLayout::decode_score_key`] does, but returns its 8 score
+    /// bytes as stored (the [`ScoreKey::score`] it returns is 0): what a tool shows of a
+    /// score the engine never writes, as camellia's NaN or `-0.0`.
+    ///
+    /// # Errors
+    /// As [`KeyLayout::decode_subkey`], and [`Error::Truncated`] for the score.
+    pub fn split_score_key<'a>(&self, bytes: &'a [u8]) -> Result<(ScoreKey<'a>, &'a [u8])> {
         let sk = self.decode_record(bytes, Tag::Score)?;
         let mut r = Reader::new(sk.sub, "score key");
         if self.kind == LayoutKind::TiTea && r.u8()? != titea::WITH_SCORE {
             return Err(Error::LayoutMismatch("titea score key marker differs"));
         }
-        let score = self.decode_score(r.take(8)?)?;
-        Ok(ScoreKey { owner: sk.owner(), version: sk.version, score, member: r.rest() })
+        let score = r.take(8)?;
+        Ok((ScoreKey { owner: sk.owner(), version: sk.version, score: 0.0, member: r.rest() }, score))
     }
 
     /// The metadata key that owns a decoded subkey or score key: same namespace, slot, md5

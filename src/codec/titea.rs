@@ -37,6 +37,9 @@ pub const EXPIRE: u8 = b'e';
 /// The record type byte of the GC index.
 pub const GC: u8 = b'g';
 
+/// Where a metadata value's object id lies (bytes 1..17).
+pub const OBJECT_ID: std::ops::Range<usize> = 1..17;
+
 /// Where a metadata value's created-at field lies (bytes 25..33).
 pub const CREATED_AT: std::ops::Range<usize> = 25..33;
 
@@ -54,15 +57,16 @@ pub fn type_byte(ty: RedisType) -> Option<u8> {
     })
 }
 
-/// TiTea's signed list position of the engine's index `index` (the engine's initial index
-/// is TiTea's −1).
+/// TiTea's signed list position of the engine's index `index`: the engine's initial index
+/// is TiTea's 0, so a new list's first RPUSH lands on 0 and its first LPUSH on −1, as
+/// TiTea's `RPush` and `LPush` write them.
 pub fn list_position(index: u64) -> i64 {
-    (index ^ SIGN) as i64
+    ((index ^ SIGN) as i64).wrapping_add(1)
 }
 
-/// The engine's list index of TiTea's position `position`.
+/// The engine's list index of TiTea's position `position` ([`list_position`] inverted).
 pub fn list_index(position: i64) -> u64 {
-    (position as u64) ^ SIGN
+    (position.wrapping_sub(1) as u64) ^ SIGN
 }
 
 /// The element part of a list record's key: the sign of the position, then the position.

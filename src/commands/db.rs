@@ -1467,6 +1467,15 @@ impl<'a, B: KvBackend> Db<'a, B> {
         mkey: Vec<u8>,
         meta: &Metadata<'_>,
     ) {
+        // camellia and TiTea put a version in a string's record too: a fresh one for a
+        // string a command made (TiTea keeps a live string's id: `titea_index_records`).
+        let stamped;
+        let meta = if meta.ty == RedisType::String && meta.version == 0 && layout.versions_strings() {
+            stamped = Metadata { version: self.new_version(), ..*meta };
+            &stamped
+        } else {
+            meta
+        };
         match layout.encode_metadata(meta) {
             Ok(value) => {
                 // A key this command's lookup touched has its time set already (the
@@ -1863,6 +1872,10 @@ impl<B: KvBackend> Db<'_, B> {
             };
             let layout = KeyLayout::titea(mk.namespace);
             let old_meta = old.as_deref().and_then(|raw| base.decode_metadata(raw).ok());
+            let new = match (&old_meta, &new) {
+                (Some(old), Some(raw)) => keep_string_id(old, raw, self.now_ms()).or(new),
+                _ => new,
+            };
             let new_meta = new.as_deref().and_then(|raw| base.decode_metadata(raw).ok());
             let same = |a: &Metadata<'_>, b: &Metadata<'_>| a.version == b.version && a.ty == b.ty;
             let mut value = new.clone();
@@ -1908,6 +1921,19 @@ impl<B: KvBackend> Db<'_, B> {
         }
         Ok(out)
     }
+}
+
+/// TiTea: the string record `raw` written over `old` with `old`'s object id, when both are
+/// live strings of different ids (TiTea's string writes keep the id of a live string).
+fn keep_string_id(old: &Metadata<'_>, raw: &Bytes, now_ms: u64) -> Option<Bytes> {
+    let live_string = |m: &Metadata<'_>| m.ty == RedisType::String && !m.is_expired(now_ms);
+    let fresh = crate::codec::titea::decode_metadata(raw).ok()?;
+    if !live_string(old) || !live_string(&fresh) || fresh.version == old.version {
+        return None;
+    }
+    let mut bytes = raw.to_vec();
+    bytes.get_mut(crate::codec::titea::OBJECT_ID)?.copy_from_slice(&old.version.to_be_bytes());
+    Some(bytes.into())
 }
 
 /// Queues `value` at the metadata key `key`, or its deletion for `None`.
