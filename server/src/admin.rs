@@ -174,11 +174,12 @@ pub fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
     std::thread::spawn(move || {
         match sync() {
             Ok(()) => {
+                crate::log::notice!("Background saving terminated with success");
                 last_save.store(crate::clock::unix_secs(), Relaxed);
                 // The changes made while it ran remain (as Redis' dirty_before_bgsave).
                 saved.fetch_max(before, Relaxed);
             }
-            Err(e) => eprintln!("server: background save failed: {e}"),
+            Err(e) => crate::log::warning!("Background saving error: {e}"),
         }
         running.store(false, Relaxed);
     });

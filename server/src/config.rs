@@ -4,7 +4,8 @@
 //! default and what CONFIG SET accepts (`redis_config.tsv`, generated once from a real server
 //! by `tools/gen_config_table.py`). The server honours port, bind, databases, requirepass,
 //! maxmemory and its policies (the memory engine: see `evict`), timeout, proto-max-bulk-len,
-//! client-query-buffer-limit, maxclients, dir and enable-debug-command; the others are
+//! client-query-buffer-limit, maxclients, dir, enable-debug-command, loglevel and logfile
+//! (see `log`); the others are
 //! validated and stored like Redis would (appendfsync, notify-keyspace-events, save, …), so
 //! clients that read or set them are not surprised.
 
@@ -125,6 +126,9 @@ impl Config {
     fn put(&mut self, name: &str, value: &str) {
         if let Some(p) = self.params.get_mut(name) {
             p.value = value.to_string();
+        }
+        if name == "loglevel" {
+            crate::log::set_level(value);
         }
     }
 
@@ -325,7 +329,7 @@ impl Config {
             let bind = changed("bind").unwrap_or_else(|| self.get("bind").to_string());
             let port = changed("port").unwrap_or_else(|| self.get("port").to_string());
             if let Err(e) = rebind(&bind, &port) {
-                eprintln!("server: CONFIG SET {first}: cannot listen on {bind} port {port}: {e}");
+                crate::log::warning!("CONFIG SET {first}: cannot listen on {bind} port {port}: {e}");
                 let why = if first == "port" {
                     "Unable to listen on this port. Check server logs."
                 } else {

@@ -52,7 +52,7 @@ pub fn serve(listener: std::net::TcpListener, state: Arc<State>, threads: usize)
     for (index, event_loop) in loops.into_iter().enumerate() {
         std::thread::Builder::new().name(format!("loop-{index}")).spawn(move || {
             if let Err(e) = event_loop.run() {
-                eprintln!("server: event loop {index}: {e}");
+                crate::log::warning!("Event loop {index}: {e}");
                 std::process::exit(1);
             }
         })?;
@@ -74,13 +74,14 @@ pub fn serve(listener: std::net::TcpListener, state: Arc<State>, threads: usize)
                     continue;
                 }
                 state.connections.fetch_add(1, Relaxed);
+                crate::log::verbose!("Accepted {peer}");
                 state.loops.send(next, Message::Accept(stream, peer));
                 next = (next + 1) % threads.max(1);
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) if e.raw_os_error() == Some(24) || e.raw_os_error() == Some(23) => {
                 // Out of file descriptors: keep serving the others, try again shortly.
-                eprintln!("server: accept: {e}");
+                crate::log::warning!("Accepting client connection: {e}");
                 std::thread::sleep(Duration::from_millis(10));
             }
             Err(e) => return Err(e),
@@ -162,7 +163,7 @@ impl EventLoop {
         let persisted = if waiting { self.state.store.persist_written() } else { Ok(()) };
         if let Err(e) = &persisted {
             // No reply may claim what the store could not keep: drop them, and the clients.
-            eprintln!("server: the store failed to persist writes: {e}");
+            crate::log::warning!("The store failed to persist writes: {e}");
         }
         for token in ready.drain(..) {
             let Some(conn) = self.conns.get_mut(token) else { continue };
@@ -414,7 +415,7 @@ impl Connection {
                         self.last_read = now;
                         if self.buf.len() > limit {
                             // Redis closes such a client without a reply.
-                            eprintln!("server: closing client that reached max query buffer length");
+                            crate::log::warning!("Closing client that reached max query buffer length");
                             return false;
                         }
                         if n < chunk.len() {
@@ -479,7 +480,7 @@ impl Connection {
             // Group commit: what these replies acknowledge or show reaches the OS first.
             if let Err(e) = state.store.persist_written() {
                 // No reply may claim what the store could not keep: drop them, and the client.
-                eprintln!("server: the store failed to persist writes: {e}");
+                crate::log::warning!("The store failed to persist writes: {e}");
                 return false;
             }
         }
@@ -505,7 +506,10 @@ impl Connection {
         let pending = (self.out.len() - self.written) as u64;
         let (hard, soft, seconds) = state.config().pubsub_output_limit();
         if hard > 0 && pending > hard {
-            eprintln!("server: closing pub/sub client {} over its output buffer limit", self.client.info.id);
+            crate::log::warning!(
+                "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                self.client.info.id
+            );
             return false;
         }
         if soft == 0 || pending <= soft {

@@ -46,7 +46,7 @@ impl Listen {
             return Ok(());
         }
         let listener = std::net::TcpListener::bind(addr).map_err(|e| e.to_string())?;
-        eprintln!("rediskv server now listening on {addr}");
+        crate::log::notice!("Now listening on {addr}");
         *lock(&self.next) = Some(listener);
         self.set_addr(addr);
         // The acceptor is blocked in `accept` on the old socket: one connection wakes it (it

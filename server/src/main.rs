@@ -42,6 +42,7 @@ mod evict;
 mod info;
 mod latency;
 mod listen;
+mod log;
 mod lua_struct;
 mod mailbox;
 mod maint;
@@ -309,12 +310,35 @@ fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
 
 fn main() {
     let Start { config, engine, threads, data_dir, etcd, layout, memory } = options().unwrap_or_else(|e| {
+        // No log exists before the configuration is read: redis-server, too, writes this
+        // to standard error.
         eprintln!("server: {e}");
         std::process::exit(2);
     });
+    if let Err(e) = log::open(config.get("logfile")) {
+        let why = e.to_string();
+        let why = why.split(" (os error").next().unwrap_or(&why);
+        eprintln!(
+            "\n*** FATAL CONFIG FILE ERROR (Redis {}) ***\nCan't open the log file: {why}",
+            config::REDIS_VERSION
+        );
+        std::process::exit(1);
+    }
+    log::warning!("rediskv is starting");
+    log::warning!(
+        "rediskv version={}, Redis version={}, bits={}, pid={}, just started",
+        env!("CARGO_PKG_VERSION"),
+        config::REDIS_VERSION,
+        usize::BITS,
+        std::process::id()
+    );
+    match config.file() {
+        Some(file) => log::warning!("Configuration loaded from {}", file.display()),
+        None => log::warning!("No config file given, using the defaults and the command line"),
+    }
     let store = store::Store::open(&engine, &data_dir, config.get("appendfsync"), memory, &etcd, &layout)
         .unwrap_or_else(|e| {
-            eprintln!("server: {e}");
+            log::warning!("{e}");
             std::process::exit(1);
         });
     // `bind` may list several addresses; the first one is served.
@@ -325,19 +349,21 @@ fn main() {
         .ok()
         .and_then(|mut a| a.next())
         .unwrap_or_else(|| {
-            eprintln!("server: cannot resolve {bind}:{port}");
+            log::warning!("Could not resolve {bind}:{port}");
             std::process::exit(1);
         });
     let listener = std::net::TcpListener::bind(addr).unwrap_or_else(|e| {
-        eprintln!("server: cannot listen on {addr}: {e}");
+        log::warning!("Warning: Could not create server TCP listening socket {addr}: {e}");
+        log::warning!("Failed listening on port {port} (TCP), aborting.");
         std::process::exit(1);
     });
     let mut config = config;
     if let Ok(local) = listener.local_addr() {
         // Port 0 asks for any free port: report the one we got.
         let _ = config.set_one("port", &local.port().to_string(), true);
+        log::notice!("Running mode=standalone, port={}.", local.port());
         let data = store.dir().map_or(String::new(), |d| format!(" in {}", d.display()));
-        eprintln!("rediskv server listening on {local} ({} engine{data}, {threads} threads)", store.name());
+        log::notice!("Listening on {local} ({} engine{data}, {threads} threads)", store.name());
     }
     let mut state = state::State::new(config, store, layout);
     state.client_size += std::mem::size_of::<client::Client>();
@@ -357,24 +383,26 @@ fn main() {
             .map_err(|e| format!("Error loading ACLs, opening file '{aclfile}': {e}"))
             .and_then(|text| state.acl.load(&text, &aclfile, pubsub_all));
         if let Err(e) = loaded {
-            eprintln!("server: {e}");
+            log::warning!("{e}");
             std::process::exit(1);
         }
     }
     if let Some(codes) = state.store.load_functions() {
         if let Err(e) = state.scripts.restore_codes(&codes) {
-            eprintln!("server: cannot load the saved function libraries: {e}");
+            log::warning!("Cannot load the saved function libraries: {e}");
             std::process::exit(1);
         }
     }
+    log::warning!("Server initialized");
     notify::configure(&state);
     evict::configure(&state);
     maint::spawn(state.clone());
     script_thread::spawn(state.clone());
     #[cfg(feature = "etcd")]
     maint::follow_other_nodes(state.clone());
+    log::notice!("Ready to accept connections");
     if let Err(e) = conn::serve(listener, state, threads) {
-        eprintln!("server: {e}");
+        log::warning!("{e}");
         std::process::exit(1);
     }
 }

@@ -670,9 +670,18 @@ impl Vm {
         redis.set(
             "log",
             lua.create_function(|_, args: MultiValue| {
-                let text: Vec<String> =
-                    args.iter().skip(1).map(|v| v.to_string().unwrap_or_default()).collect();
-                eprintln!("server: script: {}", text.join(" "));
+                let number = match args.front() {
+                    Some(Value::Integer(n)) => Some(*n),
+                    Some(Value::Number(n)) => Some(*n as i64),
+                    _ => None,
+                };
+                let level = number.and_then(crate::log::Level::from_number);
+                let level = level.unwrap_or(crate::log::Level::Notice);
+                if crate::log::enabled(level) {
+                    let text: Vec<String> =
+                        args.iter().skip(1).map(|v| v.to_string().unwrap_or_default()).collect();
+                    crate::log::write(level, format_args!("{}", text.join(" ")));
+                }
                 Ok(())
             })?,
         )?;

@@ -350,7 +350,7 @@ fn engine(store: &Store, layout: KeyLayout, ns: &str, listeners: &Listeners) -> 
     let engine = Engine::with_layout(store.backend(), layout).with_listeners(listeners.clone());
     if let Some(slots) = store.load_db_slots(ns) {
         if !engine.restore_db_slots(&slots) {
-            eprintln!("server: ignoring a corrupt SWAPDB record for namespace {ns}");
+            crate::log::warning!("Ignoring a corrupt SWAPDB record for namespace {ns}");
         }
     }
     engine
