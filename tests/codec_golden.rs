@@ -1,4 +1,4 @@
-//! Golden byte vectors for the codec, written by hand from LAYOUT.md (never captured from the
+//! Golden byte vectors for the codec, written by hand from docs/layout.md (never captured from the
 //! code). Every hex literal below was derived from the layout description:
 //!
 //! - `__namespace` = `0B 5F 5F 6E 61 6D 65 73 70 61 63 65` (length 11, then ASCII);

@@ -55,6 +55,23 @@ impl Kind {
             _ => Kind::Str,
         }
     }
+
+    /// What CONFIG SET accepts, in words (docs/configuration.md).
+    #[cfg(test)]
+    fn accepts(&self) -> String {
+        let range = |lo: i64, hi: i64| match (lo, hi) {
+            (lo, i64::MAX) => format!("{lo} or more"),
+            (lo, hi) => format!("{lo} to {hi}"),
+        };
+        match self {
+            Kind::Bool => "yes, no".into(),
+            Kind::Int(lo, hi) => format!("an integer, {}", range(*lo, *hi)),
+            Kind::Memory(lo, hi) => format!("bytes (or 1kb, 5mb…), {}", range(*lo, *hi)),
+            Kind::Enum(words) => words.join(", "),
+            Kind::Str => "a string".into(),
+            Kind::Immutable | Kind::Protected => "set at start only".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -121,6 +138,16 @@ impl Config {
             }
         }
         config
+    }
+
+    /// Every parameter as (name, default, what CONFIG SET accepts, hidden), in name order:
+    /// docs/configuration.md is generated from this.
+    #[cfg(test)]
+    pub fn described(&self) -> Vec<(&str, &str, String, bool)> {
+        self.params
+            .iter()
+            .map(|(name, p)| (name.as_str(), p.default.as_str(), p.kind.accepts(), p.hidden))
+            .collect()
     }
 
     fn put(&mut self, name: &str, value: &str) {

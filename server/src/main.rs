@@ -36,9 +36,12 @@ mod client_info;
 mod clock;
 mod cmsgpack;
 mod config;
+#[cfg(test)]
+mod config_doc;
 mod conn;
 mod counters;
 mod evict;
+mod flags;
 mod info;
 mod latency;
 mod listen;
@@ -127,8 +130,6 @@ unsafe impl std::alloc::GlobalAlloc for Mimalloc {
     }
 }
 
-const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--layout kvrocks|neokv|camellia|titea] [--neokv-region-id 1] [--neokv-index-id 1] [--camellia-namespace default] [--camellia-hash-version 0|1] [--camellia-set-version 0|1] [--camellia-md5-prefix 0|8] [--titea-namespace default.default] [--threads N] [--cache-size 32mb] [--write-buffer-size 64mb] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--<parameter> <value>]...";
-
 /// What the command line chose besides Redis' parameters.
 struct Start {
     config: Config,
@@ -166,7 +167,7 @@ fn options() -> Result<Start, String> {
     let default_dir = config.get("dir").to_string();
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
+        print!("{}", flags::help());
         std::process::exit(0);
     }
     let file = match args.first() {
@@ -234,7 +235,7 @@ fn options() -> Result<Start, String> {
             "-b" => "bind".to_string(),
             f => f
                 .strip_prefix("--")
-                .ok_or_else(|| format!("unexpected argument {f} ({USAGE})"))?
+                .ok_or_else(|| format!("unexpected argument {f} ({})", flags::usage()))?
                 .to_ascii_lowercase(),
         };
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;

@@ -6,7 +6,7 @@
 //! metadata read; HGETALL/HKEYS/HVALS are one range scan.
 //!
 //! # Blind-write hashes
-//! When [`Db::blind_write`] is on, new hashes are created with `blind_write` set (LAYOUT.md,
+//! When [`Db::blind_write`] is on, new hashes are created with `blind_write` set (docs/layout.md,
 //! extensions). For such a hash:
 //! - HSET/HMSET skip reading the existing fields and HSET replies with the number of
 //!   field/value pairs given (inexact: overwritten fields count as added);

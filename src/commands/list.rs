@@ -1,7 +1,7 @@
 //! The list commands.
 //!
 //! A list is one metadata record (version, size, head, tail) plus one subkey per element,
-//! whose `sub` is the element's stored index as a big-endian u64 (LAYOUT.md, "List
+//! whose `sub` is the element's stored index as a big-endian u64 (docs/layout.md, "List
 //! indices"). The element at position `p` (0 = first) lives at stored index `head + p`;
 //! the elements occupy exactly `[head, tail)`, so `size == tail - head`.
 //!

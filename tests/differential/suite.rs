@@ -580,7 +580,7 @@ fn expired_keys(r: &mut dyn Target) -> i64 {
 
 /// Equal, except that a score `-0` from Redis matches `0` from the engine. Redis keeps a
 /// stored `-0` only once a zset is skiplist-encoded (more than 128 members, or one over 64
-/// bytes) and prints `0` while it is a listpack; the engine stores `-0` as `+0` (LAYOUT.md's
+/// bytes) and prints `0` while it is a listpack; the engine stores `-0` as `+0` (docs/layout.md's
 /// ordered double) and always prints `0`.
 fn same_modulo_stored_negative_zero(a: &Reply, b: &Reply) -> bool {
     match (a, b) {
