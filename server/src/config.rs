@@ -498,6 +498,19 @@ fn special(name: &str, value: String, starting: bool) -> Result<String, Refusal>
             }
             Ok(dir.display().to_string())
         }
+        "syslog-enabled" => match value.to_ascii_lowercase().as_str() {
+            v @ ("yes" | "no") => Ok(v.to_string()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        "syslog-facility" => {
+            match crate::log::SYSLOG_FACILITIES.iter().find(|f| f.eq_ignore_ascii_case(&value)) {
+                Some(f) => Ok(f.to_string()),
+                None => Err(format!(
+                    "argument(s) must be one of the following: {}",
+                    crate::log::SYSLOG_FACILITIES.join(", ")
+                )),
+            }
+        }
         "enable-debug-command" if !["yes", "no", "local"].contains(&value.as_str()) => {
             Err("argument(s) must be one of the following: no, yes, local".into())
         }

@@ -11,12 +11,16 @@
 //! rotation that renames it (logrotate without `copytruncate`) needs no signal: the next line
 //! creates the file again.
 //!
+//! With `syslog-enabled yes` each line's message also goes to the local syslog daemon
+//! (`/dev/log`) under `syslog-ident` and `syslog-facility`, as Redis sends it.
+//!
 //! Log with [`warning!`], [`notice!`] and [`verbose!`], which take `format!`'s arguments and
 //! format nothing when their level is off; debug lines come from scripts (`redis.log`).
 
 use std::fmt::Arguments;
 use std::io::Write;
-use std::path::PathBuf;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
@@ -53,6 +57,46 @@ impl Level {
     fn mark(self) -> char {
         b".-*#"[self as usize] as char
     }
+
+    /// syslog's severity for the level, as Redis maps it (debug, info, notice, warning).
+    fn severity(self) -> u8 {
+        [7, 6, 5, 4][self as usize]
+    }
+}
+
+/// The `syslog-facility` values, in the order of their codes: `user` is 1, `local0`–`local7`
+/// are 16–23.
+pub const SYSLOG_FACILITIES: [&str; 9] =
+    ["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"];
+
+/// Where a line's message goes besides the log, with `syslog-enabled yes`.
+struct Syslog {
+    socket: UnixDatagram,
+    /// `<facility * 8>` of the priority.
+    facility: u8,
+    ident: String,
+}
+
+impl Syslog {
+    /// A socket to the syslog daemon listening at `path`; None when there is none (Redis'
+    /// `openlog` goes on without it too).
+    fn connect(path: &Path, ident: &str, facility: &str) -> Option<Syslog> {
+        let socket = UnixDatagram::unbound().ok()?;
+        socket.connect(path).ok()?;
+        let facility = match SYSLOG_FACILITIES.iter().position(|f| f.eq_ignore_ascii_case(facility)) {
+            Some(0) => 1,
+            Some(n) => 15 + n as u8,
+            None => 16,
+        };
+        Some(Syslog { socket, facility, ident: ident.to_string() })
+    }
+
+    /// `<priority>ident[pid]: message`, the form syslog(3) sends without its timestamp.
+    fn send(&self, level: Level, message: &str) {
+        let priority = self.facility * 8 + level.severity();
+        let datagram = format!("<{priority}>{}[{}]: {message}", self.ident, std::process::id());
+        let _ = self.socket.send(datagram.as_bytes());
+    }
 }
 
 /// The lowest level written: notice, Redis' default, until the configuration says.
@@ -60,6 +104,9 @@ static LEVEL: AtomicU8 = AtomicU8::new(Level::Notice as u8);
 
 /// The `logfile`, set once at start (None: standard output).
 static FILE: OnceLock<Option<PathBuf>> = OnceLock::new();
+
+/// The syslog daemon, with `syslog-enabled yes` (set once at start).
+static SYSLOG: OnceLock<Option<Syslog>> = OnceLock::new();
 
 /// Sets the lowest level written (`loglevel`); an unknown name changes nothing.
 pub fn set_level(name: &str) {
@@ -73,16 +120,19 @@ pub fn enabled(level: Level) -> bool {
     level as u8 >= LEVEL.load(Relaxed)
 }
 
-/// Sends the log to `logfile` ("" for standard output) from now on.
+/// Sends the log to `logfile` ("" for standard output) from now on, and each message to
+/// syslog too when `syslog` names its ident and facility.
 ///
 /// # Errors
 /// The file cannot be opened for appending (Redis refuses to start then, too).
-pub fn open(logfile: &str) -> std::io::Result<()> {
+pub fn open(logfile: &str, syslog: Option<(&str, &str)>) -> std::io::Result<()> {
     let file = (!logfile.is_empty()).then(|| PathBuf::from(logfile));
     if let Some(path) = &file {
         std::fs::OpenOptions::new().create(true).append(true).open(path)?;
     }
     let _ = FILE.set(file);
+    let _ = SYSLOG
+        .set(syslog.and_then(|(ident, facility)| Syslog::connect(Path::new("/dev/log"), ident, facility)));
     Ok(())
 }
 
@@ -91,6 +141,10 @@ pub fn open(logfile: &str) -> std::io::Result<()> {
 pub fn write(level: Level, message: Arguments) {
     if !enabled(level) {
         return;
+    }
+    let message = message.to_string();
+    if let Some(syslog) = SYSLOG.get().and_then(Option::as_ref) {
+        syslog.send(level, &message);
     }
     let line = format!("{}:M {} {} {message}\n", std::process::id(), timestamp(now_millis()), level.mark());
     match FILE.get().and_then(Option::as_ref) {
@@ -172,6 +226,25 @@ mod tests {
         // A leap day, and the last millisecond of a leap year.
         assert_eq!(timestamp(951_782_400_000), "29 Feb 2000 00:00:00.000");
         assert_eq!(timestamp(1_735_689_599_999), "31 Dec 2024 23:59:59.999");
+    }
+
+    #[test]
+    fn syslog_gets_the_message_with_redis_priority_and_ident() {
+        let path = std::env::temp_dir().join(format!("rediskv-syslog-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let daemon = UnixDatagram::bind(&path).unwrap();
+        let mut got = [0u8; 256];
+        for (facility, level, priority) in
+            [("local0", Level::Notice, 133), ("user", Level::Warning, 12), ("local7", Level::Debug, 191)]
+        {
+            let syslog = Syslog::connect(&path, "redis", facility).unwrap();
+            syslog.send(level, "Ready to accept connections");
+            let n = daemon.recv(&mut got).unwrap();
+            let expected = format!("<{priority}>redis[{}]: Ready to accept connections", std::process::id());
+            assert_eq!(std::str::from_utf8(&got[..n]).unwrap(), expected);
+        }
+        assert!(Syslog::connect(&path.with_extension("none"), "redis", "local0").is_none());
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

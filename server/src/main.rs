@@ -71,7 +71,7 @@ use rediskv::codec::{KeyLayout, LayoutKind, RedisType};
 /// spent a third of a loop's time consolidating free chunks (perf, HSET on fjall); Redis links
 /// jemalloc for the same reason. mimalloc's version 2: with the same CPU per command, the
 /// fjall engine's peak RSS during a load is about a fifth lower and the memory engine's RSS
-/// 4% lower than under version 3 (docs/benchmarks.md).
+/// 4% lower than under version 3 (`benches/storage_cost.sh`).
 #[global_allocator]
 static ALLOCATOR: Mimalloc = Mimalloc;
 
@@ -79,7 +79,7 @@ static ALLOCATOR: Mimalloc = Mimalloc;
 /// always have (a machine word: its size classes are multiples of one), and through the
 /// aligned ones for the rest. The `mimalloc` crate's allocator takes the aligned path for
 /// every request: about 41 instructions an allocation against `mi_malloc`'s 16, and a
-/// pipelined SET allocates four times (`benches/callgrind_commands.sh`, docs/benchmarks.md).
+/// pipelined SET allocates four times (counted with `benches/callgrind_commands.sh`).
 struct Mimalloc;
 
 const WORD: usize = std::mem::size_of::<usize>();
@@ -316,7 +316,9 @@ fn main() {
         eprintln!("server: {e}");
         std::process::exit(2);
     });
-    if let Err(e) = log::open(config.get("logfile")) {
+    let syslog = (config.get("syslog-enabled") == "yes")
+        .then(|| (config.get("syslog-ident"), config.get("syslog-facility")));
+    if let Err(e) = log::open(config.get("logfile"), syslog) {
         let why = e.to_string();
         let why = why.split(" (os error").next().unwrap_or(&why);
         eprintln!(

@@ -147,3 +147,33 @@ fn without_a_logfile_the_log_goes_to_standard_output() {
     let server = common::rediskv(&[]);
     assert_eq!(server.client().cmd(&["CONFIG", "GET", "logfile"]).texts(), ["logfile", ""]);
 }
+
+#[test]
+fn syslog_parameters_are_checked_as_redis_checks_them() {
+    // redis-server 7.0.15's reasons for the same values.
+    for (name, value, why) in [
+        (
+            "--syslog-facility",
+            "bogus",
+            "argument(s) must be one of the following: user, local0, local1, local2, local3, local4, local5, local6, local7",
+        ),
+        ("--syslog-enabled", "maybe", "argument must be 'yes' or 'no'"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
+            .args(["--engine", "memory", "--port", "0", name, value])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(why),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Without a syslog daemon the server starts and logs as usual.
+    let server = common::rediskv(&["--syslog-enabled", "yes", "--syslog-facility", "LOCAL3"]);
+    assert_eq!(
+        server.client().cmd(&["CONFIG", "GET", "syslog-facility"]).texts(),
+        ["syslog-facility", "local3"]
+    );
+}
