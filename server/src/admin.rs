@@ -193,10 +193,11 @@ pub fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
 /// LOLWUT [VERSION n]: the version line Redis 7.0 ends its answer with (without the art of
 /// versions 5 and 6).
 pub fn lolwut(argv: &[Bytes]) -> Reply {
-    if let [_, word, n, ..] = argv {
-        if word.eq_ignore_ascii_case(b"version") && parse_i64(n).is_none() {
-            return Reply::Error("ERR value is not an integer or out of range".into());
-        }
+    if let [_, word, n, ..] = argv
+        && word.eq_ignore_ascii_case(b"version")
+        && parse_i64(n).is_none()
+    {
+        return Reply::Error("ERR value is not an integer or out of range".into());
     }
     Reply::Verbatim { format: *b"txt", text: Bytes::from_static(b"Redis ver. 7.0.15\n") }
 }

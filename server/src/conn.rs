@@ -209,12 +209,10 @@ impl EventLoop {
     fn settle(&mut self, token: usize, keep: bool) {
         let Some(conn) = self.conns.get_mut(token) else { return };
         let keep = keep && conn.update_interest(self.poll.registry(), Token(token)).is_ok();
-        if !keep {
-            if let Some(mut conn) = self.conns.remove(token) {
-                let _ = self.poll.registry().deregister(&mut conn.stream);
-                conn.client.close(&self.state);
-                self.state.disconnect(conn.client.info.id);
-            }
+        if !keep && let Some(mut conn) = self.conns.remove(token) {
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+            conn.client.close(&self.state);
+            self.state.disconnect(conn.client.info.id);
         }
     }
 
@@ -528,10 +526,10 @@ impl Connection {
     }
 
     fn run_batch(&mut self, state: &State) {
-        if let Some(argv) = self.pending.take() {
-            if !self.run_one(argv, state) {
-                return;
-            }
+        if let Some(argv) = self.pending.take()
+            && !self.run_one(argv, state)
+        {
+            return;
         }
         let max_bulk = state.max_bulk.load(Relaxed);
         while !self.closing && !self.parked {

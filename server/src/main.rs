@@ -390,11 +390,11 @@ fn main() {
             std::process::exit(1);
         }
     }
-    if let Some(codes) = state.store.load_functions() {
-        if let Err(e) = state.scripts.restore_codes(&codes) {
-            log::warning!("Cannot load the saved function libraries: {e}");
-            std::process::exit(1);
-        }
+    if let Some(codes) = state.store.load_functions()
+        && let Err(e) = state.scripts.restore_codes(&codes)
+    {
+        log::warning!("Cannot load the saved function libraries: {e}");
+        std::process::exit(1);
     }
     log::warning!("Server initialized");
     notify::configure(&state);

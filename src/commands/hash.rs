@@ -287,7 +287,7 @@ fn map_reply(pairs: Vec<(Bytes, Bytes)>) -> Reply {
 
 /// The field-value arguments of HSET or HMSET, refused when a value is missing.
 fn field_pairs<'a>(args: &'a [Bytes], name: &str) -> CommandResult<&'a [Bytes]> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(CommandError::WrongArity(name.into()));
     }
     Ok(args)

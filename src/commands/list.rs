@@ -184,10 +184,10 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`Db::list_meta`] by metadata key, for the commands that write it back.
     fn list_meta_at(&self, mkey: &[u8]) -> CommandResult<Option<Metadata<'static>>> {
         let meta = self.lookup_of_at(mkey, RedisType::List)?;
-        if let Some(m) = &meta {
-            if m.tail.checked_sub(m.head) != Some(m.size) {
-                return Err(CommandError::Other("ERR storage error: list head/tail/size disagree".into()));
-            }
+        if let Some(m) = &meta
+            && m.tail.checked_sub(m.head) != Some(m.size)
+        {
+            return Err(CommandError::Other("ERR storage error: list head/tail/size disagree".into()));
         }
         Ok(meta)
     }
