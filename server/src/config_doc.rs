@@ -1,7 +1,7 @@
 //! docs/configuration.md is generated from the code: the flags of [`crate::flags::FLAGS`]
 //! and every parameter of [`Config`] with its default and what CONFIG SET accepts. The test
 //! fails when the file differs from what the code says;
-//! `REDISKV_WRITE_DOCS=1 cargo test -p rediskv-server --bin rediskv-server config_doc`
+//! `UPDATE_DOCS=1 cargo test -p rediskv-server --bin rediskv-server config_doc`
 //! writes it.
 
 use std::fmt::Write as _;
@@ -23,7 +23,7 @@ fn configuration_md() -> String {
     let mut out = String::from(
         "# Configuration\n\n\
          <!-- Generated from server/src/flags.rs and server/src/config.rs (redis_config.tsv) by\n\
-         `REDISKV_WRITE_DOCS=1 cargo test -p rediskv-server --bin rediskv-server config_doc`;\n\
+         `UPDATE_DOCS=1 cargo test -p rediskv-server --bin rediskv-server config_doc`;\n\
          the same test fails when this file and the code disagree. Do not edit by hand. -->\n\n\
          `rediskv-server [redis.conf] [--flag value]…`: the server reads a redis.conf-style file\n\
          (the first argument, or `--config FILE`), then the command line. The flags below choose\n\
@@ -64,13 +64,13 @@ fn configuration_md() -> String {
 fn configuration_md_matches_the_code() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
     let generated = configuration_md();
-    if std::env::var_os("REDISKV_WRITE_DOCS").is_some() {
+    if std::env::var("UPDATE_DOCS").as_deref() == Ok("1") {
         std::fs::write(&path, &generated).unwrap();
     }
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         on_disk == generated,
-        "docs/configuration.md differs from the code: run REDISKV_WRITE_DOCS=1 cargo test -p rediskv-server --bin rediskv-server config_doc"
+        "docs/configuration.md differs from the code: run UPDATE_DOCS=1 cargo test -p rediskv-server --bin rediskv-server config_doc"
     );
 }
 
