@@ -1,4 +1,4 @@
-//! Golden byte vectors for the codec, written by hand from LAYOUT.md (never captured from the
+//! Golden byte vectors for the codec, written by hand from docs/layout.md (never captured from the
 //! code). Every hex literal below was derived from the layout description:
 //!
 //! - `__namespace` = `0B 5F 5F 6E 61 6D 65 73 70 61 63 65` (length 11, then ASCII);
@@ -18,7 +18,7 @@ use rediskv::codec::{
 /// Bytes from a hex string; whitespace is ignored.
 fn h(s: &str) -> Vec<u8> {
     let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    assert!(digits.len() % 2 == 0, "odd hex literal {s:?}");
+    assert!(digits.len().is_multiple_of(2), "odd hex literal {s:?}");
     digits.chunks(2).map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap()).collect()
 }
 

@@ -155,9 +155,9 @@ fn redis_dumps_restore_here_and_our_dumps_restore_in_redis() {
         let want = contents(|a| call(&mut redis, a), k);
 
         // Redis → engine.
-        let Reply::Bulk(payload) = call(&mut redis, &[b"DUMP", k]) else { panic!("DUMP {key}") };
+        let Reply::Bulk(payload) = call(&mut redis, &[&b"DUMP"[..], k]) else { panic!("DUMP {key}") };
         let copy = format!("from_redis_{key}");
-        assert_eq!(run(&mut db, &[b"RESTORE", copy.as_bytes(), b"0", &payload]), Reply::OK, "{key}");
+        assert_eq!(run(&mut db, &[&b"RESTORE"[..], copy.as_bytes(), b"0", &payload]), Reply::OK, "{key}");
         assert_eq!(
             contents(|a| run(&mut db, a), copy.as_bytes())[1],
             want[1],
@@ -165,9 +165,9 @@ fn redis_dumps_restore_here_and_our_dumps_restore_in_redis() {
         );
 
         // Engine → Redis.
-        let Reply::Bulk(ours) = run(&mut db, &[b"DUMP", k]) else { panic!("our DUMP {key}") };
+        let Reply::Bulk(ours) = run(&mut db, &[&b"DUMP"[..], k]) else { panic!("our DUMP {key}") };
         let copy = format!("from_engine_{key}");
-        assert_eq!(call(&mut redis, &[b"RESTORE", copy.as_bytes(), b"0", &ours]), Reply::OK, "{key}");
+        assert_eq!(call(&mut redis, &[&b"RESTORE"[..], copy.as_bytes(), b"0", &ours]), Reply::OK, "{key}");
         assert_eq!(
             contents(|a| call(&mut redis, a), copy.as_bytes())[1],
             want[1],
@@ -183,7 +183,7 @@ fn restore_options_and_bad_payloads_answer_as_redis() {
     let set = [&b"SET"[..], b"k", b"v"];
     call(&mut redis, &set);
     run(&mut db, &set);
-    let Reply::Bulk(good) = call(&mut redis, &[b"DUMP", &b"k"[..]]) else { panic!() };
+    let Reply::Bulk(good) = call(&mut redis, &[&b"DUMP"[..], b"k"]) else { panic!() };
     let mut bad_crc = good.to_vec();
     *bad_crc.last_mut().unwrap() ^= 0xFF;
     let mut garbage = vec![7u8, 2, b'a', b'b', 10, 0];

@@ -272,10 +272,10 @@ fn active_expiry_rechecks_a_key_recreated_right_after_the_sweep_read_it() {
             dir: Direction,
         ) -> rediskv::Result<ScanIter<'a>> {
             let items: Vec<_> = self.inner.scan(cf, range, dir)?.collect();
-            if cf == ColumnFamily::Metadata {
-                if let Some(hook) = self.after_metadata_scan.lock().unwrap().take() {
-                    hook(&self.inner);
-                }
+            if cf == ColumnFamily::Metadata
+                && let Some(hook) = self.after_metadata_scan.lock().unwrap().take()
+            {
+                hook(&self.inner);
             }
             Ok(Box::new(items.into_iter()))
         }

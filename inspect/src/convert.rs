@@ -170,10 +170,10 @@ fn legacy_only_keys(store: &dyn KvBackend, layout: &KeyLayout) -> Result<Vec<Vec
     for item in scan.map_err(|e| e.to_string())? {
         let (key, _) = item.map_err(|e| e.to_string())?;
         let Some(mkey) = layout.decode_legacy_string_key(&key) else { continue };
-        if store.get(ColumnFamily::Metadata, mkey).map_err(|e| e.to_string())?.is_none() {
-            if let Ok(mk) = layout.decode_metadata_key(mkey) {
-                keys.push(mk.user_key.to_vec());
-            }
+        if store.get(ColumnFamily::Metadata, mkey).map_err(|e| e.to_string())?.is_none()
+            && let Ok(mk) = layout.decode_metadata_key(mkey)
+        {
+            keys.push(mk.user_key.to_vec());
         }
     }
     Ok(keys)

@@ -79,7 +79,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// An odd number of digits or a character that is not one.
 pub fn unhex(text: &str) -> Result<Vec<u8>, Error> {
     let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits in '{text}'"));
     }
     digits
@@ -283,18 +283,18 @@ pub fn decode(
         }
         return Ok(Value::Object(out));
     }
-    if cf == ColumnFamily::Subkey {
-        if let Some(mkey) = layout.decode_legacy_string_key(key) {
-            let mk = layout.decode_metadata_key(mkey).map_err(fail)?;
-            let mut out = owner(layout, cf, mk.namespace, mk.slot, mk.user_key);
-            out.insert("legacy".into(), true.into());
-            if let Some(value) = value {
-                let meta = decode_neokv_legacy(value).map_err(fail)?;
-                out.insert("expire_ms".into(), meta.expire_ms.into());
-                out.insert("value".into(), bytes_json(meta.value));
-            }
-            return Ok(Value::Object(out));
+    if cf == ColumnFamily::Subkey
+        && let Some(mkey) = layout.decode_legacy_string_key(key)
+    {
+        let mk = layout.decode_metadata_key(mkey).map_err(fail)?;
+        let mut out = owner(layout, cf, mk.namespace, mk.slot, mk.user_key);
+        out.insert("legacy".into(), true.into());
+        if let Some(value) = value {
+            let meta = decode_neokv_legacy(value).map_err(fail)?;
+            out.insert("expire_ms".into(), meta.expire_ms.into());
+            out.insert("value".into(), bytes_json(meta.value));
         }
+        return Ok(Value::Object(out));
     }
     if cf == ColumnFamily::Score {
         let (sk, stored) = layout.split_score_key(key).map_err(fail)?;

@@ -174,11 +174,12 @@ pub fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
     std::thread::spawn(move || {
         match sync() {
             Ok(()) => {
+                crate::log::notice!("Background saving terminated with success");
                 last_save.store(crate::clock::unix_secs(), Relaxed);
                 // The changes made while it ran remain (as Redis' dirty_before_bgsave).
                 saved.fetch_max(before, Relaxed);
             }
-            Err(e) => eprintln!("server: background save failed: {e}"),
+            Err(e) => crate::log::warning!("Background saving error: {e}"),
         }
         running.store(false, Relaxed);
     });
@@ -192,10 +193,11 @@ pub fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
 /// LOLWUT [VERSION n]: the version line Redis 7.0 ends its answer with (without the art of
 /// versions 5 and 6).
 pub fn lolwut(argv: &[Bytes]) -> Reply {
-    if let [_, word, n, ..] = argv {
-        if word.eq_ignore_ascii_case(b"version") && parse_i64(n).is_none() {
-            return Reply::Error("ERR value is not an integer or out of range".into());
-        }
+    if let [_, word, n, ..] = argv
+        && word.eq_ignore_ascii_case(b"version")
+        && parse_i64(n).is_none()
+    {
+        return Reply::Error("ERR value is not an integer or out of range".into());
     }
     Reply::Verbatim { format: *b"txt", text: Bytes::from_static(b"Redis ver. 7.0.15\n") }
 }

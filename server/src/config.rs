@@ -4,8 +4,8 @@
 //! default and what CONFIG SET accepts (`redis_config.tsv`, generated once from a real server
 //! by `tools/gen_config_table.py`). The server honours port, bind, databases, requirepass,
 //! maxmemory and its policies (the memory engine: see `evict`), timeout, proto-max-bulk-len,
-//! client-query-buffer-limit, maxclients, dir, enable-debug-command and the `tls-*`
-//! parameters (see `tls`); the others are
+//! client-query-buffer-limit, maxclients, dir, enable-debug-command, loglevel and logfile
+//! (see `log`) and the `tls-*` parameters (see `tls`); the others are
 //! validated and stored like Redis would (appendfsync, notify-keyspace-events, save, …), so
 //! clients that read or set them are not surprised.
 
@@ -63,6 +63,23 @@ impl Kind {
             "immutable" => Kind::Immutable,
             "protected" => Kind::Protected,
             _ => Kind::Str,
+        }
+    }
+
+    /// What CONFIG SET accepts, in words (docs/configuration.md).
+    #[cfg(test)]
+    fn accepts(&self) -> String {
+        let range = |lo: i64, hi: i64| match (lo, hi) {
+            (lo, i64::MAX) => format!("{lo} or more"),
+            (lo, hi) => format!("{lo} to {hi}"),
+        };
+        match self {
+            Kind::Bool => "yes, no".into(),
+            Kind::Int(lo, hi) => format!("an integer, {}", range(*lo, *hi)),
+            Kind::Memory(lo, hi) => format!("bytes (or 1kb, 5mb…), {}", range(*lo, *hi)),
+            Kind::Enum(words) => words.join(", "),
+            Kind::Str => "a string".into(),
+            Kind::Immutable | Kind::Protected => "set at start only".into(),
         }
     }
 }
@@ -133,9 +150,22 @@ impl Config {
         config
     }
 
+    /// Every parameter as (name, default, what CONFIG SET accepts, hidden), in name order:
+    /// docs/configuration.md is generated from this.
+    #[cfg(test)]
+    pub fn described(&self) -> Vec<(&str, &str, String, bool)> {
+        self.params
+            .iter()
+            .map(|(name, p)| (name.as_str(), p.default.as_str(), p.kind.accepts(), p.hidden))
+            .collect()
+    }
+
     fn put(&mut self, name: &str, value: &str) {
         if let Some(p) = self.params.get_mut(name) {
             p.value = value.to_string();
+        }
+        if name == "loglevel" {
+            crate::log::set_level(value);
         }
     }
 
@@ -354,7 +384,7 @@ impl Config {
         }
         for (at, &(effect, name)) in effects.iter().enumerate() {
             if let Err((reply, why)) = run(effect, &next, apply) {
-                eprintln!("server: CONFIG SET {name}: {why}");
+                crate::log::warning!("CONFIG SET {name}: {why}");
                 for &(undo, _) in effects[..at].iter().rev() {
                     let _ = run(undo, self, apply);
                 }
@@ -565,6 +595,19 @@ fn special(name: &str, value: String, starting: bool) -> Result<String, Refusal>
                 return Err(format!("Can't chdir to '{value}': not a directory"));
             }
             Ok(dir.display().to_string())
+        }
+        "syslog-enabled" => match value.to_ascii_lowercase().as_str() {
+            v @ ("yes" | "no") => Ok(v.to_string()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        "syslog-facility" => {
+            match crate::log::SYSLOG_FACILITIES.iter().find(|f| f.eq_ignore_ascii_case(&value)) {
+                Some(f) => Ok(f.to_string()),
+                None => Err(format!(
+                    "argument(s) must be one of the following: {}",
+                    crate::log::SYSLOG_FACILITIES.join(", ")
+                )),
+            }
         }
         "enable-debug-command" if !["yes", "no", "local"].contains(&value.as_str()) => {
             Err("argument(s) must be one of the following: no, yes, local".into())

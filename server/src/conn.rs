@@ -55,7 +55,7 @@ pub fn serve(state: Arc<State>, threads: usize) -> io::Result<()> {
     for (index, event_loop) in loops.into_iter().enumerate() {
         std::thread::Builder::new().name(format!("loop-{index}")).spawn(move || {
             if let Err(e) = event_loop.run() {
-                eprintln!("server: event loop {index}: {e}");
+                crate::log::warning!("Event loop {index}: {e}");
                 std::process::exit(1);
             }
         })?;
@@ -99,8 +99,8 @@ fn accept_all(state: &State, side: Side, next: &mut usize, threads: usize) {
                     Side::Tls => {
                         let auth = state.config().get("tls-auth-clients").to_string();
                         let Some(config) = state.tls.server(&auth) else {
-                            eprintln!(
-                                "server: closing a TLS connection from {peer}: TLS is not configured for tls-auth-clients {auth}"
+                            crate::log::warning!(
+                                "Closing a TLS connection from {peer}: TLS is not configured for tls-auth-clients {auth}"
                             );
                             continue;
                         };
@@ -108,6 +108,7 @@ fn accept_all(state: &State, side: Side, next: &mut usize, threads: usize) {
                     }
                 };
                 state.connections.fetch_add(1, Relaxed);
+                crate::log::verbose!("Accepted {peer}");
                 state.loops.send(*next, Message::Accept(stream, peer, tls));
                 *next = (*next + 1) % threads;
             }
@@ -115,11 +116,11 @@ fn accept_all(state: &State, side: Side, next: &mut usize, threads: usize) {
             Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => {}
             Err(e) if e.raw_os_error() == Some(24) || e.raw_os_error() == Some(23) => {
                 // Out of file descriptors: keep serving the others, try again shortly.
-                eprintln!("server: accept: {e}");
+                crate::log::warning!("Accepting client connection: {e}");
                 std::thread::sleep(Duration::from_millis(10));
             }
             Err(e) => {
-                eprintln!("server: accept: {e}");
+                crate::log::warning!("Accepting client connection: {e}");
                 return;
             }
         }
@@ -200,7 +201,7 @@ impl EventLoop {
         let persisted = if waiting { self.state.store.persist_written() } else { Ok(()) };
         if let Err(e) = &persisted {
             // No reply may claim what the store could not keep: drop them, and the clients.
-            eprintln!("server: the store failed to persist writes: {e}");
+            crate::log::warning!("The store failed to persist writes: {e}");
         }
         for token in ready.drain(..) {
             let Some(conn) = self.conns.get_mut(token) else { continue };
@@ -246,12 +247,10 @@ impl EventLoop {
     fn settle(&mut self, token: usize, keep: bool) {
         let Some(conn) = self.conns.get_mut(token) else { return };
         let keep = keep && conn.update_interest(self.poll.registry(), Token(token)).is_ok();
-        if !keep {
-            if let Some(mut conn) = self.conns.remove(token) {
-                let _ = self.poll.registry().deregister(&mut conn.stream);
-                conn.client.close(&self.state);
-                self.state.disconnect(conn.client.info.id);
-            }
+        if !keep && let Some(mut conn) = self.conns.remove(token) {
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+            conn.client.close(&self.state);
+            self.state.disconnect(conn.client.info.id);
         }
     }
 
@@ -295,7 +294,7 @@ impl EventLoop {
         let tls = match tls.map(ServerConnection::new).transpose() {
             Ok(tls) => tls.map(Box::new),
             Err(e) => {
-                eprintln!("server: closing a TLS connection from {peer}: {e}");
+                crate::log::warning!("Closing a TLS connection from {peer}: {e}");
                 self.state.connections.fetch_sub(1, Relaxed);
                 return;
             }
@@ -465,7 +464,7 @@ impl Connection {
                         self.last_read = now;
                         if self.buf.len() > limit {
                             // Redis closes such a client without a reply.
-                            eprintln!("server: closing client that reached max query buffer length");
+                            crate::log::warning!("Closing client that reached max query buffer length");
                             return false;
                         }
                         // A short read drained the socket; not so a TLS session's, which
@@ -484,9 +483,11 @@ impl Connection {
                             // or a bad record: logged, and only this connection closes.
                             let addr = &self.client.info.addr;
                             if tls.is_handshaking() {
-                                eprintln!("server: Error accepting a client connection: {e} (addr={addr})");
+                                crate::log::warning!(
+                                    "Error accepting a client connection: {e} (addr={addr})"
+                                );
                             } else {
-                                eprintln!("server: closing TLS client {addr}: {e}");
+                                crate::log::warning!("Closing TLS client {addr}: {e}");
                             }
                         }
                         return false;
@@ -566,7 +567,7 @@ impl Connection {
             // Group commit: what these replies acknowledge or show reaches the OS first.
             if let Err(e) = state.store.persist_written() {
                 // No reply may claim what the store could not keep: drop them, and the client.
-                eprintln!("server: the store failed to persist writes: {e}");
+                crate::log::warning!("The store failed to persist writes: {e}");
                 return false;
             }
         }
@@ -592,7 +593,10 @@ impl Connection {
         let pending = (self.out.len() - self.written) as u64;
         let (hard, soft, seconds) = state.config().pubsub_output_limit();
         if hard > 0 && pending > hard {
-            eprintln!("server: closing pub/sub client {} over its output buffer limit", self.client.info.id);
+            crate::log::warning!(
+                "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                self.client.info.id
+            );
             return false;
         }
         if soft == 0 || pending <= soft {
@@ -611,10 +615,10 @@ impl Connection {
     }
 
     fn run_batch(&mut self, state: &State) {
-        if let Some(argv) = self.pending.take() {
-            if !self.run_one(argv, state) {
-                return;
-            }
+        if let Some(argv) = self.pending.take()
+            && !self.run_one(argv, state)
+        {
+            return;
         }
         let max_bulk = state.max_bulk.load(Relaxed);
         while !self.closing && !self.parked {

@@ -122,7 +122,7 @@ pub fn perform(state: &State, me: Option<&ClientInfo>, own: &mut Vec<u8>) -> boo
                 continue;
             }
             Err(e) => {
-                eprintln!("server: eviction failed: {e}");
+                crate::log::warning!("Eviction failed: {e}");
                 break true;
             }
         };

@@ -74,7 +74,7 @@ impl Listen {
             if let Err(e) =
                 registry.register(&mut SourceFd(&new.as_raw_fd()), Token(side as usize), Interest::READABLE)
             {
-                eprintln!("server: cannot watch the listener: {e}");
+                crate::log::warning!("Cannot watch the listener: {e}");
             }
         }
         listeners[side as usize] = listener;
@@ -124,7 +124,7 @@ impl Listen {
         let listener = listen_on(bind, port)?;
         if let Ok(addr) = listener.local_addr() {
             let tls = if side == Side::Tls { " (TLS)" } else { "" };
-            eprintln!("rediskv server now listening on {addr}{tls}");
+            crate::log::notice!("Now listening on {addr}{tls}");
         }
         self.put(side, Some(listener));
         Ok(())

@@ -36,12 +36,16 @@ mod client_info;
 mod clock;
 mod cmsgpack;
 mod config;
+#[cfg(test)]
+mod config_doc;
 mod conn;
 mod counters;
 mod evict;
+mod flags;
 mod info;
 mod latency;
 mod listen;
+mod log;
 mod lua_struct;
 mod mailbox;
 mod maint;
@@ -68,7 +72,7 @@ use rediskv::codec::{KeyLayout, LayoutKind, RedisType};
 /// spent a third of a loop's time consolidating free chunks (perf, HSET on fjall); Redis links
 /// jemalloc for the same reason. mimalloc's version 2: with the same CPU per command, the
 /// fjall engine's peak RSS during a load is about a fifth lower and the memory engine's RSS
-/// 4% lower than under version 3 (docs/benchmarks.md).
+/// 4% lower than under version 3 (`benches/storage_cost.sh`).
 #[global_allocator]
 static ALLOCATOR: Mimalloc = Mimalloc;
 
@@ -76,7 +80,7 @@ static ALLOCATOR: Mimalloc = Mimalloc;
 /// always have (a machine word: its size classes are multiples of one), and through the
 /// aligned ones for the rest. The `mimalloc` crate's allocator takes the aligned path for
 /// every request: about 41 instructions an allocation against `mi_malloc`'s 16, and a
-/// pipelined SET allocates four times (`benches/callgrind_commands.sh`, docs/benchmarks.md).
+/// pipelined SET allocates four times (counted with `benches/callgrind_commands.sh`).
 struct Mimalloc;
 
 const WORD: usize = std::mem::size_of::<usize>();
@@ -127,8 +131,6 @@ unsafe impl std::alloc::GlobalAlloc for Mimalloc {
     }
 }
 
-const USAGE: &str = "usage: rediskv-server [/path/to/redis.conf] [--config FILE] [--engine fjall|memory|rocksdb|etcd] [--dir ./data] [--etcd-endpoints http://a:2379,http://b:2379] [--etcd-prefix rediskv/] [--etcd-max-txn-ops N] [--etcd-max-request-bytes N] [--etcd-quorum-timeout MS] [--etcd-conflict-timeout MS] [--layout kvrocks|neokv|camellia|titea] [--neokv-region-id 1] [--neokv-index-id 1] [--camellia-namespace default] [--camellia-hash-version 0|1] [--camellia-set-version 0|1] [--camellia-md5-prefix 0|8] [--titea-namespace default.default] [--threads N] [--cache-size 32mb] [--write-buffer-size 64mb] [--appendfsync everysec|always|no] [--port 6380] [--bind 127.0.0.1] [--tls-port 6381 --tls-cert-file F --tls-key-file F --tls-ca-cert-file F] [--<parameter> <value>]...";
-
 /// What the command line chose besides Redis' parameters.
 struct Start {
     config: Config,
@@ -166,7 +168,7 @@ fn options() -> Result<Start, String> {
     let default_dir = config.get("dir").to_string();
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
+        print!("{}", flags::help());
         std::process::exit(0);
     }
     let file = match args.first() {
@@ -234,7 +236,7 @@ fn options() -> Result<Start, String> {
             "-b" => "bind".to_string(),
             f => f
                 .strip_prefix("--")
-                .ok_or_else(|| format!("unexpected argument {f} ({USAGE})"))?
+                .ok_or_else(|| format!("unexpected argument {f} ({})", flags::usage()))?
                 .to_ascii_lowercase(),
         };
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -310,24 +312,49 @@ fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
 
 /// Logs `why` and exits with status 1.
 fn fatal(why: &str) -> ! {
-    eprintln!("server: {why}");
+    log::warning!("{why}");
     std::process::exit(1);
 }
 
 fn main() {
     let Start { config, engine, threads, data_dir, etcd, layout, memory } = options().unwrap_or_else(|e| {
+        // No log exists before the configuration is read: redis-server, too, writes this
+        // to standard error.
         eprintln!("server: {e}");
         std::process::exit(2);
     });
+    let syslog = (config.get("syslog-enabled") == "yes")
+        .then(|| (config.get("syslog-ident"), config.get("syslog-facility")));
+    if let Err(e) = log::open(config.get("logfile"), syslog) {
+        let why = e.to_string();
+        let why = why.split(" (os error").next().unwrap_or(&why);
+        eprintln!(
+            "\n*** FATAL CONFIG FILE ERROR (Redis {}) ***\nCan't open the log file: {why}",
+            config::REDIS_VERSION
+        );
+        std::process::exit(1);
+    }
+    log::warning!("rediskv is starting");
+    log::warning!(
+        "rediskv version={}, Redis version={}, bits={}, pid={}, just started",
+        env!("CARGO_PKG_VERSION"),
+        config::REDIS_VERSION,
+        usize::BITS,
+        std::process::id()
+    );
+    match config.file() {
+        Some(file) => log::warning!("Configuration loaded from {}", file.display()),
+        None => log::warning!("No config file given, using the defaults and the command line"),
+    }
     let store = store::Store::open(&engine, &data_dir, config.get("appendfsync"), memory, &etcd, &layout)
         .unwrap_or_else(|e| {
-            eprintln!("server: {e}");
+            log::warning!("{e}");
             std::process::exit(1);
         });
     let tls_contexts = tls::Tls::default();
     if config.wants_tls() {
         if let Err(e) = tls_contexts.configure(&config) {
-            eprintln!("server: {e}");
+            log::warning!("{e}");
             fatal("Failed to configure TLS. Check logs for more info.");
         }
     }
@@ -344,18 +371,17 @@ fn main() {
     let tls =
         (tls_port != 0).then(|| listen::listen_on(&bind, tls_port as u16).unwrap_or_else(|e| fatal(&e)));
     let mut config = config;
+    let plain_port = plain.as_ref().and_then(|l| l.local_addr().ok()).map_or(0, |a| a.port());
+    if plain_port != 0 {
+        // Port 0 asks for any free port: report the one we got.
+        let _ = config.set_one("port", &plain_port.to_string(), true);
+    }
+    log::notice!("Running mode=standalone, port={plain_port}.");
     let data = store.dir().map_or(String::new(), |d| format!(" in {}", d.display()));
     for (listener, what) in [(&plain, ""), (&tls, " (TLS)")] {
         if let Some(local) = listener.as_ref().and_then(|l| l.local_addr().ok()) {
-            eprintln!(
-                "rediskv server listening on {local}{what} ({} engine{data}, {threads} threads)",
-                store.name()
-            );
+            log::notice!("Listening on {local}{what} ({} engine{data}, {threads} threads)", store.name());
         }
-    }
-    if let Some(local) = plain.as_ref().and_then(|l| l.local_addr().ok()) {
-        // Port 0 asks for any free port: report the one we got.
-        let _ = config.set_one("port", &local.port().to_string(), true);
     }
     let mut state = state::State::new(config, store, layout);
     state.tls = tls_contexts;
@@ -375,24 +401,26 @@ fn main() {
             .map_err(|e| format!("Error loading ACLs, opening file '{aclfile}': {e}"))
             .and_then(|text| state.acl.load(&text, &aclfile, pubsub_all));
         if let Err(e) = loaded {
-            eprintln!("server: {e}");
+            log::warning!("{e}");
             std::process::exit(1);
         }
     }
-    if let Some(codes) = state.store.load_functions() {
-        if let Err(e) = state.scripts.restore_codes(&codes) {
-            eprintln!("server: cannot load the saved function libraries: {e}");
-            std::process::exit(1);
-        }
+    if let Some(codes) = state.store.load_functions()
+        && let Err(e) = state.scripts.restore_codes(&codes)
+    {
+        log::warning!("Cannot load the saved function libraries: {e}");
+        std::process::exit(1);
     }
+    log::warning!("Server initialized");
     notify::configure(&state);
     evict::configure(&state);
     maint::spawn(state.clone());
     script_thread::spawn(state.clone());
     #[cfg(feature = "etcd")]
     maint::follow_other_nodes(state.clone());
+    log::notice!("Ready to accept connections");
     if let Err(e) = conn::serve(state, threads) {
-        eprintln!("server: {e}");
+        log::warning!("{e}");
         std::process::exit(1);
     }
 }

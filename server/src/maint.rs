@@ -60,7 +60,7 @@ pub fn after_writes(state: &State, lane: usize, engine: &SharedEngine, session: 
     if !session.swapped_dbs().is_empty() {
         let ns = String::from_utf8_lossy(engine.layout().namespace()).into_owned();
         if let Err(e) = state.store.save_db_slots(&ns, &engine.db_slots()) {
-            eprintln!("server: cannot save the SWAPDB mapping: {e}");
+            crate::log::warning!("Cannot save the SWAPDB mapping: {e}");
         }
     }
 }
@@ -204,9 +204,9 @@ pub fn follow_other_nodes(state: Arc<State>) {
                             }
                         }
                     }
-                    eprintln!("server: the etcd change feed ended: watching again");
+                    crate::log::warning!("The etcd change feed ended: watching again");
                 }
-                Err(e) => eprintln!("server: no change feed from etcd ({e}): trying again in 1 s"),
+                Err(e) => crate::log::warning!("No change feed from etcd ({e}): trying again in 1 s"),
             }
             std::thread::sleep(Duration::from_secs(1));
         }

@@ -63,18 +63,13 @@ pub fn run_command(state: &State, job: &mut Job) -> (Reply, Vec<u8>) {
         }
         // A script that read something: its declared keys are tracked, as Redis tracks the
         // keys of the EVAL or FCALL command.
-        if tracks_reads && state.scripts.read_any.load(Relaxed) && !reply.is_error() {
-            if let Ok((keys, _)) = scripting::split_keys(argv) {
-                let max = state.config().number("tracking-table-max-keys").max(0) as usize;
-                state.tracking.remember(
-                    state.peers(),
-                    engine.layout().namespace(),
-                    &keys,
-                    info.id,
-                    max,
-                    &mut to,
-                );
-            }
+        if tracks_reads
+            && state.scripts.read_any.load(Relaxed)
+            && !reply.is_error()
+            && let Ok((keys, _)) = scripting::split_keys(argv)
+        {
+            let max = state.config().number("tracking-table-max-keys").max(0) as usize;
+            state.tracking.remember(state.peers(), engine.layout().namespace(), &keys, info.id, max, &mut to);
         }
     }
     state.blocked.wake(state, engine, session);

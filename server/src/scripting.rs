@@ -670,9 +670,18 @@ impl Vm {
         redis.set(
             "log",
             lua.create_function(|_, args: MultiValue| {
-                let text: Vec<String> =
-                    args.iter().skip(1).map(|v| v.to_string().unwrap_or_default()).collect();
-                eprintln!("server: script: {}", text.join(" "));
+                let number = match args.front() {
+                    Some(Value::Integer(n)) => Some(*n),
+                    Some(Value::Number(n)) => Some(*n as i64),
+                    _ => None,
+                };
+                let level = number.and_then(crate::log::Level::from_number);
+                let level = level.unwrap_or(crate::log::Level::Notice);
+                if crate::log::enabled(level) {
+                    let text: Vec<String> =
+                        args.iter().skip(1).map(|v| v.to_string().unwrap_or_default()).collect();
+                    crate::log::write(level, format_args!("{}", text.join(" ")));
+                }
                 Ok(())
             })?,
         )?;
@@ -961,14 +970,13 @@ fn redis_call(lua: &Lua, bridge: &Bridge, argv: Argv, raise: bool) -> mlua::Resu
             "ERR redis.call/pcall can only be called inside a script invocation",
         )?),
     };
-    if raise {
-        if let Value::Table(t) = &reply {
-            if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
-                let text = e.to_string_lossy().to_string();
-                lua.set_named_registry_value("__redis_pending_error", t.clone())?;
-                return Err(mlua::Error::RuntimeError(text));
-            }
-        }
+    if raise
+        && let Value::Table(t) = &reply
+        && let Ok(Value::String(e)) = t.raw_get::<Value>("err")
+    {
+        let text = e.to_string_lossy().to_string();
+        lua.set_named_registry_value("__redis_pending_error", t.clone())?;
+        return Err(mlua::Error::RuntimeError(text));
     }
     Ok(reply)
 }
@@ -1893,16 +1901,15 @@ fn lua_to_reply_at(value: &Value, resp3: bool, depth: usize) -> Reply {
             if let Ok(Value::String(b)) = t.raw_get::<Value>("big_number") {
                 return Reply::BigNumber(String::from_utf8_lossy(&b.as_bytes()).replace(['\r', '\n'], " "));
             }
-            if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string") {
-                if let (Ok(Value::String(format)), Ok(Value::String(text))) =
+            if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string")
+                && let (Ok(Value::String(format)), Ok(Value::String(text))) =
                     (v.raw_get::<Value>("format"), v.raw_get::<Value>("string"))
-                {
-                    let mut f = [b' '; 3];
-                    for (i, c) in format.as_bytes().iter().take(3).enumerate() {
-                        f[i] = *c;
-                    }
-                    return Reply::Verbatim { format: f, text: Bytes::copy_from_slice(&text.as_bytes()) };
+            {
+                let mut f = [b' '; 3];
+                for (i, c) in format.as_bytes().iter().take(3).enumerate() {
+                    f[i] = *c;
                 }
+                return Reply::Verbatim { format: f, text: Bytes::copy_from_slice(&text.as_bytes()) };
             }
             if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
                 let pairs = m
@@ -2441,10 +2448,11 @@ pub fn script_command(argv: &[Bytes], scripts: &Scripts) -> Reply {
             )
         }
         (b"flush", 2 | 3) => {
-            if let Some(mode) = argv.get(2) {
-                if !mode.eq_ignore_ascii_case(b"sync") && !mode.eq_ignore_ascii_case(b"async") {
-                    return Reply::Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option".into());
-                }
+            if let Some(mode) = argv.get(2)
+                && !mode.eq_ignore_ascii_case(b"sync")
+                && !mode.eq_ignore_ascii_case(b"async")
+            {
+                return Reply::Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option".into());
             }
             lock(&scripts.cache).clear();
             scripts.changed();
@@ -2532,10 +2540,11 @@ pub fn function_command(argv: &[Bytes], scripts: &Scripts, save: &dyn Fn(&Script
             Reply::OK
         }
         b"flush" if argv.len() <= 3 => {
-            if let Some(mode) = argv.get(2) {
-                if !mode.eq_ignore_ascii_case(b"sync") && !mode.eq_ignore_ascii_case(b"async") {
-                    return Reply::Error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into());
-                }
+            if let Some(mode) = argv.get(2)
+                && !mode.eq_ignore_ascii_case(b"sync")
+                && !mode.eq_ignore_ascii_case(b"async")
+            {
+                return Reply::Error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option".into());
             }
             lock(&scripts.libraries).clear();
             scripts.changed();

@@ -351,10 +351,10 @@ fn busy_answer(state: std::sync::Weak<State>) -> rediskv::commands::HeldAnswer {
 /// modify while one of `listeners` needs them.
 fn engine(store: &Store, layout: KeyLayout, ns: &str, listeners: &Listeners) -> SharedEngine {
     let engine = Engine::with_layout(store.backend(), layout).with_listeners(listeners.clone());
-    if let Some(slots) = store.load_db_slots(ns) {
-        if !engine.restore_db_slots(&slots) {
-            eprintln!("server: ignoring a corrupt SWAPDB record for namespace {ns}");
-        }
+    if let Some(slots) = store.load_db_slots(ns)
+        && !engine.restore_db_slots(&slots)
+    {
+        crate::log::warning!("Ignoring a corrupt SWAPDB record for namespace {ns}");
     }
     engine
 }

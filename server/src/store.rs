@@ -168,13 +168,16 @@ impl Store {
         ));
         let filling = cache.clone();
         let unfilled = |e: &dyn std::fmt::Display| {
-            eprintln!("key filter: not filled, every read of a key goes to the store: {e}");
+            crate::log::warning!("Key filter not filled, every read of a key goes to the store: {e}");
         };
         let spawned = std::thread::Builder::new().name("key-filter".into()).spawn(move || {
             let started = std::time::Instant::now();
             match filling.fill_key_filter() {
                 Ok(n) if started.elapsed() > std::time::Duration::from_secs(1) => {
-                    eprintln!("key filter: {n} keys read in {:.1} s", started.elapsed().as_secs_f64());
+                    crate::log::notice!(
+                        "Key filter: {n} keys read in {:.1} s",
+                        started.elapsed().as_secs_f64()
+                    );
                 }
                 Ok(_) => {}
                 Err(e) => unfilled(&e),

@@ -339,12 +339,12 @@ pub fn client_tracking(args: &[Bytes], client: &ClientInfo, tracking: &Tracking,
                 return err("PREFIX option requires BCAST mode to be enabled");
             }
             let current = lock(&client.tracking).clone();
-            if let Some(cur) = &current {
-                if cur.bcast != mode.bcast {
-                    return err(
-                        "You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
-                    );
-                }
+            if let Some(cur) = &current
+                && cur.bcast != mode.bcast
+            {
+                return err(
+                    "You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
+                );
             }
             if mode.bcast && (mode.optin || mode.optout) {
                 return err("OPTIN and OPTOUT are not compatible with BCAST");
@@ -352,12 +352,12 @@ pub fn client_tracking(args: &[Bytes], client: &ClientInfo, tracking: &Tracking,
             if mode.optin && mode.optout {
                 return err("You can't specify both OPTIN mode and OPTOUT mode");
             }
-            if let Some(cur) = &current {
-                if (mode.optin && cur.optout) || (mode.optout && cur.optin) {
-                    return err(
-                        "You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.",
-                    );
-                }
+            if let Some(cur) = &current
+                && ((mode.optin && cur.optout) || (mode.optout && cur.optin))
+            {
+                return err(
+                    "You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.",
+                );
             }
             if mode.bcast {
                 let existing = current.map(|c| c.prefixes).unwrap_or_default();

@@ -115,10 +115,10 @@ fn refused_with_other_layouts(others: &[&[&str]], stored: &str) {
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains(stored), "{stderr}");
-        assert!(stderr.contains("refusing to open it"), "{stderr}");
+        let log = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{log}");
+        assert!(log.contains(stored), "{log}");
+        assert!(log.contains("refusing to open it"), "{log}");
     }
 }
 

@@ -23,10 +23,10 @@ fn run(c: &mut Client, out: &mut Vec<Value>, script: &[&[&str]]) {
 fn sorted_libraries(reply: Value) -> Value {
     let Value::Array(Some(mut libs)) = reply else { return reply };
     for lib in &mut libs {
-        if let Value::Array(Some(fields)) = lib {
-            if let Some(Value::Array(Some(functions))) = fields.get_mut(5) {
-                functions.sort_by_key(|f| format!("{f:?}"));
-            }
+        if let Value::Array(Some(fields)) = lib
+            && let Some(Value::Array(Some(functions))) = fields.get_mut(5)
+        {
+            functions.sort_by_key(|f| format!("{f:?}"));
         }
     }
     libs.sort_by_key(|l| format!("{l:?}"));

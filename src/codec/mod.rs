@@ -35,7 +35,7 @@ pub use stream::{
 pub use types::{FLAG_64BIT, FLAG_BLIND_WRITE, FLAG_RESERVED, Flags, RedisType, TYPE_MASK};
 pub use version::{Clock, ManualClock, SystemClock, VersionGenerator};
 
-/// The column families records live in (LAYOUT.md). A backend with one key space maps each
+/// The column families records live in (docs/layout.md). A backend with one key space maps each
 /// to a distinct one-byte prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ColumnFamily {

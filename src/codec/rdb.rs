@@ -527,7 +527,7 @@ fn unique<T>(items: Vec<T>, key: impl Fn(&T) -> &Bytes) -> Result<Vec<T>> {
 
 /// Pairs up a flat container: field, value, field, value…
 fn pairs<T>(items: Vec<Bytes>, value: impl Fn(Bytes) -> Result<T>) -> Result<Vec<(Bytes, T)>> {
-    if items.len() % 2 != 0 {
+    if !items.len().is_multiple_of(2) {
         return Err(Error::DumpFormat("odd number of entries"));
     }
     let mut out = Vec::with_capacity(items.len() / 2);

@@ -12,12 +12,11 @@ static XMODEM: Crc<u16, Table<16>> = Crc::<u16, Table<16>>::new(&CRC_16_XMODEM);
 /// The part of `key` that is hashed: the text between the first `{` and the next `}` when
 /// it is non-empty, else the whole key.
 pub fn hash_tag(key: &[u8]) -> &[u8] {
-    if let Some(open) = key.iter().position(|&b| b == b'{') {
-        if let Some(len) = key[open + 1..].iter().position(|&b| b == b'}') {
-            if len > 0 {
-                return &key[open + 1..open + 1 + len];
-            }
-        }
+    if let Some(open) = key.iter().position(|&b| b == b'{')
+        && let Some(len) = key[open + 1..].iter().position(|&b| b == b'}')
+        && len > 0
+    {
+        return &key[open + 1..open + 1 + len];
     }
     key
 }

@@ -401,7 +401,7 @@ mod tests {
                         seed ^= seed << 13;
                         seed ^= seed >> 7;
                         seed ^= seed << 17;
-                        if seed % 3 == 0 { 0xFF } else { seed as u8 }
+                        if seed.is_multiple_of(3) { 0xFF } else { seed as u8 }
                     })
                     .collect();
                 let _ = StreamSub::decode(&bytes);

@@ -173,12 +173,11 @@ pub(crate) fn strtod(s: &[u8]) -> Strtod {
     }
     if starts_with_ci(b"nan") {
         let mut used = i + 3;
-        if s.get(used) == Some(&b'(') {
-            if let Some(close) = s[used..].iter().position(|&b| b == b')') {
-                if s[used + 1..used + close].iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
-                    used += close + 1;
-                }
-            }
+        if s.get(used) == Some(&b'(')
+            && let Some(close) = s[used..].iter().position(|&b| b == b')')
+            && s[used + 1..used + close].iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        {
+            used += close + 1;
         }
         return Strtod { value: f64::NAN, used, range_error: false };
     }

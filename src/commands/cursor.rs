@@ -30,10 +30,10 @@ impl CursorStore {
         let mut c = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         c.next += 1;
         let id = c.next;
-        if c.order.len() == CAPACITY {
-            if let Some(old) = c.order.pop_front() {
-                c.positions.remove(&old);
-            }
+        if c.order.len() == CAPACITY
+            && let Some(old) = c.order.pop_front()
+        {
+            c.positions.remove(&old);
         }
         c.positions.insert(id, position);
         c.order.push_back(id);

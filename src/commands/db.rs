@@ -848,7 +848,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         std::mem::take(&mut self.swapped)
     }
 
-    /// Turns blind-write mode on or off for hashes and sets (LAYOUT.md, extensions).
+    /// Turns blind-write mode on or off for hashes and sets (docs/layout.md, extensions).
     pub fn set_blind_write(&mut self, on: bool) {
         self.shared.blind_write.store(on, Ordering::Relaxed);
     }

@@ -437,11 +437,11 @@ impl<B: KvBackend> Engine<B> {
                 return reply;
             }
         };
-        if let Some(multi) = &mut session.multi {
-            if !matches!(info.name, "exec" | "discard" | "multi" | "watch") {
-                multi.queue.push((info, argv.to_vec()));
-                return Reply::status("QUEUED");
-            }
+        if let Some(multi) = &mut session.multi
+            && !matches!(info.name, "exec" | "discard" | "multi" | "watch")
+        {
+            multi.queue.push((info, argv.to_vec()));
+            return Reply::status("QUEUED");
         }
         // The transaction commands are session rows: any other row runs at once, unnamed.
         let name = if info.family == Family::Session { info.name } else { "" };
@@ -531,10 +531,10 @@ impl<B: KvBackend> Engine<B> {
     /// reply stands, and the sweep retries).
     fn reap(&self, session: &mut Session) {
         let expired = expired_keys(session.touched());
-        if !expired.is_empty() {
-            if let Ok((_, true)) = self.delete_expired_keys(&expired, self.now_ms(), false) {
-                session.add_garbage();
-            }
+        if !expired.is_empty()
+            && let Ok((_, true)) = self.delete_expired_keys(&expired, self.now_ms(), false)
+        {
+            session.add_garbage();
         }
     }
 

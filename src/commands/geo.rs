@@ -132,7 +132,7 @@ fn geoadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         first += 1;
     }
     let rest = &argv[first..];
-    if rest.len() % 3 != 0 || (flags.nx && flags.xx) {
+    if !rest.len().is_multiple_of(3) || (flags.nx && flags.xx) {
         return Err(CommandError::Syntax);
     }
     let mut pairs = Vec::with_capacity(rest.len() / 3);

@@ -6,7 +6,7 @@
 //! metadata read; HGETALL/HKEYS/HVALS are one range scan.
 //!
 //! # Blind-write hashes
-//! When [`Db::blind_write`] is on, new hashes are created with `blind_write` set (LAYOUT.md,
+//! When [`Db::blind_write`] is on, new hashes are created with `blind_write` set (docs/layout.md,
 //! extensions). For such a hash:
 //! - HSET/HMSET skip reading the existing fields and HSET replies with the number of
 //!   field/value pairs given (inexact: overwritten fields count as added);
@@ -287,7 +287,7 @@ fn map_reply(pairs: Vec<(Bytes, Bytes)>) -> Reply {
 
 /// The field-value arguments of HSET or HMSET, refused when a value is missing.
 fn field_pairs<'a>(args: &'a [Bytes], name: &str) -> CommandResult<&'a [Bytes]> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(CommandError::WrongArity(name.into()));
     }
     Ok(args)

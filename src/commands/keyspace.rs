@@ -432,16 +432,16 @@ impl<B: KvBackend> Db<'_, B> {
                 visited += 1;
                 let meta = self.layout().decode_metadata(&v).ok().filter(|m| m.is_live(now));
                 let decoded = self.layout().decode_metadata_key(&k).ok();
-                if let (Some(meta), Some(decoded)) = (meta, decoded) {
-                    if !volatile || meta.expire_ms != 0 {
-                        let now_secs = now / 1000;
-                        sampled.push(Sampled {
-                            key: Bytes::copy_from_slice(decoded.user_key),
-                            idle_secs: if lfu { 0 } else { now_secs.saturating_sub(access.last(&k)) },
-                            freq: if lfu { access.freq(&k, now_secs) } else { 0 },
-                            expire_ms: meta.expire_ms,
-                        });
-                    }
+                if let (Some(meta), Some(decoded)) = (meta, decoded)
+                    && (!volatile || meta.expire_ms != 0)
+                {
+                    let now_secs = now / 1000;
+                    sampled.push(Sampled {
+                        key: Bytes::copy_from_slice(decoded.user_key),
+                        idle_secs: if lfu { 0 } else { now_secs.saturating_sub(access.last(&k)) },
+                        freq: if lfu { access.freq(&k, now_secs) } else { 0 },
+                        expire_ms: meta.expire_ms,
+                    });
                 }
                 if sampled.len() >= count || visited >= visits {
                     return Ok(sampled);

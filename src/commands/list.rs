@@ -1,7 +1,7 @@
 //! The list commands.
 //!
 //! A list is one metadata record (version, size, head, tail) plus one subkey per element,
-//! whose `sub` is the element's stored index as a big-endian u64 (LAYOUT.md, "List
+//! whose `sub` is the element's stored index as a big-endian u64 (docs/layout.md, "List
 //! indices"). The element at position `p` (0 = first) lives at stored index `head + p`;
 //! the elements occupy exactly `[head, tail)`, so `size == tail - head`.
 //!
@@ -184,10 +184,10 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`Db::list_meta`] by metadata key, for the commands that write it back.
     fn list_meta_at(&self, mkey: &[u8]) -> CommandResult<Option<Metadata<'static>>> {
         let meta = self.lookup_of_at(mkey, RedisType::List)?;
-        if let Some(m) = &meta {
-            if m.tail.checked_sub(m.head) != Some(m.size) {
-                return Err(CommandError::Other("ERR storage error: list head/tail/size disagree".into()));
-            }
+        if let Some(m) = &meta
+            && m.tail.checked_sub(m.head) != Some(m.size)
+        {
+            return Err(CommandError::Other("ERR storage error: list head/tail/size disagree".into()));
         }
         Ok(meta)
     }

@@ -6,7 +6,7 @@
 //! scan; SINTER walks the smallest set and probes the others with point reads.
 //!
 //! # Blind-write sets
-//! When [`Db::blind_write`] is on, new sets are created with `blind_write` set (LAYOUT.md,
+//! When [`Db::blind_write`] is on, new sets are created with `blind_write` set (docs/layout.md,
 //! extensions). For such a set:
 //! - SADD skips reading the members and replies with the number of members given (inexact:
 //!   members already present count as added);

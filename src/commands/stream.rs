@@ -937,7 +937,7 @@ fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
             count_given = true;
         } else if o.eq_ignore_ascii_case(b"streams") && more > 0 {
             streams_at = i + 1;
-            if (argv.len() - streams_at) % 2 != 0 {
+            if !(argv.len() - streams_at).is_multiple_of(2) {
                 return Err(err(
                     "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
                 ));
@@ -1704,11 +1704,11 @@ fn release<'a, B: KvBackend>(
     owner: &[u8],
     batch: &mut WriteBatch,
 ) -> CommandResult<()> {
-    if owner == name {
-        if let Some(r) = reader {
-            r.me.pending = r.me.pending.saturating_sub(1);
-            return Ok(());
-        }
+    if owner == name
+        && let Some(r) = reader
+    {
+        r.me.pending = r.me.pending.saturating_sub(1);
+        return Ok(());
     }
     match reader {
         Some(r) => {

@@ -549,7 +549,7 @@ fn mget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 fn pairs_of(argv: &[Bytes], name: &str) -> CommandResult<Vec<(Bytes, Bytes)>> {
-    if argv.len() % 2 == 0 {
+    if argv.len().is_multiple_of(2) {
         return Err(CommandError::WrongArity(name.into()));
     }
     Ok(argv[1..].chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect())

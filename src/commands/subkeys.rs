@@ -212,21 +212,22 @@ impl<B: KvBackend> Db<'_, B> {
         if size == 0 || count == 0 {
             return Ok(Vec::new());
         }
-        if let Pick::Repeat(n) = pick {
-            if n > MAX_REPEAT_PICKS {
-                return Err(CommandError::err("value is out of range"));
-            }
+        if let Pick::Repeat(n) = pick
+            && n > MAX_REPEAT_PICKS
+        {
+            return Err(CommandError::err("value is out of range"));
         }
-        if let Pick::Distinct(n) = pick {
-            if n >= size {
-                return self.all_subkeys(key, meta.version);
-            }
+        if let Pick::Distinct(n) = pick
+            && n >= size
+        {
+            return self.all_subkeys(key, meta.version);
         }
         let distinct = matches!(pick, Pick::Distinct(_));
-        if size > SMALL_COLLECTION && count.saturating_mul(4) < size {
-            if let Some(found) = self.sample_by_seeks(key, meta.version, count, distinct)? {
-                return Ok(found);
-            }
+        if size > SMALL_COLLECTION
+            && count.saturating_mul(4) < size
+            && let Some(found) = self.sample_by_seeks(key, meta.version, count, distinct)?
+        {
+            return Ok(found);
         }
         let positions: Vec<u64> = if distinct {
             // Floyd's algorithm: `count` distinct positions in [0, size).

@@ -239,7 +239,7 @@ fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         i += 1;
     }
     let elements = argv.len() - i;
-    if elements == 0 || elements % 2 != 0 {
+    if elements == 0 || !elements.is_multiple_of(2) {
         return Err(CommandError::Syntax);
     }
     flags.validate(elements / 2)?;
@@ -477,10 +477,10 @@ fn zrandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 /// Checks the inputs' types as Redis does before parsing the options.
 fn check_setop_types<B: KvBackend>(db: &Db<B>, keys: &[Bytes]) -> CommandResult<()> {
     for key in keys {
-        if let Some(e) = db.lookup(key)? {
-            if !matches!(e.meta.ty, RedisType::ZSet | RedisType::Set) {
-                return Err(CommandError::WrongType);
-            }
+        if let Some(e) = db.lookup(key)?
+            && !matches!(e.meta.ty, RedisType::ZSet | RedisType::Set)
+        {
+            return Err(CommandError::WrongType);
         }
     }
     Ok(())

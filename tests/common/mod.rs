@@ -11,7 +11,7 @@ use rediskv::commands::{Db, Reply};
 /// The bytes of a hex literal (whitespace ignored): how golden vectors are written.
 pub fn h(s: &str) -> Vec<u8> {
     let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    assert!(digits.len() % 2 == 0, "odd hex literal {s:?}");
+    assert!(digits.len().is_multiple_of(2), "odd hex literal {s:?}");
     digits.chunks(2).map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap()).collect()
 }
 

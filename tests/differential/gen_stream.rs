@@ -16,7 +16,7 @@ use crate::kit::*;
 static NEXT_MS: AtomicU64 = AtomicU64::new(1);
 
 fn fresh_ms() -> u64 {
-    NEXT_MS.fetch_add(1 + u64::from(NEXT_MS.load(Ordering::Relaxed) % 3 == 0), Ordering::Relaxed)
+    NEXT_MS.fetch_add(1 + u64::from(NEXT_MS.load(Ordering::Relaxed).is_multiple_of(3)), Ordering::Relaxed)
 }
 
 /// An id for XADD: fresh, `<ms>-*`, old, or not an id.

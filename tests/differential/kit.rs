@@ -61,7 +61,7 @@ pub enum Cmp {
     /// A lex-range command on the zset at argument `key_arg`: compared exactly while every
     /// member of that key has the same score on the reference, skipped on both sides
     /// otherwise. Redis leaves lex ranges over mixed scores unspecified (its answer walks
-    /// score order); the engine answers in member order, as LAYOUT.md's Subkey CF stores it.
+    /// score order); the engine answers in member order, as docs/layout.md's Subkey CF stores it.
     Lex { key_arg: usize },
     /// PFDEBUG DECODE of the key at argument `key_arg`: compared exactly while that key's
     /// value on the reference is at most [`DECODE_MAX_BYTES`] long, skipped on both sides

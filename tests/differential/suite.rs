@@ -523,11 +523,10 @@ fn compare_op_modes(r: &mut dyn Target, e: &mut dyn Target, op: &Op) -> Result<(
         }
         Cmp::Random(rnd) => compare_random(r, e, op, rnd).map(|n| (n, Reply::Nil)),
         Cmp::Decode { key_arg } => {
-            if let Reply::Integer(n) = r.exec(&argv!["STRLEN", op.argv[*key_arg].as_slice()]) {
-                if n > DECODE_MAX_BYTES {
+            if let Reply::Integer(n) = r.exec(&argv!["STRLEN", op.argv[*key_arg].as_slice()])
+                && n > DECODE_MAX_BYTES {
                     return Ok((0, Reply::Nil));
                 }
-            }
             compare_op_modes(r, e, &Op { argv: op.argv.clone(), cmp: Cmp::Exact })
         }
         Cmp::Lex { key_arg } => {
@@ -580,7 +579,7 @@ fn expired_keys(r: &mut dyn Target) -> i64 {
 
 /// Equal, except that a score `-0` from Redis matches `0` from the engine. Redis keeps a
 /// stored `-0` only once a zset is skiplist-encoded (more than 128 members, or one over 64
-/// bytes) and prints `0` while it is a listpack; the engine stores `-0` as `+0` (LAYOUT.md's
+/// bytes) and prints `0` while it is a listpack; the engine stores `-0` as `+0` (docs/layout.md's
 /// ordered double) and always prints `0`.
 fn same_modulo_stored_negative_zero(a: &Reply, b: &Reply) -> bool {
     match (a, b) {
@@ -898,11 +897,10 @@ fn compare_with_redis(layout: KeyLayout, unsupported: &[&str]) {
     let version = reference.exec(&argv!["INFO", "server"]);
     if let Some(info) = bytes_of(&version) {
         let info = String::from_utf8_lossy(&info);
-        if let Some(v) = info.lines().find_map(|l| l.strip_prefix("redis_version:")) {
-            if !v.starts_with("7.0") {
+        if let Some(v) = info.lines().find_map(|l| l.strip_prefix("redis_version:"))
+            && !v.starts_with("7.0") {
                 eprintln!("differential: note: reference is redis {v}, the engine targets 7.0");
             }
-        }
     }
 
     let against_redis = std::env::var("DIFF_AGAINST").is_ok_and(|v| v == "redis");

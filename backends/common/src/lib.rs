@@ -448,10 +448,11 @@ impl GcFilter {
         };
         let Some((owner, version)) = owner else { return Ok(Decision::Keep) };
         let meta_key = self.layout.owner_metadata_key(&owner);
-        if let Some((k, v, d)) = &self.last {
-            if *k == meta_key && *v == version {
-                return Ok(*d);
-            }
+        if let Some((k, v, d)) = &self.last
+            && *k == meta_key
+            && *v == version
+        {
+            return Ok(*d);
         }
         let mut failure = None;
         let decision = gc::decide(

@@ -408,7 +408,7 @@ impl Backend {
         // costs nothing.
         let writes = self.writes_near_bound.load(Ordering::Relaxed);
         self.writes_near_bound.store(writes.wrapping_add(1), Ordering::Relaxed);
-        if writes % SEAL_CHECK != 0 {
+        if !writes.is_multiple_of(SEAL_CHECK) {
             return;
         }
         for ks in self.cfs.iter().chain([&self.own]) {

@@ -155,10 +155,10 @@ impl Client {
                 }
             }
         }
-        if let Some((user, password)) = auth {
-            if let Err(e) = self.login(Some(user), password, &argv[0], state) {
-                return e;
-            }
+        if let Some((user, password)) = auth
+            && let Err(e) = self.login(Some(user), password, &argv[0], state)
+        {
+            return e;
         }
         if !self.authenticated {
             return Reply::Error(
@@ -168,10 +168,10 @@ impl Client {
                     .into(),
             );
         }
-        if let Some(name) = name {
-            if let Err(e) = self.set_name(name) {
-                return e;
-            }
+        if let Some(name) = name
+            && let Err(e) = self.set_name(name)
+        {
+            return e;
         }
         self.session.set_resp(resp);
         self.info.resp.store(resp, Relaxed);

@@ -40,7 +40,7 @@ impl Client {
             }
             ("error", 3) => Reply::Error(String::from_utf8_lossy(&argv[2]).into_owned()),
             ("log", 3) => {
-                eprintln!("DEBUG LOG: {}", String::from_utf8_lossy(&argv[2]));
+                crate::log::warning!("DEBUG LOG: {}", String::from_utf8_lossy(&argv[2]));
                 Reply::OK
             }
             ("set-active-expire", 3) => {

@@ -33,10 +33,10 @@ impl Client {
         if !self.authenticated && !info.has(flag::NO_AUTH) {
             return Some(Some(Reply::Error("NOAUTH Authentication required.".into())));
         }
-        if self.restricted {
-            if let Some(denied) = self.acl_refusal(argv, state) {
-                return Some(Some(denied));
-            }
+        if self.restricted
+            && let Some(denied) = self.acl_refusal(argv, state)
+        {
+            return Some(Some(denied));
         }
         // Redis' no-multi commands (the server's SAVE and SHUTDOWN among them).
         if self.session.in_multi() && info.has(flag::NO_MULTI) {

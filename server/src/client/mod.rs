@@ -329,7 +329,7 @@ impl Client {
             "script" => scripting::script_command(argv, &state.scripts),
             "function" => scripting::function_command(argv, &state.scripts, &|scripts| {
                 if let Err(e) = state.store.save_functions(&scripts.dump_codes()) {
-                    eprintln!("server: cannot save the function libraries: {e}");
+                    crate::log::warning!("Cannot save the function libraries: {e}");
                 }
             }),
             "reset" if argv.len() == 1 => self.reset(state),
@@ -427,7 +427,8 @@ impl Client {
                         Next::Continue,
                     );
                 }
-                eprintln!("server: SHUTDOWN from client {}", self.info.id);
+                crate::log::warning!("User requested shutdown...");
+                crate::log::warning!("rediskv is now ready to exit, bye bye...");
                 std::process::exit(0);
             }
             _ => return self.run_in_engine(info, argv, state),

@@ -211,19 +211,27 @@ fn start(before: &[&str], args: &[&str]) -> Server {
         .args(["--port", "0"])
         .args(engine)
         .args(args)
-        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
         .spawn()
         .expect("start rediskv-server");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    // Its log (standard output, as redis-server's without a logfile) names the port it got,
+    // then says when it serves.
+    let mut log = BufReader::new(child.stdout.take().unwrap());
+    let mut port = None;
     let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let port = line
-        .split_whitespace()
-        .find_map(|w| w.rsplit_once(':').and_then(|(_, p)| p.parse().ok()))
-        .unwrap_or_else(|| panic!("no port in {line:?}"));
-    // Keep draining its log so the pipe never fills.
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    Server { child, port, dir: None }
+    while log.read_line(&mut line).unwrap_or(0) > 0 {
+        if let Some(rest) = line.split_once("port=").map(|(_, rest)| rest) {
+            port = rest.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok();
+        }
+        if line.contains("Ready to accept connections") {
+            let port = port.unwrap_or_else(|| panic!("no port in the log before {line:?}"));
+            // Keep draining its log so the pipe never fills.
+            std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+            return Server { child, port, dir: None };
+        }
+        line.clear();
+    }
+    panic!("rediskv-server exited before it was ready: {:?}", child.wait());
 }
 
 /// Starts a real redis-server on a free port; None (after a loud note) when it is not
