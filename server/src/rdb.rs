@@ -13,7 +13,6 @@
 //! disk engine's writes are durable by themselves: its server ignores `save` points, and SAVE
 //! and BGSAVE flush its memtables besides writing the file.
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,17 +20,11 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::time::{Duration, Instant};
 
-use rediskv::codec::{
-    KeyLayout, RdbFileOptions, RdbFileReader, RdbFileWriter, RdbHeader, RdbItem, RdbReplication,
-};
-use rediskv::commands::{CommandError, Engine};
+use rediskv::codec::{KeyLayout, RdbFileOptions, RdbFileReader, RdbHeader, RdbReplication};
+use rediskv::commands::{Engine, RdbLoader, RdbSave, save_rdb};
 
 use crate::state::State;
 
-/// Bytes gathered before a write to the output.
-const WRITE_CHUNK: usize = 64 << 10;
-/// Bytes read from the input at a time.
-const READ_CHUNK: usize = 64 << 10;
 /// After a failed BGSAVE, `save` points wait this long before trying again (Redis'
 /// `CONFIG_BGSAVE_RETRY_DELAY`).
 const RETRY_DELAY_SECS: u64 = 5;
@@ -119,27 +112,7 @@ pub struct Snapshot {
 }
 
 /// What a save or a load did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RdbStats {
-    /// Keys written or stored.
-    pub keys: u64,
-    /// Keys by type name (`string`, `list`, `set`, `zset`, `hash`, `stream`).
-    pub by_type: BTreeMap<&'static str, u64>,
-    /// Bytes of the file.
-    pub bytes: u64,
-    /// Saving: keys of a type an RDB file cannot hold (bloom filter, JSON…), left out.
-    /// Loading: keys already expired, not stored.
-    pub skipped: u64,
-    /// Function libraries.
-    pub functions: u64,
-}
-
-impl RdbStats {
-    fn count(&mut self, type_name: &'static str) {
-        self.keys += 1;
-        *self.by_type.entry(type_name).or_default() += 1;
-    }
-}
+pub type RdbStats = rediskv::commands::RdbCounts;
 
 /// Takes a [`Snapshot`] of the default namespace: waits for the commands running to finish,
 /// holds the next ones back while it takes the store's snapshot, the SWAPDB mapping and the
@@ -204,57 +177,20 @@ fn write_rdb_counting(
     if !engine.restore_db_slots(&snapshot.slots) {
         return Err("the snapshot's SWAPDB mapping is not a permutation".into());
     }
-    let mut stats = RdbStats::default();
-    let mut w = RdbFileWriter::new(snapshot.options);
-    let mut buf = Vec::with_capacity(WRITE_CHUNK * 2);
-    let header = RdbHeader {
-        redis_ver: "7.0.15".into(),
-        ctime: snapshot.ctime,
-        used_mem: snapshot.used_mem,
-        replication: snapshot.replication.clone(),
+    let save = RdbSave {
+        header: RdbHeader {
+            redis_ver: "7.0.15".into(),
+            ctime: snapshot.ctime,
+            used_mem: snapshot.used_mem,
+            replication: snapshot.replication.clone(),
+        },
+        functions: &snapshot.functions,
+        databases: snapshot.databases,
+        sizes: &snapshot.counts,
+        options: snapshot.options,
     };
-    w.header(&mut buf, &header);
-    for code in &snapshot.functions {
-        w.function(&mut buf, code.as_bytes());
-        stats.functions += 1;
-    }
-    let mut emit = |buf: &mut Vec<u8>, stats: &mut RdbStats| -> std::io::Result<()> {
-        out.write_all(buf)?;
-        stats.bytes += buf.len() as u64;
-        buf.clear();
-        Ok(())
-    };
-    let session = engine.session();
-    let mut db = engine.db(&session);
-    for (index, &(keys, expires)) in snapshot.counts.iter().enumerate().take(snapshot.databases) {
-        db.select(index).map_err(|e| e.to_string())?;
-        let mut selected = false;
-        let mut failed: Option<std::io::Error> = None;
-        let skipped = db
-            .each_rdb_value(|key, value, expire_ms| {
-                if !selected {
-                    w.select_db(&mut buf, index as u64, keys, expires);
-                    selected = true;
-                }
-                w.entry(&mut buf, key, &value, (expire_ms != 0).then_some(expire_ms));
-                stats.count(value.type_name());
-                progress(stats.keys);
-                if buf.len() >= WRITE_CHUNK {
-                    if let Err(e) = emit(&mut buf, &mut stats) {
-                        failed = Some(e);
-                        return Err(CommandError::err("write failed"));
-                    }
-                }
-                Ok(())
-            })
-            .map_err(|e| match failed.take() {
-                Some(io) => format!("cannot write: {io}"),
-                None => format!("cannot read the snapshot: {e}"),
-            })?;
-        stats.skipped += skipped;
-    }
-    w.finish(&mut buf);
-    emit(&mut buf, &mut stats).map_err(|e| format!("cannot write: {e}"))?;
+    let mut emit = |bytes: &[u8]| out.write_all(bytes).map_err(|e| format!("cannot write: {e}"));
+    let stats = save_rdb(&engine, &save, &mut emit, progress)?;
     out.flush().map_err(|e| format!("cannot write: {e}"))?;
     Ok(stats)
 }
@@ -269,80 +205,26 @@ fn write_rdb_counting(
 pub fn load_rdb(state: &State, input: &mut dyn Read) -> Result<RdbStats, String> {
     let engine = &state.engine;
     let _alone = engine.locks().lock(true, std::iter::empty());
-    let session = engine.session();
-    let mut db = engine.db(&session);
-    let flush =
-        |db: &mut rediskv::commands::Db<'_, _>| db.flushall().map_err(|e| format!("cannot flush: {e}"));
-    flush(&mut db)?;
-    let mut stats = RdbStats::default();
-    let mut functions = Vec::new();
-    let loaded = load_items(input, &mut |item| {
-        match item {
-            RdbItem::Entry(entry) => {
-                if db.index() != entry.db as usize {
-                    db.select(entry.db as usize).map_err(|e| format!("database {}: {e}", entry.db))?;
-                }
-                let now = db.now_ms() as i64;
-                let expire = entry.expire_at_ms.unwrap_or(0);
-                if expire != 0 && expire <= now {
-                    stats.skipped += 1;
-                    return Ok(());
-                }
-                let ty = entry.value.type_name();
-                db.restore_value(&entry.key, false, entry.value, expire).map_err(|e| e.to_string())?;
-                stats.count(ty);
-            }
-            RdbItem::Function(code) => functions.push(String::from_utf8_lossy(&code).into_owned()),
-            _ => {}
-        }
-        Ok(())
-    });
+    let flush = || engine.db(&engine.session()).flushall().map_err(|e| format!("cannot flush: {e}"));
+    flush()?;
+    let mut loader = RdbLoader::new(&**engine);
+    let loaded = RdbFileReader::read_from(input, &mut |item| loader.take(item));
+    let (mut stats, codes) = loader.finish();
+    let codes: Vec<String> = codes.iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();
     let loaded = loaded.and_then(|bytes| {
         stats.bytes = bytes;
-        state.scripts.replace_codes(&functions).map_err(|e| format!("a function library does not load: {e}"))
+        state.scripts.replace_codes(&codes).map_err(|e| format!("a function library does not load: {e}"))
     });
     if let Err(e) = loaded {
-        let _ = flush(&mut db);
+        let _ = flush();
         return Err(e);
     }
-    stats.functions = functions.len() as u64;
     if let Err(e) = state.store.save_functions(&state.scripts.dump_codes()) {
         eprintln!("server: cannot save the function libraries: {e}");
     }
     state.rdb.loaded.store(stats.keys, Relaxed);
     state.rdb.load_expired.store(stats.skipped, Relaxed);
     Ok(stats)
-}
-
-/// Reads the RDB file in `input` to its end, handing each item to `take`; returns the
-/// file's length.
-///
-/// # Errors
-/// The file's error (with its offset), a read's, or the first of `take`.
-fn load_items(
-    input: &mut dyn Read,
-    take: &mut dyn FnMut(RdbItem) -> Result<(), String>,
-) -> Result<u64, String> {
-    let mut reader = RdbFileReader::new();
-    let mut chunk = vec![0; READ_CHUNK];
-    loop {
-        let n = match input.read(&mut chunk) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("cannot read at byte {}: {e}", reader.offset())),
-        };
-        if n == 0 {
-            reader.finish();
-        } else {
-            reader.feed(&chunk[..n]);
-        }
-        while let Some(item) = reader.next_item().map_err(|e| format!("bad RDB file: {e}"))? {
-            take(item)?;
-        }
-        if reader.is_done() || n == 0 {
-            return Ok(reader.offset());
-        }
-    }
 }
 
 /// `dir`/`dbfilename`.
@@ -532,16 +414,11 @@ fn store_is_empty(state: &State) -> Result<bool, String> {
     Ok(true)
 }
 
-/// The bytes of a file read back, for tests of the format.
-#[cfg(test)]
-fn items_of(file: &[u8]) -> Vec<RdbItem> {
-    RdbFileReader::read_all(file).expect("a valid file")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use bytes::Bytes;
+    use rediskv::codec::RdbItem;
 
     #[test]
     fn an_empty_snapshot_writes_a_file_of_its_functions_only() {
@@ -562,7 +439,7 @@ mod tests {
         let mut out = Vec::new();
         let stats = write_rdb(&snapshot, &mut out).expect("written");
         assert_eq!((stats.keys, stats.functions, stats.bytes), (0, 1, out.len() as u64));
-        let items = items_of(&out);
+        let items = RdbFileReader::read_all(&out).expect("a valid file");
         assert!(items.contains(&RdbItem::Function(Bytes::from_static(b"#!lua name=x\n"))));
         assert!(!items.iter().any(|i| matches!(i, RdbItem::SelectDb(_))));
     }
