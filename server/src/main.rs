@@ -21,12 +21,13 @@
 //!
 //! The modules import each other without a circle (`tests/module_graph.rs`), in layers:
 //! - leaves: [`sync`], [`clock`], [`resp`], [`store`], [`mailbox`] (how other threads reach
-//!   an event loop), [`listen`], [`tls`], [`config`], [`counters`], [`client_info`];
+//!   an event loop), [`listen`], [`tls`], [`config`], [`counters`], [`client_info`],
+//!   [`log`], [`persistence`];
 //! - what [`state`] holds, none of which knows `State`: [`acl`], [`slowlog`], [`latency`],
 //!   [`monitor`], [`pubsub`], [`tracking`], [`blocking`], [`scripting`] (each given the few
 //!   things it needs: the loops' inboxes, the clients, or a `Host` trait `State` implements);
 //! - [`state`], then what uses it: [`notify`], [`evict`], [`maint`], [`wakeups`], [`script_thread`],
-//!   [`info`], [`admin`], [`client`], [`conn`].
+//!   [`rdb`], [`info`], [`admin`], [`client`], [`conn`].
 
 mod acl;
 mod admin;
@@ -51,7 +52,9 @@ mod mailbox;
 mod maint;
 mod monitor;
 mod notify;
+mod persistence;
 mod pubsub;
+mod rdb;
 mod resp;
 mod script_thread;
 mod scripting;
@@ -412,9 +415,14 @@ fn main() {
         std::process::exit(1);
     }
     log::warning!("Server initialized");
+    if let Err(e) = rdb::load_at_start(&state) {
+        log::warning!("Cannot load the RDB file: {e}");
+        std::process::exit(1);
+    }
     notify::configure(&state);
     evict::configure(&state);
     maint::spawn(state.clone());
+    rdb::spawn_cron(state.clone());
     script_thread::spawn(state.clone());
     #[cfg(feature = "etcd")]
     maint::follow_other_nodes(state.clone());

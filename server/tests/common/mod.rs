@@ -206,11 +206,22 @@ pub fn rediskv_with_file(file: &str) -> Server {
 fn start(before: &[&str], args: &[&str]) -> Server {
     // The memory engine unless a test picks one (the default, fjall, would write ./data).
     let engine: &[&str] = if args.contains(&"--engine") { &[] } else { &["--engine", "memory"] };
+    // A directory of its own, unless the test or its config file names one: a SAVE writes
+    // its dump.rdb there, and no other server loads it.
+    let dir = (before.is_empty() && !args.contains(&"--dir")).then(|| {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("rediskv-test-server-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the server's directory");
+        dir
+    });
     let mut child = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
         .args(before)
         .args(["--port", "0"])
         .args(engine)
         .args(args)
+        .args(dir.iter().flat_map(|d| [std::ffi::OsStr::new("--dir"), d.as_os_str()]))
         .stdout(Stdio::piped())
         .spawn()
         .expect("start rediskv-server");
@@ -227,7 +238,7 @@ fn start(before: &[&str], args: &[&str]) -> Server {
             let port = port.unwrap_or_else(|| panic!("no port in the log before {line:?}"));
             // Keep draining its log so the pipe never fills.
             std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
-            return Server { child, port, dir: None };
+            return Server { child, port, dir };
         }
         line.clear();
     }
