@@ -417,11 +417,14 @@ impl Store {
 const PROBE_BYTES: usize = 64 * 1024;
 
 /// The OS' words for the error an engine's `message` carries (`No space left on device` of
-/// `… No space left on device (os error 28)`), as C's `strerror` gives them; `None` when it
-/// carries no OS error.
+/// `… No space left on device (os error 28)` or of `Io(Os { code: 28, … })`), as C's
+/// `strerror` gives them; `None` when it carries no OS error.
 pub fn os_words(message: &str) -> Option<String> {
-    let (_, rest) = message.rsplit_once("(os error ")?;
-    let code: i32 = rest.split_once(')')?.0.parse().ok()?;
+    let code = |marker: &str, end: char| -> Option<i32> {
+        let (_, rest) = message.rsplit_once(marker)?;
+        rest.split_once(end)?.0.parse().ok()
+    };
+    let code = code("(os error ", ')').or_else(|| code("Os { code: ", ','))?;
     let text = std::io::Error::from_raw_os_error(code).to_string();
     Some(text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text).to_string())
 }
@@ -527,3 +530,17 @@ fn open_etcd(flags: &EtcdFlags, layout: &KeyLayout) -> Result<Store, String> {
 
 /// The engine type: the library's thread-safe `Engine` over the shared store.
 pub type SharedEngine = rediskv::commands::Engine<Backend>;
+
+#[cfg(test)]
+mod tests {
+    use super::os_words;
+
+    #[test]
+    fn the_os_words_of_an_engine_error_are_strerror_s() {
+        let full = "No space left on device";
+        assert_eq!(os_words("backend: fjall: No space left on device (os error 28)").as_deref(), Some(full));
+        let debug = r#"backend: fjall: FjallError: Io(Os { code: 28, kind: StorageFull, message: "No space left on device" })"#;
+        assert_eq!(os_words(debug).as_deref(), Some(full));
+        assert_eq!(os_words("backend: fjall: FjallError: Poisoned"), None);
+    }
+}

@@ -51,6 +51,15 @@
 //! keyspaces): directories created since keep their journal's buffer for this crate to
 //! write out, and say so in the `rediskv` keyspace; older ones write batches throughout.
 //!
+//! # A failed write
+//! fjall poisons its database when a journal write, a sync or a flush fails (a full disk):
+//! every later write and persist fails. A write refused that way is kept, so that every
+//! later [`DiskBackend::persist_written`] fails too, and no reply acknowledges the batches
+//! around it. [`DiskBackend::reopen`] closes the database and opens the directory again,
+//! behind the same `Backend`, so that the handles shared with it stay valid. Reopening reads
+//! the journals as a start does. A batch the journal kept whole comes back, others are gone.
+//! A scan started before the reopen ends on the old database's snapshot.
+//!
 //! # Garbage
 //! The `default` and `zset_score` keyspaces carry a compaction filter that asks
 //! [`rediskv::gc::decide`] about every record it meets, reading the owner's metadata from the
@@ -68,7 +77,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -167,6 +176,9 @@ struct Open {
     /// Whether a group-committed write of one record goes to its keyspace directly, without
     /// a fjall batch ([`MANUAL_JOURNAL_KEY`]).
     single_writes: bool,
+    /// A write fjall refused (its journal could not be written): every later persist fails
+    /// with it, so that no reply goes out as if the journal held what came before and after.
+    failed_write: Mutex<Option<String>>,
 }
 
 /// Opens (or creates) the database in directory `path`.
@@ -256,7 +268,8 @@ fn open_database(path: &Path, options: &Options, slot: &MetadataSlot) -> Result<
             let _ = db.persist(PersistMode::SyncData);
         })
     });
-    Ok(Open { db, cfs, own, floor, syncer, pending: PendingWrites::default(), single_writes })
+    let pending = PendingWrites::default();
+    Ok(Open { db, cfs, own, floor, syncer, pending, single_writes, failed_write: Mutex::default() })
 }
 
 /// The layout the directory at `path` was written with (`None` for a directory without a
@@ -356,6 +369,34 @@ fn keyspace_options(memtable_bytes: u64) -> KeyspaceCreateOptions {
 }
 
 impl Open {
+    /// Counts a write fjall took, or keeps the error of one it refused ([`Open::failed_write`]).
+    fn wrote(&self, written: fjall::Result<()>) -> Result<()> {
+        match written {
+            Ok(()) => {
+                self.pending.wrote();
+                Ok(())
+            }
+            Err(e) => {
+                let e = err(e);
+                *self.failed_write.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// Seals `ks`'s memtable and waits until fjall has flushed it, or failed to: a failed
+    /// flush poisons the database, which the persist looked at meanwhile reports (fjall's
+    /// `rotate_memtable_and_wait` would wait for good, on a full disk).
+    fn rotate_and_wait(&self, ks: &Keyspace) -> Result<()> {
+        if ks.rotate_memtable().map_err(err)? {
+            while ks.tree.sealed_memtable_count() > 0 {
+                self.db.persist(PersistMode::Buffer).map_err(err)?;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok(())
+    }
+
     fn cf(&self, cf: ColumnFamily) -> &Keyspace {
         &self.cfs[ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0)]
     }
@@ -368,7 +409,7 @@ impl Open {
     /// writes can then be deleted.
     fn flush_memtables(&self) -> Result<()> {
         for ks in self.keyspaces() {
-            ks.rotate_memtable_and_wait().map_err(err)?;
+            self.rotate_and_wait(ks)?;
         }
         // fjall's worker deletes the journals a flush frees just after the flush is done:
         // wait for it (bounded: writes arriving meanwhile may seal another journal).
@@ -488,7 +529,7 @@ impl DiskBackend for Backend {
             // naming them, which it does when a memtable is sealed: seal one (the manifest
             // record, written again unchanged) so that only the live tables stay on disk.
             open.own.insert(MANIFEST_KEY, manifest(&self.options.layout)).map_err(err)?;
-            open.own.rotate_memtable_and_wait().map_err(err)?;
+            open.rotate_and_wait(&open.own)?;
             Ok(())
         })
     }
@@ -528,7 +569,12 @@ impl DiskBackend for Backend {
         }
         let mode =
             if self.options.sync == Sync::Always { PersistMode::SyncData } else { PersistMode::Buffer };
-        self.with_open(|open| open.pending.persist(|| open.db.persist(mode).map_err(err)))
+        self.with_open(|open| {
+            if let Some(failed) = &*open.failed_write.lock().unwrap_or_else(|p| p.into_inner()) {
+                return Err(rediskv::Error::Backend(failed.clone()));
+            }
+            open.pending.persist(|| open.db.persist(mode).map_err(err))
+        })
     }
 
     /// Closes the database (its journal's buffer and memtables are dropped: what no persist
@@ -601,8 +647,6 @@ impl KvBackend for Backend {
                 // set its commit builds and the keyspace references it holds): durable when
                 // the batches around it are, at the next `persist_written`.
                 open.bound_memtables(self.options.write_buffer_bytes, &self.writes_near_bound);
-                // A failed journal write counts too: the next persist then reports the
-                // database poisoned, rather than finding nothing to do.
                 if durability.is_none() && open.single_writes && floor.is_none() && batch.ops().len() == 1 {
                     let written = match batch.into_ops().into_iter().next() {
                         Some(BatchOp::Put { cf, key, value }) => {
@@ -612,8 +656,7 @@ impl KvBackend for Backend {
                         Some(BatchOp::Delete { cf, key }) => with_tagged(&key, |key| open.cf(cf).remove(key)),
                         None => Ok(()),
                     };
-                    open.pending.wrote();
-                    return written.map_err(err);
+                    return open.wrote(written);
                 }
                 let mut fb = open.db.batch().durability(durability);
                 for op in batch.into_ops() {
@@ -628,9 +671,7 @@ impl KvBackend for Backend {
                 if let Some(floor) = floor {
                     fb.insert(&open.own, FLOOR_KEY, floor.to_vec());
                 }
-                let committed = fb.commit();
-                open.pending.wrote();
-                committed.map_err(err)
+                open.wrote(fb.commit())
             })
         })
     }
@@ -711,6 +752,27 @@ mod tests {
         let backend = open(dir.path(), group_commit()).expect("reopen");
         assert!(backend.with_open(|o| Ok(o.single_writes)).expect("open"), "the marker is kept");
         assert_eq!(backend.get(ColumnFamily::Subkey, b"k").expect("get").as_deref(), Some(&b"v"[..]));
+    }
+
+    #[test]
+    fn a_reopened_backend_serves_the_directory_and_takes_writes() {
+        let dir = TempDir::new("fjall-reopen");
+        let backend = open(dir.path(), group_commit()).expect("open");
+        put(&backend, b"before", b"1");
+        backend.persist_written().expect("persist");
+        let scan = backend
+            .scan(ColumnFamily::Subkey, &KeyRange { start: Vec::new(), end: None }, Direction::Forward)
+            .expect("scan");
+        backend.reopen().expect("reopen");
+        assert_eq!(scan.count(), 1, "a scan started before the reopen ends on its snapshot");
+        assert_eq!(backend.get(ColumnFamily::Subkey, b"before").expect("get").as_deref(), Some(&b"1"[..]));
+        put(&backend, b"after", b"2");
+        backend.persist_written().expect("persist after the reopen");
+        drop(backend);
+        let backend = open(dir.path(), group_commit()).expect("open again");
+        for (key, value) in [(&b"before"[..], &b"1"[..]), (b"after", b"2")] {
+            assert_eq!(backend.get(ColumnFamily::Subkey, key).expect("get").as_deref(), Some(value));
+        }
     }
 
     #[test]
