@@ -372,6 +372,15 @@ fn argv_of(mut frame: Bytes, ranges: &[std::ops::Range<usize>], argv: &mut Vec<B
     argv.push(frame);
 }
 
+/// Replaces what `out` holds from `start` on, the replies of `commands` commands, by as many
+/// `error` replies.
+fn refuse_replies(out: &mut Vec<u8>, start: usize, commands: usize, error: &str) {
+    out.truncate(start);
+    for _ in 0..commands {
+        Reply::Error(error.into()).write_resp(out);
+    }
+}
+
 struct Connection {
     stream: TcpStream,
     /// The client's own state and commands.
@@ -524,10 +533,9 @@ impl Connection {
     fn settle_round(&mut self, refusal: Option<&str>, state: &State) {
         let Some((start, commands)) = self.unacked.take() else { return };
         if let Some(error) = refusal {
-            self.out.truncate(start);
+            refuse_replies(&mut self.out, start, commands, error);
             for _ in 0..commands {
                 state.stats.error(error);
-                Reply::Error(error.into()).write_resp(&mut self.out);
             }
         }
     }
@@ -695,6 +703,20 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A refused round keeps the replies before it and answers each of its commands with
+    /// the error, whatever their replies held (a multi-line one, a message after them).
+    #[test]
+    fn a_refused_round_answers_each_command_with_the_error() {
+        let mut out = b"+OK\r\n".to_vec();
+        let start = out.len();
+        out.extend_from_slice(
+            b"+OK\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nm\r\n",
+        );
+        refuse_replies(&mut out, start, 2, "MISCONF Errors writing to the AOF file: No space left on device");
+        let error = "-MISCONF Errors writing to the AOF file: No space left on device\r\n";
+        assert_eq!(String::from_utf8(out).unwrap(), format!("+OK\r\n{error}{error}"));
+    }
 
     /// A request's arguments are its ranges' bytes, whether the frame shares the query
     /// buffer or was copied out of it, and its last argument is the frame narrowed.

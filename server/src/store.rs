@@ -533,7 +533,25 @@ pub type SharedEngine = rediskv::commands::Engine<Backend>;
 
 #[cfg(test)]
 mod tests {
-    use super::os_words;
+    use super::{WriteStatus, os_words};
+
+    #[test]
+    fn a_write_failure_refuses_writes_until_they_work_again() {
+        let status = WriteStatus::default();
+        assert!(!status.failing());
+        status.failed("No space left on device".into());
+        assert!(status.failing() && status.needs_reopen());
+        assert_eq!(status.refusal(), "MISCONF Errors writing to the AOF file: No space left on device");
+        status.failed("Input/output error".into());
+        assert_eq!(status.failures(), 2, "each failure counts, so no round straddling one is acknowledged");
+        status.reopened();
+        status.still_failing("Disk quota exceeded".into());
+        assert!(status.failing() && !status.needs_reopen());
+        assert_eq!(status.refusal(), "MISCONF Errors writing to the AOF file: Disk quota exceeded");
+        status.recovered();
+        assert!(!status.failing());
+        assert_eq!(status.failures(), 2);
+    }
 
     #[test]
     fn the_os_words_of_an_engine_error_are_strerror_s() {
