@@ -41,7 +41,16 @@ impl Tmpfs {
                     Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_string(),
                     Err(e) => e.to_string(),
                 };
-                common::missing_tool(&common::test_name(), "mount -t tmpfs (as root)", &why);
+                let test = common::test_name();
+                if std::env::var("CI").as_deref() == Ok("true") {
+                    panic!("{test}: mounting a tmpfs is required when CI=true (run as root): {why}");
+                }
+                // Past the harness' capture, as a skipped comparison says it.
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "\n!!! SKIPPED {test}: cannot mount a tmpfs ({why}); run as root to fill a disk !!!\n"
+                );
                 None
             }
         }

@@ -338,11 +338,11 @@ fn memtables_limit(write_buffer_bytes: u64) -> u64 {
 /// default is 64 MiB).
 const TABLE_BYTES: u64 = 16 << 20;
 
-/// How many writes past five eighths of the memtables' bound [`Backend::seal_early`] lets go
+/// How many writes past five eighths of the memtables' bound [`Open::seal_early`] lets go
 /// between two looks at the keyspaces' memtables (each look takes every keyspace's lock).
 const SEAL_CHECK: u32 = 16;
 
-/// The longest a write waits for flushes in [`Backend::bound_memtables`].
+/// The longest a write waits for flushes in [`Open::bound_memtables`].
 const MEMTABLES_WAIT: Duration = Duration::from_secs(10);
 
 /// Every keyspace's options: LZ4 on the data blocks of every level (the records of one key
