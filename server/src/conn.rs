@@ -34,6 +34,20 @@ use crate::state::State;
 const WAKER: Token = Token(usize::MAX);
 /// How often a loop looks at timeouts, kills and pauses.
 const TICK: Duration = Duration::from_millis(100);
+/// How often writes that failed are tried again (Redis retries its AOF write once a second).
+const RETRY: Duration = Duration::from_secs(1);
+
+/// Group commit: persists the store's buffered writes before a round's replies go out.
+/// `None` when the replies of a round that began at the store's failure count `since` may
+/// go; otherwise the error that replaces each of its commands' replies: the persist failed
+/// (the store then drops what it did not persist, [`State::write_failed`]), or another
+/// loop's did since the round began, which may have dropped this round's writes.
+fn persist_round(state: &State, since: u64) -> Option<String> {
+    if let Err(e) = state.store.persist_written() {
+        state.write_failed(&e);
+    }
+    (state.writes.failures() != since).then(|| state.writes.refusal())
+}
 
 /// Starts `threads` event loops and accepts connections on the listeners of
 /// [`State::listen`] for them; CONFIG SET port/tls-port/bind replaces a listener
@@ -140,6 +154,10 @@ struct EventLoop {
     last_tick: Instant,
     /// Connections that ran this round and whose replies go out at its end.
     ready: Vec<usize>,
+    /// The store's write failures when this round began ([`persist_round`]).
+    round_failures: u64,
+    /// When loop 0 last retried the store's writes while they fail.
+    last_retry: Instant,
 }
 
 impl EventLoop {
@@ -153,6 +171,8 @@ impl EventLoop {
             chunk: vec![0; 64 * 1024],
             last_tick: Instant::now(),
             ready: Vec::new(),
+            round_failures: 0,
+            last_retry: Instant::now(),
         }
     }
 
@@ -168,6 +188,7 @@ impl EventLoop {
             // One reading of the clock for the round: when its reads happened, and whether
             // the tick is due.
             let now = Instant::now();
+            self.round_failures = self.state.writes.failures();
             let mut kicked = false;
             for event in events.iter() {
                 if event.token() == WAKER {
@@ -198,15 +219,12 @@ impl EventLoop {
     fn reply_round(&mut self) {
         let mut ready = std::mem::take(&mut self.ready);
         let waiting = ready.iter().any(|&t| self.conns.get(t).is_some_and(|c| c.written < c.out.len()));
-        let persisted = if waiting { self.state.store.persist_written() } else { Ok(()) };
-        if let Err(e) = &persisted {
-            // No reply may claim what the store could not keep: drop them, and the clients.
-            crate::log::warning!("The store failed to persist writes: {e}");
-        }
+        let refusal = if waiting { persist_round(&self.state, self.round_failures) } else { None };
         for token in ready.drain(..) {
             let Some(conn) = self.conns.get_mut(token) else { continue };
             conn.ready = false;
-            let keep = persisted.is_ok() && conn.send(&self.state);
+            conn.settle_round(refusal.as_deref(), &self.state);
+            let keep = conn.send(&self.state);
             self.settle(token, keep);
         }
         self.ready = ready;
@@ -225,7 +243,8 @@ impl EventLoop {
                         continue;
                     }
                     conn.out.extend_from_slice(&bytes);
-                    let keep = conn.finish(&self.state) && conn.within_output_limit(&self.state);
+                    let keep = conn.finish(&self.state, self.round_failures)
+                        && conn.within_output_limit(&self.state);
                     self.settle(token, keep);
                 }
                 Message::Resume { token, client, session, bytes } => {
@@ -234,7 +253,7 @@ impl EventLoop {
                         continue;
                     }
                     conn.resume(*session, &bytes, &self.state);
-                    let keep = conn.finish(&self.state);
+                    let keep = conn.finish(&self.state, self.round_failures);
                     self.settle(token, keep);
                 }
                 Message::Kick => kicked = true,
@@ -258,6 +277,10 @@ impl EventLoop {
     fn tick(&mut self) {
         if self.index == 0 {
             self.state.sample();
+            if self.state.writes.failing() && self.last_retry.elapsed() >= RETRY {
+                self.last_retry = Instant::now();
+                self.state.retry_writes();
+            }
         }
         let timeout = self.state.config().number("timeout").max(0) as u64;
         let tokens = self.conns.tokens();
@@ -278,12 +301,12 @@ impl EventLoop {
                     let mut bytes = Vec::new();
                     reply.write(crate::pubsub::protocol(info), &mut bytes);
                     conn.resume(session, &bytes, &self.state);
-                    let keep = conn.finish(&self.state);
+                    let keep = conn.finish(&self.state, self.round_failures);
                     self.settle(token, keep);
                 }
             } else if conn.pending.is_some() {
                 conn.run_requests(&self.state);
-                let keep = conn.finish(&self.state);
+                let keep = conn.finish(&self.state, self.round_failures);
                 self.settle(token, keep);
             }
         }
@@ -395,6 +418,15 @@ fn argv_of(mut frame: Bytes, ranges: &[std::ops::Range<usize>], argv: &mut Vec<B
     argv.push(frame);
 }
 
+/// Replaces what `out` holds from `start` on, the replies of `commands` commands, by as many
+/// `error` replies.
+fn refuse_replies(out: &mut Vec<u8>, start: usize, commands: usize, error: &str) {
+    out.truncate(start);
+    for _ in 0..commands {
+        Reply::Error(error.into()).write_resp(out);
+    }
+}
+
 struct Connection {
     stream: TcpStream,
     /// The TLS session of a connection to `tls-port`: what the socket carries is its
@@ -423,6 +455,9 @@ struct Connection {
     over_soft_limit: Option<Instant>,
     /// Waiting in [`EventLoop::ready`] for the end of the round.
     ready: bool,
+    /// Where the replies not yet acknowledged by a persist start in `out`, and how many
+    /// commands they answer ([`Connection::settle_round`]).
+    unacked: Option<(usize, usize)>,
 }
 
 impl Connection {
@@ -444,6 +479,7 @@ impl Connection {
             parked: false,
             over_soft_limit: None,
             ready: false,
+            unacked: None,
         }
     }
 
@@ -554,28 +590,47 @@ impl Connection {
     /// pipeline.
     fn resume(&mut self, session: rediskv::commands::Session, answer: &[u8], state: &State) {
         self.client.resume(session);
+        let start = self.out.len();
         self.out.extend_from_slice(answer);
+        self.answered(start);
         self.parked = false;
         self.client.info.blocked.store(false, Relaxed);
         self.run_requests(state);
     }
 
-    /// Persists the store's buffered writes, then [`Connection::send`]s; false when the
-    /// connection is done.
-    fn finish(&mut self, state: &State) -> bool {
+    /// Persists the store's buffered writes ([`persist_round`], for a round that began at
+    /// failure count `since`), then [`Connection::send`]s; false when the connection is done.
+    fn finish(&mut self, state: &State, since: u64) -> bool {
         if self.written < self.out.len() {
-            // Group commit: what these replies acknowledge or show reaches the OS first.
-            if let Err(e) = state.store.persist_written() {
-                // No reply may claim what the store could not keep: drop them, and the client.
-                crate::log::warning!("The store failed to persist writes: {e}");
-                return false;
-            }
+            let refusal = persist_round(state, since);
+            self.settle_round(refusal.as_deref(), state);
         }
         self.send(state)
     }
 
+    /// A command's reply was written to `out` from `start` on (nothing for CLIENT REPLY OFF).
+    fn answered(&mut self, start: usize) {
+        if self.out.len() > start {
+            self.unacked.get_or_insert((start, 0)).1 += 1;
+        }
+    }
+
+    /// After the persist that decides on the replies not acknowledged yet: they stand, or
+    /// each command's is replaced by `refusal` (what else followed them in `out` goes too:
+    /// messages and pushes that may show writes the store dropped).
+    fn settle_round(&mut self, refusal: Option<&str>, state: &State) {
+        let Some((start, commands)) = self.unacked.take() else { return };
+        if let Some(error) = refusal {
+            refuse_replies(&mut self.out, start, commands, error);
+            for _ in 0..commands {
+                state.stats.error(error);
+            }
+        }
+    }
+
     /// Writes what it can and publishes the buffer sizes; false when the connection is done.
-    /// The store's writes these replies acknowledge must be persisted already.
+    /// The store's writes these replies acknowledge must be persisted already
+    /// ([`Connection::settle_round`]).
     fn send(&mut self, state: &State) -> bool {
         self.publish_query_buffer();
         let flushed = self.flush();
@@ -677,9 +732,13 @@ impl Connection {
             self.argv = argv;
             return true;
         }
+        let start = self.out.len();
         match self.client.execute(&argv, state, &mut self.out) {
-            Next::Continue => {}
-            Next::Close => self.closing = true,
+            Next::Continue => self.answered(start),
+            Next::Close => {
+                self.answered(start);
+                self.closing = true;
+            }
             Next::Wait => {
                 self.client.info.blocked.store(true, Relaxed);
                 self.pending = Some(argv);
@@ -755,6 +814,20 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A refused round keeps the replies before it and answers each of its commands with
+    /// the error, whatever their replies held (a multi-line one, a message after them).
+    #[test]
+    fn a_refused_round_answers_each_command_with_the_error() {
+        let mut out = b"+OK\r\n".to_vec();
+        let start = out.len();
+        out.extend_from_slice(
+            b"+OK\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nm\r\n",
+        );
+        refuse_replies(&mut out, start, 2, "MISCONF Errors writing to the AOF file: No space left on device");
+        let error = "-MISCONF Errors writing to the AOF file: No space left on device\r\n";
+        assert_eq!(String::from_utf8(out).unwrap(), format!("+OK\r\n{error}{error}"));
+    }
 
     /// A request's arguments are its ranges' bytes, whether the frame shares the query
     /// buffer or was copied out of it, and its last argument is the frame narrowed.

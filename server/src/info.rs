@@ -312,7 +312,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("aof_last_bgrewrite_status", ok()),
                     ("aof_rewrites", z()),
                     ("aof_rewrites_consecutive_failures", z()),
-                    ("aof_last_write_status", ok()),
+                    ("aof_last_write_status", s(if state.writes.failing() { "err" } else { "ok" })),
                     ("aof_last_cow_size", z()),
                     ("module_fork_in_progress", z()),
                     ("module_fork_last_cow_size", z()),

@@ -17,7 +17,6 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::time::{Duration, Instant};
 
 use rediskv::backend::{ColumnFamily, Direction, KvBackend, MemoryBackend, WriteBatch};

@@ -116,6 +116,10 @@ impl Host for State {
         crate::info::out_of_memory(self)
     }
 
+    fn write_refusal(&self) -> Option<String> {
+        self.writes.failing().then(|| self.writes.refusal())
+    }
+
     fn monitor(&self, argv: &[Bytes], db: usize) {
         if self.monitors.any() {
             self.monitors.feed(&self.loops, argv, crate::clock::unix_micros(), db, "lua");

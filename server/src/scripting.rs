@@ -1348,6 +1348,8 @@ pub trait Host {
     fn scripts(&self) -> &Scripts;
     /// Whether the store is past `maxmemory` (a deny-oom command in a script is refused).
     fn out_of_memory(&self) -> bool;
+    /// The error a write command in a script gets while the store cannot write.
+    fn write_refusal(&self) -> Option<String>;
     /// Shows a command a script runs in database `db` to the MONITOR clients (`[db lua]`).
     fn monitor(&self, argv: &[Bytes], db: usize);
     /// Counts a command a script ran in INFO commandstats, as a client's.
@@ -1462,15 +1464,26 @@ fn shebang_flags(body: &[u8]) -> Result<Option<(Vec<String>, usize)>, String> {
 /// function) without `allow-oom` or `no-writes`. A script without a shebang runs in the
 /// compatibility mode, where only its deny-oom commands fail.
 pub fn denies_oom(scripts: &Scripts, name: &str, argv: &[Bytes]) -> bool {
-    let declared = |flags: &[String]| !flags.iter().any(|f| f == "allow-oom" || f == "no-writes");
+    declared(scripts, name, argv, |flags| !flags.iter().any(|f| f == "allow-oom" || f == "no-writes"))
+}
+
+/// Whether a script command declares that it writes, as Redis 7.0 flags it `write`: a
+/// script or function that declares its flags without `no-writes` (a script without a
+/// shebang declares nothing: its write commands are refused as it runs them).
+pub fn declares_writes(scripts: &Scripts, name: &str, argv: &[Bytes]) -> bool {
+    declared(scripts, name, argv, |flags| !flags.iter().any(|f| f == "no-writes"))
+}
+
+/// Whether the script or function a script command runs declares flags that `test` accepts.
+fn declared(scripts: &Scripts, name: &str, argv: &[Bytes], test: impl Fn(&[String]) -> bool) -> bool {
     match name {
         "eval" | "eval_ro" => {
-            matches!(argv.get(1).map(|b| shebang_flags(b)), Some(Ok(Some((flags, _)))) if declared(&flags))
+            matches!(argv.get(1).map(|b| shebang_flags(b)), Some(Ok(Some((flags, _)))) if test(&flags))
         }
         "evalsha" | "evalsha_ro" => {
             let sha = String::from_utf8_lossy(argv.get(1).map_or(&b""[..], |a| a)).to_ascii_lowercase();
             let body = lock(&scripts.cache).get(&sha).cloned();
-            matches!(body.map(|b| shebang_flags(&b)), Some(Ok(Some((flags, _)))) if declared(&flags))
+            matches!(body.map(|b| shebang_flags(&b)), Some(Ok(Some((flags, _)))) if test(&flags))
         }
         "fcall" | "fcall_ro" => {
             let function = String::from_utf8_lossy(argv.get(1).map_or(&b""[..], |a| a)).into_owned();
@@ -1479,7 +1492,7 @@ pub fn denies_oom(scripts: &Scripts, name: &str, argv: &[Bytes]) -> bool {
                 .values()
                 .flat_map(|l| l.functions.iter())
                 .find(|f| f.name.eq_ignore_ascii_case(&function));
-            found.is_some_and(|f| declared(&f.flags))
+            found.is_some_and(|f| test(&f.flags))
         }
         _ => false,
     }
@@ -1722,6 +1735,12 @@ fn run_once(
                                     drop(running);
                                     host.count_error(Some(info), OOM);
                                     return Ok(Value::Table(counted_error_table(lua, OOM)?));
+                                }
+                                if let Some(refusal) = info.is_write().then(|| host.write_refusal()).flatten()
+                                {
+                                    drop(running);
+                                    host.count_error(Some(info), &refusal);
+                                    return Ok(Value::Table(counted_error_table(lua, &refusal)?));
                                 }
                                 r.wrote |= info.is_write();
                             }

@@ -72,6 +72,8 @@ pub struct State {
     pub latency: crate::latency::Latency,
     /// The store every connection's database lives in.
     pub store: Store,
+    /// Whether the store takes writes (INFO `aof_last_write_status`).
+    pub writes: crate::store::WriteStatus,
     /// ACL users and the ACL log.
     pub acl: crate::acl::Acl,
     /// CLIENT TRACKING's table.
@@ -173,6 +175,7 @@ impl State {
             query_buffer_limit: AtomicU64::default(),
             sampler: Mutex::new(Sampler::new()),
             store,
+            writes: Default::default(),
             started: Instant::now(),
             rdb: Arc::new(crate::persistence::Persistence::new(micros / 1_000_000)),
             dirty: Arc::default(),
@@ -279,6 +282,46 @@ impl State {
         let mut all = vec![self.engine.clone()];
         all.extend(lock(&self.tenants).values().cloned());
         all
+    }
+
+    /// The store failed to persist writes (`error`, the engine's message): write commands
+    /// are refused from now on, with the OS' words for the failure (from the message, else
+    /// from a write in the store's directory), and the engine is brought back to what its
+    /// directory holds, which drops the batches no persist took.
+    pub fn write_failed(&self, error: &str) {
+        let reason = crate::store::os_words(error)
+            .or_else(|| self.store.probe_directory().err().and_then(|e| crate::store::os_words(&e)))
+            .unwrap_or_else(|| error.to_string());
+        self.writes.failed(reason);
+        if let Err(e) = self.reopen_store() {
+            crate::log::warning!("The store could not be opened again (retried every second): {e}");
+        }
+    }
+
+    /// Once a second while writes fail, as Redis retries its AOF: reopens the engine if it
+    /// still needs it, then writes in the store's directory; writes run again once that
+    /// works (a write the engine still fails on fails the store again).
+    pub fn retry_writes(&self) {
+        if self.writes.needs_reopen() && self.reopen_store().is_err() {
+            return;
+        }
+        match self.store.probe_directory() {
+            Ok(()) => self.writes.recovered(),
+            Err(e) => self.writes.still_failing(crate::store::os_words(&e).unwrap_or(e)),
+        }
+    }
+
+    /// [`Store::reopen`] while no command runs (every engine's keyspace locked), the engines'
+    /// key counts forgotten: they are counted again from the reopened store.
+    fn reopen_store(&self) -> Result<(), String> {
+        let engines = self.engines();
+        let _locks: Vec<_> = engines.iter().map(|e| e.locks().lock(true, std::iter::empty())).collect();
+        for engine in &engines {
+            engine.forget_key_counts();
+        }
+        self.store.reopen()?;
+        self.writes.reopened();
+        Ok(())
     }
 
     /// INFO `rdb_changes_since_last_save`.

@@ -333,6 +333,41 @@ impl Store {
         }
     }
 
+    /// Brings a disk store back to what its directory holds after a failed write (see
+    /// [`DiskBackend::reopen`]) and forgets the metadata records kept in memory; nothing to
+    /// do in memory or over etcd. Call it while no command runs.
+    ///
+    /// # Errors
+    /// The directory could not be opened again.
+    pub fn reopen(&self) -> Result<(), String> {
+        match self {
+            Store::Disk { disk, cache, .. } => {
+                let reopened = disk.reopen().map_err(|e| e.to_string());
+                cache.forget();
+                reopened
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the OS takes writes in a disk store's directory: a file of [`PROBE_BYTES`]
+    /// written and synced there, then deleted. `Ok` in memory and over etcd.
+    ///
+    /// # Errors
+    /// The OS' error.
+    pub fn probe_directory(&self) -> Result<(), String> {
+        let Some(dir) = self.dir() else { return Ok(()) };
+        let path = dir.join("rediskv-write-probe");
+        let written = (|| {
+            use std::io::Write;
+            let mut file = std::fs::File::create(&path)?;
+            file.write_all(&[0; PROBE_BYTES])?;
+            file.sync_data()
+        })();
+        let _ = std::fs::remove_file(&path);
+        written.map_err(|e| e.to_string())
+    }
+
     /// Flushes memtables and compacts fully, the compaction filter dropping garbage (DEBUG
     /// COMPACT); nothing to do in memory.
     ///
@@ -342,6 +377,93 @@ impl Store {
         match self {
             Store::Disk { disk, .. } => disk.compact().map_err(|e| e.to_string()),
             _ => Ok(()),
+        }
+    }
+}
+
+/// The bytes [`Store::probe_directory`] writes: room for a few commands' batches.
+const PROBE_BYTES: usize = 64 * 1024;
+
+/// The OS' words for the error an engine's `message` carries (`No space left on device` of
+/// `… No space left on device (os error 28)` or of `Io(Os { code: 28, … })`), as C's
+/// `strerror` gives them; `None` when it carries no OS error.
+pub fn os_words(message: &str) -> Option<String> {
+    let code = |marker: &str, end: char| -> Option<i32> {
+        let (_, rest) = message.rsplit_once(marker)?;
+        rest.split_once(end)?.0.parse().ok()
+    };
+    let code = code("(os error ", ')').or_else(|| code("Os { code: ", ','))?;
+    let text = std::io::Error::from_raw_os_error(code).to_string();
+    Some(text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text).to_string())
+}
+
+/// Whether the store takes writes: Redis' `aof_last_write_status`. A failed persist of a
+/// round's writes sets it, the retry that finds writing works again clears it; each failure
+/// counts, so that a round that began before one does not acknowledge what ran in it.
+#[derive(Debug, Default)]
+pub struct WriteStatus {
+    failing: std::sync::atomic::AtomicBool,
+    failures: std::sync::atomic::AtomicU64,
+    /// The refusal written commands get while it fails, and whether the engine still needs
+    /// reopening.
+    state: std::sync::Mutex<(String, bool)>,
+}
+
+impl WriteStatus {
+    /// Whether writes are refused (Redis' `aof_last_write_status:err`).
+    pub fn failing(&self) -> bool {
+        self.failing.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Failures so far: a round whose persist succeeded acknowledges its replies only if no
+    /// failure came since it began.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The error write commands get while [`WriteStatus::failing`]: Redis' words for its AOF,
+    /// which our engine's journal is.
+    pub fn refusal(&self) -> String {
+        format!("MISCONF Errors writing to the AOF file: {}", self.lock().0)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (String, bool)> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records a failure with the OS' words for it (`reason`); logs it when writes were
+    /// taken until now. The engine then needs reopening ([`WriteStatus::reopened`]).
+    pub fn failed(&self, reason: String) {
+        let mut state = self.lock();
+        self.failures.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        if !self.failing.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            crate::log::warning!(
+                "Error writing to the store's journal (the AOF): {reason}; write commands are refused until it takes writes again"
+            );
+        }
+        *state = (reason, true);
+    }
+
+    /// A retry failed for `reason`: the refusal names it.
+    pub fn still_failing(&self, reason: String) {
+        self.lock().0 = reason;
+    }
+
+    /// Whether the engine waits to be reopened after a failure.
+    pub fn needs_reopen(&self) -> bool {
+        self.lock().1
+    }
+
+    /// The engine was reopened.
+    pub fn reopened(&self) {
+        self.lock().1 = false;
+    }
+
+    /// Writing works again: logs it once.
+    pub fn recovered(&self) {
+        let _state = self.lock();
+        if self.failing.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            crate::log::warning!("AOF write error looks solved: the store's journal takes writes again.");
         }
     }
 }
@@ -376,3 +498,35 @@ fn open_etcd(flags: &EtcdFlags, layout: &KeyLayout) -> Result<Store, String> {
 
 /// The engine type: the library's thread-safe `Engine` over the shared store.
 pub type SharedEngine = rediskv::commands::Engine<Backend>;
+
+#[cfg(test)]
+mod tests {
+    use super::{WriteStatus, os_words};
+
+    #[test]
+    fn a_write_failure_refuses_writes_until_they_work_again() {
+        let status = WriteStatus::default();
+        assert!(!status.failing());
+        status.failed("No space left on device".into());
+        assert!(status.failing() && status.needs_reopen());
+        assert_eq!(status.refusal(), "MISCONF Errors writing to the AOF file: No space left on device");
+        status.failed("Input/output error".into());
+        assert_eq!(status.failures(), 2, "each failure counts, so no round straddling one is acknowledged");
+        status.reopened();
+        status.still_failing("Disk quota exceeded".into());
+        assert!(status.failing() && !status.needs_reopen());
+        assert_eq!(status.refusal(), "MISCONF Errors writing to the AOF file: Disk quota exceeded");
+        status.recovered();
+        assert!(!status.failing());
+        assert_eq!(status.failures(), 2);
+    }
+
+    #[test]
+    fn the_os_words_of_an_engine_error_are_strerror_s() {
+        let full = "No space left on device";
+        assert_eq!(os_words("backend: fjall: No space left on device (os error 28)").as_deref(), Some(full));
+        let debug = r#"backend: fjall: FjallError: Io(Os { code: 28, kind: StorageFull, message: "No space left on device" })"#;
+        assert_eq!(os_words(debug).as_deref(), Some(full));
+        assert_eq!(os_words("backend: fjall: FjallError: Poisoned"), None);
+    }
+}

@@ -116,6 +116,19 @@ impl<B: KvBackend> MetadataCache<B> {
         Some((filter.bytes(), self.filter_filled.load(Ordering::Acquire) && !filter.full()))
     }
 
+    /// Forgets every record kept, for a store that changed behind the cache (a disk engine
+    /// reopened after a failed write lost the batches it had not persisted). The key filter
+    /// stays: the keys it holds are still a superset of the store's. Call it while no
+    /// command runs.
+    pub fn forget(&self) {
+        for at in 0..SLOTS {
+            let mut slot = self.slot(at);
+            slot.version += 1;
+            slot.entry = None;
+        }
+        self.runs.clear();
+    }
+
     /// The metadata record of `key` from the store, after a miss of its slot `at` at the
     /// slot's `version`: kept in the slot unless a write of the slot started or ran since.
     fn read_through(&self, key: &[u8], at: usize, version: u64) -> Result<Option<Bytes>> {
@@ -588,6 +601,19 @@ pub(super) mod tests {
         assert!(put(&cache, b"k", b"2").is_err());
         faulty.disarm();
         assert_eq!(cache.get(ColumnFamily::Metadata, b"k").unwrap().as_deref(), Some(&b"1"[..]));
+    }
+
+    #[test]
+    fn a_forgotten_cache_reads_the_store_again() {
+        let store = MemoryBackend::new();
+        let cache = MetadataCache::new(&store);
+        put(&cache, b"k", b"1").unwrap();
+        assert_eq!(cache.get(ColumnFamily::Metadata, b"k").unwrap().as_deref(), Some(&b"1"[..]));
+        // The store changes behind the cache, as a disk engine reopened without its last batch.
+        put(&store, b"k", b"0").unwrap();
+        assert_eq!(cache.get(ColumnFamily::Metadata, b"k").unwrap().as_deref(), Some(&b"1"[..]), "cached");
+        cache.forget();
+        assert_eq!(cache.get(ColumnFamily::Metadata, b"k").unwrap().as_deref(), Some(&b"0"[..]));
     }
 
     /// Writers bump counters through the cache while readers read them without any lock:

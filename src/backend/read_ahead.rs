@@ -245,6 +245,13 @@ impl Runs {
         self.active.store(state.runs.len(), Ordering::SeqCst);
     }
 
+    /// Drops every run (the store changed behind them).
+    pub fn clear(&self) {
+        let mut state = self.lock();
+        state.runs.clear();
+        self.active.store(0, Ordering::SeqCst);
+    }
+
     /// After the store took (`written`) or refused a batch [`Runs::start_write`] saw:
     /// after a refusal no run is kept (they may lack records the store still has).
     pub fn end_write(&self, written: bool) {

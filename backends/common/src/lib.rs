@@ -70,6 +70,19 @@ pub trait DiskBackend: KvBackend {
     /// # Errors
     /// [`Error::Backend`] when the write to the OS fails (the engine then refuses later writes).
     fn persist_written(&self) -> Result<()>;
+
+    /// After a failed [`KvBackend::write`] or [`DiskBackend::persist_written`]: brings the
+    /// engine back to what its directory holds, writable again, in place (every handle on
+    /// it stays valid). Batches no persist took may be gone afterwards, whole (as after a
+    /// crash); the caller drops whatever it kept in memory of the store. Default: nothing,
+    /// for an engine that a failed write leaves usable.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when the directory cannot be opened again (then call it again
+    /// later; meanwhile every call fails).
+    fn reopen(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Where a disk engine's bytes are ([`DiskBackend::usage`]).

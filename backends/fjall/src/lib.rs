@@ -51,6 +51,15 @@
 //! keyspaces): directories created since keep their journal's buffer for this crate to
 //! write out, and say so in the `rediskv` keyspace; older ones write batches throughout.
 //!
+//! # A failed write
+//! fjall poisons its database when a journal write, a sync or a flush fails (a full disk):
+//! every later write and persist fails. A write refused that way is kept, so that every
+//! later [`DiskBackend::persist_written`] fails too, and no reply acknowledges the batches
+//! around it. [`DiskBackend::reopen`] closes the database and opens the directory again,
+//! behind the same `Backend`, so that the handles shared with it stay valid. Reopening reads
+//! the journals as a start does. A batch the journal kept whole comes back, others are gone.
+//! A scan started before the reopen ends on the old database's snapshot.
+//!
 //! # Garbage
 //! The `default` and `zset_score` keyspaces carry a compaction filter that asks
 //! [`rediskv::gc::decide`] about every record it meets, reading the owner's metadata from the
@@ -69,7 +78,7 @@
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -142,22 +151,35 @@ fn err(e: impl std::fmt::Display) -> rediskv::Error {
 
 /// A directory opened with [`open`]: a [`KvBackend`] shareable between threads (`&self`
 /// everywhere; wrap it in an `Arc`).
+///
+/// A failed journal write or flush poisons a fjall database for good: every later write
+/// fails. [`DiskBackend::reopen`] closes it and opens the directory again in place, behind
+/// the same `Backend`, so that the handles shared with it stay valid.
 pub struct Backend {
+    options: Options,
+    path: PathBuf,
+    slot: MetadataSlot,
+    /// The open database; `None` after a reopen that closed it and could not open it again.
+    open: RwLock<Option<Open>>,
+    /// Writes seen past five eighths of the memtables' bound ([`Open::seal_early`]).
+    writes_near_bound: AtomicU32,
+}
+
+/// One opening of the directory: what [`DiskBackend::reopen`] replaces.
+struct Open {
     db: Database,
     /// Metadata, Subkey, Score, Stream, in [`ColumnFamily::ALL`]'s order.
     cfs: [Keyspace; 4],
     own: Keyspace,
-    options: Options,
-    path: PathBuf,
     floor: VersionFloor,
-    slot: MetadataSlot,
     syncer: Option<Syncer>,
     pending: PendingWrites,
     /// Whether a group-committed write of one record goes to its keyspace directly, without
     /// a fjall batch ([`MANUAL_JOURNAL_KEY`]).
     single_writes: bool,
-    /// Writes seen past five eighths of the memtables' bound ([`Backend::seal_early`]).
-    writes_near_bound: AtomicU32,
+    /// A write fjall refused (its journal could not be written): every later persist fails
+    /// with it, so that no reply goes out as if the journal held what came before and after.
+    failed_write: Mutex<Option<String>>,
 }
 
 /// Opens (or creates) the database in directory `path`.
@@ -171,9 +193,16 @@ pub struct Backend {
 pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
     let path = path.as_ref().to_path_buf();
     let slot: MetadataSlot = Arc::default();
-    let factory_slot = Arc::clone(&slot);
+    let open = open_database(&path, &options, &slot)?;
+    Ok(Backend { options, path, slot, open: RwLock::new(Some(open)), writes_near_bound: AtomicU32::new(0) })
+}
+
+/// Opens the database in `path` and points the compaction filters' `slot` at its metadata
+/// keyspace.
+fn open_database(path: &Path, options: &Options, slot: &MetadataSlot) -> Result<Open> {
+    let factory_slot = Arc::clone(slot);
     let (layout, grace_ms) = (options.layout.clone(), options.grace_ms);
-    let db = Database::builder(&path)
+    let db = Database::builder(path)
         .with_compaction_filter_factories(Arc::new(move |name: &str| {
             let cf = CF_NAMES.iter().find(|(_, n)| *n == name).map(|(cf, _)| *cf)?;
             if cf == ColumnFamily::Metadata {
@@ -220,7 +249,7 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
     ];
     let own = keyspace(OWN_KEYSPACE)?;
     match own.get(MANIFEST_KEY).map_err(err)? {
-        Some(stored) => check_manifest(&path, &stored, &options.layout)?,
+        Some(stored) => check_manifest(path, &stored, &options.layout)?,
         None => {
             own.insert(MANIFEST_KEY, manifest(&options.layout)).map_err(err)?;
             db.persist(PersistMode::SyncAll).map_err(err)?;
@@ -241,19 +270,7 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
         })
     });
     let pending = PendingWrites::default();
-    Ok(Backend {
-        db,
-        cfs,
-        own,
-        options,
-        path,
-        floor,
-        slot,
-        syncer,
-        pending,
-        single_writes,
-        writes_near_bound: AtomicU32::new(0),
-    })
+    Ok(Open { db, cfs, own, floor, syncer, pending, single_writes, failed_write: Mutex::default() })
 }
 
 /// The layout the directory at `path` was written with (`None` for a directory without a
@@ -322,11 +339,11 @@ fn memtables_limit(write_buffer_bytes: u64) -> u64 {
 /// default is 64 MiB).
 const TABLE_BYTES: u64 = 16 << 20;
 
-/// How many writes past five eighths of the memtables' bound [`Backend::seal_early`] lets go
+/// How many writes past five eighths of the memtables' bound [`Open::seal_early`] lets go
 /// between two looks at the keyspaces' memtables (each look takes every keyspace's lock).
 const SEAL_CHECK: u32 = 16;
 
-/// The longest a write waits for flushes in [`Backend::bound_memtables`].
+/// The longest a write waits for flushes in [`Open::bound_memtables`].
 const MEMTABLES_WAIT: Duration = Duration::from_secs(10);
 
 /// Every keyspace's options: LZ4 on the data blocks of every level (the records of one key
@@ -352,12 +369,48 @@ fn keyspace_options(memtable_bytes: u64) -> KeyspaceCreateOptions {
         .manual_journal_persist(true)
 }
 
-impl Backend {
+impl Open {
+    /// Counts a write fjall took, or keeps the error of one it refused ([`Open::failed_write`]).
+    fn wrote(&self, written: fjall::Result<()>) -> Result<()> {
+        match written {
+            Ok(()) => {
+                self.pending.wrote();
+                Ok(())
+            }
+            Err(e) => {
+                let e = err(e);
+                *self.failed_write.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// Seals `ks`'s memtable and waits until fjall has flushed it, or failed to: a failed
+    /// flush poisons the database, which the persist looked at meanwhile reports (fjall's
+    /// `rotate_memtable_and_wait` would wait for good, on a full disk).
+    fn rotate_and_wait(&self, ks: &Keyspace) -> Result<()> {
+        if ks.rotate_memtable().map_err(err)? {
+            while ks.tree.sealed_memtable_count() > 0 {
+                self.db.persist(PersistMode::Buffer).map_err(err)?;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok(())
+    }
+
+    fn cf(&self, cf: ColumnFamily) -> &Keyspace {
+        keyspace_of(&self.cfs, cf)
+    }
+
+    fn keyspaces(&self) -> impl Iterator<Item = &Keyspace> {
+        self.cfs.iter().chain([&self.own])
+    }
+
     /// Flushes every keyspace's memtable to a table and waits: the journals holding those
     /// writes can then be deleted.
     fn flush_memtables(&self) -> Result<()> {
-        for ks in self.cfs.iter().chain([&self.own]) {
-            ks.rotate_memtable_and_wait().map_err(err)?;
+        for ks in self.keyspaces() {
+            self.rotate_and_wait(ks)?;
         }
         // fjall's worker deletes the journals a flush frees just after the flush is done:
         // wait for it (bounded: writes arriving meanwhile may seal another journal).
@@ -374,18 +427,18 @@ impl Backend {
     /// and up to four sealed ones waiting for a flush), so without this a load outrunning
     /// the flushes holds several times the write buffer. The wait is bounded (a failed
     /// flush poisons the database: the write then reports it). Past five eighths of the
-    /// bound, [`Backend::seal_early`] starts flushes before the bound is reached.
-    fn bound_memtables(&self) {
-        let limit = memtables_limit(self.options.write_buffer_bytes);
+    /// bound, [`Open::seal_early`] starts flushes before the bound is reached.
+    fn bound_memtables(&self, write_buffer_bytes: u64, writes_near_bound: &AtomicU32) {
+        let limit = memtables_limit(write_buffer_bytes);
         let size = self.db.write_buffer_size();
         if size <= limit / 8 * 5 {
             return;
         }
         if size <= limit {
-            self.seal_early(limit);
+            self.seal_early(limit, writes_near_bound);
             return;
         }
-        let largest = self.cfs.iter().chain([&self.own]).max_by_key(|ks| ks.tree.active_memtable().size());
+        let largest = self.keyspaces().max_by_key(|ks| ks.tree.active_memtable().size());
         if let Some(ks) = largest
             && ks.tree.active_memtable().size() > 0
         {
@@ -400,28 +453,32 @@ impl Backend {
 
     /// Seals every active memtable holding three eighths of `limit` or more, looked at once
     /// per [`SEAL_CHECK`] writes: fjall flushes it while writes go on, so a write waits in
-    /// [`Backend::bound_memtables`] only when the flushes fall behind the writes, not each
+    /// [`Open::bound_memtables`] only when the flushes fall behind the writes, not each
     /// time the memtables fill. A wait holds the event loop that writes: sealed only at the
     /// bound, 400,000 pipelined LPUSHes waited 16 times, 300 ms in all; sealed from five
     /// eighths, not once (docs/benchmarks.md).
-    fn seal_early(&self, limit: u64) {
+    fn seal_early(&self, limit: u64, writes_near_bound: &AtomicU32) {
         // Relaxed load and store, not an increment: a check skipped or repeated by a race
         // costs nothing.
-        let writes = self.writes_near_bound.load(Ordering::Relaxed);
-        self.writes_near_bound.store(writes.wrapping_add(1), Ordering::Relaxed);
+        let writes = writes_near_bound.load(Ordering::Relaxed);
+        writes_near_bound.store(writes.wrapping_add(1), Ordering::Relaxed);
         if !writes.is_multiple_of(SEAL_CHECK) {
             return;
         }
-        for ks in self.cfs.iter().chain([&self.own]) {
+        for ks in self.keyspaces() {
             if ks.tree.active_memtable().size() >= limit / 8 * 3 {
                 // An error here poisons the database; the commit reports it.
                 let _ = ks.rotate_memtable();
             }
         }
     }
+}
 
-    fn cf(&self, cf: ColumnFamily) -> &Keyspace {
-        keyspace_of(&self.cfs, cf)
+impl Backend {
+    /// Runs `f` on the open database; an error while a reopen could not open it again.
+    fn with_open<T>(&self, f: impl FnOnce(&Open) -> Result<T>) -> Result<T> {
+        let open = self.open.read().unwrap_or_else(|e| e.into_inner());
+        f(open.as_ref().ok_or_else(|| err("the database is closed: it could not be opened again"))?)
     }
 
     /// The options the directory was opened with.
@@ -434,55 +491,75 @@ impl Backend {
         &self.path
     }
 
-    /// The highest version the directory has promised never to go below.
+    /// The highest version the directory has promised never to go below (0 while closed).
     pub fn version_floor(&self) -> u64 {
-        self.floor.get()
+        self.with_open(|open| Ok(open.floor.get())).unwrap_or(0)
+    }
+
+    /// Closes the database, syncing it first when `sync` (a clean close; never after a
+    /// failed write, whose batches the journal must not keep now).
+    fn close(&self, sync: bool) {
+        let mut open = self.open.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(mut closing) = open.take() {
+            closing.syncer = None;
+            if sync {
+                let _ = closing.db.persist(PersistMode::SyncAll);
+            }
+        }
+        // The compaction filters' handle on the metadata keyspace holds the database open.
+        *self.slot.write().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 
 impl DiskBackend for Backend {
     /// Syncs the journal, then flushes every memtable to tables, so the journals are released.
     fn flush(&self) -> Result<()> {
-        self.db.persist(PersistMode::SyncAll).map_err(err)?;
-        self.flush_memtables()
+        self.with_open(|open| {
+            open.db.persist(PersistMode::SyncAll).map_err(err)?;
+            open.flush_memtables()
+        })
     }
 
     fn compact(&self) -> Result<()> {
-        self.flush_memtables()?;
-        for ks in &self.cfs {
-            ks.major_compact().map_err(err)?;
-        }
-        // The tables a compaction replaced are deleted once fjall drops the versions naming
-        // them, which it does when a memtable is sealed: seal one (the manifest record,
-        // written again unchanged) so that only the live tables stay on disk.
-        self.own.insert(MANIFEST_KEY, manifest(&self.options.layout)).map_err(err)?;
-        self.own.rotate_memtable_and_wait().map_err(err)?;
-        Ok(())
+        self.with_open(|open| {
+            open.flush_memtables()?;
+            for ks in &open.cfs {
+                ks.major_compact().map_err(err)?;
+            }
+            // The tables a compaction replaced are deleted once fjall drops the versions
+            // naming them, which it does when a memtable is sealed: seal one (the manifest
+            // record, written again unchanged) so that only the live tables stay on disk.
+            open.own.insert(MANIFEST_KEY, manifest(&self.options.layout)).map_err(err)?;
+            open.rotate_and_wait(&open.own)?;
+            Ok(())
+        })
     }
 
     fn disk_bytes(&self, cf: ColumnFamily) -> u64 {
-        self.cf(cf).disk_space()
+        self.with_open(|open| Ok(open.cf(cf).disk_space())).unwrap_or(0)
     }
 
     /// fjall's `approximate_len`: the items of the memtables and of the tables' metadata.
     fn approximate_records(&self, cf: ColumnFamily) -> Option<u64> {
-        Some(self.cf(cf).approximate_len() as u64)
+        self.with_open(|open| Ok(open.cf(cf).approximate_len() as u64)).ok()
     }
 
     fn usage(&self) -> Usage {
-        Usage {
-            tables: self.cfs.iter().chain([&self.own]).map(Keyspace::disk_space).sum(),
-            journals: journal_allocated_bytes(&self.path),
-            cache: self.db.cache_size(),
-            cache_capacity: self.db.cache_capacity(),
-            memtables: self.db.write_buffer_size(),
-            pinned: self
-                .cfs
-                .iter()
-                .chain([&self.own])
-                .map(|ks| (ks.tree.pinned_block_index_size() + ks.tree.pinned_filter_size()) as u64)
-                .sum(),
-        }
+        let journals = journal_allocated_bytes(&self.path);
+        self.with_open(|open| {
+            Ok(Usage {
+                tables: open.keyspaces().map(Keyspace::disk_space).sum(),
+                journals,
+                cache: open.db.cache_size(),
+                cache_capacity: open.db.cache_capacity(),
+                memtables: open.db.write_buffer_size(),
+                pinned: open
+                    .keyspaces()
+                    .map(|ks| (ks.tree.pinned_block_index_size() + ks.tree.pinned_filter_size()) as u64)
+                    .sum(),
+            })
+        })
+        .unwrap_or(Usage { journals, ..Usage::default() })
     }
 
     /// `persist(Buffer)` (with [`Sync::Always`], `persist(SyncData)`) when a batch was
@@ -493,23 +570,37 @@ impl DiskBackend for Backend {
         }
         let mode =
             if self.options.sync == Sync::Always { PersistMode::SyncData } else { PersistMode::Buffer };
-        self.pending.persist(|| self.db.persist(mode).map_err(err))
+        self.with_open(|open| {
+            if let Some(failed) = &*open.failed_write.lock().unwrap_or_else(|p| p.into_inner()) {
+                return Err(rediskv::Error::Backend(failed.clone()));
+            }
+            open.pending.persist(|| open.db.persist(mode).map_err(err))
+        })
+    }
+
+    /// Closes the database (its journal's buffer and memtables are dropped: what no persist
+    /// took is gone, as after a crash) and opens the directory again, as at start. Between the
+    /// two, every call fails; a failed open leaves it closed, for a later call to try again.
+    fn reopen(&self) -> Result<()> {
+        self.close(false);
+        let mut open = self.open.write().unwrap_or_else(|e| e.into_inner());
+        if open.is_none() {
+            *open = Some(open_database(&self.path, &self.options, &self.slot)?);
+        }
+        Ok(())
     }
 }
 
 impl Drop for Backend {
     fn drop(&mut self) {
-        self.syncer = None;
-        *self.slot.write().unwrap_or_else(|e| e.into_inner()) = None;
-        if self.options.sync != Sync::No {
-            let _ = self.db.persist(PersistMode::SyncAll);
-        }
+        self.close(self.options.sync != Sync::No);
     }
 }
 
 impl KvBackend for Backend {
     fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
-        let Some(value) = with_tagged(key, |key| self.cf(cf).get(key)).map_err(err)? else { return Ok(None) };
+        let value = self.with_open(|open| with_tagged(key, |key| open.cf(cf).get(key)).map_err(err))?;
+        let Some(value) = value else { return Ok(None) };
         // A large value is its own buffer (read from a blob file, or the memtable's copy):
         // shared, not copied. A small one may be a slice of a whole cached block, which
         // a `Bytes` kept for long would hold: copied.
@@ -520,61 +611,63 @@ impl KvBackend for Backend {
     }
 
     fn get_with(&self, cf: ColumnFamily, key: &[u8], read: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
-        let value = with_tagged(key, |key| self.cf(cf).get(key)).map_err(err)?;
+        let value = self.with_open(|open| with_tagged(key, |key| open.cf(cf).get(key)).map_err(err))?;
         read(value.as_deref());
         Ok(())
     }
 
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
-        Ok(scan_with(range, direction, |bounds| self.cf(cf).range::<Vec<u8>, _>(bounds)))
+        // fjall's iterator holds its own snapshot: the scan goes on after the lock is let go.
+        self.with_open(|open| {
+            Ok(scan_with(range, direction, |bounds| open.cf(cf).range::<Vec<u8>, _>(bounds)))
+        })
     }
 
     /// fjall's cross-keyspace snapshot: O(1).
     fn snapshot(&self) -> Result<Option<rediskv::backend::Snapshot>> {
-        Ok(Some(Arc::new(Snapshot { snapshot: self.db.snapshot(), cfs: self.cfs.clone() })))
+        self.with_open(|open| {
+            Ok(Some(Arc::new(Snapshot { snapshot: open.db.snapshot(), cfs: open.cfs.clone() }) as _))
+        })
     }
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
-        self.floor.write(batch, |batch, floor| {
-            let durability = match self.options.sync {
-                _ if self.options.group_commit => None,
-                Sync::Always => Some(PersistMode::SyncData),
-                _ => Some(PersistMode::Buffer),
-            };
-            // One record, written without a fjall batch (its journal entry, the keyspace set
-            // its commit builds and the keyspace references it holds): durable when the
-            // batches around it are, at the next `persist_written`.
-            self.bound_memtables();
-            if durability.is_none() && self.single_writes && floor.is_none() && batch.ops().len() == 1 {
-                match batch.into_ops().into_iter().next() {
-                    Some(BatchOp::Put { cf, key, value }) => {
-                        check_write_key(&key)?;
-                        with_tagged(&key, |key| self.cf(cf).insert(key, &value[..])).map_err(err)?;
-                    }
-                    Some(BatchOp::Delete { cf, key }) => {
-                        with_tagged(&key, |key| self.cf(cf).remove(key)).map_err(err)?;
-                    }
-                    None => {}
+        self.with_open(|open| {
+            open.floor.write(batch, |batch, floor| {
+                let durability = match self.options.sync {
+                    _ if self.options.group_commit => None,
+                    Sync::Always => Some(PersistMode::SyncData),
+                    _ => Some(PersistMode::Buffer),
+                };
+                // One record, written without a fjall batch (its journal entry, the keyspace
+                // set its commit builds and the keyspace references it holds): durable when
+                // the batches around it are, at the next `persist_written`.
+                open.bound_memtables(self.options.write_buffer_bytes, &self.writes_near_bound);
+                if durability.is_none() && open.single_writes && floor.is_none() && batch.ops().len() == 1 {
+                    let written = match batch.into_ops().into_iter().next() {
+                        Some(BatchOp::Put { cf, key, value }) => {
+                            check_write_key(&key)?;
+                            with_tagged(&key, |key| open.cf(cf).insert(key, &value[..]))
+                        }
+                        Some(BatchOp::Delete { cf, key }) => with_tagged(&key, |key| open.cf(cf).remove(key)),
+                        None => Ok(()),
+                    };
+                    return open.wrote(written);
                 }
-                self.pending.wrote();
-                return Ok(());
-            }
-            let mut fb = self.db.batch().durability(durability);
-            for op in batch.into_ops() {
-                match op {
-                    BatchOp::Put { cf, key, value } => {
-                        check_write_key(&key)?;
-                        with_tagged(&key, |key| fb.insert(self.cf(cf), key, &value[..]));
+                let mut fb = open.db.batch().durability(durability);
+                for op in batch.into_ops() {
+                    match op {
+                        BatchOp::Put { cf, key, value } => {
+                            check_write_key(&key)?;
+                            with_tagged(&key, |key| fb.insert(open.cf(cf), key, &value[..]));
+                        }
+                        BatchOp::Delete { cf, key } => with_tagged(&key, |key| fb.remove(open.cf(cf), key)),
                     }
-                    BatchOp::Delete { cf, key } => with_tagged(&key, |key| fb.remove(self.cf(cf), key)),
                 }
-            }
-            if let Some(floor) = floor {
-                fb.insert(&self.own, FLOOR_KEY, floor.to_vec());
-            }
-            fb.commit().map_err(err)?;
-            self.pending.wrote();
-            Ok(())
+                if let Some(floor) = floor {
+                    fb.insert(&open.own, FLOOR_KEY, floor.to_vec());
+                }
+                open.wrote(fb.commit())
+            })
         })
     }
 }
@@ -706,13 +799,34 @@ mod tests {
     fn a_new_directory_is_marked_for_single_record_writes() {
         let dir = TempDir::new("fjall-single-writes");
         let backend = open(dir.path(), group_commit()).expect("open");
-        assert!(backend.single_writes);
+        assert!(backend.with_open(|o| Ok(o.single_writes)).expect("open"));
         put(&backend, b"k", b"v");
         backend.persist_written().expect("persist");
         drop(backend);
         let backend = open(dir.path(), group_commit()).expect("reopen");
-        assert!(backend.single_writes, "the marker is kept");
+        assert!(backend.with_open(|o| Ok(o.single_writes)).expect("open"), "the marker is kept");
         assert_eq!(backend.get(ColumnFamily::Subkey, b"k").expect("get").as_deref(), Some(&b"v"[..]));
+    }
+
+    #[test]
+    fn a_reopened_backend_serves_the_directory_and_takes_writes() {
+        let dir = TempDir::new("fjall-reopen");
+        let backend = open(dir.path(), group_commit()).expect("open");
+        put(&backend, b"before", b"1");
+        backend.persist_written().expect("persist");
+        let scan = backend
+            .scan(ColumnFamily::Subkey, &KeyRange { start: Vec::new(), end: None }, Direction::Forward)
+            .expect("scan");
+        backend.reopen().expect("reopen");
+        assert_eq!(scan.count(), 1, "a scan started before the reopen ends on its snapshot");
+        assert_eq!(backend.get(ColumnFamily::Subkey, b"before").expect("get").as_deref(), Some(&b"1"[..]));
+        put(&backend, b"after", b"2");
+        backend.persist_written().expect("persist after the reopen");
+        drop(backend);
+        let backend = open(dir.path(), group_commit()).expect("open again");
+        for (key, value) in [(&b"before"[..], &b"1"[..]), (b"after", b"2")] {
+            assert_eq!(backend.get(ColumnFamily::Subkey, key).expect("get").as_deref(), Some(value));
+        }
     }
 
     #[test]
@@ -721,11 +835,15 @@ mod tests {
         let backend = open(dir.path(), group_commit()).expect("open");
         // As a directory written before the marker: its keyspaces persist the journal
         // after every single insert, so a write of one record must stay a batch.
-        backend.own.remove(MANUAL_JOURNAL_KEY).expect("remove the marker");
-        backend.db.persist(PersistMode::SyncAll).expect("sync");
+        backend
+            .with_open(|o| {
+                o.own.remove(MANUAL_JOURNAL_KEY).expect("remove the marker");
+                o.db.persist(PersistMode::SyncAll).map_err(err)
+            })
+            .expect("sync");
         drop(backend);
         let backend = open(dir.path(), group_commit()).expect("reopen");
-        assert!(!backend.single_writes);
+        assert!(!backend.with_open(|o| Ok(o.single_writes)).expect("open"));
         put(&backend, b"k", b"v");
         assert_eq!(backend.get(ColumnFamily::Subkey, b"k").expect("get").as_deref(), Some(&b"v"[..]));
     }

@@ -1,5 +1,6 @@
 //! The gate: whether a resolved command may run now for this client (AUTH, ACL, MULTI,
-//! a busy script, subscribed mode, tenants, CLIENT PAUSE, maxmemory), read from its table
+//! a busy script, subscribed mode, tenants, CLIENT PAUSE, maxmemory, a store that cannot
+//! write), read from its table
 //! row.
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -18,7 +19,7 @@ impl Client {
     /// `Some(None)` to wait for a CLIENT PAUSE, `None` to run it. Keys evicted on the way
     /// leave this client's own invalidations in `early`, for before the reply. Checked in Redis' order:
     /// the subcommand and arity first, then AUTH, ACL, MULTI, a busy script, subscribed
-    /// mode, tenants, CLIENT PAUSE, maxmemory.
+    /// mode, tenants, CLIENT PAUSE, maxmemory, a store that cannot write.
     pub(super) fn refusal(
         &self,
         info: &'static CommandInfo,
@@ -113,6 +114,23 @@ impl Client {
             return Some(Some(Reply::Error(
                 "OOM command not allowed when used memory > 'maxmemory'.".into(),
             )));
+        }
+        // As Redis 7.0 while its AOF cannot be written: what may write is refused (by its
+        // flags, a script's declared flags, an EXEC's queue), and PING, so that a monitor
+        // sees it; reads run.
+        if state.writes.failing() {
+            let writes = |info: &CommandInfo, c: &[Bytes]| {
+                info.has(flag::WRITE) || scripting::declares_writes(&state.scripts, info.container(), c)
+            };
+            let queued_write = |c: &[Bytes]| table::find(c).is_ok_and(|i| writes(i, c));
+            let refused = writes(info, argv)
+                || name == "ping"
+                || (name == "exec"
+                    && (self.session.queued().any(queued_write)
+                        || self.multi_server.iter().any(|(_, c)| queued_write(c))));
+            if refused {
+                return Some(Some(Reply::Error(state.writes.refusal())));
+            }
         }
         None
     }
