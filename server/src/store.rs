@@ -303,12 +303,14 @@ impl Store {
         text.split_whitespace().map(|n| n.parse().ok()).collect()
     }
 
-    /// Bytes the data takes: what the memory backend holds (the figure `maxmemory` limits),
-    /// or the table files on disk.
+    /// Bytes the store holds in this process' memory (what `maxmemory` limits, with the
+    /// connections' buffers): the memory backend's data; a disk engine's memtables, block
+    /// cache in use and pinned blocks, and the metadata cache with its key filter (the
+    /// table files on disk are not counted).
     pub fn used_bytes(&self) -> u64 {
         match self {
             Store::Memory(m) => m.bytes(),
-            Store::Disk { disk, .. } => ColumnFamily::ALL.iter().map(|cf| disk.disk_bytes(*cf)).sum(),
+            Store::Disk { disk, cache, .. } => disk.memory_bytes() + cache.bytes(),
             #[cfg(feature = "etcd")]
             Store::Etcd { .. } => 0,
         }
@@ -331,9 +333,10 @@ impl Store {
         move || disk.map_or(Ok(()), |d| d.flush().map_err(|e| e.to_string()))
     }
 
-    /// Whether `maxmemory` applies (only to data kept in memory).
-    pub fn in_memory(&self) -> bool {
-        matches!(self, Store::Memory(_))
+    /// Whether `maxmemory` applies: to the stores this process holds (not to etcd's, whose
+    /// memory is the cluster's).
+    pub fn limits_memory(&self) -> bool {
+        matches!(self, Store::Memory(_) | Store::Disk { .. })
     }
 
     /// Whether the store drops garbage by itself (a compaction filter on `gc::decide`); the

@@ -352,6 +352,15 @@ fn keyspace_options(memtable_bytes: u64) -> KeyspaceCreateOptions {
 }
 
 impl Backend {
+    /// Index and filter blocks the keyspaces pin in memory.
+    fn pinned_bytes(&self) -> u64 {
+        self.cfs
+            .iter()
+            .chain([&self.own])
+            .map(|ks| (ks.tree.pinned_block_index_size() + ks.tree.pinned_filter_size()) as u64)
+            .sum()
+    }
+
     /// Flushes every keyspace's memtable to a table and waits: the journals holding those
     /// writes can then be deleted.
     fn flush_memtables(&self) -> Result<()> {
@@ -475,13 +484,12 @@ impl DiskBackend for Backend {
             cache: self.db.cache_size(),
             cache_capacity: self.db.cache_capacity(),
             memtables: self.db.write_buffer_size(),
-            pinned: self
-                .cfs
-                .iter()
-                .chain([&self.own])
-                .map(|ks| (ks.tree.pinned_block_index_size() + ks.tree.pinned_filter_size()) as u64)
-                .sum(),
+            pinned: self.pinned_bytes(),
         }
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        self.db.cache_size() + self.db.write_buffer_size() + self.pinned_bytes()
     }
 
     /// `persist(Buffer)` (with [`Sync::Always`], `persist(SyncData)`) when a batch was
