@@ -19,10 +19,13 @@
 #   THREADS       rediskv-server's --threads (default 1)
 #   UNITS         space-separated units (default: the 36 of docs/compatibility.md's table)
 #   UNIT_TIMEOUT  seconds a unit may take before it is stopped (default 600)
+#   TEST_TIMEOUT  runtest --timeout: seconds without a test finishing before the unit is
+#                 given up (default 300: geo's fuzzy tests take over a minute each)
 #   TAGS          runtest --tags arguments (default "-needs:debug -needs:repl")
 #   FLAGS         runtest flags (default "--durable --ignore-encoding --ignore-digest")
 #   REDIS_TESTS   where Redis' tests/ and runtest are (see above)
 #   LOGDIR        each unit's runtest and server logs (default target/redis-tcl-logs/ENGINE)
+#   BASEPORT      runtest --baseport (default: random in 22000-31950)
 # output: "UNIT passed/run ok=N err=M exception=K secs=T status=done|aborted|timeout" per unit
 # (run: tests that reported ok or err), then "TOTAL passed/run ...". Exit 0 iff nothing failed.
 set -u
@@ -30,6 +33,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ENGINE=${ENGINE:-memory}
 THREADS=${THREADS:-1}
 UNIT_TIMEOUT=${UNIT_TIMEOUT:-600}
+TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 TAGS=${TAGS:-"-needs:debug -needs:repl"}
 FLAGS=${FLAGS:-"--durable --ignore-encoding --ignore-digest"}
 REDIS_TESTS=${REDIS_TESTS:-/tmp/redis-7.0.15-tests}
@@ -86,6 +90,9 @@ stop_server() {
 }
 
 mkdir -p "$LOGDIR" "$REDIS_TESTS/tests/tmp"
+# The runner's own ports (its test server, the servers a unit starts itself): a range of
+# this run's, so that runs side by side do not meet.
+BASEPORT=${BASEPORT:-$((22000 + RANDOM % 200 * 50))}
 total_ok=0 total_err=0 total_exc=0
 for unit in $UNITS; do
     name=$(echo "$unit" | tr / _)
@@ -99,7 +106,7 @@ for unit in $UNITS; do
     start=$(date +%s)
     # shellcheck disable=SC2086
     (cd "$REDIS_TESTS" && TERM=dumb timeout -k 10 "$UNIT_TIMEOUT" "$TCLSH" tests/test_helper.tcl \
-        --host 127.0.0.1 --port "$port" --single "$unit" --tags "$TAGS" $FLAGS --timeout 120 "$@") \
+        --host 127.0.0.1 --port "$port" --single "$unit" --tags "$TAGS" $FLAGS --timeout "$TEST_TIMEOUT" --baseport "$BASEPORT" "$@") \
         > "$log" 2>&1
     rc=$?
     secs=$(($(date +%s) - start))

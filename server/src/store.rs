@@ -90,6 +90,8 @@ pub enum Store {
         kv: Backend,
         /// `kv`'s metadata cache, for its key filter's figures.
         cache: Arc<DiskCache>,
+        /// The `appendfsync` policy it was opened with.
+        sync: Sync,
     },
     /// A prefix in an etcd cluster, shared with other server nodes.
     #[cfg(feature = "etcd")]
@@ -184,7 +186,7 @@ impl Store {
             unfilled(&e);
         }
         let kv: Backend = cache.clone();
-        Ok(Store::Disk { engine, dir: dir.to_path_buf(), disk, kv, cache })
+        Ok(Store::Disk { engine, dir: dir.to_path_buf(), disk, kv, cache, sync })
     }
 
     /// The key filter's size in bytes and whether it answers (see
@@ -264,13 +266,16 @@ impl Store {
     }
 
     /// Saves the function libraries' code (FUNCTION LOAD/DELETE/FLUSH) beside a disk
-    /// store's data, as `<length>\n<code>` records (temporary file, synced, renamed); the
-    /// memory store keeps nothing, as Redis without persistence.
+    /// store's data, as `<length>\n<code>` records (temporary file, renamed over the old
+    /// one); the memory store keeps nothing, as Redis without persistence. The file is
+    /// synced first only under `appendfsync always`: otherwise it reaches the OS, as the
+    /// engine's writes do (an fsync per FUNCTION LOAD would cost more than the load).
     ///
     /// # Errors
     /// The file could not be written.
     pub fn save_functions(&self, codes: &[String]) -> std::io::Result<()> {
         let Some(dir) = self.dir() else { return Ok(()) };
+        let always = matches!(self, Store::Disk { sync: Sync::Always, .. });
         let path = dir.join("rediskv-functions");
         let tmp = path.with_extension("tmp");
         {
@@ -279,7 +284,9 @@ impl Store {
             for code in codes {
                 write!(file, "{}\n{code}", code.len())?;
             }
-            file.sync_all()?;
+            if always {
+                file.sync_all()?;
+            }
         }
         std::fs::rename(tmp, path)
     }
