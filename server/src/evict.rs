@@ -17,8 +17,12 @@
 //! evicted collection's records stay until the collector drops them, as Redis' lazily freed
 //! objects: their estimated bytes are not counted against `maxmemory` meanwhile.
 //!
-//! Over the disk engines `maxmemory` does not apply (their memory is their caches'): the
-//! policy is accepted and nothing is evicted.
+//! Over a disk engine the memory counted is what the engine holds
+//! ([`crate::store::Store::used_bytes`]): a pass first writes its memtables to its tables
+//! (freeing memory without losing keys), and evicts only if memory stays over. A deleted
+//! key's records leave memory only at the engine's next flush, so a pass there evicts until
+//! nothing is left or its time runs out: keep `maxmemory` above the block cache's capacity
+//! and the key filter. Over etcd `maxmemory` does not apply.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -70,7 +74,7 @@ pub fn lfu_params(state: &State, policy: Policy) -> Option<(u32, u32)> {
 pub fn perform(state: &State, me: Option<&ClientInfo>, own: &mut Vec<u8>) -> bool {
     let max = state.maxmemory.load(Relaxed);
     // During CLIENT PAUSE the dataset stays as it is (and nothing is refused), as in Redis.
-    if max == 0 || !state.store.in_memory() || state.expiry_paused() {
+    if max == 0 || !state.store.limits_memory() || state.expiry_paused() {
         return false;
     }
     let eviction = &state.eviction;
@@ -78,6 +82,13 @@ pub fn perform(state: &State, me: Option<&ClientInfo>, own: &mut Vec<u8>) -> boo
         eviction.exceeded(used > max);
         used > max
     };
+    if !over(crate::info::used_memory(state)) {
+        return false;
+    }
+    // A disk engine's memtables go to its tables (nothing to do in memory).
+    if let Err(e) = state.store.sync() {
+        eprintln!("server: flush for maxmemory failed: {e}");
+    }
     if !over(crate::info::used_memory(state)) {
         return false;
     }

@@ -657,11 +657,10 @@ pub fn memory(argv: &[Bytes], state: &State, namespace: &[u8]) -> Reply {
     }
 }
 
-/// Whether the store is past `maxmemory` (the memory engine only: the disk engines' memory is
-/// bounded by their caches).
+/// Whether the store is past `maxmemory` (not over etcd, whose memory is the cluster's).
 pub fn out_of_memory(state: &State) -> bool {
     let max = state.maxmemory.load(Relaxed);
-    max > 0 && state.store.in_memory() && used_memory(state) > max
+    max > 0 && state.store.limits_memory() && used_memory(state) > max
 }
 
 /// The memory `maxmemory` limits: the store's and the connections', less the estimated

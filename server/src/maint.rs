@@ -103,6 +103,7 @@ fn run(state: &State) {
     let mut collector_found = false;
     let (mut in_pass, mut pass_hint, mut last_pass) = (true, 0, Instant::now());
     let mut pass_deferred = state.deferred_frees();
+    let mut flushed_deferred = pass_deferred;
     loop {
         let (tick, budget) = {
             let config = state.config();
@@ -155,8 +156,16 @@ fn run(state: &State) {
                 }
             }
         } else {
-            // The store drops the records itself (at compaction): they are handed over.
-            credit_lazyfree(state, state.deferred_frees());
+            // The store drops the records itself (at compaction): they are handed over, and
+            // leave memory with the memtables holding them, written to tables now.
+            let deferred = state.deferred_frees();
+            if deferred != flushed_deferred {
+                flushed_deferred = deferred;
+                if let Err(e) = state.store.sync() {
+                    eprintln!("server: flush after a lazy free failed: {e}");
+                }
+            }
+            credit_lazyfree(state, deferred);
         }
         let spent = started.elapsed();
         std::thread::sleep(tick.saturating_sub(spent));

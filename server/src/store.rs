@@ -90,6 +90,8 @@ pub enum Store {
         kv: Backend,
         /// `kv`'s metadata cache, for its key filter's figures.
         cache: Arc<DiskCache>,
+        /// The `appendfsync` policy it was opened with.
+        sync: Sync,
     },
     /// A prefix in an etcd cluster, shared with other server nodes.
     #[cfg(feature = "etcd")]
@@ -187,7 +189,7 @@ impl Store {
             unfilled(&e);
         }
         let kv: Backend = cache.clone();
-        Ok(Store::Disk { engine, dir: dir.to_path_buf(), disk, kv, cache })
+        Ok(Store::Disk { engine, dir: dir.to_path_buf(), disk, kv, cache, sync })
     }
 
     /// The key filter's size in bytes and whether it answers (see
@@ -253,12 +255,14 @@ impl Store {
 
     /// Saves the function libraries' code (FUNCTION LOAD/DELETE/FLUSH) beside a disk
     /// store's data ([`rediskv_engine::server_files`]); the memory store keeps nothing, as
-    /// Redis without persistence.
+    /// Redis without persistence. The file is synced first only under `appendfsync
+    /// always`: otherwise it reaches the OS, as the engine's writes do.
     ///
     /// # Errors
     /// The file could not be written.
     pub fn save_functions(&self, codes: &[String]) -> std::io::Result<()> {
-        self.dir().map_or(Ok(()), |dir| server_files::save_functions(dir, codes))
+        let always = matches!(self, Store::Disk { sync: Sync::Always, .. });
+        self.dir().map_or(Ok(()), |dir| server_files::save_functions(dir, codes, always))
     }
 
     /// The libraries [`Store::save_functions`] saved, if any.
@@ -271,12 +275,14 @@ impl Store {
         server_files::load_db_slots(self.dir()?, ns)
     }
 
-    /// Bytes the data takes: what the memory backend holds (the figure `maxmemory` limits),
-    /// or the table files on disk.
+    /// Bytes the store holds in this process' memory (what `maxmemory` limits, with the
+    /// connections' buffers): the memory backend's data; a disk engine's memtables, block
+    /// cache in use and pinned blocks, and the metadata cache with its key filter (the
+    /// table files on disk are not counted).
     pub fn used_bytes(&self) -> u64 {
         match self {
             Store::Memory(m) => m.bytes(),
-            Store::Disk { disk, .. } => ColumnFamily::ALL.iter().map(|cf| disk.disk_bytes(*cf)).sum(),
+            Store::Disk { disk, cache, .. } => disk.memory_bytes() + cache.bytes(),
             #[cfg(feature = "etcd")]
             Store::Etcd { .. } => 0,
         }
@@ -299,7 +305,14 @@ impl Store {
         move || disk.map_or(Ok(()), |d| d.flush().map_err(|e| e.to_string()))
     }
 
-    /// Whether `maxmemory` applies (only to data kept in memory).
+    /// Whether `maxmemory` applies: to the stores this process holds (not to etcd's, whose
+    /// memory is the cluster's).
+    pub fn limits_memory(&self) -> bool {
+        matches!(self, Store::Memory(_) | Store::Disk { .. })
+    }
+
+    /// Whether the data lives only in this process (the memory store): `save` points and
+    /// SHUTDOWN write a `dump.rdb` for it, as Redis does.
     pub fn in_memory(&self) -> bool {
         matches!(self, Store::Memory(_))
     }

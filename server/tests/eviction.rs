@@ -2,13 +2,13 @@
 //! (keyspace events, tracking invalidations, WATCH, INFO), OBJECT FREQ/IDLETIME and
 //! RESTORE's IDLETIME/FREQ, compared with a real redis-server; and, on rediskv alone, that
 //! an evicted collection's records, left to the collector, do not make eviction take more
-//! keys than needed.
+//! keys than needed; and `maxmemory` over fjall, whose memtables and caches count.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Client, Server, Value, rediskv, same_as_redis};
+use common::{Client, Server, Value, redis, rediskv, rediskv_on_disk, same_as_redis};
 
 fn ok() -> Value {
     Value::Status("OK".into())
@@ -295,4 +295,83 @@ fn an_evicted_collection_counts_as_freed_until_collected() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(info_number(&mut c, "stats", "evicted_keys"), 1);
+}
+
+/// Writes under `maxmemory 1` and the default `noeviction`: refused with Redis' OOM error
+/// (a command, a script's call, a transaction), reads served, writes back at `maxmemory 0`.
+fn oom_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut out = vec![c.cmd(&["SET", "foo", "bar"]), c.cmd(&["CONFIG", "SET", "maxmemory", "1"])];
+    out.push(c.cmd(&["SET", "x", "y"]));
+    out.push(c.cmd(&["LPUSH", "list", "a"]));
+    out.push(c.cmd(&["EVAL", "return redis.call('set', 'x', 'y')", "0"]));
+    out.push(c.cmd(&["EVAL", "return redis.pcall('set', 'x', 'y')", "0"]));
+    out.push(c.cmd(&["MULTI"]));
+    out.push(c.cmd(&["SET", "x", "y"]));
+    out.push(c.cmd(&["EXEC"]));
+    out.push(c.cmd(&["GET", "foo"]));
+    out.push(c.cmd(&["DEL", "foo"]));
+    out.push(c.cmd(&["CONFIG", "SET", "maxmemory", "0"]));
+    out.push(c.cmd(&["SET", "x", "y"]));
+    out.push(c.cmd(&["GET", "x"]));
+    out
+}
+
+#[test]
+fn fjall_refuses_writes_over_maxmemory_as_redis() {
+    let Some(redis) = redis(&[]) else { return };
+    let theirs = oom_script(&redis);
+    assert!(matches!(&theirs[2], Value::Error(e) if e.starts_with("OOM ")), "{:?}", theirs[2]);
+    let ours = oom_script(&rediskv_on_disk("fjall", &[]));
+    assert_eq!(ours, theirs);
+}
+
+/// Under an eviction policy, `maxmemory 1` on fjall evicts every key (as Redis' memory can
+/// never get that low), with the `evicted` event.
+#[test]
+fn fjall_evicts_under_an_eviction_policy() {
+    let server = rediskv_on_disk("fjall", &[]);
+    let mut c = server.client();
+    for i in 0..10 {
+        assert_eq!(c.cmd(&["SET", &format!("k{i}"), "v"]), ok());
+    }
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]), ok());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", "1"]), ok());
+    assert_eq!(c.cmd(&["DBSIZE"]), Value::Int(0));
+    assert_eq!(info_number(&mut c, "stats", "evicted_keys"), 10);
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", "0"]), ok());
+}
+
+/// fjall's `used_memory` counts its memtables: it grows with what is written, and a big
+/// collection's UNLINK gives it back (the memtables holding it are written to tables), as
+/// Redis' lazyfree unit expects; a limit above it lets writes through.
+#[test]
+fn fjall_used_memory_follows_its_memtables() {
+    let server = rediskv_on_disk("fjall", &[]);
+    let mut c = server.client();
+    // A debug build on a busy machine takes seconds for the SADD.
+    c.set_read_timeout(Duration::from_secs(120));
+    let before = info_number(&mut c, "memory", "used_memory");
+    let mut args: Vec<String> = vec!["SADD".into(), "set".into()];
+    args.extend((0..50_000).map(|i| i.to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(c.cmd(&refs), Value::Int(50_000));
+    let peak = info_number(&mut c, "memory", "used_memory");
+    assert!(peak > before + 1_000_000, "{before} → {peak}");
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", &(peak * 2).to_string()]), ok());
+    assert_eq!(c.cmd(&["SET", "x", "y"]), ok());
+    assert_eq!(c.cmd(&["CONFIG", "SET", "maxmemory", "0"]), ok());
+    assert_eq!(c.cmd(&["UNLINK", "set"]), Value::Int(1));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = info_number(&mut c, "memory", "used_memory");
+        if now < before * 2 && now < peak {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "used_memory stayed at {now} ({before} before, {peak} at the peak)"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

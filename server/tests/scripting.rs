@@ -491,30 +491,36 @@ fn scripts_are_atomic_under_concurrent_clients() {
     assert_eq!(c.cmd(&["GET", "counter"]), Value::Bulk(Some(b"800".to_vec())));
 }
 
+/// Under every `appendfsync` (the file is synced at each change only under `always`), a
+/// killed server's libraries are back at its restart.
 #[test]
 fn functions_survive_a_restart_on_disk() {
-    let dir = std::env::temp_dir().join(format!("rediskv-functions-{}", std::process::id()));
-    let path = dir.to_str().unwrap().to_string();
-    let lib = "#!lua name=keep\nredis.register_function('hello', function() return 'hi' end)";
-    {
-        let server = rediskv(&["--engine", "fjall", "--dir", &path]);
+    for appendfsync in ["everysec", "always"] {
+        let dir =
+            std::env::temp_dir().join(format!("rediskv-functions-{}-{appendfsync}", std::process::id()));
+        let path = dir.to_str().unwrap().to_string();
+        let lib = "#!lua name=keep\nredis.register_function('hello', function() return 'hi' end)";
+        let args = ["--engine", "fjall", "--dir", &path, "--appendfsync", appendfsync];
+        {
+            let server = rediskv(&args);
+            let mut c = server.client();
+            assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), Value::Bulk(Some(b"keep".to_vec())));
+            assert_eq!(
+                c.cmd(&["SCRIPT", "LOAD", "return 1"]),
+                Value::Bulk(Some(b"e0e1f9fabfc9d4800c877a703b823ac0578ff8db".to_vec()))
+            );
+        }
+        let server = rediskv(&args);
         let mut c = server.client();
-        assert_eq!(c.cmd(&["FUNCTION", "LOAD", lib]), Value::Bulk(Some(b"keep".to_vec())));
+        assert_eq!(c.cmd(&["FCALL", "hello", "0"]), Value::Bulk(Some(b"hi".to_vec())), "{appendfsync}");
         assert_eq!(
-            c.cmd(&["SCRIPT", "LOAD", "return 1"]),
-            Value::Bulk(Some(b"e0e1f9fabfc9d4800c877a703b823ac0578ff8db".to_vec()))
+            c.cmd(&["SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"]),
+            Value::Array(Some(vec![Value::Int(0)])),
+            "the script cache does not survive a restart, as in Redis"
         );
+        drop(server);
+        let _ = std::fs::remove_dir_all(&dir);
     }
-    let server = rediskv(&["--engine", "fjall", "--dir", &path]);
-    let mut c = server.client();
-    assert_eq!(c.cmd(&["FCALL", "hello", "0"]), Value::Bulk(Some(b"hi".to_vec())));
-    assert_eq!(
-        c.cmd(&["SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"]),
-        Value::Array(Some(vec![Value::Int(0)])),
-        "the script cache does not survive a restart, as in Redis"
-    );
-    drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A script past `busy-reply-threshold` makes other clients get BUSY; SCRIPT KILL stops it

@@ -29,7 +29,7 @@
 //! element) is read ahead in one scan and answered from memory (`read_ahead`'s runs), so
 //! each pop is not a point read of the store.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -65,6 +65,8 @@ pub struct MetadataCache<B> {
     filter_filled: AtomicBool,
     /// Subkeys read ahead of walks.
     runs: Runs,
+    /// Bytes of the keys and records the slots hold.
+    held: AtomicU64,
 }
 
 impl<B: std::fmt::Debug> std::fmt::Debug for MetadataCache<B> {
@@ -82,6 +84,7 @@ impl<B: KvBackend> MetadataCache<B> {
             filter: None,
             filter_filled: AtomicBool::new(false),
             runs: Runs::default(),
+            held: AtomicU64::new(0),
         }
     }
 
@@ -124,9 +127,27 @@ impl<B: KvBackend> MetadataCache<B> {
         for at in 0..SLOTS {
             let mut slot = self.slot(at);
             slot.version += 1;
-            slot.entry = None;
+            self.hold(&mut slot, None);
         }
         self.runs.clear();
+    }
+
+    /// Bytes the cache holds in memory: its slots, the keys and records in them, and the
+    /// key filter.
+    pub fn bytes(&self) -> u64 {
+        let slots = (self.slots.len() * std::mem::size_of::<Mutex<Slot>>()) as u64;
+        let filter = self.filter.as_ref().map_or(0, |f| f.bytes() as u64);
+        slots + self.held.load(Ordering::Relaxed) + filter
+    }
+
+    /// Puts `entry` in `slot` in place of what it held.
+    fn hold(&self, slot: &mut Slot, entry: Option<(Bytes, Option<Bytes>)>) {
+        let size = |e: &Option<(Bytes, Option<Bytes>)>| {
+            e.as_ref().map_or(0, |(k, v)| (k.len() + v.as_ref().map_or(0, Bytes::len)) as u64)
+        };
+        self.held.fetch_add(size(&entry), Ordering::Relaxed);
+        self.held.fetch_sub(size(&slot.entry), Ordering::Relaxed);
+        slot.entry = entry;
     }
 
     /// The metadata record of `key` from the store, after a miss of its slot `at` at the
@@ -136,7 +157,7 @@ impl<B: KvBackend> MetadataCache<B> {
         if value.as_ref().is_none_or(|v| v.len() <= MAX_VALUE) {
             let mut slot = self.slot(at);
             if slot.version == version && slot.writing == 0 {
-                slot.entry = Some((Bytes::copy_from_slice(key), value.clone()));
+                self.hold(&mut slot, Some((Bytes::copy_from_slice(key), value.clone())));
             }
         }
         Ok(value)
@@ -163,7 +184,7 @@ impl<B: KvBackend> MetadataCache<B> {
         let mut slot = self.slot(at);
         slot.writing += 1;
         slot.version += 1;
-        slot.entry = None;
+        self.hold(&mut slot, None);
     }
 
     /// A write of `key` (of slot `at`) ended (`written`: the store took `value`, `None` for a
@@ -173,7 +194,7 @@ impl<B: KvBackend> MetadataCache<B> {
         slot.writing -= 1;
         slot.version += 1;
         let keep = written && slot.writing == 0 && value.as_ref().is_none_or(|v| v.len() <= MAX_VALUE);
-        slot.entry = keep.then_some((key, value));
+        self.hold(&mut slot, keep.then_some((key, value)));
     }
 }
 
@@ -542,6 +563,21 @@ pub(super) mod tests {
         let mut batch = WriteBatch::new();
         batch.put(ColumnFamily::Metadata, key.to_vec(), value.to_vec());
         b.write(batch)
+    }
+
+    /// `bytes` counts the records the slots hold, and the key filter.
+    #[test]
+    fn bytes_follow_what_the_slots_hold() {
+        let cache = MetadataCache::with_key_filter(MemoryBackend::new(), 1000, 1 << 20);
+        let empty = cache.bytes();
+        assert_eq!(empty, (SLOTS * std::mem::size_of::<Mutex<Slot>>() + 2048) as u64);
+        put(&cache, b"key", &[7; 100]).unwrap();
+        assert_eq!(cache.bytes(), empty + 103);
+        put(&cache, b"key", &[7; 10]).unwrap();
+        assert_eq!(cache.bytes(), empty + 13);
+        // Too big to keep: the slot is emptied.
+        put(&cache, b"key", &[7; MAX_VALUE + 1]).unwrap();
+        assert_eq!(cache.bytes(), empty);
     }
 
     #[test]

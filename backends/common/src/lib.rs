@@ -62,6 +62,14 @@ pub trait DiskBackend: KvBackend {
         Usage { tables: ColumnFamily::ALL.iter().map(|cf| self.disk_bytes(*cf)).sum(), ..Usage::default() }
     }
 
+    /// Bytes the engine holds in memory: [`Usage`]'s block cache, memtables and pinned blocks,
+    /// without its figures on disk (cheaper than [`DiskBackend::usage`] where an engine
+    /// overrides it: `maxmemory` reads it before commands).
+    fn memory_bytes(&self) -> u64 {
+        let usage = self.usage();
+        usage.cache + usage.memtables + usage.pinned
+    }
+
     /// With [`Options::group_commit`]: hands every batch written so far to the OS (one
     /// journal write for all of them), and with [`Sync::Always`] syncs them (one
     /// `fdatasync`); a no-op without group commit, or when nothing is pending. Call it

@@ -1,8 +1,9 @@
 //! The files `rediskv-server` keeps beside a disk store's data: the function libraries
 //! (`rediskv-functions`: `<length>\n<code>` per library) and each namespace's SWAPDB mapping
 //! (`rediskv-dbslots-<namespace in hex>`: the database → namespace slot numbers, spaced).
-//! Each is written to a temporary file, synced, then renamed over the old one: a crash
-//! leaves one or the other. `rediskv-inspect` reads and writes them too.
+//! Each is written to a temporary file, synced (the function libraries: when asked), then
+//! renamed over the old one: a crash leaves one or the other. `rediskv-inspect` reads and
+//! writes them too.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,24 +17,28 @@ fn slots_file(dir: &Path, ns: &str) -> PathBuf {
     dir.join(format!("rediskv-dbslots-{hex}"))
 }
 
-/// Writes `bytes` to `path` through a synced temporary file.
-fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes `bytes` to `path` through a temporary file, synced first when `sync`.
+fn replace(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if sync {
+            file.sync_all()?;
+        }
     }
     std::fs::rename(tmp, path)
 }
 
-/// Saves the libraries' code in `dir`.
+/// Saves the libraries' code in `dir`, synced first when `sync` (the server asks it under
+/// `appendfsync always`; otherwise the file reaches the OS as the engine's writes do: an
+/// fsync per FUNCTION LOAD would cost more than the load).
 ///
 /// # Errors
 /// The file could not be written.
-pub fn save_functions(dir: &Path, codes: &[String]) -> std::io::Result<()> {
+pub fn save_functions(dir: &Path, codes: &[String], sync: bool) -> std::io::Result<()> {
     let text: String = codes.iter().map(|code| format!("{}\n{code}", code.len())).collect();
-    replace(&dir.join(FUNCTIONS), text.as_bytes())
+    replace(&dir.join(FUNCTIONS), text.as_bytes(), sync)
 }
 
 /// The libraries [`save_functions`] saved in `dir`, if any.
@@ -55,7 +60,7 @@ pub fn load_functions(dir: &Path) -> Option<Vec<String>> {
 /// The file could not be written.
 pub fn save_db_slots(dir: &Path, ns: &str, slots: &[usize]) -> std::io::Result<()> {
     let text: Vec<String> = slots.iter().map(usize::to_string).collect();
-    replace(&slots_file(dir, ns), text.join(" ").as_bytes())
+    replace(&slots_file(dir, ns), text.join(" ").as_bytes(), true)
 }
 
 /// The mapping [`save_db_slots`] saved in `dir` for `ns`, if any.
@@ -73,7 +78,7 @@ mod tests {
         let dir = crate::testkit::TempDir::new("server-files");
         assert_eq!(load_functions(dir.path()), None);
         let codes = vec!["#!lua name=a\nreturn 1\n".to_string(), "#!lua name=b\n".to_string()];
-        save_functions(dir.path(), &codes).expect("saved");
+        save_functions(dir.path(), &codes, true).expect("saved");
         assert_eq!(load_functions(dir.path()), Some(codes));
         save_db_slots(dir.path(), "ns", &[1, 0, 2]).expect("saved");
         assert_eq!(load_db_slots(dir.path(), "ns"), Some(vec![1, 0, 2]));

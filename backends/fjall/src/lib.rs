@@ -406,6 +406,13 @@ impl Open {
         self.cfs.iter().chain([&self.own])
     }
 
+    /// Index and filter blocks the keyspaces pin in memory.
+    fn pinned_bytes(&self) -> u64 {
+        self.keyspaces()
+            .map(|ks| (ks.tree.pinned_block_index_size() + ks.tree.pinned_filter_size()) as u64)
+            .sum()
+    }
+
     /// Flushes every keyspace's memtable to a table and waits: the journals holding those
     /// writes can then be deleted.
     fn flush_memtables(&self) -> Result<()> {
@@ -553,13 +560,15 @@ impl DiskBackend for Backend {
                 cache: open.db.cache_size(),
                 cache_capacity: open.db.cache_capacity(),
                 memtables: open.db.write_buffer_size(),
-                pinned: open
-                    .keyspaces()
-                    .map(|ks| (ks.tree.pinned_block_index_size() + ks.tree.pinned_filter_size()) as u64)
-                    .sum(),
+                pinned: open.pinned_bytes(),
             })
         })
         .unwrap_or(Usage { journals, ..Usage::default() })
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        self.with_open(|open| Ok(open.db.cache_size() + open.db.write_buffer_size() + open.pinned_bytes()))
+            .unwrap_or(0)
     }
 
     /// `persist(Buffer)` (with [`Sync::Always`], `persist(SyncData)`) when a batch was

@@ -320,6 +320,10 @@ impl DiskBackend for Backend {
         }
     }
 
+    fn memory_bytes(&self) -> u64 {
+        self.cache.get_usage() as u64 + self.property_sum("rocksdb.size-all-mem-tables")
+    }
+
     /// `FlushWAL(false)`: one write of the WAL's buffer (with [`Sync::Always`],
     /// `FlushWAL(true)`: and a sync), when a batch was written since the last one.
     fn persist_written(&self) -> Result<()> {

@@ -198,6 +198,19 @@ pub fn rediskv(args: &[&str]) -> Server {
     start(&[], args)
 }
 
+/// Starts rediskv-server on the disk engine `engine` in a temporary directory of its own
+/// (removed with it), with extra arguments.
+pub fn rediskv_on_disk(engine: &str, args: &[&str]) -> Server {
+    static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("rediskv-test-{engine}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dir_arg = dir.to_str().expect("a UTF-8 temporary directory");
+    let mut server = start(&[], &[&["--engine", engine, "--dir", dir_arg][..], args].concat());
+    server.dir = Some(dir);
+    server
+}
+
 /// Starts rediskv-server with a config file as its first argument, on a free port.
 pub fn rediskv_with_file(file: &str) -> Server {
     start(&[file], &[])
