@@ -32,6 +32,7 @@ mod locks;
 mod long_double;
 pub mod notify;
 mod overlay;
+pub mod propagate;
 mod reply;
 mod session;
 mod set;
@@ -57,6 +58,7 @@ pub use listeners::{Listeners, Listening};
 pub use locks::{KeyLocks, LockGuard};
 pub use notify::{Effects, Event, NotifyFlags};
 pub use overlay::Overlay;
+pub use propagate::{Propagated, Propagation};
 pub use reply::{Protocol, Reply};
 pub use session::Session;
 pub use string::{GetExpiry, MAX_STRING_LEN, SetOptions};
@@ -151,6 +153,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`Db::execute`] for a command [`resolve`] accepted.
     pub(crate) fn execute_resolved(&mut self, info: &CommandInfo, argv: &[Bytes]) -> Reply {
         self.touching = !info.is(table::attr::NO_TOUCH);
+        let (mark, db) = (self.propagation_mark(), self.index());
         let reply = match handler::<B>(info) {
             Some(run) => self
                 .run_command(info.is_write(), |db| run(db, argv))
@@ -159,6 +162,9 @@ impl<B: KvBackend> Db<'_, B> {
             None => Reply::Error(format!("ERR {} needs a client session", info.name.to_uppercase())),
         };
         self.end_command(!reply.is_error());
+        if let Some(mark) = mark {
+            self.propagate_command(mark, db, info, argv, &reply);
+        }
         reply
     }
 
