@@ -79,6 +79,14 @@ pub enum Error {
     /// A DUMP payload whose object does not decode.
     #[error("bad DUMP data: {0}")]
     DumpFormat(&'static str),
+    /// An RDB file that does not decode, truncated or corrupt.
+    #[error("{what} at byte {offset}")]
+    RdbFile {
+        /// What is wrong.
+        what: String,
+        /// The offset in the file where the reader found it.
+        offset: u64,
+    },
 }
 
 /// `Result` with the crate's [`Error`].

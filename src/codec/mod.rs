@@ -10,6 +10,7 @@ mod key;
 mod list;
 mod metadata;
 pub mod rdb;
+mod rdb_file;
 pub(crate) mod reader;
 mod slot;
 mod stream;
@@ -27,6 +28,9 @@ pub use key::{
 };
 pub use list::{LIST_INITIAL_INDEX, position_of, push_back_tail, push_front_index, stored_index};
 pub use metadata::{Metadata, decode_neokv_legacy, encode_neokv_legacy, peek_type_and_expire};
+pub use rdb_file::{
+    RdbEntry, RdbFileOptions, RdbFileReader, RdbFileWriter, RdbHeader, RdbItem, RdbReplication,
+};
 pub use slot::{SLOT_COUNT, hash_tag, key_slot};
 pub use stream::{
     ConsumerValue, GroupValue, PendingValue, StreamSub, decode_entry, encode_entry, group_records_prefix,

@@ -47,7 +47,8 @@ use crate::error::{Error, Result};
 /// The RDB version Redis 7.0 writes, and the newest [`restore`] accepts.
 pub const RDB_VERSION: u16 = 10;
 
-const CRC64: Crc<u64> = Crc::<u64>::new(&CRC_64_REDIS);
+/// Redis' CRC-64 (Jones).
+pub(crate) static CRC64: Crc<u64> = Crc::<u64>::new(&CRC_64_REDIS);
 
 /// The most members an intset holds before Redis 7.0 uses a hash table
 /// (`set-max-intset-entries`).
@@ -71,6 +72,19 @@ pub enum RdbValue {
     Hash(Vec<(Bytes, Bytes)>),
     /// A stream, its consumer groups included.
     Stream(Box<RdbStream>),
+}
+
+impl RdbValue {
+    /// A list, set, sorted set or hash without elements: Redis refuses one in a DUMP payload
+    /// and skips one in a file.
+    pub fn is_empty_collection(&self) -> bool {
+        match self {
+            RdbValue::String(_) | RdbValue::Stream(_) => false,
+            RdbValue::List(v) | RdbValue::Set(v) => v.is_empty(),
+            RdbValue::ZSet(v) => v.is_empty(),
+            RdbValue::Hash(v) => v.is_empty(),
+        }
+    }
 }
 
 /// A stream as DUMP carries it.
@@ -111,57 +125,71 @@ pub struct RdbGroup {
 /// CRC-64 (Jones, as Redis) of everything before it, both little-endian.
 pub fn dump(value: &RdbValue) -> Vec<u8> {
     let mut out = Vec::new();
-    match value {
-        RdbValue::String(s) => {
-            out.push(0);
-            put_string(&mut out, s);
-        }
-        RdbValue::List(items) => {
-            out.push(18);
-            let nodes = quicklist_nodes(items);
-            put_len(&mut out, nodes.len() as u64);
-            for node in nodes {
-                put_len(&mut out, 2);
-                put_string(&mut out, &listpack(node));
-            }
-        }
-        RdbValue::Set(members) => match intset(members) {
-            Some(blob) => {
-                out.push(11);
-                put_string(&mut out, &blob);
-            }
-            None => {
-                out.push(2);
-                put_len(&mut out, members.len() as u64);
-                members.iter().for_each(|m| put_string(&mut out, m));
-            }
-        },
-        RdbValue::ZSet(pairs) => {
-            out.push(5);
-            put_len(&mut out, pairs.len() as u64);
-            // Redis writes a skiplist from its tail, so loading inserts at the head.
-            for (member, score) in pairs.iter().rev() {
-                put_string(&mut out, member);
-                out.extend_from_slice(&score.to_le_bytes());
-            }
-        }
-        RdbValue::Hash(pairs) => {
-            out.push(4);
-            put_len(&mut out, pairs.len() as u64);
-            for (field, value) in pairs {
-                put_string(&mut out, field);
-                put_string(&mut out, value);
-            }
-        }
-        RdbValue::Stream(s) => {
-            out.push(19);
-            put_stream(&mut out, s);
-        }
-    }
+    put_object(&mut out, None, value, false);
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = CRC64.checksum(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
+}
+
+/// Appends `value`'s type byte and object, as DUMP and the RDB file both carry it (the file
+/// puts the `key` between the two); with `compress`, strings over 20 bytes (listpacks and intsets included) are LZF-compressed
+/// when that saves at least 4 bytes, as Redis with `rdbcompression yes`.
+pub(crate) fn put_object(out: &mut Vec<u8>, key: Option<&[u8]>, value: &RdbValue, compress: bool) {
+    let put_string = |out: &mut Vec<u8>, s: &[u8]| put_string(out, s, compress);
+    let put_type = |out: &mut Vec<u8>, ty: u8| {
+        out.push(ty);
+        if let Some(key) = key {
+            put_string(out, key);
+        }
+    };
+    match value {
+        RdbValue::String(s) => {
+            put_type(out, 0);
+            put_string(out, s);
+        }
+        RdbValue::List(items) => {
+            put_type(out, 18);
+            let nodes = quicklist_nodes(items);
+            put_len(out, nodes.len() as u64);
+            for node in nodes {
+                put_len(out, 2);
+                put_string(out, &listpack(node));
+            }
+        }
+        RdbValue::Set(members) => match intset(members) {
+            Some(blob) => {
+                put_type(out, 11);
+                put_string(out, &blob);
+            }
+            None => {
+                put_type(out, 2);
+                put_len(out, members.len() as u64);
+                members.iter().for_each(|m| put_string(out, m));
+            }
+        },
+        RdbValue::ZSet(pairs) => {
+            put_type(out, 5);
+            put_len(out, pairs.len() as u64);
+            // Redis writes a skiplist from its tail, so loading inserts at the head.
+            for (member, score) in pairs.iter().rev() {
+                put_string(out, member);
+                out.extend_from_slice(&score.to_le_bytes());
+            }
+        }
+        RdbValue::Hash(pairs) => {
+            put_type(out, 4);
+            put_len(out, pairs.len() as u64);
+            for (field, value) in pairs {
+                put_string(out, field);
+                put_string(out, value);
+            }
+        }
+        RdbValue::Stream(s) => {
+            put_type(out, 19);
+            put_stream(out, s, compress);
+        }
+    }
 }
 
 /// Checks a DUMP payload's version and checksum and reads its object.
@@ -182,16 +210,9 @@ pub fn restore(payload: &[u8]) -> Result<RdbValue> {
     if version > RDB_VERSION || CRC64.checksum(&payload[..body_len + 2]) != crc {
         return Err(Error::DumpVersionOrChecksum);
     }
-    let mut r = In(body);
+    let mut r = In::new(body);
     let value = read_object(&mut r)?;
-    let empty = match &value {
-        RdbValue::String(_) => false,
-        RdbValue::List(v) | RdbValue::Set(v) => v.is_empty(),
-        RdbValue::ZSet(v) => v.is_empty(),
-        RdbValue::Hash(v) => v.is_empty(),
-        RdbValue::Stream(_) => false,
-    };
-    if empty {
+    if value.is_empty_collection() {
         return Err(Error::DumpFormat("empty collection"));
     }
     Ok(value)
@@ -207,7 +228,7 @@ pub fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> 
     let mut out = Vec::new();
     for code in codes {
         out.push(OPCODE_FUNCTION2);
-        put_string(&mut out, code);
+        put_string(&mut out, code, false);
     }
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = CRC64.checksum(&out);
@@ -232,9 +253,9 @@ pub fn restore_functions(payload: &[u8]) -> Result<Vec<Bytes>> {
     if version > RDB_VERSION || CRC64.checksum(&payload[..body_len + 2]) != crc {
         return Err(Error::DumpVersionOrChecksum);
     }
-    let mut r = In(&payload[..body_len]);
+    let mut r = In::new(&payload[..body_len]);
     let mut codes = Vec::new();
-    while !r.0.is_empty() {
+    while !r.buf.is_empty() {
         match r.u8().map_err(|_| Error::DumpFormat("can not read data type"))? {
             OPCODE_FUNCTION2 => codes.push(
                 r.string().map_err(|_| Error::DumpFormat("failed loading the given functions payload"))?,
@@ -247,6 +268,11 @@ pub fn restore_functions(payload: &[u8]) -> Result<Vec<Bytes>> {
 
 fn read_object(r: &mut In<'_>) -> Result<RdbValue> {
     let ty = r.u8()?;
+    read_object_of(ty, r)
+}
+
+/// Reads an object of type `ty` (its type byte already read).
+pub(crate) fn read_object_of(ty: u8, r: &mut In<'_>) -> Result<RdbValue> {
     Ok(match ty {
         0 => RdbValue::String(r.string()?),
         1 => RdbValue::List(r.repeat(In::string)?),
@@ -294,7 +320,8 @@ fn put_id_len(out: &mut Vec<u8>, id: StreamId) {
     put_len(out, id.seq);
 }
 
-fn put_stream(out: &mut Vec<u8>, s: &RdbStream) {
+fn put_stream(out: &mut Vec<u8>, s: &RdbStream, compress: bool) {
+    let put_string = |out: &mut Vec<u8>, s: &[u8]| put_string(out, s, compress);
     let nodes: Vec<&[(StreamId, Vec<Bytes>)]> = s.entries.chunks(STREAM_NODE_ENTRIES).collect();
     put_len(out, nodes.len() as u64);
     let int = |v: i64| Bytes::from(v.to_string());
@@ -550,19 +577,30 @@ fn parse_score(text: &[u8]) -> Result<f64> {
 }
 
 /// A little-endian reader over the payload; every failure is [`Error::DumpFormat`].
-struct In<'a>(&'a [u8]);
+pub(crate) struct In<'a> {
+    /// The bytes not read yet.
+    pub(crate) buf: &'a [u8],
+    /// Whether a read failed because the bytes ran out (a streaming reader then waits for
+    /// more instead of calling the input corrupt).
+    pub(crate) starved: bool,
+}
 
 impl<'a> In<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if self.0.len() < n {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        In { buf, starved: false }
+    }
+
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.buf.len() < n {
+            self.starved = true;
             return Err(Error::DumpFormat("truncated"));
         }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
+        let (head, rest) = self.buf.split_at(n);
+        self.buf = rest;
         Ok(head)
     }
 
-    fn u8(&mut self) -> Result<u8> {
+    pub(crate) fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
     }
 
@@ -596,11 +634,11 @@ impl<'a> In<'a> {
         })
     }
 
-    fn len(&mut self) -> Result<u64> {
+    pub(crate) fn len(&mut self) -> Result<u64> {
         self.len_or_special()?.map_err(|_| Error::DumpFormat("length"))
     }
 
-    fn string(&mut self) -> Result<Bytes> {
+    pub(crate) fn string(&mut self) -> Result<Bytes> {
         let len = match self.len_or_special()? {
             Ok(len) => len,
             Err(0) => return Ok(Bytes::from((self.u8()? as i8).to_string())),
@@ -626,7 +664,7 @@ impl<'a> In<'a> {
     /// length in a short payload cannot allocate much.
     fn repeat<T>(&mut self, mut item: impl FnMut(&mut Self) -> Result<T>) -> Result<Vec<T>> {
         let n = self.len()?;
-        let mut out = Vec::with_capacity(usize::try_from(n).unwrap_or(0).min(self.0.len()));
+        let mut out = Vec::with_capacity(usize::try_from(n).unwrap_or(0).min(self.buf.len()));
         for _ in 0..n {
             out.push(item(self)?);
         }
@@ -679,10 +717,10 @@ fn read_listpack(blob: &[u8]) -> Result<Vec<Bytes>> {
         return Err(bad("listpack header"));
     }
     let count = u16::from_le_bytes([blob[4], blob[5]]);
-    let mut r = In(&blob[6..]);
+    let mut r = In::new(&blob[6..]);
     let mut out = Vec::new();
     loop {
-        let start = r.0.len();
+        let start = r.buf.len();
         let first = r.u8()?;
         if first == 0xFF {
             break;
@@ -712,14 +750,14 @@ fn read_listpack(blob: &[u8]) -> Result<Vec<Bytes>> {
             0xF4 => int(i64::from_le_bytes(r.take(8)?.try_into().map_err(|_| bad("int"))?)),
             _ => return Err(bad("listpack entry encoding")),
         };
-        let entry_len = start - r.0.len();
+        let entry_len = start - r.buf.len();
         let backlen = backlen_bytes(entry_len);
         if r.take(backlen.len())? != backlen.as_slice() {
             return Err(bad("listpack back-length"));
         }
         out.push(item);
     }
-    if !r.0.is_empty() || (count != u16::MAX && usize::from(count) != out.len()) {
+    if !r.buf.is_empty() || (count != u16::MAX && usize::from(count) != out.len()) {
         return Err(bad("listpack count"));
     }
     Ok(out)
@@ -752,7 +790,7 @@ fn ziplist(blob: &[u8]) -> Result<Vec<Bytes>> {
         return Err(bad("ziplist header"));
     }
     let count = u16::from_le_bytes([blob[8], blob[9]]);
-    let mut r = In(&blob[10..]);
+    let mut r = In::new(&blob[10..]);
     let mut out = Vec::new();
     loop {
         let first = r.u8()?;
@@ -789,7 +827,7 @@ fn ziplist(blob: &[u8]) -> Result<Vec<Bytes>> {
         };
         out.push(item);
     }
-    if !r.0.is_empty() || (count != u16::MAX && usize::from(count) != out.len()) {
+    if !r.buf.is_empty() || (count != u16::MAX && usize::from(count) != out.len()) {
         return Err(bad("ziplist count"));
     }
     Ok(out)
@@ -797,7 +835,7 @@ fn ziplist(blob: &[u8]) -> Result<Vec<Bytes>> {
 
 /// A zipmap: zmlen u8, then (len field, len free value free-bytes) pairs, then 0xFF.
 fn zipmap(blob: &[u8]) -> Result<Vec<(Bytes, Bytes)>> {
-    let mut r = In(blob);
+    let mut r = In::new(blob);
     r.u8()?;
     let mut out = Vec::new();
     let zlen = |r: &mut In<'_>| -> Result<Option<usize>> {
@@ -847,7 +885,7 @@ fn read_intset(blob: &[u8]) -> Result<Vec<Bytes>> {
 }
 
 /// Writes a length in the shortest form.
-fn put_len(out: &mut Vec<u8>, len: u64) {
+pub(crate) fn put_len(out: &mut Vec<u8>, len: u64) {
     if len < 1 << 6 {
         out.push(len as u8);
     } else if len < 1 << 14 {
@@ -862,8 +900,10 @@ fn put_len(out: &mut Vec<u8>, len: u64) {
 }
 
 /// Writes a string: a canonical decimal integer in 32 bits takes the int forms, as Redis
-/// writes them; anything else is length and bytes.
-fn put_string(out: &mut Vec<u8>, s: &[u8]) {
+/// writes them; with `compress`, a longer string over 20 bytes that LZF shrinks by at least
+/// 4 bytes is written compressed (`0xC3`, compressed length, length, data); anything else is
+/// length and bytes.
+pub(crate) fn put_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
     match canonical_int(s).and_then(|v| i32::try_from(v).ok()) {
         Some(v) if i8::try_from(v).is_ok() => out.extend_from_slice(&[0xC0, v as i8 as u8]),
         Some(v) if i16::try_from(v).is_ok() => {
@@ -874,11 +914,75 @@ fn put_string(out: &mut Vec<u8>, s: &[u8]) {
             out.push(0xC2);
             out.extend_from_slice(&v.to_le_bytes());
         }
-        None => {
-            put_len(out, s.len() as u64);
-            out.extend_from_slice(s);
+        None => match compress.then(|| lzf_compress(s)).flatten() {
+            Some(packed) => {
+                out.push(0xC3);
+                put_len(out, packed.len() as u64);
+                put_len(out, s.len() as u64);
+                out.extend_from_slice(&packed);
+            }
+            None => {
+                put_len(out, s.len() as u64);
+                out.extend_from_slice(s);
+            }
+        },
+    }
+}
+
+/// LZF compression of `input` (over 20 bytes), or `None` when the result would not be at
+/// least 4 bytes shorter (Redis then writes the string as it is). Literal runs of up to 32
+/// bytes (`000LLLLL`, then the bytes); back-references of 3 to 264 bytes up to 8 KiB back
+/// (`LLLooooo oooooooo`, with an extra length byte when `LLL` is 7).
+fn lzf_compress(input: &[u8]) -> Option<Vec<u8>> {
+    const MAX_BACK: usize = 1 << 13;
+    const MAX_MATCH: usize = 264;
+    if input.len() <= 20 {
+        return None;
+    }
+    let limit = input.len() - 4;
+    let bits = input.len().next_power_of_two().trailing_zeros().clamp(8, 14);
+    // Position + 1 of the last 3 bytes hashing to each slot; 0: none.
+    let mut table = vec![0usize; 1 << bits];
+    let hash = |i: usize| {
+        let v = u32::from_le_bytes([input[i], input[i + 1], input[i + 2], 0]);
+        (v.wrapping_mul(2_654_435_761) >> (32 - bits)) as usize
+    };
+    let literals = |out: &mut Vec<u8>, run: &[u8]| {
+        for chunk in run.chunks(32) {
+            out.push((chunk.len() - 1) as u8);
+            out.extend_from_slice(chunk);
+        }
+    };
+    let mut out = Vec::with_capacity(limit);
+    let (mut i, mut run_start) = (0, 0);
+    while i + 2 < input.len() {
+        let slot = hash(i);
+        let candidate = std::mem::replace(&mut table[slot], i + 1);
+        let back = i + 1 - candidate.max(1);
+        if candidate != 0 && back <= MAX_BACK && input[candidate - 1..candidate + 2] == input[i..i + 3] {
+            let from = candidate - 1;
+            let most = (input.len() - i).min(MAX_MATCH);
+            let len =
+                3 + input[i + 3..i + most].iter().zip(&input[from + 3..]).take_while(|(a, b)| a == b).count();
+            literals(&mut out, &input[run_start..i]);
+            let (off, n) = (back - 1, len - 2);
+            if n < 7 {
+                out.push((n << 5 | off >> 8) as u8);
+            } else {
+                out.extend_from_slice(&[(7 << 5 | off >> 8) as u8, (n - 7) as u8]);
+            }
+            out.push(off as u8);
+            i += len;
+            run_start = i;
+            if out.len() > limit {
+                return None;
+            }
+        } else {
+            i += 1;
         }
     }
+    literals(&mut out, &input[run_start..]);
+    (out.len() <= limit).then_some(out)
 }
 
 /// The value of a string that is exactly the decimal text of an `i64` (no sign on zero, no
