@@ -399,22 +399,21 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             }
             fields(out, &pairs);
         }
-        "replication" => fields(
-            out,
-            &[
-                ("role", s("master")),
-                ("connected_slaves", s("0")),
-                ("master_failover_state", s("no-failover")),
-                ("master_replid", state.run_id.clone()),
-                ("master_replid2", s("0000000000000000000000000000000000000000")),
-                ("master_repl_offset", s("0")),
-                ("second_repl_offset", s("-1")),
-                ("repl_backlog_active", s("0")),
-                ("repl_backlog_size", s(config.get("repl-backlog-size"))),
-                ("repl_backlog_first_byte_offset", s("0")),
-                ("repl_backlog_histlen", s("0")),
-            ],
-        ),
+        "replication" => {
+            let mut pairs = Vec::new();
+            if state.link.is_replica() {
+                pairs.push(("role".to_string(), s("slave")));
+                let priority = config.get("replica-priority");
+                let read_only = config.get("replica-read-only") == "yes";
+                let announced = config.get("replica-announced") == "yes";
+                pairs.extend(state.link.info_fields(priority, read_only, announced));
+            } else {
+                pairs.push(("role".to_string(), s("master")));
+            }
+            pairs.extend(state.replication.info_fields(config.get("repl-backlog-size")));
+            let pairs: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+            fields(out, &pairs);
+        }
         "cpu" => {
             let (user, sys) = cpu_seconds();
             fields(

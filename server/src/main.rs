@@ -48,6 +48,8 @@ mod maint;
 mod monitor;
 mod notify;
 mod pubsub;
+mod replica;
+mod replication;
 mod resp;
 mod script_thread;
 mod scripting;
@@ -369,10 +371,25 @@ fn main() {
     }
     notify::configure(&state);
     evict::configure(&state);
+    state.replication.configure(&state.config());
+    state.engine.set_propagation(state.replication.clone());
+    let weak = Arc::downgrade(&state);
+    state.link.set_runner(Box::new(move |generation| {
+        if let Some(state) = weak.upgrade() {
+            replica::spawn(state, generation);
+        }
+    }));
+    replica::spawn_cron(state.clone());
     maint::spawn(state.clone());
     script_thread::spawn(state.clone());
     #[cfg(feature = "etcd")]
     maint::follow_other_nodes(state.clone());
+    let primary = state.config().get("replicaof").to_string();
+    if let Some((host, port)) =
+        primary.split_once(' ').and_then(|(h, p)| Some((h.to_string(), p.trim().parse::<u16>().ok()?)))
+    {
+        client::become_replica(&state, &host, port);
+    }
     if let Err(e) = conn::serve(listener, state, threads) {
         eprintln!("server: {e}");
         std::process::exit(1);

@@ -120,7 +120,8 @@ fn run(state: &State) {
             std::thread::sleep(tick);
             continue;
         }
-        let active = state.active_expire.load(Relaxed) && !state.expiry_paused();
+        // A replica's keys expire when its primary's DELs arrive, as in Redis.
+        let active = state.active_expire.load(Relaxed) && !state.expiry_paused() && !state.link.is_replica();
         let engines = if active { state.engines() } else { Vec::new() };
         for engine in engines {
             for db in 0..databases {

@@ -41,6 +41,15 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`CommandError::WrongType`] for a Kvrocks-only type (bloom filter, JSON…), which
     /// has no RDB form here; storage errors.
     pub fn dump(&self, key: &[u8]) -> CommandResult<Option<Vec<u8>>> {
+        Ok(self.dump_value(key)?.map(|value| rdb::dump(&value)))
+    }
+
+    /// The value of `key` as an RDB object (what [`Db::dump`] serializes), `None` when it
+    /// does not exist.
+    ///
+    /// # Errors
+    /// As [`Db::dump`].
+    pub fn dump_value(&self, key: &[u8]) -> CommandResult<Option<RdbValue>> {
         let Some(entry) = self.lookup_stringlike(key)? else {
             return Ok(None);
         };
@@ -60,7 +69,7 @@ impl<B: KvBackend> Db<'_, B> {
             // Kvrocks-only types have no RDB form (a bitmap dumps as its string, above).
             _ => return Err(CommandError::WrongType),
         };
-        Ok(Some(rdb::dump(&value)))
+        Ok(Some(value))
     }
 
     /// Creates `key` from a DUMP payload, expiring at `ttl_ms` (0: never; relative to now
