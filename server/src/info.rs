@@ -326,10 +326,13 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                 ("instantaneous_output_repl_kbps", s("0.00")),
                 ("rejected_connections", get(&stats.rejected_connections)),
             ];
+            let [full, partial_ok, partial_err] = state.replication.sync_counts();
+            pairs.extend([
+                ("sync_full", n(full)),
+                ("sync_partial_ok", n(partial_ok)),
+                ("sync_partial_err", n(partial_err)),
+            ]);
             for zero in [
-                "sync_full",
-                "sync_partial_ok",
-                "sync_partial_err",
                 "expired_stale_perc",
                 "expired_time_cap_reached_count",
                 "expire_cycle_cpu_milliseconds",

@@ -37,6 +37,8 @@ pub struct Replication {
     /// `min-replicas-to-write` and `min-replicas-max-lag`.
     min_replicas: std::sync::atomic::AtomicU64,
     min_replicas_lag: std::sync::atomic::AtomicU64,
+    /// INFO stats' `sync_full`, `sync_partial_ok`, `sync_partial_err`.
+    syncs: [std::sync::atomic::AtomicU64; 3],
     inner: Mutex<Inner>,
 }
 
@@ -114,6 +116,7 @@ impl Replication {
             proxying: AtomicBool::new(false),
             min_replicas: Default::default(),
             min_replicas_lag: Default::default(),
+            syncs: Default::default(),
             inner: Mutex::new(Inner {
                 replid: new_replid(),
                 replid2: "0".repeat(40),
@@ -195,6 +198,7 @@ impl Replication {
         }
         // The replica's stream starts with a SELECT (it loads the snapshot in database 0).
         inner.selected = None;
+        self.syncs[0].fetch_add(1, Relaxed);
         inner.register(client, mailbox, hello);
         (inner.replid.clone(), inner.offset)
     }
@@ -213,19 +217,27 @@ impl Replication {
     ) -> Option<(String, Vec<u8>)> {
         let mut inner = lock(&self.inner);
         if !self.active.load(Relaxed) {
+            self.syncs[2].fetch_add(1, Relaxed);
             return None;
         }
         let ours = replid == inner.replid.as_bytes();
         let previous = replid == inner.replid2.as_bytes() && offset as i64 <= inner.second_offset;
         let first = inner.offset + 1 - inner.backlog.len() as u64;
         if !(ours || previous) || offset < first || offset > inner.offset + 1 {
+            self.syncs[2].fetch_add(1, Relaxed);
             return None;
         }
+        self.syncs[1].fetch_add(1, Relaxed);
         let skip = (offset - first) as usize;
         let bytes: Vec<u8> = inner.backlog.iter().skip(skip).copied().collect();
         inner.register(client, mailbox, hello);
         let line = if hello.psync2 { format!("CONTINUE {}", inner.replid) } else { "CONTINUE".to_string() };
         Some((line, bytes))
+    }
+
+    /// How many full syncs, partial syncs and refused partial syncs replicas had.
+    pub fn sync_counts(&self) -> [u64; 3] {
+        self.syncs.each_ref().map(|n| n.load(Relaxed))
     }
 
     /// REPLCONF ACK from replica `client`: its acknowledged offset. Returns the WAITs it

@@ -809,7 +809,8 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let changed = journal.effects.changes > changes || super::propagate::always_propagated(info);
         drop(journal);
         if changed && !reply.is_error() {
-            let effects = super::propagate::effects(info, argv, reply, self.ran_ms);
+            let exists = |key: &[u8]| matches!(self.lookup(key), Ok(Some(_)));
+            let effects = super::propagate::effects(info, argv, reply, self.ran_ms, &exists);
             unit.extend(effects.into_iter().map(|argv| Propagated { db, argv }));
         }
         if let Some(stream) = &mut self.propagated {

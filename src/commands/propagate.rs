@@ -43,8 +43,15 @@ pub trait Propagation: Send + Sync {
 }
 
 /// The commands `argv` (which answered `reply`, at `now_ms`) propagates, given that it
-/// changed something (Redis' `dirty`): usually `argv` itself.
-pub(crate) fn effects(info: &CommandInfo, argv: &[Bytes], reply: &Reply, now_ms: u64) -> Vec<Vec<Bytes>> {
+/// changed something (Redis' `dirty`): usually `argv` itself. `exists` tells whether a key
+/// exists after the command.
+pub(crate) fn effects(
+    info: &CommandInfo,
+    argv: &[Bytes],
+    reply: &Reply,
+    now_ms: u64,
+    exists: &dyn Fn(&[u8]) -> bool,
+) -> Vec<Vec<Bytes>> {
     let arg = |i: usize| argv.get(i).cloned().unwrap_or_default();
     let key = || arg(1);
     let b = |s: &'static [u8]| Bytes::from_static(s);
@@ -68,14 +75,21 @@ pub(crate) fn effects(info: &CommandInfo, argv: &[Bytes], reply: &Reply, now_ms:
             vec![out]
         }
         "set" => match expiry_option(argv, 3, now_ms) {
-            Some((when, false)) => vec![vec![b(b"SET"), key(), arg(2), b(b"PXAT"), num(when)]],
-            _ => verbatim(),
+            Some(when) => vec![vec![b(b"SET"), key(), arg(2), b(b"PXAT"), num(when)]],
+            // GET only answers: the replica need not.
+            None => vec![
+                argv.iter()
+                    .enumerate()
+                    .filter(|(i, a)| *i < 3 || !a.eq_ignore_ascii_case(b"get"))
+                    .map(|(_, a)| a.clone())
+                    .collect(),
+            ],
         },
         "setex" => vec![vec![b(b"SET"), key(), arg(3), b(b"PXAT"), num(at(int(2).saturating_mul(1000)))]],
         "psetex" => vec![vec![b(b"SET"), key(), arg(3), b(b"PXAT"), num(at(int(2)))]],
         "getex" => match expiry_option(argv, 2, now_ms) {
-            Some((when, _)) if when <= now_ms => vec![vec![b(b"DEL"), key()]],
-            Some((when, _)) => vec![vec![b(b"PEXPIREAT"), key(), num(when)]],
+            Some(when) if when <= now_ms => vec![vec![b(b"DEL"), key()]],
+            Some(when) => vec![vec![b(b"PEXPIREAT"), key(), num(when)]],
             None => vec![vec![b(b"PERSIST"), key()]],
         },
         "getdel" => vec![vec![b(b"DEL"), key()]],
@@ -89,6 +103,8 @@ pub(crate) fn effects(info: &CommandInfo, argv: &[Bytes], reply: &Reply, now_ms:
         },
         "spop" => match reply {
             Reply::Bulk(member) => vec![vec![b(b"SREM"), key(), member.clone()]],
+            // A count that took the whole set deletes it.
+            Reply::Array(_) | Reply::Set(_) if !exists(&key()) => vec![vec![b(b"DEL"), key()]],
             Reply::Array(members) | Reply::Set(members) => members
                 .iter()
                 .filter_map(|m| match m {
@@ -159,22 +175,22 @@ pub(crate) fn always_propagated(info: &CommandInfo) -> bool {
     matches!(info.name, "flushdb" | "flushall" | "swapdb")
 }
 
-/// The absolute expiry (unix ms) the `EX|PX|EXAT|PXAT n` option among `argv[from..]` sets,
-/// and whether it was given as `PXAT` already; `None` without one.
-fn expiry_option(argv: &[Bytes], from: usize, now_ms: u64) -> Option<(u64, bool)> {
+/// The absolute expiry (unix ms) the `EX|PX|EXAT|PXAT n` option among `argv[from..]` sets;
+/// `None` without one.
+fn expiry_option(argv: &[Bytes], from: usize, now_ms: u64) -> Option<u64> {
     let mut i = from;
     while i < argv.len() {
         let name = argv[i].to_ascii_lowercase();
         let value = argv.get(i + 1).and_then(|v| std::str::from_utf8(v).ok()?.parse::<i64>().ok());
         let found = match (name.as_slice(), value) {
-            (b"ex", Some(v)) => Some(((now_ms as i64).saturating_add(v.saturating_mul(1000)), false)),
-            (b"px", Some(v)) => Some(((now_ms as i64).saturating_add(v), false)),
-            (b"exat", Some(v)) => Some((v.saturating_mul(1000), false)),
-            (b"pxat", Some(v)) => Some((v, true)),
+            (b"ex", Some(v)) => Some((now_ms as i64).saturating_add(v.saturating_mul(1000))),
+            (b"px", Some(v)) => Some((now_ms as i64).saturating_add(v)),
+            (b"exat", Some(v)) => Some(v.saturating_mul(1000)),
+            (b"pxat", Some(v)) => Some(v),
             _ => None,
         };
-        if let Some((when, pxat)) = found {
-            return Some((when.max(0) as u64, pxat));
+        if let Some(when) = found {
+            return Some(when.max(0) as u64);
         }
         i += 1;
     }
