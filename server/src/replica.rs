@@ -243,45 +243,53 @@ fn load_payload(state: &State, primary: &mut PrimarySocket, generation: u64) -> 
     empty_store(state)?;
     let mut loader = Loader::new(state);
     let mut reader = RdbFileReader::new();
+    // An EOF-marked payload's last bytes, held back until they are known not to be the mark.
+    let mut held = Vec::new();
     loop {
         if !state.link.current(generation) {
             return Err("REPLICAOF changed during the sync".into());
         }
         let mut chunk = std::mem::take(&mut primary.buf);
-        if let Some(n) = left {
-            let take = chunk.len().min(n as usize);
-            primary.buf = chunk.split_off(take);
-            left = Some(n - take as u64);
-        }
+        let ended = match (&mut left, &mark) {
+            (Some(n), _) => {
+                let take = chunk.len().min(*n as usize);
+                primary.buf = chunk.split_off(take);
+                *n -= take as u64;
+                *n == 0
+            }
+            (None, Some(mark)) => {
+                held.append(&mut chunk);
+                let ended = held.ends_with(mark);
+                let keep = if ended { 0 } else { mark.len().min(held.len()) };
+                let payload_end = held.len() - if ended { mark.len() } else { keep };
+                chunk = held.drain(..payload_end).collect();
+                if ended {
+                    held.clear();
+                }
+                ended
+            }
+            (None, None) => unreachable!("a payload has a length or an end mark"),
+        };
         state.link.update(|i| {
             i.sync_read += chunk.len() as u64;
             i.last_io = Instant::now();
         });
         reader.feed(&chunk);
-        if left == Some(0) {
+        if ended {
             reader.finish();
         }
         while let Some(item) = reader.next_item().map_err(|e| format!("the primary's RDB payload: {e}"))? {
             loader.apply(item)?;
         }
-        if reader.is_done() {
+        if ended {
+            if !reader.is_done() {
+                return Err("the primary's RDB payload ended early".into());
+            }
             break;
         }
-        if left == Some(0) {
-            return Err("the primary's RDB payload ended early".into());
+        if !primary.fill()? {
+            return Err("timeout reading the primary's RDB payload".into());
         }
-        primary.fill()?;
-    }
-    if let Some(mark) = mark {
-        while primary.buf.len() < mark.len() {
-            if !primary.fill()? {
-                return Err("timeout waiting for the payload's end mark".into());
-            }
-        }
-        if primary.buf[..mark.len()] != mark[..] {
-            return Err("the payload's end mark does not match".into());
-        }
-        primary.buf.drain(..mark.len());
     }
     eprintln!("server: MASTER <-> REPLICA sync: loaded {} keys", loader.keys);
     Ok(())

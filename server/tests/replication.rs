@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{Client, Server, Value, redis, rediskv};
 
@@ -108,6 +108,10 @@ const STREAM_SCRIPT: &[&[&str]] = &[
     &["ZMPOP", "1", "z", "MAX", "COUNT", "5"],
     &["XADD", "x", "*", "f", "v"],
     &["XADD", "x", "MAXLEN", "100", "*", "f", "v"],
+    &["XGROUP", "CREATE", "x", "g", "0"],
+    &["XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "STREAMS", "x", ">"],
+    &["XREADGROUP", "GROUP", "g", "c1", "STREAMS", "x", ">"],
+    &["XREADGROUP", "GROUP", "g", "c1", "STREAMS", "x", ">"],
     &["GETDEL", "b"],
     &["GETEX", "b2", "PERSIST"],
     &["GETEX", "b2", "EX", "100"],
@@ -151,4 +155,280 @@ fn stream_is_redis_effects() {
         let ours = stream_of(&rediskv(&["--enable-debug-command", "yes", "--threads", threads]));
         assert_eq!(ours, theirs, "{threads} threads");
     }
+}
+
+/// Fills database 0 and 3 of a primary with every type in each of Redis 7.0's encodings
+/// (small: listpack or intset; large: quicklist, hashtable, skiplist), a stream with a
+/// consumer group, consumers and pending entries, and keys with TTLs.
+fn populate(c: &mut Client) {
+    let many = |prefix: &str, n: usize| -> Vec<String> { (0..n).map(|i| format!("{prefix}{i}")).collect() };
+    let run = |c: &mut Client, args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let reply = c.cmd(&args);
+        assert!(!matches!(reply, Value::Error(_)), "{args:?}: {reply:?}");
+    };
+    let with = |head: &[&str], tail: Vec<String>| -> Vec<String> {
+        head.iter().map(|s| s.to_string()).chain(tail).collect()
+    };
+    for db in ["3", "0"] {
+        run(c, vec!["SELECT".into(), db.into()]);
+        run(c, with(&["SET", "int"], vec!["12345".into()]));
+        run(c, with(&["SET", "short"], vec!["abc".into()]));
+        run(c, with(&["SET", "long"], vec!["x".repeat(20_000)]));
+        run(c, with(&["SET", "ttl", "v", "PX"], vec!["900000".into()]));
+        run(c, with(&["RPUSH", "list:small"], many("e", 5)));
+        run(c, with(&["RPUSH", "list:large"], many("element-", 2_000)));
+        run(c, with(&["SADD", "set:intset"], (0..20).map(|i| i.to_string()).collect()));
+        run(c, with(&["SADD", "set:large-intset"], (0..600).map(|i| i.to_string()).collect()));
+        run(c, with(&["SADD", "set:strings"], many("m", 50)));
+        let pairs = |n: usize| (0..n).flat_map(|i| [format!("f{i}"), format!("v{i}")]).collect::<Vec<_>>();
+        run(c, with(&["HSET", "hash:small"], pairs(5)));
+        run(c, with(&["HSET", "hash:large"], pairs(600)));
+        let scored =
+            |n: usize| (0..n).flat_map(|i| [format!("{}.5", i), format!("m{i}")]).collect::<Vec<_>>();
+        run(c, with(&["ZADD", "zset:small"], scored(5)));
+        run(c, with(&["ZADD", "zset:large"], scored(300)));
+        run(c, with(&["EXPIRE", "zset:large"], vec!["900".into()]));
+        for i in 0..150 {
+            run(
+                c,
+                with(
+                    &["XADD", "stream", &format!("{}-1", 1000 + i)],
+                    vec!["field".into(), format!("value{i}")],
+                ),
+            );
+        }
+        run(c, with(&["XGROUP", "CREATE", "stream", "group", "0"], vec![]));
+        run(c, with(&["XGROUP", "CREATE", "stream", "idle-group", "$"], vec![]));
+        run(
+            c,
+            with(
+                &["XREADGROUP", "GROUP", "group", "alice", "COUNT", "10", "STREAMS", "stream"],
+                vec![">".into()],
+            ),
+        );
+        run(
+            c,
+            with(
+                &["XREADGROUP", "GROUP", "group", "bob", "COUNT", "5", "STREAMS", "stream"],
+                vec![">".into()],
+            ),
+        );
+        run(c, with(&["XACK", "stream", "group", "1000-1", "1001-1"], vec![]));
+        run(c, with(&["XDEL", "stream", "1140-1"], vec![]));
+    }
+}
+
+/// What a client reads of every key of databases 0 to 3: its type, its contents (orders
+/// Redis leaves free sorted), its expiry time, its stream groups and pending entries.
+fn dataset(c: &mut Client) -> std::collections::BTreeMap<(usize, Vec<u8>), Vec<Value>> {
+    let mut all = std::collections::BTreeMap::new();
+    for db in 0..4 {
+        c.cmd(&["SELECT", &db.to_string()]);
+        let Value::Array(Some(keys)) = c.cmd(&["KEYS", "*"]) else { panic!("KEYS") };
+        for key in keys {
+            let Value::Bulk(Some(key)) = key else { continue };
+            let k = String::from_utf8_lossy(&key).into_owned();
+            let ty = c.cmd(&["TYPE", &k]);
+            let sorted = |v: Value| match v {
+                Value::Array(Some(mut items)) => {
+                    items.sort_by_key(|i| format!("{i:?}"));
+                    Value::Array(Some(items))
+                }
+                other => other,
+            };
+            let mut facts = vec![ty.clone(), c.cmd(&["PEXPIRETIME", &k])];
+            match ty {
+                Value::Status(t) if t == "string" => facts.push(c.cmd(&["GET", &k])),
+                Value::Status(t) if t == "list" => facts.push(c.cmd(&["LRANGE", &k, "0", "-1"])),
+                Value::Status(t) if t == "set" => facts.push(sorted(c.cmd(&["SMEMBERS", &k]))),
+                Value::Status(t) if t == "zset" => {
+                    facts.push(c.cmd(&["ZRANGE", &k, "0", "-1", "WITHSCORES"]))
+                }
+                Value::Status(t) if t == "hash" => {
+                    let Value::Array(Some(flat)) = c.cmd(&["HGETALL", &k]) else { panic!("HGETALL") };
+                    let mut pairs: Vec<Value> =
+                        flat.chunks(2).map(|p| Value::Array(Some(p.to_vec()))).collect();
+                    pairs.sort_by_key(|p| format!("{p:?}"));
+                    facts.push(Value::Array(Some(pairs)));
+                }
+                Value::Status(t) if t == "stream" => {
+                    facts.push(c.cmd(&["XRANGE", &k, "-", "+"]));
+                    let Value::Array(Some(groups)) = c.cmd(&["XINFO", "GROUPS", &k]) else { panic!("XINFO") };
+                    for group in groups {
+                        let Value::Array(Some(fields)) = group else { continue };
+                        let name = fields[1].text();
+                        // Name, consumers, pending, last delivered id.
+                        facts.extend(fields.iter().skip(1).step_by(2).take(4).cloned());
+                        // Each pending entry's id, consumer and delivery count (not its idle time).
+                        let Value::Array(Some(pending)) = c.cmd(&["XPENDING", &k, &name, "-", "+", "1000"])
+                        else {
+                            panic!("XPENDING")
+                        };
+                        for entry in pending {
+                            let Value::Array(Some(e)) = entry else { continue };
+                            facts.extend([e[0].clone(), e[1].clone(), e[3].clone()]);
+                        }
+                    }
+                }
+                other => panic!("type {other:?}"),
+            }
+            all.insert((db, key), facts);
+        }
+    }
+    c.cmd(&["SELECT", "0"]);
+    all
+}
+
+/// The writes a primary takes while a replica syncs and streams: every family, relative
+/// TTLs, random pops, XADD *, consumer group reads, transactions and scripts.
+fn write_load(
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut c = Client::connect(port);
+        let mut n = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let i = n.to_string();
+            let commands: [&[&str]; 14] = [
+                &["INCR", "counter"],
+                &["RPUSH", "list:large", &i],
+                &["LPOP", "list:small"],
+                &["HSET", "hash:large", &format!("w{i}"), &i],
+                &["SADD", "set:strings", &format!("w{i}")],
+                &["SPOP", "set:intset"],
+                &["ZINCRBY", "zset:large", "1.5", "m7"],
+                &["SET", &format!("k{i}"), &i, "EX", "1000"],
+                &["EXPIRE", "short", "5000"],
+                &["INCRBYFLOAT", "float", "0.25"],
+                &["XADD", "stream", "*", "w", &i],
+                &["XREADGROUP", "GROUP", "group", "carol", "COUNT", "1", "STREAMS", "stream", ">"],
+                &[
+                    "EVAL",
+                    "redis.call('incr', KEYS[1]) return redis.call('hincrby', 'hash:small', 'n', 1)",
+                    "1",
+                    "counter",
+                ],
+                &["SET", "__marker__", &i],
+            ];
+            for command in commands {
+                let reply = c.cmd(command);
+                assert!(!matches!(reply, Value::Error(_)), "{command:?}: {reply:?}");
+            }
+            c.cmd(&["MULTI"]);
+            c.cmd(&["LPUSH", "list:tx", &i]);
+            c.cmd(&["INCR", "counter"]);
+            c.cmd(&["EXEC"]);
+            n += 1;
+        }
+        n
+    })
+}
+
+/// A field of INFO replication (or any section).
+fn info_field(c: &mut Client, section: &str, field: &str) -> Option<String> {
+    let text = c.cmd(&["INFO", section]).text();
+    text.lines().find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
+}
+
+/// Waits until `replica` applied everything `primary` streamed (their offsets equal).
+fn wait_caught_up(primary: &Server, replica: &Server) {
+    let (mut p, mut r) = (primary.client(), replica.client());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let up = info_field(&mut r, "replication", "master_link_status").as_deref() == Some("up");
+        let theirs = info_field(&mut r, "replication", "slave_repl_offset");
+        let ours = info_field(&mut p, "replication", "master_repl_offset");
+        if up && theirs.is_some() && theirs == ours {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the replica did not catch up: {theirs:?} of {ours:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn assert_same_data(primary: &Server, replica: &Server) {
+    let (ours, theirs) = (dataset(&mut primary.client()), dataset(&mut replica.client()));
+    assert_eq!(ours.len(), theirs.len(), "key counts");
+    for (key, facts) in &ours {
+        let name = String::from_utf8_lossy(&key.1);
+        let Some(other) = theirs.get(key) else { panic!("key {name:?} of database {} is missing", key.0) };
+        // The first fact that differs, for a readable failure.
+        for (i, (a, b)) in facts.iter().zip(other).enumerate() {
+            assert_eq!(a, b, "fact {i} of key {name:?} of database {}", key.0);
+        }
+        assert_eq!(facts.len(), other.len(), "facts of key {name:?} of database {}", key.0);
+    }
+}
+
+/// rediskv-server as a replica of redis-server (the live migration path): a full sync of
+/// every type in every encoding while redis-server keeps writing, then the stream; both
+/// end with the same keys, values and TTLs. The replica refuses writes as Redis does.
+#[test]
+fn rediskv_replicates_redis() {
+    let Some(primary) = redis(&["--repl-diskless-sync-delay", "0"]) else { return };
+    populate(&mut primary.client());
+    let replica = rediskv(&["--threads", "2"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = write_load(primary.port, stop.clone());
+    let mut r = replica.client();
+    assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &primary.port.to_string()]), Value::Status("OK".into()));
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(writer.join().unwrap() > 0);
+    wait_caught_up(&primary, &replica);
+    assert_same_data(&primary, &replica);
+    assert_eq!(
+        r.cmd(&["SET", "k", "v"]),
+        Value::Error("READONLY You can't write against a read only replica.".into())
+    );
+    let offset = info_field(&mut r, "replication", "slave_repl_offset").unwrap().parse().unwrap();
+    let bulk = |s: &str| Value::Bulk(Some(s.as_bytes().to_vec()));
+    let role = vec![
+        bulk("slave"),
+        bulk("127.0.0.1"),
+        Value::Int(primary.port.into()),
+        bulk("connected"),
+        Value::Int(offset),
+    ];
+    assert_eq!(r.cmd(&["ROLE"]), Value::Array(Some(role)));
+}
+
+/// redis-server as a replica of rediskv-server: it loads rediskv's RDB payload and applies
+/// its stream while rediskv keeps writing; after a 5-second link break (the replica's process
+/// stopped, its connection killed, writes going on) it continues with `+CONTINUE`, no second
+/// full sync; both end with the same data.
+#[test]
+fn redis_replicates_rediskv() {
+    let primary = rediskv(&["--threads", "2"]);
+    populate(&mut primary.client());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = write_load(primary.port, stop.clone());
+    let Some(replica) = redis(&["--replicaof", "127.0.0.1", &primary.port.to_string()]) else { return };
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    wait_caught_up(&primary, &replica);
+    assert_same_data(&primary, &replica);
+    let mut p = primary.client();
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), Value::Int(1));
+
+    // The link breaks for 5 seconds while the primary keeps writing.
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("kill").args([sig, &replica.pid().to_string()]).status().unwrap();
+        assert!(ok.success());
+    };
+    signal("-STOP");
+    assert_eq!(p.cmd(&["CLIENT", "KILL", "TYPE", "replica"]), Value::Int(1));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = write_load(primary.port, stop.clone());
+    std::thread::sleep(Duration::from_secs(5));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    signal("-CONT");
+    wait_caught_up(&primary, &replica);
+    assert_same_data(&primary, &replica);
+    let stats = |p: &mut Client| ["sync_full", "sync_partial_ok"].map(|f| info_field(p, "stats", f).unwrap());
+    assert_eq!(stats(&mut p), ["1", "1"], "one full sync, then one partial");
 }

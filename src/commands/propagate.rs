@@ -152,27 +152,74 @@ pub(crate) fn effects(
             }
             _ => verbatim(),
         },
-        "xreadgroup" => {
-            // The replica reads what the primary read; it never waits.
-            let mut out = Vec::with_capacity(argv.len());
-            let mut args = argv.iter();
-            while let Some(a) = args.next() {
-                if a.eq_ignore_ascii_case(b"block") {
-                    args.next();
-                } else {
-                    out.push(a.clone());
-                }
-            }
-            vec![out]
-        }
+        "xreadgroup" => xreadgroup_claims(argv, reply, now_ms),
         _ => verbatim(),
     }
 }
 
+/// XREADGROUP's effects as Redis 7.0 propagates them: for each new entry (read with `>`)
+/// delivered, an `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT 1 FORCE JUSTID LASTID
+/// last-id` that gives it to the consumer on the replica; with NOACK, the group's last id
+/// and the consumer instead. Rereads of a consumer's history are not propagated.
+fn xreadgroup_claims(argv: &[Bytes], reply: &Reply, now_ms: u64) -> Vec<Vec<Bytes>> {
+    let b = |s: &'static [u8]| Bytes::from_static(s);
+    let at = |name: &[u8]| argv.iter().position(|a| a.eq_ignore_ascii_case(name));
+    let (Some(group_at), Some(streams_at)) = (at(b"group"), at(b"streams")) else { return Vec::new() };
+    let (group, consumer) = (argv[group_at + 1].clone(), argv[group_at + 2].clone());
+    let noack = at(b"noack").is_some_and(|i| i < streams_at);
+    let names = &argv[streams_at + 1..];
+    let (keys, ids) = names.split_at(names.len() / 2);
+    let streams = match reply {
+        Reply::PairMap(streams) | Reply::Map(streams) | Reply::Pairs(streams) => streams,
+        _ => return Vec::new(),
+    };
+    let mut out = Vec::new();
+    for (key, entries) in streams {
+        let (Reply::Bulk(key), Reply::Array(entries)) = (key, entries) else { continue };
+        let new = keys.iter().position(|k| k == key).is_some_and(|i| ids[i].as_ref() == b">");
+        let delivered: Vec<Bytes> = entries
+            .iter()
+            .filter_map(|e| match e {
+                Reply::Array(e) => match e.first() {
+                    Some(Reply::Bulk(id)) => Some(id.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let Some(last) = delivered.last().cloned().filter(|_| new) else { continue };
+        if noack {
+            out.push(vec![b(b"XGROUP"), b(b"CREATECONSUMER"), key.clone(), group.clone(), consumer.clone()]);
+            out.push(vec![b(b"XGROUP"), b(b"SETID"), key.clone(), group.clone(), last]);
+            continue;
+        }
+        for id in delivered {
+            out.push(vec![
+                b(b"XCLAIM"),
+                key.clone(),
+                group.clone(),
+                consumer.clone(),
+                b(b"0"),
+                id,
+                b(b"TIME"),
+                Bytes::from(now_ms.to_string()),
+                b(b"RETRYCOUNT"),
+                b(b"1"),
+                b(b"FORCE"),
+                b(b"JUSTID"),
+                b(b"LASTID"),
+                last.clone(),
+            ]);
+        }
+    }
+    out
+}
+
 /// Whether a command is propagated even when it changed nothing (Redis'
-/// `forceCommandPropagation`): emptying or swapping databases.
+/// `forceCommandPropagation`): emptying or swapping databases; and XREADGROUP, whose
+/// deliveries raise no keyspace event (its effects come from its reply).
 pub(crate) fn always_propagated(info: &CommandInfo) -> bool {
-    matches!(info.name, "flushdb" | "flushall" | "swapdb")
+    matches!(info.name, "flushdb" | "flushall" | "swapdb" | "xreadgroup")
 }
 
 /// The absolute expiry (unix ms) the `EX|PX|EXAT|PXAT n` option among `argv[from..]` sets;

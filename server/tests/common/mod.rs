@@ -213,6 +213,11 @@ impl Server {
         let _ = self.child.wait();
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A client connected to this server.
     pub fn client(&self) -> Client {
         Client::connect(self.port)
