@@ -409,7 +409,8 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                 let priority = config.get("replica-priority");
                 let read_only = config.get("replica-read-only") == "yes";
                 let announced = config.get("replica-announced") == "yes";
-                pairs.extend(state.link.info_fields(priority, read_only, announced));
+                let offset = state.replication.id_and_offset().1;
+                pairs.extend(state.link.info_fields(offset, priority, read_only, announced));
             } else {
                 pairs.push(("role".to_string(), s("master")));
             }

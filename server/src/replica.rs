@@ -175,14 +175,10 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
     if !reply.starts_with('+') {
         eprintln!("server: (non critical) the primary refused REPLCONF capa: {reply}");
     }
-    // Continue from what was applied: the primary's id, or this server's own stream (a
-    // primary turned replica may continue from one of its former replicas).
-    let (replid, offset) = if state.replication.keeps_stream() {
-        let link = state.link.info();
-        if link.replid.is_empty() { state.replication.id_and_offset() } else { (link.replid, link.offset) }
-    } else {
-        (String::new(), 0)
-    };
+    // Continue from what was applied: the primary's stream, or this server's own (a primary
+    // turned replica continues if its new primary was its replica, which knows its id).
+    let (replid, offset) =
+        if state.replication.keeps_stream() { state.replication.id_and_offset() } else { (String::new(), 0) };
     let psync_offset = (offset + 1).to_string();
     let reply = if replid.is_empty() {
         primary.call(&[b"PSYNC", b"?", b"-1"])?
@@ -215,7 +211,6 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
     state.link.update(|i| {
         i.state = "connected";
         i.replid = replid;
-        i.offset = offset;
         i.last_io = Instant::now();
     });
     stream(state, generation, primary, offset)
@@ -412,6 +407,11 @@ fn stream(state: &State, generation: u64, mut primary: PrimarySocket, mut offset
                         (consumed, args.into_iter().map(Bytes::from).collect())
                     }
                 };
+                if master.client.info.killed.load(Relaxed) {
+                    // CLIENT KILL TYPE master: this command is not applied, the next link
+                    // asks for it again.
+                    return Err("the master client was killed".to_string());
+                }
                 if is_getack(&argv) {
                     // The acknowledged offset does not count the GETACK itself, as Redis'.
                     primary.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])?;
@@ -425,10 +425,7 @@ fn stream(state: &State, generation: u64, mut primary: PrimarySocket, mut offset
             }
             primary.buf.drain(..used);
             if used > 0 || last_io.elapsed() < Duration::from_millis(200) {
-                state.link.update(|i| {
-                    i.offset = offset;
-                    i.last_io = last_io;
-                });
+                state.link.update(|i| i.last_io = last_io);
             }
         }
     })();

@@ -594,10 +594,8 @@ pub struct LinkInfo {
     pub down_since: Option<Instant>,
     /// When the primary last sent something.
     pub last_io: Instant,
-    /// The primary's replication id and the offset applied (`slave_repl_offset`).
+    /// The primary's replication id (empty before a sync).
     pub replid: String,
-    /// See `replid`.
-    pub offset: u64,
     /// Bytes of the full sync's payload received so far, and its size when known.
     pub sync_read: u64,
     /// See `sync_read`.
@@ -613,7 +611,6 @@ impl Default for LinkInfo {
             down_since: None,
             last_io: Instant::now(),
             replid: String::new(),
-            offset: 0,
             sync_read: 0,
             sync_size: None,
         }
@@ -657,14 +654,11 @@ impl LinkStatus {
         self.generation.fetch_add(1, Relaxed) + 1
     }
 
-    /// Stops replicating (REPLICAOF NO ONE): the link thread stops; returns the primary's
-    /// id and the offset applied.
-    pub fn stop(&self) -> (String, u64) {
+    /// Stops replicating (REPLICAOF NO ONE): the link thread stops.
+    pub fn stop(&self) {
         self.generation.fetch_add(1, Relaxed);
         self.replica.store(false, Relaxed);
         self.up.store(false, Relaxed);
-        let info = lock(&self.info);
-        (info.replid.clone(), info.offset)
     }
 
     /// Whether a link thread of `generation` should go on.
@@ -693,8 +687,15 @@ impl LinkStatus {
 
 impl LinkStatus {
     /// INFO replication's fields of a replica after `role:slave` (its own replicas'
-    /// follow), with `replica-priority`, `replica-read-only` and `replica-announced`.
-    pub fn info_fields(&self, priority: &str, read_only: bool, announced: bool) -> Vec<(String, String)> {
+    /// follow), with the offset applied (the stream's, [`Replication::id_and_offset`]),
+    /// `replica-priority`, `replica-read-only` and `replica-announced`.
+    pub fn info_fields(
+        &self,
+        offset: u64,
+        priority: &str,
+        read_only: bool,
+        announced: bool,
+    ) -> Vec<(String, String)> {
         let link = self.info();
         let up = self.is_up();
         let mut out: Vec<(String, String)> = vec![
@@ -706,8 +707,8 @@ impl LinkStatus {
                 if up { link.last_io.elapsed().as_secs().to_string() } else { "-1".into() },
             ),
             ("master_sync_in_progress".into(), u8::from(link.state == "sync").to_string()),
-            ("slave_read_repl_offset".into(), link.offset.to_string()),
-            ("slave_repl_offset".into(), link.offset.to_string()),
+            ("slave_read_repl_offset".into(), offset.to_string()),
+            ("slave_repl_offset".into(), offset.to_string()),
         ];
         if link.state == "sync" {
             let total = link.sync_size.map_or(-1, |n| n as i64);
@@ -738,9 +739,9 @@ impl LinkStatus {
 
     /// ROLE of a replica: `slave`, the primary's host and port, the link's state, the
     /// offset applied (-1 before a sync).
-    pub fn role(&self) -> Reply {
+    pub fn role(&self, offset: u64) -> Reply {
         let link = self.info();
-        let offset = if link.replid.is_empty() { -1 } else { link.offset as i64 };
+        let offset = if link.replid.is_empty() { -1 } else { offset as i64 };
         Reply::Array(vec![
             Reply::bulk(b"slave"),
             Reply::Bulk(Bytes::from(link.host)),

@@ -281,7 +281,28 @@ fn dataset(c: &mut Client) -> std::collections::BTreeMap<(usize, Vec<u8>), Vec<V
 }
 
 /// The writes a primary takes while a replica syncs and streams: every family, relative
-/// TTLs, random pops, XADD *, consumer group reads, transactions and scripts.
+/// TTLs, random pops, XADD *, consumer group reads, transactions and scripts, from a thread
+/// until [`Load::finish`].
+struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    writer: std::thread::JoinHandle<u64>,
+}
+
+impl Load {
+    fn start(port: u16) -> Load {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = write_load(port, stop.clone());
+        Load { stop, writer }
+    }
+
+    /// Stops the writes after `time`; returns how many rounds were written.
+    fn finish_after(self, time: Duration) -> u64 {
+        std::thread::sleep(time);
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.writer.join().unwrap()
+    }
+}
+
 fn write_load(
     port: u16,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -332,6 +353,11 @@ fn info_field(c: &mut Client, section: &str, field: &str) -> Option<String> {
     text.lines().find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
 }
 
+/// INFO stats' `sync_full` and `sync_partial_ok` of a primary.
+fn sync_counts(c: &mut Client) -> [String; 2] {
+    ["sync_full", "sync_partial_ok"].map(|f| info_field(c, "stats", f).unwrap())
+}
+
 /// Waits until `replica` applied everything `primary` streamed (their offsets equal).
 fn wait_caught_up(primary: &Server, replica: &Server) {
     let (mut p, mut r) = (primary.client(), replica.client());
@@ -367,16 +393,16 @@ fn assert_same_data(primary: &Server, replica: &Server) {
 /// end with the same keys, values and TTLs. The replica refuses writes as Redis does.
 #[test]
 fn rediskv_replicates_redis() {
-    let Some(primary) = redis(&["--repl-diskless-sync-delay", "0"]) else { return };
+    // A backlog that holds what the write load sends while the link is down.
+    let Some(primary) = redis(&["--repl-diskless-sync-delay", "0", "--repl-backlog-size", "256mb"]) else {
+        return;
+    };
     populate(&mut primary.client());
     let replica = rediskv(&["--threads", "2"]);
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = write_load(primary.port, stop.clone());
+    let load = Load::start(primary.port);
     let mut r = replica.client();
     assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &primary.port.to_string()]), Value::Status("OK".into()));
-    std::thread::sleep(Duration::from_millis(1500));
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert!(writer.join().unwrap() > 0);
+    assert!(load.finish_after(Duration::from_millis(1500)) > 0);
     wait_caught_up(&primary, &replica);
     assert_same_data(&primary, &replica);
     assert_eq!(
@@ -393,6 +419,21 @@ fn rediskv_replicates_redis() {
         Value::Int(offset),
     ];
     assert_eq!(r.cmd(&["ROLE"]), Value::Array(Some(role)));
+
+    // A broken link continues where it stopped (the command in flight is not lost).
+    assert_eq!(r.cmd(&["CLIENT", "KILL", "TYPE", "master"]), Value::Int(1));
+    Load::start(primary.port).finish_after(Duration::from_millis(1500));
+    wait_caught_up(&primary, &replica);
+    assert_same_data(&primary, &replica);
+    let mut p = primary.client();
+    assert_eq!(sync_counts(&mut p), ["1", "1"], "one full sync, then one partial");
+
+    // Promoted, it writes, and keeps the primary's id as its second one.
+    let replid = info_field(&mut p, "replication", "master_replid");
+    assert_eq!(r.cmd(&["REPLICAOF", "NO", "ONE"]), Value::Status("OK".into()));
+    assert_eq!(r.cmd(&["SET", "k", "v"]), Value::Status("OK".into()));
+    assert_eq!(info_field(&mut r, "replication", "role").as_deref(), Some("master"));
+    assert_eq!(info_field(&mut r, "replication", "master_replid2"), replid);
 }
 
 /// redis-server as a replica of rediskv-server: it loads rediskv's RDB payload and applies
@@ -401,14 +442,11 @@ fn rediskv_replicates_redis() {
 /// full sync; both end with the same data.
 #[test]
 fn redis_replicates_rediskv() {
-    let primary = rediskv(&["--threads", "2"]);
+    let primary = rediskv(&["--threads", "2", "--repl-backlog-size", "256mb"]);
     populate(&mut primary.client());
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = write_load(primary.port, stop.clone());
+    let load = Load::start(primary.port);
     let Some(replica) = redis(&["--replicaof", "127.0.0.1", &primary.port.to_string()]) else { return };
-    std::thread::sleep(Duration::from_millis(1500));
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    writer.join().unwrap();
+    load.finish_after(Duration::from_millis(1500));
     wait_caught_up(&primary, &replica);
     assert_same_data(&primary, &replica);
     let mut p = primary.client();
@@ -421,14 +459,9 @@ fn redis_replicates_rediskv() {
     };
     signal("-STOP");
     assert_eq!(p.cmd(&["CLIENT", "KILL", "TYPE", "replica"]), Value::Int(1));
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = write_load(primary.port, stop.clone());
-    std::thread::sleep(Duration::from_secs(5));
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    writer.join().unwrap();
+    Load::start(primary.port).finish_after(Duration::from_secs(5));
     signal("-CONT");
     wait_caught_up(&primary, &replica);
     assert_same_data(&primary, &replica);
-    let stats = |p: &mut Client| ["sync_full", "sync_partial_ok"].map(|f| info_field(p, "stats", f).unwrap());
-    assert_eq!(stats(&mut p), ["1", "1"], "one full sync, then one partial");
+    assert_eq!(sync_counts(&mut p), ["1", "1"], "one full sync, then one partial");
 }

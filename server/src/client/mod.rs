@@ -369,7 +369,7 @@ impl Client {
             }),
             "lastsave" => arity(argv, 1, || Reply::Integer(state.last_save.load(Relaxed) as i64)),
             "bgsave" | "bgrewriteaof" => admin::background_save(name, argv, state),
-            "role" if state.link.is_replica() => state.link.role(),
+            "role" if state.link.is_replica() => state.link.role(state.replication.id_and_offset().1),
             "role" => state.replication.role(),
             "psync" | "sync" => return self.sync(name, argv, state),
             "replconf" => self.replconf(argv, state),

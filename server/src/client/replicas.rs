@@ -144,7 +144,8 @@ impl Client {
 pub(super) fn replicaof(argv: &[Bytes], state: &State) -> Reply {
     if argv[1].eq_ignore_ascii_case(b"no") && argv[2].eq_ignore_ascii_case(b"one") {
         if state.link.is_replica() {
-            let (replid, offset) = state.link.stop();
+            state.link.stop();
+            let (replid, offset) = state.replication.id_and_offset();
             state.replication.follow(&replid, offset, Sync::Promoted);
             eprintln!(
                 "server: MASTER MODE enabled (the primary's id {replid} is valid up to offset {offset})"
