@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use bytes::Bytes;
 use client::{Client, RedisServer};
 use proptest::prelude::*;
+use rdb_fixtures::normalized;
 use rediskv::Error;
 use rediskv::codec::rdb::{RdbValue, restore};
 use rediskv::codec::{
@@ -69,26 +70,6 @@ fn fill(redis: &mut Client) {
     call(redis, &["SADD", "in_fifteen", "x", "y"]);
     call(redis, &["SELECT", "0"]);
     call(redis, &["FUNCTION", "LOAD", LIBRARY]);
-}
-
-/// A value with its collections in one order (a hash table's is Redis' own; a sorted set
-/// comes head first from a listpack, tail first from a skiplist).
-fn normalized(value: RdbValue) -> RdbValue {
-    match value {
-        RdbValue::ZSet(mut p) => {
-            p.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-            RdbValue::ZSet(p)
-        }
-        RdbValue::Set(mut m) => {
-            m.sort();
-            RdbValue::Set(m)
-        }
-        RdbValue::Hash(mut p) => {
-            p.sort();
-            RdbValue::Hash(p)
-        }
-        other => other,
-    }
 }
 
 /// Every key of every database as redis-server answers: value (from its DUMP) and expiry.

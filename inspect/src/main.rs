@@ -15,6 +15,8 @@ const USAGE: &str = "usage:
   rediskv-inspect encode [LAYOUT] [--camellia-route md5|int] JSON
   rediskv-inspect dump --dir DIR [--engine fjall|rocksdb] [--cf CF] [--type TYPE] [--key KEY]
   rediskv-inspect convert --dir DIR --out NEW_DIR [--engine E] [--out-engine E] [LAYOUT]
+  rediskv-inspect import --file dump.rdb --dir NEW_DIR [--engine E] [LAYOUT]
+  rediskv-inspect export --dir DIR --file dump.rdb [--engine E] [--no-compression] [--no-checksum]
 LAYOUT (the layout to decode/encode with, or convert to; Kvrocks' by default):
   --layout kvrocks|neokv|camellia|titea [--namespace NS] [--cluster-slots] [--hash-prefix N]
   [--neokv-region-id 1] [--neokv-index-id 1] [--camellia-hash-version 0|1] [--camellia-set-version 0|1]
@@ -153,7 +155,7 @@ fn run(mut args: Vec<String>) -> Result<(), String> {
             std::fs::create_dir_all(&out_dir)
                 .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
             let target = store::open(&out_engine, &out_dir, &target_layout)?;
-            let mut bar = Progress::new();
+            let mut bar = Progress::new("keys");
             let report = convert(&source, &source_layout, &target, &target_layout, &mut |done, total| {
                 bar.show(done, total)
             })?;
@@ -170,6 +172,60 @@ fn run(mut args: Vec<String>) -> Result<(), String> {
             for (key, reason) in &report.skipped {
                 eprintln!("  left out {key:?}: {reason}");
             }
+        }
+        "import" => {
+            let file = PathBuf::from(take(&mut args, "--file")?.ok_or("import needs --file")?);
+            let dir = PathBuf::from(take(&mut args, "--dir")?.ok_or("import needs --dir")?);
+            let engine = take(&mut args, "--engine")?.unwrap_or_else(|| "fjall".into());
+            let layout = layout(&mut args)?;
+            let input =
+                std::fs::File::open(&file).map_err(|e| format!("cannot open {}: {e}", file.display()))?;
+            let total = input.metadata().map_or(0, |m| m.len());
+            let mut input = std::io::BufReader::new(input);
+            let mut bar = Progress::new("bytes");
+            let counts = rediskv_inspect::rdb::import(&mut input, &engine, &dir, &layout, &mut |read| {
+                bar.show(read, total)
+            })
+            .map_err(|e| format!("{}: {e} (nothing was imported)", file.display()))?;
+            bar.finish();
+            eprintln!(
+                "{} keys imported into {} ({}), {} already expired left out, {} function libraries",
+                counts.keys,
+                dir.display(),
+                by_type(&counts),
+                counts.skipped,
+                counts.functions
+            );
+        }
+        "export" => {
+            let dir = PathBuf::from(take(&mut args, "--dir")?.ok_or("export needs --dir")?);
+            let file = PathBuf::from(take(&mut args, "--file")?.ok_or("export needs --file")?);
+            let engine = take(&mut args, "--engine")?.unwrap_or_else(|| "fjall".into());
+            let options = rediskv::codec::RdbFileOptions {
+                compression: !take_switch(&mut args, "--no-compression"),
+                checksum: !take_switch(&mut args, "--no-checksum"),
+            };
+            let output =
+                std::fs::File::create(&file).map_err(|e| format!("cannot create {}: {e}", file.display()))?;
+            let mut out = std::io::BufWriter::new(output);
+            let mut bar = Progress::new("keys");
+            let exported =
+                rediskv_inspect::rdb::export(&engine, &dir, &mut out, options, &mut |done, total| {
+                    bar.show(done, total)
+                });
+            bar.finish();
+            let counts = exported.inspect_err(|_| {
+                let _ = std::fs::remove_file(&file);
+            })?;
+            eprintln!(
+                "{} keys exported to {} ({}), {} bytes, {} of types an RDB file cannot hold left out, {} function libraries",
+                counts.keys,
+                file.display(),
+                by_type(&counts),
+                counts.bytes,
+                counts.skipped,
+                counts.functions
+            );
         }
         other => return Err(format!("unknown command '{other}'\n{USAGE}")),
     }
@@ -193,35 +249,58 @@ fn copy_side_files(from: &Path, to: &Path) -> Result<usize, String> {
     Ok(copied)
 }
 
-/// A progress bar on stderr, redrawn at most ten times a second.
+/// `string 3, hash 2, …`: the keys by type.
+fn by_type(counts: &rediskv::commands::RdbCounts) -> String {
+    let parts: Vec<String> = counts.by_type.iter().map(|(ty, n)| format!("{ty} {n}")).collect();
+    if parts.is_empty() { "none".into() } else { parts.join(", ") }
+}
+
+/// A progress bar on stderr, redrawn at most ten times a second on a terminal; elsewhere (a
+/// log) only its last state, once, at the end.
 struct Progress {
     last: Option<Instant>,
-    shown: bool,
+    /// The last figures shown or, off a terminal, given.
+    figures: Option<(u64, u64)>,
+    unit: &'static str,
+    terminal: bool,
 }
 
 impl Progress {
-    fn new() -> Self {
-        Progress { last: None, shown: false }
+    fn new(unit: &'static str) -> Self {
+        use std::io::IsTerminal;
+        Progress { last: None, figures: None, unit, terminal: std::io::stderr().is_terminal() }
     }
 
     fn show(&mut self, done: u64, total: u64) {
-        if self.last.is_some_and(|t| t.elapsed() < Duration::from_millis(100)) && done < total {
+        let due = self.last.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) || done >= total;
+        if !self.terminal || !due {
+            if !self.terminal {
+                self.figures = Some((done, total));
+            }
             return;
         }
         self.last = Some(Instant::now());
-        self.shown = true;
+        self.figures = Some((done, total));
+        self.draw(done, total);
+    }
+
+    fn draw(&self, done: u64, total: u64) {
         let width = 30;
         let filled = (done.min(total) * width).checked_div(total).unwrap_or(width) as usize;
         let percent = (done.min(total) * 100).checked_div(total).unwrap_or(100);
         eprint!(
-            "\r[{}{}] {percent:>3}% {done}/{total} keys",
+            "\r[{}{}] {percent:>3}% {done}/{total} {}",
             "#".repeat(filled),
-            "-".repeat(width as usize - filled)
+            "-".repeat(width as usize - filled),
+            self.unit
         );
     }
 
     fn finish(&self) {
-        if self.shown {
+        if let Some((done, total)) = self.figures {
+            if !self.terminal {
+                self.draw(done, total);
+            }
             eprintln!();
         }
     }

@@ -153,8 +153,8 @@ pub fn shutdown_refusal(args: &[Bytes]) -> Option<&'static str> {
     }
 }
 
-/// BGSAVE \[SCHEDULE\] and BGREWRITEAOF: the disk engines flush their memtables to tables (and
-/// release their journals) on a thread of their own; Redis' replies.
+/// BGSAVE \[SCHEDULE\] ([`crate::rdb::background_save`]) and BGREWRITEAOF (a disk
+/// engine's memtables flushed to tables on a thread of its own), with Redis' replies.
 pub fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
     let schedule = match (name, argv) {
         ("bgsave", [_]) | ("bgrewriteaof", [_]) => false,
@@ -162,31 +162,24 @@ pub fn background_save(name: &str, argv: &[Bytes], state: &State) -> Reply {
         ("bgsave", _) => return Reply::Error("ERR syntax error".into()),
         _ => return Reply::Error(format!("ERR wrong number of arguments for '{name}' command")),
     };
-    if state.bgsave.swap(true, Relaxed) {
-        return match (name, schedule) {
-            ("bgsave", true) => Reply::status("Background saving scheduled"),
-            ("bgsave", false) => Reply::Error("ERR Background save already in progress".into()),
-            _ => Reply::status("Background append only file rewriting scheduled"),
-        };
-    }
-    let (sync, running, last_save) = (state.store.syncer(), state.bgsave.clone(), state.last_save.clone());
-    let (saved, before) = (state.saved_dirty.clone(), state.dirty.sum());
-    std::thread::spawn(move || {
-        match sync() {
-            Ok(()) => {
-                last_save.store(crate::clock::unix_secs(), Relaxed);
-                // The changes made while it ran remain (as Redis' dirty_before_bgsave).
-                saved.fetch_max(before, Relaxed);
+    if name == "bgrewriteaof" {
+        let sync = state.store.syncer();
+        std::thread::spawn(move || {
+            if let Err(e) = sync() {
+                eprintln!("server: background flush failed: {e}");
             }
-            Err(e) => eprintln!("server: background save failed: {e}"),
+        });
+        return Reply::status("Background append only file rewriting started");
+    }
+    match crate::rdb::background_save(state) {
+        Ok(true) => Reply::status("Background saving started"),
+        Ok(false) if schedule => {
+            state.rdb.scheduled.store(true, Relaxed);
+            Reply::status("Background saving scheduled")
         }
-        running.store(false, Relaxed);
-    });
-    Reply::status(if name == "bgsave" {
-        "Background saving started"
-    } else {
-        "Background append only file rewriting started"
-    })
+        Ok(false) => Reply::Error("ERR Background save already in progress".into()),
+        Err(e) => Reply::Error(format!("ERR {e}")),
+    }
 }
 
 /// LOLWUT [VERSION n]: the version line Redis 7.0 ends its answer with (without the art of

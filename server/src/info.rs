@@ -263,6 +263,8 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             }
         }
         "persistence" => {
+            let rdb = &state.rdb;
+            let running = rdb.in_progress.load(Relaxed);
             let z = || s("0");
             let m1 = || s("-1");
             let ok = || s("ok");
@@ -275,21 +277,25 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("current_cow_size", z()),
                     ("current_cow_size_age", z()),
                     ("current_fork_perc", s("0.00")),
-                    ("current_save_keys_processed", z()),
-                    ("current_save_keys_total", z()),
+                    ("current_save_keys_processed", n(rdb.keys_processed.load(Relaxed))),
+                    ("current_save_keys_total", n(rdb.keys_total.load(Relaxed))),
                     ("rdb_changes_since_last_save", n(state.changes_since_save())),
+                    ("rdb_bgsave_in_progress", n(u64::from(running))),
+                    ("rdb_last_save_time", n(rdb.last_save.load(Relaxed))),
+                    ("rdb_last_bgsave_status", s(if rdb.last_ok.load(Relaxed) { "ok" } else { "err" })),
+                    ("rdb_last_bgsave_time_sec", s(&rdb.last_secs.load(Relaxed).to_string())),
                     (
-                        "rdb_bgsave_in_progress",
-                        n(u64::from(state.bgsave.load(std::sync::atomic::Ordering::Relaxed))),
+                        "rdb_current_bgsave_time_sec",
+                        if running {
+                            n(crate::clock::unix_secs().saturating_sub(rdb.started.load(Relaxed)))
+                        } else {
+                            m1()
+                        },
                     ),
-                    ("rdb_last_save_time", n(state.last_save.load(std::sync::atomic::Ordering::Relaxed))),
-                    ("rdb_last_bgsave_status", ok()),
-                    ("rdb_last_bgsave_time_sec", m1()),
-                    ("rdb_current_bgsave_time_sec", m1()),
-                    ("rdb_saves", z()),
+                    ("rdb_saves", n(rdb.saves.load(Relaxed))),
                     ("rdb_last_cow_size", z()),
-                    ("rdb_last_load_keys_expired", z()),
-                    ("rdb_last_load_keys_loaded", z()),
+                    ("rdb_last_load_keys_expired", n(rdb.load_expired.load(Relaxed))),
+                    ("rdb_last_load_keys_loaded", n(rdb.loaded.load(Relaxed))),
                     ("aof_enabled", z()),
                     ("aof_rewrite_in_progress", z()),
                     ("aof_rewrite_scheduled", z()),

@@ -48,6 +48,7 @@ mod maint;
 mod monitor;
 mod notify;
 mod pubsub;
+mod rdb;
 mod replica;
 mod replication;
 mod resp;
@@ -369,6 +370,10 @@ fn main() {
             std::process::exit(1);
         }
     }
+    if let Err(e) = rdb::load_at_start(&state) {
+        eprintln!("server: cannot load the RDB file: {e}");
+        std::process::exit(1);
+    }
     notify::configure(&state);
     evict::configure(&state);
     state.replication.configure(&state.config());
@@ -381,6 +386,7 @@ fn main() {
     }));
     replica::spawn_cron(state.clone());
     maint::spawn(state.clone());
+    rdb::spawn_cron(state.clone());
     script_thread::spawn(state.clone());
     #[cfg(feature = "etcd")]
     maint::follow_other_nodes(state.clone());

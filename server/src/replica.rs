@@ -17,9 +17,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rediskv::codec::rdb::dump;
-use rediskv::codec::{RdbFileReader, RdbItem};
-use rediskv::commands::{Reply, Session};
 
 use crate::client::{Client, Next};
 use crate::replication::{Sync, encode};
@@ -226,7 +223,7 @@ fn load_payload(state: &State, primary: &mut PrimarySocket, generation: u64) -> 
             break line;
         }
     };
-    let (mut left, mark) = match header.strip_prefix("$EOF:") {
+    let (left, mark) = match header.strip_prefix("$EOF:") {
         Some(mark) if mark.len() == 40 => (None, Some(mark.as_bytes().to_vec())),
         Some(_) => return Err(format!("bad payload header: {header}")),
         None => match header.strip_prefix('$').and_then(|n| n.parse::<u64>().ok()) {
@@ -235,134 +232,80 @@ fn load_payload(state: &State, primary: &mut PrimarySocket, generation: u64) -> 
         },
     };
     state.link.update(|i| i.sync_size = left);
-    empty_store(state)?;
-    let mut loader = Loader::new(state);
-    let mut reader = RdbFileReader::new();
-    // An EOF-marked payload's last bytes, held back until they are known not to be the mark.
-    let mut held = Vec::new();
-    loop {
-        if !state.link.current(generation) {
+    let mut payload =
+        Payload { state, generation, primary, left, mark, held: Vec::new(), ready: Vec::new(), ended: false };
+    let stats = crate::rdb::load_rdb(state, &mut payload)?;
+    // What follows the file: an EOF-marked payload's mark.
+    std::io::copy(&mut payload, &mut std::io::sink()).map_err(|e| e.to_string())?;
+    eprintln!("server: MASTER <-> REPLICA sync: loaded {} keys", stats.keys);
+    Ok(())
+}
+
+/// A full sync's payload as a reader: the bytes up to its length, or up to its end mark.
+struct Payload<'a> {
+    state: &'a State,
+    generation: u64,
+    primary: &'a mut PrimarySocket,
+    /// Bytes still to come of a `$len` payload.
+    left: Option<u64>,
+    /// The end mark of an EOF-marked one, and its last bytes, held back until they are known
+    /// not to be the mark.
+    mark: Option<Vec<u8>>,
+    held: Vec<u8>,
+    /// Payload bytes not read yet.
+    ready: Vec<u8>,
+    ended: bool,
+}
+
+impl Payload<'_> {
+    /// Moves the next bytes the primary sent into `ready`.
+    fn next_chunk(&mut self) -> Result<(), String> {
+        if !self.state.link.current(self.generation) {
             return Err("REPLICAOF changed during the sync".into());
         }
-        let mut chunk = std::mem::take(&mut primary.buf);
-        let ended = match (&mut left, &mark) {
+        if self.primary.buf.is_empty() && !self.primary.fill()? {
+            return Err("timeout reading the primary's RDB payload".into());
+        }
+        let mut chunk = std::mem::take(&mut self.primary.buf);
+        match (&mut self.left, &self.mark) {
             (Some(n), _) => {
                 let take = chunk.len().min(*n as usize);
-                primary.buf = chunk.split_off(take);
+                self.primary.buf = chunk.split_off(take);
                 *n -= take as u64;
-                *n == 0
+                self.ended = *n == 0;
             }
             (None, Some(mark)) => {
-                held.append(&mut chunk);
-                let ended = held.ends_with(mark);
-                let keep = if ended { 0 } else { mark.len().min(held.len()) };
-                let payload_end = held.len() - if ended { mark.len() } else { keep };
-                chunk = held.drain(..payload_end).collect();
-                if ended {
-                    held.clear();
+                self.held.append(&mut chunk);
+                self.ended = self.held.ends_with(mark);
+                let tail = if self.ended { mark.len() } else { mark.len().min(self.held.len()) };
+                chunk = self.held.drain(..self.held.len() - tail).collect();
+                if self.ended {
+                    self.held.clear();
                 }
-                ended
             }
             (None, None) => unreachable!("a payload has a length or an end mark"),
-        };
-        state.link.update(|i| {
+        }
+        self.state.link.update(|i| {
             i.sync_read += chunk.len() as u64;
             i.last_io = Instant::now();
         });
-        reader.feed(&chunk);
-        if ended {
-            reader.finish();
-        }
-        while let Some(item) = reader.next_item().map_err(|e| format!("the primary's RDB payload: {e}"))? {
-            loader.apply(item)?;
-        }
-        if ended {
-            if !reader.is_done() {
-                return Err("the primary's RDB payload ended early".into());
-            }
-            break;
-        }
-        if !primary.fill()? {
-            return Err("timeout reading the primary's RDB payload".into());
-        }
-    }
-    eprintln!("server: MASTER <-> REPLICA sync: loaded {} keys", loader.keys);
-    Ok(())
-}
-
-/// Empties every database and the function libraries, as a full sync does first.
-fn empty_store(state: &State) -> Result<(), String> {
-    let engines = state.engines();
-    let _locks: Vec<_> = engines.iter().map(|e| e.locks().lock(true, std::iter::empty())).collect();
-    for engine in &engines {
-        engine.touch_all_watched();
-        engine.forget_key_counts();
-    }
-    if let Reply::Error(e) = crate::admin::flush_backend(state) {
-        return Err(e);
-    }
-    let flush = [Bytes::from_static(b"FUNCTION"), Bytes::from_static(b"FLUSH")];
-    crate::scripting::function_command(&flush, &state.scripts, &|_| {});
-    Ok(())
-}
-
-/// Writes an RDB file's items into the store, key by key.
-struct Loader<'a> {
-    state: &'a State,
-    session: Session,
-    keys: u64,
-}
-
-impl<'a> Loader<'a> {
-    fn new(state: &'a State) -> Self {
-        Loader { state, session: Session::new(0), keys: 0 }
-    }
-
-    fn apply(&mut self, item: RdbItem) -> Result<(), String> {
-        let engine = &self.state.engine;
-        match item {
-            RdbItem::Entry(entry) => {
-                if entry.db as usize != self.session.db() {
-                    let select = [Bytes::from_static(b"SELECT"), Bytes::from(entry.db.to_string())];
-                    if let Reply::Error(e) = engine.execute(&mut self.session, &select) {
-                        return Err(format!("the primary's database {}: {e}", entry.db));
-                    }
-                }
-                let at = entry.expire_at_ms.map_or(0, |at| at.max(1));
-                let restore = [
-                    Bytes::from_static(b"RESTORE"),
-                    entry.key.clone(),
-                    Bytes::from(at.to_string()),
-                    Bytes::from(dump(&entry.value)),
-                    Bytes::from_static(b"REPLACE"),
-                    Bytes::from_static(b"ABSTTL"),
-                ];
-                if let Reply::Error(e) = engine.execute(&mut self.session, &restore) {
-                    return Err(format!("loading key {:?}: {e}", String::from_utf8_lossy(&entry.key)));
-                }
-                self.keys += 1;
-            }
-            RdbItem::Function(code) => {
-                let load = [
-                    Bytes::from_static(b"FUNCTION"),
-                    Bytes::from_static(b"LOAD"),
-                    Bytes::from_static(b"REPLACE"),
-                    code,
-                ];
-                let saved = |scripts: &crate::scripting::Scripts| {
-                    if let Err(e) = self.state.store.save_functions(&scripts.dump_codes()) {
-                        eprintln!("server: cannot save the function libraries: {e}");
-                    }
-                };
-                if let Reply::Error(e) =
-                    crate::scripting::function_command(&load, &self.state.scripts, &saved)
-                {
-                    return Err(format!("loading a function library: {e}"));
-                }
-            }
-            _ => {}
-        }
+        self.ready = chunk;
         Ok(())
+    }
+}
+
+impl Read for Payload<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.ready.is_empty() {
+            if self.ended {
+                return Ok(0);
+            }
+            self.next_chunk().map_err(std::io::Error::other)?;
+        }
+        let n = out.len().min(self.ready.len());
+        out[..n].copy_from_slice(&self.ready[..n]);
+        self.ready.drain(..n);
+        Ok(n)
     }
 }
 

@@ -20,12 +20,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use rediskv::codec::{RdbFileOptions, RdbFileWriter, RdbHeader, RdbReplication};
-use rediskv::commands::{DATABASES, Propagated, Propagation, Reply, Session};
+use rediskv::commands::{Propagated, Propagation, Reply};
 
 use crate::client_info::ClientInfo;
 use crate::mailbox::{Mailbox, Message};
-use crate::store::SharedEngine;
 use crate::sync::lock;
 
 /// The replication state of this server: its id and offset, the backlog, its replicas.
@@ -505,62 +503,6 @@ pub fn encode<'a>(out: &mut Vec<u8>, argv: impl IntoIterator<Item = &'a [u8]> + 
 /// A new replication id: 40 hex digits.
 fn new_replid() -> String {
     crate::clock::random_id()
-}
-
-/// An RDB file of `engine`'s every database, with the replication fields of `replid` at
-/// `offset` and the function libraries `functions`. Call it holding the keyspace-wide lock,
-/// so that it is the store at `offset`.
-///
-/// # Errors
-/// A storage error's text.
-pub fn snapshot_rdb(
-    engine: &SharedEngine,
-    replid: &str,
-    offset: u64,
-    functions: &[String],
-) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    let mut writer = RdbFileWriter::new(RdbFileOptions::default());
-    let header = RdbHeader {
-        redis_ver: "7.0.15".into(),
-        ctime: crate::clock::unix_micros() / 1_000_000,
-        used_mem: 0,
-        replication: Some(RdbReplication { stream_db: 0, id: replid.to_string(), offset }),
-    };
-    writer.header(&mut out, &header);
-    for code in functions {
-        writer.function(&mut out, code.as_bytes());
-    }
-    let session = Session::new(0);
-    let mut db = engine.db(&session);
-    for index in 0..DATABASES {
-        db.select(index).map_err(|e| e.to_string())?;
-        let keys = match db.execute(&[Bytes::from_static(b"KEYS"), Bytes::from_static(b"*")]) {
-            Reply::Array(keys) => keys,
-            Reply::Error(e) => return Err(e),
-            _ => Vec::new(),
-        };
-        let mut entries = Vec::with_capacity(keys.len());
-        for key in keys {
-            let Reply::Bulk(key) = key else { continue };
-            let Some(value) = db.dump_value(&key).map_err(|e| e.to_string())? else { continue };
-            let at = match db.execute(&[Bytes::from_static(b"PEXPIRETIME"), key.clone()]) {
-                Reply::Integer(at) if at > 0 => Some(at as u64),
-                _ => None,
-            };
-            entries.push((key, value, at));
-        }
-        if entries.is_empty() {
-            continue;
-        }
-        let expires = entries.iter().filter(|e| e.2.is_some()).count() as u64;
-        writer.select_db(&mut out, index as u64, entries.len() as u64, expires);
-        for (key, value, at) in &entries {
-            writer.entry(&mut out, key, value, *at);
-        }
-    }
-    writer.finish(&mut out);
-    Ok(out)
 }
 
 /// The replica's side, as the rest of the server sees it: whether this server replicates a

@@ -296,6 +296,16 @@ impl Scripts {
         Ok(())
     }
 
+    /// Replaces every library with those of `codes` (loading an RDB file).
+    ///
+    /// # Errors
+    /// As [`Scripts::restore_codes`]; the libraries before the failing one stay.
+    pub fn replace_codes(&self, codes: &[String]) -> Result<(), String> {
+        lock(&self.libraries).clear();
+        self.changed();
+        self.restore_codes(codes)
+    }
+
     /// FUNCTION LOAD: checks the library in a fresh Lua state and registers it.
     fn load_library(&self, code: &str, replace: bool) -> Result<String, String> {
         let (name, Library { functions, .. }) = build_library(code)?;

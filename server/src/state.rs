@@ -99,16 +99,12 @@ pub struct State {
     tenants: Mutex<BTreeMap<String, Arc<SharedEngine>>>,
     /// When the server started.
     pub started: Instant,
-    /// When the last SAVE or BGSAVE finished, in Unix seconds (the start time before any).
-    pub last_save: Arc<AtomicU64>,
-    /// Whether a BGSAVE is running.
-    pub bgsave: Arc<AtomicBool>,
+    /// SAVE's and BGSAVE's state and figures.
+    pub rdb: Arc<crate::rdb::Persistence>,
     /// Changes since the start, in lanes as [`State::client_bytes`] (see
     /// [`crate::notify::command_events`]); INFO `rdb_changes_since_last_save` is their sum
-    /// less `saved_dirty` ([`State::changes_since_save`]).
+    /// less what the last save included ([`State::changes_since_save`]).
     pub dirty: Arc<LaneSum>,
-    /// `dirty`'s sum that the last SAVE or BGSAVE kept.
-    pub saved_dirty: Arc<AtomicU64>,
     /// INFO run_id: 40 hex digits, new for each start.
     pub run_id: String,
     /// The replication stream, its backlog and the replicas (the primary's side).
@@ -171,10 +167,8 @@ impl State {
             sampler: Mutex::new(Sampler::new()),
             store,
             started: Instant::now(),
-            last_save: Arc::new(AtomicU64::new(micros / 1_000_000)),
+            rdb: Arc::new(crate::rdb::Persistence::new(micros / 1_000_000)),
             dirty: Arc::default(),
-            saved_dirty: Arc::default(),
-            bgsave: Arc::default(),
             run_id,
             replication: Arc::default(),
             link: crate::replication::LinkStatus::default(),
@@ -284,7 +278,7 @@ impl State {
 
     /// INFO `rdb_changes_since_last_save`.
     pub fn changes_since_save(&self) -> u64 {
-        self.dirty.sum().saturating_sub(self.saved_dirty.load(Relaxed))
+        self.dirty.sum().saturating_sub(self.rdb.saved_dirty.load(Relaxed))
     }
 
     /// Forgets a closed connection (its event loop calls it, as [`State::connect`]).

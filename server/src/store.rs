@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rediskv::backend::{KvBackend, MemoryBackend, MetadataCache};
 use rediskv::codec::{ColumnFamily, KeyLayout};
-use rediskv_engine::{DiskBackend, Options, Sync};
+use rediskv_engine::{DiskBackend, Options, Sync, server_files};
 
 /// Any backend, shared between threads. One vtable call per store access costs a few
 /// nanoseconds beside a B-tree or LSM lookup, and lets one server binary serve every engine.
@@ -239,68 +239,33 @@ impl Store {
         }
     }
 
-    /// Where a disk store keeps namespace `ns`'s SWAPDB mapping (the engine holds it in memory).
-    fn slots_file(&self, ns: &str) -> Option<PathBuf> {
-        let hex: String = ns.bytes().map(|b| format!("{b:02x}")).collect();
-        self.dir().map(|d| d.join(format!("rediskv-dbslots-{hex}")))
-    }
-
-    /// Saves a namespace's database → namespace mapping after a SWAPDB (written to a
-    /// temporary file, synced, then renamed over the old one: a crash leaves one or the other).
+    /// Saves a namespace's database → namespace mapping after a SWAPDB beside a disk
+    /// store's data ([`rediskv_engine::server_files`]).
     ///
     /// # Errors
     /// The file could not be written.
     pub fn save_db_slots(&self, ns: &str, slots: &[usize]) -> std::io::Result<()> {
-        let Some(path) = self.slots_file(ns) else { return Ok(()) };
-        let text: Vec<String> = slots.iter().map(usize::to_string).collect();
-        let tmp = path.with_extension("tmp");
-        {
-            use std::io::Write;
-            let mut file = std::fs::File::create(&tmp)?;
-            file.write_all(text.join(" ").as_bytes())?;
-            file.sync_all()?;
-        }
-        std::fs::rename(tmp, path)
+        self.dir().map_or(Ok(()), |dir| server_files::save_db_slots(dir, ns, slots))
     }
 
     /// Saves the function libraries' code (FUNCTION LOAD/DELETE/FLUSH) beside a disk
-    /// store's data, as `<length>\n<code>` records (temporary file, synced, renamed); the
-    /// memory store keeps nothing, as Redis without persistence.
+    /// store's data ([`rediskv_engine::server_files`]); the memory store keeps nothing, as
+    /// Redis without persistence.
     ///
     /// # Errors
     /// The file could not be written.
     pub fn save_functions(&self, codes: &[String]) -> std::io::Result<()> {
-        let Some(dir) = self.dir() else { return Ok(()) };
-        let path = dir.join("rediskv-functions");
-        let tmp = path.with_extension("tmp");
-        {
-            use std::io::Write;
-            let mut file = std::fs::File::create(&tmp)?;
-            for code in codes {
-                write!(file, "{}\n{code}", code.len())?;
-            }
-            file.sync_all()?;
-        }
-        std::fs::rename(tmp, path)
+        self.dir().map_or(Ok(()), |dir| server_files::save_functions(dir, codes))
     }
 
     /// The libraries [`Store::save_functions`] saved, if any.
     pub fn load_functions(&self) -> Option<Vec<String>> {
-        let text = std::fs::read_to_string(self.dir()?.join("rediskv-functions")).ok()?;
-        let mut codes = Vec::new();
-        let mut rest = text.as_str();
-        while let Some((len, after)) = rest.split_once('\n') {
-            let len: usize = len.parse().ok()?;
-            codes.push(after.get(..len)?.to_string());
-            rest = &after[len..];
-        }
-        Some(codes)
+        server_files::load_functions(self.dir()?)
     }
 
     /// The mapping [`Store::save_db_slots`] saved, if any.
     pub fn load_db_slots(&self, ns: &str) -> Option<Vec<usize>> {
-        let text = std::fs::read_to_string(self.slots_file(ns)?).ok()?;
-        text.split_whitespace().map(|n| n.parse().ok()).collect()
+        server_files::load_db_slots(self.dir()?, ns)
     }
 
     /// Bytes the data takes: what the memory backend holds (the figure `maxmemory` limits),

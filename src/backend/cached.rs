@@ -317,6 +317,11 @@ impl<B: KvBackend> KvBackend for MetadataCache<B> {
     fn is_shared(&self) -> bool {
         self.inner.is_shared()
     }
+
+    /// The store's own snapshot: every write went through to it.
+    fn snapshot(&self) -> Result<Option<super::Snapshot>> {
+        self.inner.snapshot()
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ fn range(start: &[u8], end: Option<&[u8]>) -> KeyRange {
     KeyRange { start: start.to_vec(), end: end.map(<[u8]>::to_vec) }
 }
 
-fn keys<B: KvBackend>(b: &B, cf: ColumnFamily, r: &KeyRange, dir: Direction) -> Vec<Vec<u8>> {
+fn keys<B: KvBackend + ?Sized>(b: &B, cf: ColumnFamily, r: &KeyRange, dir: Direction) -> Vec<Vec<u8>> {
     b.scan(cf, r, dir).expect("scan starts").map(|item| item.expect("scan item").0.to_vec()).collect()
 }
 
@@ -266,6 +266,30 @@ pub fn get_ahead_matches_get<B: KvBackend>(b: B) {
     }
 }
 
+/// A snapshot, when the backend takes one, keeps answering as the store was when it was
+/// taken — point reads and scans of every column family — while the store is overwritten,
+/// deleted from and added to, and the store itself sees those writes.
+pub fn snapshot_is_a_point_in_time<B: KvBackend>(b: B) {
+    let cf = ColumnFamily::Subkey;
+    put_all(&b, cf, &[b"a", b"b", b"c"]);
+    let Some(snap) = b.snapshot().unwrap() else { return };
+    let mut batch = WriteBatch::new();
+    batch.put(cf, &b"a"[..], &b"new"[..]);
+    batch.delete(cf, &b"b"[..]);
+    batch.put(cf, &b"d"[..], &b"d"[..]);
+    batch.put(ColumnFamily::Metadata, &b"m"[..], &b"m"[..]);
+    b.write(batch).unwrap();
+    assert_eq!(snap.get(cf, b"a").unwrap().as_deref(), Some(&b"a"[..]));
+    assert_eq!(snap.get(cf, b"b").unwrap().as_deref(), Some(&b"b"[..]));
+    assert_eq!(snap.get(cf, b"d").unwrap(), None);
+    assert_eq!(snap.get(ColumnFamily::Metadata, b"m").unwrap(), None);
+    let all = range(b"", None);
+    assert_eq!(keys(&*snap, cf, &all, Direction::Forward), [&b"a"[..], b"b", b"c"].map(<[u8]>::to_vec));
+    assert_eq!(keys(&*snap, cf, &all, Direction::Reverse), [&b"c"[..], b"b", b"a"].map(<[u8]>::to_vec));
+    assert_eq!(keys(&b, cf, &all, Direction::Forward), [&b"a"[..], b"c", b"d"].map(<[u8]>::to_vec));
+    assert_eq!(b.get(cf, b"a").unwrap().as_deref(), Some(&b"new"[..]));
+}
+
 /// Every check, each on a fresh backend from `make`.
 pub fn run_all<B: KvBackend>(mut make: impl FnMut() -> B) {
     get_put_delete(make());
@@ -278,6 +302,7 @@ pub fn run_all<B: KvBackend>(mut make: impl FnMut() -> B) {
     batch_atomic_across_cfs(make());
     multi_get_matches_get(make());
     get_ahead_matches_get(make());
+    snapshot_is_a_point_in_time(make());
 }
 
 /// Expands to one `#[test]` per conformance check, each on a fresh backend made by `$make`.
@@ -288,7 +313,7 @@ macro_rules! kv_backend_conformance {
             get_put_delete, keys_of_many_lengths, empty_values, column_families_are_separate,
             scan_order_and_bounds,
             scan_is_lazy_and_pairs_values, batch_order_and_missing_delete, batch_atomic_across_cfs,
-            multi_get_matches_get, get_ahead_matches_get);
+            multi_get_matches_get, get_ahead_matches_get, snapshot_is_a_point_in_time);
     };
     (@tests $make:expr; $($check:ident),*) => {
         $(

@@ -168,6 +168,11 @@ impl<B: KvBackend> KvBackend for FaultyBackend<B> {
         self.inner.is_shared()
     }
 
+    fn snapshot(&self) -> Result<Option<super::Snapshot>> {
+        self.read()?;
+        self.inner.snapshot()
+    }
+
     fn retry_pause(&self, attempt: u32, elapsed: std::time::Duration) -> Option<std::time::Duration> {
         self.inner.retry_pause(attempt, elapsed)
     }

@@ -1195,6 +1195,11 @@ impl KvBackend for MemoryBackend {
         }
         Ok(())
     }
+
+    /// A copy of the whole store, taken under its lock: O(data), and writes wait meanwhile.
+    fn snapshot(&self) -> Result<Option<super::Snapshot>> {
+        Ok(Some(std::sync::Arc::new(self.clone())))
+    }
 }
 
 /// A lazy scan reading `batch` records per read lock, doubling the batch up to 1024 so short

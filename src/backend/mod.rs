@@ -47,6 +47,11 @@ pub(crate) fn key_hash(key: &[u8]) -> u64 {
 /// A key and its value, as a scan yields them.
 pub type KvPair = (Bytes, Bytes);
 
+/// A consistent read-only view of a whole store at one point in time
+/// ([`KvBackend::snapshot`]): reads answer as the store did then; nothing written to it
+/// reaches the store (a disk engine's snapshot refuses writes).
+pub type Snapshot = std::sync::Arc<dyn KvBackend + Send + Sync>;
+
 /// A lazy scan: records in key order (or reverse), each possibly a backend error.
 pub type ScanIter<'a> = Box<dyn Iterator<Item = Result<KvPair>> + 'a>;
 
@@ -268,6 +273,18 @@ pub trait KvBackend {
     fn is_shared(&self) -> bool {
         false
     }
+
+    /// A [`Snapshot`] of the whole store as it is now, showing every batch written before
+    /// the call and none after (each batch all or nothing): what BGSAVE and a replica's full
+    /// sync read while commands go on. fjall and RocksDB take theirs in O(1) (the versions
+    /// they see are kept until the snapshot is dropped); the memory store copies itself
+    /// under its lock (O(data), writes wait meanwhile). Default `None`: the store cannot.
+    ///
+    /// # Errors
+    /// [`crate::Error::Backend`] when the store fails.
+    fn snapshot(&self) -> Result<Option<Snapshot>> {
+        Ok(None)
+    }
 }
 
 /// Sharing a backend: `&B` and `Arc<B>` are backends too, forwarding every call.
@@ -309,6 +326,9 @@ macro_rules! forward_backend {
             }
             fn is_shared(&self) -> bool {
                 (**self).is_shared()
+            }
+            fn snapshot(&self) -> Result<Option<Snapshot>> {
+                (**self).snapshot()
             }
         }
     )*};

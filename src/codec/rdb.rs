@@ -75,6 +75,18 @@ pub enum RdbValue {
 }
 
 impl RdbValue {
+    /// The type's name, as TYPE answers it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            RdbValue::String(_) => "string",
+            RdbValue::List(_) => "list",
+            RdbValue::Set(_) => "set",
+            RdbValue::ZSet(_) => "zset",
+            RdbValue::Hash(_) => "hash",
+            RdbValue::Stream(_) => "stream",
+        }
+    }
+
     /// A list, set, sorted set or hash without elements: Redis refuses one in a DUMP payload
     /// and skips one in a file.
     pub fn is_empty_collection(&self) -> bool {

@@ -320,6 +320,38 @@ impl RdbFileReader {
         Ok(items)
     }
 
+    /// Reads a whole file from `input`, 64 KiB at a time, handing each item to `take`;
+    /// returns the file's length. (The caller's reader does the I/O.)
+    ///
+    /// # Errors
+    /// The file's error ([`RdbFileReader::next_item`]'s text, with its offset), a failed read
+    /// (with the offset), or the first error of `take`.
+    pub fn read_from(
+        input: &mut dyn std::io::Read,
+        take: &mut dyn FnMut(RdbItem) -> std::result::Result<(), String>,
+    ) -> std::result::Result<u64, String> {
+        let mut reader = RdbFileReader::new();
+        let mut chunk = vec![0; 64 << 10];
+        loop {
+            let n = match input.read(&mut chunk) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("cannot read at byte {}: {e}", reader.offset())),
+            };
+            if n == 0 {
+                reader.finish();
+            } else {
+                reader.feed(&chunk[..n]);
+            }
+            while let Some(item) = reader.next_item().map_err(|e| format!("bad RDB file: {e}"))? {
+                take(item)?;
+            }
+            if reader.is_done() || n == 0 {
+                return Ok(reader.offset());
+            }
+        }
+    }
+
     /// Adds the file's next bytes.
     pub fn feed(&mut self, bytes: &[u8]) {
         if self.pos > 0 {

@@ -38,18 +38,18 @@ impl<B: KvBackend> Db<'_, B> {
     /// every record of a collection; a bitmap dumps as the equivalent string.
     ///
     /// # Errors
-    /// [`CommandError::WrongType`] for a Kvrocks-only type (bloom filter, JSON…), which
-    /// has no RDB form here; storage errors.
+    /// As [`Db::rdb_value`].
     pub fn dump(&self, key: &[u8]) -> CommandResult<Option<Vec<u8>>> {
-        Ok(self.dump_value(key)?.map(|value| rdb::dump(&value)))
+        Ok(self.rdb_value(key)?.map(|(value, _)| rdb::dump(&value)))
     }
 
-    /// The value of `key` as an RDB object (what [`Db::dump`] serializes), `None` when it
-    /// does not exist.
+    /// `key`'s value as DUMP and the RDB file carry it, with its expiry (absolute unix ms,
+    /// 0 for none); `None` when it does not exist.
     ///
     /// # Errors
-    /// As [`Db::dump`].
-    pub fn dump_value(&self, key: &[u8]) -> CommandResult<Option<RdbValue>> {
+    /// [`CommandError::WrongType`] for a Kvrocks-only type (bloom filter, JSON…), which
+    /// has no RDB form here; storage errors.
+    pub fn rdb_value(&self, key: &[u8]) -> CommandResult<Option<(RdbValue, u64)>> {
         let Some(entry) = self.lookup_stringlike(key)? else {
             return Ok(None);
         };
@@ -69,7 +69,34 @@ impl<B: KvBackend> Db<'_, B> {
             // Kvrocks-only types have no RDB form (a bitmap dumps as its string, above).
             _ => return Err(CommandError::WrongType),
         };
-        Ok(Some(value))
+        Ok(Some((value, meta.expire_ms)))
+    }
+
+    /// Calls `visit(key, value, expire_ms)` for every live key of the selected database, in
+    /// key order, with [`Db::rdb_value`]'s answer; reads one key at a time. Returns how
+    /// many keys of a Kvrocks-only type it skipped (they have no RDB form).
+    ///
+    /// # Errors
+    /// Storage errors, and the first error `visit` returns (the walk stops there).
+    pub fn each_rdb_value(
+        &self,
+        mut visit: impl FnMut(&[u8], RdbValue, u64) -> CommandResult<()>,
+    ) -> CommandResult<u64> {
+        let (mut skipped, mut failed) = (0, None);
+        self.walk_keys(|key, _| {
+            let step = match self.rdb_value(key) {
+                Ok(Some((value, expire_ms))) => visit(key, value, expire_ms),
+                // Expired between the walk's read and this one.
+                Ok(None) => Ok(()),
+                Err(CommandError::WrongType) => {
+                    skipped += 1;
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            };
+            step.map_err(|e| failed = Some(e)).is_ok()
+        })?;
+        failed.map_or(Ok(skipped), Err)
     }
 
     /// Creates `key` from a DUMP payload, expiring at `ttl_ms` (0: never; relative to now
@@ -107,6 +134,25 @@ impl<B: KvBackend> Db<'_, B> {
             ttl if opts.absttl => ttl,
             ttl => ttl.saturating_add(now),
         };
+        self.restore_value(key, exists, value, expire)
+    }
+
+    /// Creates `key` holding `value`, expiring at `expire_ms` (absolute unix ms, 0: never),
+    /// as [`Db::restore`] does once the payload is read, in one batch; `exists` says whether
+    /// the key has a record, which it replaces. An expiry already past only deletes that
+    /// record. Loading an RDB file writes each key through this.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn restore_value(
+        &mut self,
+        key: &[u8],
+        exists: bool,
+        value: RdbValue,
+        expire_ms: i64,
+    ) -> CommandResult<()> {
+        let now = i64::try_from(self.now_ms()).unwrap_or(i64::MAX);
+        let expire = expire_ms;
         let mut batch = WriteBatch::new();
         if expire != 0 && expire <= now {
             if exists {

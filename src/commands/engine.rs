@@ -358,12 +358,10 @@ impl<B: KvBackend> Engine<B> {
         self.backend.finish();
         let deleted = deleted?;
         if wait && self.recording().is_some() {
-            let unit = deleted
-                .iter()
-                .filter_map(|k| self.shared.decode_touched(k))
-                .map(|(db, key)| Propagated::deletion(db, key))
-                .collect();
-            self.propagate(unit);
+            // Each deletion on its own, as Redis' active expiry propagates them.
+            for (db, key) in deleted.iter().filter_map(|k| self.shared.decode_touched(k)) {
+                self.propagate(vec![Propagated::deletion(db, key)]);
+            }
         }
         // As Redis' expiry signals the key: a WATCH on it (live when watched) aborts EXEC.
         let touched: Vec<TouchedKey> =

@@ -453,7 +453,7 @@ impl<B: KvBackend> Db<'_, B> {
 
     /// Walks the live keys of the selected database, calling `visit(user key, type)` until
     /// it returns false.
-    fn walk_keys(&self, mut visit: impl FnMut(&[u8], RedisType) -> bool) -> CommandResult<()> {
+    pub(crate) fn walk_keys(&self, mut visit: impl FnMut(&[u8], RedisType) -> bool) -> CommandResult<()> {
         self.walk_records(None, |_, live| live.is_none_or(|(key, ty)| visit(key, ty)))
     }
 

@@ -1,5 +1,8 @@
 //! Keys of every type in every encoding Redis 7.0 has, as the commands that build them
-//! (DUMP/RESTORE's and the RDB file's tests with a real redis-server).
+//! (DUMP/RESTORE's and the RDB file's tests with a real redis-server), and values put in one
+//! order for comparing.
+
+use rediskv::codec::rdb::RdbValue;
 
 /// Commands that build one key per type and encoding Redis 7.0 has.
 pub fn fixtures() -> Vec<Vec<Vec<u8>>> {
@@ -77,4 +80,25 @@ pub fn keys() -> Vec<&'static str> {
         "stream",
         "stream_emptied",
     ]
+}
+
+/// A value with its collections in one order (a hash table's is Redis' own; a sorted set
+/// comes head first from a listpack, tail first from a skiplist).
+#[allow(dead_code)] // the RDB file's tests only
+pub fn normalized(value: RdbValue) -> RdbValue {
+    match value {
+        RdbValue::ZSet(mut p) => {
+            p.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+            RdbValue::ZSet(p)
+        }
+        RdbValue::Set(mut m) => {
+            m.sort();
+            RdbValue::Set(m)
+        }
+        RdbValue::Hash(mut p) => {
+            p.sort();
+            RdbValue::Hash(p)
+        }
+        other => other,
+    }
 }

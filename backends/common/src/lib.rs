@@ -9,6 +9,7 @@
 //! | [`GcFilter`] | the compaction-filter side of [`rediskv::gc::decide`], one metadata read per run |
 //! | [`Syncer`] | the `everysec` background thread |
 //! | [`PendingWrites`] | group commit: whether a persist has anything to do |
+//! | [`server_files`] | the server's files beside the data: function libraries, SWAPDB mappings |
 //!
 //! Besides the three data column families, a backend keeps two records of its own, outside
 //! every key range the library reads: [`MANIFEST_KEY`] and [`FLOOR_KEY`].
@@ -25,6 +26,7 @@ use rediskv::codec::{ColumnFamily, KeyLayout, Metadata, VersionGenerator};
 use rediskv::gc::{self, Decision};
 use rediskv::{Error, Result};
 
+pub mod server_files;
 pub mod testkit;
 
 /// What an on-disk backend offers beyond [`KvBackend`]: durability and compaction on demand,

@@ -92,6 +92,9 @@ impl<B: KvBackend> KvBackend for InTempDir<B> {
     fn is_shared(&self) -> bool {
         self.get().is_shared()
     }
+    fn snapshot(&self) -> rediskv::Result<Option<rediskv::backend::Snapshot>> {
+        self.get().snapshot()
+    }
     fn retry_pause(&self, attempt: u32, elapsed: std::time::Duration) -> Option<std::time::Duration> {
         self.get().retry_pause(attempt, elapsed)
     }

@@ -66,6 +66,7 @@
 //! (writers beside a compaction loop, checked by `fsck`) has not hit it.
 #![deny(missing_docs)]
 
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
@@ -76,7 +77,7 @@ use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor
 use fjall::config::{CompressionPolicy, PartitioningPolicy};
 use fjall::{
     AbstractTree, CompressionType, Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions,
-    PersistMode,
+    PersistMode, Readable,
 };
 use rediskv::Result;
 use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
@@ -420,7 +421,7 @@ impl Backend {
     }
 
     fn cf(&self, cf: ColumnFamily) -> &Keyspace {
-        &self.cfs[ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0)]
+        keyspace_of(&self.cfs, cf)
     }
 
     /// The options the directory was opened with.
@@ -525,22 +526,12 @@ impl KvBackend for Backend {
     }
 
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
-        use std::ops::Bound;
-        let start = Bound::Included(tagged(&range.start));
-        let end = match &range.end {
-            Some(end) if *end <= range.start => return Ok(Box::new(std::iter::empty())),
-            Some(end) => Bound::Excluded(tagged(end)),
-            None => Bound::Unbounded,
-        };
-        let iter = self.cf(cf).range::<Vec<u8>, _>((start, end));
-        let iter: Box<dyn Iterator<Item = fjall::Guard>> = match direction {
-            Direction::Forward => Box::new(iter),
-            Direction::Reverse => Box::new(iter.rev()),
-        };
-        Ok(Box::new(iter.map(move |guard| {
-            let (k, v) = guard.into_inner().map_err(err)?;
-            Ok((Bytes::copy_from_slice(&k[1..]), Bytes::copy_from_slice(&v)))
-        })))
+        Ok(scan_with(range, direction, |bounds| self.cf(cf).range::<Vec<u8>, _>(bounds)))
+    }
+
+    /// fjall's cross-keyspace snapshot: O(1).
+    fn snapshot(&self) -> Result<Option<rediskv::backend::Snapshot>> {
+        Ok(Some(Arc::new(Snapshot { snapshot: self.db.snapshot(), cfs: self.cfs.clone() })))
     }
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
@@ -585,6 +576,65 @@ impl KvBackend for Backend {
             self.pending.wrote();
             Ok(())
         })
+    }
+}
+
+/// `cf`'s keyspace among the four, which are in [`ColumnFamily::ALL`]'s order.
+fn keyspace_of(cfs: &[Keyspace; 4], cf: ColumnFamily) -> &Keyspace {
+    &cfs[ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0)]
+}
+
+/// The records of `range` in `direction`, from `open`, which iterates stored keys (tagged)
+/// between the bounds it is given.
+fn scan_with<'a>(
+    range: &KeyRange,
+    direction: Direction,
+    open: impl FnOnce((Bound<Vec<u8>>, Bound<Vec<u8>>)) -> fjall::Iter,
+) -> ScanIter<'a> {
+    let start = Bound::Included(tagged(&range.start));
+    let end = match &range.end {
+        Some(end) if *end <= range.start => return Box::new(std::iter::empty()),
+        Some(end) => Bound::Excluded(tagged(end)),
+        None => Bound::Unbounded,
+    };
+    let iter = open((start, end));
+    let iter: Box<dyn Iterator<Item = fjall::Guard>> = match direction {
+        Direction::Forward => Box::new(iter),
+        Direction::Reverse => Box::new(iter.rev()),
+    };
+    Box::new(iter.map(move |guard| {
+        let (k, v) = guard.into_inner().map_err(err)?;
+        Ok((Bytes::copy_from_slice(&k[1..]), Bytes::copy_from_slice(&v)))
+    }))
+}
+
+/// A point-in-time view of the directory ([`KvBackend::snapshot`]): it pins the tables and
+/// memtables it reads, so a compaction meanwhile (its collector included) changes nothing
+/// it sees; they are released when it is dropped. Writes are refused.
+struct Snapshot {
+    snapshot: fjall::Snapshot,
+    /// Metadata, Subkey, Score, Stream, in [`ColumnFamily::ALL`]'s order.
+    cfs: [Keyspace; 4],
+}
+
+impl Snapshot {
+    fn cf(&self, cf: ColumnFamily) -> &Keyspace {
+        keyspace_of(&self.cfs, cf)
+    }
+}
+
+impl KvBackend for Snapshot {
+    fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+        let value = with_tagged(key, |key| self.snapshot.get(self.cf(cf), key)).map_err(err)?;
+        Ok(value.map(|v| Bytes::copy_from_slice(&v)))
+    }
+
+    fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
+        Ok(scan_with(range, direction, |bounds| self.snapshot.range::<Vec<u8>, _>(self.cf(cf), bounds)))
+    }
+
+    fn write(&self, _batch: WriteBatch) -> Result<()> {
+        Err(err("a snapshot is read-only"))
     }
 }
 

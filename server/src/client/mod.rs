@@ -367,7 +367,7 @@ impl Client {
                     Reply::bulk_int((micros % 1_000_000) as i64),
                 ])
             }),
-            "lastsave" => arity(argv, 1, || Reply::Integer(state.last_save.load(Relaxed) as i64)),
+            "lastsave" => arity(argv, 1, || Reply::Integer(state.rdb.last_save.load(Relaxed) as i64)),
             "bgsave" | "bgrewriteaof" => admin::background_save(name, argv, state),
             "role" if state.link.is_replica() => state.link.role(state.replication.id_and_offset().1),
             "role" => state.replication.role(),
@@ -441,21 +441,21 @@ impl Client {
             }
             "fsck" => arity(argv, 1, || admin::fsck(state)),
             "compact" => arity(argv, 1, || admin::compact(state)),
-            "save" => arity(argv, 1, || match state.store.sync() {
-                Ok(()) => {
-                    state.last_save.store(crate::clock::unix_secs(), Relaxed);
-                    state.saved_dirty.store(state.dirty.sum(), Relaxed);
-                    Reply::OK
-                }
+            "save" => arity(argv, 1, || match crate::rdb::save(state) {
+                Ok(_) => Reply::OK,
                 Err(e) => Reply::Error(format!("ERR {e}")),
             }),
             "shutdown" => {
                 if let Some(refusal) = admin::shutdown_refusal(&argv[1..]) {
                     return (Reply::Error(refusal.into()), Next::Continue);
                 }
-                // Every write is in the store already; make it durable, then stop. Redis
-                // answers nothing when it goes down.
-                if let Err(e) = state.store.sync() {
+                // Every write is in the store already; save it as asked (SAVE, or `save`
+                // points of the memory store, unless NOSAVE), make it durable, then stop.
+                // Redis answers nothing when it goes down.
+                let flag = |word: &[u8]| argv[1..].iter().any(|a| a.eq_ignore_ascii_case(word));
+                let save = !flag(b"nosave") && (flag(b"save") || crate::rdb::saves_on_shutdown(state));
+                let saved = if save { crate::rdb::save(state).map(|_| ()) } else { Ok(()) };
+                if let Err(e) = saved.and_then(|()| state.store.sync()) {
                     return (
                         Reply::Error(format!("ERR Errors trying to SHUTDOWN. Check logs. ({e})")),
                         Next::Continue,

@@ -4,11 +4,15 @@
 use bytes::Bytes;
 use rediskv::commands::args::parse_i64;
 use rediskv::commands::table::CommandInfo;
-use rediskv::commands::{Propagation, Reply};
+use std::sync::Arc;
+
+use rediskv::codec::{RdbFileOptions, RdbHeader, RdbReplication};
+use rediskv::commands::{DATABASES, Engine, Propagation, RdbSave, Reply, save_rdb};
 
 use super::{Client, Next, ReplyMode};
+use crate::client_info::ClientInfo;
 use crate::mailbox::Message;
-use crate::replication::{Satisfied, Sync, snapshot_rdb};
+use crate::replication::{ReplicaHello, Satisfied, Sync};
 use crate::state::State;
 
 impl Client {
@@ -41,14 +45,8 @@ impl Client {
                 return (Reply::Status(line.into()), Next::Continue);
             }
         }
-        // The keyspace-wide lock: no commit (nor its propagation) between the offset and
-        // the snapshot.
-        let guard = state.engine.locks().lock(true, std::iter::empty());
-        let (replid, offset) = state.replication.start_full_sync(&self.info, mailbox, &hello);
-        let rdb = snapshot_rdb(&state.engine, &replid, offset, &state.scripts.dump_codes());
-        drop(guard);
-        let rdb = match rdb {
-            Ok(rdb) => rdb,
+        let (rdb, (replid, offset)) = match full_sync_payload(state, &self.info, mailbox, &hello) {
+            Ok(done) => done,
             Err(e) => {
                 state.replication.remove(self.info.id);
                 return (Reply::Error(format!("ERR cannot take a snapshot: {e}")), Next::Continue);
@@ -138,6 +136,57 @@ impl Client {
         resume_waiters(state, state.replication.ack(0, 0));
         parked
     }
+}
+
+/// A full sync for replica `info`: registers it at the stream's offset and takes the
+/// store's snapshot at that instant (the keyspace-wide lock: no commit, nor its
+/// propagation, between the two), then writes the snapshot as an RDB file with the
+/// replication fields. Returns the file, the replication id and the offset.
+fn full_sync_payload(
+    state: &State,
+    info: &Arc<ClientInfo>,
+    mailbox: Arc<crate::mailbox::Mailbox>,
+    hello: &ReplicaHello,
+) -> Result<(Vec<u8>, (String, u64)), String> {
+    let engine = &state.engine;
+    let databases = state.config().number("databases").clamp(1, DATABASES as i64) as usize;
+    let (store, slots, sizes, functions, (replid, offset)) = {
+        let _alone = engine.locks().lock(true, std::iter::empty());
+        let store = state
+            .store
+            .backend()
+            .snapshot()
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("the {} store cannot take snapshots", state.store.name()))?;
+        let sizes = (0..databases)
+            .map(|i| engine.key_count(i).map(|c| c.map_or((0, 0), |c| (c.keys, c.expires))))
+            .collect::<rediskv::Result<Vec<_>>>()
+            .map_err(|e| e.to_string())?;
+        let at = state.replication.start_full_sync(info, mailbox, hello);
+        (store, engine.db_slots(), sizes, state.scripts.dump_codes(), at)
+    };
+    let view = Engine::with_layout(store, engine.layout().clone());
+    view.restore_db_slots(&slots);
+    let header = RdbHeader {
+        redis_ver: "7.0.15".into(),
+        ctime: crate::clock::unix_secs(),
+        used_mem: state.store.used_bytes(),
+        replication: Some(RdbReplication { stream_db: 0, id: replid.clone(), offset }),
+    };
+    let save = RdbSave {
+        header,
+        functions: &functions,
+        databases,
+        sizes: &sizes,
+        options: RdbFileOptions::default(),
+    };
+    let mut rdb = Vec::new();
+    let mut emit = |bytes: &[u8]| {
+        rdb.extend_from_slice(bytes);
+        Ok(())
+    };
+    save_rdb(&view, &save, &mut emit, &mut |_| {})?;
+    Ok((rdb, (replid, offset)))
 }
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF).

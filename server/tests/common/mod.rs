@@ -237,11 +237,22 @@ pub fn rediskv_with_file(file: &str) -> Server {
 fn start(before: &[&str], args: &[&str]) -> Server {
     // The memory engine unless a test picks one (the default, fjall, would write ./data).
     let engine: &[&str] = if args.contains(&"--engine") { &[] } else { &["--engine", "memory"] };
+    // A directory of its own, unless the test or its config file names one: a SAVE writes
+    // its dump.rdb there, and no other server loads it.
+    let dir = (before.is_empty() && !args.contains(&"--dir")).then(|| {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("rediskv-test-server-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the server's directory");
+        dir
+    });
     let mut child = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
         .args(before)
         .args(["--port", "0"])
         .args(engine)
         .args(args)
+        .args(dir.iter().flat_map(|d| [std::ffi::OsStr::new("--dir"), d.as_os_str()]))
         .stderr(Stdio::piped())
         .spawn()
         .expect("start rediskv-server");
@@ -254,7 +265,7 @@ fn start(before: &[&str], args: &[&str]) -> Server {
         .unwrap_or_else(|| panic!("no port in {line:?}"));
     // Keep draining its log so the pipe never fills.
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    Server { child, port, dir: None }
+    Server { child, port, dir }
 }
 
 /// Starts a real redis-server on a free port; None (after a loud note) when it is not
