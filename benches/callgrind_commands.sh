@@ -121,7 +121,7 @@ measure redis "$REDIS_PORT" -- redis-server --port "$REDIS_PORT" --bind 127.0.0.
     --appendonly no --daemonize no --dir "$WORK" --loglevel warning >"$WORK/redis.counts"
 KV_PORT=$(free_port)
 echo "rediskv-server ($ENGINE) under callgrind…" >&2
-measure rediskv "$KV_PORT" -- "$SERVER_BIN" --port "$KV_PORT" --threads 1 --engine "$ENGINE" \
+measure rediskv "$KV_PORT" -- "$SERVER_BIN" --port "$KV_PORT" --threads 1 --engine "$ENGINE" --save "" \
     --dir "$WORK/data" --appendfsync "$APPENDFSYNC" >"$WORK/rediskv.counts"
 
 echo "instructions per command, P=$P, -c $CLIENTS, N=$N ($ENGINE engine)"

@@ -43,7 +43,7 @@ redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --d
 PIDS+=($!)
 KV_PORT=$(free_port)
 while [ "$KV_PORT" = "$REDIS_PORT" ]; do KV_PORT=$(free_port); done
-"$SERVER_BIN" --port "$KV_PORT" --threads "$THREADS" --engine "$ENGINE" --dir "$WORK/data" \
+"$SERVER_BIN" --port "$KV_PORT" --threads "$THREADS" --engine "$ENGINE" --save "" --dir "$WORK/data" \
     >"$WORK/rediskv.log" 2>&1 &
 PIDS+=($!)
 wait_ready "$REDIS_PORT"

@@ -16,7 +16,7 @@ require_tools redis-cli redis-benchmark python3
 cargo build --release -p rediskv-server >/dev/null 2>&1
 BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$BIN" --engine memory --threads "$THREADS" --port "$PORT" 2>/dev/null &
+"$BIN" --engine memory --save "" --threads "$THREADS" --port "$PORT" 2>/dev/null &
 PID=$!
 trap 'kill $PID 2>/dev/null || true' EXIT
 for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.05; done

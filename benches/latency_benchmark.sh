@@ -56,7 +56,7 @@ start() {
         redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
             --dir "$dir" --loglevel warning >"$dir.log" 2>&1 &
     else
-        "$SERVER_BIN" --port "$PORT" --threads 1 --engine "$ENGINE" --dir "$dir/data" \
+        "$SERVER_BIN" --port "$PORT" --threads 1 --engine "$ENGINE" --save "" --dir "$dir/data" \
             --appendfsync "$APPENDFSYNC" >"$dir.log" 2>&1 &
     fi
     PID=$!

@@ -94,7 +94,7 @@ KV_PIDS=()
 for threads in "${THREAD_LIST[@]}"; do
     port=$(free_port)
     while [ "$port" = "$REDIS_PORT" ] || [[ " ${KV_PORTS[*]} " == *" $port "* ]]; do port=$(free_port); done
-    "$SERVER_BIN" --port "$port" --threads "$threads" --engine "$ENGINE" --dir "$WORK/data-$port" \
+    "$SERVER_BIN" --port "$port" --threads "$threads" --engine "$ENGINE" --save "" --dir "$WORK/data-$port" \
         --appendfsync "$APPENDFSYNC" >"$WORK/rediskv-$port.log" 2>&1 &
     PIDS+=($!)
     KV_PIDS+=($!)

@@ -92,13 +92,14 @@ printf '%-16s %12s %12s %14s %16s %12s  %s\n' redis-server "$(mb $(( (after - be
 for engine in ${ENGINES//,/ }; do
     port=$(free_port); dir="$TMP/$engine"; mkdir "$dir"
     # shellcheck disable=SC2086 # ARGS is several flags
-    "$BIN" --port "$port" --engine "$engine" --dir "$dir/data" --threads 1 --maxclients $((CONNS + 50)) \
+    "$BIN" --port "$port" --engine "$engine" --save "" --dir "$dir/data" --threads 1 --maxclients $((CONNS + 50)) \
         ${ARGS:-} >/dev/null 2>&1 &
     PIDS+=($!); pid=$!; wait_ready "$port"
     before=$(rss_kb "$pid"); load "$port"; after=$(rss_kb "$pid"); peak=$(hwm_kb "$pid")
     info=$(redis-cli -p "$port" info memory | tr -d '\r')
     field() { echo "$info" | awk -F: -v k="$1" '$1 == k {print $2}'; }
     redis-cli -p "$port" save >/dev/null
+    rm -f "$dir/data/dump.rdb" # SAVE also writes an RDB file: the figure is the engine's own bytes
     saved=$(( $(du -sk "$dir" | cut -f1) * 1024 ))
     redis-cli -p "$port" compact >/dev/null
     compacted=$(( $(du -sk "$dir" | cut -f1) * 1024 ))

@@ -83,7 +83,7 @@ train() { # <engine>
     local port
     port=$(free_port)
     mkdir -p "$WORK/data-$1"
-    "$TARGET/pgo-generate/release/rediskv-server" --port "$port" --threads 1 --engine "$1" \
+    "$TARGET/pgo-generate/release/rediskv-server" --port "$port" --threads 1 --engine "$1" --save "" \
         --dir "$WORK/data-$1" --appendfsync everysec >"$WORK/server-$1.log" 2>&1 &
     SERVER_PID=$!
     wait_ready "$port"

@@ -20,7 +20,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::time::{Duration, Instant};
 
-use rediskv::codec::{KeyLayout, RdbFileOptions, RdbFileReader, RdbHeader, RdbReplication};
+use rediskv::backend::{ColumnFamily, Direction, KvBackend, MemoryBackend, WriteBatch};
+use rediskv::codec::{KeyLayout, KeyRange, RdbFileOptions, RdbFileReader, RdbHeader, RdbReplication};
 use rediskv::commands::{Engine, RdbLoader, RdbSave, save_rdb};
 
 use crate::state::State;
@@ -116,10 +117,11 @@ pub type RdbStats = rediskv::commands::RdbCounts;
 
 /// Takes a [`Snapshot`] of the default namespace: waits for the commands running to finish,
 /// holds the next ones back while it takes the store's snapshot, the SWAPDB mapping and the
-/// function libraries, and lets them go (O(1) on a disk engine; a copy of the data in memory).
+/// function libraries, and lets them go (O(1) on fjall; a copy of the data in memory, and
+/// for the stores that take no snapshot of their own, RocksDB and etcd).
 ///
 /// # Errors
-/// The store cannot take snapshots (etcd), or failed.
+/// The store failed.
 pub fn snapshot(state: &State) -> Result<Snapshot, String> {
     let engine = &state.engine;
     let databases = state.config().number("databases").clamp(1, rediskv::commands::DATABASES as i64) as usize;
@@ -131,12 +133,11 @@ pub fn snapshot(state: &State) -> Result<Snapshot, String> {
         }
     };
     let _alone = engine.locks().lock(true, std::iter::empty());
-    let store = state
-        .store
-        .backend()
-        .snapshot()
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("the {} store cannot take snapshots", state.store.name()))?;
+    let backend = state.store.backend();
+    let store = match backend.snapshot().map_err(|e| e.to_string())? {
+        Some(store) => store,
+        None => copy_of(&backend).map_err(|e| e.to_string())?,
+    };
     let counts = (0..databases)
         .map(|i| engine.key_count(i).map(|c| c.map_or((0, 0), |c| (c.keys, c.expires))))
         .collect::<rediskv::Result<Vec<_>>>()
@@ -154,6 +155,25 @@ pub fn snapshot(state: &State) -> Result<Snapshot, String> {
         options,
         replication: None,
     })
+}
+
+/// A copy in memory of every record of a store that takes no snapshot of its own (RocksDB,
+/// etcd): O(data) in time and memory, while no command runs.
+fn copy_of(backend: &dyn KvBackend) -> rediskv::Result<rediskv::backend::Snapshot> {
+    let copy = MemoryBackend::new();
+    let all = KeyRange { start: Vec::new(), end: None };
+    for cf in ColumnFamily::ALL {
+        let mut batch = WriteBatch::new();
+        for record in backend.scan(cf, &all, Direction::Forward)? {
+            let (key, value) = record?;
+            batch.put(cf, key, value);
+            if batch.len() >= 1024 {
+                copy.write(std::mem::take(&mut batch))?;
+            }
+        }
+        copy.write(batch)?;
+    }
+    Ok(Arc::new(copy))
 }
 
 /// Writes `snapshot` as an RDB file to `out`, in pieces of about 64 KiB; memory holds one
@@ -419,6 +439,26 @@ mod tests {
     use super::*;
     use bytes::Bytes;
     use rediskv::codec::RdbItem;
+
+    #[test]
+    fn a_copy_holds_every_record_of_every_column_family() {
+        let store = MemoryBackend::new();
+        let mut batch = WriteBatch::new();
+        for cf in ColumnFamily::ALL {
+            for i in 0..3000u32 {
+                batch.put(cf, i.to_be_bytes().to_vec(), format!("{cf:?}{i}").into_bytes());
+            }
+        }
+        store.write(batch).expect("written");
+        let copy = copy_of(&store).expect("copied");
+        let all = KeyRange { start: Vec::new(), end: None };
+        for cf in ColumnFamily::ALL {
+            let records = |b: &dyn KvBackend| -> Vec<_> {
+                b.scan(cf, &all, Direction::Forward).expect("scan").map(|r| r.expect("record")).collect()
+            };
+            assert_eq!(records(&*copy), records(&store), "{cf:?}");
+        }
+    }
 
     #[test]
     fn an_empty_snapshot_writes_a_file_of_its_functions_only() {

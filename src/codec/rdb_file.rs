@@ -1,7 +1,8 @@
 //! The RDB file (`dump.rdb`, and a full sync's payload): a header, auxiliary fields, function
 //! libraries, then each database's keys, an end mark and a CRC-64. Objects are those of
 //! [`super::rdb`]; [`RdbFileWriter`] appends a file to a caller's buffer piece by piece and
-//! [`RdbFileReader`] takes one in as it arrives. Neither does I/O.
+//! [`RdbFileReader`] takes one in as it arrives (or from a caller's reader:
+//! [`RdbFileReader::read_from`]); neither opens a file.
 //!
 //! ```text
 //! file    = "REDIS" version(4 ASCII digits) item* 0xFF crc64(u64 LE, 0 when not computed)
@@ -16,9 +17,9 @@
 //! | 247 | MODULE_AUX | module id length, … | no (refused, naming the module) |
 //! | 254 | SELECTDB | database number, a length | before each non-empty database |
 //! | 251 | RESIZEDB | keys, keys with a TTL, two lengths | after each SELECTDB |
-//! | 244 | SLOT_INFO | slot, slot size, expires slot size, three lengths (Redis 7.4+) | no (skipped) |
+//! | 244 | SLOT_INFO | slot, its keys, its keys with a TTL: three lengths (written by newer servers; read in any version) | no (skipped) |
 //! | 252 | EXPIRETIME_MS | absolute unix ms, u64 LE | before a key with a TTL |
-//! | 253 | EXPIRETIME | absolute unix seconds, u32 LE (versions before 3) | no |
+//! | 253 | EXPIRETIME | absolute unix seconds, i32 LE (versions before 3) | no |
 //! | 248 | IDLE | LRU idle seconds, a length | no |
 //! | 249 | FREQ | LFU counter, one byte | no |
 //! | 0–19 | an object type | key string, object | every key |
