@@ -23,10 +23,10 @@
 //! - leaves: [`sync`], [`clock`], [`resp`], [`store`], [`mailbox`] (how other threads reach
 //!   an event loop), [`listen`], [`config`], [`counters`], [`client_info`];
 //! - what [`state`] holds, none of which knows `State`: [`acl`], [`slowlog`], [`latency`],
-//!   [`monitor`], [`pubsub`], [`tracking`], [`blocking`], [`scripting`] (each given the few
+//!   [`monitor`], [`pubsub`], [`tracking`], [`blocking`], [`scripting`], [`replication`] (each given the few
 //!   things it needs: the loops' inboxes, the clients, or a `Host` trait `State` implements);
 //! - [`state`], then what uses it: [`notify`], [`evict`], [`maint`], [`wakeups`], [`script_thread`],
-//!   [`info`], [`admin`], [`client`], [`conn`].
+//!   [`info`], [`admin`], [`client`], [`conn`], [`replica`] (a replica's link to its primary).
 
 mod acl;
 mod admin;
