@@ -453,3 +453,38 @@ fn redis_replicates_rediskv() {
     assert_same_data(&primary, &replica);
     assert_eq!(sync_counts(&mut p), ["1", "1"], "one full sync, then one partial");
 }
+
+/// Without replicas: WAIT (waiting out its timeout), ROLE, REPLCONF and REPLICAOF's
+/// refusals, and INFO replication's fields, as redis-server answers them.
+#[test]
+fn primary_without_replicas_answers_as_redis() {
+    common::same_as_redis(|server| {
+        let mut c = server.client();
+        let mut replies: Vec<Value> = [
+            &["WAIT", "0", "0"][..],
+            &["WAIT", "1", "50"],
+            &["WAIT", "1", "-1"],
+            &["WAIT", "x", "0"],
+            &["ROLE"],
+            &["REPLCONF", "listening-port"],
+            &["REPLCONF", "nonsense", "1"],
+            &["REPLCONF", "listening-port", "7000"],
+            &["REPLICAOF", "127.0.0.1", "notaport"],
+            &["REPLICAOF", "NO", "ONE"],
+            &["MULTI"],
+            &["PSYNC", "?", "-1"],
+            &["DISCARD"],
+        ]
+        .iter()
+        .map(|command| c.cmd(command))
+        .collect();
+        // The fields and the values that are not ids.
+        let info = c.cmd(&["INFO", "replication"]).text();
+        for line in info.lines().filter(|l| l.contains(':')) {
+            let (field, value) = line.split_once(':').unwrap();
+            let value = if field == "master_replid" { "<id>" } else { value };
+            replies.push(Value::Status(format!("{field}:{value}")));
+        }
+        replies
+    });
+}

@@ -7,7 +7,7 @@ use rediskv::commands::table::CommandInfo;
 use std::sync::Arc;
 
 use rediskv::codec::{RdbFileOptions, RdbHeader, RdbReplication};
-use rediskv::commands::{DATABASES, Engine, Propagation, RdbSave, Reply, save_rdb};
+use rediskv::commands::{DATABASES, Engine, RdbSave, Reply, save_rdb};
 
 use super::{Client, Next, ReplyMode};
 use crate::client_info::ClientInfo;
@@ -127,7 +127,8 @@ impl Client {
         }
         let wanted = parse_i64(&argv[1]).unwrap_or(0).max(0) as usize;
         let (count, offset) = state.replication.acked_now();
-        let Some(block) = block.filter(|_| count < wanted && state.replication.active()) else {
+        // Without replicas too it waits out its timeout, as Redis.
+        let Some(block) = block.filter(|_| count < wanted) else {
             return (Reply::Integer(count as i64), Next::Continue);
         };
         let parked = self.park(argv, block, state);
