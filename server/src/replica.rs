@@ -367,6 +367,10 @@ fn stream(state: &State, generation: u64, mut primary: PrimarySocket, mut offset
                 used += consumed;
             }
             primary.buf.drain(..used);
+            if used > 0 {
+                // What the next ACK acknowledges reaches the disk first, as a reply would.
+                state.store.persist_written()?;
+            }
             if used > 0 || last_io.elapsed() < Duration::from_millis(200) {
                 state.link.update(|i| i.last_io = last_io);
             }

@@ -149,6 +149,11 @@ fn stream_is_redis_effects() {
 /// (small: listpack or intset; large: quicklist, hashtable, skiplist), a stream with a
 /// consumer group, consumers and pending entries, and keys with TTLs.
 fn populate(c: &mut Client) {
+    populate_types(c, true);
+}
+
+/// [`populate`], with the stream or without (a layout that has no streams).
+fn populate_types(c: &mut Client, stream: bool) {
     let many = |prefix: &str, n: usize| -> Vec<String> { (0..n).map(|i| format!("{prefix}{i}")).collect() };
     let run = |c: &mut Client, args: Vec<String>| {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -177,6 +182,9 @@ fn populate(c: &mut Client) {
         run(c, with(&["ZADD", "zset:small"], scored(5)));
         run(c, with(&["ZADD", "zset:large"], scored(300)));
         run(c, with(&["EXPIRE", "zset:large"], vec!["900".into()]));
+        if !stream {
+            continue;
+        }
         for i in 0..150 {
             run(
                 c,
@@ -487,4 +495,27 @@ fn primary_without_replicas_answers_as_redis() {
         }
         replies
     });
+}
+
+/// rediskv-server replicating rediskv-server across engines and layouts: a Kvrocks-layout
+/// primary on fjall, a TiTea-layout replica on fjall; the replica's writes reach its disk
+/// before it acknowledges them.
+#[test]
+fn rediskv_replicates_rediskv_across_layouts() {
+    let primary = rediskv(&["--engine", "fjall", "--threads", "2"]);
+    let mut p = primary.client();
+    populate_types(&mut p, false);
+    let replica = rediskv(&["--engine", "fjall", "--layout", "titea", "--threads", "2"]);
+    let mut r = replica.client();
+    assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &primary.port.to_string()]), Value::Status("OK".into()));
+    for i in 0..200 {
+        let i = i.to_string();
+        p.cmd(&["INCR", "counter"]);
+        p.cmd(&["HSET", "hash:large", "w", &i]);
+        p.cmd(&["SET", &format!("k{i}"), &i, "EX", "1000"]);
+        p.cmd(&["SPOP", "set:intset"]);
+    }
+    assert_eq!(p.cmd(&["WAIT", "1", "10000"]), Value::Int(1));
+    wait_caught_up(&primary, &replica);
+    assert_same_data(&primary, &replica);
 }
