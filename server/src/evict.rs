@@ -73,6 +73,10 @@ pub fn perform(state: &State, me: Option<&ClientInfo>, own: &mut Vec<u8>) -> boo
     if max == 0 || !state.store.in_memory() || state.expiry_paused() {
         return false;
     }
+    // A replica's keys go when its primary says (`replica-ignore-maxmemory yes`).
+    if state.link.is_replica() && state.config().get("replica-ignore-maxmemory") == "yes" {
+        return false;
+    }
     let eviction = &state.eviction;
     let over = |used: u64| {
         eviction.exceeded(used > max);
