@@ -112,9 +112,12 @@ impl PrimarySocket {
         }
     }
 
-    /// One line (without CRLF), waiting for it.
+    /// One line (without CRLF), waiting for it; the bare newlines a primary sends to keep
+    /// the link alive while it prepares a sync are skipped.
     fn line(&mut self) -> Result<String, String> {
         loop {
+            let keepalives = self.buf.iter().take_while(|&&b| b == b'\n').count();
+            self.buf.drain(..keepalives);
             if let Some(end) = self.buf.windows(2).position(|w| w == b"\r\n") {
                 let line = String::from_utf8_lossy(&self.buf[..end]).into_owned();
                 self.buf.drain(..end + 2);
@@ -216,13 +219,7 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
 /// Reads the full sync's RDB payload (`$len` or an EOF-marked diskless one) into the
 /// emptied store, with the primary's function libraries.
 fn load_payload(state: &State, primary: &mut PrimarySocket, generation: u64) -> Result<(), String> {
-    // The primary sends newlines while it prepares the payload.
-    let header = loop {
-        let line = primary.line()?;
-        if !line.is_empty() {
-            break line;
-        }
-    };
+    let header = primary.line()?;
     let (left, mark) = match header.strip_prefix("$EOF:") {
         Some(mark) if mark.len() == 40 => (None, Some(mark.as_bytes().to_vec())),
         Some(_) => return Err(format!("bad payload header: {header}")),
