@@ -146,6 +146,7 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
     let timeout = Duration::from_secs(state.config().number("repl-timeout").max(1) as u64);
     state.link.update(|i| i.state = "connecting");
     let mut primary = PrimarySocket::connect(&target.host, target.port, timeout)?;
+    state.link.update(|i| i.state = "handshake");
     let pong = primary.call(&[b"PING"])?;
     // An answer that asks for AUTH still proves the primary is there (as Redis takes it).
     if !(pong.starts_with('+') || pong.starts_with("-NOAUTH") || pong.starts_with("-NOPERM")) {

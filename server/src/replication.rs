@@ -530,7 +530,7 @@ pub struct LinkInfo {
     pub host: String,
     /// See `host`.
     pub port: u16,
-    /// Redis' link state: `connect`, `connecting`, `sync` or `connected`.
+    /// Redis' link state: `connect`, `connecting`, `handshake`, `sync` or `connected`.
     pub state: &'static str,
     /// When the link went down (`None`: up, or never connected).
     pub down_since: Option<Instant>,
