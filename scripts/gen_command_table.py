@@ -66,6 +66,7 @@ ATTRS = {
         "namespace", "debug", "shutdown", "slowlog", "latency", "monitor", "client|kill",
         "client|list", "client|pause", "client|unpause", "acl|deluser", "acl|dryrun",
         "acl|getuser", "acl|list", "acl|load", "acl|log", "acl|save", "acl|setuser", "acl|users",
+        "psync", "sync", "replconf", "replicaof", "slaveof", "failover",
     ],
     # Reads whose reply tells whether their key was found (INFO keyspace_hits/misses).
     "keyed_read": [

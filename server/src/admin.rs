@@ -258,6 +258,7 @@ pub fn config(argv: &[Bytes], state: &State) -> Reply {
         state.acl.set_default_password(Some(config.get("requirepass").as_bytes()));
     }
     state.keep_params(&config);
+    state.replication.configure(&config);
     state.slowlog.configure(&config);
     state.latency.configure(&config);
     state.stats.commands.tracking.store(config.get("latency-tracking") == "yes", Relaxed);

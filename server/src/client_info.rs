@@ -56,6 +56,10 @@ pub struct ClientInfo {
     pub namespace: Mutex<Option<String>>,
     /// CLIENT KILL: close as soon as possible.
     pub killed: AtomicBool,
+    /// A replica fed the replication stream (after its PSYNC or SYNC).
+    pub replica: AtomicBool,
+    /// The link to this server's primary (its commands are the replication stream).
+    pub master: AtomicBool,
     /// The ACL user it is logged in as.
     pub user: Mutex<Vec<u8>>,
     /// CLIENT TRACKING's options, when on.
@@ -100,6 +104,8 @@ impl ClientInfo {
             resp: AtomicU8::new(2),
             namespace: Mutex::new(None),
             killed: AtomicBool::new(false),
+            replica: AtomicBool::new(false),
+            master: AtomicBool::new(false),
             user: Mutex::new(b"default".to_vec()),
             tracking: Mutex::new(None),
             loop_index,
@@ -159,6 +165,8 @@ impl ClientInfo {
         let tracking = lock(&self.tracking).clone();
         let mut flags = String::new();
         for (on, flag) in [
+            (self.replica.load(Relaxed), 'S'),
+            (self.master.load(Relaxed), 'M'),
             (sub + psub + ssub > 0, 'P'),
             (self.blocked.load(Relaxed), 'b'),
             (tracking.is_some(), 't'),

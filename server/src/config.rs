@@ -169,11 +169,15 @@ impl Config {
         }
     }
 
-    /// The `pubsub` class of `client-output-buffer-limit`: hard limit and soft limit in
-    /// bytes (0: none) and the seconds a client may stay over the soft one.
-    pub fn pubsub_output_limit(&self) -> (u64, u64, u64) {
+    /// A class (`pubsub`, `replica` alias `slave`) of `client-output-buffer-limit`: hard
+    /// limit and soft limit in bytes (0: none) and the seconds a client may stay over the
+    /// soft one.
+    pub fn output_limit(&self, class: &str) -> (u64, u64, u64) {
         let words: Vec<&str> = self.get("client-output-buffer-limit").split_whitespace().collect();
-        let Some(at) = words.iter().position(|w| w.eq_ignore_ascii_case("pubsub")) else { return (0, 0, 0) };
+        let named = |w: &&str| {
+            w.eq_ignore_ascii_case(class) || (class == "replica" && w.eq_ignore_ascii_case("slave"))
+        };
+        let Some(at) = words.iter().position(named) else { return (0, 0, 0) };
         let size = |i: usize| words.get(at + i).and_then(|w| memory(w)).map_or(0, |n| n.max(0) as u64);
         (size(1), size(2), words.get(at + 3).and_then(|w| w.parse().ok()).unwrap_or(0))
     }

@@ -292,12 +292,16 @@ impl EventLoop {
                 && info.idle() >= timeout
                 && conn.out.len() == conn.written
                 && !conn.parked
-                && !conn.client.subscribed();
+                && !conn.client.subscribed()
+                && !info.replica.load(Relaxed);
             if info.killed.load(Relaxed) || idle {
                 self.settle(token, false);
             } else if conn.client.parked_until().is_some_and(|d| d.is_some_and(|d| d <= Instant::now())) {
                 // Its deadline passed: unless a writer served it meanwhile, it times out.
                 if let Some((session, reply)) = self.state.blocked.cancel(info.id) {
+                    // WAIT answers how many replicas acknowledged, whatever their number.
+                    let acked = self.state.replication.end_wait(info.id);
+                    let reply = acked.map_or(reply, |n| rediskv::commands::Reply::Integer(n as i64));
                     let mut bytes = Vec::new();
                     reply.write(crate::pubsub::protocol(info), &mut bytes);
                     conn.resume(session, &bytes, &self.state);
@@ -646,7 +650,9 @@ impl Connection {
     /// dropped, so a slow subscriber cannot grow the server's memory without bound.
     fn within_output_limit(&mut self, state: &State) -> bool {
         let pending = (self.out.len() - self.written) as u64;
-        let (hard, soft, seconds) = state.config().pubsub_output_limit();
+        let replica = self.client.info.replica.load(Relaxed);
+        let class = if replica { "replica" } else { "pubsub" };
+        let (hard, soft, seconds) = state.config().output_limit(class);
         if hard > 0 && pending > hard {
             crate::log::warning!(
                 "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",

@@ -77,6 +77,10 @@ pub fn perform(state: &State, me: Option<&ClientInfo>, own: &mut Vec<u8>) -> boo
     if max == 0 || !state.store.limits_memory() || state.expiry_paused() {
         return false;
     }
+    // A replica's keys go when its primary says (`replica-ignore-maxmemory yes`).
+    if state.link.is_replica() && state.config().get("replica-ignore-maxmemory") == "yes" {
+        return false;
+    }
     let eviction = &state.eviction;
     let over = |used: u64| {
         eviction.exceeded(used > max);
@@ -87,7 +91,7 @@ pub fn perform(state: &State, me: Option<&ClientInfo>, own: &mut Vec<u8>) -> boo
     }
     // A disk engine's memtables go to its tables (nothing to do in memory).
     if let Err(e) = state.store.sync() {
-        eprintln!("server: flush for maxmemory failed: {e}");
+        crate::log::warning!("Flush for maxmemory failed: {e}");
     }
     if !over(crate::info::used_memory(state)) {
         return false;

@@ -340,10 +340,13 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                 ("instantaneous_output_repl_kbps", s("0.00")),
                 ("rejected_connections", get(&stats.rejected_connections)),
             ];
+            let [full, partial_ok, partial_err] = state.replication.sync_counts();
+            pairs.extend([
+                ("sync_full", n(full)),
+                ("sync_partial_ok", n(partial_ok)),
+                ("sync_partial_err", n(partial_err)),
+            ]);
             for zero in [
-                "sync_full",
-                "sync_partial_ok",
-                "sync_partial_err",
                 "expired_stale_perc",
                 "expired_time_cap_reached_count",
                 "expire_cycle_cpu_milliseconds",
@@ -413,22 +416,22 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             }
             fields(out, &pairs);
         }
-        "replication" => fields(
-            out,
-            &[
-                ("role", s("master")),
-                ("connected_slaves", s("0")),
-                ("master_failover_state", s("no-failover")),
-                ("master_replid", state.run_id.clone()),
-                ("master_replid2", s("0000000000000000000000000000000000000000")),
-                ("master_repl_offset", s("0")),
-                ("second_repl_offset", s("-1")),
-                ("repl_backlog_active", s("0")),
-                ("repl_backlog_size", s(config.get("repl-backlog-size"))),
-                ("repl_backlog_first_byte_offset", s("0")),
-                ("repl_backlog_histlen", s("0")),
-            ],
-        ),
+        "replication" => {
+            let mut pairs = Vec::new();
+            if state.link.is_replica() {
+                pairs.push(("role".to_string(), s("slave")));
+                let priority = config.get("replica-priority");
+                let read_only = config.get("replica-read-only") == "yes";
+                let announced = config.get("replica-announced") == "yes";
+                let offset = state.replication.id_and_offset().1;
+                pairs.extend(state.link.info_fields(offset, priority, read_only, announced));
+            } else {
+                pairs.push(("role".to_string(), s("master")));
+            }
+            pairs.extend(state.replication.info_fields(config.get("repl-backlog-size")));
+            let pairs: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+            fields(out, &pairs);
+        }
         "cpu" => {
             let (user, sys) = cpu_seconds();
             fields(

@@ -77,6 +77,11 @@ impl Loops {
         let _ = self.0.set(mailboxes);
     }
 
+    /// Event loop `index`'s inbox (`None` before the loops start).
+    pub fn mailbox(&self, index: usize) -> Option<Arc<Mailbox>> {
+        self.0.get()?.get(index).cloned()
+    }
+
     /// How many event loops run (0 before they start).
     pub fn len(&self) -> usize {
         self.0.get().map_or(0, Vec::len)

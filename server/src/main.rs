@@ -24,10 +24,11 @@
 //!   an event loop), [`listen`], [`tls`], [`config`], [`counters`], [`client_info`],
 //!   [`log`], [`persistence`];
 //! - what [`state`] holds, none of which knows `State`: [`acl`], [`slowlog`], [`latency`],
-//!   [`monitor`], [`pubsub`], [`tracking`], [`blocking`], [`scripting`] (each given the few
+//!   [`monitor`], [`pubsub`], [`tracking`], [`blocking`], [`scripting`], [`replication`] (each given the few
 //!   things it needs: the loops' inboxes, the clients, or a `Host` trait `State` implements);
 //! - [`state`], then what uses it: [`notify`], [`evict`], [`maint`], [`wakeups`], [`script_thread`],
-//!   [`rdb`], [`info`], [`admin`], [`client`], [`conn`].
+//!   [`rdb`], [`info`], [`admin`], [`client`], [`conn`], [`replica`] (a replica's link to its
+//!   primary).
 
 mod acl;
 mod admin;
@@ -55,6 +56,8 @@ mod notify;
 mod persistence;
 mod pubsub;
 mod rdb;
+mod replica;
+mod replication;
 mod resp;
 mod script_thread;
 mod scripting;
@@ -421,11 +424,26 @@ fn main() {
     }
     notify::configure(&state);
     evict::configure(&state);
+    state.replication.configure(&state.config());
+    state.engine.set_propagation(state.replication.clone());
+    let weak = Arc::downgrade(&state);
+    state.link.set_runner(Box::new(move |generation| {
+        if let Some(state) = weak.upgrade() {
+            replica::spawn(state, generation);
+        }
+    }));
+    replica::spawn_cron(state.clone());
     maint::spawn(state.clone());
     rdb::spawn_cron(state.clone());
     script_thread::spawn(state.clone());
     #[cfg(feature = "etcd")]
     maint::follow_other_nodes(state.clone());
+    let primary = state.config().get("replicaof").to_string();
+    if let Some((host, port)) =
+        primary.split_once(' ').and_then(|(h, p)| Some((h.to_string(), p.trim().parse::<u16>().ok()?)))
+    {
+        client::become_replica(&state, &host, port);
+    }
     log::notice!("Ready to accept connections");
     if let Err(e) = conn::serve(state, threads) {
         log::warning!("{e}");

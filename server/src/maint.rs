@@ -121,7 +121,8 @@ fn run(state: &State) {
             std::thread::sleep(tick);
             continue;
         }
-        let active = state.active_expire.load(Relaxed) && !state.expiry_paused();
+        // A replica's keys expire when its primary's DELs arrive, as in Redis.
+        let active = state.active_expire.load(Relaxed) && !state.expiry_paused() && !state.link.is_replica();
         let engines = if active { state.engines() } else { Vec::new() };
         for engine in engines {
             for db in 0..databases {
@@ -162,7 +163,7 @@ fn run(state: &State) {
             if deferred != flushed_deferred {
                 flushed_deferred = deferred;
                 if let Err(e) = state.store.sync() {
-                    eprintln!("server: flush after a lazy free failed: {e}");
+                    crate::log::warning!("Flush after a lazy free failed: {e}");
                 }
             }
             credit_lazyfree(state, deferred);

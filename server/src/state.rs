@@ -111,6 +111,10 @@ pub struct State {
     pub dirty: Arc<LaneSum>,
     /// INFO run_id: 40 hex digits, new for each start.
     pub run_id: String,
+    /// The replication stream, its backlog and the replicas (the primary's side).
+    pub replication: Arc<crate::replication::Replication>,
+    /// The link to this server's primary, while it is a replica (REPLICAOF).
+    pub link: crate::replication::LinkStatus,
     next_client_id: AtomicU64,
     /// Bytes one connection's state takes besides its buffers (its client list entry and
     /// its client, whose type is above this module: `main` sets it).
@@ -125,15 +129,7 @@ impl State {
     /// Shared state over `config` and `store`.
     pub fn new(config: Config, store: Store, layout: KeyLayout) -> State {
         let micros = unix_micros();
-        let seed = micros ^ u64::from(std::process::id()).rotate_left(32);
-        let run_id = (0..5u64)
-            .map(|i| {
-                format!(
-                    "{:08x}",
-                    (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(i as u32 * 13)) as u32
-                )
-            })
-            .collect();
+        let run_id = crate::clock::random_id();
         let slowlog = crate::slowlog::SlowLog::default();
         slowlog.configure(&config);
         let latency = crate::latency::Latency::default();
@@ -180,6 +176,8 @@ impl State {
             rdb: Arc::new(crate::persistence::Persistence::new(micros / 1_000_000)),
             dirty: Arc::default(),
             run_id,
+            replication: Arc::default(),
+            link: crate::replication::LinkStatus::default(),
             next_client_id: AtomicU64::new(1),
             client_size: std::mem::size_of::<ClientInfo>(),
         };

@@ -16,7 +16,9 @@ use super::cursor::CursorStore;
 use super::error::{CommandError, CommandResult};
 use super::listeners::Listeners;
 use super::notify::{Effects, Event, NotifyFlags};
+use super::propagate::Propagated;
 use super::session::Session;
+use super::table::CommandInfo;
 use crate::backend::{BatchOp, Direction, KvBackend, ScanIter, WriteBatch};
 use crate::codec::{
     Clock, ColumnFamily, KeyLayout, LayoutKind, Metadata, RedisType, SystemClock, VersionGenerator,
@@ -303,6 +305,11 @@ pub struct Db<'a, B> {
     command_ms: std::cell::Cell<u64>,
     /// The time the caller gave the next command ([`super::Session::set_time`]); 0: none.
     given_ms: u64,
+    /// The time the last command ran at (its replication effects' absolute TTLs).
+    ran_ms: u64,
+    /// The replication stream of the commands run so far, while recorded
+    /// ([`Db::record_propagation`]).
+    propagated: Option<Vec<Propagated>>,
 }
 
 /// How many metadata records a [`Db`] remembers between writes: a command reads a few.
@@ -573,6 +580,8 @@ impl<'a, B: KvBackend> Db<'a, B> {
             remembering: std::cell::Cell::new(false),
             command_ms: std::cell::Cell::new(0),
             given_ms: 0,
+            ran_ms: 0,
+            propagated: None,
         }
     }
 
@@ -721,6 +730,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let given = std::mem::take(&mut self.given_ms);
         self.command_ms.set(if given > 0 { given } else { self.shared.clock.now_ms().max(1) });
         let result = run(self);
+        self.ran_ms = self.command_ms.get();
         self.command_ms.set(0);
         self.remembering.set(false);
         self.read_memo.get_mut().clear();
@@ -755,6 +765,57 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// The time the next command runs at (see [`super::Session::set_time`]; 0: the clock's).
     pub(crate) fn give_time(&mut self, unix_ms: u64) {
         self.given_ms = unix_ms;
+    }
+
+    /// Records the replication stream of the commands this `Db` runs ([`Db::take_propagated`]).
+    pub(crate) fn record_propagation(&mut self) {
+        self.propagated = Some(Vec::new());
+    }
+
+    /// The replication stream of the commands run since the last call, if recorded.
+    pub(crate) fn take_propagated(&mut self) -> Vec<Propagated> {
+        self.propagated.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Whether the replication stream is recorded, and where the journal stood before a
+    /// command: its changes and its touched keys (for [`Db::propagate_command`]).
+    pub(crate) fn propagation_mark(&self) -> Option<(u64, usize)> {
+        self.propagated.as_ref()?;
+        let journal = self.journal.borrow();
+        Some((journal.effects.changes, journal.touched.len()))
+    }
+
+    /// Appends to the recorded stream what the command just run propagates: the deletion of
+    /// each key it found expired, then its effects if it changed something.
+    pub(crate) fn propagate_command(
+        &mut self,
+        mark: (u64, usize),
+        db: usize,
+        info: &CommandInfo,
+        argv: &[Bytes],
+        reply: &Reply,
+    ) {
+        let (changes, touched) = mark;
+        let journal = self.journal.borrow();
+        let mut unit = Vec::new();
+        for t in journal.touched.iter().skip(touched).filter(|t| t.kind == Touch::Expired) {
+            if let Some((db, key)) = self.shared.decode_touched(&t.metadata_key) {
+                let deletion = Propagated::deletion(db, key);
+                if !unit.contains(&deletion) {
+                    unit.push(deletion);
+                }
+            }
+        }
+        let changed = journal.effects.changes > changes || super::propagate::always_propagated(info);
+        drop(journal);
+        if changed && !reply.is_error() {
+            let exists = |key: &[u8]| matches!(self.lookup(key), Ok(Some(_)));
+            let effects = super::propagate::effects(info, argv, reply, self.ran_ms, &exists);
+            unit.extend(effects.into_iter().map(|argv| Propagated { db, argv }));
+        }
+        if let Some(stream) = &mut self.propagated {
+            stream.extend(unit);
+        }
     }
 
     /// Lets blocking commands block (see [`super::blocking`]); off by default, so they answer

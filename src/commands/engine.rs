@@ -10,6 +10,7 @@ use super::db::{Share, Shared, expired_keys};
 use super::listeners::Listeners;
 use super::locks::{KeyLocks, LockGuard};
 use super::overlay::Overlay;
+use super::propagate::{Propagated, Propagation};
 use super::session::{Multi, Watched};
 use super::table::{self, CommandInfo, Family};
 use super::{CommandError, Db, Reply, Session, Touch, TouchedKey, resolve};
@@ -37,6 +38,7 @@ pub struct Engine<B> {
     watches: Watches,
     next_client: AtomicU64,
     held_answer: std::sync::OnceLock<HeldAnswer>,
+    propagation: std::sync::OnceLock<Arc<dyn Propagation>>,
 }
 
 /// The reply to an EXEC refused before running with `refusal`, as Redis'
@@ -73,6 +75,7 @@ impl<B: KvBackend> Engine<B> {
             watches: Watches::default(),
             next_client: AtomicU64::new(1),
             held_answer: std::sync::OnceLock::new(),
+            propagation: std::sync::OnceLock::new(),
         }
     }
 
@@ -98,6 +101,37 @@ impl<B: KvBackend> Engine<B> {
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.shared.seed(seed);
         self
+    }
+
+    /// Sends every commit's replication stream to `propagation` from now on, while it is
+    /// [`Propagation::active`] (see [`super::propagate`]). Set once; `false` if it was set.
+    pub fn set_propagation(&self, propagation: Arc<dyn Propagation>) -> bool {
+        self.propagation.set(propagation).is_ok()
+    }
+
+    /// The propagation, while it records.
+    fn recording(&self) -> Option<&Arc<dyn Propagation>> {
+        self.propagation.get().filter(|p| p.active())
+    }
+
+    /// A fresh `Db` over `backend` for database `index`, recording the replication stream
+    /// while it is kept.
+    fn db_over<'b, T: KvBackend>(&'b self, backend: T, index: usize) -> Db<'b, T> {
+        let mut db = Db::over(backend, Share::Borrowed(&self.shared), index);
+        if self.recording().is_some() {
+            db.record_propagation();
+        }
+        db
+    }
+
+    /// Hands one commit's stream to the propagation (under the commit's locks).
+    fn propagate(&self, unit: Vec<Propagated>) {
+        if unit.is_empty() {
+            return;
+        }
+        if let Some(propagation) = self.propagation.get() {
+            propagation.propagate(unit);
+        }
     }
 
     /// The backend.
@@ -294,7 +328,8 @@ impl<B: KvBackend> Engine<B> {
     }
 
     /// [`Engine::delete_expired`], and whether a deleted key was a collection.
-    /// With `wait` false its locks are [`Engine::lock_for_delete`]'s.
+    /// With `wait` false its locks are [`Engine::lock_for_delete`]'s, and the deletions are
+    /// not propagated: the command that found the keys expired propagated them.
     fn delete_expired_keys(
         &self,
         metadata_keys: &[Bytes],
@@ -322,6 +357,12 @@ impl<B: KvBackend> Engine<B> {
         drop(db);
         self.backend.finish();
         let deleted = deleted?;
+        if wait && self.recording().is_some() {
+            // Each deletion on its own, as Redis' active expiry propagates them.
+            for (db, key) in deleted.iter().filter_map(|k| self.shared.decode_touched(k)) {
+                self.propagate(vec![Propagated::deletion(db, key)]);
+            }
+        }
         // As Redis' expiry signals the key: a WATCH on it (live when watched) aborts EXEC.
         let touched: Vec<TouchedKey> =
             deleted.iter().map(|k| TouchedKey { metadata_key: k.clone(), kind: Touch::Expired }).collect();
@@ -365,6 +406,9 @@ impl<B: KvBackend> Engine<B> {
         let metadata_key = Bytes::from(db.metadata_key(key));
         self.backend.finish();
         let evicted = evicted?;
+        if evicted.is_some() && self.recording().is_some() {
+            self.propagate(vec![Propagated::deletion(index, Bytes::copy_from_slice(key))]);
+        }
         if evicted.is_some() {
             self.watches.notify(&[TouchedKey { metadata_key, kind: Touch::Written }], &self.shared);
         }
@@ -503,16 +547,20 @@ impl<B: KvBackend> Engine<B> {
         };
         let index = session.db;
         let mut db = self.db(session);
+        if self.recording().is_some() {
+            db.record_propagation();
+        }
         db.give_time(std::mem::take(&mut session.time_ms));
         db.take_from(session);
         // The `Db` stays in place (it is large): a retry starts over with a fresh one.
         let mut retry = false;
         let reply = self.transaction(|| {
             if std::mem::replace(&mut retry, true) {
-                db = Db::over(&self.backend, Share::Borrowed(&self.shared), index);
+                db = self.db_over(&self.backend, index);
             }
             commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray)
         });
+        self.propagate(db.take_propagated());
         session.db = db.index();
         db.hand_back(session);
         // Most commands touch no key anyone listens for (none recorded) and swap nothing.
@@ -645,7 +693,7 @@ impl<B: KvBackend> Engine<B> {
                 }
             }
             let overlay = Overlay::new(&self.backend);
-            let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), session.db);
+            let mut db = self.db_over(&overlay, session.db);
             db.defer_counts();
             let replies = queue
                 .iter()
@@ -660,19 +708,22 @@ impl<B: KvBackend> Engine<B> {
             let effects = db.take_effects();
             applied = db.take_swapped();
             let counted = db.take_counted();
+            let propagated = db.take_propagated();
             drop(db);
             let written = self.commit(overlay, &counted);
             if written.is_err() {
                 undo(std::mem::take(&mut applied));
             }
-            written.map(|()| Some((replies, index, touched, (events, effects), applied.clone())))
+            written.map(|()| Some((replies, index, touched, (events, effects, propagated), applied.clone())))
         };
-        let (replies, index, touched, (events, effects), swapped) = match self.transaction(attempt) {
-            Ok(Some(done)) => done,
-            Ok(None) => return Reply::NilArray,
-            Err(e) => return Reply::Error(CommandError::from(e).to_string()),
-        };
+        let (replies, index, touched, (events, effects, propagated), swapped) =
+            match self.transaction(attempt) {
+                Ok(Some(done)) => done,
+                Ok(None) => return Reply::NilArray,
+                Err(e) => return Reply::Error(CommandError::from(e).to_string()),
+            };
         session.db = index;
+        self.propagate(propagated);
         self.notify(&touched, &swapped);
         session.set_results(touched, events, effects, swapped);
         drop(guard);
@@ -734,22 +785,24 @@ impl<B: KvBackend> Engine<B> {
         let attempt = || {
             undo(std::mem::take(&mut applied));
             let overlay = Overlay::new(&self.backend);
-            let mut db = Db::over(&overlay, Share::Borrowed(&self.shared), start_db);
+            let mut db = self.db_over(&overlay, start_db);
             db.defer_counts();
             let result = body(&mut |argv: &[Bytes]| db.execute(argv));
             let touched = db.take_touched();
             let events = (db.take_events(), db.take_effects());
             applied = db.take_swapped();
             let counted = db.take_counted();
+            let propagated = db.take_propagated();
             drop(db);
             let written = self.commit(overlay, &counted);
             if written.is_err() {
                 undo(std::mem::take(&mut applied));
             }
-            written.map(|()| (result, touched, events, applied.clone()))
+            written.map(|()| (result, touched, events, applied.clone(), propagated))
         };
-        let (result, touched, (events, effects), swapped) =
+        let (result, touched, (events, effects), swapped, propagated) =
             self.transaction(attempt).map_err(|e| Reply::Error(CommandError::from(e).to_string()))?;
+        self.propagate(propagated);
         self.notify(&touched, &swapped);
         session.set_results(touched, events, effects, swapped);
         drop(guard);

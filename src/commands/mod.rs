@@ -32,6 +32,7 @@ mod locks;
 mod long_double;
 pub mod notify;
 mod overlay;
+pub mod propagate;
 mod rdb_file;
 mod reply;
 mod session;
@@ -58,6 +59,7 @@ pub use listeners::{Listeners, Listening};
 pub use locks::{KeyLocks, LockGuard};
 pub use notify::{Effects, Event, NotifyFlags};
 pub use overlay::Overlay;
+pub use propagate::{Propagated, Propagation};
 pub use rdb_file::{RdbCounts, RdbLoader, RdbSave, save_rdb};
 pub use reply::{Protocol, Reply};
 pub use session::Session;
@@ -153,6 +155,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// [`Db::execute`] for a command [`resolve`] accepted.
     pub(crate) fn execute_resolved(&mut self, info: &CommandInfo, argv: &[Bytes]) -> Reply {
         self.touching = !info.is(table::attr::NO_TOUCH);
+        let (mark, db) = (self.propagation_mark(), self.index());
         let reply = match handler::<B>(info) {
             Some(run) => self
                 .run_command(info.is_write(), |db| run(db, argv))
@@ -161,6 +164,9 @@ impl<B: KvBackend> Db<'_, B> {
             None => Reply::Error(format!("ERR {} needs a client session", info.name.to_uppercase())),
         };
         self.end_command(!reply.is_error());
+        if let Some(mark) = mark {
+            self.propagate_command(mark, db, info, argv, &reply);
+        }
         reply
     }
 

@@ -421,10 +421,11 @@ impl Client {
                     }
                     filter.user = Some(pair[1].to_vec());
                 }
-                "type" => match value.to_ascii_lowercase().as_str() {
-                    "normal" => {}
-                    "master" | "slave" | "replica" | "pubsub" => filter.none = true,
-                    _ => return (Reply::Error(format!("ERR Unknown client type '{value}'")), Next::Continue),
+                "type" => match ClientKind::named(value.as_bytes()) {
+                    Some(kind) => filter.kind = Some(kind),
+                    None => {
+                        return (Reply::Error(format!("ERR Unknown client type '{value}'")), Next::Continue);
+                    }
                 },
                 "skipme" => match value.to_ascii_lowercase().as_str() {
                     "yes" => filter.skipme = true,
@@ -451,13 +452,46 @@ struct KillFilter {
     skipme: bool,
     /// Logged in as this ACL user.
     user: Option<Vec<u8>>,
-    /// A client type this server never has (master, replica, pubsub).
-    none: bool,
+    /// CLIENT KILL TYPE.
+    kind: Option<ClientKind>,
+}
+
+/// The client types of CLIENT KILL and CLIENT LIST (Redis' `getClientType`; a subscriber
+/// counts as normal here).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ClientKind {
+    Normal,
+    Master,
+    Replica,
+    PubSub,
+}
+
+impl ClientKind {
+    /// The type named after TYPE (`None`: unknown).
+    fn named(name: &[u8]) -> Option<ClientKind> {
+        match name.to_ascii_lowercase().as_slice() {
+            b"normal" => Some(ClientKind::Normal),
+            b"master" => Some(ClientKind::Master),
+            b"slave" | b"replica" => Some(ClientKind::Replica),
+            b"pubsub" => Some(ClientKind::PubSub),
+            _ => None,
+        }
+    }
+
+    fn of(c: &ClientInfo) -> ClientKind {
+        if c.master.load(Relaxed) {
+            ClientKind::Master
+        } else if c.replica.load(Relaxed) {
+            ClientKind::Replica
+        } else {
+            ClientKind::Normal
+        }
+    }
 }
 
 impl KillFilter {
     fn matches(&self, c: &ClientInfo, me: u64) -> bool {
-        !self.none
+        self.kind.is_none_or(|k| k == ClientKind::of(c))
             && self.id.is_none_or(|id| id == c.id)
             && self.addr.as_ref().is_none_or(|a| *a == c.addr)
             && self.laddr.as_ref().is_none_or(|a| *a == c.laddr)
@@ -497,13 +531,12 @@ fn client_unblock(args: &[Bytes], state: &State) -> Reply {
 /// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id…].
 fn client_list(args: &[Bytes], state: &State) -> Reply {
     let mut ids: Option<Vec<u64>> = None;
-    let mut none = false;
+    let mut kind = None;
     match args.first().map(|a| a.to_ascii_lowercase()) {
         None => {}
-        Some(k) if k == b"type" && args.len() == 2 => match args[1].to_ascii_lowercase().as_slice() {
-            b"normal" => {}
-            b"master" | b"replica" | b"slave" | b"pubsub" => none = true,
-            _ => {
+        Some(k) if k == b"type" && args.len() == 2 => match ClientKind::named(&args[1]) {
+            Some(named) => kind = Some(named),
+            None => {
                 return Reply::Error(format!(
                     "ERR Unknown client type '{}'",
                     String::from_utf8_lossy(&args[1])
@@ -526,7 +559,9 @@ fn client_list(args: &[Bytes], state: &State) -> Reply {
     let clients = lock(&state.clients);
     let mut text = String::new();
     for c in clients.values() {
-        if none || ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
+        if kind.is_some_and(|k| k != ClientKind::of(c))
+            || ids.as_ref().is_some_and(|ids| !ids.contains(&c.id))
+        {
             continue;
         }
         text.push_str(&c.line());

@@ -132,6 +132,39 @@ impl Client {
                 return Some(Some(Reply::Error(state.writes.refusal())));
             }
         }
+        if !self.master {
+            if let Some(refusal) = self.replication_refusal(info, state) {
+                return Some(Some(refusal));
+            }
+        }
+        None
+    }
+
+    /// Redis' replication refusals, in its order: too few good replicas to write
+    /// (`min-replicas-to-write`), a write to a read-only replica, a command that needs data
+    /// while the link is down and `replica-serve-stale-data` is off.
+    fn replication_refusal(&self, info: &'static CommandInfo, state: &State) -> Option<Reply> {
+        let replica = state.link.is_replica();
+        let writes = || {
+            info.has(flag::WRITE)
+                || (info.name == "exec"
+                    && self.session.queued().any(|c| table::find(c).is_ok_and(|i| i.has(flag::WRITE))))
+        };
+        if !replica && writes() && state.replication.too_few_replicas() {
+            return Some(Reply::Error("NOREPLICAS Not enough good replicas to write.".into()));
+        }
+        if !replica {
+            return None;
+        }
+        let config = state.config();
+        if writes() && config.get("replica-read-only") == "yes" {
+            return Some(Reply::Error("READONLY You can't write against a read only replica.".into()));
+        }
+        if !state.link.is_up() && config.get("replica-serve-stale-data") == "no" && !info.has(flag::STALE) {
+            return Some(Reply::Error(
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.".into(),
+            ));
+        }
         None
     }
 

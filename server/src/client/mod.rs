@@ -9,7 +9,10 @@
 mod connection;
 mod debug;
 mod gate;
+mod replicas;
 mod stats;
+
+pub use replicas::become_replica;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -98,6 +101,10 @@ pub struct Client {
     /// then (one clock read per command; its time includes its parse, a fraction of a µs).
     /// `None` between batches of requests.
     last_end: Option<u64>,
+    /// The link to this server's primary: its commands are the replication stream.
+    master: bool,
+    /// What it said of itself with REPLCONF, should it become a replica.
+    replica_hello: crate::replication::ReplicaHello,
 }
 
 impl Client {
@@ -127,7 +134,19 @@ impl Client {
             in_exec: false,
             parked_until: None,
             last_end: None,
+            master: false,
+            replica_hello: Default::default(),
         }
+    }
+
+    /// The client a replica runs its primary's stream as: logged in, never refused by ACLs
+    /// or the read-only gate.
+    pub fn master(info: Arc<ClientInfo>, state: &State) -> Self {
+        let mut client = Client::new(info, state, true);
+        client.authenticated = true;
+        client.restricted = false;
+        client.master = true;
+        client
     }
 
     /// Ends the session (forgets its WATCHes and subscriptions): call it when the
@@ -137,6 +156,7 @@ impl Client {
             self.session = session;
         }
         self.engine.close(&mut self.session);
+        state.replication.remove(self.info.id);
         self.subs.clear(&state.pubsub, &self.info);
         state.tracking.disable(&self.info);
     }
@@ -327,11 +347,17 @@ impl Client {
                 return self.script(info, argv, state);
             }
             "script" => scripting::script_command(argv, &state.scripts),
-            "function" => scripting::function_command(argv, &state.scripts, &|scripts| {
-                if let Err(e) = state.store.save_functions(&scripts.dump_codes()) {
-                    crate::log::warning!("Cannot save the function libraries: {e}");
+            "function" => {
+                let reply = scripting::function_command(argv, &state.scripts, &|scripts| {
+                    if let Err(e) = state.store.save_functions(&scripts.dump_codes()) {
+                        crate::log::warning!("Cannot save the function libraries: {e}");
+                    }
+                });
+                if !reply.is_error() && info.has(flag::WRITE) {
+                    state.replication.propagate_command(self.session.db(), argv);
                 }
-            }),
+                reply
+            }
             "reset" if argv.len() == 1 => self.reset(state),
             "reset" => arity(argv, 1, || Reply::OK),
             "time" => arity(argv, 1, || {
@@ -343,9 +369,16 @@ impl Client {
             }),
             "lastsave" => arity(argv, 1, || Reply::Integer(state.rdb.last_save.load(Relaxed) as i64)),
             "bgsave" | "bgrewriteaof" => admin::background_save(name, argv, state),
-            "role" => arity(argv, 1, || {
-                Reply::Array(vec![Reply::bulk(b"master"), Reply::Integer(0), Reply::Array(vec![])])
-            }),
+            "role" if state.link.is_replica() => state.link.role(state.replication.id_and_offset().1),
+            "role" => state.replication.role(),
+            "psync" | "sync" => return self.sync(name, argv, state),
+            "replconf" => self.replconf(argv, state),
+            "replicaof" | "slaveof" => replicas::replicaof(argv, state),
+            "failover" if !state.replication.has_replicas() => {
+                Reply::Error("ERR FAILOVER requires connected replicas.".into())
+            }
+            "failover" => Reply::Error("ERR FAILOVER is not supported by this server".into()),
+            "wait" if !self.session.in_multi() => return self.wait(info, argv, state),
             // No cluster mode: Redis' own answer when cluster-enabled is no.
             "cluster" | "asking" | "readonly" | "readwrite" => {
                 Reply::Error("ERR This instance has cluster support disabled".into())
@@ -379,6 +412,7 @@ impl Client {
                 self.subscriptions(name, argv, state)
             }
             "publish" | "spublish" => arity(argv, 3, || {
+                state.replication.propagate_command(self.session.db(), argv);
                 Reply::Integer(
                     state.pubsub.publish(&state.loops, &argv[1], &argv[2], name == "spublish") as i64
                 )
@@ -495,7 +529,11 @@ impl Client {
             engine.touch_all_watched();
             engine.forget_key_counts();
         }
-        admin::flush_backend(state)
+        let reply = admin::flush_backend(state);
+        if !reply.is_error() {
+            state.replication.propagate_command(self.session.db(), argv);
+        }
+        reply
     }
 
     /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO: the client parks and the script

@@ -116,6 +116,32 @@ impl Client {
         self.try_read()
     }
 
+    /// Reads a full sync's RDB payload, as a replica does: `$len` and that many bytes, or
+    /// `$EOF:<mark>`, the bytes, and the mark again; newlines sent while the primary prepares
+    /// it are skipped.
+    pub fn read_rdb_payload(&mut self) -> Vec<u8> {
+        let mut line = Vec::new();
+        while line.is_empty() || line == b"\n" {
+            line.clear();
+            self.reader.read_until(b'\n', &mut line).expect("the payload's header");
+        }
+        let header = String::from_utf8_lossy(&line).trim_end().to_string();
+        if let Some(mark) = header.strip_prefix("$EOF:") {
+            let mut payload = Vec::new();
+            while !payload.ends_with(mark.as_bytes()) {
+                let mut byte = [0u8];
+                self.reader.read_exact(&mut byte).expect("the payload");
+                payload.push(byte[0]);
+            }
+            payload.truncate(payload.len() - mark.len());
+            return payload;
+        }
+        let len: usize = header.strip_prefix('$').and_then(|n| n.parse().ok()).expect("a payload length");
+        let mut payload = vec![0; len];
+        self.reader.read_exact(&mut payload).expect("the payload");
+        payload
+    }
+
     /// Reads one reply.
     pub fn read(&mut self) -> Value {
         self.try_read().expect("a reply")
@@ -185,6 +211,11 @@ impl Server {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// A client connected to this server.

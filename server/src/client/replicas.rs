@@ -1,0 +1,243 @@
+//! A replica's commands to this server (PSYNC, SYNC, REPLCONF) and WAIT, which waits for
+//! the replicas' acknowledgements (see [`crate::replication`]).
+
+use bytes::Bytes;
+use rediskv::commands::args::parse_i64;
+use rediskv::commands::table::CommandInfo;
+use std::sync::Arc;
+
+use rediskv::codec::{RdbFileOptions, RdbHeader, RdbReplication};
+use rediskv::commands::{DATABASES, Engine, RdbSave, Reply, save_rdb};
+
+use super::{Client, Next, ReplyMode};
+use crate::client_info::ClientInfo;
+use crate::mailbox::Message;
+use crate::replication::{ReplicaHello, Satisfied, Sync};
+use crate::state::State;
+
+impl Client {
+    /// PSYNC replid offset, or SYNC: a partial sync from the backlog when it holds the
+    /// offset, else a full sync (`+FULLRESYNC replid offset` and an RDB payload of the
+    /// store at that offset); then the stream.
+    pub(super) fn sync(&mut self, name: &str, argv: &[Bytes], state: &State) -> (Reply, Next) {
+        if state.link.is_replica() && !state.link.is_up() {
+            return (
+                Reply::Error("NOMASTERLINK Can't SYNC while not connected with my master".into()),
+                Next::Continue,
+            );
+        }
+        let Some(mailbox) = state.loops.mailbox(self.info.loop_index) else {
+            return (Reply::Error("ERR no event loop to serve a replica from".into()), Next::Continue);
+        };
+        let hello = self.replica_hello.clone();
+        if name == "psync" {
+            let offset = parse_i64(&argv[2]).filter(|o| *o >= 0).map(|o| o as u64);
+            let partial = offset.and_then(|offset| {
+                state.replication.try_partial_sync(&argv[1], offset, &self.info, mailbox.clone(), &hello)
+            });
+            if let Some((line, bytes)) = partial {
+                crate::log::notice!(
+                    "Partial resync of replica {} from offset {}",
+                    self.info.addr,
+                    offset.unwrap_or(0)
+                );
+                self.pushes.extend_from_slice(&bytes);
+                return (Reply::Status(line.into()), Next::Continue);
+            }
+        }
+        let (rdb, (replid, offset)) = match full_sync_payload(state, &self.info, mailbox, &hello) {
+            Ok(done) => done,
+            Err(e) => {
+                state.replication.remove(self.info.id);
+                return (Reply::Error(format!("ERR cannot take a snapshot: {e}")), Next::Continue);
+            }
+        };
+        crate::log::notice!(
+            "Full resync of replica {}: {} bytes of RDB at offset {offset}",
+            self.info.addr,
+            rdb.len()
+        );
+        self.pushes.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
+        self.pushes.extend_from_slice(&rdb);
+        if name == "sync" {
+            // SYNC answers with the payload alone.
+            self.reply = ReplyMode::Skip;
+            return (Reply::OK, Next::Continue);
+        }
+        (Reply::Status(format!("FULLRESYNC {replid} {offset}").into()), Next::Continue)
+    }
+
+    /// REPLCONF option value…: what a replica says of itself, and its ACKs (answered with
+    /// nothing, as Redis).
+    pub(super) fn replconf(&mut self, argv: &[Bytes], state: &State) -> Reply {
+        if argv.len() % 2 == 0 {
+            return Reply::Error("ERR syntax error".into());
+        }
+        for pair in argv[1..].chunks(2) {
+            let value = String::from_utf8_lossy(&pair[1]);
+            match pair[0].to_ascii_lowercase().as_slice() {
+                b"listening-port" => match value.parse::<u16>() {
+                    Ok(port) => self.replica_hello.port = port,
+                    Err(_) => return Reply::Error("ERR value is not an integer or out of range".into()),
+                },
+                b"ip-address" => self.replica_hello.ip = Some(value.into_owned()),
+                b"capa" => self.replica_hello.psync2 |= value.eq_ignore_ascii_case("psync2"),
+                b"ack" | b"getack" => {
+                    if pair[0].eq_ignore_ascii_case(b"ack")
+                        && self.info.replica.load(std::sync::atomic::Ordering::Relaxed)
+                    {
+                        if let Ok(offset) = value.parse::<u64>() {
+                            resume_waiters(state, state.replication.ack(self.info.id, offset));
+                        }
+                    }
+                    self.reply = ReplyMode::Skip;
+                    return Reply::OK;
+                }
+                b"rdb-only" | b"rdb-filter-only" => {}
+                _ => {
+                    return Reply::Error(format!(
+                        "ERR Unrecognized REPLCONF option: {}",
+                        String::from_utf8_lossy(&pair[0])
+                    ));
+                }
+            }
+        }
+        Reply::OK
+    }
+
+    /// WAIT numreplicas timeout: the number of replicas that acknowledged this client's
+    /// writes (the stream up to now), once `numreplicas` did or at the timeout.
+    pub(super) fn wait(
+        &mut self,
+        info: &'static CommandInfo,
+        argv: &[Bytes],
+        state: &State,
+    ) -> (Reply, Next) {
+        if state.link.is_replica() {
+            return (
+                Reply::Error("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.".into()),
+                Next::Continue,
+            );
+        }
+        // The engine checks the arguments and gives the deadline.
+        let reply = self.engine.execute_row(&mut self.session, info, argv);
+        let block = self.session.take_block();
+        if reply.is_error() {
+            return (reply, Next::Continue);
+        }
+        let wanted = parse_i64(&argv[1]).unwrap_or(0).max(0) as usize;
+        let (count, offset) = state.replication.acked_now();
+        // Without replicas too it waits out its timeout, as Redis.
+        let Some(block) = block.filter(|_| count < wanted) else {
+            return (Reply::Integer(count as i64), Next::Continue);
+        };
+        let parked = self.park(argv, block, state);
+        state.replication.add_waiter(self.info.clone(), offset, wanted);
+        // An ACK between the count and the registration: look again.
+        resume_waiters(state, state.replication.ack(0, 0));
+        parked
+    }
+}
+
+/// A full sync for replica `info`: registers it at the stream's offset and takes the
+/// store's snapshot at that instant (the keyspace-wide lock: no commit, nor its
+/// propagation, between the two), then writes the snapshot as an RDB file with the
+/// replication fields. Returns the file, the replication id and the offset.
+fn full_sync_payload(
+    state: &State,
+    info: &Arc<ClientInfo>,
+    mailbox: Arc<crate::mailbox::Mailbox>,
+    hello: &ReplicaHello,
+) -> Result<(Vec<u8>, (String, u64)), String> {
+    let engine = &state.engine;
+    let databases = state.config().number("databases").clamp(1, DATABASES as i64) as usize;
+    let (store, slots, sizes, functions, (replid, offset)) = {
+        let _alone = engine.locks().lock(true, std::iter::empty());
+        let store = state
+            .store
+            .backend()
+            .snapshot()
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("the {} store cannot take snapshots", state.store.name()))?;
+        let sizes = (0..databases)
+            .map(|i| engine.key_count(i).map(|c| c.map_or((0, 0), |c| (c.keys, c.expires))))
+            .collect::<rediskv::Result<Vec<_>>>()
+            .map_err(|e| e.to_string())?;
+        let at = state.replication.start_full_sync(info, mailbox, hello);
+        (store, engine.db_slots(), sizes, state.scripts.dump_codes(), at)
+    };
+    let view = Engine::with_layout(store, engine.layout().clone());
+    view.restore_db_slots(&slots);
+    let header = RdbHeader {
+        redis_ver: "7.0.15".into(),
+        ctime: crate::clock::unix_secs(),
+        used_mem: state.store.used_bytes(),
+        replication: Some(RdbReplication { stream_db: 0, id: replid.clone(), offset }),
+    };
+    let save = RdbSave {
+        header,
+        functions: &functions,
+        databases,
+        sizes: &sizes,
+        options: RdbFileOptions::default(),
+    };
+    let mut rdb = Vec::new();
+    let mut emit = |bytes: &[u8]| {
+        rdb.extend_from_slice(bytes);
+        Ok(())
+    };
+    save_rdb(&view, &save, &mut emit, &mut |_| {})?;
+    Ok((rdb, (replid, offset)))
+}
+
+/// REPLICAOF host port | NO ONE (and SLAVEOF).
+pub(super) fn replicaof(argv: &[Bytes], state: &State) -> Reply {
+    if argv[1].eq_ignore_ascii_case(b"no") && argv[2].eq_ignore_ascii_case(b"one") {
+        if state.link.is_replica() {
+            state.link.stop();
+            let (replid, offset) = state.replication.id_and_offset();
+            state.replication.follow(&replid, offset, Sync::Promoted);
+            crate::log::notice!(
+                "MASTER MODE enabled (the primary's id {replid} is valid up to offset {offset})"
+            );
+        }
+        return Reply::OK;
+    }
+    let port = match std::str::from_utf8(&argv[2]).ok().and_then(|p| p.parse::<i64>().ok()) {
+        Some(port) if (0..=65535).contains(&port) => port as u16,
+        _ => return Reply::Error("ERR Invalid master port".into()),
+    };
+    let host = String::from_utf8_lossy(&argv[1]).into_owned();
+    if state.link.is_replica() {
+        let info = state.link.info();
+        if info.host.eq_ignore_ascii_case(&host) && info.port == port {
+            return Reply::Status("OK Already connected to specified master".into());
+        }
+    }
+    become_replica(state, &host, port);
+    Reply::OK
+}
+
+/// Replicates `host:port` from now on: its own writes stop being propagated, its replicas
+/// are dropped (they sync again) and the link thread starts.
+pub fn become_replica(state: &State, host: &str, port: u16) {
+    state.replication.set_proxying(true);
+    state.replication.drop_replicas();
+    crate::log::notice!("Connecting to MASTER {host}:{port}");
+    state.link.start(host, port);
+}
+
+/// Answers the WAITs the replicas' acknowledgements satisfied.
+fn resume_waiters(state: &State, satisfied: Vec<Satisfied>) {
+    for Satisfied { client, count } in satisfied {
+        if let Some((session, _)) = state.blocked.cancel(client.id) {
+            let mut bytes = Vec::new();
+            Reply::Integer(count as i64).write(crate::pubsub::protocol(&client), &mut bytes);
+            let session = Box::new(session);
+            state.loops.send(
+                client.loop_index,
+                Message::Resume { token: client.token, client: client.id, session, bytes },
+            );
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! The replica's side of Redis' replication: REPLICAOF (and the `replicaof` config line)
+//! starts a link thread that connects to the primary, does Redis 7.0's handshake (PING,
+//! AUTH with `masteruser`/`masterauth`, REPLCONF listening-port and capa, PSYNC), loads a
+//! full sync's RDB payload into the emptied store or continues from its offset, then
+//! applies the primary's stream through a client flagged as the master (no replies),
+//! answering REPLCONF GETACK and sending REPLCONF ACK every second. The stream's bytes are
+//! also this server's stream, for its own replicas. A broken link reconnects every second
+//! and asks to continue from the offset it applied.
+//!
+//! The primary's socket is opened and read in [`PrimarySocket`] only, so that another
+//! transport (TLS) takes its place there.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::client::{Client, Next};
+use crate::replication::{Sync, encode};
+use crate::resp::{Limits, Parsed};
+use crate::state::State;
+
+/// Starts the link thread of REPLICAOF's `generation` (see [`crate::replication::LinkStatus`]).
+pub fn spawn(state: Arc<State>, generation: u64) {
+    let spawned =
+        std::thread::Builder::new().name("replica-link".into()).spawn(move || run(&state, generation));
+    if let Err(e) = spawned {
+        crate::log::warning!("Cannot start the replication link: {e}");
+    }
+}
+
+/// The primary's periodic work: a PING in the stream every `repl-ping-replica-period`
+/// seconds while replicas are connected (so they see the link alive), as Redis'
+/// `replicationCron`.
+pub fn spawn_cron(state: Arc<State>) {
+    let run = move || {
+        let mut last_ping = Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let period = Duration::from_secs(state.config().number("repl-ping-replica-period").max(1) as u64);
+            if last_ping.elapsed() >= period {
+                last_ping = Instant::now();
+                if state.replication.has_replicas() {
+                    state.replication.feed_raw(&[b"PING"]);
+                }
+            }
+        }
+    };
+    if let Err(e) = std::thread::Builder::new().name("replication-cron".into()).spawn(run) {
+        crate::log::warning!("Cannot start the replication cron: {e}");
+    }
+}
+
+/// The link thread: a session with the primary, again after each failure, until another
+/// REPLICAOF replaces this one.
+fn run(state: &State, generation: u64) {
+    while state.link.current(generation) {
+        if let Err(e) = session(state, generation) {
+            crate::log::notice!("Replication link: {e}");
+        }
+        if !state.link.current(generation) {
+            break;
+        }
+        state.link.update(|i| i.state = "connect");
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// The primary's socket: opened, read and written here only.
+struct PrimarySocket {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl PrimarySocket {
+    fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self, String> {
+        use std::net::ToSocketAddrs;
+        let addr = (host, port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {host}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("cannot resolve {host}"))?;
+        let stream = TcpStream::connect_timeout(&addr, timeout)
+            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        let _ = stream.set_nodelay(true);
+        stream.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+        Ok(PrimarySocket { stream, buf: Vec::new() })
+    }
+
+    fn send(&mut self, argv: &[&[u8]]) -> Result<(), String> {
+        let mut out = Vec::new();
+        encode(&mut out, argv.iter().copied());
+        self.stream.write_all(&out).map_err(|e| format!("write to the primary: {e}"))
+    }
+
+    /// Reads more bytes into `buf`: `Ok(false)` when the read timed out.
+    fn fill(&mut self) -> Result<bool, String> {
+        let mut chunk = [0u8; 64 * 1024];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => Err("the primary closed the connection".into()),
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                Ok(true)
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                Ok(false)
+            }
+            Err(e) => Err(format!("read from the primary: {e}")),
+        }
+    }
+
+    /// One line (without CRLF), waiting for it; the bare newlines a primary sends to keep
+    /// the link alive while it prepares a sync are skipped.
+    fn line(&mut self) -> Result<String, String> {
+        loop {
+            let keepalives = self.buf.iter().take_while(|&&b| b == b'\n').count();
+            self.buf.drain(..keepalives);
+            if let Some(end) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8_lossy(&self.buf[..end]).into_owned();
+                self.buf.drain(..end + 2);
+                return Ok(line);
+            }
+            if !self.fill()? {
+                return Err("timeout waiting for the primary".into());
+            }
+        }
+    }
+
+    /// A command and its one-line reply.
+    fn call(&mut self, argv: &[&[u8]]) -> Result<String, String> {
+        self.send(argv)?;
+        self.line()
+    }
+
+    fn set_timeout(&self, timeout: Duration) {
+        let _ = self.stream.set_read_timeout(Some(timeout));
+    }
+}
+
+/// One connection to the primary: handshake, sync, stream.
+fn session(state: &State, generation: u64) -> Result<(), String> {
+    let target = state.link.info();
+    let timeout = Duration::from_secs(state.config().number("repl-timeout").max(1) as u64);
+    state.link.update(|i| i.state = "connecting");
+    let mut primary = PrimarySocket::connect(&target.host, target.port, timeout)?;
+    state.link.update(|i| i.state = "handshake");
+    let pong = primary.call(&[b"PING"])?;
+    // An answer that asks for AUTH still proves the primary is there (as Redis takes it).
+    if !(pong.starts_with('+') || pong.starts_with("-NOAUTH") || pong.starts_with("-NOPERM")) {
+        return Err(format!("the primary answered PING with {pong}"));
+    }
+    let (user, pass) = {
+        let config = state.config();
+        (config.get("masteruser").to_string(), config.get("masterauth").to_string())
+    };
+    if !pass.is_empty() {
+        let reply = if user.is_empty() {
+            primary.call(&[b"AUTH", pass.as_bytes()])?
+        } else {
+            primary.call(&[b"AUTH", user.as_bytes(), pass.as_bytes()])?
+        };
+        if !reply.starts_with('+') {
+            return Err(format!("unable to AUTH to MASTER: {reply}"));
+        }
+    }
+    let port = state.config().get("replica-announce-port").to_string();
+    let port = if port == "0" || port.is_empty() { state.config().get("port").to_string() } else { port };
+    let reply = primary.call(&[b"REPLCONF", b"listening-port", port.as_bytes()])?;
+    if !reply.starts_with('+') {
+        crate::log::warning!("(non critical) the primary refused REPLCONF listening-port: {reply}");
+    }
+    let reply = primary.call(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
+    if !reply.starts_with('+') {
+        crate::log::warning!("(non critical) the primary refused REPLCONF capa: {reply}");
+    }
+    // Continue from what was applied: the primary's stream, or this server's own (a primary
+    // turned replica continues if its new primary was its replica, which knows its id).
+    let (replid, offset) =
+        if state.replication.keeps_stream() { state.replication.id_and_offset() } else { (String::new(), 0) };
+    let psync_offset = (offset + 1).to_string();
+    let reply = if replid.is_empty() {
+        primary.call(&[b"PSYNC", b"?", b"-1"])?
+    } else {
+        primary.call(&[b"PSYNC", replid.as_bytes(), psync_offset.as_bytes()])?
+    };
+    let (replid, offset) = if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
+        let mut words = rest.split_whitespace();
+        let (Some(id), Some(off)) = (words.next(), words.next().and_then(|o| o.parse::<u64>().ok())) else {
+            return Err(format!("bad FULLRESYNC reply: {reply}"));
+        };
+        crate::log::notice!("Full resync from the primary: replication id {id}, offset {off}");
+        state.link.update(|i| {
+            i.state = "sync";
+            i.sync_read = 0;
+            i.sync_size = None;
+        });
+        load_payload(state, &mut primary, generation)?;
+        state.replication.follow(id, off, Sync::Full);
+        (id.to_string(), off)
+    } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        let id = rest.trim();
+        let id = if id.is_empty() { replid } else { id.to_string() };
+        crate::log::notice!("Partial resync from the primary at offset {offset}");
+        state.replication.follow(&id, offset, Sync::Continue);
+        (id, offset)
+    } else {
+        return Err(format!("the primary refused PSYNC: {reply}"));
+    };
+    state.link.update(|i| {
+        i.state = "connected";
+        i.replid = replid;
+        i.last_io = Instant::now();
+    });
+    stream(state, generation, primary, offset)
+}
+
+/// Reads the full sync's RDB payload (`$len` or an EOF-marked diskless one) into the
+/// emptied store, with the primary's function libraries.
+fn load_payload(state: &State, primary: &mut PrimarySocket, generation: u64) -> Result<(), String> {
+    let header = primary.line()?;
+    let (left, mark) = match header.strip_prefix("$EOF:") {
+        Some(mark) if mark.len() == 40 => (None, Some(mark.as_bytes().to_vec())),
+        Some(_) => return Err(format!("bad payload header: {header}")),
+        None => match header.strip_prefix('$').and_then(|n| n.parse::<u64>().ok()) {
+            Some(len) => (Some(len), None),
+            None => return Err(format!("bad payload header: {header}")),
+        },
+    };
+    state.link.update(|i| i.sync_size = left);
+    let mut payload =
+        Payload { state, generation, primary, left, mark, held: Vec::new(), ready: Vec::new(), ended: false };
+    let stats = crate::rdb::load_rdb(state, &mut payload)?;
+    // What follows the file: an EOF-marked payload's mark.
+    std::io::copy(&mut payload, &mut std::io::sink()).map_err(|e| e.to_string())?;
+    crate::log::notice!("MASTER <-> REPLICA sync: loaded {} keys", stats.keys);
+    Ok(())
+}
+
+/// A full sync's payload as a reader: the bytes up to its length, or up to its end mark.
+struct Payload<'a> {
+    state: &'a State,
+    generation: u64,
+    primary: &'a mut PrimarySocket,
+    /// Bytes still to come of a `$len` payload.
+    left: Option<u64>,
+    /// The end mark of an EOF-marked one, and its last bytes, held back until they are known
+    /// not to be the mark.
+    mark: Option<Vec<u8>>,
+    held: Vec<u8>,
+    /// Payload bytes not read yet.
+    ready: Vec<u8>,
+    ended: bool,
+}
+
+impl Payload<'_> {
+    /// Moves the next bytes the primary sent into `ready`.
+    fn next_chunk(&mut self) -> Result<(), String> {
+        if !self.state.link.current(self.generation) {
+            return Err("REPLICAOF changed during the sync".into());
+        }
+        if self.primary.buf.is_empty() && !self.primary.fill()? {
+            return Err("timeout reading the primary's RDB payload".into());
+        }
+        let mut chunk = std::mem::take(&mut self.primary.buf);
+        match (&mut self.left, &self.mark) {
+            (Some(n), _) => {
+                let take = chunk.len().min(*n as usize);
+                self.primary.buf = chunk.split_off(take);
+                *n -= take as u64;
+                self.ended = *n == 0;
+            }
+            (None, Some(mark)) => {
+                self.held.append(&mut chunk);
+                self.ended = self.held.ends_with(mark);
+                let tail = if self.ended { mark.len() } else { mark.len().min(self.held.len()) };
+                chunk = self.held.drain(..self.held.len() - tail).collect();
+                if self.ended {
+                    self.held.clear();
+                }
+            }
+            (None, None) => unreachable!("a payload has a length or an end mark"),
+        }
+        self.state.link.update(|i| {
+            i.sync_read += chunk.len() as u64;
+            i.last_io = Instant::now();
+        });
+        self.ready = chunk;
+        Ok(())
+    }
+}
+
+impl Read for Payload<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.ready.is_empty() {
+            if self.ended {
+                return Ok(0);
+            }
+            self.next_chunk().map_err(std::io::Error::other)?;
+        }
+        let n = out.len().min(self.ready.len());
+        out[..n].copy_from_slice(&self.ready[..n]);
+        self.ready.drain(..n);
+        Ok(n)
+    }
+}
+
+/// Applies the primary's stream from `offset` until the link breaks or REPLICAOF changes.
+fn stream(state: &State, generation: u64, mut primary: PrimarySocket, mut offset: u64) -> Result<(), String> {
+    let repl_timeout = Duration::from_secs(state.config().number("repl-timeout").max(1) as u64);
+    primary.set_timeout(Duration::from_millis(100));
+    let mut master = MasterClient::new(state, &primary);
+    let result = (|| {
+        let mut last_ack: Option<Instant> = None;
+        let mut last_io = Instant::now();
+        let mut args = Vec::new();
+        loop {
+            if !state.link.current(generation) {
+                return Ok(());
+            }
+            if master.client.info.killed.load(Relaxed) {
+                return Err("the master client was killed".to_string());
+            }
+            if last_ack.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
+                primary.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])?;
+                last_ack = Some(Instant::now());
+            }
+            if primary.fill()? {
+                last_io = Instant::now();
+            } else if last_io.elapsed() > repl_timeout {
+                return Err("timeout: no data from the primary".into());
+            }
+            let mut used = 0;
+            while used < primary.buf.len() {
+                let parsed = crate::resp::parse(&primary.buf[used..], &mut args, Limits::default())
+                    .map_err(|e| format!("the primary's stream: {}", e.text()))?;
+                let (consumed, argv): (usize, Vec<Bytes>) = match parsed {
+                    Parsed::Incomplete => break,
+                    Parsed::Command { consumed } => (
+                        consumed,
+                        args.iter()
+                            .map(|r| Bytes::copy_from_slice(&primary.buf[used + r.start..used + r.end]))
+                            .collect(),
+                    ),
+                    Parsed::Inline { consumed, args } => {
+                        (consumed, args.into_iter().map(Bytes::from).collect())
+                    }
+                };
+                if master.client.info.killed.load(Relaxed) {
+                    // CLIENT KILL TYPE master: this command is not applied, the next link
+                    // asks for it again.
+                    return Err("the master client was killed".to_string());
+                }
+                if is_getack(&argv) {
+                    // The acknowledged offset does not count the GETACK itself, as Redis'.
+                    primary.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])?;
+                    last_ack = Some(Instant::now());
+                } else if !argv.is_empty() {
+                    master.execute(&argv, state);
+                }
+                state.replication.feed_from_primary(&primary.buf[used..used + consumed]);
+                offset += consumed as u64;
+                used += consumed;
+            }
+            primary.buf.drain(..used);
+            if used > 0 {
+                // What the next ACK acknowledges reaches the disk first, as a reply would.
+                state.store.persist_written()?;
+            }
+            if used > 0 || last_io.elapsed() < Duration::from_millis(200) {
+                state.link.update(|i| i.last_io = last_io);
+            }
+        }
+    })();
+    master.close(state);
+    result
+}
+
+fn is_getack(argv: &[Bytes]) -> bool {
+    argv.len() >= 2 && argv[0].eq_ignore_ascii_case(b"replconf") && argv[1].eq_ignore_ascii_case(b"getack")
+}
+
+/// The client the primary's commands run as: flagged `M`, no replies, not subject to
+/// the read-only gate or ACLs.
+struct MasterClient {
+    client: Client,
+    out: Vec<u8>,
+}
+
+impl MasterClient {
+    fn new(state: &State, primary: &PrimarySocket) -> Self {
+        let addr = primary.stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        let laddr = primary.stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        // Counted as a connection, so that closing it uncounts it.
+        state.connections.fetch_add(1, Relaxed);
+        let fd = {
+            use std::os::fd::AsRawFd;
+            i64::from(primary.stream.as_raw_fd())
+        };
+        // Its counters go in the lane of the threads that are no event loop.
+        let info = state.connect(addr, laddr, fd, usize::MAX, usize::MAX);
+        info.master.store(true, Relaxed);
+        MasterClient { client: Client::master(info, state), out: Vec::new() }
+    }
+
+    fn execute(&mut self, argv: &[Bytes], state: &State) {
+        while self.client.execute(argv, state, &mut self.out) == Next::Wait {
+            // A CLIENT PAUSE holds it: the stream waits, in order.
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.out.clear();
+    }
+
+    fn close(mut self, state: &State) {
+        self.client.close(state);
+        state.disconnect(self.client.info.id);
+    }
+}

@@ -1,0 +1,288 @@
+//! The replication stream: what each commit's writes become for replicas, as Redis 7.0
+//! propagates them. A command is propagated by its effects, not by its arguments when those
+//! would run differently on a replica: relative TTLs become absolute (`PEXPIREAT`, `SET …
+//! PXAT`), random or blocking pops name what they popped (`SREM`, `LPOP`, `ZPOPMIN`),
+//! `INCRBYFLOAT` sets its result, `XADD *` carries its id, and a key a command found
+//! expired is deleted (`DEL`) before the command. A command that changed nothing is not
+//! propagated, nor is a read.
+//!
+//! An [`super::Engine`] given a [`Propagation`] hands it each commit's commands (one unit:
+//! a command with the deletions it caused, an EXEC's or a script's writes) while the
+//! commit's key locks are still held, so two commits on one key reach the stream in the
+//! order they committed.
+
+use bytes::Bytes;
+
+use super::Reply;
+use super::table::CommandInfo;
+
+/// One command of the replication stream: the database it runs in and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Propagated {
+    /// The database (the stream selects it when it changes).
+    pub db: usize,
+    /// The command.
+    pub argv: Vec<Bytes>,
+}
+
+impl Propagated {
+    /// `DEL key` in database `db`: an expired or evicted key's deletion.
+    pub fn deletion(db: usize, key: Bytes) -> Self {
+        Propagated { db, argv: vec![Bytes::from_static(b"DEL"), key] }
+    }
+}
+
+/// Where an engine sends its commits' effects (a server's replication backlog).
+pub trait Propagation: Send + Sync {
+    /// Whether the stream is kept at all: while false the engine records nothing.
+    fn active(&self) -> bool;
+
+    /// One commit's commands, in order, called while the commit's key locks are held. A
+    /// unit of several commands is one transaction (Redis wraps it in MULTI/EXEC).
+    fn propagate(&self, unit: Vec<Propagated>);
+}
+
+/// The commands `argv` (which answered `reply`, at `now_ms`) propagates, given that it
+/// changed something (Redis' `dirty`): usually `argv` itself. `exists` tells whether a key
+/// exists after the command.
+pub(crate) fn effects(
+    info: &CommandInfo,
+    argv: &[Bytes],
+    reply: &Reply,
+    now_ms: u64,
+    exists: &dyn Fn(&[u8]) -> bool,
+) -> Vec<Vec<Bytes>> {
+    let arg = |i: usize| argv.get(i).cloned().unwrap_or_default();
+    let key = || arg(1);
+    let b = |s: &'static [u8]| Bytes::from_static(s);
+    let num = |n: u64| Bytes::from(n.to_string());
+    let int = |i: usize| std::str::from_utf8(&arg(i)).ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or(0);
+    let at = |ms: i64| (now_ms as i64).saturating_add(ms).max(0) as u64;
+    let verbatim = || vec![argv.to_vec()];
+    match info.name {
+        "expire" | "pexpire" | "expireat" | "pexpireat" => {
+            let when = match info.name {
+                "expire" => at(int(2).saturating_mul(1000)),
+                "pexpire" => at(int(2)),
+                "expireat" => int(2).saturating_mul(1000).max(0) as u64,
+                _ => int(2).max(0) as u64,
+            };
+            if when <= now_ms {
+                return vec![vec![b(b"DEL"), key()]];
+            }
+            let mut out = vec![b(b"PEXPIREAT"), key(), num(when)];
+            out.extend(argv.iter().skip(3).cloned());
+            vec![out]
+        }
+        "set" => match expiry_option(argv, 3, now_ms) {
+            Some(when) => vec![vec![b(b"SET"), key(), arg(2), b(b"PXAT"), num(when)]],
+            // GET only answers: the replica need not.
+            None => vec![
+                argv.iter()
+                    .enumerate()
+                    .filter(|(i, a)| *i < 3 || !a.eq_ignore_ascii_case(b"get"))
+                    .map(|(_, a)| a.clone())
+                    .collect(),
+            ],
+        },
+        "setex" => vec![vec![b(b"SET"), key(), arg(3), b(b"PXAT"), num(at(int(2).saturating_mul(1000)))]],
+        "psetex" => vec![vec![b(b"SET"), key(), arg(3), b(b"PXAT"), num(at(int(2)))]],
+        "getex" => match expiry_option(argv, 2, now_ms) {
+            Some(when) if when <= now_ms => vec![vec![b(b"DEL"), key()]],
+            Some(when) => vec![vec![b(b"PEXPIREAT"), key(), num(when)]],
+            None => vec![vec![b(b"PERSIST"), key()]],
+        },
+        "getdel" => vec![vec![b(b"DEL"), key()]],
+        "incrbyfloat" => match reply {
+            Reply::Bulk(value) => vec![vec![b(b"SET"), key(), value.clone(), b(b"KEEPTTL")]],
+            _ => verbatim(),
+        },
+        "hincrbyfloat" => match reply {
+            Reply::Bulk(value) => vec![vec![b(b"HSET"), key(), arg(2), value.clone()]],
+            _ => verbatim(),
+        },
+        "spop" => match reply {
+            Reply::Bulk(member) => vec![vec![b(b"SREM"), key(), member.clone()]],
+            // A count that took the whole set deletes it.
+            Reply::Array(_) | Reply::Set(_) if !exists(&key()) => vec![vec![b(b"DEL"), key()]],
+            Reply::Array(members) | Reply::Set(members) => members
+                .iter()
+                .filter_map(|m| match m {
+                    Reply::Bulk(m) => Some(vec![b(b"SREM"), key(), m.clone()]),
+                    _ => None,
+                })
+                .collect(),
+            _ => verbatim(),
+        },
+        "blpop" | "brpop" => match reply_key(reply) {
+            Some(popped) => {
+                vec![vec![b(if info.name == "blpop" { b"LPOP" } else { b"RPOP" }), popped]]
+            }
+            None => Vec::new(),
+        },
+        "brpoplpush" => vec![vec![b(b"RPOPLPUSH"), key(), arg(2)]],
+        "blmove" => vec![vec![b(b"LMOVE"), key(), arg(2), arg(3), arg(4)]],
+        "lmpop" | "blmpop" => {
+            let left = argv.iter().any(|a| a.eq_ignore_ascii_case(b"left"));
+            match popped_count(reply) {
+                Some((popped, n)) => vec![vec![b(if left { b"LPOP" } else { b"RPOP" }), popped, num(n)]],
+                None => Vec::new(),
+            }
+        }
+        "bzpopmin" | "bzpopmax" => match reply_key(reply) {
+            Some(popped) => {
+                vec![vec![b(if info.name == "bzpopmin" { b"ZPOPMIN" } else { b"ZPOPMAX" }), popped]]
+            }
+            None => Vec::new(),
+        },
+        "zmpop" | "bzmpop" => {
+            let min = argv.iter().any(|a| a.eq_ignore_ascii_case(b"min"));
+            match popped_count(reply) {
+                Some((popped, n)) => {
+                    vec![vec![b(if min { b"ZPOPMIN" } else { b"ZPOPMAX" }), popped, num(n)]]
+                }
+                None => Vec::new(),
+            }
+        }
+        "xadd" => match (reply, xadd_id_position(argv)) {
+            (Reply::Bulk(id), Some(i)) => {
+                let mut out = argv.to_vec();
+                out[i] = id.clone();
+                vec![out]
+            }
+            _ => verbatim(),
+        },
+        "xreadgroup" => xreadgroup_claims(argv, reply, now_ms),
+        _ => verbatim(),
+    }
+}
+
+/// XREADGROUP's effects as Redis 7.0 propagates them: for each new entry (read with `>`)
+/// delivered, an `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT 1 FORCE JUSTID LASTID
+/// last-id` that gives it to the consumer on the replica; with NOACK, the group's last id
+/// and the consumer instead. Rereads of a consumer's history are not propagated.
+fn xreadgroup_claims(argv: &[Bytes], reply: &Reply, now_ms: u64) -> Vec<Vec<Bytes>> {
+    let b = |s: &'static [u8]| Bytes::from_static(s);
+    let at = |name: &[u8]| argv.iter().position(|a| a.eq_ignore_ascii_case(name));
+    let (Some(group_at), Some(streams_at)) = (at(b"group"), at(b"streams")) else { return Vec::new() };
+    let (group, consumer) = (argv[group_at + 1].clone(), argv[group_at + 2].clone());
+    let noack = at(b"noack").is_some_and(|i| i < streams_at);
+    let names = &argv[streams_at + 1..];
+    let (keys, ids) = names.split_at(names.len() / 2);
+    let streams = match reply {
+        Reply::PairMap(streams) | Reply::Map(streams) | Reply::Pairs(streams) => streams,
+        _ => return Vec::new(),
+    };
+    let mut out = Vec::new();
+    for (key, entries) in streams {
+        let (Reply::Bulk(key), Reply::Array(entries)) = (key, entries) else { continue };
+        let new = keys.iter().position(|k| k == key).is_some_and(|i| ids[i].as_ref() == b">");
+        let delivered: Vec<Bytes> = entries
+            .iter()
+            .filter_map(|e| match e {
+                Reply::Array(e) => match e.first() {
+                    Some(Reply::Bulk(id)) => Some(id.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let Some(last) = delivered.last().cloned().filter(|_| new) else { continue };
+        if noack {
+            out.push(vec![b(b"XGROUP"), b(b"CREATECONSUMER"), key.clone(), group.clone(), consumer.clone()]);
+            out.push(vec![b(b"XGROUP"), b(b"SETID"), key.clone(), group.clone(), last]);
+            continue;
+        }
+        for id in delivered {
+            out.push(vec![
+                b(b"XCLAIM"),
+                key.clone(),
+                group.clone(),
+                consumer.clone(),
+                b(b"0"),
+                id,
+                b(b"TIME"),
+                Bytes::from(now_ms.to_string()),
+                b(b"RETRYCOUNT"),
+                b(b"1"),
+                b(b"FORCE"),
+                b(b"JUSTID"),
+                b(b"LASTID"),
+                last.clone(),
+            ]);
+        }
+    }
+    out
+}
+
+/// Whether a command is propagated even when it changed nothing (Redis'
+/// `forceCommandPropagation`): emptying or swapping databases; and XREADGROUP, whose
+/// deliveries raise no keyspace event (its effects come from its reply).
+pub(crate) fn always_propagated(info: &CommandInfo) -> bool {
+    matches!(info.name, "flushdb" | "flushall" | "swapdb" | "xreadgroup")
+}
+
+/// The absolute expiry (unix ms) the `EX|PX|EXAT|PXAT n` option among `argv[from..]` sets;
+/// `None` without one.
+fn expiry_option(argv: &[Bytes], from: usize, now_ms: u64) -> Option<u64> {
+    let mut i = from;
+    while i < argv.len() {
+        let name = argv[i].to_ascii_lowercase();
+        let value = argv.get(i + 1).and_then(|v| std::str::from_utf8(v).ok()?.parse::<i64>().ok());
+        let found = match (name.as_slice(), value) {
+            (b"ex", Some(v)) => Some((now_ms as i64).saturating_add(v.saturating_mul(1000))),
+            (b"px", Some(v)) => Some((now_ms as i64).saturating_add(v)),
+            (b"exat", Some(v)) => Some(v.saturating_mul(1000)),
+            (b"pxat", Some(v)) => Some(v),
+            _ => None,
+        };
+        if let Some(when) = found {
+            return Some(when.max(0) as u64);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The key a blocking pop's `[key, …]` reply names.
+fn reply_key(reply: &Reply) -> Option<Bytes> {
+    match reply {
+        Reply::Array(items) => match items.first() {
+            Some(Reply::Bulk(key)) => Some(key.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The key and the number of elements of an `[key, [elements]]` reply (LMPOP, ZMPOP).
+fn popped_count(reply: &Reply) -> Option<(Bytes, u64)> {
+    match reply {
+        Reply::Array(items) => match (items.first(), items.get(1)) {
+            (Some(Reply::Bulk(key)), Some(Reply::Array(popped))) => Some((key.clone(), popped.len() as u64)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Where XADD's id is among its arguments: after the key and its options.
+fn xadd_id_position(argv: &[Bytes]) -> Option<usize> {
+    let mut i = 2;
+    while i < argv.len() {
+        let a = argv[i].to_ascii_lowercase();
+        match a.as_slice() {
+            b"nomkstream" => i += 1,
+            b"maxlen" | b"minid" => {
+                i += 1;
+                if argv.get(i).is_some_and(|m| m.as_ref() == b"=" || m.as_ref() == b"~") {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b"limit" => i += 2,
+            _ => return Some(i),
+        }
+    }
+    None
+}
