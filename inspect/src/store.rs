@@ -114,10 +114,10 @@ pub fn dump(
                     "error": error,
                 })
             });
-            if let (Some(found), Some(named)) = (&user_key, json.get_mut("key")) {
-                if named.as_str() == Some("") {
-                    *named = record::bytes_json(found);
-                }
+            if let (Some(found), Some(named)) = (&user_key, json.get_mut("key"))
+                && named.as_str() == Some("")
+            {
+                *named = record::bytes_json(found);
             }
             writeln!(out, "{json}").map_err(|e| e.to_string())?;
             written += 1;

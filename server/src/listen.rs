@@ -70,12 +70,11 @@ impl Listen {
         if let (Some(registry), Some(old)) = (self.registry.get(), &listeners[side as usize]) {
             let _ = registry.deregister(&mut SourceFd(&old.as_raw_fd()));
         }
-        if let (Some(registry), Some(new)) = (self.registry.get(), &listener) {
-            if let Err(e) =
+        if let (Some(registry), Some(new)) = (self.registry.get(), &listener)
+            && let Err(e) =
                 registry.register(&mut SourceFd(&new.as_raw_fd()), Token(side as usize), Interest::READABLE)
-            {
-                crate::log::warning!("Cannot watch the listener: {e}");
-            }
+        {
+            crate::log::warning!("Cannot watch the listener: {e}");
         }
         listeners[side as usize] = listener;
     }

@@ -358,11 +358,11 @@ fn main() {
             std::process::exit(1);
         });
     let tls_contexts = tls::Tls::default();
-    if config.wants_tls() {
-        if let Err(e) = tls_contexts.configure(&config) {
-            log::warning!("{e}");
-            fatal("Failed to configure TLS. Check logs for more info.");
-        }
+    if config.wants_tls()
+        && let Err(e) = tls_contexts.configure(&config)
+    {
+        log::warning!("{e}");
+        fatal("Failed to configure TLS. Check logs for more info.");
     }
     // `bind` may list several addresses; the first one is served. `port 0` with a
     // `tls-port` serves TLS only, as Redis; without one it asks for any free port.

@@ -322,10 +322,8 @@ pub fn spawn_cron(state: Arc<State>) {
                         || now.saturating_sub(rdb.last_try.load(Relaxed)) >= RETRY_DELAY_SECS;
                     may_retry && save_points(&state).iter().any(|&(secs, n)| changes >= n && since >= secs)
                 });
-            if due {
-                if let Err(e) = background_save(&state) {
-                    crate::log::warning!("Background saving error: {e}");
-                }
+            if due && let Err(e) = background_save(&state) {
+                crate::log::warning!("Background saving error: {e}");
             }
         }
     });

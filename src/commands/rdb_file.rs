@@ -95,11 +95,11 @@ pub fn save_rdb<B: KvBackend>(
                 w.entry(&mut buf, key, &value, (expire_ms != 0).then_some(expire_ms));
                 counts.count(value.type_name());
                 progress(counts.keys);
-                if buf.len() >= EMIT_BYTES {
-                    if let Err(e) = hand_on(&mut buf, &mut counts) {
-                        failed = Some(e);
-                        return Err(CommandError::err("the output failed"));
-                    }
+                if buf.len() >= EMIT_BYTES
+                    && let Err(e) = hand_on(&mut buf, &mut counts)
+                {
+                    failed = Some(e);
+                    return Err(CommandError::err("the output failed"));
                 }
                 Ok(())
             })

@@ -132,10 +132,10 @@ impl Client {
                 return Some(Some(Reply::Error(state.writes.refusal())));
             }
         }
-        if !self.master {
-            if let Some(refusal) = self.replication_refusal(info, state) {
-                return Some(Some(refusal));
-            }
+        if !self.master
+            && let Some(refusal) = self.replication_refusal(info, state)
+        {
+            return Some(Some(refusal));
         }
         None
     }

@@ -70,7 +70,7 @@ impl Client {
     /// REPLCONF option value…: what a replica says of itself, and its ACKs (answered with
     /// nothing, as Redis).
     pub(super) fn replconf(&mut self, argv: &[Bytes], state: &State) -> Reply {
-        if argv.len() % 2 == 0 {
+        if argv.len().is_multiple_of(2) {
             return Reply::Error("ERR syntax error".into());
         }
         for pair in argv[1..].chunks(2) {
@@ -85,10 +85,9 @@ impl Client {
                 b"ack" | b"getack" => {
                     if pair[0].eq_ignore_ascii_case(b"ack")
                         && self.info.replica.load(std::sync::atomic::Ordering::Relaxed)
+                        && let Ok(offset) = value.parse::<u64>()
                     {
-                        if let Ok(offset) = value.parse::<u64>() {
-                            resume_waiters(state, state.replication.ack(self.info.id, offset));
-                        }
+                        resume_waiters(state, state.replication.ack(self.info.id, offset));
                     }
                     self.reply = ReplyMode::Skip;
                     return Reply::OK;
