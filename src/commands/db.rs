@@ -13,10 +13,10 @@ use super::Reply;
 use super::blocking::Block;
 use super::counts::{Delta, KeyCount, KeyCounts, add_delta, counted, counted_meta};
 use super::cursor::CursorStore;
-use super::error::{CommandError, CommandResult};
+use super::error::CommandError;
 use super::listeners::Listeners;
 use super::notify::{Effects, Event, NotifyFlags};
-use super::session::Session;
+use super::reply::CommandResult;
 use crate::backend::{BatchOp, Direction, KvBackend, ScanIter, WriteBatch};
 use crate::codec::{
     Clock, ColumnFamily, KeyLayout, LayoutKind, Metadata, RedisType, SystemClock, VersionGenerator,
@@ -25,6 +25,10 @@ use crate::codec::{
 
 /// How many logical databases `SELECT` accepts (Redis' default `databases 16`).
 pub const DATABASES: usize = 16;
+
+/// What a stored record costs beside its key and value bytes (the store's per-entry
+/// bookkeeping: an ordered map's node, an LSM's block index share).
+pub(crate) const RECORD_OVERHEAD: u64 = 16;
 
 /// A live key's metadata, with a string's value split off as `Bytes`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +136,7 @@ impl Shared {
 
     /// Keeps key counts from now on (an engine over a store no other process writes).
     pub(crate) fn count_keys(&mut self) {
-        self.counts = Some(KeyCounts::new());
+        self.counts = Some(KeyCounts::new(DATABASES));
     }
 
     /// Whether commands record the keys they modify now (see [`Listeners`]).
@@ -485,6 +489,10 @@ impl Journal {
     }
 }
 
+/// What [`Db::hand_back`] returns to a session: the journal, the block and the swapped
+/// databases.
+pub(crate) type HandedBack = (Option<Box<Journal>>, Option<Block>, Vec<(usize, usize)>);
+
 /// A [`Db`]'s journal: the session's, lent for one command ([`Db::take_from`], handed back
 /// by [`Db::hand_back`]), or the `Db`'s own, boxed at its first write. Moving it is moving a
 /// pointer, and a `Db` that lent it back drops nothing.
@@ -727,11 +735,11 @@ impl<'a, B: KvBackend> Db<'a, B> {
         result
     }
 
-    /// Lends a fresh `Db` the journal `session` kept from its last command, which
-    /// [`Session::clear_results`] emptied before this one: a command reuses its vectors'
-    /// memory instead of allocating its own.
-    pub(crate) fn take_from(&mut self, session: &mut Session) {
-        let Some(journal) = session.journal.take() else { return };
+    /// Lends a fresh `Db` the journal a session kept from its last command, which
+    /// [`super::Session::clear_results`] emptied before this one: a command reuses its
+    /// vectors' memory instead of allocating its own.
+    pub(crate) fn take_journal(&mut self, journal: Option<Box<Journal>>) {
+        let Some(journal) = journal else { return };
         debug_assert!(journal.touched.is_empty() && journal.events.is_empty() && journal.created.is_empty());
         let slot = self.journal.get_mut();
         *slot = JournalSlot(Some(journal));
@@ -739,17 +747,15 @@ impl<'a, B: KvBackend> Db<'a, B> {
         self.read_memo.get_mut().clear();
     }
 
-    /// Hands `session` what the commands run left: the settled journal (touched keys,
-    /// events, effects, and the scratch vectors for the next [`Db::take_from`]), the block
+    /// What the commands run left for the session: the settled journal (touched keys,
+    /// events, effects, and the scratch vectors for the next [`Db::take_journal`]), the block
     /// and the swapped databases.
-    pub(crate) fn hand_back(&mut self, session: &mut Session) {
+    pub(crate) fn hand_back(&mut self) -> HandedBack {
         if let Some(journal) = self.journal.get_mut().0.as_deref_mut() {
             journal.settle(true, &self.shared);
             std::mem::swap(&mut journal.scratch.memo, self.read_memo.get_mut());
         }
-        session.journal = self.journal.get_mut().0.take();
-        session.block = self.block.take();
-        session.swapped = std::mem::take(&mut self.swapped);
+        (self.journal.get_mut().0.take(), self.block.take(), std::mem::take(&mut self.swapped))
     }
 
     /// The time the next command runs at (see [`super::Session::set_time`]; 0: the clock's).
@@ -1350,8 +1356,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             let (mut seen, mut bytes) = (0u64, 0u64);
             if let Ok(records) = self.scan_subkeys(key, meta.version, Direction::Forward) {
                 for (sub, value) in records.take(5).flatten() {
-                    bytes +=
-                        (mkey.len() + 12 + sub.len() + value.len()) as u64 + super::generic::RECORD_OVERHEAD;
+                    bytes += (mkey.len() + 12 + sub.len() + value.len()) as u64 + RECORD_OVERHEAD;
                     seen += 1;
                 }
             }

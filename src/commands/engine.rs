@@ -16,11 +16,6 @@ use super::{CommandError, Db, Reply, Session, Touch, TouchedKey, resolve};
 use crate::backend::{ColumnFamily, KvBackend};
 use crate::codec::{Clock, KeyLayout};
 
-/// How many times in all [`Engine`] runs a command (or an EXEC) whose batch the backend
-/// refused with [`crate::Error::Conflict`] (see [`KvBackend::begin`]), unless the backend's
-/// [`KvBackend::retry_pause`] says otherwise; the last refusal is the client's error reply.
-pub const CONFLICT_ATTEMPTS: u32 = 16;
-
 /// A database many clients use at once: the backend and the state every connection shares
 /// (clock, versions, SCAN cursors, key locks, WATCH registrations). Per-connection state
 /// lives in each client's [`Session`]. `Engine<B>` is `Send + Sync` when `B` is; wrap it in an
@@ -504,7 +499,7 @@ impl<B: KvBackend> Engine<B> {
         let index = session.db;
         let mut db = self.db(session);
         db.give_time(std::mem::take(&mut session.time_ms));
-        db.take_from(session);
+        db.take_journal(session.journal.take());
         // The `Db` stays in place (it is large): a retry starts over with a fresh one.
         let mut retry = false;
         let reply = self.transaction(|| {
@@ -514,7 +509,7 @@ impl<B: KvBackend> Engine<B> {
             commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray)
         });
         session.db = db.index();
-        db.hand_back(session);
+        (session.journal, session.block, session.swapped) = db.hand_back();
         // Most commands touch no key anyone listens for (none recorded) and swap nothing.
         let touched = !session.touched().is_empty();
         if touched || !session.swapped.is_empty() {

@@ -11,6 +11,7 @@
 use bytes::Bytes;
 
 use super::args::{int_arg, parse_i64};
+use super::db::RECORD_OVERHEAD;
 use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend};
@@ -69,10 +70,6 @@ const MEMORY_HELP: &[&str] = &[
     "HELP",
     "    Prints this help.",
 ];
-
-/// What a stored record costs beside its key and value bytes (the store's per-entry
-/// bookkeeping: an ordered map's node, an LSM's block index share).
-pub(crate) const RECORD_OVERHEAD: u64 = 16;
 
 impl<B: KvBackend> Db<'_, B> {
     /// An estimate of the bytes `key` takes in the store, `None` when missing: its metadata
