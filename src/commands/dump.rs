@@ -9,20 +9,10 @@ use bytes::Bytes;
 
 use super::args::int_arg;
 use super::notify::NotifyFlags;
-use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::rdb::{self, RdbValue};
 use crate::codec::{ColumnFamily, Metadata, RedisType, push_back_tail};
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "dump" => dump_cmd,
-        "restore" => restore_cmd,
-        _ => return None,
-    })
-}
 
 /// RESTORE's options after the payload.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -191,7 +181,7 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-fn dump_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn dump_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(db.dump(&argv[1])?.map_or(Reply::Nil, |p| Reply::Bulk(Bytes::from(p))))
 }
 
@@ -199,7 +189,7 @@ fn dump_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 /// checked first, as Redis does; IDLETIME sets the key's last-use time (OBJECT IDLETIME)
 /// and FREQ its access counter (OBJECT FREQ), each only under the policy that keeps it (LRU
 /// times, LFU counters), as Redis; naming both is a syntax error.
-fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut opts = RestoreOptions::default();
     let (mut idle, mut freq) = (None, None);
     let mut j = 4;

@@ -7,11 +7,12 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use bytes::Bytes;
 
 use super::db::{Share, Shared, expired_keys};
+use super::dispatch::{Action, action};
 use super::listeners::Listeners;
 use super::locks::{KeyLocks, LockGuard};
 use super::overlay::Overlay;
 use super::session::{Multi, Watched};
-use super::table::{self, CommandInfo, Family};
+use super::table::{self, CommandInfo};
 use super::{CommandError, Db, Reply, Session, Touch, TouchedKey, resolve};
 use crate::backend::{ColumnFamily, KvBackend};
 use crate::codec::{Clock, KeyLayout};
@@ -432,55 +433,56 @@ impl<B: KvBackend> Engine<B> {
                 return reply;
             }
         };
+        let action = action(info);
         if let Some(multi) = &mut session.multi {
-            if !matches!(info.name, "exec" | "discard" | "multi" | "watch") {
+            if !matches!(action, Action::Exec | Action::Discard | Action::Multi | Action::Watch) {
                 multi.queue.push((info, argv.to_vec()));
                 return Reply::status("QUEUED");
             }
         }
-        // The transaction commands are session rows: any other row runs at once, unnamed.
-        let name = if info.family == Family::Session { info.name } else { "" };
-        match name {
-            "multi" if session.multi.is_some() => Reply::Error("ERR MULTI calls can not be nested".into()),
-            "multi" => {
+        match action {
+            Action::Multi if session.multi.is_some() => {
+                Reply::Error("ERR MULTI calls can not be nested".into())
+            }
+            Action::Multi => {
                 session.multi = Some(Multi::default());
                 Reply::OK
             }
-            "exec" => self.exec(session),
-            "discard" => match session.multi.take() {
+            Action::Exec => self.exec(session),
+            Action::Discard => match session.multi.take() {
                 None => Reply::Error("ERR DISCARD without MULTI".into()),
                 Some(_) => {
                     self.unwatch(session);
                     Reply::OK
                 }
             },
-            "watch" if session.multi.is_some() => {
+            Action::Watch if session.multi.is_some() => {
                 Reply::Error("ERR WATCH inside MULTI is not allowed".into())
             }
-            "watch" => self.watch(session, &argv[1..]).unwrap_or_else(|e| Reply::Error(e.to_string())),
-            "unwatch" => {
+            Action::Watch => self.watch(session, &argv[1..]).unwrap_or_else(|e| Reply::Error(e.to_string())),
+            Action::Unwatch => {
                 self.unwatch(session);
                 Reply::OK
             }
-            _ => {
+            run => {
                 session.time_ms = time_ms;
                 self.run_locked(session, &[(info, argv)], |db, (info, argv)| {
                     db.allow_blocking();
                     if retry {
                         db.set_retrying();
                     }
-                    db.execute_resolved(info, argv)
+                    db.execute_action(info, run, argv)
                 })
             }
         }
     }
 
     /// Runs `commands` under their locks over a fresh [`Db`], then notifies watchers.
-    fn run_locked<T>(
-        &self,
+    fn run_locked<'s, T>(
+        &'s self,
         session: &mut Session,
         commands: &[(&'static CommandInfo, T)],
-        run: impl Fn(&mut Db<'_, &B>, &(&'static CommandInfo, T)) -> Reply,
+        run: impl Fn(&mut Db<'s, &'s B>, &(&'static CommandInfo, T)) -> Reply,
     ) -> Reply
     where
         T: AsRef<[Bytes]>,
@@ -644,9 +646,9 @@ impl<B: KvBackend> Engine<B> {
             db.defer_counts();
             let replies = queue
                 .iter()
-                .map(|(info, argv)| match info.name {
-                    "unwatch" => Reply::OK,
-                    _ => db.execute_resolved(info, argv),
+                .map(|(info, argv)| match action(info) {
+                    Action::Unwatch => Reply::OK,
+                    run => db.execute_action(info, run, argv),
                 })
                 .collect();
             let index = db.index();

@@ -25,33 +25,9 @@ use super::args::{Distinct, check_pairs_count, cursor_arg, int_arg, parse_i64, r
 use super::long_double::{self, LongDouble};
 use super::notify::NotifyFlags;
 use super::subkeys::{Pick, ScanOptions, parse_scan_options, scan_reply};
-use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "hset" => hset,
-        "hmset" => hmset,
-        "hsetnx" => hsetnx,
-        "hget" => hget,
-        "hmget" => hmget,
-        "hdel" => hdel,
-        "hlen" => hlen,
-        "hstrlen" => hstrlen,
-        "hexists" => hexists,
-        "hkeys" => hkeys,
-        "hvals" => hvals,
-        "hgetall" => hgetall,
-        "hincrby" => hincrby,
-        "hincrbyfloat" => hincrbyfloat,
-        "hrandfield" => hrandfield,
-        "hscan" => hscan,
-        _ => return None,
-    })
-}
 
 impl<B: KvBackend> Db<'_, B> {
     /// HSET: sets each field to its value (a later duplicate field wins) and returns how many
@@ -293,68 +269,68 @@ fn field_pairs<'a>(args: &'a [Bytes], name: &str) -> CommandResult<&'a [Bytes]> 
     Ok(args)
 }
 
-fn hset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let pairs = field_pairs(&argv[2..], "hset")?;
     db.hset(&argv[1], pairs).map(Reply::Integer)
 }
 
-fn hmset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hmset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let pairs = field_pairs(&argv[2..], "hmset")?;
     db.hset(&argv[1], pairs)?;
     Ok(Reply::OK)
 }
 
-fn hsetnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hsetnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hsetnx(&argv[1], &argv[2], &argv[3]).map(|b| Reply::Integer(b.into()))
 }
 
-fn hget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hget(&argv[1], &argv[2]).map(Reply::bulk_or_nil)
 }
 
-fn hmget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hmget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let values = db.hmget(&argv[1], &argv[2..])?;
     Ok(Reply::Array(values.into_iter().map(Reply::bulk_or_nil).collect()))
 }
 
-fn hdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hdel(&argv[1], &argv[2..]).map(Reply::Integer)
 }
 
-fn hlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hlen(&argv[1]).map(Reply::Integer)
 }
 
-fn hstrlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hstrlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.hget(&argv[1], &argv[2])?.map_or(0, |v| v.len() as i64)))
 }
 
-fn hexists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hexists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.hget(&argv[1], &argv[2])?.is_some().into()))
 }
 
-fn hkeys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hkeys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulks(db.hgetall(&argv[1])?.into_iter().map(|(f, _)| f)))
 }
 
-fn hvals<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hvals<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulks(db.hgetall(&argv[1])?.into_iter().map(|(_, v)| v)))
 }
 
-fn hgetall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hgetall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hgetall(&argv[1]).map(map_reply)
 }
 
-fn hincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let delta = int_arg(&argv[3])?;
     db.hincrby(&argv[1], &argv[2], delta).map(Reply::Integer)
 }
 
-fn hincrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hincrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hincrbyfloat(&argv[1], &argv[2], &argv[3]).map(Reply::Bulk)
 }
 
-fn hrandfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hrandfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     if argv.len() == 2 {
         let picked = db.hrandfield(&argv[1], 1)?;
         return Ok(picked.into_iter().next().map_or(Reply::Nil, |(f, _)| Reply::Bulk(f)));
@@ -369,7 +345,7 @@ fn hrandfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(if withvalues { pairs_reply(picked) } else { Reply::bulks(picked.into_iter().map(|(f, _)| f)) })
 }
 
-fn hscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let cursor = cursor_arg(&argv[2])?;
     let Some(meta) = db.lookup_of(&argv[1], RedisType::Hash)? else { return Ok(scan_reply(0, Vec::new())) };
     let opts = parse_scan_options(&argv[3..])?;

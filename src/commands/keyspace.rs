@@ -8,44 +8,9 @@ use bytes::Bytes;
 
 use super::args::{Distinct, Glob, cursor_arg, int_arg};
 use super::notify::NotifyFlags;
-use super::table::Handler;
 use super::{CommandError, CommandResult, DATABASES, Db, Entry, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, Metadata, RedisType};
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "del" => del,
-        "unlink" => del,
-        "exists" => exists,
-        "type" => type_,
-        "expire" => expire,
-        "pexpire" => pexpire,
-        "expireat" => expireat,
-        "pexpireat" => pexpireat,
-        "ttl" => ttl,
-        "pttl" => pttl,
-        "expiretime" => expiretime,
-        "pexpiretime" => pexpiretime,
-        "persist" => persist,
-        "rename" => rename,
-        "renamenx" => renamenx,
-        "copy" => copy,
-        "scan" => scan,
-        "keys" => keys,
-        "randomkey" => randomkey,
-        "dbsize" => dbsize,
-        "flushdb" => flushdb,
-        "flushall" => flushall,
-        "ping" => ping,
-        "echo" => echo,
-        "select" => select,
-        "move" => move_cmd,
-        "swapdb" => swapdb,
-        _ => return None,
-    })
-}
 
 /// The NX / XX / GT / LT conditions of the EXPIRE family.
 ///
@@ -635,11 +600,11 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-fn del<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn del<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.del(&argv[1..]).map(Reply::Integer)
 }
 
-fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut n = 0;
     for key in &argv[1..] {
         if db.lookup_meta(key)?.is_some() {
@@ -649,7 +614,7 @@ fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(n))
 }
 
-fn type_<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn type_<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::status(db.lookup_meta(&argv[1])?.map_or("none", |meta| meta.ty.reply_name())))
 }
 
@@ -679,19 +644,19 @@ fn expire_generic<B: KvBackend>(
     Ok(Reply::Integer(i64::from(db.expire_at_ms(&argv[1], when, cond)?)))
 }
 
-fn expire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn expire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     expire_generic(db, argv, 1000, true, "expire")
 }
 
-fn pexpire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn pexpire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     expire_generic(db, argv, 1, true, "pexpire")
 }
 
-fn expireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn expireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     expire_generic(db, argv, 1000, false, "expireat")
 }
 
-fn pexpireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn pexpireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     expire_generic(db, argv, 1, false, "pexpireat")
 }
 
@@ -700,36 +665,36 @@ fn to_seconds(ms: i64) -> i64 {
     if ms < 0 { ms } else { ms.saturating_add(500) / 1000 }
 }
 
-fn ttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn ttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(to_seconds(db.pttl(&argv[1])?)))
 }
 
-fn pttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn pttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.pttl(&argv[1])?))
 }
 
-fn expiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn expiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(to_seconds(db.pexpiretime(&argv[1])?)))
 }
 
-fn pexpiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn pexpiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.pexpiretime(&argv[1])?))
 }
 
-fn persist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn persist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.persist(&argv[1])?)))
 }
 
-fn rename<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn rename<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.rename(&argv[1], &argv[2], false)?;
     Ok(Reply::OK)
 }
 
-fn renamenx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn renamenx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.rename(&argv[1], &argv[2], true)?)))
 }
 
-fn copy<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn copy<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut replace = false;
     let mut target = None;
     let mut j = 3;
@@ -748,7 +713,7 @@ fn copy<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.copy(&argv[1], &argv[2], target, replace)?)))
 }
 
-fn scan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn scan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let cursor = cursor_arg(&argv[1])?;
     let mut count = 10usize;
     let mut pattern: Option<&[u8]> = None;
@@ -778,15 +743,15 @@ fn scan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Array(vec![Reply::bulk(next.to_string().as_bytes()), Reply::bulks(keys)]))
 }
 
-fn keys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn keys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulks(db.keys(&argv[1])?))
 }
 
-fn randomkey<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
+pub(super) fn randomkey<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulk_or_nil(db.randomkey()?))
 }
 
-fn dbsize<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
+pub(super) fn dbsize<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.dbsize()?))
 }
 
@@ -799,19 +764,19 @@ fn flush_mode(argv: &[Bytes]) -> CommandResult<()> {
     }
 }
 
-fn flushdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn flushdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     flush_mode(argv)?;
     db.flushdb()?;
     Ok(Reply::OK)
 }
 
-fn flushall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn flushall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     flush_mode(argv)?;
     db.flushall()?;
     Ok(Reply::OK)
 }
 
-fn ping<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn ping<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     match argv.len() {
         1 => Ok(Reply::status("PONG")),
         2 => Ok(Reply::Bulk(argv[1].clone())),
@@ -819,7 +784,7 @@ fn ping<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     }
 }
 
-fn echo<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn echo<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Bulk(argv[1].clone()))
 }
 
@@ -841,12 +806,12 @@ fn db_index_arg(arg: &[u8]) -> CommandResult<usize> {
 }
 
 /// `MOVE key db`.
-fn move_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn move_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.move_key(&argv[1], db_index_arg(&argv[2])?)?)))
 }
 
 /// `SWAPDB a b`: see [`Db::swapdb`].
-fn swapdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn swapdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let index = |arg: &[u8], which: &str| {
         let i = int_arg(arg).ok().and_then(|i| i32::try_from(i).ok());
         i.ok_or_else(|| CommandError::err(format!("invalid {which} DB index")))
@@ -860,7 +825,7 @@ fn swapdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::OK)
 }
 
-fn select<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn select<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let index = int_arg(&argv[1])?;
     let index = usize::try_from(index).map_err(|_| CommandError::err("DB index is out of range"))?;
     db.select(index)?;

@@ -17,41 +17,11 @@ use bytes::Bytes;
 
 use super::args::{int_arg, normalize_range, timeout_arg};
 use super::notify::NotifyFlags;
-use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{
     ColumnFamily, KeyRange, Metadata, RedisType, push_back_tail, push_front_index, stored_index,
 };
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "lpush" => lpush_cmd,
-        "rpush" => rpush_cmd,
-        "lpushx" => lpushx_cmd,
-        "rpushx" => rpushx_cmd,
-        "lpop" => lpop_cmd,
-        "rpop" => rpop_cmd,
-        "llen" => llen_cmd,
-        "lindex" => lindex_cmd,
-        "lrange" => lrange_cmd,
-        "lset" => lset_cmd,
-        "lrem" => lrem_cmd,
-        "linsert" => linsert_cmd,
-        "ltrim" => ltrim_cmd,
-        "lpos" => lpos_cmd,
-        "lmove" => lmove_cmd,
-        "rpoplpush" => rpoplpush_cmd,
-        "lmpop" => lmpop_cmd,
-        "blpop" => blpop_cmd,
-        "brpop" => brpop_cmd,
-        "blmove" => blmove_cmd,
-        "brpoplpush" => brpoplpush_cmd,
-        "blmpop" => blmpop_cmd,
-        _ => return None,
-    })
-}
 
 /// One end of a list: `LEFT` is the head (position 0), `RIGHT` the tail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -907,19 +877,19 @@ fn push_cmd<B: KvBackend>(
     db.list_push(&argv[1], end, &argv[2..], only_existing).map(Reply::Integer)
 }
 
-fn lpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     push_cmd(db, argv, ListEnd::Left, false)
 }
 
-fn rpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn rpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     push_cmd(db, argv, ListEnd::Right, false)
 }
 
-fn lpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     push_cmd(db, argv, ListEnd::Left, true)
 }
 
-fn rpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn rpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     push_cmd(db, argv, ListEnd::Right, true)
 }
 
@@ -937,19 +907,19 @@ fn pop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], end: ListEnd, name: &st
     }
 }
 
-fn lpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     pop_cmd(db, argv, ListEnd::Left, "lpop")
 }
 
-fn rpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn rpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     pop_cmd(db, argv, ListEnd::Right, "rpop")
 }
 
-fn llen_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn llen_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.llen(&argv[1]).map(Reply::Integer)
 }
 
-fn lindex_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lindex_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis looks the key up before parsing the index.
     let Some(meta) = db.list_meta(&argv[1])? else {
         return Ok(Reply::Nil);
@@ -958,13 +928,13 @@ fn lindex_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.lindex_in(&argv[1], &meta, index).map(Reply::bulk_or_nil)
 }
 
-fn lrange_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lrange_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let start = int_arg(&argv[2])?;
     let stop = int_arg(&argv[3])?;
     db.lrange(&argv[1], start, stop).map(Reply::bulks)
 }
 
-fn lset_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lset_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis looks the key up before parsing the index.
     let meta = db.list_meta(&argv[1])?.ok_or(CommandError::NoSuchKey)?;
     let index = int_arg(&argv[2])?;
@@ -972,12 +942,12 @@ fn lset_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::OK)
 }
 
-fn lrem_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lrem_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let count = int_arg(&argv[2])?;
     db.lrem(&argv[1], count, &argv[3]).map(Reply::Integer)
 }
 
-fn linsert_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn linsert_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let before = if argv[2].eq_ignore_ascii_case(b"before") {
         true
     } else if argv[2].eq_ignore_ascii_case(b"after") {
@@ -988,14 +958,14 @@ fn linsert_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.linsert(&argv[1], before, &argv[3], &argv[4]).map(Reply::Integer)
 }
 
-fn ltrim_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn ltrim_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let start = int_arg(&argv[2])?;
     let stop = int_arg(&argv[3])?;
     db.ltrim(&argv[1], start, stop)?;
     Ok(Reply::OK)
 }
 
-fn lpos_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lpos_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut opts = LposOptions::default();
     let mut with_count = false;
     let mut j = 3;
@@ -1027,13 +997,13 @@ fn lpos_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     })
 }
 
-fn lmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let from = ListEnd::parse(&argv[3])?;
     let to = ListEnd::parse(&argv[4])?;
     db.lmove(&argv[1], &argv[2], from, to).map(Reply::bulk_or_nil)
 }
 
-fn rpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn rpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.lmove(&argv[1], &argv[2], ListEnd::Right, ListEnd::Left).map(Reply::bulk_or_nil)
 }
 
@@ -1067,7 +1037,7 @@ fn mpop_reply(result: Option<(Bytes, Vec<Bytes>)>) -> Reply {
     }
 }
 
-fn lmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let (keys, end, count) = parse_mpop(argv, 1)?;
     db.lmpop(keys, end, count).map(mpop_reply)
 }
@@ -1083,22 +1053,22 @@ fn bpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], end: ListEnd) -> Comma
     })
 }
 
-fn blpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn blpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     bpop_cmd(db, argv, ListEnd::Left)
 }
 
-fn brpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn brpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     bpop_cmd(db, argv, ListEnd::Right)
 }
 
-fn blmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn blmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let from = ListEnd::parse(&argv[3])?;
     let to = ListEnd::parse(&argv[4])?;
     let timeout = timeout_arg(&argv[5])?;
     blmove(db, argv, from, to, timeout)
 }
 
-fn brpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn brpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let timeout = timeout_arg(&argv[3])?;
     blmove(db, argv, ListEnd::Right, ListEnd::Left, timeout)
 }
@@ -1117,7 +1087,7 @@ fn blmove<B: KvBackend>(
     })
 }
 
-fn blmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn blmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis parses numkeys, the end and COUNT before the timeout.
     let (keys, end, count) = parse_mpop(argv, 2)?;
     let timeout = timeout_arg(&argv[1])?;

@@ -25,34 +25,9 @@ use bytes::Bytes;
 use super::args::{Distinct, cursor_arg, random_count_arg};
 use super::notify::NotifyFlags;
 use super::subkeys::{Pick, parse_scan_options, scan_reply};
-use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "sadd" => sadd,
-        "srem" => srem,
-        "scard" => scard,
-        "sismember" => sismember,
-        "smismember" => smismember,
-        "smembers" => smembers,
-        "spop" => spop,
-        "srandmember" => srandmember,
-        "smove" => smove,
-        "sinter" => sinter,
-        "sintercard" => sintercard,
-        "sinterstore" => sinterstore,
-        "sunion" => sunion,
-        "sunionstore" => sunionstore,
-        "sdiff" => sdiff,
-        "sdiffstore" => sdiffstore,
-        "sscan" => sscan,
-        _ => return None,
-    })
-}
 
 impl<B: KvBackend> Db<'_, B> {
     /// SADD: adds the members; returns how many were new. Reads the metadata and the members
@@ -421,23 +396,23 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-fn sadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.sadd(&argv[1], &argv[2..]).map(Reply::Integer)
 }
 
-fn srem<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn srem<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.srem(&argv[1], &argv[2..]).map(Reply::Integer)
 }
 
-fn scard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn scard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.scard(&argv[1]).map(Reply::Integer)
 }
 
-fn sismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.smismember(&argv[1], &argv[2..3])?[0].into()))
 }
 
-fn smismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn smismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let found = db.smismember(&argv[1], &argv[2..])?;
     Ok(Reply::Array(found.into_iter().map(|b| Reply::Integer(b.into())).collect()))
 }
@@ -447,11 +422,11 @@ fn set_reply(members: Vec<Bytes>) -> Reply {
     Reply::Set(members.into_iter().map(Reply::Bulk).collect())
 }
 
-fn smembers<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn smembers<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(set_reply(db.smembers(&argv[1])?))
 }
 
-fn spop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn spop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     match argv.len() {
         2 => Ok(db.spop(&argv[1], 1)?.into_iter().next().map_or(Reply::Nil, Reply::Bulk)),
         3 => {
@@ -464,7 +439,7 @@ fn spop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     }
 }
 
-fn srandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn srandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     match argv.len() {
         2 => Ok(db.srandmember(&argv[1], 1)?.into_iter().next().map_or(Reply::Nil, Reply::Bulk)),
         3 => {
@@ -475,15 +450,15 @@ fn srandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     }
 }
 
-fn smove<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn smove<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.smove(&argv[1], &argv[2], &argv[3])?.into()))
 }
 
-fn sinter<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sinter<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(set_reply(db.sinter(&argv[1..], 0)?))
 }
 
-fn sintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let numkeys = super::args::parse_i64(&argv[1])
         .filter(|n| *n > 0)
         .ok_or_else(|| CommandError::err("numkeys should be greater than 0"))?;
@@ -508,30 +483,30 @@ fn sintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.sinter(keys, limit)?.len() as i64))
 }
 
-fn sinterstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sinterstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let members = db.sinter(&argv[2..], 0)?;
     db.store_set_as(&argv[1], &members, "sinterstore").map(Reply::Integer)
 }
 
-fn sunion<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sunion<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(set_reply(db.sunion(&argv[1..])?))
 }
 
-fn sunionstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sunionstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let members = db.sunion(&argv[2..])?;
     db.store_set_as(&argv[1], &members, "sunionstore").map(Reply::Integer)
 }
 
-fn sdiff<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sdiff<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(set_reply(db.sdiff(&argv[1..])?))
 }
 
-fn sdiffstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sdiffstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let members = db.sdiff(&argv[2..])?;
     db.store_set_as(&argv[1], &members, "sdiffstore").map(Reply::Integer)
 }
 
-fn sscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let cursor = cursor_arg(&argv[2])?;
     let Some(meta) = db.lookup_of(&argv[1], RedisType::Set)? else { return Ok(scan_reply(0, Vec::new())) };
     let opts = parse_scan_options(&argv[3..])?;

@@ -10,41 +10,12 @@ use bytes::Bytes;
 use super::args::{Distinct, int_arg};
 use super::long_double;
 use super::notify::NotifyFlags;
-use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
 
 /// The largest string Redis accepts (`proto-max-bulk-len`, 512 MB).
 pub const MAX_STRING_LEN: u64 = 512 * 1024 * 1024;
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "get" => get,
-        "set" => set,
-        "setnx" => setnx,
-        "setex" => setex,
-        "psetex" => psetex,
-        "getset" => getset,
-        "getdel" => getdel,
-        "getex" => getex,
-        "mget" => mget,
-        "mset" => mset,
-        "msetnx" => msetnx,
-        "append" => append,
-        "strlen" => strlen,
-        "getrange" => getrange,
-        "substr" => getrange,
-        "setrange" => setrange,
-        "incr" => incr,
-        "decr" => decr,
-        "incrby" => incrby,
-        "decrby" => decrby,
-        "incrbyfloat" => incrbyfloat,
-        _ => return None,
-    })
-}
 
 /// What SET does besides storing the value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -394,7 +365,7 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-fn get<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn get<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulk_or_nil(db.get(&argv[1])?))
 }
 
@@ -472,7 +443,7 @@ fn expire_ms_of(kind: ExpireKind, arg: &[u8], now_ms: i64, name: &str) -> Comman
     Ok(ms)
 }
 
-fn set<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn set<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let o = parse_string_options(&argv[3..], true)?;
     let expire_at_ms = match o.expire {
         Some((kind, arg)) => Some(expire_ms_of(kind, arg, db.now_i64(), "set")?),
@@ -489,7 +460,7 @@ fn set<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     })
 }
 
-fn setnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn setnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let opts = SetOptions { nx: true, ..SetOptions::default() };
     Ok(Reply::Integer(i64::from(db.set(&argv[1], &argv[2], opts)?.0)))
 }
@@ -506,24 +477,24 @@ fn setex_generic<B: KvBackend>(
     Ok(Reply::OK)
 }
 
-fn setex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn setex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     setex_generic(db, argv, ExpireKind::Ex, "setex")
 }
 
-fn psetex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn psetex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     setex_generic(db, argv, ExpireKind::Px, "psetex")
 }
 
-fn getset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn getset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let opts = SetOptions { get: true, ..SetOptions::default() };
     Ok(Reply::bulk_or_nil(db.set(&argv[1], &argv[2], opts)?.1))
 }
 
-fn getdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn getdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulk_or_nil(db.getdel(&argv[1])?))
 }
 
-fn getex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn getex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let o = parse_string_options(&argv[2..], false)?;
     // Redis looks the key up (nil, WRONGTYPE) before validating the expire time.
     match db.lookup(&argv[1])? {
@@ -544,7 +515,7 @@ fn getex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulk_or_nil(db.getex(&argv[1], expiry)?))
 }
 
-fn mget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn mget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Array(db.mget(&argv[1..])?.into_iter().map(Reply::bulk_or_nil).collect()))
 }
 
@@ -555,53 +526,53 @@ fn pairs_of(argv: &[Bytes], name: &str) -> CommandResult<Vec<(Bytes, Bytes)>> {
     Ok(argv[1..].chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect())
 }
 
-fn mset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn mset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.mset(&pairs_of(argv, "mset")?, false)?;
     Ok(Reply::OK)
 }
 
-fn msetnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn msetnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.mset(&pairs_of(argv, "msetnx")?, true)?)))
 }
 
-fn append<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn append<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.append(&argv[1], &argv[2])?))
 }
 
-fn strlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn strlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.strlen(&argv[1])?))
 }
 
-fn getrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn getrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let start = int_arg(&argv[2])?;
     let end = int_arg(&argv[3])?;
     Ok(Reply::Bulk(db.getrange(&argv[1], start, end)?))
 }
 
-fn setrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn setrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let offset = int_arg(&argv[2])?;
     Ok(Reply::Integer(db.setrange(&argv[1], offset, &argv[3])?))
 }
 
-fn incr<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn incr<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.incrby(&argv[1], 1)?))
 }
 
-fn decr<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn decr<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.incrby(&argv[1], -1)?))
 }
 
-fn incrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn incrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let delta = int_arg(&argv[2])?;
     Ok(Reply::Integer(db.incrby(&argv[1], delta)?))
 }
 
-fn decrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn decrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let delta = int_arg(&argv[2])?;
     let delta = delta.checked_neg().ok_or_else(|| CommandError::err("decrement would overflow"))?;
     Ok(Reply::Integer(db.incrby(&argv[1], delta)?))
 }
 
-fn incrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn incrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Bulk(db.incrbyfloat(&argv[1], &argv[2])?))
 }
