@@ -782,7 +782,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// The node size of [`Db::set_stream_node_entries`].
-    pub fn stream_node_entries(&self) -> u64 {
+    pub(crate) fn stream_node_entries(&self) -> u64 {
         self.shared.stream_node_entries.load(Ordering::Relaxed)
     }
 
@@ -842,7 +842,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// caller holds the whole-keyspace lock exclusively, as [`super::Engine`] does for a
     /// keyspace-wide write). Records nothing for `a == b`, else the pair for
     /// [`Db::take_swapped`]: every key of both databases may have changed.
-    pub fn swapdb(&mut self, a: usize, b: usize) {
+    pub(crate) fn swapdb(&mut self, a: usize, b: usize) {
         if a != b {
             self.shared.swap(a, b);
             self.swapped.push((a, b));
@@ -850,7 +850,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// The database pairs SWAPDB exchanged since the last call, in order.
-    pub fn take_swapped(&mut self) -> Vec<(usize, usize)> {
+    pub(crate) fn take_swapped(&mut self) -> Vec<(usize, usize)> {
         std::mem::take(&mut self.swapped)
     }
 
@@ -868,7 +868,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// Whether blind-write mode is on.
-    pub fn blind_write(&self) -> bool {
+    pub(crate) fn blind_write(&self) -> bool {
         self.shared.blind_write.load(Ordering::Relaxed)
     }
 
@@ -880,7 +880,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// Whether new bitmaps are strings ([`Db::set_bitmap_strings`]).
-    pub fn bitmap_strings(&self) -> bool {
+    pub(crate) fn bitmap_strings(&self) -> bool {
         self.shared.bitmap_strings.load(Ordering::Relaxed)
             || !self.shared.base_layout.stores(RedisType::Bitmap)
     }
@@ -933,7 +933,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// The keys the commands run since the last [`Db::take_touched`] modified, or found
     /// expired, in order (a key may repeat).
-    pub fn take_touched(&mut self) -> Vec<TouchedKey> {
+    pub(crate) fn take_touched(&mut self) -> Vec<TouchedKey> {
         std::mem::take(&mut self.journal.get_mut().touched)
     }
 
@@ -942,7 +942,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// [`super::Engine`] deletes them after each command, [`Db::delete_expired`]), so over a
     /// bare `Db` every command that finds one reports it `expired` again.
     /// Events are recorded unless turned off ([`super::Engine::set_events`]).
-    pub fn take_events(&mut self) -> Vec<Event> {
+    pub(crate) fn take_events(&mut self) -> Vec<Event> {
         let journal = self.journal.get_mut();
         journal.settle(true, &self.shared);
         std::mem::take(&mut journal.events)
@@ -950,7 +950,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// What the commands run since the last [`Db::take_effects`] did (see [`Effects`]),
     /// counted whether or not events are recorded.
-    pub fn take_effects(&mut self) -> Effects {
+    pub(crate) fn take_effects(&mut self) -> Effects {
         let journal = self.journal.get_mut();
         journal.settle(true, &self.shared);
         std::mem::take(&mut journal.effects)
@@ -1092,7 +1092,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// The next pseudo-random number (xorshift64*).
-    pub fn random_u64(&mut self) -> u64 {
+    pub(crate) fn random_u64(&mut self) -> u64 {
         self.shared.random_u64()
     }
 
@@ -1380,7 +1380,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// [`CommandError::WrongType`] when it holds another type; storage errors.
-    pub fn lookup_of(&self, key: &[u8], ty: RedisType) -> CommandResult<Option<Metadata<'static>>> {
+    pub(crate) fn lookup_of(&self, key: &[u8], ty: RedisType) -> CommandResult<Option<Metadata<'static>>> {
         self.lookup_of_at(&self.metadata_key(key), ty)
     }
 
@@ -1404,7 +1404,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// [`CommandError::WrongType`] for a collection; storage errors.
-    pub fn lookup_string(&self, key: &[u8]) -> CommandResult<Option<Bytes>> {
+    pub(crate) fn lookup_string(&self, key: &[u8]) -> CommandResult<Option<Bytes>> {
         match self.lookup_stringlike(key)? {
             None => Ok(None),
             Some(e) if e.meta.ty == RedisType::String => Ok(Some(e.value)),
@@ -1417,7 +1417,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// As [`Db::lookup`].
-    pub fn lookup_stringlike(&self, key: &[u8]) -> CommandResult<Option<Entry>> {
+    pub(crate) fn lookup_stringlike(&self, key: &[u8]) -> CommandResult<Option<Entry>> {
         self.lookup_stringlike_at(key, &self.metadata_key(key))
     }
 
@@ -1441,7 +1441,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// As [`Db::lookup_of`].
-    pub fn lookup_or_create(&self, key: &[u8], ty: RedisType) -> CommandResult<Metadata<'static>> {
+    pub(crate) fn lookup_or_create(&self, key: &[u8], ty: RedisType) -> CommandResult<Metadata<'static>> {
         Ok(match self.lookup_of(key, ty)? {
             Some(meta) => meta,
             None => self.new_collection(ty),
@@ -1451,7 +1451,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// A new, empty collection of `ty` under a fresh version; hashes and sets are
     /// blind-write while [`Db::blind_write`] is on, or when the layout writes them
     /// uncounted (camellia's encode version 1).
-    pub fn new_collection(&self, ty: RedisType) -> Metadata<'static> {
+    pub(crate) fn new_collection(&self, ty: RedisType) -> Metadata<'static> {
         let mut meta = Metadata::collection(ty, self.new_version());
         meta.blind_write = (self.blind_write() && matches!(ty, RedisType::Hash | RedisType::Set))
             || self.layout().writes_uncounted(ty);
@@ -1460,7 +1460,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Queues the metadata record of `key`, in the layout's form. A type the layout cannot
     /// store is not queued: the command's commit fails instead ([`Db::commit`]).
-    pub fn put_metadata(&self, batch: &mut WriteBatch, key: &[u8], meta: &Metadata<'_>) {
+    pub(crate) fn put_metadata(&self, batch: &mut WriteBatch, key: &[u8], meta: &Metadata<'_>) {
         self.put_metadata_in(self.layout(), batch, self.metadata_key(key), meta);
     }
 
@@ -1487,7 +1487,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Queues the metadata of a collection after an edit: deleted when it became empty
     /// (an empty collection does not exist), written otherwise.
-    pub fn put_collection(&self, batch: &mut WriteBatch, key: &[u8], meta: &Metadata<'_>) {
+    pub(crate) fn put_collection(&self, batch: &mut WriteBatch, key: &[u8], meta: &Metadata<'_>) {
         self.put_collection_at(batch, self.metadata_key(key), meta);
     }
 
@@ -1510,7 +1510,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Queues the deletion of `key`: its metadata record only, O(1) whatever the size; the
     /// subkeys become garbage for [`crate::gc`].
-    pub fn delete_key(&self, batch: &mut WriteBatch, key: &[u8]) {
+    pub(crate) fn delete_key(&self, batch: &mut WriteBatch, key: &[u8]) {
         let mkey = self.metadata_key(key);
         self.shared.access.forget(&mkey);
         batch.delete(ColumnFamily::Metadata, mkey);
@@ -1518,12 +1518,12 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Seconds since `key` was last used (OBJECT IDLETIME), from times kept in memory in a
     /// bounded table: a key it forgot reports a lower bound.
-    pub fn idle_secs(&self, key: &[u8]) -> u64 {
+    pub(crate) fn idle_secs(&self, key: &[u8]) -> u64 {
         (self.now_ms() / 1000).saturating_sub(self.shared.access.last(&self.metadata_key(key)))
     }
 
     /// Sets when `key` was last used to `idle_secs` ago (RESTORE … IDLETIME).
-    pub fn set_idle_secs(&self, key: &[u8], idle_secs: u64) {
+    pub(crate) fn set_idle_secs(&self, key: &[u8], idle_secs: u64) {
         let at = (self.now_ms() / 1000).saturating_sub(idle_secs);
         self.shared.access.touch(&self.metadata_key(key), at);
     }
@@ -1535,12 +1535,12 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// The logarithmic access counter of `key` (OBJECT FREQ), decayed to now.
-    pub fn freq(&self, key: &[u8]) -> u8 {
+    pub(crate) fn freq(&self, key: &[u8]) -> u8 {
         self.shared.access.freq(&self.metadata_key(key), self.now_ms() / 1000)
     }
 
     /// Sets the access counter of `key` (RESTORE … FREQ).
-    pub fn set_freq(&self, key: &[u8], counter: u8) {
+    pub(crate) fn set_freq(&self, key: &[u8], counter: u8) {
         self.shared.access.set_freq(&self.metadata_key(key), counter, self.now_ms() / 1000);
     }
 
@@ -1548,7 +1548,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn get_subkey(&self, key: &[u8], version: u128, sub: &[u8]) -> CommandResult<Option<Bytes>> {
+    pub(crate) fn get_subkey(&self, key: &[u8], version: u128, sub: &[u8]) -> CommandResult<Option<Bytes>> {
         Ok(self.backend.get(ColumnFamily::Subkey, &self.subkey(key, version, sub)?)?)
     }
 

@@ -30,7 +30,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// [`CommandError::WrongType`] for a Kvrocks-only type (bloom filter, JSON…), which
     /// has no RDB form here; storage errors.
-    pub fn dump(&self, key: &[u8]) -> CommandResult<Option<Vec<u8>>> {
+    pub(crate) fn dump(&self, key: &[u8]) -> CommandResult<Option<Vec<u8>>> {
         let Some(entry) = self.lookup_stringlike(key)? else {
             return Ok(None);
         };
@@ -61,7 +61,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// In Redis' order: "BUSYKEY Target key name already exists." without `replace`; "ERR
     /// Invalid TTL value, must be >= 0"; "ERR DUMP payload version or checksum are wrong";
     /// "ERR Bad data format"; storage errors.
-    pub fn restore(
+    pub(crate) fn restore(
         &mut self,
         key: &[u8],
         ttl_ms: i64,

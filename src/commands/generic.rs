@@ -66,7 +66,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn memory_usage(&self, key: &[u8], samples: u64) -> CommandResult<Option<u64>> {
+    pub(crate) fn memory_usage(&self, key: &[u8], samples: u64) -> CommandResult<Option<u64>> {
         let Some(entry) = self.lookup_stringlike(key)? else {
             return Ok(None);
         };
@@ -97,7 +97,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn object_encoding(&self, key: &[u8]) -> CommandResult<Option<&'static str>> {
+    pub(crate) fn object_encoding(&self, key: &[u8]) -> CommandResult<Option<&'static str>> {
         let Some(entry) = self.lookup_stringlike(key)? else {
             return Ok(None);
         };
@@ -133,7 +133,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn touch(&self, keys: &[Bytes]) -> CommandResult<i64> {
+    pub(crate) fn touch(&self, keys: &[Bytes]) -> CommandResult<i64> {
         let mut n = 0;
         for key in keys {
             n += i64::from(self.lookup_meta(key)?.is_some());

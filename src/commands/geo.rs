@@ -22,7 +22,8 @@ use bytes::Bytes;
 use self::geohash::{Extent, Shape};
 use super::args::{float_arg, int_arg, parse_f64};
 use super::long_double::{LongDouble, format_human};
-use super::{CommandError, CommandResult, Db, Reply, ZAddFlags};
+use super::zset::ZAddFlags;
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::KvBackend;
 
 fn is(arg: &[u8], word: &str) -> bool {

@@ -92,7 +92,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn del(&mut self, keys: &[Bytes]) -> CommandResult<i64> {
+    pub(crate) fn del(&mut self, keys: &[Bytes]) -> CommandResult<i64> {
         let mut batch = WriteBatch::new();
         let mut removed = 0;
         let mut seen = Distinct::with_capacity(keys.len());
@@ -122,7 +122,12 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn expire_at_ms(&mut self, key: &[u8], when_ms: i64, cond: ExpireCondition) -> CommandResult<bool> {
+    pub(crate) fn expire_at_ms(
+        &mut self,
+        key: &[u8],
+        when_ms: i64,
+        cond: ExpireCondition,
+    ) -> CommandResult<bool> {
         let Some(entry) = self.lookup(key)? else {
             return Ok(false);
         };
@@ -147,7 +152,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn pexpiretime(&self, key: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn pexpiretime(&self, key: &[u8]) -> CommandResult<i64> {
         Ok(match self.lookup(key)? {
             None => -2,
             Some(entry) => expiry_of(&entry).unwrap_or(-1),
@@ -159,7 +164,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn pttl(&self, key: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn pttl(&self, key: &[u8]) -> CommandResult<i64> {
         let at = self.pexpiretime(key)?;
         if at < 0 {
             return Ok(at);
@@ -172,7 +177,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn persist(&mut self, key: &[u8]) -> CommandResult<bool> {
+    pub(crate) fn persist(&mut self, key: &[u8]) -> CommandResult<bool> {
         let Some(entry) = self.lookup(key)? else {
             return Ok(false);
         };
@@ -243,7 +248,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// [`CommandError::NoSuchKey`] when `src` does not exist; storage errors.
-    pub fn rename(&mut self, src: &[u8], dst: &[u8], nx: bool) -> CommandResult<bool> {
+    pub(crate) fn rename(&mut self, src: &[u8], dst: &[u8], nx: bool) -> CommandResult<bool> {
         let Some(entry) = self.lookup(src)? else {
             return Err(CommandError::NoSuchKey);
         };
@@ -272,7 +277,13 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// "ERR DB index is out of range", "ERR source and destination objects are the same";
     /// storage errors.
-    pub fn copy(&mut self, src: &[u8], dst: &[u8], db: Option<usize>, replace: bool) -> CommandResult<bool> {
+    pub(crate) fn copy(
+        &mut self,
+        src: &[u8],
+        dst: &[u8],
+        db: Option<usize>,
+        replace: bool,
+    ) -> CommandResult<bool> {
         let dst_index = db.unwrap_or(self.index());
         if dst_index >= DATABASES {
             return Err(CommandError::err("DB index is out of range"));
@@ -303,7 +314,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// "ERR DB index is out of range" past [`DATABASES`]; "ERR source and destination
     /// objects are the same" for the selected database; storage errors.
-    pub fn move_key(&mut self, key: &[u8], db: usize) -> CommandResult<bool> {
+    pub(crate) fn move_key(&mut self, key: &[u8], db: usize) -> CommandResult<bool> {
         if db >= DATABASES {
             return Err(CommandError::err("DB index is out of range"));
         }
@@ -429,7 +440,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn scan(
+    pub(crate) fn scan(
         &mut self,
         cursor: u64,
         pattern: Option<&[u8]>,
@@ -490,7 +501,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn keys(&self, pattern: &[u8]) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn keys(&self, pattern: &[u8]) -> CommandResult<Vec<Bytes>> {
         let mut keys = Vec::new();
         let all = pattern == b"*";
         let glob = Glob::new(pattern);
@@ -511,7 +522,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors (from the scan, or the first count of the database).
-    pub fn dbsize(&self) -> CommandResult<i64> {
+    pub(crate) fn dbsize(&self) -> CommandResult<i64> {
         match self.key_count()? {
             Some(count) => Ok(i64::try_from(count.keys).unwrap_or(i64::MAX)),
             None => self.live_keys(),
@@ -536,7 +547,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn randomkey(&mut self) -> CommandResult<Option<Bytes>> {
+    pub(crate) fn randomkey(&mut self) -> CommandResult<Option<Bytes>> {
         let n = self.live_keys()?;
         if n == 0 {
             return Ok(None);
@@ -579,7 +590,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn flushdb(&mut self) -> CommandResult<()> {
+    pub(crate) fn flushdb(&mut self) -> CommandResult<()> {
         let mut batch = WriteBatch::new();
         let layout = self.layout().clone();
         self.queue_flush(&mut batch, &layout)?;
@@ -590,7 +601,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn flushall(&mut self) -> CommandResult<()> {
+    pub(crate) fn flushall(&mut self) -> CommandResult<()> {
         let mut batch = WriteBatch::new();
         for i in 0..DATABASES {
             let layout = self.layout_of(i)?;

@@ -242,7 +242,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE; a storage error (list index overflow) when the indices would leave the
     /// u64 range; storage errors.
-    pub fn list_push(
+    pub(crate) fn list_push(
         &mut self,
         key: &[u8],
         end: ListEnd,
@@ -274,22 +274,6 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(len_i64(&meta))
     }
 
-    /// LPUSH: each element in turn becomes the new head. Returns the new length.
-    ///
-    /// # Errors
-    /// As [`Db::list_push`].
-    pub fn lpush(&mut self, key: &[u8], elements: &[Bytes]) -> CommandResult<i64> {
-        self.list_push(key, ListEnd::Left, elements, false)
-    }
-
-    /// RPUSH: appends each element at the tail. Returns the new length.
-    ///
-    /// # Errors
-    /// As [`Db::list_push`].
-    pub fn rpush(&mut self, key: &[u8], elements: &[Bytes]) -> CommandResult<i64> {
-        self.list_push(key, ListEnd::Right, elements, false)
-    }
-
     /// Pops up to `count` elements from `end` of the list at `key`, in pop order.
     /// `None` when the key is missing. A list left empty is deleted (metadata only).
     ///
@@ -298,7 +282,12 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn list_pop(&mut self, key: &[u8], end: ListEnd, count: u64) -> CommandResult<Option<Vec<Bytes>>> {
+    pub(crate) fn list_pop(
+        &mut self,
+        key: &[u8],
+        end: ListEnd,
+        count: u64,
+    ) -> CommandResult<Option<Vec<Bytes>>> {
         let routed = self.layout().routed(key);
         let mkey = routed.metadata_key();
         let Some(meta) = self.list_meta_at(&mkey)? else {
@@ -343,40 +332,12 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(popped)
     }
 
-    /// LPOP without count: the head element, `None` when the key is missing.
-    ///
-    /// # Errors
-    /// As [`Db::list_pop`].
-    pub fn lpop(&mut self, key: &[u8]) -> CommandResult<Option<Bytes>> {
-        Ok(self.list_pop(key, ListEnd::Left, 1)?.and_then(|v| v.into_iter().next()))
-    }
-
-    /// RPOP without count: the tail element, `None` when the key is missing.
-    ///
-    /// # Errors
-    /// As [`Db::list_pop`].
-    pub fn rpop(&mut self, key: &[u8]) -> CommandResult<Option<Bytes>> {
-        Ok(self.list_pop(key, ListEnd::Right, 1)?.and_then(|v| v.into_iter().next()))
-    }
-
     /// LLEN: the number of elements, 0 for a missing key. One metadata read.
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn llen(&self, key: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn llen(&self, key: &[u8]) -> CommandResult<i64> {
         Ok(self.list_meta(key)?.map_or(0, |m| len_i64(&m)))
-    }
-
-    /// LINDEX: the element at `index` (negative counts from the tail), `None` when out of
-    /// range or missing. One metadata read and one point read at `head + index`.
-    ///
-    /// # Errors
-    /// WRONGTYPE; storage errors (also when the element's record is missing).
-    pub fn lindex(&self, key: &[u8], index: i64) -> CommandResult<Option<Bytes>> {
-        match self.list_meta(key)? {
-            None => Ok(None),
-            Some(meta) => self.lindex_in(key, &meta, index),
-        }
     }
 
     /// LINDEX on a list whose metadata was read already: one point read.
@@ -430,7 +391,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn lrange(&self, key: &[u8], start: i64, stop: i64) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn lrange(&self, key: &[u8], start: i64, stop: i64) -> CommandResult<Vec<Bytes>> {
         let Some(meta) = self.list_meta(key)? else {
             return Ok(Vec::new());
         };
@@ -438,16 +399,6 @@ impl<B: KvBackend> Db<'_, B> {
             return Ok(Vec::new());
         };
         self.read_span(key, &meta, from, to + 1, Direction::Forward)
-    }
-
-    /// LSET: replaces the element at `index`. One metadata read, one point write.
-    ///
-    /// # Errors
-    /// "ERR no such key" for a missing key, WRONGTYPE, "ERR index out of range";
-    /// storage errors.
-    pub fn lset(&mut self, key: &[u8], index: i64, value: &[u8]) -> CommandResult<()> {
-        let meta = self.list_meta(key)?.ok_or(CommandError::NoSuchKey)?;
-        self.lset_in(key, &meta, index, value)
     }
 
     /// LSET on a list whose metadata was read already: one point write.
@@ -477,7 +428,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn lrem(&mut self, key: &[u8], count: i64, element: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn lrem(&mut self, key: &[u8], count: i64, element: &[u8]) -> CommandResult<i64> {
         let Some(meta) = self.list_meta(key)? else {
             return Ok(0);
         };
@@ -531,7 +482,13 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE; a storage error (list index overflow) when neither side can grow;
     /// storage errors.
-    pub fn linsert(&mut self, key: &[u8], before: bool, pivot: &[u8], element: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn linsert(
+        &mut self,
+        key: &[u8],
+        before: bool,
+        pivot: &[u8],
+        element: &[u8],
+    ) -> CommandResult<i64> {
         let Some(meta) = self.list_meta(key)? else {
             return Ok(0);
         };
@@ -655,7 +612,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn ltrim(&mut self, key: &[u8], start: i64, stop: i64) -> CommandResult<()> {
+    pub(crate) fn ltrim(&mut self, key: &[u8], start: i64, stop: i64) -> CommandResult<()> {
         let Some(mut meta) = self.list_meta(key)? else {
             return Ok(());
         };
@@ -694,7 +651,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// The RANK-zero error for `rank == 0`; WRONGTYPE; storage errors.
-    pub fn lpos(&self, key: &[u8], element: &[u8], opts: LposOptions) -> CommandResult<Vec<u64>> {
+    pub(crate) fn lpos(&self, key: &[u8], element: &[u8], opts: LposOptions) -> CommandResult<Vec<u64>> {
         if opts.rank == 0 {
             return Err(rank_zero());
         }
@@ -741,7 +698,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE for `src`, or for `dst` when `src` has data (then nothing is written); a
     /// storage error on index overflow; storage errors.
-    pub fn lmove(
+    pub(crate) fn lmove(
         &mut self,
         src: &[u8],
         dst: &[u8],
@@ -786,7 +743,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE when a key before the first list holds another type; storage errors.
-    pub fn lmpop(
+    pub(crate) fn lmpop(
         &mut self,
         keys: &[Bytes],
         end: ListEnd,
@@ -1095,4 +1052,23 @@ pub(super) fn blmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> Comman
         Some(popped) => mpop_reply(Some(popped)),
         None => db.would_block(keys, timeout, Reply::NilArray, Reply::NilArray),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::MemoryBackend;
+
+    #[test]
+    fn typed_api() {
+        let mut db = Db::new(MemoryBackend::new());
+        let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
+        db.run(&["RPUSH", "k", "z", "a", "b", "a"]);
+        assert_eq!(db.lrange(b"k", 0, -1).unwrap(), vec![b("z"), b("a"), b("b"), b("a")]);
+        assert_eq!(db.lpos(b"k", b"a", LposOptions { count: 0, ..Default::default() }).unwrap(), vec![1, 3]);
+        assert_eq!(db.lmove(b"k", b"j", ListEnd::Left, ListEnd::Right).unwrap(), Some(b("z")));
+        assert_eq!(db.list_pop(b"k", ListEnd::Left, 1).unwrap(), Some(vec![b("a")]));
+        assert_eq!(db.llen(b"k").unwrap(), 2);
+        assert!(db.lpos(b"k", b"a", LposOptions { rank: 0, ..Default::default() }).is_err());
+    }
 }

@@ -5,7 +5,9 @@
 //! Every command reads what it needs, then submits all its writes as one
 //! [`crate::backend::WriteBatch`]; a command that fails writes nothing. Each type family
 //! lives in its own file; names, arity, flags and key specs live in [`table`], and one
-//! match (`dispatch.rs`) leads from a command's row to its handler.
+//! match (`dispatch.rs`) leads from a command's row to its handler. Commands run through
+//! [`Db::run`] / [`Db::execute`] (one client) or [`Engine::execute`] (many): the families'
+//! typed methods are the crate's own.
 //!
 //! A handler builds the RESP3-shaped [`Reply`] whatever the client's protocol; folding to
 //! RESP2 is [`Reply::write`]'s job alone (see `reply.rs`). A blocking command that cannot be
@@ -49,20 +51,11 @@ pub use blocking::Block;
 pub use counts::KeyCount;
 pub use db::{DATABASES, Db, Entry, LAZYFREE_THRESHOLD, Touch, TouchedKey};
 pub use dispatch::{check_row, resolve};
-pub use dump::RestoreOptions;
 pub use engine::{Engine, HeldAnswer, exec_abort};
 pub use error::CommandError;
-pub use keyspace::{ExpireCondition, Sampled};
-pub use list::{ListEnd, LposOptions};
+pub use keyspace::Sampled;
 pub use listeners::{Listeners, Listening};
-pub use locks::{KeyLocks, LockGuard};
 pub use notify::{Effects, Event, NotifyFlags};
-pub use overlay::Overlay;
 pub use reply::{CommandResult, Protocol, Reply};
 pub use session::Session;
-pub use string::{GetExpiry, MAX_STRING_LEN, SetOptions};
 pub use table::{CommandInfo, keys};
-pub use zset::{
-    Aggregate, LexBound, LexRange, MAX_RANDOM_REPEATS, RangeQuery, RangeSpec, ScoreBound, ScoreRange,
-    ScoredMember, SetOp, ZAddFlags, ZAddOutcome,
-};

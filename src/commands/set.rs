@@ -36,7 +36,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE for a non-set key; storage errors.
-    pub fn sadd(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
+    pub(crate) fn sadd(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
         let existed = self.lookup_of(key, RedisType::Set)?;
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Set));
         let mut batch = WriteBatch::new();
@@ -85,7 +85,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn srem(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
+    pub(crate) fn srem(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
         let Some(mut meta) = self.lookup_of(key, RedisType::Set)? else { return Ok(0) };
         let removed = self.remove_subkeys(key, &mut meta, members)?;
         if removed > 0 {
@@ -98,7 +98,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn scard(&self, key: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn scard(&self, key: &[u8]) -> CommandResult<i64> {
         match self.lookup_of(key, RedisType::Set)? {
             None => Ok(0),
             Some(meta) => Ok(self.collection_len(key, &meta)? as i64),
@@ -109,7 +109,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn smismember(&self, key: &[u8], members: &[Bytes]) -> CommandResult<Vec<bool>> {
+    pub(crate) fn smismember(&self, key: &[u8], members: &[Bytes]) -> CommandResult<Vec<bool>> {
         match self.lookup_of(key, RedisType::Set)? {
             None => Ok(vec![false; members.len()]),
             Some(meta) => {
@@ -123,7 +123,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn smembers(&self, key: &[u8]) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn smembers(&self, key: &[u8]) -> CommandResult<Vec<Bytes>> {
         match self.lookup_of(key, RedisType::Set)? {
             None => Ok(Vec::new()),
             Some(meta) => Ok(self.all_subkeys(key, meta.version)?.into_iter().map(|(m, _)| m).collect()),
@@ -135,7 +135,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn spop(&mut self, key: &[u8], count: u64) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn spop(&mut self, key: &[u8], count: u64) -> CommandResult<Vec<Bytes>> {
         let Some(mut meta) = self.lookup_of(key, RedisType::Set)? else { return Ok(Vec::new()) };
         if count == 0 {
             return Ok(Vec::new());
@@ -165,7 +165,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE; "ERR value is out of range" for `count < -2^26` (a deviation: Redis would
     /// try to build the reply); storage errors.
-    pub fn srandmember(&mut self, key: &[u8], count: i64) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn srandmember(&mut self, key: &[u8], count: i64) -> CommandResult<Vec<Bytes>> {
         let Some(meta) = self.lookup_of(key, RedisType::Set)? else { return Ok(Vec::new()) };
         let pick = if count >= 0 { Pick::Distinct(count as u64) } else { Pick::Repeat(count.unsigned_abs()) };
         Ok(self.sample_subkeys(key, &meta, pick)?.into_iter().map(|(m, _)| m).collect())
@@ -178,7 +178,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE when either key holds another type (none when `src` is missing, as Redis);
     /// storage errors.
-    pub fn smove(&mut self, src: &[u8], dst: &[u8], member: &[u8]) -> CommandResult<bool> {
+    pub(crate) fn smove(&mut self, src: &[u8], dst: &[u8], member: &[u8]) -> CommandResult<bool> {
         // Redis looks both keys up before anything else (an expired one is reported).
         let (sentry, dentry) = (self.lookup(src)?, self.lookup(dst)?);
         let Some(sentry) = sentry else { return Ok(false) };
@@ -235,7 +235,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE when any key holds another type; storage errors.
-    pub fn sinter(&self, keys: &[Bytes], limit: usize) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn sinter(&self, keys: &[Bytes], limit: usize) -> CommandResult<Vec<Bytes>> {
         let metas = self.set_metas(keys)?;
         let Some(metas) = metas.into_iter().collect::<Option<Vec<_>>>() else { return Ok(Vec::new()) };
         let mut order: Vec<usize> = (0..keys.len()).collect();
@@ -310,7 +310,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE when any key holds another type; storage errors.
-    pub fn sunion(&self, keys: &[Bytes]) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn sunion(&self, keys: &[Bytes]) -> CommandResult<Vec<Bytes>> {
         let metas = self.set_metas(keys)?;
         let mut seen = HashSet::new();
         let mut out = Vec::new();
@@ -331,7 +331,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE when any key holds another type; storage errors.
-    pub fn sdiff(&self, keys: &[Bytes]) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn sdiff(&self, keys: &[Bytes]) -> CommandResult<Vec<Bytes>> {
         let metas = self.set_metas(keys)?;
         let Some(first) = metas[0] else { return Ok(Vec::new()) };
         if keys[1..].iter().any(|k| k == &keys[0]) {
@@ -340,16 +340,6 @@ impl<B: KvBackend> Db<'_, B> {
         let probe: Vec<(&[u8], u128)> =
             keys.iter().zip(&metas).skip(1).filter_map(|(k, m)| m.map(|m| (k.as_ref(), m.version))).collect();
         self.filter_members(&keys[0], first.version, &probe, false, 0)
-    }
-
-    /// Replaces `dst` (any type) by a set of `members` under a fresh version, in one batch;
-    /// an empty result deletes `dst`. The old incarnation's records become garbage (O(1)).
-    /// Returns the new size.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn store_set(&mut self, dst: &[u8], members: &[Bytes]) -> CommandResult<i64> {
-        self.store_set_as(dst, members, "sinterstore")
     }
 
     /// [`Db::store_set`], recording the event `name` (`sinterstore`, `sunionstore`,
@@ -374,25 +364,6 @@ impl<B: KvBackend> Db<'_, B> {
         self.commit(batch)?;
         self.notify_store(NotifyFlags::SET, name, dst, members.is_empty(), existed);
         Ok(members.len() as i64)
-    }
-
-    /// SSCAN: one page of members after `cursor`, and the next cursor (0 at the end). The
-    /// cursor names the last member returned. Reads O(COUNT) subkeys.
-    ///
-    /// # Errors
-    /// WRONGTYPE; storage errors.
-    pub fn sscan(
-        &mut self,
-        key: &[u8],
-        cursor: u64,
-        pattern: Option<&[u8]>,
-        count: usize,
-    ) -> CommandResult<(u64, Vec<Bytes>)> {
-        let Some(meta) = self.lookup_of(key, RedisType::Set)? else { return Ok((0, Vec::new())) };
-        let opts =
-            super::subkeys::ScanOptions { pattern: pattern.map(Bytes::copy_from_slice), count: count.max(1) };
-        let (next, items) = self.scan_page(key, meta.version, cursor, &opts)?;
-        Ok((next, items.into_iter().map(|(m, _)| m).collect()))
     }
 }
 

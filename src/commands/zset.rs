@@ -560,3 +560,36 @@ pub(super) fn zscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResu
         .collect();
     Ok(Reply::Array(vec![Reply::Bulk(Bytes::from(next.to_string())), Reply::Array(items)]))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::MemoryBackend;
+
+    #[test]
+    fn typed_api() {
+        let mut db = Db::new(MemoryBackend::new());
+        let pairs = [
+            (1.0, Bytes::from_static(b"a")),
+            (2.0, Bytes::from_static(b"b")),
+            (3.0, Bytes::from_static(b"c")),
+        ];
+        let out = db.zadd(b"z", ZAddFlags::default(), &pairs).unwrap();
+        assert_eq!((out.added, out.updated), (3, 0));
+        let out =
+            db.zadd(b"z", ZAddFlags { xx: true, ch: true, ..ZAddFlags::default() }, &pairs[..1]).unwrap();
+        assert_eq!((out.added, out.updated), (0, 0));
+        let range = ScoreRange {
+            min: ScoreBound { value: 1.0, exclusive: true },
+            max: ScoreBound { value: f64::INFINITY, exclusive: false },
+        };
+        let q = RangeQuery { spec: RangeSpec::Score(range), rev: true, limit: Some((0, 1)) };
+        assert_eq!(db.zrange(b"z", &q).unwrap(), vec![(Bytes::from_static(b"c"), 3.0)]);
+        assert_eq!(db.zcount(b"z", &range).unwrap(), 2);
+        let keys = [Bytes::from_static(b"z"), Bytes::from_static(b"z")];
+        let union = db.zsetop(SetOp::Union, &keys, Some(&[1.0, 2.0]), Aggregate::Max).unwrap();
+        assert_eq!(union.iter().map(|(_, s)| *s).collect::<Vec<_>>(), [2.0, 4.0, 6.0]);
+        assert_eq!(db.zscore(b"z", b"c").unwrap(), Some(3.0));
+        assert_eq!(db.zrank(b"z", b"c", false).unwrap(), Some(2));
+    }
+}
