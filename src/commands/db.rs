@@ -1308,7 +1308,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// `now_ms` (a key written since is left alone), and returns them. Redis deletes a key
     /// when it finds it expired; this engine does it after the command, so a later command
     /// does not report the same expiry again. The caller holds the keys' locks. A deleted
-    /// collection sets [`Effects::garbage`] ([`Db::take_effects`]).
+    /// collection sets [`Effects::garbage`].
     ///
     /// # Errors
     /// Storage errors; nothing was deleted then.
@@ -1573,7 +1573,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Applies a command's writes as one atomic batch (nothing for an empty batch), and
     /// records the keys it touched: every metadata put, and every metadata delete of a
-    /// record that exists (see [`Db::take_touched`]).
+    /// record that exists ([`super::Session::touched`] after the command).
     ///
     /// # Errors
     /// Storage errors; then nothing was written or recorded.

@@ -306,7 +306,8 @@ impl<B: KvBackend> Db<'_, B> {
     /// Runs one command given as argv (`argv[0]` is the name, case-insensitive) and returns
     /// its reply. Unknown commands and wrong arity get Redis 7.0's error text; `COMMAND`
     /// answers from the [`table`]; MULTI, EXEC, DISCARD, WATCH and UNWATCH need a
-    /// [`Session`] and answer an error here (run them through [`Engine::execute`]).
+    /// [`super::Session`] and answer an error here (run them through
+    /// [`super::Engine::execute`]).
     pub fn execute(&mut self, argv: &[Bytes]) -> Reply {
         match resolve(argv) {
             Ok(info) => self.execute_resolved(info, argv),

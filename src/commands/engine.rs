@@ -24,7 +24,7 @@ use crate::codec::{Clock, KeyLayout};
 ///
 /// Each command runs under striped key locks (the private `locks` module) taken from its
 /// key specs, so its reads and its one batch are atomic with respect to other commands. EXEC runs its
-/// queue over an [`Overlay`] under the union of the queued commands' locks and commits the
+/// queue over an overlay (the private `overlay` module) under the union of the queued commands' locks and commits the
 /// whole transaction as one batch.
 pub struct Engine<B> {
     backend: B,
@@ -161,7 +161,7 @@ impl<B: KvBackend> Engine<B> {
 
     /// While another caller holds the keyspace-wide lock (a script in
     /// [`Engine::atomically`], FLUSHALL, a transaction with a whole-keyspace command), a
-    /// command waits for it by polling ([`KeyLocks::lock_or`]) and asks `answer` with its
+    /// command waits for it by polling and asks `answer` with its
     /// arguments before each wait: the first `Some(reply)` is its reply, and it runs
     /// nothing. The keys a command found expired are then left to the sweep, and
     /// [`Engine::evict`] leaves its key, rather than wait. Without it a command blocks
