@@ -12,6 +12,26 @@
 //! | [`gc`] | lazy deletion: the garbage decision, the expiry sweep, a compaction pass |
 //! | [`fsck`] | a consistency check over a whole store: sizes, zset score records, list indexes |
 //!
+//! The layers are one-way, each using only those above it in the table.
+//!
+//! # What to use
+//!
+//! - **Running commands**: [`commands::Db`] for one client (`Db::new(backend)`, then
+//!   [`commands::Db::run`] or [`commands::Db::execute`] with an argv), or
+//!   [`commands::Engine`] with a [`commands::Session`] per client for many clients on many
+//!   threads (MULTI/EXEC/WATCH, blocking commands, keyspace events). Every command goes
+//!   through its name: there is no typed per-command API. Replies are [`commands::Reply`],
+//!   written as RESP2 or RESP3 by [`commands::Reply::write`].
+//! - **A store**: implement [`backend::KvBackend`] and run [`kv_backend_conformance!`] over
+//!   it; [`backend::MemoryBackend`] is the reference, [`backend::MetadataCache`] a cache to
+//!   wrap a slow store in.
+//! - **The bytes**: [`codec`], for tools that read or write a store's records directly
+//!   (layouts, metadata, encodings, RDB payloads).
+//! - **Maintenance**: [`gc`] (the garbage decision for a store's compaction filter, the
+//!   expiry sweep, the collector) and [`fsck`].
+//! - **A server's own commands**: [`commands::table`] (arity, flags, key specs),
+//!   [`commands::resolve`], [`commands::args`] (argument parsing as Redis does it).
+//!
 //! # Format
 //!
 //! All integers are big-endian; `ns` is the namespace (default `__namespace`), `slot` is

@@ -5,9 +5,10 @@
 use std::sync::Mutex;
 
 use bytes::Bytes;
+use rediskv::backend::CONFLICT_ATTEMPTS;
 use rediskv::backend::{ColumnFamily, Direction, KvBackend, MemoryBackend, ScanIter, WriteBatch};
 use rediskv::codec::{KeyRange, ManualClock};
-use rediskv::commands::{CONFLICT_ATTEMPTS, Engine, Reply};
+use rediskv::commands::{Engine, Reply};
 use rediskv::gc::{ExpirySweep, expire_step};
 use rediskv::{Error, Result};
 

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use common::*;
 use rediskv::backend::{KvBackend, MemoryBackend, WriteBatch};
 use rediskv::codec::{ColumnFamily, LIST_INITIAL_INDEX, Metadata, RedisType};
-use rediskv::commands::{Db, ListEnd, LposOptions, Reply};
+use rediskv::commands::{Db, Reply};
 
 /// Makes `key` a string holding `v` by writing its metadata record directly.
 fn set_string(db: &mut Db<MemoryBackend>, key: &str, v: &str) {
@@ -144,22 +144,6 @@ fn pop_with_and_without_count() {
     }
     assert_eq!(run(&mut db, "LPOP l 1 2"), err("ERR wrong number of arguments for 'lpop' command"));
     assert_eq!(run(&mut db, "LPOP l 9223372036854775807"), bulks(&["a"]));
-}
-
-#[test]
-fn typed_api() {
-    let (mut db, _) = db();
-    let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
-    assert_eq!(db.rpush(b"k", &[b("a"), b("b"), b("a")]).unwrap(), 3);
-    assert_eq!(db.lpush(b"k", &[b("z")]).unwrap(), 4);
-    assert_eq!(db.lrange(b"k", 0, -1).unwrap(), vec![b("z"), b("a"), b("b"), b("a")]);
-    assert_eq!(db.lpos(b"k", b"a", LposOptions { count: 0, ..Default::default() }).unwrap(), vec![1, 3]);
-    assert_eq!(db.lmove(b"k", b"j", ListEnd::Left, ListEnd::Right).unwrap(), Some(b("z")));
-    assert_eq!(db.lpop(b"k").unwrap(), Some(b("a")));
-    assert_eq!(db.rpop(b"k").unwrap(), Some(b("a")));
-    assert_eq!(db.llen(b"k").unwrap(), 1);
-    assert_eq!(db.lindex(b"j", 0).unwrap(), Some(b("z")));
-    assert!(db.lpos(b"k", b"a", LposOptions { rank: 0, ..Default::default() }).is_err());
 }
 
 #[test]

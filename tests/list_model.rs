@@ -308,8 +308,9 @@ proptest! {
         }
         for k in KEYS {
             let want: Vec<Bytes> = model.get(k).map(|l| l.iter().map(|e| Bytes::from(e.clone())).collect()).unwrap_or_default();
-            prop_assert_eq!(db.lrange(k.as_bytes(), 0, -1).unwrap(), want);
-            prop_assert_eq!(db.llen(k.as_bytes()).unwrap(), model.get(k).map_or(0, |l| l.len() as i64));
+            let len = want.len() as i64;
+            prop_assert_eq!(db.run(&["LRANGE", k, "0", "-1"]), Reply::Array(want.into_iter().map(Reply::Bulk).collect()));
+            prop_assert_eq!(db.run(&["LLEN", k]), Reply::Integer(len));
         }
     }
 }

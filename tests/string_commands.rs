@@ -351,29 +351,6 @@ fn wrongtype_replies() {
 }
 
 #[test]
-fn typed_api() {
-    use rediskv::commands::{GetExpiry, SetOptions};
-    let (mut db, _) = db();
-    let opts = SetOptions { expire_at_ms: Some(T0_MS as i64 + 5000), ..SetOptions::default() };
-    assert_eq!(db.set(b"k", b"10", opts).unwrap(), (true, None));
-    assert_eq!(db.pttl(b"k").unwrap(), 5000);
-    assert_eq!(db.incrby(b"k", 5).unwrap(), 15);
-    assert_eq!(db.pttl(b"k").unwrap(), 5000);
-    assert_eq!(db.getrange(b"k", 1, -1).unwrap(), bytes::Bytes::from_static(b"5"));
-    assert_eq!(db.getex(b"k", GetExpiry::Persist).unwrap().as_deref(), Some(&b"15"[..]));
-    assert_eq!(db.pttl(b"k").unwrap(), -1);
-    // An expiry before the epoch stores the key already expired, never persistent.
-    let past = SetOptions { expire_at_ms: Some(-5), ..SetOptions::default() };
-    assert_eq!(db.set(b"p", b"v", past).unwrap(), (true, None));
-    assert_eq!(db.get(b"p").unwrap(), None);
-    assert_eq!(db.incrbyfloat(b"f", b"0.1").unwrap(), bytes::Bytes::from_static(b"0.1"));
-    assert_eq!(db.append(b"f", b"5").unwrap(), 4);
-    assert_eq!(db.strlen(b"f").unwrap(), 4);
-    assert_eq!(db.setrange(b"f", 0, b"9").unwrap(), 4);
-    assert_eq!(db.get(b"f").unwrap().as_deref(), Some(&b"9.15"[..]));
-}
-
-#[test]
 fn incrbyfloat_refuses_nul_bytes_anywhere() {
     // redis-server 7.0.15: every one of these is "ERR value is not a valid float".
     let (mut db, _) = db();

@@ -165,7 +165,10 @@ fn write_rdb_counting(
 pub fn load_rdb(state: &State, input: &mut dyn Read) -> Result<RdbStats, String> {
     let engine = &state.engine;
     let _alone = engine.locks().lock(true, std::iter::empty());
-    let flush = || engine.db(&engine.session()).flushall().map_err(|e| format!("cannot flush: {e}"));
+    let flush = || match engine.db(&engine.session()).run(&["FLUSHALL"]) {
+        rediskv::commands::Reply::Error(e) => Err(format!("cannot flush: {e}")),
+        _ => Ok(()),
+    };
     flush()?;
     let mut loader = RdbLoader::new(&**engine);
     let loaded = RdbFileReader::read_from(input, &mut |item| loader.take(item));
@@ -363,8 +366,10 @@ fn store_is_empty(state: &State) -> Result<bool, String> {
                 let session = engine.session();
                 let mut db = engine.db(&session);
                 db.select(i).map_err(|e| e.to_string())?;
-                if db.dbsize().map_err(|e| e.to_string())? > 0 {
-                    return Ok(false);
+                match db.run(&["DBSIZE"]) {
+                    rediskv::commands::Reply::Integer(0) => {}
+                    rediskv::commands::Reply::Error(e) => return Err(e),
+                    _ => return Ok(false),
                 }
             }
         }

@@ -6,23 +6,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+#[path = "../../tests/support/import_graph.rs"]
+mod import_graph;
+
+use import_graph::{circle, rust_files};
+
 /// Module name -> the modules its code names.
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    let mut dirs = vec![src.clone()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                files.push(path);
-            }
-        }
-    }
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for file in files {
+    for file in rust_files(&src) {
         let relative = file.strip_prefix(&src).unwrap();
         let first = relative.components().next().unwrap().as_os_str().to_string_lossy();
         let module = first.trim_end_matches(".rs").to_string();
@@ -49,35 +42,6 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         uses.retain(|m| !m.is_empty() && *m != module);
     }
     graph
-}
-
-/// A circle of imports, if there is one.
-fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-    fn visit(
-        module: &str,
-        graph: &BTreeMap<String, BTreeSet<String>>,
-        path: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-    ) -> Option<Vec<String>> {
-        if let Some(at) = path.iter().position(|m| m == module) {
-            let mut found = path[at..].to_vec();
-            found.push(module.to_string());
-            return Some(found);
-        }
-        if !done.insert(module.to_string()) {
-            return None;
-        }
-        path.push(module.to_string());
-        for next in graph.get(module).into_iter().flatten() {
-            if let Some(found) = visit(next, graph, path, done) {
-                return Some(found);
-            }
-        }
-        path.pop();
-        None
-    }
-    let mut done = BTreeSet::new();
-    graph.keys().find_map(|m| visit(m, graph, &mut Vec::new(), &mut done))
 }
 
 #[test]

@@ -139,6 +139,12 @@ impl WriteBatch {
     }
 }
 
+/// How many times in all [`crate::commands::Engine`] runs a command (or an EXEC) whose batch
+/// the backend refused with [`crate::Error::Conflict`] (see [`KvBackend::begin`]), unless the
+/// backend's [`KvBackend::retry_pause`] says otherwise; the last refusal is the client's error
+/// reply.
+pub const CONFLICT_ATTEMPTS: u32 = 16;
+
 /// An ordered key-value store with four column families.
 ///
 /// # Contract
@@ -164,7 +170,7 @@ impl WriteBatch {
 /// its one `write` conditional on them: when something the command read has changed since,
 /// `write` applies nothing and fails with [`crate::Error::Conflict`], `finish` answers `true`,
 /// and the engine runs the command again from the start on a fresh snapshot, for as long as
-/// [`KvBackend::retry_pause`] says (by default [`crate::commands::CONFLICT_ATTEMPTS`] times
+/// [`KvBackend::retry_pause`] says (by default [`CONFLICT_ATTEMPTS`] times
 /// in all). A command's only effect is its batch,
 /// so a refused attempt leaves nothing behind. Both methods default to doing nothing (and
 /// `finish` to `false`): a single-process backend keeps working unchanged. WATCH across
@@ -245,13 +251,12 @@ pub trait KvBackend {
 
     /// After the `attempt`-th refused run of one command (1-based), `elapsed` since the first refusal:
     /// how long to pause before running it again, or `None` to give up and answer the
-    /// conflict error. Default: a pause doubling from 100 µs, [`crate::commands::CONFLICT_ATTEMPTS`]
+    /// conflict error. Default: a pause doubling from 100 µs, [`CONFLICT_ATTEMPTS`]
     /// runs in all. A store shared by several processes may keep trying until a deadline,
     /// with jitter so that competing writers spread out.
     fn retry_pause(&self, attempt: u32, elapsed: std::time::Duration) -> Option<std::time::Duration> {
         let _ = elapsed;
-        (attempt < crate::commands::CONFLICT_ATTEMPTS)
-            .then(|| std::time::Duration::from_micros(50 << attempt.clamp(1, 10)))
+        (attempt < CONFLICT_ATTEMPTS).then(|| std::time::Duration::from_micros(50 << attempt.clamp(1, 10)))
     }
 
     /// A stamp of one record that changes whenever the record is written, by any process

@@ -13,27 +13,13 @@ use bytes::Bytes;
 use self::bits::{FieldType, Overflow, low_mask};
 use super::args::{int_arg, parse_i64};
 use super::notify::NotifyFlags;
-use super::{CommandError, CommandResult, Db, Handler, Reply};
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{KvBackend, WriteBatch};
 
 pub(crate) use store::Bits;
 
 /// Redis' `proto-max-bulk-len`: bit offsets address at most this many bytes.
 const MAX_BYTES: i64 = 512 * 1024 * 1024;
-
-/// The bitmap commands' handlers.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "setbit" => setbit,
-        "getbit" => getbit,
-        "bitcount" => bitcount,
-        "bitpos" => bitpos,
-        "bitop" => bitop,
-        "bitfield" => bitfield,
-        "bitfield_ro" => bitfield_ro,
-        _ => return None,
-    })
-}
 
 fn offset_error() -> CommandError {
     CommandError::err("bit offset is not an integer or out of range")
@@ -53,7 +39,7 @@ fn offset_arg(arg: &[u8], bits: Option<u32>) -> CommandResult<u64> {
     Ok(offset as u64)
 }
 
-fn setbit<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn setbit<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let offset = offset_arg(&argv[2], None)?;
     let on = match parse_i64(&argv[3]) {
         Some(v @ (0 | 1)) => v == 1,
@@ -84,7 +70,7 @@ fn setbit<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(old)))
 }
 
-fn getbit<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn getbit<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let offset = offset_arg(&argv[2], None)?;
     let bit = match db.open_bits(&argv[1], false)? {
         Some(mut bits) => bits.bit(db, &argv[1], offset)?,
@@ -116,7 +102,7 @@ fn bit_span(start: i64, end: i64, total: i64, is_bit: bool) -> Option<(u64, u64)
     Some(if is_bit { (start, end) } else { (start * 8, end * 8 + 7) })
 }
 
-fn bitcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn bitcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let Some(view) = db.bit_view(&argv[1])? else {
         return Ok(Reply::Integer(0));
     };
@@ -137,7 +123,7 @@ fn bitcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(span.map_or(0, |(lo, hi)| view.count(lo, hi) as i64)))
 }
 
-fn bitpos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn bitpos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let bit = match parse_i64(&argv[2]) {
         Some(v @ (0 | 1)) => v == 1,
         Some(_) => return Err(CommandError::err("The bit argument must be 1 or 0.")),
@@ -170,7 +156,7 @@ fn bitpos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(pos))
 }
 
-fn bitop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn bitop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let op = argv[1].to_ascii_lowercase();
     if !matches!(&op[..], b"and" | b"or" | b"xor" | b"not") {
         return Err(CommandError::Syntax);
@@ -361,10 +347,10 @@ fn bitfield_generic<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], read_only: boo
     Ok(Reply::Array(replies))
 }
 
-fn bitfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn bitfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     bitfield_generic(db, argv, false)
 }
 
-fn bitfield_ro<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn bitfield_ro<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     bitfield_generic(db, argv, true)
 }

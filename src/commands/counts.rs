@@ -13,7 +13,6 @@
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
-use super::db::DATABASES;
 use crate::backend::{Direction, KvBackend};
 use crate::codec::{ColumnFamily, KeyLayout, Metadata};
 
@@ -122,8 +121,9 @@ pub(crate) struct KeyCounts {
 }
 
 impl KeyCounts {
-    pub(crate) fn new() -> Self {
-        KeyCounts { gate: RwLock::new(()), slots: (0..DATABASES).map(|_| Slot::default()).collect() }
+    /// Counts for `databases` namespaces, none counted yet.
+    pub(crate) fn new(databases: usize) -> Self {
+        KeyCounts { gate: RwLock::new(()), slots: (0..databases).map(|_| Slot::default()).collect() }
     }
 
     /// The gate a write to a namespace not counted yet holds while it reads what its batch

@@ -13,11 +13,11 @@ use super::Reply;
 use super::blocking::Block;
 use super::counts::{Delta, KeyCount, KeyCounts, add_delta, counted, counted_meta};
 use super::cursor::CursorStore;
-use super::error::{CommandError, CommandResult};
+use super::error::CommandError;
 use super::listeners::Listeners;
 use super::notify::{Effects, Event, NotifyFlags};
 use super::propagate::Propagated;
-use super::session::Session;
+use super::reply::CommandResult;
 use super::table::CommandInfo;
 use crate::backend::{BatchOp, Direction, KvBackend, ScanIter, WriteBatch};
 use crate::codec::{
@@ -27,6 +27,10 @@ use crate::codec::{
 
 /// How many logical databases `SELECT` accepts (Redis' default `databases 16`).
 pub const DATABASES: usize = 16;
+
+/// What a stored record costs beside its key and value bytes (the store's per-entry
+/// bookkeeping: an ordered map's node, an LSM's block index share).
+pub(crate) const RECORD_OVERHEAD: u64 = 16;
 
 /// A live key's metadata, with a string's value split off as `Bytes`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,7 +138,7 @@ impl Shared {
 
     /// Keeps key counts from now on (an engine over a store no other process writes).
     pub(crate) fn count_keys(&mut self) {
-        self.counts = Some(KeyCounts::new());
+        self.counts = Some(KeyCounts::new(DATABASES));
     }
 
     /// Whether commands record the keys they modify now (see [`Listeners`]).
@@ -492,6 +496,10 @@ impl Journal {
     }
 }
 
+/// What [`Db::hand_back`] returns to a session: the journal, the block and the swapped
+/// databases.
+pub(crate) type HandedBack = (Option<Box<Journal>>, Option<Block>, Vec<(usize, usize)>);
+
 /// A [`Db`]'s journal: the session's, lent for one command ([`Db::take_from`], handed back
 /// by [`Db::hand_back`]), or the `Db`'s own, boxed at its first write. Moving it is moving a
 /// pointer, and a `Db` that lent it back drops nothing.
@@ -737,11 +745,11 @@ impl<'a, B: KvBackend> Db<'a, B> {
         result
     }
 
-    /// Lends a fresh `Db` the journal `session` kept from its last command, which
-    /// [`Session::clear_results`] emptied before this one: a command reuses its vectors'
-    /// memory instead of allocating its own.
-    pub(crate) fn take_from(&mut self, session: &mut Session) {
-        let Some(journal) = session.journal.take() else { return };
+    /// Lends a fresh `Db` the journal a session kept from its last command, which
+    /// [`super::Session::clear_results`] emptied before this one: a command reuses its
+    /// vectors' memory instead of allocating its own.
+    pub(crate) fn take_journal(&mut self, journal: Option<Box<Journal>>) {
+        let Some(journal) = journal else { return };
         debug_assert!(journal.touched.is_empty() && journal.events.is_empty() && journal.created.is_empty());
         let slot = self.journal.get_mut();
         *slot = JournalSlot(Some(journal));
@@ -749,17 +757,15 @@ impl<'a, B: KvBackend> Db<'a, B> {
         self.read_memo.get_mut().clear();
     }
 
-    /// Hands `session` what the commands run left: the settled journal (touched keys,
-    /// events, effects, and the scratch vectors for the next [`Db::take_from`]), the block
+    /// What the commands run left for the session: the settled journal (touched keys,
+    /// events, effects, and the scratch vectors for the next [`Db::take_journal`]), the block
     /// and the swapped databases.
-    pub(crate) fn hand_back(&mut self, session: &mut Session) {
+    pub(crate) fn hand_back(&mut self) -> HandedBack {
         if let Some(journal) = self.journal.get_mut().0.as_deref_mut() {
             journal.settle(true, &self.shared);
             std::mem::swap(&mut journal.scratch.memo, self.read_memo.get_mut());
         }
-        session.journal = self.journal.get_mut().0.take();
-        session.block = self.block.take();
-        session.swapped = std::mem::take(&mut self.swapped);
+        (self.journal.get_mut().0.take(), self.block.take(), std::mem::take(&mut self.swapped))
     }
 
     /// The time the next command runs at (see [`super::Session::set_time`]; 0: the clock's).
@@ -837,7 +843,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// The node size of [`Db::set_stream_node_entries`].
-    pub fn stream_node_entries(&self) -> u64 {
+    pub(crate) fn stream_node_entries(&self) -> u64 {
         self.shared.stream_node_entries.load(Ordering::Relaxed)
     }
 
@@ -897,7 +903,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// caller holds the whole-keyspace lock exclusively, as [`super::Engine`] does for a
     /// keyspace-wide write). Records nothing for `a == b`, else the pair for
     /// [`Db::take_swapped`]: every key of both databases may have changed.
-    pub fn swapdb(&mut self, a: usize, b: usize) {
+    pub(crate) fn swapdb(&mut self, a: usize, b: usize) {
         if a != b {
             self.shared.swap(a, b);
             self.swapped.push((a, b));
@@ -905,7 +911,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// The database pairs SWAPDB exchanged since the last call, in order.
-    pub fn take_swapped(&mut self) -> Vec<(usize, usize)> {
+    pub(crate) fn take_swapped(&mut self) -> Vec<(usize, usize)> {
         std::mem::take(&mut self.swapped)
     }
 
@@ -923,7 +929,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// Whether blind-write mode is on.
-    pub fn blind_write(&self) -> bool {
+    pub(crate) fn blind_write(&self) -> bool {
         self.shared.blind_write.load(Ordering::Relaxed)
     }
 
@@ -935,7 +941,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// Whether new bitmaps are strings ([`Db::set_bitmap_strings`]).
-    pub fn bitmap_strings(&self) -> bool {
+    pub(crate) fn bitmap_strings(&self) -> bool {
         self.shared.bitmap_strings.load(Ordering::Relaxed)
             || !self.shared.base_layout.stores(RedisType::Bitmap)
     }
@@ -988,7 +994,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// The keys the commands run since the last [`Db::take_touched`] modified, or found
     /// expired, in order (a key may repeat).
-    pub fn take_touched(&mut self) -> Vec<TouchedKey> {
+    pub(crate) fn take_touched(&mut self) -> Vec<TouchedKey> {
         std::mem::take(&mut self.journal.get_mut().touched)
     }
 
@@ -997,7 +1003,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// [`super::Engine`] deletes them after each command, [`Db::delete_expired`]), so over a
     /// bare `Db` every command that finds one reports it `expired` again.
     /// Events are recorded unless turned off ([`super::Engine::set_events`]).
-    pub fn take_events(&mut self) -> Vec<Event> {
+    pub(crate) fn take_events(&mut self) -> Vec<Event> {
         let journal = self.journal.get_mut();
         journal.settle(true, &self.shared);
         std::mem::take(&mut journal.events)
@@ -1005,7 +1011,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// What the commands run since the last [`Db::take_effects`] did (see [`Effects`]),
     /// counted whether or not events are recorded.
-    pub fn take_effects(&mut self) -> Effects {
+    pub(crate) fn take_effects(&mut self) -> Effects {
         let journal = self.journal.get_mut();
         journal.settle(true, &self.shared);
         std::mem::take(&mut journal.effects)
@@ -1147,7 +1153,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// The next pseudo-random number (xorshift64*).
-    pub fn random_u64(&mut self) -> u64 {
+    pub(crate) fn random_u64(&mut self) -> u64 {
         self.shared.random_u64()
     }
 
@@ -1363,7 +1369,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// `now_ms` (a key written since is left alone), and returns them. Redis deletes a key
     /// when it finds it expired; this engine does it after the command, so a later command
     /// does not report the same expiry again. The caller holds the keys' locks. A deleted
-    /// collection sets [`Effects::garbage`] ([`Db::take_effects`]).
+    /// collection sets [`Effects::garbage`].
     ///
     /// # Errors
     /// Storage errors; nothing was deleted then.
@@ -1411,8 +1417,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             let (mut seen, mut bytes) = (0u64, 0u64);
             if let Ok(records) = self.scan_subkeys(key, meta.version, Direction::Forward) {
                 for (sub, value) in records.take(5).flatten() {
-                    bytes +=
-                        (mkey.len() + 12 + sub.len() + value.len()) as u64 + super::generic::RECORD_OVERHEAD;
+                    bytes += (mkey.len() + 12 + sub.len() + value.len()) as u64 + RECORD_OVERHEAD;
                     seen += 1;
                 }
             }
@@ -1436,7 +1441,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// [`CommandError::WrongType`] when it holds another type; storage errors.
-    pub fn lookup_of(&self, key: &[u8], ty: RedisType) -> CommandResult<Option<Metadata<'static>>> {
+    pub(crate) fn lookup_of(&self, key: &[u8], ty: RedisType) -> CommandResult<Option<Metadata<'static>>> {
         self.lookup_of_at(&self.metadata_key(key), ty)
     }
 
@@ -1460,7 +1465,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// [`CommandError::WrongType`] for a collection; storage errors.
-    pub fn lookup_string(&self, key: &[u8]) -> CommandResult<Option<Bytes>> {
+    pub(crate) fn lookup_string(&self, key: &[u8]) -> CommandResult<Option<Bytes>> {
         match self.lookup_stringlike(key)? {
             None => Ok(None),
             Some(e) if e.meta.ty == RedisType::String => Ok(Some(e.value)),
@@ -1473,7 +1478,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// As [`Db::lookup`].
-    pub fn lookup_stringlike(&self, key: &[u8]) -> CommandResult<Option<Entry>> {
+    pub(crate) fn lookup_stringlike(&self, key: &[u8]) -> CommandResult<Option<Entry>> {
         self.lookup_stringlike_at(key, &self.metadata_key(key))
     }
 
@@ -1497,7 +1502,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// As [`Db::lookup_of`].
-    pub fn lookup_or_create(&self, key: &[u8], ty: RedisType) -> CommandResult<Metadata<'static>> {
+    pub(crate) fn lookup_or_create(&self, key: &[u8], ty: RedisType) -> CommandResult<Metadata<'static>> {
         Ok(match self.lookup_of(key, ty)? {
             Some(meta) => meta,
             None => self.new_collection(ty),
@@ -1507,7 +1512,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// A new, empty collection of `ty` under a fresh version; hashes and sets are
     /// blind-write while [`Db::blind_write`] is on, or when the layout writes them
     /// uncounted (camellia's encode version 1).
-    pub fn new_collection(&self, ty: RedisType) -> Metadata<'static> {
+    pub(crate) fn new_collection(&self, ty: RedisType) -> Metadata<'static> {
         let mut meta = Metadata::collection(ty, self.new_version());
         meta.blind_write = (self.blind_write() && matches!(ty, RedisType::Hash | RedisType::Set))
             || self.layout().writes_uncounted(ty);
@@ -1516,7 +1521,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Queues the metadata record of `key`, in the layout's form. A type the layout cannot
     /// store is not queued: the command's commit fails instead ([`Db::commit`]).
-    pub fn put_metadata(&self, batch: &mut WriteBatch, key: &[u8], meta: &Metadata<'_>) {
+    pub(crate) fn put_metadata(&self, batch: &mut WriteBatch, key: &[u8], meta: &Metadata<'_>) {
         self.put_metadata_in(self.layout(), batch, self.metadata_key(key), meta);
     }
 
@@ -1552,7 +1557,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Queues the metadata of a collection after an edit: deleted when it became empty
     /// (an empty collection does not exist), written otherwise.
-    pub fn put_collection(&self, batch: &mut WriteBatch, key: &[u8], meta: &Metadata<'_>) {
+    pub(crate) fn put_collection(&self, batch: &mut WriteBatch, key: &[u8], meta: &Metadata<'_>) {
         self.put_collection_at(batch, self.metadata_key(key), meta);
     }
 
@@ -1575,7 +1580,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Queues the deletion of `key`: its metadata record only, O(1) whatever the size; the
     /// subkeys become garbage for [`crate::gc`].
-    pub fn delete_key(&self, batch: &mut WriteBatch, key: &[u8]) {
+    pub(crate) fn delete_key(&self, batch: &mut WriteBatch, key: &[u8]) {
         let mkey = self.metadata_key(key);
         self.shared.access.forget(&mkey);
         batch.delete(ColumnFamily::Metadata, mkey);
@@ -1583,12 +1588,12 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Seconds since `key` was last used (OBJECT IDLETIME), from times kept in memory in a
     /// bounded table: a key it forgot reports a lower bound.
-    pub fn idle_secs(&self, key: &[u8]) -> u64 {
+    pub(crate) fn idle_secs(&self, key: &[u8]) -> u64 {
         (self.now_ms() / 1000).saturating_sub(self.shared.access.last(&self.metadata_key(key)))
     }
 
     /// Sets when `key` was last used to `idle_secs` ago (RESTORE … IDLETIME).
-    pub fn set_idle_secs(&self, key: &[u8], idle_secs: u64) {
+    pub(crate) fn set_idle_secs(&self, key: &[u8], idle_secs: u64) {
         let at = (self.now_ms() / 1000).saturating_sub(idle_secs);
         self.shared.access.touch(&self.metadata_key(key), at);
     }
@@ -1600,12 +1605,12 @@ impl<'a, B: KvBackend> Db<'a, B> {
     }
 
     /// The logarithmic access counter of `key` (OBJECT FREQ), decayed to now.
-    pub fn freq(&self, key: &[u8]) -> u8 {
+    pub(crate) fn freq(&self, key: &[u8]) -> u8 {
         self.shared.access.freq(&self.metadata_key(key), self.now_ms() / 1000)
     }
 
     /// Sets the access counter of `key` (RESTORE … FREQ).
-    pub fn set_freq(&self, key: &[u8], counter: u8) {
+    pub(crate) fn set_freq(&self, key: &[u8], counter: u8) {
         self.shared.access.set_freq(&self.metadata_key(key), counter, self.now_ms() / 1000);
     }
 
@@ -1613,7 +1618,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn get_subkey(&self, key: &[u8], version: u128, sub: &[u8]) -> CommandResult<Option<Bytes>> {
+    pub(crate) fn get_subkey(&self, key: &[u8], version: u128, sub: &[u8]) -> CommandResult<Option<Bytes>> {
         Ok(self.backend.get(ColumnFamily::Subkey, &self.subkey(key, version, sub)?)?)
     }
 
@@ -1638,7 +1643,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
 
     /// Applies a command's writes as one atomic batch (nothing for an empty batch), and
     /// records the keys it touched: every metadata put, and every metadata delete of a
-    /// record that exists (see [`Db::take_touched`]).
+    /// record that exists ([`super::Session::touched`] after the command).
     ///
     /// # Errors
     /// Storage errors; then nothing was written or recorded.

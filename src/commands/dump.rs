@@ -9,20 +9,10 @@ use bytes::Bytes;
 
 use super::args::int_arg;
 use super::notify::NotifyFlags;
-use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::rdb::{self, RdbValue};
 use crate::codec::{ColumnFamily, Metadata, RedisType, push_back_tail};
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "dump" => dump_cmd,
-        "restore" => restore_cmd,
-        _ => return None,
-    })
-}
 
 /// RESTORE's options after the payload.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,7 +29,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// As [`Db::rdb_value`].
-    pub fn dump(&self, key: &[u8]) -> CommandResult<Option<Vec<u8>>> {
+    pub(crate) fn dump(&self, key: &[u8]) -> CommandResult<Option<Vec<u8>>> {
         Ok(self.rdb_value(key)?.map(|(value, _)| rdb::dump(&value)))
     }
 
@@ -49,7 +39,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// [`CommandError::WrongType`] for a Kvrocks-only type (bloom filter, JSON…), which
     /// has no RDB form here; storage errors.
-    pub fn rdb_value(&self, key: &[u8]) -> CommandResult<Option<(RdbValue, u64)>> {
+    pub(crate) fn rdb_value(&self, key: &[u8]) -> CommandResult<Option<(RdbValue, u64)>> {
         let Some(entry) = self.lookup_stringlike(key)? else {
             return Ok(None);
         };
@@ -107,7 +97,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// In Redis' order: "BUSYKEY Target key name already exists." without `replace`; "ERR
     /// Invalid TTL value, must be >= 0"; "ERR DUMP payload version or checksum are wrong";
     /// "ERR Bad data format"; storage errors.
-    pub fn restore(
+    pub(crate) fn restore(
         &mut self,
         key: &[u8],
         ttl_ms: i64,
@@ -246,7 +236,7 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-fn dump_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn dump_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(db.dump(&argv[1])?.map_or(Reply::Nil, |p| Reply::Bulk(Bytes::from(p))))
 }
 
@@ -254,7 +244,7 @@ fn dump_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 /// checked first, as Redis does; IDLETIME sets the key's last-use time (OBJECT IDLETIME)
 /// and FREQ its access counter (OBJECT FREQ), each only under the policy that keeps it (LRU
 /// times, LFU counters), as Redis; naming both is a syntax error.
-fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut opts = RestoreOptions::default();
     let (mut idle, mut freq) = (None, None);
     let mut j = 4;

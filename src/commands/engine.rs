@@ -7,20 +7,16 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use bytes::Bytes;
 
 use super::db::{Share, Shared, expired_keys};
+use super::dispatch::{Action, action};
 use super::listeners::Listeners;
 use super::locks::{KeyLocks, LockGuard};
 use super::overlay::Overlay;
 use super::propagate::{Propagated, Propagation};
 use super::session::{Multi, Watched};
-use super::table::{self, CommandInfo, Family};
+use super::table::{self, CommandInfo};
 use super::{CommandError, Db, Reply, Session, Touch, TouchedKey, resolve};
 use crate::backend::{ColumnFamily, KvBackend};
 use crate::codec::{Clock, KeyLayout};
-
-/// How many times in all [`Engine`] runs a command (or an EXEC) whose batch the backend
-/// refused with [`crate::Error::Conflict`] (see [`KvBackend::begin`]), unless the backend's
-/// [`KvBackend::retry_pause`] says otherwise; the last refusal is the client's error reply.
-pub const CONFLICT_ATTEMPTS: u32 = 16;
 
 /// A database many clients use at once: the backend and the state every connection shares
 /// (clock, versions, SCAN cursors, key locks, WATCH registrations). Per-connection state
@@ -29,7 +25,7 @@ pub const CONFLICT_ATTEMPTS: u32 = 16;
 ///
 /// Each command runs under striped key locks (the private `locks` module) taken from its
 /// key specs, so its reads and its one batch are atomic with respect to other commands. EXEC runs its
-/// queue over an [`Overlay`] under the union of the queued commands' locks and commits the
+/// queue over an overlay (the private `overlay` module) under the union of the queued commands' locks and commits the
 /// whole transaction as one batch.
 pub struct Engine<B> {
     backend: B,
@@ -199,7 +195,7 @@ impl<B: KvBackend> Engine<B> {
 
     /// While another caller holds the keyspace-wide lock (a script in
     /// [`Engine::atomically`], FLUSHALL, a transaction with a whole-keyspace command), a
-    /// command waits for it by polling ([`KeyLocks::lock_or`]) and asks `answer` with its
+    /// command waits for it by polling and asks `answer` with its
     /// arguments before each wait: the first `Some(reply)` is its reply, and it runs
     /// nothing. The keys a command found expired are then left to the sweep, and
     /// [`Engine::evict`] leaves its key, rather than wait. Without it a command blocks
@@ -481,55 +477,56 @@ impl<B: KvBackend> Engine<B> {
                 return reply;
             }
         };
+        let action = action(info);
         if let Some(multi) = &mut session.multi
-            && !matches!(info.name, "exec" | "discard" | "multi" | "watch")
+            && !matches!(action, Action::Exec | Action::Discard | Action::Multi | Action::Watch)
         {
             multi.queue.push((info, argv.to_vec()));
             return Reply::status("QUEUED");
         }
-        // The transaction commands are session rows: any other row runs at once, unnamed.
-        let name = if info.family == Family::Session { info.name } else { "" };
-        match name {
-            "multi" if session.multi.is_some() => Reply::Error("ERR MULTI calls can not be nested".into()),
-            "multi" => {
+        match action {
+            Action::Multi if session.multi.is_some() => {
+                Reply::Error("ERR MULTI calls can not be nested".into())
+            }
+            Action::Multi => {
                 session.multi = Some(Multi::default());
                 Reply::OK
             }
-            "exec" => self.exec(session),
-            "discard" => match session.multi.take() {
+            Action::Exec => self.exec(session),
+            Action::Discard => match session.multi.take() {
                 None => Reply::Error("ERR DISCARD without MULTI".into()),
                 Some(_) => {
                     self.unwatch(session);
                     Reply::OK
                 }
             },
-            "watch" if session.multi.is_some() => {
+            Action::Watch if session.multi.is_some() => {
                 Reply::Error("ERR WATCH inside MULTI is not allowed".into())
             }
-            "watch" => self.watch(session, &argv[1..]).unwrap_or_else(|e| Reply::Error(e.to_string())),
-            "unwatch" => {
+            Action::Watch => self.watch(session, &argv[1..]).unwrap_or_else(|e| Reply::Error(e.to_string())),
+            Action::Unwatch => {
                 self.unwatch(session);
                 Reply::OK
             }
-            _ => {
+            run => {
                 session.time_ms = time_ms;
                 self.run_locked(session, &[(info, argv)], |db, (info, argv)| {
                     db.allow_blocking();
                     if retry {
                         db.set_retrying();
                     }
-                    db.execute_resolved(info, argv)
+                    db.execute_action(info, run, argv)
                 })
             }
         }
     }
 
     /// Runs `commands` under their locks over a fresh [`Db`], then notifies watchers.
-    fn run_locked<T>(
-        &self,
+    fn run_locked<'s, T>(
+        &'s self,
         session: &mut Session,
         commands: &[(&'static CommandInfo, T)],
-        run: impl Fn(&mut Db<'_, &B>, &(&'static CommandInfo, T)) -> Reply,
+        run: impl Fn(&mut Db<'s, &'s B>, &(&'static CommandInfo, T)) -> Reply,
     ) -> Reply
     where
         T: AsRef<[Bytes]>,
@@ -551,7 +548,7 @@ impl<B: KvBackend> Engine<B> {
             db.record_propagation();
         }
         db.give_time(std::mem::take(&mut session.time_ms));
-        db.take_from(session);
+        db.take_journal(session.journal.take());
         // The `Db` stays in place (it is large): a retry starts over with a fresh one.
         let mut retry = false;
         let reply = self.transaction(|| {
@@ -562,7 +559,7 @@ impl<B: KvBackend> Engine<B> {
         });
         self.propagate(db.take_propagated());
         session.db = db.index();
-        db.hand_back(session);
+        (session.journal, session.block, session.swapped) = db.hand_back();
         // Most commands touch no key anyone listens for (none recorded) and swap nothing.
         let touched = !session.touched().is_empty();
         if touched || !session.swapped.is_empty() {
@@ -697,9 +694,9 @@ impl<B: KvBackend> Engine<B> {
             db.defer_counts();
             let replies = queue
                 .iter()
-                .map(|(info, argv)| match info.name {
-                    "unwatch" => Reply::OK,
-                    _ => db.execute_resolved(info, argv),
+                .map(|(info, argv)| match action(info) {
+                    Action::Unwatch => Reply::OK,
+                    run => db.execute_action(info, run, argv),
                 })
                 .collect();
             let index = db.index();

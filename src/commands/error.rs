@@ -44,6 +44,3 @@ impl CommandError {
         CommandError::Other(format!("ERR {message}"))
     }
 }
-
-/// What a command handler returns.
-pub type CommandResult<T = super::Reply> = Result<T, CommandError>;

@@ -11,22 +11,10 @@
 use bytes::Bytes;
 
 use super::args::{int_arg, parse_i64};
-use super::table::Handler;
+use super::db::RECORD_OVERHEAD;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend};
 use crate::codec::RedisType;
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "object" => object,
-        "memory" => memory,
-        "touch" => touch,
-        "wait" => wait,
-        "lcs" => lcs,
-        _ => return None,
-    })
-}
 
 /// Redis' `OBJ_SHARED_REFCOUNT`: small integers are shared objects.
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
@@ -70,10 +58,6 @@ const MEMORY_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-/// What a stored record costs beside its key and value bytes (the store's per-entry
-/// bookkeeping: an ordered map's node, an LSM's block index share).
-pub(crate) const RECORD_OVERHEAD: u64 = 16;
-
 impl<B: KvBackend> Db<'_, B> {
     /// An estimate of the bytes `key` takes in the store, `None` when missing: its metadata
     /// record, plus, for a collection, its size times the average record of its first
@@ -82,7 +66,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn memory_usage(&self, key: &[u8], samples: u64) -> CommandResult<Option<u64>> {
+    pub(crate) fn memory_usage(&self, key: &[u8], samples: u64) -> CommandResult<Option<u64>> {
         let Some(entry) = self.lookup_stringlike(key)? else {
             return Ok(None);
         };
@@ -113,7 +97,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn object_encoding(&self, key: &[u8]) -> CommandResult<Option<&'static str>> {
+    pub(crate) fn object_encoding(&self, key: &[u8]) -> CommandResult<Option<&'static str>> {
         let Some(entry) = self.lookup_stringlike(key)? else {
             return Ok(None);
         };
@@ -149,7 +133,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn touch(&self, keys: &[Bytes]) -> CommandResult<i64> {
+    pub(crate) fn touch(&self, keys: &[Bytes]) -> CommandResult<i64> {
         let mut n = 0;
         for key in keys {
             n += i64::from(self.lookup_meta(key)?.is_some());
@@ -168,7 +152,7 @@ impl<B: KvBackend> Db<'_, B> {
 }
 
 /// MEMORY USAGE key [SAMPLES count] (an estimate: see [`Db::memory_usage`]) and MEMORY HELP.
-fn memory<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn memory<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = argv[1].to_ascii_lowercase();
     match (sub.as_slice(), argv.len()) {
         (b"help", 2) => Ok(Reply::Array(MEMORY_HELP.iter().map(|l| Reply::Status((*l).into())).collect())),
@@ -201,7 +185,7 @@ fn memory<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 
 /// `OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key` and `OBJECT HELP`. IDLETIME answers under an
 /// LRU (or no) policy and FREQ under an LFU one, each with Redis' error otherwise.
-fn object<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn object<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = argv[1].to_ascii_lowercase();
     let arity = match sub.as_slice() {
         b"help" => 2,
@@ -254,14 +238,14 @@ fn object<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     })
 }
 
-fn touch<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn touch<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.touch(&argv[1..])?))
 }
 
 /// `WAIT numreplicas timeout` (milliseconds): there are no replicas, so `0` — at once for
 /// `numreplicas <= 0` (and inside MULTI), else after blocking until the timeout (forever
 /// for 0), as Redis 7.0 waits for acknowledgements that never come. It blocks on no key.
-fn wait<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn wait<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let replicas = int_arg(&argv[1])?;
     let timeout = match parse_i64(&argv[2]) {
         Some(t) if t >= 0 => (t > 0).then(|| std::time::Duration::from_millis(t as u64)),
@@ -276,7 +260,7 @@ fn wait<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 
 /// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]`, Redis 7.0's dynamic program
 /// and its walk back from the end, so the matches come out in Redis' order.
-fn lcs<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lcs<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Both keys are looked up before either is type-checked (Redis reports both expired).
     let (a, b) = (db.lcs_operand(&argv[1]), db.lcs_operand(&argv[2]));
     let (a, b) = (a?, b?);

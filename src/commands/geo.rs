@@ -22,28 +22,9 @@ use bytes::Bytes;
 use self::geohash::{Extent, Shape};
 use super::args::{float_arg, int_arg, parse_f64};
 use super::long_double::{LongDouble, format_human};
-use super::table::Handler;
-use super::{CommandError, CommandResult, Db, Reply, ZAddFlags};
+use super::zset::ZAddFlags;
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::KvBackend;
-
-/// The geo family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "geoadd" => geoadd,
-        "geodist" => geodist,
-        "geohash" => geohash_cmd,
-        "geopos" => geopos,
-        "georadius" => |db, a| search(db, a, Variant { from: Centre::Coords, store: Store::Options }),
-        "georadius_ro" => |db, a| search(db, a, Variant { from: Centre::Coords, store: Store::No }),
-        "georadiusbymember" => |db, a| search(db, a, Variant { from: Centre::Member, store: Store::Options }),
-        "georadiusbymember_ro" => |db, a| search(db, a, Variant { from: Centre::Member, store: Store::No }),
-        "geosearch" => |db, a| search(db, a, Variant { from: Centre::Options, store: Store::No }),
-        "geosearchstore" => {
-            |db, a| search(db, a, Variant { from: Centre::Options, store: Store::Destination })
-        }
-        _ => return None,
-    })
-}
 
 fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
@@ -119,7 +100,7 @@ fn coordinate(x: f64) -> Reply {
     Reply::DoubleText(Bytes::from(format_human(LongDouble::from_f64(x))))
 }
 
-fn geoadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn geoadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut flags = ZAddFlags::default();
     let mut first = 2;
     while let Some(opt) = argv.get(first) {
@@ -149,7 +130,7 @@ fn geoadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(out.added + if flags.ch { out.updated } else { 0 }))
 }
 
-fn geodist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn geodist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let to_meters = match argv.len() {
         5 => unit(&argv[4])?,
         n if n > 5 => return Err(CommandError::Syntax),
@@ -161,14 +142,14 @@ fn geodist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Bulk(distance_text(geohash::distance(x1, y1, x2, y2) / to_meters)))
 }
 
-fn geohash_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn geohash_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let scores = db.zmscore(&argv[1], &argv[2..])?;
     Ok(Reply::Array(
         scores.into_iter().map(|s| s.map_or(Reply::Nil, |s| Reply::bulk(&geohash::base32(s)))).collect(),
     ))
 }
 
-fn geopos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn geopos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let scores = db.zmscore(&argv[1], &argv[2..])?;
     let point = |s: f64| {
         let [x, y] = geohash::score_to_point(s);
@@ -179,7 +160,7 @@ fn geopos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 
 /// Where a search's centre comes from.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Centre {
+pub(super) enum Centre {
     /// GEORADIUS: `key lon lat radius unit`.
     Coords,
     /// GEORADIUSBYMEMBER: `key member radius unit`.
@@ -190,7 +171,7 @@ enum Centre {
 
 /// Whether and how a search stores its result.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Store {
+pub(super) enum Store {
     /// Never (the `_RO` forms and GEOSEARCH).
     No,
     /// STORE / STOREDIST options (GEORADIUS, GEORADIUSBYMEMBER).
@@ -199,10 +180,11 @@ enum Store {
     Destination,
 }
 
+/// Which GEORADIUS-like command a search is.
 #[derive(Clone, Copy)]
-struct Variant {
-    from: Centre,
-    store: Store,
+pub(super) struct Variant {
+    pub(super) from: Centre,
+    pub(super) store: Store,
 }
 
 /// ASC / DESC.
@@ -372,7 +354,7 @@ fn parse_query<'a, B: KvBackend>(
 
 /// GEOSEARCH, GEOSEARCHSTORE, GEORADIUS… : parse, scan the boxes, order, then reply or
 /// store (one batch; an empty result deletes the destination).
-fn search<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], v: Variant) -> CommandResult {
+pub(super) fn search<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], v: Variant) -> CommandResult {
     let src = &argv[if v.store == Store::Destination { 2 } else { 1 }];
     let z = db.zkey(src)?;
     let q = parse_query(db, argv, v, src, z.is_some())?;

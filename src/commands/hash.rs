@@ -24,34 +24,10 @@ use bytes::Bytes;
 use super::args::{Distinct, check_pairs_count, cursor_arg, int_arg, parse_i64, random_count_arg};
 use super::long_double::{self, LongDouble};
 use super::notify::NotifyFlags;
-use super::subkeys::{Pick, ScanOptions, parse_scan_options, scan_reply};
-use super::table::Handler;
+use super::subkeys::{Pick, parse_scan_options, scan_reply};
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "hset" => hset,
-        "hmset" => hmset,
-        "hsetnx" => hsetnx,
-        "hget" => hget,
-        "hmget" => hmget,
-        "hdel" => hdel,
-        "hlen" => hlen,
-        "hstrlen" => hstrlen,
-        "hexists" => hexists,
-        "hkeys" => hkeys,
-        "hvals" => hvals,
-        "hgetall" => hgetall,
-        "hincrby" => hincrby,
-        "hincrbyfloat" => hincrbyfloat,
-        "hrandfield" => hrandfield,
-        "hscan" => hscan,
-        _ => return None,
-    })
-}
 
 impl<B: KvBackend> Db<'_, B> {
     /// HSET: sets each field to its value (a later duplicate field wins) and returns how many
@@ -63,7 +39,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE for a non-hash key; storage errors.
-    pub fn hset(&mut self, key: &[u8], fields_and_values: &[Bytes]) -> CommandResult<i64> {
+    pub(crate) fn hset(&mut self, key: &[u8], fields_and_values: &[Bytes]) -> CommandResult<i64> {
         let pairs = fields_and_values.chunks_exact(2);
         let existed = self.lookup_of(key, RedisType::Hash)?;
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Hash));
@@ -106,7 +82,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn hsetnx(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> CommandResult<bool> {
+    pub(crate) fn hsetnx(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> CommandResult<bool> {
         let mut meta = self.lookup_or_create(key, RedisType::Hash)?;
         if self.get_subkey(key, meta.version, field)?.is_some() {
             return Ok(false);
@@ -126,7 +102,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn hget(&self, key: &[u8], field: &[u8]) -> CommandResult<Option<Bytes>> {
+    pub(crate) fn hget(&self, key: &[u8], field: &[u8]) -> CommandResult<Option<Bytes>> {
         match self.lookup_of(key, RedisType::Hash)? {
             None => Ok(None),
             Some(meta) => self.get_subkey(key, meta.version, field),
@@ -137,7 +113,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn hmget(&self, key: &[u8], fields: &[Bytes]) -> CommandResult<Vec<Option<Bytes>>> {
+    pub(crate) fn hmget(&self, key: &[u8], fields: &[Bytes]) -> CommandResult<Vec<Option<Bytes>>> {
         match self.lookup_of(key, RedisType::Hash)? {
             None => Ok(vec![None; fields.len()]),
             Some(meta) => self.get_subkeys(key, meta.version, fields.iter().map(Bytes::as_ref)),
@@ -149,7 +125,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn hdel(&mut self, key: &[u8], fields: &[Bytes]) -> CommandResult<i64> {
+    pub(crate) fn hdel(&mut self, key: &[u8], fields: &[Bytes]) -> CommandResult<i64> {
         let Some(mut meta) = self.lookup_of(key, RedisType::Hash)? else { return Ok(0) };
         let removed = self.remove_subkeys(key, &mut meta, fields)?;
         if removed > 0 {
@@ -162,7 +138,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn hlen(&self, key: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn hlen(&self, key: &[u8]) -> CommandResult<i64> {
         match self.lookup_of(key, RedisType::Hash)? {
             None => Ok(0),
             Some(meta) => Ok(self.collection_len(key, &meta)? as i64),
@@ -173,7 +149,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn hgetall(&self, key: &[u8]) -> CommandResult<Vec<(Bytes, Bytes)>> {
+    pub(crate) fn hgetall(&self, key: &[u8]) -> CommandResult<Vec<(Bytes, Bytes)>> {
         match self.lookup_of(key, RedisType::Hash)? {
             None => Ok(Vec::new()),
             Some(meta) => self.all_subkeys(key, meta.version),
@@ -185,7 +161,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE; "ERR hash value is not an integer"; "ERR increment or decrement would
     /// overflow"; storage errors.
-    pub fn hincrby(&mut self, key: &[u8], field: &[u8], delta: i64) -> CommandResult<i64> {
+    pub(crate) fn hincrby(&mut self, key: &[u8], field: &[u8], delta: i64) -> CommandResult<i64> {
         let mut meta = self.lookup_or_create(key, RedisType::Hash)?;
         let old = self.get_subkey(key, meta.version, field)?;
         let current = match &old {
@@ -206,7 +182,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// "ERR value is not a valid float" for a `delta` that is not a number; "ERR value is NaN
     /// or Infinity" for an infinite `delta`; WRONGTYPE; "ERR hash value is not a float";
     /// "ERR increment would produce NaN or Infinity"; storage errors.
-    pub fn hincrbyfloat(&mut self, key: &[u8], field: &[u8], delta: &[u8]) -> CommandResult<Bytes> {
+    pub(crate) fn hincrbyfloat(&mut self, key: &[u8], field: &[u8], delta: &[u8]) -> CommandResult<Bytes> {
         let delta = long_double::parse(delta).ok_or(CommandError::NotFloat)?;
         if delta == LongDouble::Inf {
             return Err(CommandError::err("value is NaN or Infinity"));
@@ -250,28 +226,10 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE; "ERR value is out of range" for `count < -2^26` (a deviation: Redis would
     /// try to build the reply); storage errors.
-    pub fn hrandfield(&mut self, key: &[u8], count: i64) -> CommandResult<Vec<(Bytes, Bytes)>> {
+    pub(crate) fn hrandfield(&mut self, key: &[u8], count: i64) -> CommandResult<Vec<(Bytes, Bytes)>> {
         let Some(meta) = self.lookup_of(key, RedisType::Hash)? else { return Ok(Vec::new()) };
         let pick = if count >= 0 { Pick::Distinct(count as u64) } else { Pick::Repeat(count.unsigned_abs()) };
         self.sample_subkeys(key, &meta, pick)
-    }
-
-    /// HSCAN: one page of `(field, value)` after `cursor`, and the next cursor (0 at the end).
-    /// The cursor names the last field returned (kept in [`Db`]'s cursor store), so a scan
-    /// survives writes between calls. Reads O(COUNT) subkeys.
-    ///
-    /// # Errors
-    /// WRONGTYPE; storage errors.
-    pub fn hscan(
-        &mut self,
-        key: &[u8],
-        cursor: u64,
-        pattern: Option<&[u8]>,
-        count: usize,
-    ) -> CommandResult<(u64, Vec<(Bytes, Bytes)>)> {
-        let Some(meta) = self.lookup_of(key, RedisType::Hash)? else { return Ok((0, Vec::new())) };
-        let opts = ScanOptions { pattern: pattern.map(Bytes::copy_from_slice), count: count.max(1) };
-        self.scan_page(key, meta.version, cursor, &opts)
     }
 }
 
@@ -293,68 +251,68 @@ fn field_pairs<'a>(args: &'a [Bytes], name: &str) -> CommandResult<&'a [Bytes]> 
     Ok(args)
 }
 
-fn hset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let pairs = field_pairs(&argv[2..], "hset")?;
     db.hset(&argv[1], pairs).map(Reply::Integer)
 }
 
-fn hmset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hmset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let pairs = field_pairs(&argv[2..], "hmset")?;
     db.hset(&argv[1], pairs)?;
     Ok(Reply::OK)
 }
 
-fn hsetnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hsetnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hsetnx(&argv[1], &argv[2], &argv[3]).map(|b| Reply::Integer(b.into()))
 }
 
-fn hget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hget(&argv[1], &argv[2]).map(Reply::bulk_or_nil)
 }
 
-fn hmget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hmget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let values = db.hmget(&argv[1], &argv[2..])?;
     Ok(Reply::Array(values.into_iter().map(Reply::bulk_or_nil).collect()))
 }
 
-fn hdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hdel(&argv[1], &argv[2..]).map(Reply::Integer)
 }
 
-fn hlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hlen(&argv[1]).map(Reply::Integer)
 }
 
-fn hstrlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hstrlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.hget(&argv[1], &argv[2])?.map_or(0, |v| v.len() as i64)))
 }
 
-fn hexists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hexists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.hget(&argv[1], &argv[2])?.is_some().into()))
 }
 
-fn hkeys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hkeys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulks(db.hgetall(&argv[1])?.into_iter().map(|(f, _)| f)))
 }
 
-fn hvals<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hvals<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulks(db.hgetall(&argv[1])?.into_iter().map(|(_, v)| v)))
 }
 
-fn hgetall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hgetall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hgetall(&argv[1]).map(map_reply)
 }
 
-fn hincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let delta = int_arg(&argv[3])?;
     db.hincrby(&argv[1], &argv[2], delta).map(Reply::Integer)
 }
 
-fn hincrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hincrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hincrbyfloat(&argv[1], &argv[2], &argv[3]).map(Reply::Bulk)
 }
 
-fn hrandfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hrandfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     if argv.len() == 2 {
         let picked = db.hrandfield(&argv[1], 1)?;
         return Ok(picked.into_iter().next().map_or(Reply::Nil, |(f, _)| Reply::Bulk(f)));
@@ -369,7 +327,7 @@ fn hrandfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(if withvalues { pairs_reply(picked) } else { Reply::bulks(picked.into_iter().map(|(f, _)| f)) })
 }
 
-fn hscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn hscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let cursor = cursor_arg(&argv[2])?;
     let Some(meta) = db.lookup_of(&argv[1], RedisType::Hash)? else { return Ok(scan_reply(0, Vec::new())) };
     let opts = parse_scan_options(&argv[3..])?;

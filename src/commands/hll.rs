@@ -8,21 +8,9 @@ mod sketch;
 use bytes::Bytes;
 
 use super::notify::NotifyFlags;
-use super::{CommandError, CommandResult, Db, Handler, Reply};
+use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
-
-/// The HyperLogLog commands' handlers.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "pfadd" => pfadd,
-        "pfcount" => pfcount,
-        "pfmerge" => pfmerge,
-        "pfdebug" => pfdebug,
-        "pfselftest" => pfselftest,
-        _ => return None,
-    })
-}
 
 fn not_hll() -> CommandError {
     CommandError::Other("WRONGTYPE Key is not a valid HyperLogLog string value.".into())
@@ -67,7 +55,7 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-fn pfadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn pfadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let key = &argv[1];
     let (mut hll, expire_ms, mut updated) = match db.lookup_hll(key)? {
         Some((hll, expire_ms)) => (hll, expire_ms, false),
@@ -94,7 +82,7 @@ fn pfadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(updated)))
 }
 
-fn pfcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn pfcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     if argv.len() > 2 {
         let (max, _) = db.merged_registers(&argv[1..])?;
         return Ok(Reply::Integer(sketch::estimate(&sketch::raw_histogram(&max)) as i64));
@@ -113,7 +101,7 @@ fn pfcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(card as i64))
 }
 
-fn pfmerge<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn pfmerge<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let dest = &argv[1];
     // The destination is one of the sources, as in Redis.
     let (max, any_dense) = db.merged_registers(&argv[1..])?;
@@ -134,7 +122,7 @@ fn pfmerge<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 /// PFDEBUG GETREG|DECODE|ENCODING|TODENSE key: the registers (a sparse HLL is made dense
 /// first, and stays so), the sparse opcodes as text (`z:len`, `Z:len`, `v:value,len`), the
 /// encoding, or the conversion to dense (1 if it converted).
-fn pfdebug<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn pfdebug<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = String::from_utf8_lossy(&argv[1]).into_owned();
     let key = &argv[2];
     let Some((mut hll, expire)) = db.lookup_hll(key)? else {
@@ -191,7 +179,7 @@ fn pfdebug<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
 }
 
 /// PFSELFTEST: Redis' self test of the HyperLogLog code, on this implementation.
-fn pfselftest<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
+pub(super) fn pfselftest<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
     let seed = db.random_u64();
     self_test(10_000_000, seed).map(|()| Reply::OK).map_err(CommandError::Other)
 }

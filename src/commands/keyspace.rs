@@ -8,44 +8,9 @@ use bytes::Bytes;
 
 use super::args::{Distinct, Glob, cursor_arg, int_arg};
 use super::notify::NotifyFlags;
-use super::table::Handler;
 use super::{CommandError, CommandResult, DATABASES, Db, Entry, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, Metadata, RedisType};
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "del" => del,
-        "unlink" => del,
-        "exists" => exists,
-        "type" => type_,
-        "expire" => expire,
-        "pexpire" => pexpire,
-        "expireat" => expireat,
-        "pexpireat" => pexpireat,
-        "ttl" => ttl,
-        "pttl" => pttl,
-        "expiretime" => expiretime,
-        "pexpiretime" => pexpiretime,
-        "persist" => persist,
-        "rename" => rename,
-        "renamenx" => renamenx,
-        "copy" => copy,
-        "scan" => scan,
-        "keys" => keys,
-        "randomkey" => randomkey,
-        "dbsize" => dbsize,
-        "flushdb" => flushdb,
-        "flushall" => flushall,
-        "ping" => ping,
-        "echo" => echo,
-        "select" => select,
-        "move" => move_cmd,
-        "swapdb" => swapdb,
-        _ => return None,
-    })
-}
 
 /// The NX / XX / GT / LT conditions of the EXPIRE family.
 ///
@@ -127,7 +92,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn del(&mut self, keys: &[Bytes]) -> CommandResult<i64> {
+    pub(crate) fn del(&mut self, keys: &[Bytes]) -> CommandResult<i64> {
         let mut batch = WriteBatch::new();
         let mut removed = 0;
         let mut seen = Distinct::with_capacity(keys.len());
@@ -157,7 +122,12 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn expire_at_ms(&mut self, key: &[u8], when_ms: i64, cond: ExpireCondition) -> CommandResult<bool> {
+    pub(crate) fn expire_at_ms(
+        &mut self,
+        key: &[u8],
+        when_ms: i64,
+        cond: ExpireCondition,
+    ) -> CommandResult<bool> {
         let Some(entry) = self.lookup(key)? else {
             return Ok(false);
         };
@@ -182,7 +152,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn pexpiretime(&self, key: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn pexpiretime(&self, key: &[u8]) -> CommandResult<i64> {
         Ok(match self.lookup(key)? {
             None => -2,
             Some(entry) => expiry_of(&entry).unwrap_or(-1),
@@ -194,7 +164,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn pttl(&self, key: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn pttl(&self, key: &[u8]) -> CommandResult<i64> {
         let at = self.pexpiretime(key)?;
         if at < 0 {
             return Ok(at);
@@ -207,7 +177,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn persist(&mut self, key: &[u8]) -> CommandResult<bool> {
+    pub(crate) fn persist(&mut self, key: &[u8]) -> CommandResult<bool> {
         let Some(entry) = self.lookup(key)? else {
             return Ok(false);
         };
@@ -278,7 +248,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// [`CommandError::NoSuchKey`] when `src` does not exist; storage errors.
-    pub fn rename(&mut self, src: &[u8], dst: &[u8], nx: bool) -> CommandResult<bool> {
+    pub(crate) fn rename(&mut self, src: &[u8], dst: &[u8], nx: bool) -> CommandResult<bool> {
         let Some(entry) = self.lookup(src)? else {
             return Err(CommandError::NoSuchKey);
         };
@@ -307,7 +277,13 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// "ERR DB index is out of range", "ERR source and destination objects are the same";
     /// storage errors.
-    pub fn copy(&mut self, src: &[u8], dst: &[u8], db: Option<usize>, replace: bool) -> CommandResult<bool> {
+    pub(crate) fn copy(
+        &mut self,
+        src: &[u8],
+        dst: &[u8],
+        db: Option<usize>,
+        replace: bool,
+    ) -> CommandResult<bool> {
         let dst_index = db.unwrap_or(self.index());
         if dst_index >= DATABASES {
             return Err(CommandError::err("DB index is out of range"));
@@ -338,7 +314,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// "ERR DB index is out of range" past [`DATABASES`]; "ERR source and destination
     /// objects are the same" for the selected database; storage errors.
-    pub fn move_key(&mut self, key: &[u8], db: usize) -> CommandResult<bool> {
+    pub(crate) fn move_key(&mut self, key: &[u8], db: usize) -> CommandResult<bool> {
         if db >= DATABASES {
             return Err(CommandError::err("DB index is out of range"));
         }
@@ -464,7 +440,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn scan(
+    pub(crate) fn scan(
         &mut self,
         cursor: u64,
         pattern: Option<&[u8]>,
@@ -525,7 +501,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn keys(&self, pattern: &[u8]) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn keys(&self, pattern: &[u8]) -> CommandResult<Vec<Bytes>> {
         let mut keys = Vec::new();
         let all = pattern == b"*";
         let glob = Glob::new(pattern);
@@ -546,7 +522,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors (from the scan, or the first count of the database).
-    pub fn dbsize(&self) -> CommandResult<i64> {
+    pub(crate) fn dbsize(&self) -> CommandResult<i64> {
         match self.key_count()? {
             Some(count) => Ok(i64::try_from(count.keys).unwrap_or(i64::MAX)),
             None => self.live_keys(),
@@ -571,7 +547,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn randomkey(&mut self) -> CommandResult<Option<Bytes>> {
+    pub(crate) fn randomkey(&mut self) -> CommandResult<Option<Bytes>> {
         let n = self.live_keys()?;
         if n == 0 {
             return Ok(None);
@@ -614,7 +590,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn flushdb(&mut self) -> CommandResult<()> {
+    pub(crate) fn flushdb(&mut self) -> CommandResult<()> {
         let mut batch = WriteBatch::new();
         let layout = self.layout().clone();
         self.queue_flush(&mut batch, &layout)?;
@@ -625,7 +601,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn flushall(&mut self) -> CommandResult<()> {
+    pub(crate) fn flushall(&mut self) -> CommandResult<()> {
         let mut batch = WriteBatch::new();
         for i in 0..DATABASES {
             let layout = self.layout_of(i)?;
@@ -635,11 +611,11 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-fn del<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn del<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.del(&argv[1..]).map(Reply::Integer)
 }
 
-fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut n = 0;
     for key in &argv[1..] {
         if db.lookup_meta(key)?.is_some() {
@@ -649,7 +625,7 @@ fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(n))
 }
 
-fn type_<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn type_<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::status(db.lookup_meta(&argv[1])?.map_or("none", |meta| meta.ty.reply_name())))
 }
 
@@ -679,19 +655,19 @@ fn expire_generic<B: KvBackend>(
     Ok(Reply::Integer(i64::from(db.expire_at_ms(&argv[1], when, cond)?)))
 }
 
-fn expire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn expire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     expire_generic(db, argv, 1000, true, "expire")
 }
 
-fn pexpire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn pexpire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     expire_generic(db, argv, 1, true, "pexpire")
 }
 
-fn expireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn expireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     expire_generic(db, argv, 1000, false, "expireat")
 }
 
-fn pexpireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn pexpireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     expire_generic(db, argv, 1, false, "pexpireat")
 }
 
@@ -700,36 +676,36 @@ fn to_seconds(ms: i64) -> i64 {
     if ms < 0 { ms } else { ms.saturating_add(500) / 1000 }
 }
 
-fn ttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn ttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(to_seconds(db.pttl(&argv[1])?)))
 }
 
-fn pttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn pttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.pttl(&argv[1])?))
 }
 
-fn expiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn expiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(to_seconds(db.pexpiretime(&argv[1])?)))
 }
 
-fn pexpiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn pexpiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.pexpiretime(&argv[1])?))
 }
 
-fn persist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn persist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.persist(&argv[1])?)))
 }
 
-fn rename<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn rename<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.rename(&argv[1], &argv[2], false)?;
     Ok(Reply::OK)
 }
 
-fn renamenx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn renamenx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.rename(&argv[1], &argv[2], true)?)))
 }
 
-fn copy<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn copy<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut replace = false;
     let mut target = None;
     let mut j = 3;
@@ -748,7 +724,7 @@ fn copy<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.copy(&argv[1], &argv[2], target, replace)?)))
 }
 
-fn scan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn scan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let cursor = cursor_arg(&argv[1])?;
     let mut count = 10usize;
     let mut pattern: Option<&[u8]> = None;
@@ -778,15 +754,15 @@ fn scan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Array(vec![Reply::bulk(next.to_string().as_bytes()), Reply::bulks(keys)]))
 }
 
-fn keys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn keys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulks(db.keys(&argv[1])?))
 }
 
-fn randomkey<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
+pub(super) fn randomkey<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulk_or_nil(db.randomkey()?))
 }
 
-fn dbsize<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
+pub(super) fn dbsize<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.dbsize()?))
 }
 
@@ -799,19 +775,19 @@ fn flush_mode(argv: &[Bytes]) -> CommandResult<()> {
     }
 }
 
-fn flushdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn flushdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     flush_mode(argv)?;
     db.flushdb()?;
     Ok(Reply::OK)
 }
 
-fn flushall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn flushall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     flush_mode(argv)?;
     db.flushall()?;
     Ok(Reply::OK)
 }
 
-fn ping<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn ping<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     match argv.len() {
         1 => Ok(Reply::status("PONG")),
         2 => Ok(Reply::Bulk(argv[1].clone())),
@@ -819,7 +795,7 @@ fn ping<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     }
 }
 
-fn echo<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn echo<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Bulk(argv[1].clone()))
 }
 
@@ -841,12 +817,12 @@ fn db_index_arg(arg: &[u8]) -> CommandResult<usize> {
 }
 
 /// `MOVE key db`.
-fn move_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn move_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.move_key(&argv[1], db_index_arg(&argv[2])?)?)))
 }
 
 /// `SWAPDB a b`: see [`Db::swapdb`].
-fn swapdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn swapdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let index = |arg: &[u8], which: &str| {
         let i = int_arg(arg).ok().and_then(|i| i32::try_from(i).ok());
         i.ok_or_else(|| CommandError::err(format!("invalid {which} DB index")))
@@ -860,7 +836,7 @@ fn swapdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::OK)
 }
 
-fn select<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn select<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let index = int_arg(&argv[1])?;
     let index = usize::try_from(index).map_err(|_| CommandError::err("DB index is out of range"))?;
     db.select(index)?;

@@ -17,41 +17,11 @@ use bytes::Bytes;
 
 use super::args::{int_arg, normalize_range, timeout_arg};
 use super::notify::NotifyFlags;
-use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{
     ColumnFamily, KeyRange, Metadata, RedisType, push_back_tail, push_front_index, stored_index,
 };
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "lpush" => lpush_cmd,
-        "rpush" => rpush_cmd,
-        "lpushx" => lpushx_cmd,
-        "rpushx" => rpushx_cmd,
-        "lpop" => lpop_cmd,
-        "rpop" => rpop_cmd,
-        "llen" => llen_cmd,
-        "lindex" => lindex_cmd,
-        "lrange" => lrange_cmd,
-        "lset" => lset_cmd,
-        "lrem" => lrem_cmd,
-        "linsert" => linsert_cmd,
-        "ltrim" => ltrim_cmd,
-        "lpos" => lpos_cmd,
-        "lmove" => lmove_cmd,
-        "rpoplpush" => rpoplpush_cmd,
-        "lmpop" => lmpop_cmd,
-        "blpop" => blpop_cmd,
-        "brpop" => brpop_cmd,
-        "blmove" => blmove_cmd,
-        "brpoplpush" => brpoplpush_cmd,
-        "blmpop" => blmpop_cmd,
-        _ => return None,
-    })
-}
 
 /// One end of a list: `LEFT` is the head (position 0), `RIGHT` the tail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,7 +242,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE; a storage error (list index overflow) when the indices would leave the
     /// u64 range; storage errors.
-    pub fn list_push(
+    pub(crate) fn list_push(
         &mut self,
         key: &[u8],
         end: ListEnd,
@@ -304,22 +274,6 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(len_i64(&meta))
     }
 
-    /// LPUSH: each element in turn becomes the new head. Returns the new length.
-    ///
-    /// # Errors
-    /// As [`Db::list_push`].
-    pub fn lpush(&mut self, key: &[u8], elements: &[Bytes]) -> CommandResult<i64> {
-        self.list_push(key, ListEnd::Left, elements, false)
-    }
-
-    /// RPUSH: appends each element at the tail. Returns the new length.
-    ///
-    /// # Errors
-    /// As [`Db::list_push`].
-    pub fn rpush(&mut self, key: &[u8], elements: &[Bytes]) -> CommandResult<i64> {
-        self.list_push(key, ListEnd::Right, elements, false)
-    }
-
     /// Pops up to `count` elements from `end` of the list at `key`, in pop order.
     /// `None` when the key is missing. A list left empty is deleted (metadata only).
     ///
@@ -328,7 +282,12 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn list_pop(&mut self, key: &[u8], end: ListEnd, count: u64) -> CommandResult<Option<Vec<Bytes>>> {
+    pub(crate) fn list_pop(
+        &mut self,
+        key: &[u8],
+        end: ListEnd,
+        count: u64,
+    ) -> CommandResult<Option<Vec<Bytes>>> {
         let routed = self.layout().routed(key);
         let mkey = routed.metadata_key();
         let Some(meta) = self.list_meta_at(&mkey)? else {
@@ -373,40 +332,12 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(popped)
     }
 
-    /// LPOP without count: the head element, `None` when the key is missing.
-    ///
-    /// # Errors
-    /// As [`Db::list_pop`].
-    pub fn lpop(&mut self, key: &[u8]) -> CommandResult<Option<Bytes>> {
-        Ok(self.list_pop(key, ListEnd::Left, 1)?.and_then(|v| v.into_iter().next()))
-    }
-
-    /// RPOP without count: the tail element, `None` when the key is missing.
-    ///
-    /// # Errors
-    /// As [`Db::list_pop`].
-    pub fn rpop(&mut self, key: &[u8]) -> CommandResult<Option<Bytes>> {
-        Ok(self.list_pop(key, ListEnd::Right, 1)?.and_then(|v| v.into_iter().next()))
-    }
-
     /// LLEN: the number of elements, 0 for a missing key. One metadata read.
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn llen(&self, key: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn llen(&self, key: &[u8]) -> CommandResult<i64> {
         Ok(self.list_meta(key)?.map_or(0, |m| len_i64(&m)))
-    }
-
-    /// LINDEX: the element at `index` (negative counts from the tail), `None` when out of
-    /// range or missing. One metadata read and one point read at `head + index`.
-    ///
-    /// # Errors
-    /// WRONGTYPE; storage errors (also when the element's record is missing).
-    pub fn lindex(&self, key: &[u8], index: i64) -> CommandResult<Option<Bytes>> {
-        match self.list_meta(key)? {
-            None => Ok(None),
-            Some(meta) => self.lindex_in(key, &meta, index),
-        }
     }
 
     /// LINDEX on a list whose metadata was read already: one point read.
@@ -460,7 +391,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn lrange(&self, key: &[u8], start: i64, stop: i64) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn lrange(&self, key: &[u8], start: i64, stop: i64) -> CommandResult<Vec<Bytes>> {
         let Some(meta) = self.list_meta(key)? else {
             return Ok(Vec::new());
         };
@@ -468,16 +399,6 @@ impl<B: KvBackend> Db<'_, B> {
             return Ok(Vec::new());
         };
         self.read_span(key, &meta, from, to + 1, Direction::Forward)
-    }
-
-    /// LSET: replaces the element at `index`. One metadata read, one point write.
-    ///
-    /// # Errors
-    /// "ERR no such key" for a missing key, WRONGTYPE, "ERR index out of range";
-    /// storage errors.
-    pub fn lset(&mut self, key: &[u8], index: i64, value: &[u8]) -> CommandResult<()> {
-        let meta = self.list_meta(key)?.ok_or(CommandError::NoSuchKey)?;
-        self.lset_in(key, &meta, index, value)
     }
 
     /// LSET on a list whose metadata was read already: one point write.
@@ -507,7 +428,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn lrem(&mut self, key: &[u8], count: i64, element: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn lrem(&mut self, key: &[u8], count: i64, element: &[u8]) -> CommandResult<i64> {
         let Some(meta) = self.list_meta(key)? else {
             return Ok(0);
         };
@@ -561,7 +482,13 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE; a storage error (list index overflow) when neither side can grow;
     /// storage errors.
-    pub fn linsert(&mut self, key: &[u8], before: bool, pivot: &[u8], element: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn linsert(
+        &mut self,
+        key: &[u8],
+        before: bool,
+        pivot: &[u8],
+        element: &[u8],
+    ) -> CommandResult<i64> {
         let Some(meta) = self.list_meta(key)? else {
             return Ok(0);
         };
@@ -685,7 +612,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn ltrim(&mut self, key: &[u8], start: i64, stop: i64) -> CommandResult<()> {
+    pub(crate) fn ltrim(&mut self, key: &[u8], start: i64, stop: i64) -> CommandResult<()> {
         let Some(mut meta) = self.list_meta(key)? else {
             return Ok(());
         };
@@ -724,7 +651,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// The RANK-zero error for `rank == 0`; WRONGTYPE; storage errors.
-    pub fn lpos(&self, key: &[u8], element: &[u8], opts: LposOptions) -> CommandResult<Vec<u64>> {
+    pub(crate) fn lpos(&self, key: &[u8], element: &[u8], opts: LposOptions) -> CommandResult<Vec<u64>> {
         if opts.rank == 0 {
             return Err(rank_zero());
         }
@@ -771,7 +698,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE for `src`, or for `dst` when `src` has data (then nothing is written); a
     /// storage error on index overflow; storage errors.
-    pub fn lmove(
+    pub(crate) fn lmove(
         &mut self,
         src: &[u8],
         dst: &[u8],
@@ -816,7 +743,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE when a key before the first list holds another type; storage errors.
-    pub fn lmpop(
+    pub(crate) fn lmpop(
         &mut self,
         keys: &[Bytes],
         end: ListEnd,
@@ -907,19 +834,19 @@ fn push_cmd<B: KvBackend>(
     db.list_push(&argv[1], end, &argv[2..], only_existing).map(Reply::Integer)
 }
 
-fn lpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     push_cmd(db, argv, ListEnd::Left, false)
 }
 
-fn rpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn rpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     push_cmd(db, argv, ListEnd::Right, false)
 }
 
-fn lpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     push_cmd(db, argv, ListEnd::Left, true)
 }
 
-fn rpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn rpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     push_cmd(db, argv, ListEnd::Right, true)
 }
 
@@ -937,19 +864,19 @@ fn pop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], end: ListEnd, name: &st
     }
 }
 
-fn lpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     pop_cmd(db, argv, ListEnd::Left, "lpop")
 }
 
-fn rpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn rpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     pop_cmd(db, argv, ListEnd::Right, "rpop")
 }
 
-fn llen_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn llen_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.llen(&argv[1]).map(Reply::Integer)
 }
 
-fn lindex_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lindex_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis looks the key up before parsing the index.
     let Some(meta) = db.list_meta(&argv[1])? else {
         return Ok(Reply::Nil);
@@ -958,13 +885,13 @@ fn lindex_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.lindex_in(&argv[1], &meta, index).map(Reply::bulk_or_nil)
 }
 
-fn lrange_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lrange_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let start = int_arg(&argv[2])?;
     let stop = int_arg(&argv[3])?;
     db.lrange(&argv[1], start, stop).map(Reply::bulks)
 }
 
-fn lset_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lset_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis looks the key up before parsing the index.
     let meta = db.list_meta(&argv[1])?.ok_or(CommandError::NoSuchKey)?;
     let index = int_arg(&argv[2])?;
@@ -972,12 +899,12 @@ fn lset_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::OK)
 }
 
-fn lrem_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lrem_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let count = int_arg(&argv[2])?;
     db.lrem(&argv[1], count, &argv[3]).map(Reply::Integer)
 }
 
-fn linsert_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn linsert_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let before = if argv[2].eq_ignore_ascii_case(b"before") {
         true
     } else if argv[2].eq_ignore_ascii_case(b"after") {
@@ -988,14 +915,14 @@ fn linsert_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.linsert(&argv[1], before, &argv[3], &argv[4]).map(Reply::Integer)
 }
 
-fn ltrim_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn ltrim_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let start = int_arg(&argv[2])?;
     let stop = int_arg(&argv[3])?;
     db.ltrim(&argv[1], start, stop)?;
     Ok(Reply::OK)
 }
 
-fn lpos_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lpos_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut opts = LposOptions::default();
     let mut with_count = false;
     let mut j = 3;
@@ -1027,13 +954,13 @@ fn lpos_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     })
 }
 
-fn lmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let from = ListEnd::parse(&argv[3])?;
     let to = ListEnd::parse(&argv[4])?;
     db.lmove(&argv[1], &argv[2], from, to).map(Reply::bulk_or_nil)
 }
 
-fn rpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn rpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.lmove(&argv[1], &argv[2], ListEnd::Right, ListEnd::Left).map(Reply::bulk_or_nil)
 }
 
@@ -1067,7 +994,7 @@ fn mpop_reply(result: Option<(Bytes, Vec<Bytes>)>) -> Reply {
     }
 }
 
-fn lmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn lmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let (keys, end, count) = parse_mpop(argv, 1)?;
     db.lmpop(keys, end, count).map(mpop_reply)
 }
@@ -1083,22 +1010,22 @@ fn bpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], end: ListEnd) -> Comma
     })
 }
 
-fn blpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn blpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     bpop_cmd(db, argv, ListEnd::Left)
 }
 
-fn brpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn brpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     bpop_cmd(db, argv, ListEnd::Right)
 }
 
-fn blmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn blmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let from = ListEnd::parse(&argv[3])?;
     let to = ListEnd::parse(&argv[4])?;
     let timeout = timeout_arg(&argv[5])?;
     blmove(db, argv, from, to, timeout)
 }
 
-fn brpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn brpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let timeout = timeout_arg(&argv[3])?;
     blmove(db, argv, ListEnd::Right, ListEnd::Left, timeout)
 }
@@ -1117,7 +1044,7 @@ fn blmove<B: KvBackend>(
     })
 }
 
-fn blmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn blmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis parses numkeys, the end and COUNT before the timeout.
     let (keys, end, count) = parse_mpop(argv, 2)?;
     let timeout = timeout_arg(&argv[1])?;
@@ -1125,4 +1052,23 @@ fn blmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         Some(popped) => mpop_reply(Some(popped)),
         None => db.would_block(keys, timeout, Reply::NilArray, Reply::NilArray),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::MemoryBackend;
+
+    #[test]
+    fn typed_api() {
+        let mut db = Db::new(MemoryBackend::new());
+        let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
+        db.run(&["RPUSH", "k", "z", "a", "b", "a"]);
+        assert_eq!(db.lrange(b"k", 0, -1).unwrap(), vec![b("z"), b("a"), b("b"), b("a")]);
+        assert_eq!(db.lpos(b"k", b"a", LposOptions { count: 0, ..Default::default() }).unwrap(), vec![1, 3]);
+        assert_eq!(db.lmove(b"k", b"j", ListEnd::Left, ListEnd::Right).unwrap(), Some(b("z")));
+        assert_eq!(db.list_pop(b"k", ListEnd::Left, 1).unwrap(), Some(vec![b("a")]));
+        assert_eq!(db.llen(b"k").unwrap(), 2);
+        assert!(db.lpos(b"k", b"a", LposOptions { rank: 0, ..Default::default() }).is_err());
+    }
 }

@@ -31,6 +31,10 @@ use std::borrow::Cow;
 use bytes::Bytes;
 
 use super::args::format_g17;
+use super::error::CommandError;
+
+/// What a command handler returns.
+pub type CommandResult<T = Reply> = Result<T, CommandError>;
 
 /// Which protocol a client speaks (`HELLO 2` / `HELLO 3`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

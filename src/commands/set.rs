@@ -25,34 +25,9 @@ use bytes::Bytes;
 use super::args::{Distinct, cursor_arg, random_count_arg};
 use super::notify::NotifyFlags;
 use super::subkeys::{Pick, parse_scan_options, scan_reply};
-use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "sadd" => sadd,
-        "srem" => srem,
-        "scard" => scard,
-        "sismember" => sismember,
-        "smismember" => smismember,
-        "smembers" => smembers,
-        "spop" => spop,
-        "srandmember" => srandmember,
-        "smove" => smove,
-        "sinter" => sinter,
-        "sintercard" => sintercard,
-        "sinterstore" => sinterstore,
-        "sunion" => sunion,
-        "sunionstore" => sunionstore,
-        "sdiff" => sdiff,
-        "sdiffstore" => sdiffstore,
-        "sscan" => sscan,
-        _ => return None,
-    })
-}
 
 impl<B: KvBackend> Db<'_, B> {
     /// SADD: adds the members; returns how many were new. Reads the metadata and the members
@@ -61,7 +36,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE for a non-set key; storage errors.
-    pub fn sadd(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
+    pub(crate) fn sadd(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
         let existed = self.lookup_of(key, RedisType::Set)?;
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Set));
         let mut batch = WriteBatch::new();
@@ -110,7 +85,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn srem(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
+    pub(crate) fn srem(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
         let Some(mut meta) = self.lookup_of(key, RedisType::Set)? else { return Ok(0) };
         let removed = self.remove_subkeys(key, &mut meta, members)?;
         if removed > 0 {
@@ -123,7 +98,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn scard(&self, key: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn scard(&self, key: &[u8]) -> CommandResult<i64> {
         match self.lookup_of(key, RedisType::Set)? {
             None => Ok(0),
             Some(meta) => Ok(self.collection_len(key, &meta)? as i64),
@@ -134,7 +109,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn smismember(&self, key: &[u8], members: &[Bytes]) -> CommandResult<Vec<bool>> {
+    pub(crate) fn smismember(&self, key: &[u8], members: &[Bytes]) -> CommandResult<Vec<bool>> {
         match self.lookup_of(key, RedisType::Set)? {
             None => Ok(vec![false; members.len()]),
             Some(meta) => {
@@ -148,7 +123,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn smembers(&self, key: &[u8]) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn smembers(&self, key: &[u8]) -> CommandResult<Vec<Bytes>> {
         match self.lookup_of(key, RedisType::Set)? {
             None => Ok(Vec::new()),
             Some(meta) => Ok(self.all_subkeys(key, meta.version)?.into_iter().map(|(m, _)| m).collect()),
@@ -160,7 +135,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn spop(&mut self, key: &[u8], count: u64) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn spop(&mut self, key: &[u8], count: u64) -> CommandResult<Vec<Bytes>> {
         let Some(mut meta) = self.lookup_of(key, RedisType::Set)? else { return Ok(Vec::new()) };
         if count == 0 {
             return Ok(Vec::new());
@@ -190,7 +165,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE; "ERR value is out of range" for `count < -2^26` (a deviation: Redis would
     /// try to build the reply); storage errors.
-    pub fn srandmember(&mut self, key: &[u8], count: i64) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn srandmember(&mut self, key: &[u8], count: i64) -> CommandResult<Vec<Bytes>> {
         let Some(meta) = self.lookup_of(key, RedisType::Set)? else { return Ok(Vec::new()) };
         let pick = if count >= 0 { Pick::Distinct(count as u64) } else { Pick::Repeat(count.unsigned_abs()) };
         Ok(self.sample_subkeys(key, &meta, pick)?.into_iter().map(|(m, _)| m).collect())
@@ -203,7 +178,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE when either key holds another type (none when `src` is missing, as Redis);
     /// storage errors.
-    pub fn smove(&mut self, src: &[u8], dst: &[u8], member: &[u8]) -> CommandResult<bool> {
+    pub(crate) fn smove(&mut self, src: &[u8], dst: &[u8], member: &[u8]) -> CommandResult<bool> {
         // Redis looks both keys up before anything else (an expired one is reported).
         let (sentry, dentry) = (self.lookup(src)?, self.lookup(dst)?);
         let Some(sentry) = sentry else { return Ok(false) };
@@ -260,7 +235,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE when any key holds another type; storage errors.
-    pub fn sinter(&self, keys: &[Bytes], limit: usize) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn sinter(&self, keys: &[Bytes], limit: usize) -> CommandResult<Vec<Bytes>> {
         let metas = self.set_metas(keys)?;
         let Some(metas) = metas.into_iter().collect::<Option<Vec<_>>>() else { return Ok(Vec::new()) };
         let mut order: Vec<usize> = (0..keys.len()).collect();
@@ -335,7 +310,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE when any key holds another type; storage errors.
-    pub fn sunion(&self, keys: &[Bytes]) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn sunion(&self, keys: &[Bytes]) -> CommandResult<Vec<Bytes>> {
         let metas = self.set_metas(keys)?;
         let mut seen = HashSet::new();
         let mut out = Vec::new();
@@ -356,7 +331,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE when any key holds another type; storage errors.
-    pub fn sdiff(&self, keys: &[Bytes]) -> CommandResult<Vec<Bytes>> {
+    pub(crate) fn sdiff(&self, keys: &[Bytes]) -> CommandResult<Vec<Bytes>> {
         let metas = self.set_metas(keys)?;
         let Some(first) = metas[0] else { return Ok(Vec::new()) };
         if keys[1..].iter().any(|k| k == &keys[0]) {
@@ -365,16 +340,6 @@ impl<B: KvBackend> Db<'_, B> {
         let probe: Vec<(&[u8], u128)> =
             keys.iter().zip(&metas).skip(1).filter_map(|(k, m)| m.map(|m| (k.as_ref(), m.version))).collect();
         self.filter_members(&keys[0], first.version, &probe, false, 0)
-    }
-
-    /// Replaces `dst` (any type) by a set of `members` under a fresh version, in one batch;
-    /// an empty result deletes `dst`. The old incarnation's records become garbage (O(1)).
-    /// Returns the new size.
-    ///
-    /// # Errors
-    /// Storage errors.
-    pub fn store_set(&mut self, dst: &[u8], members: &[Bytes]) -> CommandResult<i64> {
-        self.store_set_as(dst, members, "sinterstore")
     }
 
     /// [`Db::store_set`], recording the event `name` (`sinterstore`, `sunionstore`,
@@ -400,44 +365,25 @@ impl<B: KvBackend> Db<'_, B> {
         self.notify_store(NotifyFlags::SET, name, dst, members.is_empty(), existed);
         Ok(members.len() as i64)
     }
-
-    /// SSCAN: one page of members after `cursor`, and the next cursor (0 at the end). The
-    /// cursor names the last member returned. Reads O(COUNT) subkeys.
-    ///
-    /// # Errors
-    /// WRONGTYPE; storage errors.
-    pub fn sscan(
-        &mut self,
-        key: &[u8],
-        cursor: u64,
-        pattern: Option<&[u8]>,
-        count: usize,
-    ) -> CommandResult<(u64, Vec<Bytes>)> {
-        let Some(meta) = self.lookup_of(key, RedisType::Set)? else { return Ok((0, Vec::new())) };
-        let opts =
-            super::subkeys::ScanOptions { pattern: pattern.map(Bytes::copy_from_slice), count: count.max(1) };
-        let (next, items) = self.scan_page(key, meta.version, cursor, &opts)?;
-        Ok((next, items.into_iter().map(|(m, _)| m).collect()))
-    }
 }
 
-fn sadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.sadd(&argv[1], &argv[2..]).map(Reply::Integer)
 }
 
-fn srem<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn srem<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.srem(&argv[1], &argv[2..]).map(Reply::Integer)
 }
 
-fn scard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn scard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.scard(&argv[1]).map(Reply::Integer)
 }
 
-fn sismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.smismember(&argv[1], &argv[2..3])?[0].into()))
 }
 
-fn smismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn smismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let found = db.smismember(&argv[1], &argv[2..])?;
     Ok(Reply::Array(found.into_iter().map(|b| Reply::Integer(b.into())).collect()))
 }
@@ -447,11 +393,11 @@ fn set_reply(members: Vec<Bytes>) -> Reply {
     Reply::Set(members.into_iter().map(Reply::Bulk).collect())
 }
 
-fn smembers<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn smembers<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(set_reply(db.smembers(&argv[1])?))
 }
 
-fn spop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn spop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     match argv.len() {
         2 => Ok(db.spop(&argv[1], 1)?.into_iter().next().map_or(Reply::Nil, Reply::Bulk)),
         3 => {
@@ -464,7 +410,7 @@ fn spop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     }
 }
 
-fn srandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn srandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     match argv.len() {
         2 => Ok(db.srandmember(&argv[1], 1)?.into_iter().next().map_or(Reply::Nil, Reply::Bulk)),
         3 => {
@@ -475,15 +421,15 @@ fn srandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     }
 }
 
-fn smove<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn smove<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.smove(&argv[1], &argv[2], &argv[3])?.into()))
 }
 
-fn sinter<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sinter<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(set_reply(db.sinter(&argv[1..], 0)?))
 }
 
-fn sintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let numkeys = super::args::parse_i64(&argv[1])
         .filter(|n| *n > 0)
         .ok_or_else(|| CommandError::err("numkeys should be greater than 0"))?;
@@ -508,30 +454,30 @@ fn sintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.sinter(keys, limit)?.len() as i64))
 }
 
-fn sinterstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sinterstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let members = db.sinter(&argv[2..], 0)?;
     db.store_set_as(&argv[1], &members, "sinterstore").map(Reply::Integer)
 }
 
-fn sunion<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sunion<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(set_reply(db.sunion(&argv[1..])?))
 }
 
-fn sunionstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sunionstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let members = db.sunion(&argv[2..])?;
     db.store_set_as(&argv[1], &members, "sunionstore").map(Reply::Integer)
 }
 
-fn sdiff<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sdiff<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(set_reply(db.sdiff(&argv[1..])?))
 }
 
-fn sdiffstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sdiffstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let members = db.sdiff(&argv[2..])?;
     db.store_set_as(&argv[1], &members, "sdiffstore").map(Reply::Integer)
 }
 
-fn sscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let cursor = cursor_arg(&argv[2])?;
     let Some(meta) = db.lookup_of(&argv[1], RedisType::Set)? else { return Ok(scan_reply(0, Vec::new())) };
     let opts = parse_scan_options(&argv[3..])?;

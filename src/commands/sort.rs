@@ -13,20 +13,10 @@ use bytes::Bytes;
 
 use super::args::{int_arg, strtod};
 use super::notify::NotifyFlags;
-use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::RedisType;
 use crate::codec::rdb::RdbValue;
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "sort" => sort,
-        "sort_ro" => sort_ro,
-        _ => return None,
-    })
-}
 
 /// The parsed options of one SORT.
 #[derive(Debug, Default)]
@@ -41,11 +31,11 @@ struct SortSpec<'a> {
     store: Option<&'a [u8]>,
 }
 
-fn sort<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sort<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes]) -> CommandResult {
     sort_generic(db, argv, false)
 }
 
-fn sort_ro<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn sort_ro<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes]) -> CommandResult {
     sort_generic(db, argv, true)
 }
 

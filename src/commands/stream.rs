@@ -20,7 +20,6 @@ use bytes::Bytes;
 
 use super::args::int_arg;
 use super::notify::NotifyFlags;
-use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::rdb::{RdbGroup, RdbStream};
@@ -28,27 +27,6 @@ use crate::codec::{
     ConsumerValue, Extra, GroupValue, Metadata, PendingValue, RedisType, StreamFields, StreamId, StreamSub,
     decode_entry, encode_entry, group_records_prefix, groups_prefix, prefix_successor,
 };
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "xadd" => xadd,
-        "xlen" => xlen,
-        "xrange" => xrange,
-        "xrevrange" => xrevrange,
-        "xdel" => xdel,
-        "xtrim" => xtrim,
-        "xread" | "xreadgroup" => xread,
-        "xgroup" => xgroup,
-        "xack" => xack,
-        "xpending" => xpending,
-        "xclaim" => xclaim,
-        "xautoclaim" => xautoclaim,
-        "xinfo" => xinfo,
-        "xsetid" => xsetid,
-        _ => return None,
-    })
-}
 
 const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
 /// How many entries a woken XREAD without COUNT is served (Redis' default).
@@ -695,7 +673,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
     }
 }
 
-fn xadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let args = parse_add_or_trim(argv, true)?;
     let field_pos = args.id_pos + 1;
     if argv.len() < field_pos + 2 || (argv.len() - field_pos) % 2 == 1 {
@@ -758,7 +736,7 @@ fn xadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(id_reply(id))
 }
 
-fn xtrim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xtrim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let args = parse_add_or_trim(argv, false)?;
     let key = &argv[1];
     let Some(mut s) = db.stream(key)? else { return Ok(Reply::Integer(0)) };
@@ -772,15 +750,15 @@ fn xtrim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(trimmed as i64))
 }
 
-fn xlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.stream(&argv[1])?.map_or(0, |s| s.len() as i64)))
 }
 
-fn xrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     range(db, argv, false)
 }
 
-fn xrevrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xrevrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     range(db, argv, true)
 }
 
@@ -807,7 +785,7 @@ fn range<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], rev: bool) -> CommandResu
     Ok(Reply::Array(found.iter().map(|(id, v)| entry_reply(*id, v)).collect::<CommandResult<_>>()?))
 }
 
-fn xdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let key = &argv[1];
     let Some(mut s) = db.stream(key)? else { return Ok(Reply::Integer(0)) };
     let ids = argv[2..].iter().map(|a| parse_id(a, 0, true, None)).collect::<CommandResult<Vec<_>>>()?;
@@ -856,7 +834,7 @@ fn xdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(gone.len() as i64))
 }
 
-fn xsetid<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xsetid<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let id = parse_id(&argv[2], 0, true, None)?;
     let (mut entries_added, mut max_deleted) = (None, StreamId::MIN);
     let mut i = 3;
@@ -915,7 +893,7 @@ struct ReadKey<'a> {
     group: Option<GroupValue>,
 }
 
-fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let group_cmd = argv[0].len() == 10;
     let (mut timeout, mut count, mut count_given) = (None::<i64>, 0usize, false);
     let (mut group, mut noack, mut streams_at) = (None::<(&Bytes, &Bytes)>, false, 0);
@@ -1278,7 +1256,7 @@ fn nogroup(key: &[u8], group: &[u8]) -> CommandError {
     ))
 }
 
-fn xgroup<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xgroup<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = argv[1].to_ascii_lowercase();
     if sub == b"help" {
         return Ok(help(&[
@@ -1452,7 +1430,7 @@ fn help(lines: &[&str]) -> Reply {
     Reply::Array(lines.iter().map(|l| Reply::Status(l.to_string().into())).collect())
 }
 
-fn xack<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xack<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let (key, group) = (&argv[1], argv[2].as_ref());
     let Some(s) = db.stream(key)? else { return Ok(Reply::Integer(0)) };
     let Some(mut g) = db.group(key, s.version(), group)? else { return Ok(Reply::Integer(0)) };
@@ -1486,7 +1464,7 @@ fn xack<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(acked.len() as i64))
 }
 
-fn xpending<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xpending<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let (key, group) = (&argv[1], argv[2].as_ref());
     let summary = argv.len() == 3;
     if !summary && !(6..=9).contains(&argv.len()) {
@@ -1571,7 +1549,7 @@ fn xpending<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Array(out))
 }
 
-fn xclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let (key, group, name) = (&argv[1], argv[2].as_ref(), argv[3].as_ref());
     let Some(s) = db.stream(key)? else { return Err(nogroup(key, group)) };
     let Some(mut g) = db.group(key, s.version(), group)? else { return Err(nogroup(key, group)) };
@@ -1726,7 +1704,7 @@ fn release<'a, B: KvBackend>(
     Ok(())
 }
 
-fn xautoclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xautoclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let (key, group, name) = (&argv[1], argv[2].as_ref(), argv[3].as_ref());
     let min_idle = super::args::parse_i64(&argv[4])
         .ok_or_else(|| err("ERR Invalid min-idle-time argument for XAUTOCLAIM"))?
@@ -1806,7 +1784,7 @@ fn xautoclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Array(vec![id_reply(next), Reply::Array(out), Reply::Array(deleted)]))
 }
 
-fn xinfo<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn xinfo<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = argv[1].to_ascii_lowercase();
     if sub == b"help" {
         if argv.len() != 2 {

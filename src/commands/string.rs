@@ -10,41 +10,12 @@ use bytes::Bytes;
 use super::args::{Distinct, int_arg};
 use super::long_double;
 use super::notify::NotifyFlags;
-use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
 
 /// The largest string Redis accepts (`proto-max-bulk-len`, 512 MB).
 pub const MAX_STRING_LEN: u64 = 512 * 1024 * 1024;
-
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "get" => get,
-        "set" => set,
-        "setnx" => setnx,
-        "setex" => setex,
-        "psetex" => psetex,
-        "getset" => getset,
-        "getdel" => getdel,
-        "getex" => getex,
-        "mget" => mget,
-        "mset" => mset,
-        "msetnx" => msetnx,
-        "append" => append,
-        "strlen" => strlen,
-        "getrange" => getrange,
-        "substr" => getrange,
-        "setrange" => setrange,
-        "incr" => incr,
-        "decr" => decr,
-        "incrby" => incrby,
-        "decrby" => decrby,
-        "incrbyfloat" => incrbyfloat,
-        _ => return None,
-    })
-}
 
 /// What SET does besides storing the value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -119,7 +90,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// [`CommandError::WrongType`] for a collection; storage errors.
-    pub fn get(&self, key: &[u8]) -> CommandResult<Option<Bytes>> {
+    pub(crate) fn get(&self, key: &[u8]) -> CommandResult<Option<Bytes>> {
         self.lookup_string(key)
     }
 
@@ -129,7 +100,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// With `get`, [`CommandError::WrongType`] when the key holds a collection (nothing is
     /// written); storage errors.
-    pub fn set(
+    pub(crate) fn set(
         &mut self,
         key: &[u8],
         value: &[u8],
@@ -167,7 +138,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// [`CommandError::WrongType`] for a collection; storage errors.
-    pub fn getdel(&mut self, key: &[u8]) -> CommandResult<Option<Bytes>> {
+    pub(crate) fn getdel(&mut self, key: &[u8]) -> CommandResult<Option<Bytes>> {
         let value = self.lookup_string(key)?;
         if value.is_some() {
             let mut batch = WriteBatch::new();
@@ -182,7 +153,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// [`CommandError::WrongType`] for a collection; storage errors.
-    pub fn getex(&mut self, key: &[u8], expiry: GetExpiry) -> CommandResult<Option<Bytes>> {
+    pub(crate) fn getex(&mut self, key: &[u8], expiry: GetExpiry) -> CommandResult<Option<Bytes>> {
         let Some(entry) = self.lookup_stringlike(key)? else {
             return Ok(None);
         };
@@ -217,7 +188,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn mget(&self, keys: &[Bytes]) -> CommandResult<Vec<Option<Bytes>>> {
+    pub(crate) fn mget(&self, keys: &[Bytes]) -> CommandResult<Vec<Option<Bytes>>> {
         keys.iter()
             .map(|k| {
                 Ok(self.lookup_stringlike(k)?.filter(|e| e.meta.ty == RedisType::String).map(|e| e.value))
@@ -231,7 +202,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn mset(&mut self, pairs: &[(Bytes, Bytes)], nx: bool) -> CommandResult<bool> {
+    pub(crate) fn mset(&mut self, pairs: &[(Bytes, Bytes)], nx: bool) -> CommandResult<bool> {
         if nx {
             for (k, _) in pairs {
                 if self.lookup(k)?.is_some() {
@@ -261,7 +232,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// [`CommandError::WrongType`], [`CommandError::StringTooLong`] past 512 MB; storage
     /// errors.
-    pub fn append(&mut self, key: &[u8], value: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn append(&mut self, key: &[u8], value: &[u8]) -> CommandResult<i64> {
         let mkey = self.metadata_key(key);
         let appended = |old: &[u8]| -> CommandResult<Vec<u8>> {
             check_length(old.len() as u64, value.len() as u64)?;
@@ -283,7 +254,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// [`CommandError::WrongType`]; storage errors.
-    pub fn strlen(&self, key: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn strlen(&self, key: &[u8]) -> CommandResult<i64> {
         Ok(self.lookup_string(key)?.map_or(0, |v| len_i64(v.len())))
     }
 
@@ -292,7 +263,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// [`CommandError::WrongType`]; storage errors.
-    pub fn getrange(&self, key: &[u8], start: i64, end: i64) -> CommandResult<Bytes> {
+    pub(crate) fn getrange(&self, key: &[u8], start: i64, end: i64) -> CommandResult<Bytes> {
         let Some(value) = self.lookup_string(key)? else {
             return Ok(Bytes::new());
         };
@@ -322,7 +293,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// "ERR offset is out of range" for a negative offset, [`CommandError::WrongType`],
     /// [`CommandError::StringTooLong`] past 512 MB; storage errors.
-    pub fn setrange(&mut self, key: &[u8], offset: i64, value: &[u8]) -> CommandResult<i64> {
+    pub(crate) fn setrange(&mut self, key: &[u8], offset: i64, value: &[u8]) -> CommandResult<i64> {
         let offset = u64::try_from(offset).map_err(|_| CommandError::err("offset is out of range"))?;
         let mkey = self.metadata_key(key);
         // The new value; the old length when `value` is empty (nothing is written then).
@@ -359,7 +330,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// [`CommandError::WrongType`], [`CommandError::NotInteger`] when the value is not an
     /// integer, [`CommandError::Overflow`]; storage errors.
-    pub fn incrby(&mut self, key: &[u8], delta: i64) -> CommandResult<i64> {
+    pub(crate) fn incrby(&mut self, key: &[u8], delta: i64) -> CommandResult<i64> {
         let mkey = self.metadata_key(key);
         let (expire_ms, old) = match self.read_string_at(key, &mkey, int_arg)? {
             Some((expire_ms, old)) => (expire_ms, old?),
@@ -378,7 +349,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// [`CommandError::WrongType`], [`CommandError::NotFloat`] when the value or `incr`
     /// is not a number, "ERR increment would produce NaN or Infinity"; storage errors.
-    pub fn incrbyfloat(&mut self, key: &[u8], incr: &[u8]) -> CommandResult<Bytes> {
+    pub(crate) fn incrbyfloat(&mut self, key: &[u8], incr: &[u8]) -> CommandResult<Bytes> {
         let mkey = self.metadata_key(key);
         let (expire_ms, old) = match self.read_string_at(key, &mkey, long_double::parse)? {
             Some((expire_ms, old)) => (expire_ms, old.ok_or(CommandError::NotFloat)?),
@@ -394,7 +365,7 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-fn get<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn get<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulk_or_nil(db.get(&argv[1])?))
 }
 
@@ -472,7 +443,7 @@ fn expire_ms_of(kind: ExpireKind, arg: &[u8], now_ms: i64, name: &str) -> Comman
     Ok(ms)
 }
 
-fn set<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn set<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let o = parse_string_options(&argv[3..], true)?;
     let expire_at_ms = match o.expire {
         Some((kind, arg)) => Some(expire_ms_of(kind, arg, db.now_i64(), "set")?),
@@ -489,7 +460,7 @@ fn set<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     })
 }
 
-fn setnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn setnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let opts = SetOptions { nx: true, ..SetOptions::default() };
     Ok(Reply::Integer(i64::from(db.set(&argv[1], &argv[2], opts)?.0)))
 }
@@ -506,24 +477,24 @@ fn setex_generic<B: KvBackend>(
     Ok(Reply::OK)
 }
 
-fn setex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn setex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     setex_generic(db, argv, ExpireKind::Ex, "setex")
 }
 
-fn psetex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn psetex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     setex_generic(db, argv, ExpireKind::Px, "psetex")
 }
 
-fn getset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn getset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let opts = SetOptions { get: true, ..SetOptions::default() };
     Ok(Reply::bulk_or_nil(db.set(&argv[1], &argv[2], opts)?.1))
 }
 
-fn getdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn getdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulk_or_nil(db.getdel(&argv[1])?))
 }
 
-fn getex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn getex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let o = parse_string_options(&argv[2..], false)?;
     // Redis looks the key up (nil, WRONGTYPE) before validating the expire time.
     match db.lookup(&argv[1])? {
@@ -544,7 +515,7 @@ fn getex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulk_or_nil(db.getex(&argv[1], expiry)?))
 }
 
-fn mget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn mget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Array(db.mget(&argv[1..])?.into_iter().map(Reply::bulk_or_nil).collect()))
 }
 
@@ -555,53 +526,86 @@ fn pairs_of(argv: &[Bytes], name: &str) -> CommandResult<Vec<(Bytes, Bytes)>> {
     Ok(argv[1..].chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect())
 }
 
-fn mset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn mset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.mset(&pairs_of(argv, "mset")?, false)?;
     Ok(Reply::OK)
 }
 
-fn msetnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn msetnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.mset(&pairs_of(argv, "msetnx")?, true)?)))
 }
 
-fn append<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn append<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.append(&argv[1], &argv[2])?))
 }
 
-fn strlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn strlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.strlen(&argv[1])?))
 }
 
-fn getrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn getrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let start = int_arg(&argv[2])?;
     let end = int_arg(&argv[3])?;
     Ok(Reply::Bulk(db.getrange(&argv[1], start, end)?))
 }
 
-fn setrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn setrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let offset = int_arg(&argv[2])?;
     Ok(Reply::Integer(db.setrange(&argv[1], offset, &argv[3])?))
 }
 
-fn incr<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn incr<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.incrby(&argv[1], 1)?))
 }
 
-fn decr<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn decr<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.incrby(&argv[1], -1)?))
 }
 
-fn incrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn incrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let delta = int_arg(&argv[2])?;
     Ok(Reply::Integer(db.incrby(&argv[1], delta)?))
 }
 
-fn decrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn decrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let delta = int_arg(&argv[2])?;
     let delta = delta.checked_neg().ok_or_else(|| CommandError::err("decrement would overflow"))?;
     Ok(Reply::Integer(db.incrby(&argv[1], delta)?))
 }
 
-fn incrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn incrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Bulk(db.incrbyfloat(&argv[1], &argv[2])?))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::backend::MemoryBackend;
+    use crate::codec::ManualClock;
+
+    const T0_MS: u64 = 1_767_225_600_000;
+
+    #[test]
+    fn typed_api() {
+        let mut db = Db::new(MemoryBackend::new()).with_clock(Arc::new(ManualClock::new(T0_MS)));
+        let opts = SetOptions { expire_at_ms: Some(T0_MS as i64 + 5000), ..SetOptions::default() };
+        assert_eq!(db.set(b"k", b"10", opts).unwrap(), (true, None));
+        assert_eq!(db.pttl(b"k").unwrap(), 5000);
+        assert_eq!(db.incrby(b"k", 5).unwrap(), 15);
+        assert_eq!(db.pttl(b"k").unwrap(), 5000);
+        assert_eq!(db.getrange(b"k", 1, -1).unwrap(), bytes::Bytes::from_static(b"5"));
+        assert_eq!(db.getex(b"k", GetExpiry::Persist).unwrap().as_deref(), Some(&b"15"[..]));
+        assert_eq!(db.pttl(b"k").unwrap(), -1);
+        // An expiry before the epoch stores the key already expired, never persistent.
+        let past = SetOptions { expire_at_ms: Some(-5), ..SetOptions::default() };
+        assert_eq!(db.set(b"p", b"v", past).unwrap(), (true, None));
+        assert_eq!(db.get(b"p").unwrap(), None);
+        assert_eq!(db.incrbyfloat(b"f", b"0.1").unwrap(), bytes::Bytes::from_static(b"0.1"));
+        assert_eq!(db.append(b"f", b"5").unwrap(), 4);
+        assert_eq!(db.strlen(b"f").unwrap(), 4);
+        assert_eq!(db.setrange(b"f", 0, b"9").unwrap(), 4);
+        assert_eq!(db.get(b"f").unwrap().as_deref(), Some(&b"9.15"[..]));
+    }
 }

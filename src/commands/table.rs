@@ -7,11 +7,8 @@
 
 use bytes::Bytes;
 
+use super::Reply;
 pub(super) use super::table_data::TABLE;
-use super::{CommandResult, Db, Reply};
-
-/// A command handler: gets the whole argv (`argv[0]` is the name), arity already checked.
-pub type Handler<B> = fn(&mut Db<'_, B>, &[Bytes]) -> CommandResult;
 
 /// Command flags, as bits of [`CommandInfo::flags`] (Redis' `CMD_*`).
 pub mod flag {
@@ -834,15 +831,6 @@ mod tests {
     fn table_is_sorted_and_unique() {
         assert!(TABLE.windows(2).all(|w| w[0].name < w[1].name));
         assert!(TABLE.iter().all(|c| c.name.len() <= 32));
-    }
-
-    #[test]
-    fn every_row_has_a_handler() {
-        use crate::backend::MemoryBackend;
-        for info in TABLE {
-            let has = super::super::handler::<MemoryBackend>(info).is_some();
-            assert_eq!(has, !matches!(info.family, Family::Session | Family::Server), "{}", info.name);
-        }
     }
 
     #[test]

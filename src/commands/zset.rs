@@ -27,7 +27,6 @@ pub(crate) use self::core::ZKey;
 use self::parse::{lex_range, score_range};
 use super::args::int_arg;
 use super::args::{check_pairs_count, cursor_arg, float_arg, random_count_arg, timeout_arg};
-use super::table::Handler;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::KvBackend;
 use crate::codec::RedisType;
@@ -156,48 +155,6 @@ pub enum SetOp {
     Diff,
 }
 
-/// This family's command table.
-pub(super) fn command<B: KvBackend>(name: &str) -> Option<Handler<B>> {
-    Some(match name {
-        "zadd" => zadd,
-        "zincrby" => zincrby,
-        "zrem" => zrem,
-        "zcard" => zcard,
-        "zscore" => zscore,
-        "zmscore" => zmscore,
-        "zcount" => zcount,
-        "zlexcount" => zlexcount,
-        "zrange" => |db, a| range_cmd(db, a, 1, false, Kind::Auto, None),
-        "zrangestore" => |db, a| range_cmd(db, a, 2, true, Kind::Auto, None),
-        "zrangebyscore" => |db, a| range_cmd(db, a, 1, false, Kind::Score, Some(false)),
-        "zrevrangebyscore" => |db, a| range_cmd(db, a, 1, false, Kind::Score, Some(true)),
-        "zrangebylex" => |db, a| range_cmd(db, a, 1, false, Kind::Lex, Some(false)),
-        "zrevrangebylex" => |db, a| range_cmd(db, a, 1, false, Kind::Lex, Some(true)),
-        "zrevrange" => |db, a| range_cmd(db, a, 1, false, Kind::Rank, Some(true)),
-        "zrank" => |db, a| zrank(db, a, false),
-        "zrevrank" => |db, a| zrank(db, a, true),
-        "zremrangebyscore" => |db, a| zremrange(db, a, Kind::Score),
-        "zremrangebyrank" => |db, a| zremrange(db, a, Kind::Rank),
-        "zremrangebylex" => |db, a| zremrange(db, a, Kind::Lex),
-        "zpopmin" => |db, a| zpop(db, a, false),
-        "zpopmax" => |db, a| zpop(db, a, true),
-        "zmpop" => |db, a| zmpop(db, a, 1),
-        "bzpopmin" => |db, a| bzpop(db, a, false),
-        "bzpopmax" => |db, a| bzpop(db, a, true),
-        "bzmpop" => bzmpop,
-        "zrandmember" => zrandmember,
-        "zunion" => |db, a| setop_cmd(db, a, SetOp::Union, false),
-        "zinter" => |db, a| setop_cmd(db, a, SetOp::Inter, false),
-        "zdiff" => |db, a| setop_cmd(db, a, SetOp::Diff, false),
-        "zunionstore" => |db, a| setop_cmd(db, a, SetOp::Union, true),
-        "zinterstore" => |db, a| setop_cmd(db, a, SetOp::Inter, true),
-        "zdiffstore" => |db, a| setop_cmd(db, a, SetOp::Diff, true),
-        "zintercard" => zintercard,
-        "zscan" => zscan,
-        _ => return None,
-    })
-}
-
 fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
@@ -216,7 +173,7 @@ fn items_reply(items: Vec<ScoredMember>, withscores: bool) -> Reply {
     }
 }
 
-fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut flags = ZAddFlags::default();
     let mut i = 2;
     while i < argv.len() {
@@ -253,40 +210,41 @@ fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     })
 }
 
-fn zincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn zincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let incr = float_arg(&argv[2])?;
     db.zincrby(&argv[1], incr, &argv[3]).map(score_reply)
 }
 
-fn zrem<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn zrem<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.zrem(&argv[1], &argv[2..]).map(Reply::Integer)
 }
 
-fn zcard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn zcard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.zcard(&argv[1])? as i64))
 }
 
-fn zscore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn zscore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(db.zscore(&argv[1], &argv[2])?.map_or(Reply::Nil, score_reply))
 }
 
-fn zmscore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn zmscore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let scores = db.zmscore(&argv[1], &argv[2..])?;
     Ok(Reply::Array(scores.into_iter().map(|s| s.map_or(Reply::Nil, score_reply)).collect()))
 }
 
-fn zcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn zcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let range = score_range(&argv[2], &argv[3])?;
     db.zcount(&argv[1], &range).map(Reply::Integer)
 }
 
-fn zlexcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn zlexcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let range = lex_range(&argv[2], &argv[3])?;
     db.zlexcount(&argv[1], &range).map(Reply::Integer)
 }
 
+/// Which range a ZRANGE-like command reads: by rank, score or lex, or as its options say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Auto,
     Rank,
     Score,
@@ -294,7 +252,7 @@ enum Kind {
 }
 
 /// Redis' `zrangeGenericCommand`: options, then conflicts, then the range, then the key.
-fn range_cmd<B: KvBackend>(
+pub(super) fn range_cmd<B: KvBackend>(
     db: &mut Db<B>,
     argv: &[Bytes],
     key_idx: usize,
@@ -353,11 +311,11 @@ fn range_cmd<B: KvBackend>(
     }
 }
 
-fn zrank<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], rev: bool) -> CommandResult {
+pub(super) fn zrank<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], rev: bool) -> CommandResult {
     Ok(db.zrank(&argv[1], &argv[2], rev)?.map_or(Reply::Nil, Reply::Integer))
 }
 
-fn zremrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], kind: Kind) -> CommandResult {
+pub(super) fn zremrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], kind: Kind) -> CommandResult {
     let spec = match kind {
         Kind::Score => RangeSpec::Score(score_range(&argv[2], &argv[3])?),
         Kind::Lex => RangeSpec::Lex(lex_range(&argv[2], &argv[3])?),
@@ -374,7 +332,7 @@ fn ranged_long(arg: &[u8], min: i64, message: &str) -> CommandResult<i64> {
     }
 }
 
-fn zpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResult {
+pub(super) fn zpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResult {
     if argv.len() > 3 {
         return Err(CommandError::Syntax);
     }
@@ -402,7 +360,7 @@ fn mpop_reply(popped: Option<(Bytes, Vec<ScoredMember>)>) -> Reply {
 }
 
 /// ZMPOP (`numkeys_idx` 1).
-fn zmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], numkeys_idx: usize) -> CommandResult {
+pub(super) fn zmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], numkeys_idx: usize) -> CommandResult {
     let (keys, max, count) = parse_zmpop(argv, numkeys_idx)?;
     Ok(mpop_reply(db.zmpop(keys, max, count)?))
 }
@@ -434,7 +392,7 @@ fn parse_zmpop(argv: &[Bytes], numkeys_idx: usize) -> CommandResult<(&[Bytes], b
     Ok((&argv[numkeys_idx + 1..where_idx], max, count.unwrap_or(1)))
 }
 
-fn bzpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResult {
+pub(super) fn bzpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResult {
     let last = argv.len() - 1;
     let timeout = timeout_arg(&argv[last])?;
     Ok(match db.zmpop(&argv[1..last], max, 1)? {
@@ -446,7 +404,7 @@ fn bzpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResu
     })
 }
 
-fn bzmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn bzmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis parses numkeys, MIN|MAX and COUNT before the timeout.
     let (keys, max, count) = parse_zmpop(argv, 2)?;
     let timeout = timeout_arg(&argv[1])?;
@@ -456,7 +414,7 @@ fn bzmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     })
 }
 
-fn zrandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn zrandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     if argv.len() == 2 {
         return Ok(Reply::bulk_or_nil(db.zrandmember_one(&argv[1])?));
     }
@@ -487,7 +445,12 @@ fn check_setop_types<B: KvBackend>(db: &Db<B>, keys: &[Bytes]) -> CommandResult<
 }
 
 /// Redis' `zunionInterDiffGenericCommand`.
-fn setop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], op: SetOp, store: bool) -> CommandResult {
+pub(super) fn setop_cmd<B: KvBackend>(
+    db: &mut Db<B>,
+    argv: &[Bytes],
+    op: SetOp,
+    store: bool,
+) -> CommandResult {
     let numkeys_idx = if store { 2 } else { 1 };
     let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
     let numkeys = int_arg(&argv[numkeys_idx])?;
@@ -541,7 +504,7 @@ fn setop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], op: SetOp, store: boo
     }
 }
 
-fn zintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn zintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let numkeys = int_arg(&argv[1])?;
     if numkeys < 1 {
         return Err(CommandError::err("at least 1 input key is needed for 'zintercard' command"));
@@ -564,7 +527,7 @@ fn zintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.zintercard(keys, limit)? as i64))
 }
 
-fn zscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(super) fn zscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let cursor = cursor_arg(&argv[2])?;
     let empty = || Reply::Array(vec![Reply::bulk(b"0"), Reply::Array(Vec::new())]);
     if db.lookup_of(&argv[1], RedisType::ZSet)?.is_none() {
@@ -596,4 +559,37 @@ fn zscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
         .flat_map(|(m, s)| [Reply::Bulk(m), Reply::Bulk(Bytes::from(super::args::format_g17(s)))])
         .collect();
     Ok(Reply::Array(vec![Reply::Bulk(Bytes::from(next.to_string())), Reply::Array(items)]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::MemoryBackend;
+
+    #[test]
+    fn typed_api() {
+        let mut db = Db::new(MemoryBackend::new());
+        let pairs = [
+            (1.0, Bytes::from_static(b"a")),
+            (2.0, Bytes::from_static(b"b")),
+            (3.0, Bytes::from_static(b"c")),
+        ];
+        let out = db.zadd(b"z", ZAddFlags::default(), &pairs).unwrap();
+        assert_eq!((out.added, out.updated), (3, 0));
+        let out =
+            db.zadd(b"z", ZAddFlags { xx: true, ch: true, ..ZAddFlags::default() }, &pairs[..1]).unwrap();
+        assert_eq!((out.added, out.updated), (0, 0));
+        let range = ScoreRange {
+            min: ScoreBound { value: 1.0, exclusive: true },
+            max: ScoreBound { value: f64::INFINITY, exclusive: false },
+        };
+        let q = RangeQuery { spec: RangeSpec::Score(range), rev: true, limit: Some((0, 1)) };
+        assert_eq!(db.zrange(b"z", &q).unwrap(), vec![(Bytes::from_static(b"c"), 3.0)]);
+        assert_eq!(db.zcount(b"z", &range).unwrap(), 2);
+        let keys = [Bytes::from_static(b"z"), Bytes::from_static(b"z")];
+        let union = db.zsetop(SetOp::Union, &keys, Some(&[1.0, 2.0]), Aggregate::Max).unwrap();
+        assert_eq!(union.iter().map(|(_, s)| *s).collect::<Vec<_>>(), [2.0, 4.0, 6.0]);
+        assert_eq!(db.zscore(b"z", b"c").unwrap(), Some(3.0));
+        assert_eq!(db.zrank(b"z", b"c", false).unwrap(), Some(2));
+    }
 }

@@ -17,7 +17,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn zcard(&self, key: &[u8]) -> CommandResult<u64> {
+    pub(crate) fn zcard(&self, key: &[u8]) -> CommandResult<u64> {
         Ok(self.lookup_of(key, RedisType::ZSet)?.map_or(0, |m| m.size))
     }
 
@@ -25,7 +25,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn zscore(&self, key: &[u8], member: &[u8]) -> CommandResult<Option<f64>> {
+    pub(crate) fn zscore(&self, key: &[u8], member: &[u8]) -> CommandResult<Option<f64>> {
         match self.lookup_of(key, RedisType::ZSet)? {
             None => Ok(None),
             Some(meta) => self.member_score(key, meta.version, member),
@@ -36,7 +36,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn zmscore(&self, key: &[u8], members: &[Bytes]) -> CommandResult<Vec<Option<f64>>> {
+    pub(crate) fn zmscore(&self, key: &[u8], members: &[Bytes]) -> CommandResult<Vec<Option<f64>>> {
         let Some(meta) = self.lookup_of(key, RedisType::ZSet)? else {
             return Ok(vec![None; members.len()]);
         };
@@ -56,7 +56,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn zcount(&self, key: &[u8], range: &ScoreRange) -> CommandResult<i64> {
+    pub(crate) fn zcount(&self, key: &[u8], range: &ScoreRange) -> CommandResult<i64> {
         let Some(z) = self.zkey(key)? else { return Ok(0) };
         let Some(kr) = score_key_range(range) else { return Ok(0) };
         let mut n = 0;
@@ -71,7 +71,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn zlexcount(&self, key: &[u8], range: &LexRange) -> CommandResult<i64> {
+    pub(crate) fn zlexcount(&self, key: &[u8], range: &LexRange) -> CommandResult<i64> {
         let Some(z) = self.zkey(key)? else { return Ok(0) };
         let Some(kr) = lex_key_range(&z.prefix, range) else { return Ok(0) };
         let mut n = 0;
@@ -91,7 +91,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn zrange(&self, key: &[u8], query: &RangeQuery) -> CommandResult<Vec<ScoredMember>> {
+    pub(crate) fn zrange(&self, key: &[u8], query: &RangeQuery) -> CommandResult<Vec<ScoredMember>> {
         match self.zkey(key)? {
             None => Ok(Vec::new()),
             Some(z) => self.zrange_of(&z, query),
@@ -151,7 +151,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn zrank(&self, key: &[u8], member: &[u8], rev: bool) -> CommandResult<Option<i64>> {
+    pub(crate) fn zrank(&self, key: &[u8], member: &[u8], rev: bool) -> CommandResult<Option<i64>> {
         let Some(z) = self.zkey(key)? else { return Ok(None) };
         let Some(score) = self.member_score(key, z.meta.version, member)? else { return Ok(None) };
         let own = [&score_bytes(score)?[..], member].concat();
@@ -187,7 +187,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn zrandmember_one(&mut self, key: &[u8]) -> CommandResult<Option<Bytes>> {
+    pub(crate) fn zrandmember_one(&mut self, key: &[u8]) -> CommandResult<Option<Bytes>> {
         let Some(z) = self.zkey(key)? else { return Ok(None) };
         let p = (self.random_u64() % z.meta.size.max(1)) as i64;
         Ok(self.positions(&z, p, p)?.into_iter().next().map(|(m, _)| m))
@@ -200,7 +200,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// WRONGTYPE; "ERR value is out of range" for a negative count below
     /// `-`[`super::MAX_RANDOM_REPEATS`]; storage errors.
-    pub fn zrandmember(&mut self, key: &[u8], count: i64) -> CommandResult<Vec<ScoredMember>> {
+    pub(crate) fn zrandmember(&mut self, key: &[u8], count: i64) -> CommandResult<Vec<ScoredMember>> {
         if count < -super::MAX_RANDOM_REPEATS {
             return Err(crate::commands::CommandError::err("value is out of range"));
         }
@@ -263,7 +263,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn zscan(
+    pub(crate) fn zscan(
         &mut self,
         key: &[u8],
         cursor: u64,

@@ -104,7 +104,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE when an input is neither a sorted set nor a set; storage errors.
-    pub fn zsetop(
+    pub(crate) fn zsetop(
         &self,
         op: SetOp,
         keys: &[Bytes],
@@ -168,7 +168,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// As [`Db::zsetop`].
-    pub fn zsetop_store(
+    pub(crate) fn zsetop_store(
         &mut self,
         dst: &[u8],
         op: SetOp,
@@ -189,7 +189,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// As [`Db::zsetop`].
-    pub fn zintercard(&self, keys: &[Bytes], limit: u64) -> CommandResult<u64> {
+    pub(crate) fn zintercard(&self, keys: &[Bytes], limit: u64) -> CommandResult<u64> {
         let mut srcs = self.sources(keys, None)?;
         srcs.sort_by_key(Source::len);
         if srcs.iter().any(|s| s.meta.is_none()) {

@@ -45,7 +45,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// The errors of [`ZAddFlags::validate`]; "ERR value is not a valid float" for a NaN
     /// score; WRONGTYPE; "ERR resulting score is not a number (NaN)" when INCR gives NaN;
     /// storage errors. Nothing is written on error.
-    pub fn zadd(
+    pub(crate) fn zadd(
         &mut self,
         key: &[u8],
         flags: ZAddFlags,
@@ -103,7 +103,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// As [`Db::zadd`] with INCR.
-    pub fn zincrby(&mut self, key: &[u8], increment: f64, member: &[u8]) -> CommandResult<f64> {
+    pub(crate) fn zincrby(&mut self, key: &[u8], increment: f64, member: &[u8]) -> CommandResult<f64> {
         let flags = ZAddFlags { incr: true, ..ZAddFlags::default() };
         let out = self.zadd(key, flags, &[(increment, member)])?;
         out.score.ok_or_else(nan_error)
@@ -114,7 +114,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn zrem(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
+    pub(crate) fn zrem(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
         let mut edit = ZEdit::open(self, key)?;
         if !edit.existed {
             return Ok(0);
@@ -139,7 +139,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn zremrange(&mut self, key: &[u8], spec: &RangeSpec) -> CommandResult<i64> {
+    pub(crate) fn zremrange(&mut self, key: &[u8], spec: &RangeSpec) -> CommandResult<i64> {
         let Some(z) = self.zkey(key)? else { return Ok(0) };
         let items: Vec<ScoredMember> = match spec {
             RangeSpec::Rank { start, stop } => match normalize_range(*start, *stop, z.meta.size as i64) {
@@ -196,7 +196,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE; storage errors.
-    pub fn zpop(&mut self, key: &[u8], max: bool, count: usize) -> CommandResult<Vec<ScoredMember>> {
+    pub(crate) fn zpop(&mut self, key: &[u8], max: bool, count: usize) -> CommandResult<Vec<ScoredMember>> {
         let Some(z) = self.zkey(key)? else { return Ok(Vec::new()) };
         if count == 0 {
             return Ok(Vec::new());
@@ -213,7 +213,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE when a key checked before finding one holds another type; storage errors.
-    pub fn zmpop(
+    pub(crate) fn zmpop(
         &mut self,
         keys: &[Bytes],
         max: bool,
@@ -233,7 +233,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// WRONGTYPE for `src`; storage errors.
-    pub fn zrangestore(&mut self, dst: &[u8], src: &[u8], query: &RangeQuery) -> CommandResult<i64> {
+    pub(crate) fn zrangestore(&mut self, dst: &[u8], src: &[u8], query: &RangeQuery) -> CommandResult<i64> {
         let items = self.zrange(src, query)?;
         self.store_zset_as(dst, &items, "zrangestore")
     }
