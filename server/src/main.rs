@@ -23,7 +23,7 @@
 //! - leaves: [`sync`], [`clock`], [`resp`], [`store`], [`mailbox`] (how other threads reach
 //!   an event loop), [`listen`], [`config`], [`counters`], [`client_info`];
 //! - what [`state`] holds, none of which knows `State`: [`acl`], [`slowlog`], [`latency`],
-//!   [`monitor`], [`pubsub`], [`tracking`], [`blocking`], [`scripting`] (each given the few
+//!   [`monitor`], [`pubsub`], [`tracking`], [`blocking`], [`scripting`], [`cluster`] (each given the few
 //!   things it needs: the loops' inboxes, the clients, or a `Host` trait `State` implements);
 //! - [`state`], then what uses it: [`notify`], [`evict`], [`maint`], [`wakeups`], [`script_thread`],
 //!   [`info`], [`admin`], [`client`], [`conn`].
@@ -34,6 +34,7 @@ mod blocking;
 mod client;
 mod client_info;
 mod clock;
+mod cluster;
 mod cmsgpack;
 mod config;
 mod conn;
@@ -307,6 +308,31 @@ fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
     }
 }
 
+/// `cluster-enabled yes`: over etcd, registers and follows the slot table the nodes share;
+/// on another engine this node alone serves every slot.
+fn join_cluster(state: &Arc<state::State>) {
+    let config = state.config();
+    let port: u16 = config.get("port").parse().unwrap_or(6380);
+    let announced = |name: &str| Some(config.get(name).to_string()).filter(|v| !v.is_empty() && v != "0");
+    let bind = config.get("bind").split_whitespace().next().unwrap_or("127.0.0.1").to_string();
+    let host =
+        announced("cluster-announce-ip").unwrap_or(if bind == "*" { "127.0.0.1".into() } else { bind });
+    let port = announced("cluster-announce-port").and_then(|p| p.parse().ok()).unwrap_or(port);
+    let ttl = std::time::Duration::from_millis(config.number("cluster-node-timeout").max(1000) as u64);
+    drop(config);
+    let myself = cluster::Node { id: state.run_id.clone(), host, port };
+    let node = Arc::new(cluster::Cluster::new(myself.clone()));
+    let _ = state.cluster.set(node.clone());
+    #[cfg(feature = "etcd")]
+    if let Some(etcd) = state.store.etcd() {
+        cluster::membership::spawn(node, etcd.clone(), ttl);
+        return;
+    }
+    let _ = ttl;
+    let everything = vec![Some(myself); usize::from(rediskv::codec::SLOT_COUNT)];
+    node.set_topology(cluster::Topology::from_owners(&everything, 1, 0));
+}
+
 fn main() {
     let Start { config, engine, threads, data_dir, etcd, layout, memory } = options().unwrap_or_else(|e| {
         eprintln!("server: {e}");
@@ -373,6 +399,9 @@ fn main() {
     script_thread::spawn(state.clone());
     #[cfg(feature = "etcd")]
     maint::follow_other_nodes(state.clone());
+    if state.config().get("cluster-enabled") == "yes" {
+        join_cluster(&state);
+    }
     if let Err(e) = conn::serve(listener, state, threads) {
         eprintln!("server: {e}");
         std::process::exit(1);

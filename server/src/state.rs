@@ -111,6 +111,8 @@ pub struct State {
     pub saved_dirty: Arc<AtomicU64>,
     /// INFO run_id: 40 hex digits, new for each start.
     pub run_id: String,
+    /// The cluster this node is part of (`cluster-enabled yes`).
+    pub cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
     next_client_id: AtomicU64,
     /// Bytes one connection's state takes besides its buffers (its client list entry and
     /// its client, whose type is above this module: `main` sets it).
@@ -180,6 +182,7 @@ impl State {
             saved_dirty: Arc::default(),
             bgsave: Arc::default(),
             run_id,
+            cluster: std::sync::OnceLock::new(),
             next_client_id: AtomicU64::new(1),
             client_size: std::mem::size_of::<ClientInfo>(),
         };
