@@ -266,11 +266,14 @@ mod over_etcd {
             let key = key_of(owner, "k");
             let slot = ::rediskv::codec::key_slot(key.as_bytes());
             for &asked in &ports {
-                let reply = common::Client::connect(asked).cmd(&["SET", &key, "v"]);
+                let mut c = common::Client::connect(asked);
+                let reply = c.cmd(&["SET", &key, "v"]);
+                let script = c.cmd(&["EVAL", "return redis.call('append', KEYS[1], 'w')", "1", &key]);
                 if asked == owner {
-                    assert_eq!(reply, Value::Status("OK".into()));
+                    assert_eq!((reply, script), (Value::Status("OK".into()), Value::Int(2)));
                 } else {
-                    assert_eq!(reply, Value::Error(format!("MOVED {slot} 127.0.0.1:{owner}")));
+                    let moved = Value::Error(format!("MOVED {slot} 127.0.0.1:{owner}"));
+                    assert_eq!((reply, script), (moved.clone(), moved));
                 }
             }
         }
