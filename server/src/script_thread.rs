@@ -34,7 +34,13 @@ pub fn spawn(state: Arc<State>) {
 /// Runs a script command for a client: the reply, and the invalidation pushes its own
 /// writes owe that client (to write after the reply).
 pub fn run_command(state: &State, job: &mut Job) -> (Reply, Vec<u8>) {
-    let acl = scripting::acl_check(job.user.clone(), job.restricted);
+    let user_may = scripting::acl_check(job.user.clone(), job.restricted);
+    let cluster = state.cluster.get();
+    // Each command a script runs: its user's ACL, then (in a cluster) its keys this node's.
+    let acl = |cmd: &[Bytes]| {
+        user_may(cmd)?;
+        cluster.map_or(Ok(()), |cluster| cluster.script_command(cmd))
+    };
     let (argv, name, engine, info, tracks_reads) =
         (&job.argv, job.name.as_str(), &job.engine, &job.info, job.tracks_reads);
     let session = &mut job.session;

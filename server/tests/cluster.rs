@@ -277,6 +277,26 @@ mod over_etcd {
                 }
             }
         }
+        // A script's command on a key another node serves, as redis-server 7.0.15 refuses it
+        // (the sha is its script's).
+        let slot_a = ::rediskv::codec::key_slot(b"a");
+        let table = slots(ports[0]);
+        let elsewhere = ports
+            .iter()
+            .find(|p| {
+                !table
+                    .iter()
+                    .any(|r| r.0 <= i64::from(slot_a) && i64::from(slot_a) <= r.1 && r.2 == i64::from(**p))
+            })
+            .unwrap();
+        assert_eq!(
+            common::Client::connect(*elsewhere).cmd(&["EVAL", "return redis.call('get','a')", "0"]),
+            Value::Error(
+                "ERR Script attempted to access a non local key in a cluster node script: \
+                 eaeaa27fd219f13108fd9dea9f5ef7513173e803, on @user_script:1."
+                    .into()
+            )
+        );
         let info = common::Client::connect(ports[1]).cmd(&["CLUSTER", "INFO"]).text();
         assert!(
             info.contains("cluster_state:ok\r\n") && info.contains("cluster_known_nodes:3\r\n"),

@@ -186,6 +186,18 @@ impl Cluster {
         }
     }
 
+    /// Whether a script may run `argv` here, as Redis' `scriptVerifyClusterState`: its keys
+    /// in one slot this node serves.
+    pub fn script_command(&self, argv: &[Bytes]) -> Result<(), String> {
+        match self.route(resolve(argv).into_iter()) {
+            Route::Here(..) => Ok(()),
+            Route::Elsewhere(Reply::Error(e)) if e == "CLUSTERDOWN The cluster is down" => {
+                Err("Script attempted to execute a command while the cluster is down".into())
+            }
+            Route::Elsewhere(_) => Err("Script attempted to access a non local key in a cluster node".into()),
+        }
+    }
+
     /// The redirection for `slot` by the table now (after a fenced commit: the table moved).
     pub fn moved(&self, slot: u16) -> Reply {
         redirection(slot, self.topology().owner(slot))
