@@ -359,12 +359,52 @@ mod over_etcd {
                 })
             })
             .collect();
+        // And redis-py's RedisCluster on a key of the node to kill: it retries a command whose
+        // connection broke on its own, so an answer may count one lost attempt too; what it
+        // last saw acknowledged must be what is stored.
+        let stop_file = std::env::temp_dir().join(format!("rediskv-cluster-stop-{}", std::process::id()));
+        let killed_file = stop_file.with_extension("killed");
+        let _ = std::fs::remove_file(&stop_file);
+        let _ = std::fs::remove_file(&killed_file);
+        let py_key = key_of(ports[0], "py");
+        let script = format!(
+            "import os, time, redis\n\
+             from redis.exceptions import ConnectionError, TimeoutError, ClusterDownError, ClusterError\n\
+             c = redis.RedisCluster(host='127.0.0.1', port={})\n\
+             last = acked = after = 0\n\
+             while not os.path.exists({:?}):\n\
+             \x20   try: n = c.incr('{py_key}')\n\
+             \x20   except (ConnectionError, TimeoutError, ClusterDownError, ClusterError): time.sleep(0.05); continue\n\
+             \x20   assert n > last, (n, last)\n\
+             \x20   last, acked = n, acked + 1\n\
+             \x20   after += os.path.exists({:?})\n\
+             print(last, acked, after)\n",
+            ports[1],
+            stop_file.display().to_string(),
+            killed_file.display().to_string()
+        );
+        let python = Command::new("python3")
+            .args(["-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
         std::thread::sleep(Duration::from_secs(1));
         nodes[0].kill();
         let failover = wait_shared(&ports[1..], Duration::from_secs(20));
+        std::fs::write(&killed_file, b"").unwrap();
         std::thread::sleep(Duration::from_secs(1));
         stop.store(true, Ordering::Relaxed);
+        std::fs::write(&stop_file, b"").unwrap();
+        let out = python.wait_with_output().unwrap();
+        let _ = (std::fs::remove_file(&stop_file), std::fs::remove_file(&killed_file));
+        let out = String::from_utf8_lossy(&out.stdout).into_owned();
+        let [py_last, py_acked, py_after] = out.split_whitespace().collect::<Vec<_>>()[..] else {
+            panic!("redis-py: {out:?}")
+        };
+        // It went on through the slot's new owner.
+        assert!(py_after.parse::<i64>().unwrap() > 0, "redis-py: {out:?}");
         let mut router = Router::new(&ports[1..]);
+        assert_eq!(router.cmd(&["GET", &py_key]), Ok(Value::Bulk(Some(py_last.as_bytes().to_vec()))));
         for worker in workers {
             let (key, last, acked) = worker.join().unwrap();
             assert!(acked > 0);
@@ -372,7 +412,8 @@ mod over_etcd {
             assert_eq!(stored, Value::Bulk(Some(last.to_string().into_bytes())), "{key}");
         }
         eprintln!(
-            "failover: the live nodes shared the killed node's slots {failover:?} after kill -9 (lease {NODE_TIMEOUT_MS} ms)"
+            "failover: the live nodes shared the killed node's slots {failover:?} after kill -9 (lease {NODE_TIMEOUT_MS} ms); \
+             redis-py saw {py_acked} INCRs acknowledged ({py_after} after the failover), the last {py_last}"
         );
     }
 
