@@ -322,6 +322,13 @@ fn join_cluster(state: &Arc<state::State>) {
     drop(config);
     let myself = cluster::Node { id: state.run_id.clone(), host, port };
     let node = Arc::new(cluster::Cluster::new(myself.clone()));
+    // A parked client whose slot moved gets its redirection.
+    let weak = Arc::downgrade(state);
+    node.on_change(Box::new(move || {
+        if let Some(state) = weak.upgrade() {
+            state.blocked.wake_all(&*state);
+        }
+    }));
     let _ = state.cluster.set(node.clone());
     #[cfg(feature = "etcd")]
     if let Some(etcd) = state.store.etcd() {

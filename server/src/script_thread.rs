@@ -44,23 +44,11 @@ pub fn run_command(state: &State, job: &mut Job) -> (Reply, Vec<u8>) {
     let (argv, name, engine, info, tracks_reads) =
         (&job.argv, job.name.as_str(), &job.engine, &job.info, job.tracks_reads);
     let session = &mut job.session;
-    // In a cluster, routed again by the table its commits are fenced by (the connection
-    // routed it by the table of that moment).
-    let mut routed = None;
-    if let Some(cluster) = state.cluster.get() {
-        match cluster.route(crate::cluster::resolve(argv).into_iter()) {
-            crate::cluster::Route::Elsewhere(refusal) => return (refusal, Vec::new()),
-            crate::cluster::Route::Here(slot, revision) => {
-                cluster.fence(&state.store, slot.map(|_| revision));
-                routed = slot.map(|slot| (cluster, slot));
-            }
-        }
-    }
     state.scripts.read_any.store(false, Relaxed);
     state.scripts.error_counted.store(false, Relaxed);
     let started = std::time::Instant::now();
-    let reply = {
-        let mut caller = Caller { host: state, engine, session, acl: &acl };
+    let mut run = || {
+        let mut caller = Caller { host: state, engine, session: &mut *session, acl: &acl };
         match name {
             "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
                 scripting::eval(argv, &mut caller, name.starts_with("evalsha"), name.ends_with("_ro"))
@@ -68,9 +56,11 @@ pub fn run_command(state: &State, job: &mut Job) -> (Reply, Vec<u8>) {
             _ => scripting::fcall(argv, &mut caller, name == "fcall_ro"),
         }
     };
-    let reply = match routed {
-        Some((cluster, slot)) if crate::cluster::fenced(&reply) => cluster.after_fence(&state.store, slot),
-        _ => reply,
+    // In a cluster, routed again by the table its commits are fenced by (the connection
+    // routed it by the table of that moment).
+    let reply = match cluster {
+        Some(cluster) => cluster.run_routed(&state.store, argv, &mut run),
+        None => run(),
     };
     // The connection counted the call when it handed it here; the latency monitor sees the
     // script's own run.

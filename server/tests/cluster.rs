@@ -418,6 +418,36 @@ mod over_etcd {
     }
 
     #[test]
+    fn a_joining_node_takes_its_share_and_a_client_parked_on_a_moved_slot_is_redirected() {
+        let Some(etcd) = Cluster::start("a_joining_node_takes_its_share", 1) else { return };
+        let mut nodes: Vec<Server> = (0..3).map(|_| node(&etcd, "join/")).collect();
+        let mut ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        // A node over its quota gives up its highest slots: a key in node 0's last one moves.
+        let table = slots(ports[0]);
+        let last = table.iter().filter(|r| r.2 == i64::from(ports[0])).map(|r| r.1).max().unwrap();
+        let key = (0..)
+            .map(|i| format!("parked:{i}"))
+            .find(|k| i64::from(::rediskv::codec::key_slot(k.as_bytes())) == last)
+            .unwrap();
+        let mut parked = common::Client::connect(ports[0]);
+        parked.set_read_timeout(Duration::from_secs(30));
+        parked.send_raw(&encode(&[b"BLPOP", key.as_bytes(), b"0"]));
+        std::thread::sleep(Duration::from_millis(300));
+        nodes.push(node(&etcd, "join/"));
+        let fourth = nodes[3].port;
+        ports.push(fourth);
+        let took = wait_shared(&ports, Duration::from_secs(20));
+        assert_eq!(parked.read(), Value::Error(format!("MOVED {last} 127.0.0.1:{fourth}")));
+        for port in &ports {
+            let share: i64 =
+                slots(*port).iter().filter(|r| r.2 == i64::from(*port)).map(|r| r.1 - r.0 + 1).sum();
+            assert_eq!(share, 4096, "node {port}");
+        }
+        eprintln!("join: the four nodes shared the slots {took:?} after the fourth started");
+    }
+
+    #[test]
     fn a_node_paused_past_its_lease_commits_nothing_to_the_slots_it_lost() {
         let Some(etcd) = Cluster::start("a_node_paused_past_its_lease_commits_nothing", 1) else { return };
         let nodes: Vec<Server> = (0..3).map(|_| node(&etcd, "fence/")).collect();

@@ -123,6 +123,8 @@ pub struct Cluster {
     /// This node.
     pub myself: Node,
     topology: RwLock<Arc<Topology>>,
+    /// Called after the table changes (the server retries its parked clients).
+    on_change: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 /// Where a command goes.
@@ -138,7 +140,7 @@ pub enum Route {
 impl Cluster {
     /// A node with an empty slot table.
     pub fn new(myself: Node) -> Self {
-        Cluster { myself, topology: RwLock::default() }
+        Cluster { myself, topology: RwLock::default(), on_change: std::sync::OnceLock::new() }
     }
 
     /// The table now.
@@ -148,7 +150,20 @@ impl Cluster {
 
     /// Replaces the table.
     pub fn set_topology(&self, topology: Topology) {
-        *self.topology.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(topology);
+        let changed = {
+            let mut current = self.topology.write().unwrap_or_else(|e| e.into_inner());
+            let changed = current.ranges != topology.ranges;
+            *current = Arc::new(topology);
+            changed
+        };
+        if let (true, Some(on_change)) = (changed, self.on_change.get()) {
+            on_change();
+        }
+    }
+
+    /// Sets what runs after each change of the table.
+    pub fn on_change(&self, run: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.on_change.set(run);
     }
 
     /// Where the commands (one, or a transaction's queue at EXEC) go, as Redis'
@@ -183,6 +198,28 @@ impl Cluster {
         match topology.owner(slot) {
             Some(node) if node.id == self.myself.id => Route::Here(Some(slot), topology.revision),
             owner => Route::Elsewhere(redirection(slot, owner)),
+        }
+    }
+
+    /// Runs `argv` through `run` if its keys are this node's, fenced by the table it was
+    /// routed by (a fenced commit answers the redirection by the table now); otherwise
+    /// answers the redirection (a parked client whose slot moved gets `-MOVED`, as Redis).
+    pub fn run_routed(
+        &self,
+        store: &crate::store::Store,
+        argv: &[Bytes],
+        run: &mut dyn FnMut() -> Reply,
+    ) -> Reply {
+        match self.route(resolve(argv).into_iter()) {
+            Route::Elsewhere(refusal) => refusal,
+            Route::Here(slot, revision) => {
+                self.fence(store, slot.map(|_| revision));
+                let reply = run();
+                match slot {
+                    Some(slot) if fenced(&reply) => self.after_fence(store, slot),
+                    _ => reply,
+                }
+            }
         }
     }
 
