@@ -122,8 +122,13 @@ mod over_etcd {
     const NODE_TIMEOUT_MS: u64 = 2000;
 
     fn node(etcd: &Cluster, prefix: &str) -> Server {
-        let timeout = NODE_TIMEOUT_MS.to_string();
-        let extra = ["--cluster-enabled", "yes", "--cluster-node-timeout", &timeout];
+        node_with(etcd, prefix, NODE_TIMEOUT_MS, &[])
+    }
+
+    fn node_with(etcd: &Cluster, prefix: &str, timeout_ms: u64, more: &[&str]) -> Server {
+        let timeout = timeout_ms.to_string();
+        let mut extra = vec!["--cluster-enabled", "yes", "--cluster-node-timeout", &timeout];
+        extra.extend_from_slice(more);
         common::rediskv_over_etcd(&etcd.endpoints().join(","), prefix, &extra)
     }
 
@@ -445,6 +450,37 @@ mod over_etcd {
             assert_eq!(share, 4096, "node {port}");
         }
         eprintln!("join: the four nodes shared the slots {took:?} after the fourth started");
+    }
+
+    #[test]
+    fn a_node_restarted_on_its_address_replaces_its_old_self_at_once() {
+        let Some(etcd) = Cluster::start("a_node_restarted_on_its_address", 1) else { return };
+        // Leases of a minute: only the replacement, not a lease running out, can end the old
+        // registration within the test.
+        let mut nodes: Vec<Server> = (0..3).map(|_| node_with(&etcd, "restart/", 60_000, &[])).collect();
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        let old_id = common::Client::connect(ports[0]).cmd(&["CLUSTER", "MYID"]).text();
+        let key = key_of(ports[0], "restarted");
+        nodes[0].kill();
+        let port = ports[0].to_string();
+        nodes[0] = node_with(&etcd, "restart/", 60_000, &["--port", &port]);
+        let new_id = common::Client::connect(ports[0]).cmd(&["CLUSTER", "MYID"]).text();
+        assert_ne!(new_id, old_id);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let nodes_text = common::Client::connect(ports[1]).cmd(&["CLUSTER", "NODES"]).text();
+            let served = common::Client::connect(ports[0]).cmd(&["SET", &key, "v"]);
+            if !nodes_text.contains(&old_id)
+                && nodes_text.contains(&new_id)
+                && served == Value::Status("OK".into())
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{nodes_text} {served:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        wait_shared(&ports, Duration::from_secs(20));
     }
 
     #[test]

@@ -27,8 +27,8 @@ const TABLE: &[u8] = b"cluster/slots";
 /// The cluster's records at one revision.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterRecords {
-    /// Each registered node's value, by node id.
-    pub nodes: BTreeMap<String, Vec<u8>>,
+    /// Each registered node's value and `create_revision` (when it registered), by node id.
+    pub nodes: BTreeMap<String, (Vec<u8>, i64)>,
     /// The slot table's value, if any.
     pub table: Option<Vec<u8>>,
     /// The slot table's `mod_revision` (0: none yet).
@@ -89,7 +89,8 @@ impl Backend {
                 records.table = Some(kv.value().to_vec());
                 records.table_revision = kv.mod_revision();
             } else if let Some(id) = kv.key().strip_prefix(nodes_key.as_slice()) {
-                records.nodes.insert(String::from_utf8_lossy(id).into_owned(), kv.value().to_vec());
+                let node = (kv.value().to_vec(), kv.create_revision());
+                records.nodes.insert(String::from_utf8_lossy(id).into_owned(), node);
             }
         }
         Ok(records)

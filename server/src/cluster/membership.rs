@@ -119,15 +119,21 @@ pub fn follow(cluster: &Cluster, etcd: &Backend) -> rediskv::Result<()> {
             .table
             .as_deref()
             .map_or_else(Topology::default, |t| Topology::decode(t, records.table_revision));
-        let live: Vec<Node> = records
-            .nodes
-            .iter()
-            .filter_map(|(id, value)| {
-                let value = String::from_utf8_lossy(value);
-                let (host, port) = value.split_once(' ')?;
-                Some(Node { id: id.clone(), host: host.into(), port: port.parse().ok()? })
-            })
-            .collect();
+        // Of registrations sharing an address, the latest: a node restarted on its address
+        // replaces its old self at once, not when the old lease runs out.
+        let mut by_address: BTreeMap<(String, u16), (i64, Node)> = BTreeMap::new();
+        for (id, (value, registered)) in &records.nodes {
+            let value = String::from_utf8_lossy(value);
+            let Some((host, port)) = value.split_once(' ') else { continue };
+            let Ok(port) = port.parse() else { continue };
+            let node = Node { id: id.clone(), host: host.into(), port };
+            let entry = by_address.entry((host.to_string(), port)).or_insert((*registered, node.clone()));
+            if *registered > entry.0 {
+                *entry = (*registered, node);
+            }
+        }
+        let mut live: Vec<Node> = by_address.into_values().map(|(_, node)| node).collect();
+        live.sort_by(|a, b| a.id.cmp(&b.id));
         match rebalance(&current, &live) {
             Some(next) => {
                 // Lost to another node's change: read that one.
