@@ -274,11 +274,16 @@ mod over_etcd {
                 let mut c = common::Client::connect(asked);
                 let reply = c.cmd(&["SET", &key, "v"]);
                 let script = c.cmd(&["EVAL", "return redis.call('append', KEYS[1], 'w')", "1", &key]);
+                // A shard channel is routed by its slot too.
+                let shard = c.cmd(&["SPUBLISH", &key, "m"]);
                 if asked == owner {
-                    assert_eq!((reply, script), (Value::Status("OK".into()), Value::Int(2)));
+                    assert_eq!(
+                        (reply, script, shard),
+                        (Value::Status("OK".into()), Value::Int(2), Value::Int(0))
+                    );
                 } else {
                     let moved = Value::Error(format!("MOVED {slot} 127.0.0.1:{owner}"));
-                    assert_eq!((reply, script), (moved.clone(), moved));
+                    assert_eq!((reply, script, shard), (moved.clone(), moved.clone(), moved));
                 }
             }
         }
