@@ -325,6 +325,8 @@ mod over_etcd {
         let check = tool("redis-cli", &["--cluster", "check", &format!("127.0.0.1:{p2}")]);
         assert!(check.contains("[OK] All nodes agree about slots configuration."), "{check}");
         assert!(check.contains("[OK] All 16384 slots covered."), "{check}");
+        let info = tool("redis-cli", &["--cluster", "info", &format!("127.0.0.1:{p0}")]);
+        assert!(info.contains("| 5462 slots | 0 slaves.") && info.contains(" in 3 masters."), "{info}");
         // redis-py's RedisCluster: its slot map from CLUSTER SLOTS, keys spread on every node.
         let script = format!(
             "import redis\n\
