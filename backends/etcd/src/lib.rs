@@ -17,7 +17,8 @@
 //! Every record lives under [`Options::prefix`] (default `rediskv/`) followed by one byte per
 //! column family: `m` metadata, `d` subkeys (Kvrocks' `default`), `z` scores, then the
 //! record key unchanged; `r` holds the backend's own records (layout manifest, version floor,
-//! the maintenance lease). Byte order inside each column family is etcd's key order.
+//! the maintenance lease, a cluster's records: [`ClusterRecords`]). Byte order inside each
+//! column family is etcd's key order.
 //!
 //! # Transactions
 //! The engine calls [`KvBackend::begin`] and [`KvBackend::finish`] around each command and
