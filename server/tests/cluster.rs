@@ -1,9 +1,11 @@
 //! `cluster-enabled yes`: Redis Cluster's client protocol. One node over the memory engine
 //! answers the protocol's replies as a one-node redis-server cluster does; three nodes over
 //! etcd share the slots by themselves, serve redis-cli -c, `redis-cli --cluster check` and
-//! redis-py's RedisCluster, give a killed node's slots to the live ones under an INCR load
-//! with every acknowledged INCR applied once, and a node paused past its lease commits nothing
-//! to the slots it lost (its commit is fenced). The etcd tests need the `etcd` feature:
+//! `info` and redis-py's RedisCluster, give a killed node's slots to the live ones under an
+//! INCR load with every acknowledged INCR applied once, give a joining node its share (a
+//! client parked on a slot that moved gets MOVED), replace a node restarted on its address
+//! at once, and a node paused past its lease commits nothing to the slots it lost (its
+//! commit is fenced). The etcd tests need the `etcd` feature:
 //! `cargo test -p rediskv-server --features etcd --test cluster`.
 
 mod common;
@@ -341,7 +343,7 @@ mod over_etcd {
 
     #[test]
     fn a_killed_node_s_slots_go_to_the_live_nodes_and_no_acknowledged_incr_is_lost() {
-        let Some(etcd) = Cluster::start("a_killed_node_s_slots_go_to_the_live_nodes", 1) else { return };
+        let Some(etcd) = Cluster::start("a_killed_node_s_slots_go_to_the_live_nodes", 3) else { return };
         let mut nodes: Vec<Server> = (0..3).map(|_| node(&etcd, "kill/")).collect();
         let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
         wait_shared(&ports, Duration::from_secs(20));
@@ -400,7 +402,15 @@ mod over_etcd {
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_secs(1));
+        // Killed once redis-py is under way (its first INCR stored).
+        let mut watcher = Router::new(&ports);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while watcher.cmd(&["GET", &py_key]) == Ok(Value::Bulk(None)) {
+            assert!(Instant::now() < deadline, "redis-py never INCRed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(watcher);
+        std::thread::sleep(Duration::from_millis(500));
         nodes[0].kill();
         let failover = wait_shared(&ports[1..], Duration::from_secs(20));
         std::fs::write(&killed_file, b"").unwrap();
