@@ -486,7 +486,9 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                 let _ = write!(out, "errorstat_{code}:count={count}\r\n");
             }
         }
-        "cluster" => fields(out, &[("cluster_enabled", s("0"))]),
+        "cluster" => {
+            fields(out, &[("cluster_enabled", s(if state.cluster.get().is_some() { "1" } else { "0" }))])
+        }
         "keyspace" => {
             let base = namespace;
             let databases = (config.number("databases").max(1) as usize).min(DATABASES);

@@ -24,7 +24,8 @@
 //!   an event loop), [`listen`], [`tls`], [`config`], [`counters`], [`client_info`],
 //!   [`log`], [`persistence`];
 //! - what [`state`] holds, none of which knows `State`: [`acl`], [`slowlog`], [`latency`],
-//!   [`monitor`], [`pubsub`], [`tracking`], [`blocking`], [`scripting`], [`replication`] (each given the few
+//!   [`monitor`], [`pubsub`], [`tracking`], [`blocking`], [`scripting`], [`replication`],
+//!   [`cluster`] (each given the few
 //!   things it needs: the loops' inboxes, the clients, or a `Host` trait `State` implements);
 //! - [`state`], then what uses it: [`notify`], [`evict`], [`maint`], [`wakeups`], [`script_thread`],
 //!   [`rdb`], [`info`], [`admin`], [`client`], [`conn`], [`replica`] (a replica's link to its
@@ -36,6 +37,7 @@ mod blocking;
 mod client;
 mod client_info;
 mod clock;
+mod cluster;
 mod cmsgpack;
 mod config;
 #[cfg(test)]
@@ -322,6 +324,38 @@ fn fatal(why: &str) -> ! {
     std::process::exit(1);
 }
 
+/// `cluster-enabled yes`: over etcd, registers and follows the slot table the nodes share;
+/// on another engine this node alone serves every slot.
+fn join_cluster(state: &Arc<state::State>) {
+    let config = state.config();
+    let port: u16 = config.get("port").parse().unwrap_or(6380);
+    let announced = |name: &str| Some(config.get(name).to_string()).filter(|v| !v.is_empty() && v != "0");
+    let bind = config.get("bind").split_whitespace().next().unwrap_or("127.0.0.1").to_string();
+    let host =
+        announced("cluster-announce-ip").unwrap_or(if bind == "*" { "127.0.0.1".into() } else { bind });
+    let port = announced("cluster-announce-port").and_then(|p| p.parse().ok()).unwrap_or(port);
+    let ttl = std::time::Duration::from_millis(config.number("cluster-node-timeout").max(1000) as u64);
+    drop(config);
+    let myself = cluster::Node { id: state.run_id.clone(), host, port };
+    let node = Arc::new(cluster::Cluster::new(myself.clone()));
+    // A parked client whose slot moved gets its redirection.
+    let weak = Arc::downgrade(state);
+    node.on_change(Box::new(move || {
+        if let Some(state) = weak.upgrade() {
+            state.blocked.wake_all(&*state);
+        }
+    }));
+    let _ = state.cluster.set(node.clone());
+    #[cfg(feature = "etcd")]
+    if let Some(etcd) = state.store.etcd() {
+        cluster::membership::spawn(node, etcd.clone(), ttl);
+        return;
+    }
+    let _ = ttl;
+    let everything = vec![Some(myself); usize::from(rediskv::codec::SLOT_COUNT)];
+    node.set_topology(cluster::Topology::from_owners(&everything, 1, 0));
+}
+
 fn main() {
     let Start { config, engine, threads, data_dir, etcd, layout, memory } = options().unwrap_or_else(|e| {
         // No log exists before the configuration is read: redis-server, too, writes this
@@ -443,6 +477,9 @@ fn main() {
         primary.split_once(' ').and_then(|(h, p)| Some((h.to_string(), p.trim().parse::<u16>().ok()?)))
     {
         client::become_replica(&state, &host, port);
+    }
+    if state.config().get("cluster-enabled") == "yes" {
+        join_cluster(&state);
     }
     log::notice!("Ready to accept connections");
     if let Err(e) = conn::serve(state, threads) {

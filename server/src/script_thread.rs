@@ -34,21 +34,33 @@ pub fn spawn(state: Arc<State>) {
 /// Runs a script command for a client: the reply, and the invalidation pushes its own
 /// writes owe that client (to write after the reply).
 pub fn run_command(state: &State, job: &mut Job) -> (Reply, Vec<u8>) {
-    let acl = scripting::acl_check(job.user.clone(), job.restricted);
+    let user_may = scripting::acl_check(job.user.clone(), job.restricted);
+    let cluster = state.cluster.get();
+    // Each command a script runs: its user's ACL, then (in a cluster) its keys this node's.
+    let acl = |cmd: &[Bytes]| {
+        user_may(cmd)?;
+        cluster.map_or(Ok(()), |cluster| cluster.script_command(cmd))
+    };
     let (argv, name, engine, info, tracks_reads) =
         (&job.argv, job.name.as_str(), &job.engine, &job.info, job.tracks_reads);
     let session = &mut job.session;
     state.scripts.read_any.store(false, Relaxed);
     state.scripts.error_counted.store(false, Relaxed);
     let started = std::time::Instant::now();
-    let reply = {
-        let mut caller = Caller { host: state, engine, session, acl: &acl };
+    let mut run = || {
+        let mut caller = Caller { host: state, engine, session: &mut *session, acl: &acl };
         match name {
             "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
                 scripting::eval(argv, &mut caller, name.starts_with("evalsha"), name.ends_with("_ro"))
             }
             _ => scripting::fcall(argv, &mut caller, name == "fcall_ro"),
         }
+    };
+    // In a cluster, routed again by the table its commits are fenced by (the connection
+    // routed it by the table of that moment).
+    let reply = match cluster {
+        Some(cluster) => cluster.run_routed(&state.store, argv, &mut run),
+        None => run(),
     };
     // The connection counted the call when it handed it here; the latency monitor sees the
     // script's own run.

@@ -115,6 +115,8 @@ pub struct State {
     pub replication: Arc<crate::replication::Replication>,
     /// The link to this server's primary, while it is a replica (REPLICAOF).
     pub link: crate::replication::LinkStatus,
+    /// The cluster this node is part of (`cluster-enabled yes`).
+    pub cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
     next_client_id: AtomicU64,
     /// Bytes one connection's state takes besides its buffers (its client list entry and
     /// its client, whose type is above this module: `main` sets it).
@@ -178,6 +180,7 @@ impl State {
             run_id,
             replication: Arc::default(),
             link: crate::replication::LinkStatus::default(),
+            cluster: std::sync::OnceLock::new(),
             next_client_id: AtomicU64::new(1),
             client_size: std::mem::size_of::<ClientInfo>(),
         };

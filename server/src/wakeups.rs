@@ -2,6 +2,7 @@
 //! ([`crate::blocking`]): keyspace events, the slow log, INFO's counters, client tracking,
 //! and the answer's way back to the client's event loop.
 
+use bytes::Bytes;
 use rediskv::commands::{Reply, Session};
 
 use crate::blocking::{Host, Parked, send_answer};
@@ -37,5 +38,12 @@ impl Host for State {
             }
         }
         send_answer(&self.loops, &parked.info, parked.session, &reply, &pushes);
+    }
+
+    fn rerun(&self, argv: &[Bytes], run: &mut dyn FnMut() -> Reply) -> Reply {
+        match self.cluster.get() {
+            Some(cluster) => cluster.run_routed(&self.store, argv, run),
+            None => run(),
+        }
     }
 }

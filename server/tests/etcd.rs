@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Server, Value, redis, rediskv};
-use rediskv_etcd::testkit::{Cluster, CutProxy, MAX_REQUEST_BYTES, MAX_TXN_OPS};
+use common::{Server, Value, redis};
+use rediskv_etcd::testkit::{Cluster, CutProxy};
 
 /// A server node over `cluster` under `prefix`.
 fn node(cluster: &Cluster, prefix: &str) -> Server {
@@ -23,22 +23,7 @@ fn node(cluster: &Cluster, prefix: &str) -> Server {
 
 /// A server node over the etcd `endpoints` (comma-separated) under `prefix`.
 fn node_at(endpoints: &str, prefix: &str) -> Server {
-    let endpoints = endpoints.to_string();
-    let (ops, bytes) = (MAX_TXN_OPS.to_string(), MAX_REQUEST_BYTES.to_string());
-    rediskv(&[
-        "--engine",
-        "etcd",
-        "--etcd-endpoints",
-        &endpoints,
-        "--etcd-prefix",
-        prefix,
-        "--etcd-max-txn-ops",
-        &ops,
-        "--etcd-max-request-bytes",
-        &bytes,
-        "--threads",
-        "2",
-    ])
+    common::rediskv_over_etcd(endpoints, prefix, &[])
 }
 
 fn int(v: &Value) -> i64 {

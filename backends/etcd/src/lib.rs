@@ -17,7 +17,8 @@
 //! Every record lives under [`Options::prefix`] (default `rediskv/`) followed by one byte per
 //! column family: `m` metadata, `d` subkeys (Kvrocks' `default`), `z` scores, then the
 //! record key unchanged; `r` holds the backend's own records (layout manifest, version floor,
-//! the maintenance lease). Byte order inside each column family is etcd's key order.
+//! the maintenance lease, a cluster's records: [`ClusterRecords`]). Byte order inside each
+//! column family is etcd's key order.
 //!
 //! # Transactions
 //! The engine calls [`KvBackend::begin`] and [`KvBackend::finish`] around each command and
@@ -94,7 +95,10 @@
 //! it from plain threads, never from inside an async task.
 #![deny(missing_docs)]
 
+mod cluster;
 pub mod testkit;
+
+pub use cluster::{ClusterRecords, FENCED};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -310,6 +314,8 @@ pub struct Backend {
     counters: Counters,
     floor: VersionFloor,
     node: u64,
+    /// Each fenced thread's slot table revision ([`Backend::fence`]).
+    fences: Mutex<HashMap<ThreadId, i64>>,
 }
 
 /// Connects to the cluster and checks (or, on a new prefix, records) the layout manifest.
@@ -340,6 +346,7 @@ pub fn open(options: Options) -> Result<Backend> {
         counters: Counters::default(),
         floor: VersionFloor::restore(None)?,
         node,
+        fences: Mutex::default(),
     };
     let manifest_key = backend.own_key(MANIFEST_KEY);
     let ours = manifest(&backend.options.layout);
@@ -696,8 +703,9 @@ impl Backend {
         let bytes: usize =
             ops.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Bytes::len) + 8).sum::<usize>()
                 + compares.len() * 64;
-        // One more operation and compare each: the request record (below).
-        let limit = self.options.max_txn_ops.saturating_sub(1);
+        // One more operation and compare each: the request record (below), and a compare for
+        // a cluster node's fence.
+        let limit = self.options.max_txn_ops.saturating_sub(2);
         if ops.len() > limit || compares.len() > limit {
             return Err(err(format!(
                 "a batch of {} operations and {} compares (with the request record's) is over the cluster's \
@@ -730,6 +738,7 @@ impl Backend {
         let seq = record.seq + 1;
         let mut compares = compares;
         compares.push(Compare::mod_revision(record.key.clone(), CompareOp::Equal, record.mod_revision));
+        compares.extend(self.fence_compare());
         ops.push(TxnOp::put(record.key.clone(), request_value(seq, now_ms()), None));
         let txn = Txn::new().when(compares).and_then(ops);
         let start = std::time::Instant::now();
@@ -762,6 +771,9 @@ impl Backend {
                     }
                     record.mod_revision = found.map_or(0, |f| f.1);
                     self.set_request_record(record);
+                    if let Some(fenced) = self.fenced()? {
+                        return Err(fenced);
+                    }
                     self.with_view(|v| v.refused = true);
                     return Err(Error::Conflict(
                         "etcd: a record the command read changed after it read it".into(),

@@ -11,6 +11,7 @@ use rediskv::commands::table::{self, CommandInfo, Family, attr, flag};
 
 use super::Client;
 use crate::acl;
+use crate::cluster;
 use crate::scripting;
 use crate::state::State;
 
@@ -38,6 +39,11 @@ impl Client {
             && let Some(denied) = self.acl_refusal(argv, state)
         {
             return Some(Some(denied));
+        }
+        if let Some(cluster) = state.cluster.get() {
+            if let Some(redirection) = self.cluster_refusal(cluster, info, argv, state) {
+                return Some(Some(redirection));
+            }
         }
         // Redis' no-multi commands (the server's SAVE and SHUTDOWN among them).
         if self.session.in_multi() && info.has(flag::NO_MULTI) {
@@ -166,6 +172,35 @@ impl Client {
             ));
         }
         None
+    }
+
+    /// The redirection when the command's keys are not this node's (as Redis, after ACL);
+    /// otherwise remembers the slot it was routed to and fences its commits by the table.
+    fn cluster_refusal(
+        &self,
+        cluster: &cluster::Cluster,
+        info: &'static CommandInfo,
+        argv: &[Bytes],
+        state: &State,
+    ) -> Option<Reply> {
+        self.routed.set(None);
+        if info.name == "select" && argv.get(1).is_some_and(|db| db[..] != *b"0") {
+            return Some(Reply::Error("ERR SELECT is not allowed in cluster mode".into()));
+        }
+        let route = if info.name == "exec" && self.session.in_multi() {
+            let queued = self.session.queued().chain(self.multi_server.iter().map(|(_, c)| &c[..]));
+            cluster.route(queued.filter_map(cluster::resolve))
+        } else {
+            cluster.route(std::iter::once((info, argv)))
+        };
+        match route {
+            cluster::Route::Here(slot, revision) => {
+                self.routed.set(slot);
+                cluster.fence(&state.store, slot.map(|_| revision));
+                None
+            }
+            cluster::Route::Elsewhere(refusal) => Some(refusal),
+        }
     }
 
     /// The NOPERM error when the client's user may not run `argv` (logged in the ACL log).

@@ -97,6 +97,8 @@ pub struct Client {
     multi_server: Vec<(usize, Vec<Bytes>)>,
     /// EXEC runs those: a script among them answers in place, not parked.
     in_exec: bool,
+    /// The slot the running command was routed to (cluster mode).
+    routed: std::cell::Cell<Option<u16>>,
     /// When the last command of the requests being run ended (unix µs): the next one starts
     /// then (one clock read per command; its time includes its parse, a fraction of a µs).
     /// `None` between batches of requests.
@@ -133,6 +135,7 @@ impl Client {
             multi_server: Vec::new(),
             in_exec: false,
             parked_until: None,
+            routed: std::cell::Cell::new(None),
             last_end: None,
             master: false,
             replica_hello: Default::default(),
@@ -209,8 +212,11 @@ impl Client {
                 self.session.flag_transaction();
             }
             if let (Reply::Error(_), "exec") = (&refusal, info.name) {
-                // A refused EXEC ends the transaction, as Redis' execCommandAbort.
-                refusal = rediskv::commands::exec_abort(refusal);
+                // A refused EXEC ends the transaction, as Redis' execCommandAbort (a cluster
+                // redirection is answered as it is).
+                if !crate::cluster::is_redirection(&refusal) {
+                    refusal = rediskv::commands::exec_abort(refusal);
+                }
                 if self.session.in_multi() {
                     self.engine.execute(&mut self.session, &[Bytes::from_static(b"DISCARD")]);
                     self.multi_len = 0;
@@ -234,6 +240,13 @@ impl Client {
             Vec::new()
         };
         let (reply, next) = self.run(info, argv, state);
+        let reply = match (self.routed.take(), state.cluster.get()) {
+            // The slot table moved after the command was routed: nothing was committed.
+            (Some(slot), Some(cluster)) if crate::cluster::fenced(&reply) => {
+                cluster.after_fence(&state.store, slot)
+            }
+            _ => reply,
+        };
         self.session.set_time(0);
         let ended = unix_micros();
         let usec = ended.saturating_sub(started);
@@ -379,10 +392,13 @@ impl Client {
             }
             "failover" => Reply::Error("ERR FAILOVER is not supported by this server".into()),
             "wait" if !self.session.in_multi() => return self.wait(info, argv, state),
-            // No cluster mode: Redis' own answer when cluster-enabled is no.
-            "cluster" | "asking" | "readonly" | "readwrite" => {
-                Reply::Error("ERR This instance has cluster support disabled".into())
-            }
+            "cluster" | "asking" | "readonly" | "readwrite" => match state.cluster.get() {
+                Some(cluster) if name == "cluster" => cluster
+                    .command(argv, &|slot, count| crate::cluster::keys_in_slot(&self.engine, slot, count)),
+                Some(_) => Reply::OK,
+                // Redis' own answer when cluster-enabled is no.
+                None => Reply::Error("ERR This instance has cluster support disabled".into()),
+            },
             "migrate" => Reply::Error("ERR MIGRATE is not supported by this server".into()),
             "lolwut" => admin::lolwut(argv),
             "module" => admin::module(argv),

@@ -242,6 +242,30 @@ pub fn rediskv_on_disk(engine: &str, args: &[&str]) -> Server {
     server
 }
 
+/// Starts a rediskv-server node over the etcd `endpoints` (comma-separated) under `prefix`,
+/// with the test cluster's limits, 2 threads and `extra` arguments.
+#[cfg(feature = "etcd")]
+pub fn rediskv_over_etcd(endpoints: &str, prefix: &str, extra: &[&str]) -> Server {
+    use rediskv_etcd::testkit::{MAX_REQUEST_BYTES, MAX_TXN_OPS};
+    let (ops, bytes) = (MAX_TXN_OPS.to_string(), MAX_REQUEST_BYTES.to_string());
+    let mut args = vec![
+        "--engine",
+        "etcd",
+        "--etcd-endpoints",
+        endpoints,
+        "--etcd-prefix",
+        prefix,
+        "--etcd-max-txn-ops",
+        &ops,
+        "--etcd-max-request-bytes",
+        &bytes,
+        "--threads",
+        "2",
+    ];
+    args.extend_from_slice(extra);
+    rediskv(&args)
+}
+
 /// Starts rediskv-server with a config file as its first argument, on a free port.
 pub fn rediskv_with_file(file: &str) -> Server {
     start(&[file], &[])

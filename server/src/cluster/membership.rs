@@ -1,0 +1,179 @@
+//! Nodes over one etcd prefix find each other and share the slots, with no step of their
+//! own: each registers under an etcd lease, watches the cluster's records and, whenever the
+//! live nodes and the slot table disagree, computes the same deterministic rebalance and
+//! applies it in one `Txn` guarded by the table's revision (so two nodes never both apply a
+//! change; the loser reads the winner's table).
+//!
+//! A node that stops renewing its lease (killed, paused) loses its registration when the
+//! lease runs out (`cluster-node-timeout`, whole seconds), and the live nodes take its slots
+//! at their next look (at once, from the watch). A node whose lease ran out registers again
+//! and gets a fair share back.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rediskv::codec::SLOT_COUNT;
+use rediskv_etcd::Backend;
+
+use super::{Cluster, Node, Topology};
+
+/// The table the live nodes should have: slots of nodes that are gone are free; each live
+/// node (in id order) has a quota of `16384 / n` slots, the first `16384 % n` one more; a
+/// node over its quota frees its highest slots; free slots go, lowest first, to the nodes
+/// under theirs. `None` when `current` is already that table.
+pub fn rebalance(current: &Topology, live: &[Node]) -> Option<Topology> {
+    if live.is_empty() {
+        return None;
+    }
+    let index: BTreeMap<&str, usize> = live.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
+    let mut owners: Vec<Option<usize>> =
+        current.owners().iter().map(|o| o.as_ref().and_then(|n| index.get(n.id.as_str()).copied())).collect();
+    let n = live.len();
+    let total = usize::from(SLOT_COUNT);
+    let quota = |i: usize| total / n + usize::from(i < total % n);
+    let mut counts = vec![0; n];
+    for owner in owners.iter().flatten() {
+        counts[*owner] += 1;
+    }
+    for slot in (0..total).rev() {
+        if let Some(owner) = owners[slot] {
+            if counts[owner] > quota(owner) {
+                counts[owner] -= 1;
+                owners[slot] = None;
+            }
+        }
+    }
+    let mut taker = 0;
+    for owner in owners.iter_mut().filter(|o| o.is_none()) {
+        while counts[taker] >= quota(taker) {
+            taker += 1;
+        }
+        counts[taker] += 1;
+        *owner = Some(taker);
+    }
+    let owners: Vec<Option<Node>> = owners.into_iter().map(|o| o.map(|i| live[i].clone())).collect();
+    let next = Topology::from_owners(&owners, current.epoch + 1, current.revision);
+    (next.ranges != current.ranges).then_some(next)
+}
+
+/// Registers this node and follows the cluster's records on a thread of its own, for as long
+/// as the process lives; `ttl` is the lease's (`cluster-node-timeout`).
+pub fn spawn(cluster: Arc<Cluster>, etcd: Arc<Backend>, ttl: Duration) {
+    let _ = std::thread::Builder::new().name("cluster".into()).spawn(move || {
+        let value = format!("{} {}", cluster.myself.host, cluster.myself.port);
+        let renew = ttl / 3;
+        loop {
+            let lease = match etcd.cluster_register(&cluster.myself.id, value.as_bytes(), ttl) {
+                Ok(lease) => lease,
+                Err(e) => {
+                    crate::log::warning!("Cannot register in the cluster ({e}): trying again in 1 s");
+                    std::thread::sleep(Duration::from_secs(1));
+                    continue;
+                }
+            };
+            let changes = etcd.cluster_changes().ok();
+            let mut renewed = Instant::now();
+            loop {
+                if let Err(e) = follow(&cluster, &etcd) {
+                    crate::log::warning!("Cannot read the cluster's records: {e}");
+                }
+                let wait = renew.saturating_sub(renewed.elapsed());
+                let watch_ended = match &changes {
+                    Some(changes) => {
+                        matches!(
+                            changes.recv_timeout(wait),
+                            Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+                        )
+                    }
+                    None => {
+                        std::thread::sleep(wait.min(Duration::from_millis(200)));
+                        false
+                    }
+                };
+                if renewed.elapsed() >= renew {
+                    // A lease that ran out (or cannot be renewed) is replaced: registering
+                    // again under a new one is harmless while the old one lives.
+                    match etcd.cluster_keep_alive(lease) {
+                        Ok(true) => renewed = Instant::now(),
+                        Ok(false) => break,
+                        Err(e) => {
+                            crate::log::warning!("Cannot renew the cluster lease ({e}): registering again");
+                            break;
+                        }
+                    }
+                }
+                if watch_ended {
+                    break;
+                }
+            }
+        }
+    });
+}
+
+/// Reads the records, applies the rebalance they call for, and takes the table.
+pub fn follow(cluster: &Cluster, etcd: &Backend) -> rediskv::Result<()> {
+    loop {
+        let records = etcd.cluster_records()?;
+        let current = records
+            .table
+            .as_deref()
+            .map_or_else(Topology::default, |t| Topology::decode(t, records.table_revision));
+        // Of registrations sharing an address, the latest: a node restarted on its address
+        // replaces its old self at once, not when the old lease runs out.
+        let mut by_address: BTreeMap<(String, u16), (i64, Node)> = BTreeMap::new();
+        for (id, (value, registered)) in &records.nodes {
+            let value = String::from_utf8_lossy(value);
+            let Some((host, port)) = value.split_once(' ') else { continue };
+            let Ok(port) = port.parse() else { continue };
+            let node = Node { id: id.clone(), host: host.into(), port };
+            let entry = by_address.entry((host.to_string(), port)).or_insert((*registered, node.clone()));
+            if *registered > entry.0 {
+                *entry = (*registered, node);
+            }
+        }
+        let mut live: Vec<Node> = by_address.into_values().map(|(_, node)| node).collect();
+        live.sort_by(|a, b| a.id.cmp(&b.id));
+        match rebalance(&current, &live) {
+            Some(next) => {
+                // Lost to another node's change: read that one.
+                etcd.cluster_swap_table(records.table_revision, &next.encode())?;
+            }
+            None => {
+                cluster.set_topology(current);
+                return Ok(());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(id: &str) -> Node {
+        Node { id: id.into(), host: "127.0.0.1".into(), port: 7000 }
+    }
+
+    #[test]
+    fn a_rebalance_shares_fairly_and_moves_only_what_it_must() {
+        let (a, b, c) = (node("a"), node("b"), node("c"));
+        let one = rebalance(&Topology::default(), std::slice::from_ref(&a)).unwrap();
+        assert_eq!(one.ranges, vec![(0, 16383, a.clone())]);
+        let two = rebalance(&one, &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(two.ranges, vec![(0, 8191, a.clone()), (8192, 16383, b.clone())]);
+        let three = rebalance(&two, &[a.clone(), b.clone(), c.clone()]).unwrap();
+        let share = |t: &Topology, n: &Node| {
+            t.ranges.iter().filter(|r| r.2 == *n).map(|r| usize::from(r.1 - r.0) + 1).sum::<usize>()
+        };
+        assert_eq!((share(&three, &a), share(&three, &b), share(&three, &c)), (5462, 5461, 5461));
+        // a keeps its lowest slots: only what it gives up moves.
+        assert_eq!(three.owner(0), Some(&a));
+        assert_eq!(rebalance(&three, &[a.clone(), b.clone(), c.clone()]), None);
+        // b is gone: its slots go to a and c, nobody else's move.
+        let after = rebalance(&three, &[a.clone(), c.clone()]).unwrap();
+        assert_eq!((share(&after, &a), share(&after, &c)), (8192, 8192));
+        assert!((0..SLOT_COUNT).all(|s| three.owner(s) != Some(&c) || after.owner(s) == Some(&c)));
+        assert_eq!(after.epoch, three.epoch + 1);
+    }
+}

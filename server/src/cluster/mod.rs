@@ -1,0 +1,502 @@
+//! Redis Cluster's client protocol (`cluster-enabled yes`): which node serves each of the
+//! 16384 slots, the redirections a command gets when its keys are not this node's
+//! (`-MOVED`, `-CROSSSLOT`, `-CLUSTERDOWN`, as Redis 7.0's `getNodeByQuery`), and the CLUSTER
+//! subcommands that show the topology to clients.
+//!
+//! The topology is a [`Topology`]: the slot table (ranges → node) and its revision. Over etcd
+//! ([`membership`]) the nodes keep it in etcd and share the slots among the live ones; on any
+//! other engine the one node owns every slot.
+
+#[cfg(feature = "etcd")]
+pub mod membership;
+
+use std::sync::{Arc, RwLock};
+
+use bytes::Bytes;
+use rediskv::codec::{SLOT_COUNT, key_slot};
+use rediskv::commands::Reply;
+use rediskv::commands::table::{self, CommandInfo};
+
+/// A node of the cluster, as clients reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// 40 hex digits.
+    pub id: String,
+    /// The address clients connect to.
+    pub host: String,
+    /// Its client port.
+    pub port: u16,
+}
+
+/// Which node serves each slot, at one revision of the table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Topology {
+    /// Slot ranges `start..=end` and their node, in slot order.
+    pub ranges: Vec<(u16, u16, Node)>,
+    /// Bumped by every change of the table.
+    pub epoch: u64,
+    /// The etcd `mod_revision` of the table this was read from (0: not from etcd); commits
+    /// are fenced by it.
+    pub revision: i64,
+}
+
+impl Topology {
+    /// The node serving `slot`, if any.
+    pub fn owner(&self, slot: u16) -> Option<&Node> {
+        let at = self.ranges.partition_point(|r| r.1 < slot);
+        self.ranges.get(at).filter(|r| r.0 <= slot).map(|r| &r.2)
+    }
+
+    /// The table from each slot's owner (`None`: unassigned), runs of one owner merged.
+    pub fn from_owners(owners: &[Option<Node>], epoch: u64, revision: i64) -> Topology {
+        let mut ranges: Vec<(u16, u16, Node)> = Vec::new();
+        for (slot, owner) in owners.iter().enumerate() {
+            let Some(node) = owner else { continue };
+            let slot = slot as u16;
+            match ranges.last_mut() {
+                Some(last) if last.1 + 1 == slot && last.2 == *node => last.1 = slot,
+                _ => ranges.push((slot, slot, node.clone())),
+            }
+        }
+        Topology { ranges, epoch, revision }
+    }
+
+    /// Each slot's owner.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub fn owners(&self) -> Vec<Option<Node>> {
+        let mut owners = vec![None; usize::from(SLOT_COUNT)];
+        for (start, end, node) in &self.ranges {
+            for owner in &mut owners[usize::from(*start)..=usize::from(*end)] {
+                *owner = Some(node.clone());
+            }
+        }
+        owners
+    }
+
+    /// Slots with an owner.
+    pub fn assigned(&self) -> usize {
+        self.ranges.iter().map(|r| usize::from(r.1 - r.0) + 1).sum()
+    }
+
+    /// The nodes owning slots, in id order, each once.
+    pub fn nodes(&self) -> Vec<&Node> {
+        let mut nodes: Vec<&Node> = self.ranges.iter().map(|r| &r.2).collect();
+        nodes.sort_by(|a, b| a.id.cmp(&b.id));
+        nodes.dedup_by(|a, b| a.id == b.id);
+        nodes
+    }
+
+    /// The text kept in etcd: `epoch N`, then a `start end id host port` line per range.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = format!("epoch {}\n", self.epoch);
+        for (start, end, node) in &self.ranges {
+            out.push_str(&format!("{start} {end} {} {} {}\n", node.id, node.host, node.port));
+        }
+        out.into_bytes()
+    }
+
+    /// Reads [`Topology::encode`]'s text; lines it cannot read are left out.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub fn decode(text: &[u8], revision: i64) -> Topology {
+        let text = String::from_utf8_lossy(text);
+        let mut lines = text.lines();
+        let epoch =
+            lines.next().and_then(|l| l.strip_prefix("epoch ")).and_then(|e| e.parse().ok()).unwrap_or(0);
+        let mut ranges: Vec<(u16, u16, Node)> = lines
+            .filter_map(|line| {
+                let f: Vec<&str> = line.split(' ').collect();
+                let [start, end, id, host, port] = f[..] else { return None };
+                let (start, end): (u16, u16) = (start.parse().ok()?, end.parse().ok()?);
+                (start <= end && end < SLOT_COUNT).then_some(())?;
+                Some((start, end, Node { id: id.into(), host: host.into(), port: port.parse().ok()? }))
+            })
+            .collect();
+        ranges.sort_by_key(|r| r.0);
+        ranges.dedup_by(|later, earlier| later.0 <= earlier.1);
+        Topology { ranges, epoch, revision }
+    }
+}
+
+/// This node's view of the cluster.
+pub struct Cluster {
+    /// This node.
+    pub myself: Node,
+    topology: RwLock<Arc<Topology>>,
+    /// Called after the table changes (the server retries its parked clients).
+    on_change: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+}
+
+/// Where a command goes.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Served here: the slot of its keys (`None`: it has none) and the table revision it was
+    /// routed by.
+    Here(Option<u16>, i64),
+    /// Refused with this redirection or error.
+    Elsewhere(Reply),
+}
+
+impl Cluster {
+    /// A node with an empty slot table.
+    pub fn new(myself: Node) -> Self {
+        Cluster { myself, topology: RwLock::default(), on_change: std::sync::OnceLock::new() }
+    }
+
+    /// The table now.
+    pub fn topology(&self) -> Arc<Topology> {
+        self.topology.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replaces the table.
+    pub fn set_topology(&self, topology: Topology) {
+        let changed = {
+            let mut current = self.topology.write().unwrap_or_else(|e| e.into_inner());
+            let changed = current.ranges != topology.ranges;
+            *current = Arc::new(topology);
+            changed
+        };
+        if let (true, Some(on_change)) = (changed, self.on_change.get()) {
+            on_change();
+        }
+    }
+
+    /// Sets what runs after each change of the table.
+    pub fn on_change(&self, run: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.on_change.set(run);
+    }
+
+    /// Where the commands (one, or a transaction's queue at EXEC) go, as Redis'
+    /// `getNodeByQuery`: every key in one slot, that slot served, and served here.
+    pub fn route<'a>(&self, commands: impl Iterator<Item = (&'static CommandInfo, &'a [Bytes])>) -> Route {
+        let topology = self.topology();
+        let mut first: Option<u16> = None;
+        for (info, argv) in commands {
+            let Ok(positions) = table::key_positions(info, argv) else { continue };
+            for at in positions {
+                let slot = key_slot(&argv[at]);
+                match first {
+                    None => {
+                        if topology.owner(slot).is_none() {
+                            return Route::Elsewhere(Reply::Error("CLUSTERDOWN Hash slot not served".into()));
+                        }
+                        first = Some(slot);
+                    }
+                    Some(first_slot) if first_slot != slot => {
+                        return Route::Elsewhere(Reply::Error(
+                            "CROSSSLOT Keys in request don't hash to the same slot".into(),
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        let Some(slot) = first else { return Route::Here(None, topology.revision) };
+        if topology.assigned() < usize::from(SLOT_COUNT) {
+            return Route::Elsewhere(Reply::Error("CLUSTERDOWN The cluster is down".into()));
+        }
+        match topology.owner(slot) {
+            Some(node) if node.id == self.myself.id => Route::Here(Some(slot), topology.revision),
+            owner => Route::Elsewhere(redirection(slot, owner)),
+        }
+    }
+
+    /// Runs `argv` through `run` if its keys are this node's, fenced by the table it was
+    /// routed by (a fenced commit answers the redirection by the table now); otherwise
+    /// answers the redirection (a parked client whose slot moved gets `-MOVED`, as Redis).
+    pub fn run_routed(
+        &self,
+        store: &crate::store::Store,
+        argv: &[Bytes],
+        run: &mut dyn FnMut() -> Reply,
+    ) -> Reply {
+        match self.route(resolve(argv).into_iter()) {
+            Route::Elsewhere(refusal) => refusal,
+            Route::Here(slot, revision) => {
+                self.fence(store, slot.map(|_| revision));
+                let reply = run();
+                match slot {
+                    Some(slot) if fenced(&reply) => self.after_fence(store, slot),
+                    _ => reply,
+                }
+            }
+        }
+    }
+
+    /// Whether a script may run `argv` here, as Redis' `scriptVerifyClusterState`: its keys
+    /// in one slot this node serves.
+    pub fn script_command(&self, argv: &[Bytes]) -> Result<(), String> {
+        match self.route(resolve(argv).into_iter()) {
+            Route::Here(..) => Ok(()),
+            Route::Elsewhere(Reply::Error(e)) if e == "CLUSTERDOWN The cluster is down" => {
+                Err("Script attempted to execute a command while the cluster is down".into())
+            }
+            Route::Elsewhere(_) => Err("Script attempted to access a non local key in a cluster node".into()),
+        }
+    }
+
+    /// The redirection for `slot` by the table now (after a fenced commit: the table moved).
+    pub fn moved(&self, slot: u16) -> Reply {
+        redirection(slot, self.topology().owner(slot))
+    }
+
+    /// `cluster_state`: ok when every slot is served.
+    fn state(&self) -> &'static str {
+        if self.topology().assigned() == usize::from(SLOT_COUNT) { "ok" } else { "fail" }
+    }
+
+    /// CLUSTER and its subcommands; `keys_in_slot` answers a slot's keys (at most `count`).
+    pub fn command(&self, argv: &[Bytes], keys_in_slot: &dyn Fn(u16, usize) -> Vec<Bytes>) -> Reply {
+        let sub = String::from_utf8_lossy(argv.get(1).map_or(&[][..], |a| a)).to_ascii_lowercase();
+        let args = &argv[2.min(argv.len())..];
+        let wrong = || Reply::Error(format!("ERR wrong number of arguments for 'cluster|{sub}' command"));
+        let topology = self.topology();
+        match (sub.as_str(), args) {
+            ("keyslot", [key]) => Reply::Integer(i64::from(key_slot(key))),
+            ("countkeysinslot", [slot]) => match parse_slot(slot) {
+                Ok(slot) => Reply::Integer(keys_in_slot(slot, usize::MAX).len() as i64),
+                Err(e) => e,
+            },
+            ("getkeysinslot", [slot, count]) => {
+                let count = rediskv::commands::args::parse_i64(count);
+                match (count, rediskv::commands::args::parse_i64(slot)) {
+                    (None, _) | (_, None) => {
+                        Reply::Error("ERR value is not an integer or out of range".into())
+                    }
+                    (Some(count), Some(slot)) if count < 0 || !(0..i64::from(SLOT_COUNT)).contains(&slot) => {
+                        Reply::Error("ERR Invalid slot or number of keys".into())
+                    }
+                    (Some(count), Some(slot)) => Reply::Array(
+                        keys_in_slot(slot as u16, count as usize).into_iter().map(Reply::Bulk).collect(),
+                    ),
+                }
+            }
+            ("myid", []) => Reply::bulk(self.myself.id.as_bytes()),
+            ("info", []) => Reply::Verbatim { format: *b"txt", text: Bytes::from(self.info_text(&topology)) },
+            ("nodes", []) => {
+                Reply::Verbatim { format: *b"txt", text: Bytes::from(self.nodes_text(&topology)) }
+            }
+            ("slots", []) => Reply::Array(
+                topology
+                    .ranges
+                    .iter()
+                    .map(|(start, end, node)| {
+                        Reply::Array(vec![
+                            Reply::Integer(i64::from(*start)),
+                            Reply::Integer(i64::from(*end)),
+                            Reply::Array(vec![
+                                Reply::bulk(node.host.as_bytes()),
+                                Reply::Integer(i64::from(node.port)),
+                                Reply::bulk(node.id.as_bytes()),
+                                Reply::Array(Vec::new()),
+                            ]),
+                        ])
+                    })
+                    .collect(),
+            ),
+            ("shards", []) => {
+                Reply::Array(topology.nodes().into_iter().map(|n| shard(&topology, n)).collect())
+            }
+            ("replicas" | "slaves", [id]) | ("count-failure-reports", [id]) => {
+                let id = String::from_utf8_lossy(id);
+                if id != self.myself.id && !topology.nodes().iter().any(|n| n.id == id) {
+                    return Reply::Error(format!("ERR Unknown node {id}"));
+                }
+                if sub == "count-failure-reports" { Reply::Integer(0) } else { Reply::Array(Vec::new()) }
+            }
+            // Nodes talk through etcd, not a cluster bus: no links.
+            ("links", []) => Reply::Array(Vec::new()),
+            (
+                "keyslot"
+                | "countkeysinslot"
+                | "getkeysinslot"
+                | "myid"
+                | "info"
+                | "nodes"
+                | "slots"
+                | "shards"
+                | "replicas"
+                | "slaves"
+                | "count-failure-reports"
+                | "links",
+                _,
+            ) => wrong(),
+            _ => Reply::Error(format!(
+                "ERR unknown subcommand '{}'. Try CLUSTER HELP.",
+                String::from_utf8_lossy(argv.get(1).map_or(&[][..], |a| a))
+            )),
+        }
+    }
+
+    fn info_text(&self, topology: &Topology) -> String {
+        let assigned = topology.assigned();
+        let known = topology.nodes().iter().filter(|n| n.id != self.myself.id).count() + 1;
+        let fields = [
+            ("cluster_state", self.state().to_string()),
+            ("cluster_slots_assigned", assigned.to_string()),
+            ("cluster_slots_ok", assigned.to_string()),
+            ("cluster_slots_pfail", "0".into()),
+            ("cluster_slots_fail", "0".into()),
+            ("cluster_known_nodes", known.to_string()),
+            ("cluster_size", topology.nodes().len().to_string()),
+            ("cluster_current_epoch", topology.epoch.to_string()),
+            ("cluster_my_epoch", topology.epoch.to_string()),
+            ("cluster_stats_messages_sent", "0".into()),
+            ("cluster_stats_messages_received", "0".into()),
+            ("total_cluster_links_buffer_limit_exceeded", "0".into()),
+        ];
+        fields.iter().map(|(k, v)| format!("{k}:{v}\r\n")).collect()
+    }
+
+    fn nodes_text(&self, topology: &Topology) -> String {
+        let now = crate::clock::unix_micros() / 1000;
+        let mut nodes: Vec<&Node> = topology.nodes();
+        if !nodes.iter().any(|n| n.id == self.myself.id) {
+            nodes.push(&self.myself);
+        }
+        let mut out = String::new();
+        for node in nodes {
+            let me = node.id == self.myself.id;
+            let flags = if me { "myself,master" } else { "master" };
+            let bus = u32::from(node.port) + 10000;
+            out.push_str(&format!(
+                "{} {}:{}@{bus} {flags} - 0 {now} {} connected",
+                node.id, node.host, node.port, topology.epoch
+            ));
+            for (start, end, _) in topology.ranges.iter().filter(|r| r.2.id == node.id) {
+                if start == end {
+                    out.push_str(&format!(" {start}"));
+                } else {
+                    out.push_str(&format!(" {start}-{end}"));
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl Cluster {
+    /// Fences the calling thread's commits by the table revision its command was routed by
+    /// (`None`: a command without keys, not fenced).
+    pub fn fence(&self, store: &crate::store::Store, revision: Option<i64>) {
+        #[cfg(feature = "etcd")]
+        if let Some(etcd) = store.etcd() {
+            etcd.fence(revision);
+        }
+        let _ = (store, revision);
+    }
+
+    /// The answer to a command whose commit was fenced: the table moved since it was
+    /// routed, so it reads the table again and redirects to the slot's owner now (this node
+    /// too: the client asks again).
+    pub fn after_fence(&self, store: &crate::store::Store, slot: u16) -> Reply {
+        #[cfg(feature = "etcd")]
+        if let Some(etcd) = store.etcd() {
+            if let Err(e) = membership::follow(self, etcd) {
+                return Reply::Error(format!("CLUSTERDOWN The cluster is down ({e})"));
+            }
+        }
+        let _ = store;
+        self.moved(slot)
+    }
+}
+
+/// A command's row and arguments, when it has a row.
+pub fn resolve(argv: &[Bytes]) -> Option<(&'static CommandInfo, &[Bytes])> {
+    table::find(argv).ok().map(|info| (info, argv))
+}
+
+/// Up to `count` keys of database 0 in `slot` (a walk of every key: there is no slot index).
+pub fn keys_in_slot(engine: &crate::store::SharedEngine, slot: u16, count: usize) -> Vec<Bytes> {
+    let mut session = rediskv::commands::Session::new(0);
+    let Reply::Array(keys) =
+        engine.execute(&mut session, &[Bytes::from_static(b"KEYS"), Bytes::from_static(b"*")])
+    else {
+        return Vec::new();
+    };
+    keys.into_iter()
+        .filter_map(|k| match k {
+            Reply::Bulk(key) if key_slot(&key) == slot => Some(key),
+            _ => None,
+        })
+        .take(count)
+        .collect()
+}
+
+/// `-MOVED <slot> <host>:<port>`, or `-CLUSTERDOWN` for a slot nobody serves.
+fn redirection(slot: u16, owner: Option<&Node>) -> Reply {
+    match owner {
+        Some(node) => Reply::Error(format!("MOVED {slot} {}:{}", node.host, node.port)),
+        None => Reply::Error("CLUSTERDOWN Hash slot not served".into()),
+    }
+}
+
+/// A redirection or cluster error (its EXEC is not turned into EXECABORT, as in Redis).
+pub fn is_redirection(reply: &Reply) -> bool {
+    matches!(reply, Reply::Error(e) if ["MOVED ", "ASK ", "CROSSSLOT ", "CLUSTERDOWN ", "TRYAGAIN "].iter().any(|p| e.starts_with(p)))
+}
+
+/// Whether a command failed because its commit was fenced (the slot table moved since it
+/// was routed).
+pub fn fenced(reply: &Reply) -> bool {
+    #[cfg(feature = "etcd")]
+    if let Reply::Error(e) = reply {
+        return e.contains(rediskv_etcd::FENCED);
+    }
+    let _ = reply;
+    false
+}
+
+fn parse_slot(arg: &[u8]) -> Result<u16, Reply> {
+    match rediskv::commands::args::parse_i64(arg) {
+        None => Err(Reply::Error("ERR value is not an integer or out of range".into())),
+        Some(slot) if (0..i64::from(SLOT_COUNT)).contains(&slot) => Ok(slot as u16),
+        Some(_) => Err(Reply::Error("ERR Invalid slot".into())),
+    }
+}
+
+/// One entry of CLUSTER SHARDS: the node's ranges and the node (a primary, no replicas).
+fn shard(topology: &Topology, node: &Node) -> Reply {
+    let slots = topology
+        .ranges
+        .iter()
+        .filter(|r| r.2.id == node.id)
+        .flat_map(|r| [Reply::Integer(i64::from(r.0)), Reply::Integer(i64::from(r.1))])
+        .collect();
+    let field = |k: &'static str, v: Reply| (Reply::bulk(k.as_bytes()), v);
+    let about = Reply::Map(vec![
+        field("id", Reply::bulk(node.id.as_bytes())),
+        field("port", Reply::Integer(i64::from(node.port))),
+        field("ip", Reply::bulk(node.host.as_bytes())),
+        field("endpoint", Reply::bulk(node.host.as_bytes())),
+        field("role", Reply::bulk(b"master")),
+        field("replication-offset", Reply::Integer(0)),
+        field("health", Reply::bulk(b"online")),
+    ]);
+    Reply::Map(vec![field("slots", Reply::Array(slots)), field("nodes", Reply::Array(vec![about]))])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(id: &str) -> Node {
+        Node { id: id.into(), host: "127.0.0.1".into(), port: 7000 }
+    }
+
+    #[test]
+    fn the_table_text_reads_back_and_finds_owners() {
+        let mut owners = vec![Some(node("a")); usize::from(SLOT_COUNT)];
+        owners[100..200].fill(Some(node("b")));
+        owners[300] = None;
+        let topology = Topology::from_owners(&owners, 4, 9);
+        assert_eq!(topology.ranges.len(), 4);
+        assert_eq!(topology.owner(150).map(|n| n.id.as_str()), Some("b"));
+        assert_eq!(topology.owner(300), None);
+        assert_eq!(topology.owner(16383).map(|n| n.id.as_str()), Some("a"));
+        assert_eq!(topology.assigned(), usize::from(SLOT_COUNT) - 1);
+        assert_eq!(Topology::decode(&topology.encode(), 9), topology);
+        assert_eq!(topology.owners(), owners);
+    }
+}

@@ -1,0 +1,534 @@
+//! `cluster-enabled yes`: Redis Cluster's client protocol. One node over the memory engine
+//! answers the protocol's replies as a one-node redis-server cluster does; three nodes over
+//! etcd share the slots by themselves, serve redis-cli -c, `redis-cli --cluster check` and
+//! `info` and redis-py's RedisCluster, give a killed node's slots to the live ones under an
+//! INCR load with every acknowledged INCR applied once, give a joining node its share (a
+//! client parked on a slot that moved gets MOVED), replace a node restarted on its address
+//! at once, and a node paused past its lease commits nothing to the slots it lost (its
+//! commit is fenced). The etcd tests need the `etcd` feature:
+//! `cargo test -p rediskv-server --features etcd --test cluster`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Value, redis, rediskv};
+
+/// A script of cluster replies, the same on a one-node redis-server cluster holding every
+/// slot and on one rediskv node.
+fn one_node_script(server: &common::Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut other = server.client();
+    let mut replies = Vec::new();
+    let commands: &[&[&str]] = &[
+        &["SET", "foo", "1"],
+        &["GET", "{foo}x"],
+        &["MSET", "a", "1", "b", "2"],
+        &["MSET", "{a}1", "1", "{a}2", "2"],
+        &["MGET", "{a}1", "{a}2"],
+        &["SELECT", "1"],
+        &["SELECT", "0"],
+        &["CLUSTER", "KEYSLOT", "foo"],
+        &["CLUSTER", "KEYSLOT", "{user1}:x"],
+        &["CLUSTER", "COUNTKEYSINSLOT", "12182"],
+        &["CLUSTER", "COUNTKEYSINSLOT", "99999"],
+        &["CLUSTER", "COUNTKEYSINSLOT", "x"],
+        &["CLUSTER", "GETKEYSINSLOT", "12182", "10"],
+        &["CLUSTER", "GETKEYSINSLOT", "1", "-1"],
+        &["CLUSTER", "GETKEYSINSLOT", "x", "1"],
+        &["CLUSTER", "REPLICAS", "0000000000000000000000000000000000000000"],
+        &["CLUSTER", "COUNT-FAILURE-REPORTS", "xx"],
+        &["CLUSTER", "KEYSLOT"],
+        &["CLUSTER", "MYID", "x"],
+        &["CLUSTER", "FOO"],
+        &["CLUSTER", "LINKS"],
+        &["READONLY"],
+        &["READWRITE"],
+        &["MULTI"],
+        &["SET", "a", "1"],
+        &["SET", "b", "1"],
+        &["EXEC"],
+        &["GET", "a"],
+        &["MULTI"],
+        &["SET", "{a}1", "x"],
+        &["GET", "{a}2"],
+        &["EXEC"],
+        &["EVAL", "return 1", "2", "a", "b"],
+        &["EVAL", "return redis.call('get', KEYS[1])", "1", "foo"],
+        &["PING"],
+        &["INFO", "cluster"],
+    ];
+    for command in commands {
+        replies.push(c.cmd(command));
+    }
+    // Their shapes, not their ids and times: one range 0-16383 of this node.
+    let myid = c.cmd(&["CLUSTER", "MYID"]).text();
+    let slots = other.cmd(&["CLUSTER", "SLOTS"]);
+    replies.push(slots.clone());
+    let nodes = c.cmd(&["CLUSTER", "NODES"]).text();
+    let fields: Vec<&str> = nodes.trim_end().split(' ').collect();
+    assert_eq!(fields[0], myid);
+    assert_eq!(fields[2], "myself,master");
+    assert_eq!(fields[7..], ["connected", "0-16383"]);
+    let info = c.cmd(&["CLUSTER", "INFO"]).text();
+    for line in
+        ["cluster_state:ok", "cluster_slots_assigned:16384", "cluster_known_nodes:1", "cluster_size:1"]
+    {
+        assert!(info.lines().any(|l| l == line), "{line} in {info}");
+    }
+    let Value::Array(Some(shards)) = c.cmd(&["CLUSTER", "SHARDS"]) else { panic!("shards") };
+    assert_eq!(shards.len(), 1);
+    replies
+}
+
+#[test]
+fn one_node_answers_the_cluster_protocol_as_redis() {
+    let Some(redis) = redis(&["--cluster-enabled", "yes"]) else { return };
+    let mut admin = redis.client();
+    assert_eq!(admin.cmd(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]), Value::Status("OK".into()));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !admin.cmd(&["CLUSTER", "INFO"]).text().contains("cluster_state:ok") {
+        assert!(Instant::now() < deadline, "redis-server's cluster never became ok");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let theirs = one_node_script(&redis);
+    let ours = one_node_script(&rediskv(&["--cluster-enabled", "yes"]));
+    let port_free = |v: &Value| format!("{v:?}").replace(&redis.port.to_string(), "PORT");
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        // CLUSTER SLOTS names the node's id and port: compare the shape.
+        if i == ours.len() - 1 {
+            let shape = |v: &Value| match v {
+                Value::Array(Some(ranges)) => ranges.len(),
+                _ => 0,
+            };
+            assert_eq!(shape(a), shape(b));
+            continue;
+        }
+        assert_eq!(a, b, "reply {i}: ours {} theirs {}", port_free(a), port_free(b));
+    }
+    assert_eq!(ours.len(), theirs.len());
+}
+
+#[cfg(feature = "etcd")]
+mod over_etcd {
+    use std::collections::HashMap;
+    use std::process::Command;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    use super::common::{self, Server, Value};
+    use rediskv_etcd::testkit::Cluster;
+
+    /// The lease of a cluster node, in milliseconds (`cluster-node-timeout`).
+    const NODE_TIMEOUT_MS: u64 = 2000;
+
+    fn node(etcd: &Cluster, prefix: &str) -> Server {
+        node_with(etcd, prefix, NODE_TIMEOUT_MS, &[])
+    }
+
+    fn node_with(etcd: &Cluster, prefix: &str, timeout_ms: u64, more: &[&str]) -> Server {
+        let timeout = timeout_ms.to_string();
+        let mut extra = vec!["--cluster-enabled", "yes", "--cluster-node-timeout", &timeout];
+        extra.extend_from_slice(more);
+        common::rediskv_over_etcd(&etcd.endpoints().join(","), prefix, &extra)
+    }
+
+    /// Each range of CLUSTER SLOTS as (start, end, port).
+    fn slots(port: u16) -> Vec<(i64, i64, i64)> {
+        let Value::Array(Some(ranges)) = common::Client::connect(port).cmd(&["CLUSTER", "SLOTS"]) else {
+            panic!("CLUSTER SLOTS")
+        };
+        ranges
+            .iter()
+            .map(|r| match r {
+                Value::Array(Some(f)) => match (&f[0], &f[1], &f[2]) {
+                    (Value::Int(s), Value::Int(e), Value::Array(Some(n))) => match n[1] {
+                        Value::Int(p) => (*s, *e, p),
+                        _ => panic!("{r:?}"),
+                    },
+                    _ => panic!("{r:?}"),
+                },
+                _ => panic!("{r:?}"),
+            })
+            .collect()
+    }
+
+    /// Waits until every node in `ports` shows the same table, covering every slot, shared
+    /// by exactly `ports`; answers how long that took.
+    fn wait_shared(ports: &[u16], within: Duration) -> Duration {
+        let start = Instant::now();
+        loop {
+            let tables: Vec<_> = ports.iter().map(|p| slots(*p)).collect();
+            let covered = tables[0].iter().map(|r| r.1 - r.0 + 1).sum::<i64>() == 16384;
+            let mut owners: Vec<i64> = tables[0].iter().map(|r| r.2).collect();
+            owners.sort();
+            owners.dedup();
+            let mut expected: Vec<i64> = ports.iter().map(|p| i64::from(*p)).collect();
+            expected.sort();
+            if covered && owners == expected && tables.iter().all(|t| *t == tables[0]) {
+                return start.elapsed();
+            }
+            assert!(start.elapsed() < within, "the nodes never shared the slots: {tables:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A client that follows MOVED (and retries a refused connection at another node).
+    struct Router {
+        ports: Vec<u16>,
+        conns: HashMap<u16, common::Client>,
+        at: u16,
+    }
+
+    impl Router {
+        fn new(ports: &[u16]) -> Router {
+            Router { ports: ports.to_vec(), conns: HashMap::new(), at: ports[0] }
+        }
+
+        /// The reply, after redirections; `Err` when the connection broke with the command
+        /// sent (it may or may not have been applied).
+        fn cmd(&mut self, args: &[&str]) -> Result<Value, ()> {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                assert!(Instant::now() < deadline, "{args:?} never served");
+                let port = self.at;
+                if let std::collections::hash_map::Entry::Vacant(slot) = self.conns.entry(port) {
+                    // A node that refuses connections is dead: ask another.
+                    if std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                        self.ports.retain(|p| *p != port);
+                        self.at = self.ports[0];
+                        continue;
+                    }
+                    let mut c = common::Client::connect(port);
+                    c.set_read_timeout(Duration::from_secs(20));
+                    slot.insert(c);
+                }
+                let conn = self.conns.get_mut(&port).unwrap();
+                let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+                if conn.try_send_raw(&encode(&args)).is_err() {
+                    self.conns.remove(&port);
+                    return Err(());
+                }
+                match conn.try_read() {
+                    None => {
+                        self.conns.remove(&port);
+                        return Err(());
+                    }
+                    Some(Value::Error(e)) if e.starts_with("MOVED ") => {
+                        let to = e.rsplit(':').next().unwrap().parse().unwrap();
+                        self.at = to;
+                        // A MOVED to a dead node: the table has not caught up yet.
+                        if !self.ports.contains(&to) {
+                            std::thread::sleep(Duration::from_millis(20));
+                            self.at = self.ports[0];
+                        }
+                    }
+                    Some(Value::Error(e)) if e.starts_with("CLUSTERDOWN") => {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    Some(reply) => return Ok(reply),
+                }
+            }
+        }
+    }
+
+    fn encode(args: &[&[u8]]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    /// A key whose slot node `port` serves.
+    fn key_of(port: u16, name: &str) -> String {
+        let table = slots(port);
+        (0..)
+            .map(|i| format!("{name}:{i}"))
+            .find(|k| {
+                let slot = i64::from(::rediskv::codec::key_slot(k.as_bytes()));
+                table.iter().any(|r| r.0 <= slot && slot <= r.1 && r.2 == i64::from(port))
+            })
+            .unwrap()
+    }
+
+    fn tool(program: &str, args: &[&str]) -> String {
+        let out = Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"));
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    }
+
+    #[test]
+    fn three_nodes_share_the_slots_and_serve_cluster_clients() {
+        let Some(etcd) = Cluster::start("three_nodes_share_the_slots_and_serve_cluster_clients", 1) else {
+            return;
+        };
+        let nodes: Vec<Server> = (0..3).map(|_| node(&etcd, "share/")).collect();
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        // Each node serves its keys and redirects the others' to their owner.
+        for &owner in &ports {
+            let key = key_of(owner, "k");
+            let slot = ::rediskv::codec::key_slot(key.as_bytes());
+            for &asked in &ports {
+                let mut c = common::Client::connect(asked);
+                let reply = c.cmd(&["SET", &key, "v"]);
+                let script = c.cmd(&["EVAL", "return redis.call('append', KEYS[1], 'w')", "1", &key]);
+                // A shard channel is routed by its slot too.
+                let shard = c.cmd(&["SPUBLISH", &key, "m"]);
+                if asked == owner {
+                    assert_eq!(
+                        (reply, script, shard),
+                        (Value::Status("OK".into()), Value::Int(2), Value::Int(0))
+                    );
+                } else {
+                    let moved = Value::Error(format!("MOVED {slot} 127.0.0.1:{owner}"));
+                    assert_eq!((reply, script, shard), (moved.clone(), moved.clone(), moved));
+                }
+            }
+        }
+        // A script's command on a key another node serves, as redis-server 7.0.15 refuses it
+        // (the sha is its script's).
+        let slot_a = ::rediskv::codec::key_slot(b"a");
+        let table = slots(ports[0]);
+        let elsewhere = ports
+            .iter()
+            .find(|p| {
+                !table
+                    .iter()
+                    .any(|r| r.0 <= i64::from(slot_a) && i64::from(slot_a) <= r.1 && r.2 == i64::from(**p))
+            })
+            .unwrap();
+        assert_eq!(
+            common::Client::connect(*elsewhere).cmd(&["EVAL", "return redis.call('get','a')", "0"]),
+            Value::Error(
+                "ERR Script attempted to access a non local key in a cluster node script: \
+                 eaeaa27fd219f13108fd9dea9f5ef7513173e803, on @user_script:1."
+                    .into()
+            )
+        );
+        let info = common::Client::connect(ports[1]).cmd(&["CLUSTER", "INFO"]).text();
+        assert!(
+            info.contains("cluster_state:ok\r\n") && info.contains("cluster_known_nodes:3\r\n"),
+            "{info}"
+        );
+        assert!(
+            common::Client::connect(ports[2]).cmd(&["INFO", "cluster"]).text().contains("cluster_enabled:1")
+        );
+        // redis-cli -c follows the redirections; --cluster check reads the table.
+        let (p0, p2) = (ports[0].to_string(), ports[2].to_string());
+        for i in 0..20 {
+            let key = format!("cli:{i}");
+            assert_eq!(tool("redis-cli", &["-c", "-p", &p0, "SET", &key, &i.to_string()]).trim(), "OK");
+            assert_eq!(tool("redis-cli", &["-c", "-p", &p2, "GET", &key]).trim(), i.to_string());
+        }
+        let check = tool("redis-cli", &["--cluster", "check", &format!("127.0.0.1:{p2}")]);
+        assert!(check.contains("[OK] All nodes agree about slots configuration."), "{check}");
+        assert!(check.contains("[OK] All 16384 slots covered."), "{check}");
+        let info = tool("redis-cli", &["--cluster", "info", &format!("127.0.0.1:{p0}")]);
+        assert!(info.contains("| 5462 slots | 0 slaves.") && info.contains(" in 3 masters."), "{info}");
+        // redis-py's RedisCluster: its slot map from CLUSTER SLOTS, keys spread on every node.
+        let script = format!(
+            "import redis\n\
+             c = redis.RedisCluster(host='127.0.0.1', port={p0})\n\
+             for i in range(200): c.incr('py:%d' % i)\n\
+             for i in range(200): c.incr('py:%d' % i)\n\
+             print(sum(int(c.get('py:%d' % i)) for i in range(200)), len(c.get_nodes()))\n"
+        );
+        let out = tool("python3", &["-c", &script]);
+        assert_eq!(out.trim(), "400 3", "{out}");
+    }
+
+    #[test]
+    fn a_killed_node_s_slots_go_to_the_live_nodes_and_no_acknowledged_incr_is_lost() {
+        let Some(etcd) = Cluster::start("a_killed_node_s_slots_go_to_the_live_nodes", 3) else { return };
+        let mut nodes: Vec<Server> = (0..3).map(|_| node(&etcd, "kill/")).collect();
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        let stop = Arc::new(AtomicBool::new(false));
+        // Each client INCRs its own key (spread over the nodes) and checks every answer is
+        // one more than the last it saw acknowledged, or two when the one before was lost
+        // with the killed node's connection (applied or not: it was not acknowledged).
+        let workers: Vec<_> = (0..4)
+            .map(|w| {
+                let (ports, stop) = (ports.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut router = Router::new(&ports);
+                    let key = format!("counter:{w}");
+                    let (mut last, mut acked, mut unknown) = (0, 0, 0);
+                    while !stop.load(Ordering::Relaxed) {
+                        match router.cmd(&["INCR", &key]) {
+                            Ok(Value::Int(n)) => {
+                                assert!(n > last && n <= last + 1 + unknown, "{key}: {n} after {last}");
+                                (last, unknown) = (n, 0);
+                                acked += 1;
+                            }
+                            Ok(other) => panic!("{key}: {other:?}"),
+                            Err(()) => unknown += 1,
+                        }
+                    }
+                    (key, last, acked)
+                })
+            })
+            .collect();
+        // And redis-py's RedisCluster on a key of the node to kill: it retries a command whose
+        // connection broke on its own, so an answer may count one lost attempt too; what it
+        // last saw acknowledged must be what is stored.
+        let stop_file = std::env::temp_dir().join(format!("rediskv-cluster-stop-{}", std::process::id()));
+        let killed_file = stop_file.with_extension("killed");
+        let _ = std::fs::remove_file(&stop_file);
+        let _ = std::fs::remove_file(&killed_file);
+        let py_key = key_of(ports[0], "py");
+        let script = format!(
+            "import os, time, redis\n\
+             from redis.exceptions import ConnectionError, TimeoutError, ClusterDownError, ClusterError\n\
+             c = redis.RedisCluster(host='127.0.0.1', port={})\n\
+             last = acked = after = 0\n\
+             while not os.path.exists({:?}):\n\
+             \x20   try: n = c.incr('{py_key}')\n\
+             \x20   except (ConnectionError, TimeoutError, ClusterDownError, ClusterError): time.sleep(0.05); continue\n\
+             \x20   assert n > last, (n, last)\n\
+             \x20   last, acked = n, acked + 1\n\
+             \x20   after += os.path.exists({:?})\n\
+             print(last, acked, after)\n",
+            ports[1],
+            stop_file.display().to_string(),
+            killed_file.display().to_string()
+        );
+        let python = Command::new("python3")
+            .args(["-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Killed once redis-py is under way (its first INCR stored).
+        let mut watcher = Router::new(&ports);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while watcher.cmd(&["GET", &py_key]) == Ok(Value::Bulk(None)) {
+            assert!(Instant::now() < deadline, "redis-py never INCRed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(watcher);
+        std::thread::sleep(Duration::from_millis(500));
+        nodes[0].kill();
+        let failover = wait_shared(&ports[1..], Duration::from_secs(20));
+        std::fs::write(&killed_file, b"").unwrap();
+        std::thread::sleep(Duration::from_secs(1));
+        stop.store(true, Ordering::Relaxed);
+        std::fs::write(&stop_file, b"").unwrap();
+        let out = python.wait_with_output().unwrap();
+        let _ = (std::fs::remove_file(&stop_file), std::fs::remove_file(&killed_file));
+        let out = String::from_utf8_lossy(&out.stdout).into_owned();
+        let [py_last, py_acked, py_after] = out.split_whitespace().collect::<Vec<_>>()[..] else {
+            panic!("redis-py: {out:?}")
+        };
+        // It went on through the slot's new owner.
+        assert!(py_after.parse::<i64>().unwrap() > 0, "redis-py: {out:?}");
+        let mut router = Router::new(&ports[1..]);
+        assert_eq!(router.cmd(&["GET", &py_key]), Ok(Value::Bulk(Some(py_last.as_bytes().to_vec()))));
+        for worker in workers {
+            let (key, last, acked) = worker.join().unwrap();
+            assert!(acked > 0);
+            let Ok(stored) = router.cmd(&["GET", &key]) else { panic!("GET {key}") };
+            assert_eq!(stored, Value::Bulk(Some(last.to_string().into_bytes())), "{key}");
+        }
+        eprintln!(
+            "failover: the live nodes shared the killed node's slots {failover:?} after kill -9 (lease {NODE_TIMEOUT_MS} ms); \
+             redis-py saw {py_acked} INCRs acknowledged ({py_after} after the failover), the last {py_last}"
+        );
+    }
+
+    #[test]
+    fn a_joining_node_takes_its_share_and_a_client_parked_on_a_moved_slot_is_redirected() {
+        let Some(etcd) = Cluster::start("a_joining_node_takes_its_share", 1) else { return };
+        let mut nodes: Vec<Server> = (0..3).map(|_| node(&etcd, "join/")).collect();
+        let mut ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        // A node over its quota gives up its highest slots: a key in node 0's last one moves.
+        let table = slots(ports[0]);
+        let last = table.iter().filter(|r| r.2 == i64::from(ports[0])).map(|r| r.1).max().unwrap();
+        let key = (0..)
+            .map(|i| format!("parked:{i}"))
+            .find(|k| i64::from(::rediskv::codec::key_slot(k.as_bytes())) == last)
+            .unwrap();
+        let mut parked = common::Client::connect(ports[0]);
+        parked.set_read_timeout(Duration::from_secs(30));
+        parked.send_raw(&encode(&[b"BLPOP", key.as_bytes(), b"0"]));
+        std::thread::sleep(Duration::from_millis(300));
+        nodes.push(node(&etcd, "join/"));
+        let fourth = nodes[3].port;
+        ports.push(fourth);
+        let took = wait_shared(&ports, Duration::from_secs(20));
+        assert_eq!(parked.read(), Value::Error(format!("MOVED {last} 127.0.0.1:{fourth}")));
+        for port in &ports {
+            let share: i64 =
+                slots(*port).iter().filter(|r| r.2 == i64::from(*port)).map(|r| r.1 - r.0 + 1).sum();
+            assert_eq!(share, 4096, "node {port}");
+        }
+        eprintln!("join: the four nodes shared the slots {took:?} after the fourth started");
+    }
+
+    #[test]
+    fn a_node_restarted_on_its_address_replaces_its_old_self_at_once() {
+        let Some(etcd) = Cluster::start("a_node_restarted_on_its_address", 1) else { return };
+        // Leases of a minute: only the replacement, not a lease running out, can end the old
+        // registration within the test.
+        let mut nodes: Vec<Server> = (0..3).map(|_| node_with(&etcd, "restart/", 60_000, &[])).collect();
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        let old_id = common::Client::connect(ports[0]).cmd(&["CLUSTER", "MYID"]).text();
+        let key = key_of(ports[0], "restarted");
+        nodes[0].kill();
+        let port = ports[0].to_string();
+        nodes[0] = node_with(&etcd, "restart/", 60_000, &["--port", &port]);
+        let new_id = common::Client::connect(ports[0]).cmd(&["CLUSTER", "MYID"]).text();
+        assert_ne!(new_id, old_id);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let nodes_text = common::Client::connect(ports[1]).cmd(&["CLUSTER", "NODES"]).text();
+            let served = common::Client::connect(ports[0]).cmd(&["SET", &key, "v"]);
+            if !nodes_text.contains(&old_id)
+                && nodes_text.contains(&new_id)
+                && served == Value::Status("OK".into())
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{nodes_text} {served:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        wait_shared(&ports, Duration::from_secs(20));
+    }
+
+    #[test]
+    fn a_node_paused_past_its_lease_commits_nothing_to_the_slots_it_lost() {
+        let Some(etcd) = Cluster::start("a_node_paused_past_its_lease_commits_nothing", 1) else { return };
+        let nodes: Vec<Server> = (0..3).map(|_| node(&etcd, "fence/")).collect();
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        let key = key_of(ports[0], "fenced");
+        let mut paused = common::Client::connect(ports[0]);
+        paused.set_read_timeout(Duration::from_secs(30));
+        assert_eq!(paused.cmd(&["INCR", &key]), Value::Int(1));
+        let pid = nodes[0].pid().to_string();
+        assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+        // Sent while it is paused: read and run the moment it resumes, by its old table.
+        paused.send_raw(&encode(&[b"INCR", key.as_bytes()]));
+        wait_shared(&ports[1..], Duration::from_secs(20));
+        let mut router = Router::new(&ports[1..]);
+        for n in 2..=6 {
+            assert_eq!(router.cmd(&["INCR", &key]), Ok(Value::Int(n)));
+        }
+        assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+        // Its commit compared the table it routed by, which changed: nothing applied, and
+        // the client is sent to the slot's owner now.
+        let reply = paused.read();
+        let slot = ::rediskv::codec::key_slot(key.as_bytes());
+        assert!(matches!(&reply, Value::Error(e) if e.starts_with(&format!("MOVED {slot} "))), "{reply:?}");
+        let mut router = Router::new(&ports);
+        assert_eq!(router.cmd(&["GET", &key]), Ok(Value::Bulk(Some(b"6".to_vec()))));
+        // Back from its pause it registers again and gets a share of the slots.
+        wait_shared(&ports, Duration::from_secs(20));
+        assert_eq!(router.cmd(&["INCR", &key]), Ok(Value::Int(7)));
+    }
+}
