@@ -40,10 +40,10 @@ impl Client {
         {
             return Some(Some(denied));
         }
-        if let Some(cluster) = state.cluster.get() {
-            if let Some(redirection) = self.cluster_refusal(cluster, info, argv, state) {
-                return Some(Some(redirection));
-            }
+        if let Some(cluster) = state.cluster.get()
+            && let Some(redirection) = self.cluster_refusal(cluster, info, argv, state)
+        {
+            return Some(Some(redirection));
         }
         // Redis' no-multi commands (the server's SAVE and SHUTDOWN among them).
         if self.session.in_multi() && info.has(flag::NO_MULTI) {

@@ -37,11 +37,11 @@ pub fn rebalance(current: &Topology, live: &[Node]) -> Option<Topology> {
         counts[*owner] += 1;
     }
     for slot in (0..total).rev() {
-        if let Some(owner) = owners[slot] {
-            if counts[owner] > quota(owner) {
-                counts[owner] -= 1;
-                owners[slot] = None;
-            }
+        if let Some(owner) = owners[slot]
+            && counts[owner] > quota(owner)
+        {
+            counts[owner] -= 1;
+            owners[slot] = None;
         }
     }
     let mut taker = 0;

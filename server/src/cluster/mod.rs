@@ -392,10 +392,10 @@ impl Cluster {
     /// too: the client asks again).
     pub fn after_fence(&self, store: &crate::store::Store, slot: u16) -> Reply {
         #[cfg(feature = "etcd")]
-        if let Some(etcd) = store.etcd() {
-            if let Err(e) = membership::follow(self, etcd) {
-                return Reply::Error(format!("CLUSTERDOWN The cluster is down ({e})"));
-            }
+        if let Some(etcd) = store.etcd()
+            && let Err(e) = membership::follow(self, etcd)
+        {
+            return Reply::Error(format!("CLUSTERDOWN The cluster is down ({e})"));
         }
         let _ = store;
         self.moved(slot)
