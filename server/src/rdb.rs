@@ -63,6 +63,15 @@ pub type RdbStats = rediskv::commands::RdbCounts;
 /// # Errors
 /// The store failed.
 pub fn snapshot(state: &State) -> Result<Snapshot, String> {
+    snapshot_at(state, || ()).map(|(snapshot, ())| snapshot)
+}
+
+/// [`snapshot`], running `at` at the snapshot's instant, while no command runs: a full sync
+/// reads there the replication offset its stream starts from.
+///
+/// # Errors
+/// As [`snapshot`].
+pub fn snapshot_at<T>(state: &State, at: impl FnOnce() -> T) -> Result<(Snapshot, T), String> {
     let engine = &state.engine;
     let databases = state.config().number("databases").clamp(1, rediskv::commands::DATABASES as i64) as usize;
     let options = {
@@ -82,7 +91,8 @@ pub fn snapshot(state: &State) -> Result<Snapshot, String> {
         .map(|i| engine.key_count(i).map(|c| c.map_or((0, 0), |c| (c.keys, c.expires))))
         .collect::<rediskv::Result<Vec<_>>>()
         .map_err(|e| e.to_string())?;
-    Ok(Snapshot {
+    let at = at();
+    let snapshot = Snapshot {
         store,
         layout: engine.layout().clone(),
         slots: engine.db_slots(),
@@ -94,7 +104,8 @@ pub fn snapshot(state: &State) -> Result<Snapshot, String> {
         counts,
         options,
         replication: None,
-    })
+    };
+    Ok((snapshot, at))
 }
 
 /// A copy in memory of every record of a store that takes no snapshot of its own (RocksDB,
@@ -122,7 +133,6 @@ fn copy_of(backend: &dyn KvBackend) -> rediskv::Result<rediskv::backend::Snapsho
 ///
 /// # Errors
 /// The store's read failed, or the output's write.
-#[allow(dead_code)] // a full sync's payload: the replication's
 pub fn write_rdb(snapshot: &Snapshot, out: &mut dyn Write) -> Result<RdbStats, String> {
     write_rdb_counting(snapshot, out, &mut |_| {})
 }

@@ -500,7 +500,7 @@ impl Journal {
 /// databases.
 pub(crate) type HandedBack = (Option<Box<Journal>>, Option<Block>, Vec<(usize, usize)>);
 
-/// A [`Db`]'s journal: the session's, lent for one command ([`Db::take_from`], handed back
+/// A [`Db`]'s journal: the session's, lent for one command ([`Db::take_journal`], handed back
 /// by [`Db::hand_back`]), or the `Db`'s own, boxed at its first write. Moving it is moving a
 /// pointer, and a `Db` that lent it back drops nothing.
 #[derive(Debug, Default)]

@@ -63,7 +63,7 @@ impl<B: KvBackend> Db<'_, B> {
     }
 
     /// Calls `visit(key, value, expire_ms)` for every live key of the selected database, in
-    /// key order, with [`Db::rdb_value`]'s answer; reads one key at a time. Returns how
+    /// key order, with its value as DUMP carries it; reads one key at a time. Returns how
     /// many keys of a Kvrocks-only type it skipped (they have no RDB form).
     ///
     /// # Errors
@@ -128,7 +128,7 @@ impl<B: KvBackend> Db<'_, B> {
     }
 
     /// Creates `key` holding `value`, expiring at `expire_ms` (absolute unix ms, 0: never),
-    /// as [`Db::restore`] does once the payload is read, in one batch; `exists` says whether
+    /// as RESTORE does once the payload is read, in one batch; `exists` says whether
     /// the key has a record, which it replaces. An expiry already past only deletes that
     /// record. Loading an RDB file writes each key through this.
     ///

@@ -342,7 +342,7 @@ impl<B: KvBackend> Db<'_, B> {
         self.filter_members(&keys[0], first.version, &probe, false, 0)
     }
 
-    /// [`Db::store_set`], recording the event `name` (`sinterstore`, `sunionstore`,
+    /// Stores `members` as set `dst` (replacing it), recording the event `name` (`sinterstore`, `sunionstore`,
     /// `sdiffstore`).
     fn store_set_as(&mut self, dst: &[u8], members: &[Bytes], name: &'static str) -> CommandResult<i64> {
         let existed = self.store_target(dst, members.is_empty())?;

@@ -6,12 +6,13 @@ use rediskv::commands::args::parse_i64;
 use rediskv::commands::table::CommandInfo;
 use std::sync::Arc;
 
-use rediskv::codec::{RdbFileOptions, RdbHeader, RdbReplication};
-use rediskv::commands::{DATABASES, Engine, RdbSave, Reply, save_rdb};
+use rediskv::codec::RdbReplication;
+use rediskv::commands::Reply;
 
 use super::{Client, Next, ReplyMode};
 use crate::client_info::ClientInfo;
 use crate::mailbox::Message;
+use crate::rdb;
 use crate::replication::{ReplicaHello, Satisfied, Sync};
 use crate::state::State;
 
@@ -138,55 +139,22 @@ impl Client {
     }
 }
 
-/// A full sync for replica `info`: registers it at the stream's offset and takes the
-/// store's snapshot at that instant (the keyspace-wide lock: no commit, nor its
-/// propagation, between the two), then writes the snapshot as an RDB file with the
-/// replication fields. Returns the file, the replication id and the offset.
+/// A full sync for replica `info`: registers it at the stream's offset at the instant of the
+/// store's snapshot (no commit, nor its propagation, between the two: [`rdb::snapshot_at`]),
+/// then writes the snapshot as an RDB file with the replication fields. Returns the file,
+/// the replication id and the offset.
 fn full_sync_payload(
     state: &State,
     info: &Arc<ClientInfo>,
     mailbox: Arc<crate::mailbox::Mailbox>,
     hello: &ReplicaHello,
 ) -> Result<(Vec<u8>, (String, u64)), String> {
-    let engine = &state.engine;
-    let databases = state.config().number("databases").clamp(1, DATABASES as i64) as usize;
-    let (store, slots, sizes, functions, (replid, offset)) = {
-        let _alone = engine.locks().lock(true, std::iter::empty());
-        let store = state
-            .store
-            .backend()
-            .snapshot()
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("the {} store cannot take snapshots", state.store.name()))?;
-        let sizes = (0..databases)
-            .map(|i| engine.key_count(i).map(|c| c.map_or((0, 0), |c| (c.keys, c.expires))))
-            .collect::<rediskv::Result<Vec<_>>>()
-            .map_err(|e| e.to_string())?;
-        let at = state.replication.start_full_sync(info, mailbox, hello);
-        (store, engine.db_slots(), sizes, state.scripts.dump_codes(), at)
-    };
-    let view = Engine::with_layout(store, engine.layout().clone());
-    view.restore_db_slots(&slots);
-    let header = RdbHeader {
-        redis_ver: "7.0.15".into(),
-        ctime: crate::clock::unix_secs(),
-        used_mem: state.store.used_bytes(),
-        replication: Some(RdbReplication { stream_db: 0, id: replid.clone(), offset }),
-    };
-    let save = RdbSave {
-        header,
-        functions: &functions,
-        databases,
-        sizes: &sizes,
-        options: RdbFileOptions::default(),
-    };
-    let mut rdb = Vec::new();
-    let mut emit = |bytes: &[u8]| {
-        rdb.extend_from_slice(bytes);
-        Ok(())
-    };
-    save_rdb(&view, &save, &mut emit, &mut |_| {})?;
-    Ok((rdb, (replid, offset)))
+    let (mut snapshot, (replid, offset)) =
+        rdb::snapshot_at(state, || state.replication.start_full_sync(info, mailbox, hello))?;
+    snapshot.replication = Some(RdbReplication { stream_db: 0, id: replid.clone(), offset });
+    let mut payload = Vec::new();
+    rdb::write_rdb(&snapshot, &mut payload)?;
+    Ok((payload, (replid, offset)))
 }
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF).

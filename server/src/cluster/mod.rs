@@ -4,7 +4,7 @@
 //! subcommands that show the topology to clients.
 //!
 //! The topology is a [`Topology`]: the slot table (ranges → node) and its revision. Over etcd
-//! ([`membership`]) the nodes keep it in etcd and share the slots among the live ones; on any
+//! (`membership`) the nodes keep it in etcd and share the slots among the live ones; on any
 //! other engine the one node owns every slot.
 
 #[cfg(feature = "etcd")]

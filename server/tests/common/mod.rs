@@ -274,9 +274,9 @@ pub fn rediskv_with_file(file: &str) -> Server {
 fn start(before: &[&str], args: &[&str]) -> Server {
     // The memory engine unless a test picks one (the default, fjall, would write ./data).
     let engine: &[&str] = if args.contains(&"--engine") { &[] } else { &["--engine", "memory"] };
-    // A directory of its own, unless the test or its config file names one: a SAVE writes
+    // A directory of its own, unless the test names one or gives a config file: a SAVE writes
     // its dump.rdb there, and no other server loads it.
-    let dir = (before.is_empty() && !args.contains(&"--dir")).then(|| {
+    let dir = (before.is_empty() && !args.iter().any(|a| matches!(*a, "--dir" | "--config"))).then(|| {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("rediskv-test-server-{}-{n}", std::process::id()));
