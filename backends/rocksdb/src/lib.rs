@@ -333,6 +333,17 @@ impl DiskBackend for Backend {
         let sync = self.options.sync == Sync::Always;
         self.pending.persist(|| self.db.flush_wal(sync).map_err(err))
     }
+
+    /// A failed WAL write stops RocksDB's writes (a background error) until RocksDB resumes
+    /// by itself: for a full disk, its file manager looks for free space every 5 seconds,
+    /// then flushes every memtable and starts a new WAL file. The batches no persist took
+    /// stay in the memtables (that flush persists them, a crash before it drops them whole)
+    /// and are no longer pending, so that rounds of reads persist nothing. Fails, to be
+    /// called again, until a synced write of the WAL works.
+    fn reopen(&self) -> Result<()> {
+        let _ = self.pending.persist(|| Ok(()));
+        self.db.flush_wal(true).map_err(err)
+    }
 }
 
 impl Drop for Backend {
