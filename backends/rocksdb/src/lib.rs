@@ -32,13 +32,21 @@
 //! [`Options::write_buffer_bytes`] (writers wait for a flush past it).
 //!
 //! # Reads and writes
-//! Point reads and iterators read the latest state; each iterator is one consistent view,
-//! and the command engine locks the keys of a command for its duration, which is what the
-//! library's consistency contract asks of a single-process backend (no snapshot is taken
-//! per command). A batch becomes one RocksDB `WriteBatch` (one WAL
+//! Point reads and scans read the latest state. A scan reads chunks of 256 records, each
+//! one consistent view, and the command engine locks the keys of a command for its
+//! duration, which is what the library's consistency contract asks of a single-process
+//! backend (no snapshot is taken per command). A batch becomes one RocksDB `WriteBatch` (one WAL
 //! record, atomic across column families); [`Sync::Always`] writes it with `sync = true`, or,
 //! with [`Options::group_commit`], leaves it in the WAL buffer for
 //! [`DiskBackend::persist_written`] to write and sync with every batch before it.
+//!
+//! # After a failed write
+//! A failed WAL write (a full disk) stops the database for good: RocksDB marks it with a
+//! fatal background error. [`DiskBackend::reopen`] closes it and opens the directory again
+//! behind the same [`Backend`]. While the disk is still too full for that (opening writes a
+//! table and a new WAL file), the directory is opened for reads only, and the next
+//! [`DiskBackend::reopen`] tries again. A scan holds the database it started on, so a
+//! reopen during a scan gets the read-only opening too.
 //!
 //! # Garbage
 //! `default` and `zset_score` carry a compaction filter factory; each filter asks
@@ -578,5 +586,60 @@ impl CompactionFilter for GcCompactionFilter {
 
     fn name(&self) -> &CStr {
         c"rediskv-gc"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rediskv_engine::testkit::{TempDir, group_commit, put};
+
+    fn get(backend: &Backend, key: &[u8]) -> Option<Bytes> {
+        backend.get(ColumnFamily::Subkey, key).expect("get")
+    }
+
+    fn scan_all(backend: &Backend) -> ScanIter<'_> {
+        let everything = KeyRange { start: Vec::new(), end: None };
+        backend.scan(ColumnFamily::Subkey, &everything, Direction::Forward).expect("scan")
+    }
+
+    #[test]
+    fn a_reopened_backend_serves_the_directory_and_takes_writes() {
+        let dir = TempDir::new("rocksdb-reopen");
+        let backend = open(dir.path(), group_commit()).expect("open");
+        put(&backend, b"before", b"1");
+        backend.persist_written().expect("persist");
+
+        // A scan holds the database it started on: the directory opens for reads only.
+        let scan = scan_all(&backend);
+        assert!(backend.reopen().is_err(), "a scan still holds the closed database");
+        assert_eq!(get(&backend, b"before").as_deref(), Some(&b"1"[..]), "read-only, reads go on");
+        assert_eq!(scan.count(), 1, "a scan started before the reopen ends on its database");
+
+        backend.reopen().expect("reopen once the scan ended");
+        assert_eq!(get(&backend, b"before").as_deref(), Some(&b"1"[..]));
+        put(&backend, b"after", b"2");
+        backend.persist_written().expect("persist after the reopen");
+        drop(backend);
+        let backend = open(dir.path(), group_commit()).expect("open again");
+        assert_eq!(get(&backend, b"before").as_deref(), Some(&b"1"[..]));
+        assert_eq!(get(&backend, b"after").as_deref(), Some(&b"2"[..]));
+    }
+
+    #[test]
+    fn a_scan_reads_every_chunk_in_both_directions() {
+        let dir = TempDir::new("rocksdb-scan-chunks");
+        let backend = open(dir.path(), Options::default()).expect("open");
+        let keys: Vec<Vec<u8>> = (0..SCAN_CHUNK * 2 + 3).map(|i| format!("k{i:05}").into_bytes()).collect();
+        for key in &keys {
+            put(&backend, key, b"v");
+        }
+        let read = |direction| -> Vec<Vec<u8>> {
+            let range = KeyRange { start: b"k".to_vec(), end: Some(b"l".to_vec()) };
+            let scan = backend.scan(ColumnFamily::Subkey, &range, direction).expect("scan");
+            scan.map(|item| item.expect("record").0.to_vec()).collect()
+        };
+        assert_eq!(read(Direction::Forward), keys);
+        assert_eq!(read(Direction::Reverse), keys.iter().rev().cloned().collect::<Vec<_>>());
     }
 }
