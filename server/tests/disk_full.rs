@@ -207,4 +207,5 @@ fn a_full_disk_refuses_writes_and_recovers_by_itself_on_fjall() {
 #[test]
 fn a_full_disk_refuses_writes_and_recovers_by_itself_on_rocksdb() {
     fill_and_recover("rocksdb", "always");
+    fill_and_recover("rocksdb", "everysec");
 }
