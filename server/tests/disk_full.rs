@@ -26,8 +26,9 @@ struct Tmpfs {
 
 impl Tmpfs {
     /// `None` (after saying why) where mounting is not permitted; a panic under `CI=true`.
-    fn mount(size: &str) -> Option<Tmpfs> {
-        let path = std::env::temp_dir().join(format!("rediskv-disk-full-{}", std::process::id()));
+    /// `tag` names the mount point, one per test running at the same time.
+    fn mount(size: &str, tag: &str) -> Option<Tmpfs> {
+        let path = std::env::temp_dir().join(format!("rediskv-disk-full-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&path).expect("create the mount point");
         let mounted = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
@@ -97,7 +98,7 @@ fn write_until_refused(c: &mut Client, next: &mut usize, acked: &mut Vec<usize>)
 }
 
 fn fill_and_recover(engine: &str, appendfsync: &str) {
-    let Some(fs) = Tmpfs::mount("24m") else { return };
+    let Some(fs) = Tmpfs::mount("24m", engine) else { return };
     let dir = fs.path.join("data");
     let dir_arg = dir.to_str().unwrap();
     // The room the test gives back once the disk is full.
@@ -206,4 +207,5 @@ fn a_full_disk_refuses_writes_and_recovers_by_itself_on_fjall() {
 #[test]
 fn a_full_disk_refuses_writes_and_recovers_by_itself_on_rocksdb() {
     fill_and_recover("rocksdb", "always");
+    fill_and_recover("rocksdb", "everysec");
 }

@@ -280,6 +280,18 @@ pub fn group_commit_child<B: DiskBackend>(open: impl Fn(&Path, Options) -> redis
     std::process::abort();
 }
 
+/// Options with group commit: writes wait for [`DiskBackend::persist_written`].
+pub fn group_commit() -> Options {
+    Options { group_commit: true, ..Options::default() }
+}
+
+/// Writes one Subkey record `key` = `value`, as one batch.
+pub fn put<B: KvBackend>(backend: &B, key: &[u8], value: &[u8]) {
+    let mut batch = WriteBatch::new();
+    batch.put(ColumnFamily::Subkey, key.to_vec(), value.to_vec());
+    backend.write(batch).expect("write");
+}
+
 /// Writes 20,000 records of one hash-like key straight into `backend`: long shared prefixes
 /// and repetitive values, as the subkeys of one collection are (about 2.4 MB raw). Returns
 /// their raw size in bytes.

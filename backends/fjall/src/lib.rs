@@ -792,17 +792,7 @@ impl CompactionFilter for GcCompactionFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rediskv_engine::testkit::TempDir;
-
-    fn group_commit() -> Options {
-        Options { group_commit: true, ..Options::default() }
-    }
-
-    fn put(backend: &Backend, key: &[u8], value: &[u8]) {
-        let mut batch = WriteBatch::new();
-        batch.put(ColumnFamily::Subkey, key.to_vec(), value.to_vec());
-        backend.write(batch).expect("write");
-    }
+    use rediskv_engine::testkit::{TempDir, group_commit, put};
 
     #[test]
     fn a_new_directory_is_marked_for_single_record_writes() {

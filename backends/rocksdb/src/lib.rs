@@ -32,13 +32,21 @@
 //! [`Options::write_buffer_bytes`] (writers wait for a flush past it).
 //!
 //! # Reads and writes
-//! Point reads and iterators read the latest state; each iterator is one consistent view,
-//! and the command engine locks the keys of a command for its duration, which is what the
-//! library's consistency contract asks of a single-process backend (no snapshot is taken
-//! per command). A batch becomes one RocksDB `WriteBatch` (one WAL
+//! Point reads and scans read the latest state. A scan reads chunks of 256 records, each
+//! one consistent view, and the command engine locks the keys of a command for its
+//! duration, which is what the library's consistency contract asks of a single-process
+//! backend (no snapshot is taken per command). A batch becomes one RocksDB `WriteBatch` (one WAL
 //! record, atomic across column families); [`Sync::Always`] writes it with `sync = true`, or,
 //! with [`Options::group_commit`], leaves it in the WAL buffer for
 //! [`DiskBackend::persist_written`] to write and sync with every batch before it.
+//!
+//! # After a failed write
+//! A failed WAL write (a full disk) stops the database for good: RocksDB marks it with a
+//! fatal background error. [`DiskBackend::reopen`] closes it and opens the directory again
+//! behind the same [`Backend`]. While the disk is still too full for that (opening writes a
+//! table and a new WAL file), the directory is opened for reads only, and the next
+//! [`DiskBackend::reopen`] tries again. A scan holds the database it started on, so a
+//! reopen during a scan gets the read-only opening too.
 //!
 //! # Garbage
 //! `default` and `zset_score` carry a compaction filter factory; each filter asks
@@ -90,17 +98,29 @@ fn err(e: impl std::fmt::Display) -> rediskv::Error {
 
 /// A directory opened with [`open`]: a [`KvBackend`] shareable between threads (`&self`
 /// everywhere; wrap it in an `Arc`).
+///
+/// A failed WAL write stops a RocksDB database for good (a fatal background error): every
+/// later write fails. [`DiskBackend::reopen`] closes it and opens the directory again in
+/// place, behind the same `Backend`, so that the handles shared with it stay valid.
 pub struct Backend {
-    db: Arc<DB>,
     options: Options,
     path: PathBuf,
     write_options: WriteOptions,
-    floor: VersionFloor,
     slot: DbSlot,
-    syncer: Option<Syncer>,
-    pending: PendingWrites,
     /// The block cache every column family shares, index and filter blocks included.
     cache: Cache,
+    /// The open database; `None` after a reopen that closed it and could not open it again.
+    open: RwLock<Option<Open>>,
+}
+
+/// One opening of the directory: what [`DiskBackend::reopen`] replaces.
+struct Open {
+    /// Shared with the scans reading it, the compaction filters and the `everysec` syncer.
+    db: Arc<DB>,
+    layout: KeyLayout,
+    floor: VersionFloor,
+    syncer: Option<Syncer>,
+    pending: PendingWrites,
 }
 
 /// Opens (or creates) the database in directory `path`.
@@ -112,7 +132,13 @@ pub struct Backend {
 /// [`rediskv::Error::Backend`] when RocksDB cannot open the directory, when it was written
 /// with another layout (the message names both), or when its version floor record is corrupt.
 pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
-    open_with(path.as_ref(), options)
+    let path = path.as_ref().to_path_buf();
+    let slot: DbSlot = Arc::new(RwLock::new(Weak::new()));
+    let cache = Cache::new_lru_cache(options.cache_bytes as usize);
+    let open = open_database(&path, &options, &slot, &cache, false)?;
+    let mut write_options = WriteOptions::default();
+    write_options.set_sync(options.sync == Sync::Always && !options.group_commit);
+    Ok(Backend { options, path, write_options, slot, cache, open: RwLock::new(Some(open)) })
 }
 
 /// The layout the directory at `path` was written with (`None` for a directory without a
@@ -166,10 +192,15 @@ fn cf_options(cache: &Cache, write_buffer_bytes: u64) -> rocksdb::Options {
     cf_options
 }
 
-fn open_with(path: &Path, options: Options) -> Result<Backend> {
-    let path = path.to_path_buf();
-    let slot: DbSlot = Arc::new(RwLock::new(Weak::new()));
-    let cache = Cache::new_lru_cache(options.cache_bytes as usize);
+/// Opens the database in `path` (for reads only if `read_only`: RocksDB then writes nothing)
+/// and points the compaction filters' `slot` at it.
+fn open_database(
+    path: &Path,
+    options: &Options,
+    slot: &DbSlot,
+    cache: &Cache,
+    read_only: bool,
+) -> Result<Open> {
     let mut db_options = rocksdb::Options::default();
     db_options.create_if_missing(true);
     db_options.create_missing_column_families(true);
@@ -183,12 +214,12 @@ fn open_with(path: &Path, options: Options) -> Result<Backend> {
     ));
     db_options.set_max_total_wal_size(MAX_TOTAL_WAL_BYTES);
     let descriptor = |cf: Option<ColumnFamily>| {
-        let mut cf_options = cf_options(&cache, options.write_buffer_bytes);
+        let mut cf_options = cf_options(cache, options.write_buffer_bytes);
         let name = match cf {
             Some(cf) => {
                 if cf != ColumnFamily::Metadata {
                     cf_options.set_compaction_filter_factory(GcFactory {
-                        slot: Arc::clone(&slot),
+                        slot: Arc::clone(slot),
                         layout: options.layout.clone(),
                         cf,
                         grace_ms: options.grace_ms,
@@ -201,10 +232,15 @@ fn open_with(path: &Path, options: Options) -> Result<Backend> {
         ColumnFamilyDescriptor::new(name, cf_options)
     };
     let descriptors = ColumnFamily::ALL.into_iter().map(Some).chain([None]).map(descriptor);
-    let db = Arc::new(DB::open_cf_descriptors(&db_options, &path, descriptors).map_err(err)?);
+    let db = if read_only {
+        DB::open_cf_descriptors_read_only(&db_options, path, descriptors, false)
+    } else {
+        DB::open_cf_descriptors(&db_options, path, descriptors)
+    };
+    let db = Arc::new(db.map_err(err)?);
     let own = db.cf_handle(OWN_CF).ok_or_else(|| err("propagate column family missing"))?;
     match db.get_cf(own, MANIFEST_KEY).map_err(err)? {
-        Some(stored) => check_manifest(&path, &stored, &options.layout)?,
+        Some(stored) => check_manifest(path, &stored, &options.layout)?,
         None => {
             let mut sync = WriteOptions::default();
             sync.set_sync(true);
@@ -215,9 +251,7 @@ fn open_with(path: &Path, options: Options) -> Result<Backend> {
     }
     let floor = VersionFloor::restore(db.get_cf(own, FLOOR_KEY).map_err(err)?.as_deref())?;
     *slot.write().unwrap_or_else(|e| e.into_inner()) = Arc::downgrade(&db);
-    let mut write_options = WriteOptions::default();
-    write_options.set_sync(options.sync == Sync::Always && !options.group_commit);
-    let syncer = (options.sync == Sync::Everysec).then(|| {
+    let syncer = (options.sync == Sync::Everysec && !read_only).then(|| {
         let db = Arc::downgrade(&db);
         Syncer::start(Duration::from_secs(1), move || {
             if let Some(db) = db.upgrade() {
@@ -226,29 +260,23 @@ fn open_with(path: &Path, options: Options) -> Result<Backend> {
             }
         })
     });
-    Ok(Backend {
-        db,
-        options,
-        path,
-        write_options,
-        floor,
-        slot,
-        syncer,
-        pending: PendingWrites::default(),
-        cache,
-    })
+    Ok(Open { db, layout: options.layout.clone(), floor, syncer, pending: PendingWrites::default() })
 }
 
-impl Backend {
+impl Open {
     fn cf(&self, cf: ColumnFamily) -> Result<&rocksdb::ColumnFamily> {
-        let name = cf_name_for(&self.options.layout, cf);
+        let name = cf_name_for(&self.layout, cf);
         self.db.cf_handle(name).ok_or_else(|| err(format!("column family {name} missing")))
+    }
+
+    /// The propagate family, holding this crate's own records.
+    fn own(&self) -> Result<&rocksdb::ColumnFamily> {
+        self.db.cf_handle(OWN_CF).ok_or_else(|| err("propagate column family missing"))
     }
 
     /// Every column family, the propagate family included.
     fn all_cfs(&self) -> Result<Vec<&rocksdb::ColumnFamily>> {
-        let own = self.db.cf_handle(OWN_CF).ok_or_else(|| err("propagate column family missing"))?;
-        ColumnFamily::ALL.iter().map(|cf| self.cf(*cf)).chain([Ok(own)]).collect()
+        ColumnFamily::ALL.iter().map(|cf| self.cf(*cf)).chain([self.own()]).collect()
     }
 
     /// Flushes every column family's memtables to tables and waits: the WAL files holding
@@ -263,6 +291,32 @@ impl Backend {
         cfs.into_iter().filter_map(|h| self.db.property_int_value_cf(h, name).ok().flatten()).sum()
     }
 
+    /// Stops the syncer and RocksDB's background work, after a synced write of the WAL if
+    /// `sync_wal`; the database closes once the scans still reading it end.
+    fn close(mut self, slot: &DbSlot, sync_wal: bool) {
+        self.syncer = None;
+        *slot.write().unwrap_or_else(|e| e.into_inner()) = Weak::new();
+        if sync_wal {
+            let _ = self.db.flush_wal(true);
+        }
+        // A running filter may hold the database for one record: wait for background work
+        // so the last handle is dropped here, not on a compaction thread.
+        self.db.cancel_all_background_work(true);
+    }
+}
+
+impl Backend {
+    /// Runs `f` on the open database; an error while a reopen could not open it again.
+    fn with_open<T>(&self, f: impl FnOnce(&Open) -> Result<T>) -> Result<T> {
+        let open = self.open.read().unwrap_or_else(|e| e.into_inner());
+        f(open.as_ref().ok_or_else(|| err("the database is closed: it could not be opened again"))?)
+    }
+
+    /// An integer figure of the open database; 0 while it is closed.
+    fn figure(&self, f: impl FnOnce(&Open) -> Option<u64>) -> u64 {
+        self.with_open(|open| Ok(f(open))).ok().flatten().unwrap_or(0)
+    }
+
     /// The options the directory was opened with.
     pub fn options(&self) -> &Options {
         &self.options
@@ -275,53 +329,59 @@ impl Backend {
 
     /// The highest version the directory has promised never to go below.
     pub fn version_floor(&self) -> u64 {
-        self.floor.get()
+        self.figure(|open| Some(open.floor.get()))
     }
 }
 
 impl DiskBackend for Backend {
     /// Syncs the WAL, then flushes every memtable to tables, so the WAL files are released.
     fn flush(&self) -> Result<()> {
-        self.db.flush_wal(true).map_err(err)?;
-        self.flush_memtables()
+        self.with_open(|open| {
+            open.db.flush_wal(true).map_err(err)?;
+            open.flush_memtables()
+        })
     }
 
     fn compact(&self) -> Result<()> {
         let mut opts = CompactOptions::default();
         opts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
         opts.set_exclusive_manual_compaction(true);
-        self.flush_memtables()?;
-        for cf in ColumnFamily::ALL {
-            self.db.compact_range_cf_opt(self.cf(cf)?, None::<&[u8]>, None::<&[u8]>, &opts);
-        }
-        Ok(())
+        self.with_open(|open| {
+            open.flush_memtables()?;
+            for cf in ColumnFamily::ALL {
+                open.db.compact_range_cf_opt(open.cf(cf)?, None::<&[u8]>, None::<&[u8]>, &opts);
+            }
+            Ok(())
+        })
     }
 
     fn disk_bytes(&self, cf: ColumnFamily) -> u64 {
-        self.cf(cf)
-            .ok()
-            .and_then(|h| self.db.property_int_value_cf(h, "rocksdb.total-sst-files-size").ok().flatten())
-            .unwrap_or(0)
+        self.figure(|open| {
+            open.db.property_int_value_cf(open.cf(cf).ok()?, "rocksdb.total-sst-files-size").ok().flatten()
+        })
     }
 
     /// RocksDB's `rocksdb.estimate-num-keys` of the column family.
     fn approximate_records(&self, cf: ColumnFamily) -> Option<u64> {
-        self.db.property_int_value_cf(self.cf(cf).ok()?, "rocksdb.estimate-num-keys").ok().flatten()
+        let open = self.open.read().unwrap_or_else(|e| e.into_inner());
+        let open = open.as_ref()?;
+        open.db.property_int_value_cf(open.cf(cf).ok()?, "rocksdb.estimate-num-keys").ok().flatten()
     }
 
     fn usage(&self) -> Usage {
         Usage {
-            tables: self.property_sum("rocksdb.total-sst-files-size"),
+            tables: self.figure(|open| Some(open.property_sum("rocksdb.total-sst-files-size"))),
             journals: wal_allocated_bytes(&self.path),
             cache: self.cache.get_usage() as u64,
             cache_capacity: self.options.cache_bytes,
-            memtables: self.property_sum("rocksdb.size-all-mem-tables"),
+            memtables: self.figure(|open| Some(open.property_sum("rocksdb.size-all-mem-tables"))),
             pinned: 0,
         }
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.cache.get_usage() as u64 + self.property_sum("rocksdb.size-all-mem-tables")
+        self.cache.get_usage() as u64
+            + self.figure(|open| Some(open.property_sum("rocksdb.size-all-mem-tables")))
     }
 
     /// `FlushWAL(false)`: one write of the WAL's buffer (with [`Sync::Always`],
@@ -331,20 +391,34 @@ impl DiskBackend for Backend {
             return Ok(());
         }
         let sync = self.options.sync == Sync::Always;
-        self.pending.persist(|| self.db.flush_wal(sync).map_err(err))
+        self.with_open(|open| open.pending.persist(|| open.db.flush_wal(sync).map_err(err)))
+    }
+
+    /// Closes the database (the WAL's buffer and the memtables are dropped: what no persist
+    /// took is gone, as after a crash) and opens the directory again, as at start. Opening
+    /// writes (a table of the WAL's records, a new WAL file), so on a full disk it fails:
+    /// the directory is then opened for reads only, so that reads go on, and a later call
+    /// tries again. Between the two, and if even that fails, every call fails.
+    fn reopen(&self) -> Result<()> {
+        let mut open = self.open.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(closing) = open.take() {
+            closing.close(&self.slot, false);
+        }
+        let opened = open_database(&self.path, &self.options, &self.slot, &self.cache, false);
+        let opened = opened.inspect_err(|_| {
+            *open = open_database(&self.path, &self.options, &self.slot, &self.cache, true).ok();
+        })?;
+        *open = Some(opened);
+        Ok(())
     }
 }
 
 impl Drop for Backend {
     fn drop(&mut self) {
-        self.syncer = None;
-        *self.slot.write().unwrap_or_else(|e| e.into_inner()) = Weak::new();
-        if self.options.sync != Sync::No {
-            let _ = self.db.flush_wal(true);
+        let open = self.open.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(open) = open {
+            open.close(&self.slot, self.options.sync != Sync::No);
         }
-        // A running filter may hold the database for one record: wait for background work
-        // so the last handle is dropped here, not on a compaction thread.
-        self.db.cancel_all_background_work(true);
     }
 }
 
@@ -366,50 +440,106 @@ fn bytes(b: Box<[u8]>) -> Bytes {
 
 impl KvBackend for Backend {
     fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
-        let Some(value) = self.db.get_cf(self.cf(cf)?, key).map_err(err)? else { return Ok(None) };
-        Ok(Some(Bytes::from(value)))
+        let value = self.with_open(|open| open.db.get_cf(open.cf(cf)?, key).map_err(err))?;
+        Ok(value.map(Bytes::from))
     }
 
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
-        let mut read = ReadOptions::default();
-        read.set_iterate_lower_bound(range.start.clone());
-        if let Some(end) = &range.end {
-            if *end <= range.start {
-                return Ok(Box::new(std::iter::empty()));
-            }
-            read.set_iterate_upper_bound(end.clone());
+        if range.end.as_ref().is_some_and(|end| *end <= range.start) {
+            return Ok(Box::new(std::iter::empty()));
         }
-        let mode = match direction {
-            Direction::Forward => IteratorMode::Start,
-            Direction::Reverse => IteratorMode::End,
-        };
-        let iter = self.db.iterator_cf_opt(self.cf(cf)?, read, mode);
-        Ok(Box::new(iter.map(move |item| {
-            let (k, v) = item.map_err(err)?;
-            Ok((bytes(k), bytes(v)))
-        })))
+        let db = self.with_open(|open| Ok(Arc::clone(&open.db)))?;
+        Ok(Box::new(Scan {
+            db,
+            cf: cf_name_for(&self.options.layout, cf),
+            lower: range.start.clone(),
+            upper: range.end.clone(),
+            direction,
+            chunk: Default::default(),
+            done: false,
+        }))
     }
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
-        self.floor.write(batch, |batch, floor| {
-            let mut wb = rocksdb::WriteBatch::default();
-            for op in batch.into_ops() {
-                match op {
-                    BatchOp::Put { cf, key, value } => wb.put_cf(self.cf(cf)?, key, value),
-                    BatchOp::Delete { cf, key } => wb.delete_cf(self.cf(cf)?, key),
+        self.with_open(|open| {
+            open.floor.write(batch, |batch, floor| {
+                let mut wb = rocksdb::WriteBatch::default();
+                for op in batch.into_ops() {
+                    match op {
+                        BatchOp::Put { cf, key, value } => wb.put_cf(open.cf(cf)?, key, value),
+                        BatchOp::Delete { cf, key } => wb.delete_cf(open.cf(cf)?, key),
+                    }
                 }
-            }
-            if let Some(floor) = floor {
-                wb.put_cf(
-                    self.db.cf_handle(OWN_CF).ok_or_else(|| err("propagate column family missing"))?,
-                    FLOOR_KEY,
-                    floor,
-                );
-            }
-            self.db.write_opt(wb, &self.write_options).map_err(err)?;
-            self.pending.wrote();
-            Ok(())
+                if let Some(floor) = floor {
+                    wb.put_cf(open.own()?, FLOOR_KEY, floor);
+                }
+                open.db.write_opt(wb, &self.write_options).map_err(err)?;
+                open.pending.wrote();
+                Ok(())
+            })
         })
+    }
+}
+
+/// Records a scan reads through one RocksDB iterator before it lets the database go.
+const SCAN_CHUNK: usize = 256;
+
+/// A scan of one column family: chunks of [`SCAN_CHUNK`] records, each read by its own
+/// iterator from where the last ended. It holds the database rather than borrowing it, so
+/// that [`DiskBackend::reopen`] can replace the database under a scan; the one it started
+/// on closes once the scan ends.
+struct Scan {
+    db: Arc<DB>,
+    cf: &'static str,
+    /// The bounds still to read: the lower one inclusive, the upper one exclusive.
+    lower: Vec<u8>,
+    upper: Option<Vec<u8>>,
+    direction: Direction,
+    chunk: std::collections::VecDeque<(Bytes, Bytes)>,
+    /// Whether the last chunk was read (or failed).
+    done: bool,
+}
+
+impl Scan {
+    fn read_chunk(&mut self) -> Result<()> {
+        let cf =
+            self.db.cf_handle(self.cf).ok_or_else(|| err(format!("column family {} missing", self.cf)))?;
+        let mut read = ReadOptions::default();
+        read.set_iterate_lower_bound(self.lower.clone());
+        if let Some(upper) = &self.upper {
+            read.set_iterate_upper_bound(upper.clone());
+        }
+        let mode = match self.direction {
+            Direction::Forward => IteratorMode::Start,
+            Direction::Reverse => IteratorMode::End,
+        };
+        for item in self.db.iterator_cf_opt(cf, read, mode).take(SCAN_CHUNK) {
+            let (k, v) = item.map_err(err)?;
+            self.chunk.push_back((bytes(k), bytes(v)));
+        }
+        match self.chunk.back() {
+            Some((last, _)) if self.chunk.len() == SCAN_CHUNK => match self.direction {
+                Direction::Forward => self.lower = [last.as_ref(), &[0]].concat(),
+                Direction::Reverse => self.upper = Some(last.to_vec()),
+            },
+            _ => self.done = true,
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for Scan {
+    type Item = Result<(Bytes, Bytes)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.chunk.is_empty()
+            && !self.done
+            && let Err(e) = self.read_chunk()
+        {
+            self.done = true;
+            return Some(Err(e));
+        }
+        self.chunk.pop_front().map(Ok)
     }
 }
 
@@ -456,5 +586,60 @@ impl CompactionFilter for GcCompactionFilter {
 
     fn name(&self) -> &CStr {
         c"rediskv-gc"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rediskv_engine::testkit::{TempDir, group_commit, put};
+
+    fn get(backend: &Backend, key: &[u8]) -> Option<Bytes> {
+        backend.get(ColumnFamily::Subkey, key).expect("get")
+    }
+
+    fn scan_all(backend: &Backend) -> ScanIter<'_> {
+        let everything = KeyRange { start: Vec::new(), end: None };
+        backend.scan(ColumnFamily::Subkey, &everything, Direction::Forward).expect("scan")
+    }
+
+    #[test]
+    fn a_reopened_backend_serves_the_directory_and_takes_writes() {
+        let dir = TempDir::new("rocksdb-reopen");
+        let backend = open(dir.path(), group_commit()).expect("open");
+        put(&backend, b"before", b"1");
+        backend.persist_written().expect("persist");
+
+        // A scan holds the database it started on: the directory opens for reads only.
+        let scan = scan_all(&backend);
+        assert!(backend.reopen().is_err(), "a scan still holds the closed database");
+        assert_eq!(get(&backend, b"before").as_deref(), Some(&b"1"[..]), "read-only, reads go on");
+        assert_eq!(scan.count(), 1, "a scan started before the reopen ends on its database");
+
+        backend.reopen().expect("reopen once the scan ended");
+        assert_eq!(get(&backend, b"before").as_deref(), Some(&b"1"[..]));
+        put(&backend, b"after", b"2");
+        backend.persist_written().expect("persist after the reopen");
+        drop(backend);
+        let backend = open(dir.path(), group_commit()).expect("open again");
+        assert_eq!(get(&backend, b"before").as_deref(), Some(&b"1"[..]));
+        assert_eq!(get(&backend, b"after").as_deref(), Some(&b"2"[..]));
+    }
+
+    #[test]
+    fn a_scan_reads_every_chunk_in_both_directions() {
+        let dir = TempDir::new("rocksdb-scan-chunks");
+        let backend = open(dir.path(), Options::default()).expect("open");
+        let keys: Vec<Vec<u8>> = (0..SCAN_CHUNK * 2 + 3).map(|i| format!("k{i:05}").into_bytes()).collect();
+        for key in &keys {
+            put(&backend, key, b"v");
+        }
+        let read = |direction| -> Vec<Vec<u8>> {
+            let range = KeyRange { start: b"k".to_vec(), end: Some(b"l".to_vec()) };
+            let scan = backend.scan(ColumnFamily::Subkey, &range, direction).expect("scan");
+            scan.map(|item| item.expect("record").0.to_vec()).collect()
+        };
+        assert_eq!(read(Direction::Forward), keys);
+        assert_eq!(read(Direction::Reverse), keys.iter().rev().cloned().collect::<Vec<_>>());
     }
 }
