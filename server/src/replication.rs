@@ -26,6 +26,9 @@ use crate::client_info::ClientInfo;
 use crate::mailbox::{Mailbox, Message};
 use crate::sync::lock;
 
+/// The error of a write refused for want of good replicas, as Redis words it.
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
 /// The replication state of this server: its id and offset, the backlog, its replicas.
 pub struct Replication {
     /// Whether the stream is kept (the backlog exists).

@@ -129,7 +129,10 @@ impl Host for State {
     }
 
     fn write_refusal(&self) -> Option<String> {
-        self.writes.failing().then(|| self.writes.refusal())
+        // As Redis checks a script's writes: the store first, then the good replicas.
+        let too_few_replicas = !self.link.is_replica() && self.replication.too_few_replicas();
+        (self.writes.failing().then(|| self.writes.refusal()))
+            .or_else(|| too_few_replicas.then(|| crate::replication::NOREPLICAS.into()))
     }
 
     fn monitor(&self, argv: &[Bytes], db: usize) {

@@ -1348,7 +1348,8 @@ pub trait Host {
     fn scripts(&self) -> &Scripts;
     /// Whether the store is past `maxmemory` (a deny-oom command in a script is refused).
     fn out_of_memory(&self) -> bool;
-    /// The error a write command in a script gets while the store cannot write.
+    /// The error a write command in a script gets while the store cannot write or too few
+    /// replicas are good (`min-replicas-to-write`).
     fn write_refusal(&self) -> Option<String>;
     /// Shows a command a script runs in database `db` to the MONITOR clients (`[db lua]`).
     fn monitor(&self, argv: &[Bytes], db: usize);

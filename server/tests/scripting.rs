@@ -696,6 +696,42 @@ fn scripts_under_oom_match_redis() {
     same_as_redis(oom_script);
 }
 
+/// With `min-replicas-to-write` and no replica: a script that declares its flags without
+/// `no-writes` (a shebang, a function) is refused before it runs, as a queued one refuses its
+/// EXEC; one without a shebang fails only at its first write.
+fn no_replicas_script(server: &Server) -> Vec<Value> {
+    let mut c = server.client();
+    let mut out = Vec::new();
+    out.push(c.cmd(&["SET", "x", "1"]));
+    out.push(c.cmd(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=replib\nredis.register_function('w', function() return 1 end)\nredis.register_function{function_name='r', callback=function() return 2 end, flags={'no-writes'}}",
+    ]));
+    out.push(c.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"]));
+    for script in [
+        "#!lua flags=no-writes\nreturn redis.call('get', 'x')",
+        "#!lua\nreturn redis.call('get', 'x')",
+        "return redis.call('get', 'x')",
+        "return redis.call('set', 'x', 2)",
+    ] {
+        out.push(c.cmd(&["EVAL", script, "1", "x"]));
+    }
+    out.push(c.cmd(&["FCALL", "w", "0"]));
+    out.push(c.cmd(&["FCALL", "r", "0"]));
+    out.push(c.cmd(&["MULTI"]));
+    out.push(c.cmd(&["EVAL", "#!lua\nreturn 1", "0"]));
+    out.push(c.cmd(&["EXEC"]));
+    out.push(c.cmd(&["CONFIG", "SET", "min-replicas-to-write", "0"]));
+    out.push(c.cmd(&["EVAL", "#!lua\nreturn redis.call('get', 'x')", "1", "x"]));
+    out
+}
+
+#[test]
+fn scripts_without_good_replicas_match_redis() {
+    same_as_redis(no_replicas_script);
+}
+
 /// `redis.call` with thousands of arguments (an `unpack` of a big table), and numbers as
 /// arguments, which Redis' Lua prints as `%.17g`.
 fn many_arguments_script(server: &Server) -> Vec<Value> {

@@ -124,40 +124,43 @@ impl Client {
         // As Redis 7.0 while its AOF cannot be written: what may write is refused (by its
         // flags, a script's declared flags, an EXEC's queue), and PING, so that a monitor
         // sees it; reads run.
-        if state.writes.failing() {
-            let writes = |info: &CommandInfo, c: &[Bytes]| {
-                info.has(flag::WRITE) || scripting::declares_writes(&state.scripts, info.container(), c)
-            };
-            let queued_write = |c: &[Bytes]| table::find(c).is_ok_and(|i| writes(i, c));
-            let refused = writes(info, argv)
-                || name == "ping"
-                || (name == "exec"
-                    && (self.session.queued().any(queued_write)
-                        || self.multi_server.iter().any(|(_, c)| queued_write(c))));
-            if refused {
-                return Some(Some(Reply::Error(state.writes.refusal())));
-            }
+        if state.writes.failing() && (self.writes(info, argv, state) || name == "ping") {
+            return Some(Some(Reply::Error(state.writes.refusal())));
         }
         if !self.master
-            && let Some(refusal) = self.replication_refusal(info, state)
+            && let Some(refusal) = self.replication_refusal(info, argv, state)
         {
             return Some(Some(refusal));
         }
         None
     }
 
+    /// Whether the command counts as a write, as Redis' `is_write_command`: by its flags, a
+    /// script's declared flags, or, for EXEC, any queued command's.
+    fn writes(&self, info: &CommandInfo, argv: &[Bytes], state: &State) -> bool {
+        let write = |info: &CommandInfo, c: &[Bytes]| {
+            info.has(flag::WRITE) || scripting::declares_writes(&state.scripts, info.container(), c)
+        };
+        let queued_write = |c: &[Bytes]| table::find(c).is_ok_and(|i| write(i, c));
+        write(info, argv)
+            || (info.container() == "exec"
+                && (self.session.queued().any(queued_write)
+                    || self.multi_server.iter().any(|(_, c)| queued_write(c))))
+    }
+
     /// Redis' replication refusals, in its order: too few good replicas to write
     /// (`min-replicas-to-write`), a write to a read-only replica, a command that needs data
     /// while the link is down and `replica-serve-stale-data` is off.
-    fn replication_refusal(&self, info: &'static CommandInfo, state: &State) -> Option<Reply> {
+    fn replication_refusal(
+        &self,
+        info: &'static CommandInfo,
+        argv: &[Bytes],
+        state: &State,
+    ) -> Option<Reply> {
         let replica = state.link.is_replica();
-        let writes = || {
-            info.has(flag::WRITE)
-                || (info.name == "exec"
-                    && self.session.queued().any(|c| table::find(c).is_ok_and(|i| i.has(flag::WRITE))))
-        };
+        let writes = || self.writes(info, argv, state);
         if !replica && writes() && state.replication.too_few_replicas() {
-            return Some(Reply::Error("NOREPLICAS Not enough good replicas to write.".into()));
+            return Some(Reply::Error(crate::replication::NOREPLICAS.into()));
         }
         if !replica {
             return None;
