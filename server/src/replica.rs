@@ -7,8 +7,8 @@
 //! also this server's stream, for its own replicas. A broken link reconnects every second
 //! and asks to continue from the offset it applied.
 //!
-//! The primary's socket is opened and read in [`PrimarySocket`] only, so that another
-//! transport (TLS) takes its place there.
+//! The primary's socket is opened and read in [`PrimarySocket`] only: plain, or a TLS
+//! session with `tls-replication yes`.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -71,22 +71,78 @@ fn run(state: &State, generation: u64) {
 
 /// The primary's socket: opened, read and written here only.
 struct PrimarySocket {
-    stream: TcpStream,
+    stream: Link,
     buf: Vec<u8>,
 }
 
+/// The connection to the primary: plain, or a TLS session over it (`tls-replication yes`).
+enum Link {
+    Plain(TcpStream),
+    Tls(Box<crate::tls::TlsStream>),
+}
+
+impl Link {
+    /// The socket under the session.
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Link::Plain(s) => s,
+            Link::Tls(s) => &s.sock,
+        }
+    }
+}
+
+impl Read for Link {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Link::Plain(s) => s.read(buf),
+            Link::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Link {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Link::Plain(s) => s.write(buf),
+            Link::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Link::Plain(s) => s.flush(),
+            Link::Tls(s) => s.flush(),
+        }
+    }
+}
+
 impl PrimarySocket {
-    fn connect(host: &str, port: u16, timeout: Duration) -> Result<Self, String> {
+    /// Dials the primary; over TLS (the `tls-*` client configuration) when `tls` gives one.
+    fn connect(
+        host: &str,
+        port: u16,
+        timeout: Duration,
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> Result<Self, String> {
         use std::net::ToSocketAddrs;
         let addr = (host, port)
             .to_socket_addrs()
             .map_err(|e| format!("cannot resolve {host}: {e}"))?
             .next()
             .ok_or_else(|| format!("cannot resolve {host}"))?;
-        let stream = TcpStream::connect_timeout(&addr, timeout)
-            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-        let _ = stream.set_nodelay(true);
-        stream.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+        let stream = match tls {
+            Some(config) => Link::Tls(Box::new(
+                crate::tls::connect(addr, host, config, timeout)
+                    .map_err(|e| format!("cannot connect to {addr} over TLS: {e}"))?,
+            )),
+            None => {
+                let stream = TcpStream::connect_timeout(&addr, timeout)
+                    .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+                let _ = stream.set_nodelay(true);
+                Link::Plain(stream)
+            }
+        };
+        stream.tcp().set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
         Ok(PrimarySocket { stream, buf: Vec::new() })
     }
 
@@ -136,7 +192,7 @@ impl PrimarySocket {
     }
 
     fn set_timeout(&self, timeout: Duration) {
-        let _ = self.stream.set_read_timeout(Some(timeout));
+        let _ = self.stream.tcp().set_read_timeout(Some(timeout));
     }
 }
 
@@ -145,7 +201,11 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
     let target = state.link.info();
     let timeout = Duration::from_secs(state.config().number("repl-timeout").max(1) as u64);
     state.link.update(|i| i.state = "connecting");
-    let mut primary = PrimarySocket::connect(&target.host, target.port, timeout)?;
+    let tls = match state.config().get("tls-replication") == "yes" {
+        true => Some(state.tls.client().ok_or("tls-replication is yes, but TLS is not configured")?),
+        false => None,
+    };
+    let mut primary = PrimarySocket::connect(&target.host, target.port, timeout, tls)?;
     state.link.update(|i| i.state = "handshake");
     let pong = primary.call(&[b"PING"])?;
     // An answer that asks for AUTH still proves the primary is there (as Redis takes it).
@@ -391,13 +451,13 @@ struct MasterClient {
 
 impl MasterClient {
     fn new(state: &State, primary: &PrimarySocket) -> Self {
-        let addr = primary.stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-        let laddr = primary.stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let addr = primary.stream.tcp().peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        let laddr = primary.stream.tcp().local_addr().map(|a| a.to_string()).unwrap_or_default();
         // Counted as a connection, so that closing it uncounts it.
         state.connections.fetch_add(1, Relaxed);
         let fd = {
             use std::os::fd::AsRawFd;
-            i64::from(primary.stream.as_raw_fd())
+            i64::from(primary.stream.tcp().as_raw_fd())
         };
         // Its counters go in the lane of the threads that are no event loop.
         let info = state.connect(addr, laddr, fd, usize::MAX, usize::MAX);

@@ -85,7 +85,6 @@ impl Tls {
 
     /// The client configuration for the links the server dials (`tls-replication`,
     /// `tls-cluster`); None when TLS is not configured or no CA was given.
-    #[allow(dead_code)] // for the links that dial out; tests/tls.rs drives it
     pub fn client(&self) -> Option<Arc<ClientConfig>> {
         lock(&self.contexts).as_ref()?.client.clone()
     }
@@ -278,7 +277,6 @@ fn client_config(
 ///
 /// # Errors
 /// The connection, or the handshake (an untrusted certificate, no common protocol), failed.
-#[allow(dead_code)] // for the links that dial out; tests/tls.rs drives it
 pub fn connect(
     addr: std::net::SocketAddr,
     server_name: &str,

@@ -569,3 +569,41 @@ fn redis_py_over_tls() {
         );
     }
 }
+
+/// A replica with `tls-replication yes` dials its primary's TLS port (its own certificate as
+/// the client's, checked by the primary under `tls-auth-clients yes`) and follows its writes.
+#[test]
+fn a_replica_follows_its_primary_over_tls() {
+    let certs = Certs::new();
+    let (primary, port) = start(&certs, &["--threads", "1"]);
+    let mut writer = dial(port, &certs.client_params(Some("client"))).unwrap();
+    let replicaof = format!("127.0.0.1 {port}");
+    let replica = common::rediskv(&[
+        "--tls-cert-file",
+        &certs.path("server.crt"),
+        "--tls-key-file",
+        &certs.path("server.key"),
+        "--tls-ca-cert-file",
+        &certs.path("ca.crt"),
+        "--tls-replication",
+        "yes",
+        "--replicaof",
+        &replicaof,
+    ]);
+    let mut reader = replica.client();
+    for i in 0..50 {
+        writer.write_all(format!("*3\r\n$3\r\nSET\r\n$3\r\nk{i:02}\r\n$2\r\n{i:02}\r\n").as_bytes()).unwrap();
+    }
+    let mut replies = vec![0u8; 5 * 50];
+    writer.read_exact(&mut replies).unwrap();
+    assert_eq!(replies, b"+OK\r\n".repeat(50));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while reader.cmd(&["GET", "k49"]) != Value::Bulk(Some(b"49".to_vec())) {
+        assert!(std::time::Instant::now() < deadline, "the replica did not follow over TLS");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(reader.cmd(&["DBSIZE"]), Value::Int(50));
+    // Read-only, as any replica; and the primary counts it as a replica of its TLS port.
+    assert!(matches!(reader.cmd(&["SET", "x", "1"]), Value::Error(e) if e.starts_with("READONLY")));
+    drop(primary);
+}
