@@ -274,9 +274,11 @@ pub fn rediskv_with_file(file: &str) -> Server {
 fn start(before: &[&str], args: &[&str]) -> Server {
     // The memory engine unless a test picks one (the default, fjall, would write ./data).
     let engine: &[&str] = if args.contains(&"--engine") { &[] } else { &["--engine", "memory"] };
-    // A directory of its own, unless the test names one or gives a config file: a SAVE writes
-    // its dump.rdb there, and no other server loads it.
-    let dir = (before.is_empty() && !args.iter().any(|a| matches!(*a, "--dir" | "--config"))).then(|| {
+    // A directory of its own, unless the test names one: a SAVE writes its dump.rdb there, and
+    // no other server loads it. A server given a config file runs in it instead of being told
+    // `--dir` (which CONFIG REWRITE would keep): its default `dir`, `./`, is that directory.
+    let config_file = !before.is_empty() || args.contains(&"--config");
+    let dir = (!args.contains(&"--dir")).then(|| {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("rediskv-test-server-{}-{n}", std::process::id()));
@@ -284,12 +286,18 @@ fn start(before: &[&str], args: &[&str]) -> Server {
         std::fs::create_dir_all(&dir).expect("create the server's directory");
         dir
     });
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_rediskv-server"));
+    if let Some(dir) = dir.as_ref().filter(|_| config_file) {
+        command.current_dir(dir);
+    }
+    let mut child = command
         .args(before)
         .args(["--port", "0"])
         .args(engine)
         .args(args)
-        .args(dir.iter().flat_map(|d| [std::ffi::OsStr::new("--dir"), d.as_os_str()]))
+        .args(
+            dir.iter().filter(|_| !config_file).flat_map(|d| [std::ffi::OsStr::new("--dir"), d.as_os_str()]),
+        )
         .stdout(Stdio::piped())
         .spawn()
         .expect("start rediskv-server");
