@@ -1,7 +1,8 @@
 //! Rewriting a store in another layout, key by key through the engine: each live key of each
-//! database is read with DUMP and PTTL from an engine on the source's layout and written with
-//! RESTORE by an engine on the target's, so every type the engine knows converts, and a key
-//! the target's system cannot hold is reported, not half-written. Memory is bounded by the
+//! database is read with DUMP and PEXPIRETIME from an engine on the source's layout and written
+//! with RESTORE … ABSTTL by an engine on the target's, so every type the engine knows converts,
+//! each key expires at the same millisecond in both, and a key the target's system cannot hold
+//! is reported, not half-written. Memory is bounded by the
 //! largest key (and a SCAN page of 1,000 keys), whatever the store's size.
 
 use std::collections::BTreeMap;
@@ -187,9 +188,9 @@ fn copy_key<B: KvBackend, C: KvBackend>(
     key: &[u8],
     report: &mut Report,
 ) -> Result<(), Error> {
-    let ttl = match reader.run(read, &[b"PTTL".as_slice(), key]) {
+    let expire_at = match reader.run(read, &[b"PEXPIRETIME".as_slice(), key]) {
         Reply::Integer(ms) => ms,
-        other => return Err(format!("PTTL {}: {other:?}", String::from_utf8_lossy(key))),
+        other => return Err(format!("PEXPIRETIME {}: {other:?}", String::from_utf8_lossy(key))),
     };
     let payload = match reader.run(read, &[b"DUMP".as_slice(), key]) {
         Reply::Bulk(payload) => payload,
@@ -201,8 +202,10 @@ fn copy_key<B: KvBackend, C: KvBackend>(
         }
         other => return Err(format!("DUMP {}: {other:?}", String::from_utf8_lossy(key))),
     };
-    let ttl = ttl.max(0).to_string();
-    match writer.run(write, &[b"RESTORE".as_slice(), key, ttl.as_bytes(), &payload, b"REPLACE"]) {
+    // -1 (no expiry) is RESTORE's 0.
+    let expire_at = expire_at.max(0).to_string();
+    let restore = [b"RESTORE".as_slice(), key, expire_at.as_bytes(), &payload, b"REPLACE", b"ABSTTL"];
+    match writer.run(write, &restore) {
         Reply::Status(_) => report.converted += 1,
         Reply::Error(e) => report.skip(key, e),
         other => return Err(format!("RESTORE {}: {other:?}", String::from_utf8_lossy(key))),
