@@ -400,6 +400,8 @@ pub struct MaintStats {
     pub gc_position: std::sync::Mutex<String>,
     /// Bumped by commands that may have left garbage.
     pub garbage_hint: AtomicU64,
+    /// Bumped by FLUSHDB and FLUSHALL: whatever a disk store's memtables hold may be garbage.
+    pub flushes: AtomicU64,
     /// Bumped by commands that may have set a TTL.
     pub ttl_hint: AtomicU64,
     /// Whether this node swept at its last tick (always, unless nodes share the store and

@@ -103,7 +103,7 @@ fn run(state: &State) {
     let mut collector_found = false;
     let (mut in_pass, mut pass_hint, mut last_pass) = (true, 0, Instant::now());
     let mut pass_deferred = state.deferred_frees();
-    let mut flushed_deferred = pass_deferred;
+    let mut flushed_at = (pass_deferred, state.maint.flushes.load(Relaxed));
     loop {
         let (tick, budget) = {
             let config = state.config();
@@ -158,10 +158,12 @@ fn run(state: &State) {
             }
         } else {
             // The store drops the records itself (at compaction): they are handed over, and
-            // leave memory with the memtables holding them, written to tables now.
+            // leave memory with the memtables holding them, written to tables now (after
+            // a big collection's deletion, or a FLUSHDB / FLUSHALL, as Redis frees them).
             let deferred = state.deferred_frees();
-            if deferred != flushed_deferred {
-                flushed_deferred = deferred;
+            let now = (deferred, state.maint.flushes.load(Relaxed));
+            if now != flushed_at {
+                flushed_at = now;
                 if let Err(e) = state.store.sync() {
                     crate::log::warning!("Flush after a lazy free failed: {e}");
                 }

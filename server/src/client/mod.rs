@@ -446,6 +446,7 @@ impl Client {
                 if !reply.is_error() {
                     state.blocked.wake_all(state);
                     state.maint.garbage_hint.fetch_add(1, Relaxed);
+                    state.maint.flushes.fetch_add(1, Relaxed);
                 }
                 // Also with no client tracking now: FLUSHALL frees the keys clients that
                 // turned tracking off left in the table, as Redis does.
@@ -504,6 +505,7 @@ impl Client {
             // A flush leaves every collection's records as garbage, with no per-key
             // event to say so: start a collector pass.
             state.maint.garbage_hint.fetch_add(1, Relaxed);
+            state.maint.flushes.fetch_add(1, Relaxed);
         }
         if state.tracking.active() {
             self.invalidate(&reads, flushes && !reply.is_error(), &reply, state);
