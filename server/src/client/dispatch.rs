@@ -24,7 +24,7 @@ pub(super) fn handler(info: &CommandInfo) -> Option<Handler> {
         "client" => |c, _, argv, state| c.client(argv, state),
         "acl" => |c, _, argv, state| (c.acl(argv, state), Next::Continue),
         "reset" => |c, _, argv, state| (c.reset(argv, state), Next::Continue),
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => Client::eval,
+        name if runs_script(name) => Client::eval,
         "script" => scripts::script_command,
         "function" => scripts::function,
         "time" => server::time,
@@ -62,4 +62,14 @@ pub(super) fn handler(info: &CommandInfo) -> Option<Handler> {
         _ => return None,
     };
     Some(run)
+}
+
+/// Whether the command runs a script (EVAL, EVALSHA, FCALL and their read-only forms):
+/// MONITOR shows it before the commands its script runs; behind a busy script it queues.
+pub(super) fn is_script(info: &CommandInfo) -> bool {
+    runs_script(info.name)
+}
+
+fn runs_script(name: &str) -> bool {
+    matches!(name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
 }

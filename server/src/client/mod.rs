@@ -296,7 +296,7 @@ impl Client {
     ) {
         // A script command is shown before its script runs (see `Client::eval`).
         if info.has(flag::ADMIN)
-            || is_script(info)
+            || dispatch::is_script(info)
             || refused_before_running(reply)
             || matches!(reply, Reply::Status(s) if s == "QUEUED")
         {
@@ -513,11 +513,6 @@ fn refused_before_running(reply: &Reply) -> bool {
     matches!(reply, Reply::Error(e) if ["ERR wrong number of arguments for '", "ERR unknown subcommand '", "ERR unknown command '"]
         .iter()
         .any(|p| e.starts_with(p)))
-}
-
-/// Whether the command runs a script (EVAL, EVALSHA, FCALL and their read-only forms).
-fn is_script(info: &CommandInfo) -> bool {
-    matches!(info.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
 }
 
 fn arity(argv: &[Bytes], n: usize, run: impl FnOnce() -> Reply) -> Reply {
