@@ -2,10 +2,11 @@
 //!
 //! Users are made and changed by `ACL SETUSER` (every rule of Redis 7.0, selectors
 //! included), checked by [`User::check`] in the server's gate before a command runs, and
-//! listed, saved and loaded in Redis' own text form. Command categories are Redis 7.0's,
-//! read from `scripts/redis_commands.tsv`; rediskv's own admin commands (COMPACT, FSCK,
-//! NAMESPACE) are `@admin @slow @dangerous`. Passwords are kept as SHA-256 hashes and
-//! compared in constant time.
+//! listed, saved and loaded in Redis' own text form. The commands rules name, and their
+//! categories, are the command table's rows ([`rediskv::commands::table`]: Redis 7.0's
+//! categories, and Redis' commands the server does not run; rediskv's own admin commands
+//! COMPACT, FSCK and NAMESPACE are `@admin @slow @dangerous`). Passwords are kept as
+//! SHA-256 hashes and compared in constant time.
 //!
 //! One rule is rediskv's: `namespace:<ns>` confines a user to the tenant namespace `ns`, as
 //! logging in with that namespace's token does (its own keyspace, no admin-only commands);
@@ -19,7 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use rediskv::commands::Reply;
 use rediskv::commands::args::{Glob, parse_i64};
-use rediskv::commands::table::{self, attr, flag};
+use rediskv::commands::table::{self, CommandInfo, flag};
 use sha2::{Digest, Sha256};
 
 use crate::sync::lock;
@@ -55,7 +56,7 @@ const WORDS: usize = 8;
 /// One command or subcommand that rules name.
 struct Command {
     /// `get`, `config|get`.
-    name: String,
+    name: &'static str,
     /// Category bits, by [`CATEGORIES`] index.
     categories: u32,
     /// Redis arity.
@@ -68,48 +69,39 @@ struct Command {
     no_auth: bool,
 }
 
-/// Every command rules can name, with a dense id for the bitmaps.
+/// Every command rules can name, with a dense id for the bitmaps: the command table's rows
+/// and Redis' commands the server does not run, by name.
 struct Commands {
     list: Vec<Command>,
-    by_name: HashMap<String, usize>,
+    by_name: HashMap<&'static str, usize>,
 }
 
 fn commands() -> &'static Commands {
     static COMMANDS: OnceLock<Commands> = OnceLock::new();
     COMMANDS.get_or_init(|| {
+        let mut rows: Vec<&CommandInfo> = table::all().iter().chain(table::unserved()).collect();
+        rows.sort_by_key(|info| info.name);
         let mut list: Vec<Command> = Vec::new();
-        let mut by_name: HashMap<String, usize> = HashMap::new();
-        // rediskv-server's commands that Redis does not have, with their categories.
-        let own = table::all().iter().filter(|c| c.is(attr::OWN)).map(|c| {
-            let cats = c.acl.split(' ').map(|c| c.trim_start_matches('@')).collect::<Vec<_>>().join(" ");
-            format!("{}\t\t{}\tserver\t{cats}", c.name, c.arity)
-        });
-        let tsv = include_str!("../../scripts/redis_commands.tsv").lines().map(String::from);
-        for line in tsv.chain(own) {
-            let f: Vec<&str> = line.split('\t').collect();
-            let [name, sub, arity, _group, cats] = f[..] else { continue };
-            let categories = cats
+        let mut by_name: HashMap<&'static str, usize> = HashMap::new();
+        for info in rows {
+            let categories = info
+                .acl
                 .split(' ')
-                .filter_map(|c| CATEGORIES.iter().position(|k| *k == c))
+                .filter_map(|c| CATEGORIES.iter().position(|k| c.strip_prefix('@') == Some(*k)))
                 .fold(0, |bits, i| bits | 1 << i);
-            let (full, parent) = if sub.is_empty() {
-                (name.to_string(), None)
-            } else {
-                (format!("{name}|{sub}"), by_name.get(name).copied())
-            };
+            let parent = info.name.split_once('|').and_then(|(container, _)| by_name.get(container).copied());
             let id = list.len();
             if let Some(p) = parent {
                 list[p].subs.push(id);
             }
-            by_name.insert(full.clone(), id);
-            let no_auth = table::lookup(&full).is_some_and(|c| c.has(flag::NO_AUTH));
+            by_name.insert(info.name, id);
             list.push(Command {
-                name: full,
+                name: info.name,
                 categories,
-                arity: arity.parse().unwrap_or(-1),
+                arity: info.arity,
                 parent,
                 subs: Vec::new(),
-                no_auth,
+                no_auth: info.has(flag::NO_AUTH),
             });
         }
         assert!(list.len() < WORDS * 64, "the ACL command bitmap is too small");
@@ -123,7 +115,7 @@ fn lookup(name: &[u8]) -> Option<usize> {
     if name.split('|').count() > 2 {
         return None;
     }
-    commands().by_name.get(&name).copied()
+    commands().by_name.get(name.as_str()).copied()
 }
 
 /// The command `argv` runs, as Redis resolves it: `Err(Some(container))` for a container
@@ -153,7 +145,7 @@ pub fn arity_error(argv: &[Bytes]) -> Option<Reply> {
 
 /// The full name of a command id (`config|get`).
 pub fn command_name(id: usize) -> &'static str {
-    &commands().list[id].name
+    commands().list[id].name
 }
 
 /// Why a rule was refused: Redis' texts.
@@ -377,8 +369,7 @@ impl Selector {
 
     /// Whether this selector lets `argv` run: `Err` says why not.
     fn check(&self, id: usize, argv: &[Bytes], keys: &mut Option<KeyRefs>) -> Result<(), Denied> {
-        let cmds = commands();
-        let cmd = &cmds.list[id];
+        let cmd = &commands().list[id];
         if !self.allcommands && !cmd.no_auth && !self.bit(id) {
             let at = if cmd.parent.is_some() { 2 } else { 1 };
             let first = argv.get(at).map(|a| String::from_utf8_lossy(a).to_ascii_lowercase());
@@ -400,7 +391,7 @@ impl Selector {
             }
         }
         if !self.allchannels {
-            let name = cmd.name.as_str();
+            let name = cmd.name;
             let (from, pattern) = match name {
                 "publish" | "spublish" => (1..argv.len().min(2), false),
                 "subscribe" | "ssubscribe" => (1..argv.len(), false),

@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use super::Reply;
 pub(super) use super::table_data::TABLE;
+use super::table_data::UNSERVED;
 
 /// Command flags, as bits of [`CommandInfo::flags`] (Redis' `CMD_*`).
 pub mod flag {
@@ -309,6 +310,13 @@ impl CommandInfo {
 /// Every command and subcommand (`container|sub`), sorted by name.
 pub fn all() -> &'static [CommandInfo] {
     TABLE
+}
+
+/// Redis 7.0's commands and subcommands that neither the engine nor the server runs (MODULE
+/// LOAD, RESTORE-ASKING…), as Redis reports them: ACL rules may name them, as Redis' do.
+/// Neither [`find`] nor `COMMAND` sees them.
+pub fn unserved() -> &'static [CommandInfo] {
+    UNSERVED
 }
 
 /// The top-level commands, as `COMMAND` and `COMMAND COUNT` list them.

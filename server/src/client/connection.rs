@@ -199,7 +199,10 @@ impl Client {
 
     /// RESET: database 0, no name, replies on, not a tenant, authenticated only when no
     /// password is set.
-    pub(super) fn reset(&mut self, state: &State) -> Reply {
+    pub(super) fn reset(&mut self, argv: &[Bytes], state: &State) -> Reply {
+        if argv.len() != 1 {
+            return super::arity(argv, 1, || Reply::OK);
+        }
         self.reply = ReplyMode::On;
         state.tracking.disable(&self.info);
         self.tracking = false;
@@ -350,18 +353,6 @@ impl Client {
             _ => Vec::new(),
         };
         if name == "exec" { self.session.queued().flat_map(reads).collect() } else { reads(argv) }
-    }
-
-    /// Whether the command about to run (or a command of the EXEC about to run) is FLUSHDB
-    /// or FLUSHALL.
-    /// Whether running `name` now empties databases: a FLUSHDB or FLUSHALL outside MULTI (one
-    /// inside is only queued), or an EXEC whose queue holds one.
-    pub(super) fn flushes(&self, name: &str) -> bool {
-        let flush = |n: &[u8]| n.eq_ignore_ascii_case(b"flushdb") || n.eq_ignore_ascii_case(b"flushall");
-        if self.session.in_multi() {
-            return name == "exec" && self.session.queued().any(|c| flush(&c[0]));
-        }
-        flush(name.as_bytes())
     }
 
     /// After a command ran in the engine: remembers what it read for this client, and

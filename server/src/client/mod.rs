@@ -1,16 +1,23 @@
 //! One client's commands: where every command a connection sends runs.
 //!
 //! [`Client::execute`] resolves the command's table row once and takes it through the gate
-//! ([`gate`]), the run (the server's own commands in [`Client::run`]'s one `match`,
-//! everything else in the library's engine), the statistics ([`stats`]), the slow log,
-//! MONITOR and the reply. The connection commands (AUTH, HELLO, CLIENT, ACL, RESET) are in
-//! [`connection`], DEBUG in [`debug`], the server's administration in [`crate::admin`].
+//! ([`gate`]), the run (the server's own commands by the handler [`dispatch`] maps their row
+//! to, everything else in the library's engine), the statistics ([`stats`]), the slow log,
+//! MONITOR and the reply. The handlers: the connection commands (AUTH, HELLO, CLIENT, ACL,
+//! RESET) in [`connection`], DEBUG in [`debug`], scripts in [`scripts`], pub/sub in
+//! [`subscribe`], FLUSHALL in [`flush`], replication in [`replicas`], the server's
+//! administration in [`server`] (over [`crate::admin`]).
 
 mod connection;
 mod debug;
+mod dispatch;
+mod flush;
 mod gate;
 mod replicas;
+mod scripts;
+mod server;
 mod stats;
+mod subscribe;
 
 pub use replicas::become_replica;
 
@@ -24,13 +31,10 @@ use rediskv::commands::table::{self, CommandInfo, Family, attr, flag};
 use rediskv::commands::{Protocol, Reply, Session};
 
 use crate::acl;
-use crate::admin;
 use crate::blocking::Parking;
 use crate::client_info::ClientInfo;
 use crate::clock::unix_micros;
-use crate::info;
-use crate::pubsub::{self, Kind, Subscriptions};
-use crate::scripting;
+use crate::pubsub::Subscriptions;
 use crate::state::{SharedEngine, State};
 use crate::sync::lock;
 
@@ -290,9 +294,9 @@ impl Client {
         reply: &Reply,
         state: &State,
     ) {
-        // A script command is shown before its script runs (see `script`).
+        // A script command is shown before its script runs (see `Client::eval`).
         if info.has(flag::ADMIN)
-            || is_script(info)
+            || dispatch::is_script(info)
             || refused_before_running(reply)
             || matches!(reply, Reply::Status(s) if s == "QUEUED")
         {
@@ -338,10 +342,10 @@ impl Client {
 
     /// Runs a command that passed the gates.
     ///
-    /// Every command runs from here: the server's own (its row's family is
-    /// [`Family::Server`]) in this `match`, the rest in the engine.
+    /// Every command runs from here: the server's own by their handlers
+    /// ([`dispatch::handler`]), the rest in the engine.
     fn run(&mut self, info: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
-        // A type's own commands have no arm below (those are server, session, keyspace and
+        // A type's own commands have no handler (those are server, session, keyspace and
         // generic rows): straight to the engine, past the names.
         if !matches!(info.family, Family::Server | Family::Session | Family::Keyspace | Family::Generic) {
             return self.run_in_engine(info, argv, state);
@@ -350,141 +354,10 @@ impl Client {
         if self.session.in_multi() && info.family == Family::Server && !matches!(name, "quit" | "reset") {
             return (self.queue_server_command(argv), Next::Continue);
         }
-        let reply = match name {
-            "quit" => return (Reply::OK, Next::Close),
-            "auth" => self.auth(argv, state),
-            "hello" => self.hello(argv, state),
-            "client" => return self.client(argv, state),
-            "acl" => self.acl(argv, state),
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
-                return self.script(info, argv, state);
-            }
-            "script" => scripting::script_command(argv, &state.scripts),
-            "function" => {
-                let reply = scripting::function_command(argv, &state.scripts, &|scripts| {
-                    if let Err(e) = state.store.save_functions(&scripts.dump_codes()) {
-                        crate::log::warning!("Cannot save the function libraries: {e}");
-                    }
-                });
-                if !reply.is_error() && info.has(flag::WRITE) {
-                    state.replication.propagate_command(self.session.db(), argv);
-                }
-                reply
-            }
-            "reset" if argv.len() == 1 => self.reset(state),
-            "reset" => arity(argv, 1, || Reply::OK),
-            "time" => arity(argv, 1, || {
-                let micros = unix_micros();
-                Reply::Array(vec![
-                    Reply::bulk_int((micros / 1_000_000) as i64),
-                    Reply::bulk_int((micros % 1_000_000) as i64),
-                ])
-            }),
-            "lastsave" => arity(argv, 1, || Reply::Integer(state.rdb.last_save.load(Relaxed) as i64)),
-            "bgsave" | "bgrewriteaof" => admin::background_save(name, argv, state),
-            "role" if state.link.is_replica() => state.link.role(state.replication.id_and_offset().1),
-            "role" => state.replication.role(),
-            "psync" | "sync" => return self.sync(name, argv, state),
-            "replconf" => self.replconf(argv, state),
-            "replicaof" | "slaveof" => replicas::replicaof(argv, state),
-            "failover" if !state.replication.has_replicas() => {
-                Reply::Error("ERR FAILOVER requires connected replicas.".into())
-            }
-            "failover" => Reply::Error("ERR FAILOVER is not supported by this server".into()),
-            "wait" if !self.session.in_multi() => return self.wait(info, argv, state),
-            "cluster" | "asking" | "readonly" | "readwrite" => match state.cluster.get() {
-                Some(cluster) if name == "cluster" => cluster
-                    .command(argv, &|slot, count| crate::cluster::keys_in_slot(&self.engine, slot, count)),
-                Some(_) => Reply::OK,
-                // Redis' own answer when cluster-enabled is no.
-                None => Reply::Error("ERR This instance has cluster support disabled".into()),
-            },
-            "migrate" => Reply::Error("ERR MIGRATE is not supported by this server".into()),
-            "lolwut" => admin::lolwut(argv),
-            "module" => admin::module(argv),
-            "debug" => self.debug(argv, state),
-            "namespace" => admin::namespace(argv, state),
-            "config" => admin::config(argv, state),
-            "slowlog" => state.slowlog.command(argv),
-            "latency" => {
-                let slower_than = state.config().number("slowlog-log-slower-than");
-                state.latency.command(argv, &state.stats.commands, slower_than, crate::clock::unix_secs())
-            }
-            "memory"
-                if argv.get(1).is_some_and(|s| {
-                    [&b"stats"[..], b"doctor", b"malloc-stats", b"purge"]
-                        .iter()
-                        .any(|n| s.eq_ignore_ascii_case(n))
-                }) =>
-            {
-                info::memory(argv, state, self.engine.layout().namespace())
-            }
-            "monitor" => arity(argv, 1, || {
-                state.monitors.add(&self.info);
-                Reply::OK
-            }),
-            "info" => info::info(argv, state, self.engine.layout().namespace()),
-            "subscribe" | "psubscribe" | "ssubscribe" | "unsubscribe" | "punsubscribe" | "sunsubscribe" => {
-                self.subscriptions(name, argv, state)
-            }
-            "publish" | "spublish" => arity(argv, 3, || {
-                state.replication.propagate_command(self.session.db(), argv);
-                Reply::Integer(
-                    state.pubsub.publish(&state.loops, &argv[1], &argv[2], name == "spublish") as i64
-                )
-            }),
-            "pubsub" => pubsub::pubsub_command(argv, &state.pubsub),
-            "ping" if self.subs.any() && self.session.resp() == 2 && argv.len() <= 2 => {
-                // In RESP2 subscribed mode PING answers a two-element array.
-                Reply::Array(vec![
-                    Reply::bulk(b"pong"),
-                    Reply::Bulk(argv.get(1).cloned().unwrap_or_default()),
-                ])
-            }
-            "flushall" if !self.tenant => {
-                let reply = self.flush_everything(argv, state);
-                if !reply.is_error() {
-                    state.blocked.wake_all(state);
-                    state.maint.garbage_hint.fetch_add(1, Relaxed);
-                    state.maint.flushes.fetch_add(1, Relaxed);
-                }
-                // Also with no client tracking now: FLUSHALL frees the keys clients that
-                // turned tracking off left in the table, as Redis does.
-                if !reply.is_error() {
-                    let mut to = crate::tracking::Delivery { me: Some(&self.info), own: &mut self.pushes };
-                    state.tracking.flush(state.peers(), &mut to);
-                }
-                reply
-            }
-            "fsck" => arity(argv, 1, || admin::fsck(state)),
-            "compact" => arity(argv, 1, || admin::compact(state)),
-            "save" => arity(argv, 1, || match crate::rdb::save(state) {
-                Ok(_) => Reply::OK,
-                Err(e) => Reply::Error(format!("ERR {e}")),
-            }),
-            "shutdown" => {
-                if let Some(refusal) = admin::shutdown_refusal(&argv[1..]) {
-                    return (Reply::Error(refusal.into()), Next::Continue);
-                }
-                // Every write is in the store already; save it as asked (SAVE, or `save`
-                // points of the memory store, unless NOSAVE), make it durable, then stop.
-                // Redis answers nothing when it goes down.
-                let flag = |word: &[u8]| argv[1..].iter().any(|a| a.eq_ignore_ascii_case(word));
-                let save = !flag(b"nosave") && (flag(b"save") || crate::rdb::saves_on_shutdown(state));
-                let saved = if save { crate::rdb::save(state).map(|_| ()) } else { Ok(()) };
-                if let Err(e) = saved.and_then(|()| state.store.sync()) {
-                    return (
-                        Reply::Error(format!("ERR Errors trying to SHUTDOWN. Check logs. ({e})")),
-                        Next::Continue,
-                    );
-                }
-                crate::log::warning!("User requested shutdown...");
-                crate::log::warning!("rediskv is now ready to exit, bye bye...");
-                std::process::exit(0);
-            }
-            _ => return self.run_in_engine(info, argv, state),
-        };
-        (reply, Next::Continue)
+        match dispatch::handler(info) {
+            Some(handler) => handler(self, info, argv, state),
+            None => self.run_in_engine(info, argv, state),
+        }
     }
 
     /// A data command (or MULTI, EXEC, WATCH…): the engine runs it, then what follows its
@@ -515,101 +388,16 @@ impl Client {
         if let Some(block) = self.session.take_block() {
             return self.park(argv, block, state);
         }
-        let flushed = matches!(name, "flushdb" | "flushall") && !reply.is_error();
+        let succeeded = !reply.is_error();
         // An EXEC's queued connection commands run first: Redis serves the clients
         // its writes unblock after the whole transaction.
         let (reply, next) =
             if was_in_multi { self.after_multi_command(name, reply, state) } else { (reply, Next::Continue) };
         state.blocked.wake(state, &self.engine, &self.session);
-        if flushed {
-            let db = (name == "flushdb").then(|| self.session.db());
-            state.blocked.wake_flushed(state, &self.engine, db);
+        if succeeded {
+            self.wake_flushed(name, state);
         }
         (reply, next)
-    }
-
-    /// FLUSHALL from the admin: every record of every namespace, in one batch. (Inside
-    /// MULTI, and for a bad argument, the engine answers: it queues or refuses.)
-    fn flush_everything(&mut self, argv: &[Bytes], state: &State) -> Reply {
-        let mode_ok = match argv {
-            [_] => true,
-            [_, mode] => mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync"),
-            _ => false,
-        };
-        if !mode_ok || self.session.in_multi() {
-            return self.engine.execute(&mut self.session, argv);
-        }
-        // Every namespace's engine: no command runs meanwhile, and the WATCHes on keys that
-        // exist are flagged before they go, as Redis' FLUSHALL does.
-        let engines = state.engines();
-        let _locks: Vec<_> = engines.iter().map(|e| e.locks().lock(true, std::iter::empty())).collect();
-        for engine in &engines {
-            engine.touch_all_watched();
-            engine.forget_key_counts();
-        }
-        let reply = admin::flush_backend(state);
-        if !reply.is_error() {
-            state.replication.propagate_command(self.session.db(), argv);
-        }
-        reply
-    }
-
-    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO: the client parks and the script
-    /// thread runs the script atomically in the engine, with this client's ACL user checking
-    /// each command it runs; its answer comes back through the loop's mailbox.
-    fn script(&mut self, info: &CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
-        let name = info.name;
-        if argv.len() < 3 {
-            return (
-                Reply::Error(format!("ERR wrong number of arguments for '{name}' command")),
-                Next::Continue,
-            );
-        }
-        if state.monitors.any() && !self.session.in_multi() {
-            // MONITOR shows the script command, then the commands it runs (as `[db lua]`).
-            state.monitors.feed(&state.loops, argv, unix_micros(), self.session.db(), &self.info.addr);
-        }
-        // A script queued in a transaction answers into EXEC's reply: wait for it here.
-        let (answer, answered) = if self.in_exec {
-            let (tx, rx) = std::sync::mpsc::channel();
-            (Some(tx), Some(rx))
-        } else {
-            (None, None)
-        };
-        let session = std::mem::replace(&mut self.session, Session::new(self.info.id));
-        let job = scripting::Job {
-            argv: argv.to_vec(),
-            name: name.to_string(),
-            session,
-            engine: self.engine.clone(),
-            info: self.info.clone(),
-            user: self.user.clone(),
-            restricted: self.restricted,
-            tracks_reads: self.tracking && self.remembers_reads(),
-            answer,
-        };
-        match state.scripts.submit(job) {
-            Ok(()) if answered.is_some() => {
-                let fresh = || Box::new(Session::new(self.info.id));
-                let (reply, pushes, session) = answered.and_then(|rx| rx.recv().ok()).unwrap_or_else(|| {
-                    (Reply::Error("ERR the script thread stopped".into()), Vec::new(), fresh())
-                });
-                self.session = *session;
-                self.pushes.extend_from_slice(&pushes);
-                (reply, Next::Continue)
-            }
-            Ok(()) => {
-                self.parked_until = Some(None);
-                (Reply::NilArray, Next::Parked)
-            }
-            Err(mut job) => {
-                // No script thread: run it here.
-                let (reply, pushes) = crate::script_thread::run_command(state, &mut job);
-                self.session = job.session;
-                self.pushes.extend_from_slice(&pushes);
-                (reply, Next::Continue)
-            }
-        }
     }
 
     /// Hands the session to the blocked-client registry; the connection waits for its answer.
@@ -690,28 +478,6 @@ impl Client {
         }
         (Reply::Array(replies), next)
     }
-
-    /// (P|S)SUBSCRIBE and (P|S)UNSUBSCRIBE: one confirmation per name, all but the first
-    /// kept in `more`.
-    fn subscriptions(&mut self, name: &str, argv: &[Bytes], state: &State) -> Reply {
-        let kind = match name {
-            "psubscribe" | "punsubscribe" => Kind::Pattern,
-            "ssubscribe" | "sunsubscribe" => Kind::Shard,
-            _ => Kind::Channel,
-        };
-        let on = !name.contains("unsub");
-        if on && argv.len() < 2 {
-            return Reply::Error(format!("ERR wrong number of arguments for '{name}' command"));
-        }
-        let mut replies = if on {
-            self.subs.subscribe(&state.pubsub, &self.info, kind, &argv[1..])
-        } else {
-            self.subs.unsubscribe(&state.pubsub, &self.info, kind, &argv[1..])
-        };
-        let first = replies.remove(0);
-        self.more = replies;
-        first
-    }
 }
 
 /// Encodes a reply in RESP2 like `Reply::write_resp`, freeing each element of an array
@@ -748,11 +514,6 @@ fn refused_before_running(reply: &Reply) -> bool {
     matches!(reply, Reply::Error(e) if ["ERR wrong number of arguments for '", "ERR unknown subcommand '", "ERR unknown command '"]
         .iter()
         .any(|p| e.starts_with(p)))
-}
-
-/// Whether the command runs a script (EVAL, EVALSHA, FCALL and their read-only forms).
-fn is_script(info: &CommandInfo) -> bool {
-    matches!(info.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
 }
 
 fn arity(argv: &[Bytes], n: usize, run: impl FnOnce() -> Reply) -> Reply {

@@ -1,5 +1,5 @@
-//! A replica's commands to this server (PSYNC, SYNC, REPLCONF) and WAIT, which waits for
-//! the replicas' acknowledgements (see [`crate::replication`]).
+//! A replica's commands to this server (PSYNC, SYNC, REPLCONF), WAIT, which waits for the
+//! replicas' acknowledgements (see [`crate::replication`]), ROLE, REPLICAOF and FAILOVER.
 
 use bytes::Bytes;
 use rediskv::commands::args::parse_i64;
@@ -15,6 +15,37 @@ use crate::mailbox::Message;
 use crate::rdb;
 use crate::replication::{ReplicaHello, Satisfied, Sync};
 use crate::state::State;
+
+pub(super) fn role(_: &mut Client, _: &'static CommandInfo, _: &[Bytes], state: &State) -> (Reply, Next) {
+    let reply = if state.link.is_replica() {
+        state.link.role(state.replication.id_and_offset().1)
+    } else {
+        state.replication.role()
+    };
+    (reply, Next::Continue)
+}
+
+pub(super) fn failover(_: &mut Client, _: &'static CommandInfo, _: &[Bytes], state: &State) -> (Reply, Next) {
+    let reply = if state.replication.has_replicas() {
+        Reply::Error("ERR FAILOVER is not supported by this server".into())
+    } else {
+        Reply::Error("ERR FAILOVER requires connected replicas.".into())
+    };
+    (reply, Next::Continue)
+}
+
+/// WAIT outside MULTI waits for the replicas; inside, the engine queues it.
+pub(super) fn wait(
+    c: &mut Client,
+    info: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    if c.session.in_multi() {
+        return c.run_in_engine(info, argv, state);
+    }
+    c.wait(info, argv, state)
+}
 
 impl Client {
     /// PSYNC replid offset, or SYNC: a partial sync from the backlog when it holds the
@@ -158,7 +189,16 @@ fn full_sync_payload(
 }
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF).
-pub(super) fn replicaof(argv: &[Bytes], state: &State) -> Reply {
+pub(super) fn replicaof(
+    _: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    (follow(argv, state), Next::Continue)
+}
+
+fn follow(argv: &[Bytes], state: &State) -> Reply {
     if argv[1].eq_ignore_ascii_case(b"no") && argv[2].eq_ignore_ascii_case(b"one") {
         if state.link.is_replica() {
             state.link.stop();

@@ -1,0 +1,75 @@
+//! The one place a command's row leads to the server's code: [`handler`] maps the rows the
+//! server answers itself to their handlers, as the library's `commands::dispatch` does for
+//! the engine's; every other row runs in the engine ([`Client::run_in_engine`]).
+
+use bytes::Bytes;
+use rediskv::commands::Reply;
+use rediskv::commands::table::CommandInfo;
+
+use super::{Client, Next, flush, replicas, scripts, server, subscribe};
+use crate::state::State;
+
+/// A server command's handler: the client, the command's row, its whole argv (`argv[0]` is
+/// the name) and the server; the reply and what the connection does next.
+pub(super) type Handler = fn(&mut Client, &'static CommandInfo, &[Bytes], &State) -> (Reply, Next);
+
+/// The handler of `info`'s row when the server answers it, `None` when the engine does.
+/// Some handlers give a command back to the engine in the cases the server leaves to it
+/// (FLUSHALL of a tenant, MEMORY USAGE, PING outside subscribed mode, WAIT inside MULTI).
+pub(super) fn handler(info: &CommandInfo) -> Option<Handler> {
+    let run: Handler = match info.container() {
+        "quit" => |_, _, _, _| (Reply::OK, Next::Close),
+        "auth" => |c, _, argv, state| (c.auth(argv, state), Next::Continue),
+        "hello" => |c, _, argv, state| (c.hello(argv, state), Next::Continue),
+        "client" => |c, _, argv, state| c.client(argv, state),
+        "acl" => |c, _, argv, state| (c.acl(argv, state), Next::Continue),
+        "reset" => |c, _, argv, state| (c.reset(argv, state), Next::Continue),
+        name if runs_script(name) => Client::eval,
+        "script" => scripts::script_command,
+        "function" => scripts::function,
+        "time" => server::time,
+        "lastsave" => server::lastsave,
+        "bgsave" | "bgrewriteaof" => server::background_save,
+        "save" => server::save,
+        "shutdown" => server::shutdown,
+        "fsck" => server::fsck,
+        "compact" => server::compact,
+        "lolwut" => server::lolwut,
+        "module" => server::module,
+        "debug" => |c, _, argv, state| (c.debug(argv, state), Next::Continue),
+        "namespace" => server::namespace,
+        "config" => server::config,
+        "slowlog" => server::slowlog,
+        "latency" => server::latency,
+        "memory" => server::memory,
+        "monitor" => server::monitor,
+        "info" => server::info,
+        "cluster" | "asking" | "readonly" | "readwrite" => server::cluster,
+        "migrate" => server::migrate,
+        "role" => replicas::role,
+        "psync" | "sync" => |c, info, argv, state| c.sync(info.name, argv, state),
+        "replconf" => |c, _, argv, state| (c.replconf(argv, state), Next::Continue),
+        "replicaof" | "slaveof" => replicas::replicaof,
+        "failover" => replicas::failover,
+        "wait" => replicas::wait,
+        "subscribe" | "psubscribe" | "ssubscribe" | "unsubscribe" | "punsubscribe" | "sunsubscribe" => {
+            subscribe::subscriptions
+        }
+        "publish" | "spublish" => subscribe::publish,
+        "pubsub" => subscribe::pubsub,
+        "ping" => subscribe::ping,
+        "flushall" => flush::flushall,
+        _ => return None,
+    };
+    Some(run)
+}
+
+/// Whether the command runs a script (EVAL, EVALSHA, FCALL and their read-only forms):
+/// MONITOR shows it before the commands its script runs; behind a busy script it queues.
+pub(super) fn is_script(info: &CommandInfo) -> bool {
+    runs_script(info.name)
+}
+
+fn runs_script(name: &str) -> bool {
+    matches!(name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
+}

@@ -1,0 +1,190 @@
+//! The server's own administration and introspection commands: TIME, LASTSAVE, SAVE, BGSAVE,
+//! SHUTDOWN, FSCK, COMPACT, CONFIG, NAMESPACE, MODULE, LOLWUT, SLOWLOG, LATENCY, MEMORY's
+//! server-wide subcommands, MONITOR, INFO, and the cluster commands. Their bodies that need
+//! no client are in [`crate::admin`] and [`crate::info`].
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use bytes::Bytes;
+use rediskv::commands::Reply;
+use rediskv::commands::table::CommandInfo;
+
+use super::{Client, Next, arity};
+use crate::admin as ops;
+use crate::clock::unix_micros;
+use crate::info as report;
+use crate::state::State;
+
+fn done(reply: Reply) -> (Reply, Next) {
+    (reply, Next::Continue)
+}
+
+pub(super) fn time(_: &mut Client, _: &'static CommandInfo, argv: &[Bytes], _: &State) -> (Reply, Next) {
+    done(arity(argv, 1, || {
+        let micros = unix_micros();
+        Reply::Array(vec![
+            Reply::bulk_int((micros / 1_000_000) as i64),
+            Reply::bulk_int((micros % 1_000_000) as i64),
+        ])
+    }))
+}
+
+pub(super) fn lastsave(
+    _: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    done(arity(argv, 1, || Reply::Integer(state.rdb.last_save.load(Relaxed) as i64)))
+}
+
+pub(super) fn background_save(
+    _: &mut Client,
+    info: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    done(ops::background_save(info.container(), argv, state))
+}
+
+pub(super) fn save(_: &mut Client, _: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
+    done(arity(argv, 1, || match crate::rdb::save(state) {
+        Ok(_) => Reply::OK,
+        Err(e) => Reply::Error(format!("ERR {e}")),
+    }))
+}
+
+/// SHUTDOWN: every write is in the store already; saves it as asked (SAVE, or the `save`
+/// points of the memory store, unless NOSAVE), makes it durable, then stops. Redis answers
+/// nothing when it goes down.
+pub(super) fn shutdown(
+    _: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    if let Some(refusal) = ops::shutdown_refusal(&argv[1..]) {
+        return done(Reply::Error(refusal.into()));
+    }
+    let flag = |word: &[u8]| argv[1..].iter().any(|a| a.eq_ignore_ascii_case(word));
+    let save = !flag(b"nosave") && (flag(b"save") || crate::rdb::saves_on_shutdown(state));
+    let saved = if save { crate::rdb::save(state).map(|_| ()) } else { Ok(()) };
+    if let Err(e) = saved.and_then(|()| state.store.sync()) {
+        return done(Reply::Error(format!("ERR Errors trying to SHUTDOWN. Check logs. ({e})")));
+    }
+    crate::log::warning!("User requested shutdown...");
+    crate::log::warning!("rediskv is now ready to exit, bye bye...");
+    std::process::exit(0);
+}
+
+pub(super) fn fsck(_: &mut Client, _: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
+    done(arity(argv, 1, || ops::fsck(state)))
+}
+
+pub(super) fn compact(
+    _: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    done(arity(argv, 1, || ops::compact(state)))
+}
+
+pub(super) fn lolwut(_: &mut Client, _: &'static CommandInfo, argv: &[Bytes], _: &State) -> (Reply, Next) {
+    done(ops::lolwut(argv))
+}
+
+pub(super) fn module(_: &mut Client, _: &'static CommandInfo, argv: &[Bytes], _: &State) -> (Reply, Next) {
+    done(ops::module(argv))
+}
+
+pub(super) fn namespace(
+    _: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    done(ops::namespace(argv, state))
+}
+
+pub(super) fn config(
+    _: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    done(ops::config(argv, state))
+}
+
+pub(super) fn slowlog(
+    _: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    done(state.slowlog.command(argv))
+}
+
+pub(super) fn latency(
+    _: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    let slower_than = state.config().number("slowlog-log-slower-than");
+    done(state.latency.command(argv, &state.stats.commands, slower_than, crate::clock::unix_secs()))
+}
+
+/// MEMORY STATS, DOCTOR, MALLOC-STATS and PURGE describe the server; the engine answers the
+/// rest (USAGE, HELP, errors).
+pub(super) fn memory(
+    c: &mut Client,
+    info: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    let server_wide = argv.get(1).is_some_and(|s| {
+        [&b"stats"[..], b"doctor", b"malloc-stats", b"purge"].iter().any(|n| s.eq_ignore_ascii_case(n))
+    });
+    if !server_wide {
+        return c.run_in_engine(info, argv, state);
+    }
+    done(report::memory(argv, state, c.engine.layout().namespace()))
+}
+
+pub(super) fn monitor(
+    c: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    done(arity(argv, 1, || {
+        state.monitors.add(&c.info);
+        Reply::OK
+    }))
+}
+
+pub(super) fn info(c: &mut Client, _: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
+    done(report::info(argv, state, c.engine.layout().namespace()))
+}
+
+/// CLUSTER, ASKING, READONLY, READWRITE: the cluster's, or Redis' answer when
+/// cluster-enabled is no.
+pub(super) fn cluster(
+    c: &mut Client,
+    info: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    done(match state.cluster.get() {
+        Some(cluster) if info.container() == "cluster" => {
+            cluster.command(argv, &|slot, count| crate::cluster::keys_in_slot(&c.engine, slot, count))
+        }
+        Some(_) => Reply::OK,
+        None => Reply::Error("ERR This instance has cluster support disabled".into()),
+    })
+}
+
+pub(super) fn migrate(_: &mut Client, _: &'static CommandInfo, _: &[Bytes], _: &State) -> (Reply, Next) {
+    done(Reply::Error("ERR MIGRATE is not supported by this server".into()))
+}
