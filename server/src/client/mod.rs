@@ -99,6 +99,8 @@ pub struct Client {
     in_exec: bool,
     /// The slot the running command was routed to (cluster mode).
     routed: std::cell::Cell<Option<u16>>,
+    /// ASKING was sent: the next command (or transaction) may use a slot being imported.
+    asking: std::cell::Cell<bool>,
     /// When the last command of the requests being run ended (unix µs): the next one starts
     /// then (one clock read per command; its time includes its parse, a fraction of a µs).
     /// `None` between batches of requests.
@@ -136,6 +138,7 @@ impl Client {
             in_exec: false,
             parked_until: None,
             routed: std::cell::Cell::new(None),
+            asking: std::cell::Cell::new(false),
             last_end: None,
             master: false,
             replica_hello: Default::default(),
@@ -395,10 +398,17 @@ impl Client {
             "cluster" | "asking" | "readonly" | "readwrite" => match state.cluster.get() {
                 Some(cluster) if name == "cluster" => cluster
                     .command(argv, &|slot, count| crate::cluster::keys_in_slot(&self.engine, slot, count)),
-                Some(_) => Reply::OK,
+                Some(_) => {
+                    self.asking.set(name == "asking");
+                    Reply::OK
+                }
                 // Redis' own answer when cluster-enabled is no.
                 None => Reply::Error("ERR This instance has cluster support disabled".into()),
             },
+            #[cfg(feature = "etcd")]
+            "clusterx" => crate::cluster::migrate::clusterx(argv, state),
+            #[cfg(not(feature = "etcd"))]
+            "clusterx" => Reply::Error("ERR CLUSTERX needs a build with the etcd feature".into()),
             "migrate" => Reply::Error("ERR MIGRATE is not supported by this server".into()),
             "lolwut" => admin::lolwut(argv),
             "module" => admin::module(argv),
