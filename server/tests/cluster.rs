@@ -534,27 +534,26 @@ mod over_etcd {
     }
 
     /// A node over fjall in a temporary directory of its own, keeping the slot table in
-    /// `etcd` under `prefix`; the first two nodes share the slots.
-    fn disk_node(etcd: &Cluster, prefix: &str) -> Server {
+    /// `etcd` under `prefix`; the first `initial` nodes share the slots.
+    fn disk_node(etcd: &Cluster, prefix: &str, initial: usize, more: &[&str]) -> Server {
         let endpoints = etcd.endpoints().join(",");
-        let timeout = NODE_TIMEOUT_MS.to_string();
-        common::rediskv_on_disk(
-            "fjall",
-            &[
-                "--cluster-enabled",
-                "yes",
-                "--cluster-etcd",
-                &endpoints,
-                "--etcd-prefix",
-                prefix,
-                "--cluster-initial-nodes",
-                "2",
-                "--cluster-node-timeout",
-                &timeout,
-                "--threads",
-                "2",
-            ],
-        )
+        let (timeout, initial) = (NODE_TIMEOUT_MS.to_string(), initial.to_string());
+        let mut args = vec![
+            "--cluster-enabled",
+            "yes",
+            "--cluster-etcd",
+            &endpoints,
+            "--etcd-prefix",
+            prefix,
+            "--cluster-initial-nodes",
+            &initial,
+            "--cluster-node-timeout",
+            &timeout,
+            "--threads",
+            "2",
+        ];
+        args.extend_from_slice(more);
+        common::rediskv_on_disk("fjall", &args)
     }
 
     /// CLUSTER INFO's `name:value` field.
@@ -566,7 +565,7 @@ mod over_etcd {
     #[test]
     fn a_slot_moves_with_its_data_under_an_incr_load_and_no_acknowledged_incr_is_lost() {
         let Some(etcd) = Cluster::start("a_slot_moves_with_its_data", 1) else { return };
-        let nodes: Vec<Server> = (0..2).map(|_| disk_node(&etcd, "move/")).collect();
+        let nodes: Vec<Server> = (0..2).map(|_| disk_node(&etcd, "move/", 2, &[])).collect();
         let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
         wait_shared(&ports, Duration::from_secs(20));
         let (from, to) = (ports[0], ports[1]);
@@ -708,6 +707,39 @@ mod over_etcd {
             "move: slot {slot}, {copied} keys copied, {forwarded} writes forwarded, {} ms in all, closed to writes {} ms",
             info_field(from, "migrating_time_ms").unwrap(),
             info_field(from, "migrating_closed_ms").unwrap()
+        );
+    }
+
+    #[test]
+    fn a_replica_takes_its_primary_s_slots_when_the_primary_s_lease_runs_out() {
+        let Some(etcd) = Cluster::start("a_replica_takes_its_primary_s_slots", 1) else { return };
+        let mut primary = disk_node(&etcd, "promote/", 1, &[]);
+        wait_shared(&[primary.port], Duration::from_secs(20));
+        let port = primary.port.to_string();
+        let replica = disk_node(&etcd, "promote/", 1, &["--replicaof", &format!("127.0.0.1 {port}")]);
+        let mut c = primary.client();
+        for n in 1..=200 {
+            assert_eq!(c.cmd(&["INCR", "promoted"]), Value::Int(n));
+        }
+        // Acknowledged by the replica too: the failover keeps them.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while c.cmd(&["WAIT", "1", "100"]) != Value::Int(1) {
+            assert!(Instant::now() < deadline, "the replica never caught up");
+        }
+        let mut r = replica.client();
+        assert_eq!(
+            r.cmd(&["GET", "promoted"]),
+            Value::Error(format!("MOVED {} 127.0.0.1:{port}", ::rediskv::codec::key_slot(b"promoted")))
+        );
+        primary.kill();
+        let took = wait_shared(&[replica.port], Duration::from_secs(20));
+        let Value::Array(Some(role)) = r.cmd(&["ROLE"]) else { panic!("ROLE") };
+        assert_eq!(role[0], Value::Bulk(Some(b"master".to_vec())));
+        assert_eq!(r.cmd(&["GET", "promoted"]), Value::Bulk(Some(b"200".to_vec())));
+        assert_eq!(r.cmd(&["INCR", "promoted"]), Value::Int(201));
+        assert_eq!(r.cmd(&["FSCK"]), Value::Array(Some(vec![])));
+        eprintln!(
+            "failover: the replica served the slots {took:?} after the primary's kill -9 (lease {NODE_TIMEOUT_MS} ms)"
         );
     }
 }

@@ -40,7 +40,8 @@ impl Client {
         {
             return Some(Some(denied));
         }
-        if let Some(cluster) = state.cluster.get()
+        // The primary's stream is applied whatever the slots, as Redis.
+        if let Some(cluster) = state.cluster.get().filter(|_| !self.master)
             && let Some(redirection) = self.cluster_refusal(cluster, info, argv, state)
         {
             return Some(redirection);

@@ -12,7 +12,7 @@ mod gate;
 mod replicas;
 mod stats;
 
-pub use replicas::become_replica;
+pub use replicas::{become_replica, promote};
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;

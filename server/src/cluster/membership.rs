@@ -80,6 +80,26 @@ pub fn settle(current: &Topology, live: &[Node], initial: usize) -> Option<Topol
     (next.ranges != current.ranges).then_some(next)
 }
 
+/// The table a replica of the node at `primary` writes when that node owns slots but is no
+/// longer registered (its lease ran out): its slots are `myself`'s; with the gone node's id.
+/// `None` otherwise.
+pub fn take_over(
+    current: &Topology,
+    primary: &(String, u16),
+    myself: &Node,
+    registered: &BTreeMap<String, (Vec<u8>, i64)>,
+) -> Option<(Topology, String)> {
+    let owners = current.owners();
+    let gone = owners.iter().flatten().find(|n| (&n.host, n.port) == (&primary.0, primary.1))?;
+    if gone.id == myself.id || registered.contains_key(&gone.id) {
+        return None;
+    }
+    let gone = gone.id.clone();
+    let owners: Vec<Option<Node>> =
+        owners.into_iter().map(|o| o.map(|n| if n.id == gone { myself.clone() } else { n })).collect();
+    Some((Topology::from_owners(&owners, current.epoch + 1, current.revision), gone))
+}
+
 /// Registers this node and follows the cluster's records on a thread of its own, for as long
 /// as the process lives; `ttl` is the lease's (`cluster-node-timeout`).
 pub fn spawn(cluster: Arc<Cluster>, etcd: Arc<Backend>, ttl: Duration) {
@@ -162,6 +182,18 @@ pub fn follow(cluster: &Cluster, etcd: &Backend) -> rediskv::Result<()> {
             Some(moves) => settle(&current, &live, moves.initial_nodes),
             None => rebalance(&current, &live),
         };
+        if next.is_none()
+            && let Some(moves) = cluster.moves.get()
+            && let Some(primary) = moves.primary()
+            && let Some((next, gone)) = take_over(&current, &primary, &cluster.myself, &records.nodes)
+        {
+            // The primary's lease ran out: its replica takes its slots, while it stays gone.
+            if etcd.cluster_take_over(records.table_revision, &next.encode(), &gone)? {
+                crate::log::warning!("Primary {gone} is gone: this replica takes its slots");
+                moves.promote();
+            }
+            continue;
+        }
         match next {
             Some(next) => {
                 // Lost to another node's change: read that one.

@@ -121,6 +121,22 @@ impl Moves {
         *lock(&self.importing)
     }
 
+    /// The address of the primary this node replicates, if it is a replica.
+    pub fn primary(&self) -> Option<(String, u16)> {
+        let state = self.state.get()?.upgrade()?;
+        state.link.is_replica().then(|| {
+            let link = state.link.info();
+            (link.host, link.port)
+        })
+    }
+
+    /// Makes this replica a primary (REPLICAOF NO ONE): it took its primary's slots.
+    pub fn promote(&self) {
+        if let Some(state) = self.state.get().and_then(Weak::upgrade) {
+            crate::client::promote(&state);
+        }
+    }
+
     /// CLUSTER INFO's lines of the last moves (after Kvrocks' names).
     pub fn info(&self) -> String {
         let report = lock(&self.report).clone();
