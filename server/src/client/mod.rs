@@ -12,7 +12,9 @@ mod gate;
 mod replicas;
 mod stats;
 
-pub use replicas::{become_replica, promote};
+pub use replicas::become_replica;
+#[cfg(feature = "etcd")]
+pub use replicas::promote;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
