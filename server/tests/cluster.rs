@@ -536,6 +536,11 @@ mod over_etcd {
     /// A node over fjall in a temporary directory of its own, keeping the slot table in
     /// `etcd` under `prefix`; the first `initial` nodes share the slots.
     fn disk_node(etcd: &Cluster, prefix: &str, initial: usize, more: &[&str]) -> Server {
+        engine_node("fjall", etcd, prefix, initial, more)
+    }
+
+    /// [`disk_node`] over `engine`.
+    fn engine_node(engine: &str, etcd: &Cluster, prefix: &str, initial: usize, more: &[&str]) -> Server {
         let endpoints = etcd.endpoints().join(",");
         let (timeout, initial) = (NODE_TIMEOUT_MS.to_string(), initial.to_string());
         let mut args = vec![
@@ -553,7 +558,7 @@ mod over_etcd {
             "2",
         ];
         args.extend_from_slice(more);
-        common::rediskv_on_disk("fjall", &args)
+        common::rediskv_on_disk(engine, &args)
     }
 
     /// CLUSTER INFO's `name:value` field.
@@ -564,8 +569,19 @@ mod over_etcd {
 
     #[test]
     fn a_slot_moves_with_its_data_under_an_incr_load_and_no_acknowledged_incr_is_lost() {
-        let Some(etcd) = Cluster::start("a_slot_moves_with_its_data", 1) else { return };
-        let nodes: Vec<Server> = (0..2).map(|_| disk_node(&etcd, "move/", 2, &[])).collect();
+        slot_move_under_load("fjall");
+    }
+
+    /// The same over RocksDB (`--features etcd,rocksdb`): its snapshot is a copy in memory.
+    #[cfg(feature = "rocksdb")]
+    #[test]
+    fn a_slot_moves_with_its_data_on_rocksdb_under_an_incr_load() {
+        slot_move_under_load("rocksdb");
+    }
+
+    fn slot_move_under_load(engine: &str) {
+        let Some(etcd) = Cluster::start(&format!("a_slot_moves_with_its_data_{engine}"), 1) else { return };
+        let nodes: Vec<Server> = (0..2).map(|_| engine_node(engine, &etcd, "move/", 2, &[])).collect();
         let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
         wait_shared(&ports, Duration::from_secs(20));
         let (from, to) = (ports[0], ports[1]);

@@ -7,19 +7,26 @@
 //! 2. takes a snapshot of its store while no command runs, and from that instant captures the
 //!    replication stream's units that touch the slot ([`Moves`] stands in front of the
 //!    replication stream);
-//! 3. sends each key of the slot in the snapshot as `RESTORE key ttl payload REPLACE`
-//!    (preceded by `ASKING`, which lets a connection use a slot its node imports), while
-//!    clients go on reading and writing the slot on the source;
-//! 4. forwards the captured units, round after round, until a round is short;
+//! 3. sends each key of the slot in the snapshot as `RESTORE key ttl payload REPLACE`, 256
+//!    to a transaction (`ASKING`, which lets a connection use a slot its node imports,
+//!    `MULTI`, …, `EXEC`: one commit on the target), while clients go on reading and writing
+//!    the slot on the source;
+//! 4. forwards the captured units' commands (in transactions of 256 commands: the target
+//!    replays them faster than the source's clients wrote them), round after round, until a
+//!    round is short (or ten rounds passed);
 //! 5. closes the slot: writes routed to it wait (the event loops hold them back, as for
 //!    CLIENT PAUSE), and a commit already routed that comes after is refused by the store
 //!    ([`crate::store::ClosedSlot`], answered `-TRYAGAIN`); once the keyspace lock shows
 //!    no commit runs, it forwards the last units;
 //! 6. gives the slot to the target in etcd's slot table, in a `Txn` compared on the table's
 //!    revision and only while the table still names the source (a lost or unknown answer is
-//!    read back), tells the target (`CLUSTERX IMPORT slot END`: it reads the table), reads the
-//!    table itself and opens the slot: the writes that waited are answered `-MOVED`;
+//!    read back), takes that table itself, tells the target (`CLUSTERX IMPORT slot END`: it
+//!    reads the table) and opens the slot: the writes that waited are answered `-MOVED`;
 //! 7. deletes its own copy of the slot's keys.
+//!
+//! Once the table names the target, the move counts as done: a failure after that (the
+//! target's confirmation lost, the deletion failed) is reported in `migrating_error`, and
+//! the target keeps its copy.
 //!
 //! Every write acknowledged on the source before the close is in the snapshot or in a
 //! forwarded unit, exactly once (a unit is captured under its commit's key locks, after the
@@ -44,13 +51,13 @@ use crate::state::State;
 use crate::store::ClosedSlot;
 use crate::sync::lock;
 
-/// Keys per pipelined round of RESTOREs.
-const PIPELINE: usize = 256;
+/// Commands per transaction sent to the target (keys per round trip of RESTOREs).
+const BATCH: usize = 256;
 /// A round of captured units this short ends the forwarding before the slot is closed.
 const SHORT_ROUND: usize = 64;
-/// Rounds of forwarding at most before the slot is closed anyway (a write load faster than
-/// the link).
-const MAX_ROUNDS: usize = 100;
+/// Rounds of forwarding at most before the slot is closed anyway, as Kvrocks' (a write load
+/// as fast as the forwarding never leaves a short round).
+const MAX_ROUNDS: usize = 10;
 
 /// The slot moves of a node that keeps its data: the one it sends, the one it receives,
 /// and the capture of the replication stream a move forwards.
@@ -261,10 +268,11 @@ fn start_move(cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
         let Some(moves) = cluster.moves.get() else { return };
         let started = Instant::now();
         crate::log::notice!("Moving slot {slot} to {} ({}:{})", target.id, target.host, target.port);
-        let moved = move_slot(&state, cluster, moves, slot, &target);
-        let total_ms = started.elapsed().as_millis() as u64;
-        match moved {
-            Ok(()) => {
+        match hand_over(&state, cluster, moves, slot, &target) {
+            Ok((link, closed_at)) => {
+                // The slot is the target's: what fails from here on is only reported.
+                let after = finish(&state, moves, slot, &target, link, closed_at);
+                let total_ms = started.elapsed().as_millis() as u64;
                 moves.progress(|o| (o.state, o.total_ms) = ("success", total_ms));
                 let report = lock(&moves.report).out.clone().unwrap_or_default();
                 crate::log::notice!(
@@ -275,12 +283,17 @@ fn start_move(cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
                     total_ms,
                     report.closed_ms
                 );
+                if let Err(e) = after {
+                    crate::log::warning!("After moving slot {slot}: {e}");
+                    moves.progress(|o| o.error = e);
+                }
             }
             Err(e) => {
                 moves.stop_capture();
                 moves.closed.set(None);
                 let _ = Link::connect(&target).and_then(|mut link| link.send(&[import_command(slot, "FAIL")]));
                 crate::log::warning!("Moving slot {slot} to {} failed: {e}", target.id);
+                let total_ms = started.elapsed().as_millis() as u64;
                 moves.progress(|o| (o.state, o.total_ms, o.error) = ("fail", total_ms, e));
             }
         }
@@ -300,21 +313,22 @@ fn import_command(slot: u16, step: &str) -> Vec<Bytes> {
         .collect()
 }
 
-/// Steps 1 to 7 of the module's description.
-fn move_slot(
+/// Steps 1 to 6 of the module's description, up to the switch in etcd: answers the link to
+/// the target and when the slot was closed (the table names the target now).
+fn hand_over(
     state: &State,
     cluster: &Cluster,
     moves: &Moves,
     slot: u16,
     target: &Node,
-) -> Result<(), String> {
+) -> Result<(Link, Instant), String> {
     let mut link = Link::connect(target)?;
     link.send(&[import_command(slot, "START")])?;
     let (snapshot, ()) = crate::rdb::snapshot_at(state, || moves.capture(slot))?;
     let engine = snapshot.engine()?;
     let mut session = Session::new(0);
     let mut batch: Vec<Vec<Bytes>> = Vec::new();
-    let mut copied = 0;
+    let mut copied = 0u64;
     for_keys_in_slot(&engine, slot, &mut |key| {
         let payload = match engine.execute(&mut session, &[Bytes::from_static(b"DUMP"), key.clone()]) {
             Reply::Bulk(payload) => payload,
@@ -324,7 +338,6 @@ fn move_slot(
             Reply::Integer(ms) if ms > 0 => ms,
             _ => 0,
         };
-        batch.push(vec![Bytes::from_static(b"ASKING")]);
         batch.push(vec![
             Bytes::from_static(b"RESTORE"),
             key,
@@ -332,21 +345,21 @@ fn move_slot(
             payload,
             Bytes::from_static(b"REPLACE"),
         ]);
-        if batch.len() >= 2 * PIPELINE {
-            link.send(&std::mem::take(&mut batch))?;
-            copied += PIPELINE as u64;
+        if batch.len() >= BATCH {
+            copied += batch.len() as u64;
+            link.send(&transactions(std::mem::take(&mut batch)))?;
             moves.progress(|o| o.keys = copied);
         }
         Ok(())
     })?;
-    copied += batch.len() as u64 / 2;
-    link.send(&batch)?;
+    copied += batch.len() as u64;
+    link.send(&transactions(batch))?;
     moves.progress(|o| o.keys = copied);
     drop(snapshot);
     let mut forwarded = 0;
     let mut forward = |link: &mut Link, units: Vec<Vec<Propagated>>| -> Result<(), String> {
         forwarded += units.len() as u64;
-        link.send(&units.into_iter().flat_map(unit_commands).collect::<Vec<_>>())?;
+        link.send(&transactions(units.into_iter().flatten().map(|c| c.argv).collect()))?;
         moves.progress(|o| o.writes = forwarded);
         Ok(())
     };
@@ -364,40 +377,51 @@ fn move_slot(
     // the slot is refused by the store.
     drop(state.engine.locks().lock(true, std::iter::empty()));
     forward(&mut link, moves.stop_capture())?;
-    give(cluster, slot, target)?;
-    if let Err(e) = link.send(&[import_command(slot, "END")]) {
-        crate::log::warning!("Slot {slot} is {}'s now, which did not confirm it: {e}", target.id);
-    }
-    if let Some(etcd) = cluster.etcd.get()
-        && let Err(e) = super::membership::follow(cluster, etcd)
-    {
-        crate::log::warning!("Cannot read the slot table after moving slot {slot}: {e}");
-    }
-    moves.closed.set(None);
-    moves.progress(|o| o.closed_ms = closed_at.elapsed().as_millis() as u64);
-    let deleted = delete_slot(&state.engine, slot)?;
-    moves.progress(|o| o.deleted = deleted);
-    Ok(())
+    let table = give(cluster, slot, target)?;
+    // This node's own view first: the slot is never open here under the old table.
+    cluster.set_topology(table);
+    Ok((link, closed_at))
 }
 
-/// The commands that replay a captured unit on the target: ASKING, then the command, or a
-/// MULTI/EXEC around the unit's commands (ASKING holds until EXEC).
-fn unit_commands(unit: Vec<Propagated>) -> Vec<Vec<Bytes>> {
-    let mut out = vec![vec![Bytes::from_static(b"ASKING")]];
-    let transaction = unit.len() > 1;
-    if transaction {
-        out.push(vec![Bytes::from_static(b"MULTI")]);
+/// The end of step 6 and step 7, once the table names the target: tells it, opens the slot
+/// (its waiting writes are redirected) and deletes this node's copy.
+fn finish(
+    state: &State,
+    moves: &Moves,
+    slot: u16,
+    target: &Node,
+    mut link: Link,
+    closed_at: Instant,
+) -> Result<(), String> {
+    let told = link.send(&[import_command(slot, "END")]);
+    moves.closed.set(None);
+    moves.progress(|o| o.closed_ms = closed_at.elapsed().as_millis() as u64);
+    let deleted = delete_slot(&state.engine, slot);
+    if let Ok(deleted) = deleted {
+        moves.progress(|o| o.deleted = deleted);
     }
-    out.extend(unit.into_iter().map(|c| c.argv));
-    if transaction {
-        out.push(vec![Bytes::from_static(b"EXEC")]);
+    told.map_err(|e| format!("{} did not confirm it took the slot: {e}", target.id))?;
+    deleted.map(|_| ()).map_err(|e| format!("this node's copy of the slot was not deleted: {e}"))
+}
+
+/// `commands` as transactions of up to [`BATCH`] commands, each `ASKING`, `MULTI`, the
+/// commands, `EXEC` (ASKING holds until EXEC): the target applies each as one commit, in
+/// order.
+fn transactions(commands: Vec<Vec<Bytes>>) -> Vec<Vec<Bytes>> {
+    let word = |w: &'static [u8]| vec![Bytes::from_static(w)];
+    let mut out = Vec::with_capacity(commands.len() + 3 * commands.len().div_ceil(BATCH));
+    let mut commands = commands.into_iter().peekable();
+    while commands.peek().is_some() {
+        out.extend([word(b"ASKING"), word(b"MULTI")]);
+        out.extend(commands.by_ref().take(BATCH));
+        out.push(word(b"EXEC"));
     }
     out
 }
 
-/// Gives `slot` to `target` in etcd's table, while the table names this node its owner.
-/// An answer lost on the way is read back from the table.
-fn give(cluster: &Cluster, slot: u16, target: &Node) -> Result<(), String> {
+/// Gives `slot` to `target` in etcd's table, while the table names this node its owner;
+/// answers the table that does. An answer lost on the way is read back from the table.
+fn give(cluster: &Cluster, slot: u16, target: &Node) -> Result<Topology, String> {
     let etcd = cluster.etcd.get().ok_or("no etcd to keep the slot table")?;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -414,7 +438,7 @@ fn give(cluster: &Cluster, slot: u16, target: &Node) -> Result<(), String> {
         };
         let current = Topology::decode(records.table.as_deref().unwrap_or_default(), records.table_revision);
         match current.owner(slot) {
-            Some(owner) if owner.id == target.id => return Ok(()),
+            Some(owner) if owner.id == target.id => return Ok(current),
             Some(owner) if owner.id == cluster.myself.id => {}
             _ => return Err(format!("slot {slot} is no longer this node's in the slot table")),
         }
@@ -422,7 +446,7 @@ fn give(cluster: &Cluster, slot: u16, target: &Node) -> Result<(), String> {
         owners[usize::from(slot)] = Some(target.clone());
         let next = Topology::from_owners(&owners, current.epoch + 1, current.revision);
         match etcd.cluster_swap_table(current.revision, &next.encode()) {
-            Ok(true) => return Ok(()),
+            Ok(true) => return Ok(next),
             Ok(false) => {}
             Err(e) => crate::log::warning!("Giving slot {slot} away: {e}; reading the table again"),
         }
@@ -499,7 +523,7 @@ fn delete_slot<B: KvBackend>(engine: &Engine<B>, slot: u16) -> Result<u64, Strin
     })?;
     let mut session = Session::new(0);
     let mut deleted = 0;
-    for chunk in keys.chunks(PIPELINE) {
+    for chunk in keys.chunks(BATCH) {
         let mut argv = vec![Bytes::from_static(b"DEL")];
         argv.extend(chunk.iter().cloned());
         match engine.execute(&mut session, &argv) {
