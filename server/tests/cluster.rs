@@ -643,7 +643,12 @@ mod over_etcd {
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(500));
+        // Moved once redis-py is under way (its first INCR stored).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while common::Client::connect(from).cmd(&["GET", &py_key]) == Value::Bulk(None) {
+            assert!(Instant::now() < deadline, "redis-py never INCRed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let target = common::Client::connect(to).cmd(&["CLUSTER", "MYID"]).text();
         let mut admin = common::Client::connect(from);
         assert_eq!(
