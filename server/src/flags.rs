@@ -98,6 +98,18 @@ pub const FLAGS: &[Flag] = &[
         what: "the prefix of every key the server writes in etcd",
     },
     Flag {
+        name: "--cluster-etcd",
+        value: "URL,URL…",
+        default: "none",
+        what: "with `cluster-enabled yes` over fjall or rocksdb: the etcd members that keep the slot table (under `--etcd-prefix`); the data stays on each node",
+    },
+    Flag {
+        name: "--cluster-initial-nodes",
+        value: "N",
+        default: "1",
+        what: "with `--cluster-etcd`: how many nodes share the slots of a new cluster",
+    },
+    Flag {
         name: "--etcd-max-txn-ops",
         value: "N",
         default: "128",

@@ -150,6 +150,10 @@ struct Start {
     data_dir: std::path::PathBuf,
     /// `--etcd-*`: the cluster of `--engine etcd`.
     etcd: store::EtcdFlags,
+    /// `--cluster-etcd`: the etcd members keeping a disk engine's cluster's slot table.
+    cluster_etcd: Option<String>,
+    /// `--cluster-initial-nodes`: how many nodes share a new cluster's slots.
+    initial_nodes: usize,
     /// `--layout` and its options: the records the store holds.
     layout: KeyLayout,
     /// `--cache-size`, `--write-buffer-size`: a disk engine's memory.
@@ -214,6 +218,10 @@ fn options() -> Result<Start, String> {
         )?,
     };
     let layout = layout(&mut args)?;
+    let cluster_etcd = take_flag(&mut args, "--cluster-etcd")?;
+    let initial_nodes = number("--cluster-initial-nodes", take_flag(&mut args, "--cluster-initial-nodes")?)?
+        .unwrap_or(1)
+        .max(1);
     let mut bytes = |flag: &str, default: u64| -> Result<u64, String> {
         match take_flag(&mut args, flag)? {
             Some(v) => config::memory(&v)
@@ -260,7 +268,7 @@ fn options() -> Result<Start, String> {
             layout.kind().name()
         ));
     }
-    Ok(Start { config, engine, threads, data_dir, etcd, layout, memory })
+    Ok(Start { config, engine, threads, data_dir, etcd, cluster_etcd, initial_nodes, layout, memory })
 }
 
 /// `--layout kvrocks|neokv|camellia` (Kvrocks' records by default) with NeoKV's
@@ -325,8 +333,9 @@ fn fatal(why: &str) -> ! {
 }
 
 /// `cluster-enabled yes`: over etcd, registers and follows the slot table the nodes share;
-/// on another engine this node alone serves every slot.
-fn join_cluster(state: &Arc<state::State>) {
+/// over a disk engine with `--cluster-etcd`, the same with the slots' data at home (a slot
+/// moves with CLUSTERX MIGRATE); otherwise this node alone serves every slot.
+fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, usize)>) {
     let config = state.config();
     let port: u16 = config.get("port").parse().unwrap_or(6380);
     let announced = |name: &str| Some(config.get(name).to_string()).filter(|v| !v.is_empty() && v != "0");
@@ -336,7 +345,26 @@ fn join_cluster(state: &Arc<state::State>) {
     let port = announced("cluster-announce-port").and_then(|p| p.parse().ok()).unwrap_or(port);
     let ttl = std::time::Duration::from_millis(config.number("cluster-node-timeout").max(1000) as u64);
     drop(config);
-    let myself = cluster::Node { id: state.run_id.clone(), host, port };
+    #[cfg_attr(not(feature = "etcd"), allow(unused_mut))]
+    let mut myself = cluster::Node { id: state.run_id.clone(), host, port };
+    #[cfg(feature = "etcd")]
+    let local = topology.map(|(flags, initial)| {
+        let closed = state
+            .store
+            .closed_slot()
+            .cloned()
+            .unwrap_or_else(|| fatal("--cluster-etcd needs a disk engine (--engine fjall or rocksdb)"));
+        let etcd = store::open_topology(&flags).unwrap_or_else(|e| fatal(&e));
+        // The slots' data is in the data directory: so is the id of the node owning them.
+        if let Some(dir) = state.store.dir() {
+            myself.id = cluster::migrate::node_id(dir, &myself.id).unwrap_or_else(|e| fatal(&e));
+        }
+        (etcd, Arc::new(cluster::migrate::Moves::new(state.replication.clone(), closed, initial)))
+    });
+    #[cfg(not(feature = "etcd"))]
+    if topology.is_some() {
+        fatal("--cluster-etcd needs a build with the etcd feature");
+    }
     let node = Arc::new(cluster::Cluster::new(myself.clone()));
     // A parked client whose slot moved gets its redirection.
     let weak = Arc::downgrade(state);
@@ -347,7 +375,16 @@ fn join_cluster(state: &Arc<state::State>) {
     }));
     let _ = state.cluster.set(node.clone());
     #[cfg(feature = "etcd")]
+    if let Some((etcd, moves)) = local {
+        moves.set_state(Arc::downgrade(state));
+        let _ = node.moves.set(moves);
+        let _ = node.etcd.set(etcd.clone());
+        cluster::membership::spawn(node, etcd, ttl);
+        return;
+    }
+    #[cfg(feature = "etcd")]
     if let Some(etcd) = state.store.etcd() {
+        let _ = node.etcd.set(etcd.clone());
         cluster::membership::spawn(node, etcd.clone(), ttl);
         return;
     }
@@ -357,12 +394,13 @@ fn join_cluster(state: &Arc<state::State>) {
 }
 
 fn main() {
-    let Start { config, engine, threads, data_dir, etcd, layout, memory } = options().unwrap_or_else(|e| {
-        // No log exists before the configuration is read: redis-server, too, writes this
-        // to standard error.
-        eprintln!("server: {e}");
-        std::process::exit(2);
-    });
+    let Start { config, engine, threads, data_dir, etcd, cluster_etcd, initial_nodes, layout, memory } =
+        options().unwrap_or_else(|e| {
+            // No log exists before the configuration is read: redis-server, too, writes this
+            // to standard error.
+            eprintln!("server: {e}");
+            std::process::exit(2);
+        });
     let syslog = (config.get("syslog-enabled") == "yes")
         .then(|| (config.get("syslog-ident"), config.get("syslog-facility")));
     if let Err(e) = log::open(config.get("logfile"), syslog) {
@@ -386,6 +424,8 @@ fn main() {
         Some(file) => log::warning!("Configuration loaded from {}", file.display()),
         None => log::warning!("No config file given, using the defaults and the command line"),
     }
+    let topology = cluster_etcd
+        .map(|endpoints| (store::EtcdFlags { endpoints: Some(endpoints), ..etcd.clone() }, initial_nodes));
     let store = store::Store::open(&engine, &data_dir, config.get("appendfsync"), memory, &etcd, &layout)
         .unwrap_or_else(|e| {
             log::warning!("{e}");
@@ -459,7 +499,19 @@ fn main() {
     notify::configure(&state);
     evict::configure(&state);
     state.replication.configure(&state.config());
-    state.engine.set_propagation(state.replication.clone());
+    if state.config().get("cluster-enabled") == "yes" {
+        join_cluster(&state, topology);
+    }
+    // A node that moves slots with their data captures the stream of the slot it moves.
+    #[cfg(feature = "etcd")]
+    let propagation: Arc<dyn rediskv::commands::Propagation> =
+        match state.cluster.get().and_then(|c| c.moves.get()) {
+            Some(moves) => moves.clone(),
+            None => state.replication.clone(),
+        };
+    #[cfg(not(feature = "etcd"))]
+    let propagation = state.replication.clone();
+    state.engine.set_propagation(propagation);
     let weak = Arc::downgrade(&state);
     state.link.set_runner(Box::new(move |generation| {
         if let Some(state) = weak.upgrade() {
@@ -477,9 +529,6 @@ fn main() {
         primary.split_once(' ').and_then(|(h, p)| Some((h.to_string(), p.trim().parse::<u16>().ok()?)))
     {
         client::become_replica(&state, &host, port);
-    }
-    if state.config().get("cluster-enabled") == "yes" {
-        join_cluster(&state);
     }
     log::notice!("Ready to accept connections");
     if let Err(e) = conn::serve(state, threads) {

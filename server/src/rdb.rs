@@ -52,6 +52,20 @@ pub struct Snapshot {
     pub replication: Option<RdbReplication>,
 }
 
+impl Snapshot {
+    /// An engine reading the snapshot, databases mapped as they were then.
+    ///
+    /// # Errors
+    /// The snapshot's SWAPDB mapping is not a permutation.
+    pub fn engine(&self) -> Result<Engine<rediskv::backend::Snapshot>, String> {
+        let engine = Engine::with_layout(self.store.clone(), self.layout.clone());
+        if !engine.restore_db_slots(&self.slots) {
+            return Err("the snapshot's SWAPDB mapping is not a permutation".into());
+        }
+        Ok(engine)
+    }
+}
+
 /// What a save or a load did.
 pub type RdbStats = rediskv::commands::RdbCounts;
 
@@ -143,10 +157,7 @@ fn write_rdb_counting(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<RdbStats, String> {
-    let engine = Engine::with_layout(snapshot.store.clone(), snapshot.layout.clone());
-    if !engine.restore_db_slots(&snapshot.slots) {
-        return Err("the snapshot's SWAPDB mapping is not a permutation".into());
-    }
+    let engine = snapshot.engine()?;
     let save = RdbSave {
         header: RdbHeader {
             redis_ver: "7.0.15".into(),

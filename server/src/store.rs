@@ -92,6 +92,9 @@ pub enum Store {
         cache: Arc<DiskCache>,
         /// The `appendfsync` policy it was opened with.
         sync: Sync,
+        /// The slot whose writes `kv` refuses (a cluster node handing it to another).
+        #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+        closed: Arc<ClosedSlot>,
     },
     /// A prefix in an etcd cluster, shared with other server nodes.
     #[cfg(feature = "etcd")]
@@ -188,8 +191,9 @@ impl Store {
         if let Err(e) = spawned {
             unfilled(&e);
         }
-        let kv: Backend = cache.clone();
-        Ok(Store::Disk { engine, dir: dir.to_path_buf(), disk, kv, cache, sync })
+        let closed = Arc::new(ClosedSlot::default());
+        let kv: Backend = Arc::new(SlotGuard { inner: cache.clone(), closed: closed.clone() });
+        Ok(Store::Disk { engine, dir: dir.to_path_buf(), disk, kv, cache, sync, closed })
     }
 
     /// The key filter's size in bytes and whether it answers (see
@@ -208,6 +212,16 @@ impl Store {
             Store::Disk { kv, .. } => kv.clone(),
             #[cfg(feature = "etcd")]
             Store::Etcd { kv, .. } => kv.clone(),
+        }
+    }
+
+    /// The slot whose writes a disk store refuses while it is handed to another node
+    /// (`None`: the store keeps no data of its own, or not on disk).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub fn closed_slot(&self) -> Option<&Arc<ClosedSlot>> {
+        match self {
+            Store::Disk { closed, .. } => Some(closed),
+            _ => None,
         }
     }
 
@@ -481,6 +495,19 @@ impl WriteStatus {
     }
 }
 
+/// Connects to the etcd cluster `flags` name to keep a cluster's slot table there (the
+/// data is elsewhere).
+///
+/// # Errors
+/// etcd cannot be reached, or its prefix holds another store's layout.
+#[cfg(feature = "etcd")]
+pub fn open_topology(flags: &EtcdFlags) -> Result<Arc<rediskv_etcd::Backend>, String> {
+    match open_etcd(flags, &KeyLayout::default())? {
+        Store::Etcd { etcd, .. } => Ok(etcd),
+        _ => Err("not an etcd store".into()),
+    }
+}
+
 /// Connects to the etcd cluster `flags` name.
 #[cfg(feature = "etcd")]
 fn open_etcd(flags: &EtcdFlags, layout: &KeyLayout) -> Result<Store, String> {
@@ -507,6 +534,115 @@ fn open_etcd(flags: &EtcdFlags, layout: &KeyLayout) -> Result<Store, String> {
     let etcd = Arc::new(rediskv_etcd::open(options).map_err(|e| format!("etcd at {endpoints}: {e}"))?);
     let kv: Backend = etcd.clone();
     Ok(Store::Etcd { etcd, kv })
+}
+
+/// The slot a cluster node is handing to another node: from the moment the node closes it
+/// until the new owner takes it, commands routed to it commit nothing. `u32::MAX`: none.
+#[derive(Debug)]
+pub struct ClosedSlot(std::sync::atomic::AtomicU32);
+
+impl Default for ClosedSlot {
+    fn default() -> Self {
+        ClosedSlot(std::sync::atomic::AtomicU32::new(u32::MAX))
+    }
+}
+
+impl ClosedSlot {
+    /// The slot closed now, if any.
+    pub fn get(&self) -> Option<u16> {
+        u16::try_from(self.0.load(std::sync::atomic::Ordering::SeqCst)).ok()
+    }
+
+    /// Closes `slot` (`None`: opens every slot).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub fn set(&self, slot: Option<u16>) {
+        self.0.store(slot.map_or(u32::MAX, u32::from), std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+thread_local! {
+    /// The slot of the command the calling thread runs (cluster mode), set when it is routed.
+    static ROUTED: std::cell::Cell<Option<u16>> = const { std::cell::Cell::new(None) };
+}
+
+/// Records the slot the calling thread's next commits belong to (`None`: no slot's).
+pub fn route_writes(slot: Option<u16>) {
+    ROUTED.with(|r| r.set(slot));
+}
+
+/// Words in the error of a commit refused because its slot was closed (it is being handed
+/// to another node).
+pub const SLOT_CLOSED: &str = "the slot is being handed to another node";
+
+/// A disk store that refuses the commits of commands routed to its [`ClosedSlot`]. A commit
+/// runs under its keys' locks, so once a node closed the slot and waited for the keyspace
+/// lock, no commit of the slot can follow.
+struct SlotGuard {
+    inner: Arc<DiskCache>,
+    closed: Arc<ClosedSlot>,
+}
+
+impl KvBackend for SlotGuard {
+    fn get(&self, cf: ColumnFamily, key: &[u8]) -> rediskv::Result<Option<bytes::Bytes>> {
+        self.inner.get(cf, key)
+    }
+    fn get_with(
+        &self,
+        cf: ColumnFamily,
+        key: &[u8],
+        read: &mut dyn FnMut(Option<&[u8]>),
+    ) -> rediskv::Result<()> {
+        self.inner.get_with(cf, key, read)
+    }
+    fn multi_get(&self, cf: ColumnFamily, keys: &[&[u8]]) -> rediskv::Result<Vec<Option<bytes::Bytes>>> {
+        self.inner.multi_get(cf, keys)
+    }
+    fn get_ahead(
+        &self,
+        cf: ColumnFamily,
+        key: &[u8],
+        bound: &[u8],
+        direction: rediskv::backend::Direction,
+    ) -> rediskv::Result<Option<bytes::Bytes>> {
+        self.inner.get_ahead(cf, key, bound, direction)
+    }
+    fn reads_ahead(&self) -> bool {
+        self.inner.reads_ahead()
+    }
+    fn scan<'a>(
+        &'a self,
+        cf: ColumnFamily,
+        range: &rediskv::codec::KeyRange,
+        direction: rediskv::backend::Direction,
+    ) -> rediskv::Result<rediskv::backend::ScanIter<'a>> {
+        self.inner.scan(cf, range, direction)
+    }
+    fn write(&self, batch: rediskv::backend::WriteBatch) -> rediskv::Result<()> {
+        if let Some(closed) = self.closed.get()
+            && ROUTED.with(|r| r.get()) == Some(closed)
+        {
+            return Err(rediskv::Error::Backend(SLOT_CLOSED.into()));
+        }
+        self.inner.write(batch)
+    }
+    fn begin(&self) {
+        self.inner.begin()
+    }
+    fn finish(&self) -> bool {
+        self.inner.finish()
+    }
+    fn retry_pause(&self, attempt: u32, elapsed: std::time::Duration) -> Option<std::time::Duration> {
+        self.inner.retry_pause(attempt, elapsed)
+    }
+    fn stamp(&self, cf: ColumnFamily, key: &[u8]) -> rediskv::Result<Option<u64>> {
+        self.inner.stamp(cf, key)
+    }
+    fn is_shared(&self) -> bool {
+        self.inner.is_shared()
+    }
+    fn snapshot(&self) -> rediskv::Result<Option<rediskv::backend::Snapshot>> {
+        self.inner.snapshot()
+    }
 }
 
 /// The engine type: the library's thread-safe `Engine` over the shared store.

@@ -5,8 +5,10 @@
 //! INCR load with every acknowledged INCR applied once, give a joining node its share (a
 //! client parked on a slot that moved gets MOVED), replace a node restarted on its address
 //! at once, and a node paused past its lease commits nothing to the slots it lost (its
-//! commit is fenced). The etcd tests need the `etcd` feature:
-//! `cargo test -p rediskv-server --features etcd --test cluster`.
+//! commit is fenced). Nodes over fjall keeping the slot table in etcd move a slot with its
+//! data under an INCR load (exact totals, FSCK clean on both; on RocksDB too with the
+//! `rocksdb` feature), and a replica takes its killed primary's slots. The etcd tests need
+//! the `etcd` feature: `cargo test -p rediskv-server --features etcd --test cluster`.
 
 mod common;
 
@@ -224,7 +226,8 @@ mod over_etcd {
                             self.at = self.ports[0];
                         }
                     }
-                    Some(Value::Error(e)) if e.starts_with("CLUSTERDOWN") => {
+                    // TRYAGAIN: refused while its slot was being handed over, not applied.
+                    Some(Value::Error(e)) if e.starts_with("CLUSTERDOWN") || e.starts_with("TRYAGAIN") => {
                         std::thread::sleep(Duration::from_millis(20));
                     }
                     Some(reply) => return Ok(reply),
@@ -530,5 +533,236 @@ mod over_etcd {
         // Back from its pause it registers again and gets a share of the slots.
         wait_shared(&ports, Duration::from_secs(20));
         assert_eq!(router.cmd(&["INCR", &key]), Ok(Value::Int(7)));
+    }
+
+    /// A node over fjall in a temporary directory of its own, keeping the slot table in
+    /// `etcd` under `prefix`; the first `initial` nodes share the slots.
+    fn disk_node(etcd: &Cluster, prefix: &str, initial: usize, more: &[&str]) -> Server {
+        engine_node("fjall", etcd, prefix, initial, more)
+    }
+
+    /// [`disk_node`] over `engine`.
+    fn engine_node(engine: &str, etcd: &Cluster, prefix: &str, initial: usize, more: &[&str]) -> Server {
+        let endpoints = etcd.endpoints().join(",");
+        let (timeout, initial) = (NODE_TIMEOUT_MS.to_string(), initial.to_string());
+        let mut args = vec![
+            "--cluster-enabled",
+            "yes",
+            "--cluster-etcd",
+            &endpoints,
+            "--etcd-prefix",
+            prefix,
+            "--cluster-initial-nodes",
+            &initial,
+            "--cluster-node-timeout",
+            &timeout,
+            "--threads",
+            "2",
+        ];
+        args.extend_from_slice(more);
+        common::rediskv_on_disk(engine, &args)
+    }
+
+    /// CLUSTER INFO's `name:value` field.
+    fn info_field(port: u16, name: &str) -> Option<String> {
+        let info = common::Client::connect(port).cmd(&["CLUSTER", "INFO"]).text();
+        info.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
+    }
+
+    #[test]
+    fn a_slot_moves_with_its_data_under_an_incr_load_and_no_acknowledged_incr_is_lost() {
+        slot_move_under_load("fjall");
+    }
+
+    /// The same over RocksDB (`--features etcd,rocksdb`): its snapshot is a copy in memory.
+    #[cfg(feature = "rocksdb")]
+    #[test]
+    fn a_slot_moves_with_its_data_on_rocksdb_under_an_incr_load() {
+        slot_move_under_load("rocksdb");
+    }
+
+    fn slot_move_under_load(engine: &str) {
+        let Some(etcd) = Cluster::start(&format!("a_slot_moves_with_its_data_{engine}"), 1) else { return };
+        let nodes: Vec<Server> = (0..2).map(|_| engine_node(engine, &etcd, "move/", 2, &[])).collect();
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        let (from, to) = (ports[0], ports[1]);
+        // A slot of the first node, filled with keys of its hash tag.
+        let tag = key_of(from, "tag");
+        let slot = ::rediskv::codec::key_slot(tag.as_bytes());
+        const FILLED: usize = 5000;
+        let mut c = common::Client::connect(from);
+        for chunk in (0..FILLED).collect::<Vec<_>>().chunks(500) {
+            let mut argv = vec!["MSET".to_string()];
+            for i in chunk {
+                argv.extend([format!("{{{tag}}}:fill:{i}"), format!("v{i}")]);
+            }
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            assert_eq!(c.cmd(&argv), Value::Status("OK".into()));
+        }
+        assert_eq!(c.cmd(&["SET", &format!("{{{tag}}}:ttl"), "x", "EX", "1000"]), Value::Status("OK".into()));
+        let stop = Arc::new(AtomicBool::new(false));
+        // Every INCR is acknowledged (no node dies): each answer is one more than the last.
+        let workers: Vec<_> = (0..4)
+            .map(|w| {
+                let (ports, stop, key) = (ports.clone(), stop.clone(), format!("{{{tag}}}:counter:{w}"));
+                std::thread::spawn(move || {
+                    let mut router = Router::new(&ports);
+                    let mut last = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        match router.cmd(&["INCR", &key]) {
+                            Ok(Value::Int(n)) => {
+                                assert_eq!(n, last + 1, "{key}");
+                                last = n;
+                            }
+                            other => panic!("{key}: {other:?}"),
+                        }
+                    }
+                    (key, last)
+                })
+            })
+            .collect();
+        // redis-py's RedisCluster INCRs a key of the slot too (it follows MOVED and retries
+        // TRYAGAIN by itself).
+        let stop_file = std::env::temp_dir().join(format!("rediskv-move-stop-{}", std::process::id()));
+        let _ = std::fs::remove_file(&stop_file);
+        let py_key = format!("{{{tag}}}:py");
+        let script = format!(
+            "import os, redis\n\
+             c = redis.RedisCluster(host='127.0.0.1', port={from})\n\
+             last = 0\n\
+             while not os.path.exists({:?}):\n\
+             \x20   n = c.incr('{py_key}')\n\
+             \x20   assert n == last + 1, (n, last)\n\
+             \x20   last = n\n\
+             print(last)\n",
+            stop_file.display().to_string()
+        );
+        let python = Command::new("python3")
+            .args(["-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Moved once redis-py is under way (its first INCR stored).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while common::Client::connect(from).cmd(&["GET", &py_key]) == Value::Bulk(None) {
+            assert!(Instant::now() < deadline, "redis-py never INCRed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let target = common::Client::connect(to).cmd(&["CLUSTER", "MYID"]).text();
+        let mut admin = common::Client::connect(from);
+        assert_eq!(
+            admin.cmd(&["CLUSTERX", "MIGRATE", &slot.to_string(), &target]),
+            Value::Status("OK".into())
+        );
+        assert_eq!(
+            admin.cmd(&["CLUSTERX", "MIGRATE", &slot.to_string(), &target]),
+            Value::Error("ERR There is already a migrating job".into())
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while info_field(from, "migrating_state").as_deref() != Some("success") {
+            assert_ne!(
+                info_field(from, "migrating_state").as_deref(),
+                Some("fail"),
+                "{:?}",
+                info_field(from, "migrating_error")
+            );
+            assert!(Instant::now() < deadline, "the move never ended");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, Ordering::Relaxed);
+        std::fs::write(&stop_file, b"").unwrap();
+        let out = python.wait_with_output().unwrap();
+        let _ = std::fs::remove_file(&stop_file);
+        let py_last = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(out.status.success() && py_last.parse::<i64>().unwrap() > 0, "redis-py: {py_last:?}");
+        // Both nodes name the target the slot's owner, which holds every key and every INCR.
+        for port in &ports {
+            let table = slots(*port);
+            assert!(
+                table
+                    .iter()
+                    .any(|r| r.0 <= i64::from(slot) && i64::from(slot) <= r.1 && r.2 == i64::from(to))
+            );
+        }
+        let mut router = Router::new(&ports);
+        assert_eq!(router.cmd(&["GET", &py_key]), Ok(Value::Bulk(Some(py_last.into_bytes()))));
+        for worker in workers {
+            let (key, last) = worker.join().unwrap();
+            assert!(last > 0);
+            assert_eq!(
+                router.cmd(&["GET", &key]),
+                Ok(Value::Bulk(Some(last.to_string().into_bytes()))),
+                "{key}"
+            );
+        }
+        let mut target_client = common::Client::connect(to);
+        assert_eq!(
+            target_client.cmd(&["GET", &format!("{{{tag}}}:fill:4321")]),
+            Value::Bulk(Some(b"v4321".to_vec()))
+        );
+        let Value::Int(ttl) = target_client.cmd(&["TTL", &format!("{{{tag}}}:ttl")]) else { panic!("TTL") };
+        assert!((900..=1000).contains(&ttl), "{ttl}");
+        let in_slot = FILLED as i64 + 4 + 2;
+        assert_eq!(
+            target_client.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]),
+            Value::Int(in_slot)
+        );
+        assert_eq!(target_client.cmd(&["DBSIZE"]), Value::Int(in_slot));
+        // The source's copy is gone; it redirects the slot's clients.
+        assert_eq!(admin.cmd(&["DBSIZE"]), Value::Int(0));
+        assert_eq!(admin.cmd(&["GET", &py_key]), Value::Error(format!("MOVED {slot} 127.0.0.1:{to}")));
+        let copied: i64 = info_field(from, "migrating_keys").unwrap().parse().unwrap();
+        let forwarded: i64 = info_field(from, "migrating_writes").unwrap().parse().unwrap();
+        assert!(copied > FILLED as i64, "{copied}");
+        assert!(forwarded > 0, "writes made during the copy were forwarded");
+        assert_eq!(info_field(from, "migrating_deleted_keys"), Some(in_slot.to_string()));
+        assert_eq!(info_field(to, "import_state").as_deref(), Some("success"));
+        for port in &ports {
+            assert_eq!(
+                common::Client::connect(*port).cmd(&["FSCK"]),
+                Value::Array(Some(vec![])),
+                "node {port}"
+            );
+        }
+        eprintln!(
+            "move: slot {slot}, {copied} keys copied, {forwarded} writes forwarded, {} ms in all, closed to writes {} ms",
+            info_field(from, "migrating_time_ms").unwrap(),
+            info_field(from, "migrating_closed_ms").unwrap()
+        );
+    }
+
+    #[test]
+    fn a_replica_takes_its_primary_s_slots_when_the_primary_s_lease_runs_out() {
+        let Some(etcd) = Cluster::start("a_replica_takes_its_primary_s_slots", 1) else { return };
+        let mut primary = disk_node(&etcd, "promote/", 1, &[]);
+        wait_shared(&[primary.port], Duration::from_secs(20));
+        let port = primary.port.to_string();
+        let replica = disk_node(&etcd, "promote/", 1, &["--replicaof", &format!("127.0.0.1 {port}")]);
+        let mut c = primary.client();
+        for n in 1..=200 {
+            assert_eq!(c.cmd(&["INCR", "promoted"]), Value::Int(n));
+        }
+        // Acknowledged by the replica too: the failover keeps them.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while c.cmd(&["WAIT", "1", "100"]) != Value::Int(1) {
+            assert!(Instant::now() < deadline, "the replica never caught up");
+        }
+        let mut r = replica.client();
+        assert_eq!(
+            r.cmd(&["GET", "promoted"]),
+            Value::Error(format!("MOVED {} 127.0.0.1:{port}", ::rediskv::codec::key_slot(b"promoted")))
+        );
+        primary.kill();
+        let took = wait_shared(&[replica.port], Duration::from_secs(20));
+        let Value::Array(Some(role)) = r.cmd(&["ROLE"]) else { panic!("ROLE") };
+        assert_eq!(role[0], Value::Bulk(Some(b"master".to_vec())));
+        assert_eq!(r.cmd(&["GET", "promoted"]), Value::Bulk(Some(b"200".to_vec())));
+        assert_eq!(r.cmd(&["INCR", "promoted"]), Value::Int(201));
+        assert_eq!(r.cmd(&["FSCK"]), Value::Array(Some(vec![])));
+        eprintln!(
+            "failover: the replica served the slots {took:?} after the primary's kill -9 (lease {NODE_TIMEOUT_MS} ms)"
+        );
     }
 }

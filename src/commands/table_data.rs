@@ -650,6 +650,17 @@ pub(super) const TABLE: &[CommandInfo] = &[
         attrs: 0,
     },
     CommandInfo {
+        name: "clusterx",
+        family: Family::Server,
+        arity: -2,
+        flags: flag::ADMIN | flag::NOSCRIPT,
+        legacy: (0, 0, 0),
+        acl: "@admin @slow @dangerous",
+        keys: &[],
+        has_subcommands: false,
+        attrs: attr::TENANT_DENIED | attr::OWN,
+    },
+    CommandInfo {
         name: "cluster|addslots",
         family: Family::Server,
         arity: -3,

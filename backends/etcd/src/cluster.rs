@@ -110,6 +110,23 @@ impl Backend {
         self.txn(txn)
     }
 
+    /// Replaces the slot table with `table` if its `mod_revision` is still `expected` and
+    /// node `gone` is not registered: a replica takes its primary's slots only while the
+    /// primary's lease has run out.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when etcd cannot be reached.
+    pub fn cluster_take_over(&self, expected: i64, table: &[u8], gone: &str) -> Result<bool> {
+        let key = self.own_key(TABLE);
+        let txn = Txn::new()
+            .when([
+                Compare::mod_revision(key.clone(), CompareOp::Equal, expected),
+                Compare::create_revision(self.node_key(gone), CompareOp::Equal, 0),
+            ])
+            .and_then([TxnOp::put(key, table.to_vec(), None)]);
+        self.txn(txn)
+    }
+
     /// A feed with one message per change to the cluster's records (a node registered or
     /// gone, the slot table replaced). It ends when etcd ends the watch.
     ///

@@ -45,6 +45,7 @@ pub(super) fn handler(info: &CommandInfo) -> Option<Handler> {
         "monitor" => server::monitor,
         "info" => server::info,
         "cluster" | "asking" | "readonly" | "readwrite" => server::cluster,
+        "clusterx" => server::clusterx,
         "migrate" => server::migrate,
         "role" => replicas::role,
         "psync" | "sync" => |c, info, argv, state| c.sync(info.name, argv, state),

@@ -40,10 +40,11 @@ impl Client {
         {
             return Some(Some(denied));
         }
-        if let Some(cluster) = state.cluster.get()
+        // The primary's stream is applied whatever the slots, as Redis.
+        if let Some(cluster) = state.cluster.get().filter(|_| !self.master)
             && let Some(redirection) = self.cluster_refusal(cluster, info, argv, state)
         {
-            return Some(Some(redirection));
+            return Some(redirection);
         }
         // Redis' no-multi commands (the server's SAVE and SHUTDOWN among them).
         if self.session.in_multi() && info.has(flag::NO_MULTI) {
@@ -177,32 +178,44 @@ impl Client {
         None
     }
 
-    /// The redirection when the command's keys are not this node's (as Redis, after ACL);
-    /// otherwise remembers the slot it was routed to and fences its commits by the table.
+    /// The redirection when the command's keys are not this node's (as Redis, after ACL),
+    /// or `Some(None)` for a write that waits while its slot is handed to another node;
+    /// otherwise remembers the slot it was routed to and fences its commits by it.
     fn cluster_refusal(
         &self,
         cluster: &cluster::Cluster,
         info: &'static CommandInfo,
         argv: &[Bytes],
         state: &State,
-    ) -> Option<Reply> {
+    ) -> Option<Option<Reply>> {
         self.routed.set(None);
         if info.name == "select" && argv.get(1).is_some_and(|db| db[..] != *b"0") {
-            return Some(Reply::Error("ERR SELECT is not allowed in cluster mode".into()));
+            return Some(Some(Reply::Error("ERR SELECT is not allowed in cluster mode".into())));
+        }
+        // ASKING counts for the next command, or for a whole transaction, as Redis.
+        let asking = self.asking.get();
+        let queueing = self.session.in_multi() && !matches!(info.name, "exec" | "discard");
+        if !(queueing || matches!(info.name, "asking" | "multi")) {
+            self.asking.set(false);
         }
         let route = if info.name == "exec" && self.session.in_multi() {
             let queued = self.session.queued().chain(self.multi_server.iter().map(|(_, c)| &c[..]));
-            cluster.route(queued.filter_map(cluster::resolve))
+            cluster.route_client(queued.filter_map(cluster::resolve), asking, self.writes(info, argv, state))
         } else {
-            cluster.route(std::iter::once((info, argv)))
+            cluster.route_client(
+                std::iter::once((info, argv)),
+                asking,
+                !queueing && self.writes(info, argv, state),
+            )
         };
         match route {
             cluster::Route::Here(slot, revision) => {
                 self.routed.set(slot);
-                cluster.fence(&state.store, slot.map(|_| revision));
+                cluster.fence(&state.store, slot, revision);
                 None
             }
-            cluster::Route::Elsewhere(refusal) => Some(refusal),
+            cluster::Route::Elsewhere(refusal) => Some(Some(refusal)),
+            cluster::Route::Wait => Some(None),
         }
     }
 

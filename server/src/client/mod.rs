@@ -20,6 +20,8 @@ mod stats;
 mod subscribe;
 
 pub use replicas::become_replica;
+#[cfg(feature = "etcd")]
+pub use replicas::promote;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -103,6 +105,8 @@ pub struct Client {
     in_exec: bool,
     /// The slot the running command was routed to (cluster mode).
     routed: std::cell::Cell<Option<u16>>,
+    /// ASKING was sent: the next command (or transaction) may use a slot being imported.
+    asking: std::cell::Cell<bool>,
     /// When the last command of the requests being run ended (unix µs): the next one starts
     /// then (one clock read per command; its time includes its parse, a fraction of a µs).
     /// `None` between batches of requests.
@@ -140,6 +144,7 @@ impl Client {
             in_exec: false,
             parked_until: None,
             routed: std::cell::Cell::new(None),
+            asking: std::cell::Cell::new(false),
             last_end: None,
             master: false,
             replica_hello: Default::default(),

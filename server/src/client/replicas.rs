@@ -200,14 +200,7 @@ pub(super) fn replicaof(
 
 fn follow(argv: &[Bytes], state: &State) -> Reply {
     if argv[1].eq_ignore_ascii_case(b"no") && argv[2].eq_ignore_ascii_case(b"one") {
-        if state.link.is_replica() {
-            state.link.stop();
-            let (replid, offset) = state.replication.id_and_offset();
-            state.replication.follow(&replid, offset, Sync::Promoted);
-            crate::log::notice!(
-                "MASTER MODE enabled (the primary's id {replid} is valid up to offset {offset})"
-            );
-        }
+        promote(state);
         return Reply::OK;
     }
     let port = match std::str::from_utf8(&argv[2]).ok().and_then(|p| p.parse::<i64>().ok()) {
@@ -223,6 +216,16 @@ fn follow(argv: &[Bytes], state: &State) -> Reply {
     }
     become_replica(state, &host, port);
     Reply::OK
+}
+
+/// REPLICAOF NO ONE: a replica stops following its primary and takes writes.
+pub fn promote(state: &State) {
+    if state.link.is_replica() {
+        state.link.stop();
+        let (replid, offset) = state.replication.id_and_offset();
+        state.replication.follow(&replid, offset, Sync::Promoted);
+        crate::log::notice!("MASTER MODE enabled (the primary's id {replid} is valid up to offset {offset})");
+    }
 }
 
 /// Replicates `host:port` from now on: its own writes stop being propagated, its replicas

@@ -180,9 +180,23 @@ pub(super) fn cluster(
         Some(cluster) if info.container() == "cluster" => {
             cluster.command(argv, &|slot, count| crate::cluster::keys_in_slot(&c.engine, slot, count))
         }
-        Some(_) => Reply::OK,
+        Some(_) => {
+            c.asking.set(info.container() == "asking");
+            Reply::OK
+        }
         None => Reply::Error("ERR This instance has cluster support disabled".into()),
     })
+}
+
+/// CLUSTERX MIGRATE: moves a slot with its data to another node (a cluster over a disk engine).
+#[cfg(feature = "etcd")]
+pub(super) fn clusterx(_: &mut Client, _: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
+    done(crate::cluster::migrate::clusterx(argv, state))
+}
+
+#[cfg(not(feature = "etcd"))]
+pub(super) fn clusterx(_: &mut Client, _: &'static CommandInfo, _: &[Bytes], _: &State) -> (Reply, Next) {
+    done(Reply::Error("ERR CLUSTERX needs a build with the etcd feature".into()))
 }
 
 pub(super) fn migrate(_: &mut Client, _: &'static CommandInfo, _: &[Bytes], _: &State) -> (Reply, Next) {

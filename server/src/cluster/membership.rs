@@ -8,6 +8,11 @@
 //! lease runs out (`cluster-node-timeout`, whole seconds), and the live nodes take its slots
 //! at their next look (at once, from the watch). A node whose lease ran out registers again
 //! and gets a fair share back.
+//!
+//! Nodes that keep their slots' data (fjall, RocksDB) share the slots once, when the table
+//! is empty and `--cluster-initial-nodes` have registered ([`settle`]); from then on a slot
+//! changes owner only when its data moves (`migrate`), and the table only follows the
+//! nodes' addresses.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -55,6 +60,44 @@ pub fn rebalance(current: &Topology, live: &[Node]) -> Option<Topology> {
     let owners: Vec<Option<Node>> = owners.into_iter().map(|o| o.map(|i| live[i].clone())).collect();
     let next = Topology::from_owners(&owners, current.epoch + 1, current.revision);
     (next.ranges != current.ranges).then_some(next)
+}
+
+/// The table nodes that keep their data should have: an empty table is shared among the
+/// live nodes (as [`rebalance`]) once there are `initial` of them; otherwise every slot stays
+/// with its owner, whose address follows its registration. `None` when `current` is that
+/// table already.
+pub fn settle(current: &Topology, live: &[Node], initial: usize) -> Option<Topology> {
+    if current.assigned() == 0 {
+        return if live.len() >= initial.max(1) { rebalance(current, live) } else { None };
+    }
+    let mut next = current.clone();
+    for range in &mut next.ranges {
+        if let Some(node) = live.iter().find(|n| n.id == range.2.id) {
+            range.2 = node.clone();
+        }
+    }
+    next.epoch += 1;
+    (next.ranges != current.ranges).then_some(next)
+}
+
+/// The table a replica of the node at `primary` writes when that node owns slots but is no
+/// longer registered (its lease ran out): its slots are `myself`'s; with the gone node's id.
+/// `None` otherwise.
+pub fn take_over(
+    current: &Topology,
+    primary: &(String, u16),
+    myself: &Node,
+    registered: &BTreeMap<String, (Vec<u8>, i64)>,
+) -> Option<(Topology, String)> {
+    let owners = current.owners();
+    let gone = owners.iter().flatten().find(|n| (&n.host, n.port) == (&primary.0, primary.1))?;
+    if gone.id == myself.id || registered.contains_key(&gone.id) {
+        return None;
+    }
+    let gone = gone.id.clone();
+    let owners: Vec<Option<Node>> =
+        owners.into_iter().map(|o| o.map(|n| if n.id == gone { myself.clone() } else { n })).collect();
+    Some((Topology::from_owners(&owners, current.epoch + 1, current.revision), gone))
 }
 
 /// Registers this node and follows the cluster's records on a thread of its own, for as long
@@ -134,7 +177,24 @@ pub fn follow(cluster: &Cluster, etcd: &Backend) -> rediskv::Result<()> {
         }
         let mut live: Vec<Node> = by_address.into_values().map(|(_, node)| node).collect();
         live.sort_by(|a, b| a.id.cmp(&b.id));
-        match rebalance(&current, &live) {
+        cluster.set_members(live.clone());
+        let next = match cluster.moves.get() {
+            Some(moves) => settle(&current, &live, moves.initial_nodes),
+            None => rebalance(&current, &live),
+        };
+        if next.is_none()
+            && let Some(moves) = cluster.moves.get()
+            && let Some(primary) = moves.primary()
+            && let Some((next, gone)) = take_over(&current, &primary, &cluster.myself, &records.nodes)
+        {
+            // The primary's lease ran out: its replica takes its slots, while it stays gone.
+            if etcd.cluster_take_over(records.table_revision, &next.encode(), &gone)? {
+                crate::log::warning!("Primary {gone} is gone: this replica takes its slots");
+                moves.promote();
+            }
+            continue;
+        }
+        match next {
             Some(next) => {
                 // Lost to another node's change: read that one.
                 etcd.cluster_swap_table(records.table_revision, &next.encode())?;
@@ -175,5 +235,22 @@ mod tests {
         assert_eq!((share(&after, &a), share(&after, &c)), (8192, 8192));
         assert!((0..SLOT_COUNT).all(|s| three.owner(s) != Some(&c) || after.owner(s) == Some(&c)));
         assert_eq!(after.epoch, three.epoch + 1);
+    }
+
+    #[test]
+    fn nodes_keeping_their_data_share_an_empty_table_once_and_then_keep_their_slots() {
+        let (a, b, c) = (node("a"), node("b"), node("c"));
+        let empty = Topology::default();
+        assert_eq!(settle(&empty, std::slice::from_ref(&a), 2), None, "one node of two: wait");
+        let two = settle(&empty, &[a.clone(), b.clone()], 2).unwrap();
+        assert_eq!(two.ranges, vec![(0, 8191, a.clone()), (8192, 16383, b.clone())]);
+        // A third node and a node gone move nothing.
+        assert_eq!(settle(&two, &[a.clone(), b.clone(), c.clone()], 2), None);
+        assert_eq!(settle(&two, std::slice::from_ref(&a), 2), None);
+        // A node back on another port: its ranges follow.
+        let moved = Node { port: 7001, ..b.clone() };
+        let next = settle(&two, &[a.clone(), moved.clone()], 2).unwrap();
+        assert_eq!(next.owner(9000), Some(&moved));
+        assert_eq!(next.epoch, two.epoch + 1);
     }
 }

@@ -4,11 +4,15 @@
 //! subcommands that show the topology to clients.
 //!
 //! The topology is a [`Topology`]: the slot table (ranges → node) and its revision. Over etcd
-//! (`membership`) the nodes keep it in etcd and share the slots among the live ones; on any
-//! other engine the one node owns every slot.
+//! (`membership`) the nodes keep it in etcd and share the slots among the live ones. Nodes
+//! over fjall or RocksDB with `--cluster-etcd` keep the table in etcd and their slots' data
+//! at home: a slot changes owner by moving its data (`migrate`). On any other engine the one
+//! node owns every slot.
 
 #[cfg(feature = "etcd")]
 pub mod membership;
+#[cfg(feature = "etcd")]
+pub mod migrate;
 
 use std::sync::{Arc, RwLock};
 
@@ -123,6 +127,14 @@ pub struct Cluster {
     /// This node.
     pub myself: Node,
     topology: RwLock<Arc<Topology>>,
+    /// The registered nodes, slots or not.
+    members: RwLock<Vec<Node>>,
+    /// Where the table is kept.
+    #[cfg(feature = "etcd")]
+    pub etcd: std::sync::OnceLock<Arc<rediskv_etcd::Backend>>,
+    /// A node that keeps its slots' data: the slot moves it takes part in.
+    #[cfg(feature = "etcd")]
+    pub moves: std::sync::OnceLock<Arc<migrate::Moves>>,
     /// Called after the table changes (the server retries its parked clients).
     on_change: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
@@ -135,12 +147,26 @@ pub enum Route {
     Here(Option<u16>, i64),
     /// Refused with this redirection or error.
     Elsewhere(Reply),
+    /// A write to a slot this node is handing over: it waits until the slot has moved.
+    Wait,
 }
+
+/// The answer to a write that reached a slot while it was being handed over, as Kvrocks.
+pub const TRYAGAIN: &str = "TRYAGAIN Can't write to slot being migrated which is in write forbidden phase";
 
 impl Cluster {
     /// A node with an empty slot table.
     pub fn new(myself: Node) -> Self {
-        Cluster { myself, topology: RwLock::default(), on_change: std::sync::OnceLock::new() }
+        Cluster {
+            myself,
+            topology: RwLock::default(),
+            members: RwLock::default(),
+            #[cfg(feature = "etcd")]
+            etcd: std::sync::OnceLock::new(),
+            #[cfg(feature = "etcd")]
+            moves: std::sync::OnceLock::new(),
+            on_change: std::sync::OnceLock::new(),
+        }
     }
 
     /// The table now.
@@ -161,6 +187,41 @@ impl Cluster {
         }
     }
 
+    /// The registered nodes now.
+    pub fn members(&self) -> Vec<Node> {
+        self.members.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replaces the registered nodes.
+    #[cfg(feature = "etcd")]
+    pub fn set_members(&self, members: Vec<Node>) {
+        *self.members.write().unwrap_or_else(|e| e.into_inner()) = members;
+    }
+
+    /// Whether this node keeps its slots' data (a slot moves with its data).
+    pub fn keeps_data(&self) -> bool {
+        #[cfg(feature = "etcd")]
+        return self.moves.get().is_some();
+        #[cfg(not(feature = "etcd"))]
+        false
+    }
+
+    /// The slot this node is closing to writes to hand it over, if any.
+    fn closed(&self) -> Option<u16> {
+        #[cfg(feature = "etcd")]
+        return self.moves.get().and_then(|m| m.closed());
+        #[cfg(not(feature = "etcd"))]
+        None
+    }
+
+    /// The slot this node is receiving, if any.
+    fn importing(&self) -> Option<u16> {
+        #[cfg(feature = "etcd")]
+        return self.moves.get().and_then(|m| m.importing());
+        #[cfg(not(feature = "etcd"))]
+        None
+    }
+
     /// Sets what runs after each change of the table.
     pub fn on_change(&self, run: Box<dyn Fn() + Send + Sync>) {
         let _ = self.on_change.set(run);
@@ -169,6 +230,18 @@ impl Cluster {
     /// Where the commands (one, or a transaction's queue at EXEC) go, as Redis'
     /// `getNodeByQuery`: every key in one slot, that slot served, and served here.
     pub fn route<'a>(&self, commands: impl Iterator<Item = (&'static CommandInfo, &'a [Bytes])>) -> Route {
+        self.route_client(commands, false, false)
+    }
+
+    /// [`Cluster::route`] for a client that sent ASKING (`asking`: a slot this node is
+    /// receiving is served, as Redis) and whose commands may write (`writes`: they wait while
+    /// their slot is being handed over).
+    pub fn route_client<'a>(
+        &self,
+        commands: impl Iterator<Item = (&'static CommandInfo, &'a [Bytes])>,
+        asking: bool,
+        writes: bool,
+    ) -> Route {
         let topology = self.topology();
         let mut first: Option<u16> = None;
         for (info, argv) in commands {
@@ -196,7 +269,13 @@ impl Cluster {
             return Route::Elsewhere(Reply::Error("CLUSTERDOWN The cluster is down".into()));
         }
         match topology.owner(slot) {
-            Some(node) if node.id == self.myself.id => Route::Here(Some(slot), topology.revision),
+            Some(node) if node.id == self.myself.id => {
+                if writes && self.closed() == Some(slot) {
+                    return Route::Wait;
+                }
+                Route::Here(Some(slot), topology.revision)
+            }
+            _ if asking && self.importing() == Some(slot) => Route::Here(Some(slot), topology.revision),
             owner => Route::Elsewhere(redirection(slot, owner)),
         }
     }
@@ -212,8 +291,9 @@ impl Cluster {
     ) -> Reply {
         match self.route(resolve(argv).into_iter()) {
             Route::Elsewhere(refusal) => refusal,
+            Route::Wait => Reply::Error(TRYAGAIN.into()),
             Route::Here(slot, revision) => {
-                self.fence(store, slot.map(|_| revision));
+                self.fence(store, slot, revision);
                 let reply = run();
                 match slot {
                     Some(slot) if fenced(&reply) => self.after_fence(store, slot),
@@ -228,6 +308,7 @@ impl Cluster {
     pub fn script_command(&self, argv: &[Bytes]) -> Result<(), String> {
         match self.route(resolve(argv).into_iter()) {
             Route::Here(..) => Ok(()),
+            Route::Wait => Err(TRYAGAIN.into()),
             Route::Elsewhere(Reply::Error(e)) if e == "CLUSTERDOWN The cluster is down" => {
                 Err("Script attempted to execute a command while the cluster is down".into())
             }
@@ -299,7 +380,7 @@ impl Cluster {
             }
             ("replicas" | "slaves", [id]) | ("count-failure-reports", [id]) => {
                 let id = String::from_utf8_lossy(id);
-                if id != self.myself.id && !topology.nodes().iter().any(|n| n.id == id) {
+                if !self.known(&topology).iter().any(|n| n.id == id) {
                     return Reply::Error(format!("ERR Unknown node {id}"));
                 }
                 if sub == "count-failure-reports" { Reply::Integer(0) } else { Reply::Array(Vec::new()) }
@@ -330,7 +411,7 @@ impl Cluster {
 
     fn info_text(&self, topology: &Topology) -> String {
         let assigned = topology.assigned();
-        let known = topology.nodes().iter().filter(|n| n.id != self.myself.id).count() + 1;
+        let known = self.known(topology).len();
         let fields = [
             ("cluster_state", self.state().to_string()),
             ("cluster_slots_assigned", assigned.to_string()),
@@ -345,17 +426,28 @@ impl Cluster {
             ("cluster_stats_messages_received", "0".into()),
             ("total_cluster_links_buffer_limit_exceeded", "0".into()),
         ];
-        fields.iter().map(|(k, v)| format!("{k}:{v}\r\n")).collect()
+        let text: String = fields.iter().map(|(k, v)| format!("{k}:{v}\r\n")).collect();
+        #[cfg(feature = "etcd")]
+        if let Some(moves) = self.moves.get() {
+            return text + &moves.info();
+        }
+        text
+    }
+
+    /// Every node: those owning slots, the registered ones, this one; in id order.
+    fn known<'t>(&'t self, topology: &'t Topology) -> Vec<Node> {
+        let mut nodes: Vec<Node> = topology.nodes().into_iter().cloned().collect();
+        nodes.extend(self.members());
+        nodes.push(self.myself.clone());
+        nodes.sort_by(|a, b| a.id.cmp(&b.id));
+        nodes.dedup_by(|a, b| a.id == b.id);
+        nodes
     }
 
     fn nodes_text(&self, topology: &Topology) -> String {
         let now = crate::clock::unix_micros() / 1000;
-        let mut nodes: Vec<&Node> = topology.nodes();
-        if !nodes.iter().any(|n| n.id == self.myself.id) {
-            nodes.push(&self.myself);
-        }
         let mut out = String::new();
-        for node in nodes {
+        for node in &self.known(topology) {
             let me = node.id == self.myself.id;
             let flags = if me { "myself,master" } else { "master" };
             let bus = u32::from(node.port) + 10000;
@@ -377,12 +469,15 @@ impl Cluster {
 }
 
 impl Cluster {
-    /// Fences the calling thread's commits by the table revision its command was routed by
-    /// (`None`: a command without keys, not fenced).
-    pub fn fence(&self, store: &crate::store::Store, revision: Option<i64>) {
+    /// Fences the calling thread's commits by the slot its command was routed to (`None`: a
+    /// command without keys, not fenced) and the table revision it was routed by: over etcd
+    /// they commit only while the table is unchanged, on a disk store only while the slot is
+    /// not closed for a move.
+    pub fn fence(&self, store: &crate::store::Store, slot: Option<u16>, revision: i64) {
+        crate::store::route_writes(slot);
         #[cfg(feature = "etcd")]
         if let Some(etcd) = store.etcd() {
-            etcd.fence(revision);
+            etcd.fence(slot.map(|_| revision));
         }
         let _ = (store, revision);
     }
@@ -391,6 +486,14 @@ impl Cluster {
     /// routed, so it reads the table again and redirects to the slot's owner now (this node
     /// too: the client asks again).
     pub fn after_fence(&self, store: &crate::store::Store, slot: u16) -> Reply {
+        // A disk store refused a write to a slot it is handing over: asked again, the client
+        // waits for the move or is redirected.
+        if self.keeps_data() {
+            return match self.topology().owner(slot) {
+                Some(node) if node.id == self.myself.id => Reply::Error(TRYAGAIN.into()),
+                owner => redirection(slot, owner),
+            };
+        }
         #[cfg(feature = "etcd")]
         if let Some(etcd) = store.etcd()
             && let Err(e) = membership::follow(self, etcd)
@@ -440,12 +543,12 @@ pub fn is_redirection(reply: &Reply) -> bool {
 /// Whether a command failed because its commit was fenced (the slot table moved since it
 /// was routed).
 pub fn fenced(reply: &Reply) -> bool {
+    let Reply::Error(e) = reply else { return false };
     #[cfg(feature = "etcd")]
-    if let Reply::Error(e) = reply {
-        return e.contains(rediskv_etcd::FENCED);
+    if e.contains(rediskv_etcd::FENCED) {
+        return true;
     }
-    let _ = reply;
-    false
+    e.contains(crate::store::SLOT_CLOSED)
 }
 
 fn parse_slot(arg: &[u8]) -> Result<u16, Reply> {
