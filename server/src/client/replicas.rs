@@ -160,6 +160,7 @@ fn full_sync_payload(
 /// REPLICAOF host port | NO ONE (and SLAVEOF).
 pub(super) fn replicaof(argv: &[Bytes], state: &State) -> Reply {
     if argv[1].eq_ignore_ascii_case(b"no") && argv[2].eq_ignore_ascii_case(b"one") {
+        state.config_mut().set_replicaof("");
         if state.link.is_replica() {
             state.link.stop();
             let (replid, offset) = state.replication.id_and_offset();
@@ -181,6 +182,7 @@ pub(super) fn replicaof(argv: &[Bytes], state: &State) -> Reply {
             return Reply::Status("OK Already connected to specified master".into());
         }
     }
+    state.config_mut().set_replicaof(&format!("{host} {port}"));
     become_replica(state, &host, port);
     Reply::OK
 }
