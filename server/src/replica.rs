@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::client::{Client, Next};
-use crate::replication::{Sync, encode};
+use crate::replication::{StreamPosition, Sync, encode};
 use crate::resp::{Limits, Parsed};
 use crate::state::State;
 
@@ -257,8 +257,13 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
             i.sync_read = 0;
             i.sync_size = None;
         });
+        // The stored position goes before the data it stood for does.
+        state.store.set_position(None)?;
         load_payload(state, &mut primary, generation)?;
         state.replication.follow(id, off, Sync::Full);
+        state.link.set_stream_db(0);
+        let position = StreamPosition { replid: id.to_string(), offset: off, db: 0 };
+        state.store.set_position(Some(&position))?;
         (id.to_string(), off)
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let id = rest.trim();
@@ -271,10 +276,10 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
     };
     state.link.update(|i| {
         i.state = "connected";
-        i.replid = replid;
+        i.replid = replid.clone();
         i.last_io = Instant::now();
     });
-    stream(state, generation, primary, offset)
+    stream(state, generation, primary, StreamPosition { replid, offset, db: state.link.stream_db() })
 }
 
 /// Reads the full sync's RDB payload (`$len` or an EOF-marked diskless one) into the
@@ -367,11 +372,23 @@ impl Read for Payload<'_> {
     }
 }
 
-/// Applies the primary's stream from `offset` until the link breaks or REPLICAOF changes.
-fn stream(state: &State, generation: u64, mut primary: PrimarySocket, mut offset: u64) -> Result<(), String> {
+/// Applies the primary's stream from `at` (its database selected) until the link breaks or
+/// REPLICAOF changes. A disk store records, in the batch of each command's writes, the
+/// position after that command ([`StreamPosition`]).
+fn stream(
+    state: &State,
+    generation: u64,
+    mut primary: PrimarySocket,
+    at: StreamPosition,
+) -> Result<(), String> {
     let repl_timeout = Duration::from_secs(state.config().number("repl-timeout").max(1) as u64);
     primary.set_timeout(Duration::from_millis(100));
     let mut master = MasterClient::new(state, &primary);
+    if at.db != 0 {
+        master.execute(&[Bytes::from_static(b"SELECT"), Bytes::from(at.db.to_string())], state);
+    }
+    let keeps_position = state.store.keeps_position();
+    let StreamPosition { replid, mut offset, .. } = at;
     let result = (|| {
         let mut last_ack: Option<Instant> = None;
         let mut last_io = Instant::now();
@@ -418,7 +435,19 @@ fn stream(state: &State, generation: u64, mut primary: PrimarySocket, mut offset
                     primary.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])?;
                     last_ack = Some(Instant::now());
                 } else if !argv.is_empty() {
+                    // A SELECT in a MULTI takes effect with its EXEC, which is the unit's
+                    // only write: the database after the last SELECT is right for both.
+                    let selected = selected_db(&argv);
+                    if keeps_position {
+                        let db = selected.unwrap_or_else(|| state.link.stream_db());
+                        let after =
+                            StreamPosition { replid: replid.clone(), offset: offset + consumed as u64, db };
+                        state.store.stamp_writes(Some(&after));
+                    }
                     master.execute(&argv, state);
+                    if let Some(db) = selected {
+                        state.link.set_stream_db(db);
+                    }
                 }
                 state.replication.feed_from_primary(&primary.buf[used..used + consumed]);
                 offset += consumed as u64;
@@ -435,7 +464,23 @@ fn stream(state: &State, generation: u64, mut primary: PrimarySocket, mut offset
         }
     })();
     master.close(state);
+    if !state.link.is_replica() {
+        // Promoted: its own writes are not the primary's stream (REPLICAOF NO ONE forgot
+        // the position; a command applied meanwhile may have stored it again).
+        state.store.stamp_writes(None);
+        if let Err(e) = state.store.set_position(None) {
+            crate::log::warning!("Cannot forget the replication position: {e}");
+        }
+    }
     result
+}
+
+/// The database `SELECT db` selects.
+fn selected_db(argv: &[Bytes]) -> Option<usize> {
+    match argv {
+        [name, db] if name.eq_ignore_ascii_case(b"select") => std::str::from_utf8(db).ok()?.parse().ok(),
+        _ => None,
+    }
 }
 
 fn is_getack(argv: &[Bytes]) -> bool {

@@ -79,6 +79,38 @@ struct Waiter {
     wanted: usize,
 }
 
+/// Where a replica stands in its primary's stream: the replication id, the offset of the
+/// last byte applied, and the database the stream selected last. A disk store keeps it in
+/// the batch of every write the stream makes ([`crate::store::Store::stamp_writes`]), so a
+/// restarted replica asks to continue from exactly what its data holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamPosition {
+    /// The primary's replication id.
+    pub replid: String,
+    /// The offset of the last byte applied.
+    pub offset: u64,
+    /// The database the stream selected last.
+    pub db: usize,
+}
+
+impl std::fmt::Display for StreamPosition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {}", self.replid, self.offset, self.db)
+    }
+}
+
+impl std::str::FromStr for StreamPosition {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        let mut words = s.split(' ');
+        let replid = words.next().filter(|id| id.len() == 40).ok_or(())?.to_string();
+        let offset = words.next().and_then(|o| o.parse().ok()).ok_or(())?;
+        let db = words.next().and_then(|d| d.parse().ok()).ok_or(())?;
+        Ok(StreamPosition { replid, offset, db })
+    }
+}
+
 /// How [`Replication::follow`] takes a stream over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sync {
@@ -518,6 +550,9 @@ pub struct LinkStatus {
     up: AtomicBool,
     /// Bumped by every REPLICAOF: a link thread of an older one stops.
     generation: std::sync::atomic::AtomicU64,
+    /// The database the primary's stream selected last: a link that continues the stream
+    /// starts its commands there, as Redis keeps its cached master client's.
+    stream_db: std::sync::atomic::AtomicUsize,
     info: Mutex<LinkInfo>,
     /// Starts a link thread for a generation (set once by `main`).
     runner: std::sync::OnceLock<Runner>,
@@ -571,6 +606,16 @@ impl LinkStatus {
     /// Whether the link to the primary is synced and streaming.
     pub fn is_up(&self) -> bool {
         self.up.load(Relaxed)
+    }
+
+    /// The database the primary's stream selected last.
+    pub fn stream_db(&self) -> usize {
+        self.stream_db.load(Relaxed)
+    }
+
+    /// Records the database the stream selected (0 after a full sync).
+    pub fn set_stream_db(&self, db: usize) {
+        self.stream_db.store(db, Relaxed);
     }
 
     /// Sets what starts a link thread (once; later calls change nothing).

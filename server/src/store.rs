@@ -244,6 +244,39 @@ impl Store {
         }
     }
 
+    /// Whether the store keeps a replica's stream position with its data (the disk engines
+    /// that implement [`DiskBackend::set_position`]).
+    pub fn keeps_position(&self) -> bool {
+        matches!(self, Store::Disk { .. })
+    }
+
+    /// Every later write also records `position` in its batch ([`DiskBackend::stamp_writes`]).
+    pub fn stamp_writes(&self, position: Option<&crate::replication::StreamPosition>) {
+        if let Store::Disk { disk, .. } = self {
+            disk.stamp_writes(position.map(|p| p.to_string().into_bytes()));
+        }
+    }
+
+    /// Records `position` now (`None`: forgets the stored one), and with every later write.
+    ///
+    /// # Errors
+    /// The engine's write failed.
+    pub fn set_position(&self, position: Option<&crate::replication::StreamPosition>) -> Result<(), String> {
+        match self {
+            Store::Disk { disk, .. } => {
+                disk.set_position(position.map(|p| p.to_string().into_bytes())).map_err(|e| e.to_string())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The stream position stored with the data, if any (and readable).
+    pub fn position(&self) -> Option<crate::replication::StreamPosition> {
+        let Store::Disk { disk, .. } = self else { return None };
+        let stored = disk.position().ok()??;
+        std::str::from_utf8(&stored).ok()?.parse().ok()
+    }
+
     /// Saves a namespace's database → namespace mapping after a SWAPDB beside a disk
     /// store's data ([`rediskv_engine::server_files`]).
     ///

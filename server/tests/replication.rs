@@ -520,3 +520,51 @@ fn rediskv_replicates_rediskv_across_layouts() {
     wait_caught_up(&primary, &replica);
     assert_same_data(&primary, &replica);
 }
+
+/// A replica on fjall that restarts continues from the position stored with its data:
+/// after SHUTDOWN, and after SIGKILL under `appendfsync always` while the primary writes,
+/// it asks `PSYNC <replid> <offset+1>` and gets `+CONTINUE` (the primary counts no second
+/// full sync), in the database the stream had selected; it ends with the primary's data,
+/// no command applied twice nor skipped.
+#[test]
+fn a_restarted_disk_replica_continues() {
+    let primary = rediskv(&["--threads", "2", "--repl-backlog-size", "256mb"]);
+    populate(&mut primary.client());
+    let dir = std::env::temp_dir().join(format!("rediskv-test-restarted-replica-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let of_primary = format!("127.0.0.1 {}", primary.port);
+    let start_replica = || {
+        let dir = dir.to_str().unwrap();
+        let args = ["--engine", "fjall", "--dir", dir, "--threads", "2", "--appendfsync", "always"];
+        rediskv(&[&args[..], &["--replicaof", &of_primary]].concat())
+    };
+    let mut replica = start_replica();
+    Load::start(primary.port).finish_after(Duration::from_millis(1000));
+    wait_caught_up(&primary, &replica);
+    let mut p = primary.client();
+
+    // SHUTDOWN with the stream in database 3; the primary writes there meanwhile, with no
+    // SELECT of its own (its stream selected 3 already).
+    p.cmd(&["SELECT", "3"]);
+    p.cmd(&["SET", "before-shutdown", "1"]);
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), Value::Int(1));
+    assert_eq!(replica.client().cmd_or_none(&["SHUTDOWN"]), None);
+    assert!(replica.wait_exit().success());
+    p.cmd(&["INCR", "while-down"]);
+    replica = start_replica();
+    wait_caught_up(&primary, &replica);
+    assert_same_data(&primary, &replica);
+    assert_eq!(sync_counts(&mut p), ["1", "1"], "one full sync, then one partial");
+
+    // SIGKILL while the primary writes.
+    let load = Load::start(primary.port);
+    std::thread::sleep(Duration::from_millis(700));
+    replica.kill();
+    replica = start_replica();
+    load.finish_after(Duration::from_millis(700));
+    wait_caught_up(&primary, &replica);
+    assert_same_data(&primary, &replica);
+    assert_eq!(sync_counts(&mut p), ["1", "2"], "no second full sync");
+    drop(replica);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -163,6 +163,11 @@ pub(super) fn replicaof(argv: &[Bytes], state: &State) -> Reply {
         state.config_mut().set_replicaof("");
         if state.link.is_replica() {
             state.link.stop();
+            // Its own writes from now on are not its primary's stream.
+            state.store.stamp_writes(None);
+            if let Err(e) = state.store.set_position(None) {
+                crate::log::warning!("Cannot forget the replication position: {e}");
+            }
             let (replid, offset) = state.replication.id_and_offset();
             state.replication.follow(&replid, offset, Sync::Promoted);
             crate::log::notice!(

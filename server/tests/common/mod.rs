@@ -213,6 +213,11 @@ impl Server {
         let _ = self.child.wait();
     }
 
+    /// Waits for the process to exit by itself (after SHUTDOWN).
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        self.child.wait().expect("wait for the server")
+    }
+
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
