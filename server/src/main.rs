@@ -45,6 +45,7 @@ mod config_doc;
 mod conn;
 mod counters;
 mod evict;
+mod failover;
 mod flags;
 mod info;
 mod latency;

@@ -41,7 +41,10 @@ pub fn spawn_cron(state: Arc<State>) {
         loop {
             std::thread::sleep(Duration::from_millis(100));
             let period = Duration::from_secs(state.config().number("repl-ping-replica-period").max(1) as u64);
-            if last_ping.elapsed() >= period {
+            crate::failover::cron(&state);
+            // No PING while a failover holds the stream still for a replica to catch up.
+            let failing_over = state.failover.phase() != crate::failover::Phase::None;
+            if last_ping.elapsed() >= period && !failing_over {
                 last_ping = Instant::now();
                 if state.replication.has_replicas() {
                     state.replication.feed_raw(&[b"PING"]);
@@ -60,6 +63,10 @@ fn run(state: &State, generation: u64) {
     while state.link.current(generation) {
         if let Err(e) = session(state, generation) {
             crate::log::notice!("Replication link: {e}");
+            // A failover's target that cannot be reached or refuses: a primary again.
+            if state.failover.phase() == crate::failover::Phase::InProgress {
+                crate::failover::abort(state, &e);
+            }
         }
         if !state.link.current(generation) {
             break;
@@ -241,11 +248,18 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
     let (replid, offset) =
         if state.replication.keeps_stream() { state.replication.id_and_offset() } else { (String::new(), 0) };
     let psync_offset = (offset + 1).to_string();
-    let reply = if replid.is_empty() {
-        primary.call(&[b"PSYNC", b"?", b"-1"])?
-    } else {
-        primary.call(&[b"PSYNC", replid.as_bytes(), psync_offset.as_bytes()])?
-    };
+    let (replid_arg, offset_arg) =
+        if replid.is_empty() { ("?", "-1") } else { (replid.as_str(), psync_offset.as_str()) };
+    // A failover asks its target to take the primary's role with this PSYNC.
+    let failover = state.failover.phase() == crate::failover::Phase::InProgress;
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", replid_arg.as_bytes(), offset_arg.as_bytes()];
+    if failover {
+        psync.push(b"FAILOVER");
+    }
+    let reply = primary.call(&psync)?;
+    if failover && (reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE")) {
+        crate::failover::finish(state);
+    }
     let (replid, offset) = if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
         let mut words = rest.split_whitespace();
         let (Some(id), Some(off)) = (words.next(), words.next().and_then(|o| o.parse::<u64>().ok())) else {

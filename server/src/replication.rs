@@ -330,6 +330,18 @@ impl Replication {
         inner.replicas.iter().filter(|r| r.ack_at.elapsed().as_secs() <= max_lag).count()
     }
 
+    /// The offset the replica announced as `host:port` acknowledged, if it is connected.
+    pub fn acked_by(&self, host: &str, port: u16) -> Option<u64> {
+        let inner = lock(&self.inner);
+        inner.replicas.iter().find(|r| r.ip.eq_ignore_ascii_case(host) && r.port == port).map(|r| r.ack)
+    }
+
+    /// The address of a replica that acknowledged `offset`, if any.
+    pub fn replica_acked(&self, offset: u64) -> Option<(String, u16)> {
+        let inner = lock(&self.inner);
+        inner.replicas.iter().find(|r| r.ack == offset).map(|r| (r.ip.clone(), r.port))
+    }
+
     /// Whether any replica is connected.
     pub fn has_replicas(&self) -> bool {
         !lock(&self.inner).replicas.is_empty()
@@ -380,7 +392,7 @@ impl Replication {
 
     /// INFO replication's fields after `role`, for a primary (or a replica's own
     /// replicas and backlog).
-    pub fn info_fields(&self, backlog_size: &str) -> Vec<(String, String)> {
+    pub fn info_fields(&self, backlog_size: &str, failover: &str) -> Vec<(String, String)> {
         let inner = lock(&self.inner);
         let mut out = vec![("connected_slaves".to_string(), inner.replicas.len().to_string())];
         for (i, r) in inner.replicas.iter().enumerate() {
@@ -400,7 +412,7 @@ impl Replication {
         let first = if active { inner.offset + 1 - histlen } else { 0 };
         out.extend(
             [
-                ("master_failover_state", "no-failover".to_string()),
+                ("master_failover_state", failover.to_string()),
                 ("master_replid", inner.replid.clone()),
                 ("master_replid2", inner.replid2.clone()),
                 ("master_repl_offset", inner.offset.to_string()),

@@ -568,3 +568,86 @@ fn a_restarted_disk_replica_continues() {
     drop(replica);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// FAILOVER's checks, and a failover to the replica named, as on a redis-server pair: the
+/// same replies, then the two servers have swapped roles, the new replica continuing
+/// (`+CONTINUE`, no full sync) and holding every write. Between two rediskv-servers, and
+/// each way with redis-server (which sends or answers `PSYNC … FAILOVER`).
+#[test]
+fn failover_swaps_roles_as_redis() {
+    let run = |primary: &Server, replica: &Server| -> Vec<Value> {
+        let mut p = primary.client();
+        let mut r = replica.client();
+        let mut replies: Vec<Value> = [
+            &["FAILOVER", "ABORT"][..],
+            &["FAILOVER", "TIMEOUT", "0"],
+            &["FAILOVER", "TIMEOUT", "x"],
+            &["FAILOVER", "TO", "127.0.0.1"],
+            &["FAILOVER", "TO", "127.0.0.1", "notaport"],
+            &["FAILOVER", "TIMEOUT", "10", "TIMEOUT", "10"],
+            &["FAILOVER", "NONSENSE"],
+            &["FAILOVER"],
+        ]
+        .iter()
+        .map(|c| p.cmd(c))
+        .collect();
+        let port = replica.port.to_string();
+        assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &primary.port.to_string()]), Value::Status("OK".into()));
+        for i in 0..50 {
+            p.cmd(&["SET", &format!("k{i}"), &i.to_string()]);
+        }
+        p.cmd(&["INCR", "counter"]);
+        assert_eq!(p.cmd(&["WAIT", "1", "10000"]), Value::Int(1));
+        replies.push(r.cmd(&["FAILOVER"]));
+        replies.extend(
+            [
+                &["FAILOVER", "FORCE"][..],
+                &["FAILOVER", "TO", "127.0.0.1", &port, "FORCE"],
+                &["FAILOVER", "TO", "127.0.0.1", "1"],
+                &["FAILOVER", "TO", "127.0.0.1", &port, "TIMEOUT", "60000"],
+            ]
+            .iter()
+            .map(|c| p.cmd(c)),
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let role = info_field(&mut p, "replication", "role");
+            let state = info_field(&mut p, "replication", "master_failover_state");
+            let link = info_field(&mut p, "replication", "master_link_status");
+            if role.as_deref() == Some("slave")
+                && state.as_deref() == Some("no-failover")
+                && link.as_deref() == Some("up")
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no failover: {role:?} {state:?} {link:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        replies.push(Value::Status(info_field(&mut r, "replication", "role").unwrap()));
+        replies.push(Value::Status(
+            info_field(&mut p, "replication", "master_port").unwrap().replace(&port, "<replica>"),
+        ));
+        replies.push(p.cmd(&["SET", "k", "v"]));
+        replies.push(r.cmd(&["INCR", "counter"]));
+        replies.push(r.cmd(&["WAIT", "1", "10000"]));
+        replies.push(p.cmd(&["GET", "counter"]));
+        replies.push(p.cmd(&["GET", "k49"]));
+        // The replica continued: it served no full sync.
+        replies.push(Value::Status(info_field(&mut r, "stats", "sync_full").unwrap()));
+        replies
+    };
+    let Some(redis_primary) = redis(&[]) else { return };
+    let Some(redis_replica) = redis(&[]) else { return };
+    let theirs = run(&redis_primary, &redis_replica);
+    let ours = || rediskv(&["--threads", "2"]);
+    let check = |replies: Vec<Value>, pair: &str| {
+        for (i, (a, b)) in replies.iter().zip(&theirs).enumerate() {
+            assert_eq!(a, b, "reply {i}, {pair}");
+        }
+        assert_eq!(replies.len(), theirs.len(), "{pair}");
+    };
+    check(run(&ours(), &ours()), "rediskv to rediskv");
+    let (Some(redis_replica), Some(redis_primary)) = (redis(&[]), redis(&[])) else { return };
+    check(run(&ours(), &redis_replica), "rediskv to redis-server");
+    check(run(&redis_primary, &ours()), "redis-server to rediskv");
+}

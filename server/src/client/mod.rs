@@ -12,7 +12,7 @@ mod gate;
 mod replicas;
 mod stats;
 
-pub use replicas::become_replica;
+pub use replicas::{become_replica, stop_replicating};
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -387,10 +387,7 @@ impl Client {
             "psync" | "sync" => return self.sync(name, argv, state),
             "replconf" => self.replconf(argv, state),
             "replicaof" | "slaveof" => replicas::replicaof(argv, state),
-            "failover" if !state.replication.has_replicas() => {
-                Reply::Error("ERR FAILOVER requires connected replicas.".into())
-            }
-            "failover" => Reply::Error("ERR FAILOVER is not supported by this server".into()),
+            "failover" => crate::failover::command(argv, state),
             "wait" if !self.session.in_multi() => return self.wait(info, argv, state),
             "cluster" | "asking" | "readonly" | "readwrite" => match state.cluster.get() {
                 Some(cluster) if name == "cluster" => cluster

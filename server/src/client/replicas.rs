@@ -21,6 +21,30 @@ impl Client {
     /// offset, else a full sync (`+FULLRESYNC replid offset` and an RDB payload of the
     /// store at that offset); then the stream.
     pub(super) fn sync(&mut self, name: &str, argv: &[Bytes], state: &State) -> (Reply, Next) {
+        // `PSYNC <replid> <offset> FAILOVER`: the primary hands this replica its role.
+        if name == "psync" && argv.get(3).is_some_and(|a| a.eq_ignore_ascii_case(b"failover")) {
+            crate::log::warning!(
+                "Failover request received for replid {}.",
+                String::from_utf8_lossy(&argv[1])
+            );
+            if !state.link.is_replica() {
+                return (
+                    Reply::Error("ERR PSYNC FAILOVER can't be sent to a master.".into()),
+                    Next::Continue,
+                );
+            }
+            if argv[1] != state.replication.id_and_offset().0.as_bytes() {
+                return (
+                    Reply::Error("ERR PSYNC FAILOVER replid must match my replid.".into()),
+                    Next::Continue,
+                );
+            }
+            stop_replicating(state);
+            crate::log::notice!("MASTER MODE enabled (failover request from {})", self.info.addr);
+        }
+        if state.failover.phase() != crate::failover::Phase::None {
+            return (Reply::Error("NOMASTERLINK Can't SYNC while failing over".into()), Next::Continue);
+        }
         if state.link.is_replica() && !state.link.is_up() {
             return (
                 Reply::Error("NOMASTERLINK Can't SYNC while not connected with my master".into()),
@@ -159,21 +183,11 @@ fn full_sync_payload(
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF).
 pub(super) fn replicaof(argv: &[Bytes], state: &State) -> Reply {
+    if state.failover.phase() != crate::failover::Phase::None {
+        return Reply::Error("ERR REPLICAOF not allowed while failing over.".into());
+    }
     if argv[1].eq_ignore_ascii_case(b"no") && argv[2].eq_ignore_ascii_case(b"one") {
-        state.config_mut().set_replicaof("");
-        if state.link.is_replica() {
-            state.link.stop();
-            // Its own writes from now on are not its primary's stream.
-            state.store.stamp_writes(None);
-            if let Err(e) = state.store.set_position(None) {
-                crate::log::warning!("Cannot forget the replication position: {e}");
-            }
-            let (replid, offset) = state.replication.id_and_offset();
-            state.replication.follow(&replid, offset, Sync::Promoted);
-            crate::log::notice!(
-                "MASTER MODE enabled (the primary's id {replid} is valid up to offset {offset})"
-            );
-        }
+        stop_replicating(state);
         return Reply::OK;
     }
     let port = match std::str::from_utf8(&argv[2]).ok().and_then(|p| p.parse::<i64>().ok()) {
@@ -190,6 +204,24 @@ pub(super) fn replicaof(argv: &[Bytes], state: &State) -> Reply {
     state.config_mut().set_replicaof(&format!("{host} {port}"));
     become_replica(state, &host, port);
     Reply::OK
+}
+
+/// Stops replicating (REPLICAOF NO ONE, a promotion): a primary from now on, keeping its
+/// primary's replication id as its second one.
+pub fn stop_replicating(state: &State) {
+    state.config_mut().set_replicaof("");
+    if !state.link.is_replica() {
+        return;
+    }
+    state.link.stop();
+    // Its own writes from now on are not its primary's stream.
+    state.store.stamp_writes(None);
+    if let Err(e) = state.store.set_position(None) {
+        crate::log::warning!("Cannot forget the replication position: {e}");
+    }
+    let (replid, offset) = state.replication.id_and_offset();
+    state.replication.follow(&replid, offset, Sync::Promoted);
+    crate::log::notice!("MASTER MODE enabled (the primary's id {replid} is valid up to offset {offset})");
 }
 
 /// Replicates `host:port` from now on: its own writes stop being propagated, its replicas
