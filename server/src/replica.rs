@@ -5,7 +5,8 @@
 //! applies the primary's stream through a client flagged as the master (no replies),
 //! answering REPLCONF GETACK and sending REPLCONF ACK every second. The stream's bytes are
 //! also this server's stream, for its own replicas. A broken link reconnects every second
-//! and asks to continue from the offset it applied.
+//! and asks to continue from the offset it applied; a disk store keeps that position in
+//! the batch of each write the stream makes, so a restarted replica continues too.
 //!
 //! The primary's socket is opened and read in [`PrimarySocket`] only: plain, or a TLS
 //! session with `tls-replication yes`.
