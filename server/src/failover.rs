@@ -59,7 +59,7 @@ impl Failover {
     }
 }
 
-/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms], with Redis 7.0's checks in its order.
+/// `FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]`, with Redis 7.0's checks in its order.
 pub fn command(argv: &[Bytes], state: &State) -> Reply {
     let err = |text: &str| Reply::Error(format!("ERR {text}"));
     if state.config().get("cluster-enabled") == "yes" {
