@@ -233,6 +233,9 @@ pub fn cf_name_for(layout: &KeyLayout, cf: ColumnFamily) -> &'static str {
 pub const MANIFEST_KEY: &[u8] = b"rediskv:layout";
 /// Key of the version floor (8 bytes, big-endian), in the backend's own column family.
 pub const FLOOR_KEY: &[u8] = b"rediskv:version-floor";
+/// Key of a replica's stream position ([`DiskBackend::set_position`]), in the backend's own
+/// column family.
+pub const POSITION_KEY: &[u8] = b"rediskv:replication-position";
 
 /// The manifest of `layout`: one line of text naming the system and every option that
 /// changes the bytes of a record key, e.g. `rediskv layout v1; namespace "__namespace";

@@ -93,8 +93,8 @@ use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Wr
 use rediskv::codec::KeyRange;
 use rediskv::gc::Decision;
 use rediskv_engine::{
-    CF_NAMES, FLOOR_KEY, GcFilter, MANIFEST_KEY, PendingWrites, Syncer, VersionFloor, backend_error, cf_name,
-    check_manifest, manifest,
+    CF_NAMES, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, Syncer, VersionFloor,
+    backend_error, cf_name, check_manifest, manifest,
 };
 pub use rediskv_engine::{DiskBackend, Options, Sync, Usage};
 
@@ -140,9 +140,6 @@ const OWN_KEYSPACE: &str = "rediskv";
 /// `manual_journal_persist`: a single insert or removal then leaves the journal's buffer to
 /// this crate's persisting, as a batch does, and a write of one record can skip the batch.
 const MANUAL_JOURNAL_KEY: &[u8] = b"rediskv:manual-journal-persist";
-
-/// In [`OWN_KEYSPACE`]: the stream position a replica applied ([`DiskBackend::set_position`]).
-const POSITION_KEY: &[u8] = b"rediskv:replication-position";
 
 /// The metadata keyspace, once open; compaction filters read it. Emptied when the backend
 /// is dropped, so the database (which owns the filters) does not keep itself alive.
