@@ -70,6 +70,9 @@ struct Replica {
     /// The offset it last acknowledged, and when.
     ack: u64,
     ack_at: Instant,
+    /// While its full sync's payload is being written: the stream since the snapshot, sent
+    /// after the payload.
+    held: Option<Vec<u8>>,
 }
 
 /// A client in WAIT: answered when `wanted` replicas acknowledged `target`.
@@ -214,8 +217,9 @@ impl Replication {
 
     /// A full sync for a new replica: call it holding the keyspace-wide lock of every
     /// engine. Keeps the stream from now on (a new replication id the first time, as
-    /// Redis creates its backlog), registers the replica (fed every byte after this
-    /// instant) and returns the id and offset the snapshot stands for.
+    /// Redis creates its backlog), registers the replica (every byte after this instant is
+    /// held for it until [`Replication::send_payload`]) and returns the id and offset the
+    /// snapshot stands for.
     pub fn start_full_sync(
         &self,
         client: &Arc<ClientInfo>,
@@ -232,7 +236,7 @@ impl Replication {
         // The replica's stream starts with a SELECT (it loads the snapshot in database 0).
         inner.selected = None;
         self.syncs[0].fetch_add(1, Relaxed);
-        inner.register(client, mailbox, hello);
+        inner.register(client, mailbox, hello, Some(Vec::new()));
         (inner.replid.clone(), inner.offset)
     }
 
@@ -263,9 +267,39 @@ impl Replication {
         self.syncs[1].fetch_add(1, Relaxed);
         let skip = (offset - first) as usize;
         let bytes: Vec<u8> = inner.backlog.iter().skip(skip).copied().collect();
-        inner.register(client, mailbox, hello);
+        inner.register(client, mailbox, hello, None);
         let line = if hello.psync2 { format!("CONTINUE {}", inner.replid) } else { "CONTINUE".to_string() };
         Some((line, bytes))
+    }
+
+    /// Sends replica `client` its full sync's `payload`, then the stream held for it since
+    /// the snapshot; from now on it is fed as the stream comes. Nothing if it is gone.
+    pub fn send_payload(&self, client: u64, mut payload: Vec<u8>) {
+        let mut inner = lock(&self.inner);
+        let Some(r) = inner.replicas.iter_mut().find(|r| r.client.id == client) else { return };
+        payload.extend(r.held.take().unwrap_or_default());
+        r.mailbox.send(Message::Deliver { token: r.client.token, client, bytes: payload });
+    }
+
+    /// A newline for replica `client` while its payload is being written (Redis' keepalive
+    /// before a payload, which a replica skips); whether it is still waiting for one.
+    pub fn keep_alive(&self, client: u64) -> bool {
+        let inner = lock(&self.inner);
+        let Some(r) = inner.replicas.iter().find(|r| r.client.id == client && r.held.is_some()) else {
+            return false;
+        };
+        r.mailbox.send(Message::Deliver { token: r.client.token, client, bytes: b"\n".to_vec() });
+        true
+    }
+
+    /// Drops replica `client`, whose payload could not be written: its connection closes.
+    pub fn fail_full_sync(&self, client: u64) {
+        let mut inner = lock(&self.inner);
+        if let Some(at) = inner.replicas.iter().position(|r| r.client.id == client) {
+            let r = inner.replicas.remove(at);
+            r.client.killed.store(true, Relaxed);
+            r.mailbox.send(Message::Kick);
+        }
     }
 
     /// How many full syncs, partial syncs and refused partial syncs replicas had.
@@ -399,9 +433,10 @@ impl Replication {
             out.push((
                 format!("slave{i}"),
                 format!(
-                    "ip={},port={},state=online,offset={},lag={}",
+                    "ip={},port={},state={},offset={},lag={}",
                     r.ip,
                     r.port,
+                    if r.held.is_some() { "wait_bgsave" } else { "online" },
                     r.ack,
                     r.ack_at.elapsed().as_secs()
                 ),
@@ -500,12 +535,15 @@ impl Inner {
         self.offset += bytes.len() as u64;
         self.backlog.extend(&bytes);
         self.trim();
-        for r in &self.replicas {
-            r.mailbox.send(Message::Deliver {
-                token: r.client.token,
-                client: r.client.id,
-                bytes: bytes.clone(),
-            });
+        for r in &mut self.replicas {
+            match &mut r.held {
+                Some(held) => held.extend_from_slice(&bytes),
+                None => r.mailbox.send(Message::Deliver {
+                    token: r.client.token,
+                    client: r.client.id,
+                    bytes: bytes.clone(),
+                }),
+            }
         }
     }
 
@@ -514,7 +552,13 @@ impl Inner {
         self.backlog.drain(..excess);
     }
 
-    fn register(&mut self, client: &Arc<ClientInfo>, mailbox: Arc<Mailbox>, hello: &ReplicaHello) {
+    fn register(
+        &mut self,
+        client: &Arc<ClientInfo>,
+        mailbox: Arc<Mailbox>,
+        hello: &ReplicaHello,
+        held: Option<Vec<u8>>,
+    ) {
         self.replicas.retain(|r| r.client.id != client.id);
         let ip = hello.ip.clone().unwrap_or_else(|| {
             client.addr.rsplit_once(':').map_or(client.addr.clone(), |(ip, _)| ip.to_string())
@@ -527,6 +571,7 @@ impl Inner {
             port: hello.port,
             ack: 0,
             ack_at: Instant::now(),
+            held,
         });
     }
 

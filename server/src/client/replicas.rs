@@ -70,20 +70,13 @@ impl Client {
                 return (Reply::Status(line.into()), Next::Continue);
             }
         }
-        let (rdb, (replid, offset)) = match full_sync_payload(state, &self.info, mailbox, &hello) {
-            Ok(done) => done,
+        let (replid, offset) = match start_full_sync(state, &self.info, mailbox, &hello) {
+            Ok(at) => at,
             Err(e) => {
                 state.replication.remove(self.info.id);
                 return (Reply::Error(format!("ERR cannot take a snapshot: {e}")), Next::Continue);
             }
         };
-        crate::log::notice!(
-            "Full resync of replica {}: {} bytes of RDB at offset {offset}",
-            self.info.addr,
-            rdb.len()
-        );
-        self.pushes.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
-        self.pushes.extend_from_slice(&rdb);
         if name == "sync" {
             // SYNC answers with the payload alone.
             self.reply = ReplyMode::Skip;
@@ -165,20 +158,59 @@ impl Client {
 
 /// A full sync for replica `info`: registers it at the stream's offset at the instant of the
 /// store's snapshot (no commit, nor its propagation, between the two: [`rdb::snapshot_at`]),
-/// then writes the snapshot as an RDB file with the replication fields. Returns the file,
-/// the replication id and the offset.
-fn full_sync_payload(
+/// then writes the snapshot as an RDB file with the replication fields on a thread of its
+/// own, as Redis' BGSAVE: the replica gets a newline every second meanwhile (which it skips),
+/// then the file, then the stream since the snapshot. Returns the replication id and the
+/// offset.
+fn start_full_sync(
     state: &State,
     info: &Arc<ClientInfo>,
     mailbox: Arc<crate::mailbox::Mailbox>,
     hello: &ReplicaHello,
-) -> Result<(Vec<u8>, (String, u64)), String> {
+) -> Result<(String, u64), String> {
     let (mut snapshot, (replid, offset)) =
         rdb::snapshot_at(state, || state.replication.start_full_sync(info, mailbox, hello))?;
     snapshot.replication = Some(RdbReplication { stream_db: 0, id: replid.clone(), offset });
-    let mut payload = Vec::new();
-    rdb::write_rdb(&snapshot, &mut payload)?;
-    Ok((payload, (replid, offset)))
+    let replication = state.replication.clone();
+    let (client, addr) = (info.id, info.addr.clone());
+    let write = move || {
+        let (done, wait) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let mut rdb = Vec::new();
+                let written = rdb::write_rdb(&snapshot, &mut rdb).map(|_| rdb);
+                let _ = done.send(written);
+            });
+            let written = loop {
+                match wait.recv_timeout(std::time::Duration::from_secs(1)) {
+                    Ok(written) => break written,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        replication.keep_alive(client);
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                        break Err("the payload's writer stopped".to_string());
+                    }
+                }
+            };
+            match written {
+                Ok(rdb) => {
+                    crate::log::notice!(
+                        "Full resync of replica {addr}: {} bytes of RDB at offset {offset}",
+                        rdb.len()
+                    );
+                    let mut payload = format!("${}\r\n", rdb.len()).into_bytes();
+                    payload.extend_from_slice(&rdb);
+                    replication.send_payload(client, payload);
+                }
+                Err(e) => {
+                    crate::log::warning!("Full resync of replica {addr} failed: {e}");
+                    replication.fail_full_sync(client);
+                }
+            }
+        });
+    };
+    std::thread::Builder::new().name("full-sync".into()).spawn(write).map_err(|e| e.to_string())?;
+    Ok((replid, offset))
 }
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF).
