@@ -871,35 +871,6 @@ mod tests {
         }
     }
 
-    /// The position a write carries is in the same batch: the directory holds both or
-    /// neither, and a removed position stays removed.
-    #[test]
-    fn a_replica_position_is_written_with_each_batch() {
-        let dir = TempDir::new("fjall-position");
-        let backend = open(dir.path(), group_commit()).expect("open");
-        assert_eq!(backend.position().expect("position"), None);
-        backend.set_position(Some(b"at 10".to_vec())).expect("set");
-        backend.stamp_writes(Some(b"at 20".to_vec()));
-        assert_eq!(
-            backend.position().expect("position").as_deref(),
-            Some(&b"at 10"[..]),
-            "not before a write"
-        );
-        put(&backend, b"k", b"v");
-        assert_eq!(backend.position().expect("position").as_deref(), Some(&b"at 20"[..]));
-        backend.persist_written().expect("persist");
-        drop(backend);
-        let backend = open(dir.path(), group_commit()).expect("reopen");
-        assert_eq!(backend.position().expect("position").as_deref(), Some(&b"at 20"[..]));
-        assert_eq!(backend.get(ColumnFamily::Subkey, b"k").expect("get").as_deref(), Some(&b"v"[..]));
-        backend.set_position(None).expect("forget");
-        put(&backend, b"k2", b"v");
-        backend.persist_written().expect("persist");
-        drop(backend);
-        let backend = open(dir.path(), group_commit()).expect("reopen");
-        assert_eq!(backend.position().expect("position"), None);
-    }
-
     #[test]
     fn keyspaces_created_without_the_marker_keep_writing_batches() {
         let dir = TempDir::new("fjall-batch-writes");
