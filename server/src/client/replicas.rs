@@ -233,7 +233,6 @@ pub(super) fn replicaof(argv: &[Bytes], state: &State) -> Reply {
             return Reply::Status("OK Already connected to specified master".into());
         }
     }
-    state.config_mut().set_replicaof(&format!("{host} {port}"));
     become_replica(state, &host, port);
     Reply::OK
 }
@@ -256,9 +255,11 @@ pub fn stop_replicating(state: &State) {
     crate::log::notice!("MASTER MODE enabled (the primary's id {replid} is valid up to offset {offset})");
 }
 
-/// Replicates `host:port` from now on: its own writes stop being propagated, its replicas
-/// are dropped (they sync again) and the link thread starts.
+/// Replicates `host:port` from now on (what CONFIG REWRITE writes as `replicaof`): its own
+/// writes stop being propagated, its replicas are dropped (they sync again) and the link
+/// thread starts.
 pub fn become_replica(state: &State, host: &str, port: u16) {
+    state.config_mut().set_replicaof(&format!("{host} {port}"));
     state.replication.set_proxying(true);
     state.replication.drop_replicas();
     crate::log::notice!("Connecting to MASTER {host}:{port}");
