@@ -36,7 +36,8 @@ const VOLATILE: &[&str] = &[
 ];
 
 /// Parameters whose value is several words, written unquoted by CONFIG REWRITE.
-const MULTI_WORD: &[&str] = &["save", "bind", "client-output-buffer-limit", "oom-score-adj-values"];
+const MULTI_WORD: &[&str] =
+    &["save", "bind", "client-output-buffer-limit", "oom-score-adj-values", "replicaof"];
 
 /// What CONFIG SET accepts for a parameter.
 #[derive(Debug, Clone, PartialEq)]
@@ -248,12 +249,22 @@ impl Config {
         let alias = match name {
             "lua-time-limit" => Some("busy-reply-threshold"),
             "busy-reply-threshold" => Some("lua-time-limit"),
+            "slaveof" => Some("replicaof"),
+            "replicaof" => Some("slaveof"),
             _ => None,
         };
         if let Some(alias) = alias {
             self.put(alias, &value);
         }
         Ok(())
+    }
+
+    /// Records what REPLICAOF set (`host port`, or empty for NO ONE), so that CONFIG
+    /// REWRITE keeps the role across a restart, as Redis does (Sentinel rewrites the config
+    /// of every server it reconfigures).
+    pub fn set_replicaof(&mut self, value: &str) {
+        self.put("replicaof", value);
+        self.put("slaveof", value);
     }
 
     /// Writes the configuration back into its file: known directives get their current
@@ -272,12 +283,18 @@ impl Config {
         for line in old.lines() {
             let first = split_args(line.trim().as_bytes()).and_then(|w| w.into_iter().next());
             let name = first.map(|w| String::from_utf8_lossy(&w).to_ascii_lowercase()).unwrap_or_default();
+            let name = if name == "slaveof" { "replicaof".to_string() } else { name };
             let known = self.params.contains_key(&name) || name.starts_with("namespace.");
             if name.is_empty() || name.starts_with('#') || !known {
                 out.push_str(line);
                 out.push('\n');
             } else if written.insert(name.clone()) {
-                if let Some(ns) = name.strip_prefix("namespace.") {
+                if name == "replicaof" {
+                    // A primary has no replicaof line, as Redis rewrites it.
+                    if !self.get(&name).is_empty() {
+                        out.push_str(&self.directive(&name));
+                    }
+                } else if let Some(ns) = name.strip_prefix("namespace.") {
                     if let Some(token) = self.namespaces.get(ns) {
                         let _ = writeln!(out, "{name} {}", quote(token));
                     }
@@ -287,7 +304,9 @@ impl Config {
             }
         }
         for (name, p) in &self.params {
-            if p.value != p.default && !written.contains(name) && !matches!(p.kind, Kind::Immutable) {
+            // `replicaof` is immutable but follows REPLICAOF ([`Config::set_replicaof`]).
+            let rewritable = !matches!(p.kind, Kind::Immutable) || name == "replicaof";
+            if p.value != p.default && !written.contains(name) && rewritable {
                 out.push_str(&self.directive(name));
             }
         }
@@ -854,6 +873,29 @@ mod tests {
             "{err}"
         );
         assert_eq!(Config::new().rewrite(), Err("ERR The server is running without a config file".into()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// REPLICAOF's target is rewritten as Redis writes it: `replicaof host port` in place of
+    /// a `slaveof` or `replicaof` line, appended when there is none, removed on NO ONE.
+    #[test]
+    fn rewrite_keeps_the_replicaof_target() {
+        let dir = std::env::temp_dir().join(format!("rediskv-config-replicaof-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("redis.conf");
+        std::fs::write(&file, "port 7777\nslaveof 10.0.0.1 6379\n").unwrap();
+        let mut c = Config::new();
+        c.load_file(&file).unwrap();
+        assert_eq!(c.get("replicaof"), "10.0.0.1 6379");
+        c.set_replicaof("10.0.0.2 6380");
+        c.rewrite().unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "port 7777\nreplicaof 10.0.0.2 6380\n");
+        c.set_replicaof("");
+        c.rewrite().unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "port 7777\n");
+        c.set_replicaof("10.0.0.3 1");
+        c.rewrite().unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "port 7777\nreplicaof 10.0.0.3 1\n");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

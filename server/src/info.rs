@@ -428,7 +428,9 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             } else {
                 pairs.push(("role".to_string(), s("master")));
             }
-            pairs.extend(state.replication.info_fields(config.get("repl-backlog-size")));
+            pairs.extend(
+                state.replication.info_fields(config.get("repl-backlog-size"), state.failover.state_name()),
+            );
             let pairs: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
             fields(out, &pairs);
         }

@@ -45,6 +45,7 @@ mod config_doc;
 mod conn;
 mod counters;
 mod evict;
+mod failover;
 mod flags;
 mod info;
 mod latency;
@@ -528,7 +529,20 @@ fn main() {
     if let Some((host, port)) =
         primary.split_once(' ').and_then(|(h, p)| Some((h.to_string(), p.trim().parse::<u16>().ok()?)))
     {
+        // A replica continues from the position its data stands at, as Redis from its RDB's.
+        if let Some(at) = state.store.position() {
+            log::notice!(
+                "Stream position stored with the data: replication id {}, offset {}",
+                at.replid,
+                at.offset
+            );
+            state.replication.follow(&at.replid, at.offset, replication::Sync::Full);
+            state.link.set_stream_db(at.db);
+        }
         client::become_replica(&state, &host, port);
+    } else if let Err(e) = state.store.set_position(None) {
+        // A primary's writes are its own: a stored position no longer stands for its data.
+        log::warning!("Cannot forget the replication position: {e}");
     }
     log::notice!("Ready to accept connections");
     if let Err(e) = conn::serve(state, threads) {

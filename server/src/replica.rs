@@ -5,7 +5,8 @@
 //! applies the primary's stream through a client flagged as the master (no replies),
 //! answering REPLCONF GETACK and sending REPLCONF ACK every second. The stream's bytes are
 //! also this server's stream, for its own replicas. A broken link reconnects every second
-//! and asks to continue from the offset it applied.
+//! and asks to continue from the offset it applied; a disk store keeps that position in
+//! the batch of each write the stream makes, so a restarted replica continues too.
 //!
 //! The primary's socket is opened and read in [`PrimarySocket`] only: plain, or a TLS
 //! session with `tls-replication yes`.
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::client::{Client, Next};
-use crate::replication::{Sync, encode};
+use crate::replication::{StreamPosition, Sync, encode};
 use crate::resp::{Limits, Parsed};
 use crate::state::State;
 
@@ -41,7 +42,10 @@ pub fn spawn_cron(state: Arc<State>) {
         loop {
             std::thread::sleep(Duration::from_millis(100));
             let period = Duration::from_secs(state.config().number("repl-ping-replica-period").max(1) as u64);
-            if last_ping.elapsed() >= period {
+            crate::failover::cron(&state);
+            // No PING while a failover holds the stream still for a replica to catch up.
+            let failing_over = state.failover.phase() != crate::failover::Phase::None;
+            if last_ping.elapsed() >= period && !failing_over {
                 last_ping = Instant::now();
                 if state.replication.has_replicas() {
                     state.replication.feed_raw(&[b"PING"]);
@@ -60,6 +64,10 @@ fn run(state: &State, generation: u64) {
     while state.link.current(generation) {
         if let Err(e) = session(state, generation) {
             crate::log::notice!("Replication link: {e}");
+            // A failover's target that cannot be reached or refuses: a primary again.
+            if state.failover.phase() == crate::failover::Phase::InProgress {
+                crate::failover::abort(state, &e);
+            }
         }
         if !state.link.current(generation) {
             break;
@@ -241,11 +249,18 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
     let (replid, offset) =
         if state.replication.keeps_stream() { state.replication.id_and_offset() } else { (String::new(), 0) };
     let psync_offset = (offset + 1).to_string();
-    let reply = if replid.is_empty() {
-        primary.call(&[b"PSYNC", b"?", b"-1"])?
-    } else {
-        primary.call(&[b"PSYNC", replid.as_bytes(), psync_offset.as_bytes()])?
-    };
+    let (replid_arg, offset_arg) =
+        if replid.is_empty() { ("?", "-1") } else { (replid.as_str(), psync_offset.as_str()) };
+    // A failover asks its target to take the primary's role with this PSYNC.
+    let failover = state.failover.phase() == crate::failover::Phase::InProgress;
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", replid_arg.as_bytes(), offset_arg.as_bytes()];
+    if failover {
+        psync.push(b"FAILOVER");
+    }
+    let reply = primary.call(&psync)?;
+    if failover && (reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE")) {
+        crate::failover::finish(state);
+    }
     let (replid, offset) = if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
         let mut words = rest.split_whitespace();
         let (Some(id), Some(off)) = (words.next(), words.next().and_then(|o| o.parse::<u64>().ok())) else {
@@ -257,8 +272,13 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
             i.sync_read = 0;
             i.sync_size = None;
         });
+        // The stored position goes before the data it stood for does.
+        state.store.set_position(None)?;
         load_payload(state, &mut primary, generation)?;
         state.replication.follow(id, off, Sync::Full);
+        state.link.set_stream_db(0);
+        let position = StreamPosition { replid: id.to_string(), offset: off, db: 0 };
+        state.store.set_position(Some(&position))?;
         (id.to_string(), off)
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let id = rest.trim();
@@ -271,10 +291,10 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
     };
     state.link.update(|i| {
         i.state = "connected";
-        i.replid = replid;
+        i.replid = replid.clone();
         i.last_io = Instant::now();
     });
-    stream(state, generation, primary, offset)
+    stream(state, generation, primary, StreamPosition { replid, offset, db: state.link.stream_db() })
 }
 
 /// Reads the full sync's RDB payload (`$len` or an EOF-marked diskless one) into the
@@ -367,11 +387,23 @@ impl Read for Payload<'_> {
     }
 }
 
-/// Applies the primary's stream from `offset` until the link breaks or REPLICAOF changes.
-fn stream(state: &State, generation: u64, mut primary: PrimarySocket, mut offset: u64) -> Result<(), String> {
+/// Applies the primary's stream from `at` (its database selected) until the link breaks or
+/// REPLICAOF changes. A disk store records, in the batch of each command's writes, the
+/// position after that command ([`StreamPosition`]).
+fn stream(
+    state: &State,
+    generation: u64,
+    mut primary: PrimarySocket,
+    at: StreamPosition,
+) -> Result<(), String> {
     let repl_timeout = Duration::from_secs(state.config().number("repl-timeout").max(1) as u64);
     primary.set_timeout(Duration::from_millis(100));
     let mut master = MasterClient::new(state, &primary);
+    if at.db != 0 {
+        master.execute(&[Bytes::from_static(b"SELECT"), Bytes::from(at.db.to_string())], state);
+    }
+    let keeps_position = state.store.keeps_position();
+    let StreamPosition { replid, mut offset, .. } = at;
     let result = (|| {
         let mut last_ack: Option<Instant> = None;
         let mut last_io = Instant::now();
@@ -418,7 +450,19 @@ fn stream(state: &State, generation: u64, mut primary: PrimarySocket, mut offset
                     primary.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])?;
                     last_ack = Some(Instant::now());
                 } else if !argv.is_empty() {
+                    // A SELECT in a MULTI takes effect with its EXEC, which is the unit's
+                    // only write: the database after the last SELECT is right for both.
+                    let selected = selected_db(&argv);
+                    if keeps_position {
+                        let db = selected.unwrap_or_else(|| state.link.stream_db());
+                        let after =
+                            StreamPosition { replid: replid.clone(), offset: offset + consumed as u64, db };
+                        state.store.stamp_writes(Some(&after));
+                    }
                     master.execute(&argv, state);
+                    if let Some(db) = selected {
+                        state.link.set_stream_db(db);
+                    }
                 }
                 state.replication.feed_from_primary(&primary.buf[used..used + consumed]);
                 offset += consumed as u64;
@@ -435,7 +479,23 @@ fn stream(state: &State, generation: u64, mut primary: PrimarySocket, mut offset
         }
     })();
     master.close(state);
+    if !state.link.is_replica() {
+        // Promoted: its own writes are not the primary's stream (REPLICAOF NO ONE forgot
+        // the position; a command applied meanwhile may have stored it again).
+        state.store.stamp_writes(None);
+        if let Err(e) = state.store.set_position(None) {
+            crate::log::warning!("Cannot forget the replication position: {e}");
+        }
+    }
     result
+}
+
+/// The database `SELECT db` selects.
+fn selected_db(argv: &[Bytes]) -> Option<usize> {
+    match argv {
+        [name, db] if name.eq_ignore_ascii_case(b"select") => std::str::from_utf8(db).ok()?.parse().ok(),
+        _ => None,
+    }
 }
 
 fn is_getack(argv: &[Bytes]) -> bool {

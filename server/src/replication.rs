@@ -70,6 +70,9 @@ struct Replica {
     /// The offset it last acknowledged, and when.
     ack: u64,
     ack_at: Instant,
+    /// While its full sync's payload is being written: the stream since the snapshot, sent
+    /// after the payload.
+    held: Option<Vec<u8>>,
 }
 
 /// A client in WAIT: answered when `wanted` replicas acknowledged `target`.
@@ -77,6 +80,38 @@ struct Waiter {
     client: Arc<ClientInfo>,
     target: u64,
     wanted: usize,
+}
+
+/// Where a replica stands in its primary's stream: the replication id, the offset of the
+/// last byte applied, and the database the stream selected last. A disk store keeps it in
+/// the batch of every write the stream makes ([`crate::store::Store::stamp_writes`]), so a
+/// restarted replica asks to continue from exactly what its data holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamPosition {
+    /// The primary's replication id.
+    pub replid: String,
+    /// The offset of the last byte applied.
+    pub offset: u64,
+    /// The database the stream selected last.
+    pub db: usize,
+}
+
+impl std::fmt::Display for StreamPosition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {}", self.replid, self.offset, self.db)
+    }
+}
+
+impl std::str::FromStr for StreamPosition {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        let mut words = s.split(' ');
+        let replid = words.next().filter(|id| id.len() == 40).ok_or(())?.to_string();
+        let offset = words.next().and_then(|o| o.parse().ok()).ok_or(())?;
+        let db = words.next().and_then(|d| d.parse().ok()).ok_or(())?;
+        Ok(StreamPosition { replid, offset, db })
+    }
 }
 
 /// How [`Replication::follow`] takes a stream over.
@@ -182,8 +217,9 @@ impl Replication {
 
     /// A full sync for a new replica: call it holding the keyspace-wide lock of every
     /// engine. Keeps the stream from now on (a new replication id the first time, as
-    /// Redis creates its backlog), registers the replica (fed every byte after this
-    /// instant) and returns the id and offset the snapshot stands for.
+    /// Redis creates its backlog), registers the replica (every byte after this instant is
+    /// held for it until [`Replication::send_payload`]) and returns the id and offset the
+    /// snapshot stands for.
     pub fn start_full_sync(
         &self,
         client: &Arc<ClientInfo>,
@@ -200,7 +236,7 @@ impl Replication {
         // The replica's stream starts with a SELECT (it loads the snapshot in database 0).
         inner.selected = None;
         self.syncs[0].fetch_add(1, Relaxed);
-        inner.register(client, mailbox, hello);
+        inner.register(client, mailbox, hello, Some(Vec::new()));
         (inner.replid.clone(), inner.offset)
     }
 
@@ -231,9 +267,39 @@ impl Replication {
         self.syncs[1].fetch_add(1, Relaxed);
         let skip = (offset - first) as usize;
         let bytes: Vec<u8> = inner.backlog.iter().skip(skip).copied().collect();
-        inner.register(client, mailbox, hello);
+        inner.register(client, mailbox, hello, None);
         let line = if hello.psync2 { format!("CONTINUE {}", inner.replid) } else { "CONTINUE".to_string() };
         Some((line, bytes))
+    }
+
+    /// Sends replica `client` its full sync's `payload`, then the stream held for it since
+    /// the snapshot; from now on it is fed as the stream comes. Nothing if it is gone.
+    pub fn send_payload(&self, client: u64, mut payload: Vec<u8>) {
+        let mut inner = lock(&self.inner);
+        let Some(r) = inner.replicas.iter_mut().find(|r| r.client.id == client) else { return };
+        payload.extend(r.held.take().unwrap_or_default());
+        r.mailbox.send(Message::Deliver { token: r.client.token, client, bytes: payload });
+    }
+
+    /// A newline for replica `client` while its payload is being written (Redis' keepalive
+    /// before a payload, which a replica skips); whether it is still waiting for one.
+    pub fn keep_alive(&self, client: u64) -> bool {
+        let inner = lock(&self.inner);
+        let Some(r) = inner.replicas.iter().find(|r| r.client.id == client && r.held.is_some()) else {
+            return false;
+        };
+        r.mailbox.send(Message::Deliver { token: r.client.token, client, bytes: b"\n".to_vec() });
+        true
+    }
+
+    /// Drops replica `client`, whose payload could not be written: its connection closes.
+    pub fn fail_full_sync(&self, client: u64) {
+        let mut inner = lock(&self.inner);
+        if let Some(at) = inner.replicas.iter().position(|r| r.client.id == client) {
+            let r = inner.replicas.remove(at);
+            r.client.killed.store(true, Relaxed);
+            r.mailbox.send(Message::Kick);
+        }
     }
 
     /// How many full syncs, partial syncs and refused partial syncs replicas had.
@@ -298,6 +364,18 @@ impl Replication {
         inner.replicas.iter().filter(|r| r.ack_at.elapsed().as_secs() <= max_lag).count()
     }
 
+    /// The offset the replica announced as `host:port` acknowledged, if it is connected.
+    pub fn acked_by(&self, host: &str, port: u16) -> Option<u64> {
+        let inner = lock(&self.inner);
+        inner.replicas.iter().find(|r| r.ip.eq_ignore_ascii_case(host) && r.port == port).map(|r| r.ack)
+    }
+
+    /// The address of a replica that acknowledged `offset`, if any.
+    pub fn replica_acked(&self, offset: u64) -> Option<(String, u16)> {
+        let inner = lock(&self.inner);
+        inner.replicas.iter().find(|r| r.ack == offset).map(|r| (r.ip.clone(), r.port))
+    }
+
     /// Whether any replica is connected.
     pub fn has_replicas(&self) -> bool {
         !lock(&self.inner).replicas.is_empty()
@@ -348,16 +426,17 @@ impl Replication {
 
     /// INFO replication's fields after `role`, for a primary (or a replica's own
     /// replicas and backlog).
-    pub fn info_fields(&self, backlog_size: &str) -> Vec<(String, String)> {
+    pub fn info_fields(&self, backlog_size: &str, failover: &str) -> Vec<(String, String)> {
         let inner = lock(&self.inner);
         let mut out = vec![("connected_slaves".to_string(), inner.replicas.len().to_string())];
         for (i, r) in inner.replicas.iter().enumerate() {
             out.push((
                 format!("slave{i}"),
                 format!(
-                    "ip={},port={},state=online,offset={},lag={}",
+                    "ip={},port={},state={},offset={},lag={}",
                     r.ip,
                     r.port,
+                    if r.held.is_some() { "wait_bgsave" } else { "online" },
                     r.ack,
                     r.ack_at.elapsed().as_secs()
                 ),
@@ -368,7 +447,7 @@ impl Replication {
         let first = if active { inner.offset + 1 - histlen } else { 0 };
         out.extend(
             [
-                ("master_failover_state", "no-failover".to_string()),
+                ("master_failover_state", failover.to_string()),
                 ("master_replid", inner.replid.clone()),
                 ("master_replid2", inner.replid2.clone()),
                 ("master_repl_offset", inner.offset.to_string()),
@@ -456,12 +535,15 @@ impl Inner {
         self.offset += bytes.len() as u64;
         self.backlog.extend(&bytes);
         self.trim();
-        for r in &self.replicas {
-            r.mailbox.send(Message::Deliver {
-                token: r.client.token,
-                client: r.client.id,
-                bytes: bytes.clone(),
-            });
+        for r in &mut self.replicas {
+            match &mut r.held {
+                Some(held) => held.extend_from_slice(&bytes),
+                None => r.mailbox.send(Message::Deliver {
+                    token: r.client.token,
+                    client: r.client.id,
+                    bytes: bytes.clone(),
+                }),
+            }
         }
     }
 
@@ -470,7 +552,13 @@ impl Inner {
         self.backlog.drain(..excess);
     }
 
-    fn register(&mut self, client: &Arc<ClientInfo>, mailbox: Arc<Mailbox>, hello: &ReplicaHello) {
+    fn register(
+        &mut self,
+        client: &Arc<ClientInfo>,
+        mailbox: Arc<Mailbox>,
+        hello: &ReplicaHello,
+        held: Option<Vec<u8>>,
+    ) {
         self.replicas.retain(|r| r.client.id != client.id);
         let ip = hello.ip.clone().unwrap_or_else(|| {
             client.addr.rsplit_once(':').map_or(client.addr.clone(), |(ip, _)| ip.to_string())
@@ -483,6 +571,7 @@ impl Inner {
             port: hello.port,
             ack: 0,
             ack_at: Instant::now(),
+            held,
         });
     }
 
@@ -518,6 +607,9 @@ pub struct LinkStatus {
     up: AtomicBool,
     /// Bumped by every REPLICAOF: a link thread of an older one stops.
     generation: std::sync::atomic::AtomicU64,
+    /// The database the primary's stream selected last: a link that continues the stream
+    /// starts its commands there, as Redis keeps its cached master client's.
+    stream_db: std::sync::atomic::AtomicUsize,
     info: Mutex<LinkInfo>,
     /// Starts a link thread for a generation (set once by `main`).
     runner: std::sync::OnceLock<Runner>,
@@ -571,6 +663,16 @@ impl LinkStatus {
     /// Whether the link to the primary is synced and streaming.
     pub fn is_up(&self) -> bool {
         self.up.load(Relaxed)
+    }
+
+    /// The database the primary's stream selected last.
+    pub fn stream_db(&self) -> usize {
+        self.stream_db.load(Relaxed)
+    }
+
+    /// Records the database the stream selected (0 after a full sync).
+    pub fn set_stream_db(&self, db: usize) {
+        self.stream_db.store(db, Relaxed);
     }
 
     /// Sets what starts a link thread (once; later calls change nothing).

@@ -258,6 +258,39 @@ impl Store {
         }
     }
 
+    /// Whether the store keeps a replica's stream position with its data (the disk engines
+    /// that implement [`DiskBackend::set_position`]).
+    pub fn keeps_position(&self) -> bool {
+        matches!(self, Store::Disk { .. })
+    }
+
+    /// Every later write also records `position` in its batch ([`DiskBackend::stamp_writes`]).
+    pub fn stamp_writes(&self, position: Option<&crate::replication::StreamPosition>) {
+        if let Store::Disk { disk, .. } = self {
+            disk.stamp_writes(position.map(|p| p.to_string().into_bytes()));
+        }
+    }
+
+    /// Records `position` now (`None`: forgets the stored one), and with every later write.
+    ///
+    /// # Errors
+    /// The engine's write failed.
+    pub fn set_position(&self, position: Option<&crate::replication::StreamPosition>) -> Result<(), String> {
+        match self {
+            Store::Disk { disk, .. } => {
+                disk.set_position(position.map(|p| p.to_string().into_bytes())).map_err(|e| e.to_string())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The stream position stored with the data, if any (and readable).
+    pub fn position(&self) -> Option<crate::replication::StreamPosition> {
+        let Store::Disk { disk, .. } = self else { return None };
+        let stored = disk.position().ok()??;
+        std::str::from_utf8(&stored).ok()?.parse().ok()
+    }
+
     /// Saves a namespace's database → namespace mapping after a SWAPDB beside a disk
     /// store's data ([`rediskv_engine::server_files`]).
     ///
@@ -536,27 +569,59 @@ fn open_etcd(flags: &EtcdFlags, layout: &KeyLayout) -> Result<Store, String> {
     Ok(Store::Etcd { etcd, kv })
 }
 
-/// The slot a cluster node is handing to another node: from the moment the node closes it
-/// until the new owner takes it, commands routed to it commit nothing. `u32::MAX`: none.
+/// What keeps a cluster node over a disk engine from committing to slots that may no longer
+/// be its own: the slot it is handing to another node (from the moment the node closes it
+/// until the new owner takes it, commands routed to it commit nothing), and its etcd lease
+/// (once the lease may have run out, another node may hold its slots: commands routed to
+/// any slot commit nothing until the node has registered again and read the table).
 #[derive(Debug)]
-pub struct ClosedSlot(std::sync::atomic::AtomicU32);
+pub struct ClosedSlot {
+    /// `u32::MAX`: none.
+    slot: std::sync::atomic::AtomicU32,
+    /// Milliseconds since [`lease_clock`]'s start until which the lease surely holds;
+    /// `u64::MAX`: no lease to keep (a node alone, or over the etcd engine).
+    lease_until_ms: std::sync::atomic::AtomicU64,
+}
 
 impl Default for ClosedSlot {
     fn default() -> Self {
-        ClosedSlot(std::sync::atomic::AtomicU32::new(u32::MAX))
+        ClosedSlot {
+            slot: std::sync::atomic::AtomicU32::new(u32::MAX),
+            lease_until_ms: std::sync::atomic::AtomicU64::new(u64::MAX),
+        }
     }
+}
+
+/// Milliseconds on a monotonic clock (it keeps counting while the process is stopped).
+fn lease_clock() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_millis() as u64
 }
 
 impl ClosedSlot {
     /// The slot closed now, if any.
     pub fn get(&self) -> Option<u16> {
-        u16::try_from(self.0.load(std::sync::atomic::Ordering::SeqCst)).ok()
+        u16::try_from(self.slot.load(std::sync::atomic::Ordering::SeqCst)).ok()
     }
 
     /// Closes `slot` (`None`: opens every slot).
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub fn set(&self, slot: Option<u16>) {
-        self.0.store(slot.map_or(u32::MAX, u32::from), std::sync::atomic::Ordering::SeqCst);
+        self.slot.store(slot.map_or(u32::MAX, u32::from), std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The node's lease holds until `until` (`None`: it may have run out already).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub fn lease_holds_until(&self, until: Option<std::time::Instant>) {
+        let now = std::time::Instant::now();
+        let ms = until.map_or(0, |u| lease_clock() + u.saturating_duration_since(now).as_millis() as u64);
+        self.lease_until_ms.store(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether a commit routed to `slot` must be refused.
+    fn refuses(&self, slot: u16) -> bool {
+        self.get() == Some(slot)
+            || lease_clock() >= self.lease_until_ms.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -571,12 +636,12 @@ pub fn route_writes(slot: Option<u16>) {
 }
 
 /// Words in the error of a commit refused because its slot was closed (it is being handed
-/// to another node).
+/// to another node) or the node's lease may have run out.
 pub const SLOT_CLOSED: &str = "the slot is being handed to another node";
 
-/// A disk store that refuses the commits of commands routed to its [`ClosedSlot`]. A commit
-/// runs under its keys' locks, so once a node closed the slot and waited for the keyspace
-/// lock, no commit of the slot can follow.
+/// A disk store that refuses the commits of commands routed to its [`ClosedSlot`], or to any
+/// slot while the node's lease may have run out. A commit runs under its keys' locks, so once
+/// a node closed the slot and waited for the keyspace lock, no commit of the slot can follow.
 struct SlotGuard {
     inner: Arc<DiskCache>,
     closed: Arc<ClosedSlot>,
@@ -618,8 +683,8 @@ impl KvBackend for SlotGuard {
         self.inner.scan(cf, range, direction)
     }
     fn write(&self, batch: rediskv::backend::WriteBatch) -> rediskv::Result<()> {
-        if let Some(closed) = self.closed.get()
-            && ROUTED.with(|r| r.get()) == Some(closed)
+        if let Some(slot) = ROUTED.with(|r| r.get())
+            && self.closed.refuses(slot)
         {
             return Err(rediskv::Error::Backend(SLOT_CLOSED.into()));
         }

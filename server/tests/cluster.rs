@@ -765,4 +765,50 @@ mod over_etcd {
             "failover: the replica served the slots {took:?} after the primary's kill -9 (lease {NODE_TIMEOUT_MS} ms)"
         );
     }
+
+    #[test]
+    fn a_primary_paused_while_its_replica_took_its_slots_acknowledges_no_write() {
+        let Some(etcd) = Cluster::start("a_primary_paused_while_its_replica_took", 1) else { return };
+        let primary = disk_node(&etcd, "paused-primary/", 1, &[]);
+        wait_shared(&[primary.port], Duration::from_secs(20));
+        let port = primary.port.to_string();
+        let replica = disk_node(&etcd, "paused-primary/", 1, &["--replicaof", &format!("127.0.0.1 {port}")]);
+        let mut paused = primary.client();
+        paused.set_read_timeout(Duration::from_secs(30));
+        for n in 1..=100 {
+            assert_eq!(paused.cmd(&["INCR", "fenced"]), Value::Int(n));
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while paused.cmd(&["WAIT", "1", "100"]) != Value::Int(1) {
+            assert!(Instant::now() < deadline, "the replica never caught up");
+        }
+        let pid = primary.pid().to_string();
+        assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+        // Sent while it is paused: read and run the moment it resumes, by the table it had.
+        paused.send_raw(&encode(&[b"INCR", b"fenced"]));
+        wait_shared(&[replica.port], Duration::from_secs(20));
+        let mut r = replica.client();
+        assert_eq!(r.cmd(&["INCR", "fenced"]), Value::Int(101));
+        assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+        // Its lease may have run out: the write is refused, never acknowledged, and the
+        // client asks again (TRYAGAIN) or is sent to the slots' owner now (MOVED).
+        let reply = paused.read();
+        assert!(
+            matches!(&reply, Value::Error(e) if e.starts_with("TRYAGAIN ") || e.starts_with("MOVED ")),
+            "{reply:?}"
+        );
+        assert_eq!(r.cmd(&["GET", "fenced"]), Value::Bulk(Some(b"101".to_vec())));
+        // Back, it reads the table and sends the slots' clients to their new owner.
+        let slot = ::rediskv::codec::key_slot(b"fenced");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match paused.cmd(&["INCR", "fenced"]) {
+                Value::Error(e) if e.starts_with(&format!("MOVED {slot} ")) => break,
+                Value::Error(e) if e.starts_with("TRYAGAIN ") => {}
+                other => panic!("{other:?}"),
+            }
+            assert!(Instant::now() < deadline, "never redirected");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }

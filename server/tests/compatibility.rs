@@ -51,9 +51,8 @@ fn probe(port: u16, name: &str, sub: &str, arity: i64) -> bool {
 
 /// Commands the server knows (COMMAND describes them, their flags and key specs) but does
 /// not run: CLUSTER, ASKING, READONLY and READWRITE answer what Redis answers without
-/// cluster mode, MIGRATE and FAILOVER that they are not supported. They are listed as not
-/// implemented.
-const REFUSED: &[&str] = &["asking", "cluster", "failover", "migrate", "readonly", "readwrite"];
+/// cluster mode, MIGRATE that it is not supported. They are listed as not implemented.
+const REFUSED: &[&str] = &["asking", "cluster", "migrate", "readonly", "readwrite"];
 
 fn render(probes: &[Probe]) -> String {
     let mut groups: BTreeMap<&str, Vec<&Probe>> = BTreeMap::new();

@@ -520,3 +520,134 @@ fn rediskv_replicates_rediskv_across_layouts() {
     wait_caught_up(&primary, &replica);
     assert_same_data(&primary, &replica);
 }
+
+/// A replica on fjall that restarts continues from the position stored with its data:
+/// after SHUTDOWN, and after SIGKILL under `appendfsync always` while the primary writes,
+/// it asks `PSYNC <replid> <offset+1>` and gets `+CONTINUE` (the primary counts no second
+/// full sync), in the database the stream had selected; it ends with the primary's data,
+/// no command applied twice nor skipped.
+#[test]
+fn a_restarted_disk_replica_continues() {
+    let primary = rediskv(&["--threads", "2", "--repl-backlog-size", "256mb"]);
+    populate(&mut primary.client());
+    let dir = std::env::temp_dir().join(format!("rediskv-test-restarted-replica-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let of_primary = format!("127.0.0.1 {}", primary.port);
+    let start_replica = || {
+        let dir = dir.to_str().unwrap();
+        let args = ["--engine", "fjall", "--dir", dir, "--threads", "2", "--appendfsync", "always"];
+        rediskv(&[&args[..], &["--replicaof", &of_primary]].concat())
+    };
+    let mut replica = start_replica();
+    Load::start(primary.port).finish_after(Duration::from_millis(1000));
+    wait_caught_up(&primary, &replica);
+    let mut p = primary.client();
+
+    // SHUTDOWN with the stream in database 3; the primary writes there meanwhile, with no
+    // SELECT of its own (its stream selected 3 already).
+    p.cmd(&["SELECT", "3"]);
+    p.cmd(&["SET", "before-shutdown", "1"]);
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), Value::Int(1));
+    assert_eq!(replica.client().cmd_or_none(&["SHUTDOWN"]), None);
+    assert!(replica.wait_exit().success());
+    p.cmd(&["INCR", "while-down"]);
+    replica = start_replica();
+    wait_caught_up(&primary, &replica);
+    assert_same_data(&primary, &replica);
+    assert_eq!(sync_counts(&mut p), ["1", "1"], "one full sync, then one partial");
+
+    // SIGKILL while the primary writes.
+    let load = Load::start(primary.port);
+    std::thread::sleep(Duration::from_millis(700));
+    replica.kill();
+    replica = start_replica();
+    load.finish_after(Duration::from_millis(700));
+    wait_caught_up(&primary, &replica);
+    assert_same_data(&primary, &replica);
+    assert_eq!(sync_counts(&mut p), ["1", "2"], "no second full sync");
+    drop(replica);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// FAILOVER's checks, and a failover to the replica named, as on a redis-server pair: the
+/// same replies, then the two servers have swapped roles, the new replica continuing
+/// (`+CONTINUE`, no full sync) and holding every write. Between two rediskv-servers, and
+/// each way with redis-server (which sends or answers `PSYNC … FAILOVER`).
+#[test]
+fn failover_swaps_roles_as_redis() {
+    let run = |primary: &Server, replica: &Server| -> Vec<Value> {
+        let mut p = primary.client();
+        let mut r = replica.client();
+        let mut replies: Vec<Value> = [
+            &["FAILOVER", "ABORT"][..],
+            &["FAILOVER", "TIMEOUT", "0"],
+            &["FAILOVER", "TIMEOUT", "x"],
+            &["FAILOVER", "TO", "127.0.0.1"],
+            &["FAILOVER", "TO", "127.0.0.1", "notaport"],
+            &["FAILOVER", "TIMEOUT", "10", "TIMEOUT", "10"],
+            &["FAILOVER", "NONSENSE"],
+            &["FAILOVER"],
+        ]
+        .iter()
+        .map(|c| p.cmd(c))
+        .collect();
+        let port = replica.port.to_string();
+        assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &primary.port.to_string()]), Value::Status("OK".into()));
+        for i in 0..50 {
+            p.cmd(&["SET", &format!("k{i}"), &i.to_string()]);
+        }
+        p.cmd(&["INCR", "counter"]);
+        assert_eq!(p.cmd(&["WAIT", "1", "10000"]), Value::Int(1));
+        replies.push(r.cmd(&["FAILOVER"]));
+        replies.extend(
+            [
+                &["FAILOVER", "FORCE"][..],
+                &["FAILOVER", "TO", "127.0.0.1", &port, "FORCE"],
+                &["FAILOVER", "TO", "127.0.0.1", "1"],
+                &["FAILOVER", "TO", "127.0.0.1", &port, "TIMEOUT", "60000"],
+            ]
+            .iter()
+            .map(|c| p.cmd(c)),
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let role = info_field(&mut p, "replication", "role");
+            let state = info_field(&mut p, "replication", "master_failover_state");
+            let link = info_field(&mut p, "replication", "master_link_status");
+            if role.as_deref() == Some("slave")
+                && state.as_deref() == Some("no-failover")
+                && link.as_deref() == Some("up")
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no failover: {role:?} {state:?} {link:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        replies.push(Value::Status(info_field(&mut r, "replication", "role").unwrap()));
+        replies.push(Value::Status(
+            info_field(&mut p, "replication", "master_port").unwrap().replace(&port, "<replica>"),
+        ));
+        replies.push(p.cmd(&["SET", "k", "v"]));
+        replies.push(r.cmd(&["INCR", "counter"]));
+        replies.push(r.cmd(&["WAIT", "1", "10000"]));
+        replies.push(p.cmd(&["GET", "counter"]));
+        replies.push(p.cmd(&["GET", "k49"]));
+        // The replica continued: it served no full sync.
+        replies.push(Value::Status(info_field(&mut r, "stats", "sync_full").unwrap()));
+        replies
+    };
+    let Some(redis_primary) = redis(&[]) else { return };
+    let Some(redis_replica) = redis(&[]) else { return };
+    let theirs = run(&redis_primary, &redis_replica);
+    let ours = || rediskv(&["--threads", "2"]);
+    let check = |replies: Vec<Value>, pair: &str| {
+        for (i, (a, b)) in replies.iter().zip(&theirs).enumerate() {
+            assert_eq!(a, b, "reply {i}, {pair}");
+        }
+        assert_eq!(replies.len(), theirs.len(), "{pair}");
+    };
+    check(run(&ours(), &ours()), "rediskv to rediskv");
+    let (Some(redis_replica), Some(redis_primary)) = (redis(&[]), redis(&[])) else { return };
+    check(run(&ours(), &redis_replica), "rediskv to redis-server");
+    check(run(&redis_primary, &ours()), "redis-server to rediskv");
+}

@@ -79,6 +79,33 @@ pub trait DiskBackend: KvBackend {
     /// [`Error::Backend`] when the write to the OS fails (the engine then refuses later writes).
     fn persist_written(&self) -> Result<()>;
 
+    /// Sets the stream position a replica will have applied once the next writes are in (an
+    /// opaque record): every later batch writes it too, in the same atomic batch, so that
+    /// after a crash the directory's position and data agree — each write it holds is one
+    /// the position counts, and none more. Default: nothing kept.
+    fn stamp_writes(&self, position: Option<Vec<u8>>) {
+        let _ = position;
+    }
+
+    /// [`DiskBackend::stamp_writes`], and writes `position` now (`None`: removes the stored
+    /// one), in a batch of its own: for a position the data already stands at.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when the record cannot be written.
+    fn set_position(&self, position: Option<Vec<u8>>) -> Result<()> {
+        self.stamp_writes(position);
+        Ok(())
+    }
+
+    /// The position [`DiskBackend::set_position`] last wrote, as the directory holds it.
+    /// Default: `None`.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when the store cannot be read.
+    fn position(&self) -> Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
     /// After a failed [`KvBackend::write`] or [`DiskBackend::persist_written`]: brings the
     /// engine back to what its directory holds, writable again, in place (every handle on
     /// it stays valid). Batches no persist took may be gone afterwards, whole (as after a
@@ -206,6 +233,9 @@ pub fn cf_name_for(layout: &KeyLayout, cf: ColumnFamily) -> &'static str {
 pub const MANIFEST_KEY: &[u8] = b"rediskv:layout";
 /// Key of the version floor (8 bytes, big-endian), in the backend's own column family.
 pub const FLOOR_KEY: &[u8] = b"rediskv:version-floor";
+/// Key of a replica's stream position ([`DiskBackend::set_position`]), in the backend's own
+/// column family.
+pub const POSITION_KEY: &[u8] = b"rediskv:replication-position";
 
 /// The manifest of `layout`: one line of text naming the system and every option that
 /// changes the bytes of a record key, e.g. `rediskv layout v1; namespace "__namespace";

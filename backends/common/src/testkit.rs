@@ -169,6 +169,30 @@ pub fn restart<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<
     assert!(max_version(db.backend()) > top, "a version after reopen is above every version before");
 }
 
+/// A replica's stream position ([`DiskBackend::set_position`]) goes in the same batch as
+/// each later write, survives a reopen with the data, and stays removed once removed.
+pub fn position_rides_with_each_batch<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<B>) {
+    let dir = TempDir::new("position");
+    let backend = open(dir.path(), group_commit()).expect("open");
+    assert_eq!(backend.position().expect("position"), None);
+    backend.set_position(Some(b"at 10".to_vec())).expect("set");
+    backend.stamp_writes(Some(b"at 20".to_vec()));
+    assert_eq!(backend.position().expect("position").as_deref(), Some(&b"at 10"[..]), "not before a write");
+    put(&backend, b"k", b"v");
+    assert_eq!(backend.position().expect("position").as_deref(), Some(&b"at 20"[..]));
+    backend.persist_written().expect("persist");
+    drop(backend);
+    let backend = open(dir.path(), group_commit()).expect("reopen");
+    assert_eq!(backend.position().expect("position").as_deref(), Some(&b"at 20"[..]));
+    assert_eq!(backend.get(ColumnFamily::Subkey, b"k").expect("get").as_deref(), Some(&b"v"[..]));
+    backend.set_position(None).expect("forget");
+    put(&backend, b"k2", b"v");
+    backend.persist_written().expect("persist");
+    drop(backend);
+    let backend = open(dir.path(), group_commit()).expect("reopen");
+    assert_eq!(backend.position().expect("position"), None);
+}
+
 /// Writes 5,000 metadata records and as many subkeys: [`DiskBackend::approximate_records`]
 /// counts the metadata family's within a factor of two, before and after a full compaction.
 pub fn approximate_records<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<B>) {
@@ -699,6 +723,11 @@ macro_rules! engine_scenarios {
             let figures = testkit::gc_on_disk(open, 200_000);
             let [subkey, score] = figures.shrink_percent();
             println!("{} GC on disk: subkey CF shed {subkey:.1}%, score CF {score:.1}%: {figures:?}", $name);
+        }
+
+        #[test]
+        fn a_replica_position_rides_with_each_batch() {
+            testkit::position_rides_with_each_batch(open);
         }
 
         #[test]

@@ -93,8 +93,8 @@ use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Wr
 use rediskv::codec::KeyRange;
 use rediskv::gc::Decision;
 use rediskv_engine::{
-    CF_NAMES, FLOOR_KEY, GcFilter, MANIFEST_KEY, PendingWrites, Syncer, VersionFloor, backend_error, cf_name,
-    check_manifest, manifest,
+    CF_NAMES, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, Syncer, VersionFloor,
+    backend_error, cf_name, check_manifest, manifest,
 };
 pub use rediskv_engine::{DiskBackend, Options, Sync, Usage};
 
@@ -163,6 +163,8 @@ pub struct Backend {
     open: RwLock<Option<Open>>,
     /// Writes seen past five eighths of the memtables' bound ([`Open::seal_early`]).
     writes_near_bound: AtomicU32,
+    /// The position every batch also writes ([`DiskBackend::set_position`]).
+    position: Mutex<Option<Vec<u8>>>,
 }
 
 /// One opening of the directory: what [`DiskBackend::reopen`] replaces.
@@ -194,7 +196,14 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
     let path = path.as_ref().to_path_buf();
     let slot: MetadataSlot = Arc::default();
     let open = open_database(&path, &options, &slot)?;
-    Ok(Backend { options, path, slot, open: RwLock::new(Some(open)), writes_near_bound: AtomicU32::new(0) })
+    Ok(Backend {
+        options,
+        path,
+        slot,
+        open: RwLock::new(Some(open)),
+        writes_near_bound: AtomicU32::new(0),
+        position: Mutex::default(),
+    })
 }
 
 /// Opens the database in `path` and points the compaction filters' `slot` at its metadata
@@ -573,6 +582,31 @@ impl DiskBackend for Backend {
 
     /// `persist(Buffer)` (with [`Sync::Always`], `persist(SyncData)`) when a batch was
     /// written since the last one.
+    fn stamp_writes(&self, position: Option<Vec<u8>>) {
+        *self.position.lock().unwrap_or_else(|p| p.into_inner()) = position;
+    }
+
+    fn set_position(&self, position: Option<Vec<u8>>) -> Result<()> {
+        self.stamp_writes(position.clone());
+        self.with_open(|open| {
+            let durability = match self.options.sync {
+                _ if self.options.group_commit => None,
+                Sync::Always => Some(PersistMode::SyncData),
+                _ => Some(PersistMode::Buffer),
+            };
+            let mut fb = open.db.batch().durability(durability);
+            match position {
+                Some(position) => fb.insert(&open.own, POSITION_KEY, position),
+                None => fb.remove(&open.own, POSITION_KEY),
+            }
+            open.wrote(fb.commit())
+        })
+    }
+
+    fn position(&self) -> Result<Option<Vec<u8>>> {
+        self.with_open(|open| Ok(open.own.get(POSITION_KEY).map_err(err)?.map(|v| v.to_vec())))
+    }
+
     fn persist_written(&self) -> Result<()> {
         if !self.options.group_commit {
             return Ok(());
@@ -651,7 +685,13 @@ impl KvBackend for Backend {
                 // set its commit builds and the keyspace references it holds): durable when
                 // the batches around it are, at the next `persist_written`.
                 open.bound_memtables(self.options.write_buffer_bytes, &self.writes_near_bound);
-                if durability.is_none() && open.single_writes && floor.is_none() && batch.ops().len() == 1 {
+                let position = self.position.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                if durability.is_none()
+                    && open.single_writes
+                    && floor.is_none()
+                    && position.is_none()
+                    && batch.ops().len() == 1
+                {
                     let written = match batch.into_ops().into_iter().next() {
                         Some(BatchOp::Put { cf, key, value }) => {
                             check_write_key(&key)?;
@@ -674,6 +714,9 @@ impl KvBackend for Backend {
                 }
                 if let Some(floor) = floor {
                     fb.insert(&open.own, FLOOR_KEY, floor.to_vec());
+                }
+                if let Some(position) = position {
+                    fb.insert(&open.own, POSITION_KEY, position);
                 }
                 open.wrote(fb.commit())
             })

@@ -65,7 +65,7 @@
 
 use std::ffi::CStr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -75,8 +75,8 @@ use rediskv::codec::{KeyLayout, KeyRange};
 use rediskv::gc::Decision as GcDecision;
 pub use rediskv_engine::{DiskBackend, Options, Sync, Usage};
 use rediskv_engine::{
-    FLOOR_KEY, GcFilter, MANIFEST_KEY, PendingWrites, Syncer, VersionFloor, backend_error, cf_name_for,
-    check_manifest, manifest,
+    FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, Syncer, VersionFloor, backend_error,
+    cf_name_for, check_manifest, manifest,
 };
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
 use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
@@ -111,6 +111,8 @@ pub struct Backend {
     cache: Cache,
     /// The open database; `None` after a reopen that closed it and could not open it again.
     open: RwLock<Option<Open>>,
+    /// The position every batch also writes ([`DiskBackend::set_position`]).
+    position: Mutex<Option<Vec<u8>>>,
 }
 
 /// One opening of the directory: what [`DiskBackend::reopen`] replaces.
@@ -138,7 +140,15 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
     let open = open_database(&path, &options, &slot, &cache, false)?;
     let mut write_options = WriteOptions::default();
     write_options.set_sync(options.sync == Sync::Always && !options.group_commit);
-    Ok(Backend { options, path, write_options, slot, cache, open: RwLock::new(Some(open)) })
+    Ok(Backend {
+        options,
+        path,
+        write_options,
+        slot,
+        cache,
+        open: RwLock::new(Some(open)),
+        position: Mutex::default(),
+    })
 }
 
 /// The layout the directory at `path` was written with (`None` for a directory without a
@@ -384,6 +394,28 @@ impl DiskBackend for Backend {
             + self.figure(|open| Some(open.property_sum("rocksdb.size-all-mem-tables")))
     }
 
+    fn stamp_writes(&self, position: Option<Vec<u8>>) {
+        *self.position.lock().unwrap_or_else(|p| p.into_inner()) = position;
+    }
+
+    fn set_position(&self, position: Option<Vec<u8>>) -> Result<()> {
+        self.stamp_writes(position.clone());
+        self.with_open(|open| {
+            let mut wb = rocksdb::WriteBatch::default();
+            match position {
+                Some(position) => wb.put_cf(open.own()?, POSITION_KEY, position),
+                None => wb.delete_cf(open.own()?, POSITION_KEY),
+            }
+            open.db.write_opt(wb, &self.write_options).map_err(err)?;
+            open.pending.wrote();
+            Ok(())
+        })
+    }
+
+    fn position(&self) -> Result<Option<Vec<u8>>> {
+        self.with_open(|open| open.db.get_cf(open.own()?, POSITION_KEY).map_err(err))
+    }
+
     /// `FlushWAL(false)`: one write of the WAL's buffer (with [`Sync::Always`],
     /// `FlushWAL(true)`: and a sync), when a batch was written since the last one.
     fn persist_written(&self) -> Result<()> {
@@ -472,6 +504,9 @@ impl KvBackend for Backend {
                 }
                 if let Some(floor) = floor {
                     wb.put_cf(open.own()?, FLOOR_KEY, floor);
+                }
+                if let Some(position) = &*self.position.lock().unwrap_or_else(|p| p.into_inner()) {
+                    wb.put_cf(open.own()?, POSITION_KEY, position);
                 }
                 open.db.write_opt(wb, &self.write_options).map_err(err)?;
                 open.pending.wrote();

@@ -19,9 +19,7 @@ mod server;
 mod stats;
 mod subscribe;
 
-pub use replicas::become_replica;
-#[cfg(feature = "etcd")]
-pub use replicas::promote;
+pub use replicas::{become_replica, stop_replicating};
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;

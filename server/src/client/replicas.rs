@@ -25,13 +25,14 @@ pub(super) fn role(_: &mut Client, _: &'static CommandInfo, _: &[Bytes], state: 
     (reply, Next::Continue)
 }
 
-pub(super) fn failover(_: &mut Client, _: &'static CommandInfo, _: &[Bytes], state: &State) -> (Reply, Next) {
-    let reply = if state.replication.has_replicas() {
-        Reply::Error("ERR FAILOVER is not supported by this server".into())
-    } else {
-        Reply::Error("ERR FAILOVER requires connected replicas.".into())
-    };
-    (reply, Next::Continue)
+/// FAILOVER: hands the primary's role to a replica ([`crate::failover`]).
+pub(super) fn failover(
+    _: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    (crate::failover::command(argv, state), Next::Continue)
 }
 
 /// WAIT outside MULTI waits for the replicas; inside, the engine queues it.
@@ -52,6 +53,30 @@ impl Client {
     /// offset, else a full sync (`+FULLRESYNC replid offset` and an RDB payload of the
     /// store at that offset); then the stream.
     pub(super) fn sync(&mut self, name: &str, argv: &[Bytes], state: &State) -> (Reply, Next) {
+        // `PSYNC <replid> <offset> FAILOVER`: the primary hands this replica its role.
+        if name == "psync" && argv.get(3).is_some_and(|a| a.eq_ignore_ascii_case(b"failover")) {
+            crate::log::warning!(
+                "Failover request received for replid {}.",
+                String::from_utf8_lossy(&argv[1])
+            );
+            if !state.link.is_replica() {
+                return (
+                    Reply::Error("ERR PSYNC FAILOVER can't be sent to a master.".into()),
+                    Next::Continue,
+                );
+            }
+            if argv[1] != state.replication.id_and_offset().0.as_bytes() {
+                return (
+                    Reply::Error("ERR PSYNC FAILOVER replid must match my replid.".into()),
+                    Next::Continue,
+                );
+            }
+            stop_replicating(state);
+            crate::log::notice!("MASTER MODE enabled (failover request from {})", self.info.addr);
+        }
+        if state.failover.phase() != crate::failover::Phase::None {
+            return (Reply::Error("NOMASTERLINK Can't SYNC while failing over".into()), Next::Continue);
+        }
         if state.link.is_replica() && !state.link.is_up() {
             return (
                 Reply::Error("NOMASTERLINK Can't SYNC while not connected with my master".into()),
@@ -77,20 +102,13 @@ impl Client {
                 return (Reply::Status(line.into()), Next::Continue);
             }
         }
-        let (rdb, (replid, offset)) = match full_sync_payload(state, &self.info, mailbox, &hello) {
-            Ok(done) => done,
+        let (replid, offset) = match start_full_sync(state, &self.info, mailbox, &hello) {
+            Ok(at) => at,
             Err(e) => {
                 state.replication.remove(self.info.id);
                 return (Reply::Error(format!("ERR cannot take a snapshot: {e}")), Next::Continue);
             }
         };
-        crate::log::notice!(
-            "Full resync of replica {}: {} bytes of RDB at offset {offset}",
-            self.info.addr,
-            rdb.len()
-        );
-        self.pushes.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
-        self.pushes.extend_from_slice(&rdb);
         if name == "sync" {
             // SYNC answers with the payload alone.
             self.reply = ReplyMode::Skip;
@@ -172,20 +190,59 @@ impl Client {
 
 /// A full sync for replica `info`: registers it at the stream's offset at the instant of the
 /// store's snapshot (no commit, nor its propagation, between the two: [`rdb::snapshot_at`]),
-/// then writes the snapshot as an RDB file with the replication fields. Returns the file,
-/// the replication id and the offset.
-fn full_sync_payload(
+/// then writes the snapshot as an RDB file with the replication fields on a thread of its
+/// own, as Redis' BGSAVE: the replica gets a newline every second meanwhile (which it skips),
+/// then the file, then the stream since the snapshot. Returns the replication id and the
+/// offset.
+fn start_full_sync(
     state: &State,
     info: &Arc<ClientInfo>,
     mailbox: Arc<crate::mailbox::Mailbox>,
     hello: &ReplicaHello,
-) -> Result<(Vec<u8>, (String, u64)), String> {
+) -> Result<(String, u64), String> {
     let (mut snapshot, (replid, offset)) =
         rdb::snapshot_at(state, || state.replication.start_full_sync(info, mailbox, hello))?;
     snapshot.replication = Some(RdbReplication { stream_db: 0, id: replid.clone(), offset });
-    let mut payload = Vec::new();
-    rdb::write_rdb(&snapshot, &mut payload)?;
-    Ok((payload, (replid, offset)))
+    let replication = state.replication.clone();
+    let (client, addr) = (info.id, info.addr.clone());
+    let write = move || {
+        let (done, wait) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let mut rdb = Vec::new();
+                let written = rdb::write_rdb(&snapshot, &mut rdb).map(|_| rdb);
+                let _ = done.send(written);
+            });
+            let written = loop {
+                match wait.recv_timeout(std::time::Duration::from_secs(1)) {
+                    Ok(written) => break written,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        replication.keep_alive(client);
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                        break Err("the payload's writer stopped".to_string());
+                    }
+                }
+            };
+            match written {
+                Ok(rdb) => {
+                    crate::log::notice!(
+                        "Full resync of replica {addr}: {} bytes of RDB at offset {offset}",
+                        rdb.len()
+                    );
+                    let mut payload = format!("${}\r\n", rdb.len()).into_bytes();
+                    payload.extend_from_slice(&rdb);
+                    replication.send_payload(client, payload);
+                }
+                Err(e) => {
+                    crate::log::warning!("Full resync of replica {addr} failed: {e}");
+                    replication.fail_full_sync(client);
+                }
+            }
+        });
+    };
+    std::thread::Builder::new().name("full-sync".into()).spawn(write).map_err(|e| e.to_string())?;
+    Ok((replid, offset))
 }
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF).
@@ -199,8 +256,11 @@ pub(super) fn replicaof(
 }
 
 fn follow(argv: &[Bytes], state: &State) -> Reply {
+    if state.failover.phase() != crate::failover::Phase::None {
+        return Reply::Error("ERR REPLICAOF not allowed while failing over.".into());
+    }
     if argv[1].eq_ignore_ascii_case(b"no") && argv[2].eq_ignore_ascii_case(b"one") {
-        promote(state);
+        stop_replicating(state);
         return Reply::OK;
     }
     let port = match std::str::from_utf8(&argv[2]).ok().and_then(|p| p.parse::<i64>().ok()) {
@@ -218,19 +278,29 @@ fn follow(argv: &[Bytes], state: &State) -> Reply {
     Reply::OK
 }
 
-/// REPLICAOF NO ONE: a replica stops following its primary and takes writes.
-pub fn promote(state: &State) {
-    if state.link.is_replica() {
-        state.link.stop();
-        let (replid, offset) = state.replication.id_and_offset();
-        state.replication.follow(&replid, offset, Sync::Promoted);
-        crate::log::notice!("MASTER MODE enabled (the primary's id {replid} is valid up to offset {offset})");
+/// Stops replicating (REPLICAOF NO ONE, a promotion): a primary from now on, keeping its
+/// primary's replication id as its second one.
+pub fn stop_replicating(state: &State) {
+    state.config_mut().set_replicaof("");
+    if !state.link.is_replica() {
+        return;
     }
+    state.link.stop();
+    // Its own writes from now on are not its primary's stream.
+    state.store.stamp_writes(None);
+    if let Err(e) = state.store.set_position(None) {
+        crate::log::warning!("Cannot forget the replication position: {e}");
+    }
+    let (replid, offset) = state.replication.id_and_offset();
+    state.replication.follow(&replid, offset, Sync::Promoted);
+    crate::log::notice!("MASTER MODE enabled (the primary's id {replid} is valid up to offset {offset})");
 }
 
-/// Replicates `host:port` from now on: its own writes stop being propagated, its replicas
-/// are dropped (they sync again) and the link thread starts.
+/// Replicates `host:port` from now on (what CONFIG REWRITE writes as `replicaof`): its own
+/// writes stop being propagated, its replicas are dropped (they sync again) and the link
+/// thread starts.
 pub fn become_replica(state: &State, host: &str, port: u16) {
+    state.config_mut().set_replicaof(&format!("{host} {port}"));
     state.replication.set_proxying(true);
     state.replication.drop_replicas();
     crate::log::notice!("Connecting to MASTER {host}:{port}");

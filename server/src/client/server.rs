@@ -190,7 +190,12 @@ pub(super) fn cluster(
 
 /// CLUSTERX MIGRATE: moves a slot with its data to another node (a cluster over a disk engine).
 #[cfg(feature = "etcd")]
-pub(super) fn clusterx(_: &mut Client, _: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
+pub(super) fn clusterx(
+    _: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
     done(crate::cluster::migrate::clusterx(argv, state))
 }
 

@@ -106,7 +106,18 @@ pub fn spawn(cluster: Arc<Cluster>, etcd: Arc<Backend>, ttl: Duration) {
     let _ = std::thread::Builder::new().name("cluster".into()).spawn(move || {
         let value = format!("{} {}", cluster.myself.host, cluster.myself.port);
         let renew = ttl / 3;
+        // A node keeping its slots' data commits to them only while its lease surely holds
+        // (no other node can have taken them): until a renewal sent at `t`, to `t` + the
+        // lease's whole seconds less a tenth for the clocks' drift.
+        let lease_seconds = Duration::from_secs(ttl.as_secs().max(1));
+        let holds = |sent: Option<Instant>| {
+            if let Some(closed) = cluster.moves.get().map(|m| m.guard()) {
+                closed.lease_holds_until(sent.map(|t| t + lease_seconds * 9 / 10));
+            }
+        };
         loop {
+            holds(None);
+            let sent = Instant::now();
             let lease = match etcd.cluster_register(&cluster.myself.id, value.as_bytes(), ttl) {
                 Ok(lease) => lease,
                 Err(e) => {
@@ -117,9 +128,16 @@ pub fn spawn(cluster: Arc<Cluster>, etcd: Arc<Backend>, ttl: Duration) {
             };
             let changes = etcd.cluster_changes().ok();
             let mut renewed = Instant::now();
+            // Registered again: its commits wait until the table it routes by is read.
+            let mut lease_sent = Some(sent);
             loop {
-                if let Err(e) = follow(&cluster, &etcd) {
-                    crate::log::warning!("Cannot read the cluster's records: {e}");
+                match follow(&cluster, &etcd) {
+                    Ok(()) => {
+                        if let Some(sent) = lease_sent.take() {
+                            holds(Some(sent));
+                        }
+                    }
+                    Err(e) => crate::log::warning!("Cannot read the cluster's records: {e}"),
                 }
                 let wait = renew.saturating_sub(renewed.elapsed());
                 let watch_ended = match &changes {
@@ -137,8 +155,14 @@ pub fn spawn(cluster: Arc<Cluster>, etcd: Arc<Backend>, ttl: Duration) {
                 if renewed.elapsed() >= renew {
                     // A lease that ran out (or cannot be renewed) is replaced: registering
                     // again under a new one is harmless while the old one lives.
+                    let sent = Instant::now();
                     match etcd.cluster_keep_alive(lease) {
-                        Ok(true) => renewed = Instant::now(),
+                        Ok(true) => {
+                            renewed = sent;
+                            if lease_sent.is_none() {
+                                holds(Some(sent));
+                            }
+                        }
                         Ok(false) => break,
                         Err(e) => {
                             crate::log::warning!("Cannot renew the cluster lease ({e}): registering again");

@@ -118,6 +118,11 @@ impl Moves {
         let _ = self.state.set(state);
     }
 
+    /// What refuses the store's commits: the closed slot, the lease.
+    pub fn guard(&self) -> &Arc<ClosedSlot> {
+        &self.closed
+    }
+
     /// The slot closed to writes now, if any.
     pub fn closed(&self) -> Option<u16> {
         self.closed.get()
@@ -140,7 +145,7 @@ impl Moves {
     /// Makes this replica a primary (REPLICAOF NO ONE): it took its primary's slots.
     pub fn promote(&self) {
         if let Some(state) = self.state.get().and_then(Weak::upgrade) {
-            crate::client::promote(&state);
+            crate::client::stop_replicating(&state);
         }
     }
 

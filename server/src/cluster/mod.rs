@@ -472,7 +472,7 @@ impl Cluster {
     /// Fences the calling thread's commits by the slot its command was routed to (`None`: a
     /// command without keys, not fenced) and the table revision it was routed by: over etcd
     /// they commit only while the table is unchanged, on a disk store only while the slot is
-    /// not closed for a move.
+    /// not closed for a move and the node's lease surely holds.
     pub fn fence(&self, store: &crate::store::Store, slot: Option<u16>, revision: i64) {
         crate::store::route_writes(slot);
         #[cfg(feature = "etcd")]

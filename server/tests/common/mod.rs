@@ -213,9 +213,19 @@ impl Server {
         let _ = self.child.wait();
     }
 
+    /// Waits for the process to exit by itself (after SHUTDOWN).
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        self.child.wait().expect("wait for the server")
+    }
+
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Its own directory, if it has one.
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        self.dir.as_deref()
     }
 
     /// A client connected to this server.
@@ -226,7 +236,7 @@ impl Server {
 
 /// Starts rediskv-server on a free port with extra arguments.
 pub fn rediskv(args: &[&str]) -> Server {
-    start(&[], args)
+    start(&[], None, args)
 }
 
 /// Starts rediskv-server on the disk engine `engine` in a temporary directory of its own
@@ -237,7 +247,7 @@ pub fn rediskv_on_disk(engine: &str, args: &[&str]) -> Server {
     let dir = std::env::temp_dir().join(format!("rediskv-test-{engine}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let dir_arg = dir.to_str().expect("a UTF-8 temporary directory");
-    let mut server = start(&[], &[&["--engine", engine, "--dir", dir_arg][..], args].concat());
+    let mut server = start(&[], None, &[&["--engine", engine, "--dir", dir_arg][..], args].concat());
     server.dir = Some(dir);
     server
 }
@@ -268,10 +278,19 @@ pub fn rediskv_over_etcd(endpoints: &str, prefix: &str, extra: &[&str]) -> Serve
 
 /// Starts rediskv-server with a config file as its first argument, on a free port.
 pub fn rediskv_with_file(file: &str) -> Server {
-    start(&[file], &[])
+    start(&[file], None, &[])
 }
 
-fn start(before: &[&str], args: &[&str]) -> Server {
+/// Starts rediskv-server in a directory of its own holding `redis.conf` with `config` (its
+/// first argument: CONFIG REWRITE writes it, and it goes away with the server), with extra
+/// arguments.
+pub fn rediskv_with_config(config: &str, args: &[&str]) -> Server {
+    start(&["redis.conf"], Some(config), args)
+}
+
+/// Starts rediskv-server with `before` (a config file) and `args`; `config_text`, if any, is
+/// written to the file `before` names, in the server's own directory.
+fn start(before: &[&str], config_text: Option<&str>, args: &[&str]) -> Server {
     // The memory engine unless a test picks one (the default, fjall, would write ./data).
     let engine: &[&str] = if args.contains(&"--engine") { &[] } else { &["--engine", "memory"] };
     // A directory of its own, unless the test names one: a SAVE writes its dump.rdb there, and
@@ -289,6 +308,9 @@ fn start(before: &[&str], args: &[&str]) -> Server {
     let mut command = Command::new(env!("CARGO_BIN_EXE_rediskv-server"));
     if let Some(dir) = dir.as_ref().filter(|_| config_file) {
         command.current_dir(dir);
+        if let (Some(text), Some(file)) = (config_text, before.first()) {
+            std::fs::write(dir.join(file), text).expect("write the config file");
+        }
     }
     let mut child = command
         .args(before)
@@ -324,24 +346,50 @@ fn start(before: &[&str], args: &[&str]) -> Server {
 /// Starts a real redis-server on a free port; None (after a loud note) when it is not
 /// installed, a panic under `CI=true`.
 pub fn redis(args: &[&str]) -> Option<Server> {
-    for _ in 0..5 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        // A directory of its own: it loads no dump.rdb another server left, and whatever a
-        // test makes it save goes away with it.
-        let dir = std::env::temp_dir().join(format!("rediskv-test-redis-{}-{port}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create redis-server's directory");
-        let child = Command::new("redis-server")
+    redis_family("redis-server", "Ready to accept connections", |port, dir| {
+        let mut command = Command::new("redis-server");
+        command
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(args)
             .args(["--logfile", ""])
             .arg("--dir")
-            .arg(&dir)
-            .stdout(Stdio::piped())
-            .spawn();
+            .arg(dir);
+        command
+    })
+}
+
+/// Starts a real redis-sentinel on a free port with the `sentinel …` lines of `config`
+/// (its config file, which it rewrites, is in a directory of its own); None (after a loud
+/// note) when it is not installed, a panic under `CI=true`.
+pub fn sentinel(config: &str) -> Option<Server> {
+    redis_family("redis-sentinel", "Sentinel ID is", |port, dir| {
+        let file = dir.join("sentinel.conf");
+        let text = format!("port {port}\nbind 127.0.0.1\nlogfile \"\"\ndir {}\n{config}\n", dir.display());
+        std::fs::write(&file, text).expect("write sentinel.conf");
+        let mut command = Command::new("redis-sentinel");
+        command.arg(file);
+        command
+    })
+}
+
+/// Starts `program` (redis-server or redis-sentinel) as `command(port, dir)` makes it, on a
+/// free port, in a directory of its own, once its log says `ready`.
+fn redis_family(
+    program: &str,
+    ready: &str,
+    command: impl Fn(u16, &std::path::Path) -> Command,
+) -> Option<Server> {
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        // A directory of its own: it loads no dump.rdb another server left, and whatever a
+        // test makes it save goes away with it.
+        let dir = std::env::temp_dir().join(format!("rediskv-test-{program}-{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the server's directory");
+        let child = command(port, &dir).stdout(Stdio::piped()).spawn();
         let Ok(mut child) = child else {
             let _ = std::fs::remove_dir_all(&dir);
-            missing_tool(&test_name(), "redis-server", "apt-get install redis-server");
+            missing_tool(&test_name(), program, &format!("apt-get install {program}"));
             return None;
         };
         // Its own log, not a probe connection, says it listens: a probe could reach another
@@ -349,7 +397,7 @@ pub fn redis(args: &[&str]) -> Option<Server> {
         let mut log = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         while log.read_line(&mut line).unwrap_or(0) > 0 {
-            if line.contains("Ready to accept connections") {
+            if line.contains(ready) {
                 std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
                 return Some(Server { child, port, dir: Some(dir) });
             }
@@ -358,7 +406,7 @@ pub fn redis(args: &[&str]) -> Option<Server> {
         let _ = child.wait(); // exited: the port was taken; try another
         let _ = std::fs::remove_dir_all(&dir);
     }
-    panic!("redis-server did not start");
+    panic!("{program} did not start");
 }
 
 /// Runs `script` on a real redis-server, then on rediskv-server with 1 and 3 event loops,
