@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rediskv::backend::{KvBackend, MemoryBackend, MetadataCache};
 use rediskv::codec::{ColumnFamily, KeyLayout};
-use rediskv_engine::{DiskBackend, Options, Sync, server_files};
+use rediskv_engine::{DiskBackend, GroupCommit, Options, Sync, server_files};
 
 /// Any backend, shared between threads. One vtable call per store access costs a few
 /// nanoseconds beside a B-tree or LSM lookup, and lets one server binary serve every engine.
@@ -126,7 +126,8 @@ impl Store {
             "no" => Sync::No,
             _ => Sync::Everysec,
         };
-        // Group commit: the event loops hand the journal to the OS once per batch of replies.
+        // Group commit: the event loops hand the journal to the OS once per batch of replies,
+        // and the batches of a round reach the engine as one ([`GroupCommit`]).
         let options = Options {
             sync,
             group_commit: true,
@@ -141,12 +142,16 @@ impl Store {
             "memory" => return Ok(Store::Memory(Arc::new(MemoryBackend::new()))),
             "fjall" => {
                 create()?;
-                ("fjall", Arc::new(rediskv_fjall::open(dir, options).map_err(|e| e.to_string())?))
+                (
+                    "fjall",
+                    Arc::new(GroupCommit::new(rediskv_fjall::open(dir, options).map_err(|e| e.to_string())?)),
+                )
             }
             #[cfg(feature = "rocksdb")]
             "rocksdb" => {
                 create()?;
-                ("rocksdb", Arc::new(rediskv_rocksdb::open(dir, options).map_err(|e| e.to_string())?))
+                let rocksdb = rediskv_rocksdb::open(dir, options).map_err(|e| e.to_string())?;
+                ("rocksdb", Arc::new(GroupCommit::new(rocksdb)))
             }
             #[cfg(feature = "etcd")]
             "etcd" => return open_etcd(etcd, layout),

@@ -9,6 +9,7 @@
 //! | [`GcFilter`] | the compaction-filter side of [`rediskv::gc::decide`], one metadata read per run |
 //! | [`Syncer`] | the `everysec` background thread |
 //! | [`PendingWrites`] | group commit: whether a persist has anything to do |
+//! | [`GroupCommit`] | group commit: a round's batches held in memory, handed to the engine as one |
 //! | [`server_files`] | the server's files beside the data: function libraries, SWAPDB mappings |
 //!
 //! Besides the three data column families, a backend keeps two records of its own, outside
@@ -26,8 +27,11 @@ use rediskv::codec::{ColumnFamily, KeyLayout, Metadata, VersionGenerator};
 use rediskv::gc::{self, Decision};
 use rediskv::{Error, Result};
 
+mod group_commit;
 pub mod server_files;
 pub mod testkit;
+
+pub use group_commit::{GroupCommit, MAX_HELD_BYTES};
 
 /// What an on-disk backend offers beyond [`KvBackend`]: durability and compaction on demand,
 /// and a size figure.
@@ -104,6 +108,11 @@ pub trait DiskBackend: KvBackend {
     /// [`Error::Backend`] when the store cannot be read.
     fn position(&self) -> Result<Option<Vec<u8>>> {
         Ok(None)
+    }
+
+    /// The longest record key the engine takes. Default: no limit.
+    fn max_key_len(&self) -> usize {
+        usize::MAX
     }
 
     /// After a failed [`KvBackend::write`] or [`DiskBackend::persist_written`]: brings the

@@ -580,6 +580,11 @@ impl DiskBackend for Backend {
             .unwrap_or(0)
     }
 
+    /// 65,534: fjall's limit less the tag byte.
+    fn max_key_len(&self) -> usize {
+        usize::from(u16::MAX) - 1
+    }
+
     /// `persist(Buffer)` (with [`Sync::Always`], `persist(SyncData)`) when a batch was
     /// written since the last one.
     fn stamp_writes(&self, position: Option<Vec<u8>>) {
@@ -835,6 +840,7 @@ impl CompactionFilter for GcCompactionFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rediskv::backend::WriteBatch;
     use rediskv_engine::testkit::{TempDir, group_commit, put};
 
     #[test]
@@ -848,6 +854,42 @@ mod tests {
         let backend = open(dir.path(), group_commit()).expect("reopen");
         assert!(backend.with_open(|o| Ok(o.single_writes)).expect("open"), "the marker is kept");
         assert_eq!(backend.get(ColumnFamily::Subkey, b"k").expect("get").as_deref(), Some(&b"v"[..]));
+    }
+
+    /// Behind [`rediskv_engine::GroupCommit`], a round's batches are read back at once but
+    /// reach fjall only at the persist (or before a scan), the last value of each key once.
+    #[test]
+    fn a_round_reaches_fjall_at_the_persist() {
+        let dir = TempDir::new("fjall-round");
+        let held = rediskv_engine::GroupCommit::new(open(dir.path(), group_commit()).expect("open"));
+        let fjall = |key: &[u8]| held.inner().get(ColumnFamily::Subkey, key).expect("get");
+        put(&held, b"k", b"1");
+        put(&held, b"k", b"2");
+        assert_eq!(held.get(ColumnFamily::Subkey, b"k").expect("get").as_deref(), Some(&b"2"[..]));
+        assert_eq!(fjall(b"k"), None, "held until the persist");
+        held.persist_written().expect("persist");
+        assert_eq!(fjall(b"k").as_deref(), Some(&b"2"[..]));
+
+        let mut delete = WriteBatch::new();
+        delete.delete(ColumnFamily::Subkey, &b"k"[..]);
+        held.write(delete).expect("delete");
+        assert_eq!(
+            held.get(ColumnFamily::Subkey, b"k").expect("get"),
+            None,
+            "a held deletion hides the record"
+        );
+        assert!(fjall(b"k").is_some());
+        let all = KeyRange { start: Vec::new(), end: None };
+        assert_eq!(held.scan(ColumnFamily::Subkey, &all, Direction::Forward).expect("scan").count(), 0);
+        assert_eq!(fjall(b"k"), None, "a scan commits what is held first");
+
+        let long = vec![b'x'; usize::from(u16::MAX)];
+        let mut batch = WriteBatch::new();
+        batch.put(ColumnFamily::Subkey, &b"short"[..], &b"v"[..]);
+        batch.put(ColumnFamily::Subkey, long, &b"v"[..]);
+        assert!(held.write(batch).is_err(), "a key fjall cannot hold is refused at the write");
+        held.persist_written().expect("persist");
+        assert_eq!(held.get(ColumnFamily::Subkey, b"short").expect("get"), None, "nothing of that batch");
     }
 
     #[test]

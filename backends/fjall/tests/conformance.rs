@@ -35,3 +35,16 @@ fn run_all_behind_the_metadata_cache() {
         }))
     });
 }
+
+/// The kit as the server opens a store: group commit, each round's batches held in memory
+/// ([`rediskv_engine::GroupCommit`]) behind the `MetadataCache`. The kit never persists, so
+/// its reads find their records held, or committed by a scan or a snapshot.
+#[test]
+fn run_all_as_the_server_opens_it() {
+    rediskv::backend::conformance::run_all(|| {
+        rediskv::backend::MetadataCache::new(InTempDir::open("fjall-conformance-held", |path| {
+            open(path, Options { group_commit: true, ..Options::default() })
+                .map(rediskv_engine::GroupCommit::new)
+        }))
+    });
+}
