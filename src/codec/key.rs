@@ -597,7 +597,12 @@ impl KeyLayout {
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
     pub fn member_prefix(&self, key: &[u8], version: u128) -> Result<Vec<u8>> {
-        let mut out = self.subkey_prefix(key, version, 1)?;
+        self.member_prefix_with_room(key, version, 0)
+    }
+
+    /// [`KeyLayout::member_prefix`] in a vector with room for `extra` more bytes.
+    fn member_prefix_with_room(&self, key: &[u8], version: u128, extra: usize) -> Result<Vec<u8>> {
+        let mut out = self.subkey_prefix(key, version, 1 + extra)?;
         if self.kind == LayoutKind::TiTea {
             out.push(titea::WITHOUT_SCORE);
         }
@@ -609,7 +614,8 @@ impl KeyLayout {
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
     pub fn member_key(&self, key: &[u8], version: u128, member: &[u8]) -> Result<Vec<u8>> {
-        let mut out = self.member_prefix(key, version)?;
+        // Built at its length: growing the prefix's vector would move it.
+        let mut out = self.member_prefix_with_room(key, version, member.len())?;
         out.extend_from_slice(member);
         Ok(out)
     }

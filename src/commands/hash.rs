@@ -56,9 +56,8 @@ impl<B: KvBackend> Db<'_, B> {
         let added = if meta.blind_write {
             pairs.len() as i64
         } else if existed.is_some() {
-            let keys: Vec<&[u8]> = writes.entries().iter().map(|(_, (k, _))| k.as_slice()).collect();
-            let found = self.backend().multi_get(ColumnFamily::Subkey, &keys)?;
-            found.iter().filter(|f| f.is_none()).count() as i64
+            let present = self.subkeys_present(writes.entries().iter().map(|(_, (k, _))| k.as_slice()))?;
+            present.iter().filter(|p| !**p).count() as i64
         } else {
             writes.entries().len() as i64
         };

@@ -56,15 +56,15 @@ impl<B: KvBackend> Db<'_, B> {
             return Ok(members.len() as i64);
         }
         let unique = Distinct::of(members.iter().map(Bytes::as_ref));
-        let (subkeys, found) = if existed.is_some() {
+        let (subkeys, present) = if existed.is_some() {
             self.read_subkeys(key, meta.version, unique.items())?
         } else {
             let subkeys = unique.items().map(|m| self.subkey(key, meta.version, m));
-            (subkeys.collect::<CommandResult<Vec<_>>>()?, vec![None; unique.items().len()])
+            (subkeys.collect::<CommandResult<Vec<_>>>()?, vec![false; unique.items().len()])
         };
         let mut added = 0;
-        for ((m, subkey), f) in unique.items().zip(subkeys).zip(&found) {
-            if f.is_none() {
+        for ((m, subkey), present) in unique.items().zip(subkeys).zip(present) {
+            if !present {
                 added += 1;
                 batch.put(ColumnFamily::Subkey, subkey, self.layout().set_member_value(m));
             }

@@ -104,10 +104,13 @@ impl<B: KvBackend> Db<'_, B> {
         version: u128,
         subs: impl IntoIterator<Item = &'s [u8]>,
     ) -> CommandResult<Vec<Found>> {
-        Ok(self.read_subkeys(key, version, subs)?.1)
+        let keys =
+            subs.into_iter().map(|s| self.subkey(key, version, s)).collect::<CommandResult<Vec<_>>>()?;
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        Ok(self.backend().multi_get(ColumnFamily::Subkey, &refs)?)
     }
 
-    /// [`Db::get_subkeys`] that also returns the subkeys it built, in the same order, for a
+    /// Builds the subkeys of `subs` and tells which have a record, in the same order, for a
     /// command that writes or deletes some of them next.
     ///
     /// # Errors
@@ -117,12 +120,32 @@ impl<B: KvBackend> Db<'_, B> {
         key: &[u8],
         version: u128,
         subs: impl IntoIterator<Item = &'s [u8]>,
-    ) -> CommandResult<(Vec<Vec<u8>>, Vec<Found>)> {
+    ) -> CommandResult<(Vec<Vec<u8>>, Vec<bool>)> {
         let keys =
             subs.into_iter().map(|s| self.subkey(key, version, s)).collect::<CommandResult<Vec<_>>>()?;
-        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        let found = self.backend().multi_get(ColumnFamily::Subkey, &refs)?;
-        Ok((keys, found))
+        let present = self.subkeys_present(keys.iter().map(Vec::as_slice))?;
+        Ok((keys, present))
+    }
+
+    /// Which of the subkeys `keys` have a record, in order. Their values are lent, not
+    /// copied: one read for a single subkey (SADD, SREM or HSET of one element, the common
+    /// case), one backend `multi_get` for more.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub(crate) fn subkeys_present<'k>(
+        &self,
+        mut keys: impl ExactSizeIterator<Item = &'k [u8]>,
+    ) -> CommandResult<Vec<bool>> {
+        if keys.len() == 1
+            && let Some(key) = keys.next()
+        {
+            let mut present = false;
+            self.backend().get_with(ColumnFamily::Subkey, key, &mut |value| present = value.is_some())?;
+            return Ok(vec![present]);
+        }
+        let refs: Vec<&[u8]> = keys.collect();
+        Ok(self.backend().multi_get(ColumnFamily::Subkey, &refs)?.iter().map(Option::is_some).collect())
     }
 
     /// One page of HSCAN/SSCAN: walks up to `opts.count` subkeys after the position the
@@ -327,10 +350,10 @@ impl<B: KvBackend> Db<'_, B> {
             subs.len() as i64
         } else {
             let unique = Distinct::of(subs.iter().map(Bytes::as_ref));
-            let (subkeys, found) = self.read_subkeys(key, meta.version, unique.items())?;
+            let (subkeys, present) = self.read_subkeys(key, meta.version, unique.items())?;
             let mut removed = 0;
-            for (subkey, f) in subkeys.into_iter().zip(&found) {
-                if f.is_some() {
+            for (subkey, present) in subkeys.into_iter().zip(present) {
+                if present {
                     removed += 1;
                     batch.delete(ColumnFamily::Subkey, subkey);
                 }

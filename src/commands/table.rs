@@ -345,6 +345,24 @@ pub fn find(argv: &[Bytes]) -> Result<&'static CommandInfo, Option<&'static Comm
     }
 }
 
+/// [`find`] that first tries `last`, the row an earlier call found for the same caller: a
+/// pipeline mostly repeats one command, and its name compared in place costs a fifth of
+/// its lookup in the index. Only a command that is neither a container nor a subcommand
+/// (whose name `find` never takes) is taken from `last`.
+pub fn find_repeated(
+    argv: &[Bytes],
+    last: Option<&'static CommandInfo>,
+) -> Result<&'static CommandInfo, Option<&'static CommandInfo>> {
+    if let (Some(info), Some(name)) = (last, argv.first())
+        && !info.has_subcommands
+        && name.eq_ignore_ascii_case(info.name.as_bytes())
+        && info.container().len() == info.name.len()
+    {
+        return Ok(info);
+    }
+    find(argv)
+}
+
 /// The metadata of the command named `name` (lowercase).
 ///
 /// One FNV-1a hash of the name and one compare, in an open-addressed index built on first
@@ -768,6 +786,49 @@ fn getkeys_reply(argv: &[Bytes], flags: bool) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whatever row an earlier call found, `find_repeated` answers as `find`: the remembered
+    /// row only for its own name (any case), never for a container's subcommand or a name
+    /// written as `container|sub`.
+    #[test]
+    fn find_repeated_answers_as_find() {
+        let argv =
+            |words: &[&str]| words.iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect::<Vec<_>>();
+        let requests = [
+            argv(&["get", "k"]),
+            argv(&["GeT", "k"]),
+            argv(&["set", "k", "v"]),
+            argv(&["client", "list"]),
+            argv(&["CLIENT", "nosuch"]),
+            argv(&["client|list"]),
+            argv(&["config|get", "x"]),
+            argv(&["nosuch"]),
+            argv(&["ge", "k"]),
+            argv(&[]),
+        ];
+        let rows = [
+            lookup("get"),
+            lookup("set"),
+            lookup("client"),
+            lookup("client|list"),
+            lookup("config|get"),
+            None,
+        ];
+        for request in &requests {
+            for last in rows {
+                let name = |r: Result<&CommandInfo, Option<&CommandInfo>>| match r {
+                    Ok(info) => Ok(info.name),
+                    Err(info) => Err(info.map(|i| i.name)),
+                };
+                assert_eq!(
+                    name(find_repeated(request, last)),
+                    name(find(request)),
+                    "{request:?} after {:?}",
+                    last.map(|l| l.name)
+                );
+            }
+        }
+    }
 
     #[test]
     fn lookup_finds_every_row_and_nothing_else() {

@@ -139,12 +139,17 @@ impl Client {
     /// Whether the command counts as a write, as Redis' `is_write_command`: by its flags, a
     /// script's declared flags, or, for EXEC, any queued command's.
     fn writes(&self, info: &CommandInfo, argv: &[Bytes], state: &State) -> bool {
+        // Only script commands (server rows) declare flags, and EXEC is a session row: the
+        // names are compared for those families alone.
         let write = |info: &CommandInfo, c: &[Bytes]| {
-            info.has(flag::WRITE) || scripting::declares_writes(&state.scripts, info.container(), c)
+            info.has(flag::WRITE)
+                || (info.family == Family::Server
+                    && scripting::declares_writes(&state.scripts, info.container(), c))
         };
         let queued_write = |c: &[Bytes]| table::find(c).is_ok_and(|i| write(i, c));
         write(info, argv)
-            || (info.container() == "exec"
+            || (info.family == Family::Session
+                && info.container() == "exec"
                 && (self.session.queued().any(queued_write)
                     || self.multi_server.iter().any(|(_, c)| queued_write(c))))
     }

@@ -109,6 +109,8 @@ pub struct Client {
     /// then (one clock read per command; its time includes its parse, a fraction of a µs).
     /// `None` between batches of requests.
     last_end: Option<u64>,
+    /// The row of the last command it sent by name ([`table::find_repeated`]).
+    last_row: Option<&'static CommandInfo>,
     /// The link to this server's primary: its commands are the replication stream.
     master: bool,
     /// What it said of itself with REPLCONF, should it become a replica.
@@ -144,6 +146,7 @@ impl Client {
             routed: std::cell::Cell::new(None),
             asking: std::cell::Cell::new(false),
             last_end: None,
+            last_row: None,
             master: false,
             replica_hello: Default::default(),
         }
@@ -196,8 +199,12 @@ impl Client {
         // The command's row, found once (a subcommand's own, or its container's when the
         // subcommand is unknown): the gate, the run, the engine, the statistics, the slow log
         // and MONITOR all read it.
-        let info = match table::find(argv) {
-            Ok(info) | Err(Some(info)) => info,
+        let info = match table::find_repeated(argv, self.last_row) {
+            Ok(info) => {
+                self.last_row = Some(info);
+                info
+            }
+            Err(Some(info)) => info,
             Err(None) => {
                 // As Redis, an unknown command is refused before AUTH and every other check.
                 let refusal = rediskv::commands::resolve(argv).err().unwrap_or(Reply::NilArray);

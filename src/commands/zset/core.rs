@@ -154,10 +154,13 @@ impl<B: KvBackend> Db<'_, B> {
         version: u128,
         member: &[u8],
     ) -> CommandResult<Option<f64>> {
-        match self.backend().get(ColumnFamily::Subkey, &self.layout().member_key(key, version, member)?)? {
-            None => Ok(None),
-            Some(v) => Ok(Some(self.layout().decode_member_score(&v)?)),
-        }
+        // The record is decoded where the store keeps it: a score needs no copy of it.
+        let mut score = None;
+        let mkey = self.layout().member_key(key, version, member)?;
+        self.backend().get_with(ColumnFamily::Subkey, &mkey, &mut |raw| {
+            score = raw.map(|raw| self.layout().decode_member_score(raw));
+        })?;
+        Ok(score.transpose()?)
     }
 
     /// Walks the members of `z` at the ordered positions `range` ([`score_key_range`]) in
