@@ -1,12 +1,18 @@
 //! Lua scripting, as Redis 7.0 embeds it: EVAL / EVALSHA / EVAL_RO / EVALSHA_RO and SCRIPT,
 //! FUNCTION and FCALL / FCALL_RO.
 //!
-//! Lua 5.1 (vendored by `mlua`, built by cargo). Scripts run on one thread of their own
-//! (`script_thread::spawn`): the client parks, its event loop goes on serving, and the answer comes back
-//! through the loop's mailbox. A Lua state is rebuilt when the script cache or the function
-//! libraries change (FUNCTION LOAD checks a library in a fresh state). A script runs through
-//! [`rediskv::commands::Engine::atomically`]: alone, seeing its own writes, committed as one
-//! batch (a script that fails after writing keeps its writes, as in Redis).
+//! Lua 5.1 (vendored by `mlua`, built by cargo). Each thread that runs scripts has a Lua
+//! state of its own: every event loop, and the script thread (`script_thread::spawn`). A
+//! script first runs on the event loop that received it, for at most [`INLINE_BUDGET`]; one
+//! that would take longer, or publish, or that arrives while another script runs, gives up
+//! having written nothing and runs again, from the start and to its end, on the script
+//! thread, while its client waits parked and its loop goes on serving (see [`Caller`]). The
+//! script cache and the libraries are shared; each state compiles a cached script on its
+//! first run and is rebuilt when SCRIPT FLUSH or a library change bumps the generation
+//! (FUNCTION LOAD checks a library in a fresh state). One script runs at a time (the
+//! running slot, [`Scripts::claim`]), through
+//! [`rediskv::commands::Engine::atomically_or_abandon`]: alone, seeing its own writes,
+//! committed as one batch (a script that fails after writing keeps its writes, as in Redis).
 //!
 //! The sandbox follows Redis': the `base`, `table`, `string` and `math` libraries, `bit`,
 //! `cjson`, `cmsgpack` and `struct` (written here), no `loadfile`/`dofile`/`print`, no
@@ -85,12 +91,6 @@ pub struct Scripts {
     /// A script runs (the gate checks for BUSY only then).
     active: AtomicBool,
     kill: Arc<AtomicBool>,
-    /// The running script ran a read-only command (client tracking then remembers its keys).
-    pub read_any: AtomicBool,
-    /// The last script's error was a command's, counted in INFO errorstats when the
-    /// command answered it (Redis' `ignore_error_stats_update`): its reply is not counted
-    /// again.
-    pub error_counted: AtomicBool,
     /// The script thread's queue.
     pub jobs: std::sync::OnceLock<std::sync::mpsc::Sender<Job>>,
 }
@@ -138,7 +138,7 @@ pub struct Job {
 pub type Answer = (Reply, Vec<u8>, Box<rediskv::commands::Session>);
 
 /// The ACL check a script's commands get: `user`'s, unless it may run everything.
-pub fn acl_check(user: Arc<crate::acl::User>, restricted: bool) -> impl Fn(&[Bytes]) -> Result<(), String> {
+pub fn acl_check(user: &crate::acl::User, restricted: bool) -> impl Fn(&[Bytes]) -> Result<(), String> + '_ {
     move |cmd: &[Bytes]| {
         if !restricted {
             return Ok(());
@@ -160,6 +160,17 @@ pub fn acl_check(user: Arc<crate::acl::User>, restricted: bool) -> impl Fn(&[Byt
 }
 
 const FLAGS: [&str; 5] = ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
+
+/// How long a script may run on the event loop that received it before it gives up and runs
+/// on the script thread: the most a script holds up the other clients of its loop.
+pub const INLINE_BUDGET: Duration = Duration::from_millis(2);
+
+/// The stack of a thread that runs scripts: Lua's C recursion and deep replies need more than
+/// a default thread's 2 MB.
+pub const STACK_SIZE: usize = 64 << 20;
+
+/// Lua instructions between two looks at SCRIPT KILL and the inline budget.
+const HOOK_EVERY: u32 = 10_000;
 
 impl Scripts {
     /// Whether a script runs now.
@@ -197,6 +208,24 @@ impl Scripts {
             running = self.ended.wait_timeout(running, left).unwrap_or_else(|e| e.into_inner()).0;
             self.waiting.fetch_sub(1, Relaxed);
         }
+    }
+
+    /// Makes `running` the running script, with no SCRIPT KILL pending: at once when no
+    /// script runs; otherwise after the running one ends when `wait`, else not (`false`).
+    fn claim(&self, running: Running, wait: bool) -> bool {
+        let mut slot = lock(&self.running);
+        while slot.is_some() {
+            if !wait {
+                return false;
+            }
+            self.waiting.fetch_add(1, Relaxed);
+            slot = self.ended.wait(slot).unwrap_or_else(|e| e.into_inner());
+            self.waiting.fetch_sub(1, Relaxed);
+        }
+        self.kill.store(false, Relaxed);
+        *slot = Some(running);
+        self.active.store(true, Relaxed);
+        true
     }
 
     /// Marks the running script ended and wakes the commands waiting for it.
@@ -937,6 +966,8 @@ struct Bridge {
     site: CallSite,
     /// The protocol `redis.setresp` chose for the running invocation's command replies.
     resp3: Cell<bool>,
+    /// The running invocation gave up on the event loop (see [`Caller::inline_until`]).
+    abandoned: Cell<bool>,
 }
 
 impl Bridge {
@@ -1372,6 +1403,31 @@ pub struct Caller<'a> {
     pub session: &'a mut rediskv::commands::Session,
     /// Its ACL check for each command a script runs: `Err(text)` refuses it.
     pub acl: &'a dyn Fn(&[Bytes]) -> Result<(), String>,
+    /// `Some(deadline)` on the client's event loop: the script gives up, having written
+    /// nothing, published nothing and counted nothing, when another script runs, when it
+    /// would publish, or at `deadline` (then [`RunFacts::abandoned`] is set and the reply
+    /// means nothing). `None` on the script thread: it waits its turn and runs to its end.
+    pub inline_until: Option<Instant>,
+    /// What the run found out.
+    pub facts: RunFacts,
+}
+
+/// What a script's run tells its client besides the reply.
+#[derive(Default)]
+pub struct RunFacts {
+    /// It ran a read-only command (client tracking then remembers its keys).
+    pub read_any: Cell<bool>,
+    /// Its error was a command's, counted in INFO errorstats when the command answered it
+    /// (Redis' `ignore_error_stats_update`): the reply is not counted again.
+    pub error_counted: Cell<bool>,
+    /// It gave up on the event loop (see [`Caller::inline_until`]).
+    pub abandoned: Cell<bool>,
+}
+
+/// Whether the command runs a script: EVAL, EVALSHA, FCALL and their read-only forms, the
+/// commands Redis flags `skip_monitor` (MONITOR shows them before their scripts' commands).
+pub fn runs_script(info: &table::CommandInfo) -> bool {
+    info.has(flag::SKIP_MONITOR)
 }
 
 /// EVAL script numkeys key… arg… (and EVALSHA, EVAL_RO, EVALSHA_RO).
@@ -1627,8 +1683,7 @@ fn run(
         Target::Function(name) => (name.clone(), Some(name.clone())),
     };
 
-    let acl = caller.acl;
-    let engine = caller.engine;
+    let (acl, engine, facts, until) = (caller.acl, caller.engine, &caller.facts, caller.inline_until);
     let result = with_vm(scripts, |vm| {
         let lua = &vm.lua;
         let f: mlua::Function = match &target {
@@ -1641,26 +1696,34 @@ fn run(
         .map_err(|e| Reply::Error(format!("ERR {e}")))?;
         // Running before the engine's whole-keyspace lock is asked for: from then on a
         // command of another client waits in the gate for the script's end or BUSY, never
-        // for that lock (the script thread runs one script at a time). The kill flag is
-        // cleared first: a SCRIPT KILL that finds this script running is never forgotten.
-        scripts.kill.store(false, Relaxed);
-        *lock(&scripts.running) = Some(Running {
+        // for that lock (one script runs at a time).
+        let running = Running {
             since: Instant::now(),
             function: function.clone(),
             command: argv.to_vec(),
             wrote: false,
             oom: !allow_oom && host.out_of_memory(),
-        });
-        scripts.active.store(true, Relaxed);
-        let reply = engine.atomically(caller.session, |call| {
+        };
+        if !scripts.claim(running, until.is_none()) {
+            facts.abandoned.set(true);
+            return Ok(Reply::Nil);
+        }
+        let reply = engine.atomically_or_abandon(caller.session, |call| {
             // A store's conflict runs the script again from the start, with nothing written.
             if let Some(r) = lock(&scripts.running).as_mut() {
                 r.wrote = false;
             }
-            run_once(lua, &vm.runner, &f, &target, &keys, &args, read_only, db, acl, host, call)
+            facts.read_any.set(false);
+            let run = Run { runner: &vm.runner, f: &f, target: &target, keys: &keys, args: &args };
+            run_once(lua, run, read_only, db, acl, host, until, facts, call)
         });
         scripts.end_running();
-        reply
+        reply.map(|run| {
+            run.unwrap_or_else(|Abandoned| {
+                facts.abandoned.set(true);
+                Reply::Nil
+            })
+        })
     });
     let reply = result.unwrap_or_else(|e| e);
     // The `script: …` suffix names the script by its SHA1 or the function by its name.
@@ -1670,28 +1733,51 @@ fn run(
     }
 }
 
-/// One attempt: fresh KEYS/ARGV, the hook for SCRIPT KILL, `redis.__raw` bound to `call`.
+/// What one attempt calls: the prelude's runner, the script or function, its keys and
+/// arguments.
+struct Run<'a> {
+    runner: &'a mlua::Function,
+    f: &'a mlua::Function,
+    target: &'a Target,
+    keys: &'a [Bytes],
+    args: &'a [Bytes],
+}
+
+/// An attempt on the event loop gave up (see [`Caller::inline_until`]).
+struct Abandoned;
+
+/// A count an attempt owes INFO commandstats and errorstats, made when it does not give up.
+enum Tally {
+    Count(&'static table::CommandInfo, u64, bool),
+    Error(Option<&'static table::CommandInfo>, String),
+}
+
+/// One attempt: fresh KEYS/ARGV, the hook for SCRIPT KILL (and the inline deadline `until`),
+/// `redis.__raw` bound to `call`.
 #[allow(clippy::too_many_arguments)]
 fn run_once(
     lua: &Lua,
-    runner: &mlua::Function,
-    f: &mlua::Function,
-    target: &Target,
-    keys: &[Bytes],
-    args: &[Bytes],
+    Run { runner, f, target, keys, args }: Run<'_>,
     read_only: bool,
     db: usize,
     acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
     host: &dyn Host,
+    until: Option<Instant>,
+    facts: &RunFacts,
     call: &mut dyn FnMut(&[Bytes]) -> Reply,
-) -> Reply {
+) -> Result<Reply, Abandoned> {
     let scripts = host.scripts();
     let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>().map(|b| Rc::clone(&b)) else {
-        return Reply::Error("ERR Lua state without its bridge".into());
+        return Ok(Reply::Error("ERR Lua state without its bridge".into()));
     };
     bridge.resp3.set(false);
     bridge.site.clear();
+    bridge.abandoned.set(false);
     let call = RefCell::new(call);
+    let tallies = RefCell::new(Vec::new());
+    let count_error = |refused: Option<&'static table::CommandInfo>, text: &str| {
+        tallies.borrow_mut().push(Tally::Error(refused, text.to_string()));
+    };
     let result = lua.scope(|scope| {
         // redis.acl_check_cmd: whether the script's user may run the command.
         let acl_check_cmd = |lua: &Lua| -> mlua::Result<bool> {
@@ -1720,7 +1806,7 @@ fn run_once(
                 Err(text) => {
                     // Refused before running, as Redis counts it.
                     let text = format!("ERR {text}");
-                    host.count_error(table::find(&argv).ok(), &text);
+                    count_error(table::find(&argv).ok(), &text);
                     return Ok(Value::Table(counted_error_table(lua, &text)?));
                 }
                 Ok(found) => {
@@ -1728,19 +1814,19 @@ fn run_once(
                     match found {
                         Some(info) => {
                             if info.has(flag::READONLY) {
-                                scripts.read_any.store(true, Relaxed);
+                                facts.read_any.set(true);
                             }
                             let mut running = lock(&scripts.running);
                             if let Some(r) = running.as_mut() {
                                 if r.oom && !r.wrote && info.has(flag::DENYOOM) {
                                     drop(running);
-                                    host.count_error(Some(info), OOM);
+                                    count_error(Some(info), OOM);
                                     return Ok(Value::Table(counted_error_table(lua, OOM)?));
                                 }
                                 if let Some(refusal) = info.is_write().then(|| host.write_refusal()).flatten()
                                 {
                                     drop(running);
-                                    host.count_error(Some(info), &refusal);
+                                    count_error(Some(info), &refusal);
                                     return Ok(Value::Table(counted_error_table(lua, &refusal)?));
                                 }
                                 r.wrote |= info.is_write();
@@ -1750,12 +1836,18 @@ fn run_once(
                             let started = Instant::now();
                             let reply = (call.borrow_mut())(&argv);
                             let usec = started.elapsed().as_micros() as u64;
-                            host.count(info, usec, reply.is_error());
+                            tallies.borrow_mut().push(Tally::Count(info, usec, reply.is_error()));
                             if let Reply::Error(e) = &reply {
-                                host.count_error(None, e);
+                                count_error(None, e);
                                 counted = true;
                             }
                             reply
+                        }
+                        // A publish cannot be taken back: an attempt on the event loop gives
+                        // up before it.
+                        None if until.is_some() && publishes(&argv) => {
+                            bridge.abandoned.set(true);
+                            return Err(stop(lua, abandoned()));
                         }
                         None => host.server_command(&argv),
                     }
@@ -1793,29 +1885,59 @@ fn run_once(
             g.raw_set("ARGV", arg_table.clone())?;
         }
         let kill = scripts.kill.clone();
-        lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |lua, _| {
+        let b = bridge.clone();
+        lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |lua, _| {
             if kill.load(Relaxed) {
-                // From now on every line fails, as in Redis: a pcall catches one error, the
-                // next line outside it ends the script.
-                lua.set_hook(HookTriggers::EVERY_LINE, |_, _| Err(killed()));
-                return Err(killed());
+                return Err(stop(lua, killed()));
+            }
+            if until.is_some_and(|until| Instant::now() >= until) {
+                b.abandoned.set(true);
+                return Err(stop(lua, abandoned()));
             }
             Ok(VmState::Continue)
         });
         let out: MultiValue = runner.call((f.clone(), key_table, arg_table))?;
-        lua.remove_hook();
         let mut out = out.into_iter();
         let ok = matches!(out.next(), Some(Value::Boolean(true)));
         let value = out.next().unwrap_or(Value::Nil);
         let counted = matches!(&value, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false));
-        scripts.error_counted.store(counted, Relaxed);
+        facts.error_counted.set(counted);
         Ok(if ok { lua_to_reply(&value, bridge.resp3.get()) } else { error_reply(&value) })
     });
+    lua.remove_hook();
     // The scope's functions are gone: the command functions refuse until the next one.
     bridge.run.borrow_mut().take();
     bridge.acl_check.set(false);
     bridge.argv.borrow_mut().take();
-    result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e))))
+    if bridge.abandoned.get() {
+        return Err(Abandoned);
+    }
+    for tally in tallies.into_inner() {
+        match tally {
+            Tally::Count(info, usec, failed) => host.count(info, usec, failed),
+            Tally::Error(refused, text) => host.count_error(refused, &text),
+        }
+    }
+    Ok(result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e)))))
+}
+
+/// Whether a command a script runs publishes (the server's own commands it may run are
+/// PUBLISH, SPUBLISH, TIME and INFO).
+fn publishes(argv: &[Bytes]) -> bool {
+    argv[0].eq_ignore_ascii_case(b"publish") || argv[0].eq_ignore_ascii_case(b"spublish")
+}
+
+/// Ends the running invocation with `error`: from now on every line fails, as Redis stops a
+/// killed script (a pcall catches one error, the next line outside it ends the script).
+fn stop(lua: &Lua, error: mlua::Error) -> mlua::Error {
+    let again = error.clone();
+    lua.set_hook(HookTriggers::EVERY_LINE, move |_, _| Err(again.clone()));
+    error
+}
+
+/// The error an attempt on the event loop stops with when it gives up.
+fn abandoned() -> mlua::Error {
+    mlua::Error::RuntimeError("ERR the script runs on the script thread".into())
 }
 
 /// What a command that may grow memory answers when `maxmemory` is exceeded.

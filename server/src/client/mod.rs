@@ -30,6 +30,7 @@ use crate::client_info::ClientInfo;
 use crate::clock::unix_micros;
 use crate::info;
 use crate::pubsub::{self, Kind, Subscriptions};
+use crate::script_thread;
 use crate::scripting;
 use crate::state::{SharedEngine, State};
 use crate::sync::lock;
@@ -105,6 +106,9 @@ pub struct Client {
     last_end: Option<u64>,
     /// The link to this server's primary: its commands are the replication stream.
     master: bool,
+    /// The reply being counted is a script's error that a command of the script answered,
+    /// counted in INFO errorstats already.
+    error_counted: std::cell::Cell<bool>,
     /// What it said of itself with REPLCONF, should it become a replica.
     replica_hello: crate::replication::ReplicaHello,
 }
@@ -138,6 +142,7 @@ impl Client {
             routed: std::cell::Cell::new(None),
             last_end: None,
             master: false,
+            error_counted: std::cell::Cell::new(false),
             replica_hello: Default::default(),
         }
     }
@@ -291,8 +296,7 @@ impl Client {
         state: &State,
     ) {
         // A script command is shown before its script runs (see `script`).
-        if info.has(flag::ADMIN)
-            || is_script(info)
+        if info.has(flag::ADMIN | flag::SKIP_MONITOR)
             || refused_before_running(reply)
             || matches!(reply, Reply::Status(s) if s == "QUEUED")
         {
@@ -356,9 +360,7 @@ impl Client {
             "hello" => self.hello(argv, state),
             "client" => return self.client(argv, state),
             "acl" => self.acl(argv, state),
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
-                return self.script(info, argv, state);
-            }
+            _ if scripting::runs_script(info) => return self.script(info, argv, state),
             "script" => scripting::script_command(argv, &state.scripts),
             "function" => {
                 let reply = scripting::function_command(argv, &state.scripts, &|scripts| {
@@ -552,9 +554,11 @@ impl Client {
         reply
     }
 
-    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO: the client parks and the script
-    /// thread runs the script atomically in the engine, with this client's ACL user checking
-    /// each command it runs; its answer comes back through the loop's mailbox.
+    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO: the script runs atomically in
+    /// the engine, with this client's ACL user checking each command it runs, here on the
+    /// client's event loop; one that gives up here (see [`scripting::Caller::inline_until`])
+    /// runs on the script thread while the client parks, its answer coming back through the
+    /// loop's mailbox.
     fn script(&mut self, info: &CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
         let name = info.name;
         if argv.len() < 3 {
@@ -563,9 +567,26 @@ impl Client {
                 Next::Continue,
             );
         }
-        if state.monitors.any() && !self.session.in_multi() {
+        let monitored = state.monitors.any();
+        if monitored && !self.session.in_multi() {
             // MONITOR shows the script command, then the commands it runs (as `[db lua]`).
             state.monitors.feed(&state.loops, argv, unix_micros(), self.session.db(), &self.info.addr);
+        }
+        let request = script_thread::Request {
+            argv,
+            name,
+            engine: &self.engine,
+            info: &self.info,
+            user: &self.user,
+            restricted: self.restricted,
+            tracks_reads: self.tracking && self.remembers_reads(),
+        };
+        // Not while MONITOR shows the commands scripts run: a run given up would show them
+        // twice.
+        if !monitored
+            && let Some(outcome) = script_thread::run_command(state, &request, &mut self.session, true)
+        {
+            return (self.script_answer(outcome, name, state), Next::Continue);
         }
         // A script queued in a transaction answers into EXEC's reply: wait for it here.
         let (answer, answered) = if self.in_exec {
@@ -583,7 +604,7 @@ impl Client {
             info: self.info.clone(),
             user: self.user.clone(),
             restricted: self.restricted,
-            tracks_reads: self.tracking && self.remembers_reads(),
+            tracks_reads: request.tracks_reads,
             answer,
         };
         match state.scripts.submit(job) {
@@ -600,14 +621,34 @@ impl Client {
                 self.parked_until = Some(None);
                 (Reply::NilArray, Next::Parked)
             }
-            Err(mut job) => {
-                // No script thread: run it here.
-                let (reply, pushes) = crate::script_thread::run_command(state, &mut job);
+            Err(job) => {
+                // No script thread: run it here, to its end.
+                let job = *job;
                 self.session = job.session;
-                self.pushes.extend_from_slice(&pushes);
-                (reply, Next::Continue)
+                let outcome = script_thread::run_command(state, &request, &mut self.session, false);
+                (
+                    self.script_answer(outcome.expect("a script runs to its end off its loop"), name, state),
+                    Next::Continue,
+                )
             }
         }
+    }
+
+    /// A script's reply, its pushes kept for after it; an error a command of the script
+    /// answered is not counted again. In EXEC, where no one counts the reply, its error is
+    /// counted here, as the script thread counts those of the scripts it runs.
+    fn script_answer(&mut self, outcome: script_thread::Outcome, name: &str, state: &State) -> Reply {
+        self.pushes.extend_from_slice(&outcome.pushes);
+        match &outcome.reply {
+            Reply::Error(text) if self.in_exec => {
+                if !outcome.error_counted {
+                    state.stats.error(text);
+                }
+                state.stats.commands.count_failure(name);
+            }
+            _ => self.error_counted.set(outcome.error_counted),
+        }
+        outcome.reply
     }
 
     /// Hands the session to the blocked-client registry; the connection waits for its answer.
@@ -746,11 +787,6 @@ fn refused_before_running(reply: &Reply) -> bool {
     matches!(reply, Reply::Error(e) if ["ERR wrong number of arguments for '", "ERR unknown subcommand '", "ERR unknown command '"]
         .iter()
         .any(|p| e.starts_with(p)))
-}
-
-/// Whether the command runs a script (EVAL, EVALSHA, FCALL and their read-only forms).
-fn is_script(info: &CommandInfo) -> bool {
-    matches!(info.name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
 }
 
 fn arity(argv: &[Bytes], n: usize, run: impl FnOnce() -> Reply) -> Reply {
