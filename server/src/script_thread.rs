@@ -210,13 +210,7 @@ impl Host for State {
     fn server_command(&self, argv: &[Bytes]) -> Reply {
         match argv[0].to_ascii_lowercase().as_slice() {
             b"info" => crate::info::info(argv, self, self.engine.layout().namespace()),
-            b"time" => {
-                let micros = crate::clock::unix_micros();
-                Reply::Array(vec![
-                    Reply::bulk_int((micros / 1_000_000) as i64),
-                    Reply::bulk_int((micros % 1_000_000) as i64),
-                ])
-            }
+            b"time" => crate::clock::time_reply(),
             name => Reply::Integer(
                 self.pubsub.publish(&self.loops, &argv[1], &argv[2], name == b"spublish") as i64
             ),

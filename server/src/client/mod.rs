@@ -375,13 +375,7 @@ impl Client {
             }
             "reset" if argv.len() == 1 => self.reset(state),
             "reset" => arity(argv, 1, || Reply::OK),
-            "time" => arity(argv, 1, || {
-                let micros = unix_micros();
-                Reply::Array(vec![
-                    Reply::bulk_int((micros / 1_000_000) as i64),
-                    Reply::bulk_int((micros % 1_000_000) as i64),
-                ])
-            }),
+            "time" => arity(argv, 1, crate::clock::time_reply),
             "lastsave" => arity(argv, 1, || Reply::Integer(state.rdb.last_save.load(Relaxed) as i64)),
             "bgsave" | "bgrewriteaof" => admin::background_save(name, argv, state),
             "role" if state.link.is_replica() => state.link.role(state.replication.id_and_offset().1),
