@@ -210,6 +210,13 @@ impl Scripts {
         }
     }
 
+    /// The cached script of SHA1 `sha` (any case): its lowercase SHA1 and its code.
+    pub(super) fn cached(&self, sha: &[u8]) -> Option<(String, Bytes)> {
+        let sha = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
+        let body = lock(&self.cache).get(&sha)?.clone();
+        Some((sha, body))
+    }
+
     pub(super) fn changed(&self) {
         self.generation.fetch_add(1, Relaxed);
     }
@@ -415,8 +422,7 @@ pub(super) fn declared(
             matches!(argv.get(1).map(|b| shebang_flags(b)), Some(Ok(Some((flags, _)))) if test(&flags))
         }
         "evalsha" | "evalsha_ro" => {
-            let sha = String::from_utf8_lossy(argv.get(1).map_or(&b""[..], |a| a)).to_ascii_lowercase();
-            let body = lock(&scripts.cache).get(&sha).cloned();
+            let body = argv.get(1).and_then(|sha| scripts.cached(sha)).map(|(_, body)| body);
             matches!(body.map(|b| shebang_flags(&b)), Some(Ok(Some((flags, _)))) if test(&flags))
         }
         "fcall" | "fcall_ro" => {
@@ -463,8 +469,7 @@ pub fn fcall_may_write(scripts: &Scripts, argv: &[Bytes]) -> bool {
 /// may unless it declares `no-writes` (CLIENT PAUSE WRITE holds the first kind only).
 pub fn eval_may_write(scripts: &Scripts, argv: &[Bytes]) -> bool {
     let body = if argv[0].eq_ignore_ascii_case(b"evalsha") {
-        let sha = String::from_utf8_lossy(argv.get(1).map_or(&b""[..], |a| a)).to_ascii_lowercase();
-        lock(&scripts.cache).get(&sha).cloned()
+        argv.get(1).and_then(|sha| scripts.cached(sha)).map(|(_, body)| body)
     } else {
         argv.get(1).cloned()
     };

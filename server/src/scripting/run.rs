@@ -107,9 +107,8 @@ pub fn eval(argv: &[Bytes], caller: &mut Caller<'_>, by_sha: bool, read_only: bo
         Err(e) => return e,
     };
     let (sha, body) = if by_sha {
-        let sha = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
-        match lock(&scripts.cache).get(&sha) {
-            Some(body) => (sha, body.clone()),
+        match scripts.cached(&argv[1]) {
+            Some(found) => found,
             None => return Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into()),
         }
     } else {
