@@ -556,6 +556,39 @@ fn a_command_arriving_as_a_script_starts_is_answered() {
     }
 }
 
+/// Each event loop has a Lua state of its own: what one connection loads, replaces or
+/// flushes is what a connection on the other loop runs next (the two connections are on
+/// different loops: they are handed out in turn).
+#[test]
+fn scripts_and_functions_reach_every_event_loop() {
+    let server = rediskv(&["--threads", "2"]);
+    let (mut one, mut other) = (server.client(), server.client());
+    let library = |answer: &str| {
+        format!("#!lua name=lib\nredis.register_function('f', function(keys, args) return '{answer}' end)")
+    };
+    let Value::Bulk(Some(sha)) = one.cmd(&["SCRIPT", "LOAD", "return 'loaded'"]) else { panic!("no sha") };
+    let sha = String::from_utf8(sha).unwrap();
+    assert_eq!(other.cmd(&["EVALSHA", &sha, "0"]), Value::Bulk(Some(b"loaded".to_vec())));
+    assert_eq!(one.cmd(&["FUNCTION", "LOAD", &library("first")]), Value::Bulk(Some(b"lib".to_vec())));
+    assert_eq!(other.cmd(&["FCALL", "f", "0"]), Value::Bulk(Some(b"first".to_vec())));
+    assert_eq!(
+        one.cmd(&["FUNCTION", "LOAD", "REPLACE", &library("second")]),
+        Value::Bulk(Some(b"lib".to_vec()))
+    );
+    assert_eq!(other.cmd(&["FCALL", "f", "0"]), Value::Bulk(Some(b"second".to_vec())));
+    let Value::Bulk(Some(dump)) = other.cmd(&["FUNCTION", "DUMP"]) else { panic!("no dump") };
+    assert_eq!(one.cmd(&["FUNCTION", "FLUSH"]), Value::Status("OK".into()));
+    assert_eq!(other.cmd(&["FCALL", "f", "0"]), Value::Error("ERR Function not found".into()));
+    one.send(&[b"FUNCTION", b"RESTORE", &dump]);
+    assert_eq!(one.read(), Value::Status("OK".into()));
+    assert_eq!(other.cmd(&["FCALL", "f", "0"]), Value::Bulk(Some(b"second".to_vec())));
+    assert_eq!(one.cmd(&["SCRIPT", "FLUSH"]), Value::Status("OK".into()));
+    assert_eq!(
+        other.cmd(&["EVALSHA", &sha, "0"]),
+        Value::Error("NOSCRIPT No matching script. Please use EVAL.".into())
+    );
+}
+
 /// A script that runs longer than its event loop gives it, or that publishes, starts again
 /// on the script thread: what it did on the loop (a write, a count in INFO commandstats) is
 /// not kept, and its message is published once (the PING's answer comes next).
