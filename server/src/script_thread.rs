@@ -65,14 +65,22 @@ pub struct Outcome {
     pub error_counted: bool,
 }
 
+/// A script that gave up on its event loop, having changed nothing.
+pub struct GaveUp {
+    /// It gave up while it ran ([`scripting::RunFacts::handing`]): the script thread takes
+    /// it over as the script on its way ([`Job::handed`]).
+    pub handing: bool,
+}
+
 /// Runs a script command for a client with its `session`: on its event loop when `inline`
-/// (`None` when the script gave up there, having changed nothing), else to its end.
+/// (it may give up there), else to its end; `handed`: it gave up on the loop while it ran.
 pub fn run_command(
     state: &State,
     request: &Request<'_>,
     session: &mut Session,
     inline: bool,
-) -> Option<Outcome> {
+    handed: bool,
+) -> Result<Outcome, GaveUp> {
     let user_may = scripting::acl_check(request.user, request.restricted);
     let cluster = state.cluster.get();
     // Each command a script runs: its user's ACL, then (in a cluster) its keys this node's.
@@ -87,6 +95,7 @@ pub fn run_command(
         session,
         acl: &acl,
         inline_until: inline.then(|| std::time::Instant::now() + scripting::INLINE_BUDGET),
+        handed,
         facts: Default::default(),
     };
     let read_only = name.ends_with("_ro");
@@ -102,7 +111,7 @@ pub fn run_command(
     };
     let facts = std::mem::take(&mut caller.facts);
     if facts.abandoned.get() {
-        return None;
+        return Err(GaveUp { handing: facts.handing.get() });
     }
     let lane = if inline { info.loop_index } else { state.dirty.shared_lane() };
     crate::maint::after_writes(state, lane, engine, session);
@@ -125,7 +134,7 @@ pub fn run_command(
         }
     }
     state.blocked.wake(state, engine, session);
-    Some(Outcome { reply, pushes, error_counted: facts.error_counted.get() })
+    Ok(Outcome { reply, pushes, error_counted: facts.error_counted.get() })
 }
 
 /// Runs one job to its end and sends the client its answer, and its session, through its
@@ -141,8 +150,11 @@ fn run_job(state: &State, mut job: Job) {
         restricted: job.restricted,
         tracks_reads: job.tracks_reads,
     };
-    let Outcome { reply, pushes, error_counted } =
-        run_command(state, &request, &mut job.session, false).expect("a script runs to its end off its loop");
+    let Ok(Outcome { reply, pushes, error_counted }) =
+        run_command(state, &request, &mut job.session, false, job.handed)
+    else {
+        unreachable!("a script runs to its end off its loop")
+    };
     // The connection counted the call when it handed it here; the latency monitor sees the
     // script's own run, and its error, as Redis counts it, only the script's answer knows.
     state.latency.observe("command", started.elapsed().as_micros() as u64);

@@ -577,10 +577,12 @@ impl Client {
         };
         // Not while MONITOR shows the commands scripts run: a run given up would show them
         // twice.
-        if !monitored
-            && let Some(outcome) = script_thread::run_command(state, &request, &mut self.session, true)
-        {
-            return (self.script_answer(outcome, name, state), Next::Continue);
+        let mut handed = false;
+        if !monitored {
+            match script_thread::run_command(state, &request, &mut self.session, true, false) {
+                Ok(outcome) => return (self.script_answer(outcome, name, state), Next::Continue),
+                Err(gave_up) => handed = gave_up.handing,
+            }
         }
         // A script queued in a transaction answers into EXEC's reply: wait for it here.
         let (answer, answered) = if self.in_exec {
@@ -599,6 +601,7 @@ impl Client {
             user: self.user.clone(),
             restricted: self.restricted,
             tracks_reads: request.tracks_reads,
+            handed,
             answer,
         };
         match state.scripts.submit(job) {
@@ -619,11 +622,12 @@ impl Client {
                 // No script thread: run it here, to its end.
                 let job = *job;
                 self.session = job.session;
-                let outcome = script_thread::run_command(state, &request, &mut self.session, false);
-                (
-                    self.script_answer(outcome.expect("a script runs to its end off its loop"), name, state),
-                    Next::Continue,
-                )
+                let Ok(outcome) =
+                    script_thread::run_command(state, &request, &mut self.session, false, handed)
+                else {
+                    unreachable!("a script runs to its end off its loop")
+                };
+                (self.script_answer(outcome, name, state), Next::Continue)
             }
         }
     }

@@ -51,8 +51,13 @@ pub struct Scripts {
     /// `waiting`, under `running`'s lock, so that a script's end wakes no one in vain).
     pub(super) ended: Condvar,
     pub(super) waiting: AtomicUsize,
-    /// A script runs (the gate checks for BUSY only then).
+    /// A script runs, or is on its way from its event loop to the script thread (the gate
+    /// checks for BUSY only then).
     pub(super) active: AtomicBool,
+    /// Scripts that gave up on their event loop while they ran and that the script thread
+    /// has not started again yet: meanwhile a script is running, as far as other clients
+    /// can tell (changed under `running`'s lock).
+    pub(super) handing: AtomicUsize,
     pub(super) kill: Arc<AtomicBool>,
     /// The script thread's queue.
     pub jobs: std::sync::OnceLock<std::sync::mpsc::Sender<Job>>,
@@ -104,7 +109,17 @@ impl Scripts {
         let threshold = Duration::from_millis(threshold_ms);
         let mut running = lock(&self.running);
         loop {
-            let left = threshold.checked_sub(running.as_ref()?.since.elapsed());
+            let Some(since) = running.as_ref().map(|r| r.since) else {
+                if self.handing.load(Relaxed) == 0 {
+                    return None;
+                }
+                // A script on its way to the script thread: wait for it to start there.
+                self.waiting.fetch_add(1, Relaxed);
+                running = self.ended.wait_timeout(running, threshold).unwrap_or_else(|e| e.into_inner()).0;
+                self.waiting.fetch_sub(1, Relaxed);
+                continue;
+            };
+            let left = threshold.checked_sub(since.elapsed());
             let Some(left) = left.filter(|left| !left.is_zero()) else {
                 drop(running);
                 return self.busy(threshold_ms, argv);
@@ -116,10 +131,12 @@ impl Scripts {
     }
 
     /// Makes `running` the running script, with no SCRIPT KILL pending: at once when no
-    /// script runs; otherwise after the running one ends when `wait`, else not (`false`).
-    pub(super) fn claim(&self, running: Running, wait: bool) -> bool {
+    /// script runs (and, on an event loop, none is on its way to the script thread);
+    /// otherwise after the running one ends when `wait`, else not (`false`). `handed`: the
+    /// script gave up on its event loop while it ran (see [`Scripts::end_running`]).
+    pub(super) fn claim(&self, running: Running, wait: bool, handed: bool) -> bool {
         let mut slot = lock(&self.running);
-        while slot.is_some() {
+        while slot.is_some() || (!wait && self.handing.load(Relaxed) > 0) {
             if !wait {
                 return false;
             }
@@ -127,17 +144,29 @@ impl Scripts {
             slot = self.ended.wait(slot).unwrap_or_else(|e| e.into_inner());
             self.waiting.fetch_sub(1, Relaxed);
         }
+        if handed {
+            self.handing.fetch_sub(1, Relaxed);
+        }
         self.kill.store(false, Relaxed);
         *slot = Some(running);
         self.active.store(true, Relaxed);
+        // Commands waiting for a script on its way here time it from now.
+        if self.waiting.load(Relaxed) > 0 {
+            self.ended.notify_all();
+        }
         true
     }
 
-    /// Marks the running script ended and wakes the commands waiting for it.
-    pub(super) fn end_running(&self) {
+    /// Marks the running script ended and wakes the commands waiting for it; `handing`: it
+    /// gave up on its event loop and goes on to the script thread, where [`Scripts::claim`]
+    /// takes it (until then a script still runs, as other clients see it).
+    pub(super) fn end_running(&self, handing: bool) {
         let mut running = lock(&self.running);
         *running = None;
-        self.active.store(false, Relaxed);
+        if handing {
+            self.handing.fetch_add(1, Relaxed);
+        }
+        self.active.store(self.handing.load(Relaxed) > 0, Relaxed);
         if self.waiting.load(Relaxed) > 0 {
             self.ended.notify_all();
         }
@@ -520,7 +549,7 @@ mod tests {
         assert!(
             scripts.wait_or_busy(1, &[Bytes::from_static(b"SCRIPT"), Bytes::from_static(b"KILL")]).is_none()
         );
-        scripts.end_running();
+        scripts.end_running(false);
         assert!(scripts.wait_or_busy(1, &ping).is_none());
     }
 
@@ -542,7 +571,7 @@ mod tests {
                 }
                 std::thread::yield_now();
                 ended.store(true, Relaxed);
-                scripts.end_running();
+                scripts.end_running(false);
             });
         }
     }

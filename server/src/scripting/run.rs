@@ -22,6 +22,8 @@ pub struct Job {
     pub restricted: bool,
     /// The client tracks the keys its reads name (CLIENT TRACKING, caching included).
     pub tracks_reads: bool,
+    /// The script gave up on the client's event loop while it ran ([`RunFacts::handing`]).
+    pub handed: bool,
     /// Where the answer goes when the client waits for it in place (a script queued in a
     /// transaction, whose reply is a slot of EXEC's) rather than parked.
     pub answer: Option<std::sync::mpsc::Sender<Answer>>,
@@ -77,6 +79,9 @@ pub struct Caller<'a> {
     /// would publish, or at `deadline` (then [`RunFacts::abandoned`] is set and the reply
     /// means nothing). `None` on the script thread: it waits its turn and runs to its end.
     pub inline_until: Option<Instant>,
+    /// On the script thread: the script gave up on its event loop while it ran
+    /// ([`RunFacts::handing`]), and starts here as the script on its way.
+    pub handed: bool,
     /// What the run found out.
     pub facts: RunFacts,
 }
@@ -91,6 +96,9 @@ pub struct RunFacts {
     pub error_counted: Cell<bool>,
     /// It gave up on the event loop (see [`Caller::inline_until`]).
     pub abandoned: Cell<bool>,
+    /// It gave up while it ran (not for another script that ran): until the script thread
+    /// starts it again, other clients see a script running.
+    pub handing: Cell<bool>,
 }
 
 /// Whether the command runs a script: EVAL, EVALSHA, FCALL and their read-only forms, the
@@ -217,7 +225,8 @@ pub(super) fn run(
         Target::Function(name) => (name.clone(), Some(name.clone())),
     };
 
-    let (acl, engine, facts, until) = (caller.acl, caller.engine, &caller.facts, caller.inline_until);
+    let (acl, engine, facts, until, handed) =
+        (caller.acl, caller.engine, &caller.facts, caller.inline_until, caller.handed);
     let result = with_vm(scripts, |vm| {
         let lua = &vm.lua;
         let f: mlua::Function = match &target {
@@ -238,7 +247,7 @@ pub(super) fn run(
             wrote: false,
             oom: !allow_oom && host.out_of_memory(),
         };
-        if !scripts.claim(running, until.is_none()) {
+        if !scripts.claim(running, until.is_none(), handed) {
             facts.abandoned.set(true);
             return Ok(Reply::Nil);
         }
@@ -251,10 +260,12 @@ pub(super) fn run(
             let run = Run { runner: &vm.runner, f: &f, target: &target, keys: &keys, args: &args };
             run_once(lua, run, read_only, db, acl, host, until, facts, call)
         });
-        scripts.end_running();
+        let gave_up = matches!(reply, Ok(Err(Abandoned)));
+        scripts.end_running(gave_up);
         reply.map(|run| {
             run.unwrap_or_else(|Abandoned| {
                 facts.abandoned.set(true);
+                facts.handing.set(true);
                 Reply::Nil
             })
         })
