@@ -74,30 +74,54 @@ pub(super) fn direct_argv(lua: &Lua, args: &MultiValue) -> mlua::Result<Argv> {
 /// big pay for it; the rest of the 8,000 slots is a margin for what else holds one.
 pub(super) const PACK_PAST: usize = 7000;
 
-/// The maker of a command function of Lua's over its Rust functions: `make(direct, packed)`
-/// calls `direct(...)` with up to [`PACK_PAST`] arguments, else `packed(n, {...})` (`n`
-/// counts the nils a table cannot). Being a Lua function, it takes over its caller's frame
-/// when called as `return redis.call(…)`: [`CallSite`] keeps that caller's place for the
-/// error handler.
-pub(super) fn command_function_maker(lua: &Lua) -> mlua::Result<mlua::Function> {
+/// What a command function asks of the Rust function behind it (its first argument):
+/// `redis.call`, `redis.pcall` or `redis.acl_check_cmd`, plus [`PACKED`] when the command's
+/// arguments come packed (see [`PACK_PAST`]).
+pub(super) const CALL: i64 = 0;
+pub(super) const PCALL: i64 = 1;
+pub(super) const ACL_CHECK: i64 = 2;
+pub(super) const PACKED: i64 = 4;
+
+/// The maker of a command function of Lua's: `make(mode)` calls `current.run(mode, ...)` with
+/// up to [`PACK_PAST`] arguments, else `current.run(mode + PACKED, n, {...})` (`n` counts the
+/// nils a table cannot). `current.run` is the running invocation's function, or one that
+/// refuses between invocations. Being a Lua function, a command function takes over its
+/// caller's frame when called as `return redis.call(…)`: [`CallSite`] keeps that caller's
+/// place for the error handler.
+pub(super) fn command_function_maker(lua: &Lua, current: &Table) -> mlua::Result<mlua::Function> {
     lua.load(format!(
-        "local select = select
-         return function(direct, packed)
+        "local select, current = select, ...
+         return function(mode)
            return function(...)
              local n = select('#', ...)
-             if n > {PACK_PAST} then return packed(n, {{...}}) end
-             return direct(...)
+             if n > {PACK_PAST} then return current.run(mode + {PACKED}, n, {{...}}) end
+             return current.run(mode, ...)
            end
          end"
     ))
     .set_name("=redis_prelude")
-    .eval()
+    .call(current)
 }
 
-/// [`lua_argv`] of the `n` arguments a command function packed in `args` (see
-/// [`command_function_maker`]), read one at a time.
-pub(super) fn packed_argv(lua: &Lua, n: usize, args: &Table) -> mlua::Result<Argv> {
-    lua_argv(n, |i| lua_arg(lua, &args.raw_get::<Value>(i + 1)?))
+/// The mode (without [`PACKED`]) and the command a command function's Rust side gets (see
+/// [`command_function_maker`]).
+pub(super) fn command_args(lua: &Lua, mut args: MultiValue) -> mlua::Result<(i64, Argv)> {
+    let mode = match args.pop_front() {
+        Some(Value::Integer(mode)) => mode,
+        _ => CALL,
+    };
+    if mode & PACKED == 0 {
+        return Ok((mode, direct_argv(lua, &args)?));
+    }
+    let n = match args.front() {
+        Some(Value::Integer(n)) => *n as usize,
+        _ => 0,
+    };
+    let Some(Value::Table(packed)) = args.get(1) else {
+        return Ok((mode & !PACKED, lua_argv(0, |_| Ok(None))?));
+    };
+    let argv = lua_argv(n, |i| lua_arg(lua, &packed.raw_get::<Value>(i + 1)?))?;
+    Ok((mode & !PACKED, argv))
 }
 
 /// A command's arguments, or the error reply they make.
@@ -106,15 +130,6 @@ pub(super) type Argv = Result<Vec<Bytes>, &'static str>;
 /// What the Lua state's long-lived functions share with the invocation running now.
 #[derive(Default)]
 pub(super) struct Bridge {
-    /// The running invocation's command runner (for `redis.call` and `redis.pcall`), which
-    /// checks the ACL instead (for `redis.acl_check_cmd`) while `acl_check` is set: a
-    /// function of its scope, `None` between invocations.
-    pub(super) run: RefCell<Option<mlua::Function>>,
-    pub(super) acl_check: Cell<bool>,
-    /// A command's arguments on their way to `run` or `acl_check`. They travel beside the
-    /// call, as bytes: as its arguments they would be made into Lua strings again, and take
-    /// as many of the caller's stack slots again (see [`PACK_PAST`]).
-    pub(super) argv: RefCell<Option<Argv>>,
     pub(super) site: CallSite,
     /// The protocol `redis.setresp` chose for the running invocation's command replies.
     pub(super) resp3: Cell<bool>,
@@ -122,47 +137,25 @@ pub(super) struct Bridge {
     pub(super) abandoned: Cell<bool>,
 }
 
-impl Bridge {
-    /// The arguments handed to the function now running.
-    pub(super) fn take_argv(&self) -> Argv {
-        self.argv
-            .borrow_mut()
-            .take()
-            .unwrap_or(Err("ERR Please specify at least one argument for this redis lib call"))
-    }
+/// The command functions' Rust side between invocations: `redis.call` raises and
+/// `redis.pcall` answers Redis' error, `redis.acl_check_cmd` raises its own.
+pub(super) fn outside_invocation(lua: &Lua) -> mlua::Result<mlua::Function> {
+    lua.create_function(|lua, args: MultiValue| {
+        let (mode, _) = command_args(lua, args)?;
+        if mode == ACL_CHECK {
+            return Err(mlua::Error::RuntimeError(
+                "redis.acl_check_cmd can only be called inside a script invocation".into(),
+            ));
+        }
+        let refusal = error_table(lua, "ERR redis.call/pcall can only be called inside a script invocation")?;
+        answer(lua, Value::Table(refusal), mode == CALL)
+    })
 }
 
-/// `redis.acl_check_cmd` of `argv`, through the running invocation's check.
-pub(super) fn redis_acl_check_cmd(bridge: &Bridge, argv: Argv) -> mlua::Result<Value> {
-    match bridge.run.borrow().as_ref() {
-        Some(f) => {
-            *bridge.argv.borrow_mut() = Some(argv);
-            bridge.acl_check.set(true);
-            let allowed = f.call::<Value>(());
-            bridge.acl_check.set(false);
-            allowed
-        }
-        None => Err(mlua::Error::RuntimeError(
-            "redis.acl_check_cmd can only be called inside a script invocation".into(),
-        )),
-    }
-}
-
-/// `redis.call` (`raise`) and `redis.pcall` of `argv`: runs the command through the
-/// running invocation's runner. `redis.call` raises an error reply as the script's error:
-/// the table is kept in the registry for the error handler, since a Rust function raises
-/// only strings.
-pub(super) fn redis_call(lua: &Lua, bridge: &Bridge, argv: Argv, raise: bool) -> mlua::Result<Value> {
-    let reply = match bridge.run.borrow().as_ref() {
-        Some(f) => {
-            *bridge.argv.borrow_mut() = Some(argv);
-            f.call::<Value>(())?
-        }
-        None => Value::Table(error_table(
-            lua,
-            "ERR redis.call/pcall can only be called inside a script invocation",
-        )?),
-    };
+/// A command's reply as `redis.call` (`raise`) or `redis.pcall` gives it: `redis.call` raises
+/// an error reply as the script's error; the table is kept in the registry for the error
+/// handler, since a Rust function raises only strings.
+pub(super) fn answer(lua: &Lua, reply: Value, raise: bool) -> mlua::Result<Value> {
     if raise
         && let Value::Table(t) = &reply
         && let Ok(Value::String(e)) = t.raw_get::<Value>("err")

@@ -168,3 +168,43 @@ pub(super) fn resp_to_lua(lua: &Lua, bytes: &[u8], at: &mut usize) -> mlua::Resu
         _ => Value::Nil,
     })
 }
+
+/// A command's reply as the Lua value Redis gives a script: the replies commands mostly give
+/// (integers, bulk strings, nils, status lines, arrays of them) directly, the rest as
+/// [`resp_to_lua`] reads them written in the invocation's protocol.
+pub(super) fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<Value> {
+    if let Some(value) = plain_reply_to_lua(lua, reply, resp3)? {
+        return Ok(value);
+    }
+    let protocol = if resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
+    let mut bytes = Vec::new();
+    reply.write(protocol, &mut bytes);
+    resp_to_lua(lua, &bytes, &mut 0)
+}
+
+/// [`reply_to_lua`] of a reply made only of integers, bulk strings, nils, clean status lines
+/// and arrays; `None` for any other.
+fn plain_reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<Option<Value>> {
+    Ok(Some(match reply {
+        Reply::Integer(n) => Value::Integer(*n),
+        Reply::Bulk(b) => Value::String(lua.create_string(&b[..])?),
+        Reply::Nil | Reply::NilArray if resp3 => Value::Nil,
+        Reply::Nil | Reply::NilArray => Value::Boolean(false),
+        Reply::Status(s) if !s.bytes().any(|b| b == b'\r' || b == b'\n') => {
+            let t = lua.create_table_with_capacity(0, 1)?;
+            t.raw_set("ok", lua.create_string(s.as_bytes())?)?;
+            Value::Table(t)
+        }
+        Reply::Array(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                match plain_reply_to_lua(lua, item, resp3)? {
+                    Some(v) => t.raw_set(i + 1, v)?,
+                    None => return Ok(None),
+                }
+            }
+            Value::Table(t)
+        }
+        _ => return Ok(None),
+    }))
+}

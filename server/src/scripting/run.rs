@@ -257,7 +257,15 @@ pub(super) fn run(
                 r.wrote = false;
             }
             facts.read_any.set(false);
-            let run = Run { runner: &vm.runner, f: &f, target: &target, keys: &keys, args: &args };
+            let run = Run {
+                runner: &vm.runner,
+                current: &vm.current,
+                outside: &vm.outside,
+                f: &f,
+                target: &target,
+                keys: &keys,
+                args: &args,
+            };
             run_once(lua, run, read_only, db, acl, host, until, facts, call)
         });
         let gave_up = matches!(reply, Ok(Err(Abandoned)));
@@ -279,9 +287,11 @@ pub(super) fn run(
 }
 
 /// What one attempt calls: the prelude's runner, the script or function, its keys and
-/// arguments.
+/// arguments; and where the command functions find the attempt's Rust function.
 pub(super) struct Run<'a> {
     pub(super) runner: &'a mlua::Function,
+    pub(super) current: &'a Table,
+    pub(super) outside: &'a mlua::Function,
     pub(super) f: &'a mlua::Function,
     pub(super) target: &'a Target,
     pub(super) keys: &'a [Bytes],
@@ -298,11 +308,12 @@ pub(super) enum Tally {
 }
 
 /// One attempt: fresh KEYS/ARGV, the hook for SCRIPT KILL (and the inline deadline `until`),
-/// `redis.__raw` bound to `call`.
+/// the command functions bound to `call` (one Rust function of the attempt's scope, which
+/// they call directly).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_once(
     lua: &Lua,
-    Run { runner, f, target, keys, args }: Run<'_>,
+    Run { runner, current, outside, f, target, keys, args }: Run<'_>,
     read_only: bool,
     db: usize,
     acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
@@ -325,7 +336,7 @@ pub(super) fn run_once(
     };
     let result = lua.scope(|scope| {
         // redis.acl_check_cmd: whether the script's user may run the command.
-        let acl_check_cmd = |lua: &Lua| -> mlua::Result<bool> {
+        let acl_check_cmd = |lua: &Lua, argv: Argv| -> mlua::Result<bool> {
             // Errors are raised as Redis raises them: the error reply as the script's error.
             let raise = |text: &str| -> mlua::Error {
                 match error_table(lua, text)
@@ -335,14 +346,14 @@ pub(super) fn run_once(
                     Err(e) => e,
                 }
             };
-            let argv = bridge.take_argv().map_err(raise)?;
+            let argv = argv.map_err(raise)?;
             if crate::acl::resolve(&argv).is_err() {
                 return Err(raise("ERR Invalid command passed to redis.acl_check_cmd()"));
             }
             Ok(acl(&argv).is_ok())
         };
-        let raw = |lua: &Lua| -> mlua::Result<Value> {
-            let argv = match bridge.take_argv() {
+        let raw = |lua: &Lua, argv: Argv| -> mlua::Result<Value> {
+            let argv = match argv {
                 Ok(argv) => argv,
                 Err(text) => return Ok(Value::Table(error_table(lua, text)?)),
             };
@@ -398,21 +409,20 @@ pub(super) fn run_once(
                     }
                 }
             };
-            let protocol = if bridge.resp3.get() { Protocol::Resp3 } else { Protocol::Resp2 };
-            let mut bytes = Vec::new();
-            reply.write(protocol, &mut bytes);
-            let mut at = 0;
-            let value = resp_to_lua(lua, &bytes, &mut at)?;
+            let value = reply_to_lua(lua, &reply, bridge.resp3.get())?;
             if let (true, Value::Table(t)) = (counted, &value) {
                 t.set(COUNTED, true)?;
             }
             Ok(value)
         };
-        let acl_mode = &bridge.acl_check;
-        let run = scope.create_function(move |lua, (): ()| {
-            if acl_mode.get() { acl_check_cmd(lua).map(Value::Boolean) } else { raw(lua) }
+        let run = scope.create_function(move |lua, args: MultiValue| {
+            let (mode, argv) = command_args(lua, args)?;
+            if mode == ACL_CHECK {
+                return acl_check_cmd(lua, argv).map(Value::Boolean);
+            }
+            answer(lua, raw(lua, argv)?, mode == CALL)
         })?;
-        *bridge.run.borrow_mut() = Some(run);
+        current.raw_set("run", run)?;
         let g = lua.globals();
         // One string at a time: mlua holds every Lua string Rust holds in a slot of a thread
         // of its own, and that thread has only 8,000 (`LUAI_MAXCSTACK`).
@@ -450,10 +460,8 @@ pub(super) fn run_once(
         Ok(if ok { lua_to_reply(&value, bridge.resp3.get()) } else { error_reply(&value) })
     });
     lua.remove_hook();
-    // The scope's functions are gone: the command functions refuse until the next one.
-    bridge.run.borrow_mut().take();
-    bridge.acl_check.set(false);
-    bridge.argv.borrow_mut().take();
+    // The scope's function is gone: the command functions refuse until the next one.
+    let _ = current.raw_set("run", outside);
     if bridge.abandoned.get() {
         return Err(Abandoned);
     }

@@ -14,6 +14,10 @@ pub(super) struct Vm {
     pub(super) lua: Lua,
     /// The prelude's runner (`RUN`): calls a script or function under the error handler.
     pub(super) runner: mlua::Function,
+    /// Where the command functions find the running invocation's Rust function (`run`):
+    /// `outside` between invocations (see [`command_function_maker`]).
+    pub(super) current: Table,
+    pub(super) outside: mlua::Function,
     pub(super) generation: u64,
     /// sha → compiled script.
     pub(super) scripts: HashMap<String, RegistryKey>,
@@ -202,37 +206,17 @@ impl Vm {
         g.set("cmsgpack", crate::cmsgpack::library(&lua)?)?;
         g.set("struct", crate::lua_struct::library(&lua)?)?;
         let redis = lua.create_table()?;
-        let make = command_function_maker(&lua)?;
-        let command = |raise: bool| -> mlua::Result<mlua::Function> {
-            let (b, b2) = (bridge.clone(), bridge.clone());
-            make.call((
-                lua.create_function(move |lua, args: MultiValue| {
-                    let argv = direct_argv(lua, &args)?;
-                    drop(args);
-                    redis_call(lua, &b, argv, raise)
-                })?,
-                lua.create_function(move |lua, (n, args): (usize, Table)| {
-                    redis_call(lua, &b2, packed_argv(lua, n, &args)?, raise)
-                })?,
-            ))
-        };
-        redis.set("call", command(true)?)?;
+        // The command functions call the running invocation's function through `current`.
+        let current = lua.create_table()?;
+        let outside = outside_invocation(&lua)?;
+        current.raw_set("run", &outside)?;
+        let make = command_function_maker(&lua, &current)?;
+        redis.set("call", make.call::<mlua::Function>(CALL)?)?;
         // The Redis version this server answers as (INFO's redis_version).
         redis.set("REDIS_VERSION", crate::config::REDIS_VERSION)?;
         redis.set("REDIS_VERSION_NUM", redis_version_num(crate::config::REDIS_VERSION))?;
-        redis.set("pcall", command(false)?)?;
-        let (b, b2) = (bridge.clone(), bridge.clone());
-        let acl_check_cmd = make.call::<mlua::Function>((
-            lua.create_function(move |lua, args: MultiValue| {
-                let argv = direct_argv(lua, &args)?;
-                drop(args);
-                redis_acl_check_cmd(&b, argv)
-            })?,
-            lua.create_function(move |lua, (n, args): (usize, Table)| {
-                redis_acl_check_cmd(&b2, packed_argv(lua, n, &args)?)
-            })?,
-        ))?;
-        redis.set("acl_check_cmd", acl_check_cmd)?;
+        redis.set("pcall", make.call::<mlua::Function>(PCALL)?)?;
+        redis.set("acl_check_cmd", make.call::<mlua::Function>(ACL_CHECK)?)?;
         redis.set(
             "sha1hex",
             lua.create_function(|_, args: MultiValue| match args.iter().collect::<Vec<_>>()[..] {
@@ -319,7 +303,15 @@ impl Vm {
         }
         lua.set_type_metatable::<mlua::String>(Some(pieces.raw_get("string_meta")?));
         let runner = pieces.raw_get("run")?;
-        Ok(Vm { lua, runner, generation: u64::MAX, scripts: HashMap::new(), functions: HashMap::new() })
+        Ok(Vm {
+            lua,
+            runner,
+            current,
+            outside,
+            generation: u64::MAX,
+            scripts: HashMap::new(),
+            functions: HashMap::new(),
+        })
     }
 
     /// Runs a library's code with `redis.register_function` available; returns what it
