@@ -165,6 +165,12 @@ answers[env] = view({__index = lookup})
 return {run = run, env = env, set_loading = set_loading, protected = protected, string_meta = string_meta}
 "#;
 
+/// Lua's collector starts a cycle when its heap reaches this percentage of what the last one
+/// kept (Lua's default is 200). A script's state keeps little, and every command a script
+/// runs makes garbage (its arguments and reply): a cycle every few scripts marks that little
+/// again each time, for a heap that stays small.
+pub(super) const GC_PAUSE: std::ffi::c_int = 400;
+
 thread_local! {
     static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
 }
@@ -172,6 +178,7 @@ thread_local! {
 impl Vm {
     pub(super) fn new() -> mlua::Result<Vm> {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
+        lua.gc_inc(GC_PAUSE, 0, 0);
         let g = lua.globals();
         let bridge = Rc::new(Bridge::default());
         lua.set_app_data(bridge.clone());
