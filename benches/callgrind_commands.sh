@@ -9,11 +9,13 @@
 #   TESTS=set,lpush ENGINE=fjall APPENDFSYNC=everysec benches/callgrind_commands.sh
 #   SERVER_BIN=/path/to/rediskv-server KEEP=/tmp/cg benches/callgrind_commands.sh
 #   PGO=1 benches/callgrind_commands.sh                 # the profile-guided build (scripts/build_pgo.sh)
+#   TESTS=evalsha,fcall benches/callgrind_commands.sh   # a script's GET and INCR, as command_benchmark.sh's
 #
 # Builds `rediskv-server` in release (unless SERVER_BIN), then starts redis-server and
 # `rediskv-server --threads 1 --engine ENGINE`, each under `valgrind --tool=callgrind` on a
 # free loopback port, one after the other. For each test of TESTS: a warm-up run
-# (`redis-benchmark -n WARM -P P -c CLIENTS -t <test>`), callgrind's counters zeroed
+# (`redis-benchmark -n WARM -P P -c CLIENTS -t <test>`; for `evalsha` and `fcall`, the
+# script and the function of benches/command_benchmark.sh, loaded first), callgrind's counters zeroed
 # (`callgrind_control -z`), the measured run of N requests, and a dump of the counters
 # (`callgrind_control -d`), whose total over N is the figure. Every thread of the server is
 # counted (fjall's flushes and compactions too). Prints per command redis-server's and
@@ -71,6 +73,18 @@ trap cleanup EXIT INT TERM
 build_server "$WORK"
 [ -n "${KEEP:-}" ] && mkdir -p "$KEEP"
 
+SCRIPT="local v = redis.call('get', KEYS[1]) return redis.call('incr', KEYS[1])"
+LIBRARY="#!lua name=bench
+redis.register_function('getincr', function(keys) local v = redis.call('get', keys[1]) return redis.call('incr', keys[1]) end)"
+# What redis-benchmark runs for a test: one of its own (-t), or a script command.
+bench_args() {
+    case "$1" in
+        evalsha) echo "evalsha $(printf '%s' "$SCRIPT" | sha1sum | cut -d' ' -f1) 1 counter" ;;
+        fcall) echo "fcall getincr 1 counter" ;;
+        *) echo "-t $1" ;;
+    esac
+}
+
 # measure NAME PORT -- command…: prints "test instructions-per-command" per test.
 measure() {
     local name=$1 port=$2
@@ -84,11 +98,14 @@ measure() {
         kill -0 "$PID" 2>/dev/null || { cat "$WORK/$name.log" >&2; exit 1; }
         sleep 0.1
     done
-    local test dump total
+    redis-cli -p "$port" script load "$SCRIPT" >/dev/null
+    redis-cli -p "$port" function load "$LIBRARY" >/dev/null
+    local test dump total args
     for test in ${TESTS//,/ }; do
-        redis-benchmark -p "$port" -q -n "$WARM" -P "$P" -c "$CLIENTS" -t "$test" >/dev/null 2>&1
+        read -r -a args <<<"$(bench_args "$test")"
+        redis-benchmark -p "$port" -q -n "$WARM" -P "$P" -c "$CLIENTS" "${args[@]}" >/dev/null 2>&1
         callgrind_control -z "$PID" >/dev/null 2>&1
-        redis-benchmark -p "$port" -q -n "$N" -P "$P" -c "$CLIENTS" -t "$test" >/dev/null 2>&1
+        redis-benchmark -p "$port" -q -n "$N" -P "$P" -c "$CLIENTS" "${args[@]}" >/dev/null 2>&1
         callgrind_control -d "$test" "$PID" >/dev/null 2>&1
         dump=$(ls -t "$WORK/$name.$PID".* | head -1)
         total=$(awk '/^(summary|totals):/ { print $2; exit }' "$dump")

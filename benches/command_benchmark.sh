@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Commands redis-benchmark's own tests do not cover, against redis-server and rediskv-server
-# in the same run: EVALSHA of a small script (a GET and an INCR of the key it declares),
-# XADD of one field to one stream, and XREAD of ten entries from a stream of 1000.
+# in the same run: EVALSHA of a small script (a GET and an INCR of the key it declares), FCALL
+# of a function doing the same, XADD of one field to one stream, and XREAD of ten entries
+# from a stream of 1000.
 #
 #   benches/command_benchmark.sh               # every command, N=100000 P=16 CLIENTS=50, memory
 #   COMMANDS=xadd,xread RUNS=3 THREADS=1 ENGINE=fjall benches/command_benchmark.sh
-#   SERVER_BIN=/path/to/rediskv-server COMMANDS=evalsha benches/command_benchmark.sh
+#   SERVER_BIN=/path/to/rediskv-server COMMANDS=evalsha,fcall benches/command_benchmark.sh
 #
 # Builds rediskv-server in release (unless SERVER_BIN), starts it and a redis-server on free loopback ports,
-# prepares both (SCRIPT LOAD, a stream of 1000 entries), and prints per command and run each
+# prepares both (SCRIPT LOAD, FUNCTION LOAD, a stream of 1000 entries), and prints per command and run each
 # server's ops/s and rediskv's ratio to redis-server. Both servers are stopped on exit.
 set -euo pipefail
 N=${N:-100000}
@@ -17,8 +18,10 @@ CLIENTS=${CLIENTS:-50}
 THREADS=${THREADS:-1}
 ENGINE=${ENGINE:-memory}
 RUNS=${RUNS:-3}
-COMMANDS=${COMMANDS:-evalsha,xadd,xread}
+COMMANDS=${COMMANDS:-evalsha,fcall,xadd,xread}
 SCRIPT="local v = redis.call('get', KEYS[1]) return redis.call('incr', KEYS[1])"
+LIBRARY="#!lua name=bench
+redis.register_function('getincr', function(keys) local v = redis.call('get', keys[1]) return redis.call('incr', keys[1]) end)"
 cd "$(dirname "$0")/.."
 # require_tools, free_port, wait_ready
 . benches/lib.sh
@@ -51,12 +54,14 @@ wait_ready "$KV_PORT"
 SHA=$(redis-cli -p "$REDIS_PORT" script load "$SCRIPT")
 [ "$(redis-cli -p "$KV_PORT" script load "$SCRIPT")" = "$SHA" ] || { echo "SHA1s differ" >&2; exit 1; }
 for port in "$REDIS_PORT" "$KV_PORT"; do
+    [ "$(redis-cli -p "$port" function load "$LIBRARY")" = bench ] || { echo "FUNCTION LOAD failed" >&2; exit 1; }
     for i in $(seq 1 1000); do echo "XADD readme * field value-$i"; done | redis-cli -p "$port" >/dev/null
 done
 # The argv of each command.
 argv() {
     case "$1" in
         evalsha) echo "evalsha $SHA 1 counter" ;;
+        fcall) echo "fcall getincr 1 counter" ;;
         xadd) echo "xadd events * field value" ;;
         xread) echo "xread count 10 streams readme 0" ;;
         *) echo "command_benchmark.sh: unknown command $1" >&2; exit 1 ;;

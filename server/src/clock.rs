@@ -7,6 +7,16 @@ pub fn unix_micros() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
 }
 
+/// TIME's reply: the Unix time, in seconds and the microseconds past them.
+pub fn time_reply() -> rediskv::commands::Reply {
+    use rediskv::commands::Reply;
+    let micros = unix_micros();
+    Reply::Array(vec![
+        Reply::bulk_int((micros / 1_000_000) as i64),
+        Reply::bulk_int((micros % 1_000_000) as i64),
+    ])
+}
+
 /// Seconds since the Unix epoch.
 pub fn unix_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())

@@ -67,7 +67,9 @@ pub fn serve(state: Arc<State>, threads: usize) -> io::Result<()> {
     }
     state.loops.set(mailboxes);
     for (index, event_loop) in loops.into_iter().enumerate() {
-        std::thread::Builder::new().name(format!("loop-{index}")).spawn(move || {
+        // Scripts run on the loops.
+        let thread = std::thread::Builder::new().name(format!("loop-{index}"));
+        thread.stack_size(crate::scripting::STACK_SIZE).spawn(move || {
             if let Err(e) = event_loop.run() {
                 crate::log::warning!("Event loop {index}: {e}");
                 std::process::exit(1);

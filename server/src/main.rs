@@ -17,7 +17,7 @@
 //! table once; the row's flags and attributes drive the gate, and [`client::Client::run`]
 //! answers the server's own commands (family `Server`) in one `match`, handing every other
 //! to the engine. A [`maint`] thread runs active expiry and, for the memory store, the
-//! garbage collector; the [`script_thread`] runs scripts.
+//! garbage collector; scripts run on the event loops, or on the thread of [`script_thread`].
 //!
 //! The modules import each other without a circle (`tests/module_graph.rs`), in layers:
 //! - leaves: [`sync`], [`clock`], [`resp`], [`store`], [`mailbox`] (how other threads reach

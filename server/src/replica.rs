@@ -26,8 +26,9 @@ use crate::state::State;
 
 /// Starts the link thread of REPLICAOF's `generation` (see [`crate::replication::LinkStatus`]).
 pub fn spawn(state: Arc<State>, generation: u64) {
-    let spawned =
-        std::thread::Builder::new().name("replica-link".into()).spawn(move || run(&state, generation));
+    // The primary's stream may run scripts here.
+    let thread = std::thread::Builder::new().name("replica-link".into());
+    let spawned = thread.stack_size(crate::scripting::STACK_SIZE).spawn(move || run(&state, generation));
     if let Err(e) = spawned {
         crate::log::warning!("Cannot start the replication link: {e}");
     }

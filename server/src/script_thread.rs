@@ -1,19 +1,24 @@
-//! The script thread and what scripts need of the server: the thread runs every script of
-//! every client, one at a time, and the server's shared state is the scripts' [`Host`].
+//! Where scripts run, and what they need of the server: [`run_command`] runs a client's
+//! script command on its event loop, or, for a script that gives up there (see
+//! [`scripting::Caller::inline_until`]), on the script thread [`spawn`] starts, which runs
+//! what the loops hand it one at a time and answers through their mailboxes. The server's
+//! shared state is the scripts' [`Host`].
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
 use rediskv::commands::table::CommandInfo;
+use rediskv::commands::{Reply, Session};
 
+use crate::acl::User;
+use crate::client_info::ClientInfo;
 use crate::scripting::{self, Caller, Host, Job, Scripts};
 use crate::state::State;
+use crate::store::SharedEngine;
 
-/// Starts the thread that runs every script, one at a time, with one Lua state (as Redis'
-/// single Lua interpreter): an event loop hands it a script and goes on serving its other
-/// clients, so BUSY replies and SCRIPT KILL reach every client, whatever loop it is on.
+/// Starts the thread that runs the scripts that gave up on their event loop, one at a time:
+/// their clients wait parked while their loops go on serving, so BUSY replies and SCRIPT
+/// KILL reach every client, whatever loop it is on.
 pub fn spawn(state: Arc<State>) {
     let (tx, rx) = std::sync::mpsc::channel::<Job>();
     if state.scripts.jobs.set(tx).is_err() {
@@ -21,8 +26,7 @@ pub fn spawn(state: Arc<State>) {
     }
     std::thread::Builder::new()
         .name("scripts".into())
-        // Lua's C recursion and deep replies: more than a default thread's 2 MB.
-        .stack_size(64 << 20)
+        .stack_size(scripting::STACK_SIZE)
         .spawn(move || {
             for job in rx {
                 run_job(&state, job);
@@ -31,30 +35,73 @@ pub fn spawn(state: Arc<State>) {
         .expect("spawn the script thread");
 }
 
-/// Runs a script command for a client: the reply, and the invalidation pushes its own
-/// writes owe that client (to write after the reply).
-pub fn run_command(state: &State, job: &mut Job) -> (Reply, Vec<u8>) {
-    let user_may = scripting::acl_check(job.user.clone(), job.restricted);
+/// A client's script command (EVAL, EVALSHA, FCALL and their read-only forms) and what of
+/// the client it needs.
+pub struct Request<'a> {
+    /// The command and its arguments.
+    pub argv: &'a [Bytes],
+    /// The command's lowercase name.
+    pub name: &'a str,
+    /// The engine of the client's namespace.
+    pub engine: &'a SharedEngine,
+    /// The client.
+    pub info: &'a ClientInfo,
+    /// Its ACL user.
+    pub user: &'a User,
+    /// `user` may not run everything.
+    pub restricted: bool,
+    /// The client tracks the keys its reads name (CLIENT TRACKING, caching included).
+    pub tracks_reads: bool,
+}
+
+/// A script command's answer.
+pub struct Outcome {
+    /// Its reply.
+    pub reply: Reply,
+    /// The invalidation pushes its own writes owe its client, to write after the reply.
+    pub pushes: Vec<u8>,
+    /// The reply is an error a command of the script answered, counted in INFO errorstats
+    /// already.
+    pub error_counted: bool,
+}
+
+/// A script that gave up on its event loop, having changed nothing.
+pub struct GaveUp {
+    /// It gave up while it ran ([`scripting::RunFacts::handing`]): the script thread takes
+    /// it over as the script on its way ([`Job::handed`]).
+    pub handing: bool,
+}
+
+/// Runs a script command for a client with its `session`: on its event loop when `inline`
+/// (it may give up there), else to its end; `handed`: it gave up on the loop while it ran.
+pub fn run_command(
+    state: &State,
+    request: &Request<'_>,
+    session: &mut Session,
+    inline: bool,
+    handed: bool,
+) -> Result<Outcome, GaveUp> {
+    let user_may = scripting::acl_check(request.user, request.restricted);
     let cluster = state.cluster.get();
     // Each command a script runs: its user's ACL, then (in a cluster) its keys this node's.
     let acl = |cmd: &[Bytes]| {
         user_may(cmd)?;
         cluster.map_or(Ok(()), |cluster| cluster.script_command(cmd))
     };
-    let (argv, name, engine, info, tracks_reads) =
-        (&job.argv, job.name.as_str(), &job.engine, &job.info, job.tracks_reads);
-    let session = &mut job.session;
-    state.scripts.read_any.store(false, Relaxed);
-    state.scripts.error_counted.store(false, Relaxed);
-    let started = std::time::Instant::now();
-    let mut run = || {
-        let mut caller = Caller { host: state, engine, session: &mut *session, acl: &acl };
-        match name {
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" => {
-                scripting::eval(argv, &mut caller, name.starts_with("evalsha"), name.ends_with("_ro"))
-            }
-            _ => scripting::fcall(argv, &mut caller, name == "fcall_ro"),
-        }
+    let Request { argv, name, engine, info, tracks_reads, .. } = *request;
+    let mut caller = Caller {
+        host: state,
+        engine,
+        session,
+        acl: &acl,
+        inline_until: inline.then(|| std::time::Instant::now() + scripting::INLINE_BUDGET),
+        handed,
+        facts: Default::default(),
+    };
+    let read_only = name.ends_with("_ro");
+    let mut run = || match name.strip_prefix("eval") {
+        Some(rest) => scripting::eval(argv, &mut caller, rest.starts_with("sha"), read_only),
+        None => scripting::fcall(argv, &mut caller, read_only),
     };
     // In a cluster, routed again by the table its commits are fenced by (the connection
     // routed it by the table of that moment).
@@ -62,10 +109,12 @@ pub fn run_command(state: &State, job: &mut Job) -> (Reply, Vec<u8>) {
         Some(cluster) => cluster.run_routed(&state.store, argv, &mut run),
         None => run(),
     };
-    // The connection counted the call when it handed it here; the latency monitor sees the
-    // script's own run.
-    state.latency.observe("command", started.elapsed().as_micros() as u64);
-    crate::maint::after_writes(state, state.dirty.shared_lane(), engine, session);
+    let facts = std::mem::take(&mut caller.facts);
+    if facts.abandoned.get() {
+        return Err(GaveUp { handing: facts.handing.get() });
+    }
+    let lane = if inline { info.loop_index } else { state.dirty.shared_lane() };
+    crate::maint::after_writes(state, lane, engine, session);
     let mut pushes = Vec::new();
     if state.tracking.active() {
         let mut to = crate::tracking::Delivery { me: Some(info), own: &mut pushes };
@@ -76,7 +125,7 @@ pub fn run_command(state: &State, job: &mut Job) -> (Reply, Vec<u8>) {
         // A script that read something: its declared keys are tracked, as Redis tracks the
         // keys of the EVAL or FCALL command.
         if tracks_reads
-            && state.scripts.read_any.load(Relaxed)
+            && facts.read_any.get()
             && !reply.is_error()
             && let Ok((keys, _)) = scripting::split_keys(argv)
         {
@@ -85,17 +134,32 @@ pub fn run_command(state: &State, job: &mut Job) -> (Reply, Vec<u8>) {
         }
     }
     state.blocked.wake(state, engine, session);
-    (reply, pushes)
+    Ok(Outcome { reply, pushes, error_counted: facts.error_counted.get() })
 }
 
-/// Runs one job and sends the client its answer, and its session, through its loop.
+/// Runs one job to its end and sends the client its answer, and its session, through its
+/// loop.
 fn run_job(state: &State, mut job: Job) {
-    let (reply, pushes) = run_command(state, &mut job);
-    // The connection counted the call when it handed it here; its error, as Redis counts
-    // it, only the script's answer knows.
-    let counted = state.scripts.error_counted.swap(false, Relaxed);
+    let started = std::time::Instant::now();
+    let request = Request {
+        argv: &job.argv,
+        name: &job.name,
+        engine: &job.engine,
+        info: &job.info,
+        user: &job.user,
+        restricted: job.restricted,
+        tracks_reads: job.tracks_reads,
+    };
+    let Ok(Outcome { reply, pushes, error_counted }) =
+        run_command(state, &request, &mut job.session, false, job.handed)
+    else {
+        unreachable!("a script runs to its end off its loop")
+    };
+    // The connection counted the call when it handed it here; the latency monitor sees the
+    // script's own run, and its error, as Redis counts it, only the script's answer knows.
+    state.latency.observe("command", started.elapsed().as_micros() as u64);
     if let Reply::Error(text) = &reply {
-        if !counted {
+        if !error_counted {
             state.stats.error(text);
         }
         state.stats.commands.count_failure(&job.name);
@@ -158,13 +222,7 @@ impl Host for State {
     fn server_command(&self, argv: &[Bytes]) -> Reply {
         match argv[0].to_ascii_lowercase().as_slice() {
             b"info" => crate::info::info(argv, self, self.engine.layout().namespace()),
-            b"time" => {
-                let micros = crate::clock::unix_micros();
-                Reply::Array(vec![
-                    Reply::bulk_int((micros / 1_000_000) as i64),
-                    Reply::bulk_int((micros % 1_000_000) as i64),
-                ])
-            }
+            b"time" => crate::clock::time_reply(),
             name => Reply::Integer(
                 self.pubsub.publish(&self.loops, &argv[1], &argv[2], name == b"spublish") as i64
             ),

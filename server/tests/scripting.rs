@@ -556,6 +556,67 @@ fn a_command_arriving_as_a_script_starts_is_answered() {
     }
 }
 
+/// Each event loop has a Lua state of its own: what one connection loads, replaces or
+/// flushes is what a connection on the other loop runs next (the two connections are on
+/// different loops: they are handed out in turn).
+#[test]
+fn scripts_and_functions_reach_every_event_loop() {
+    let server = rediskv(&["--threads", "2"]);
+    let (mut one, mut other) = (server.client(), server.client());
+    let library = |answer: &str| {
+        format!("#!lua name=lib\nredis.register_function('f', function(keys, args) return '{answer}' end)")
+    };
+    let Value::Bulk(Some(sha)) = one.cmd(&["SCRIPT", "LOAD", "return 'loaded'"]) else { panic!("no sha") };
+    let sha = String::from_utf8(sha).unwrap();
+    assert_eq!(other.cmd(&["EVALSHA", &sha, "0"]), Value::Bulk(Some(b"loaded".to_vec())));
+    assert_eq!(one.cmd(&["FUNCTION", "LOAD", &library("first")]), Value::Bulk(Some(b"lib".to_vec())));
+    assert_eq!(other.cmd(&["FCALL", "f", "0"]), Value::Bulk(Some(b"first".to_vec())));
+    assert_eq!(
+        one.cmd(&["FUNCTION", "LOAD", "REPLACE", &library("second")]),
+        Value::Bulk(Some(b"lib".to_vec()))
+    );
+    assert_eq!(other.cmd(&["FCALL", "f", "0"]), Value::Bulk(Some(b"second".to_vec())));
+    let Value::Bulk(Some(dump)) = other.cmd(&["FUNCTION", "DUMP"]) else { panic!("no dump") };
+    assert_eq!(one.cmd(&["FUNCTION", "FLUSH"]), Value::Status("OK".into()));
+    assert_eq!(other.cmd(&["FCALL", "f", "0"]), Value::Error("ERR Function not found".into()));
+    one.send(&[b"FUNCTION", b"RESTORE", &dump]);
+    assert_eq!(one.read(), Value::Status("OK".into()));
+    assert_eq!(other.cmd(&["FCALL", "f", "0"]), Value::Bulk(Some(b"second".to_vec())));
+    assert_eq!(one.cmd(&["SCRIPT", "FLUSH"]), Value::Status("OK".into()));
+    assert_eq!(
+        other.cmd(&["EVALSHA", &sha, "0"]),
+        Value::Error("NOSCRIPT No matching script. Please use EVAL.".into())
+    );
+}
+
+/// A script that runs longer than its event loop gives it, or that publishes, starts again
+/// on the script thread: what it did on the loop (a write, a count in INFO commandstats) is
+/// not kept, and its message is published once (the PING's answer comes next).
+#[test]
+fn a_script_that_leaves_its_event_loop_runs_once() {
+    let server = rediskv(&["--threads", "1"]);
+    let (mut client, mut subscriber) = (server.client(), server.client());
+    assert!(matches!(subscriber.cmd(&["SUBSCRIBE", "news"]), Value::Array(Some(_))));
+    assert_eq!(client.cmd(&["CONFIG", "RESETSTAT"]), Value::Status("OK".into()));
+    let long = "local n = redis.call('incr', KEYS[1]) \
+                local function now() local t = redis.call('time') return t[1] * 1000000 + t[2] end \
+                local start = now() while now() - start < 50000 do end \
+                return n";
+    assert_eq!(client.cmd(&["EVAL", long, "1", "counter"]), Value::Int(1));
+    let publishing = "local n = redis.call('incr', KEYS[1]) redis.call('publish', 'news', n) return n";
+    assert_eq!(client.cmd(&["EVAL", publishing, "1", "counter"]), Value::Int(2));
+    assert_eq!(client.cmd(&["GET", "counter"]), Value::Bulk(Some(b"2".to_vec())));
+    let Value::Bulk(Some(stats)) = client.cmd(&["INFO", "commandstats"]) else { panic!("no INFO") };
+    let stats = String::from_utf8(stats).unwrap();
+    assert!(stats.contains("cmdstat_incr:calls=2,"), "{stats}");
+    let Value::Array(Some(message)) = subscriber.read() else { panic!("no message") };
+    assert_eq!(message[2], Value::Bulk(Some(b"2".to_vec())));
+    assert_eq!(
+        subscriber.cmd(&["PING"]),
+        Value::Array(Some(vec![Value::Bulk(Some(b"pong".to_vec())), Value::Bulk(Some(Vec::new())),]))
+    );
+}
+
 /// A script sent while another runs, before the threshold, waits its turn on the script
 /// thread and runs after it, whole; a command meanwhile waits for the first script's end.
 #[test]
@@ -570,7 +631,23 @@ fn a_script_sent_while_another_runs_runs_after_it() {
         b"1",
         b"order",
     ]);
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    // FUNCTION STATS (answered during a script) shows it running, past its start on the
+    // event loop: on the script thread.
+    let running_for = |client: &mut Client| -> i64 {
+        let Value::Array(Some(stats)) = client.cmd(&["FUNCTION", "STATS"]) else { panic!("no stats") };
+        match &stats[1] {
+            Value::Array(Some(script)) => match script.last() {
+                Some(Value::Int(ms)) => *ms,
+                other => panic!("{other:?}"),
+            },
+            _ => -1,
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while running_for(&mut third) < 20 {
+        assert!(std::time::Instant::now() < deadline, "the first script never seen running");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     second.send(&[
         b"EVAL",
         b"redis.call('rpush', KEYS[1], 'second') return redis.call('lrange', KEYS[1], 0, -1)",

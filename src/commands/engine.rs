@@ -770,6 +770,22 @@ impl<B: KvBackend> Engine<B> {
         session: &mut Session,
         mut body: impl FnMut(&mut dyn FnMut(&[Bytes]) -> Reply) -> R,
     ) -> Result<R, Reply> {
+        let run =
+            self.atomically_or_abandon(session, |call| Ok::<R, std::convert::Infallible>(body(call)))?;
+        Ok(run.unwrap_or_else(|never| match never {}))
+    }
+
+    /// [`Engine::atomically`], except that `body` may abandon its run: when it answers
+    /// `Err`, nothing its commands wrote is committed (a SWAPDB among them is undone), no
+    /// one hears of them, and the `Err` comes back as `Ok(Err(..))`.
+    ///
+    /// # Errors
+    /// As [`Engine::atomically`].
+    pub fn atomically_or_abandon<R, A>(
+        &self,
+        session: &mut Session,
+        mut body: impl FnMut(&mut dyn FnMut(&[Bytes]) -> Reply) -> Result<R, A>,
+    ) -> Result<Result<R, A>, Reply> {
         session.clear_results();
         let guard = self.locks.lock(true, std::iter::empty());
         let undo = |swapped: Vec<(usize, usize)>| {
@@ -784,7 +800,13 @@ impl<B: KvBackend> Engine<B> {
             let overlay = Overlay::new(&self.backend);
             let mut db = self.db_over(&overlay, start_db);
             db.defer_counts();
-            let result = body(&mut |argv: &[Bytes]| db.execute(argv));
+            let result = match body(&mut |argv: &[Bytes]| db.execute(argv)) {
+                Ok(result) => result,
+                Err(abandoned) => {
+                    undo(db.take_swapped());
+                    return Ok(Err(abandoned));
+                }
+            };
             let touched = db.take_touched();
             let events = (db.take_events(), db.take_effects());
             applied = db.take_swapped();
@@ -795,16 +817,19 @@ impl<B: KvBackend> Engine<B> {
             if written.is_err() {
                 undo(std::mem::take(&mut applied));
             }
-            written.map(|()| (result, touched, events, applied.clone(), propagated))
+            written.map(|()| Ok((result, touched, events, applied.clone(), propagated)))
         };
-        let (result, touched, (events, effects), swapped, propagated) =
-            self.transaction(attempt).map_err(|e| Reply::Error(CommandError::from(e).to_string()))?;
+        let run = self.transaction(attempt).map_err(|e| Reply::Error(CommandError::from(e).to_string()))?;
+        let (result, touched, (events, effects), swapped, propagated) = match run {
+            Ok(run) => run,
+            Err(abandoned) => return Ok(Err(abandoned)),
+        };
         self.propagate(propagated);
         self.notify(&touched, &swapped);
         session.set_results(touched, events, effects, swapped);
         drop(guard);
         self.reap(session);
-        Ok(result)
+        Ok(Ok(result))
     }
 
     /// WATCH: remembers each key's record and whether it is already expired.

@@ -8,8 +8,7 @@
 use bytes::Bytes;
 
 use super::Reply;
-pub(super) use super::table_data::TABLE;
-use super::table_data::UNSERVED;
+pub(super) use super::table_data::{TABLE, UNSERVED};
 
 /// Command flags, as bits of [`CommandInfo::flags`] (Redis' `CMD_*`).
 pub mod flag {

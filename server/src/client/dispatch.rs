@@ -7,6 +7,7 @@ use rediskv::commands::Reply;
 use rediskv::commands::table::CommandInfo;
 
 use super::{Client, Next, flush, replicas, scripts, server, subscribe};
+use crate::scripting;
 use crate::state::State;
 
 /// A server command's handler: the client, the command's row, its whole argv (`argv[0]` is
@@ -24,7 +25,7 @@ pub(super) fn handler(info: &CommandInfo) -> Option<Handler> {
         "client" => |c, _, argv, state| c.client(argv, state),
         "acl" => |c, _, argv, state| (c.acl(argv, state), Next::Continue),
         "reset" => |c, _, argv, state| (c.reset(argv, state), Next::Continue),
-        name if runs_script(name) => Client::eval,
+        _ if scripting::runs_script(info) => Client::eval,
         "script" => scripts::script_command,
         "function" => scripts::function,
         "time" => server::time,
@@ -63,14 +64,4 @@ pub(super) fn handler(info: &CommandInfo) -> Option<Handler> {
         _ => return None,
     };
     Some(run)
-}
-
-/// Whether the command runs a script (EVAL, EVALSHA, FCALL and their read-only forms):
-/// MONITOR shows it before the commands its script runs; behind a busy script it queues.
-pub(super) fn is_script(info: &CommandInfo) -> bool {
-    runs_script(info.name)
-}
-
-fn runs_script(name: &str) -> bool {
-    matches!(name, "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro")
 }

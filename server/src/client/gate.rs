@@ -54,7 +54,7 @@ impl Client {
             let threshold = state.config().number("busy-reply-threshold").max(0) as u64;
             // A script queues behind the running one on the script thread: it holds up no
             // event loop, and only past the threshold gets BUSY.
-            let refusal = if super::dispatch::is_script(info) {
+            let refusal = if scripting::runs_script(info) {
                 state.scripts.busy(threshold, argv)
             } else {
                 state.scripts.wait_or_busy(threshold, argv)

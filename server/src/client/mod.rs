@@ -113,6 +113,9 @@ pub struct Client {
     last_row: Option<&'static CommandInfo>,
     /// The link to this server's primary: its commands are the replication stream.
     master: bool,
+    /// The reply being counted is a script's error that a command of the script answered,
+    /// counted in INFO errorstats already.
+    error_counted: std::cell::Cell<bool>,
     /// What it said of itself with REPLCONF, should it become a replica.
     replica_hello: crate::replication::ReplicaHello,
 }
@@ -148,6 +151,7 @@ impl Client {
             last_end: None,
             last_row: None,
             master: false,
+            error_counted: std::cell::Cell::new(false),
             replica_hello: Default::default(),
         }
     }
@@ -304,9 +308,8 @@ impl Client {
         reply: &Reply,
         state: &State,
     ) {
-        // A script command is shown before its script runs (see `Client::eval`).
-        if info.has(flag::ADMIN)
-            || dispatch::is_script(info)
+        // A script command is shown before its script runs (see `script`).
+        if info.has(flag::ADMIN | flag::SKIP_MONITOR)
             || refused_before_running(reply)
             || matches!(reply, Reply::Status(s) if s == "QUEUED")
         {

@@ -1,5 +1,6 @@
-//! The script commands: EVAL, EVALSHA, FCALL and their read-only forms (the client parks
-//! while the script thread runs the script), SCRIPT and FUNCTION (see [`crate::scripting`]).
+//! The script commands: EVAL, EVALSHA, FCALL and their read-only forms (on the client's
+//! event loop, or on the script thread while the client parks), SCRIPT and FUNCTION (see
+//! [`crate::scripting`]).
 
 use bytes::Bytes;
 use rediskv::commands::table::{CommandInfo, flag};
@@ -7,6 +8,7 @@ use rediskv::commands::{Reply, Session};
 
 use super::{Client, Next};
 use crate::clock::unix_micros;
+use crate::script_thread;
 use crate::scripting;
 use crate::state::State;
 
@@ -39,9 +41,11 @@ pub(super) fn function(
 }
 
 impl Client {
-    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO: the client parks and the script
-    /// thread runs the script atomically in the engine, with this client's ACL user checking
-    /// each command it runs; its answer comes back through the loop's mailbox.
+    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO: the script runs atomically in
+    /// the engine, with this client's ACL user checking each command it runs, here on the
+    /// client's event loop; one that gives up here (see [`scripting::Caller::inline_until`])
+    /// runs on the script thread while the client parks, its answer coming back through the
+    /// loop's mailbox.
     pub(super) fn eval(
         &mut self,
         info: &'static CommandInfo,
@@ -55,9 +59,28 @@ impl Client {
                 Next::Continue,
             );
         }
-        if state.monitors.any() && !self.session.in_multi() {
+        let monitored = state.monitors.any();
+        if monitored && !self.session.in_multi() {
             // MONITOR shows the script command, then the commands it runs (as `[db lua]`).
             state.monitors.feed(&state.loops, argv, unix_micros(), self.session.db(), &self.info.addr);
+        }
+        let request = script_thread::Request {
+            argv,
+            name,
+            engine: &self.engine,
+            info: &self.info,
+            user: &self.user,
+            restricted: self.restricted,
+            tracks_reads: self.tracking && self.remembers_reads(),
+        };
+        // Not while MONITOR shows the commands scripts run: a run given up would show them
+        // twice.
+        let mut handed = false;
+        if !monitored {
+            match script_thread::run_command(state, &request, &mut self.session, true, false) {
+                Ok(outcome) => return (self.script_answer(outcome, name, state), Next::Continue),
+                Err(gave_up) => handed = gave_up.handing,
+            }
         }
         // A script queued in a transaction answers into EXEC's reply: wait for it here.
         let (answer, answered) = if self.in_exec {
@@ -75,7 +98,8 @@ impl Client {
             info: self.info.clone(),
             user: self.user.clone(),
             restricted: self.restricted,
-            tracks_reads: self.tracking && self.remembers_reads(),
+            tracks_reads: request.tracks_reads,
+            handed,
             answer,
         };
         match state.scripts.submit(job) {
@@ -92,13 +116,34 @@ impl Client {
                 self.parked_until = Some(None);
                 (Reply::NilArray, Next::Parked)
             }
-            Err(mut job) => {
-                // No script thread: run it here.
-                let (reply, pushes) = crate::script_thread::run_command(state, &mut job);
+            Err(job) => {
+                // No script thread: run it here, to its end.
+                let job = *job;
                 self.session = job.session;
-                self.pushes.extend_from_slice(&pushes);
-                (reply, Next::Continue)
+                let Ok(outcome) =
+                    script_thread::run_command(state, &request, &mut self.session, false, handed)
+                else {
+                    unreachable!("a script runs to its end off its loop")
+                };
+                (self.script_answer(outcome, name, state), Next::Continue)
             }
         }
+    }
+
+    /// A script's reply, its pushes kept for after it; an error a command of the script
+    /// answered is not counted again. In EXEC, where no one counts the reply, its error is
+    /// counted here, as the script thread counts those of the scripts it runs.
+    fn script_answer(&mut self, outcome: script_thread::Outcome, name: &str, state: &State) -> Reply {
+        self.pushes.extend_from_slice(&outcome.pushes);
+        match &outcome.reply {
+            Reply::Error(text) if self.in_exec => {
+                if !outcome.error_counted {
+                    state.stats.error(text);
+                }
+                state.stats.commands.count_failure(name);
+            }
+            _ => self.error_counted.set(outcome.error_counted),
+        }
+        outcome.reply
     }
 }

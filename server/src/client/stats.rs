@@ -22,7 +22,9 @@ impl Client {
 
     /// INFO errorstats for a reply (an unknown command's has no commandstats entry).
     pub(super) fn count_error(&self, state: &State, reply: &Reply) {
-        if let Reply::Error(text) = reply {
+        if let Reply::Error(text) = reply
+            && !self.error_counted.take()
+        {
             state.stats.error(text);
         }
     }

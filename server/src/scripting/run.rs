@@ -1,0 +1,502 @@
+//! Running a script command: EVAL, EVALSHA, FCALL and their read-only forms, from the
+//! arguments to the reply, atomically in the engine, on the event loop or the script thread
+//! (see [`Caller::inline_until`]), with what the run owes its client ([`RunFacts`]).
+
+use super::*;
+
+/// A script to run on the script thread for a parked client.
+pub struct Job {
+    /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL or FCALL_RO, and its arguments.
+    pub argv: Vec<Bytes>,
+    /// The command's lowercase name.
+    pub name: String,
+    /// The client's session, handed back with the answer.
+    pub session: rediskv::commands::Session,
+    /// The engine of the client's namespace.
+    pub engine: Arc<SharedEngine>,
+    /// The client (where the answer goes).
+    pub info: Arc<crate::client_info::ClientInfo>,
+    /// The client's ACL user.
+    pub user: Arc<crate::acl::User>,
+    /// `user` may not run everything.
+    pub restricted: bool,
+    /// The client tracks the keys its reads name (CLIENT TRACKING, caching included).
+    pub tracks_reads: bool,
+    /// The script gave up on the client's event loop while it ran ([`RunFacts::handing`]).
+    pub handed: bool,
+    /// Where the answer goes when the client waits for it in place (a script queued in a
+    /// transaction, whose reply is a slot of EXEC's) rather than parked.
+    pub answer: Option<std::sync::mpsc::Sender<Answer>>,
+}
+
+/// A script's reply, the invalidation pushes it owes its client, and the client's session.
+pub type Answer = (Reply, Vec<u8>, Box<rediskv::commands::Session>);
+
+/// How long a script may run on the event loop that received it before it gives up and runs
+/// on the script thread: the most a script holds up the other clients of its loop.
+pub const INLINE_BUDGET: Duration = Duration::from_millis(2);
+
+/// The stack of a thread that runs scripts: Lua's C recursion and deep replies need more than
+/// a default thread's 2 MB.
+pub const STACK_SIZE: usize = 64 << 20;
+
+/// Lua instructions between two looks at SCRIPT KILL and the inline budget.
+pub(super) const HOOK_EVERY: u32 = 10_000;
+
+/// What scripts need of the server around them: implemented by the server's shared state,
+/// so the script engine here needs none of it.
+pub trait Host {
+    /// The script cache and the function libraries.
+    fn scripts(&self) -> &Scripts;
+    /// Whether the store is past `maxmemory` (a deny-oom command in a script is refused).
+    fn out_of_memory(&self) -> bool;
+    /// The error a write command in a script gets while the store cannot write or too few
+    /// replicas are good (`min-replicas-to-write`).
+    fn write_refusal(&self) -> Option<String>;
+    /// Shows a command a script runs in database `db` to the MONITOR clients (`[db lua]`).
+    fn monitor(&self, argv: &[Bytes], db: usize);
+    /// Counts a command a script ran in INFO commandstats, as a client's.
+    fn count(&self, info: &table::CommandInfo, usec: u64, failed: bool);
+    /// Counts an error a command a script ran answered or was refused with (INFO
+    /// errorstats), and a refused command's `rejected_calls`.
+    fn count_error(&self, refused: Option<&table::CommandInfo>, error: &str);
+    /// The server's own commands a script may run: PUBLISH, SPUBLISH, TIME and INFO.
+    fn server_command(&self, argv: &[Bytes]) -> Reply;
+}
+
+/// What the scripting commands need of the client that runs them.
+pub struct Caller<'a> {
+    /// The server around the script.
+    pub host: &'a dyn Host,
+    /// The engine of its namespace.
+    pub engine: &'a SharedEngine,
+    /// Its session (database, MULTI).
+    pub session: &'a mut rediskv::commands::Session,
+    /// Its ACL check for each command a script runs: `Err(text)` refuses it.
+    pub acl: &'a dyn Fn(&[Bytes]) -> Result<(), String>,
+    /// `Some(deadline)` on the client's event loop: the script gives up, having written
+    /// nothing, published nothing and counted nothing, when another script runs, when it
+    /// would publish, or at `deadline` (then [`RunFacts::abandoned`] is set and the reply
+    /// means nothing). `None` on the script thread: it waits its turn and runs to its end.
+    pub inline_until: Option<Instant>,
+    /// On the script thread: the script gave up on its event loop while it ran
+    /// ([`RunFacts::handing`]), and starts here as the script on its way.
+    pub handed: bool,
+    /// What the run found out.
+    pub facts: RunFacts,
+}
+
+/// What a script's run tells its client besides the reply.
+#[derive(Default)]
+pub struct RunFacts {
+    /// It ran a read-only command (client tracking then remembers its keys).
+    pub read_any: Cell<bool>,
+    /// Its error was a command's, counted in INFO errorstats when the command answered it
+    /// (Redis' `ignore_error_stats_update`): the reply is not counted again.
+    pub error_counted: Cell<bool>,
+    /// It gave up on the event loop (see [`Caller::inline_until`]).
+    pub abandoned: Cell<bool>,
+    /// It gave up while it ran (not for another script that ran): until the script thread
+    /// starts it again, other clients see a script running.
+    pub handing: Cell<bool>,
+}
+
+/// Whether the command runs a script: EVAL, EVALSHA, FCALL and their read-only forms, the
+/// commands Redis flags `skip_monitor` (MONITOR shows them before their scripts' commands).
+pub fn runs_script(info: &table::CommandInfo) -> bool {
+    info.has(flag::SKIP_MONITOR)
+}
+
+/// EVAL script numkeys key… arg… (and EVALSHA, EVAL_RO, EVALSHA_RO).
+pub fn eval(argv: &[Bytes], caller: &mut Caller<'_>, by_sha: bool, read_only: bool) -> Reply {
+    let scripts = caller.host.scripts();
+    let (keys, args) = match split_keys(argv) {
+        Ok(split) => split,
+        Err(e) => return e,
+    };
+    let (sha, body) = if by_sha {
+        match scripts.cached(&argv[1]) {
+            Some(found) => found,
+            None => return Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into()),
+        }
+    } else {
+        (sha1_hex(&argv[1]), argv[1].clone())
+    };
+    // `#!lua flags=…`: the script declares its flags (Redis 7.0); without it, compat mode.
+    let (flags, shebang_len) = match shebang_flags(&body) {
+        Ok(found) => found.unwrap_or_default(),
+        Err(e) => return Reply::Error(format!("ERR {e}")),
+    };
+    let declared = shebang_len > 0;
+    let no_writes = flags.iter().any(|f| f == "no-writes");
+    if read_only && declared && !no_writes {
+        return Reply::Error("ERR Can not execute a script with write flag using *_ro command.".into());
+    }
+    let compiled = with_vm(scripts, |vm| {
+        if !vm.scripts.contains_key(&sha) {
+            // The shebang line goes, its line feed stays: line numbers are the user's.
+            let f = vm
+                .lua
+                .load(&body[shebang_len..])
+                .set_name("@user_script")
+                .set_mode(mlua::ChunkMode::Text)
+                .into_function()
+                .map_err(|e| {
+                    Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
+                })?;
+            set_env(&vm.lua, &f).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+            let key = vm.lua.create_registry_value(f).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+            vm.scripts.insert(sha.clone(), key);
+        }
+        Ok(())
+    });
+    if let Err(e) = compiled {
+        return e;
+    }
+    if !by_sha {
+        lock(&scripts.cache).entry(sha.clone()).or_insert(body);
+    }
+    let allow_oom = flags.iter().any(|f| f == "allow-oom");
+    run(caller, Target::Script(sha), keys, args, read_only || (declared && no_writes), allow_oom, argv)
+}
+
+/// FCALL function numkeys key… arg… (and FCALL_RO).
+pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply {
+    // Function names are found whatever their case; the name, then the key count, is checked
+    // (Redis' order, and its FCALL wording for a count that is not a number).
+    let wanted = String::from_utf8_lossy(&argv[1]).into_owned();
+    let found = lock(&caller.host.scripts().libraries)
+        .values()
+        .flat_map(|l| l.functions.iter())
+        .find(|f| f.name.eq_ignore_ascii_case(&wanted))
+        .map(|f| (f.name.clone(), f.flags.clone()));
+    let Some((name, flags)) = found else { return Reply::Error("ERR Function not found".into()) };
+    let Some(n) = parse_i64(&argv[2]) else { return Reply::Error("ERR Bad number of keys provided".into()) };
+    if n > (argv.len() - 3) as i64 {
+        return Reply::Error("ERR Number of keys can't be greater than number of args".into());
+    }
+    let (keys, args) = match split_keys(argv) {
+        Ok(split) => split,
+        Err(e) => return e,
+    };
+    let no_writes = flags.iter().any(|f| f == "no-writes");
+    if read_only && !no_writes {
+        return Reply::Error("ERR Can not execute a script with write flag using *_ro command.".into());
+    }
+    let allow_oom = flags.iter().any(|f| f == "allow-oom");
+    run(caller, Target::Function(name), keys, args, read_only || no_writes, allow_oom, argv)
+}
+
+/// numkeys, keys and arguments of EVAL/FCALL, or Redis' errors.
+pub fn split_keys(argv: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Reply> {
+    let Some(n) = parse_i64(&argv[2]) else {
+        return Err(Reply::Error("ERR value is not an integer or out of range".into()));
+    };
+    if n < 0 {
+        return Err(Reply::Error("ERR Number of keys can't be negative".into()));
+    }
+    if n as usize > argv.len() - 3 {
+        return Err(Reply::Error("ERR Number of keys can't be greater than number of args".into()));
+    }
+    let n = n as usize;
+    Ok((argv[3..3 + n].to_vec(), argv[3 + n..].to_vec()))
+}
+
+pub(super) enum Target {
+    Script(String),
+    Function(String),
+}
+
+/// Runs a script or function atomically and converts its result.
+pub(super) fn run(
+    caller: &mut Caller<'_>,
+    target: Target,
+    keys: Vec<Bytes>,
+    args: Vec<Bytes>,
+    read_only: bool,
+    allow_oom: bool,
+    argv: &[Bytes],
+) -> Reply {
+    let host = caller.host;
+    let scripts = host.scripts();
+    let db = caller.session.db();
+    let (label, function) = match &target {
+        Target::Script(sha) => (sha.clone(), None),
+        Target::Function(name) => (name.clone(), Some(name.clone())),
+    };
+
+    let (acl, engine, facts, until, handed) =
+        (caller.acl, caller.engine, &caller.facts, caller.inline_until, caller.handed);
+    let result = with_vm(scripts, |vm| {
+        let lua = &vm.lua;
+        let f: mlua::Function = match &target {
+            Target::Script(sha) => lua.registry_value(&vm.scripts[sha]),
+            Target::Function(name) => match vm.functions.get(name) {
+                Some((key, _)) => lua.registry_value(key),
+                None => return Err(Reply::Error("ERR Function not found".into())),
+            },
+        }
+        .map_err(|e| Reply::Error(format!("ERR {e}")))?;
+        // Running before the engine's whole-keyspace lock is asked for: from then on a
+        // command of another client waits in the gate for the script's end or BUSY, never
+        // for that lock (one script runs at a time).
+        let running = Running {
+            since: Instant::now(),
+            function: function.clone(),
+            command: argv.to_vec(),
+            wrote: false,
+            oom: !allow_oom && host.out_of_memory(),
+        };
+        if !scripts.claim(running, until.is_none(), handed) {
+            facts.abandoned.set(true);
+            return Ok(Reply::Nil);
+        }
+        let reply = engine.atomically_or_abandon(caller.session, |call| {
+            // A store's conflict runs the script again from the start, with nothing written.
+            if let Some(r) = lock(&scripts.running).as_mut() {
+                r.wrote = false;
+            }
+            facts.read_any.set(false);
+            let run = Run {
+                runner: &vm.runner,
+                current: &vm.current,
+                outside: &vm.outside,
+                f: &f,
+                target: &target,
+                keys: &keys,
+                args: &args,
+            };
+            run_once(lua, run, read_only, db, acl, host, until, facts, call)
+        });
+        let gave_up = matches!(reply, Ok(Err(Abandoned)));
+        scripts.end_running(gave_up);
+        reply.map(|run| {
+            run.unwrap_or_else(|Abandoned| {
+                facts.abandoned.set(true);
+                facts.handing.set(true);
+                Reply::Nil
+            })
+        })
+    });
+    let reply = result.unwrap_or_else(|e| e);
+    // The `script: …` suffix names the script by its SHA1 or the function by its name.
+    match reply {
+        Reply::Error(e) => Reply::Error(e.replace("\u{0}LABEL\u{0}", &label)),
+        other => other,
+    }
+}
+
+/// What one attempt calls: the prelude's runner, the script or function, its keys and
+/// arguments; and where the command functions find the attempt's Rust function.
+pub(super) struct Run<'a> {
+    pub(super) runner: &'a mlua::Function,
+    pub(super) current: &'a Table,
+    pub(super) outside: &'a mlua::Function,
+    pub(super) f: &'a mlua::Function,
+    pub(super) target: &'a Target,
+    pub(super) keys: &'a [Bytes],
+    pub(super) args: &'a [Bytes],
+}
+
+/// An attempt on the event loop gave up (see [`Caller::inline_until`]).
+pub(super) struct Abandoned;
+
+/// A count an attempt owes INFO commandstats and errorstats, made when it does not give up.
+pub(super) enum Tally {
+    Count(&'static table::CommandInfo, u64, bool),
+    Error(Option<&'static table::CommandInfo>, String),
+}
+
+/// One attempt: fresh KEYS/ARGV, the hook for SCRIPT KILL (and the inline deadline `until`),
+/// the command functions bound to `call` (one Rust function of the attempt's scope, which
+/// they call directly).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_once(
+    lua: &Lua,
+    Run { runner, current, outside, f, target, keys, args }: Run<'_>,
+    read_only: bool,
+    db: usize,
+    acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
+    host: &dyn Host,
+    until: Option<Instant>,
+    facts: &RunFacts,
+    call: &mut dyn FnMut(&[Bytes]) -> Reply,
+) -> Result<Reply, Abandoned> {
+    let scripts = host.scripts();
+    let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>().map(|b| Rc::clone(&b)) else {
+        return Ok(Reply::Error("ERR Lua state without its bridge".into()));
+    };
+    bridge.resp3.set(false);
+    bridge.site.clear();
+    bridge.abandoned.set(false);
+    let call = RefCell::new(call);
+    let tallies = RefCell::new(Vec::new());
+    let count_error = |refused: Option<&'static table::CommandInfo>, text: &str| {
+        tallies.borrow_mut().push(Tally::Error(refused, text.to_string()));
+    };
+    let result = lua.scope(|scope| {
+        // redis.acl_check_cmd: whether the script's user may run the command.
+        let acl_check_cmd = |lua: &Lua, argv: Argv| -> mlua::Result<bool> {
+            // Errors are raised as Redis raises them: the error reply as the script's error.
+            let raise = |text: &str| -> mlua::Error {
+                match error_table(lua, text)
+                    .and_then(|t| lua.set_named_registry_value("__redis_pending_error", t))
+                {
+                    Ok(()) => mlua::Error::RuntimeError(text.trim_start_matches("ERR ").into()),
+                    Err(e) => e,
+                }
+            };
+            let argv = argv.map_err(raise)?;
+            if crate::acl::resolve(&argv).is_err() {
+                return Err(raise("ERR Invalid command passed to redis.acl_check_cmd()"));
+            }
+            Ok(acl(&argv).is_ok())
+        };
+        let raw = |lua: &Lua, argv: Argv| -> mlua::Result<Value> {
+            let argv = match argv {
+                Ok(argv) => argv,
+                Err(text) => return Ok(Value::Table(error_table(lua, text)?)),
+            };
+            let mut counted = false;
+            let reply = match check_command(&argv, read_only, acl) {
+                Err(text) => {
+                    // Refused before running, as Redis counts it.
+                    let text = format!("ERR {text}");
+                    count_error(table::find(&argv).ok(), &text);
+                    return Ok(Value::Table(counted_error_table(lua, &text)?));
+                }
+                Ok(found) => {
+                    host.monitor(&argv, db);
+                    match found {
+                        Some(info) => {
+                            if info.has(flag::READONLY) {
+                                facts.read_any.set(true);
+                            }
+                            let mut running = lock(&scripts.running);
+                            if let Some(r) = running.as_mut() {
+                                if r.oom && !r.wrote && info.has(flag::DENYOOM) {
+                                    drop(running);
+                                    count_error(Some(info), OOM);
+                                    return Ok(Value::Table(counted_error_table(lua, OOM)?));
+                                }
+                                if let Some(refusal) = info.is_write().then(|| host.write_refusal()).flatten()
+                                {
+                                    drop(running);
+                                    count_error(Some(info), &refusal);
+                                    return Ok(Value::Table(counted_error_table(lua, &refusal)?));
+                                }
+                                r.wrote |= info.is_write();
+                            }
+                            drop(running);
+                            // Counted in INFO commandstats like a client's command, as Redis.
+                            let started = Instant::now();
+                            let reply = (call.borrow_mut())(&argv);
+                            let usec = started.elapsed().as_micros() as u64;
+                            tallies.borrow_mut().push(Tally::Count(info, usec, reply.is_error()));
+                            if let Reply::Error(e) = &reply {
+                                count_error(None, e);
+                                counted = true;
+                            }
+                            reply
+                        }
+                        // A publish cannot be taken back: an attempt on the event loop gives
+                        // up before it.
+                        None if until.is_some() && publishes(&argv) => {
+                            bridge.abandoned.set(true);
+                            return Err(stop(lua, abandoned()));
+                        }
+                        None => host.server_command(&argv),
+                    }
+                }
+            };
+            let value = reply_to_lua(lua, &reply, bridge.resp3.get())?;
+            if let (true, Value::Table(t)) = (counted, &value) {
+                t.set(COUNTED, true)?;
+            }
+            Ok(value)
+        };
+        let run = scope.create_function(move |lua, args: MultiValue| {
+            let (mode, argv) = command_args(lua, args)?;
+            if mode == ACL_CHECK {
+                return acl_check_cmd(lua, argv).map(Value::Boolean);
+            }
+            answer(lua, raw(lua, argv)?, mode == CALL)
+        })?;
+        current.raw_set("run", run)?;
+        let g = lua.globals();
+        // One string at a time: mlua holds every Lua string Rust holds in a slot of a thread
+        // of its own, and that thread has only 8,000 (`LUAI_MAXCSTACK`).
+        let sequence = |items: &[Bytes]| -> mlua::Result<Table> {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, lua.create_string(&item[..])?)?;
+            }
+            Ok(t)
+        };
+        let key_table = sequence(keys)?;
+        let arg_table = sequence(args)?;
+        if matches!(target, Target::Script(_)) {
+            g.raw_set("KEYS", key_table.clone())?;
+            g.raw_set("ARGV", arg_table.clone())?;
+        }
+        let kill = scripts.kill.clone();
+        let b = bridge.clone();
+        lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |lua, _| {
+            if kill.load(Relaxed) {
+                return Err(stop(lua, killed()));
+            }
+            if until.is_some_and(|until| Instant::now() >= until) {
+                b.abandoned.set(true);
+                return Err(stop(lua, abandoned()));
+            }
+            Ok(VmState::Continue)
+        });
+        let out: MultiValue = runner.call((f.clone(), key_table, arg_table))?;
+        let mut out = out.into_iter();
+        let ok = matches!(out.next(), Some(Value::Boolean(true)));
+        let value = out.next().unwrap_or(Value::Nil);
+        let counted = matches!(&value, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false));
+        facts.error_counted.set(counted);
+        Ok(if ok { lua_to_reply(&value, bridge.resp3.get()) } else { error_reply(&value) })
+    });
+    lua.remove_hook();
+    // The scope's function is gone: the command functions refuse until the next one.
+    let _ = current.raw_set("run", outside);
+    if bridge.abandoned.get() {
+        return Err(Abandoned);
+    }
+    for tally in tallies.into_inner() {
+        match tally {
+            Tally::Count(info, usec, failed) => host.count(info, usec, failed),
+            Tally::Error(refused, text) => host.count_error(refused, &text),
+        }
+    }
+    Ok(result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e)))))
+}
+
+/// Whether a command a script runs publishes (the server's own commands it may run are
+/// PUBLISH, SPUBLISH, TIME and INFO).
+pub(super) fn publishes(argv: &[Bytes]) -> bool {
+    argv[0].eq_ignore_ascii_case(b"publish") || argv[0].eq_ignore_ascii_case(b"spublish")
+}
+
+/// Ends the running invocation with `error`: from now on every line fails, as Redis stops a
+/// killed script (a pcall catches one error, the next line outside it ends the script).
+pub(super) fn stop(lua: &Lua, error: mlua::Error) -> mlua::Error {
+    let again = error.clone();
+    lua.set_hook(HookTriggers::EVERY_LINE, move |_, _| Err(again.clone()));
+    error
+}
+
+/// The error an attempt on the event loop stops with when it gives up.
+pub(super) fn abandoned() -> mlua::Error {
+    mlua::Error::RuntimeError("ERR the script runs on the script thread".into())
+}
+
+/// What a command that may grow memory answers when `maxmemory` is exceeded.
+pub(super) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// The error a killed script stops with.
+pub(super) fn killed() -> mlua::Error {
+    mlua::Error::RuntimeError("Script killed by user with SCRIPT KILL...".into())
+}

@@ -1,0 +1,788 @@
+//! The sandbox: a Lua state ([`Vm`], one per thread that runs scripts) with Redis' libraries
+//! and globals protection ([`PRELUDE`]), `loadstring`/`load` confined to it, function
+//! registration, and where an error took place ([`CallSite`]) for Redis' error texts.
+
+use super::*;
+
+/// `7.0.15` → `0x07000f`, as Redis' `REDIS_VERSION_NUM`.
+pub(super) fn redis_version_num(version: &str) -> i64 {
+    version.split('.').take(3).fold(0, |n, part| n << 8 | part.parse::<i64>().unwrap_or(0))
+}
+
+/// Sandboxed Lua, with Redis' libraries and the prelude below.
+pub(super) struct Vm {
+    pub(super) lua: Lua,
+    /// The prelude's runner (`RUN`): calls a script or function under the error handler.
+    pub(super) runner: mlua::Function,
+    /// Where the command functions find the running invocation's Rust function (`run`):
+    /// `outside` between invocations (see [`command_function_maker`]).
+    pub(super) current: Table,
+    pub(super) outside: mlua::Function,
+    pub(super) generation: u64,
+    /// sha → compiled script.
+    pub(super) scripts: HashMap<String, RegistryKey>,
+    /// function name → (callback, flags).
+    pub(super) functions: HashMap<String, (RegistryKey, Vec<String>)>,
+}
+
+/// Defines Redis' `pcall`, the runner that calls a script under the error handler, and the
+/// global protection: the globals scripts see (their environment, also given to the code
+/// `loadstring` and `load` make), the library tables and the strings' metatable are
+/// read-only views (assignment, `setmetatable`, `rawset` and `table.insert` refuse them), a
+/// script can neither create globals nor read undefined ones; where it looks up `redis` or
+/// `setmetatable`, `rawset`, `getmetatable` or `table.insert`, [`CallSite`] notes. Takes the
+/// `pcall` error converter, the mark function and the place function (see [`CallSite::place`]);
+/// answers the pieces the server keeps (see [`Vm::new`]), none of them a global.
+pub(super) const PRELUDE: &str = r#"
+local error_text, mark, place = ...
+local G = _G
+local error, select, unpack, pcall_, maxn, setmetatable_ = error, select, unpack, pcall, table.maxn, setmetatable
+local type, tonumber, find, sub = type, tonumber, string.find, string.sub
+local rawset_, insert_, getmetatable_ = rawset, table.insert, getmetatable
+local READONLY = 'Attempt to modify a readonly table'
+-- Redis' pcall: an error reply raised by redis.call (or a library) comes back as its text.
+-- Without arguments it calls the boolean it puts before them, as Redis' does.
+pcall = function(...)
+  if select('#', ...) == 0 then return false, 'attempt to call a boolean value' end
+  local result = {pcall_(...)}
+  if not result[1] then return false, error_text(result[2]) end
+  return unpack(result, 1, maxn(result))
+end
+local function run(f, keys, args)
+  return xpcall(function() return f(keys, args) end, __redis__err__handler)
+end
+local function readonly() error(READONLY, 2) end
+-- What getmetatable answers for a library table: a table nobody can change.
+local sealed = setmetatable_({}, {__newindex = readonly, __metatable = false})
+-- Tables scripts may not change (the server's rawset and table.insert refuse them too), and
+-- what its getmetatable answers for them (nil for most, as Redis' library tables have none).
+local protected, answers = {[sealed] = true}, {}
+local function view(t, index)
+  local v = setmetatable_({}, {__index = index or t, __newindex = readonly, __metatable = sealed})
+  protected[v] = true
+  return v
+end
+-- Library tables reach scripts as read-only views, as Redis makes them read-only.
+local views, originals = {}, {}
+for _, name in ipairs({'redis', 'cjson', 'cmsgpack', 'struct', 'bit', 'string', 'math', 'table', 'coroutine'}) do
+  originals[name] = G[name]
+  views[name] = view(G[name])
+end
+-- `table.insert` is noted where it is looked up, as the globals above.
+local table_ = G.table
+views.table = view(table_, function(_, k)
+  if k == 'insert' then mark() end
+  return table_[k]
+end)
+-- The strings' metatable (the server installs it): its __index is the string view, and the
+-- server's getmetatable answers a read-only view of it.
+local string_meta = {__index = views.string}
+local string_meta_view = view(string_meta)
+-- rawset, table.insert and getmetatable refuse the read-only tables as Redis' (its C
+-- functions raise without a place) and otherwise are Lua's own. Lua's errors keep their text:
+-- the original runs under pcall, called by a local of its own name (Lua names the function
+-- in its argument errors by the caller's variable), and its place, this prelude's line, is
+-- replaced by the script's: where the script called, or, if it called as `return f(...)` (a
+-- tail call: the guard replaced the script's frame), where it looked the function up, as the
+-- lookups note.
+local function rawset_call(...) local rawset = rawset_ return rawset(...) end
+local function insert_call(...) local insert = insert_ return insert(...) end
+local function getmetatable_call(...) local getmetatable = getmetatable_ return getmetatable(...) end
+-- Called (not tail-called) by a guard: place() looks three levels up, above itself, this
+-- function and the guard.
+local function raise(err)
+  if type(err) == 'string' then
+    local _, stop = find(err, '^redis_prelude:%d+: ')
+    if stop then err = place() .. sub(err, stop + 1) end
+  end
+  error(err, 0)
+end
+local function rawset(...)
+  local t, k = ...
+  local n = select('#', ...)
+  if n >= 3 then
+    if protected[t] then error(READONLY, 0) end
+    if type(t) == 'table' and k ~= nil and k == k then return rawset_(...) end
+  end
+  local ok, err = pcall_(rawset_call, ...)
+  if ok then return err end
+  raise(err)
+end
+local function insert(...)
+  local t, pos = ...
+  local n = select('#', ...)
+  if protected[t] then
+    if n == 2 or (n == 3 and tonumber(pos) ~= nil) then error(READONLY, 0) end
+  elseif type(t) == 'table' and (n == 2 or (n == 3 and type(pos) == 'number')) then
+    return insert_(...)
+  end
+  local ok, err = pcall_(insert_call, ...)
+  if ok then return end
+  raise(err)
+end
+local function getmetatable(...)
+  local v = ...
+  if select('#', ...) == 0 then
+    local _, err = pcall_(getmetatable_call)
+    raise(err)
+  end
+  if type(v) == 'string' then return string_meta_view end
+  if protected[v] then return answers[v] end
+  return getmetatable_(v)
+end
+G.rawset, G.getmetatable, table_.insert = rawset, getmetatable, insert
+local env_setmetatable = function(t, mt)
+  -- Raised without a place, as by Redis' C setmetatable.
+  if protected[t] then error(READONLY, 0) end
+  return setmetatable_(t, mt)
+end
+-- While a library loads, its code sees `redis` (its registration table) and nothing else,
+-- as in Redis; the functions it registers see every global when they run.
+local loading = false
+local function set_loading(on) loading = on end
+-- Where a script looks up `redis`, `setmetatable`, `rawset` or `getmetatable` is noted: their
+-- functions here are Lua functions, which take over the script's frame when called as
+-- `return f(...)`, and an error one raises then gets this place.
+local function lookup(env, k)
+  if loading and k ~= 'redis' then
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+  end
+  if k == '_G' then return env end
+  if k == 'setmetatable' then mark() return env_setmetatable end
+  if k == 'rawset' or k == 'getmetatable' then mark() end
+  local v = rawget(G, k)
+  -- The view of a library table (while a library loads, `redis` is its own table).
+  if v ~= nil and v == originals[k] then
+    if k == 'redis' then mark() end
+    v = views[k]
+  end
+  if v == nil then error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2) end
+  return v
+end
+local env = setmetatable_({}, {__index = lookup, __newindex = readonly, __metatable = sealed})
+protected[env] = true
+answers[env] = view({__index = lookup})
+return {run = run, env = env, set_loading = set_loading, protected = protected, string_meta = string_meta}
+"#;
+
+/// Lua's collector starts a cycle when its heap reaches this percentage of what the last one
+/// kept (Lua's default is 200). A script's state keeps little, and every command a script
+/// runs makes garbage (its arguments and reply): a cycle every few scripts marks that little
+/// again each time, for a heap that stays small.
+pub(super) const GC_PAUSE: std::ffi::c_int = 400;
+
+thread_local! {
+    static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+}
+
+impl Vm {
+    pub(super) fn new() -> mlua::Result<Vm> {
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
+        lua.gc_inc(GC_PAUSE, 0, 0);
+        let g = lua.globals();
+        let bridge = Rc::new(Bridge::default());
+        lua.set_app_data(bridge.clone());
+        let b = bridge.clone();
+        g.set(
+            "__redis__err__handler",
+            lua.create_function(move |lua, err: Value| error_handler(lua, err, &b.site))?,
+        )?;
+        // The prelude's global lookup notes where `redis` and `setmetatable` are looked up
+        // (level 2: above this function and the lookup).
+        let b = bridge.clone();
+        let mark = lua.create_function(move |lua, ()| {
+            b.site.mark(lua, 2);
+            Ok(())
+        })?;
+        // The prelude's guards (`rawset`, `table.insert`, `getmetatable`) place Lua's errors
+        // where the script called them (level 3: above this function, the prelude's raiser and
+        // the guard).
+        let b = bridge.clone();
+        let place = lua.create_function(move |lua, ()| lua.create_string(b.site.place(lua, 3)))?;
+        lua.set_named_registry_value(SLOT, lua.create_table()?)?;
+        // What Redis' sandbox leaves out: a script reaches no function environment (the real
+        // global table), no files, no `newproxy`.
+        for name in ["loadfile", "dofile", "print", "getfenv", "setfenv", "newproxy"] {
+            g.set(name, Value::Nil)?;
+        }
+        let loadstring: mlua::Function = g.get("loadstring")?;
+        g.set("loadstring", sandboxed_loader(&lua, loadstring.clone(), false)?)?;
+        g.set("load", sandboxed_loader(&lua, loadstring, true)?)?;
+        g.set("bit", bit_library(&lua)?)?;
+        g.set("cjson", cjson_library(&lua)?)?;
+        g.set("cmsgpack", crate::cmsgpack::library(&lua)?)?;
+        g.set("struct", crate::lua_struct::library(&lua)?)?;
+        let redis = lua.create_table()?;
+        // The command functions call the running invocation's function through `current`.
+        let current = lua.create_table()?;
+        let outside = outside_invocation(&lua)?;
+        current.raw_set("run", &outside)?;
+        let make = command_function_maker(&lua, &current)?;
+        redis.set("call", make.call::<mlua::Function>(CALL)?)?;
+        // The Redis version this server answers as (INFO's redis_version).
+        redis.set("REDIS_VERSION", crate::config::REDIS_VERSION)?;
+        redis.set("REDIS_VERSION_NUM", redis_version_num(crate::config::REDIS_VERSION))?;
+        redis.set("pcall", make.call::<mlua::Function>(PCALL)?)?;
+        redis.set("acl_check_cmd", make.call::<mlua::Function>(ACL_CHECK)?)?;
+        redis.set(
+            "sha1hex",
+            lua.create_function(|_, args: MultiValue| match args.iter().collect::<Vec<_>>()[..] {
+                [Value::String(s)] => Ok(sha1_hex(&s.as_bytes())),
+                [v @ (Value::Integer(_) | Value::Number(_))] => Ok(sha1_hex(v.to_string()?.as_bytes())),
+                _ => Err(mlua::Error::RuntimeError("wrong number of arguments".into())),
+            })?,
+        )?;
+        redis.set(
+            "error_reply",
+            lua.create_function(|lua, s: mlua::String| {
+                // "-CODE msg" keeps its code; anything else gets ERR, as Redis' luaPushErrorBuff.
+                let s = s.to_str()?.to_string();
+                let rest = s.strip_prefix('-').unwrap_or(&s);
+                let text = match rest.split_once(' ') {
+                    Some((code, msg)) if s.starts_with('-') || !rest.is_empty() => format!("{code} {msg}"),
+                    _ => format!("ERR {rest}"),
+                };
+                let t = lua.create_table()?;
+                t.set("err", text)?;
+                Ok(t)
+            })?,
+        )?;
+        redis.set(
+            "status_reply",
+            lua.create_function(|lua, s: mlua::String| {
+                let t = lua.create_table()?;
+                t.set("ok", s)?;
+                Ok(t)
+            })?,
+        )?;
+        redis.set(
+            "log",
+            lua.create_function(|_, args: MultiValue| {
+                let number = match args.front() {
+                    Some(Value::Integer(n)) => Some(*n),
+                    Some(Value::Number(n)) => Some(*n as i64),
+                    _ => None,
+                };
+                let level = number.and_then(crate::log::Level::from_number);
+                let level = level.unwrap_or(crate::log::Level::Notice);
+                if crate::log::enabled(level) {
+                    let text: Vec<String> =
+                        args.iter().skip(1).map(|v| v.to_string().unwrap_or_default()).collect();
+                    crate::log::write(level, format_args!("{}", text.join(" ")));
+                }
+                Ok(())
+            })?,
+        )?;
+        for (name, value) in [("LOG_DEBUG", 0), ("LOG_VERBOSE", 1), ("LOG_NOTICE", 2), ("LOG_WARNING", 3)] {
+            redis.set(name, value)?;
+        }
+        for (name, value) in
+            [("REPL_NONE", 0), ("REPL_AOF", 1), ("REPL_SLAVE", 2), ("REPL_REPLICA", 2), ("REPL_ALL", 3)]
+        {
+            redis.set(name, value)?;
+        }
+        redis.set("set_repl", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+        redis.set("replicate_commands", lua.create_function(|_, _: MultiValue| Ok(true))?)?;
+        redis.set("breakpoint", lua.create_function(|_, _: MultiValue| Ok(false))?)?;
+        redis.set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+        redis.set(
+            "setresp",
+            lua.create_function(|lua, n: i64| {
+                if n != 2 && n != 3 {
+                    return Err(mlua::Error::RuntimeError("RESP version must be 2 or 3.".into()));
+                }
+                if let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>() {
+                    bridge.resp3.set(n == 3);
+                }
+                Ok(())
+            })?,
+        )?;
+        g.set("redis", redis)?;
+        let pieces: Table = lua.load(PRELUDE).set_name("=redis_prelude").call((
+            lua.create_function(error_text)?,
+            mark,
+            place,
+        ))?;
+        for (key, piece) in
+            [(RUN, "run"), (ENV, "env"), (SET_LOADING, "set_loading"), (PROTECTED, "protected")]
+        {
+            lua.set_named_registry_value(key, pieces.raw_get::<Value>(piece)?)?;
+        }
+        lua.set_type_metatable::<mlua::String>(Some(pieces.raw_get("string_meta")?));
+        let runner = pieces.raw_get("run")?;
+        Ok(Vm {
+            lua,
+            runner,
+            current,
+            outside,
+            generation: u64::MAX,
+            scripts: HashMap::new(),
+            functions: HashMap::new(),
+        })
+    }
+
+    /// Runs a library's code with `redis.register_function` available; returns what it
+    /// registered.
+    pub(super) fn register(&self, body: &str) -> Result<Vec<(FunctionInfo, RegistryKey)>, String> {
+        let lua = &self.lua;
+        let registered: RefCell<Vec<(FunctionInfo, RegistryKey)>> = RefCell::new(Vec::new());
+        let run = lua.scope(|scope| {
+            let register = scope.create_function(|lua, args: MultiValue| {
+                let parsed = parse_register(args);
+                match parsed {
+                    Ok((info, f)) => {
+                        let mut list = registered.borrow_mut();
+                        if list.iter().any(|(i, _)| i.name == info.name) {
+                            return Err(mlua::Error::RuntimeError("Function already exists in the library".into()));
+                        }
+                        if info.name.is_empty() || !info.name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+                            return Err(mlua::Error::RuntimeError("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into()));
+                        }
+                        list.push((info, lua.create_registry_value(f)?));
+                        Ok(())
+                    }
+                    Err(e) => Err(mlua::Error::RuntimeError(e)),
+                }
+            })?;
+            // While loading, `redis` has no call/pcall: reading a missing field is an error,
+            // as Redis' load-time `redis` table.
+            let g = lua.globals();
+            let redis: Table = g.get("redis")?;
+            // What Redis' load-time `redis` holds: registration, logging, the version.
+            let loading = lua.create_table()?;
+            for name in [
+                "log",
+                "LOG_DEBUG",
+                "LOG_VERBOSE",
+                "LOG_NOTICE",
+                "LOG_WARNING",
+                "REDIS_VERSION",
+                "REDIS_VERSION_NUM",
+            ] {
+                loading.raw_set(name, redis.raw_get::<Value>(name)?)?;
+            }
+            // The registration outlives the load in the library's closures: past it, it
+            // refuses (the scoped function behind it is gone).
+            let slot: Table = lua.named_registry_value(SLOT)?;
+            slot.raw_set("register", register)?;
+            loading.raw_set(
+                "register_function",
+                lua.create_function(|lua, args: MultiValue| {
+                    let slot: Table = lua.named_registry_value(SLOT)?;
+                    match slot.raw_get::<Value>("register")? {
+                        Value::Function(f) => f.call::<()>(args),
+                        _ => Err(mlua::Error::RuntimeError(
+                            "redis.register_function can only be called on FUNCTION LOAD command".into(),
+                        )),
+                    }
+                })?,
+            )?;
+            // Read-only, as a view of what it holds (assignment, rawset and table.insert
+            // refuse it, also in a registered function that keeps it).
+            let loading: Table = lua
+                .load(
+                    "local api = ...
+                     return setmetatable({}, {
+                       __index = function(_, k)
+                         local v = api[k]
+                         if v == nil then error(\"Script attempted to access nonexistent global variable '\" .. tostring(k) .. \"'\", 2) end
+                         return v
+                       end,
+                       __newindex = function() error('Attempt to modify a readonly table', 2) end,
+                       __metatable = false,
+                     })",
+                )
+                .set_name("=redis_prelude")
+                .call(loading)?;
+            lua.named_registry_value::<Table>(PROTECTED)?.raw_set(&loading, true)?;
+            g.raw_set("redis", loading)?;
+            let compiled = lua.load(body).set_name("@user_function").set_mode(mlua::ChunkMode::Text).into_function();
+            let result = compiled
+                .map_err(|e| mlua::Error::RuntimeError(format!("Error compiling function: {}", lua_message(&e))))
+                .and_then(|f| {
+                    set_env(lua, &f)?;
+                    let runner: mlua::Function = lua.named_registry_value(RUN)?;
+                    // A library's top-level code gets half a second, as in Redis.
+                    let started = Instant::now();
+                    lua.set_hook(HookTriggers::new().every_nth_instruction(10_000), move |_, _| {
+                        if started.elapsed() > std::time::Duration::from_millis(500) {
+                            return Err(mlua::Error::RuntimeError("FUNCTION LOAD timeout".into()));
+                        }
+                        Ok(VmState::Continue)
+                    });
+                    let set_loading: mlua::Function = lua.named_registry_value(SET_LOADING)?;
+                    set_loading.call::<()>(true)?;
+                    let called: mlua::Result<(bool, Value)> = runner.call((f, Value::Nil, Value::Nil));
+                    set_loading.call::<()>(false)?;
+                    lua.remove_hook();
+                    let (ok, err) = called?;
+                    if ok {
+                        return Ok(());
+                    }
+                    let text = match &err {
+                        Value::Table(t) => t.raw_get::<Option<String>>("err")?.unwrap_or_default(),
+                        other => other.to_string()?,
+                    };
+                    Err(mlua::Error::RuntimeError(format!("Error registering functions: {text}")))
+                });
+            g.raw_set("redis", redis)?;
+            slot.raw_set("register", Value::Nil)?;
+            result
+        });
+        run.map_err(|e| lua_message(&e))?;
+        Ok(registered.into_inner())
+    }
+}
+
+/// Where user code last looked up `redis`, `setmetatable`, `rawset`, `getmetatable` or
+/// `table.insert`, whose functions here are Lua functions (`redis.call`, `redis.pcall`,
+/// `redis.acl_check_cmd`, the sandbox's guards). Such a function called as `return f(…)` takes over its caller's frame (a
+/// Lua tail call; a C function would run above it), so an error it raises finds no script
+/// frame on the stack: the error handler takes this place instead, the line of the `redis`
+/// in `return redis.call(…)`. (The sandbox's `pcall` is a Lua function too, but raises
+/// nothing itself.)
+#[derive(Default)]
+pub(super) struct CallSite {
+    pub(super) source: RefCell<String>,
+    /// 0: none noted in this invocation.
+    pub(super) line: Cell<i32>,
+}
+
+impl CallSite {
+    /// Notes the place of the frame `level` levels up (the caller of the prelude's
+    /// `__index`, for the mark function).
+    pub(super) fn mark(&self, lua: &Lua, level: usize) {
+        if let Some(frame) = lua.inspect_stack(level) {
+            self.line.set(frame.curr_line());
+            let source = frame.source();
+            let name = source.source.as_deref().unwrap_or("");
+            let mut kept = self.source.borrow_mut();
+            if *kept != name {
+                kept.clear();
+                kept.push_str(name);
+            }
+        }
+    }
+
+    pub(super) fn clear(&self) {
+        self.line.set(0);
+    }
+
+    /// Lua's place (`luaL_where`) of the frame `level` up, as an error raised there starts:
+    /// `user_script:3: `; for a frame a tail call replaced, the place noted last (if any); none
+    /// for a C function.
+    pub(super) fn place(&self, lua: &Lua, level: usize) -> Vec<u8> {
+        let (source, line) = match lua.inspect_stack(level) {
+            Some(frame) if frame.source().what == "tail" => {
+                (self.source.borrow().as_bytes().to_vec(), self.line.get())
+            }
+            Some(frame) => {
+                (frame.source().source.as_deref().unwrap_or("").as_bytes().to_vec(), frame.curr_line())
+            }
+            None => return Vec::new(),
+        };
+        if line <= 0 {
+            return Vec::new();
+        }
+        let mut place = chunk_id(&source);
+        place.extend_from_slice(format!(":{line}: ").as_bytes());
+        place
+    }
+}
+
+/// What Redis' `pcall` gives for an error: the `err` text of an error reply (raised by
+/// `redis.call`, or a table a script raised), the message of a library's error, any other
+/// value as it is.
+pub(super) fn error_text(lua: &Lua, err: Value) -> mlua::Result<Value> {
+    let pending: Value = lua.named_registry_value("__redis_pending_error")?;
+    lua.unset_named_registry_value("__redis_pending_error")?;
+    let table = match (&err, pending) {
+        (Value::Table(t), _) => Some(t.clone()),
+        (Value::Error(_), Value::Table(t)) => Some(t),
+        _ => None,
+    };
+    if let Some(text) =
+        table.and_then(|t| t.raw_get::<Value>("err").ok()).filter(|v| matches!(v, Value::String(_)))
+    {
+        return Ok(text);
+    }
+    Ok(match err {
+        Value::Error(e) => Value::String(lua.create_string(lua_message(&e))?),
+        other => other,
+    })
+}
+
+/// Redis' `__redis__err__handler`: an error becomes an `{err=…}` table (a string error gets
+/// the `ERR` code), with the source and line of the script code that raised it (not of a
+/// C function or of the prelude's `redis.call`; `site` when the prelude's function took
+/// over the script's frame).
+pub(super) fn error_handler(lua: &Lua, err: Value, site: &CallSite) -> mlua::Result<Table> {
+    let pending: Value = lua.named_registry_value("__redis_pending_error")?;
+    lua.unset_named_registry_value("__redis_pending_error")?;
+    let table = match (err, pending) {
+        (Value::Table(t), _) => t,
+        (Value::Error(_), Value::Table(t)) => t,
+        (other, _) => {
+            let text = match &other {
+                Value::String(s) => s.to_string_lossy().to_string(),
+                Value::Error(e) => lua_message(e),
+                other => other.to_string().unwrap_or_default(),
+            };
+            let t = lua.create_table()?;
+            t.set("err", format!("ERR {text}"))?;
+            t
+        }
+    };
+    if table.raw_get::<Value>("source")?.is_nil() {
+        let mut level = 1;
+        while let Some(frame) = lua.inspect_stack(level) {
+            let source = frame.source();
+            if source.what == "tail" {
+                // A prelude function took over the frame of the code that called it.
+                if site.line.get() > 0 {
+                    table.raw_set("source", site.source.borrow().as_str())?;
+                    table.raw_set("line", site.line.get())?;
+                }
+                break;
+            }
+            let name = source.source.as_deref().unwrap_or("").to_string();
+            if source.what != "C" && name != "=redis_prelude" {
+                table.raw_set("source", name)?;
+                table.raw_set("line", frame.curr_line())?;
+                break;
+            }
+            level += 1;
+        }
+    }
+    Ok(table)
+}
+
+/// The text of a Lua error without mlua's decorations.
+pub(super) fn lua_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::RuntimeError(m) | mlua::Error::SyntaxError { message: m, .. } => m.clone(),
+        mlua::Error::CallbackError { cause, .. } => lua_message(cause),
+        other => other.to_string(),
+    }
+}
+
+pub(super) fn parse_register(args: MultiValue) -> Result<(FunctionInfo, mlua::Function), String> {
+    let args: Vec<Value> = args.into_iter().collect();
+    match args.as_slice() {
+        [Value::Table(t)] => {
+            let (mut name, mut description, mut callback, mut flags) = (None, None, None, Vec::new());
+            for pair in t.clone().pairs::<Value, Value>() {
+                let (k, v) = pair.map_err(|e| e.to_string())?;
+                let Value::String(k) = k else {
+                    return Err("named argument key given to redis.register_function is not a string".into());
+                };
+                match k.to_str().map(|s| s.to_string()).unwrap_or_default().as_str() {
+                    "function_name" => match v {
+                        Value::String(s) => name = Some(s.to_str().map_err(|e| e.to_string())?.to_string()),
+                        _ => return Err("function_name argument given to redis.register_function must be a string".into()),
+                    },
+                    "description" => match v {
+                        Value::String(s) => description = Some(s.to_str().map_err(|e| e.to_string())?.to_string()),
+                        _ => return Err("description argument given to redis.register_function must be a string".into()),
+                    },
+                    "callback" => match v {
+                        Value::Function(f) => callback = Some(f),
+                        _ => return Err("callback argument given to redis.register_function must be a function".into()),
+                    },
+                    "flags" => match v {
+                        Value::Table(ft) => {
+                            for f in ft.sequence_values::<Value>() {
+                                let f = match f {
+                                    Ok(Value::String(s)) => s.to_str().map(|s| s.to_string()).unwrap_or_default(),
+                                    _ => return Err("unknown flag given".into()),
+                                };
+                                if !FLAGS.contains(&f.as_str()) {
+                                    return Err("unknown flag given".into());
+                                }
+                                flags.push(f);
+                            }
+                        }
+                        _ => {
+                            return Err(
+                                "flags argument to redis.register_function must be a table representing function flags"
+                                    .into(),
+                            );
+                        }
+                    },
+                    _ => return Err("unknown argument given to redis.register_function".into()),
+                }
+            }
+            let name = name.ok_or("redis.register_function must get a function name argument")?;
+            let callback = callback.ok_or("redis.register_function must get a callback argument")?;
+            Ok((FunctionInfo { name, description, flags }, callback))
+        }
+        [_] => Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into()),
+        [name, f] => {
+            let Value::String(name) = name else {
+                return Err("first argument to redis.register_function must be a string".into());
+            };
+            let Value::Function(f) = f else {
+                return Err("second argument to redis.register_function must be a function".into());
+            };
+            let name = name.to_str().map_err(|e| e.to_string())?.to_string();
+            Ok((FunctionInfo { name, description: None, flags: Vec::new() }, f.clone()))
+        }
+        _ => Err("wrong number of arguments to redis.register_function".into()),
+    }
+}
+
+/// Gives `f` the protected globals.
+pub(super) fn set_env(lua: &Lua, f: &mlua::Function) -> mlua::Result<()> {
+    f.set_environment(lua.named_registry_value(ENV)?)?;
+    Ok(())
+}
+
+/// Registry names of the prelude's pieces: the runner, the scripts' globals, the switch for a
+/// library's load, the read-only tables; and of the slot `redis.register_function` reaches
+/// the running FUNCTION LOAD through.
+pub(super) const RUN: &str = "__redis_run";
+pub(super) const ENV: &str = "__redis_env";
+pub(super) const SET_LOADING: &str = "__redis_set_loading";
+pub(super) const PROTECTED: &str = "__redis_protected";
+pub(super) const SLOT: &str = "__redis_slot";
+
+/// The type Lua's argument errors name: `no value` for a missing argument.
+pub(super) fn lua_type(v: Option<&Value>) -> &'static str {
+    match v {
+        None => "no value",
+        Some(Value::Integer(_) | Value::Number(_)) => "number",
+        Some(Value::LightUserData(_) | Value::UserData(_) | Value::Error(_) | Value::Other(_)) => "userdata",
+        Some(v) => v.type_name(),
+    }
+}
+
+/// Lua's error for a bad argument of the function `name`, with the caller's place.
+pub(super) fn bad_argument(lua: &Lua, n: usize, name: &str, what: &str) -> mlua::Error {
+    mlua::Error::RuntimeError(format!("{}bad argument #{n} to '{name}' ({what})", caller_place(lua)))
+}
+
+/// `loadstring` (or, `reader`, `load`) for scripts: the code made gets the scripts' globals,
+/// not the real global table. A binary chunk is read as text, as Redis' Lua reads it (it fails
+/// on its first byte). `original` is Lua's `loadstring`.
+pub(super) fn sandboxed_loader(
+    lua: &Lua,
+    original: mlua::Function,
+    reader: bool,
+) -> mlua::Result<mlua::Function> {
+    let name = if reader { "load" } else { "loadstring" };
+    lua.create_function(move |lua, args: MultiValue| {
+        let chunkname = match args.get(1) {
+            None | Some(Value::Nil) => None,
+            Some(v @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
+                lua.coerce_string(v.clone())?
+            }
+            other => {
+                return Err(bad_argument(lua, 2, name, &format!("string expected, got {}", lua_type(other))));
+            }
+        };
+        let code = if reader {
+            let Some(Value::Function(read)) = args.front() else {
+                return Err(bad_argument(
+                    lua,
+                    1,
+                    name,
+                    &format!("function expected, got {}", lua_type(args.front())),
+                ));
+            };
+            let mut code = Vec::new();
+            loop {
+                // An error in the reader is load's answer, as Lua's load catches it.
+                let piece = match read.call::<Value>(()) {
+                    Ok(piece) => piece,
+                    Err(e) => return Ok((Value::Nil, Value::String(lua.create_string(lua_message(&e))?))),
+                };
+                match piece {
+                    Value::Nil => break,
+                    Value::String(s) if s.as_bytes().is_empty() => break,
+                    v @ (Value::String(_) | Value::Integer(_) | Value::Number(_)) => {
+                        if let Some(s) = lua.coerce_string(v)? {
+                            code.extend_from_slice(&s.as_bytes());
+                        }
+                    }
+                    _ => {
+                        return Err(mlua::Error::RuntimeError(format!(
+                            "{}reader function must return a string",
+                            caller_place(lua)
+                        )));
+                    }
+                }
+            }
+            lua.create_string(code)?
+        } else {
+            match args.front() {
+                Some(v @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
+                    lua.coerce_string(v.clone())?.expect("a string or a number")
+                }
+                other => {
+                    return Err(bad_argument(
+                        lua,
+                        1,
+                        name,
+                        &format!("string expected, got {}", lua_type(other)),
+                    ));
+                }
+            }
+        };
+        let chunkname = match chunkname {
+            Some(s) => s,
+            None if reader => lua.create_string("=(load)")?,
+            None => code.clone(),
+        };
+        if code.as_bytes().first() == Some(&0x1b) {
+            let mut message = chunk_id(&chunkname.as_bytes());
+            message.extend_from_slice(b":1: unexpected symbol near 'char(27)'");
+            return Ok((Value::Nil, Value::String(lua.create_string(message)?)));
+        }
+        let (made, error): (Value, Value) = original.call((code, chunkname))?;
+        if let Value::Function(f) = &made {
+            set_env(lua, f)?;
+        }
+        Ok((made, error))
+    })
+}
+
+/// How Lua 5.1 names a chunk in its messages (`luaO_chunkid`, `LUA_IDSIZE` 60): `=name` as
+/// `name`, `@file` as `file` (its end), code as `[string "its first line"]`.
+pub(super) fn chunk_id(name: &[u8]) -> Vec<u8> {
+    const ROOM: usize = 60;
+    let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+    match name.split_first() {
+        Some((b'=', rest)) => rest[..rest.len().min(ROOM - 1)].to_vec(),
+        Some((b'@', rest)) => {
+            let room = ROOM - 8;
+            if rest.len() > room { [b"...", &rest[rest.len() - room..]].concat() } else { rest.to_vec() }
+        }
+        _ => {
+            let line = name.iter().position(|&b| b == b'\n' || b == b'\r').unwrap_or(name.len());
+            let len = line.min(ROOM - 17);
+            let dots: &[u8] = if len < name.len() { b"..." } else { b"" };
+            [b"[string \"", &name[..len], dots, b"\"]"].concat()
+        }
+    }
+}
+
+/// Runs `f` on this thread's Lua state, rebuilt first if the scripts or libraries changed.
+pub(super) fn with_vm<R>(scripts: &Scripts, f: impl FnOnce(&mut Vm) -> Result<R, Reply>) -> Result<R, Reply> {
+    VM.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let generation = scripts.generation.load(Relaxed);
+        if slot.as_ref().is_none_or(|vm| vm.generation != generation) {
+            let mut vm = Vm::new().map_err(|e| Reply::Error(format!("ERR {e}")))?;
+            vm.generation = generation;
+            let libraries: Vec<Library> = lock(&scripts.libraries).values().cloned().collect();
+            for lib in libraries {
+                let (_, body) = library_metadata(&lib.code).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+                for (info, key) in vm.register(&body).map_err(|e| Reply::Error(format!("ERR {e}")))? {
+                    vm.functions.insert(info.name, (key, info.flags));
+                }
+            }
+            *slot = Some(vm);
+        }
+        f(slot.as_mut().expect("built above"))
+    })
+}
