@@ -125,11 +125,13 @@ pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata<'_>> {
 /// in at commit). A list's head and tail become its first and last position.
 ///
 /// # Errors
-/// [`Error::UnsupportedType`] for a type TiTea does not store.
+/// [`Error::UnsupportedType`] for a type TiTea does not store; [`Error::LayoutMismatch`] for
+/// a [`Version::Short`] other than [`Version::NONE`].
 pub fn encode_metadata(meta: &Metadata<'_>, out: &mut impl BufMut) -> Result<()> {
     let ty = type_byte(meta.ty).ok_or(Error::UnsupportedType { name: meta.ty.name(), id: meta.ty as u8 })?;
     out.put_u8(ty);
-    out.put_slice(&meta.version.id()?);
+    // A string not given an id yet ([`Version::NONE`]) writes the all-zero id.
+    out.put_slice(&if meta.version == Version::NONE { [0; 16] } else { meta.version.id()? });
     out.put_u64(if meta.ty == RedisType::String { 0 } else { meta.size });
     out.put_u64(0);
     out.put_u64(meta.expire_ms);
