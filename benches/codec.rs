@@ -12,13 +12,14 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rediskv::codec::{
-    KeyLayout, Metadata, RedisType, VersionGenerator, decode_f64, decode_neokv_legacy, encode_f64,
+    KeyLayout, Metadata, RedisType, Version, VersionGenerator, decode_f64, decode_neokv_legacy, encode_f64,
     encode_neokv_legacy,
 };
 
 const KEY: &[u8; 16] = b"user:0000012345:";
 const FIELD: &[u8; 8] = b"field:07";
-const VERSION: u128 = 0x0006_2A4F_1234_5678;
+const VERSION_BITS: u64 = 0x0006_2A4F_1234_5678;
+const VERSION: Version = Version::Short(VERSION_BITS);
 
 fn copy_floor(c: &mut Criterion, name: &str, len: usize) {
     let src: Vec<u8> = (0..len as u8).collect();
@@ -88,18 +89,24 @@ fn layout_keys(c: &mut Criterion, prefix: &str, layout: &KeyLayout) {
         b.iter(|| layout.decode_metadata_key(black_box(&mkey)))
     });
 
-    let sub = layout.subkey(KEY, VERSION, FIELD).unwrap();
+    // TiTea names a collection by a 16-byte id: the same bits, widened.
+    let version = if layout.version_len() == 16 {
+        Version::Id(u128::from(VERSION_BITS).to_be_bytes())
+    } else {
+        VERSION
+    };
+    let sub = layout.subkey(KEY, version, FIELD).unwrap();
     copy_floor(c, &format!("{prefix}subkey"), sub.len());
     let head = &sub[..sub.len() - KEY.len() - 12 - FIELD.len()];
     copy_parts(
         c,
         &format!("{prefix}subkey"),
-        [head, &16u32.to_be_bytes(), KEY, &VERSION.to_be_bytes(), FIELD],
+        [head, &16u32.to_be_bytes(), KEY, &u128::from(VERSION_BITS).to_be_bytes(), FIELD],
     );
     c.bench_function(&format!("{prefix}encode/subkey"), |b| {
         b.iter(|| {
             buf.clear();
-            layout.encode_subkey(black_box(KEY), black_box(VERSION), black_box(FIELD), &mut buf).unwrap();
+            layout.encode_subkey(black_box(KEY), black_box(version), black_box(FIELD), &mut buf).unwrap();
             black_box(&buf);
         })
     });
@@ -109,18 +116,18 @@ fn layout_keys(c: &mut Criterion, prefix: &str, layout: &KeyLayout) {
     c.bench_function(&format!("{prefix}encode/subkey_routed"), |b| {
         b.iter(|| {
             buf.clear();
-            black_box(&routed).encode_subkey(black_box(VERSION), black_box(FIELD), &mut buf).unwrap();
+            black_box(&routed).encode_subkey(black_box(version), black_box(FIELD), &mut buf).unwrap();
             black_box(&buf);
         })
     });
 
-    let score = layout.score_key(KEY, VERSION, 1.5, FIELD).unwrap();
+    let score = layout.score_key(KEY, version, 1.5, FIELD).unwrap();
     copy_floor(c, &format!("{prefix}score_key"), score.len());
     let score_bytes = encode_f64(1.5).unwrap();
     copy_parts(
         c,
         &format!("{prefix}score_key"),
-        [head, &16u32.to_be_bytes(), KEY, &VERSION.to_be_bytes(), &score_bytes, FIELD],
+        [head, &16u32.to_be_bytes(), KEY, &u128::from(VERSION_BITS).to_be_bytes(), &score_bytes, FIELD],
     );
     c.bench_function(&format!("{prefix}encode/score_key"), |b| {
         b.iter(|| {
@@ -128,7 +135,7 @@ fn layout_keys(c: &mut Criterion, prefix: &str, layout: &KeyLayout) {
             layout
                 .encode_score_key(
                     black_box(KEY),
-                    black_box(VERSION),
+                    black_box(version),
                     black_box(1.5),
                     black_box(FIELD),
                     &mut buf,
@@ -143,7 +150,7 @@ fn layout_keys(c: &mut Criterion, prefix: &str, layout: &KeyLayout) {
     // Values: a hash's metadata through the layout (camellia's are its own bytes), and a
     // zset member's score (camellia: decimal text).
     let meta =
-        Metadata { size: 42, expire_ms: 1_700_000_000_123, ..Metadata::collection(RedisType::Hash, VERSION) };
+        Metadata { size: 42, expire_ms: 1_700_000_000_123, ..Metadata::collection(RedisType::Hash, version) };
     let value = layout.encode_metadata(&meta).unwrap();
     c.bench_function(&format!("{prefix}encode/metadata_value"), |b| {
         b.iter(|| layout.encode_metadata(black_box(&meta)))

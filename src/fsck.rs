@@ -38,7 +38,7 @@ use bytes::Bytes;
 use crate::backend::{ColumnFamily, Direction, KvBackend};
 use crate::codec::{
     ConsumerValue, Extra, GroupValue, KeyLayout, KeyRange, Metadata, PendingValue, RedisType, StreamSub,
-    decode_entry, decode_neokv_legacy,
+    Version, decode_entry, decode_neokv_legacy,
 };
 use crate::error::{Error, Result};
 
@@ -339,7 +339,7 @@ impl<B: KvBackend> Walk<'_, B> {
         &self,
         layout: &KeyLayout,
         user_key: &[u8],
-        version: u128,
+        version: Version,
     ) -> Result<impl Iterator<Item = Result<(Bytes, Bytes, Bytes)>> + '_> {
         self.prefixed(ColumnFamily::Subkey, layout.subkey_range(user_key, version)?)
     }
@@ -492,7 +492,7 @@ impl<B: KvBackend> Walk<'_, B> {
     /// Decodes every record key of `cf` in `range`; with `garbage`, also judges its owner.
     fn records(&mut self, cf: ColumnFamily, range: &KeyRange, garbage: bool) -> Result<()> {
         // The owner metadata key and version last judged, and the verdict.
-        let mut last: Option<(Vec<u8>, u128, Option<GarbageReason>)> = None;
+        let mut last: Option<(Vec<u8>, Version, Option<GarbageReason>)> = None;
         for item in self.backend.scan(cf, range, Direction::Forward)? {
             let (record, value) = item?;
             // A string of NeoKV's first encoding: its value must decode.
@@ -521,7 +521,7 @@ impl<B: KvBackend> Walk<'_, B> {
             }
             let titea = self.layout.kind() == crate::codec::LayoutKind::TiTea;
             let owner = if titea {
-                self.layout.gc_record_key(owner.namespace, version)
+                self.layout.gc_record_key(owner.namespace, version)?
             } else {
                 self.layout.owner_metadata_key(&owner)
             };
@@ -555,7 +555,7 @@ fn bad(key: &Bytes, cf: ColumnFamily, record: Bytes, why: &'static str) -> Probl
 fn garbage_reason(
     layout: &KeyLayout,
     raw: Option<&[u8]>,
-    version: u128,
+    version: Version,
     now_ms: u64,
 ) -> Option<GarbageReason> {
     let Some(raw) = raw else { return Some(GarbageReason::OwnerMissing) };
@@ -604,22 +604,27 @@ mod tests {
         put(store, ColumnFamily::Metadata, layout().metadata_key(key), meta.to_vec());
     }
 
-    fn sized(ty: RedisType, version: u128, size: u64) -> Metadata<'static> {
+    fn sized(ty: RedisType, version: Version, size: u64) -> Metadata<'static> {
         Metadata { size, ..Metadata::collection(ty, version) }
     }
 
     /// A zset `z` (version 7) with members a=1 and b=2, both records each.
     fn zset_store() -> MemoryBackend {
         let store = MemoryBackend::new();
-        meta(&store, b"z", &sized(RedisType::ZSet, 7, 2));
+        meta(&store, b"z", &sized(RedisType::ZSet, Version::Short(7), 2));
         for (m, s) in [(&b"a"[..], 1.0), (b"b", 2.0)] {
             put(
                 &store,
                 ColumnFamily::Subkey,
-                layout().subkey(b"z", 7, m).unwrap(),
+                layout().subkey(b"z", Version::Short(7), m).unwrap(),
                 encode_f64(s).unwrap().to_vec(),
             );
-            put(&store, ColumnFamily::Score, layout().score_key(b"z", 7, s, m).unwrap(), vec![]);
+            put(
+                &store,
+                ColumnFamily::Score,
+                layout().score_key(b"z", Version::Short(7), s, m).unwrap(),
+                vec![],
+            );
         }
         store
     }
@@ -628,7 +633,11 @@ mod tests {
     fn list_store() -> MemoryBackend {
         let store = MemoryBackend::new();
         let head = 100;
-        meta(&store, b"l", &Metadata { head, tail: head + 3, ..sized(RedisType::List, 9, 3) });
+        meta(
+            &store,
+            b"l",
+            &Metadata { head, tail: head + 3, ..sized(RedisType::List, Version::Short(9), 3) },
+        );
         for i in head..head + 3 {
             put(&store, ColumnFamily::Subkey, list_key(i), b"x".to_vec());
         }
@@ -636,7 +645,7 @@ mod tests {
     }
 
     fn list_key(index: u64) -> Vec<u8> {
-        layout().subkey(b"l", 9, &index.to_be_bytes()).unwrap()
+        layout().subkey(b"l", Version::Short(9), &index.to_be_bytes()).unwrap()
     }
 
     fn problems(store: &MemoryBackend) -> Vec<Problem> {
@@ -658,10 +667,20 @@ mod tests {
     #[test]
     fn size_mismatch_is_found() {
         let store = MemoryBackend::new();
-        meta(&store, b"h", &sized(RedisType::Hash, 3, 2));
-        put(&store, ColumnFamily::Subkey, layout().subkey(b"h", 3, b"f").unwrap(), b"v".to_vec());
+        meta(&store, b"h", &sized(RedisType::Hash, Version::Short(3), 2));
+        put(
+            &store,
+            ColumnFamily::Subkey,
+            layout().subkey(b"h", Version::Short(3), b"f").unwrap(),
+            b"v".to_vec(),
+        );
         // A subkey of another version does not count.
-        put(&store, ColumnFamily::Subkey, layout().subkey(b"h", 2, b"g").unwrap(), b"v".to_vec());
+        put(
+            &store,
+            ColumnFamily::Subkey,
+            layout().subkey(b"h", Version::Short(2), b"g").unwrap(),
+            b"v".to_vec(),
+        );
         let key = Bytes::from(layout().metadata_key(b"h"));
         assert_eq!(only(&store), Problem::SizeMismatch { key, size: 2, subkeys: 1 });
     }
@@ -669,7 +688,7 @@ mod tests {
     #[test]
     fn zset_member_without_score_record_is_found() {
         let store = zset_store();
-        del(&store, ColumnFamily::Score, layout().score_key(b"z", 7, 2.0, b"b").unwrap());
+        del(&store, ColumnFamily::Score, layout().score_key(b"z", Version::Short(7), 2.0, b"b").unwrap());
         let key = Bytes::from(layout().metadata_key(b"z"));
         assert_eq!(only(&store), Problem::MissingScore { key, member: Bytes::from_static(b"b"), score: 2.0 });
     }
@@ -677,8 +696,18 @@ mod tests {
     #[test]
     fn score_record_with_another_score_or_no_member_is_found() {
         let store = zset_store();
-        put(&store, ColumnFamily::Score, layout().score_key(b"z", 7, 5.0, b"a").unwrap(), vec![]);
-        put(&store, ColumnFamily::Score, layout().score_key(b"z", 7, 3.0, b"c").unwrap(), vec![]);
+        put(
+            &store,
+            ColumnFamily::Score,
+            layout().score_key(b"z", Version::Short(7), 5.0, b"a").unwrap(),
+            vec![],
+        );
+        put(
+            &store,
+            ColumnFamily::Score,
+            layout().score_key(b"z", Version::Short(7), 3.0, b"c").unwrap(),
+            vec![],
+        );
         let key = Bytes::from(layout().metadata_key(b"z"));
         let stray = |m: &'static [u8], score| Problem::StrayScore {
             key: key.clone(),
@@ -691,7 +720,12 @@ mod tests {
     #[test]
     fn zset_member_with_a_bad_score_value_is_found() {
         let store = zset_store();
-        put(&store, ColumnFamily::Subkey, layout().subkey(b"z", 7, b"a").unwrap(), b"1".to_vec());
+        put(
+            &store,
+            ColumnFamily::Subkey,
+            layout().subkey(b"z", Version::Short(7), b"a").unwrap(),
+            b"1".to_vec(),
+        );
         let found = problems(&store);
         assert!(matches!(found[0], Problem::BadRecord { cf: ColumnFamily::Subkey, .. }), "{found:?}");
         // The score record of `a` now has no member at that score.
@@ -722,12 +756,21 @@ mod tests {
         assert_eq!(problems(&store)[0], Problem::ListGap { key: key.clone(), expected: 102, found: None });
 
         let store = list_store();
-        meta(&store, b"l", &Metadata { head: 100, tail: 104, ..sized(RedisType::List, 9, 3) });
+        meta(
+            &store,
+            b"l",
+            &Metadata { head: 100, tail: 104, ..sized(RedisType::List, Version::Short(9), 3) },
+        );
         let found = problems(&store);
         assert_eq!(found[0], Problem::ListBounds { key: key.clone(), size: 3, head: 100, tail: 104 });
 
         let store = list_store();
-        put(&store, ColumnFamily::Subkey, layout().subkey(b"l", 9, b"short").unwrap(), b"x".to_vec());
+        put(
+            &store,
+            ColumnFamily::Subkey,
+            layout().subkey(b"l", Version::Short(9), b"short").unwrap(),
+            b"x".to_vec(),
+        );
         assert!(
             problems(&store)
                 .iter()
@@ -742,7 +785,7 @@ mod tests {
         put(&store, ColumnFamily::Metadata, bad_meta.clone(), vec![0x86, 0, 0]);
         put(&store, ColumnFamily::Metadata, vec![0x30, b'x'], vec![0x81]);
         put(&store, ColumnFamily::Subkey, vec![0x0B, b'_'], vec![]);
-        put(&store, ColumnFamily::Score, layout().subkey(b"z", 7, b"\x01").unwrap(), vec![]);
+        put(&store, ColumnFamily::Score, layout().subkey(b"z", Version::Short(7), b"\x01").unwrap(), vec![]);
         let found = problems(&store);
         assert!(
             found
@@ -771,9 +814,18 @@ mod tests {
     #[test]
     fn expired_and_blind_collections_skip_the_count() {
         let store = MemoryBackend::new();
-        meta(&store, b"old", &Metadata { expire_ms: NOW - 1, ..sized(RedisType::Set, 4, 9) });
-        meta(&store, b"blind", &Metadata { blind_write: true, ..sized(RedisType::Set, 5, 0) });
-        put(&store, ColumnFamily::Subkey, layout().subkey(b"blind", 5, b"m").unwrap(), vec![]);
+        meta(&store, b"old", &Metadata { expire_ms: NOW - 1, ..sized(RedisType::Set, Version::Short(4), 9) });
+        meta(
+            &store,
+            b"blind",
+            &Metadata { blind_write: true, ..sized(RedisType::Set, Version::Short(5), 0) },
+        );
+        put(
+            &store,
+            ColumnFamily::Subkey,
+            layout().subkey(b"blind", Version::Short(5), b"m").unwrap(),
+            vec![],
+        );
         assert_eq!(problems(&store), vec![]);
     }
 
@@ -884,9 +936,9 @@ mod tests {
     #[test]
     fn other_versions_and_empty_owners_are_garbage() {
         let store = zset_store();
-        put(&store, ColumnFamily::Subkey, layout().subkey(b"z", 6, b"old").unwrap(), vec![]);
-        meta(&store, b"e", &sized(RedisType::Hash, 8, 0));
-        put(&store, ColumnFamily::Subkey, layout().subkey(b"e", 8, b"f").unwrap(), vec![]);
+        put(&store, ColumnFamily::Subkey, layout().subkey(b"z", Version::Short(6), b"old").unwrap(), vec![]);
+        meta(&store, b"e", &sized(RedisType::Hash, Version::Short(8), 0));
+        put(&store, ColumnFamily::Subkey, layout().subkey(b"e", Version::Short(8), b"f").unwrap(), vec![]);
         let found = Fsck::new(&layout()).report_garbage(true).run(&store, NOW).unwrap();
         let reasons: Vec<_> = found
             .iter()

@@ -20,7 +20,7 @@
 use bytes::Bytes;
 
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use crate::codec::{KeyLayout, KeyRange};
+use crate::codec::{KeyLayout, KeyRange, Version};
 use crate::commands::Engine;
 use crate::error::Result;
 
@@ -66,24 +66,28 @@ where
             Err(_) => return Decision::Keep,
         },
     };
-    let found = metadata(&lookup_key(layout, &owner, version));
+    let Some(key) = lookup_key(layout, &owner, version) else {
+        return Decision::Keep;
+    };
+    let found = metadata(&key);
     judge(layout, found.as_ref().map(AsRef::as_ref), version, now_ms, grace_ms)
 }
 
 /// The Metadata-CF record that decides a record of `owner` at `version`: the owner's
-/// metadata, or for TiTea (whose element records name no key) the collection's GC record.
-fn lookup_key(layout: &KeyLayout, owner: &crate::codec::KeyOwner<'_>, version: u128) -> Vec<u8> {
+/// metadata, or for TiTea (whose element records name no key) the collection's GC record;
+/// `None` for a version not of the layout's variant.
+fn lookup_key(layout: &KeyLayout, owner: &crate::codec::KeyOwner<'_>, version: Version) -> Option<Vec<u8>> {
     if layout.kind() == crate::codec::LayoutKind::TiTea {
-        layout.gc_record_key(owner.namespace, version)
+        layout.gc_record_key(owner.namespace, version).ok()
     } else {
-        layout.owner_metadata_key(owner)
+        Some(layout.owner_metadata_key(owner))
     }
 }
 
 /// The decision for a record at `version` given what [`lookup_key`] found: TiTea's
 /// collection is garbage once its GC record exists; elsewhere a missing owner is, and
 /// otherwise [`decide_with_metadata`] judges.
-fn judge(layout: &KeyLayout, found: Option<&[u8]>, version: u128, now_ms: u64, grace_ms: u64) -> Decision {
+fn judge(layout: &KeyLayout, found: Option<&[u8]>, version: Version, now_ms: u64, grace_ms: u64) -> Decision {
     match (layout.kind() == crate::codec::LayoutKind::TiTea, found) {
         (true, Some(_)) | (false, None) => Decision::Drop,
         (true, None) => Decision::Keep,
@@ -95,7 +99,7 @@ fn judge(layout: &KeyLayout, found: Option<&[u8]>, version: u128, now_ms: u64, g
 pub fn decide_with_metadata(
     layout: &KeyLayout,
     raw: &[u8],
-    record_version: u128,
+    record_version: Version,
     now_ms: u64,
     grace_ms: u64,
 ) -> Decision {
@@ -368,7 +372,7 @@ impl Collector {
         let budget = max_records.max(1);
         while step.examined < budget && !step.pass_done {
             let range = KeyRange { start: next.clone(), end: end.clone() };
-            let mut run: Option<(Vec<u8>, u128, Decision)> = None;
+            let mut run: Option<(Vec<u8>, Version, Decision)> = None;
             let mut reached_end = true;
             for item in backend.scan(cf, &range, Direction::Forward)? {
                 if step.examined == budget {
@@ -423,11 +427,11 @@ impl Collector {
 
     /// The record [`lookup_key`] names and the record's version; `None` for a key that does
     /// not decode (kept, as [`decide`] keeps it).
-    fn owner_of(&self, cf: ColumnFamily, key: &[u8]) -> Option<(Vec<u8>, u128)> {
+    fn owner_of(&self, cf: ColumnFamily, key: &[u8]) -> Option<(Vec<u8>, Version)> {
         let (owner, version) = match cf {
             ColumnFamily::Score => self.layout.decode_score_key(key).ok().map(|sk| (sk.owner, sk.version))?,
             _ => self.layout.decode_subkey(key).ok().map(|sk| (sk.owner(), sk.version))?,
         };
-        Some((lookup_key(&self.layout, &owner, version), version))
+        Some((lookup_key(&self.layout, &owner, version)?, version))
     }
 }

@@ -59,6 +59,9 @@
 //! subkeys); stream, bloom, hyperloglog, tdigest, timeseries and topk exist with size 0. Expire is unix milliseconds, 0 for none. Legacy records (bit 7
 //! clear) with a u32 expire in seconds and a u32 size are read, never written.
 //!
+//! A `version:u64` is a [`codec::Version::Short`]; TiTea's layout puts a 16-byte
+//! [`codec::Version::Id`] in its place, and a layout refuses the other variant.
+//!
 //! # Example
 //!
 //! ```

@@ -10,9 +10,9 @@
 use rediskv::Error;
 use rediskv::codec::{
     DEFAULT_NAMESPACE, Extra, FLAG_64BIT, FLAG_BLIND_WRITE, FLAG_RESERVED, Flags, KeyLayout, KeyOwner,
-    KeyRange, LIST_INITIAL_INDEX, Metadata, MetadataKey, RedisType, SLOT_COUNT, TYPE_MASK, VersionGenerator,
-    decode_f64, decode_f64_slice, encode_f64, hash_tag, key_slot, peek_type_and_expire, prefix_successor,
-    push_back_tail, push_front_index, stored_index,
+    KeyRange, LIST_INITIAL_INDEX, Metadata, MetadataKey, RedisType, SLOT_COUNT, TYPE_MASK, Version,
+    VersionGenerator, decode_f64, decode_f64_slice, encode_f64, hash_tag, key_slot, peek_type_and_expire,
+    prefix_successor, push_back_tail, push_front_index, stored_index,
 };
 
 /// Bytes from a hex string; whitespace is ignored.
@@ -23,7 +23,7 @@ fn h(s: &str) -> Vec<u8> {
 }
 
 const NS: &str = "0B 5F5F6E616D657370616365";
-const VERSION: u128 = 0x0102_0304_0506_0708;
+const VERSION: Version = Version::Short(0x0102_0304_0506_0708);
 const VERSION_HEX: &str = "0102030405060708";
 const EXPIRE_MS: u64 = 1_700_000_000_123;
 const EXPIRE_HEX: &str = "0000018BCFE5687B";
@@ -327,7 +327,7 @@ fn expiry_rule() {
     assert!(!meta.is_expired(1000), "expire < now, not <=");
     assert!(meta.is_expired(1001));
     assert!(!Metadata::string(b"v", 0).is_expired(u64::MAX));
-    let empty = Metadata::collection(RedisType::Set, 1);
+    let empty = Metadata::collection(RedisType::Set, Version::Short(1));
     assert!(!empty.is_live(0), "a collection of size 0 does not exist");
     assert!(Metadata { size: 1, ..empty }.is_live(0));
 }
@@ -504,12 +504,12 @@ fn subkey_golden() {
     }
     // Default layout in full, list element.
     assert_eq!(
-        KeyLayout::default().subkey(b"bar", 7, &LIST_INITIAL_INDEX.to_be_bytes()).unwrap(),
+        KeyLayout::default().subkey(b"bar", Version::Short(7), &LIST_INITIAL_INDEX.to_be_bytes()).unwrap(),
         h("0B 5F5F6E616D657370616365 00000003 626172 0000000000000007 7FFFFFFFFFFFFFFF")
     );
     // An empty user key still has its length.
     assert_eq!(
-        KeyLayout::default().subkey(b"", 1, b"").unwrap(),
+        KeyLayout::default().subkey(b"", Version::Short(1), b"").unwrap(),
         h("0B 5F5F6E616D657370616365 00000000 0000000000000001")
     );
 }
@@ -574,7 +574,7 @@ fn score_key_golden() {
     assert_eq!(KeyLayout::default().decode_score_key(&nan_key), Err(Error::NanScore));
     // Empty member.
     assert_eq!(
-        KeyLayout::default().score_key(b"bar", 1, 1.0, b"").unwrap(),
+        KeyLayout::default().score_key(b"bar", Version::Short(1), 1.0, b"").unwrap(),
         cat(&[NS, "00000003 626172 0000000000000001 BFF0000000000000"])
     );
 }
@@ -636,7 +636,7 @@ fn ranges_golden() {
     );
     // A version ending in FF carries into the byte before; trailing FFs are dropped.
     assert_eq!(
-        layout.subkey_range(b"foo", 0xFF).unwrap(),
+        layout.subkey_range(b"foo", Version::Short(0xFF)).unwrap(),
         KeyRange {
             start: cat(&[NS, "00000003 666F6F 00000000000000FF"]),
             end: Some(cat(&[NS, "00000003 666F6F 00000000000001"])),

@@ -11,7 +11,7 @@ use proptest::sample::select;
 
 use rediskv::Error;
 use rediskv::codec::{
-    Extra, Flags, KeyLayout, KeyOwner, LIST_INITIAL_INDEX, Metadata, MetadataKey, RedisType,
+    Extra, Flags, KeyLayout, KeyOwner, LIST_INITIAL_INDEX, Metadata, MetadataKey, RedisType, Version,
     VersionGenerator, decode_f64_slice, encode_f64, key_slot, peek_type_and_expire, position_of,
     push_back_tail, push_front_index, stored_index,
 };
@@ -33,9 +33,9 @@ fn tiny_bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
 /// Versions around the edges as well as random ones.
 /// A 64-bit version, as every layout but TiTea's writes (TiTea's 16-byte ids have their
 /// own tests).
-fn version() -> impl Strategy<Value = u128> {
+fn version() -> impl Strategy<Value = Version> {
     prop_oneof![select(vec![0u64, 1, 2, 0xFF, 0x100, u64::MAX - 1, u64::MAX]), any::<u64>()]
-        .prop_map(u128::from)
+        .prop_map(Version::from)
 }
 
 #[derive(Debug, Clone)]
@@ -90,7 +90,7 @@ fn score() -> impl Strategy<Value = f64> {
 struct OwnedMeta {
     ty: RedisType,
     expire_ms: u64,
-    version: u128,
+    version: Version,
     size: u64,
     head: u64,
     tail: u64,
@@ -119,7 +119,7 @@ fn owned_meta() -> impl Strategy<Value = OwnedMeta> {
     let string = (expire.clone(), edgy_bytes(40)).prop_map(|(expire_ms, value)| OwnedMeta {
         ty: RedisType::String,
         expire_ms,
-        version: 0,
+        version: Version::Short(0),
         size: 0,
         head: 0,
         tail: 0,
@@ -156,13 +156,13 @@ fn md5_prefix(key: &[u8], len: usize) -> Vec<u8> {
 }
 
 /// A record's identity in one layout configuration: namespace, key, version, sub.
-type Tuple = (Vec<u8>, Vec<u8>, u128, Vec<u8>);
+type Tuple = (Vec<u8>, Vec<u8>, u64, Vec<u8>);
 
 fn tuple() -> impl Strategy<Value = Tuple> {
     (
         select(vec![b"".to_vec(), b"a".to_vec(), b"ab".to_vec(), b"\x00".to_vec(), b"\xff".to_vec()]),
         tiny_bytes(4),
-        select(vec![0u128, 1, 2, u128::from(u64::MAX) - 1, u128::from(u64::MAX)]),
+        select(vec![0u64, 1, 2, u64::MAX - 1, u64::MAX]),
         tiny_bytes(3),
     )
 }
@@ -297,8 +297,8 @@ proptest! {
         s1 in score(), s2 in score(), m1 in tiny_bytes(4), m2 in tiny_bytes(4),
     ) {
         let layout = KeyLayout::default();
-        let k1 = layout.score_key(b"z", 7, s1, &m1).unwrap();
-        let k2 = layout.score_key(b"z", 7, s2, &m2).unwrap();
+        let k1 = layout.score_key(b"z", Version::Short(7), s1, &m1).unwrap();
+        let k2 = layout.score_key(b"z", Version::Short(7), s2, &m2).unwrap();
         let expected = s1.partial_cmp(&s2).unwrap().then_with(|| m1.cmp(&m2));
         prop_assert_eq!(k1.cmp(&k2), expected);
     }
@@ -329,7 +329,7 @@ proptest! {
         let mut by_bytes: Vec<(Vec<u8>, usize)> = stored
             .iter()
             .enumerate()
-            .map(|(i, idx)| (layout.subkey(b"list", 9, &idx.to_be_bytes()).unwrap(), i))
+            .map(|(i, idx)| (layout.subkey(b"list", Version::Short(9), &idx.to_be_bytes()).unwrap(), i))
             .collect();
         by_bytes.sort();
         let order: Vec<usize> = by_bytes.into_iter().map(|(_, i)| i).collect();
@@ -361,11 +361,11 @@ proptest! {
         prop_assert_eq!(la.routed(&a.1).is_metadata_key(&lb.metadata_key(&b.1)), same_key);
         prop_assert!(la.routed(&a.1).is_metadata_key(&la.metadata_key(&a.1)));
         // Subkeys: (namespace, key, version, sub).
-        prop_assert_eq!(la.subkey(&a.1, a.2, &a.3).unwrap() == lb.subkey(&b.1, b.2, &b.3).unwrap(), a == b);
+        prop_assert_eq!(la.subkey(&a.1, a.2.into(), &a.3).unwrap() == lb.subkey(&b.1, b.2.into(), &b.3).unwrap(), a == b);
         // Score keys: (namespace, key, version, score, member); -0.0 and +0.0 are one score.
         let same_score = sa == sb;
         prop_assert_eq!(
-            la.score_key(&a.1, a.2, sa, &a.3).unwrap() == lb.score_key(&b.1, b.2, sb, &b.3).unwrap(),
+            la.score_key(&a.1, a.2.into(), sa, &a.3).unwrap() == lb.score_key(&b.1, b.2.into(), sb, &b.3).unwrap(),
             a == b && same_score
         );
     }
@@ -376,15 +376,15 @@ proptest! {
     ) {
         let base = spec.build();
         let lt = base.clone().with_namespace(&target.0).unwrap();
-        let range = lt.subkey_range(&target.1, target.2).unwrap();
-        let score_range = lt.score_range(&target.1, target.2, None).unwrap();
-        let score_from = lt.score_range(&target.1, target.2, Some(from)).unwrap();
+        let range = lt.subkey_range(&target.1, target.2.into()).unwrap();
+        let score_range = lt.score_range(&target.1, target.2.into(), None).unwrap();
+        let score_from = lt.score_range(&target.1, target.2.into(), Some(from)).unwrap();
         // The target's own records, plus neighbours: version +-1, u64::MAX, key extended.
         let mut candidates = others;
         candidates.push(target.clone());
         candidates.push((target.0.clone(), target.1.clone(), target.2.wrapping_add(1), target.3.clone()));
         candidates.push((target.0.clone(), target.1.clone(), target.2.wrapping_sub(1), target.3.clone()));
-        candidates.push((target.0.clone(), target.1.clone(), u64::MAX.into(), vec![0xFF; 9]));
+        candidates.push((target.0.clone(), target.1.clone(), u64::MAX, vec![0xFF; 9]));
         let mut longer = target.1.clone();
         longer.push(0);
         candidates.push((target.0.clone(), longer.clone(), target.2, vec![]));
@@ -397,12 +397,12 @@ proptest! {
         for c in &candidates {
             let lc = base.clone().with_namespace(&c.0).unwrap();
             let owned = (&c.0, &c.1, c.2) == (&target.0, &target.1, target.2);
-            let sub = lc.subkey(&c.1, c.2, &c.3).unwrap();
+            let sub = lc.subkey(&c.1, c.2.into(), &c.3).unwrap();
             prop_assert_eq!(range.contains(&sub), owned, "subkey {:?}", c);
             // A list-index sub (8 bytes, up to 0xFF..) stays inside too.
-            let list_sub = lc.subkey(&c.1, c.2, &[0xFF; 8]).unwrap();
+            let list_sub = lc.subkey(&c.1, c.2.into(), &[0xFF; 8]).unwrap();
             prop_assert_eq!(range.contains(&list_sub), owned, "list subkey {:?}", c);
-            let score_key = lc.score_key(&c.1, c.2, s, &c.3).unwrap();
+            let score_key = lc.score_key(&c.1, c.2.into(), s, &c.3).unwrap();
             prop_assert_eq!(score_range.contains(&score_key), owned, "score key {:?}", c);
             prop_assert_eq!(score_from.contains(&score_key), owned && s >= from, "score from {} {:?}", from, c);
         }
@@ -641,14 +641,14 @@ proptest! {
     fn foreign_records_round_trip(
         layout in foreign_layout(),
         key in edgy_bytes(24),
-        wide in any::<u128>(),
+        wide in any::<[u8; 16]>(),
         narrow in any::<u64>(),
         sub in edgy_bytes(24),
         s in score(),
         index in any::<u64>(),
     ) {
         // TiTea's versions are 16-byte ids; the others' 64-bit.
-        let v = if layout.version_len() == 16 { wide } else { u128::from(narrow) };
+        let v = if layout.version_len() == 16 { Version::Id(wide) } else { Version::Short(narrow) };
         let mk = layout.metadata_key(&key);
         prop_assert_eq!(layout.decode_metadata_key(&mk).unwrap().user_key, &key[..]);
         let sk = layout.subkey(&key, v, &sub).unwrap();

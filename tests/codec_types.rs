@@ -12,7 +12,7 @@ use rediskv::Error;
 use rediskv::backend::ColumnFamily;
 use rediskv::codec::{
     BloomFields, Extra, Float, KeyLayout, Metadata, RedisType, StreamFields, StreamId, TDigestFields,
-    TimeSeriesFields, TopKFields, peek_type_and_expire,
+    TimeSeriesFields, TopKFields, Version, peek_type_and_expire,
 };
 use rediskv::gc::{Decision, decide};
 
@@ -21,11 +21,11 @@ fn h(s: &str) -> Vec<u8> {
     digits.chunks(2).map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap()).collect()
 }
 
-const VERSION: u128 = 0x0102_0304_0506_0708;
+const VERSION: Version = Version::Short(0x0102_0304_0506_0708);
 const EXPIRE_MS: u64 = 1_700_000_000_123;
 
 fn meta(ty: RedisType, expire_ms: u64, size: u64, extra: Extra, value: &'static [u8]) -> Metadata<'static> {
-    let version = if ty.is_single_kv() { 0 } else { VERSION };
+    let version = if ty.is_single_kv() { Version::NONE } else { VERSION };
     Metadata { ty, expire_ms, version, size, head: 0, tail: 0, blind_write: false, value, extra }
 }
 
@@ -243,13 +243,17 @@ fn type_classes_and_names() {
 
 #[test]
 fn new_collections_carry_kvrocks_defaults() {
-    let td = Metadata::collection(RedisType::TDigest, 9);
+    let td = Metadata::collection(RedisType::TDigest, Version::Short(9));
     let Extra::TDigest(f) = td.extra else { panic!("{td:?}") };
     assert_eq!((f.minimum.get(), f.maximum.get()), (f64::MAX, f64::MIN));
     // A mismatched extra is replaced by the type's defaults when written.
-    let odd = Metadata { extra: Extra::Json { format: 1 }, ..Metadata::collection(RedisType::Bitmap, 9) };
+    let odd = Metadata {
+        extra: Extra::Json { format: 1 },
+        ..Metadata::collection(RedisType::Bitmap, Version::Short(9))
+    };
     assert_eq!(Metadata::decode(&odd.to_vec()).unwrap().extra, Extra::None);
-    let hll = Metadata { extra: Extra::None, ..Metadata::collection(RedisType::HyperLogLog, 9) };
+    let hll =
+        Metadata { extra: Extra::None, ..Metadata::collection(RedisType::HyperLogLog, Version::Short(9)) };
     assert_eq!(Metadata::decode(&hll.to_vec()).unwrap().extra, Extra::HyperLogLog { encode_type: 0 });
 }
 
@@ -268,7 +272,7 @@ fn liveness_and_gc_for_every_type() {
         let expect_full = if ty.is_single_kv() { Decision::Drop } else { Decision::Keep };
         assert_eq!(verdict(&full), expect_full, "{ty:?} size 1");
         assert_eq!(Metadata::decode(&empty).unwrap().is_live(0), ty.is_emptyable(), "{ty:?}");
-        let other = Metadata { version: VERSION + 1, size: 1, ..m }.to_vec();
+        let other = Metadata { version: Version::Short(0x0102_0304_0506_0709), size: 1, ..m }.to_vec();
         assert_eq!(verdict(&other), Decision::Drop, "{ty:?} other version");
     }
 }
@@ -351,7 +355,7 @@ proptest! {
     ) {
         let keeps_value = matches!(ty, RedisType::String | RedisType::Json | RedisType::TimeSeries);
         let value = if keeps_value { &value[..] } else { &[][..] };
-        let (version, size) = if ty.is_single_kv() { (0, 0) } else { (u128::from(version), size) };
+        let (version, size) = if ty.is_single_kv() { (Version::NONE, 0) } else { (Version::Short(version), size) };
         let (head, tail) = if ty == RedisType::List { (size ^ 1, size ^ 2) } else { (0, 0) };
         let m = Metadata { ty, expire_ms, version, size, head, tail, blind_write: false, value, extra };
         let bytes = m.to_vec();

@@ -2,65 +2,89 @@
 
 use bytes::Bytes;
 use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{KeyLayout, Metadata, RedisType};
+use rediskv::codec::{KeyLayout, Metadata, RedisType, Version};
 use rediskv::gc::{Collector, Decision, ExpirySweep, compact, decide, decide_with_metadata};
 
 const NOW: u64 = 1_000_000;
 const GRACE: u64 = 300_000;
 
-fn hash_meta(version: u128, size: u64, expire_ms: u64) -> Vec<u8> {
-    Metadata { size, expire_ms, ..Metadata::collection(RedisType::Hash, version) }.to_vec()
+fn hash_meta(version: u64, size: u64, expire_ms: u64) -> Vec<u8> {
+    Metadata { size, expire_ms, ..Metadata::collection(RedisType::Hash, Version::Short(version)) }.to_vec()
 }
 
 #[test]
 fn decision_table() {
     let live = hash_meta(7, 1, 0);
-    assert_eq!(decide_with_metadata(&KeyLayout::default(), &live, 7, NOW, GRACE), Decision::Keep);
     assert_eq!(
-        decide_with_metadata(&KeyLayout::default(), &live, 6, NOW, GRACE),
+        decide_with_metadata(&KeyLayout::default(), &live, Version::Short(7), NOW, GRACE),
+        Decision::Keep
+    );
+    assert_eq!(
+        decide_with_metadata(&KeyLayout::default(), &live, Version::Short(6), NOW, GRACE),
         Decision::Drop,
         "older version"
     );
     assert_eq!(
-        decide_with_metadata(&KeyLayout::default(), &live, 8, NOW, GRACE),
+        decide_with_metadata(&KeyLayout::default(), &live, Version::Short(8), NOW, GRACE),
         Decision::Drop,
         "other version"
     );
     assert_eq!(
-        decide_with_metadata(&KeyLayout::default(), &Metadata::string(b"v", 0).to_vec(), 7, NOW, GRACE),
+        decide_with_metadata(
+            &KeyLayout::default(),
+            &Metadata::string(b"v", 0).to_vec(),
+            Version::Short(7),
+            NOW,
+            GRACE
+        ),
         Decision::Drop
     );
     assert_eq!(
-        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 0, 0), 7, NOW, GRACE),
+        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 0, 0), Version::Short(7), NOW, GRACE),
         Decision::Drop,
         "empty"
     );
     // Expired, but still within the grace period: kept.
     assert_eq!(
-        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 1, NOW - 1), 7, NOW, GRACE),
+        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 1, NOW - 1), Version::Short(7), NOW, GRACE),
         Decision::Keep
     );
     assert_eq!(
-        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 1, NOW - GRACE), 7, NOW, GRACE),
+        decide_with_metadata(
+            &KeyLayout::default(),
+            &hash_meta(7, 1, NOW - GRACE),
+            Version::Short(7),
+            NOW,
+            GRACE
+        ),
         Decision::Keep
     );
     assert_eq!(
-        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 1, NOW - GRACE - 1), 7, NOW, GRACE),
+        decide_with_metadata(
+            &KeyLayout::default(),
+            &hash_meta(7, 1, NOW - GRACE - 1),
+            Version::Short(7),
+            NOW,
+            GRACE
+        ),
         Decision::Drop
     );
     assert_eq!(
-        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 1, NOW - 1), 7, NOW, 0),
+        decide_with_metadata(&KeyLayout::default(), &hash_meta(7, 1, NOW - 1), Version::Short(7), NOW, 0),
         Decision::Drop
     );
     // Unreadable metadata (a Kvrocks bitmap, type 6): never drop what we cannot read.
     let bitmap = [0x86, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 1];
-    assert_eq!(decide_with_metadata(&KeyLayout::default(), &bitmap, 7, NOW, GRACE), Decision::Keep);
+    assert_eq!(
+        decide_with_metadata(&KeyLayout::default(), &bitmap, Version::Short(7), NOW, GRACE),
+        Decision::Keep
+    );
 }
 
 #[test]
 fn decide_looks_up_the_owner_metadata_key() {
     let layout = KeyLayout::default().with_cluster_slots(true).with_hash_prefix(4).unwrap();
-    let sub = layout.subkey(b"user:1", 7, b"field").unwrap();
+    let sub = layout.subkey(b"user:1", Version::Short(7), b"field").unwrap();
     let want = layout.metadata_key(b"user:1");
     let mut asked = Vec::new();
     let d = decide(
@@ -76,14 +100,14 @@ fn decide_looks_up_the_owner_metadata_key() {
     );
     assert_eq!(d, Decision::Keep);
     assert_eq!(asked, vec![want]);
-    let score = layout.score_key(b"user:1", 7, 1.5, b"m").unwrap();
+    let score = layout.score_key(b"user:1", Version::Short(7), 1.5, b"m").unwrap();
     assert_eq!(
         decide(&layout, ColumnFamily::Score, &score, |_: &[u8]| None::<Vec<u8>>, NOW, GRACE),
         Decision::Drop
     );
     // Another namespace's record is looked up under its own namespace.
     let other = layout.clone().with_namespace(b"other").unwrap();
-    let sub = other.subkey(b"k", 1, b"f").unwrap();
+    let sub = other.subkey(b"k", Version::Short(1), b"f").unwrap();
     let mut asked = Vec::new();
     decide(
         &layout,
@@ -161,18 +185,26 @@ fn mixed_store(layout: &KeyLayout) -> MemoryBackend {
     for (v, f) in [(7, "a"), (7, "b"), (6, "a"), (6, "old")] {
         batch.put(
             ColumnFamily::Subkey,
-            layout.subkey(b"h", v, f.as_bytes()).unwrap(),
+            layout.subkey(b"h", Version::Short(v), f.as_bytes()).unwrap(),
             Bytes::from_static(b"x"),
         );
     }
     // deleted zset: records with no metadata
-    batch.put(ColumnFamily::Subkey, layout.subkey(b"z", 3, b"m").unwrap(), Bytes::new());
-    batch.put(ColumnFamily::Score, layout.score_key(b"z", 3, 2.0, b"m").unwrap(), Bytes::new());
+    batch.put(ColumnFamily::Subkey, layout.subkey(b"z", Version::Short(3), b"m").unwrap(), Bytes::new());
+    batch.put(
+        ColumnFamily::Score,
+        layout.score_key(b"z", Version::Short(3), 2.0, b"m").unwrap(),
+        Bytes::new(),
+    );
     // zset that is live
-    let zmeta = Metadata { size: 1, ..Metadata::collection(RedisType::ZSet, 9) }.to_vec();
+    let zmeta = Metadata { size: 1, ..Metadata::collection(RedisType::ZSet, Version::Short(9)) }.to_vec();
     batch.put(ColumnFamily::Metadata, layout.metadata_key(b"z2"), zmeta);
-    batch.put(ColumnFamily::Subkey, layout.subkey(b"z2", 9, b"m").unwrap(), Bytes::new());
-    batch.put(ColumnFamily::Score, layout.score_key(b"z2", 9, 1.0, b"m").unwrap(), Bytes::new());
+    batch.put(ColumnFamily::Subkey, layout.subkey(b"z2", Version::Short(9), b"m").unwrap(), Bytes::new());
+    batch.put(
+        ColumnFamily::Score,
+        layout.score_key(b"z2", Version::Short(9), 1.0, b"m").unwrap(),
+        Bytes::new(),
+    );
     b.write(batch).unwrap();
     b
 }
@@ -189,9 +221,9 @@ fn compaction_drops_exactly_the_orphans() {
     assert_eq!(
         left,
         vec![
-            Bytes::from(layout.subkey(b"h", 7, b"a").unwrap()),
-            Bytes::from(layout.subkey(b"h", 7, b"b").unwrap()),
-            Bytes::from(layout.subkey(b"z2", 9, b"m").unwrap()),
+            Bytes::from(layout.subkey(b"h", Version::Short(7), b"a").unwrap()),
+            Bytes::from(layout.subkey(b"h", Version::Short(7), b"b").unwrap()),
+            Bytes::from(layout.subkey(b"z2", Version::Short(9), b"m").unwrap()),
         ]
     );
     assert_eq!(b.len(ColumnFamily::Score), 1);

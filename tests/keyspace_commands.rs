@@ -7,12 +7,12 @@ use std::collections::BTreeSet;
 use bytes::Bytes;
 use common::*;
 use rediskv::backend::{KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{ColumnFamily, Metadata, RedisType};
+use rediskv::codec::{ColumnFamily, Metadata, RedisType, Version};
 use rediskv::commands::{Db, Reply};
 
 /// Writes a collection record with the given subkeys (and score records for a zset),
 /// returning its version.
-fn put_collection(db: &mut Db<MemoryBackend>, ty: RedisType, key: &str, subs: &[(&str, &str)]) -> u128 {
+fn put_collection(db: &mut Db<MemoryBackend>, ty: RedisType, key: &str, subs: &[(&str, &str)]) -> Version {
     let version = db.new_version();
     let mut meta = Metadata::collection(ty, version);
     meta.size = subs.len() as u64;
@@ -39,7 +39,7 @@ fn meta_of(db: &Db<MemoryBackend>, key: &str) -> Metadata<'static> {
 }
 
 /// The `(sub, value)` records under `key` at `version`.
-fn subs_of(db: &Db<MemoryBackend>, key: &str, version: u128) -> Vec<(Bytes, Bytes)> {
+fn subs_of(db: &Db<MemoryBackend>, key: &str, version: Version) -> Vec<(Bytes, Bytes)> {
     db.scan_subkeys(key.as_bytes(), version, rediskv::backend::Direction::Forward)
         .unwrap()
         .map(Result::unwrap)

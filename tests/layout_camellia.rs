@@ -19,12 +19,12 @@ use std::sync::Arc;
 use rediskv::Error;
 use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
 use rediskv::codec::camellia::{self, CamelliaRoute};
-use rediskv::codec::{KeyLayout, LayoutKind, ManualClock, Metadata, RedisType};
+use rediskv::codec::{KeyLayout, LayoutKind, ManualClock, Metadata, RedisType, Version};
 use rediskv::commands::{Db, Reply};
 use rediskv::fsck::{self, Fsck};
 
 const FOO: &str = "00000003 666F6F";
-const VERSION: u128 = 0x0102_0304_0506_0708;
+const VERSION: Version = Version::Short(0x0102_0304_0506_0708);
 const VERSION_HEX: &str = "0102030405060708";
 const NONE: &str = "FFFFFFFFFFFFFFFF";
 
@@ -136,7 +136,7 @@ fn metadata_values_golden() {
     let string = Metadata { version: VERSION, ..Metadata::string(b"bar", 0) };
     assert_eq!(l.encode_metadata(&string).unwrap(), h(&format!("00 01 {VERSION_HEX} {NONE} 626172")));
     assert!(matches!(
-        l.encode_metadata(&Metadata::collection(RedisType::List, 1)),
+        l.encode_metadata(&Metadata::collection(RedisType::List, Version::Short(1))),
         Err(Error::UnsupportedType { .. })
     ));
 

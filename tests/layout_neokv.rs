@@ -17,15 +17,15 @@ use std::sync::Arc;
 use rediskv::Error;
 use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
 use rediskv::codec::{
-    Extra, KeyLayout, LayoutKind, ManualClock, Metadata, RedisType, decode_neokv_legacy, encode_neokv_legacy,
-    neokv_ids, neokv_namespace,
+    Extra, KeyLayout, LayoutKind, ManualClock, Metadata, RedisType, Version, decode_neokv_legacy,
+    encode_neokv_legacy, neokv_ids, neokv_namespace,
 };
 use rediskv::commands::{Db, Reply};
 use rediskv::fsck::{self, Fsck, Problem};
 
 const NS: &str = "8000000000000001 8000000000000002";
 const FOO: &str = "2F96 00000003 666F6F";
-const VERSION: u128 = 0x0102_0304_0506_0708;
+const VERSION: Version = Version::Short(0x0102_0304_0506_0708);
 const VERSION_HEX: &str = "0102030405060708";
 
 fn layout() -> KeyLayout {

@@ -17,12 +17,14 @@ use std::sync::Arc;
 
 use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
 use rediskv::codec::titea;
-use rediskv::codec::{Clock, KeyLayout, LIST_INITIAL_INDEX, LayoutKind, ManualClock, Metadata, RedisType};
+use rediskv::codec::{
+    Clock, KeyLayout, LIST_INITIAL_INDEX, LayoutKind, ManualClock, Metadata, RedisType, Version,
+};
 use rediskv::commands::{Db, Engine, Reply};
 use rediskv::fsck::{self, Fsck};
 
 const HEAD: &str = "6B76 612E62";
-const ID: u128 = 0x0001_0203_0405_0607_0809_0A0B_0C0D_0E0F;
+const ID: Version = Version::Id([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
 const ID_HEX: &str = "000102030405060708090A0B0C0D0E0F";
 const EXP: &str = "0000018BCFE5687B";
 
@@ -60,7 +62,7 @@ fn record_keys_golden() {
     assert_eq!(l.list_sub(LIST_INITIAL_INDEX + 1), h("3E 0000000000000001"));
     assert_eq!(l.decode_list_sub(&h("3C FFFFFFFFFFFFFFFE")), Some(LIST_INITIAL_INDEX - 2));
     assert_eq!(l.decode_list_sub(&h("3E FFFFFFFFFFFFFFFE")), None, "sign byte disagrees");
-    assert_eq!(l.gc_record_key(b"a.b", ID), h(&format!("{HEAD} 67 {ID_HEX}")));
+    assert_eq!(l.gc_record_key(b"a.b", ID).unwrap(), h(&format!("{HEAD} 67 {ID_HEX}")));
     assert_eq!(l.expire_record_key(1_700_000_000_123, b"foo"), h(&format!("{HEAD} 65 {EXP} 666F6F")));
     assert_eq!(l.namespace_range().start, h(&format!("{HEAD} 6D")));
     assert_eq!(l.index_record_tag(&h(&format!("{HEAD} 67 {ID_HEX}"))), Some(b'g'));
@@ -125,7 +127,7 @@ fn metadata_values_golden() {
         h(&format!("72 {} 0000000000000000 0000000000000000 0000000000000000 626172", "00".repeat(16)));
     assert_eq!(l.encode_metadata(&string).unwrap(), bytes);
     assert_eq!(l.decode_metadata(&bytes).unwrap().value, b"bar");
-    assert!(l.encode_metadata(&Metadata::collection(RedisType::Stream, 1)).is_err());
+    assert!(l.encode_metadata(&Metadata::collection(RedisType::Stream, Version::Short(1))).is_err());
     for bad in [format!("78 {ID_HEX} {}", "00".repeat(24)), format!("68 {ID_HEX} {} 00", "00".repeat(24))] {
         assert!(l.decode_metadata(&h(&bad)).is_err(), "{bad}");
     }
@@ -226,13 +228,16 @@ fn writes_keep_the_index_records() {
     let (mut db, clock) = db();
     assert_eq!(run(&mut db, "HSET h a 1"), int(1));
     let id = db.lookup(b"h").unwrap().unwrap().meta.version;
-    assert!(id > u128::from(u64::MAX), "a 16-byte id");
+    assert!(matches!(id, Version::Id(b) if b[..8] != [0; 8]), "a 16-byte id");
     let meta = get(&db, ColumnFamily::Metadata, &layout().metadata_key(b"h")).unwrap();
     assert_eq!(meta[titea::CREATED_AT], (T0_MS / 1000).to_be_bytes(), "created-at in seconds");
     // Overwritten by a string with an expiry: the hash's GC record and the string's expire
     // record, in the same batch.
     assert_eq!(run(&mut db, "SET h x PX 2000"), Reply::OK);
-    assert_eq!(get(&db, ColumnFamily::Metadata, &layout().gc_record_key(b"a.b", id)), Some(b"h".to_vec()));
+    assert_eq!(
+        get(&db, ColumnFamily::Metadata, &layout().gc_record_key(b"a.b", id).unwrap()),
+        Some(b"h".to_vec())
+    );
     let exp = layout().expire_record_key(T0_MS + 2000, b"h");
     let index = get(&db, ColumnFamily::Metadata, &exp).unwrap();
     assert_eq!(index[16], b'r');
@@ -245,7 +250,7 @@ fn writes_keep_the_index_records() {
     run(&mut db, "ZADD z 1 a 2 b");
     let old = db.lookup(b"z").unwrap().unwrap().meta.version;
     assert_eq!(run(&mut db, "RENAME z z2"), Reply::OK);
-    assert!(get(&db, ColumnFamily::Metadata, &layout().gc_record_key(b"a.b", old)).is_some());
+    assert!(get(&db, ColumnFamily::Metadata, &layout().gc_record_key(b"a.b", old).unwrap()).is_some());
     assert_eq!(run(&mut db, "ZRANGE z2 0 -1 WITHSCORES"), bulks(&["a", "1", "b", "2"]));
     // Databases.
     run(&mut db, "SELECT 3");
@@ -270,7 +275,7 @@ fn new_lists_start_at_titeas_positions() {
         ("r", "3E 0000000000000000", "0000000000000000 0000000000000000"),
         ("l", "3C FFFFFFFFFFFFFFFF", "FFFFFFFFFFFFFFFF FFFFFFFFFFFFFFFF"),
     ] {
-        let id = format!("{:032X}", db.lookup(key.as_bytes()).unwrap().unwrap().meta.version);
+        let id = db.lookup(key.as_bytes()).unwrap().unwrap().meta.version.to_string();
         let element = get(&db, ColumnFamily::Subkey, &h(&format!("{HEAD} 64 {id} {sub}")));
         assert_eq!(element, Some(b"a".to_vec()), "{key}");
         let meta = get(&db, ColumnFamily::Metadata, &layout().metadata_key(key.as_bytes())).unwrap();
@@ -324,4 +329,44 @@ fn watch_sees_an_element_write_without_a_metadata_write() {
         run_in(&mut a, "PING");
         assert_eq!(run_in(&mut a, "EXEC"), Reply::NilArray, "{change}");
     }
+}
+
+/// A layout given the other layouts' version variant refuses it with an error: TiTea's a
+/// 64-bit version, Kvrocks' (and NeoKV's, camellia's) a 16-byte id. Decoders give each
+/// layout its own variant, and a fresh version is of the layout's variant.
+#[test]
+fn versions_of_the_other_variant_are_errors() {
+    let short = Version::Short(7);
+    let mismatch = |r: rediskv::Result<Vec<u8>>| matches!(r, Err(rediskv::Error::LayoutMismatch(_)));
+    let titea = layout();
+    assert!(mismatch(titea.subkey(b"h", short, b"f")));
+    assert!(mismatch(titea.score_key(b"z", short, 1.5, b"m")));
+    assert!(mismatch(titea.member_key(b"z", short, b"m")));
+    assert!(mismatch(titea.gc_record_key(b"a.b", short)));
+    assert!(mismatch(titea.encode_metadata(&Metadata::collection(RedisType::Hash, short))));
+    for other in [KeyLayout::default(), KeyLayout::neokv(1, 2), KeyLayout::camellia(b"default")] {
+        assert!(mismatch(other.subkey(b"h", ID, b"f")), "{:?}", other.kind());
+        assert!(mismatch(other.score_key(b"z", ID, 1.5, b"m")), "{:?}", other.kind());
+        assert!(mismatch(other.subkey_prefix(b"h", ID, 0)), "{:?}", other.kind());
+        assert!(
+            mismatch(other.encode_metadata(&Metadata::collection(RedisType::Hash, ID))),
+            "{:?}",
+            other.kind()
+        );
+        let sub = other.subkey(b"h", short, b"f").unwrap();
+        assert_eq!(other.decode_subkey(&sub).unwrap().version, short);
+        // A string carries no version: any layout writes it.
+        assert!(other.encode_metadata(&Metadata::string(b"v", 0)).is_ok());
+    }
+    let sub = titea.subkey(b"h", ID, b"f").unwrap();
+    assert_eq!(titea.decode_subkey(&sub).unwrap().version, ID);
+    assert_eq!(ID.to_string(), ID_HEX.to_lowercase());
+    let (mut db, _clock) = db();
+    assert!(matches!(db.new_version(), Version::Id(_)));
+    run(&mut db, "SET s v");
+    assert!(matches!(db.lookup(b"s").unwrap().unwrap().meta.version, Version::Id(_)), "strings get ids");
+    let mut kvrocks = Db::new(MemoryBackend::new());
+    assert!(matches!(kvrocks.new_version(), Version::Short(_)));
+    run(&mut kvrocks, "SET s v");
+    assert_eq!(kvrocks.lookup(b"s").unwrap().unwrap().meta.version, Version::NONE);
 }

@@ -25,7 +25,7 @@
 
 use rediskv::codec::{
     ColumnFamily, ConsumerValue, Extra, GroupValue, KeyLayout, LIST_INITIAL_INDEX, LayoutKind, Metadata,
-    PendingValue, RedisType, StreamId, StreamSub, decode_entry, decode_neokv_legacy, encode_entry,
+    PendingValue, RedisType, StreamId, StreamSub, Version, decode_entry, decode_neokv_legacy, encode_entry,
     encode_neokv_legacy, neokv_ids, neokv_namespace, titea,
 };
 use serde_json::{Map, Value, json};
@@ -184,15 +184,25 @@ fn metadata_fields(layout: &KeyLayout, meta: &Metadata<'_>, raw: &[u8], out: &mu
 }
 
 /// A version as JSON: a number, or TiTea's 16-byte object id as 32 hex digits.
-fn version_json(version: u128) -> Value {
-    match u64::try_from(version) {
-        Ok(v) => v.into(),
-        Err(_) => format!("{version:032x}").into(),
+fn version_json(version: Version) -> Value {
+    match version {
+        Version::Short(v) => v.into(),
+        Version::Id(_) => version.to_string().into(),
     }
 }
 
-/// The version [`version_json`] wrote.
-fn json_version(json: &Map<String, Value>) -> Result<u128, Error> {
+/// The version [`version_json`] wrote, of `layout`'s variant: TiTea takes a number as the id
+/// of the same bits.
+fn json_version(layout: &KeyLayout, json: &Map<String, Value>) -> Result<Version, Error> {
+    let bits = json_version_bits(json)?;
+    if layout.version_len() == 16 {
+        return Ok(Version::Id(bits.to_be_bytes()));
+    }
+    u64::try_from(bits).map(Version::Short).map_err(|_| "'version' of this layout is under 2^64".to_string())
+}
+
+/// The number or 32 hex digits of a record's `version`.
+fn json_version_bits(json: &Map<String, Value>) -> Result<u128, Error> {
     match json.get("version") {
         Some(Value::String(hex)) => {
             u128::from_str_radix(hex, 16).map_err(|_| "'version' is a number or 32 hex digits".to_string())
@@ -371,7 +381,7 @@ fn titea_index(layout: &KeyLayout, key: &[u8], value: Option<&[u8]>, tag: u8) ->
     if tag == titea::GC {
         out.insert("index".into(), "gc".into());
         let id: [u8; 16] = rest.try_into().map_err(|_| "a GC record names a 16-byte id")?;
-        out.insert("version".into(), version_json(u128::from_be_bytes(id)));
+        out.insert("version".into(), version_json(Version::Id(id)));
         if let Some(value) = value {
             out.insert("type".into(), type_name(*value.first().ok_or("an empty GC record")?).into());
         }
@@ -383,7 +393,7 @@ fn titea_index(layout: &KeyLayout, key: &[u8], value: Option<&[u8]>, tag: u8) ->
         if let Some(value) = value {
             let (id, ty) =
                 value.split_first_chunk::<16>().ok_or("an expire record's value is an id and a type")?;
-            out.insert("version".into(), version_json(u128::from_be_bytes(*id)));
+            out.insert("version".into(), version_json(Version::Id(*id)));
             out.insert("type".into(), type_name(*ty.first().ok_or("no type")?).into());
         }
     }
@@ -495,21 +505,22 @@ pub fn encode(layout: &KeyLayout, json: &Value) -> Result<Record, Error> {
     if let Some(index) = json.get("index").and_then(Value::as_str) {
         let ty = redis_type(field(json, "type")?.as_str().ok_or("'type' is a string")?)?;
         let ty = titea::type_byte(ty).ok_or("TiTea has no such type")?;
-        let version = json_version(json)?;
+        let version = json_version(&layout, json)?;
         return match index {
             "gc" => {
-                Ok(Record { cf, key: layout.gc_record_key(layout.namespace(), version), value: vec![ty] })
+                let key = layout.gc_record_key(layout.namespace(), version).map_err(fail)?;
+                Ok(Record { cf, key, value: vec![ty] })
             }
             _ => {
                 let key = json_bytes(field(json, "key")?, "key")?;
                 let at = number(json, "expire_ms", None)?;
-                let value = [&version.to_be_bytes()[..], &[ty]].concat();
+                let value = [&version.id().map_err(fail)?[..], &[ty]].concat();
                 Ok(Record { cf, key: layout.expire_record_key(at, &key), value })
             }
         };
     }
     let key = json_bytes(field(json, "key")?, "key")?;
-    let version = || json_version(json);
+    let version = || json_version(&layout, json);
     let record = |key: Vec<u8>, value: Vec<u8>| Ok(Record { cf, key, value });
     match cf {
         ColumnFamily::Metadata => {
@@ -517,7 +528,7 @@ pub fn encode(layout: &KeyLayout, json: &Value) -> Result<Record, Error> {
             let expire_ms = number(json, "expire_ms", Some(0))?;
             let value = text("value")?.unwrap_or_default();
             let meta = if ty.is_single_kv() {
-                let version = if json.contains_key("version") { version()? } else { 0 };
+                let version = if json.contains_key("version") { version()? } else { Version::NONE };
                 Metadata { ty, version, ..Metadata::string(&value, expire_ms) }
             } else {
                 let mut meta = Metadata::collection(ty, version()?);

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rediskv::backend::{Direction, KvBackend};
-use rediskv::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, RedisType};
+use rediskv::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, RedisType, Version};
 use rediskv_engine::{DiskBackend, Options, Sync};
 
 use crate::record::{self, Error};
@@ -127,7 +127,7 @@ pub fn dump(
 }
 
 /// TiTea: the key and type of each collection, by namespace and object id.
-type TiteaOwners = HashMap<(Vec<u8>, u128), (Vec<u8>, RedisType)>;
+type TiteaOwners = HashMap<(Vec<u8>, Version), (Vec<u8>, RedisType)>;
 
 /// Every TiTea collection of `store`: its namespace and object id → its key and type.
 fn titea_owners(store: &dyn KvBackend, layout: &KeyLayout) -> Result<TiteaOwners, Error> {

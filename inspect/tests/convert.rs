@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use rediskv::codec::{ColumnFamily, KeyLayout, KeyRange, RedisType};
+use rediskv::codec::{ColumnFamily, KeyLayout, KeyRange, RedisType, Version};
 use rediskv::commands::{Engine, Reply};
 use rediskv_engine::testkit::TempDir;
 use rediskv_inspect::convert::convert;
@@ -415,7 +415,9 @@ fn decoding_random_bytes_never_panics() {
         [None, Some("hash"), Some("list"), Some("set"), Some("zset"), Some("bitmap"), Some("sortedint")];
     for (_, layout) in layouts() {
         // Real prefixes with random tails, and random bytes.
-        let seeds = [layout.metadata_key(b"k"), layout.subkey(b"k", 7, b"").unwrap(), Vec::new()];
+        let version =
+            if layout.version_len() == 16 { Version::Id(7u128.to_be_bytes()) } else { Version::Short(7) };
+        let seeds = [layout.metadata_key(b"k"), layout.subkey(b"k", version, b"").unwrap(), Vec::new()];
         for i in 0..20_000 {
             let mut key = seeds[i % 3].clone();
             key.extend((0..rng.below(40)).map(|_| rng.below(256) as u8));

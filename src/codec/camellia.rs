@@ -17,6 +17,7 @@ use bytes::BufMut;
 use super::metadata::Metadata;
 use super::reader::Reader;
 use super::types::RedisType;
+use super::version::Version;
 use crate::error::{Error, Result};
 
 /// camellia's type id for `ty` (`None` for a type camellia-kv has no id for).
@@ -51,7 +52,7 @@ pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata<'_>> {
         5 => RedisType::Set,
         other => return Err(Error::UnknownType(other)),
     };
-    let version = u128::from(r.u64()?);
+    let version = Version::Short(r.u64()?);
     let expire = r.u64()? as i64;
     let expire_ms = match expire {
         e if e < 0 => 0,
@@ -88,7 +89,7 @@ pub fn encode_metadata(meta: &Metadata<'_>, out: &mut impl BufMut) -> Result<()>
     let blind = meta.blind_write && matches!(meta.ty, RedisType::Hash | RedisType::Set);
     out.put_u8(u8::from(blind));
     out.put_u8(id);
-    out.put_u64(meta.version as u64);
+    out.put_u64(meta.version.short()?);
     out.put_i64(if meta.expire_ms == 0 { -1 } else { meta.expire_ms.min(i64::MAX as u64) as i64 });
     if meta.ty == RedisType::String {
         out.put_slice(meta.value);

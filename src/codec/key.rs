@@ -35,6 +35,7 @@ use super::metadata::{Metadata, peek_type_and_expire};
 use super::reader::Reader;
 use super::slot::key_slot;
 use super::types::RedisType;
+use super::version::Version;
 use super::{camellia, titea};
 use crate::error::{Error, Result};
 
@@ -325,7 +326,8 @@ impl KeyLayout {
     ///
     /// # Errors
     /// [`Error::UnsupportedType`] for a type the system cannot store
-    /// ([`KeyLayout::stores`]).
+    /// ([`KeyLayout::stores`]); [`Error::LayoutMismatch`] for a collection's version of the
+    /// other [`Version`] variant.
     pub fn encode_metadata(&self, meta: &Metadata<'_>) -> Result<Vec<u8>> {
         if !self.stores(meta.ty) {
             return Err(Error::UnsupportedType { name: meta.ty.name(), id: meta.ty as u8 });
@@ -341,7 +343,12 @@ impl KeyLayout {
                 titea::encode_metadata(meta, &mut out)?;
                 Ok(out)
             }
-            _ => Ok(meta.to_vec()),
+            _ => {
+                if meta.ty.is_collection() {
+                    meta.version.short()?;
+                }
+                Ok(meta.to_vec())
+            }
         }
     }
 
@@ -509,8 +516,8 @@ impl KeyLayout {
     /// `[prefix][ns_len][ns][slot]?[md5]?[key_len u32][key][version u64]`.
     ///
     /// # Errors
-    /// [`Error::KeyTooLong`] for a key over `u32::MAX` bytes.
-    pub fn encode_subkey_prefix(&self, key: &[u8], version: u128, out: &mut impl BufMut) -> Result<()> {
+    /// As [`RoutedKey::encode_subkey_prefix`].
+    pub fn encode_subkey_prefix(&self, key: &[u8], version: Version, out: &mut impl BufMut) -> Result<()> {
         self.routed(key).encode_subkey_prefix(version, out)
     }
 
@@ -518,7 +525,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn subkey_prefix(&self, key: &[u8], version: u128, extra: usize) -> Result<Vec<u8>> {
+    pub fn subkey_prefix(&self, key: &[u8], version: Version, extra: usize) -> Result<Vec<u8>> {
         self.routed(key).subkey_prefix(version, extra)
     }
 
@@ -527,7 +534,13 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn encode_subkey(&self, key: &[u8], version: u128, sub: &[u8], out: &mut impl BufMut) -> Result<()> {
+    pub fn encode_subkey(
+        &self,
+        key: &[u8],
+        version: Version,
+        sub: &[u8],
+        out: &mut impl BufMut,
+    ) -> Result<()> {
         self.routed(key).encode_subkey(version, sub, out)
     }
 
@@ -535,7 +548,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn subkey(&self, key: &[u8], version: u128, sub: &[u8]) -> Result<Vec<u8>> {
+    pub fn subkey(&self, key: &[u8], version: Version, sub: &[u8]) -> Result<Vec<u8>> {
         self.routed(key).subkey(version, sub)
     }
 
@@ -546,7 +559,7 @@ impl KeyLayout {
     pub fn encode_score_key(
         &self,
         key: &[u8],
-        version: u128,
+        version: Version,
         score: f64,
         member: &[u8],
         out: &mut impl BufMut,
@@ -558,7 +571,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_score_key`].
-    pub fn score_key(&self, key: &[u8], version: u128, score: f64, member: &[u8]) -> Result<Vec<u8>> {
+    pub fn score_key(&self, key: &[u8], version: Version, score: f64, member: &[u8]) -> Result<Vec<u8>> {
         self.routed(key).score_key(version, score, member)
     }
 
@@ -566,7 +579,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn subkey_range(&self, key: &[u8], version: u128) -> Result<KeyRange> {
+    pub fn subkey_range(&self, key: &[u8], version: Version) -> Result<KeyRange> {
         Ok(KeyRange::prefix(self.subkey_prefix(key, version, 0)?))
     }
 
@@ -574,7 +587,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`], and [`Error::NanScore`] for a NaN bound.
-    pub fn score_range(&self, key: &[u8], version: u128, from: Option<f64>) -> Result<KeyRange> {
+    pub fn score_range(&self, key: &[u8], version: Version, from: Option<f64>) -> Result<KeyRange> {
         let mut range = KeyRange::prefix(self.score_prefix(key, version, 0)?);
         if let Some(score) = from {
             range.start.extend_from_slice(&self.encode_score(score)?);
@@ -587,7 +600,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn score_prefix(&self, key: &[u8], version: u128, extra: usize) -> Result<Vec<u8>> {
+    pub fn score_prefix(&self, key: &[u8], version: Version, extra: usize) -> Result<Vec<u8>> {
         self.routed(key).score_prefix(version, extra)
     }
 
@@ -596,12 +609,12 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn member_prefix(&self, key: &[u8], version: u128) -> Result<Vec<u8>> {
+    pub fn member_prefix(&self, key: &[u8], version: Version) -> Result<Vec<u8>> {
         self.member_prefix_with_room(key, version, 0)
     }
 
     /// [`KeyLayout::member_prefix`] in a vector with room for `extra` more bytes.
-    fn member_prefix_with_room(&self, key: &[u8], version: u128, extra: usize) -> Result<Vec<u8>> {
+    fn member_prefix_with_room(&self, key: &[u8], version: Version, extra: usize) -> Result<Vec<u8>> {
         let mut out = self.subkey_prefix(key, version, 1 + extra)?;
         if self.kind == LayoutKind::TiTea {
             out.push(titea::WITHOUT_SCORE);
@@ -613,7 +626,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn member_key(&self, key: &[u8], version: u128, member: &[u8]) -> Result<Vec<u8>> {
+    pub fn member_key(&self, key: &[u8], version: Version, member: &[u8]) -> Result<Vec<u8>> {
         // Built at its length: growing the prefix's vector would move it.
         let mut out = self.member_prefix_with_room(key, version, member.len())?;
         out.extend_from_slice(member);
@@ -685,13 +698,17 @@ impl KeyLayout {
 
     /// TiTea: the GC index record that marks the collection `version` of `namespace` (this
     /// layout's or one of its databases', as decoders return it) deleted: `kv<ns>g<id>`.
-    pub fn gc_record_key(&self, namespace: &[u8], version: u128) -> Vec<u8> {
+    ///
+    /// # Errors
+    /// [`Error::LayoutMismatch`] for a [`Version::Short`].
+    pub fn gc_record_key(&self, namespace: &[u8], version: Version) -> Result<Vec<u8>> {
+        let id = version.id()?;
         let mut out = Vec::with_capacity(titea::SYSTEM_PREFIX.len() + namespace.len() + 17);
         out.extend_from_slice(titea::SYSTEM_PREFIX);
         out.extend_from_slice(namespace);
         out.push(titea::GC);
-        out.extend_from_slice(&version.to_be_bytes());
-        out
+        out.extend_from_slice(&id);
+        Ok(out)
     }
 
     /// TiTea: the expire index record of `key` expiring at `expire_ms`: `kv<ns>e<ms><key>`.
@@ -850,12 +867,12 @@ impl KeyLayout {
         let (namespace, slot, hash) = self.read_route(&mut r, tag)?;
         if self.kind == LayoutKind::TiTea {
             // Element records name their collection by its id only: no key.
-            let version = u128::from_be_bytes(r.take(16)?.try_into().unwrap_or_default());
+            let version = Version::Id(r.id()?);
             return Ok(Subkey { namespace, slot, hash, user_key: &[], version, sub: r.rest() });
         }
         let key_len = r.u32()? as usize;
         let user_key = r.take(key_len)?;
-        let version = r.u64()?.into();
+        let version = Version::Short(r.u64()?);
         Ok(Subkey { namespace, slot, hash, user_key, version, sub: r.rest() })
     }
 
@@ -1014,25 +1031,28 @@ impl RoutedKey<'_> {
     /// Writes the subkey prefix at `version`, as [`KeyLayout::encode_subkey_prefix`].
     ///
     /// # Errors
-    /// [`Error::KeyTooLong`] for a key over `u32::MAX` bytes.
-    pub fn encode_subkey_prefix(&self, version: u128, out: &mut impl BufMut) -> Result<()> {
+    /// [`Error::KeyTooLong`] for a key over `u32::MAX` bytes; [`Error::LayoutMismatch`] for a
+    /// [`Version`] of the other variant than the layout's.
+    pub fn encode_subkey_prefix(&self, version: Version, out: &mut impl BufMut) -> Result<()> {
         self.encode_record_prefix(version, out, Tag::Subkey)
     }
 
-    fn encode_record_prefix(&self, version: u128, out: &mut impl BufMut, tag: Tag) -> Result<()> {
-        self.put_route(out, tag);
+    fn encode_record_prefix(&self, version: Version, out: &mut impl BufMut, tag: Tag) -> Result<()> {
         if self.layout.kind == LayoutKind::TiTea {
-            out.put_u128(version);
+            let id = version.id()?;
+            self.put_route(out, tag);
+            out.put_slice(&id);
             if tag == Tag::Score {
                 out.put_u8(titea::WITH_SCORE);
             }
             return Ok(());
         }
+        let version = version.short()?;
+        self.put_route(out, tag);
         let len = u32::try_from(self.key.len()).map_err(|_| Error::KeyTooLong(self.key.len()))?;
         out.put_u32(len);
         out.put_slice(self.key);
-        // 64-bit layouts make 64-bit versions (`Db::new_version`).
-        out.put_u64(version as u64);
+        out.put_u64(version);
         Ok(())
     }
 
@@ -1040,7 +1060,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
-    pub fn score_prefix(&self, version: u128, extra: usize) -> Result<Vec<u8>> {
+    pub fn score_prefix(&self, version: Version, extra: usize) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.route_len() + 12 + self.key.len() + extra);
         self.encode_record_prefix(version, &mut out, Tag::Score)?;
         Ok(out)
@@ -1050,7 +1070,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
-    pub fn subkey_prefix(&self, version: u128, extra: usize) -> Result<Vec<u8>> {
+    pub fn subkey_prefix(&self, version: Version, extra: usize) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.route_len() + 12 + self.key.len() + extra);
         self.encode_subkey_prefix(version, &mut out)?;
         Ok(out)
@@ -1060,7 +1080,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
-    pub fn encode_subkey(&self, version: u128, sub: &[u8], out: &mut impl BufMut) -> Result<()> {
+    pub fn encode_subkey(&self, version: Version, sub: &[u8], out: &mut impl BufMut) -> Result<()> {
         self.encode_subkey_prefix(version, out)?;
         out.put_slice(sub);
         Ok(())
@@ -1070,7 +1090,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
-    pub fn subkey(&self, version: u128, sub: &[u8]) -> Result<Vec<u8>> {
+    pub fn subkey(&self, version: Version, sub: &[u8]) -> Result<Vec<u8>> {
         let mut out = self.subkey_prefix(version, sub.len())?;
         out.extend_from_slice(sub);
         Ok(out)
@@ -1082,7 +1102,7 @@ impl RoutedKey<'_> {
     /// As [`RoutedKey::encode_subkey_prefix`], and [`Error::NanScore`] for NaN.
     pub fn encode_score_key(
         &self,
-        version: u128,
+        version: Version,
         score: f64,
         member: &[u8],
         out: &mut impl BufMut,
@@ -1098,7 +1118,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_score_key`].
-    pub fn score_key(&self, version: u128, score: f64, member: &[u8]) -> Result<Vec<u8>> {
+    pub fn score_key(&self, version: Version, score: f64, member: &[u8]) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.route_len() + 20 + self.key.len() + member.len());
         self.encode_score_key(version, score, member, &mut out)?;
         Ok(out)
@@ -1130,7 +1150,7 @@ pub struct Subkey<'a> {
     /// The Redis key.
     pub user_key: &'a [u8],
     /// The version of the collection the record belongs to.
-    pub version: u128,
+    pub version: Version,
     /// Field, member, or list index bytes.
     pub sub: &'a [u8],
 }
@@ -1148,7 +1168,7 @@ pub struct ScoreKey<'a> {
     /// The key this record belongs to.
     pub owner: KeyOwner<'a>,
     /// The version of the sorted set.
-    pub version: u128,
+    pub version: Version,
     /// The member's score.
     pub score: f64,
     /// The member.

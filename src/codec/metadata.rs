@@ -6,6 +6,7 @@ use super::extra::Extra;
 use super::list::LIST_INITIAL_INDEX;
 use super::reader::Reader;
 use super::types::{Flags, RedisType};
+use super::version::Version;
 use crate::error::Result;
 
 /// A decoded metadata value. Strings borrow their value from the input.
@@ -27,9 +28,10 @@ pub struct Metadata<'a> {
     pub ty: RedisType,
     /// Absolute expiry in unix milliseconds; 0 means none.
     pub expire_ms: u64,
-    /// The incarnation of a collection; 0 for strings. 64 bits in every layout but TiTea's,
-    /// whose collections are named by 16-byte object ids.
-    pub version: u128,
+    /// The incarnation of a collection; [`Version::NONE`] for strings. A
+    /// [`Version::Short`] in every layout but TiTea's, whose collections are named by
+    /// 16-byte object ids ([`Version::Id`]).
+    pub version: Version,
     /// Number of elements of a collection; 0 for strings and blind-write collections.
     pub size: u64,
     /// First list index in use (lists only).
@@ -50,7 +52,7 @@ impl<'a> Metadata<'a> {
         Metadata {
             ty: RedisType::String,
             expire_ms,
-            version: 0,
+            version: Version::NONE,
             size: 0,
             head: 0,
             tail: 0,
@@ -68,7 +70,7 @@ impl<'a> Metadata<'a> {
 
     /// The metadata of a new, empty collection with the given version. Lists start with
     /// head = tail = [`LIST_INITIAL_INDEX`]; the extra fields are [`Extra::default_for`].
-    pub fn collection(ty: RedisType, version: u128) -> Metadata<'static> {
+    pub fn collection(ty: RedisType, version: Version) -> Metadata<'static> {
         let (head, tail) =
             if ty == RedisType::List { (LIST_INITIAL_INDEX, LIST_INITIAL_INDEX) } else { (0, 0) };
         let extra = Extra::default_for(ty);
@@ -108,7 +110,8 @@ impl<'a> Metadata<'a> {
     /// (hash, set, zset) or version, size, head and tail (lists), then the type's
     /// [`Metadata::fields`] (a JSON document after its format byte). A blind-write collection
     /// writes size 0. The blind-write bit is only written for collections (a string with it
-    /// would not decode).
+    /// would not decode). The version is a [`Version::Short`]: of an [`Version::Id`], which
+    /// [`super::KeyLayout::encode_metadata`] refuses for these layouts, the last 8 bytes.
     pub fn encode(&self, out: &mut impl BufMut) {
         out.put_u8(Flags::new(self.ty, self.blind_write && self.ty.is_collection()).byte());
         out.put_u64(self.expire_ms);
@@ -121,8 +124,12 @@ impl<'a> Metadata<'a> {
             out.put_slice(self.value);
             return;
         }
-        // 64-bit layouts make 64-bit versions (`Db::new_version`).
-        out.put_u64(self.version as u64);
+        out.put_u64(match self.version {
+            Version::Short(v) => v,
+            Version::Id(id) => {
+                u64::from_be_bytes([id[8], id[9], id[10], id[11], id[12], id[13], id[14], id[15]])
+            }
+        });
         out.put_u64(if self.blind_write { 0 } else { self.size });
         if self.ty == RedisType::List {
             out.put_u64(self.head);
@@ -153,7 +160,7 @@ impl<'a> Metadata<'a> {
         let mut meta = Metadata {
             ty: flags.ty,
             expire_ms,
-            version: 0,
+            version: Version::NONE,
             size: 0,
             head: 0,
             tail: 0,
@@ -171,7 +178,7 @@ impl<'a> Metadata<'a> {
             meta.value = r.rest();
             return Ok(meta);
         }
-        meta.version = r.u64()?.into();
+        meta.version = Version::Short(r.u64()?);
         meta.size = if flags.wide { r.u64()? } else { u64::from(r.u32()?) };
         if flags.blind_write {
             meta.size = 0;

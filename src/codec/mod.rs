@@ -37,7 +37,7 @@ pub use stream::{
     groups_prefix,
 };
 pub use types::{FLAG_64BIT, FLAG_BLIND_WRITE, FLAG_RESERVED, Flags, RedisType, TYPE_MASK};
-pub use version::{Clock, ManualClock, SystemClock, VersionGenerator};
+pub use version::{Clock, ManualClock, SystemClock, Version, VersionGenerator};
 
 /// The column families records live in (docs/layout.md). A backend with one key space maps each
 /// to a distinct one-byte prefix.

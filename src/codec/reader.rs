@@ -45,6 +45,13 @@ impl<'a> Reader<'a> {
         Ok(BigEndian::read_u64(self.take(8)?))
     }
 
+    /// A 16-byte object id ([`super::Version::Id`]).
+    pub(crate) fn id(&mut self) -> Result<[u8; 16]> {
+        let mut id = [0; 16];
+        id.copy_from_slice(self.take(16)?);
+        Ok(id)
+    }
+
     /// Whether everything has been read.
     pub(crate) fn is_empty(&self) -> bool {
         self.buf.is_empty()

@@ -20,6 +20,7 @@ use super::list::LIST_INITIAL_INDEX;
 use super::metadata::Metadata;
 use super::reader::Reader;
 use super::types::RedisType;
+use super::version::Version;
 use crate::error::{Error, Result};
 
 /// TiTea's system prefix, before the namespace of every record.
@@ -104,7 +105,7 @@ pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata<'_>> {
         b'z' => RedisType::ZSet,
         other => return Err(Error::UnknownType(other)),
     };
-    let version = u128::from_be_bytes(r.take(16)?.try_into().unwrap_or_default());
+    let version = Version::Id(r.id()?);
     let size = r.u64()?;
     let _created = r.u64()?;
     let expire_ms = r.u64()?;
@@ -124,11 +125,13 @@ pub fn decode_metadata(bytes: &[u8]) -> Result<Metadata<'_>> {
 /// in at commit). A list's head and tail become its first and last position.
 ///
 /// # Errors
-/// [`Error::UnsupportedType`] for a type TiTea does not store.
+/// [`Error::UnsupportedType`] for a type TiTea does not store; [`Error::LayoutMismatch`] for
+/// a [`Version::Short`] other than [`Version::NONE`].
 pub fn encode_metadata(meta: &Metadata<'_>, out: &mut impl BufMut) -> Result<()> {
     let ty = type_byte(meta.ty).ok_or(Error::UnsupportedType { name: meta.ty.name(), id: meta.ty as u8 })?;
     out.put_u8(ty);
-    out.put_u128(meta.version);
+    // A string not given an id yet ([`Version::NONE`]) writes the all-zero id.
+    out.put_slice(&if meta.version == Version::NONE { [0; 16] } else { meta.version.id()? });
     out.put_u64(if meta.ty == RedisType::String { 0 } else { meta.size });
     out.put_u64(0);
     out.put_u64(meta.expire_ms);
@@ -174,7 +177,7 @@ pub fn decode_score_text(bytes: &[u8]) -> Result<f64> {
 /// [`Error::UnsupportedType`] for a type TiTea does not store.
 pub fn expire_value(meta: &Metadata<'_>) -> Result<Vec<u8>> {
     let ty = type_byte(meta.ty).ok_or(Error::UnsupportedType { name: meta.ty.name(), id: meta.ty as u8 })?;
-    let mut out = meta.version.to_be_bytes().to_vec();
+    let mut out = meta.version.id()?.to_vec();
     out.push(ty);
     Ok(out)
 }

@@ -1,4 +1,4 @@
-//! Version generation and the clock it reads.
+//! Collection versions, their generation and the clock it reads.
 //!
 //! `version = (unix_us << 11) + counter % 2048`, the counter starting at a random value.
 //! Unlike Kvrocks' generator, [`VersionGenerator::next`] never repeats or goes backwards,
@@ -9,6 +9,95 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::{Error, Result};
+
+/// The incarnation of a collection, as its records carry it: what a layout's subkeys, score
+/// keys and metadata name it by.
+///
+/// | variant | layouts | bytes in a record |
+/// |---|---|---|
+/// | `Short` | Kvrocks, NeoKV, camellia | 8, big-endian |
+/// | `Id` | TiTea | its 16 bytes (the object id) |
+///
+/// A layout given the other variant refuses it with [`Error::LayoutMismatch`]; its decoders
+/// produce its own. Strings carry [`Version::NONE`] until a layout that versions them
+/// ([`super::KeyLayout::versions_strings`]) gives them one. Versions of one variant order as
+/// their records do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Version {
+    /// A 64-bit version.
+    Short(u64),
+    /// A 16-byte object id.
+    Id([u8; 16]),
+}
+
+impl Version {
+    /// No version: a string's, before a layout that versions strings stamps one.
+    pub const NONE: Version = Version::Short(0);
+
+    /// Whether this is [`Version::NONE`] or an all-zero id.
+    pub fn is_none(self) -> bool {
+        match self {
+            Version::Short(v) => v == 0,
+            Version::Id(id) => id == [0; 16],
+        }
+    }
+
+    /// The 64-bit version.
+    ///
+    /// # Errors
+    /// [`Error::LayoutMismatch`] for a [`Version::Id`].
+    pub fn short(self) -> Result<u64> {
+        match self {
+            Version::Short(v) => Ok(v),
+            Version::Id(_) => {
+                Err(Error::LayoutMismatch("a 16-byte id where the layout's versions are 64-bit"))
+            }
+        }
+    }
+
+    /// The 16-byte object id.
+    ///
+    /// # Errors
+    /// [`Error::LayoutMismatch`] for a [`Version::Short`].
+    pub fn id(self) -> Result<[u8; 16]> {
+        match self {
+            Version::Id(id) => Ok(id),
+            Version::Short(_) => Err(Error::LayoutMismatch(
+                "a 64-bit version where the layout names collections by 16-byte ids",
+            )),
+        }
+    }
+}
+
+impl Default for Version {
+    fn default() -> Self {
+        Version::NONE
+    }
+}
+
+impl From<u64> for Version {
+    fn from(v: u64) -> Self {
+        Version::Short(v)
+    }
+}
+
+impl From<[u8; 16]> for Version {
+    fn from(id: [u8; 16]) -> Self {
+        Version::Id(id)
+    }
+}
+
+impl std::fmt::Display for Version {
+    /// A `Short` in decimal, an `Id` in 32 hex digits.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Version::Short(v) => write!(f, "{v}"),
+            Version::Id(id) => id.iter().try_for_each(|b| write!(f, "{b:02x}")),
+        }
+    }
+}
 
 /// A source of wall-clock time. Injectable so tests of expiry never sleep.
 pub trait Clock: Send + Sync {

@@ -21,7 +21,7 @@ use super::reply::CommandResult;
 use super::table::CommandInfo;
 use crate::backend::{BatchOp, Direction, KvBackend, ScanIter, WriteBatch};
 use crate::codec::{
-    Clock, ColumnFamily, KeyLayout, LayoutKind, Metadata, RedisType, SystemClock, VersionGenerator,
+    Clock, ColumnFamily, KeyLayout, LayoutKind, Metadata, RedisType, SystemClock, Version, VersionGenerator,
     decode_neokv_legacy,
 };
 
@@ -407,7 +407,7 @@ pub(crate) struct Journal {
     refused: Option<RedisType>,
     /// TiTea: the metadata key of each collection version the command looked up (its
     /// element records do not name their key).
-    owners: Vec<(u128, Bytes)>,
+    owners: Vec<(Version, Bytes)>,
 }
 
 /// A journal's vectors that live only while a command runs, handed from command to command
@@ -1137,18 +1137,22 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
     }
 
-    /// A fresh collection version: a 64-bit one, or for TiTea's 16-byte object ids the
-    /// 64-bit version followed by 8 bytes mixed from it (unique as the version is).
-    pub fn new_version(&self) -> u128 {
+    /// A fresh collection version of the layout's variant: a [`Version::Short`], or for
+    /// TiTea a [`Version::Id`] of the 64-bit version followed by 8 bytes mixed from it
+    /// (unique as the version is).
+    pub fn new_version(&self) -> Version {
         let v = self.shared.versions.next(self.shared.clock.now_us());
         if self.layout().version_len() == 16 {
             // splitmix64's finaliser: the low half looks random, as TiTea's UUIDs do.
             let mut z = v.wrapping_add(0x9E37_79B9_7F4A_7C15);
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            (u128::from(v) << 64) | u128::from(z ^ (z >> 31))
+            let mut id = [0; 16];
+            id[..8].copy_from_slice(&v.to_be_bytes());
+            id[8..].copy_from_slice(&(z ^ (z >> 31)).to_be_bytes());
+            Version::Id(id)
         } else {
-            v.into()
+            Version::Short(v)
         }
     }
 
@@ -1166,7 +1170,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// A storage error for a key over 4 GiB.
-    pub fn subkey(&self, key: &[u8], version: u128, sub: &[u8]) -> CommandResult<Vec<u8>> {
+    pub fn subkey(&self, key: &[u8], version: Version, sub: &[u8]) -> CommandResult<Vec<u8>> {
         Ok(self.layout().subkey(key, version, sub)?)
     }
 
@@ -1536,7 +1540,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         // camellia and TiTea put a version in a string's record too: a fresh one for a
         // string a command made (TiTea keeps a live string's id: `titea_index_records`).
         let stamped;
-        let meta = if meta.ty == RedisType::String && meta.version == 0 && layout.versions_strings() {
+        let meta = if meta.ty == RedisType::String && meta.version.is_none() && layout.versions_strings() {
             stamped = Metadata { version: self.new_version(), ..*meta };
             &stamped
         } else {
@@ -1618,7 +1622,12 @@ impl<'a, B: KvBackend> Db<'a, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub(crate) fn get_subkey(&self, key: &[u8], version: u128, sub: &[u8]) -> CommandResult<Option<Bytes>> {
+    pub(crate) fn get_subkey(
+        &self,
+        key: &[u8],
+        version: Version,
+        sub: &[u8],
+    ) -> CommandResult<Option<Bytes>> {
         Ok(self.backend.get(ColumnFamily::Subkey, &self.subkey(key, version, sub)?)?)
     }
 
@@ -1629,7 +1638,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
     pub fn scan_subkeys(
         &self,
         key: &[u8],
-        version: u128,
+        version: Version,
         direction: Direction,
     ) -> CommandResult<impl Iterator<Item = CommandResult<(Bytes, Bytes)>> + '_> {
         let prefix_len = self.layout().subkey_prefix(key, version, 0)?.len();
@@ -1949,7 +1958,7 @@ impl<B: KvBackend> Db<'_, B> {
                 let kept = new_meta.as_ref().is_some_and(|n| same(old, n));
                 if !old.ty.is_single_kv() && !kept {
                     let ty = crate::codec::titea::type_byte(old.ty).unwrap_or(b'h');
-                    out.put(ColumnFamily::Metadata, base.gc_record_key(mk.namespace, old.version), vec![ty]);
+                    out.put(ColumnFamily::Metadata, base.gc_record_key(mk.namespace, old.version)?, vec![ty]);
                 }
                 if old.expire_ms != 0
                     && !(kept && new_meta.as_ref().is_some_and(|n| n.expire_ms == old.expire_ms))
@@ -1998,7 +2007,7 @@ fn keep_string_id(old: &Metadata<'_>, raw: &Bytes, now_ms: u64) -> Option<Bytes>
         return None;
     }
     let mut bytes = raw.to_vec();
-    bytes.get_mut(crate::codec::titea::OBJECT_ID)?.copy_from_slice(&old.version.to_be_bytes());
+    bytes.get_mut(crate::codec::titea::OBJECT_ID)?.copy_from_slice(&old.version.id().ok()?);
     Some(bytes.into())
 }
 

@@ -20,7 +20,7 @@ use super::notify::NotifyFlags;
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{
-    ColumnFamily, KeyRange, Metadata, RedisType, push_back_tail, push_front_index, stored_index,
+    ColumnFamily, KeyRange, Metadata, RedisType, Version, push_back_tail, push_front_index, stored_index,
 };
 
 /// One end of a list: `LEFT` is the head (position 0), `RIGHT` the tail.
@@ -139,7 +139,7 @@ fn list_range(meta: &Metadata<'_>, start: i64, stop: i64) -> Option<(u64, u64)> 
 }
 
 impl<B: KvBackend> Db<'_, B> {
-    fn elem_keys(&self, key: &[u8], version: u128) -> CommandResult<ElemKeys> {
+    fn elem_keys(&self, key: &[u8], version: Version) -> CommandResult<ElemKeys> {
         let titea = self.layout().kind() == crate::codec::LayoutKind::TiTea;
         Ok(ElemKeys { prefix: self.layout().subkey_prefix(key, version, 9)?, titea })
     }

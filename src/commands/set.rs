@@ -27,7 +27,7 @@ use super::notify::NotifyFlags;
 use super::subkeys::{Pick, parse_scan_options, scan_reply};
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use crate::codec::{Metadata, RedisType};
+use crate::codec::{Metadata, RedisType, Version};
 
 impl<B: KvBackend> Db<'_, B> {
     /// SADD: adds the members; returns how many were new. Reads the metadata and the members
@@ -241,7 +241,7 @@ impl<B: KvBackend> Db<'_, B> {
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by_key(|&i| if metas[i].blind_write { u64::MAX } else { metas[i].size });
         let (first, others) = order.split_first().expect("at least one key");
-        let probe: Vec<(&[u8], u128)> = others
+        let probe: Vec<(&[u8], Version)> = others
             .iter()
             .filter(|&&i| keys[i] != keys[*first])
             .map(|&i| (keys[i].as_ref(), metas[i].version))
@@ -255,8 +255,8 @@ impl<B: KvBackend> Db<'_, B> {
     fn filter_members(
         &self,
         key: &[u8],
-        version: u128,
-        probe: &[(&[u8], u128)],
+        version: Version,
+        probe: &[(&[u8], Version)],
         want_all: bool,
         limit: usize,
     ) -> CommandResult<Vec<Bytes>> {
@@ -337,7 +337,7 @@ impl<B: KvBackend> Db<'_, B> {
         if keys[1..].iter().any(|k| k == &keys[0]) {
             return Ok(Vec::new());
         }
-        let probe: Vec<(&[u8], u128)> =
+        let probe: Vec<(&[u8], Version)> =
             keys.iter().zip(&metas).skip(1).filter_map(|(k, m)| m.map(|m| (k.as_ref(), m.version))).collect();
         self.filter_members(&keys[0], first.version, &probe, false, 0)
     }

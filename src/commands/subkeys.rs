@@ -9,7 +9,7 @@ use bytes::Bytes;
 use super::args::{Distinct, Glob, int_arg};
 use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use crate::codec::{KeyRange, Metadata};
+use crate::codec::{KeyRange, Metadata, Version};
 
 /// What a point read of one subkey found.
 type Found = Option<Bytes>;
@@ -90,7 +90,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub(crate) fn all_subkeys(&self, key: &[u8], version: u128) -> CommandResult<Vec<(Bytes, Bytes)>> {
+    pub(crate) fn all_subkeys(&self, key: &[u8], version: Version) -> CommandResult<Vec<(Bytes, Bytes)>> {
         self.scan_subkeys(key, version, Direction::Forward)?.collect()
     }
 
@@ -101,7 +101,7 @@ impl<B: KvBackend> Db<'_, B> {
     pub(crate) fn get_subkeys<'s>(
         &self,
         key: &[u8],
-        version: u128,
+        version: Version,
         subs: impl IntoIterator<Item = &'s [u8]>,
     ) -> CommandResult<Vec<Found>> {
         let keys =
@@ -118,7 +118,7 @@ impl<B: KvBackend> Db<'_, B> {
     pub(crate) fn read_subkeys<'s>(
         &self,
         key: &[u8],
-        version: u128,
+        version: Version,
         subs: impl IntoIterator<Item = &'s [u8]>,
     ) -> CommandResult<(Vec<Vec<u8>>, Vec<bool>)> {
         let keys =
@@ -157,7 +157,7 @@ impl<B: KvBackend> Db<'_, B> {
     pub(crate) fn scan_page(
         &mut self,
         key: &[u8],
-        version: u128,
+        version: Version,
         cursor: u64,
         opts: &ScanOptions,
     ) -> CommandResult<(u64, Vec<(Bytes, Bytes)>)> {
@@ -289,7 +289,7 @@ impl<B: KvBackend> Db<'_, B> {
     fn sample_by_seeks(
         &mut self,
         key: &[u8],
-        version: u128,
+        version: Version,
         count: u64,
         distinct: bool,
     ) -> CommandResult<Option<Vec<(Bytes, Bytes)>>> {

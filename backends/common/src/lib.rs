@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rediskv::backend::{BatchOp, KvBackend, WriteBatch};
-use rediskv::codec::{ColumnFamily, KeyLayout, Metadata, VersionGenerator};
+use rediskv::codec::{ColumnFamily, KeyLayout, Metadata, Version, VersionGenerator};
 use rediskv::gc::{self, Decision};
 use rediskv::{Error, Result};
 
@@ -459,7 +459,10 @@ fn max_version(batch: &WriteBatch) -> u64 {
                 .or_else(|_| rediskv::codec::camellia::decode_metadata(value))
                 .or_else(|_| rediskv::codec::titea::decode_metadata(value))
                 .ok()
-                .map(|m| u64::try_from(m.version).unwrap_or((m.version >> 64) as u64)),
+                .map(|m| match m.version {
+                    Version::Short(v) => v,
+                    Version::Id([a, b, c, d, e, f, g, h, ..]) => u64::from_be_bytes([a, b, c, d, e, f, g, h]),
+                }),
             _ => None,
         })
         .max()
@@ -483,7 +486,7 @@ pub struct GcFilter {
     cf: ColumnFamily,
     grace_ms: u64,
     now_ms: u64,
-    last: Option<(Vec<u8>, u128, Decision)>,
+    last: Option<(Vec<u8>, Version, Decision)>,
 }
 
 impl GcFilter {

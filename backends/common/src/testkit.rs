@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use rediskv::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use rediskv::codec::{KeyLayout, KeyRange, ManualClock, Metadata};
+use rediskv::codec::{KeyLayout, KeyRange, ManualClock, Metadata, Version};
 use rediskv::commands::{Db, Reply};
 
 use crate::{DiskBackend, Options, Sync, now_ms};
@@ -134,14 +134,14 @@ pub const READS: &[&[&str]] = &[
 ];
 
 /// The largest collection version on disk.
-pub fn max_version<B: KvBackend>(backend: &B) -> u128 {
+pub fn max_version<B: KvBackend>(backend: &B) -> Version {
     let all = rediskv::codec::KeyRange { start: Vec::new(), end: None };
     backend
         .scan(ColumnFamily::Metadata, &all, Direction::Forward)
         .expect("scan metadata")
-        .map(|item| Metadata::decode(&item.expect("metadata record").1).map_or(0, |m| m.version))
+        .map(|item| Metadata::decode(&item.expect("metadata record").1).map_or(Version::NONE, |m| m.version))
         .max()
-        .unwrap_or(0)
+        .unwrap_or(Version::NONE)
 }
 
 /// Writes every kind of record with `sync`, closes, reopens: every key, TTL and collection
@@ -157,7 +157,7 @@ pub fn restart<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<
     assert_eq!(before[0], bulk("value"));
     assert!(matches!(before[3], Reply::Integer(t) if t > 0), "hash has a TTL: {:?}", before[3]);
     let top = max_version(db.backend());
-    assert!(top > 0, "collections have versions");
+    assert!(top > Version::NONE, "collections have versions");
     drop(db);
 
     let mut db = Db::new(open(dir.path(), options).expect("reopen"));

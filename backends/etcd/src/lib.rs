@@ -112,7 +112,7 @@ use etcd_client::{
     TxnOpResponse,
 };
 use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
-use rediskv::codec::{KeyLayout, KeyRange, prefix_successor};
+use rediskv::codec::{KeyLayout, KeyRange, Version, prefix_successor};
 use rediskv::commands::Engine;
 use rediskv::gc::{self, CollectStep, Collector, ExpirySweep, SweepStep};
 use rediskv::{Error, Result};
@@ -294,7 +294,7 @@ struct View {
     /// Scanned etcd key ranges `[start, end)`.
     ranges: Vec<(Vec<u8>, Vec<u8>)>,
     /// Metadata versions seen, by etcd key (`None`: absent or not a collection).
-    versions: HashMap<Vec<u8>, Option<u128>>,
+    versions: HashMap<Vec<u8>, Option<Version>>,
     /// Whether etcd refused the transaction.
     refused: bool,
 }
@@ -660,7 +660,7 @@ impl Backend {
 
     /// The Subkey, Score and Stream etcd ranges of `version` of the key whose metadata key is
     /// `metadata_key` (none when it does not decode under the layout).
-    fn version_ranges(&self, metadata_key: &[u8], version: u128) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn version_ranges(&self, metadata_key: &[u8], version: Version) -> Vec<(Vec<u8>, Vec<u8>)> {
         let layout = &self.options.layout;
         let Ok(mk) = layout.decode_metadata_key(metadata_key) else { return Vec::new() };
         let Ok(ns_layout) = layout.clone().with_namespace(mk.namespace) else { return Vec::new() };
@@ -847,7 +847,7 @@ fn value_and_revision(kv: etcd_client::KeyValue) -> (Vec<u8>, i64) {
 
 /// The version of a collection's metadata value (`None` for single-KV types and undecodable
 /// values: they own no subkeys).
-fn collection_version(layout: &KeyLayout, value: &[u8]) -> Option<u128> {
+fn collection_version(layout: &KeyLayout, value: &[u8]) -> Option<Version> {
     layout.decode_metadata(value).ok().filter(|m| !m.ty.is_single_kv()).map(|m| m.version)
 }
 

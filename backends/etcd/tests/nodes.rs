@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use rediskv::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use rediskv::codec::{KeyLayout, ManualClock, Metadata, RedisType};
+use rediskv::codec::{KeyLayout, ManualClock, Metadata, RedisType, Version};
 use rediskv::commands::{Engine, Reply};
 use rediskv_etcd::{Backend, Maintenance};
 
@@ -318,13 +318,13 @@ fn a_new_collection_never_adopts_records_of_an_equal_dead_version() {
     let Some(cluster) = common::Cluster::start("a_new_collection_never_adopts", 1) else { return };
     let backend = cluster.open("versions/");
     let layout = KeyLayout::default();
-    let version = 42_u128 << 20;
+    let version = Version::Short(42 << 20);
     // A dead collection's leftover field of `version` (its metadata is gone).
     let mut batch = WriteBatch::new();
     batch.put(ColumnFamily::Subkey, layout.subkey(b"h", version, b"stale").unwrap(), &b"x"[..]);
     backend.write(batch).unwrap();
     // A command creating `h` at the same version, as a clashing node's clock could give.
-    let create = |version: u128| {
+    let create = |version: Version| {
         backend.begin();
         assert_eq!(backend.get(ColumnFamily::Metadata, &layout.metadata_key(b"h")).unwrap(), None);
         let mut meta = Metadata::collection(RedisType::Hash, version);
@@ -342,9 +342,9 @@ fn a_new_collection_never_adopts_records_of_an_equal_dead_version() {
         None,
         "nothing applied"
     );
-    let (result, refused) = create(version + 1);
+    let (result, refused) = create(Version::Short((42 << 20) + 1));
     assert!(result.is_ok() && !refused, "{result:?}");
-    let range = layout.subkey_range(b"h", version + 1).unwrap();
+    let range = layout.subkey_range(b"h", Version::Short((42 << 20) + 1)).unwrap();
     let fields: Vec<_> = backend
         .scan(ColumnFamily::Subkey, &range, Direction::Forward)
         .unwrap()

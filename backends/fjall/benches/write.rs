@@ -22,7 +22,7 @@ use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use fjall::{Database, KeyspaceCreateOptions};
 use rediskv::backend::{ColumnFamily, KvBackend, MetadataCache, WriteBatch};
-use rediskv::codec::{KeyLayout, Metadata, RedisType};
+use rediskv::codec::{KeyLayout, Metadata, RedisType, Version};
 use rediskv::commands::{Db, Reply};
 use rediskv_engine::testkit::TempDir;
 use rediskv_fjall::{Options, Sync, open};
@@ -37,7 +37,7 @@ fn write(c: &mut Criterion) {
     let string_key = layout.metadata_key(KEY);
     let string_record = Metadata::string(VALUE, 0).to_vec();
     let list_key = layout.metadata_key(LIST);
-    let version = 1u128 << 40;
+    let version = Version::Short(1 << 40);
     // The list's metadata after `pushed` LPUSHes, and the key of the element the next adds.
     let list_record = |pushed: u64| {
         let mut meta = Metadata::collection(RedisType::List, version);

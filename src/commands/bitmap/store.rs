@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::bits::Sparse;
 use crate::backend::{Direction, KvBackend, WriteBatch};
-use crate::codec::{ColumnFamily, Metadata, RedisType};
+use crate::codec::{ColumnFamily, Metadata, RedisType, Version};
 use crate::commands::{CommandError, CommandResult, Db};
 
 /// Bytes per fragment.
@@ -150,7 +150,7 @@ fn expand(frag: &mut Vec<u8>, min: usize) {
 fn fragment<'l, B: KvBackend>(
     db: &Db<B>,
     key: &[u8],
-    version: u128,
+    version: Version,
     loaded: &'l mut BTreeMap<u64, Vec<u8>>,
     byte: u64,
 ) -> CommandResult<&'l mut Vec<u8>> {

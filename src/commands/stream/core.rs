@@ -6,7 +6,7 @@ use bytes::Bytes;
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{
     ConsumerValue, Extra, GroupValue, KeyRange, Metadata, PendingValue, RedisType, StreamFields, StreamId,
-    StreamSub, decode_entry, group_records_prefix, groups_prefix, prefix_successor,
+    StreamSub, Version, decode_entry, group_records_prefix, groups_prefix, prefix_successor,
 };
 use crate::commands::{CommandError, CommandResult, Db};
 
@@ -51,7 +51,7 @@ impl Stream {
         Stream { meta, f }
     }
 
-    pub(super) fn version(&self) -> u128 {
+    pub(super) fn version(&self) -> Version {
         self.meta.version
     }
 
@@ -129,7 +129,7 @@ impl Stream {
 pub(super) struct Records<'s, 'd, B: KvBackend> {
     pub(super) db: &'s Db<'d, B>,
     pub(super) key: &'s [u8],
-    pub(super) version: u128,
+    pub(super) version: Version,
 }
 
 impl<B: KvBackend> Clone for Records<'_, '_, B> {

@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use super::{LexBound, LexRange, ScoreRange};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use crate::codec::{KeyRange, Metadata, RedisType, encode_f64, prefix_successor};
+use crate::codec::{KeyRange, Metadata, RedisType, Version, encode_f64, prefix_successor};
 use crate::commands::args::Distinct;
 use crate::commands::notify::NotifyFlags;
 use crate::commands::{CommandResult, Db};
@@ -151,7 +151,7 @@ impl<B: KvBackend> Db<'_, B> {
     pub(super) fn member_score(
         &self,
         key: &[u8],
-        version: u128,
+        version: Version,
         member: &[u8],
     ) -> CommandResult<Option<f64>> {
         // The record is decoded where the store keeps it: a score needs no copy of it.
@@ -251,7 +251,7 @@ impl<B: KvBackend> Db<'_, B> {
     pub(crate) fn scan_members<'a>(
         &'a self,
         key: &[u8],
-        version: u128,
+        version: Version,
     ) -> CommandResult<impl Iterator<Item = CommandResult<ScoredMember>> + use<'a, B>> {
         let prefix = self.layout().member_prefix(key, version)?;
         self.scan_member_range(prefix.len(), &KeyRange::prefix(prefix), Direction::Forward)
@@ -310,7 +310,7 @@ impl<B: KvBackend> Db<'_, B> {
         &self,
         batch: &mut WriteBatch,
         key: &[u8],
-        version: u128,
+        version: Version,
         member: &[u8],
         score: f64,
     ) -> CommandResult<()> {
@@ -331,7 +331,7 @@ impl<B: KvBackend> Db<'_, B> {
         &self,
         batch: &mut WriteBatch,
         key: &[u8],
-        version: u128,
+        version: Version,
         member: &[u8],
         score: f64,
     ) -> CommandResult<()> {
