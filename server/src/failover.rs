@@ -5,7 +5,6 @@
 //! `+CONTINUE`, and the writes resume. `FAILOVER ABORT`, a timeout (without `FORCE`), or a
 //! target that refuses the PSYNC end it, this server a primary again.
 
-use std::sync::Mutex;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
@@ -13,51 +12,9 @@ use bytes::Bytes;
 use rediskv::commands::Reply;
 use rediskv::commands::args::parse_i64;
 
+use crate::failover_plan::{Phase, Plan};
 use crate::state::{Pause, State};
 use crate::sync::lock;
-
-/// Where a failover stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Phase {
-    /// None under way.
-    #[default]
-    None,
-    /// Writes are paused until a replica has acknowledged the whole stream.
-    WaitForSync,
-    /// This server is becoming its target's replica (its PSYNC carries `FAILOVER`).
-    InProgress,
-}
-
-/// A failover's plan: its phase, its target, when it gives up, and whether it then fails
-/// over anyway.
-#[derive(Debug, Default)]
-pub struct Failover {
-    plan: Mutex<Plan>,
-}
-
-#[derive(Debug, Default)]
-struct Plan {
-    phase: Phase,
-    target: Option<(String, u16)>,
-    deadline: Option<Instant>,
-    force: bool,
-}
-
-impl Failover {
-    /// The phase now.
-    pub fn phase(&self) -> Phase {
-        lock(&self.plan).phase
-    }
-
-    /// INFO replication's `master_failover_state`.
-    pub fn state_name(&self) -> &'static str {
-        match self.phase() {
-            Phase::None => "no-failover",
-            Phase::WaitForSync => "waiting-for-sync",
-            Phase::InProgress => "failover-in-progress",
-        }
-    }
-}
 
 /// `FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]`, with Redis 7.0's checks in its order.
 pub fn command(argv: &[Bytes], state: &State) -> Reply {
@@ -163,7 +120,7 @@ pub fn cron(state: &State) {
     plan.phase = Phase::InProgress;
     drop(plan);
     crate::log::notice!("Failover target {host}:{port} is synced, failing over.");
-    crate::client::become_replica(state, &host, port);
+    crate::role::become_replica(state, &host, port);
 }
 
 /// The target answered the PSYNC: the failover is done, the writes resume.
@@ -184,7 +141,7 @@ pub fn abort(state: &State, why: &str) {
         None => crate::log::notice!("FAILOVER to any replica aborted: {why}"),
     }
     if phase == Phase::InProgress {
-        crate::client::stop_replicating(state);
+        crate::role::stop_replicating(state);
     }
     finish(state);
 }

@@ -46,6 +46,7 @@ mod conn;
 mod counters;
 mod evict;
 mod failover;
+mod failover_plan;
 mod flags;
 mod info;
 mod latency;
@@ -62,8 +63,11 @@ mod rdb;
 mod replica;
 mod replication;
 mod resp;
+mod role;
 mod script_thread;
 mod scripting;
+#[cfg(feature = "etcd")]
+mod slot_move;
 mod slowlog;
 mod state;
 mod store;
@@ -358,9 +362,9 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
         let etcd = store::open_topology(&flags).unwrap_or_else(|e| fatal(&e));
         // The slots' data is in the data directory: so is the id of the node owning them.
         if let Some(dir) = state.store.dir() {
-            myself.id = cluster::migrate::node_id(dir, &myself.id).unwrap_or_else(|e| fatal(&e));
+            myself.id = cluster::moves::node_id(dir, &myself.id).unwrap_or_else(|e| fatal(&e));
         }
-        (etcd, Arc::new(cluster::migrate::Moves::new(state.replication.clone(), closed, initial)))
+        (etcd, Arc::new(cluster::moves::Moves::new(state.replication.clone(), closed, initial)))
     });
     #[cfg(not(feature = "etcd"))]
     if topology.is_some() {
@@ -377,7 +381,22 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
     let _ = state.cluster.set(node.clone());
     #[cfg(feature = "etcd")]
     if let Some((etcd, moves)) = local {
-        moves.set_state(Arc::downgrade(state));
+        slot_move::set_server(Arc::downgrade(state));
+        let (asked, promoted) = (Arc::downgrade(state), Arc::downgrade(state));
+        moves.set_role(
+            move || {
+                let state = asked.upgrade()?;
+                state.link.is_replica().then(|| {
+                    let link = state.link.info();
+                    (link.host, link.port)
+                })
+            },
+            move || {
+                if let Some(state) = promoted.upgrade() {
+                    role::stop_replicating(&state);
+                }
+            },
+        );
         let _ = node.moves.set(moves);
         let _ = node.etcd.set(etcd.clone());
         cluster::membership::spawn(node, etcd, ttl);
@@ -539,7 +558,7 @@ fn main() {
             state.replication.follow(&at.replid, at.offset, replication::Sync::Full);
             state.link.set_stream_db(at.db);
         }
-        client::become_replica(&state, &host, port);
+        role::become_replica(&state, &host, port);
     } else if let Err(e) = state.store.set_position(None) {
         // A primary's writes are its own: a stored position no longer stands for its data.
         log::warning!("Cannot forget the replication position: {e}");

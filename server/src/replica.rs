@@ -45,7 +45,7 @@ pub fn spawn_cron(state: Arc<State>) {
             let period = Duration::from_secs(state.config().number("repl-ping-replica-period").max(1) as u64);
             crate::failover::cron(&state);
             // No PING while a failover holds the stream still for a replica to catch up.
-            let failing_over = state.failover.phase() != crate::failover::Phase::None;
+            let failing_over = state.failover.phase() != crate::failover_plan::Phase::None;
             if last_ping.elapsed() >= period && !failing_over {
                 last_ping = Instant::now();
                 if state.replication.has_replicas() {
@@ -66,7 +66,7 @@ fn run(state: &State, generation: u64) {
         if let Err(e) = session(state, generation) {
             crate::log::notice!("Replication link: {e}");
             // A failover's target that cannot be reached or refuses: a primary again.
-            if state.failover.phase() == crate::failover::Phase::InProgress {
+            if state.failover.phase() == crate::failover_plan::Phase::InProgress {
                 crate::failover::abort(state, &e);
             }
         }
@@ -253,7 +253,7 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
     let (replid_arg, offset_arg) =
         if replid.is_empty() { ("?", "-1") } else { (replid.as_str(), psync_offset.as_str()) };
     // A failover asks its target to take the primary's role with this PSYNC.
-    let failover = state.failover.phase() == crate::failover::Phase::InProgress;
+    let failover = state.failover.phase() == crate::failover_plan::Phase::InProgress;
     let mut psync: Vec<&[u8]> = vec![b"PSYNC", replid_arg.as_bytes(), offset_arg.as_bytes()];
     if failover {
         psync.push(b"FAILOVER");

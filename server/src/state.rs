@@ -116,7 +116,7 @@ pub struct State {
     /// The link to this server's primary, while it is a replica (REPLICAOF).
     pub link: crate::replication::LinkStatus,
     /// FAILOVER's plan, while one is under way.
-    pub failover: crate::failover::Failover,
+    pub failover: crate::failover_plan::Failover,
     /// The cluster this node is part of (`cluster-enabled yes`).
     pub cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
     next_client_id: AtomicU64,
@@ -182,7 +182,7 @@ impl State {
             run_id,
             replication: Arc::default(),
             link: crate::replication::LinkStatus::default(),
-            failover: crate::failover::Failover::default(),
+            failover: crate::failover_plan::Failover::default(),
             cluster: std::sync::OnceLock::new(),
             next_client_id: AtomicU64::new(1),
             client_size: std::mem::size_of::<ClientInfo>(),

@@ -19,8 +19,6 @@ mod server;
 mod stats;
 mod subscribe;
 
-pub use replicas::{become_replica, stop_replicating};
-
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;

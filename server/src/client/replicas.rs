@@ -13,7 +13,8 @@ use super::{Client, Next, ReplyMode};
 use crate::client_info::ClientInfo;
 use crate::mailbox::Message;
 use crate::rdb;
-use crate::replication::{ReplicaHello, Satisfied, Sync};
+use crate::replication::{ReplicaHello, Satisfied};
+use crate::role::{become_replica, stop_replicating};
 use crate::state::State;
 
 pub(super) fn role(_: &mut Client, _: &'static CommandInfo, _: &[Bytes], state: &State) -> (Reply, Next) {
@@ -74,7 +75,7 @@ impl Client {
             stop_replicating(state);
             crate::log::notice!("MASTER MODE enabled (failover request from {})", self.info.addr);
         }
-        if state.failover.phase() != crate::failover::Phase::None {
+        if state.failover.phase() != crate::failover_plan::Phase::None {
             return (Reply::Error("NOMASTERLINK Can't SYNC while failing over".into()), Next::Continue);
         }
         if state.link.is_replica() && !state.link.is_up() {
@@ -256,7 +257,7 @@ pub(super) fn replicaof(
 }
 
 fn follow(argv: &[Bytes], state: &State) -> Reply {
-    if state.failover.phase() != crate::failover::Phase::None {
+    if state.failover.phase() != crate::failover_plan::Phase::None {
         return Reply::Error("ERR REPLICAOF not allowed while failing over.".into());
     }
     if argv[1].eq_ignore_ascii_case(b"no") && argv[2].eq_ignore_ascii_case(b"one") {
@@ -276,35 +277,6 @@ fn follow(argv: &[Bytes], state: &State) -> Reply {
     }
     become_replica(state, &host, port);
     Reply::OK
-}
-
-/// Stops replicating (REPLICAOF NO ONE, a promotion): a primary from now on, keeping its
-/// primary's replication id as its second one.
-pub fn stop_replicating(state: &State) {
-    state.config_mut().set_replicaof("");
-    if !state.link.is_replica() {
-        return;
-    }
-    state.link.stop();
-    // Its own writes from now on are not its primary's stream.
-    state.store.stamp_writes(None);
-    if let Err(e) = state.store.set_position(None) {
-        crate::log::warning!("Cannot forget the replication position: {e}");
-    }
-    let (replid, offset) = state.replication.id_and_offset();
-    state.replication.follow(&replid, offset, Sync::Promoted);
-    crate::log::notice!("MASTER MODE enabled (the primary's id {replid} is valid up to offset {offset})");
-}
-
-/// Replicates `host:port` from now on (what CONFIG REWRITE writes as `replicaof`): its own
-/// writes stop being propagated, its replicas are dropped (they sync again) and the link
-/// thread starts.
-pub fn become_replica(state: &State, host: &str, port: u16) {
-    state.config_mut().set_replicaof(&format!("{host} {port}"));
-    state.replication.set_proxying(true);
-    state.replication.drop_replicas();
-    crate::log::notice!("Connecting to MASTER {host}:{port}");
-    state.link.start(host, port);
 }
 
 /// Answers the WAITs the replicas' acknowledgements satisfied.

@@ -196,7 +196,7 @@ pub(super) fn clusterx(
     argv: &[Bytes],
     state: &State,
 ) -> (Reply, Next) {
-    done(crate::cluster::migrate::clusterx(argv, state))
+    done(crate::slot_move::clusterx(argv, state))
 }
 
 #[cfg(not(feature = "etcd"))]

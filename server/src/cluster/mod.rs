@@ -6,13 +6,13 @@
 //! The topology is a [`Topology`]: the slot table (ranges → node) and its revision. Over etcd
 //! (`membership`) the nodes keep it in etcd and share the slots among the live ones. Nodes
 //! over fjall or RocksDB with `--cluster-etcd` keep the table in etcd and their slots' data
-//! at home: a slot changes owner by moving its data (`migrate`). On any other engine the one
+//! at home: a slot changes owner by moving its data (`moves`, `crate::slot_move`). On any other engine the one
 //! node owns every slot.
 
 #[cfg(feature = "etcd")]
 pub mod membership;
 #[cfg(feature = "etcd")]
-pub mod migrate;
+pub mod moves;
 
 use std::sync::{Arc, RwLock};
 
@@ -134,7 +134,7 @@ pub struct Cluster {
     pub etcd: std::sync::OnceLock<Arc<rediskv_etcd::Backend>>,
     /// A node that keeps its slots' data: the slot moves it takes part in.
     #[cfg(feature = "etcd")]
-    pub moves: std::sync::OnceLock<Arc<migrate::Moves>>,
+    pub moves: std::sync::OnceLock<Arc<moves::Moves>>,
     /// Called after the table changes (the server retries its parked clients).
     on_change: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }

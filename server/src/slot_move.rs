@@ -1,5 +1,5 @@
 //! Moving a slot between nodes that keep their data (fjall, RocksDB), after Kvrocks' slot
-//! migrator. `CLUSTERX MIGRATE slot node-id`, sent to the slot's owner, starts it on a thread
+//! migrator ([`crate::cluster::moves`] holds a node's moves). `CLUSTERX MIGRATE slot node-id`, sent to the slot's owner, starts it on a thread
 //! of its own; CLUSTER INFO shows its progress and final counts. The owner (the source):
 //!
 //! 1. asks the target to import the slot (`CLUSTERX IMPORT slot START`: it drops any keys of
@@ -36,19 +36,18 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::{OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rediskv::backend::KvBackend;
 use rediskv::codec::{SLOT_COUNT, key_slot};
-use rediskv::commands::{Engine, Propagated, Propagation, Reply, Session};
+use rediskv::commands::{Engine, Propagated, Reply, Session};
 
-use super::{Cluster, Node, Topology};
-use crate::replication::Replication;
+use crate::cluster::moves::{Moves, Outgoing};
+use crate::cluster::{Cluster, Node, Topology};
 use crate::state::State;
-use crate::store::ClosedSlot;
 use crate::sync::lock;
 
 /// Commands per transaction sent to the target (keys per round trip of RESTOREs).
@@ -59,166 +58,12 @@ const SHORT_ROUND: usize = 64;
 /// as fast as the forwarding never leaves a short round).
 const MAX_ROUNDS: usize = 10;
 
-/// The slot moves of a node that keeps its data: the one it sends, the one it receives,
-/// and the capture of the replication stream a move forwards.
-pub struct Moves {
-    /// `--cluster-initial-nodes`: how many nodes share an empty table.
-    pub initial_nodes: usize,
-    replication: Arc<Replication>,
-    closed: Arc<ClosedSlot>,
-    capturing: AtomicBool,
-    /// The slot whose units are captured, and its units since the snapshot.
-    captured: Mutex<Option<(u16, Vec<Vec<Propagated>>)>>,
-    importing: Mutex<Option<u16>>,
-    running: AtomicBool,
-    report: Mutex<Report>,
-    state: OnceLock<Weak<State>>,
-}
+/// The server the moves run in, set at start: a move runs on a thread of its own.
+static SERVER: OnceLock<Weak<State>> = OnceLock::new();
 
-/// What CLUSTER INFO shows of the last moves.
-#[derive(Debug, Default, Clone)]
-struct Report {
-    out: Option<Outgoing>,
-    /// The slot imported last and how it went.
-    import: Option<(u16, &'static str)>,
-}
-
-/// The last move out of this node.
-#[derive(Debug, Default, Clone)]
-struct Outgoing {
-    slot: u16,
-    to: String,
-    state: &'static str,
-    keys: u64,
-    writes: u64,
-    deleted: u64,
-    total_ms: u64,
-    closed_ms: u64,
-    error: String,
-}
-
-impl Moves {
-    /// The moves of a node over `closed` (its store's), in front of its replication stream.
-    pub fn new(replication: Arc<Replication>, closed: Arc<ClosedSlot>, initial_nodes: usize) -> Self {
-        Moves {
-            initial_nodes,
-            replication,
-            closed,
-            capturing: AtomicBool::new(false),
-            captured: Mutex::new(None),
-            importing: Mutex::new(None),
-            running: AtomicBool::new(false),
-            report: Mutex::new(Report::default()),
-            state: OnceLock::new(),
-        }
-    }
-
-    /// Gives the moves their server (a move runs on a thread of its own).
-    pub fn set_state(&self, state: Weak<State>) {
-        let _ = self.state.set(state);
-    }
-
-    /// What refuses the store's commits: the closed slot, the lease.
-    pub fn guard(&self) -> &Arc<ClosedSlot> {
-        &self.closed
-    }
-
-    /// The slot closed to writes now, if any.
-    pub fn closed(&self) -> Option<u16> {
-        self.closed.get()
-    }
-
-    /// The slot this node imports now, if any.
-    pub fn importing(&self) -> Option<u16> {
-        *lock(&self.importing)
-    }
-
-    /// The address of the primary this node replicates, if it is a replica.
-    pub fn primary(&self) -> Option<(String, u16)> {
-        let state = self.state.get()?.upgrade()?;
-        state.link.is_replica().then(|| {
-            let link = state.link.info();
-            (link.host, link.port)
-        })
-    }
-
-    /// Makes this replica a primary (REPLICAOF NO ONE): it took its primary's slots.
-    pub fn promote(&self) {
-        if let Some(state) = self.state.get().and_then(Weak::upgrade) {
-            crate::client::stop_replicating(&state);
-        }
-    }
-
-    /// CLUSTER INFO's lines of the last moves (after Kvrocks' names).
-    pub fn info(&self) -> String {
-        let report = lock(&self.report).clone();
-        let mut out = String::new();
-        if let Some(o) = report.out {
-            out.push_str(&format!(
-                "migrating_slot:{}\r\ndestination_node:{}\r\nmigrating_state:{}\r\nmigrating_keys:{}\r\n\
-                 migrating_writes:{}\r\nmigrating_deleted_keys:{}\r\nmigrating_time_ms:{}\r\n\
-                 migrating_closed_ms:{}\r\n",
-                o.slot, o.to, o.state, o.keys, o.writes, o.deleted, o.total_ms, o.closed_ms
-            ));
-            if !o.error.is_empty() {
-                out.push_str(&format!("migrating_error:{}\r\n", o.error.replace(['\r', '\n'], " ")));
-            }
-        }
-        if let Some((slot, state)) = report.import {
-            out.push_str(&format!("importing_slot:{slot}\r\nimport_state:{state}\r\n"));
-        }
-        out
-    }
-
-    fn progress(&self, change: impl FnOnce(&mut Outgoing)) {
-        if let Some(out) = lock(&self.report).out.as_mut() {
-            change(out);
-        }
-    }
-
-    /// Starts capturing the units that touch `slot` (call it at the snapshot's instant).
-    fn capture(&self, slot: u16) {
-        *lock(&self.captured) = Some((slot, Vec::new()));
-        self.capturing.store(true, SeqCst);
-    }
-
-    /// The units captured since the last call.
-    fn take(&self) -> Vec<Vec<Propagated>> {
-        lock(&self.captured).as_mut().map(|(_, units)| std::mem::take(units)).unwrap_or_default()
-    }
-
-    /// Stops capturing; answers the units not taken yet.
-    fn stop_capture(&self) -> Vec<Vec<Propagated>> {
-        self.capturing.store(false, SeqCst);
-        lock(&self.captured).take().map(|(_, units)| units).unwrap_or_default()
-    }
-}
-
-impl Propagation for Moves {
-    fn active(&self) -> bool {
-        self.replication.active() || self.capturing.load(SeqCst)
-    }
-
-    fn propagate(&self, unit: Vec<Propagated>) {
-        if self.capturing.load(SeqCst) {
-            let mut captured = lock(&self.captured);
-            if let Some((slot, units)) = captured.as_mut()
-                && unit.iter().any(|c| touches(&c.argv, *slot))
-            {
-                units.push(unit.clone());
-            }
-        }
-        if self.replication.active() {
-            self.replication.propagate(unit);
-        }
-    }
-}
-
-/// Whether a command has a key in `slot`.
-fn touches(argv: &[Bytes], slot: u16) -> bool {
-    super::resolve(argv)
-        .and_then(|(info, argv)| rediskv::commands::table::key_positions(info, argv).ok())
-        .is_some_and(|at| at.into_iter().any(|i| key_slot(&argv[i]) == slot))
+/// Gives the moves their server.
+pub fn set_server(state: Weak<State>) {
+    let _ = SERVER.set(state);
 }
 
 /// CLUSTERX MIGRATE and IMPORT.
@@ -260,7 +105,7 @@ fn start_move(cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
     let Some(target) = cluster.members().into_iter().find(|n| n.id == to) else {
         return Reply::Error(format!("ERR Unknown node {to}"));
     };
-    let Some(state) = moves.state.get().and_then(Weak::upgrade) else {
+    let Some(state) = SERVER.get().and_then(Weak::upgrade) else {
         return Reply::Error("ERR the server is shutting down".into());
     };
     if moves.running.swap(true, SeqCst) {
@@ -475,7 +320,7 @@ fn import(state: &State, cluster: &Cluster, moves: &Moves, slot: u16, step: &str
         }
         "end" => {
             if let Some(etcd) = cluster.etcd.get()
-                && let Err(e) = super::membership::follow(cluster, etcd)
+                && let Err(e) = crate::cluster::membership::follow(cluster, etcd)
             {
                 return Reply::Error(format!("ERR cannot read the slot table: {e}"));
             }
@@ -607,22 +452,4 @@ impl Link {
             _ => Ok(None),
         }
     }
-}
-
-/// The id of the node whose slots' data is in `dir`: the one kept in its
-/// `cluster-node-id` file, or `fresh`, then kept there.
-///
-/// # Errors
-/// The file cannot be written.
-pub fn node_id(dir: &std::path::Path, fresh: &str) -> Result<String, String> {
-    let path = dir.join("cluster-node-id");
-    if let Ok(kept) = std::fs::read_to_string(&path) {
-        let kept = kept.trim();
-        if kept.len() == 40 && kept.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Ok(kept.to_string());
-        }
-    }
-    std::fs::write(&path, format!("{fresh}\n"))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(fresh.to_string())
 }
