@@ -122,7 +122,7 @@ fn fill_and_recover(engine: &str, appendfsync: &str) {
         let replies = pipeline(
             &mut c,
             &[
-                &["SET", &format!("key:{i}"), "x"],
+                &["SET", &format!("key:{i}"), &value(i)],
                 &["INFO", "persistence"],
                 &["PING"],
                 &["GET", &first],
@@ -130,7 +130,8 @@ fn fill_and_recover(engine: &str, appendfsync: &str) {
             ],
         );
         if replies[0] == Value::Status("OK".into()) {
-            // The retry found room again (the store dropped what it had not persisted).
+            // The retry found room again (the store dropped what it had not persisted): the
+            // key holds the value every acknowledged key is checked against.
             acked.push(i);
             assert!(refused < 50, "the store never stayed refusing");
             continue;

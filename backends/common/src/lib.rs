@@ -17,7 +17,7 @@
 #![deny(missing_docs)]
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -118,8 +118,10 @@ pub trait DiskBackend: KvBackend {
     /// After a failed [`KvBackend::write`] or [`DiskBackend::persist_written`]: brings the
     /// engine back to what its directory holds, writable again, in place (every handle on
     /// it stays valid). Batches no persist took may be gone afterwards, whole (as after a
-    /// crash); the caller drops whatever it kept in memory of the store. Default: nothing,
-    /// for an engine that a failed write leaves usable.
+    /// crash); the caller drops whatever it kept in memory of the store. A batch the closed
+    /// engine took after the last persist returned makes the next persist fail
+    /// ([`DroppedWrites`]): no reply acknowledges it. Default: nothing, for an engine that a
+    /// failed write leaves usable.
     ///
     /// # Errors
     /// [`Error::Backend`] when the directory cannot be opened again (then call it again
@@ -549,6 +551,8 @@ impl GcFilter {
 pub struct PendingWrites {
     written: AtomicU64,
     persisted: AtomicU64,
+    /// Batches covered by a persist that returned, with success or not: their replies say so.
+    reported: AtomicU64,
 }
 
 impl PendingWrites {
@@ -567,9 +571,56 @@ impl PendingWrites {
         if seen <= self.persisted.load(Ordering::SeqCst) {
             return Ok(());
         }
-        persist()?;
+        let persisted = persist();
+        self.reported.fetch_max(seen, Ordering::SeqCst);
+        persisted?;
         self.persisted.fetch_max(seen, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// A persist that fails with `error` without running: every batch taken so far is
+    /// reported failed.
+    ///
+    /// # Errors
+    /// `error`, always.
+    pub fn refuse(&self, error: Error) -> Result<()> {
+        self.reported.fetch_max(self.written.load(Ordering::SeqCst), Ordering::SeqCst);
+        Err(error)
+    }
+
+    /// Whether a batch was taken since the last persist returned: closing the engine now
+    /// drops it before any reply said whether it is durable.
+    pub fn unreported(&self) -> bool {
+        self.written.load(Ordering::SeqCst) > self.reported.load(Ordering::SeqCst)
+    }
+}
+
+/// A reopen's guard for batches it drops unreported: the closed engine took them after the
+/// last persist returned, so the next [`DiskBackend::persist_written`] (on the reopened
+/// engine, which never saw them) must fail, or it would acknowledge writes that are gone.
+#[derive(Debug, Default)]
+pub struct DroppedWrites(AtomicBool);
+
+impl DroppedWrites {
+    /// The engine whose bookkeeping is `pending` is being closed by a reopen.
+    pub fn closing(&self, pending: &PendingWrites) {
+        if pending.unreported() {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Runs a persist on the reopened engine whose bookkeeping is `pending`: fails, once,
+    /// when the last reopen dropped unreported batches.
+    ///
+    /// # Errors
+    /// That error, or what `persist` returns.
+    pub fn persist(&self, pending: &PendingWrites, persist: impl FnOnce() -> Result<()>) -> Result<()> {
+        if self.0.swap(false, Ordering::SeqCst) {
+            return pending.refuse(Error::Backend(
+                "writes the engine took were dropped by a reopen before any persist".into(),
+            ));
+        }
+        pending.persist(persist)
     }
 }
 

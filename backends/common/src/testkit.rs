@@ -193,6 +193,31 @@ pub fn position_rides_with_each_batch<B: DiskBackend>(open: impl Fn(&Path, Optio
     assert_eq!(backend.position().expect("position"), None);
 }
 
+/// A write the engine took after the last persist returned, then closed by a reopen, makes
+/// the next persist fail (once): no reply acknowledges it. A write whose persist already
+/// failed does not fail the reopened engine's persists again.
+pub fn a_reopen_fails_the_persist_of_what_it_dropped<B: DiskBackend>(
+    open: impl Fn(&Path, Options) -> rediskv::Result<B>,
+) {
+    let dir = TempDir::new("dropped-by-reopen");
+    let backend = open(dir.path(), group_commit()).expect("open");
+    put(&backend, b"kept", b"1");
+    backend.persist_written().expect("persist");
+    put(&backend, b"dropped", b"2");
+    backend.reopen().expect("reopen");
+    // Whether the closed engine wrote it out is its own affair: it must not be acknowledged.
+    assert!(backend.persist_written().is_err(), "the dropped write must not be acknowledged");
+    put(&backend, b"after", b"3");
+    backend.persist_written().expect("a write of the reopened engine persists");
+    backend.reopen().expect("reopen with nothing pending");
+    backend.persist_written().expect("nothing was dropped");
+    drop(backend);
+    let backend = open(dir.path(), group_commit()).expect("open again");
+    for (key, value) in [(&b"kept"[..], &b"1"[..]), (b"after", b"3")] {
+        assert_eq!(backend.get(ColumnFamily::Subkey, key).expect("get").as_deref(), Some(value));
+    }
+}
+
 /// Writes 5,000 metadata records and as many subkeys: [`DiskBackend::approximate_records`]
 /// counts the metadata family's within a factor of two, before and after a full compaction.
 pub fn approximate_records<B: DiskBackend>(open: impl Fn(&Path, Options) -> rediskv::Result<B>) {
@@ -750,6 +775,11 @@ macro_rules! engine_scenarios {
         #[test]
         fn a_replica_position_rides_with_each_batch() {
             testkit::position_rides_with_each_batch(open);
+        }
+
+        #[test]
+        fn a_reopen_fails_the_persist_of_what_it_dropped() {
+            testkit::a_reopen_fails_the_persist_of_what_it_dropped(open);
         }
 
         #[test]

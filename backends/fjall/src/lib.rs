@@ -58,6 +58,8 @@
 //! around it. [`DiskBackend::reopen`] closes the database and opens the directory again,
 //! behind the same `Backend`, so that the handles shared with it stay valid. Reopening reads
 //! the journals as a start does. A batch the journal kept whole comes back, others are gone.
+//! A batch the closed database took after the last persist returned fails the next persist
+//! ([`rediskv_engine::DroppedWrites`]), so that no reply acknowledges it.
 //! A scan started before the reopen ends on the old database's snapshot.
 //!
 //! # Garbage
@@ -93,8 +95,8 @@ use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Wr
 use rediskv::codec::KeyRange;
 use rediskv::gc::Decision;
 use rediskv_engine::{
-    CF_NAMES, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, Syncer, VersionFloor,
-    backend_error, cf_name, check_manifest, manifest,
+    CF_NAMES, DroppedWrites, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, Syncer,
+    VersionFloor, backend_error, cf_name, check_manifest, manifest,
 };
 pub use rediskv_engine::{DiskBackend, Options, Sync, Usage};
 
@@ -165,6 +167,8 @@ pub struct Backend {
     writes_near_bound: AtomicU32,
     /// The position every batch also writes ([`DiskBackend::set_position`]).
     position: Mutex<Option<Vec<u8>>>,
+    /// Batches a reopen dropped before a persist reported on them.
+    dropped: DroppedWrites,
 }
 
 /// One opening of the directory: what [`DiskBackend::reopen`] replaces.
@@ -203,6 +207,7 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
         open: RwLock::new(Some(open)),
         writes_near_bound: AtomicU32::new(0),
         position: Mutex::default(),
+        dropped: DroppedWrites::default(),
     })
 }
 
@@ -517,6 +522,7 @@ impl Backend {
     fn close(&self, sync: bool) {
         let mut open = self.open.write().unwrap_or_else(|e| e.into_inner());
         if let Some(mut closing) = open.take() {
+            self.dropped.closing(&closing.pending);
             closing.syncer = None;
             if sync {
                 let _ = closing.db.persist(PersistMode::SyncAll);
@@ -620,9 +626,9 @@ impl DiskBackend for Backend {
             if self.options.sync == Sync::Always { PersistMode::SyncData } else { PersistMode::Buffer };
         self.with_open(|open| {
             if let Some(failed) = &*open.failed_write.lock().unwrap_or_else(|p| p.into_inner()) {
-                return Err(rediskv::Error::Backend(failed.clone()));
+                return open.pending.refuse(rediskv::Error::Backend(failed.clone()));
             }
-            open.pending.persist(|| open.db.persist(mode).map_err(err))
+            self.dropped.persist(&open.pending, || open.db.persist(mode).map_err(err))
         })
     }
 

@@ -75,8 +75,8 @@ use rediskv::codec::{KeyLayout, KeyRange};
 use rediskv::gc::Decision as GcDecision;
 pub use rediskv_engine::{DiskBackend, Options, Sync, Usage};
 use rediskv_engine::{
-    FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, Syncer, VersionFloor, backend_error,
-    cf_name_for, check_manifest, manifest,
+    DroppedWrites, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, Syncer, VersionFloor,
+    backend_error, cf_name_for, check_manifest, manifest,
 };
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
 use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
@@ -113,6 +113,8 @@ pub struct Backend {
     open: RwLock<Option<Open>>,
     /// The position every batch also writes ([`DiskBackend::set_position`]).
     position: Mutex<Option<Vec<u8>>>,
+    /// Batches a reopen dropped before a persist reported on them.
+    dropped: DroppedWrites,
 }
 
 /// One opening of the directory: what [`DiskBackend::reopen`] replaces.
@@ -148,6 +150,7 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
         cache,
         open: RwLock::new(Some(open)),
         position: Mutex::default(),
+        dropped: DroppedWrites::default(),
     })
 }
 
@@ -423,7 +426,7 @@ impl DiskBackend for Backend {
             return Ok(());
         }
         let sync = self.options.sync == Sync::Always;
-        self.with_open(|open| open.pending.persist(|| open.db.flush_wal(sync).map_err(err)))
+        self.with_open(|open| self.dropped.persist(&open.pending, || open.db.flush_wal(sync).map_err(err)))
     }
 
     /// Closes the database (the WAL's buffer and the memtables are dropped: what no persist
@@ -434,6 +437,7 @@ impl DiskBackend for Backend {
     fn reopen(&self) -> Result<()> {
         let mut open = self.open.write().unwrap_or_else(|e| e.into_inner());
         if let Some(closing) = open.take() {
+            self.dropped.closing(&closing.pending);
             closing.close(&self.slot, false);
         }
         let opened = open_database(&self.path, &self.options, &self.slot, &self.cache, false);
