@@ -56,6 +56,9 @@ pub struct GroupCommit<B: DiskBackend> {
     holding: AtomicBool,
     /// The position [`DiskBackend::stamp_writes`] gave for the next batches.
     stamp: Mutex<Option<Vec<u8>>>,
+    /// A reopen dropped held batches: the next persist fails, so that none of them is
+    /// acknowledged.
+    dropped: AtomicBool,
 }
 
 impl<B: DiskBackend> GroupCommit<B> {
@@ -66,6 +69,7 @@ impl<B: DiskBackend> GroupCommit<B> {
             held: Mutex::default(),
             holding: AtomicBool::new(false),
             stamp: Mutex::default(),
+            dropped: AtomicBool::new(false),
         }
     }
 
@@ -221,14 +225,24 @@ impl<B: DiskBackend> DiskBackend for GroupCommit<B> {
     }
 
     fn persist_written(&self) -> Result<()> {
+        if self.dropped.swap(false, Ordering::SeqCst) {
+            return Err(Error::Backend(
+                "writes held for the round were dropped by a reopen before any persist".into(),
+            ));
+        }
         self.commit()?;
         self.inner.persist_written()
     }
 
-    /// Drops what the round held (no persist took it), then reopens the engine.
+    /// Drops what the round held (no persist took it: the next persist fails), then reopens
+    /// the engine.
     fn reopen(&self) -> Result<()> {
-        self.lock().clear();
-        self.holding.store(false, Ordering::Release);
+        let mut held = self.lock();
+        if self.holding.swap(false, Ordering::AcqRel) {
+            self.dropped.store(true, Ordering::SeqCst);
+        }
+        held.clear();
+        drop(held);
         self.inner.reopen()
     }
 }

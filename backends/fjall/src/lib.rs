@@ -896,6 +896,15 @@ mod tests {
         assert!(held.write(batch).is_err(), "a key fjall cannot hold is refused at the write");
         held.persist_written().expect("persist");
         assert_eq!(held.get(ColumnFamily::Subkey, b"short").expect("get"), None, "nothing of that batch");
+
+        // A reopen drops what is held: the next persist fails, so none of it is acknowledged.
+        put(&held, b"dropped", b"1");
+        held.reopen().expect("reopen");
+        assert!(held.persist_written().is_err(), "the dropped write must not be acknowledged");
+        assert_eq!(held.get(ColumnFamily::Subkey, b"dropped").expect("get"), None);
+        put(&held, b"after", b"1");
+        held.persist_written().expect("a later round persists");
+        assert_eq!(fjall(b"after").as_deref(), Some(&b"1"[..]));
     }
 
     #[test]
