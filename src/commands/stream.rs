@@ -17,7 +17,7 @@
 //! The commands here parse arguments, call the typed storage layer and build replies; the
 //! storage layer reads and queues records and never sees an argument list:
 //! [`core`] (the stream's counters and its records by kind), [`read`] (ranges, pending
-//! entries, DUMP), [`write`] (adding, trimming, deleting entries, XSETID, RESTORE) and
+//! entries, DUMP), [`write`](mod@write) (adding, trimming, deleting entries, XSETID, RESTORE) and
 //! [`groups`] (groups, consumers, delivering, acknowledging, claiming). [`parse`] reads ids
 //! and options.
 
