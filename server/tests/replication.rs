@@ -33,7 +33,8 @@ fn stream_until_end(link: &mut Client) -> Vec<Vec<String>> {
     loop {
         let Some(reply) = link.try_read() else { panic!("the stream stopped after {commands:?}") };
         let command: Vec<String> = reply.texts();
-        if command == ["PING"] {
+        // The primary's keepalive (redis-server sends it in lower case).
+        if command.len() == 1 && command[0].eq_ignore_ascii_case("ping") {
             continue;
         }
         if command == ["SET", "__end__", "1"] {
