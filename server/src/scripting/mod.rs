@@ -6,7 +6,7 @@
 //! script first runs on the event loop that received it, for at most [`INLINE_BUDGET`]; one
 //! that would take longer, or publish, or that arrives while another script runs, gives up
 //! having written nothing and runs again, from the start and to its end, on the script
-//! thread, while its client waits parked and its loop goes on serving (see [`run`]). The
+//! thread, while its client waits parked and its loop goes on serving (see [`run`](mod@run)). The
 //! script cache and the libraries are shared; each state compiles a cached script on its
 //! first run and is rebuilt when SCRIPT FLUSH or a library change bumps the generation
 //! (FUNCTION LOAD checks a library in a fresh state). One script runs at a time (the
@@ -23,7 +23,7 @@
 //! suffix. A script past `busy-reply-threshold` makes other threads' clients get BUSY, and
 //! SCRIPT KILL / FUNCTION KILL stop one that has not written.
 //!
-//! One concern per file: [`registry`] (cache, libraries, the running script), [`run`]
+//! One concern per file: [`registry`] (cache, libraries, the running script), [`run`](mod@run)
 //! (running a script command), [`sandbox`] (the Lua state), [`bridge`] (`redis.call`),
 //! [`convert`] (Lua ↔ RESP), [`cjson`], [`bit`], [`commands`] (SCRIPT and FUNCTION).
 
