@@ -49,7 +49,8 @@ pub fn spawn_cron(state: Arc<State>) {
             if last_ping.elapsed() >= period && !failing_over {
                 last_ping = Instant::now();
                 if state.replication.has_replicas() {
-                    state.replication.feed_raw(&[b"PING"]);
+                    // Redis' shared `ping` object: the keepalive is sent in lower case.
+                    state.replication.feed_raw(&[b"ping"]);
                 }
             }
         }
