@@ -28,7 +28,7 @@ use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Sn
 use rediskv::codec::KeyRange;
 use rediskv::{Error, Result};
 
-use crate::{DiskBackend, Usage};
+use crate::{DiskBackend, DroppedWrites, Usage};
 
 /// Past this many bytes of held keys and values, a write commits what is held at once.
 pub const MAX_HELD_BYTES: usize = 4 << 20;
@@ -58,7 +58,7 @@ pub struct GroupCommit<B: DiskBackend> {
     stamp: Mutex<Option<Vec<u8>>>,
     /// A reopen dropped held batches: the next persist fails, so that none of them is
     /// acknowledged.
-    dropped: AtomicBool,
+    dropped: DroppedWrites,
 }
 
 impl<B: DiskBackend> GroupCommit<B> {
@@ -69,7 +69,7 @@ impl<B: DiskBackend> GroupCommit<B> {
             held: Mutex::default(),
             holding: AtomicBool::new(false),
             stamp: Mutex::default(),
-            dropped: AtomicBool::new(false),
+            dropped: DroppedWrites::default(),
         }
     }
 
@@ -225,10 +225,8 @@ impl<B: DiskBackend> DiskBackend for GroupCommit<B> {
     }
 
     fn persist_written(&self) -> Result<()> {
-        if self.dropped.swap(false, Ordering::SeqCst) {
-            return Err(Error::Backend(
-                "writes held for the round were dropped by a reopen before any persist".into(),
-            ));
+        if let Some(e) = self.dropped.take() {
+            return Err(e);
         }
         self.commit()?;
         self.inner.persist_written()
@@ -239,7 +237,7 @@ impl<B: DiskBackend> DiskBackend for GroupCommit<B> {
     fn reopen(&self) -> Result<()> {
         let mut held = self.lock();
         if self.holding.swap(false, Ordering::AcqRel) {
-            self.dropped.store(true, Ordering::SeqCst);
+            self.dropped.dropped();
         }
         held.clear();
         drop(held);

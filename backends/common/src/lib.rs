@@ -605,8 +605,20 @@ impl DroppedWrites {
     /// The engine whose bookkeeping is `pending` is being closed by a reopen.
     pub fn closing(&self, pending: &PendingWrites) {
         if pending.unreported() {
-            self.0.store(true, Ordering::SeqCst);
+            self.dropped();
         }
+    }
+
+    /// Batches no persist reported on were dropped (a reopen under a layer that held them).
+    pub fn dropped(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// The error the next persist answers after a drop, once (`None`: nothing was dropped).
+    pub fn take(&self) -> Option<Error> {
+        self.0.swap(false, Ordering::SeqCst).then(|| {
+            Error::Backend("writes the engine took were dropped by a reopen before any persist".into())
+        })
     }
 
     /// Runs a persist on the reopened engine whose bookkeeping is `pending`: fails, once,
@@ -615,10 +627,8 @@ impl DroppedWrites {
     /// # Errors
     /// That error, or what `persist` returns.
     pub fn persist(&self, pending: &PendingWrites, persist: impl FnOnce() -> Result<()>) -> Result<()> {
-        if self.0.swap(false, Ordering::SeqCst) {
-            return pending.refuse(Error::Backend(
-                "writes the engine took were dropped by a reopen before any persist".into(),
-            ));
+        if let Some(e) = self.take() {
+            return pending.refuse(e);
         }
         pending.persist(persist)
     }
