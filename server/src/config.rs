@@ -162,8 +162,18 @@ impl Config {
     }
 
     fn put(&mut self, name: &str, value: &str) {
-        if let Some(p) = self.params.get_mut(name) {
-            p.value = value.to_string();
+        // Redis 7.0 keeps an older name as an alias of the same setting.
+        let alias = match name {
+            "lua-time-limit" => "busy-reply-threshold",
+            "busy-reply-threshold" => "lua-time-limit",
+            "slaveof" => "replicaof",
+            "replicaof" => "slaveof",
+            _ => name,
+        };
+        for name in [name, alias] {
+            if let Some(p) = self.params.get_mut(name) {
+                p.value = value.to_string();
+            }
         }
         if name == "loglevel" {
             crate::log::set_level(value);
@@ -245,17 +255,6 @@ impl Config {
         };
         let value = check(name, &param.kind, value, starting)?;
         self.put(name, &value);
-        // Redis 7.0 keeps its older name as an alias of the same setting.
-        let alias = match name {
-            "lua-time-limit" => Some("busy-reply-threshold"),
-            "busy-reply-threshold" => Some("lua-time-limit"),
-            "slaveof" => Some("replicaof"),
-            "replicaof" => Some("slaveof"),
-            _ => None,
-        };
-        if let Some(alias) = alias {
-            self.put(alias, &value);
-        }
         Ok(())
     }
 
@@ -264,7 +263,6 @@ impl Config {
     /// of every server it reconfigures).
     pub fn set_replicaof(&mut self, value: &str) {
         self.put("replicaof", value);
-        self.put("slaveof", value);
     }
 
     /// Writes the configuration back into its file: known directives get their current
@@ -741,6 +739,17 @@ mod tests {
         assert_eq!(c.params.len(), 192 + HIDDEN.len());
         assert_eq!(c.get("proto-max-bulk-len"), "536870912");
         assert_eq!(c.get("maxmemory-policy"), "noeviction");
+    }
+
+    #[test]
+    fn an_alias_and_its_name_are_one_setting() {
+        // redis-server 7.0.15: CONFIG SET lua-time-limit 1234, then CONFIG GET
+        // busy-reply-threshold answers 1234 (and the other way round).
+        let mut c = Config::new();
+        assert_eq!(set(&mut c, &["lua-time-limit", "1234"]), Reply::OK);
+        assert_eq!(c.get("busy-reply-threshold"), "1234");
+        assert_eq!(set(&mut c, &["busy-reply-threshold", "77"]), Reply::OK);
+        assert_eq!(c.get("lua-time-limit"), "77");
     }
 
     #[test]
