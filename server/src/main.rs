@@ -221,6 +221,9 @@ fn options() -> Result<Start, String> {
             "--etcd-conflict-timeout",
             take_flag(&mut args, "--etcd-conflict-timeout")?,
         )?,
+        ca_cert_file: take_flag(&mut args, "--etcd-ca-cert-file")?,
+        cert_file: take_flag(&mut args, "--etcd-cert-file")?,
+        key_file: take_flag(&mut args, "--etcd-key-file")?,
     };
     let layout = layout(&mut args)?;
     let cluster_etcd = take_flag(&mut args, "--cluster-etcd")?;
