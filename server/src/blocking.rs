@@ -77,8 +77,9 @@ pub trait Host {
     /// back to its event loop.
     fn served(&self, parked: Parked, reply: Reply, usec: u64);
     /// Runs a parked command `argv` again through `run`, unless this node may not run it
-    /// now (a cluster node whose slot moved): then answers why.
-    fn rerun(&self, argv: &[Bytes], run: &mut dyn FnMut() -> Reply) -> Reply;
+    /// now (a cluster node whose slot moved): then answers why (to the ports of a client
+    /// connected over TLS or not, `tls`).
+    fn rerun(&self, argv: &[Bytes], tls: bool, run: &mut dyn FnMut() -> Reply) -> Reply;
 }
 
 /// What became of a command that would block.
@@ -213,8 +214,9 @@ impl Blocked {
             while let Some(&client) = registry.waiting.get(&key).and_then(|q| q.get(index)) {
                 let Some(parked) = registry.parked.get_mut(&client) else { break };
                 let started = Instant::now();
-                let reply =
-                    host.rerun(&parked.argv, &mut || parked.engine.retry(&mut parked.session, &parked.argv));
+                let tls = parked.info.tls.load(Relaxed);
+                let reply = host
+                    .rerun(&parked.argv, tls, &mut || parked.engine.retry(&mut parked.session, &parked.argv));
                 let usec = started.elapsed().as_micros() as u64;
                 host.retried(&parked.session);
                 if parked.session.take_block().is_some() {

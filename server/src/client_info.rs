@@ -48,6 +48,9 @@ pub struct ClientInfo {
     buffered: Arc<LaneSum>,
     /// CLIENT NO-EVICT on.
     pub no_evict: AtomicBool,
+    /// Connected to `tls-port` (set at accept): in a cluster with `tls-cluster yes` it is
+    /// told the nodes' TLS ports.
+    pub tls: AtomicBool,
     /// The RESP version it speaks (HELLO).
     pub resp: AtomicU8,
     /// A command of it waits for a CLIENT PAUSE to end (flag `b`, as Redis' postponed clients).
@@ -100,6 +103,7 @@ impl ClientInfo {
             omem: AtomicUsize::new(0),
             buffered,
             no_evict: AtomicBool::new(false),
+            tls: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             resp: AtomicU8::new(2),
             namespace: Mutex::new(None),

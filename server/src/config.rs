@@ -358,6 +358,17 @@ impl Config {
             || self.get("tls-cluster") == "yes"
     }
 
+    /// The AUTH a link to another server sends (to its primary, to a cluster node):
+    /// `AUTH [masteruser] masterauth`, when `masterauth` is set.
+    pub fn link_auth(&self) -> Option<Vec<String>> {
+        let (user, pass) = (self.get("masteruser"), self.get("masterauth"));
+        match (user, pass) {
+            (_, "") => None,
+            ("", pass) => Some(vec!["AUTH".into(), pass.into()]),
+            (user, pass) => Some(vec!["AUTH".into(), user.into(), pass.into()]),
+        }
+    }
+
     /// CONFIG SET name value [name value …]: every pair checked first, then all applied.
     /// What the change means beyond the table goes through `apply` first ([`Effect`]): new
     /// TLS contexts when a `tls-*` parameter changes and TLS is wanted, a listener for a new

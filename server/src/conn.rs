@@ -339,6 +339,7 @@ impl EventLoop {
             let laddr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
             let info =
                 self.state.connect(peer.to_string(), laddr, i64::from(stream.as_raw_fd()), self.index, token);
+            info.tls.store(tls.is_some(), Relaxed);
             let client = Client::new(info, &self.state, peer.ip().is_loopback());
             self.conns.put(token, Connection::new(stream, tls, client));
         } else {

@@ -89,7 +89,7 @@ pub const FLAGS: &[Flag] = &[
         name: "--etcd-endpoints",
         value: "URL,URL…",
         default: "none (required by `--engine etcd`)",
-        what: "the etcd cluster's members",
+        what: "the etcd cluster's members: `http://host:port`, or `https://host:port` with `--etcd-ca-cert-file`",
     },
     Flag {
         name: "--etcd-prefix",
@@ -132,6 +132,24 @@ pub const FLAGS: &[Flag] = &[
         value: "MS",
         default: "10000",
         what: "how long a command conflicting with other nodes is retried",
+    },
+    Flag {
+        name: "--etcd-ca-cert-file",
+        value: "FILE",
+        default: "none",
+        what: "TLS to etcd (`--engine etcd` and `--cluster-etcd`): the CA that signed the members' certificates (etcd's `--trusted-ca-file`), PEM",
+    },
+    Flag {
+        name: "--etcd-cert-file",
+        value: "FILE",
+        default: "none",
+        what: "with `--etcd-ca-cert-file`: the client certificate for members started with `--client-cert-auth`, PEM",
+    },
+    Flag {
+        name: "--etcd-key-file",
+        value: "FILE",
+        default: "none",
+        what: "the private key of `--etcd-cert-file`, PEM",
     },
 ];
 

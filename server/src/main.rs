@@ -221,6 +221,9 @@ fn options() -> Result<Start, String> {
             "--etcd-conflict-timeout",
             take_flag(&mut args, "--etcd-conflict-timeout")?,
         )?,
+        ca_cert_file: take_flag(&mut args, "--etcd-ca-cert-file")?,
+        cert_file: take_flag(&mut args, "--etcd-cert-file")?,
+        key_file: take_flag(&mut args, "--etcd-key-file")?,
     };
     let layout = layout(&mut args)?;
     let cluster_etcd = take_flag(&mut args, "--cluster-etcd")?;
@@ -348,10 +351,14 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
     let host =
         announced("cluster-announce-ip").unwrap_or(if bind == "*" { "127.0.0.1".into() } else { bind });
     let port = announced("cluster-announce-port").and_then(|p| p.parse().ok()).unwrap_or(port);
+    let tls_port =
+        announced("cluster-announce-tls-port").unwrap_or_else(|| config.get("tls-port").to_string());
+    let tls_port = tls_port.parse().unwrap_or(0);
     let ttl = std::time::Duration::from_millis(config.number("cluster-node-timeout").max(1000) as u64);
+    let tls_cluster = config.get("tls-cluster") == "yes";
     drop(config);
     #[cfg_attr(not(feature = "etcd"), allow(unused_mut))]
-    let mut myself = cluster::Node { id: state.run_id.clone(), host, port };
+    let mut myself = cluster::Node { id: state.run_id.clone(), host, port, tls_port };
     #[cfg(feature = "etcd")]
     let local = topology.map(|(flags, initial)| {
         let closed = state
@@ -371,6 +378,7 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
         fatal("--cluster-etcd needs a build with the etcd feature");
     }
     let node = Arc::new(cluster::Cluster::new(myself.clone()));
+    node.set_tls_cluster(tls_cluster);
     // A parked client whose slot moved gets its redirection.
     let weak = Arc::downgrade(state);
     node.on_change(Box::new(move || {

@@ -12,7 +12,6 @@
 //! session with `tls-replication yes`.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -23,6 +22,7 @@ use crate::client::{Client, Next};
 use crate::replication::{StreamPosition, Sync, encode};
 use crate::resp::{Limits, Parsed};
 use crate::state::State;
+use crate::tls::Dialed;
 
 /// Starts the link thread of REPLICAOF's `generation` (see [`crate::replication::LinkStatus`]).
 pub fn spawn(state: Arc<State>, generation: u64) {
@@ -81,49 +81,8 @@ fn run(state: &State, generation: u64) {
 
 /// The primary's socket: opened, read and written here only.
 struct PrimarySocket {
-    stream: Link,
+    stream: Dialed,
     buf: Vec<u8>,
-}
-
-/// The connection to the primary: plain, or a TLS session over it (`tls-replication yes`).
-enum Link {
-    Plain(TcpStream),
-    Tls(Box<crate::tls::TlsStream>),
-}
-
-impl Link {
-    /// The socket under the session.
-    fn tcp(&self) -> &TcpStream {
-        match self {
-            Link::Plain(s) => s,
-            Link::Tls(s) => &s.sock,
-        }
-    }
-}
-
-impl Read for Link {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Link::Plain(s) => s.read(buf),
-            Link::Tls(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Link {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Link::Plain(s) => s.write(buf),
-            Link::Tls(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Link::Plain(s) => s.flush(),
-            Link::Tls(s) => s.flush(),
-        }
-    }
 }
 
 impl PrimarySocket {
@@ -134,26 +93,7 @@ impl PrimarySocket {
         timeout: Duration,
         tls: Option<Arc<rustls::ClientConfig>>,
     ) -> Result<Self, String> {
-        use std::net::ToSocketAddrs;
-        let addr = (host, port)
-            .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {host}: {e}"))?
-            .next()
-            .ok_or_else(|| format!("cannot resolve {host}"))?;
-        let stream = match tls {
-            Some(config) => Link::Tls(Box::new(
-                crate::tls::connect(addr, host, config, timeout)
-                    .map_err(|e| format!("cannot connect to {addr} over TLS: {e}"))?,
-            )),
-            None => {
-                let stream = TcpStream::connect_timeout(&addr, timeout)
-                    .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-                let _ = stream.set_nodelay(true);
-                Link::Plain(stream)
-            }
-        };
-        stream.tcp().set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
-        Ok(PrimarySocket { stream, buf: Vec::new() })
+        Ok(PrimarySocket { stream: Dialed::dial(host, port, timeout, tls)?, buf: Vec::new() })
     }
 
     fn send(&mut self, argv: &[&[u8]]) -> Result<(), String> {
@@ -222,16 +162,9 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
     if !(pong.starts_with('+') || pong.starts_with("-NOAUTH") || pong.starts_with("-NOPERM")) {
         return Err(format!("the primary answered PING with {pong}"));
     }
-    let (user, pass) = {
-        let config = state.config();
-        (config.get("masteruser").to_string(), config.get("masterauth").to_string())
-    };
-    if !pass.is_empty() {
-        let reply = if user.is_empty() {
-            primary.call(&[b"AUTH", pass.as_bytes()])?
-        } else {
-            primary.call(&[b"AUTH", user.as_bytes(), pass.as_bytes()])?
-        };
+    let auth = state.config().link_auth();
+    if let Some(auth) = auth {
+        let reply = primary.call(&auth.iter().map(String::as_bytes).collect::<Vec<_>>())?;
         if !reply.starts_with('+') {
             return Err(format!("unable to AUTH to MASTER: {reply}"));
         }

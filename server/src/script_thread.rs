@@ -106,7 +106,12 @@ pub fn run_command(
     // In a cluster, routed again by the table its commits are fenced by (the connection
     // routed it by the table of that moment).
     let reply = match cluster {
-        Some(cluster) => cluster.run_routed(&state.store, argv, &mut run),
+        Some(cluster) => cluster.run_routed(
+            &state.store,
+            argv,
+            info.tls.load(std::sync::atomic::Ordering::Relaxed),
+            &mut run,
+        ),
         None => run(),
     };
     let facts = std::mem::take(&mut caller.facts);

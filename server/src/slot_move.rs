@@ -3,7 +3,10 @@
 //! of its own; CLUSTER INFO shows its progress and final counts. The owner (the source):
 //!
 //! 1. asks the target to import the slot (`CLUSTERX IMPORT slot START`: it drops any keys of
-//!    the slot it had) over a plain RESP connection;
+//!    the slot it had) over a RESP connection ([`Link`]: to its TLS port over TLS with
+//!    `tls-cluster yes`, authenticated with `masteruser`/`masterauth` when set, as a
+//!    replica to its primary; made before CLUSTERX MIGRATE answers, so that a target it
+//!    cannot reach or that refuses it fails the command);
 //! 2. takes a snapshot of its store while no command runs, and from that instant captures the
 //!    replication stream's units that touch the slot ([`Moves`] stands in front of the
 //!    replication stream);
@@ -35,7 +38,6 @@
 //! (`CLUSTERX IMPORT slot FAIL`).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -49,6 +51,7 @@ use crate::cluster::moves::{Moves, Outgoing};
 use crate::cluster::{Cluster, Node, Topology};
 use crate::state::State;
 use crate::sync::lock;
+use crate::tls::Dialed;
 
 /// Commands per transaction sent to the target (keys per round trip of RESTOREs).
 const BATCH: usize = 256;
@@ -85,7 +88,7 @@ pub fn clusterx(argv: &[Bytes], state: &State) -> Reply {
         _ => return Reply::Error("ERR wrong number of arguments for 'clusterx' command".into()),
     };
     match (text(1).as_str(), argv.len()) {
-        ("migrate", 4) => start_move(cluster, moves, slot, &String::from_utf8_lossy(&argv[3])),
+        ("migrate", 4) => start_move(state, cluster, moves, slot, &String::from_utf8_lossy(&argv[3])),
         ("import", 4) => import(state, cluster, moves, slot, &text(3)),
         _ => Reply::Error(format!(
             "ERR unknown subcommand '{}'. CLUSTERX takes MIGRATE slot node-id and IMPORT slot START|END|FAIL",
@@ -95,7 +98,7 @@ pub fn clusterx(argv: &[Bytes], state: &State) -> Reply {
 }
 
 /// CLUSTERX MIGRATE: checks and starts the move of `slot` to node `to`.
-fn start_move(cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
+fn start_move(state: &State, cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
     if cluster.topology().owner(slot).is_none_or(|n| n.id != cluster.myself.id) {
         return Reply::Error("ERR Can't migrate slot which doesn't belong to me".into());
     }
@@ -105,12 +108,20 @@ fn start_move(cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
     let Some(target) = cluster.members().into_iter().find(|n| n.id == to) else {
         return Reply::Error(format!("ERR Unknown node {to}"));
     };
-    let Some(state) = SERVER.get().and_then(Weak::upgrade) else {
+    let Some(server) = SERVER.get().and_then(Weak::upgrade) else {
         return Reply::Error("ERR the server is shutting down".into());
     };
     if moves.running.swap(true, SeqCst) {
         return Reply::Error("ERR There is already a migrating job".into());
     }
+    let link = match Link::connect(state, &target) {
+        Ok(link) => link,
+        Err(e) => {
+            moves.running.store(false, SeqCst);
+            return Reply::Error(format!("ERR Can't migrate slot {slot} to {to}: {e}"));
+        }
+    };
+    let state = server;
     lock(&moves.report).out =
         Some(Outgoing { slot, to: target.id.clone(), state: "start", ..Outgoing::default() });
     let spawned = std::thread::Builder::new().name("slot-move".into()).spawn(move || {
@@ -118,7 +129,7 @@ fn start_move(cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
         let Some(moves) = cluster.moves.get() else { return };
         let started = Instant::now();
         crate::log::notice!("Moving slot {slot} to {} ({}:{})", target.id, target.host, target.port);
-        match hand_over(&state, cluster, moves, slot, &target) {
+        match hand_over(&state, cluster, moves, slot, &target, link) {
             Ok((link, closed_at)) => {
                 // The slot is the target's: what fails from here on is only reported.
                 let after = finish(&state, moves, slot, &target, link, closed_at);
@@ -141,7 +152,8 @@ fn start_move(cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
             Err(e) => {
                 moves.stop_capture();
                 moves.closed.set(None);
-                let _ = Link::connect(&target).and_then(|mut link| link.send(&[import_command(slot, "FAIL")]));
+                let _ = Link::connect(&state, &target)
+                    .and_then(|mut link| link.send(&[import_command(slot, "FAIL")]));
                 crate::log::warning!("Moving slot {slot} to {} failed: {e}", target.id);
                 let total_ms = started.elapsed().as_millis() as u64;
                 moves.progress(|o| (o.state, o.total_ms, o.error) = ("fail", total_ms, e));
@@ -171,8 +183,8 @@ fn hand_over(
     moves: &Moves,
     slot: u16,
     target: &Node,
+    mut link: Link,
 ) -> Result<(Link, Instant), String> {
-    let mut link = Link::connect(target)?;
     link.send(&[import_command(slot, "START")])?;
     let (snapshot, ()) = crate::rdb::snapshot_at(state, || moves.capture(slot))?;
     let engine = snapshot.engine()?;
@@ -384,24 +396,42 @@ fn delete_slot<B: KvBackend>(engine: &Engine<B>, slot: u16) -> Result<u64, Strin
     Ok(deleted)
 }
 
-/// A RESP connection to another node.
+/// A RESP connection to another node: over TLS to its TLS port with `tls-cluster yes`,
+/// authenticated as a replica to its primary (`masteruser`/`masterauth`).
 struct Link {
-    out: TcpStream,
-    input: BufReader<TcpStream>,
+    stream: BufReader<Dialed>,
 }
 
 impl Link {
-    fn connect(node: &Node) -> Result<Link, String> {
-        let fail = |e: std::io::Error| format!("cannot reach {}:{}: {e}", node.host, node.port);
-        let addr = std::net::ToSocketAddrs::to_socket_addrs(&(node.host.as_str(), node.port))
-            .map_err(fail)?
-            .next()
-            .ok_or_else(|| format!("{} has no address", node.host))?;
-        let out = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(fail)?;
-        out.set_read_timeout(Some(Duration::from_secs(60))).map_err(fail)?;
-        let _ = out.set_nodelay(true);
-        let input = BufReader::new(out.try_clone().map_err(fail)?);
-        Ok(Link { out, input })
+    /// Dials `node` and checks it takes commands (AUTH, then PING).
+    fn connect(state: &State, node: &Node) -> Result<Link, String> {
+        let (tls_cluster, auth) = {
+            let config = state.config();
+            (config.get("tls-cluster") == "yes", config.link_auth())
+        };
+        let (port, tls) = if tls_cluster {
+            let tls = state.tls.client().ok_or("tls-cluster is yes, but TLS is not configured")?;
+            (node.tls_port, Some(tls))
+        } else {
+            (node.port, None)
+        };
+        if port == 0 {
+            let which = if tls_cluster { "TLS" } else { "plaintext" };
+            return Err(format!("{} has no {which} port", node.id));
+        }
+        // Answers within seconds, or the command that asked (CLUSTERX MIGRATE) fails.
+        let stream = Dialed::dial(&node.host, port, Duration::from_secs(5), tls)?;
+        let mut link = Link { stream: BufReader::new(stream) };
+        let word = |w: &str| Bytes::copy_from_slice(w.as_bytes());
+        let mut hello: Vec<Vec<Bytes>> =
+            auth.into_iter().map(|a| a.iter().map(|w| word(w)).collect()).collect();
+        hello.push(vec![word("PING")]);
+        link.send(&hello)?;
+        // Over a round of RESTOREs the target may take a while: reads and writes wait for it.
+        let tcp = link.stream.get_ref().tcp();
+        let long = Some(Duration::from_secs(60));
+        tcp.set_read_timeout(long).and_then(|()| tcp.set_write_timeout(long)).map_err(|e| e.to_string())?;
+        Ok(link)
     }
 
     /// Sends `commands` in one write and reads their replies: the first error reply fails.
@@ -410,7 +440,7 @@ impl Link {
         for argv in commands {
             crate::replication::encode(&mut bytes, argv.iter().map(|a| a.as_ref()));
         }
-        self.out.write_all(&bytes).map_err(|e| format!("cannot send to the target: {e}"))?;
+        self.stream.get_mut().write_all(&bytes).map_err(|e| format!("cannot send to the target: {e}"))?;
         let mut failure = None;
         for argv in commands {
             if let Some(e) = self.read_reply()?
@@ -427,7 +457,7 @@ impl Link {
     fn read_reply(&mut self) -> Result<Option<String>, String> {
         let lost = |e: std::io::Error| format!("lost the target's answer: {e}");
         let mut line = String::new();
-        if self.input.read_line(&mut line).map_err(lost)? == 0 {
+        if self.stream.read_line(&mut line).map_err(lost)? == 0 {
             return Err("the target closed the connection".into());
         }
         let line = line.trim_end();
@@ -438,7 +468,7 @@ impl Link {
                 let len = number()?;
                 if len >= 0 {
                     let mut skip = vec![0; len as usize + 2];
-                    self.input.read_exact(&mut skip).map_err(lost)?;
+                    self.stream.read_exact(&mut skip).map_err(lost)?;
                 }
                 Ok(None)
             }

@@ -192,12 +192,15 @@ impl State {
     }
 
     /// Copies out of `config` the parameters read on every command or request
-    /// ([`State::maxmemory`], [`State::max_bulk`], [`State::query_buffer_limit`]): at start
-    /// and after each CONFIG SET.
+    /// ([`State::maxmemory`], [`State::max_bulk`], [`State::query_buffer_limit`], the
+    /// cluster's `tls-cluster`): at start and after each CONFIG SET.
     pub fn keep_params(&self, config: &Config) {
         self.maxmemory.store(config.number("maxmemory").max(0) as u64, Relaxed);
         self.max_bulk.store(config.number("proto-max-bulk-len"), Relaxed);
         self.query_buffer_limit.store(config.number("client-query-buffer-limit").max(1) as u64, Relaxed);
+        if let Some(cluster) = self.cluster.get() {
+            cluster.set_tls_cluster(config.get("tls-cluster") == "yes");
+        }
     }
 
     /// Takes one sample of the counters (the event loop calls it every tick).

@@ -41,8 +41,9 @@ impl Default for DiskMemory {
 }
 
 /// How to reach an etcd cluster (`--etcd-endpoints a,b,c`, `--etcd-prefix`, the limits the
-/// cluster was started with: `--etcd-max-txn-ops`, `--etcd-max-request-bytes`, and how long to
-/// wait for it: `--etcd-quorum-timeout`, `--etcd-conflict-timeout`, in milliseconds).
+/// cluster was started with: `--etcd-max-txn-ops`, `--etcd-max-request-bytes`, how long to
+/// wait for it: `--etcd-quorum-timeout`, `--etcd-conflict-timeout`, in milliseconds, and TLS
+/// to `https://` endpoints: `--etcd-ca-cert-file`, `--etcd-cert-file`, `--etcd-key-file`).
 #[derive(Debug, Clone, Default)]
 #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
 pub struct EtcdFlags {
@@ -59,6 +60,12 @@ pub struct EtcdFlags {
     /// Milliseconds a command refused by write conflicts is retried before the client gets
     /// the conflict error.
     pub conflict_timeout_ms: Option<usize>,
+    /// The CA of the members' certificates (PEM).
+    pub ca_cert_file: Option<String>,
+    /// The client certificate for members that check clients' (PEM).
+    pub cert_file: Option<String>,
+    /// Its private key (PEM).
+    pub key_file: Option<String>,
 }
 
 /// A disk store's metadata cache.
@@ -569,9 +576,30 @@ fn open_etcd(flags: &EtcdFlags, layout: &KeyLayout) -> Result<Store, String> {
     if let Some(ms) = flags.conflict_timeout_ms {
         options.conflict_timeout = std::time::Duration::from_millis(ms as u64);
     }
+    options.tls = etcd_tls(flags, &options.endpoints)?;
     let etcd = Arc::new(rediskv_etcd::open(options).map_err(|e| format!("etcd at {endpoints}: {e}"))?);
     let kv: Backend = etcd.clone();
     Ok(Store::Etcd { etcd, kv })
+}
+
+/// TLS to the members: needed by `https://` endpoints, refused with `http://` ones.
+#[cfg(feature = "etcd")]
+fn etcd_tls(flags: &EtcdFlags, endpoints: &[String]) -> Result<Option<rediskv_etcd::Tls>, String> {
+    let https = endpoints.iter().filter(|e| e.starts_with("https://")).count();
+    let identity = match (&flags.cert_file, &flags.key_file) {
+        (Some(cert), Some(key)) => Some((cert.into(), key.into())),
+        (None, None) => None,
+        _ => return Err("--etcd-cert-file and --etcd-key-file go together".into()),
+    };
+    match &flags.ca_cert_file {
+        None if https > 0 => Err("https:// etcd endpoints need --etcd-ca-cert-file".into()),
+        None if identity.is_some() => Err("--etcd-cert-file needs --etcd-ca-cert-file".into()),
+        None => Ok(None),
+        Some(_) if https < endpoints.len() => {
+            Err("with --etcd-ca-cert-file every etcd endpoint is https://".into())
+        }
+        Some(ca) => Ok(Some(rediskv_etcd::Tls { ca_file: ca.into(), identity })),
+    }
 }
 
 /// What keeps a cluster node over a disk engine from committing to slots that may no longer
@@ -747,5 +775,34 @@ mod tests {
         let debug = r#"backend: fjall: FjallError: Io(Os { code: 28, kind: StorageFull, message: "No space left on device" })"#;
         assert_eq!(os_words(debug).as_deref(), Some(full));
         assert_eq!(os_words("backend: fjall: FjallError: Poisoned"), None);
+    }
+
+    #[cfg(feature = "etcd")]
+    #[test]
+    fn tls_to_etcd_needs_https_endpoints_and_a_ca() {
+        use super::{EtcdFlags, etcd_tls};
+        let flags = |ca: Option<&str>, cert: Option<&str>, key: Option<&str>| EtcdFlags {
+            ca_cert_file: ca.map(Into::into),
+            cert_file: cert.map(Into::into),
+            key_file: key.map(Into::into),
+            ..EtcdFlags::default()
+        };
+        let (https, http) = (vec!["https://h:1".to_string()], vec!["http://h:1".to_string()]);
+        assert_eq!(etcd_tls(&flags(None, None, None), &http), Ok(None));
+        let tls = etcd_tls(&flags(Some("ca"), Some("c"), Some("k")), &https).unwrap().unwrap();
+        assert_eq!((tls.ca_file, tls.identity), ("ca".into(), Some(("c".into(), "k".into()))));
+        let refused = [
+            (flags(None, None, None), &https, "https:// etcd endpoints need --etcd-ca-cert-file"),
+            (
+                flags(Some("ca"), None, None),
+                &http,
+                "with --etcd-ca-cert-file every etcd endpoint is https://",
+            ),
+            (flags(Some("ca"), Some("c"), None), &https, "--etcd-cert-file and --etcd-key-file go together"),
+            (flags(None, Some("c"), Some("k")), &http, "--etcd-cert-file needs --etcd-ca-cert-file"),
+        ];
+        for (flags, endpoints, why) in refused {
+            assert_eq!(etcd_tls(&flags, endpoints), Err(why.to_string()));
+        }
     }
 }

@@ -41,6 +41,88 @@ use crate::sync::lock;
 #[allow(dead_code)] // for the links that dial out; tests/tls.rs drives it
 pub type TlsStream = StreamOwned<ClientConnection, TcpStream>;
 
+/// A link the server dials to another server (its primary, a cluster node): plain TCP, or
+/// a TLS session over it.
+#[allow(dead_code)] // tests/tls.rs compiles this file without the links
+pub enum Dialed {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS (`tls-replication`, `tls-cluster`).
+    Tls(Box<TlsStream>),
+}
+
+#[allow(dead_code)]
+impl Dialed {
+    /// Dials `host:port` within `timeout`: over TLS with `tls` (a configuration from
+    /// [`Tls::client`]), plain TCP without; reads and writes time out after `timeout` too.
+    ///
+    /// # Errors
+    /// The address, the connection or the handshake failed, in words for a log or a reply.
+    pub fn dial(
+        host: &str,
+        port: u16,
+        timeout: Duration,
+        tls: Option<Arc<ClientConfig>>,
+    ) -> Result<Dialed, String> {
+        use std::net::ToSocketAddrs;
+        let addr = (host, port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {host}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("cannot resolve {host}"))?;
+        let dialed = match tls {
+            Some(config) => Dialed::Tls(Box::new(
+                connect(addr, host, config, timeout)
+                    .map_err(|e| format!("cannot connect to {addr} over TLS: {e}"))?,
+            )),
+            None => {
+                let stream = TcpStream::connect_timeout(&addr, timeout)
+                    .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+                let _ = stream.set_nodelay(true);
+                Dialed::Plain(stream)
+            }
+        };
+        let tcp = dialed.tcp();
+        tcp.set_read_timeout(Some(timeout))
+            .and_then(|()| tcp.set_write_timeout(Some(timeout)))
+            .map_err(|e| e.to_string())?;
+        Ok(dialed)
+    }
+
+    /// The socket under the session.
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Dialed::Plain(s) => s,
+            Dialed::Tls(s) => &s.sock,
+        }
+    }
+}
+
+impl io::Read for Dialed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Dialed::Plain(s) => s.read(buf),
+            Dialed::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl io::Write for Dialed {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Dialed::Plain(s) => s.write(buf),
+            Dialed::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Dialed::Plain(s) => s.flush(),
+            Dialed::Tls(s) => s.flush(),
+        }
+    }
+}
+
 /// The parameters a context is made from, by name, as `CONFIG GET` shows them ("" when
 /// not set).
 pub trait Params {

@@ -40,9 +40,9 @@ impl Host for State {
         send_answer(&self.loops, &parked.info, parked.session, &reply, &pushes);
     }
 
-    fn rerun(&self, argv: &[Bytes], run: &mut dyn FnMut() -> Reply) -> Reply {
+    fn rerun(&self, argv: &[Bytes], tls: bool, run: &mut dyn FnMut() -> Reply) -> Reply {
         match self.cluster.get() {
-            Some(cluster) => cluster.run_routed(&self.store, argv, run),
+            Some(cluster) => cluster.run_routed(&self.store, argv, tls, run),
             None => run(),
         }
     }

@@ -7,9 +7,15 @@
 //! at once, and a node paused past its lease commits nothing to the slots it lost (its
 //! commit is fenced). Nodes over fjall keeping the slot table in etcd move a slot with its
 //! data under an INCR load (exact totals, FSCK clean on both; on RocksDB too with the
-//! `rocksdb` feature), and a replica takes its killed primary's slots. The etcd tests need
-//! the `etcd` feature: `cargo test -p rediskv-server --features etcd --test cluster`.
+//! `rocksdb` feature), and a replica takes its killed primary's slots. Two such nodes with
+//! `tls-cluster yes` and passwords, over an etcd serving TLS, tell TLS clients the TLS ports
+//! and plaintext ones the plaintext ports, and move a slot over the TLS, authenticated
+//! link. The etcd tests need the `etcd` feature: `cargo test -p rediskv-server --features
+//! etcd --test cluster`.
 
+#[cfg(feature = "etcd")]
+#[path = "common/certs.rs"]
+mod certs;
 mod common;
 
 use std::time::{Duration, Instant};
@@ -120,7 +126,7 @@ mod over_etcd {
     use std::time::{Duration, Instant};
 
     use super::common::{self, Server, Value};
-    use rediskv_etcd::testkit::Cluster;
+    use rediskv_etcd::testkit::{Cluster, MemberTls};
 
     /// The lease of a cluster node, in milliseconds (`cluster-node-timeout`).
     const NODE_TIMEOUT_MS: u64 = 2000;
@@ -138,9 +144,12 @@ mod over_etcd {
 
     /// Each range of CLUSTER SLOTS as (start, end, port).
     fn slots(port: u16) -> Vec<(i64, i64, i64)> {
-        let Value::Array(Some(ranges)) = common::Client::connect(port).cmd(&["CLUSTER", "SLOTS"]) else {
-            panic!("CLUSTER SLOTS")
-        };
+        slots_of(&mut common::Client::connect(port))
+    }
+
+    /// [`slots`], asked on a connection of the caller's.
+    fn slots_of(client: &mut common::Client) -> Vec<(i64, i64, i64)> {
+        let Value::Array(Some(ranges)) = client.cmd(&["CLUSTER", "SLOTS"]) else { panic!("CLUSTER SLOTS") };
         ranges
             .iter()
             .map(|r| match r {
@@ -159,9 +168,14 @@ mod over_etcd {
     /// Waits until every node in `ports` shows the same table, covering every slot, shared
     /// by exactly `ports`; answers how long that took.
     fn wait_shared(ports: &[u16], within: Duration) -> Duration {
+        wait_shared_by(ports, within, common::Client::connect)
+    }
+
+    /// [`wait_shared`], asking on the connections `connect` makes.
+    fn wait_shared_by(ports: &[u16], within: Duration, connect: impl Fn(u16) -> common::Client) -> Duration {
         let start = Instant::now();
         loop {
-            let tables: Vec<_> = ports.iter().map(|p| slots(*p)).collect();
+            let tables: Vec<_> = ports.iter().map(|p| slots_of(&mut connect(*p))).collect();
             let covered = tables[0].iter().map(|r| r.1 - r.0 + 1).sum::<i64>() == 16384;
             let mut owners: Vec<i64> = tables[0].iter().map(|r| r.2).collect();
             owners.sort();
@@ -731,6 +745,268 @@ mod over_etcd {
             info_field(from, "migrating_time_ms").unwrap(),
             info_field(from, "migrating_closed_ms").unwrap()
         );
+    }
+
+    /// The password of the TLS cluster's nodes (`requirepass`, `masterauth`).
+    const PASSWORD: &str = "cluster-secret";
+
+    /// A plaintext connection to `port`, authenticated.
+    fn authed(port: u16) -> common::Client {
+        let mut client = common::Client::connect(port);
+        assert_eq!(client.cmd(&["AUTH", PASSWORD]), Value::Status("OK".into()));
+        client
+    }
+
+    /// `n` distinct free loopback ports (all held until every one is chosen).
+    fn free_ports(n: usize) -> Vec<u16> {
+        let held: Vec<_> = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+        held.iter().map(|l| l.local_addr().unwrap().port()).collect()
+    }
+
+    /// A field of a RESP2 map (a flat array of names and values).
+    fn field<'v>(map: &'v Value, name: &str) -> Option<&'v Value> {
+        let Value::Array(Some(items)) = map else { panic!("not a map: {map:?}") };
+        items.chunks(2).find(|kv| kv[0].text() == name).map(|kv| &kv[1])
+    }
+
+    /// Two nodes over fjall with `tls-port`, `tls-cluster yes`, `requirepass` and
+    /// `masterauth`, keeping their slot table in an etcd that serves TLS and checks client
+    /// certificates: a client over TLS is told the TLS ports (CLUSTER SLOTS, NODES, MOVED;
+    /// redis-cli --tls -c and redis-py's RedisCluster(ssl=True) write and read across the
+    /// nodes), a plaintext client the plaintext ones; a slot moves over the TLS link,
+    /// authenticated, with every key exactly as it was, and a link the target refuses fails
+    /// CLUSTERX MIGRATE with the target's answer.
+    #[test]
+    fn a_tls_cluster_tells_each_client_its_ports_and_moves_a_slot_over_tls() {
+        let certs = super::certs::Certs::new();
+        let file = |name: &str| certs.path(name);
+        let etcd_tls = rediskv_etcd::Tls {
+            ca_file: file("ca.crt").into(),
+            identity: Some((file("client.crt").into(), file("client.key").into())),
+        };
+        let member = MemberTls {
+            cert_file: file("server.crt").into(),
+            key_file: file("server.key").into(),
+            client: etcd_tls,
+        };
+        let Some(etcd) = Cluster::start_tls("a_tls_cluster_tells_each_client_its_ports", 1, member) else {
+            return;
+        };
+        assert!(etcd.endpoints()[0].starts_with("https://"));
+        let free = free_ports(4);
+        let (plain_ports, tls_ports) = free.split_at(2);
+        let nodes: Vec<Server> = (0..2)
+            .map(|i| {
+                let mut args = certs.server_args(tls_ports[i]);
+                args.extend(
+                    [
+                        // A plaintext port too (with a TLS one, port 0 is none).
+                        ("--port", plain_ports[i].to_string()),
+                        ("--tls-cluster", "yes".to_string()),
+                        ("--requirepass", PASSWORD.to_string()),
+                        ("--masterauth", PASSWORD.to_string()),
+                        ("--etcd-ca-cert-file", file("ca.crt")),
+                        ("--etcd-cert-file", file("client.crt")),
+                        ("--etcd-key-file", file("client.key")),
+                    ]
+                    .into_iter()
+                    .flat_map(|(flag, value)| [flag.to_string(), value]),
+                );
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                disk_node(&etcd, "tls/", 2, &args)
+            })
+            .collect();
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared_by(&ports, Duration::from_secs(20), authed);
+        let table = slots_of(&mut authed(ports[0]));
+        // A key of each node, by the plaintext table.
+        let key_on = |i: usize, name: &str| {
+            (0..)
+                .map(|n| format!("{name}:{n}"))
+                .find(|k| {
+                    let slot = i64::from(::rediskv::codec::key_slot(k.as_bytes()));
+                    table.iter().any(|r| r.0 <= slot && slot <= r.1 && r.2 == i64::from(ports[i]))
+                })
+                .unwrap()
+        };
+        let slot_of = |key: &str| ::rediskv::codec::key_slot(key.as_bytes());
+        let (key0, key1) = (key_on(0, "k"), key_on(1, "k"));
+
+        // A plaintext client: the plaintext ports, and the bus port of the TLS one (Redis').
+        let mut plain = authed(ports[0]);
+        assert_eq!(
+            plain.cmd(&["SET", &key1, "x"]),
+            Value::Error(format!("MOVED {} 127.0.0.1:{}", slot_of(&key1), ports[1]))
+        );
+        let nodes_text = plain.cmd(&["CLUSTER", "NODES"]).text();
+        for i in 0..2 {
+            let address = format!(" 127.0.0.1:{}@{} ", ports[i], u32::from(tls_ports[i]) + 10000);
+            assert!(nodes_text.contains(&address), "{address} in {nodes_text}");
+        }
+        let Value::Array(Some(shards)) = plain.cmd(&["CLUSTER", "SHARDS"]) else { panic!("SHARDS") };
+        let mut shown: Vec<(Value, Value)> = shards
+            .iter()
+            .map(|shard| {
+                let Some(Value::Array(Some(nodes))) = field(shard, "nodes") else { panic!("{shard:?}") };
+                (field(&nodes[0], "port").unwrap().clone(), field(&nodes[0], "tls-port").unwrap().clone())
+            })
+            .collect();
+        shown.sort_by_key(|(port, _)| format!("{port:?}"));
+        let mut expected: Vec<(Value, Value)> =
+            (0..2).map(|i| (Value::Int(i64::from(ports[i])), Value::Int(i64::from(tls_ports[i])))).collect();
+        expected.sort_by_key(|(port, _)| format!("{port:?}"));
+        assert_eq!(shown, expected, "SHARDS shows both ports to any client");
+
+        // redis-cli over TLS: the TLS ports; with -c it writes and reads across the nodes.
+        let (ca, cert, key) = (file("ca.crt"), file("client.crt"), file("client.key"));
+        let cli = |port: u16, args: &[&str]| {
+            let port = port.to_string();
+            let options = [
+                "--tls",
+                "--cacert",
+                &ca,
+                "--cert",
+                &cert,
+                "--key",
+                &key,
+                "-a",
+                PASSWORD,
+                "--no-auth-warning",
+            ];
+            tool("redis-cli", &[&options[..], &["-p", &port], args].concat())
+        };
+        assert_eq!(
+            cli(tls_ports[0], &["SET", &key1, "x"]).trim(),
+            format!("MOVED {} 127.0.0.1:{}", slot_of(&key1), tls_ports[1])
+        );
+        let tls_slots = cli(tls_ports[1], &["CLUSTER", "SLOTS"]);
+        let tls_nodes = cli(tls_ports[1], &["CLUSTER", "NODES"]);
+        for i in 0..2 {
+            assert!(tls_slots.lines().any(|l| l == tls_ports[i].to_string()), "{tls_slots}");
+            assert!(!tls_slots.lines().any(|l| l == ports[i].to_string()), "{tls_slots}");
+            let address = format!(" 127.0.0.1:{}@{} ", tls_ports[i], u32::from(tls_ports[i]) + 10000);
+            assert!(tls_nodes.contains(&address), "{address} in {tls_nodes}");
+        }
+        for (at, key) in [(0, &key0), (0, &key1), (1, &key0)] {
+            assert_eq!(cli(tls_ports[at], &["-c", "SET", key, &format!("v-{key}")]).trim(), "OK");
+        }
+        for key in [&key0, &key1] {
+            assert_eq!(cli(tls_ports[1], &["-c", "GET", key]).trim(), format!("v-{key}"));
+        }
+        assert_eq!(
+            authed(ports[1]).cmd(&["GET", &key1]),
+            Value::Bulk(Some(format!("v-{key1}").into_bytes()))
+        );
+
+        // redis-py's RedisCluster over TLS finds the TLS ports, over plaintext the others.
+        let script = format!(
+            "import redis\n\
+             tls = redis.RedisCluster(host='127.0.0.1', port={}, password='{PASSWORD}', ssl=True,\n\
+             \x20   ssl_ca_certs='{ca}', ssl_certfile='{cert}', ssl_keyfile='{key}')\n\
+             for i in range(100):\n\
+             \x20   tls.set(f'py:{{i}}', i)\n\
+             assert [int(tls.get(f'py:{{i}}')) for i in range(100)] == list(range(100))\n\
+             plain = redis.RedisCluster(host='127.0.0.1', port={}, password='{PASSWORD}')\n\
+             assert [int(plain.get(f'py:{{i}}')) for i in range(100)] == list(range(100))\n\
+             print(sorted(n.port for n in tls.get_nodes()), sorted(n.port for n in plain.get_nodes()))\n",
+            tls_ports[0], ports[0]
+        );
+        let out = Command::new("python3").args(["-c", &script]).output().unwrap();
+        let mut by_port = [tls_ports.to_vec(), ports.clone()];
+        by_port.iter_mut().for_each(|p| p.sort());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("{:?} {:?}", by_port[0], by_port[1]),
+            "redis-py: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for port in &ports {
+            let Value::Int(keys) = authed(*port).cmd(&["DBSIZE"]) else { panic!("DBSIZE") };
+            assert!(keys > 10, "redis-py wrote to both nodes: {keys} on {port}");
+        }
+
+        // A slot of node 0 moves to node 1 over the TLS link, authenticated.
+        let tag = key_on(0, "tag");
+        let slot = slot_of(&tag);
+        let mut keys: Vec<String> = (0..300).map(|i| format!("{{{tag}}}:s:{i}")).collect();
+        for chunk in keys.chunks(100) {
+            let mut argv = vec!["MSET".to_string()];
+            argv.extend(chunk.iter().flat_map(|k| [k.clone(), format!("value of {k}")]));
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            assert_eq!(plain.cmd(&argv), Value::Status("OK".into()));
+        }
+        let more = [
+            (["HSET", "{TAG}:h", "f1", "a", "f2", "b"].as_slice(), Value::Int(2)),
+            (&["RPUSH", "{TAG}:l", "x", "y", "z"], Value::Int(3)),
+            (&["ZADD", "{TAG}:z", "1", "m1", "2.5", "m2"], Value::Int(2)),
+            (&["SET", "{TAG}:ttl", "t", "EX", "1000"], Value::Status("OK".into())),
+        ];
+        for (argv, reply) in more {
+            let argv: Vec<String> = argv.iter().map(|a| a.replace("TAG", &tag)).collect();
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            assert_eq!(plain.cmd(&argv), reply, "{argv:?}");
+            keys.push(argv[1].to_string());
+        }
+        let dump = |client: &mut common::Client| -> Vec<Value> {
+            keys.iter().map(|k| client.cmd(&["DUMP", k])).collect()
+        };
+        let before = dump(&mut plain);
+        let target = authed(ports[1]).cmd(&["CLUSTER", "MYID"]).text();
+        // A target refusing the link's AUTH: the command fails at once, with its answer.
+        assert_eq!(plain.cmd(&["CONFIG", "SET", "masterauth", "wrong"]), Value::Status("OK".into()));
+        let Value::Error(refused) = plain.cmd(&["CLUSTERX", "MIGRATE", &slot.to_string(), &target]) else {
+            panic!("CLUSTERX MIGRATE with a wrong masterauth")
+        };
+        assert!(
+            refused.starts_with(&format!(
+                "ERR Can't migrate slot {slot} to {target}: the target answered AUTH with WRONGPASS"
+            )),
+            "{refused}"
+        );
+        // That AUTH came to the target's TLS port.
+        let Value::Array(Some(log)) = authed(ports[1]).cmd(&["ACL", "LOG", "1"]) else { panic!("ACL LOG") };
+        let client = field(&log[0], "client-info").unwrap().text();
+        assert!(client.contains(&format!(" laddr=127.0.0.1:{} ", tls_ports[1])), "{client}");
+        assert_eq!(plain.cmd(&["CONFIG", "SET", "masterauth", PASSWORD]), Value::Status("OK".into()));
+        assert_eq!(
+            plain.cmd(&["CLUSTERX", "MIGRATE", &slot.to_string(), &target]),
+            Value::Status("OK".into())
+        );
+        let state = |port: u16, name: &str| {
+            let info = authed(port).cmd(&["CLUSTER", "INFO"]).text();
+            info.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while state(ports[0], "migrating_state").as_deref() != Some("success") {
+            assert_ne!(
+                state(ports[0], "migrating_state").as_deref(),
+                Some("fail"),
+                "{:?}",
+                state(ports[0], "migrating_error")
+            );
+            assert!(Instant::now() < deadline, "the move never ended");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut on_target = authed(ports[1]);
+        assert_eq!(dump(&mut on_target), before, "every key of the slot, exactly");
+        let Value::Int(ttl) = on_target.cmd(&["TTL", &format!("{{{tag}}}:ttl")]) else { panic!("TTL") };
+        assert!((900..=1000).contains(&ttl), "{ttl}");
+        assert_eq!(
+            on_target.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]),
+            Value::Int(keys.len() as i64)
+        );
+        assert_eq!(plain.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]), Value::Int(0));
+        // Each client is sent to the slot's new owner on its own kind of port.
+        assert_eq!(
+            plain.cmd(&["GET", &keys[0]]),
+            Value::Error(format!("MOVED {slot} 127.0.0.1:{}", ports[1]))
+        );
+        assert_eq!(
+            cli(tls_ports[0], &["GET", &keys[0]]).trim(),
+            format!("MOVED {slot} 127.0.0.1:{}", tls_ports[1])
+        );
+        assert_eq!(cli(tls_ports[0], &["-c", "GET", &keys[0]]).trim(), format!("value of {}", keys[0]));
+        drop(nodes);
     }
 
     #[test]

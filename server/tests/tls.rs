@@ -4,6 +4,8 @@
 //! (`src/tls.rs`, compiled in here). The certificates are made by each test: a CA, a server
 //! certificate, a client certificate, and a client certificate of another CA.
 
+#[path = "common/certs.rs"]
+mod certs;
 mod common;
 #[allow(dead_code)]
 #[path = "../src/sync.rs"]
@@ -15,125 +17,29 @@ mod tls;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use certs::Certs;
 use common::Value;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose,
-};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-/// A directory of PEM files, removed on drop: `ca.crt`; `server.crt`/`.key` and
-/// `server2.crt`/`.key` (localhost, 127.0.0.1) and `client.crt`/`.key`, signed by it; and
-/// `stranger.crt`/`.key`, a client certificate of another CA.
-struct Certs {
-    dir: PathBuf,
-}
-
-impl Drop for Certs {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+/// Parameters for the client half: the CA, and `client`'s certificate (None: the
+/// server's own, as `tls-client-cert-file` unset).
+fn client_params(certs: &Certs, client: Option<&str>) -> Params {
+    let mut params = Params::default();
+    params.set("tls-ca-cert-file", &certs.path("ca.crt"));
+    params.set("tls-cert-file", &certs.path("server.crt"));
+    params.set("tls-key-file", &certs.path("server.key"));
+    params.set("tls-auth-clients", "yes");
+    params.set("tls-session-caching", "yes");
+    if let Some(name) = client {
+        params.set("tls-client-cert-file", &certs.path(&format!("{name}.crt")));
+        params.set("tls-client-key-file", &certs.path(&format!("{name}.key")));
     }
-}
-
-impl Certs {
-    fn new() -> Certs {
-        let dir =
-            std::env::temp_dir().join(format!("rediskv-tls-{}-{}", std::process::id(), common::test_name()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let certs = Certs { dir };
-        let ca = certs.authority("rediskv test CA", "ca");
-        // The server's certificates serve its links too (no tls-client-cert-file).
-        let both = [ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
-        certs.leaf(&ca, "server", "rediskv test server", &both);
-        certs.leaf(&ca, "server2", "rediskv test server 2", &both);
-        certs.encrypt("server2.key", "server2.enc.key", "1234");
-        certs.leaf(&ca, "client", "rediskv test client", &[ExtendedKeyUsagePurpose::ClientAuth]);
-        let other = certs.authority("another CA", "other-ca");
-        certs.leaf(&other, "stranger", "stranger", &[ExtendedKeyUsagePurpose::ClientAuth]);
-        certs
-    }
-
-    /// A self-signed CA certificate, written as `name.crt`.
-    fn authority(&self, common_name: &str, name: &str) -> CertifiedIssuer<'static, KeyPair> {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, common_name);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
-        let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-        std::fs::write(self.path(&format!("{name}.crt")), ca.pem()).unwrap();
-        ca
-    }
-
-    /// A certificate for localhost and 127.0.0.1 signed by `ca`, as `name.crt` and `name.key`.
-    fn leaf(
-        &self,
-        ca: &CertifiedIssuer<'_, KeyPair>,
-        name: &str,
-        common_name: &str,
-        usage: &[ExtendedKeyUsagePurpose],
-    ) {
-        let mut params =
-            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-        params.distinguished_name.push(DnType::CommonName, common_name);
-        params.extended_key_usages = usage.to_vec();
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, ca).unwrap();
-        std::fs::write(self.path(&format!("{name}.crt")), cert.pem()).unwrap();
-        std::fs::write(self.path(&format!("{name}.key")), key.serialize_pem()).unwrap();
-    }
-
-    /// Writes `plain`'s PKCS#8 key encrypted with `password` (PBKDF2-SHA256, AES-256-CBC, as
-    /// `openssl pkey -aes256` does) as `encrypted`.
-    fn encrypt(&self, plain: &str, encrypted: &str, password: &str) {
-        let pem = std::fs::read_to_string(self.path(plain)).unwrap();
-        let (_, der) = pkcs8::SecretDocument::from_pem(&pem).unwrap();
-        let info = pkcs8::PrivateKeyInfo::try_from(der.as_bytes()).unwrap();
-        let params =
-            pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(2048, b"salt1234", b"iv-iv-iv-iv-iv-1")
-                .unwrap();
-        let sealed = info.encrypt_with_params(params, password).unwrap();
-        let pem = sealed.to_pem("ENCRYPTED PRIVATE KEY", pkcs8::LineEnding::LF).unwrap();
-        std::fs::write(self.path(encrypted), pem.as_bytes()).unwrap();
-    }
-
-    fn path(&self, file: &str) -> String {
-        self.dir.join(file).display().to_string()
-    }
-
-    /// The server's TLS arguments: its certificate and the CA, on `tls_port`.
-    fn server_args(&self, tls_port: u16) -> Vec<String> {
-        [
-            ("--tls-port", tls_port.to_string()),
-            ("--tls-cert-file", self.path("server.crt")),
-            ("--tls-key-file", self.path("server.key")),
-            ("--tls-ca-cert-file", self.path("ca.crt")),
-        ]
-        .into_iter()
-        .flat_map(|(flag, value)| [flag.to_string(), value])
-        .collect()
-    }
-
-    /// Parameters for the client half: the CA, and `client`'s certificate (None: the
-    /// server's own, as `tls-client-cert-file` unset).
-    fn client_params(&self, client: Option<&str>) -> Params {
-        let mut params = Params::default();
-        params.set("tls-ca-cert-file", &self.path("ca.crt"));
-        params.set("tls-cert-file", &self.path("server.crt"));
-        params.set("tls-key-file", &self.path("server.key"));
-        params.set("tls-auth-clients", "yes");
-        params.set("tls-session-caching", "yes");
-        if let Some(name) = client {
-            params.set("tls-client-cert-file", &self.path(&format!("{name}.crt")));
-            params.set("tls-client-key-file", &self.path(&format!("{name}.key")));
-        }
-        params
-    }
+    params
 }
 
 /// `tls-*` parameters by name, as the server's configuration gives them to `tls.rs`.
@@ -262,7 +168,7 @@ fn redis_cli_and_redis_benchmark_over_tls() {
     assert_eq!(stdout(&cli(&certs, port, Some("client"), &["GET", "greeting"])), "hello over tls");
     // A value of many TLS records each way.
     let big = "v".repeat(1 << 20);
-    let mut tls = dial(port, &certs.client_params(Some("client"))).unwrap();
+    let mut tls = dial(port, &client_params(&certs, Some("client"))).unwrap();
     assert_eq!(command(&mut tls, &["SET", "big", &big]).unwrap(), Value::Status("OK".into()));
     assert_eq!(command(&mut tls, &["GET", "big"]).unwrap(), Value::Bulk(Some(big.into_bytes())));
 
@@ -291,7 +197,7 @@ fn client_certificates_as_tls_auth_clients_says() {
     }
     let certs = Certs::new();
     let (_server, port) = start(&certs, &["--threads", "1"]);
-    let mut admin = dial(port, &certs.client_params(Some("client"))).unwrap();
+    let mut admin = dial(port, &client_params(&certs, Some("client"))).unwrap();
     let refused = |client: Option<&str>| {
         let out = cli(&certs, port, client, &["PING"]);
         !stdout(&out).contains("PONG")
@@ -327,7 +233,7 @@ fn a_failing_handshake_closes_only_its_connection() {
     let plain_port = free_port().to_string();
     let (server, port) = start(&certs, &["--threads", "1", "--port", &plain_port]);
     assert_eq!(server.port.to_string(), plain_port);
-    let params = certs.client_params(Some("client"));
+    let params = client_params(&certs, Some("client"));
     let mut before = dial(port, &params).unwrap();
 
     let mut stalled = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -362,12 +268,12 @@ fn the_client_half_dials_a_tls_peer() {
     let (_server, port) =
         start(&certs, &["--tls-ca-cert-file", "", "--tls-ca-cert-dir", cas.to_str().unwrap()]);
     for client in [Some("client"), None] {
-        let mut stream = dial(port, &certs.client_params(client)).unwrap();
+        let mut stream = dial(port, &client_params(&certs, client)).unwrap();
         assert_eq!(command(&mut stream, &["PING"]).unwrap(), Value::Status("PONG".into()), "{client:?}");
     }
-    let mut stranger = dial(port, &certs.client_params(Some("stranger"))).unwrap();
+    let mut stranger = dial(port, &client_params(&certs, Some("stranger"))).unwrap();
     assert!(command(&mut stranger, &["PING"]).is_err(), "another CA's certificate is refused");
-    let params = certs.client_params(Some("client"));
+    let params = client_params(&certs, Some("client"));
     let contexts = tls::Tls::default();
     contexts.configure(&params).unwrap();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -401,7 +307,7 @@ fn sessions_resume_as_tls_session_caching_says() {
     let (_server, port) = start(&certs, &[]);
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let contexts = tls::Tls::default();
-    contexts.configure(&certs.client_params(Some("client"))).unwrap();
+    contexts.configure(&client_params(&certs, Some("client"))).unwrap();
     // Two connections of one client context, each reading a reply (and so the session
     // tickets sent before it).
     let kinds = || {
@@ -415,10 +321,10 @@ fn sessions_resume_as_tls_session_caching_says() {
     };
     use rustls::HandshakeKind::{Full, Resumed};
     assert_eq!(kinds(), [Full, Resumed]);
-    let mut admin = dial(port, &certs.client_params(Some("client"))).unwrap();
+    let mut admin = dial(port, &client_params(&certs, Some("client"))).unwrap();
     let set = command(&mut admin, &["CONFIG", "SET", "tls-session-caching", "no"]).unwrap();
     assert_eq!(set, Value::Status("OK".into()));
-    contexts.configure(&certs.client_params(Some("client"))).unwrap();
+    contexts.configure(&client_params(&certs, Some("client"))).unwrap();
     assert_eq!(kinds(), [Full, Full]);
 }
 
@@ -429,7 +335,7 @@ fn prefer_server_ciphers_chooses_whose_order_wins() {
     let certs = Certs::new();
     let (_server, port) =
         start(&certs, &["--tls-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384"]);
-    let params = certs.client_params(Some("client"));
+    let params = client_params(&certs, Some("client"));
     // rustls' client prefers AES-256-GCM to ChaCha20-Poly1305.
     let suite = || {
         let stream = dial(port, &params).unwrap();
@@ -450,7 +356,7 @@ fn prefer_server_ciphers_chooses_whose_order_wins() {
 fn config_set_reloads_and_moves_the_listeners() {
     let certs = Certs::new();
     let (_server, port) = start(&certs, &[]);
-    let params = certs.client_params(Some("client"));
+    let params = client_params(&certs, Some("client"));
     let mut admin = dial(port, &params).unwrap();
     let mut config = |args: &[&str]| {
         let mut argv = vec!["CONFIG"];
@@ -576,7 +482,7 @@ fn redis_py_over_tls() {
 fn a_replica_follows_its_primary_over_tls() {
     let certs = Certs::new();
     let (primary, port) = start(&certs, &["--threads", "1"]);
-    let mut writer = dial(port, &certs.client_params(Some("client"))).unwrap();
+    let mut writer = dial(port, &client_params(&certs, Some("client"))).unwrap();
     let replicaof = format!("127.0.0.1 {port}");
     let replica = common::rediskv(&[
         "--tls-cert-file",

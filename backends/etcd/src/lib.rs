@@ -83,7 +83,8 @@
 //! in a guarded `Txn`.
 //!
 //! # In a server (`--engine etcd --etcd-endpoints a,b,c`)
-//! [`open`] with [`Options::new`]`(endpoints)` (set the cluster's limits and a prefix);
+//! [`open`] with [`Options::new`]`(endpoints)` (set the cluster's limits and a prefix, and
+//! [`Options::tls`] for `https://` endpoints: the members' CA, a client certificate);
 //! keep the `Arc<Backend>` and give the engine the same `Arc` as `Arc<dyn KvBackend + Send +
 //! Sync>` (the hooks dispatch through it). On each maintenance tick call
 //! [`Maintenance::step`]`(&backend, &engine, budget)` in place of the memory engine's sweep
@@ -121,8 +122,11 @@ use rediskv_engine::{FLOOR_KEY, MANIFEST_KEY, VersionFloor, check_manifest, mani
 /// How an etcd cluster is reached and used.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Client URLs of the cluster's members (`http://host:port`).
+    /// Client URLs of the cluster's members (`http://host:port`, or `https://host:port`
+    /// with [`Options::tls`]).
     pub endpoints: Vec<String>,
+    /// TLS to the members (`https://` endpoints); `None`: plain HTTP/2.
+    pub tls: Option<Tls>,
     /// Every record's etcd key starts with this (several databases can share a cluster).
     pub prefix: Vec<u8>,
     /// The key layout; the cluster remembers it under the prefix and refuses another one.
@@ -150,6 +154,7 @@ impl Options {
     pub fn new<S: AsRef<str>>(endpoints: impl IntoIterator<Item = S>) -> Self {
         Options {
             endpoints: endpoints.into_iter().map(|e| e.as_ref().to_string()).collect(),
+            tls: None,
             prefix: b"rediskv/".to_vec(),
             layout: KeyLayout::default(),
             grace_ms: gc::DEFAULT_GRACE_MS,
@@ -159,6 +164,33 @@ impl Options {
             unavailable_timeout: Duration::from_secs(10),
             conflict_timeout: Duration::from_secs(10),
         }
+    }
+}
+
+/// The PEM files of a TLS connection to etcd, as etcd's own flags name them: the CA that
+/// signed the members' certificates (`--trusted-ca-file`), and the client's certificate
+/// and key for members that check clients (`--client-cert-auth`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tls {
+    /// The CA certificate(s) the members' certificates are checked against.
+    pub ca_file: std::path::PathBuf,
+    /// The client certificate and its private key, both or neither.
+    pub identity: Option<(std::path::PathBuf, std::path::PathBuf)>,
+}
+
+impl Tls {
+    /// The client's TLS options, from the files.
+    fn options(&self) -> Result<etcd_client::TlsOptions> {
+        let read = |path: &std::path::Path| {
+            std::fs::read(path).map_err(|e| Error::Backend(format!("cannot read {}: {e}", path.display())))
+        };
+        let mut options = etcd_client::TlsOptions::new()
+            .ca_certificate(etcd_client::Certificate::from_pem(read(&self.ca_file)?))
+            .assume_http2(true);
+        if let Some((cert, key)) = &self.identity {
+            options = options.identity(etcd_client::Identity::from_pem(read(cert)?, read(key)?));
+        }
+        Ok(options)
     }
 }
 
@@ -330,7 +362,11 @@ pub fn open(options: Options) -> Result<Backend> {
         .enable_all()
         .build()
         .map_err(err)?;
-    let connect = ConnectOptions::new().with_timeout(options.timeout).with_connect_timeout(options.timeout);
+    let mut connect =
+        ConnectOptions::new().with_timeout(options.timeout).with_connect_timeout(options.timeout);
+    if let Some(tls) = &options.tls {
+        connect = connect.with_tls(tls.options()?);
+    }
     let client = runtime.block_on(Client::connect(&options.endpoints, Some(connect))).map_err(err)?;
     let limit = options.max_request_bytes.max(4 << 20) * 2;
     let kv = client.kv_client().max_decoding_message_size(limit).max_encoding_message_size(limit);

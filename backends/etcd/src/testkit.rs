@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::{Backend, Options};
+use crate::{Backend, Options, Tls};
 use rediskv::backend::{ColumnFamily, KvBackend};
 use rediskv_engine::testkit::TempDir;
 
@@ -34,6 +34,19 @@ pub struct Cluster {
     members: Vec<Member>,
     initial: String,
     extra: Vec<String>,
+    /// Members serving TLS: how the cluster's own checks connect.
+    tls: Option<Tls>,
+}
+
+/// Members serving TLS on their client URLs (`https://`), with these PEM files.
+pub struct MemberTls {
+    /// The members' certificate (for 127.0.0.1) and key.
+    pub cert_file: std::path::PathBuf,
+    /// Its private key.
+    pub key_file: std::path::PathBuf,
+    /// How clients connect: the CA of the members' certificate and, when the members ask
+    /// clients for certificates (`--client-cert-auth`, signed by that CA), a client's.
+    pub client: Tls,
 }
 
 /// `n` distinct free loopback ports: every listener is held until all are chosen, so the
@@ -69,8 +82,33 @@ impl Cluster {
         )
     }
 
+    /// Starts `n` members with the test limits, serving TLS to clients.
+    pub fn start_tls(test: &str, n: usize, tls: MemberTls) -> Option<Cluster> {
+        let path = |p: &std::path::Path| p.display().to_string();
+        let mut extra = vec![
+            "--max-txn-ops".into(),
+            MAX_TXN_OPS.to_string(),
+            "--max-request-bytes".into(),
+            MAX_REQUEST_BYTES.to_string(),
+            "--cert-file".into(),
+            path(&tls.cert_file),
+            "--key-file".into(),
+            path(&tls.key_file),
+            "--trusted-ca-file".into(),
+            path(&tls.client.ca_file),
+        ];
+        if tls.client.identity.is_some() {
+            extra.push("--client-cert-auth".into());
+        }
+        Cluster::start_members(test, n, &extra, Some(tls.client))
+    }
+
     /// Starts `n` members with extra flags (etcd's defaults otherwise).
     pub fn start_with(test: &str, n: usize, extra: &[String]) -> Option<Cluster> {
+        Cluster::start_members(test, n, extra, None)
+    }
+
+    fn start_members(test: &str, n: usize, extra: &[String], tls: Option<Tls>) -> Option<Cluster> {
         if !etcd_available(test) {
             return None;
         }
@@ -89,7 +127,7 @@ impl Cluster {
             .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer))
             .collect::<Vec<_>>()
             .join(",");
-        let mut cluster = Cluster { dir, members, initial, extra: extra.to_vec() };
+        let mut cluster = Cluster { dir, members, initial, extra: extra.to_vec(), tls };
         for i in 0..n {
             cluster.spawn(i);
         }
@@ -100,7 +138,7 @@ impl Cluster {
     fn spawn(&mut self, i: usize) {
         let m = &self.members[i];
         let data = self.dir.path().join(&m.name);
-        let client = format!("http://127.0.0.1:{}", m.client);
+        let client = self.client_url(m.client);
         let peer = format!("http://127.0.0.1:{}", m.peer);
         let log = std::fs::File::create(self.dir.path().join(format!("{}.log", m.name))).expect("log file");
         let child = Command::new("etcd")
@@ -120,12 +158,18 @@ impl Cluster {
 
     /// Client URLs of every member.
     pub fn endpoints(&self) -> Vec<String> {
-        self.members.iter().map(|m| format!("http://127.0.0.1:{}", m.client)).collect()
+        self.members.iter().map(|m| self.client_url(m.client)).collect()
+    }
+
+    fn client_url(&self, port: u16) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{port}")
     }
 
     /// Options for a backend under `prefix`, with the cluster's limits.
     pub fn options(&self, prefix: &str) -> Options {
         let mut options = Options::new(self.endpoints());
+        options.tls = self.tls.clone();
         options.prefix = prefix.as_bytes().to_vec();
         options.max_txn_ops = MAX_TXN_OPS;
         options.max_request_bytes = MAX_REQUEST_BYTES;
@@ -157,7 +201,11 @@ impl Cluster {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         runtime.block_on(async {
             for (i, endpoint) in self.endpoints().iter().enumerate() {
-                let Ok(mut client) = etcd_client::Client::connect([endpoint], None).await else { continue };
+                let tls = self.tls.as_ref().map(|t| t.options().expect("the TLS files"));
+                let options = tls.map(|t| etcd_client::ConnectOptions::new().with_tls(t));
+                let Ok(mut client) = etcd_client::Client::connect([endpoint], options).await else {
+                    continue;
+                };
                 let Ok(status) = client.status().await else { continue };
                 if status.header().is_some_and(|h| h.member_id() == status.leader()) {
                     return i;

@@ -203,14 +203,21 @@ impl Client {
         if !(queueing || matches!(info.name, "asking" | "multi")) {
             self.asking.set(false);
         }
+        let tls = self.info.tls.load(Relaxed);
         let route = if info.name == "exec" && self.session.in_multi() {
             let queued = self.session.queued().chain(self.multi_server.iter().map(|(_, c)| &c[..]));
-            cluster.route_client(queued.filter_map(cluster::resolve), asking, self.writes(info, argv, state))
+            cluster.route_client(
+                queued.filter_map(cluster::resolve),
+                asking,
+                self.writes(info, argv, state),
+                tls,
+            )
         } else {
             cluster.route_client(
                 std::iter::once((info, argv)),
                 asking,
                 !queueing && self.writes(info, argv, state),
+                tls,
             )
         };
         match route {

@@ -259,7 +259,7 @@ impl Client {
         let reply = match (self.routed.take(), state.cluster.get()) {
             // The slot table moved after the command was routed: nothing was committed.
             (Some(slot), Some(cluster)) if crate::cluster::fenced(&reply) => {
-                cluster.after_fence(&state.store, slot)
+                cluster.after_fence(&state.store, slot, self.info.tls.load(Relaxed))
             }
             _ => reply,
         };

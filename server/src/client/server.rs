@@ -178,7 +178,8 @@ pub(super) fn cluster(
 ) -> (Reply, Next) {
     done(match state.cluster.get() {
         Some(cluster) if info.container() == "cluster" => {
-            cluster.command(argv, &|slot, count| crate::cluster::keys_in_slot(&c.engine, slot, count))
+            let tls = c.info.tls.load(Relaxed);
+            cluster.command(argv, tls, &|slot, count| crate::cluster::keys_in_slot(&c.engine, slot, count))
         }
         Some(_) => {
             c.asking.set(info.container() == "asking");

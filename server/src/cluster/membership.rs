@@ -80,9 +80,9 @@ pub fn settle(current: &Topology, live: &[Node], initial: usize) -> Option<Topol
     (next.ranges != current.ranges).then_some(next)
 }
 
-/// The table a replica of the node at `primary` writes when that node owns slots but is no
-/// longer registered (its lease ran out): its slots are `myself`'s; with the gone node's id.
-/// `None` otherwise.
+/// The table a replica of the node at `primary` (its plaintext or TLS port) writes when
+/// that node owns slots but is no longer registered (its lease ran out): its slots are
+/// `myself`'s; with the gone node's id. `None` otherwise.
 pub fn take_over(
     current: &Topology,
     primary: &(String, u16),
@@ -90,7 +90,8 @@ pub fn take_over(
     registered: &BTreeMap<String, (Vec<u8>, i64)>,
 ) -> Option<(Topology, String)> {
     let owners = current.owners();
-    let gone = owners.iter().flatten().find(|n| (&n.host, n.port) == (&primary.0, primary.1))?;
+    let gone =
+        owners.iter().flatten().find(|n| n.host == primary.0 && [n.port, n.tls_port].contains(&primary.1))?;
     if gone.id == myself.id || registered.contains_key(&gone.id) {
         return None;
     }
@@ -104,7 +105,8 @@ pub fn take_over(
 /// as the process lives; `ttl` is the lease's (`cluster-node-timeout`).
 pub fn spawn(cluster: Arc<Cluster>, etcd: Arc<Backend>, ttl: Duration) {
     let _ = std::thread::Builder::new().name("cluster".into()).spawn(move || {
-        let value = format!("{} {}", cluster.myself.host, cluster.myself.port);
+        // `host port [tls-port]`: a node without a TLS port writes what every version reads.
+        let value = cluster.myself.address();
         let renew = ttl / 3;
         // A node keeping its slots' data commits to them only while its lease surely holds
         // (no other node can have taken them): until a renewal sent at `t`, to `t` + the
@@ -188,13 +190,10 @@ pub fn follow(cluster: &Cluster, etcd: &Backend) -> rediskv::Result<()> {
             .map_or_else(Topology::default, |t| Topology::decode(t, records.table_revision));
         // Of registrations sharing an address, the latest: a node restarted on its address
         // replaces its old self at once, not when the old lease runs out.
-        let mut by_address: BTreeMap<(String, u16), (i64, Node)> = BTreeMap::new();
+        let mut by_address: BTreeMap<String, (i64, Node)> = BTreeMap::new();
         for (id, (value, registered)) in &records.nodes {
-            let value = String::from_utf8_lossy(value);
-            let Some((host, port)) = value.split_once(' ') else { continue };
-            let Ok(port) = port.parse() else { continue };
-            let node = Node { id: id.clone(), host: host.into(), port };
-            let entry = by_address.entry((host.to_string(), port)).or_insert((*registered, node.clone()));
+            let Some(node) = Node::at(id, &String::from_utf8_lossy(value)) else { continue };
+            let entry = by_address.entry(node.address()).or_insert((*registered, node.clone()));
             if *registered > entry.0 {
                 *entry = (*registered, node);
             }
@@ -236,7 +235,7 @@ mod tests {
     use super::*;
 
     fn node(id: &str) -> Node {
-        Node { id: id.into(), host: "127.0.0.1".into(), port: 7000 }
+        Node { id: id.into(), host: "127.0.0.1".into(), port: 7000, tls_port: 0 }
     }
 
     #[test]

@@ -8,12 +8,18 @@
 //! over fjall or RocksDB with `--cluster-etcd` keep the table in etcd and their slots' data
 //! at home: a slot changes owner by moving its data (`moves`, `crate::slot_move`). On any other engine the one
 //! node owns every slot.
+//!
+//! A node has a plaintext and a TLS port ([`Node`]); with `tls-cluster yes` a client
+//! connected over TLS is told the nodes' TLS ports and the others their plaintext ports, as
+//! Redis 7.0.
 
 #[cfg(feature = "etcd")]
 pub mod membership;
 #[cfg(feature = "etcd")]
 pub mod moves;
 
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
@@ -28,8 +34,10 @@ pub struct Node {
     pub id: String,
     /// The address clients connect to.
     pub host: String,
-    /// Its client port.
+    /// Its plaintext client port (0: none).
     pub port: u16,
+    /// Its TLS client port (0: none).
+    pub tls_port: u16,
 }
 
 /// Which node serves each slot, at one revision of the table.
@@ -90,12 +98,13 @@ impl Topology {
         nodes
     }
 
-    /// The text kept in etcd: `epoch N`, then a `start end id host port` line per range.
+    /// The text kept in etcd: `epoch N`, then a `start end id host port [tls-port]` line per
+    /// range (the TLS port only when the node has one: a line without reads as before).
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub fn encode(&self) -> Vec<u8> {
         let mut out = format!("epoch {}\n", self.epoch);
         for (start, end, node) in &self.ranges {
-            out.push_str(&format!("{start} {end} {} {} {}\n", node.id, node.host, node.port));
+            out.push_str(&format!("{start} {end} {} {}\n", node.id, node.address()));
         }
         out.into_bytes()
     }
@@ -109,16 +118,39 @@ impl Topology {
             lines.next().and_then(|l| l.strip_prefix("epoch ")).and_then(|e| e.parse().ok()).unwrap_or(0);
         let mut ranges: Vec<(u16, u16, Node)> = lines
             .filter_map(|line| {
-                let f: Vec<&str> = line.split(' ').collect();
-                let [start, end, id, host, port] = f[..] else { return None };
+                let mut f = line.splitn(4, ' ');
+                let (start, end, id) = (f.next()?, f.next()?, f.next()?);
                 let (start, end): (u16, u16) = (start.parse().ok()?, end.parse().ok()?);
                 (start <= end && end < SLOT_COUNT).then_some(())?;
-                Some((start, end, Node { id: id.into(), host: host.into(), port: port.parse().ok()? }))
+                Some((start, end, Node::at(id, f.next()?)?))
             })
             .collect();
         ranges.sort_by_key(|r| r.0);
         ranges.dedup_by(|later, earlier| later.0 <= earlier.1);
         Topology { ranges, epoch, revision }
+    }
+}
+
+impl Node {
+    /// `host port`, then ` tls-port` when it has one: how its registration and the slot
+    /// table write it.
+    pub fn address(&self) -> String {
+        match self.tls_port {
+            0 => format!("{} {}", self.host, self.port),
+            tls_port => format!("{} {} {tls_port}", self.host, self.port),
+        }
+    }
+
+    /// Node `id` at an [`Node::address`] (`None`: not one).
+    pub fn at(id: &str, address: &str) -> Option<Node> {
+        let f: Vec<&str> = address.split(' ').collect();
+        let (host, port, tls_port) = match f[..] {
+            [host, port] => (host, port, "0"),
+            [host, port, tls_port] => (host, port, tls_port),
+            _ => return None,
+        };
+        let (port, tls_port) = (port.parse().ok()?, tls_port.parse().ok()?);
+        Some(Node { id: id.into(), host: host.into(), port, tls_port })
     }
 }
 
@@ -137,6 +169,8 @@ pub struct Cluster {
     pub moves: std::sync::OnceLock<Arc<moves::Moves>>,
     /// Called after the table changes (the server retries its parked clients).
     on_change: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// `tls-cluster yes`: clients connected over TLS are told the nodes' TLS ports.
+    tls_cluster: AtomicBool,
 }
 
 /// Where a command goes.
@@ -166,6 +200,33 @@ impl Cluster {
             #[cfg(feature = "etcd")]
             moves: std::sync::OnceLock::new(),
             on_change: std::sync::OnceLock::new(),
+            tls_cluster: AtomicBool::new(false),
+        }
+    }
+
+    /// Follows `tls-cluster`.
+    pub fn set_tls_cluster(&self, yes: bool) {
+        self.tls_cluster.store(yes, Relaxed);
+    }
+
+    /// The port of `node` a client is told, as Redis 7.0: with `tls-cluster yes`, its TLS
+    /// port to a client connected over TLS (`tls`) and its plaintext port to the others (a
+    /// node with one port only: that one); its plaintext port otherwise.
+    fn client_port(&self, node: &Node, tls: bool) -> u16 {
+        let tls_cluster = self.tls_cluster.load(Relaxed);
+        match (tls_cluster && tls, node.port, node.tls_port) {
+            (true, _, tls_port) if tls_port != 0 => tls_port,
+            (_, 0, tls_port) if tls_cluster => tls_port,
+            (_, port, _) => port,
+        }
+    }
+
+    /// `-MOVED <slot> <host>:<port>` (the port for a client over TLS or not), or
+    /// `-CLUSTERDOWN` for a slot nobody serves.
+    fn redirection(&self, slot: u16, owner: Option<&Node>, tls: bool) -> Reply {
+        match owner {
+            Some(node) => Reply::Error(format!("MOVED {slot} {}:{}", node.host, self.client_port(node, tls))),
+            None => Reply::Error("CLUSTERDOWN Hash slot not served".into()),
         }
     }
 
@@ -227,10 +288,15 @@ impl Cluster {
         let _ = self.on_change.set(run);
     }
 
-    /// Where the commands (one, or a transaction's queue at EXEC) go, as Redis'
-    /// `getNodeByQuery`: every key in one slot, that slot served, and served here.
-    pub fn route<'a>(&self, commands: impl Iterator<Item = (&'static CommandInfo, &'a [Bytes])>) -> Route {
-        self.route_client(commands, false, false)
+    /// Where the commands (one, or a transaction's queue at EXEC) of a client connected over
+    /// TLS or not (`tls`: the ports it is redirected to) go, as Redis' `getNodeByQuery`:
+    /// every key in one slot, that slot served, and served here.
+    pub fn route<'a>(
+        &self,
+        commands: impl Iterator<Item = (&'static CommandInfo, &'a [Bytes])>,
+        tls: bool,
+    ) -> Route {
+        self.route_client(commands, false, false, tls)
     }
 
     /// [`Cluster::route`] for a client that sent ASKING (`asking`: a slot this node is
@@ -241,6 +307,7 @@ impl Cluster {
         commands: impl Iterator<Item = (&'static CommandInfo, &'a [Bytes])>,
         asking: bool,
         writes: bool,
+        tls: bool,
     ) -> Route {
         let topology = self.topology();
         let mut first: Option<u16> = None;
@@ -276,27 +343,29 @@ impl Cluster {
                 Route::Here(Some(slot), topology.revision)
             }
             _ if asking && self.importing() == Some(slot) => Route::Here(Some(slot), topology.revision),
-            owner => Route::Elsewhere(redirection(slot, owner)),
+            owner => Route::Elsewhere(self.redirection(slot, owner, tls)),
         }
     }
 
     /// Runs `argv` through `run` if its keys are this node's, fenced by the table it was
     /// routed by (a fenced commit answers the redirection by the table now); otherwise
-    /// answers the redirection (a parked client whose slot moved gets `-MOVED`, as Redis).
+    /// answers the redirection (a parked client whose slot moved gets `-MOVED`, as Redis),
+    /// to the ports of a client over TLS or not (`tls`).
     pub fn run_routed(
         &self,
         store: &crate::store::Store,
         argv: &[Bytes],
+        tls: bool,
         run: &mut dyn FnMut() -> Reply,
     ) -> Reply {
-        match self.route(resolve(argv).into_iter()) {
+        match self.route(resolve(argv).into_iter(), tls) {
             Route::Elsewhere(refusal) => refusal,
             Route::Wait => Reply::Error(TRYAGAIN.into()),
             Route::Here(slot, revision) => {
                 self.fence(store, slot, revision);
                 let reply = run();
                 match slot {
-                    Some(slot) if fenced(&reply) => self.after_fence(store, slot),
+                    Some(slot) if fenced(&reply) => self.after_fence(store, slot, tls),
                     _ => reply,
                 }
             }
@@ -306,7 +375,7 @@ impl Cluster {
     /// Whether a script may run `argv` here, as Redis' `scriptVerifyClusterState`: its keys
     /// in one slot this node serves.
     pub fn script_command(&self, argv: &[Bytes]) -> Result<(), String> {
-        match self.route(resolve(argv).into_iter()) {
+        match self.route(resolve(argv).into_iter(), false) {
             Route::Here(..) => Ok(()),
             Route::Wait => Err(TRYAGAIN.into()),
             Route::Elsewhere(Reply::Error(e)) if e == "CLUSTERDOWN The cluster is down" => {
@@ -316,9 +385,10 @@ impl Cluster {
         }
     }
 
-    /// The redirection for `slot` by the table now (after a fenced commit: the table moved).
-    pub fn moved(&self, slot: u16) -> Reply {
-        redirection(slot, self.topology().owner(slot))
+    /// The redirection for `slot` by the table now (after a fenced commit: the table moved),
+    /// to the port of a client over TLS or not (`tls`).
+    pub fn moved(&self, slot: u16, tls: bool) -> Reply {
+        self.redirection(slot, self.topology().owner(slot), tls)
     }
 
     /// `cluster_state`: ok when every slot is served.
@@ -326,8 +396,14 @@ impl Cluster {
         if self.topology().assigned() == usize::from(SLOT_COUNT) { "ok" } else { "fail" }
     }
 
-    /// CLUSTER and its subcommands; `keys_in_slot` answers a slot's keys (at most `count`).
-    pub fn command(&self, argv: &[Bytes], keys_in_slot: &dyn Fn(u16, usize) -> Vec<Bytes>) -> Reply {
+    /// CLUSTER and its subcommands, for a client over TLS or not (`tls`: the ports it is
+    /// told); `keys_in_slot` answers a slot's keys (at most `count`).
+    pub fn command(
+        &self,
+        argv: &[Bytes],
+        tls: bool,
+        keys_in_slot: &dyn Fn(u16, usize) -> Vec<Bytes>,
+    ) -> Reply {
         let sub = String::from_utf8_lossy(argv.get(1).map_or(&[][..], |a| a)).to_ascii_lowercase();
         let args = &argv[2.min(argv.len())..];
         let wrong = || Reply::Error(format!("ERR wrong number of arguments for 'cluster|{sub}' command"));
@@ -355,7 +431,7 @@ impl Cluster {
             ("myid", []) => Reply::bulk(self.myself.id.as_bytes()),
             ("info", []) => Reply::Verbatim { format: *b"txt", text: Bytes::from(self.info_text(&topology)) },
             ("nodes", []) => {
-                Reply::Verbatim { format: *b"txt", text: Bytes::from(self.nodes_text(&topology)) }
+                Reply::Verbatim { format: *b"txt", text: Bytes::from(self.nodes_text(&topology, tls)) }
             }
             ("slots", []) => Reply::Array(
                 topology
@@ -367,7 +443,7 @@ impl Cluster {
                             Reply::Integer(i64::from(*end)),
                             Reply::Array(vec![
                                 Reply::bulk(node.host.as_bytes()),
-                                Reply::Integer(i64::from(node.port)),
+                                Reply::Integer(i64::from(self.client_port(node, tls))),
                                 Reply::bulk(node.id.as_bytes()),
                                 Reply::Array(Vec::new()),
                             ]),
@@ -376,7 +452,8 @@ impl Cluster {
                     .collect(),
             ),
             ("shards", []) => {
-                Reply::Array(topology.nodes().into_iter().map(|n| shard(&topology, n)).collect())
+                let tls_cluster = self.tls_cluster.load(Relaxed);
+                Reply::Array(topology.nodes().into_iter().map(|n| shard(&topology, n, tls_cluster)).collect())
             }
             ("replicas" | "slaves", [id]) | ("count-failure-reports", [id]) => {
                 let id = String::from_utf8_lossy(id);
@@ -444,16 +521,21 @@ impl Cluster {
         nodes
     }
 
-    fn nodes_text(&self, topology: &Topology) -> String {
+    fn nodes_text(&self, topology: &Topology, tls: bool) -> String {
         let now = crate::clock::unix_micros() / 1000;
         let mut out = String::new();
         for node in &self.known(topology) {
             let me = node.id == self.myself.id;
             let flags = if me { "myself,master" } else { "master" };
-            let bus = u32::from(node.port) + 10000;
+            // Redis' bus port is its announced port's (the TLS one under tls-cluster) + 10000,
+            // whichever port the client is told.
+            let bus = u32::from(self.client_port(node, true)) + 10000;
             out.push_str(&format!(
                 "{} {}:{}@{bus} {flags} - 0 {now} {} connected",
-                node.id, node.host, node.port, topology.epoch
+                node.id,
+                node.host,
+                self.client_port(node, tls),
+                topology.epoch
             ));
             for (start, end, _) in topology.ranges.iter().filter(|r| r.2.id == node.id) {
                 if start == end {
@@ -485,13 +567,13 @@ impl Cluster {
     /// The answer to a command whose commit was fenced: the table moved since it was
     /// routed, so it reads the table again and redirects to the slot's owner now (this node
     /// too: the client asks again).
-    pub fn after_fence(&self, store: &crate::store::Store, slot: u16) -> Reply {
+    pub fn after_fence(&self, store: &crate::store::Store, slot: u16, tls: bool) -> Reply {
         // A disk store refused a write to a slot it is handing over: asked again, the client
         // waits for the move or is redirected.
         if self.keeps_data() {
             return match self.topology().owner(slot) {
                 Some(node) if node.id == self.myself.id => Reply::Error(TRYAGAIN.into()),
-                owner => redirection(slot, owner),
+                owner => self.redirection(slot, owner, tls),
             };
         }
         #[cfg(feature = "etcd")]
@@ -501,7 +583,7 @@ impl Cluster {
             return Reply::Error(format!("CLUSTERDOWN The cluster is down ({e})"));
         }
         let _ = store;
-        self.moved(slot)
+        self.moved(slot, tls)
     }
 }
 
@@ -525,14 +607,6 @@ pub fn keys_in_slot(engine: &crate::store::SharedEngine, slot: u16, count: usize
         })
         .take(count)
         .collect()
-}
-
-/// `-MOVED <slot> <host>:<port>`, or `-CLUSTERDOWN` for a slot nobody serves.
-fn redirection(slot: u16, owner: Option<&Node>) -> Reply {
-    match owner {
-        Some(node) => Reply::Error(format!("MOVED {slot} {}:{}", node.host, node.port)),
-        None => Reply::Error("CLUSTERDOWN Hash slot not served".into()),
-    }
 }
 
 /// A redirection or cluster error (its EXEC is not turned into EXECABORT, as in Redis).
@@ -559,8 +633,9 @@ fn parse_slot(arg: &[u8]) -> Result<u16, Reply> {
     }
 }
 
-/// One entry of CLUSTER SHARDS: the node's ranges and the node (a primary, no replicas).
-fn shard(topology: &Topology, node: &Node) -> Reply {
+/// One entry of CLUSTER SHARDS: the node's ranges and the node (a primary, no replicas);
+/// its `tls-port` too under `tls-cluster yes`, as Redis 7.0.
+fn shard(topology: &Topology, node: &Node, tls_cluster: bool) -> Reply {
     let slots = topology
         .ranges
         .iter()
@@ -568,16 +643,22 @@ fn shard(topology: &Topology, node: &Node) -> Reply {
         .flat_map(|r| [Reply::Integer(i64::from(r.0)), Reply::Integer(i64::from(r.1))])
         .collect();
     let field = |k: &'static str, v: Reply| (Reply::bulk(k.as_bytes()), v);
-    let about = Reply::Map(vec![
-        field("id", Reply::bulk(node.id.as_bytes())),
-        field("port", Reply::Integer(i64::from(node.port))),
+    let port =
+        |name: &'static str, port: u16| (port != 0).then(|| field(name, Reply::Integer(i64::from(port))));
+    let mut about = vec![field("id", Reply::bulk(node.id.as_bytes()))];
+    about.extend(port("port", node.port));
+    about.extend(port("tls-port", node.tls_port).filter(|_| tls_cluster));
+    about.extend([
         field("ip", Reply::bulk(node.host.as_bytes())),
         field("endpoint", Reply::bulk(node.host.as_bytes())),
         field("role", Reply::bulk(b"master")),
         field("replication-offset", Reply::Integer(0)),
         field("health", Reply::bulk(b"online")),
     ]);
-    Reply::Map(vec![field("slots", Reply::Array(slots)), field("nodes", Reply::Array(vec![about]))])
+    Reply::Map(vec![
+        field("slots", Reply::Array(slots)),
+        field("nodes", Reply::Array(vec![Reply::Map(about)])),
+    ])
 }
 
 #[cfg(test)]
@@ -585,7 +666,7 @@ mod tests {
     use super::*;
 
     fn node(id: &str) -> Node {
-        Node { id: id.into(), host: "127.0.0.1".into(), port: 7000 }
+        Node { id: id.into(), host: "127.0.0.1".into(), port: 7000, tls_port: 0 }
     }
 
     #[test]
@@ -601,5 +682,27 @@ mod tests {
         assert_eq!(topology.assigned(), usize::from(SLOT_COUNT) - 1);
         assert_eq!(Topology::decode(&topology.encode(), 9), topology);
         assert_eq!(topology.owners(), owners);
+        // A node's TLS port is written when it has one; a line without reads as none.
+        let tls = Node { tls_port: 7443, ..node("c") };
+        assert_eq!(tls.address(), "127.0.0.1 7000 7443");
+        let with_tls = Topology::from_owners(&vec![Some(tls.clone()); usize::from(SLOT_COUNT)], 1, 2);
+        assert_eq!(Topology::decode(&with_tls.encode(), 2), with_tls);
+        let old = Topology::decode(b"epoch 3\n0 16383 a 127.0.0.1 7000\n", 5);
+        assert_eq!(old.owner(9), Some(&node("a")));
+        assert_eq!(Node::at("x", "h 1 2 3"), None);
+    }
+
+    #[test]
+    fn each_client_is_told_the_port_of_its_kind_under_tls_cluster() {
+        let cluster = Cluster::new(node("me"));
+        let both = Node { tls_port: 7443, ..node("a") };
+        let tls_only = Node { port: 0, tls_port: 7443, ..node("b") };
+        let plain_only = node("c");
+        let told = |tls| [&both, &tls_only, &plain_only].map(|n| cluster.client_port(n, tls));
+        // tls-cluster no: the plaintext port, whatever the client (as Redis).
+        assert_eq!((told(false), told(true)), ([7000, 0, 7000], [7000, 0, 7000]));
+        cluster.set_tls_cluster(true);
+        assert_eq!((told(false), told(true)), ([7000, 7443, 7000], [7443, 7443, 7000]));
+        assert_eq!(cluster.redirection(5, Some(&both), true), Reply::Error("MOVED 5 127.0.0.1:7443".into()));
     }
 }
