@@ -570,6 +570,46 @@ fn a_restarted_disk_replica_continues() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The effects a replica keeps beside the store's batches (SWAPDB's mapping, the function
+/// libraries) carry the stream position with them: a replica killed with SIGKILL right
+/// after one continues after it, neither swapping the databases back nor loading a library
+/// twice.
+#[test]
+fn a_replica_killed_after_swapdb_or_function_continues_after_it() {
+    let primary = rediskv(&[]);
+    let dir = std::env::temp_dir().join(format!("rediskv-test-killed-after-swapdb-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let of_primary = format!("127.0.0.1 {}", primary.port);
+    let start_replica = || {
+        let dir = dir.to_str().unwrap();
+        rediskv(&["--engine", "fjall", "--dir", dir, "--replicaof", &of_primary])
+    };
+    let mut replica = start_replica();
+    let mut p = primary.client();
+    p.cmd(&["SET", "in0", "a"]);
+    p.cmd(&["SELECT", "1"]);
+    p.cmd(&["SET", "in1", "b"]);
+    let library = "#!lua name=lib\nredis.register_function('f', function() return 1 end)";
+    let rounds: [&[&[&str]]; 2] =
+        [&[&["SWAPDB", "0", "1"]], &[&["SWAPDB", "0", "1"], &["FUNCTION", "LOAD", library]]];
+    for (round, commands) in rounds.into_iter().enumerate() {
+        wait_caught_up(&primary, &replica);
+        for command in commands {
+            assert!(!matches!(p.cmd(command), Value::Error(_)), "{command:?}");
+        }
+        assert_eq!(p.cmd(&["WAIT", "1", "5000"]), Value::Int(1));
+        replica.kill();
+        replica = start_replica();
+        wait_caught_up(&primary, &replica);
+        assert_same_data(&primary, &replica);
+        let functions = |s: &Server| s.client().cmd(&["FUNCTION", "LIST"]);
+        assert_eq!(functions(&replica), functions(&primary));
+        assert_eq!(sync_counts(&mut p), ["1".to_string(), (round + 1).to_string()], "no second full sync");
+    }
+    drop(replica);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// FAILOVER's checks, and a failover to the replica named, as on a redis-server pair: the
 /// same replies, then the two servers have swapped roles, the new replica continuing
 /// (`+CONTINUE`, no full sync) and holding every write. Between two rediskv-servers, and
