@@ -647,27 +647,19 @@ impl Connection {
         flushed.is_ok() && !(self.closing && self.flushed())
     }
 
-    /// Redis' `client-output-buffer-limit` for pub/sub clients (`pubsub <hard> <soft>
-    /// <seconds>`): past the hard limit, or past the soft one for that long, the client is
-    /// dropped, so a slow subscriber cannot grow the server's memory without bound.
+    /// Redis' `client-output-buffer-limit` for the clients fed by other threads (pub/sub
+    /// and MONITOR: `pubsub <hard> <soft> <seconds>`; replicas: `replica …`): past the hard
+    /// limit, or past the soft one for that long, the client is dropped, so a slow reader
+    /// cannot grow the server's memory without bound.
     fn within_output_limit(&mut self, state: &State) -> bool {
         let pending = (self.out.len() - self.written) as u64;
-        let replica = self.client.info.replica.load(Relaxed);
-        let class = if replica { "replica" } else { "pubsub" };
-        let (hard, soft, seconds) = state.config().output_limit(class);
-        if hard > 0 && pending > hard {
-            crate::log::warning!(
-                "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                self.client.info.id
-            );
+        let class = if self.client.info.replica.load(Relaxed) { "replica" } else { "pubsub" };
+        if state.config().output_limit(class).reached(pending, &mut self.over_soft_limit) {
+            self.client.info.set_buffers(None, Some(pending as usize));
+            self.client.info.log_output_limit();
             return false;
         }
-        if soft == 0 || pending <= soft {
-            self.over_soft_limit = None;
-            return true;
-        }
-        let since = *self.over_soft_limit.get_or_insert_with(Instant::now);
-        since.elapsed() < Duration::from_secs(seconds)
+        true
     }
 
     /// Runs the complete requests in the query buffer, one after the other.

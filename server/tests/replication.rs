@@ -610,6 +610,43 @@ fn a_replica_killed_after_swapdb_or_function_continues_after_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `client-output-buffer-limit replica`: a replica that stops reading (held by CLIENT
+/// PAUSE) has its output grow on the primary (CLIENT LIST's `omem`, INFO's
+/// `mem_clients_slaves`) until the hard limit drops its link; it connects again and, its
+/// offset gone from the backlog, syncs in full, ending with the primary's data.
+#[test]
+fn a_replica_past_its_output_limit_is_dropped_and_syncs_again() {
+    let primary = rediskv(&[]);
+    let mut p = primary.client();
+    for (name, value) in [("repl-backlog-size", "16kb"), ("client-output-buffer-limit", "replica 1mb 0 0")] {
+        assert_eq!(p.cmd(&["CONFIG", "SET", name, value]), Value::Status("OK".into()));
+    }
+    let replica = rediskv(&["--replicaof", &format!("127.0.0.1 {}", primary.port)]);
+    wait_caught_up(&primary, &replica);
+    let mut r = replica.client();
+    assert_eq!(r.cmd(&["CLIENT", "PAUSE", "60000", "WRITE"]), Value::Status("OK".into()));
+    let value = "v".repeat(128 << 10);
+    let (mut most_omem, mut most_in_info) = (0u64, 0u64);
+    for i in 0..400 {
+        p.cmd(&["SET", &format!("big{i}"), &value]);
+        if info_field(&mut p, "replication", "connected_slaves").as_deref() == Some("0") {
+            break;
+        }
+        let list = p.cmd(&["CLIENT", "LIST", "TYPE", "replica"]).text();
+        let omem = list.split(' ').find_map(|f| f.strip_prefix("omem=")).and_then(|n| n.parse().ok());
+        most_omem = most_omem.max(omem.unwrap_or(0));
+        let in_info = info_field(&mut p, "memory", "mem_clients_slaves").and_then(|n| n.parse().ok());
+        most_in_info = most_in_info.max(in_info.unwrap_or(0));
+    }
+    assert_eq!(info_field(&mut p, "replication", "connected_slaves").as_deref(), Some("0"), "not dropped");
+    assert!(most_omem > 0, "omem");
+    assert!(most_in_info > 0, "mem_clients_slaves");
+    assert_eq!(r.cmd(&["CLIENT", "UNPAUSE"]), Value::Status("OK".into()));
+    wait_caught_up(&primary, &replica);
+    assert_same_data(&primary, &replica);
+    assert_eq!(sync_counts(&mut p)[0], "2", "a second full sync");
+}
+
 /// FAILOVER's checks, and a failover to the replica named, as on a redis-server pair: the
 /// same replies, then the two servers have swapped roles, the new replica continuing
 /// (`+CONTINUE`, no full sync) and holding every write. Between two rediskv-servers, and
