@@ -235,6 +235,48 @@ fn stream_is_redis_effects() {
     }
 }
 
+/// Evictions and active expiry reach a replica as `UNLINK` under `lazyfree-lazy-eviction`
+/// and `lazyfree-lazy-expire` (as `DEL` otherwise: [`stream_is_redis_effects`]), as from
+/// redis-server: the names of the commands each stream carries are the same.
+#[test]
+fn lazy_deletions_reach_replicas_as_unlink() {
+    let names = |server: &Server| -> std::collections::BTreeSet<String> {
+        let mut link = fake_replica(server);
+        let mut c = server.client();
+        let value = "v".repeat(10_000);
+        for i in 0..20 {
+            c.cmd(&["SET", &format!("e{i}"), &value]);
+        }
+        let config = [
+            ("lazyfree-lazy-eviction", "yes"),
+            ("lazyfree-lazy-expire", "yes"),
+            ("maxmemory-policy", "allkeys-random"),
+            ("maxmemory", "1"),
+        ];
+        for (name, value) in config {
+            c.cmd(&["CONFIG", "SET", name, value]);
+        }
+        c.cmd(&["SET", "x", "y"]);
+        c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+        c.cmd(&["SET", "short", "v", "PX", "1"]);
+        let mut names = std::collections::BTreeSet::new();
+        loop {
+            let Some(reply) = link.try_read() else { panic!("the stream stopped after {names:?}") };
+            let command = reply.texts();
+            if command == ["UNLINK", "short"] {
+                return names;
+            }
+            if !(command[0] == "SET" && command[1].starts_with('e')) {
+                names.insert(command[0].to_uppercase());
+            }
+        }
+    };
+    let Some(redis) = redis(&["--repl-diskless-sync", "no"]) else { return };
+    let theirs = names(&redis);
+    assert!(theirs.contains("UNLINK") && !theirs.contains("DEL"), "{theirs:?}");
+    assert_eq!(names(&rediskv(&[])), theirs);
+}
+
 /// Fills database 0 and 3 of a primary with every type in each of Redis 7.0's encodings
 /// (small: listpack or intset; large: quicklist, hashtable, skiplist), a stream with a
 /// consumer group, consumers and pending entries, and keys with TTLs.
