@@ -249,6 +249,16 @@ impl EventLoop {
                         && conn.within_output_limit(&self.state);
                     self.settle(token, keep);
                 }
+                Message::Payload { token, client, bytes } => {
+                    let Some(conn) = self.conns.get_mut(token) else { continue };
+                    if conn.client.info.id != client {
+                        continue;
+                    }
+                    conn.out.extend_from_slice(&bytes);
+                    conn.uncounted = conn.out.len();
+                    let keep = conn.finish(&self.state, self.round_failures);
+                    self.settle(token, keep);
+                }
                 Message::Resume { token, client, session, bytes } => {
                     let Some(conn) = self.conns.get_mut(token) else { continue };
                     if conn.client.info.id != client {
@@ -459,6 +469,9 @@ struct Connection {
     parked: bool,
     /// Since when the output passed the soft limit of `client-output-buffer-limit`.
     over_soft_limit: Option<Instant>,
+    /// `out` up to here is a replica's full sync payload, not counted as its output
+    /// ([`Message::Payload`]).
+    uncounted: usize,
     /// Waiting in [`EventLoop::ready`] for the end of the round.
     ready: bool,
     /// Where the replies not yet acknowledged by a persist start in `out`, and how many
@@ -484,6 +497,7 @@ impl Connection {
             pending: None,
             parked: false,
             over_soft_limit: None,
+            uncounted: 0,
             ready: false,
             unacked: None,
         }
@@ -643,8 +657,13 @@ impl Connection {
         if let Ok(sent) = flushed {
             state.stats.net_output.add(self.client.info.loop_index, sent as u64);
         }
-        self.client.info.set_buffers(None, Some(self.out.len() - self.written));
+        self.client.info.set_buffers(None, Some(self.counted_output()));
         flushed.is_ok() && !(self.closing && self.flushed())
+    }
+
+    /// The output not written yet, but a replica's payload ([`Connection::uncounted`]).
+    fn counted_output(&self) -> usize {
+        self.out.len().saturating_sub(self.written.max(self.uncounted))
     }
 
     /// Redis' `client-output-buffer-limit` for the clients fed by other threads (pub/sub
@@ -652,7 +671,7 @@ impl Connection {
     /// limit, or past the soft one for that long, the client is dropped, so a slow reader
     /// cannot grow the server's memory without bound.
     fn within_output_limit(&mut self, state: &State) -> bool {
-        let pending = (self.out.len() - self.written) as u64;
+        let pending = self.counted_output() as u64;
         let class = if self.client.info.replica.load(Relaxed) { "replica" } else { "pubsub" };
         if state.config().output_limit(class).reached(pending, &mut self.over_soft_limit) {
             self.client.info.set_buffers(None, Some(pending as usize));
@@ -788,6 +807,7 @@ impl Connection {
         }
         self.out.clear();
         self.written = 0;
+        self.uncounted = 0;
         if self.out.capacity() > KEPT_BUFFER {
             self.out = Vec::new();
         }

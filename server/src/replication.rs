@@ -281,12 +281,14 @@ impl Replication {
 
     /// Sends replica `client` its full sync's `payload`, then the stream held for it since
     /// the snapshot; from now on it is fed as the stream comes. Nothing if it is gone.
-    pub fn send_payload(&self, client: u64, mut payload: Vec<u8>) {
+    pub fn send_payload(&self, client: u64, payload: Vec<u8>) {
         let mut inner = lock(&self.inner);
         let Some(r) = inner.replicas.iter_mut().find(|r| r.client.id == client) else { return };
-        payload.extend(r.held.take().unwrap_or_default());
+        let token = r.client.token;
+        r.mailbox.send(Message::Payload { token, client, bytes: payload });
+        let held = r.held.take().unwrap_or_default();
         r.client.held.store(0, Relaxed);
-        r.mailbox.send(Message::Deliver { token: r.client.token, client, bytes: payload });
+        r.mailbox.send(Message::Deliver { token, client, bytes: held });
     }
 
     /// A newline for replica `client` while its payload is being written (Redis' keepalive

@@ -797,6 +797,36 @@ fn a_replica_past_its_output_limit_is_dropped_and_syncs_again() {
     assert_eq!(sync_counts(&mut p)[0], "2", "a second full sync");
 }
 
+/// A full sync's payload is not the replica's output: a data set whose RDB file is larger
+/// than `client-output-buffer-limit replica` still syncs, as with Redis (which sends the
+/// file outside the output buffer).
+#[test]
+fn a_payload_larger_than_the_output_limit_syncs() {
+    let primary = rediskv(&[]);
+    let mut p = primary.client();
+    for (name, value) in [("repl-backlog-size", "16kb"), ("client-output-buffer-limit", "replica 1mb 0 0")] {
+        assert_eq!(p.cmd(&["CONFIG", "SET", name, value]), Value::Status("OK".into()));
+    }
+    // A value LZF cannot shrink (its window is 8 KB, so each copy stays whole): 8 MB of file.
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let value: String = (0..128 << 10)
+        .map(|_| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            char::from(b'a' + (seed >> 59) as u8)
+        })
+        .collect();
+    for i in 0..64 {
+        p.cmd(&["SET", &format!("big{i}"), &value]);
+    }
+    let replica = rediskv(&["--replicaof", &format!("127.0.0.1 {}", primary.port)]);
+    wait_caught_up(&primary, &replica);
+    assert_eq!(sync_counts(&mut p)[0], "1", "one full sync, its link kept");
+    assert_eq!(
+        info_field(&mut replica.client(), "keyspace", "db0").as_deref(),
+        Some("keys=64,expires=0,avg_ttl=0")
+    );
+}
+
 /// FAILOVER's checks, and a failover to the replica named, as on a redis-server pair: the
 /// same replies, then the two servers have swapped roles, the new replica continuing
 /// (`+CONTINUE`, no full sync) and holding every write. Between two rediskv-servers, and
