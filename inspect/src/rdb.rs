@@ -90,7 +90,7 @@ fn load_into(
     counts.bytes = bytes;
     if !codes.is_empty() {
         let codes: Vec<String> = codes.iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();
-        server_files::save_functions(dir, &codes, true)
+        server_files::save_functions(dir, &codes, None, true)
             .map_err(|e| format!("cannot save the functions: {e}"))?;
     }
     Ok(counts)

@@ -42,6 +42,9 @@ pub struct ClientInfo {
     pub qbuf_free: AtomicUsize,
     /// Bytes of replies not yet written (set with [`ClientInfo::set_buffers`]).
     pub omem: AtomicUsize,
+    /// A replica waiting for its full sync's payload: the bytes of the stream held for it
+    /// meanwhile (part of its output, as Redis counts it).
+    pub held: AtomicUsize,
     /// The server's count of what the connections hold (`State::client_bytes`, shared by
     /// every entry; this entry adds in its loop's lane), this entry's buffers included:
     /// `maxmemory` reads it in O(1).
@@ -101,6 +104,7 @@ impl ClientInfo {
             qbuf: AtomicUsize::new(0),
             qbuf_free: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),
+            held: AtomicUsize::new(0),
             buffered,
             no_evict: AtomicBool::new(false),
             tls: AtomicBool::new(false),
@@ -132,6 +136,19 @@ impl ClientInfo {
         if delta != 0 {
             self.buffered.add(self.loop_index, delta);
         }
+    }
+
+    /// Its output not yet written: replies, and the stream held for a replica.
+    pub fn output_bytes(&self) -> usize {
+        self.omem.load(Relaxed) + self.held.load(Relaxed)
+    }
+
+    /// Redis' warning for a client dropped for its output (`client-output-buffer-limit`).
+    pub fn log_output_limit(&self) {
+        crate::log::warning!(
+            "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
+            self.line()
+        );
     }
 
     /// Seconds since its last command.
@@ -185,7 +202,7 @@ impl ClientInfo {
         if flags.is_empty() {
             flags.push('N');
         }
-        let (qbuf, omem) = (self.qbuf.load(Relaxed), self.omem.load(Relaxed));
+        let (qbuf, omem) = (self.qbuf.load(Relaxed), self.output_bytes());
         let qbuf_free = self.qbuf_free.load(Relaxed);
         format!(
             "id={} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} \

@@ -180,17 +180,25 @@ impl Config {
         }
     }
 
-    /// A class (`pubsub`, `replica` alias `slave`) of `client-output-buffer-limit`: hard
-    /// limit and soft limit in bytes (0: none) and the seconds a client may stay over the
-    /// soft one.
-    pub fn output_limit(&self, class: &str) -> (u64, u64, u64) {
+    /// A class (`pubsub`, `replica` alias `slave`) of `client-output-buffer-limit`. A
+    /// replica's hard limit is at least `repl-backlog-size`, as Redis takes it (a replica
+    /// dropped short of it could continue from the backlog, and be dropped again).
+    pub fn output_limit(&self, class: &str) -> OutputLimit {
         let words: Vec<&str> = self.get("client-output-buffer-limit").split_whitespace().collect();
         let named = |w: &&str| {
             w.eq_ignore_ascii_case(class) || (class == "replica" && w.eq_ignore_ascii_case("slave"))
         };
-        let Some(at) = words.iter().position(named) else { return (0, 0, 0) };
+        let Some(at) = words.iter().position(named) else { return OutputLimit::default() };
         let size = |i: usize| words.get(at + i).and_then(|w| memory(w)).map_or(0, |n| n.max(0) as u64);
-        (size(1), size(2), words.get(at + 3).and_then(|w| w.parse().ok()).unwrap_or(0))
+        let mut hard = size(1);
+        if class == "replica" && hard > 0 {
+            hard = hard.max(self.number("repl-backlog-size").max(0) as u64);
+        }
+        OutputLimit {
+            hard,
+            soft: size(2),
+            soft_seconds: words.get(at + 3).and_then(|w| w.parse().ok()).unwrap_or(0),
+        }
     }
 
     /// The current value of a parameter ("" for an unknown name).
@@ -713,6 +721,35 @@ pub fn config(
             "ERR unknown subcommand '{}'. Try CONFIG HELP.",
             String::from_utf8_lossy(sub)
         )),
+    }
+}
+
+/// One class of `client-output-buffer-limit`: the hard and soft limits in bytes (0: none)
+/// and the seconds output may stay over the soft one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutputLimit {
+    /// Output this large closes the client at once.
+    pub hard: u64,
+    /// Output this large for longer than `soft_seconds` closes the client.
+    pub soft: u64,
+    /// See `soft`.
+    pub soft_seconds: u64,
+}
+
+impl OutputLimit {
+    /// Whether `pending` bytes of output reach the limit, as Redis'
+    /// `checkClientOutputBufferLimits` decides: the hard one, or the soft one continuously
+    /// for more than its seconds (`over_soft_since` keeps since when; cleared below it).
+    pub fn reached(&self, pending: u64, over_soft_since: &mut Option<std::time::Instant>) -> bool {
+        if self.hard > 0 && pending >= self.hard {
+            return true;
+        }
+        if self.soft == 0 || pending < self.soft {
+            *over_soft_since = None;
+            return false;
+        }
+        let since = *over_soft_since.get_or_insert_with(std::time::Instant::now);
+        since.elapsed().as_secs() > self.soft_seconds
     }
 }
 

@@ -249,6 +249,16 @@ impl EventLoop {
                         && conn.within_output_limit(&self.state);
                     self.settle(token, keep);
                 }
+                Message::Payload { token, client, bytes } => {
+                    let Some(conn) = self.conns.get_mut(token) else { continue };
+                    if conn.client.info.id != client {
+                        continue;
+                    }
+                    conn.out.extend_from_slice(&bytes);
+                    conn.uncounted = conn.out.len();
+                    let keep = conn.finish(&self.state, self.round_failures);
+                    self.settle(token, keep);
+                }
                 Message::Resume { token, client, session, bytes } => {
                     let Some(conn) = self.conns.get_mut(token) else { continue };
                     if conn.client.info.id != client {
@@ -460,6 +470,9 @@ struct Connection {
     parked: bool,
     /// Since when the output passed the soft limit of `client-output-buffer-limit`.
     over_soft_limit: Option<Instant>,
+    /// `out` up to here is a replica's full sync payload, not counted as its output
+    /// ([`Message::Payload`]).
+    uncounted: usize,
     /// Waiting in [`EventLoop::ready`] for the end of the round.
     ready: bool,
     /// Where the replies not yet acknowledged by a persist start in `out`, and how many
@@ -485,6 +498,7 @@ impl Connection {
             pending: None,
             parked: false,
             over_soft_limit: None,
+            uncounted: 0,
             ready: false,
             unacked: None,
         }
@@ -644,31 +658,28 @@ impl Connection {
         if let Ok(sent) = flushed {
             state.stats.net_output.add(self.client.info.loop_index, sent as u64);
         }
-        self.client.info.set_buffers(None, Some(self.out.len() - self.written));
+        self.client.info.set_buffers(None, Some(self.counted_output()));
         flushed.is_ok() && !(self.closing && self.flushed())
     }
 
-    /// Redis' `client-output-buffer-limit` for pub/sub clients (`pubsub <hard> <soft>
-    /// <seconds>`): past the hard limit, or past the soft one for that long, the client is
-    /// dropped, so a slow subscriber cannot grow the server's memory without bound.
+    /// The output not written yet, but a replica's payload ([`Connection::uncounted`]).
+    fn counted_output(&self) -> usize {
+        self.out.len().saturating_sub(self.written.max(self.uncounted))
+    }
+
+    /// Redis' `client-output-buffer-limit` for the clients fed by other threads (pub/sub
+    /// and MONITOR: `pubsub <hard> <soft> <seconds>`; replicas: `replica …`): past the hard
+    /// limit, or past the soft one for that long, the client is dropped, so a slow reader
+    /// cannot grow the server's memory without bound.
     fn within_output_limit(&mut self, state: &State) -> bool {
-        let pending = (self.out.len() - self.written) as u64;
-        let replica = self.client.info.replica.load(Relaxed);
-        let class = if replica { "replica" } else { "pubsub" };
-        let (hard, soft, seconds) = state.config().output_limit(class);
-        if hard > 0 && pending > hard {
-            crate::log::warning!(
-                "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                self.client.info.id
-            );
+        let pending = self.counted_output() as u64;
+        let class = if self.client.info.replica.load(Relaxed) { "replica" } else { "pubsub" };
+        if state.config().output_limit(class).reached(pending, &mut self.over_soft_limit) {
+            self.client.info.set_buffers(None, Some(pending as usize));
+            self.client.info.log_output_limit();
             return false;
         }
-        if soft == 0 || pending <= soft {
-            self.over_soft_limit = None;
-            return true;
-        }
-        let since = *self.over_soft_limit.get_or_insert_with(Instant::now);
-        since.elapsed() < Duration::from_secs(seconds)
+        true
     }
 
     /// Runs the complete requests in the query buffer, one after the other.
@@ -797,6 +808,7 @@ impl Connection {
         }
         self.out.clear();
         self.written = 0;
+        self.uncounted = 0;
         if self.out.capacity() > KEPT_BUFFER {
             self.out = Vec::new();
         }

@@ -157,7 +157,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             let max_in =
                 clients.values().map(|c| c.qbuf.load(Relaxed) + c.qbuf_free.load(Relaxed)).max().unwrap_or(0)
                     as u64;
-            let max_out = clients.values().map(|c| c.omem.load(Relaxed)).max().unwrap_or(0) as u64;
+            let max_out = clients.values().map(|c| c.output_bytes()).max().unwrap_or(0) as u64;
             fields(
                 out,
                 &[
@@ -179,6 +179,7 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
         "memory" => {
             let dataset = state.store.used_bytes();
             let clients = client_buffer_bytes(state);
+            let (backlog, replicas) = state.replication.memory();
             let [scripts, script_bytes, functions, libraries, library_bytes] = state.scripts.counts();
             let used = dataset + clients;
             let rss = rss_bytes();
@@ -234,9 +235,9 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
                     ("mem_fragmentation_ratio", format!("{ratio:.2}")),
                     ("mem_fragmentation_bytes", n(rss.saturating_sub(used))),
                     ("mem_not_counted_for_evict", z()),
-                    ("mem_replication_backlog", z()),
-                    ("mem_total_replication_buffers", z()),
-                    ("mem_clients_slaves", z()),
+                    ("mem_replication_backlog", n(backlog)),
+                    ("mem_total_replication_buffers", n(backlog + replicas)),
+                    ("mem_clients_slaves", n(replicas)),
                     ("mem_clients_normal", z()),
                     ("mem_cluster_links", z()),
                     ("mem_aof_buffer", z()),

@@ -23,6 +23,17 @@ pub enum Message {
         /// RESP bytes.
         bytes: Vec<u8>,
     },
+    /// A replica's full sync payload: appended to its output like [`Message::Deliver`]'s
+    /// bytes, but not counted in `client-output-buffer-limit` nor in `omem` (Redis sends
+    /// the RDB file outside the replica's output buffer).
+    Payload {
+        /// The connection's token in that loop.
+        token: usize,
+        /// The client id (a reused token's new client is not the addressee).
+        client: u64,
+        /// The `$len` line and the RDB file.
+        bytes: Vec<u8>,
+    },
     /// A parked client's answer, with its session back.
     Resume {
         /// The connection's token in that loop.

@@ -56,6 +56,8 @@ struct Inner {
     backlog_size: usize,
     /// The database the stream selected last (`None`: the next command selects its own).
     selected: Option<usize>,
+    /// `client-output-buffer-limit replica`, for the stream held during a full sync.
+    limit: crate::config::OutputLimit,
     replicas: Vec<Replica>,
     waiters: Vec<Waiter>,
 }
@@ -73,6 +75,8 @@ struct Replica {
     /// While its full sync's payload is being written: the stream since the snapshot, sent
     /// after the payload.
     held: Option<Vec<u8>>,
+    /// Since when `held` is past the soft output limit.
+    over_soft_since: Option<Instant>,
 }
 
 /// A client in WAIT: answered when `wanted` replicas acknowledged `target`.
@@ -161,6 +165,7 @@ impl Replication {
                 backlog: VecDeque::new(),
                 backlog_size: 1 << 20,
                 selected: None,
+                limit: Default::default(),
                 replicas: Vec::new(),
                 waiters: Vec::new(),
             }),
@@ -179,10 +184,12 @@ impl Replication {
     }
 
     /// Takes `repl-backlog-size` (the backlog drops its oldest bytes past it),
-    /// `min-replicas-to-write` and `min-replicas-max-lag`.
+    /// `client-output-buffer-limit replica`, `min-replicas-to-write` and
+    /// `min-replicas-max-lag`.
     pub fn configure(&self, config: &crate::config::Config) {
         let mut inner = lock(&self.inner);
         inner.backlog_size = config.number("repl-backlog-size").max(1) as usize;
+        inner.limit = config.output_limit("replica");
         inner.trim();
         drop(inner);
         self.min_replicas.store(config.number("min-replicas-to-write").max(0) as u64, Relaxed);
@@ -274,11 +281,14 @@ impl Replication {
 
     /// Sends replica `client` its full sync's `payload`, then the stream held for it since
     /// the snapshot; from now on it is fed as the stream comes. Nothing if it is gone.
-    pub fn send_payload(&self, client: u64, mut payload: Vec<u8>) {
+    pub fn send_payload(&self, client: u64, payload: Vec<u8>) {
         let mut inner = lock(&self.inner);
         let Some(r) = inner.replicas.iter_mut().find(|r| r.client.id == client) else { return };
-        payload.extend(r.held.take().unwrap_or_default());
-        r.mailbox.send(Message::Deliver { token: r.client.token, client, bytes: payload });
+        let token = r.client.token;
+        r.mailbox.send(Message::Payload { token, client, bytes: payload });
+        let held = r.held.take().unwrap_or_default();
+        r.client.held.store(0, Relaxed);
+        r.mailbox.send(Message::Deliver { token, client, bytes: held });
     }
 
     /// A newline for replica `client` while its payload is being written (Redis' keepalive
@@ -349,6 +359,13 @@ impl Replication {
         let at = inner.waiters.iter().position(|w| w.client.id == client)?;
         let w = inner.waiters.remove(at);
         Some(inner.acked(w.target))
+    }
+
+    /// The bytes of the backlog, and those of the replicas' output (INFO memory).
+    pub fn memory(&self) -> (u64, u64) {
+        let inner = lock(&self.inner);
+        let replicas = inner.replicas.iter().map(|r| r.client.output_bytes() as u64).sum();
+        (inner.backlog.len() as u64, replicas)
     }
 
     /// Forgets a client that closed (a replica, or a client in WAIT).
@@ -527,7 +544,9 @@ impl Propagation for Replication {
 }
 
 impl Inner {
-    /// Appends stream bytes: to the backlog and to every replica.
+    /// Appends stream bytes: to the backlog and to every replica. A replica whose full
+    /// sync holds more than `client-output-buffer-limit replica` allows is dropped (it
+    /// connects again and syncs anew), as its connection is when its output grows so.
     fn feed(&mut self, bytes: Vec<u8>) {
         if bytes.is_empty() {
             return;
@@ -535,16 +554,24 @@ impl Inner {
         self.offset += bytes.len() as u64;
         self.backlog.extend(&bytes);
         self.trim();
-        for r in &mut self.replicas {
-            match &mut r.held {
-                Some(held) => held.extend_from_slice(&bytes),
-                None => r.mailbox.send(Message::Deliver {
-                    token: r.client.token,
-                    client: r.client.id,
-                    bytes: bytes.clone(),
-                }),
+        let limit = self.limit;
+        self.replicas.retain_mut(|r| {
+            let Some(held) = &mut r.held else {
+                let (token, client) = (r.client.token, r.client.id);
+                r.mailbox.send(Message::Deliver { token, client, bytes: bytes.clone() });
+                return true;
+            };
+            held.extend_from_slice(&bytes);
+            r.client.held.store(held.len(), Relaxed);
+            if !limit.reached(held.len() as u64, &mut r.over_soft_since) {
+                return true;
             }
-        }
+            r.client.log_output_limit();
+            r.client.held.store(0, Relaxed);
+            r.client.killed.store(true, Relaxed);
+            r.mailbox.send(Message::Kick);
+            false
+        });
     }
 
     fn trim(&mut self) {
@@ -572,6 +599,7 @@ impl Inner {
             ack: 0,
             ack_at: Instant::now(),
             held,
+            over_soft_since: None,
         });
     }
 
@@ -796,5 +824,55 @@ impl LinkStatus {
             Reply::bulk(link.state.as_bytes()),
             Reply::Integer(offset),
         ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A replica whose full sync holds more of the stream than `client-output-buffer-limit
+    /// replica` allows is dropped: its connection is kicked, and the stream no longer waits
+    /// for it; below the limit the held bytes are its output (CLIENT LIST's `omem`).
+    #[test]
+    fn a_full_sync_holds_the_stream_up_to_the_replica_limit() {
+        let mut config = crate::config::Config::new();
+        config.set_one("repl-backlog-size", "1024", true).expect("set");
+        config.set_one("client-output-buffer-limit", "replica 4096 0 0", true).expect("set");
+        let replication = Replication::new();
+        replication.configure(&config);
+        let poll = mio::Poll::new().expect("poll");
+        let waker = mio::Waker::new(poll.registry(), mio::Token(0)).expect("waker");
+        let mailbox = Arc::new(Mailbox::new(waker));
+        let lanes = Arc::new(crate::counters::LaneSum::with_lanes(1));
+        let client = Arc::new(ClientInfo::new(7, "127.0.0.1:1".into(), String::new(), 0, 0, 0, lanes));
+        replication.start_full_sync(&client, mailbox.clone(), &ReplicaHello::default());
+        let value = vec![b'v'; 1000];
+        replication.feed_raw(&[b"SET", b"k", &value]);
+        let held = client.held.load(Relaxed);
+        assert!(held > 1000, "{held}");
+        assert!(client.line().contains(&format!(" omem={held} ")), "{}", client.line());
+        assert_eq!(replication.memory().1, held as u64);
+        assert!(!client.killed.load(Relaxed));
+        for _ in 0..3 {
+            replication.feed_raw(&[b"SET", b"k", &value]);
+        }
+        assert!(client.killed.load(Relaxed), "dropped past the hard limit");
+        assert!(matches!(mailbox.take().as_slice(), [Message::Kick]));
+        assert_eq!(replication.memory(), (1024, 0));
+        assert!(!replication.keep_alive(7), "no longer a replica waiting for its payload");
+    }
+
+    /// The soft limit drops a replica only once it stayed over it for its seconds.
+    #[test]
+    fn the_soft_limit_waits_its_seconds() {
+        let limit = crate::config::OutputLimit { hard: 0, soft: 100, soft_seconds: 0 };
+        let mut since = None;
+        assert!(!limit.reached(99, &mut since));
+        assert!(!limit.reached(100, &mut since), "the first time over it starts the clock");
+        since = since.map(|at: Instant| at - std::time::Duration::from_secs(1));
+        assert!(limit.reached(100, &mut since));
+        assert!(!limit.reached(10, &mut since));
+        assert_eq!(since, None);
     }
 }

@@ -102,6 +102,9 @@ pub enum Store {
         /// The slot whose writes `kv` refuses (a cluster node handing it to another).
         #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
         closed: Arc<ClosedSlot>,
+        /// The stream position the next writes stand at ([`Store::stamp_writes`]), for the
+        /// files beside the data too.
+        stamp: std::sync::Mutex<Option<String>>,
     },
     /// A prefix in an etcd cluster, shared with other server nodes.
     #[cfg(feature = "etcd")]
@@ -205,7 +208,16 @@ impl Store {
         }
         let closed = Arc::new(ClosedSlot::default());
         let kv: Backend = Arc::new(SlotGuard { inner: cache.clone(), closed: closed.clone() });
-        Ok(Store::Disk { engine, dir: dir.to_path_buf(), disk, kv, cache, sync, closed })
+        Ok(Store::Disk {
+            engine,
+            dir: dir.to_path_buf(),
+            disk,
+            kv,
+            cache,
+            sync,
+            closed,
+            stamp: Default::default(),
+        })
     }
 
     /// The key filter's size in bytes and whether it answers (see
@@ -276,52 +288,81 @@ impl Store {
         matches!(self, Store::Disk { .. })
     }
 
-    /// Every later write also records `position` in its batch ([`DiskBackend::stamp_writes`]).
+    /// Every later write also records `position` in its batch ([`DiskBackend::stamp_writes`]),
+    /// and so does every file saved beside the data ([`Store::save_db_slots`],
+    /// [`Store::save_functions`]).
     pub fn stamp_writes(&self, position: Option<&crate::replication::StreamPosition>) {
-        if let Store::Disk { disk, .. } = self {
-            disk.stamp_writes(position.map(|p| p.to_string().into_bytes()));
+        if let Store::Disk { disk, stamp, .. } = self {
+            let position = position.map(|p| p.to_string());
+            disk.stamp_writes(position.clone().map(String::into_bytes));
+            *crate::sync::lock(stamp) = position;
         }
     }
 
-    /// Records `position` now (`None`: forgets the stored one), and with every later write.
+    /// Records `position` now (`None`: forgets the stored one), and with every later write;
+    /// the files beside the data forget theirs.
     ///
     /// # Errors
     /// The engine's write failed.
     pub fn set_position(&self, position: Option<&crate::replication::StreamPosition>) -> Result<(), String> {
         match self {
-            Store::Disk { disk, .. } => {
-                disk.set_position(position.map(|p| p.to_string().into_bytes())).map_err(|e| e.to_string())
+            Store::Disk { disk, dir, stamp, .. } => {
+                disk.set_position(position.map(|p| p.to_string().into_bytes())).map_err(|e| e.to_string())?;
+                *crate::sync::lock(stamp) = position.map(|p| p.to_string());
+                server_files::forget_positions(dir).map_err(|e| e.to_string())
             }
             _ => Ok(()),
         }
     }
 
-    /// The stream position stored with the data, if any (and readable).
+    /// The stream position the data stands at, if stored (and readable): the newest of the
+    /// one in the store's batches and those of the files beside it (a SWAPDB or FUNCTION
+    /// change the stream made after the store's last write).
     pub fn position(&self) -> Option<crate::replication::StreamPosition> {
-        let Store::Disk { disk, .. } = self else { return None };
+        let Store::Disk { disk, dir, .. } = self else { return None };
         let stored = disk.position().ok()??;
-        std::str::from_utf8(&stored).ok()?.parse().ok()
+        let stored = String::from_utf8(stored).ok()?;
+        let parse = |text: &str| text.parse::<crate::replication::StreamPosition>().ok();
+        std::iter::once(stored)
+            .chain(server_files::positions(dir))
+            .filter_map(|p| parse(&p))
+            .max_by_key(|p| p.offset)
+    }
+
+    /// The stream position of a file saved now: the stamp, once the writes before it are
+    /// persisted (the file must not hold a position the store's data has not reached).
+    fn file_position(&self) -> std::io::Result<Option<String>> {
+        let Store::Disk { stamp, .. } = self else { return Ok(None) };
+        let position = crate::sync::lock(stamp).clone();
+        if position.is_some() {
+            self.persist_written().map_err(std::io::Error::other)?;
+        }
+        Ok(position)
     }
 
     /// Saves a namespace's database → namespace mapping after a SWAPDB beside a disk
-    /// store's data ([`rediskv_engine::server_files`]).
+    /// store's data ([`rediskv_engine::server_files`]), with the stream position it stands
+    /// at on a replica.
     ///
     /// # Errors
     /// The file could not be written.
     pub fn save_db_slots(&self, ns: &str, slots: &[usize]) -> std::io::Result<()> {
-        self.dir().map_or(Ok(()), |dir| server_files::save_db_slots(dir, ns, slots))
+        let Some(dir) = self.dir() else { return Ok(()) };
+        server_files::save_db_slots(dir, ns, slots, self.file_position()?.as_deref())
     }
 
-    /// Saves the function libraries' code (FUNCTION LOAD/DELETE/FLUSH) beside a disk
-    /// store's data ([`rediskv_engine::server_files`]); the memory store keeps nothing, as
-    /// Redis without persistence. The file is synced first only under `appendfsync
-    /// always`: otherwise it reaches the OS, as the engine's writes do.
+    /// Saves the function libraries' code (FUNCTION LOAD/DELETE/FLUSH/RESTORE) beside a
+    /// disk store's data ([`rediskv_engine::server_files`]), with the stream position it
+    /// stands at on a replica; the memory store keeps nothing, as Redis without
+    /// persistence. The file is synced first only under `appendfsync always`: otherwise it
+    /// reaches the OS, as the engine's writes do.
     ///
     /// # Errors
     /// The file could not be written.
     pub fn save_functions(&self, codes: &[String]) -> std::io::Result<()> {
         let always = matches!(self, Store::Disk { sync: Sync::Always, .. });
-        self.dir().map_or(Ok(()), |dir| server_files::save_functions(dir, codes, always))
+        let Some(dir) = self.dir() else { return Ok(()) };
+        server_files::save_functions(dir, codes, self.file_position()?.as_deref(), always)
     }
 
     /// The libraries [`Store::save_functions`] saved, if any.

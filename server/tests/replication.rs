@@ -101,6 +101,94 @@ const STREAM_SCRIPT: &[&[&str]] = &[
     &["XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "STREAMS", "x", ">"],
     &["XREADGROUP", "GROUP", "g", "c1", "STREAMS", "x", ">"],
     &["XREADGROUP", "GROUP", "g", "c1", "STREAMS", "x", ">"],
+    &["CONFIG", "SET", "stream-node-max-entries", "2"],
+    &["XADD", "xt", "1-1", "f", "v"],
+    &["XADD", "xt", "1-2", "f", "v"],
+    &["XADD", "xt", "1-3", "f", "v"],
+    &["XADD", "xt", "1-4", "f", "v"],
+    &["XADD", "xt", "1-5", "f", "v"],
+    &["XADD", "xt", "MAXLEN", "~", "2", "1-6", "f", "v"],
+    &["XADD", "xt", "MAXLEN", "~", "1", "LIMIT", "1", "1-7", "f", "v"],
+    &["XTRIM", "xt", "MAXLEN", "~", "1"],
+    &["XTRIM", "xt", "MAXLEN", "~", "100"],
+    &["XADD", "xt", "1-8", "f", "v"],
+    &["XADD", "xt", "1-9", "f", "v"],
+    &["XADD", "xt", "1-10", "f", "v"],
+    &["XTRIM", "xt", "MINID", "~", "1-9"],
+    &["XADD", "xt", "MINID", "~", "1-10", "1-11", "f", "v"],
+    &["XTRIM", "xt", "MAXLEN", "=", "2"],
+    &["XADD", "xs", "1-1", "a", "1"],
+    &["XADD", "xs", "1-2", "a", "2"],
+    &["XADD", "xs", "1-3", "a", "3"],
+    &["XADD", "xs", "1-4", "a", "4"],
+    &["XGROUP", "CREATE", "xs", "g", "0"],
+    &["XREADGROUP", "GROUP", "g", "c1", "COUNT", "2", "STREAMS", "xs", ">"],
+    &["XREADGROUP", "GROUP", "g", "c1", "STREAMS", "xs", "0"],
+    &["XREADGROUP", "GROUP", "g", "c2", "NOACK", "COUNT", "1", "STREAMS", "xs", ">"],
+    &["XCLAIM", "xs", "g", "c3", "0", "1-1"],
+    &["XCLAIM", "xs", "g", "c3", "0", "1-2", "JUSTID"],
+    &["XCLAIM", "xs", "g", "c3", "0", "1-1", "RETRYCOUNT", "7", "TIME", "1700000000000"],
+    &["XCLAIM", "xs", "g", "c3", "0", "1-4", "FORCE", "JUSTID", "LASTID", "1-9"],
+    &["XCLAIM", "xs", "g", "c3", "0", "1-5", "LASTID", "2-0"],
+    &["XCLAIM", "xs", "g", "c3", "100000", "1-1"],
+    &["XAUTOCLAIM", "xs", "g", "c4", "0", "0", "COUNT", "1"],
+    &["XAUTOCLAIM", "xs", "g", "c4", "0", "0", "JUSTID"],
+    &["XDEL", "xs", "1-2"],
+    &["XAUTOCLAIM", "xs", "g", "c5", "0", "0"],
+    &["XCLAIM", "xs", "g", "c5", "0", "1-2", "1-4"],
+    &["SADD", "s", "a", "b", "c", "d", "e"],
+    &["SPOP", "s", "0"],
+    &["SPOP", "s", "10"],
+    &[
+        "EVAL",
+        "redis.call('sadd','s3','a') redis.call('spop','s3') return redis.call('srandmember','s3', 2)",
+        "0",
+    ],
+    &["SADD", "s7", "a", "b", "c"],
+    &["SPOP", "s7", "3"],
+    &["SADD", "s2", "a", "b"],
+    &["EVAL", "redis.call('set','rk','1') return redis.call('randomkey')", "0"],
+    &["SET", "g1", "v", "EX", "100"],
+    &["GETEX", "g1"],
+    &["GETEX", "g1", "EXAT", "99999999999"],
+    &["GETEX", "g1", "PXAT", "99999999999999"],
+    &["GETEX", "g1", "PX", "100000"],
+    &["GETEX", "g1", "PERSIST"],
+    &["GETEX", "g1", "PERSIST"],
+    &["GETEX", "g1", "EX", "-1"],
+    &["GETEX", "missing", "EX", "10"],
+    &["GETDEL", "missing"],
+    &["SET", "g2", "v"],
+    &["GETDEL", "g2"],
+    &["SET", "s4", "v", "GET"],
+    &["SET", "s4", "w", "KEEPTTL"],
+    &["SET", "s4", "x", "EXAT", "99999999999", "GET"],
+    &["SET", "s4", "y", "KEEPTTL", "GET"],
+    &["SET", "s4", "z", "NX", "GET"],
+    &["SET", "s4", "z2", "XX", "PX", "100000", "GET"],
+    &["SET", "s4", "v", "EXAT", "1"],
+    &["SET", "s5", "v", "PXAT", "1", "GET"],
+    &["SET", "s6", "v", "NX", "EX", "100"],
+    &["SET", "s6", "v", "NX", "EX", "100"],
+    // Stream effects from a script and a transaction, and a blocked read.
+    &["XADD", "xe", "1-1", "a", "1"],
+    &["XADD", "xe", "1-2", "a", "2"],
+    &["XADD", "xe", "1-3", "a", "3"],
+    &["XADD", "xe", "1-4", "a", "4"],
+    &["XADD", "xe", "1-5", "a", "4"],
+    &["XGROUP", "CREATE", "xe", "g", "0"],
+    &[
+        "EVAL",
+        "redis.call('xreadgroup','group','g','c9','count','2','streams','xe','>') redis.call('xadd','xe','maxlen','~','2','2-1','f','v') return redis.call('xclaim','xe','g','c8','0','1-1')",
+        "0",
+    ],
+    &["MULTI"],
+    &["XREADGROUP", "GROUP", "g", "c7", "NOACK", "COUNT", "1", "STREAMS", "xe", ">"],
+    &["XTRIM", "xe", "MAXLEN", "~", "1"],
+    &["XAUTOCLAIM", "xe", "g", "c6", "0", "0"],
+    &["EXEC"],
+    &["XREADGROUP", "GROUP", "g", "c5", "BLOCK", "100", "STREAMS", "xe", ">"],
+    &["XCLAIM", "xe", "g", "c4", "0", "1-1", "IDLE", "10"],
     &["GETDEL", "b"],
     &["GETEX", "b2", "PERSIST"],
     &["GETEX", "b2", "EX", "100"],
@@ -117,6 +205,26 @@ const STREAM_SCRIPT: &[&[&str]] = &[
     &["SWAPDB", "0", "1"],
     &["FLUSHDB"],
     &["FLUSHALL"],
+    // Deletions as UNLINK where Redis frees them in the background.
+    &["CONFIG", "SET", "lazyfree-lazy-expire", "yes"],
+    &["CONFIG", "SET", "lazyfree-lazy-user-del", "yes"],
+    &["SET", "k", "v", "PX", "1"],
+    &["SET", "k2", "v"],
+    &["SET", "k3", "v"],
+    &["SET", "k4", "v"],
+    &["SET", "k5", "v"],
+    &["DEBUG", "SLEEP", "0.02"],
+    &["GET", "k"],
+    &["EXPIRE", "k2", "-1"],
+    &["GETEX", "k3", "PXAT", "1"],
+    &["GETDEL", "k4"],
+    &["DEL", "k5"],
+    &["CONFIG", "SET", "lazyfree-lazy-expire", "no"],
+    &["CONFIG", "SET", "lazyfree-lazy-user-del", "no"],
+    &["SET", "k2", "v"],
+    &["EXPIRE", "k2", "-1"],
+    &["SET", "k4", "v"],
+    &["GETDEL", "k4"],
     &["SET", "__end__", "1"],
 ];
 
@@ -144,6 +252,48 @@ fn stream_is_redis_effects() {
         let ours = stream_of(&rediskv(&["--enable-debug-command", "yes", "--threads", threads]));
         assert_eq!(ours, theirs, "{threads} threads");
     }
+}
+
+/// Evictions and active expiry reach a replica as `UNLINK` under `lazyfree-lazy-eviction`
+/// and `lazyfree-lazy-expire` (as `DEL` otherwise: [`stream_is_redis_effects`]), as from
+/// redis-server: the names of the commands each stream carries are the same.
+#[test]
+fn lazy_deletions_reach_replicas_as_unlink() {
+    let names = |server: &Server| -> std::collections::BTreeSet<String> {
+        let mut link = fake_replica(server);
+        let mut c = server.client();
+        let value = "v".repeat(10_000);
+        for i in 0..20 {
+            c.cmd(&["SET", &format!("e{i}"), &value]);
+        }
+        let config = [
+            ("lazyfree-lazy-eviction", "yes"),
+            ("lazyfree-lazy-expire", "yes"),
+            ("maxmemory-policy", "allkeys-random"),
+            ("maxmemory", "1"),
+        ];
+        for (name, value) in config {
+            c.cmd(&["CONFIG", "SET", name, value]);
+        }
+        c.cmd(&["SET", "x", "y"]);
+        c.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+        c.cmd(&["SET", "short", "v", "PX", "1"]);
+        let mut names = std::collections::BTreeSet::new();
+        loop {
+            let Some(reply) = link.try_read() else { panic!("the stream stopped after {names:?}") };
+            let command = reply.texts();
+            if command == ["UNLINK", "short"] {
+                return names;
+            }
+            if !(command[0] == "SET" && command[1].starts_with('e')) {
+                names.insert(command[0].to_uppercase());
+            }
+        }
+    };
+    let Some(redis) = redis(&["--repl-diskless-sync", "no"]) else { return };
+    let theirs = names(&redis);
+    assert!(theirs.contains("UNLINK") && !theirs.contains("DEL"), "{theirs:?}");
+    assert_eq!(names(&rediskv(&[])), theirs);
 }
 
 /// Fills database 0 and 3 of a primary with every type in each of Redis 7.0's encodings
@@ -568,6 +718,113 @@ fn a_restarted_disk_replica_continues() {
     assert_eq!(sync_counts(&mut p), ["1", "2"], "no second full sync");
     drop(replica);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The effects a replica keeps beside the store's batches (SWAPDB's mapping, the function
+/// libraries) carry the stream position with them: a replica killed with SIGKILL right
+/// after one continues after it, neither swapping the databases back nor loading a library
+/// twice.
+#[test]
+fn a_replica_killed_after_swapdb_or_function_continues_after_it() {
+    let primary = rediskv(&[]);
+    let dir = std::env::temp_dir().join(format!("rediskv-test-killed-after-swapdb-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let of_primary = format!("127.0.0.1 {}", primary.port);
+    let start_replica = || {
+        let dir = dir.to_str().unwrap();
+        rediskv(&["--engine", "fjall", "--dir", dir, "--replicaof", &of_primary])
+    };
+    let mut replica = start_replica();
+    let mut p = primary.client();
+    p.cmd(&["SET", "in0", "a"]);
+    p.cmd(&["SELECT", "1"]);
+    p.cmd(&["SET", "in1", "b"]);
+    let library = "#!lua name=lib\nredis.register_function('f', function() return 1 end)";
+    let rounds: [&[&[&str]]; 2] =
+        [&[&["SWAPDB", "0", "1"]], &[&["SWAPDB", "0", "1"], &["FUNCTION", "LOAD", library]]];
+    for (round, commands) in rounds.into_iter().enumerate() {
+        wait_caught_up(&primary, &replica);
+        for command in commands {
+            assert!(!matches!(p.cmd(command), Value::Error(_)), "{command:?}");
+        }
+        assert_eq!(p.cmd(&["WAIT", "1", "5000"]), Value::Int(1));
+        replica.kill();
+        replica = start_replica();
+        wait_caught_up(&primary, &replica);
+        assert_same_data(&primary, &replica);
+        let functions = |s: &Server| s.client().cmd(&["FUNCTION", "LIST"]);
+        assert_eq!(functions(&replica), functions(&primary));
+        assert_eq!(sync_counts(&mut p), ["1".to_string(), (round + 1).to_string()], "no second full sync");
+    }
+    drop(replica);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `client-output-buffer-limit replica`: a replica that stops reading (held by CLIENT
+/// PAUSE) has its output grow on the primary (CLIENT LIST's `omem`, INFO's
+/// `mem_clients_slaves`) until the hard limit drops its link; it connects again and, its
+/// offset gone from the backlog, syncs in full, ending with the primary's data.
+#[test]
+fn a_replica_past_its_output_limit_is_dropped_and_syncs_again() {
+    let primary = rediskv(&[]);
+    let mut p = primary.client();
+    for (name, value) in [("repl-backlog-size", "16kb"), ("client-output-buffer-limit", "replica 1mb 0 0")] {
+        assert_eq!(p.cmd(&["CONFIG", "SET", name, value]), Value::Status("OK".into()));
+    }
+    let replica = rediskv(&["--replicaof", &format!("127.0.0.1 {}", primary.port)]);
+    wait_caught_up(&primary, &replica);
+    let mut r = replica.client();
+    assert_eq!(r.cmd(&["CLIENT", "PAUSE", "60000", "WRITE"]), Value::Status("OK".into()));
+    let value = "v".repeat(128 << 10);
+    let (mut most_omem, mut most_in_info) = (0u64, 0u64);
+    for i in 0..400 {
+        p.cmd(&["SET", &format!("big{i}"), &value]);
+        if info_field(&mut p, "replication", "connected_slaves").as_deref() == Some("0") {
+            break;
+        }
+        let list = p.cmd(&["CLIENT", "LIST", "TYPE", "replica"]).text();
+        let omem = list.split(' ').find_map(|f| f.strip_prefix("omem=")).and_then(|n| n.parse().ok());
+        most_omem = most_omem.max(omem.unwrap_or(0));
+        let in_info = info_field(&mut p, "memory", "mem_clients_slaves").and_then(|n| n.parse().ok());
+        most_in_info = most_in_info.max(in_info.unwrap_or(0));
+    }
+    assert_eq!(info_field(&mut p, "replication", "connected_slaves").as_deref(), Some("0"), "not dropped");
+    assert!(most_omem > 0, "omem");
+    assert!(most_in_info > 0, "mem_clients_slaves");
+    assert_eq!(r.cmd(&["CLIENT", "UNPAUSE"]), Value::Status("OK".into()));
+    wait_caught_up(&primary, &replica);
+    assert_same_data(&primary, &replica);
+    assert_eq!(sync_counts(&mut p)[0], "2", "a second full sync");
+}
+
+/// A full sync's payload is not the replica's output: a data set whose RDB file is larger
+/// than `client-output-buffer-limit replica` still syncs, as with Redis (which sends the
+/// file outside the output buffer).
+#[test]
+fn a_payload_larger_than_the_output_limit_syncs() {
+    let primary = rediskv(&[]);
+    let mut p = primary.client();
+    for (name, value) in [("repl-backlog-size", "16kb"), ("client-output-buffer-limit", "replica 1mb 0 0")] {
+        assert_eq!(p.cmd(&["CONFIG", "SET", name, value]), Value::Status("OK".into()));
+    }
+    // A value LZF cannot shrink (its window is 8 KB, so each copy stays whole): 8 MB of file.
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let value: String = (0..128 << 10)
+        .map(|_| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            char::from(b'a' + (seed >> 59) as u8)
+        })
+        .collect();
+    for i in 0..64 {
+        p.cmd(&["SET", &format!("big{i}"), &value]);
+    }
+    let replica = rediskv(&["--replicaof", &format!("127.0.0.1 {}", primary.port)]);
+    wait_caught_up(&primary, &replica);
+    assert_eq!(sync_counts(&mut p)[0], "1", "one full sync, its link kept");
+    assert_eq!(
+        info_field(&mut replica.client(), "keyspace", "db0").as_deref(),
+        Some("keys=64,expires=0,avg_ttl=0")
+    );
 }
 
 /// FAILOVER's checks, and a failover to the replica named, as on a redis-server pair: the

@@ -95,6 +95,8 @@ pub(crate) struct Shared {
     events: AtomicBool,
     /// Redis' `stream-node-max-entries`: the node size `~` trimming removes whole.
     pub(crate) stream_node_entries: AtomicU64,
+    /// Which deletions propagate as UNLINK ([`super::LazyDeletes`], as bits).
+    pub(crate) lazy_deletes: std::sync::atomic::AtomicU8,
     /// Until then (ms on `clock`) a key found expired is gone for commands but neither
     /// deleted nor signalled (Redis during CLIENT PAUSE). 0: not held.
     pub(crate) expiry_held_until: AtomicU64,
@@ -113,6 +115,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Which deletions propagate as UNLINK.
+    pub(crate) fn lazy_deletes(&self) -> super::LazyDeletes {
+        super::LazyDeletes::from_bits(self.lazy_deletes.load(Ordering::Relaxed))
+    }
+
     pub(crate) fn new(layout: KeyLayout) -> Self {
         let layouts = (0..DATABASES).map(|i| layout_for(&layout, i).ok()).collect();
         Shared {
@@ -126,6 +133,7 @@ impl Shared {
             new_events: AtomicBool::new(false),
             events: AtomicBool::new(true),
             stream_node_entries: AtomicU64::new(100),
+            lazy_deletes: Default::default(),
             expiry_held_until: AtomicU64::new(0),
             deferred_frees: AtomicU64::new(0),
             access: super::access::AccessTimes::new(SystemClock.now_ms() / 1000),
@@ -314,6 +322,9 @@ pub struct Db<'a, B> {
     /// The replication stream of the commands run so far, while recorded
     /// ([`Db::record_propagation`]).
     propagated: Option<Vec<Propagated>>,
+    /// What the running command propagates instead of its arguments, when it says so
+    /// ([`Db::propagate_instead`]).
+    instead: RefCell<Option<Vec<Vec<Bytes>>>>,
 }
 
 /// How many metadata records a [`Db`] remembers between writes: a command reads a few.
@@ -590,6 +601,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             given_ms: 0,
             ran_ms: 0,
             propagated: None,
+            instead: RefCell::default(),
         }
     }
 
@@ -791,8 +803,24 @@ impl<'a, B: KvBackend> Db<'a, B> {
         Some((journal.effects.changes, journal.touched.len()))
     }
 
+    /// Whether the replication stream is recorded.
+    pub(crate) fn records_propagation(&self) -> bool {
+        self.propagated.is_some()
+    }
+
+    /// Propagates `argv` for the running command, in place of what its arguments would
+    /// (Redis' `alsoPropagate` with `preventCommandPropagation`): for effects only the
+    /// command knows, as the exact trim of `MAXLEN ~` or a claimed entry's delivery count.
+    /// Nothing while the stream is not recorded.
+    pub(crate) fn propagate_instead(&self, argv: Vec<Bytes>) {
+        if self.records_propagation() {
+            self.instead.borrow_mut().get_or_insert_with(Vec::new).push(argv);
+        }
+    }
+
     /// Appends to the recorded stream what the command just run propagates: the deletion of
-    /// each key it found expired, then its effects if it changed something.
+    /// each key it found expired, then its effects if it changed something (or what it
+    /// propagates instead, [`Db::propagate_instead`]).
     pub(crate) fn propagate_command(
         &mut self,
         mark: (u64, usize),
@@ -806,7 +834,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
         let mut unit = Vec::new();
         for t in journal.touched.iter().skip(touched).filter(|t| t.kind == Touch::Expired) {
             if let Some((db, key)) = self.shared.decode_touched(&t.metadata_key) {
-                let deletion = Propagated::deletion(db, key);
+                let deletion = Propagated::deletion(db, key, self.shared.lazy_deletes().expire);
                 if !unit.contains(&deletion) {
                     unit.push(deletion);
                 }
@@ -814,9 +842,14 @@ impl<'a, B: KvBackend> Db<'a, B> {
         }
         let changed = journal.effects.changes > changes || super::propagate::always_propagated(info);
         drop(journal);
-        if changed && !reply.is_error() {
+        if let Some(instead) = self.instead.take() {
+            if !reply.is_error() {
+                unit.extend(instead.into_iter().map(|argv| Propagated { db, argv }));
+            }
+        } else if changed && !reply.is_error() {
             let exists = |key: &[u8]| matches!(self.lookup(key), Ok(Some(_)));
-            let effects = super::propagate::effects(info, argv, reply, self.ran_ms, &exists);
+            let lazy = self.shared.lazy_deletes();
+            let effects = super::propagate::effects(info, argv, reply, self.ran_ms, &exists, lazy);
             unit.extend(effects.into_iter().map(|argv| Propagated { db, argv }));
         }
         if let Some(stream) = &mut self.propagated {

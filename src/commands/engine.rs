@@ -291,6 +291,11 @@ impl<B: KvBackend> Engine<B> {
         self.shared.access.set_lfu(lfu);
     }
 
+    /// Sets which deletions the replication stream names `UNLINK` rather than `DEL`.
+    pub fn set_lazy_deletes(&self, lazy: super::LazyDeletes) {
+        self.shared.lazy_deletes.store(lazy.bits(), std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Sets the node size of approximate stream trimming: see [`Db::set_stream_node_entries`].
     pub fn set_stream_node_entries(&self, entries: u64) {
         self.shared.stream_node_entries.store(entries, std::sync::atomic::Ordering::Relaxed);
@@ -356,7 +361,7 @@ impl<B: KvBackend> Engine<B> {
         if wait && self.recording().is_some() {
             // Each deletion on its own, as Redis' active expiry propagates them.
             for (db, key) in deleted.iter().filter_map(|k| self.shared.decode_touched(k)) {
-                self.propagate(vec![Propagated::deletion(db, key)]);
+                self.propagate(vec![Propagated::deletion(db, key, self.shared.lazy_deletes().expire)]);
             }
         }
         // As Redis' expiry signals the key: a WATCH on it (live when watched) aborts EXEC.
@@ -403,7 +408,8 @@ impl<B: KvBackend> Engine<B> {
         self.backend.finish();
         let evicted = evicted?;
         if evicted.is_some() && self.recording().is_some() {
-            self.propagate(vec![Propagated::deletion(index, Bytes::copy_from_slice(key))]);
+            let lazy = self.shared.lazy_deletes().eviction;
+            self.propagate(vec![Propagated::deletion(index, Bytes::copy_from_slice(key), lazy)]);
         }
         if evicted.is_some() {
             self.watches.notify(&[TouchedKey { metadata_key, kind: Touch::Written }], &self.shared);

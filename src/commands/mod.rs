@@ -58,7 +58,7 @@ pub use error::CommandError;
 pub use keyspace::Sampled;
 pub use listeners::{Listeners, Listening};
 pub use notify::{Effects, Event, NotifyFlags};
-pub use propagate::{Propagated, Propagation};
+pub use propagate::{LazyDeletes, Propagated, Propagation};
 pub use rdb_file::{RdbCounts, RdbLoader, RdbSave, save_rdb};
 pub use reply::{CommandResult, Protocol, Reply};
 pub use session::Session;

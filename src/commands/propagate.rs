@@ -26,10 +26,38 @@ pub struct Propagated {
 }
 
 impl Propagated {
-    /// `DEL key` in database `db`: an expired or evicted key's deletion.
-    pub fn deletion(db: usize, key: Bytes) -> Self {
-        Propagated { db, argv: vec![Bytes::from_static(b"DEL"), key] }
+    /// `DEL key` in database `db`, or `UNLINK key` when `lazy`: an expired or evicted key's
+    /// deletion.
+    pub fn deletion(db: usize, key: Bytes, lazy: bool) -> Self {
+        Propagated { db, argv: vec![deletion_name(lazy), key] }
     }
+}
+
+/// Which deletions Redis frees in the background, and so propagates as `UNLINK` rather than
+/// `DEL`: its `lazyfree-lazy-expire` (expired keys, and TTLs set in the past),
+/// `lazyfree-lazy-eviction` (evicted keys) and `lazyfree-lazy-user-del` (GETDEL).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LazyDeletes {
+    /// `lazyfree-lazy-expire`.
+    pub expire: bool,
+    /// `lazyfree-lazy-eviction`.
+    pub eviction: bool,
+    /// `lazyfree-lazy-user-del`.
+    pub user_del: bool,
+}
+
+impl LazyDeletes {
+    pub(crate) fn bits(self) -> u8 {
+        u8::from(self.expire) | u8::from(self.eviction) << 1 | u8::from(self.user_del) << 2
+    }
+
+    pub(crate) fn from_bits(bits: u8) -> Self {
+        LazyDeletes { expire: bits & 1 != 0, eviction: bits & 2 != 0, user_del: bits & 4 != 0 }
+    }
+}
+
+fn deletion_name(lazy: bool) -> Bytes {
+    Bytes::from_static(if lazy { b"UNLINK" } else { b"DEL" })
 }
 
 /// Where an engine sends its commits' effects (a server's replication backlog).
@@ -44,13 +72,14 @@ pub trait Propagation: Send + Sync {
 
 /// The commands `argv` (which answered `reply`, at `now_ms`) propagates, given that it
 /// changed something (Redis' `dirty`): usually `argv` itself. `exists` tells whether a key
-/// exists after the command.
+/// exists after the command; `lazy` names its deletions.
 pub(crate) fn effects(
     info: &CommandInfo,
     argv: &[Bytes],
     reply: &Reply,
     now_ms: u64,
     exists: &dyn Fn(&[u8]) -> bool,
+    lazy: LazyDeletes,
 ) -> Vec<Vec<Bytes>> {
     let arg = |i: usize| argv.get(i).cloned().unwrap_or_default();
     let key = || arg(1);
@@ -68,7 +97,7 @@ pub(crate) fn effects(
                 _ => int(2).max(0) as u64,
             };
             if when <= now_ms {
-                return vec![vec![b(b"DEL"), key()]];
+                return vec![vec![deletion_name(lazy.expire), key()]];
             }
             let mut out = vec![b(b"PEXPIREAT"), key(), num(when)];
             out.extend(argv.iter().skip(3).cloned());
@@ -88,11 +117,11 @@ pub(crate) fn effects(
         "setex" => vec![vec![b(b"SET"), key(), arg(3), b(b"PXAT"), num(at(int(2).saturating_mul(1000)))]],
         "psetex" => vec![vec![b(b"SET"), key(), arg(3), b(b"PXAT"), num(at(int(2)))]],
         "getex" => match expiry_option(argv, 2, now_ms) {
-            Some(when) if when <= now_ms => vec![vec![b(b"DEL"), key()]],
+            Some(when) if when <= now_ms => vec![vec![deletion_name(lazy.expire), key()]],
             Some(when) => vec![vec![b(b"PEXPIREAT"), key(), num(when)]],
             None => vec![vec![b(b"PERSIST"), key()]],
         },
-        "getdel" => vec![vec![b(b"DEL"), key()]],
+        "getdel" => vec![vec![deletion_name(lazy.user_del), key()]],
         "incrbyfloat" => match reply {
             Reply::Bulk(value) => vec![vec![b(b"SET"), key(), value.clone(), b(b"KEEPTTL")]],
             _ => verbatim(),
@@ -152,74 +181,16 @@ pub(crate) fn effects(
             }
             _ => verbatim(),
         },
-        "xreadgroup" => xreadgroup_claims(argv, reply, now_ms),
+        // Their effects are the claims they propagate themselves (`Db::propagate_instead`).
+        "xreadgroup" | "xclaim" | "xautoclaim" => Vec::new(),
         _ => verbatim(),
     }
 }
 
-/// XREADGROUP's effects as Redis 7.0 propagates them: for each new entry (read with `>`)
-/// delivered, an `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT 1 FORCE JUSTID LASTID
-/// last-id` that gives it to the consumer on the replica; with NOACK, the group's last id
-/// and the consumer instead. Rereads of a consumer's history are not propagated.
-fn xreadgroup_claims(argv: &[Bytes], reply: &Reply, now_ms: u64) -> Vec<Vec<Bytes>> {
-    let b = |s: &'static [u8]| Bytes::from_static(s);
-    let at = |name: &[u8]| argv.iter().position(|a| a.eq_ignore_ascii_case(name));
-    let (Some(group_at), Some(streams_at)) = (at(b"group"), at(b"streams")) else { return Vec::new() };
-    let (group, consumer) = (argv[group_at + 1].clone(), argv[group_at + 2].clone());
-    let noack = at(b"noack").is_some_and(|i| i < streams_at);
-    let names = &argv[streams_at + 1..];
-    let (keys, ids) = names.split_at(names.len() / 2);
-    let streams = match reply {
-        Reply::PairMap(streams) | Reply::Map(streams) | Reply::Pairs(streams) => streams,
-        _ => return Vec::new(),
-    };
-    let mut out = Vec::new();
-    for (key, entries) in streams {
-        let (Reply::Bulk(key), Reply::Array(entries)) = (key, entries) else { continue };
-        let new = keys.iter().position(|k| k == key).is_some_and(|i| ids[i].as_ref() == b">");
-        let delivered: Vec<Bytes> = entries
-            .iter()
-            .filter_map(|e| match e {
-                Reply::Array(e) => match e.first() {
-                    Some(Reply::Bulk(id)) => Some(id.clone()),
-                    _ => None,
-                },
-                _ => None,
-            })
-            .collect();
-        let Some(last) = delivered.last().cloned().filter(|_| new) else { continue };
-        if noack {
-            out.push(vec![b(b"XGROUP"), b(b"CREATECONSUMER"), key.clone(), group.clone(), consumer.clone()]);
-            out.push(vec![b(b"XGROUP"), b(b"SETID"), key.clone(), group.clone(), last]);
-            continue;
-        }
-        for id in delivered {
-            out.push(vec![
-                b(b"XCLAIM"),
-                key.clone(),
-                group.clone(),
-                consumer.clone(),
-                b(b"0"),
-                id,
-                b(b"TIME"),
-                Bytes::from(now_ms.to_string()),
-                b(b"RETRYCOUNT"),
-                b(b"1"),
-                b(b"FORCE"),
-                b(b"JUSTID"),
-                b(b"LASTID"),
-                last.clone(),
-            ]);
-        }
-    }
-    out
-}
-
 /// Whether a command is propagated even when it changed nothing (Redis'
-/// `forceCommandPropagation`): emptying or swapping databases; and XREADGROUP, whose
-/// deliveries raise no keyspace event (its effects come from its reply).
+/// `forceCommandPropagation`): emptying or swapping databases.
 pub(crate) fn always_propagated(info: &CommandInfo) -> bool {
-    matches!(info.name, "flushdb" | "flushall" | "swapdb" | "xreadgroup")
+    matches!(info.name, "flushdb" | "flushall" | "swapdb")
 }
 
 /// The absolute expiry (unix ms) the `EX|PX|EXAT|PXAT n` option among `argv[from..]` sets;

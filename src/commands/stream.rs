@@ -146,7 +146,36 @@ pub(super) fn xadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResul
     if trimmed > 0 {
         db.notify(NotifyFlags::STREAM, "xtrim", key);
     }
+    if args.trim.approx
+        && db.records_propagation()
+        && let Some(s) = db.stream(key)?
+    {
+        let mut exact = exact_trim(argv, args.id_pos, &s);
+        exact[args.id_pos] = Bytes::from(id.to_string());
+        db.propagate_instead(exact);
+    }
     Ok(id_reply(id))
+}
+
+/// `argv` (an XADD's or XTRIM's, its trimming options before `end`) with `MAXLEN ~ n` or
+/// `MINID ~ id` as the trim it did, as Redis propagates it: `MAXLEN = <length now>`,
+/// `MINID = <first id now>`, so that a replica trims exactly as much.
+fn exact_trim(argv: &[Bytes], end: usize, s: &Stream) -> Vec<Bytes> {
+    let mut out = argv.to_vec();
+    for i in 2..end.min(argv.len()).saturating_sub(2) {
+        let maxlen = argv[i].eq_ignore_ascii_case(b"maxlen");
+        if (maxlen || argv[i].eq_ignore_ascii_case(b"minid")) && argv[i + 1].as_ref() == b"~" {
+            out[i + 1] = Bytes::from_static(b"=");
+            out[i + 2] = Bytes::from(match (maxlen, s.len()) {
+                (true, len) => len.to_string(),
+                // Redis names the largest id when no entry is left.
+                (false, 0) => StreamId::MAX.to_string(),
+                (false, _) => s.f.first_entry_id.to_string(),
+            });
+            break;
+        }
+    }
+    out
 }
 
 pub(super) fn xtrim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
@@ -159,6 +188,9 @@ pub(super) fn xtrim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResu
         db.put_stream(&mut batch, key, &s);
         db.commit(batch)?;
         db.notify(NotifyFlags::STREAM, "xtrim", key);
+        if args.trim.approx {
+            db.propagate_instead(exact_trim(argv, argv.len(), &s));
+        }
     }
     Ok(Reply::Integer(trimmed as i64))
 }

@@ -75,15 +75,17 @@ impl<'a, 's, 'd, B: KvBackend> GroupReader<'a, 's, 'd, B> {
     }
 
     /// Moves pending entry `id` to this consumer with a new delivery time and count;
-    /// `owner` is its current holder (`None`: a new pending entry).
+    /// `owner` is its current holder (`None`: a new pending entry). Propagated as Redis does,
+    /// with the group's last delivered id `last`.
     fn take(
         &mut self,
         id: StreamId,
         owner: Option<&[u8]>,
-        delivered_ms: u64,
-        deliveries: u64,
+        (delivered_ms, deliveries): (u64, u64),
+        last: StreamId,
         batch: &mut WriteBatch,
     ) -> CommandResult<()> {
+        self.records.propagate_claim(self.group, self.name, id, (delivered_ms, deliveries), last);
         match owner {
             Some(o) if o == self.name => {}
             Some(o) => {
@@ -131,7 +133,7 @@ impl<'a, 's, 'd, B: KvBackend> GroupReader<'a, 's, 'd, B> {
                     None
                 }
             };
-            self.take(*id, owner.as_deref(), self.now, 1, batch)?;
+            self.take(*id, owner.as_deref(), (self.now, 1), g.last_delivered, batch)?;
         }
         if !found.is_empty() {
             self.me.active_ms = self.now;
@@ -397,6 +399,23 @@ impl<B: KvBackend> Records<'_, '_, B> {
             },
             None => reader.new_entries(s, &mut g, read.count, read.noack, batch)?,
         };
+        if read.noack && read.after.is_none() {
+            // No pending entries to claim: the consumer and the group's position instead.
+            let (key, group) = (Bytes::copy_from_slice(self.key), Bytes::copy_from_slice(read.group));
+            if reader.created {
+                let consumer = Bytes::copy_from_slice(read.consumer);
+                self.db.propagate_instead(vec![
+                    Bytes::from_static(b"XGROUP"),
+                    Bytes::from_static(b"CREATECONSUMER"),
+                    key.clone(),
+                    group.clone(),
+                    consumer,
+                ]);
+            }
+            if !delivered.is_empty() {
+                self.propagate_group_id(read.group, &g);
+            }
+        }
         reader.close(batch)?;
         self.put_group(batch, read.group, &g)?;
         Ok(Some(delivered))
@@ -415,10 +434,12 @@ impl<B: KvBackend> Records<'_, '_, B> {
     ) -> CommandResult<Vec<Delivered>> {
         let Claimant { group, mut g, name, min_idle, now } = who;
         let mut group_changed = false;
-        if args.last_id > g.last_delivered {
+        let last_id_moved = args.last_id > g.last_delivered;
+        if last_id_moved {
             g.last_delivered = args.last_id;
             group_changed = true;
         }
+        let mut claims_propagated = false;
         let delivery = match args.time {
             Some(t) if t >= 0 && t <= now => t as u64,
             _ => now as u64,
@@ -428,7 +449,9 @@ impl<B: KvBackend> Records<'_, '_, B> {
         for id in ids {
             let pending = self.pending_entry(group, id)?;
             let Some(entry) = self.entry(id)? else {
-                if let Some((_, _, owner)) = pending {
+                if let Some((delivered, deliveries, owner)) = pending {
+                    self.propagate_claim(group, &owner, id, (delivered, deliveries), g.last_delivered);
+                    claims_propagated = true;
                     self.delete(batch, StreamSub::Pending { group, id })?;
                     g.pending = g.pending.saturating_sub(1);
                     group_changed = true;
@@ -443,10 +466,11 @@ impl<B: KvBackend> Records<'_, '_, B> {
                     }
                     (Some(owner), deliveries)
                 }
+                // A pending entry FORCE creates counts one delivery, as Redis' new NACK.
                 None if args.force => {
                     g.pending += 1;
                     group_changed = true;
-                    (None, 0)
+                    (None, 1)
                 }
                 None => continue,
             };
@@ -457,11 +481,15 @@ impl<B: KvBackend> Records<'_, '_, B> {
                 _ if args.justid => deliveries,
                 _ => deliveries + 1,
             };
-            r.take(id, owner.as_deref(), delivery, deliveries, batch)?;
+            r.take(id, owner.as_deref(), (delivery, deliveries), g.last_delivered, batch)?;
+            claims_propagated = true;
             r.me.active_ms = now as u64;
             out.push((id, if args.justid { None } else { Some(entry_fields(id, &entry)?) }));
         }
         claimer.close(batch)?;
+        if last_id_moved && !claims_propagated {
+            self.propagate_group_id(group, &g);
+        }
         if group_changed {
             self.put_group(batch, group, &g)?;
         }
@@ -493,6 +521,7 @@ impl<B: KvBackend> Records<'_, '_, B> {
             let (id, delivered, deliveries, owner) = &pel[index];
             index += 1;
             let Some(entry) = self.entry(*id)? else {
+                self.propagate_claim(group, owner, *id, (*delivered, *deliveries), g.last_delivered);
                 self.delete(batch, StreamSub::Pending { group, id: *id })?;
                 g.pending = g.pending.saturating_sub(1);
                 claimer.release(owner, batch)?;
@@ -505,7 +534,7 @@ impl<B: KvBackend> Records<'_, '_, B> {
             }
             let (r, _) = claimer.reader(&mut g, created)?;
             let deliveries = if justid { *deliveries } else { deliveries + 1 };
-            r.take(*id, Some(owner), now as u64, deliveries, batch)?;
+            r.take(*id, Some(owner), (now as u64, deliveries), g.last_delivered, batch)?;
             r.me.active_ms = now as u64;
             out.push((*id, if justid { None } else { Some(entry_fields(*id, &entry)?) }));
             count -= 1;
@@ -514,5 +543,58 @@ impl<B: KvBackend> Records<'_, '_, B> {
         claimer.close(batch)?;
         self.put_group(batch, group, &g)?;
         Ok((next, out, deleted))
+    }
+}
+
+impl<B: KvBackend> Records<'_, '_, B> {
+    /// Redis' propagation of a pending entry (`streamPropagateXCLAIM`): `XCLAIM key group
+    /// consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID LASTID last`, which gives the entry
+    /// to the consumer on a replica as it is here (or drops it there, its entry deleted).
+    fn propagate_claim(
+        &self,
+        group: &[u8],
+        consumer: &[u8],
+        id: StreamId,
+        (delivered_ms, deliveries): (u64, u64),
+        last: StreamId,
+    ) {
+        if !self.db.records_propagation() {
+            return;
+        }
+        let b = Bytes::from_static;
+        let text = |t: String| Bytes::from(t);
+        self.db.propagate_instead(vec![
+            b(b"XCLAIM"),
+            Bytes::copy_from_slice(self.key),
+            Bytes::copy_from_slice(group),
+            Bytes::copy_from_slice(consumer),
+            b(b"0"),
+            text(id.to_string()),
+            b(b"TIME"),
+            text(delivered_ms.to_string()),
+            b(b"RETRYCOUNT"),
+            text(deliveries.to_string()),
+            b(b"FORCE"),
+            b(b"JUSTID"),
+            b(b"LASTID"),
+            text(last.to_string()),
+        ]);
+    }
+
+    /// Redis' propagation of a group's position (`streamPropagateGroupID`): `XGROUP SETID
+    /// key group last ENTRIESREAD n`.
+    fn propagate_group_id(&self, group: &[u8], g: &GroupValue) {
+        if !self.db.records_propagation() {
+            return;
+        }
+        self.db.propagate_instead(vec![
+            Bytes::from_static(b"XGROUP"),
+            Bytes::from_static(b"SETID"),
+            Bytes::copy_from_slice(self.key),
+            Bytes::copy_from_slice(group),
+            Bytes::from(g.last_delivered.to_string()),
+            Bytes::from_static(b"ENTRIESREAD"),
+            Bytes::from(g.entries_read.to_string()),
+        ]);
     }
 }
