@@ -96,9 +96,11 @@
 #![deny(missing_docs)]
 
 mod cluster;
+mod stores;
 pub mod testkit;
 
 pub use cluster::{ClusterRecords, FENCED};
+pub use stores::{SlotStores, slot_store};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
