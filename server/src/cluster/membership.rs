@@ -224,6 +224,7 @@ pub fn follow(cluster: &Cluster, etcd: &Backend) -> rediskv::Result<()> {
                 etcd.cluster_swap_table(records.table_revision, &next.encode())?;
             }
             None => {
+                cluster.raise_fences(current.revision);
                 cluster.set_topology(current);
                 return Ok(());
             }
