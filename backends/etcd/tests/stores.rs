@@ -57,6 +57,17 @@ fn each_key_s_records_live_in_its_slot_s_cluster_and_scans_merge() {
     found.sort_by_key(|r| format!("{r:?}"));
     assert_eq!(found, keys.iter().map(|k| bulk(k)).collect::<Vec<_>>());
     assert_eq!(engine.run(&mut s, &["DBSIZE"]), Reply::Integer(6));
+    // A scan over both clusters, either way, in key order.
+    let walk = |direction| -> Vec<Bytes> {
+        let scan = engine.backend().scan(ColumnFamily::Metadata, &layout.namespace_range(), direction);
+        scan.unwrap().map(|r| r.unwrap().0).collect()
+    };
+    let forward = walk(rediskv::backend::Direction::Forward);
+    let mut reverse = walk(rediskv::backend::Direction::Reverse);
+    reverse.reverse();
+    let mut sorted = forward.clone();
+    sorted.sort();
+    assert_eq!((forward.len(), &forward, &reverse), (6, &sorted, &sorted));
     let problems = rediskv::fsck::check(engine.backend(), &layout, engine.now_ms()).expect("fsck");
     assert!(problems.is_empty(), "fsck: {problems:?}");
     // FLUSHALL spans both.
