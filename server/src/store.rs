@@ -60,7 +60,7 @@ pub struct EtcdFlags {
     /// the conflict error.
     pub conflict_timeout_ms: Option<usize>,
     /// `--cluster-etcd-store a,b,c`, once per etcd cluster holding data (in slot order):
-    /// a cluster node's data is spread over them by slot range ([`rediskv_etcd::SlotStores`]);
+    /// a cluster node's data is spread over them by slot range (`rediskv_etcd::SlotStores`);
     /// none: the data is in the `endpoints` cluster with the slot table.
     pub stores: Vec<String>,
 }
