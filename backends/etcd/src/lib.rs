@@ -90,6 +90,11 @@
 //! and collector; to wake blocked clients and publish keyspace notifications for other
 //! nodes' writes, drain [`Backend::metadata_changes`].
 //!
+//! # Several clusters
+//! [`SlotStores`] is one [`KvBackend`] over several etcd clusters, each holding a contiguous
+//! range of Redis Cluster slots (a cluster of server nodes whose commands each stay in one
+//! slot): a command commits to one cluster; scans over many keys merge them.
+//!
 //! # Runtime
 //! The backend owns a small tokio runtime and blocks the calling thread on each request: call
 //! it from plain threads, never from inside an async task.
