@@ -5,7 +5,8 @@
 //! INCR load with every acknowledged INCR applied once, give a joining node its share (a
 //! client parked on a slot that moved gets MOVED), replace a node restarted on its address
 //! at once, and a node paused past its lease commits nothing to the slots it lost (its
-//! commit is fenced). Nodes over fjall keeping the slot table in etcd move a slot with its
+//! commit is fenced), over one etcd cluster and with the data over two (each key's records
+//! in its slot's cluster; a node given the clusters in another order refused). Nodes over fjall keeping the slot table in etcd move a slot with its
 //! data under an INCR load (exact totals, FSCK clean on both; on RocksDB too with the
 //! `rocksdb` feature), and a replica takes its killed primary's slots. The etcd tests need
 //! the `etcd` feature: `cargo test -p rediskv-server --features etcd --test cluster`.
