@@ -104,6 +104,12 @@ pub const FLAGS: &[Flag] = &[
         what: "with `cluster-enabled yes` over fjall or rocksdb: the etcd members that keep the slot table (under `--etcd-prefix`); the data stays on each node",
     },
     Flag {
+        name: "--cluster-etcd-store",
+        value: "URL,URL…",
+        default: "none",
+        what: "with `--engine etcd` and `cluster-enabled yes`, once per etcd cluster holding data, in slot order: the slots' data is spread over them by range (docs/cluster.md); none: the data is with the slot table in `--etcd-endpoints`",
+    },
+    Flag {
         name: "--cluster-initial-nodes",
         value: "N",
         default: "1",

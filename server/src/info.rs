@@ -408,8 +408,17 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
             let leader = maint.leader.load(std::sync::atomic::Ordering::Relaxed);
             pairs.push(("rediskv_maintenance_leader", u8::from(leader).to_string()));
             #[cfg(feature = "etcd")]
-            if let Some(etcd) = state.store.etcd() {
-                let stats = etcd.stats();
+            if state.store.etcd().is_some() {
+                // Over every cluster holding data.
+                let stats = state.store.etcd_data().iter().map(|etcd| etcd.stats()).fold(
+                    rediskv_etcd::Stats::default(),
+                    |a, b| rediskv_etcd::Stats {
+                        unavailable_retries: a.unavailable_retries + b.unavailable_retries,
+                        ambiguous_commits: a.ambiguous_commits + b.ambiguous_commits,
+                        ambiguous_applied: a.ambiguous_applied + b.ambiguous_applied,
+                        conflict_retries: a.conflict_retries + b.conflict_retries,
+                    },
+                );
                 pairs.push(("rediskv_etcd_unavailable_retries", stats.unavailable_retries.to_string()));
                 pairs.push(("rediskv_etcd_ambiguous_commits", stats.ambiguous_commits.to_string()));
                 pairs.push(("rediskv_etcd_ambiguous_applied", stats.ambiguous_applied.to_string()));

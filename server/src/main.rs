@@ -224,6 +224,8 @@ fn options() -> Result<Start, String> {
         ca_cert_file: take_flag(&mut args, "--etcd-ca-cert-file")?,
         cert_file: take_flag(&mut args, "--etcd-cert-file")?,
         key_file: take_flag(&mut args, "--etcd-key-file")?,
+        stores: std::iter::from_fn(|| take_flag(&mut args, "--cluster-etcd-store").transpose())
+            .collect::<Result<_, _>>()?,
     };
     let layout = layout(&mut args)?;
     let cluster_etcd = take_flag(&mut args, "--cluster-etcd")?;
@@ -270,6 +272,9 @@ fn options() -> Result<Start, String> {
         dir if dir == default_dir && data_dir.is_none() => std::path::Path::new(dir).join("data"),
         dir => dir.into(),
     };
+    if !etcd.stores.is_empty() && (engine != "etcd" || config.get("cluster-enabled") != "yes") {
+        return Err("--cluster-etcd-store needs --engine etcd and --cluster-enabled yes".into());
+    }
     if layout.kind() != LayoutKind::Kvrocks && !config.namespaces.is_empty() {
         return Err(format!(
             "the {} layout has no namespaces: remove the namespace.* lines",
@@ -412,6 +417,12 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
     }
     #[cfg(feature = "etcd")]
     if let Some(etcd) = state.store.etcd() {
+        // Every node must map the slots to the same data clusters.
+        let ids = state.store.etcd_data().iter().map(|d| d.cluster_id()).collect::<Result<Vec<_>, _>>();
+        if let Err(e) = ids.and_then(|ids| etcd.cluster_check_stores(&ids)) {
+            fatal(&format!("Cannot join the cluster: {e}"));
+        }
+        let _ = node.fences.set(state.store.etcd_data().to_vec());
         let _ = node.etcd.set(etcd.clone());
         cluster::membership::spawn(node, etcd.clone(), ttl);
         return;

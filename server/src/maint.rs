@@ -191,12 +191,20 @@ fn holds_lease(state: &State) -> bool {
     true
 }
 
-/// Wakes this node's clients blocked on keys other nodes write: a thread follows the etcd
-/// store's change feed of metadata keys. (Keyspace notifications and PUBLISH stay per node:
-/// the feed says which key changed, not which command or event changed it.)
+/// Wakes this node's clients blocked on keys other nodes write: a thread per etcd cluster
+/// holding data follows its change feed of metadata keys. (Keyspace notifications and
+/// PUBLISH stay per node: the feed says which key changed, not which command or event
+/// changed it.)
 #[cfg(feature = "etcd")]
 pub fn follow_other_nodes(state: Arc<State>) {
-    let Some(etcd) = state.store.etcd().cloned() else { return };
+    for etcd in state.store.etcd_data().to_vec() {
+        follow_changes(state.clone(), etcd);
+    }
+}
+
+/// [`follow_other_nodes`] for one etcd cluster.
+#[cfg(feature = "etcd")]
+fn follow_changes(state: Arc<State>, etcd: Arc<rediskv_etcd::Backend>) {
     let _ = std::thread::Builder::new().name("etcd-feed".into()).spawn(move || {
         // etcd ends a watch when its member goes away or the connection breaks: watch again
         // (through another member), or the node's blocked clients would stop hearing of

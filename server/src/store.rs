@@ -66,6 +66,10 @@ pub struct EtcdFlags {
     pub cert_file: Option<String>,
     /// Its private key (PEM).
     pub key_file: Option<String>,
+    /// `--cluster-etcd-store a,b,c`, once per etcd cluster holding data (in slot order):
+    /// a cluster node's data is spread over them by slot range (`rediskv_etcd::SlotStores`);
+    /// none: the data is in the `endpoints` cluster with the slot table.
+    pub stores: Vec<String>,
 }
 
 /// A disk store's metadata cache.
@@ -109,9 +113,12 @@ pub enum Store {
     /// A prefix in an etcd cluster, shared with other server nodes.
     #[cfg(feature = "etcd")]
     Etcd {
-        /// The backend, for its lease and change feed.
+        /// The cluster of `--etcd-endpoints`, for its leases and a cluster's slot table.
         etcd: Arc<rediskv_etcd::Backend>,
-        /// The same backend as a [`KvBackend`].
+        /// The clusters holding the data, in slot order (`etcd` alone unless
+        /// `--cluster-etcd-store` names others), for their fences and change feeds.
+        data: Vec<Arc<rediskv_etcd::Backend>>,
+        /// The data clusters as one [`KvBackend`].
         kv: Backend,
     },
 }
@@ -249,12 +256,21 @@ impl Store {
         }
     }
 
-    /// The etcd backend, when the store is one.
+    /// The etcd backend of `--etcd-endpoints`, when the store is over etcd.
     #[cfg(feature = "etcd")]
     pub fn etcd(&self) -> Option<&Arc<rediskv_etcd::Backend>> {
         match self {
             Store::Etcd { etcd, .. } => Some(etcd),
             _ => None,
+        }
+    }
+
+    /// The etcd clusters holding the data, in slot order (none: not over etcd).
+    #[cfg(feature = "etcd")]
+    pub fn etcd_data(&self) -> &[Arc<rediskv_etcd::Backend>] {
+        match self {
+            Store::Etcd { data, .. } => data,
+            _ => &[],
         }
     }
 
@@ -588,17 +604,44 @@ impl WriteStatus {
 /// etcd cannot be reached, or its prefix holds another store's layout.
 #[cfg(feature = "etcd")]
 pub fn open_topology(flags: &EtcdFlags) -> Result<Arc<rediskv_etcd::Backend>, String> {
-    match open_etcd(flags, &KeyLayout::default())? {
-        Store::Etcd { etcd, .. } => Ok(etcd),
-        _ => Err("not an etcd store".into()),
-    }
+    connect_etcd(flags, endpoints(flags)?, &KeyLayout::default())
 }
 
-/// Connects to the etcd cluster `flags` name.
+/// `--etcd-endpoints`.
+#[cfg(feature = "etcd")]
+fn endpoints(flags: &EtcdFlags) -> Result<&str, String> {
+    Ok(flags.endpoints.as_deref().ok_or("--engine etcd needs --etcd-endpoints http://host:port,…")?)
+}
+
+/// Connects to the etcd cluster `flags` name and to the data clusters they list.
 #[cfg(feature = "etcd")]
 fn open_etcd(flags: &EtcdFlags, layout: &KeyLayout) -> Result<Store, String> {
-    let endpoints =
-        flags.endpoints.as_deref().ok_or("--engine etcd needs --etcd-endpoints http://host:port,…")?;
+    let etcd = connect_etcd(flags, endpoints(flags)?, layout)?;
+    if flags.stores.is_empty() {
+        let kv: Backend = etcd.clone();
+        return Ok(Store::Etcd { data: vec![etcd.clone()], etcd, kv });
+    }
+    let data = flags
+        .stores
+        .iter()
+        .map(|endpoints| connect_etcd(flags, endpoints, layout))
+        .collect::<Result<Vec<_>, _>>()?;
+    let kv: Backend = match &data[..] {
+        [one] => one.clone(),
+        _ => {
+            Arc::new(rediskv_etcd::SlotStores::new(data.clone(), layout.clone()).map_err(|e| e.to_string())?)
+        }
+    };
+    Ok(Store::Etcd { etcd, data, kv })
+}
+
+/// Connects to the etcd cluster at `endpoints` (comma-separated) with the other `flags`.
+#[cfg(feature = "etcd")]
+fn connect_etcd(
+    flags: &EtcdFlags,
+    endpoints: &str,
+    layout: &KeyLayout,
+) -> Result<Arc<rediskv_etcd::Backend>, String> {
     let mut options =
         rediskv_etcd::Options::new(endpoints.split(',').map(str::trim).filter(|e| !e.is_empty()));
     options.layout = layout.clone();
@@ -618,9 +661,7 @@ fn open_etcd(flags: &EtcdFlags, layout: &KeyLayout) -> Result<Store, String> {
         options.conflict_timeout = std::time::Duration::from_millis(ms as u64);
     }
     options.tls = etcd_tls(flags, &options.endpoints)?;
-    let etcd = Arc::new(rediskv_etcd::open(options).map_err(|e| format!("etcd at {endpoints}: {e}"))?);
-    let kv: Backend = etcd.clone();
-    Ok(Store::Etcd { etcd, kv })
+    Ok(Arc::new(rediskv_etcd::open(options).map_err(|e| format!("etcd at {endpoints}: {e}"))?))
 }
 
 /// TLS to the members: needed by `https://` endpoints, refused with `http://` ones.

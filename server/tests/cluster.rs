@@ -5,7 +5,8 @@
 //! INCR load with every acknowledged INCR applied once, give a joining node its share (a
 //! client parked on a slot that moved gets MOVED), replace a node restarted on its address
 //! at once, and a node paused past its lease commits nothing to the slots it lost (its
-//! commit is fenced). Nodes over fjall keeping the slot table in etcd move a slot with its
+//! commit is fenced), over one etcd cluster and with the data over two (each key's records
+//! in its slot's cluster; a node given the clusters in another order refused). Nodes over fjall keeping the slot table in etcd move a slot with its
 //! data under an INCR load (exact totals, FSCK clean on both; on RocksDB too with the
 //! `rocksdb` feature), and a replica takes its killed primary's slots. Two such nodes with
 //! `tls-cluster yes` and passwords, over an etcd serving TLS, tell TLS clients the TLS ports
@@ -524,29 +525,91 @@ mod over_etcd {
         let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
         wait_shared(&ports, Duration::from_secs(20));
         let key = key_of(ports[0], "fenced");
-        let mut paused = common::Client::connect(ports[0]);
-        paused.set_read_timeout(Duration::from_secs(30));
-        assert_eq!(paused.cmd(&["INCR", &key]), Value::Int(1));
-        let pid = nodes[0].pid().to_string();
+        paused_node_commits_nothing(&nodes, 0, &key);
+    }
+
+    /// Node `paused` of `nodes` (sharing the slots), owning `key`'s slot, is paused past its
+    /// lease with an INCR of `key` sent to it; the others take its slots and INCR the key;
+    /// resumed, its INCR applies nothing and is answered MOVED: exact totals.
+    fn paused_node_commits_nothing(nodes: &[Server], paused: usize, key: &str) {
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        let others: Vec<u16> = ports.iter().copied().filter(|p| *p != ports[paused]).collect();
+        let mut client = common::Client::connect(ports[paused]);
+        client.set_read_timeout(Duration::from_secs(30));
+        assert_eq!(client.cmd(&["INCR", key]), Value::Int(1));
+        let pid = nodes[paused].pid().to_string();
         assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
         // Sent while it is paused: read and run the moment it resumes, by its old table.
-        paused.send_raw(&encode(&[b"INCR", key.as_bytes()]));
-        wait_shared(&ports[1..], Duration::from_secs(20));
-        let mut router = Router::new(&ports[1..]);
+        client.send_raw(&encode(&[b"INCR", key.as_bytes()]));
+        wait_shared(&others, Duration::from_secs(20));
+        let mut router = Router::new(&others);
         for n in 2..=6 {
-            assert_eq!(router.cmd(&["INCR", &key]), Ok(Value::Int(n)));
+            assert_eq!(router.cmd(&["INCR", key]), Ok(Value::Int(n)));
         }
         assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
         // Its commit compared the table it routed by, which changed: nothing applied, and
         // the client is sent to the slot's owner now.
-        let reply = paused.read();
+        let reply = client.read();
         let slot = ::rediskv::codec::key_slot(key.as_bytes());
         assert!(matches!(&reply, Value::Error(e) if e.starts_with(&format!("MOVED {slot} "))), "{reply:?}");
         let mut router = Router::new(&ports);
-        assert_eq!(router.cmd(&["GET", &key]), Ok(Value::Bulk(Some(b"6".to_vec()))));
+        assert_eq!(router.cmd(&["GET", key]), Ok(Value::Bulk(Some(b"6".to_vec()))));
         // Back from its pause it registers again and gets a share of the slots.
         wait_shared(&ports, Duration::from_secs(20));
-        assert_eq!(router.cmd(&["INCR", &key]), Ok(Value::Int(7)));
+        assert_eq!(router.cmd(&["INCR", key]), Ok(Value::Int(7)));
+    }
+
+    #[test]
+    fn over_two_data_clusters_each_slot_s_keys_live_in_its_cluster_and_fencing_holds() {
+        let test = "over_two_data_clusters_each_slot_s_keys_live_in_its_cluster";
+        let (Some(first), Some(second)) = (Cluster::start(test, 1), Cluster::start(test, 1)) else { return };
+        let (a, b) = (first.endpoints().join(","), second.endpoints().join(","));
+        let stores = ["--cluster-etcd-store", &a, "--cluster-etcd-store", &b];
+        let nodes: Vec<Server> =
+            (0..3).map(|_| node_with(&first, "two/", NODE_TIMEOUT_MS, &stores)).collect();
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        // Slots 0-8191 in the first cluster, 8192-16383 in the second.
+        let data = [first.open("two/"), second.open("two/")];
+        let layout = ::rediskv::codec::KeyLayout::default();
+        let mut router = Router::new(&ports);
+        for i in 0..40 {
+            let key = format!("spread:{i}");
+            assert_eq!(router.cmd(&["SET", &key, "v"]), Ok(Value::Status("OK".into())));
+            let store = usize::from(::rediskv::codec::key_slot(key.as_bytes()) >= 8192);
+            let metadata = layout.metadata_key(key.as_bytes());
+            let found: Vec<bool> = data
+                .iter()
+                .map(|d| {
+                    use ::rediskv::backend::KvBackend;
+                    d.get(::rediskv::backend::ColumnFamily::Metadata, &metadata).unwrap().is_some()
+                })
+                .collect();
+            assert_eq!(found, [store == 0, store == 1], "{key}");
+        }
+        // A node given the clusters in another order is refused: its slots' data would be
+        // elsewhere.
+        let refused = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
+            .args(["--port", "0", "--engine", "etcd", "--etcd-endpoints", &a, "--etcd-prefix", "two/"])
+            .args(["--cluster-enabled", "yes", "--cluster-etcd-store", &b, "--cluster-etcd-store", &a])
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&refused.stdout);
+        assert!(!refused.status.success() && log.contains("Cannot join the cluster: "), "{log}");
+        // The owner of the last slot, whose data is in the second cluster, paused past its
+        // lease: its commit fails on the second cluster's fence.
+        let table = slots(ports[0]);
+        let (_, end, owner) = *table.last().unwrap();
+        let paused = ports.iter().position(|p| i64::from(*p) == owner).unwrap();
+        let key = (0..)
+            .map(|i| format!("fenced:{i}"))
+            .find(|k| {
+                let slot = i64::from(::rediskv::codec::key_slot(k.as_bytes()));
+                slot >= 8192 && table.iter().any(|r| r.0 <= slot && slot <= r.1 && r.2 == owner)
+            })
+            .unwrap();
+        assert_eq!(end, 16383);
+        paused_node_commits_nothing(&nodes, paused, &key);
     }
 
     /// A node over fjall in a temporary directory of its own, keeping the slot table in

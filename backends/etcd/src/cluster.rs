@@ -3,10 +3,16 @@
 //! renewing it) and the one slot table. The server decides what they say; this module only
 //! reads, writes, watches and fences them.
 //!
-//! Fencing: [`Backend::fence`] makes every later commit of the calling thread also compare the
-//! slot table's `mod_revision` with the one the node routed the command by. A node that kept
-//! a stale table (paused past its lease while others took its slots) commits nothing: the
-//! commit fails with [`FENCED`] in its message instead of being retried.
+//! Fencing: the slot table lives in one etcd cluster (the topology's), while the slots' data
+//! may live in others ([`crate::SlotStores`]), and a `Txn` compares records of its own
+//! cluster only. So every cluster holding data keeps a fence record: the `mod_revision` of
+//! the newest slot table any node has read, only ever raised ([`Backend::raise_fence`]), by
+//! each node when it takes a new table and before it routes by it. [`Backend::fence`] makes
+//! every later commit of the calling thread also compare the fence with the table revision
+//! the node routed the command by. A node that kept a stale table (paused past its lease
+//! while others took its slots and wrote them) commits nothing: the commit fails with
+//! [`FENCED`] in its message instead of being retried. A commit routed by a table newer
+//! than the fence (no node raised it yet) raises it and runs again.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -23,6 +29,10 @@ pub const FENCED: &str = "fenced: the cluster's slot table changed since the com
 
 const NODES: &[u8] = b"cluster/node/";
 const TABLE: &[u8] = b"cluster/slots";
+/// Outside `cluster/` (not watched): raising it wakes no node.
+const FENCE: &[u8] = b"fence/slots";
+/// The data clusters' ids, in slot order ([`Backend::cluster_check_stores`]).
+const STORES: &[u8] = b"cluster-stores";
 
 /// The cluster's records at one revision.
 #[derive(Debug, Clone, Default)]
@@ -151,7 +161,7 @@ impl Backend {
     }
 
     /// Fences the calling thread's commits from now on by the slot table's `mod_revision`
-    /// `revision` (`None`: no fence): each commit also requires the table unchanged since.
+    /// `revision` (`None`: no fence): each commit also requires the fence record to be it.
     pub fn fence(&self, revision: Option<i64>) {
         let mut fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
         let thread = std::thread::current().id();
@@ -161,20 +171,88 @@ impl Backend {
         };
     }
 
+    /// Raises this cluster's fence record to table revision `revision` (kept when it is
+    /// higher already): from then on commits routed by an older table fail.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when etcd cannot be reached.
+    pub fn raise_fence(&self, revision: i64) -> Result<()> {
+        let key = self.own_key(FENCE);
+        loop {
+            let found = self.get_latest(&key)?;
+            if found.as_ref().and_then(|f| fence_revision(&f.0)).is_some_and(|now| now >= revision) {
+                return Ok(());
+            }
+            let txn = Txn::new()
+                .when([Compare::mod_revision(key.clone(), CompareOp::Equal, found.map_or(0, |f| f.1))])
+                .and_then([TxnOp::put(key.clone(), revision.to_be_bytes().to_vec(), None)]);
+            if self.txn(txn)? {
+                return Ok(());
+            }
+        }
+    }
+
     /// The compare of the calling thread's fence, if it has one.
     pub(crate) fn fence_compare(&self) -> Option<Compare> {
         let fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
         let revision = *fences.get(&std::thread::current().id())?;
-        Some(Compare::mod_revision(self.own_key(TABLE), CompareOp::Equal, revision))
+        Some(Compare::value(self.own_key(FENCE), CompareOp::Equal, revision.to_be_bytes().to_vec()))
     }
 
     /// After a refused commit: the error to answer when the calling thread's fence is what
-    /// refused it (the table changed since), `None` otherwise.
+    /// refused it (a newer table was read since), `None` otherwise. A fence behind the
+    /// command's table is raised (the command runs again and passes it).
     pub(crate) fn fenced(&self) -> Result<Option<Error>> {
         let fenced =
             self.fences.lock().unwrap_or_else(|e| e.into_inner()).get(&std::thread::current().id()).copied();
         let Some(revision) = fenced else { return Ok(None) };
-        let now = self.get_latest(&self.own_key(TABLE))?.map_or(0, |found| found.1);
-        Ok((now != revision).then(|| err(FENCED)))
+        let now = self.get_latest(&self.own_key(FENCE))?.and_then(|f| fence_revision(&f.0)).unwrap_or(0);
+        if now < revision {
+            self.raise_fence(revision)?;
+        }
+        Ok((now > revision).then(|| err(FENCED)))
     }
+
+    /// This etcd cluster's id (every member answers with it).
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when etcd cannot be reached.
+    pub fn cluster_id(&self) -> Result<u64> {
+        let key = self.own_key(STORES);
+        let response = self.request(true, |mut kv| {
+            let key = key.clone();
+            async move { kv.get(key, Some(GetOptions::new().with_count_only())).await }
+        })?;
+        response.header().map(|h| h.cluster_id()).ok_or_else(|| err("etcd answered without a header"))
+    }
+
+    /// Records `stores` (the data clusters' ids, in slot order) as the cluster's, unless a
+    /// list is recorded already; then checks it is the same: every node must map the slots
+    /// to the same etcd clusters.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when etcd cannot be reached, or when the recorded list differs
+    /// (the message shows both).
+    pub fn cluster_check_stores(&self, stores: &[u64]) -> Result<()> {
+        let key = self.own_key(STORES);
+        let ours = stores.iter().map(|id| format!("{id:016x}")).collect::<Vec<_>>().join(",");
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(key.clone(), ours.clone().into_bytes(), None)]);
+        self.txn(txn)?;
+        let recorded = self.get_latest(&key)?.map(|f| String::from_utf8_lossy(&f.0).into_owned());
+        match recorded {
+            Some(recorded) if recorded == ours => Ok(()),
+            recorded => Err(err(format!(
+                "this cluster keeps its data in the etcd clusters {} (ids, in slot order), this node was \
+                 given {ours}: start it with the same data clusters, in the same order",
+                recorded.unwrap_or_default()
+            ))),
+        }
+    }
+}
+
+/// The table revision a fence record holds.
+fn fence_revision(value: &[u8]) -> Option<i64> {
+    Some(i64::from_be_bytes(value.try_into().ok()?))
 }

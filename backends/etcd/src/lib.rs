@@ -91,15 +91,22 @@
 //! and collector; to wake blocked clients and publish keyspace notifications for other
 //! nodes' writes, drain [`Backend::metadata_changes`].
 //!
+//! # Several clusters
+//! [`SlotStores`] is one [`KvBackend`] over several etcd clusters, each holding a contiguous
+//! range of Redis Cluster slots (a cluster of server nodes whose commands each stay in one
+//! slot): a command commits to one cluster; scans over many keys merge them.
+//!
 //! # Runtime
 //! The backend owns a small tokio runtime and blocks the calling thread on each request: call
 //! it from plain threads, never from inside an async task.
 #![deny(missing_docs)]
 
 mod cluster;
+mod stores;
 pub mod testkit;
 
 pub use cluster::{ClusterRecords, FENCED};
+pub use stores::{SlotStores, slot_store};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;

@@ -7,7 +7,8 @@
 //! A node that stops renewing its lease (killed, paused) loses its registration when the
 //! lease runs out (`cluster-node-timeout`, whole seconds), and the live nodes take its slots
 //! at their next look (at once, from the watch). A node whose lease ran out registers again
-//! and gets a fair share back.
+//! and gets a fair share back. Before a node routes by a new table it raises the fence of
+//! every etcd cluster holding data to it ([`Cluster::raise_fences`]).
 //!
 //! Nodes that keep their slots' data (fjall, RocksDB) share the slots once, when the table
 //! is empty and `--cluster-initial-nodes` have registered ([`settle`]); from then on a slot
@@ -223,6 +224,7 @@ pub fn follow(cluster: &Cluster, etcd: &Backend) -> rediskv::Result<()> {
                 etcd.cluster_swap_table(records.table_revision, &next.encode())?;
             }
             None => {
+                cluster.raise_fences(current.revision);
                 cluster.set_topology(current);
                 return Ok(());
             }

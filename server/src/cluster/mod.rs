@@ -167,6 +167,12 @@ pub struct Cluster {
     /// A node that keeps its slots' data: the slot moves it takes part in.
     #[cfg(feature = "etcd")]
     pub moves: std::sync::OnceLock<Arc<moves::Moves>>,
+    /// Over the etcd engine: the clusters holding the data, whose fences follow the table.
+    #[cfg(feature = "etcd")]
+    pub fences: std::sync::OnceLock<Vec<Arc<rediskv_etcd::Backend>>>,
+    /// The table revision the fences were raised to.
+    #[cfg(feature = "etcd")]
+    fenced_to: std::sync::atomic::AtomicI64,
     /// Called after the table changes (the server retries its parked clients).
     on_change: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
     /// `tls-cluster yes`: clients connected over TLS are told the nodes' TLS ports.
@@ -199,6 +205,10 @@ impl Cluster {
             etcd: std::sync::OnceLock::new(),
             #[cfg(feature = "etcd")]
             moves: std::sync::OnceLock::new(),
+            #[cfg(feature = "etcd")]
+            fences: std::sync::OnceLock::new(),
+            #[cfg(feature = "etcd")]
+            fenced_to: std::sync::atomic::AtomicI64::new(0),
             on_change: std::sync::OnceLock::new(),
             tls_cluster: AtomicBool::new(false),
         }
@@ -558,10 +568,28 @@ impl Cluster {
     pub fn fence(&self, store: &crate::store::Store, slot: Option<u16>, revision: i64) {
         crate::store::route_writes(slot);
         #[cfg(feature = "etcd")]
-        if let Some(etcd) = store.etcd() {
+        for etcd in store.etcd_data() {
             etcd.fence(slot.map(|_| revision));
         }
         let _ = (store, revision);
+    }
+
+    /// Raises the data clusters' fences to the table at `revision` before this node routes
+    /// by it, so that nodes routing by an older table commit nothing from then on. A fence
+    /// that cannot be raised now is raised by the first commit routed by the table.
+    #[cfg(feature = "etcd")]
+    pub fn raise_fences(&self, revision: i64) {
+        use std::sync::atomic::Ordering;
+        let Some(stores) = self.fences.get() else { return };
+        if self.fenced_to.load(Ordering::Acquire) >= revision {
+            return;
+        }
+        match stores.iter().try_for_each(|etcd| etcd.raise_fence(revision)) {
+            Ok(()) => {
+                self.fenced_to.fetch_max(revision, Ordering::AcqRel);
+            }
+            Err(e) => crate::log::warning!("Cannot raise the slot fence of a data cluster: {e}"),
+        }
     }
 
     /// The answer to a command whose commit was fenced: the table moved since it was
