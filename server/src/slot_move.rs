@@ -95,7 +95,7 @@ pub fn clusterx(argv: &[Bytes], state: &State) -> Reply {
 }
 
 /// CLUSTERX MIGRATE: checks and starts the move of `slot` to node `to`.
-fn start_move(cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
+pub(crate) fn start_move(cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
     if cluster.topology().owner(slot).is_none_or(|n| n.id != cluster.myself.id) {
         return Reply::Error("ERR Can't migrate slot which doesn't belong to me".into());
     }
@@ -292,9 +292,7 @@ fn give(cluster: &Cluster, slot: u16, target: &Node) -> Result<Topology, String>
             Some(owner) if owner.id == cluster.myself.id => {}
             _ => return Err(format!("slot {slot} is no longer this node's in the slot table")),
         }
-        let mut owners = current.owners();
-        owners[usize::from(slot)] = Some(target.clone());
-        let next = Topology::from_owners(&owners, current.epoch + 1, current.revision);
+        let next = current.with_owner(slot, target);
         match etcd.cluster_swap_table(current.revision, &next.encode()) {
             Ok(true) => return Ok(next),
             Ok(false) => {}

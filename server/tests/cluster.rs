@@ -342,6 +342,163 @@ mod over_etcd {
         );
         let out = tool("python3", &["-c", &script]);
         assert_eq!(out.trim(), "400 3", "{out}");
+        own_keyspaces(&ports);
+        reshard_under_load(&ports);
+    }
+
+    /// Each node's keyspace is the keys of its slots, though the store is shared: the
+    /// nodes' DBSIZEs add up to the store's keys, KEYS, SCAN, RANDOMKEY, COUNTKEYSINSLOT and
+    /// INFO keyspace agree with it, and FLUSHALL on one node deletes only its keys.
+    fn own_keyspaces(ports: &[u16]) {
+        let keys_of = |port: u16| {
+            let mut keys = common::Client::connect(port).cmd(&["KEYS", "*"]).texts();
+            keys.sort();
+            keys
+        };
+        let mut all = Vec::new();
+        for &port in ports {
+            let mut c = common::Client::connect(port);
+            let keys = keys_of(port);
+            assert!(!keys.is_empty(), "node {port} holds keys");
+            let table = slots(port);
+            let mine = |k: &str| {
+                let slot = i64::from(::rediskv::codec::key_slot(k.as_bytes()));
+                table.iter().any(|r| r.0 <= slot && slot <= r.1 && r.2 == i64::from(port))
+            };
+            assert!(keys.iter().all(|k| mine(k)), "node {port}: {keys:?}");
+            assert_eq!(c.cmd(&["DBSIZE"]), Value::Int(keys.len() as i64));
+            let info = c.cmd(&["INFO", "keyspace"]).text();
+            assert!(info.contains(&format!("db0:keys={},", keys.len())), "{info}");
+            let mut scanned = Vec::new();
+            let mut cursor = "0".to_string();
+            loop {
+                let Value::Array(Some(page)) = c.cmd(&["SCAN", &cursor, "COUNT", "7"]) else {
+                    panic!("SCAN")
+                };
+                cursor = page[0].text();
+                scanned.extend(page[1].texts());
+                if cursor == "0" {
+                    break;
+                }
+            }
+            scanned.sort();
+            assert_eq!(scanned, keys);
+            assert!(mine(&c.cmd(&["RANDOMKEY"]).text()));
+            let slot = ::rediskv::codec::key_slot(keys[0].as_bytes()).to_string();
+            let Value::Int(in_slot) = c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot]) else { panic!() };
+            assert!(in_slot >= 1);
+            for &other in ports.iter().filter(|p| **p != port) {
+                let mut o = common::Client::connect(other);
+                assert_eq!(o.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot]), Value::Int(0));
+                assert_eq!(o.cmd(&["CLUSTER", "GETKEYSINSLOT", &slot, "10"]), Value::Array(Some(vec![])));
+            }
+            all.extend(keys);
+        }
+        let flushed = ports[2];
+        let gone = keys_of(flushed);
+        assert_eq!(common::Client::connect(flushed).cmd(&["FLUSHALL"]), Value::Status("OK".into()));
+        assert_eq!(common::Client::connect(flushed).cmd(&["DBSIZE"]), Value::Int(0));
+        let mut kept = [keys_of(ports[0]), keys_of(ports[1])].concat();
+        kept.sort();
+        all.retain(|k| !gone.contains(k));
+        all.sort();
+        assert_eq!(kept, all);
+    }
+
+    /// `redis-cli --cluster reshard` moves 100 slots from the first node to the second
+    /// while clients INCR keys of every node: exact totals, the table keeps the slots
+    /// where reshard put them, and `--cluster check` is clean.
+    fn reshard_under_load(ports: &[u16]) {
+        let ids: Vec<String> =
+            ports.iter().map(|p| common::Client::connect(*p).cmd(&["CLUSTER", "MYID"]).text()).collect();
+        let share = |port: u16, of: u16| {
+            slots(port).iter().filter(|r| r.2 == i64::from(of)).map(|r| r.1 - r.0 + 1).sum::<i64>()
+        };
+        let before = share(ports[0], ports[0]);
+        // Three keys in the slots that move (the source's lowest 100), one elsewhere.
+        let owned: Vec<i64> = slots(ports[0])
+            .iter()
+            .filter(|r| r.2 == i64::from(ports[0]))
+            .flat_map(|r| r.0..=r.1)
+            .take(100)
+            .collect();
+        let moving = |k: &String| owned.contains(&i64::from(::rediskv::codec::key_slot(k.as_bytes())));
+        let mut keys: Vec<String> = (0..).map(|i| format!("reshard:{i}")).filter(moving).take(3).collect();
+        keys.push(key_of(ports[2], "reshard"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let workers = incr_load(ports, keys, &stop);
+        std::thread::sleep(Duration::from_millis(200));
+        let from = format!("127.0.0.1:{}", ports[0]);
+        let out = tool(
+            "redis-cli",
+            &[
+                "--cluster",
+                "reshard",
+                &from,
+                "--cluster-from",
+                &ids[0],
+                "--cluster-to",
+                &ids[1],
+                "--cluster-slots",
+                "100",
+                "--cluster-yes",
+            ],
+        );
+        assert!(out.contains("Moving slot ") && !out.contains("ERR"), "{out}");
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, Ordering::Relaxed);
+        check_totals(ports, workers);
+        for &port in ports {
+            assert_eq!(share(port, ports[0]), before - 100, "node {port}'s table");
+        }
+        // A renewal later, the nodes have not moved them back.
+        std::thread::sleep(Duration::from_millis(NODE_TIMEOUT_MS));
+        assert_eq!(share(ports[2], ports[0]), before - 100);
+        let check = tool("redis-cli", &["--cluster", "check", &from]);
+        assert!(check.contains("[OK] All 16384 slots covered.") && !check.contains("[WARNING]"), "{check}");
+        assert_eq!(common::Client::connect(ports[0]).cmd(&["FSCK"]), Value::Array(Some(vec![])));
+    }
+
+    /// A thread per key INCRing it through a [`Router`] until `stop`; each answer must be one
+    /// more than the last.
+    fn incr_load(
+        ports: &[u16],
+        keys: Vec<String>,
+        stop: &Arc<AtomicBool>,
+    ) -> Vec<std::thread::JoinHandle<(String, i64)>> {
+        keys.into_iter()
+            .map(|key| {
+                let (ports, stop) = (ports.to_vec(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut router = Router::new(&ports);
+                    let mut last = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        match router.cmd(&["INCR", &key]) {
+                            Ok(Value::Int(n)) => {
+                                assert_eq!(n, last + 1, "{key}");
+                                last = n;
+                            }
+                            other => panic!("{key}: {other:?}"),
+                        }
+                    }
+                    (key, last)
+                })
+            })
+            .collect()
+    }
+
+    /// Each worker's key holds the last value it saw acknowledged.
+    fn check_totals(ports: &[u16], workers: Vec<std::thread::JoinHandle<(String, i64)>>) {
+        let mut router = Router::new(ports);
+        for worker in workers {
+            let (key, last) = worker.join().unwrap();
+            assert!(last > 0, "{key} never INCRed");
+            assert_eq!(
+                router.cmd(&["GET", &key]),
+                Ok(Value::Bulk(Some(last.to_string().into_bytes()))),
+                "{key}"
+            );
+        }
     }
 
     #[test]

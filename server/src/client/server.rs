@@ -177,15 +177,29 @@ pub(super) fn cluster(
     state: &State,
 ) -> (Reply, Next) {
     done(match state.cluster.get() {
-        Some(cluster) if info.container() == "cluster" => {
-            cluster.command(argv, &|slot, count| crate::cluster::keys_in_slot(&c.engine, slot, count))
-        }
+        Some(cluster) if info.container() == "cluster" => cluster_subcommand(c, cluster, argv, state),
         Some(_) => {
             c.asking.set(info.container() == "asking");
             Reply::OK
         }
         None => Reply::Error("ERR This instance has cluster support disabled".into()),
     })
+}
+
+/// CLUSTER's subcommands: SETSLOT moves slots (over etcd), the others the topology's.
+fn cluster_subcommand(c: &Client, cluster: &crate::cluster::Cluster, argv: &[Bytes], state: &State) -> Reply {
+    #[cfg(feature = "etcd")]
+    {
+        use crate::cluster::setslot;
+        if argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"setslot")) {
+            return setslot::setslot(cluster, argv);
+        }
+        if let Some(refusal) = setslot::before_keys_in_slot(cluster, argv) {
+            return refusal;
+        }
+    }
+    let _ = state;
+    cluster.command(argv, &|slot, count| crate::cluster::keys_in_slot(cluster, &c.engine, slot, count))
 }
 
 /// CLUSTERX MIGRATE: moves a slot with its data to another node (a cluster over a disk engine).

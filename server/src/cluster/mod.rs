@@ -13,6 +13,8 @@
 pub mod membership;
 #[cfg(feature = "etcd")]
 pub mod moves;
+#[cfg(feature = "etcd")]
+pub mod setslot;
 
 use std::sync::{Arc, RwLock};
 
@@ -42,6 +44,10 @@ pub struct Topology {
     /// The etcd `mod_revision` of the table this was read from (0: not from etcd); commits
     /// are fenced by it.
     pub revision: i64,
+    /// Over etcd, the ids of the nodes the last rebalance shared the slots among: a live node
+    /// not among them (nor owning slots) is joining and gets its share, while a node whose
+    /// slots were moved away by hand keeps none.
+    pub placed: Vec<String>,
 }
 
 impl Topology {
@@ -62,7 +68,7 @@ impl Topology {
                 _ => ranges.push((slot, slot, node.clone())),
             }
         }
-        Topology { ranges, epoch, revision }
+        Topology { ranges, epoch, revision, placed: Vec::new() }
     }
 
     /// Each slot's owner.
@@ -75,6 +81,17 @@ impl Topology {
             }
         }
         owners
+    }
+
+    /// The next table: this one with `slot` served by `node`.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub fn with_owner(&self, slot: u16, node: &Node) -> Topology {
+        let mut owners = self.owners();
+        owners[usize::from(slot)] = Some(node.clone());
+        Topology {
+            placed: self.placed.clone(),
+            ..Topology::from_owners(&owners, self.epoch + 1, self.revision)
+        }
     }
 
     /// Slots with an owner.
@@ -90,10 +107,14 @@ impl Topology {
         nodes
     }
 
-    /// The text kept in etcd: `epoch N`, then a `start end id host port` line per range.
+    /// The text kept in etcd: `epoch N`, `placed id…` when any, then a `start end id host
+    /// port` line per range.
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub fn encode(&self) -> Vec<u8> {
         let mut out = format!("epoch {}\n", self.epoch);
+        if !self.placed.is_empty() {
+            out.push_str(&format!("placed {}\n", self.placed.join(" ")));
+        }
         for (start, end, node) in &self.ranges {
             out.push_str(&format!("{start} {end} {} {} {}\n", node.id, node.host, node.port));
         }
@@ -107,8 +128,13 @@ impl Topology {
         let mut lines = text.lines();
         let epoch =
             lines.next().and_then(|l| l.strip_prefix("epoch ")).and_then(|e| e.parse().ok()).unwrap_or(0);
+        let mut placed = Vec::new();
         let mut ranges: Vec<(u16, u16, Node)> = lines
             .filter_map(|line| {
+                if let Some(ids) = line.strip_prefix("placed ") {
+                    placed = ids.split(' ').map(str::to_string).collect();
+                    return None;
+                }
                 let f: Vec<&str> = line.split(' ').collect();
                 let [start, end, id, host, port] = f[..] else { return None };
                 let (start, end): (u16, u16) = (start.parse().ok()?, end.parse().ok()?);
@@ -118,7 +144,7 @@ impl Topology {
             .collect();
         ranges.sort_by_key(|r| r.0);
         ranges.dedup_by(|later, earlier| later.0 <= earlier.1);
-        Topology { ranges, epoch, revision }
+        Topology { ranges, epoch, revision, placed }
     }
 }
 
@@ -135,6 +161,9 @@ pub struct Cluster {
     /// A node that keeps its slots' data: the slot moves it takes part in.
     #[cfg(feature = "etcd")]
     pub moves: std::sync::OnceLock<Arc<moves::Moves>>,
+    /// Slots marked by CLUSTER SETSLOT MIGRATING or IMPORTING.
+    #[cfg(feature = "etcd")]
+    pub marks: std::sync::Mutex<std::collections::BTreeMap<u16, setslot::Mark>>,
     /// Called after the table changes (the server retries its parked clients).
     on_change: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
@@ -165,6 +194,8 @@ impl Cluster {
             etcd: std::sync::OnceLock::new(),
             #[cfg(feature = "etcd")]
             moves: std::sync::OnceLock::new(),
+            #[cfg(feature = "etcd")]
+            marks: std::sync::Mutex::default(),
             on_change: std::sync::OnceLock::new(),
         }
     }
@@ -204,6 +235,28 @@ impl Cluster {
         return self.moves.get().is_some();
         #[cfg(not(feature = "etcd"))]
         false
+    }
+
+    /// Whether this node shares its store with the other nodes (the etcd engine): each
+    /// node's keyspace is the keys of the slots it serves, as a Redis Cluster node's.
+    pub fn shares_store(&self) -> bool {
+        #[cfg(feature = "etcd")]
+        return self.etcd.get().is_some() && !self.keeps_data();
+        #[cfg(not(feature = "etcd"))]
+        false
+    }
+
+    /// Whether `slot`'s keys are in this node's keyspace: over a shared store, the slots it
+    /// serves and is not migrating away (that move moves no data); elsewhere every slot.
+    pub fn holds(&self, topology: &Topology, slot: u16) -> bool {
+        if !self.shares_store() {
+            return true;
+        }
+        #[cfg(feature = "etcd")]
+        if matches!(crate::sync::lock(&self.marks).get(&slot), Some(setslot::Mark::Migrating(_))) {
+            return false;
+        }
+        topology.owner(slot).is_some_and(|n| n.id == self.myself.id)
     }
 
     /// The slot this node is closing to writes to hand it over, if any.
@@ -510,8 +563,17 @@ pub fn resolve(argv: &[Bytes]) -> Option<(&'static CommandInfo, &[Bytes])> {
     table::find(argv).ok().map(|info| (info, argv))
 }
 
-/// Up to `count` keys of database 0 in `slot` (a walk of every key: there is no slot index).
-pub fn keys_in_slot(engine: &crate::store::SharedEngine, slot: u16, count: usize) -> Vec<Bytes> {
+/// Up to `count` keys of database 0 in `slot` (a walk of every key: there is no slot index);
+/// none when the slot is not in this node's keyspace ([`Cluster::holds`]).
+pub fn keys_in_slot(
+    cluster: &Cluster,
+    engine: &crate::store::SharedEngine,
+    slot: u16,
+    count: usize,
+) -> Vec<Bytes> {
+    if !cluster.holds(&cluster.topology(), slot) {
+        return Vec::new();
+    }
     let mut session = rediskv::commands::Session::new(0);
     let Reply::Array(keys) =
         engine.execute(&mut session, &[Bytes::from_static(b"KEYS"), Bytes::from_static(b"*")])
@@ -593,7 +655,8 @@ mod tests {
         let mut owners = vec![Some(node("a")); usize::from(SLOT_COUNT)];
         owners[100..200].fill(Some(node("b")));
         owners[300] = None;
-        let topology = Topology::from_owners(&owners, 4, 9);
+        let mut topology = Topology::from_owners(&owners, 4, 9);
+        topology.placed = vec!["a".into(), "b".into()];
         assert_eq!(topology.ranges.len(), 4);
         assert_eq!(topology.owner(150).map(|n| n.id.as_str()), Some("b"));
         assert_eq!(topology.owner(300), None);
