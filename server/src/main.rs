@@ -371,6 +371,13 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
         fatal("--cluster-etcd needs a build with the etcd feature");
     }
     let node = Arc::new(cluster::Cluster::new(myself.clone()));
+    #[cfg(feature = "etcd")]
+    {
+        let config = state.config();
+        let password = config.get("masterauth").to_string();
+        let auth = (!password.is_empty()).then(|| (config.get("masteruser").to_string(), password));
+        node.relay.set_auth(auth);
+    }
     // A parked client whose slot moved gets its redirection.
     let weak = Arc::downgrade(state);
     node.on_change(Box::new(move || {

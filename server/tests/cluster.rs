@@ -342,8 +342,87 @@ mod over_etcd {
         );
         let out = tool("python3", &["-c", &script]);
         assert_eq!(out.trim(), "400 3", "{out}");
+        pubsub_across_nodes(&ports);
         own_keyspaces(&ports);
         reshard_under_load(&ports);
+    }
+
+    /// PUBLISH on one node reaches the subscribers of every node (a plain SUBSCRIBE client
+    /// and redis-py's `RedisCluster` pubsub), its reply counting the node's own; SPUBLISH
+    /// reaches the slot owner's SSUBSCRIBE clients, and SSUBSCRIBE elsewhere gets MOVED.
+    /// Prints the latency of a PUBLISH to a subscriber on another node.
+    fn pubsub_across_nodes(ports: &[u16]) {
+        let script = format!(
+            "import sys, redis\n\
+             c = redis.RedisCluster(host='127.0.0.1', port={})\n\
+             p = c.pubsub()\n\
+             p.subscribe('news')\n\
+             p.get_message(timeout=5)\n\
+             print('ready', flush=True)\n\
+             m = p.get_message(timeout=30)\n\
+             print(m['data'].decode() if m else None, flush=True)\n",
+            ports[1]
+        );
+        let mut python = Command::new("python3")
+            .args(["-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(python.stdout.take().unwrap()));
+        assert_eq!(lines.next().unwrap().unwrap(), "ready");
+        let mut subscribers: Vec<common::Client> =
+            ports[1..].iter().map(|p| common::Client::connect(*p)).collect();
+        for s in &mut subscribers {
+            assert_eq!(words(&s.cmd(&["SUBSCRIBE", "news"])), ["subscribe", "news", "1"]);
+        }
+        let mut publisher = common::Client::connect(ports[0]);
+        // The reply counts the publishing node's subscribers only (redis-py's, if its
+        // connection is there).
+        let local = words(&publisher.cmd(&["PUBSUB", "NUMSUB", "news"]))[1].clone();
+        assert_eq!(publisher.cmd(&["PUBLISH", "news", "hello"]), Value::Int(local.parse().unwrap()));
+        for s in &mut subscribers {
+            assert_eq!(words(&s.read()), ["message", "news", "hello"]);
+        }
+        assert_eq!(lines.next().unwrap().unwrap(), "hello");
+        assert!(python.wait().unwrap().success());
+        let mut local = common::Client::connect(ports[1]);
+        let here = words(&local.cmd(&["PUBSUB", "NUMSUB", "news"]))[1].clone();
+        assert_eq!(local.cmd(&["PUBLISH", "news", "local"]), Value::Int(here.parse().unwrap()));
+        assert_eq!(words(&subscribers[0].read()), ["message", "news", "local"]);
+        assert_eq!(words(&subscribers[1].read()), ["message", "news", "local"]);
+        let rounds = 200;
+        let started = Instant::now();
+        for i in 0..rounds {
+            publisher.cmd(&["PUBLISH", "news", &i.to_string()]);
+            assert_eq!(words(&subscribers[0].read()), ["message", "news", &i.to_string()]);
+        }
+        eprintln!(
+            "pubsub: PUBLISH to a subscriber on another node, {:?} a round trip",
+            started.elapsed() / rounds
+        );
+        // Sharded: the slot's owner serves its SSUBSCRIBE clients, the others redirect.
+        let channel = key_of(ports[2], "shard");
+        let slot = ::rediskv::codec::key_slot(channel.as_bytes());
+        let moved = Value::Error(format!("MOVED {slot} 127.0.0.1:{}", ports[2]));
+        assert_eq!(common::Client::connect(ports[0]).cmd(&["SSUBSCRIBE", &channel]), moved);
+        let mut shard = common::Client::connect(ports[2]);
+        assert_eq!(words(&shard.cmd(&["SSUBSCRIBE", &channel])), ["ssubscribe", &channel, "1"]);
+        assert_eq!(common::Client::connect(ports[2]).cmd(&["SPUBLISH", &channel, "s"]), Value::Int(1));
+        assert_eq!(words(&shard.read()), ["smessage", &channel, "s"]);
+    }
+
+    /// An array's items as text (integers too).
+    fn words(v: &Value) -> Vec<String> {
+        match v {
+            Value::Array(Some(items)) | Value::Push(items) => items
+                .iter()
+                .map(|i| match i {
+                    Value::Int(n) => n.to_string(),
+                    other => other.text(),
+                })
+                .collect(),
+            other => panic!("not an array: {other:?}"),
+        }
     }
 
     /// Each node's keyspace is the keys of its slots, though the store is shared: the

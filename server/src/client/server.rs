@@ -210,6 +210,18 @@ pub(super) fn clusterx(
     argv: &[Bytes],
     state: &State,
 ) -> (Reply, Next) {
+    if argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"deliver")) {
+        // A PUBLISH relayed by another node: for this node's subscribers only.
+        return done(match (state.cluster.get(), argv) {
+            (Some(_), [_, _, channel, message]) => {
+                Reply::Integer(state.pubsub.publish(&state.loops, channel, message, false) as i64)
+            }
+            (Some(_), _) => {
+                Reply::Error("ERR wrong number of arguments for 'clusterx|deliver' command".into())
+            }
+            (None, _) => Reply::Error("ERR This instance has cluster support disabled".into()),
+        });
+    }
     done(crate::slot_move::clusterx(argv, state))
 }
 

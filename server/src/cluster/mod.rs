@@ -14,6 +14,8 @@ pub mod membership;
 #[cfg(feature = "etcd")]
 pub mod moves;
 #[cfg(feature = "etcd")]
+pub mod relay;
+#[cfg(feature = "etcd")]
 pub mod setslot;
 
 use std::sync::{Arc, RwLock};
@@ -161,6 +163,9 @@ pub struct Cluster {
     /// A node that keeps its slots' data: the slot moves it takes part in.
     #[cfg(feature = "etcd")]
     pub moves: std::sync::OnceLock<Arc<moves::Moves>>,
+    /// PUBLISH's links to the other nodes.
+    #[cfg(feature = "etcd")]
+    pub relay: relay::Relay,
     /// Slots marked by CLUSTER SETSLOT MIGRATING or IMPORTING.
     #[cfg(feature = "etcd")]
     pub marks: std::sync::Mutex<std::collections::BTreeMap<u16, setslot::Mark>>,
@@ -194,6 +199,8 @@ impl Cluster {
             etcd: std::sync::OnceLock::new(),
             #[cfg(feature = "etcd")]
             moves: std::sync::OnceLock::new(),
+            #[cfg(feature = "etcd")]
+            relay: relay::Relay::default(),
             #[cfg(feature = "etcd")]
             marks: std::sync::Mutex::default(),
             on_change: std::sync::OnceLock::new(),
@@ -234,6 +241,19 @@ impl Cluster {
         #[cfg(feature = "etcd")]
         return self.moves.get().is_some();
         #[cfg(not(feature = "etcd"))]
+        false
+    }
+
+    /// Relays a PUBLISH to every other registered node; false when there are none to know
+    /// of (a node outside an etcd cluster).
+    pub fn relay_publish(&self, channel: &[u8], message: &[u8]) -> bool {
+        #[cfg(feature = "etcd")]
+        if self.etcd.get().is_some() {
+            let others: Vec<Node> = self.members().into_iter().filter(|n| n.id != self.myself.id).collect();
+            self.relay.publish(&others, channel, message);
+            return true;
+        }
+        let _ = (channel, message);
         false
     }
 
