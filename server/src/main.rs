@@ -55,6 +55,7 @@ mod log;
 mod lua_struct;
 mod mailbox;
 mod maint;
+mod migrate;
 mod monitor;
 mod notify;
 mod persistence;

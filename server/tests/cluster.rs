@@ -111,6 +111,65 @@ fn one_node_answers_the_cluster_protocol_as_redis() {
     assert_eq!(ours.len(), theirs.len());
 }
 
+/// MIGRATE from `source` to `target` (a redis-server: the same answers for either source):
+/// the replies and what the target holds after.
+fn migrate_script(source: &common::Server, target: &common::Server) -> Vec<Value> {
+    let mut c = source.client();
+    let mut t = target.client();
+    assert_eq!(t.cmd(&["FLUSHALL"]), Value::Status("OK".into()));
+    let (host, port) = ("127.0.0.1", target.port.to_string());
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let mut replies = Vec::new();
+    let commands: &[&[&str]] = &[
+        &["MIGRATE", host, &port, "nokey", "0", "1000"],
+        &["SET", "k", "v"],
+        &["SET", "ttl", "x", "PX", "100000"],
+        &["RPUSH", "list", "a", "b"],
+        &["MIGRATE", host, &port, "k", "0", "1000"],
+        &["EXISTS", "k"],
+        &["MIGRATE", host, &port, "", "0", "0", "COPY", "KEYS", "ttl", "list", "nokey"],
+        &["EXISTS", "ttl", "list"],
+        &["MIGRATE", host, &port, "list", "0", "1000"],
+        &["EXISTS", "list"],
+        &["MIGRATE", host, &port, "list", "0", "1000", "REPLACE"],
+        &["EXISTS", "list"],
+        &["SET", "k2", "v"],
+        &["MIGRATE", host, &port, "k2", "3", "1000", "AUTH", "nopass"],
+        &["MIGRATE", host, &port, "k2", "3", "1000", "AUTH2", "nobody", "nopass"],
+        &["MIGRATE", host, &closed, "k2", "0", "100"],
+        &["MIGRATE", host, &port, "k2", "x", "1000"],
+        &["MIGRATE", host, &port, "k2", "0", "1000", "KEYS", "k2"],
+        &["MIGRATE", host, &port, "k2", "0", "1000", "AUTH"],
+        &["MIGRATE", host, &port, "k2", "0", "1000", "FOO"],
+        &["MIGRATE", host, &port, "k2", "3", "1000"],
+        &["EXISTS", "k2"],
+    ];
+    for command in commands {
+        replies.push(c.cmd(command));
+    }
+    for command in
+        [&["GET", "k"][..], &["LRANGE", "list", "0", "-1"], &["GET", "ttl"], &["SELECT", "3"], &["GET", "k2"]]
+    {
+        replies.push(t.cmd(command));
+    }
+    t.cmd(&["SELECT", "0"]);
+    let Value::Int(ttl) = t.cmd(&["PTTL", "ttl"]) else { panic!("PTTL") };
+    assert!((90_000..=100_000).contains(&ttl), "{ttl}");
+    replies
+}
+
+#[test]
+fn migrate_moves_keys_as_redis_does() {
+    let (Some(target), Some(source)) = (redis(&[]), redis(&[])) else { return };
+    let theirs = migrate_script(&source, &target);
+    let ours = migrate_script(&rediskv(&[]), &target);
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a, b, "reply {i}");
+    }
+    assert_eq!(ours.len(), theirs.len());
+}
+
 #[cfg(feature = "etcd")]
 mod over_etcd {
     use std::collections::HashMap;
@@ -473,6 +532,12 @@ mod over_etcd {
             }
             all.extend(keys);
         }
+        // MIGRATE to a node sharing the store moves nothing and deletes nothing.
+        let mut c = common::Client::connect(ports[0]);
+        let key = keys_of(ports[0])[0].clone();
+        let target = ports[1].to_string();
+        assert_eq!(c.cmd(&["MIGRATE", "127.0.0.1", &target, &key, "0", "1000"]), Value::Status("OK".into()));
+        assert_eq!(c.cmd(&["EXISTS", &key]), Value::Int(1));
         let flushed = ports[2];
         let gone = keys_of(flushed);
         assert_eq!(common::Client::connect(flushed).cmd(&["FLUSHALL"]), Value::Status("OK".into()));

@@ -230,6 +230,52 @@ pub(super) fn clusterx(_: &mut Client, _: &'static CommandInfo, _: &[Bytes], _: 
     done(Reply::Error("ERR CLUSTERX needs a build with the etcd feature".into()))
 }
 
-pub(super) fn migrate(_: &mut Client, _: &'static CommandInfo, _: &[Bytes], _: &State) -> (Reply, Next) {
-    done(Reply::Error("ERR MIGRATE is not supported by this server".into()))
+/// MIGRATE ([`crate::migrate`]).
+pub(super) fn migrate(
+    c: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    let request = match crate::migrate::parse(argv) {
+        Ok(request) => request,
+        Err(refusal) => return done(refusal),
+    };
+    let mut dumped = Vec::new();
+    for key in &request.keys {
+        let payload = match c.engine.execute(&mut c.session, &[Bytes::from_static(b"DUMP"), key.clone()]) {
+            Reply::Bulk(payload) => payload,
+            Reply::Error(e) => return done(Reply::Error(e)),
+            _ => continue,
+        };
+        let ttl = match c.engine.execute(&mut c.session, &[Bytes::from_static(b"PTTL"), key.clone()]) {
+            Reply::Integer(ms) if ms > 0 => ms,
+            _ => 0,
+        };
+        dumped.push(crate::migrate::Dumped { key: key.clone(), payload, ttl });
+    }
+    if dumped.is_empty() {
+        return done(Reply::Status("NOKEY".into()));
+    }
+    let cluster = state.cluster.get();
+    if cluster.is_some_and(|cluster| cluster.shares_store() && cluster.serves_at(&request.host, request.port))
+    {
+        // The target reads this very store: the keys are there already.
+        return done(Reply::OK);
+    }
+    let (reply, moved) = match crate::migrate::send(&request, &dumped, cluster.is_some()) {
+        Ok(moved) => (Reply::OK, moved),
+        Err(failed) => failed,
+    };
+    if !request.copy && !moved.is_empty() {
+        let mut del = vec![Bytes::from_static(b"DEL")];
+        del.extend(moved);
+        if let Ok(info) = rediskv::commands::table::find(&del) {
+            let deleted = c.run_in_engine(info, &del, state).0;
+            if deleted.is_error() {
+                return done(deleted);
+            }
+        }
+    }
+    done(reply)
 }

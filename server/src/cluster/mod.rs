@@ -257,6 +257,12 @@ impl Cluster {
         false
     }
 
+    /// Whether `host:port` is this node or another registered node of its cluster.
+    pub fn serves_at(&self, host: &str, port: u16) -> bool {
+        let at = |n: &Node| n.host == host && n.port == port;
+        at(&self.myself) || self.members().iter().any(at)
+    }
+
     /// Whether this node shares its store with the other nodes (the etcd engine): each
     /// node's keyspace is the keys of the slots it serves, as a Redis Cluster node's.
     pub fn shares_store(&self) -> bool {
