@@ -404,6 +404,24 @@ mod over_etcd {
         pubsub_across_nodes(&ports);
         own_keyspaces(&ports);
         reshard_under_load(&ports);
+        // Nodes join and leave through etcd: add-node and del-node stop with a clear word.
+        let (to, at) = (format!("127.0.0.1:{}", ports[2]), format!("127.0.0.1:{}", ports[0]));
+        let added = tool("redis-cli", &["--cluster", "add-node", &to, &at]);
+        assert!(
+            added.contains("[ERR] Node 127.0.0.1:") && added.contains("already knows other nodes"),
+            "{added}"
+        );
+        let id = common::Client::connect(ports[2]).cmd(&["CLUSTER", "MYID"]).text();
+        let deleted = tool("redis-cli", &["--cluster", "del-node", &at, &id]);
+        assert!(deleted.contains("is not empty! Reshard data away"), "{deleted}");
+        assert_eq!(
+            common::Client::connect(ports[0]).cmd(&["CLUSTER", "FORGET", &id]),
+            Value::Error(
+                "ERR nodes leave this cluster through etcd: move the node's slots away, then stop it (its \
+                 registration ends with its lease)"
+                    .into()
+            )
+        );
     }
 
     /// PUBLISH on one node reaches the subscribers of every node (a plain SUBSCRIBE client

@@ -466,6 +466,24 @@ impl Cluster {
             }
             // Nodes talk through etcd, not a cluster bus: no links.
             ("links", []) => Reply::Array(Vec::new()),
+            ("meet", _) => Reply::Error(
+                "ERR nodes join this cluster through etcd: a node started with the cluster's etcd endpoints \
+                 and prefix registers by itself"
+                    .into(),
+            ),
+            ("forget" | "reset", _) => Reply::Error(
+                "ERR nodes leave this cluster through etcd: move the node's slots away, then stop it (its \
+                 registration ends with its lease)"
+                    .into(),
+            ),
+            (
+                "addslots" | "addslotsrange" | "delslots" | "delslotsrange" | "flushslots" | "replicate"
+                | "failover" | "set-config-epoch" | "bumpepoch" | "saveconfig",
+                _,
+            ) => Reply::Error(format!(
+                "ERR CLUSTER {} is not served: the slot table is kept in etcd (CLUSTER SETSLOT moves a slot)",
+                sub.to_ascii_uppercase()
+            )),
             (
                 "keyslot"
                 | "countkeysinslot"
