@@ -1091,6 +1091,20 @@ mod over_etcd {
             r.cmd(&["GET", "promoted"]),
             Value::Error(format!("MOVED {} 127.0.0.1:{port}", ::rediskv::codec::key_slot(b"promoted")))
         );
+        // PUBLISH reaches the replica's subscribers once; SPUBLISH its SSUBSCRIBE clients
+        // (the slot's shard is its owner and the owner's replicas).
+        let mut subscriber = replica.client();
+        assert_eq!(words(&subscriber.cmd(&["SUBSCRIBE", "news"])), ["subscribe", "news", "1"]);
+        let mut shard = replica.client();
+        assert_eq!(words(&shard.cmd(&["SSUBSCRIBE", "promoted"])), ["ssubscribe", "promoted", "1"]);
+        for m in ["one", "two"] {
+            assert_eq!(c.cmd(&["PUBLISH", "news", m]), Value::Int(0));
+            assert_eq!(c.cmd(&["SPUBLISH", "promoted", m]), Value::Int(0));
+        }
+        for m in ["one", "two"] {
+            assert_eq!(words(&subscriber.read()), ["message", "news", m]);
+            assert_eq!(words(&shard.read()), ["smessage", "promoted", m]);
+        }
         primary.kill();
         let took = wait_shared(&[replica.port], Duration::from_secs(20));
         let Value::Array(Some(role)) = r.cmd(&["ROLE"]) else { panic!("ROLE") };

@@ -293,6 +293,21 @@ impl Cluster {
         None
     }
 
+    /// Whether this node is a replica of `node`.
+    fn replicates(&self, node: &Node) -> bool {
+        #[cfg(feature = "etcd")]
+        return self
+            .moves
+            .get()
+            .and_then(|m| m.primary())
+            .is_some_and(|(host, port)| host == node.host && port == node.port);
+        #[cfg(not(feature = "etcd"))]
+        {
+            let _ = node;
+            false
+        }
+    }
+
     /// The slot this node is receiving, if any.
     fn importing(&self) -> Option<u16> {
         #[cfg(feature = "etcd")]
@@ -323,7 +338,10 @@ impl Cluster {
     ) -> Route {
         let topology = self.topology();
         let mut first: Option<u16> = None;
+        // SSUBSCRIBE and SUNSUBSCRIBE are served by the slot's replicas too, as Redis.
+        let mut shard_subscriptions = true;
         for (info, argv) in commands {
+            shard_subscriptions &= matches!(info.name, "ssubscribe" | "sunsubscribe");
             let Ok(positions) = table::key_positions(info, argv) else { continue };
             for at in positions {
                 let slot = key_slot(&argv[at]);
@@ -355,6 +373,9 @@ impl Cluster {
                 Route::Here(Some(slot), topology.revision)
             }
             _ if asking && self.importing() == Some(slot) => Route::Here(Some(slot), topology.revision),
+            Some(owner) if shard_subscriptions && self.replicates(owner) => {
+                Route::Here(Some(slot), topology.revision)
+            }
             owner => Route::Elsewhere(redirection(slot, owner)),
         }
     }
