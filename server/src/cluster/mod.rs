@@ -7,7 +7,8 @@
 //! (`membership`) the nodes keep it in etcd and share the slots among the live ones. Nodes
 //! over fjall or RocksDB with `--cluster-etcd` keep the table in etcd and their slots' data
 //! at home: a slot changes owner by moving its data (`moves`, `crate::slot_move`). On any other engine the one
-//! node owns every slot.
+//! node owns every slot. `setslot` maps redis-cli's CLUSTER SETSLOT onto those moves, and
+//! `relay` carries PUBLISH to the other nodes.
 
 #[cfg(feature = "etcd")]
 pub mod membership;

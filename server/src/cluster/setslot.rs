@@ -114,10 +114,13 @@ fn assign(cluster: &Cluster, slot: u16, node: &Node) -> Result<(), String> {
             ))
         };
     }
+    if owner().as_deref() == Some(node.id.as_str()) {
+        // Already so here (the watch brought the target's change): nothing to write.
+        return Ok(());
+    }
+    // From this node's table, read again from etcd when it was not the latest.
+    let mut current = cluster.topology().as_ref().clone();
     loop {
-        let records = etcd.cluster_records().map_err(|e| e.to_string())?;
-        let current =
-            super::Topology::decode(records.table.as_deref().unwrap_or_default(), records.table_revision);
         if current.owner(slot).is_some_and(|n| n.id == node.id) {
             break;
         }
@@ -126,6 +129,9 @@ fn assign(cluster: &Cluster, slot: u16, node: &Node) -> Result<(), String> {
             crate::log::notice!("Slot {slot} given to {} (CLUSTER SETSLOT)", node.id);
             break;
         }
+        let records = etcd.cluster_records().map_err(|e| e.to_string())?;
+        current =
+            super::Topology::decode(records.table.as_deref().unwrap_or_default(), records.table_revision);
     }
     membership::follow(cluster, etcd).map_err(|e| e.to_string())
 }
