@@ -641,7 +641,9 @@ mod over_etcd {
         }
     }
 
-    /// A thread per key INCRing it through a [`Router`] until `stop`; each answer must be one
+    /// A thread per key INCRing it through a [`Router`] until `stop`, a millisecond apart (on
+    /// fjall every slot move walks each version a hot key left in the memtable: an unpaced
+    /// load makes each move of the reshard cost up to a second); each answer must be one
     /// more than the last.
     fn incr_load(
         ports: &[u16],
@@ -662,6 +664,7 @@ mod over_etcd {
                             }
                             other => panic!("{key}: {other:?}"),
                         }
+                        std::thread::sleep(Duration::from_millis(1));
                     }
                     (key, last)
                 })
@@ -962,6 +965,7 @@ mod over_etcd {
                             }
                             other => panic!("{key}: {other:?}"),
                         }
+                        std::thread::sleep(Duration::from_millis(1));
                     }
                     (key, last)
                 })
