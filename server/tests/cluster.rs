@@ -66,6 +66,22 @@ fn one_node_script(server: &common::Server) -> Vec<Value> {
     for command in commands {
         replies.push(c.cmd(command));
     }
+    // CLUSTER SETSLOT's checks (served by builds with the etcd feature).
+    let nobody = "0000000000000000000000000000000000000000";
+    let setslot: &[&[&str]] = &[
+        &["CLUSTER", "SETSLOT", "99999", "STABLE"],
+        &["CLUSTER", "SETSLOT", "x", "STABLE"],
+        &["CLUSTER", "SETSLOT", "1"],
+        &["CLUSTER", "SETSLOT", "1", "FOO"],
+        &["CLUSTER", "SETSLOT", "1", "STABLE", "x"],
+        &["CLUSTER", "SETSLOT", "1", "MIGRATING", nobody],
+        &["CLUSTER", "SETSLOT", "1", "IMPORTING", nobody],
+        &["CLUSTER", "SETSLOT", "1", "NODE", nobody],
+        &["CLUSTER", "SETSLOT", "1", "STABLE"],
+    ];
+    for command in setslot.iter().filter(|_| cfg!(feature = "etcd")) {
+        replies.push(c.cmd(command));
+    }
     // Their shapes, not their ids and times: one range 0-16383 of this node.
     let myid = c.cmd(&["CLUSTER", "MYID"]).text();
     let slots = other.cmd(&["CLUSTER", "SLOTS"]);
