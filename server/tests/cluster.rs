@@ -425,6 +425,21 @@ mod over_etcd {
         pubsub_across_nodes(&ports);
         own_keyspaces(&ports);
         reshard_under_load(&ports);
+        // CLUSTER NODES shows a slot SETSLOT marked, as redis-cli's check reads it.
+        let mut c = common::Client::connect(ports[0]);
+        let before = c.cmd(&["CLUSTER", "NODES"]).text();
+        let slot = slots(ports[0]).iter().find(|r| r.2 == i64::from(ports[0])).unwrap().0;
+        let id = common::Client::connect(ports[1]).cmd(&["CLUSTER", "MYID"]).text();
+        assert_eq!(
+            c.cmd(&["CLUSTER", "SETSLOT", &slot.to_string(), "MIGRATING", &id]),
+            Value::Status("OK".into())
+        );
+        let mark = format!(" [{slot}->-{id}]");
+        assert!(c.cmd(&["CLUSTER", "NODES"]).text().contains(&mark) && !before.contains(&mark));
+        let check = tool("redis-cli", &["--cluster", "check", &format!("127.0.0.1:{}", ports[0])]);
+        assert!(check.contains("has slots in migrating state"), "{check}");
+        assert_eq!(c.cmd(&["CLUSTER", "SETSLOT", &slot.to_string(), "STABLE"]), Value::Status("OK".into()));
+        assert!(!c.cmd(&["CLUSTER", "NODES"]).text().contains(&mark));
         // Nodes join and leave through etcd: add-node and del-node stop with a clear word.
         let (to, at) = (format!("127.0.0.1:{}", ports[2]), format!("127.0.0.1:{}", ports[0]));
         let added = tool("redis-cli", &["--cluster", "add-node", &to, &at]);

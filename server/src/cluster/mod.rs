@@ -581,6 +581,14 @@ impl Cluster {
                     out.push_str(&format!(" {start}-{end}"));
                 }
             }
+            // Slots CLUSTER SETSLOT marked, as Redis shows them (redis-cli's open slots).
+            #[cfg(feature = "etcd")]
+            for (slot, mark) in crate::sync::lock(&self.marks).iter().filter(|_| me) {
+                match mark {
+                    setslot::Mark::Migrating(to) => out.push_str(&format!(" [{slot}->-{to}]")),
+                    setslot::Mark::Importing(from) => out.push_str(&format!(" [{slot}-<-{from}]")),
+                }
+            }
             out.push('\n');
         }
         out
