@@ -107,9 +107,26 @@ fn relay(
                 [&b"CLUSTERX"[..], b"DELIVER", &channel[..], &message[..]],
             );
         }
-        let sent = out.write_all(&bytes).is_ok() && (0..batch.len()).all(|_| read_line(input).is_some());
+        let mut refused = None;
+        let sent = out.write_all(&bytes).is_ok()
+            && (0..batch.len()).all(|_| match read_line(input) {
+                Some(line) => {
+                    if line.starts_with('-') {
+                        refused.get_or_insert(line);
+                    }
+                    true
+                }
+                None => false,
+            });
         if !sent {
             link = None;
+        }
+        if let Some(error) = refused
+            && warned.is_none_or(|at| at.elapsed() > Duration::from_secs(10))
+        {
+            // NOAUTH, NOPERM: the peer wants credentials (masteruser, masterauth).
+            crate::log::warning!("{}:{} refused a relayed PUBLISH: {}", to.0, to.1, error.trim_end());
+            warned = Some(Instant::now());
         }
     }
 }
