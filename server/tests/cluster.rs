@@ -275,12 +275,11 @@ mod over_etcd {
                 let port = self.at;
                 if let std::collections::hash_map::Entry::Vacant(slot) = self.conns.entry(port) {
                     // A node that refuses connections is dead: ask another.
-                    if std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                    let Some(mut c) = common::Client::try_connect(port) else {
                         self.ports.retain(|p| *p != port);
                         self.at = self.ports[0];
                         continue;
-                    }
-                    let mut c = common::Client::connect(port);
+                    };
                     c.set_read_timeout(Duration::from_secs(20));
                     slot.insert(c);
                 }
@@ -1128,6 +1127,12 @@ mod over_etcd {
         let deadline = Instant::now() + Duration::from_secs(20);
         while c.cmd(&["WAIT", "1", "100"]) != Value::Int(1) {
             assert!(Instant::now() < deadline, "the replica never caught up");
+        }
+        // The replica has read the table (it registered after the primary).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while slots(replica.port).is_empty() {
+            assert!(Instant::now() < deadline, "the replica never read the table");
+            std::thread::sleep(Duration::from_millis(20));
         }
         let mut r = replica.client();
         assert_eq!(
