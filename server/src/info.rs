@@ -519,13 +519,17 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
 /// Keys, keys with a TTL, and their mean remaining TTL in ms, of database `index` of a
 /// namespace: in O(1) from the engine's counts (which include expired keys not deleted yet,
 /// as Redis'); over a store several server nodes share, one scan of the database's metadata
-/// records (live keys only).
+/// records (live keys only; a cluster node's, of the slots it serves).
 fn keyspace(state: &State, base: &[u8], index: usize) -> (u64, u64, u64) {
     let engine = state.engines().into_iter().find(|e| e.layout().namespace() == base);
     let now = unix_micros() / 1000;
-    if let Some(Ok(Some(count))) = engine.as_ref().map(|e| e.key_count(index)) {
+    let cluster = state.cluster.get().filter(|c| c.shares_store());
+    if cluster.is_none()
+        && let Some(Ok(Some(count))) = engine.as_ref().map(|e| e.key_count(index))
+    {
         return (count.keys, count.expires, count.avg_ttl(now));
     }
+    let topology = cluster.map(|c| c.topology());
     // The namespace database `index` uses now (SWAPDB moves them).
     let Some(layout) = engine.as_ref().and_then(|e| e.db_layout(index).cloned()) else { return (0, 0, 0) };
     let (mut keys, mut expires, mut ttl_sum) = (0u64, 0u64, 0u64);
@@ -533,7 +537,13 @@ fn keyspace(state: &State, base: &[u8], index: usize) -> (u64, u64, u64) {
     let Ok(scan) = backend.scan(ColumnFamily::Metadata, &layout.namespace_range(), Direction::Forward) else {
         return (0, 0, 0);
     };
-    for (_, value) in scan.flatten() {
+    for (key, value) in scan.flatten() {
+        if let (Some(cluster), Some(topology)) = (cluster, &topology) {
+            let Ok(key) = layout.decode_metadata_key(&key) else { continue };
+            if !cluster.holds(topology, rediskv::codec::key_slot(key.user_key)) {
+                continue;
+            }
+        }
         let Ok(meta) = layout.decode_metadata(&value) else { continue };
         if !meta.is_live(now) {
             continue;

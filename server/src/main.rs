@@ -55,6 +55,7 @@ mod log;
 mod lua_struct;
 mod mailbox;
 mod maint;
+mod migrate;
 mod monitor;
 mod notify;
 mod persistence;
@@ -392,6 +393,8 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
         }
     }));
     let _ = state.cluster.set(node.clone());
+    // The cluster's links (pub/sub relay) follow the config from here on.
+    state.keep_params(&state.config());
     #[cfg(feature = "etcd")]
     if let Some((etcd, moves)) = local {
         slot_move::set_server(Arc::downgrade(state));

@@ -228,9 +228,14 @@ impl Host for State {
         match argv[0].to_ascii_lowercase().as_slice() {
             b"info" => crate::info::info(argv, self, self.engine.layout().namespace()),
             b"time" => crate::clock::time_reply(),
-            name => Reply::Integer(
-                self.pubsub.publish(&self.loops, &argv[1], &argv[2], name == b"spublish") as i64
-            ),
+            name => {
+                let shard = name == b"spublish";
+                if !shard && let Some(cluster) = self.cluster.get() {
+                    // To the other nodes' subscribers too, as a client's PUBLISH.
+                    cluster.relay_publish(&argv[1], &argv[2]);
+                }
+                Reply::Integer(self.pubsub.publish(&self.loops, &argv[1], &argv[2], shard) as i64)
+            }
         }
     }
 }

@@ -88,7 +88,7 @@ pub fn clusterx(argv: &[Bytes], state: &State) -> Reply {
         _ => return Reply::Error("ERR wrong number of arguments for 'clusterx' command".into()),
     };
     match (text(1).as_str(), argv.len()) {
-        ("migrate", 4) => start_move(state, cluster, moves, slot, &String::from_utf8_lossy(&argv[3])),
+        ("migrate", 4) => start_move(cluster, moves, slot, &String::from_utf8_lossy(&argv[3])),
         ("import", 4) => import(state, cluster, moves, slot, &text(3)),
         _ => Reply::Error(format!(
             "ERR unknown subcommand '{}'. CLUSTERX takes MIGRATE slot node-id and IMPORT slot START|END|FAIL",
@@ -98,7 +98,7 @@ pub fn clusterx(argv: &[Bytes], state: &State) -> Reply {
 }
 
 /// CLUSTERX MIGRATE: checks and starts the move of `slot` to node `to`.
-fn start_move(state: &State, cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
+pub(crate) fn start_move(cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
     if cluster.topology().owner(slot).is_none_or(|n| n.id != cluster.myself.id) {
         return Reply::Error("ERR Can't migrate slot which doesn't belong to me".into());
     }
@@ -114,7 +114,7 @@ fn start_move(state: &State, cluster: &Cluster, moves: &Moves, slot: u16, to: &s
     if moves.running.swap(true, SeqCst) {
         return Reply::Error("ERR There is already a migrating job".into());
     }
-    let link = match Link::connect(state, &target) {
+    let link = match Link::connect(&server, &target) {
         Ok(link) => link,
         Err(e) => {
             moves.running.store(false, SeqCst);
@@ -304,9 +304,7 @@ fn give(cluster: &Cluster, slot: u16, target: &Node) -> Result<Topology, String>
             Some(owner) if owner.id == cluster.myself.id => {}
             _ => return Err(format!("slot {slot} is no longer this node's in the slot table")),
         }
-        let mut owners = current.owners();
-        owners[usize::from(slot)] = Some(target.clone());
-        let next = Topology::from_owners(&owners, current.epoch + 1, current.revision);
+        let next = current.with_owner(slot, target);
         match etcd.cluster_swap_table(current.revision, &next.encode()) {
             Ok(true) => return Ok(next),
             Ok(false) => {}

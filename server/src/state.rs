@@ -193,13 +193,19 @@ impl State {
 
     /// Copies out of `config` the parameters read on every command or request
     /// ([`State::maxmemory`], [`State::max_bulk`], [`State::query_buffer_limit`], the
-    /// cluster's `tls-cluster`): at start and after each CONFIG SET.
+    /// cluster's `tls-cluster` and its links' setup): at start and after each CONFIG SET.
     pub fn keep_params(&self, config: &Config) {
         self.maxmemory.store(config.number("maxmemory").max(0) as u64, Relaxed);
         self.max_bulk.store(config.number("proto-max-bulk-len"), Relaxed);
         self.query_buffer_limit.store(config.number("client-query-buffer-limit").max(1) as u64, Relaxed);
         if let Some(cluster) = self.cluster.get() {
-            cluster.set_tls_cluster(config.get("tls-cluster") == "yes");
+            let tls_cluster = config.get("tls-cluster") == "yes";
+            cluster.set_tls_cluster(tls_cluster);
+            #[cfg(feature = "etcd")]
+            cluster.relay.set_setup(crate::cluster::relay::Setup {
+                auth: config.link_auth(),
+                tls: tls_cluster.then(|| self.tls.client()).flatten(),
+            });
         }
     }
 

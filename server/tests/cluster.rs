@@ -8,11 +8,13 @@
 //! commit is fenced), over one etcd cluster and with the data over two (each key's records
 //! in its slot's cluster; a node given the clusters in another order refused). Nodes over fjall keeping the slot table in etcd move a slot with its
 //! data under an INCR load (exact totals, FSCK clean on both; on RocksDB too with the
-//! `rocksdb` feature), and a replica takes its killed primary's slots. Two such nodes with
-//! `tls-cluster yes` and passwords, over an etcd serving TLS, tell TLS clients the TLS ports
-//! and plaintext ones the plaintext ports, and move a slot over the TLS, authenticated
-//! link. The etcd tests need the `etcd` feature: `cargo test -p rediskv-server --features
-//! etcd --test cluster`.
+//! `rocksdb` feature), and a replica takes its killed primary's slots. On both kinds of
+//! cluster `redis-cli --cluster reshard` moves 100 slots under an INCR load, and PUBLISH
+//! reaches every node's subscribers; over etcd each node's keyspace is its own slots' keys.
+//! MIGRATE answers as redis-server's. Two nodes with `tls-cluster yes` and passwords, over
+//! an etcd serving TLS, tell TLS clients the TLS ports and plaintext ones the plaintext
+//! ports, and move a slot over the TLS, authenticated link. The etcd tests need the `etcd`
+//! feature: `cargo test -p rediskv-server --features etcd --test cluster`.
 
 #[cfg(feature = "etcd")]
 #[path = "common/certs.rs"]
@@ -70,6 +72,22 @@ fn one_node_script(server: &common::Server) -> Vec<Value> {
     for command in commands {
         replies.push(c.cmd(command));
     }
+    // CLUSTER SETSLOT's checks (served by builds with the etcd feature).
+    let nobody = "0000000000000000000000000000000000000000";
+    let setslot: &[&[&str]] = &[
+        &["CLUSTER", "SETSLOT", "99999", "STABLE"],
+        &["CLUSTER", "SETSLOT", "x", "STABLE"],
+        &["CLUSTER", "SETSLOT", "1"],
+        &["CLUSTER", "SETSLOT", "1", "FOO"],
+        &["CLUSTER", "SETSLOT", "1", "STABLE", "x"],
+        &["CLUSTER", "SETSLOT", "1", "MIGRATING", nobody],
+        &["CLUSTER", "SETSLOT", "1", "IMPORTING", nobody],
+        &["CLUSTER", "SETSLOT", "1", "NODE", nobody],
+        &["CLUSTER", "SETSLOT", "1", "STABLE"],
+    ];
+    for command in setslot.iter().filter(|_| cfg!(feature = "etcd")) {
+        replies.push(c.cmd(command));
+    }
     // Their shapes, not their ids and times: one range 0-16383 of this node.
     let myid = c.cmd(&["CLUSTER", "MYID"]).text();
     let slots = other.cmd(&["CLUSTER", "SLOTS"]);
@@ -114,6 +132,65 @@ fn one_node_answers_the_cluster_protocol_as_redis() {
             continue;
         }
         assert_eq!(a, b, "reply {i}: ours {} theirs {}", port_free(a), port_free(b));
+    }
+    assert_eq!(ours.len(), theirs.len());
+}
+
+/// MIGRATE from `source` to `target` (a redis-server: the same answers for either source):
+/// the replies and what the target holds after.
+fn migrate_script(source: &common::Server, target: &common::Server) -> Vec<Value> {
+    let mut c = source.client();
+    let mut t = target.client();
+    assert_eq!(t.cmd(&["FLUSHALL"]), Value::Status("OK".into()));
+    let (host, port) = ("127.0.0.1", target.port.to_string());
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let mut replies = Vec::new();
+    let commands: &[&[&str]] = &[
+        &["MIGRATE", host, &port, "nokey", "0", "1000"],
+        &["SET", "k", "v"],
+        &["SET", "ttl", "x", "PX", "100000"],
+        &["RPUSH", "list", "a", "b"],
+        &["MIGRATE", host, &port, "k", "0", "1000"],
+        &["EXISTS", "k"],
+        &["MIGRATE", host, &port, "", "0", "0", "COPY", "KEYS", "ttl", "list", "nokey"],
+        &["EXISTS", "ttl", "list"],
+        &["MIGRATE", host, &port, "list", "0", "1000"],
+        &["EXISTS", "list"],
+        &["MIGRATE", host, &port, "list", "0", "1000", "REPLACE"],
+        &["EXISTS", "list"],
+        &["SET", "k2", "v"],
+        &["MIGRATE", host, &port, "k2", "3", "1000", "AUTH", "nopass"],
+        &["MIGRATE", host, &port, "k2", "3", "1000", "AUTH2", "nobody", "nopass"],
+        &["MIGRATE", host, &closed, "k2", "0", "100"],
+        &["MIGRATE", host, &port, "k2", "x", "1000"],
+        &["MIGRATE", host, &port, "k2", "0", "1000", "KEYS", "k2"],
+        &["MIGRATE", host, &port, "k2", "0", "1000", "AUTH"],
+        &["MIGRATE", host, &port, "k2", "0", "1000", "FOO"],
+        &["MIGRATE", host, &port, "k2", "3", "1000"],
+        &["EXISTS", "k2"],
+    ];
+    for command in commands {
+        replies.push(c.cmd(command));
+    }
+    for command in
+        [&["GET", "k"][..], &["LRANGE", "list", "0", "-1"], &["GET", "ttl"], &["SELECT", "3"], &["GET", "k2"]]
+    {
+        replies.push(t.cmd(command));
+    }
+    t.cmd(&["SELECT", "0"]);
+    let Value::Int(ttl) = t.cmd(&["PTTL", "ttl"]) else { panic!("PTTL") };
+    assert!((90_000..=100_000).contains(&ttl), "{ttl}");
+    replies
+}
+
+#[test]
+fn migrate_moves_keys_as_redis_does() {
+    let (Some(target), Some(source)) = (redis(&[]), redis(&[])) else { return };
+    let theirs = migrate_script(&source, &target);
+    let ours = migrate_script(&rediskv(&[]), &target);
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a, b, "reply {i}");
     }
     assert_eq!(ours.len(), theirs.len());
 }
@@ -212,12 +289,11 @@ mod over_etcd {
                 let port = self.at;
                 if let std::collections::hash_map::Entry::Vacant(slot) = self.conns.entry(port) {
                     // A node that refuses connections is dead: ask another.
-                    if std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                    let Some(mut c) = common::Client::try_connect(port) else {
                         self.ports.retain(|p| *p != port);
                         self.at = self.ports[0];
                         continue;
-                    }
-                    let mut c = common::Client::connect(port);
+                    };
                     c.set_read_timeout(Duration::from_secs(20));
                     slot.insert(c);
                 }
@@ -283,7 +359,9 @@ mod over_etcd {
         let Some(etcd) = Cluster::start("three_nodes_share_the_slots_and_serve_cluster_clients", 1) else {
             return;
         };
-        let nodes: Vec<Server> = (0..3).map(|_| node(&etcd, "share/")).collect();
+        // Longer leases than the failure tests': a lease lost on a loaded machine would
+        // rebalance the slots in the middle of the reshard.
+        let nodes: Vec<Server> = (0..3).map(|_| node_with(&etcd, "share/", 5000, &[])).collect();
         let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
         wait_shared(&ports, Duration::from_secs(20));
         // Each node serves its keys and redirects the others' to their owner.
@@ -357,6 +435,302 @@ mod over_etcd {
         );
         let out = tool("python3", &["-c", &script]);
         assert_eq!(out.trim(), "400 3", "{out}");
+        pubsub_across_nodes(&ports);
+        own_keyspaces(&ports);
+        reshard_under_load(&ports);
+        // CLUSTER NODES shows a slot SETSLOT marked, as redis-cli's check reads it.
+        let mut c = common::Client::connect(ports[0]);
+        let before = c.cmd(&["CLUSTER", "NODES"]).text();
+        let slot = slots(ports[0]).iter().find(|r| r.2 == i64::from(ports[0])).unwrap().0;
+        let id = common::Client::connect(ports[1]).cmd(&["CLUSTER", "MYID"]).text();
+        assert_eq!(
+            c.cmd(&["CLUSTER", "SETSLOT", &slot.to_string(), "MIGRATING", &id]),
+            Value::Status("OK".into())
+        );
+        let mark = format!(" [{slot}->-{id}]");
+        assert!(c.cmd(&["CLUSTER", "NODES"]).text().contains(&mark) && !before.contains(&mark));
+        let check = tool("redis-cli", &["--cluster", "check", &format!("127.0.0.1:{}", ports[0])]);
+        assert!(check.contains("has slots in migrating state"), "{check}");
+        assert_eq!(c.cmd(&["CLUSTER", "SETSLOT", &slot.to_string(), "STABLE"]), Value::Status("OK".into()));
+        assert!(!c.cmd(&["CLUSTER", "NODES"]).text().contains(&mark));
+        // Nodes join and leave through etcd: add-node and del-node stop with a clear word.
+        let (to, at) = (format!("127.0.0.1:{}", ports[2]), format!("127.0.0.1:{}", ports[0]));
+        let added = tool("redis-cli", &["--cluster", "add-node", &to, &at]);
+        assert!(
+            added.contains("[ERR] Node 127.0.0.1:") && added.contains("already knows other nodes"),
+            "{added}"
+        );
+        let id = common::Client::connect(ports[2]).cmd(&["CLUSTER", "MYID"]).text();
+        let deleted = tool("redis-cli", &["--cluster", "del-node", &at, &id]);
+        assert!(deleted.contains("is not empty! Reshard data away"), "{deleted}");
+        assert_eq!(
+            common::Client::connect(ports[0]).cmd(&["CLUSTER", "FORGET", &id]),
+            Value::Error(
+                "ERR nodes leave this cluster through etcd: move the node's slots away, then stop it (its \
+                 registration ends with its lease)"
+                    .into()
+            )
+        );
+    }
+
+    /// PUBLISH on one node reaches the subscribers of every node (a plain SUBSCRIBE client
+    /// and redis-py's `RedisCluster` pubsub), its reply counting the node's own; SPUBLISH
+    /// reaches the slot owner's SSUBSCRIBE clients, and SSUBSCRIBE elsewhere gets MOVED.
+    /// Prints the latency of a PUBLISH to a subscriber on another node.
+    fn pubsub_across_nodes(ports: &[u16]) {
+        let script = format!(
+            "import sys, redis\n\
+             c = redis.RedisCluster(host='127.0.0.1', port={})\n\
+             p = c.pubsub()\n\
+             p.subscribe('news')\n\
+             p.get_message(timeout=5)\n\
+             print('ready', flush=True)\n\
+             m = p.get_message(timeout=30)\n\
+             print(m['data'].decode() if m else None, flush=True)\n",
+            ports[1]
+        );
+        let mut python = Command::new("python3")
+            .args(["-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(python.stdout.take().unwrap()));
+        assert_eq!(lines.next().unwrap().unwrap(), "ready");
+        let mut subscribers: Vec<common::Client> =
+            ports[1..].iter().map(|p| common::Client::connect(*p)).collect();
+        for s in &mut subscribers {
+            assert_eq!(words(&s.cmd(&["SUBSCRIBE", "news"])), ["subscribe", "news", "1"]);
+        }
+        let mut publisher = common::Client::connect(ports[0]);
+        // The reply counts the publishing node's subscribers only (redis-py's, if its
+        // connection is there).
+        let local = words(&publisher.cmd(&["PUBSUB", "NUMSUB", "news"]))[1].clone();
+        assert_eq!(publisher.cmd(&["PUBLISH", "news", "hello"]), Value::Int(local.parse().unwrap()));
+        for s in &mut subscribers {
+            assert_eq!(words(&s.read()), ["message", "news", "hello"]);
+        }
+        assert_eq!(lines.next().unwrap().unwrap(), "hello");
+        assert!(python.wait().unwrap().success());
+        let mut local = common::Client::connect(ports[1]);
+        let here = words(&local.cmd(&["PUBSUB", "NUMSUB", "news"]))[1].clone();
+        assert_eq!(local.cmd(&["PUBLISH", "news", "local"]), Value::Int(here.parse().unwrap()));
+        assert_eq!(words(&subscribers[0].read()), ["message", "news", "local"]);
+        assert_eq!(words(&subscribers[1].read()), ["message", "news", "local"]);
+        let rounds = 200;
+        let started = Instant::now();
+        for i in 0..rounds {
+            publisher.cmd(&["PUBLISH", "news", &i.to_string()]);
+            assert_eq!(words(&subscribers[0].read()), ["message", "news", &i.to_string()]);
+        }
+        eprintln!(
+            "pubsub: PUBLISH to a subscriber on another node, {:?} a round trip",
+            started.elapsed() / rounds
+        );
+        // A script's PUBLISH too.
+        publisher.cmd(&["EVAL", "return redis.call('publish', 'news', 'lua')", "0"]);
+        assert_eq!(words(&subscribers[0].read()), ["message", "news", "lua"]);
+        // Sharded: the slot's owner serves its SSUBSCRIBE clients, the others redirect.
+        let channel = key_of(ports[2], "shard");
+        let slot = ::rediskv::codec::key_slot(channel.as_bytes());
+        let moved = Value::Error(format!("MOVED {slot} 127.0.0.1:{}", ports[2]));
+        assert_eq!(common::Client::connect(ports[0]).cmd(&["SSUBSCRIBE", &channel]), moved);
+        let mut shard = common::Client::connect(ports[2]);
+        assert_eq!(words(&shard.cmd(&["SSUBSCRIBE", &channel])), ["ssubscribe", &channel, "1"]);
+        assert_eq!(common::Client::connect(ports[2]).cmd(&["SPUBLISH", &channel, "s"]), Value::Int(1));
+        assert_eq!(words(&shard.read()), ["smessage", &channel, "s"]);
+    }
+
+    /// An array's items as text (integers too).
+    fn words(v: &Value) -> Vec<String> {
+        match v {
+            Value::Array(Some(items)) | Value::Push(items) => items
+                .iter()
+                .map(|i| match i {
+                    Value::Int(n) => n.to_string(),
+                    other => other.text(),
+                })
+                .collect(),
+            other => panic!("not an array: {other:?}"),
+        }
+    }
+
+    /// Each node's keyspace is the keys of its slots, though the store is shared: the
+    /// nodes' DBSIZEs add up to the store's keys, KEYS, SCAN, RANDOMKEY, COUNTKEYSINSLOT and
+    /// INFO keyspace agree with it, and FLUSHALL on one node deletes only its keys.
+    fn own_keyspaces(ports: &[u16]) {
+        let keys_of = |port: u16| {
+            let mut keys = common::Client::connect(port).cmd(&["KEYS", "*"]).texts();
+            keys.sort();
+            keys
+        };
+        let mut all = Vec::new();
+        for &port in ports {
+            let mut c = common::Client::connect(port);
+            let keys = keys_of(port);
+            assert!(!keys.is_empty(), "node {port} holds keys");
+            let table = slots(port);
+            let mine = |k: &str| {
+                let slot = i64::from(::rediskv::codec::key_slot(k.as_bytes()));
+                table.iter().any(|r| r.0 <= slot && slot <= r.1 && r.2 == i64::from(port))
+            };
+            assert!(keys.iter().all(|k| mine(k)), "node {port}: {keys:?}");
+            assert_eq!(c.cmd(&["DBSIZE"]), Value::Int(keys.len() as i64));
+            let info = c.cmd(&["INFO", "keyspace"]).text();
+            assert!(info.contains(&format!("db0:keys={},", keys.len())), "{info}");
+            let mut scanned = Vec::new();
+            let mut cursor = "0".to_string();
+            loop {
+                let Value::Array(Some(page)) = c.cmd(&["SCAN", &cursor, "COUNT", "7"]) else {
+                    panic!("SCAN")
+                };
+                cursor = page[0].text();
+                scanned.extend(page[1].texts());
+                if cursor == "0" {
+                    break;
+                }
+            }
+            scanned.sort();
+            assert_eq!(scanned, keys);
+            assert!(mine(&c.cmd(&["RANDOMKEY"]).text()));
+            let slot = ::rediskv::codec::key_slot(keys[0].as_bytes()).to_string();
+            let Value::Int(in_slot) = c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot]) else { panic!() };
+            assert!(in_slot >= 1);
+            for &other in ports.iter().filter(|p| **p != port) {
+                let mut o = common::Client::connect(other);
+                assert_eq!(o.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot]), Value::Int(0));
+                assert_eq!(o.cmd(&["CLUSTER", "GETKEYSINSLOT", &slot, "10"]), Value::Array(Some(vec![])));
+            }
+            all.extend(keys);
+        }
+        // MIGRATE to a node sharing the store moves nothing and deletes nothing.
+        let mut c = common::Client::connect(ports[0]);
+        let key = keys_of(ports[0])[0].clone();
+        let target = ports[1].to_string();
+        assert_eq!(c.cmd(&["MIGRATE", "127.0.0.1", &target, &key, "0", "1000"]), Value::Status("OK".into()));
+        assert_eq!(c.cmd(&["EXISTS", &key]), Value::Int(1));
+        let flushed = ports[2];
+        let gone = keys_of(flushed);
+        assert_eq!(common::Client::connect(flushed).cmd(&["FLUSHALL"]), Value::Status("OK".into()));
+        assert_eq!(common::Client::connect(flushed).cmd(&["DBSIZE"]), Value::Int(0));
+        let mut kept = [keys_of(ports[0]), keys_of(ports[1])].concat();
+        kept.sort();
+        all.retain(|k| !gone.contains(k));
+        all.sort();
+        assert_eq!(kept, all);
+    }
+
+    /// `redis-cli --cluster reshard` moves 100 slots from the first node to the second
+    /// while clients INCR keys of every node: exact totals, the table keeps the slots
+    /// where reshard put them, and `--cluster check` is clean.
+    fn reshard_under_load(ports: &[u16]) {
+        let ids: Vec<String> =
+            ports.iter().map(|p| common::Client::connect(*p).cmd(&["CLUSTER", "MYID"]).text()).collect();
+        let share = |port: u16, of: u16| {
+            slots(port).iter().filter(|r| r.2 == i64::from(of)).map(|r| r.1 - r.0 + 1).sum::<i64>()
+        };
+        let before = share(ports[0], ports[0]);
+        // Three keys in the slots that move (the source's lowest 100), one elsewhere.
+        let owned: Vec<i64> = slots(ports[0])
+            .iter()
+            .filter(|r| r.2 == i64::from(ports[0]))
+            .flat_map(|r| r.0..=r.1)
+            .take(100)
+            .collect();
+        let moving = |k: &String| owned.contains(&i64::from(::rediskv::codec::key_slot(k.as_bytes())));
+        let mut keys: Vec<String> = (0..).map(|i| format!("reshard:{i}")).filter(moving).take(3).collect();
+        keys.push(key_of(*ports.last().unwrap(), "reshard"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let workers = incr_load(ports, keys, &stop);
+        std::thread::sleep(Duration::from_millis(200));
+        let from = format!("127.0.0.1:{}", ports[0]);
+        let started = Instant::now();
+        let out = tool(
+            "redis-cli",
+            &[
+                "--cluster",
+                "reshard",
+                &from,
+                "--cluster-from",
+                &ids[0],
+                "--cluster-to",
+                &ids[1],
+                "--cluster-slots",
+                "100",
+                "--cluster-yes",
+            ],
+        );
+        assert!(out.contains("Moving slot ") && !out.contains("ERR"), "{out}");
+        eprintln!("reshard: 100 slots moved in {:?} under an INCR load", started.elapsed());
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, Ordering::Relaxed);
+        let keys = check_totals(ports, workers);
+        for &port in ports {
+            assert_eq!(share(port, ports[0]), before - 100, "node {port}'s table");
+        }
+        // A renewal later, the nodes have not moved them back.
+        std::thread::sleep(Duration::from_millis(NODE_TIMEOUT_MS));
+        assert_eq!(share(*ports.last().unwrap(), ports[0]), before - 100);
+        let check = tool("redis-cli", &["--cluster", "check", &from]);
+        assert!(check.contains("[OK] All 16384 slots covered.") && !check.contains("[WARNING]"), "{check}");
+        for &port in ports {
+            assert_eq!(
+                common::Client::connect(port).cmd(&["FSCK"]),
+                Value::Array(Some(vec![])),
+                "node {port}"
+            );
+        }
+        let mut router = Router::new(ports);
+        for key in keys {
+            assert_eq!(router.cmd(&["DEL", &key]), Ok(Value::Int(1)));
+        }
+    }
+
+    /// A thread per key INCRing it through a [`Router`] until `stop`, a millisecond apart (on
+    /// fjall every slot move walks each version a hot key left in the memtable: an unpaced
+    /// load makes each move of the reshard cost up to a second); each answer must be one
+    /// more than the last.
+    fn incr_load(
+        ports: &[u16],
+        keys: Vec<String>,
+        stop: &Arc<AtomicBool>,
+    ) -> Vec<std::thread::JoinHandle<(String, i64)>> {
+        keys.into_iter()
+            .map(|key| {
+                let (ports, stop) = (ports.to_vec(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut router = Router::new(&ports);
+                    let mut last = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        match router.cmd(&["INCR", &key]) {
+                            Ok(Value::Int(n)) => {
+                                assert_eq!(n, last + 1, "{key}");
+                                last = n;
+                            }
+                            other => panic!("{key}: {other:?}"),
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    (key, last)
+                })
+            })
+            .collect()
+    }
+
+    /// Each worker's key holds the last value it saw acknowledged; answers the keys.
+    fn check_totals(ports: &[u16], workers: Vec<std::thread::JoinHandle<(String, i64)>>) -> Vec<String> {
+        let mut router = Router::new(ports);
+        let mut keys = Vec::new();
+        for worker in workers {
+            let (key, last) = worker.join().unwrap();
+            assert!(last > 0, "{key} never INCRed");
+            assert_eq!(
+                router.cmd(&["GET", &key]),
+                Ok(Value::Bulk(Some(last.to_string().into_bytes()))),
+                "{key}"
+            );
+            keys.push(key);
+        }
+        keys
     }
 
     #[test]
@@ -663,6 +1037,9 @@ mod over_etcd {
         let nodes: Vec<Server> = (0..2).map(|_| engine_node(engine, &etcd, "move/", 2, &[])).collect();
         let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
         wait_shared(&ports, Duration::from_secs(20));
+        // redis-cli's reshard moves slots with their data the same way (each move walks
+        // both nodes' keys: done while they hold few).
+        reshard_under_load(&ports);
         let (from, to) = (ports[0], ports[1]);
         // A slot of the first node, filled with keys of its hash tag.
         let tag = key_of(from, "tag");
@@ -694,6 +1071,7 @@ mod over_etcd {
                             }
                             other => panic!("{key}: {other:?}"),
                         }
+                        std::thread::sleep(Duration::from_millis(1));
                     }
                     (key, last)
                 })
@@ -960,6 +1338,14 @@ mod over_etcd {
             authed(ports[1]).cmd(&["GET", &key1]),
             Value::Bulk(Some(format!("v-{key1}").into_bytes()))
         );
+        // PUBLISH reaches the other node over the relay's TLS, authenticated link.
+        let mut subscriber = authed(ports[1]);
+        assert_eq!(words(&subscriber.cmd(&["SUBSCRIBE", "news"])), ["subscribe", "news", "1"]);
+        assert_eq!(plain.cmd(&["PUBLISH", "news", "over tls"]), Value::Int(0));
+        assert_eq!(words(&subscriber.read()), ["message", "news", "over tls"]);
+        let relayed = authed(ports[1]).cmd(&["CLIENT", "LIST"]).text();
+        let on_tls = format!("laddr=127.0.0.1:{} ", tls_ports[1]);
+        assert!(relayed.lines().any(|l| l.contains(&on_tls)), "the relay's link on the TLS port: {relayed}");
 
         // redis-py's RedisCluster over TLS finds the TLS ports, over plaintext the others.
         let script = format!(
@@ -1088,11 +1474,31 @@ mod over_etcd {
         while c.cmd(&["WAIT", "1", "100"]) != Value::Int(1) {
             assert!(Instant::now() < deadline, "the replica never caught up");
         }
+        // The replica has read the table (it registered after the primary).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while slots(replica.port).is_empty() {
+            assert!(Instant::now() < deadline, "the replica never read the table");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let mut r = replica.client();
         assert_eq!(
             r.cmd(&["GET", "promoted"]),
             Value::Error(format!("MOVED {} 127.0.0.1:{port}", ::rediskv::codec::key_slot(b"promoted")))
         );
+        // PUBLISH reaches the replica's subscribers once; SPUBLISH its SSUBSCRIBE clients
+        // (the slot's shard is its owner and the owner's replicas).
+        let mut subscriber = replica.client();
+        assert_eq!(words(&subscriber.cmd(&["SUBSCRIBE", "news"])), ["subscribe", "news", "1"]);
+        let mut shard = replica.client();
+        assert_eq!(words(&shard.cmd(&["SSUBSCRIBE", "promoted"])), ["ssubscribe", "promoted", "1"]);
+        for m in ["one", "two"] {
+            assert_eq!(c.cmd(&["PUBLISH", "news", m]), Value::Int(0));
+            assert_eq!(c.cmd(&["SPUBLISH", "promoted", m]), Value::Int(0));
+        }
+        for m in ["one", "two"] {
+            assert_eq!(words(&subscriber.read()), ["message", "news", m]);
+            assert_eq!(words(&shard.read()), ["smessage", "promoted", m]);
+        }
         primary.kill();
         let took = wait_shared(&[replica.port], Duration::from_secs(20));
         let Value::Array(Some(role)) = r.cmd(&["ROLE"]) else { panic!("ROLE") };

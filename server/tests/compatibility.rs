@@ -51,8 +51,8 @@ fn probe(port: u16, name: &str, sub: &str, arity: i64) -> bool {
 
 /// Commands the server knows (COMMAND describes them, their flags and key specs) but does
 /// not run: CLUSTER, ASKING, READONLY and READWRITE answer what Redis answers without
-/// cluster mode, MIGRATE that it is not supported. They are listed as not implemented.
-const REFUSED: &[&str] = &["asking", "cluster", "migrate", "readonly", "readwrite"];
+/// cluster mode. They are listed as not implemented.
+const REFUSED: &[&str] = &["asking", "cluster", "readonly", "readwrite"];
 
 fn render(probes: &[Probe]) -> String {
     let mut groups: BTreeMap<&str, Vec<&Probe>> = BTreeMap::new();
@@ -115,10 +115,6 @@ fn compatibility_doc_lists_what_the_server_answers() {
     let disabled = Value::Error("ERR This instance has cluster support disabled".into());
     assert_eq!(client.cmd(&["CLUSTER", "INFO"]), disabled);
     assert_eq!(client.cmd(&["READONLY"]), disabled);
-    assert_eq!(
-        client.cmd(&["MIGRATE", "127.0.0.1", "1", "k", "0", "10"]),
-        Value::Error("ERR MIGRATE is not supported by this server".into())
-    );
 
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/compatibility.md");
     let doc = std::fs::read_to_string(path).expect("docs/compatibility.md");

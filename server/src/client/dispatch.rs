@@ -6,7 +6,7 @@ use bytes::Bytes;
 use rediskv::commands::Reply;
 use rediskv::commands::table::CommandInfo;
 
-use super::{Client, Next, flush, replicas, scripts, server, subscribe};
+use super::{Client, Next, flush, keyspace, replicas, scripts, server, subscribe};
 use crate::scripting;
 use crate::state::State;
 
@@ -61,6 +61,7 @@ pub(super) fn handler(info: &CommandInfo) -> Option<Handler> {
         "pubsub" => subscribe::pubsub,
         "ping" => subscribe::ping,
         "flushall" => flush::flushall,
+        "dbsize" | "keys" | "scan" | "randomkey" | "flushdb" => keyspace::command,
         _ => return None,
     };
     Some(run)

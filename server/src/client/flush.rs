@@ -25,6 +25,10 @@ pub(super) fn flushall(
     if c.tenant {
         return c.run_in_engine(info, argv, state);
     }
+    if state.cluster.get().is_some_and(|cluster| cluster.shares_store()) {
+        // A cluster node over a shared store flushes its own slots' keys.
+        return super::keyspace::command(c, info, argv, state);
+    }
     let reply = c.flush_everything(argv, state);
     if !reply.is_error() {
         state.blocked.wake_all(state);

@@ -5,7 +5,7 @@
 //! to, everything else in the library's engine), the statistics ([`stats`]), the slow log,
 //! MONITOR and the reply. The handlers: the connection commands (AUTH, HELLO, CLIENT, ACL,
 //! RESET) in [`connection`], DEBUG in [`debug`], scripts in [`scripts`], pub/sub in
-//! [`subscribe`], FLUSHALL in [`flush`], replication in [`replicas`], the server's
+//! [`subscribe`], FLUSHALL in [`flush`], a cluster node's own keyspace in [`keyspace`], replication in [`replicas`], the server's
 //! administration in [`server`] (over [`crate::admin`]).
 
 mod connection;
@@ -13,6 +13,7 @@ mod debug;
 mod dispatch;
 mod flush;
 mod gate;
+mod keyspace;
 mod replicas;
 mod scripts;
 mod server;

@@ -177,16 +177,30 @@ pub(super) fn cluster(
     state: &State,
 ) -> (Reply, Next) {
     done(match state.cluster.get() {
-        Some(cluster) if info.container() == "cluster" => {
-            let tls = c.info.tls.load(Relaxed);
-            cluster.command(argv, tls, &|slot, count| crate::cluster::keys_in_slot(&c.engine, slot, count))
-        }
+        Some(cluster) if info.container() == "cluster" => cluster_subcommand(c, cluster, argv, state),
         Some(_) => {
             c.asking.set(info.container() == "asking");
             Reply::OK
         }
         None => Reply::Error("ERR This instance has cluster support disabled".into()),
     })
+}
+
+/// CLUSTER's subcommands: SETSLOT moves slots (over etcd), the others the topology's.
+fn cluster_subcommand(c: &Client, cluster: &crate::cluster::Cluster, argv: &[Bytes], state: &State) -> Reply {
+    #[cfg(feature = "etcd")]
+    {
+        use crate::cluster::setslot;
+        if argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"setslot")) {
+            return setslot::setslot(cluster, argv);
+        }
+        if let Some(refusal) = setslot::before_keys_in_slot(cluster, argv) {
+            return refusal;
+        }
+    }
+    let _ = state;
+    let tls = c.info.tls.load(Relaxed);
+    cluster.command(argv, tls, &|slot, count| crate::cluster::keys_in_slot(cluster, &c.engine, slot, count))
 }
 
 /// CLUSTERX MIGRATE: moves a slot with its data to another node (a cluster over a disk engine).
@@ -197,6 +211,18 @@ pub(super) fn clusterx(
     argv: &[Bytes],
     state: &State,
 ) -> (Reply, Next) {
+    if argv.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"deliver")) {
+        // A PUBLISH relayed by another node: for this node's subscribers only.
+        return done(match (state.cluster.get(), argv) {
+            (Some(_), [_, _, channel, message]) => {
+                Reply::Integer(state.pubsub.publish(&state.loops, channel, message, false) as i64)
+            }
+            (Some(_), _) => {
+                Reply::Error("ERR wrong number of arguments for 'clusterx|deliver' command".into())
+            }
+            (None, _) => Reply::Error("ERR This instance has cluster support disabled".into()),
+        });
+    }
     done(crate::slot_move::clusterx(argv, state))
 }
 
@@ -205,6 +231,53 @@ pub(super) fn clusterx(_: &mut Client, _: &'static CommandInfo, _: &[Bytes], _: 
     done(Reply::Error("ERR CLUSTERX needs a build with the etcd feature".into()))
 }
 
-pub(super) fn migrate(_: &mut Client, _: &'static CommandInfo, _: &[Bytes], _: &State) -> (Reply, Next) {
-    done(Reply::Error("ERR MIGRATE is not supported by this server".into()))
+/// MIGRATE ([`crate::migrate`]).
+pub(super) fn migrate(
+    c: &mut Client,
+    _: &'static CommandInfo,
+    argv: &[Bytes],
+    state: &State,
+) -> (Reply, Next) {
+    let request = match crate::migrate::parse(argv) {
+        Ok(request) => request,
+        Err(refusal) => return done(refusal),
+    };
+    let mut dumped = Vec::new();
+    for key in &request.keys {
+        let payload = match c.engine.execute(&mut c.session, &[Bytes::from_static(b"DUMP"), key.clone()]) {
+            Reply::Bulk(payload) => payload,
+            Reply::Error(e) => return done(Reply::Error(e)),
+            _ => continue,
+        };
+        let ttl = match c.engine.execute(&mut c.session, &[Bytes::from_static(b"PTTL"), key.clone()]) {
+            Reply::Integer(ms) if ms > 0 => ms,
+            _ => 0,
+        };
+        dumped.push(crate::migrate::Dumped { key: key.clone(), payload, ttl });
+    }
+    if dumped.is_empty() {
+        return done(Reply::Status("NOKEY".into()));
+    }
+    let cluster = state.cluster.get();
+    if cluster.is_some_and(|cluster| cluster.shares_store() && cluster.serves_at(&request.host, request.port))
+    {
+        // The target reads this very store: the keys are there already.
+        return done(Reply::OK);
+    }
+    let tls = (state.config().get("tls-cluster") == "yes").then(|| state.tls.client()).flatten();
+    let (reply, moved) = match crate::migrate::send(&request, &dumped, cluster.is_some(), tls) {
+        Ok(moved) => (Reply::OK, moved),
+        Err(failed) => failed,
+    };
+    if !request.copy && !moved.is_empty() {
+        let mut del = vec![Bytes::from_static(b"DEL")];
+        del.extend(moved);
+        if let Ok(info) = rediskv::commands::table::find(&del) {
+            let deleted = c.run_in_engine(info, &del, state).0;
+            if deleted.is_error() {
+                return done(deleted);
+            }
+        }
+    }
+    done(reply)
 }

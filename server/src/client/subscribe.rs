@@ -37,7 +37,9 @@ pub(super) fn subscriptions(
     (first, Next::Continue)
 }
 
-/// PUBLISH and SPUBLISH: delivered here, and propagated to the replicas.
+/// PUBLISH and SPUBLISH: delivered here, and propagated to the replicas; in a cluster kept
+/// in etcd PUBLISH goes to every other node instead (replicas included), as Redis Cluster's
+/// bus. The reply counts this node's receivers.
 pub(super) fn publish(
     c: &mut Client,
     info: &'static CommandInfo,
@@ -45,8 +47,12 @@ pub(super) fn publish(
     state: &State,
 ) -> (Reply, Next) {
     let reply = arity(argv, 3, || {
-        state.replication.propagate_command(c.session.db(), argv);
         let shard = info.container() == "spublish";
+        let relayed =
+            !shard && state.cluster.get().is_some_and(|cluster| cluster.relay_publish(&argv[1], &argv[2]));
+        if !relayed {
+            state.replication.propagate_command(c.session.db(), argv);
+        }
         Reply::Integer(state.pubsub.publish(&state.loops, &argv[1], &argv[2], shard) as i64)
     });
     (reply, Next::Continue)

@@ -24,10 +24,12 @@ use rediskv_etcd::Backend;
 
 use super::{Cluster, Node, Topology};
 
-/// The table the live nodes should have: slots of nodes that are gone are free; each live
-/// node (in id order) has a quota of `16384 / n` slots, the first `16384 % n` one more; a
-/// node over its quota frees its highest slots; free slots go, lowest first, to the nodes
-/// under theirs. `None` when `current` is already that table.
+/// The table the live nodes should have, when a node left (some slot has no live owner) or
+/// joined (a live node not placed by the last rebalance nor owning slots): slots of nodes
+/// that are gone are free; each live node (in id order) has a quota of `16384 / n` slots,
+/// the first `16384 % n` one more; a node over its quota frees its highest slots; free slots
+/// go, lowest first, to the nodes under theirs. `None` otherwise: slots moved by hand
+/// (`CLUSTER SETSLOT`) stay where they were put.
 pub fn rebalance(current: &Topology, live: &[Node]) -> Option<Topology> {
     if live.is_empty() {
         return None;
@@ -35,6 +37,11 @@ pub fn rebalance(current: &Topology, live: &[Node]) -> Option<Topology> {
     let index: BTreeMap<&str, usize> = live.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
     let mut owners: Vec<Option<usize>> =
         current.owners().iter().map(|o| o.as_ref().and_then(|n| index.get(n.id.as_str()).copied())).collect();
+    let placed =
+        |node: &Node| current.placed.contains(&node.id) || current.ranges.iter().any(|r| r.2.id == node.id);
+    if owners.iter().all(Option::is_some) && live.iter().all(placed) {
+        return None;
+    }
     let n = live.len();
     let total = usize::from(SLOT_COUNT);
     let quota = |i: usize| total / n + usize::from(i < total % n);
@@ -59,8 +66,9 @@ pub fn rebalance(current: &Topology, live: &[Node]) -> Option<Topology> {
         *owner = Some(taker);
     }
     let owners: Vec<Option<Node>> = owners.into_iter().map(|o| o.map(|i| live[i].clone())).collect();
-    let next = Topology::from_owners(&owners, current.epoch + 1, current.revision);
-    (next.ranges != current.ranges).then_some(next)
+    let mut next = Topology::from_owners(&owners, current.epoch + 1, current.revision);
+    next.placed = live.iter().map(|n| n.id.clone()).collect();
+    (next.ranges != current.ranges || next.placed != current.placed).then_some(next)
 }
 
 /// The table nodes that keep their data should have: an empty table is shared among the
@@ -260,6 +268,15 @@ mod tests {
         assert_eq!((share(&after, &a), share(&after, &c)), (8192, 8192));
         assert!((0..SLOT_COUNT).all(|s| three.owner(s) != Some(&c) || after.owner(s) == Some(&c)));
         assert_eq!(after.epoch, three.epoch + 1);
+        // Slots moved by hand stay, down to none on a node; a node joining gets its share.
+        let by_hand = (0..100).fold(three.clone(), |t, slot| t.with_owner(slot, &c));
+        assert_eq!(rebalance(&by_hand, &[a.clone(), b.clone(), c.clone()]), None);
+        let all_a = vec![Some(a.clone()); usize::from(SLOT_COUNT)];
+        let emptied = Topology { placed: by_hand.placed.clone(), ..Topology::from_owners(&all_a, 9, 0) };
+        assert_eq!(rebalance(&emptied, &[a.clone(), b.clone(), c.clone()]), None);
+        let d = node("d");
+        let four = rebalance(&emptied, &[a.clone(), b.clone(), c.clone(), d.clone()]).unwrap();
+        assert_eq!(share(&four, &d), 4096);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! (`membership`) the nodes keep it in etcd and share the slots among the live ones. Nodes
 //! over fjall or RocksDB with `--cluster-etcd` keep the table in etcd and their slots' data
 //! at home: a slot changes owner by moving its data (`moves`, `crate::slot_move`). On any other engine the one
-//! node owns every slot.
+//! node owns every slot. `setslot` maps redis-cli's CLUSTER SETSLOT onto those moves, and
+//! `relay` carries PUBLISH to the other nodes.
 //!
 //! A node has a plaintext and a TLS port ([`Node`]); with `tls-cluster yes` a client
 //! connected over TLS is told the nodes' TLS ports and the others their plaintext ports, as
@@ -17,6 +18,10 @@
 pub mod membership;
 #[cfg(feature = "etcd")]
 pub mod moves;
+#[cfg(feature = "etcd")]
+pub mod relay;
+#[cfg(feature = "etcd")]
+pub mod setslot;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
@@ -50,6 +55,10 @@ pub struct Topology {
     /// The etcd `mod_revision` of the table this was read from (0: not from etcd); commits
     /// are fenced by it.
     pub revision: i64,
+    /// Over etcd, the ids of the nodes the last rebalance shared the slots among: a live node
+    /// not among them (nor owning slots) is joining and gets its share, while a node whose
+    /// slots were moved away by hand keeps none.
+    pub placed: Vec<String>,
 }
 
 impl Topology {
@@ -70,7 +79,7 @@ impl Topology {
                 _ => ranges.push((slot, slot, node.clone())),
             }
         }
-        Topology { ranges, epoch, revision }
+        Topology { ranges, epoch, revision, placed: Vec::new() }
     }
 
     /// Each slot's owner.
@@ -83,6 +92,17 @@ impl Topology {
             }
         }
         owners
+    }
+
+    /// The next table: this one with `slot` served by `node`.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub fn with_owner(&self, slot: u16, node: &Node) -> Topology {
+        let mut owners = self.owners();
+        owners[usize::from(slot)] = Some(node.clone());
+        Topology {
+            placed: self.placed.clone(),
+            ..Topology::from_owners(&owners, self.epoch + 1, self.revision)
+        }
     }
 
     /// Slots with an owner.
@@ -98,11 +118,15 @@ impl Topology {
         nodes
     }
 
-    /// The text kept in etcd: `epoch N`, then a `start end id host port [tls-port]` line per
-    /// range (the TLS port only when the node has one: a line without reads as before).
+    /// The text kept in etcd: `epoch N`, `placed id…` when any, then a `start end id host
+    /// port [tls-port]` line per range (the TLS port only when the node has one: a line
+    /// without reads as before).
     #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
     pub fn encode(&self) -> Vec<u8> {
         let mut out = format!("epoch {}\n", self.epoch);
+        if !self.placed.is_empty() {
+            out.push_str(&format!("placed {}\n", self.placed.join(" ")));
+        }
         for (start, end, node) in &self.ranges {
             out.push_str(&format!("{start} {end} {} {}\n", node.id, node.address()));
         }
@@ -116,8 +140,13 @@ impl Topology {
         let mut lines = text.lines();
         let epoch =
             lines.next().and_then(|l| l.strip_prefix("epoch ")).and_then(|e| e.parse().ok()).unwrap_or(0);
+        let mut placed = Vec::new();
         let mut ranges: Vec<(u16, u16, Node)> = lines
             .filter_map(|line| {
+                if let Some(ids) = line.strip_prefix("placed ") {
+                    placed = ids.split(' ').map(str::to_string).collect();
+                    return None;
+                }
                 let mut f = line.splitn(4, ' ');
                 let (start, end, id) = (f.next()?, f.next()?, f.next()?);
                 let (start, end): (u16, u16) = (start.parse().ok()?, end.parse().ok()?);
@@ -127,7 +156,7 @@ impl Topology {
             .collect();
         ranges.sort_by_key(|r| r.0);
         ranges.dedup_by(|later, earlier| later.0 <= earlier.1);
-        Topology { ranges, epoch, revision }
+        Topology { ranges, epoch, revision, placed }
     }
 }
 
@@ -173,6 +202,12 @@ pub struct Cluster {
     /// The table revision the fences were raised to.
     #[cfg(feature = "etcd")]
     fenced_to: std::sync::atomic::AtomicI64,
+    /// PUBLISH's links to the other nodes.
+    #[cfg(feature = "etcd")]
+    pub relay: relay::Relay,
+    /// Slots marked by CLUSTER SETSLOT MIGRATING or IMPORTING.
+    #[cfg(feature = "etcd")]
+    pub marks: std::sync::Mutex<std::collections::BTreeMap<u16, setslot::Mark>>,
     /// Called after the table changes (the server retries its parked clients).
     on_change: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
     /// `tls-cluster yes`: clients connected over TLS are told the nodes' TLS ports.
@@ -209,6 +244,10 @@ impl Cluster {
             fences: std::sync::OnceLock::new(),
             #[cfg(feature = "etcd")]
             fenced_to: std::sync::atomic::AtomicI64::new(0),
+            #[cfg(feature = "etcd")]
+            relay: relay::Relay::default(),
+            #[cfg(feature = "etcd")]
+            marks: std::sync::Mutex::default(),
             on_change: std::sync::OnceLock::new(),
             tls_cluster: AtomicBool::new(false),
         }
@@ -277,12 +316,68 @@ impl Cluster {
         false
     }
 
+    /// Relays a PUBLISH to every other registered node; false when there are none to know
+    /// of (a node outside an etcd cluster).
+    pub fn relay_publish(&self, channel: &[u8], message: &[u8]) -> bool {
+        #[cfg(feature = "etcd")]
+        if self.etcd.get().is_some() {
+            let others: Vec<Node> = self.members().into_iter().filter(|n| n.id != self.myself.id).collect();
+            self.relay.publish(&others, channel, message);
+            return true;
+        }
+        let _ = (channel, message);
+        false
+    }
+
+    /// Whether `host:port` is this node or another registered node of its cluster.
+    pub fn serves_at(&self, host: &str, port: u16) -> bool {
+        let at = |n: &Node| n.host == host && (n.port == port || (n.tls_port != 0 && n.tls_port == port));
+        at(&self.myself) || self.members().iter().any(at)
+    }
+
+    /// Whether this node shares its store with the other nodes (the etcd engine): each
+    /// node's keyspace is the keys of the slots it serves, as a Redis Cluster node's.
+    pub fn shares_store(&self) -> bool {
+        #[cfg(feature = "etcd")]
+        return self.etcd.get().is_some() && !self.keeps_data();
+        #[cfg(not(feature = "etcd"))]
+        false
+    }
+
+    /// Whether `slot`'s keys are in this node's keyspace: over a shared store, the slots it
+    /// serves and is not migrating away (that move moves no data); elsewhere every slot.
+    pub fn holds(&self, topology: &Topology, slot: u16) -> bool {
+        if !self.shares_store() {
+            return true;
+        }
+        #[cfg(feature = "etcd")]
+        if matches!(crate::sync::lock(&self.marks).get(&slot), Some(setslot::Mark::Migrating(_))) {
+            return false;
+        }
+        topology.owner(slot).is_some_and(|n| n.id == self.myself.id)
+    }
+
     /// The slot this node is closing to writes to hand it over, if any.
     fn closed(&self) -> Option<u16> {
         #[cfg(feature = "etcd")]
         return self.moves.get().and_then(|m| m.closed());
         #[cfg(not(feature = "etcd"))]
         None
+    }
+
+    /// Whether this node is a replica of `node`.
+    fn replicates(&self, node: &Node) -> bool {
+        #[cfg(feature = "etcd")]
+        return self
+            .moves
+            .get()
+            .and_then(|m| m.primary())
+            .is_some_and(|(host, port)| host == node.host && port == node.port);
+        #[cfg(not(feature = "etcd"))]
+        {
+            let _ = node;
+            false
+        }
     }
 
     /// The slot this node is receiving, if any.
@@ -321,7 +416,10 @@ impl Cluster {
     ) -> Route {
         let topology = self.topology();
         let mut first: Option<u16> = None;
+        // SSUBSCRIBE and SUNSUBSCRIBE are served by the slot's replicas too, as Redis.
+        let mut shard_subscriptions = true;
         for (info, argv) in commands {
+            shard_subscriptions &= matches!(info.name, "ssubscribe" | "sunsubscribe");
             let Ok(positions) = table::key_positions(info, argv) else { continue };
             for at in positions {
                 let slot = key_slot(&argv[at]);
@@ -353,6 +451,9 @@ impl Cluster {
                 Route::Here(Some(slot), topology.revision)
             }
             _ if asking && self.importing() == Some(slot) => Route::Here(Some(slot), topology.revision),
+            Some(owner) if shard_subscriptions && self.replicates(owner) => {
+                Route::Here(Some(slot), topology.revision)
+            }
             owner => Route::Elsewhere(self.redirection(slot, owner, tls)),
         }
     }
@@ -474,6 +575,24 @@ impl Cluster {
             }
             // Nodes talk through etcd, not a cluster bus: no links.
             ("links", []) => Reply::Array(Vec::new()),
+            ("meet", _) => Reply::Error(
+                "ERR nodes join this cluster through etcd: a node started with the cluster's etcd endpoints \
+                 and prefix registers by itself"
+                    .into(),
+            ),
+            ("forget" | "reset", _) => Reply::Error(
+                "ERR nodes leave this cluster through etcd: move the node's slots away, then stop it (its \
+                 registration ends with its lease)"
+                    .into(),
+            ),
+            (
+                "addslots" | "addslotsrange" | "delslots" | "delslotsrange" | "flushslots" | "replicate"
+                | "failover" | "set-config-epoch" | "bumpepoch" | "saveconfig",
+                _,
+            ) => Reply::Error(format!(
+                "ERR CLUSTER {} is not served: the slot table is kept in etcd (CLUSTER SETSLOT moves a slot)",
+                sub.to_ascii_uppercase()
+            )),
             (
                 "keyslot"
                 | "countkeysinslot"
@@ -554,6 +673,14 @@ impl Cluster {
                     out.push_str(&format!(" {start}-{end}"));
                 }
             }
+            // Slots CLUSTER SETSLOT marked, as Redis shows them (redis-cli's open slots).
+            #[cfg(feature = "etcd")]
+            for (slot, mark) in crate::sync::lock(&self.marks).iter().filter(|_| me) {
+                match mark {
+                    setslot::Mark::Migrating(to) => out.push_str(&format!(" [{slot}->-{to}]")),
+                    setslot::Mark::Importing(from) => out.push_str(&format!(" [{slot}-<-{from}]")),
+                }
+            }
             out.push('\n');
         }
         out
@@ -620,8 +747,17 @@ pub fn resolve(argv: &[Bytes]) -> Option<(&'static CommandInfo, &[Bytes])> {
     table::find(argv).ok().map(|info| (info, argv))
 }
 
-/// Up to `count` keys of database 0 in `slot` (a walk of every key: there is no slot index).
-pub fn keys_in_slot(engine: &crate::store::SharedEngine, slot: u16, count: usize) -> Vec<Bytes> {
+/// Up to `count` keys of database 0 in `slot` (a walk of every key: there is no slot index);
+/// none when the slot is not in this node's keyspace ([`Cluster::holds`]).
+pub fn keys_in_slot(
+    cluster: &Cluster,
+    engine: &crate::store::SharedEngine,
+    slot: u16,
+    count: usize,
+) -> Vec<Bytes> {
+    if !cluster.holds(&cluster.topology(), slot) {
+        return Vec::new();
+    }
     let mut session = rediskv::commands::Session::new(0);
     let Reply::Array(keys) =
         engine.execute(&mut session, &[Bytes::from_static(b"KEYS"), Bytes::from_static(b"*")])
@@ -702,7 +838,8 @@ mod tests {
         let mut owners = vec![Some(node("a")); usize::from(SLOT_COUNT)];
         owners[100..200].fill(Some(node("b")));
         owners[300] = None;
-        let topology = Topology::from_owners(&owners, 4, 9);
+        let mut topology = Topology::from_owners(&owners, 4, 9);
+        topology.placed = vec!["a".into(), "b".into()];
         assert_eq!(topology.ranges.len(), 4);
         assert_eq!(topology.owner(150).map(|n| n.id.as_str()), Some("b"));
         assert_eq!(topology.owner(300), None);

@@ -134,6 +134,13 @@ impl Moves {
         out
     }
 
+    /// Whether a move out of this node runs now, and the last one's slot, state and error.
+    pub fn last_move(&self) -> (bool, Option<(u16, &'static str, String)>) {
+        let report = lock(&self.report);
+        let last = report.out.as_ref().map(|o| (o.slot, o.state, o.error.clone()));
+        (self.running.load(SeqCst), last)
+    }
+
     pub(crate) fn progress(&self, change: impl FnOnce(&mut Outgoing)) {
         if let Some(out) = lock(&self.report).out.as_mut() {
             change(out);

@@ -70,9 +70,14 @@ pub struct Client {
 impl Client {
     /// Connects to 127.0.0.1:`port`.
     pub fn connect(port: u16) -> Client {
-        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        Client::try_connect(port).expect("connect")
+    }
+
+    /// Connects to 127.0.0.1:`port`; `None` when refused (a server killed by the test).
+    pub fn try_connect(port: u16) -> Option<Client> {
+        let stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
         stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        Client { reader: BufReader::new(stream.try_clone().unwrap()), writer: stream }
+        Some(Client { reader: BufReader::new(stream.try_clone().unwrap()), writer: stream })
     }
 
     /// Waits at most `timeout` for each read from now on.
