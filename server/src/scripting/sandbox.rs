@@ -197,7 +197,7 @@ return {run = run, env = env, set_loading = set_loading, protected = protected, 
 /// kept (Lua's default is 200). A script's state keeps little (a few hundred KB), and every
 /// command a script runs makes garbage (its arguments and reply): a cycle every few scripts
 /// marks that little again each time, for a heap that stays small.
-pub(super) const GC_PAUSE: std::ffi::c_int = 400;
+pub(super) const GC_PAUSE: std::ffi::c_int = 1000;
 
 thread_local! {
     static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
