@@ -206,8 +206,16 @@ fn compile(lua: &Lua, body: &[u8]) -> Result<Compiled, Reply> {
 }
 
 /// A script's SHA1 as 40 lowercase hex digits, the key of the threads' compiled scripts.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) struct ShaKey([u8; 40]);
+
+/// Hashed by its first 16 hex digits (see [`ShaHasher`]).
+impl std::hash::Hash for ShaKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let word = |at: usize| u64::from_le_bytes(head_of(&self.0[at..at + 8]));
+        state.write_u64(word(0) ^ word(8).rotate_left(29));
+    }
+}
 
 impl ShaKey {
     /// The SHA1 EVALSHA names (any case); `None` for what no script's SHA1 is.
@@ -238,7 +246,16 @@ impl ShaKey {
     }
 }
 
-/// Hashes a [`ShaKey`] by its first 16 hex digits: a SHA1's digits are evenly spread.
+/// Eight bytes of `bytes` (at most; zeros after).
+fn head_of(bytes: &[u8]) -> [u8; 8] {
+    let mut head = [0; 8];
+    let n = bytes.len().min(8);
+    head[..n].copy_from_slice(&bytes[..n]);
+    head
+}
+
+/// The hasher of [`ShaKey`]s: a SHA1's digits are evenly spread, so the 64 bits the key hands
+/// it are the hash.
 #[derive(Default)]
 pub(super) struct ShaHasher(u64);
 
@@ -247,11 +264,13 @@ impl std::hash::Hasher for ShaHasher {
         self.0
     }
 
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8).take(2) {
-            let mut word = [0; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = self.0.rotate_left(29) ^ u64::from_le_bytes(word);
+        for chunk in bytes.chunks(8) {
+            self.0 = self.0.rotate_left(29) ^ u64::from_le_bytes(head_of(chunk));
         }
     }
 }
