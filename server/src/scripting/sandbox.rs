@@ -194,7 +194,7 @@ return {run = run, env = env, set_loading = set_loading, protected = protected, 
 "#;
 
 /// Lua's collector starts a cycle when its heap reaches this percentage of what the last one
-/// kept (Lua's default is 200). A script's state keeps little (a few hundred KB), and every
+/// kept (Lua's default is 200). A script's state keeps little (about 50 KB), and every
 /// command a script runs makes garbage (its arguments and reply): a cycle every few scripts
 /// marks that little again each time, for a heap that stays small.
 pub(super) const GC_PAUSE: std::ffi::c_int = 1000;
