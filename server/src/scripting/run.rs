@@ -282,13 +282,18 @@ pub(super) type CompiledScripts = HashMap<ShaKey, Compiled, std::hash::BuildHash
 pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply {
     // Function names are found whatever their case; the name, then the key count, is checked
     // (Redis' order, and its FCALL wording for a count that is not a number).
-    let wanted = String::from_utf8_lossy(&argv[1]).into_owned();
-    let found = lock(&caller.host.scripts().libraries)
-        .values()
-        .flat_map(|l| l.functions.iter())
-        .find(|f| f.name.eq_ignore_ascii_case(&wanted))
-        .map(|f| (f.name.clone(), f.flags.clone()));
-    let Some((name, flags)) = found else { return Reply::Error("ERR Function not found".into()) };
+    // This thread's state holds every library's functions with their flags.
+    let found = with_vm(caller.host.scripts(), |vm| {
+        let named = vm.functions.iter().find(|(name, _)| name.as_bytes().eq_ignore_ascii_case(&argv[1]));
+        let function = named.map(|(name, (_, flags))| {
+            (name.clone(), flags.iter().any(|f| f == "no-writes"), flags.iter().any(|f| f == "allow-oom"))
+        });
+        function.ok_or_else(|| Reply::Error("ERR Function not found".into()))
+    });
+    let (name, no_writes, allow_oom) = match found {
+        Ok(found) => found,
+        Err(e) => return e,
+    };
     let Some(n) = parse_i64(&argv[2]) else { return Reply::Error("ERR Bad number of keys provided".into()) };
     if n > (argv.len() - 3) as i64 {
         return Reply::Error("ERR Number of keys can't be greater than number of args".into());
@@ -297,11 +302,9 @@ pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply 
         Ok(split) => split,
         Err(e) => return e,
     };
-    let no_writes = flags.iter().any(|f| f == "no-writes");
     if read_only && !no_writes {
         return Reply::Error("ERR Can not execute a script with write flag using *_ro command.".into());
     }
-    let allow_oom = flags.iter().any(|f| f == "allow-oom");
     run(caller, Target::Function(name), keys, args, read_only || no_writes, allow_oom, argv)
 }
 
