@@ -309,7 +309,7 @@ pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply 
 }
 
 /// numkeys, keys and arguments of EVAL/FCALL, or Redis' errors.
-pub fn split_keys(argv: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Reply> {
+pub fn split_keys(argv: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
     let Some(n) = parse_i64(&argv[2]) else {
         return Err(Reply::Error("ERR value is not an integer or out of range".into()));
     };
@@ -320,7 +320,7 @@ pub fn split_keys(argv: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Reply> {
         return Err(Reply::Error("ERR Number of keys can't be greater than number of args".into()));
     }
     let n = n as usize;
-    Ok((argv[3..3 + n].to_vec(), argv[3 + n..].to_vec()))
+    Ok((&argv[3..3 + n], &argv[3 + n..]))
 }
 
 pub(super) enum Target {
@@ -332,8 +332,8 @@ pub(super) enum Target {
 pub(super) fn run(
     caller: &mut Caller<'_>,
     target: Target,
-    keys: Vec<Bytes>,
-    args: Vec<Bytes>,
+    keys: &[Bytes],
+    args: &[Bytes],
     read_only: bool,
     allow_oom: bool,
     argv: &[Bytes],
@@ -380,7 +380,7 @@ pub(super) fn run(
                 r.wrote = false;
             }
             facts.read_any.set(false);
-            let run = Run { runner: &vm.runner, f: &f, target: &target, keys: &keys, args: &args };
+            let run = Run { runner: &vm.runner, f: &f, target: &target, keys, args };
             run_once(lua, run, read_only, db, acl, host, until, facts, call)
         });
         let gave_up = matches!(reply, Ok(Err(Abandoned)));
