@@ -135,7 +135,7 @@ pub fn run_command(
             && let Ok((keys, _)) = scripting::split_keys(argv)
         {
             let max = state.config().number("tracking-table-max-keys").max(0) as usize;
-            state.tracking.remember(state.peers(), engine.layout().namespace(), &keys, info.id, max, &mut to);
+            state.tracking.remember(state.peers(), engine.layout().namespace(), keys, info.id, max, &mut to);
         }
     }
     state.blocked.wake(state, engine, session);

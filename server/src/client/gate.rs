@@ -165,7 +165,7 @@ impl Client {
     ) -> Option<Reply> {
         let replica = state.link.is_replica();
         let writes = || self.writes(info, argv, state);
-        if !replica && writes() && state.replication.too_few_replicas() {
+        if !replica && state.replication.too_few_replicas() && writes() {
             return Some(Reply::Error(crate::replication::NOREPLICAS.into()));
         }
         if !replica {

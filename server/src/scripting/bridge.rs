@@ -85,7 +85,8 @@ pub(super) const PACKED: i64 = 4;
 /// The maker of a command function of Lua's: `make(mode)` calls `current.run(mode, ...)` with
 /// up to [`PACK_PAST`] arguments, else `current.run(mode + PACKED, n, {...})` (`n` counts the
 /// nils a table cannot). `current.run` is the running invocation's function, or one that
-/// refuses between invocations. Being a Lua function, a command function takes over its
+/// refuses (the prelude's runner sets it for each call: a library's load gets the refusing
+/// one). Being a Lua function, a command function takes over its
 /// caller's frame when called as `return redis.call(…)`: [`CallSite`] keeps that caller's
 /// place for the error handler.
 pub(super) fn command_function_maker(lua: &Lua, current: &Table) -> mlua::Result<mlua::Function> {

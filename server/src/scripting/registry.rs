@@ -239,11 +239,10 @@ impl Scripts {
         }
     }
 
-    /// The cached script of SHA1 `sha` (any case): its lowercase SHA1 and its code.
-    pub(super) fn cached(&self, sha: &[u8]) -> Option<(String, Bytes)> {
-        let sha = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
-        let body = lock(&self.cache).get(&sha)?.clone();
-        Some((sha, body))
+    /// The code of the cached script of SHA1 `sha` (any case).
+    pub(super) fn cached(&self, sha: &[u8]) -> Option<Bytes> {
+        let sha = ShaKey::parse(sha)?;
+        lock(&self.cache).get(sha.as_str()).cloned()
     }
 
     pub(super) fn changed(&self) {
@@ -389,7 +388,7 @@ pub(super) fn library_metadata(code: &str) -> Result<(String, String), String> {
 
 /// The SHA1 of `bytes`, lowercase hex (SCRIPT LOAD, `redis.sha1hex`).
 pub fn sha1_hex(bytes: &[u8]) -> String {
-    Sha1::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    ShaKey::of(bytes).as_str().to_string()
 }
 
 /// The flags of an EVAL script's `#!lua flags=a,b` first line, and that line's length;
@@ -451,7 +450,7 @@ pub(super) fn declared(
             matches!(argv.get(1).map(|b| shebang_flags(b)), Some(Ok(Some((flags, _)))) if test(&flags))
         }
         "evalsha" | "evalsha_ro" => {
-            let body = argv.get(1).and_then(|sha| scripts.cached(sha)).map(|(_, body)| body);
+            let body = argv.get(1).and_then(|sha| scripts.cached(sha));
             matches!(body.map(|b| shebang_flags(&b)), Some(Ok(Some((flags, _)))) if test(&flags))
         }
         "fcall" | "fcall_ro" => {
@@ -498,7 +497,7 @@ pub fn fcall_may_write(scripts: &Scripts, argv: &[Bytes]) -> bool {
 /// may unless it declares `no-writes` (CLIENT PAUSE WRITE holds the first kind only).
 pub fn eval_may_write(scripts: &Scripts, argv: &[Bytes]) -> bool {
     let body = if argv[0].eq_ignore_ascii_case(b"evalsha") {
-        argv.get(1).and_then(|sha| scripts.cached(sha)).map(|(_, body)| body)
+        argv.get(1).and_then(|sha| scripts.cached(sha))
     } else {
         argv.get(1).cloned()
     };

@@ -114,63 +114,186 @@ pub fn eval(argv: &[Bytes], caller: &mut Caller<'_>, by_sha: bool, read_only: bo
         Ok(split) => split,
         Err(e) => return e,
     };
-    let (sha, body) = if by_sha {
-        match scripts.cached(&argv[1]) {
-            Some(found) => found,
-            None => return Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into()),
+    let sha = if by_sha {
+        match ShaKey::parse(&argv[1]) {
+            Some(sha) => sha,
+            None => return noscript(),
         }
     } else {
-        (sha1_hex(&argv[1]), argv[1].clone())
+        ShaKey::of(&argv[1])
     };
-    // `#!lua flags=…`: the script declares its flags (Redis 7.0); without it, compat mode.
-    let (flags, shebang_len) = match shebang_flags(&body) {
-        Ok(found) => found.unwrap_or_default(),
-        Err(e) => return Reply::Error(format!("ERR {e}")),
+    let found = with_vm(scripts, |vm| {
+        if let Some(compiled) = vm.scripts.get(&sha) {
+            return Ok(compiled.flags);
+        }
+        // First run on this thread: the code from the shared cache (EVALSHA) or the command.
+        let body = if by_sha {
+            match lock(&scripts.cache).get(sha.as_str()) {
+                Some(body) => body.clone(),
+                None => return Err(noscript()),
+            }
+        } else {
+            argv[1].clone()
+        };
+        let compiled = compile(&vm.lua, &body)?;
+        let flags = compiled.flags;
+        vm.scripts.insert(sha, compiled);
+        Ok(flags)
+    });
+    let flags = match found {
+        Ok(flags) => flags,
+        Err(e) => return e,
     };
-    let declared = shebang_len > 0;
-    let no_writes = flags.iter().any(|f| f == "no-writes");
-    if read_only && declared && !no_writes {
+    if read_only && flags.declared && !flags.no_writes {
         return Reply::Error("ERR Can not execute a script with write flag using *_ro command.".into());
     }
-    let compiled = with_vm(scripts, |vm| {
-        if !vm.scripts.contains_key(&sha) {
-            // The shebang line goes, its line feed stays: line numbers are the user's.
-            let f = vm
-                .lua
-                .load(&body[shebang_len..])
-                .set_name("@user_script")
-                .set_mode(mlua::ChunkMode::Text)
-                .into_function()
-                .map_err(|e| {
-                    Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
-                })?;
-            set_env(&vm.lua, &f).map_err(|e| Reply::Error(format!("ERR {e}")))?;
-            let key = vm.lua.create_registry_value(f).map_err(|e| Reply::Error(format!("ERR {e}")))?;
-            vm.scripts.insert(sha.clone(), key);
-        }
-        Ok(())
-    });
-    if let Err(e) = compiled {
-        return e;
-    }
     if !by_sha {
-        lock(&scripts.cache).entry(sha.clone()).or_insert(body);
+        lock(&scripts.cache).entry(sha.as_str().to_string()).or_insert_with(|| argv[1].clone());
     }
-    let allow_oom = flags.iter().any(|f| f == "allow-oom");
-    run(caller, Target::Script(sha), keys, args, read_only || (declared && no_writes), allow_oom, argv)
+    run(
+        caller,
+        Target::Script(sha),
+        keys,
+        args,
+        read_only || (flags.declared && flags.no_writes),
+        flags.allow_oom,
+        argv,
+    )
 }
+
+/// EVALSHA's error for a script not in the cache.
+fn noscript() -> Reply {
+    Reply::Error("NOSCRIPT No matching script. Please use EVAL.".into())
+}
+
+/// A script compiled in a thread's Lua state, with what its `#!lua` line declares.
+pub(super) struct Compiled {
+    pub(super) function: mlua::Function,
+    pub(super) flags: ScriptFlags,
+}
+
+/// What a script's `#!lua flags=…` line declares (Redis 7.0); without one, compat mode.
+#[derive(Clone, Copy, Default)]
+pub(super) struct ScriptFlags {
+    /// It has the line.
+    pub(super) declared: bool,
+    pub(super) no_writes: bool,
+    pub(super) allow_oom: bool,
+}
+
+/// Compiles a script's code with its flags, or Redis' error for its `#!lua` line or its code.
+fn compile(lua: &Lua, body: &[u8]) -> Result<Compiled, Reply> {
+    let (flags, shebang_len) = match shebang_flags(body) {
+        Ok(found) => found.unwrap_or_default(),
+        Err(e) => return Err(Reply::Error(format!("ERR {e}"))),
+    };
+    let flags = ScriptFlags {
+        declared: shebang_len > 0,
+        no_writes: flags.iter().any(|f| f == "no-writes"),
+        allow_oom: flags.iter().any(|f| f == "allow-oom"),
+    };
+    // The shebang line goes, its line feed stays: line numbers are the user's.
+    let function = lua
+        .load(&body[shebang_len..])
+        .set_name("@user_script")
+        .set_mode(mlua::ChunkMode::Text)
+        .into_function()
+        .map_err(|e| {
+            Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
+        })?;
+    set_env(lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+    Ok(Compiled { function, flags })
+}
+
+/// A script's SHA1 as 40 lowercase hex digits, the key of the threads' compiled scripts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct ShaKey([u8; 40]);
+
+/// Hashed by its first 16 hex digits (see [`ShaHasher`]).
+impl std::hash::Hash for ShaKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let word = |at: usize| u64::from_le_bytes(head_of(&self.0[at..at + 8]));
+        state.write_u64(word(0) ^ word(8).rotate_left(29));
+    }
+}
+
+impl ShaKey {
+    /// The SHA1 EVALSHA names (any case); `None` for what no script's SHA1 is.
+    pub(super) fn parse(text: &[u8]) -> Option<ShaKey> {
+        let mut key = [0; 40];
+        if text.len() != 40 || !text.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        for (k, c) in key.iter_mut().zip(text) {
+            *k = c.to_ascii_lowercase();
+        }
+        Some(ShaKey(key))
+    }
+
+    /// The SHA1 of a script's code.
+    pub(super) fn of(body: &[u8]) -> ShaKey {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut key = [0; 40];
+        for (pair, b) in key.chunks_mut(2).zip(Sha1::digest(body)) {
+            pair[0] = HEX[usize::from(b >> 4)];
+            pair[1] = HEX[usize::from(b & 15)];
+        }
+        ShaKey(key)
+    }
+
+    pub(super) fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("hex digits")
+    }
+}
+
+/// Eight bytes of `bytes` (at most; zeros after).
+fn head_of(bytes: &[u8]) -> [u8; 8] {
+    let mut head = [0; 8];
+    let n = bytes.len().min(8);
+    head[..n].copy_from_slice(&bytes[..n]);
+    head
+}
+
+/// The hasher of [`ShaKey`]s: a SHA1's digits are evenly spread, so the 64 bits the key hands
+/// it are the hash.
+#[derive(Default)]
+pub(super) struct ShaHasher(u64);
+
+impl std::hash::Hasher for ShaHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            self.0 = self.0.rotate_left(29) ^ u64::from_le_bytes(head_of(chunk));
+        }
+    }
+}
+
+/// A thread's compiled scripts by SHA1.
+pub(super) type CompiledScripts = HashMap<ShaKey, Compiled, std::hash::BuildHasherDefault<ShaHasher>>;
 
 /// FCALL function numkeys key… arg… (and FCALL_RO).
 pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply {
     // Function names are found whatever their case; the name, then the key count, is checked
     // (Redis' order, and its FCALL wording for a count that is not a number).
-    let wanted = String::from_utf8_lossy(&argv[1]).into_owned();
-    let found = lock(&caller.host.scripts().libraries)
-        .values()
-        .flat_map(|l| l.functions.iter())
-        .find(|f| f.name.eq_ignore_ascii_case(&wanted))
-        .map(|f| (f.name.clone(), f.flags.clone()));
-    let Some((name, flags)) = found else { return Reply::Error("ERR Function not found".into()) };
+    // This thread's state holds every library's functions with their flags.
+    let found = with_vm(caller.host.scripts(), |vm| {
+        let named = vm.functions.iter().find(|(name, _)| name.as_bytes().eq_ignore_ascii_case(&argv[1]));
+        let function = named.map(|(name, (_, flags))| {
+            (name.clone(), flags.iter().any(|f| f == "no-writes"), flags.iter().any(|f| f == "allow-oom"))
+        });
+        function.ok_or_else(|| Reply::Error("ERR Function not found".into()))
+    });
+    let (name, no_writes, allow_oom) = match found {
+        Ok(found) => found,
+        Err(e) => return e,
+    };
     let Some(n) = parse_i64(&argv[2]) else { return Reply::Error("ERR Bad number of keys provided".into()) };
     if n > (argv.len() - 3) as i64 {
         return Reply::Error("ERR Number of keys can't be greater than number of args".into());
@@ -179,16 +302,14 @@ pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply 
         Ok(split) => split,
         Err(e) => return e,
     };
-    let no_writes = flags.iter().any(|f| f == "no-writes");
     if read_only && !no_writes {
         return Reply::Error("ERR Can not execute a script with write flag using *_ro command.".into());
     }
-    let allow_oom = flags.iter().any(|f| f == "allow-oom");
     run(caller, Target::Function(name), keys, args, read_only || no_writes, allow_oom, argv)
 }
 
 /// numkeys, keys and arguments of EVAL/FCALL, or Redis' errors.
-pub fn split_keys(argv: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Reply> {
+pub fn split_keys(argv: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
     let Some(n) = parse_i64(&argv[2]) else {
         return Err(Reply::Error("ERR value is not an integer or out of range".into()));
     };
@@ -199,11 +320,11 @@ pub fn split_keys(argv: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Reply> {
         return Err(Reply::Error("ERR Number of keys can't be greater than number of args".into()));
     }
     let n = n as usize;
-    Ok((argv[3..3 + n].to_vec(), argv[3 + n..].to_vec()))
+    Ok((&argv[3..3 + n], &argv[3 + n..]))
 }
 
 pub(super) enum Target {
-    Script(String),
+    Script(ShaKey),
     Function(String),
 }
 
@@ -211,8 +332,8 @@ pub(super) enum Target {
 pub(super) fn run(
     caller: &mut Caller<'_>,
     target: Target,
-    keys: Vec<Bytes>,
-    args: Vec<Bytes>,
+    keys: &[Bytes],
+    args: &[Bytes],
     read_only: bool,
     allow_oom: bool,
     argv: &[Bytes],
@@ -220,9 +341,9 @@ pub(super) fn run(
     let host = caller.host;
     let scripts = host.scripts();
     let db = caller.session.db();
-    let (label, function) = match &target {
-        Target::Script(sha) => (sha.clone(), None),
-        Target::Function(name) => (name.clone(), Some(name.clone())),
+    let function = match &target {
+        Target::Script(_) => None,
+        Target::Function(name) => Some(name.clone()),
     };
 
     let (acl, engine, facts, until, handed) =
@@ -230,13 +351,15 @@ pub(super) fn run(
     let result = with_vm(scripts, |vm| {
         let lua = &vm.lua;
         let f: mlua::Function = match &target {
-            Target::Script(sha) => lua.registry_value(&vm.scripts[sha]),
+            Target::Script(sha) => match vm.scripts.get(sha) {
+                Some(compiled) => compiled.function.clone(),
+                None => return Err(noscript()),
+            },
             Target::Function(name) => match vm.functions.get(name) {
-                Some((key, _)) => lua.registry_value(key),
+                Some((key, _)) => lua.registry_value(key).map_err(|e| Reply::Error(format!("ERR {e}")))?,
                 None => return Err(Reply::Error("ERR Function not found".into())),
             },
-        }
-        .map_err(|e| Reply::Error(format!("ERR {e}")))?;
+        };
         // Running before the engine's whole-keyspace lock is asked for: from then on a
         // command of another client waits in the gate for the script's end or BUSY, never
         // for that lock (one script runs at a time).
@@ -257,15 +380,7 @@ pub(super) fn run(
                 r.wrote = false;
             }
             facts.read_any.set(false);
-            let run = Run {
-                runner: &vm.runner,
-                current: &vm.current,
-                outside: &vm.outside,
-                f: &f,
-                target: &target,
-                keys: &keys,
-                args: &args,
-            };
+            let run = Run { runner: &vm.runner, f: &f, target: &target, keys, args };
             run_once(lua, run, read_only, db, acl, host, until, facts, call)
         });
         let gave_up = matches!(reply, Ok(Err(Abandoned)));
@@ -281,17 +396,21 @@ pub(super) fn run(
     let reply = result.unwrap_or_else(|e| e);
     // The `script: …` suffix names the script by its SHA1 or the function by its name.
     match reply {
-        Reply::Error(e) => Reply::Error(e.replace("\u{0}LABEL\u{0}", &label)),
+        Reply::Error(e) => {
+            let label = match &target {
+                Target::Script(sha) => sha.as_str(),
+                Target::Function(name) => name,
+            };
+            Reply::Error(e.replace("\u{0}LABEL\u{0}", label))
+        }
         other => other,
     }
 }
 
 /// What one attempt calls: the prelude's runner, the script or function, its keys and
-/// arguments; and where the command functions find the attempt's Rust function.
+/// arguments.
 pub(super) struct Run<'a> {
     pub(super) runner: &'a mlua::Function,
-    pub(super) current: &'a Table,
-    pub(super) outside: &'a mlua::Function,
     pub(super) f: &'a mlua::Function,
     pub(super) target: &'a Target,
     pub(super) keys: &'a [Bytes],
@@ -313,7 +432,7 @@ pub(super) enum Tally {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_once(
     lua: &Lua,
-    Run { runner, current, outside, f, target, keys, args }: Run<'_>,
+    Run { runner, f, target, keys, args }: Run<'_>,
     read_only: bool,
     db: usize,
     acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
@@ -422,23 +541,11 @@ pub(super) fn run_once(
             }
             answer(lua, raw(lua, argv)?, mode == CALL)
         })?;
-        current.raw_set("run", run)?;
-        let g = lua.globals();
         // One string at a time: mlua holds every Lua string Rust holds in a slot of a thread
         // of its own, and that thread has only 8,000 (`LUAI_MAXCSTACK`).
-        let sequence = |items: &[Bytes]| -> mlua::Result<Table> {
-            let t = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, lua.create_string(&item[..])?)?;
-            }
-            Ok(t)
-        };
+        let sequence = |items: &[Bytes]| lua.create_sequence_from(items.iter().map(|item| lua_bytes(item)));
         let key_table = sequence(keys)?;
         let arg_table = sequence(args)?;
-        if matches!(target, Target::Script(_)) {
-            g.raw_set("KEYS", key_table.clone())?;
-            g.raw_set("ARGV", arg_table.clone())?;
-        }
         let kill = scripts.kill.clone();
         let b = bridge.clone();
         lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |lua, _| {
@@ -451,17 +558,15 @@ pub(super) fn run_once(
             }
             Ok(VmState::Continue)
         });
-        let out: MultiValue = runner.call((f.clone(), key_table, arg_table))?;
-        let mut out = out.into_iter();
-        let ok = matches!(out.next(), Some(Value::Boolean(true)));
-        let value = out.next().unwrap_or(Value::Nil);
+        let is_script = matches!(target, Target::Script(_));
+        let (ok, value): (bool, Value) = runner.call((f, key_table, arg_table, run, is_script))?;
         let counted = matches!(&value, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false));
         facts.error_counted.set(counted);
         Ok(if ok { lua_to_reply(&value, bridge.resp3.get()) } else { error_reply(&value) })
     });
     lua.remove_hook();
-    // The scope's function is gone: the command functions refuse until the next one.
-    let _ = current.raw_set("run", outside);
+    // The scope's function is gone: the command functions refuse until the next run (the
+    // runner's next call puts `outside` or that run's function in its place).
     if bridge.abandoned.get() {
         return Err(Abandoned);
     }

@@ -12,15 +12,12 @@ pub(super) fn redis_version_num(version: &str) -> i64 {
 /// Sandboxed Lua, with Redis' libraries and the prelude below.
 pub(super) struct Vm {
     pub(super) lua: Lua,
-    /// The prelude's runner (`RUN`): calls a script or function under the error handler.
+    /// The prelude's runner (`RUN`): calls a script or function under the error handler,
+    /// with the Rust function its command functions call (see [`command_function_maker`]).
     pub(super) runner: mlua::Function,
-    /// Where the command functions find the running invocation's Rust function (`run`):
-    /// `outside` between invocations (see [`command_function_maker`]).
-    pub(super) current: Table,
-    pub(super) outside: mlua::Function,
     pub(super) generation: u64,
-    /// sha → compiled script.
-    pub(super) scripts: HashMap<String, RegistryKey>,
+    /// The scripts this state compiled.
+    pub(super) scripts: CompiledScripts,
     /// function name → (callback, flags).
     pub(super) functions: HashMap<String, (RegistryKey, Vec<String>)>,
 }
@@ -34,7 +31,7 @@ pub(super) struct Vm {
 /// `pcall` error converter, the mark function and the place function (see [`CallSite::place`]);
 /// answers the pieces the server keeps (see [`Vm::new`]), none of them a global.
 pub(super) const PRELUDE: &str = r#"
-local error_text, mark, place = ...
+local error_text, mark, place, current, outside = ...
 local G = _G
 local error, select, unpack, pcall_, maxn, setmetatable_ = error, select, unpack, pcall, table.maxn, setmetatable
 local type, tonumber, find, sub = type, tonumber, string.find, string.sub
@@ -47,9 +44,6 @@ pcall = function(...)
   local result = {pcall_(...)}
   if not result[1] then return false, error_text(result[2]) end
   return unpack(result, 1, maxn(result))
-end
-local function run(f, keys, args)
-  return xpcall(function() return f(keys, args) end, __redis__err__handler)
 end
 local function readonly() error(READONLY, 2) end
 -- What getmetatable answers for a library table: a table nobody can change.
@@ -139,12 +133,22 @@ end
 -- While a library loads, its code sees `redis` (its registration table) and nothing else,
 -- as in Redis; the functions it registers see every global when they run.
 local loading = false
-local function set_loading(on) loading = on end
+local env, env_meta, fast
+local function set_loading(on)
+  loading = on
+  env_meta.__index = on and getmetatable_(fast).__index or fast
+end
 -- Where a script looks up `redis`, `setmetatable`, `rawset` or `getmetatable` is noted: their
 -- functions here are Lua functions, which take over the script's frame when called as
 -- `return f(...)`, and an error one raises then gets this place.
-local function lookup(env, k)
-  if loading and k ~= 'redis' then
+local redis_view = views.redis
+local function lookup(_, k)
+  if k == 'redis' then
+    if loading then return G.redis end
+    mark()
+    return redis_view
+  end
+  if loading then
     error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
   end
   if k == '_G' then return env end
@@ -159,17 +163,41 @@ local function lookup(env, k)
   if v == nil then error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2) end
   return v
 end
-local env = setmetatable_({}, {__index = lookup, __newindex = readonly, __metatable = sealed})
+-- The scripts' globals stay empty, so that every assignment reaches __newindex (Lua 5.1
+-- calls it only for a missing key). A lookup first finds the global in `fast` (KEYS and ARGV,
+-- set there for each script, and every global `lookup` answers as it is, without noting),
+-- a table index with no function call; the rest go to `lookup`.
+fast = setmetatable_({}, {__index = lookup})
+for k, v in pairs(G) do
+  if k ~= 'redis' and k ~= 'setmetatable' and k ~= 'rawset' and k ~= 'getmetatable' then
+    rawset_(fast, k, views[k] or v)
+  end
+end
+env_meta = {__index = fast, __newindex = readonly, __metatable = sealed}
+env = setmetatable_({}, env_meta)
+rawset_(fast, '_G', env)
 protected[env] = true
 answers[env] = view({__index = lookup})
+-- Calls a script (KEYS and ARGV its globals) or a function under the error handler, with
+-- `call` as the command functions' Rust function (`current.run`; without one, `outside`).
+-- It returns what xpcall does, in its own tail call: after SCRIPT KILL every new line fails.
+local handler = __redis__err__handler
+local f_, keys_, args_
+local function call_f() return f_(keys_, args_) end
+local function run(f, keys, args, call, script)
+  if script then fast.KEYS, fast.ARGV = keys, args end
+  current.run = call or outside
+  f_, keys_, args_ = f, keys, args
+  return xpcall(call_f, handler)
+end
 return {run = run, env = env, set_loading = set_loading, protected = protected, string_meta = string_meta}
 "#;
 
 /// Lua's collector starts a cycle when its heap reaches this percentage of what the last one
-/// kept (Lua's default is 200). A script's state keeps little, and every command a script
-/// runs makes garbage (its arguments and reply): a cycle every few scripts marks that little
-/// again each time, for a heap that stays small.
-pub(super) const GC_PAUSE: std::ffi::c_int = 400;
+/// kept (Lua's default is 200). A script's state keeps little (about 50 KB), and every
+/// command a script runs makes garbage (its arguments and reply): a cycle every few scripts
+/// marks that little again each time, for a heap that stays small.
+pub(super) const GC_PAUSE: std::ffi::c_int = 1000;
 
 thread_local! {
     static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
@@ -302,6 +330,8 @@ impl Vm {
             lua.create_function(error_text)?,
             mark,
             place,
+            &current,
+            &outside,
         ))?;
         for (key, piece) in
             [(RUN, "run"), (ENV, "env"), (SET_LOADING, "set_loading"), (PROTECTED, "protected")]
@@ -313,10 +343,8 @@ impl Vm {
         Ok(Vm {
             lua,
             runner,
-            current,
-            outside,
             generation: u64::MAX,
-            scripts: HashMap::new(),
+            scripts: CompiledScripts::default(),
             functions: HashMap::new(),
         })
     }
@@ -412,7 +440,7 @@ impl Vm {
                     });
                     let set_loading: mlua::Function = lua.named_registry_value(SET_LOADING)?;
                     set_loading.call::<()>(true)?;
-                    let called: mlua::Result<(bool, Value)> = runner.call((f, Value::Nil, Value::Nil));
+                    let called: mlua::Result<(bool, Value)> = runner.call((f, Value::Nil, Value::Nil, Value::Nil, false));
                     set_loading.call::<()>(false)?;
                     lua.remove_hook();
                     let (ok, err) = called?;
