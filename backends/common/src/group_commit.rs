@@ -9,8 +9,8 @@
 //! journal once, and the engine's per-batch work (its journal entry, locks, sequence
 //! number) is paid once per round instead of once per command.
 //!
-//! Scans, snapshots, flushes and compactions first commit what is held, so they read the
-//! engine alone. A round that holds more than [`MAX_HELD_BYTES`] (a large MULTI, a script, a
+//! Snapshots, flushes and compactions first commit what is held, and so does a scan of a
+//! range holding a held record, so they read the engine alone. A round that holds more than [`MAX_HELD_BYTES`] (a large MULTI, a script, a
 //! load) is committed as it goes, at a batch's end: as an engine batch written without
 //! [`DiskBackend::persist_written`], it is durable only at the next persist.
 //!
@@ -44,6 +44,8 @@ struct Held {
     /// The replica's stream position stamped when the last held batch was written
     /// ([`DiskBackend::stamp_writes`]): the one the engine's batch of them carries.
     stamp: Option<Vec<u8>>,
+    /// The batch a commit hands to the engine, kept with its room between rounds.
+    ops: Vec<BatchOp>,
 }
 
 /// A [`DiskBackend`] whose writes wait in memory for the next
@@ -91,26 +93,31 @@ impl<B: DiskBackend> GroupCommit<B> {
         self.lock().records[slot(cf)].get(key).cloned()
     }
 
+    /// Whether the round holds a record of `cf` in `range`.
+    fn holds_in(&self, cf: ColumnFamily, range: &KeyRange) -> bool {
+        self.holding.load(Ordering::Acquire)
+            && self.lock().records[slot(cf)].keys().any(|key| range.contains(key))
+    }
+
     /// Writes what is held to the engine as one batch. The records stay visible here until
     /// the engine holds them (readers then find them in one or the other).
     fn commit(&self) -> Result<()> {
         if !self.holding.load(Ordering::Acquire) {
             return Ok(());
         }
+        // Readers wait on the lock until the engine holds the records taken out here.
         let mut held = self.lock();
-        let mut batch = WriteBatch::new();
-        for (cf, records) in ColumnFamily::ALL.iter().zip(&held.records) {
-            for (key, value) in records {
-                match value {
-                    Some(value) => batch.put(*cf, key.clone(), value.clone()),
-                    None => batch.delete(*cf, key.clone()),
-                }
-            }
+        let Held { records, ops, stamp, .. } = &mut *held;
+        for (cf, records) in ColumnFamily::ALL.iter().zip(records.iter_mut()) {
+            ops.extend(records.drain().map(|(key, value)| match value {
+                Some(value) => BatchOp::Put { cf: *cf, key, value },
+                None => BatchOp::Delete { cf: *cf, key },
+            }));
         }
         // The engine's batch carries the position of its last command, not a position
         // stamped since for a command not written yet.
-        self.inner.stamp_writes(held.stamp.clone());
-        let written = if batch.ops().is_empty() { Ok(()) } else { self.inner.write(batch) };
+        self.inner.stamp_writes(stamp.clone());
+        let written = if ops.is_empty() { Ok(()) } else { self.inner.write_ops(ops) };
         held.clear();
         self.holding.store(false, Ordering::Release);
         written
@@ -135,8 +142,12 @@ impl<B: DiskBackend> KvBackend for GroupCommit<B> {
         }
     }
 
+    /// Reads the engine, after committing what is held when a held record lies in `range`
+    /// (a list's read-ahead below the elements popped this round commits nothing).
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
-        self.commit()?;
+        if self.holds_in(cf, range) {
+            self.commit()?;
+        }
         self.inner.scan(cf, range, direction)
     }
 
@@ -280,6 +291,7 @@ impl Hasher for KeyHasher {
 impl Held {
     fn clear(&mut self) {
         self.records.iter_mut().for_each(|records| records.clear());
+        self.ops.clear();
         self.bytes = 0;
     }
 }

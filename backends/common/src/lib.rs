@@ -83,6 +83,24 @@ pub trait DiskBackend: KvBackend {
     /// [`Error::Backend`] when the write to the OS fails (the engine then refuses later writes).
     fn persist_written(&self) -> Result<()>;
 
+    /// Writes `ops` as one batch, as [`KvBackend::write`] does, and leaves `ops` empty with
+    /// its room kept: [`GroupCommit`] reuses one vector for every round's batch (a batch of
+    /// a round of pipelined commands grows past what the allocator keeps at hand: growing
+    /// a new one each round faulted fresh pages in on every persist).
+    ///
+    /// # Errors
+    /// As [`KvBackend::write`].
+    fn write_ops(&self, ops: &mut Vec<BatchOp>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        for op in ops.drain(..) {
+            match op {
+                BatchOp::Put { cf, key, value } => batch.put(cf, key, value),
+                BatchOp::Delete { cf, key } => batch.delete(cf, key),
+            }
+        }
+        self.write(batch)
+    }
+
     /// Sets the stream position a replica will have applied once the next writes are in (an
     /// opaque record): every later batch writes it too, in the same atomic batch, so that
     /// after a crash the directory's position and data agree — each write it holds is one
@@ -434,16 +452,25 @@ impl VersionFloor {
         batch: WriteBatch,
         apply: impl FnOnce(WriteBatch, Option<[u8; 8]>) -> Result<()>,
     ) -> Result<()> {
-        let top = max_version(&batch);
+        let top = max_version(batch.ops());
+        self.write_ops(top, |floor| apply(batch, floor))
+    }
+
+    /// [`VersionFloor::write`] of a batch whose largest version is `top`
+    /// ([`max_version`]): `apply` gets the new floor, if any.
+    ///
+    /// # Errors
+    /// What `apply` returns; the floor then stays where it was.
+    pub fn write_ops(&self, top: u64, apply: impl FnOnce(Option<[u8; 8]>) -> Result<()>) -> Result<()> {
         if top <= self.get() {
-            return apply(batch, None);
+            return apply(None);
         }
         let _bump = self.bump.lock().unwrap_or_else(|e| e.into_inner());
         if top <= self.get() {
-            return apply(batch, None);
+            return apply(None);
         }
         let next = top.saturating_add(FLOOR_LEASE);
-        apply(batch, Some(next.to_be_bytes()))?;
+        apply(Some(next.to_be_bytes()))?;
         self.floor.store(next, Ordering::SeqCst);
         Ok(())
     }
@@ -452,10 +479,8 @@ impl VersionFloor {
 /// The largest collection version among the batch's metadata puts (0 when none), in
 /// Kvrocks' value format, camellia's or TiTea's (the floor does not need to know the
 /// layout); of a TiTea object id, its first 8 bytes (the version it was made from).
-fn max_version(batch: &WriteBatch) -> u64 {
-    batch
-        .ops()
-        .iter()
+pub fn max_version(ops: &[BatchOp]) -> u64 {
+    ops.iter()
         .filter_map(|op| match op {
             BatchOp::Put { cf: ColumnFamily::Metadata, value, .. } => Metadata::decode(value)
                 .or_else(|_| rediskv::codec::camellia::decode_metadata(value))

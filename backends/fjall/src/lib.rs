@@ -96,7 +96,7 @@ use rediskv::codec::KeyRange;
 use rediskv::gc::Decision;
 use rediskv_engine::{
     CF_NAMES, DroppedWrites, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, Syncer,
-    VersionFloor, backend_error, cf_name, check_manifest, manifest,
+    VersionFloor, backend_error, cf_name, check_manifest, manifest, max_version,
 };
 pub use rediskv_engine::{DiskBackend, Options, Sync, Usage};
 
@@ -234,6 +234,11 @@ fn open_database(path: &Path, options: &Options, slot: &MetadataSlot) -> Result<
         // large value there costs the loop more than writing it raw.
         .journal_compression(CompressionType::None)
         .cache_size(options.cache_bytes)
+        // One worker for flushes and compactions. With more, a worker that takes a compaction
+        // while another compacts hands it back to the queue and takes it again, spinning a
+        // core until the other is done (fjall's `worker_tick`): under RPOP that spin was
+        // about a third of fjall's CPU.
+        .worker_threads(FJALL_WORKERS)
         .open()
         .map_err(err)?;
     let memtable_bytes = max_memtable_bytes(options.write_buffer_bytes);
@@ -317,6 +322,9 @@ fn journal_allocated_bytes(dir: &Path) -> u64 {
         .map(|e| e.metadata().map_or(0, |m| m.blocks() * 512))
         .sum()
 }
+
+/// fjall's flush and compaction threads (see [`open_database`]).
+const FJALL_WORKERS: usize = 1;
 
 /// The least the journals may hold before fjall flushes the oldest memtables (fjall's minimum;
 /// [`Options::write_buffer_bytes`] when that is more).
@@ -618,6 +626,59 @@ impl DiskBackend for Backend {
         self.with_open(|open| Ok(open.own.get(POSITION_KEY).map_err(err)?.map(|v| v.to_vec())))
     }
 
+    /// One fjall batch of `ops`, sized for them at once; a group-committed batch of one
+    /// record is inserted into its keyspace directly (see the module docs).
+    fn write_ops(&self, ops: &mut Vec<BatchOp>) -> Result<()> {
+        self.with_open(|open| {
+            open.floor.write_ops(max_version(ops), |floor| {
+                let durability = match self.options.sync {
+                    _ if self.options.group_commit => None,
+                    Sync::Always => Some(PersistMode::SyncData),
+                    _ => Some(PersistMode::Buffer),
+                };
+                // One record, written without a fjall batch (its journal entry, the keyspace
+                // set its commit builds and the keyspace references it holds): durable when
+                // the batches around it are, at the next `persist_written`.
+                open.bound_memtables(self.options.write_buffer_bytes, &self.writes_near_bound);
+                let position = self.position.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                if durability.is_none()
+                    && open.single_writes
+                    && floor.is_none()
+                    && position.is_none()
+                    && ops.len() == 1
+                {
+                    let written = match ops.pop() {
+                        Some(BatchOp::Put { cf, key, value }) => {
+                            check_write_key(&key)?;
+                            with_tagged(&key, |key| open.cf(cf).insert(key, &value[..]))
+                        }
+                        Some(BatchOp::Delete { cf, key }) => with_tagged(&key, |key| open.cf(cf).remove(key)),
+                        None => Ok(()),
+                    };
+                    return open.wrote(written);
+                }
+                let mut fb = fjall::OwnedWriteBatch::with_capacity(open.db.clone(), ops.len() + 2)
+                    .durability(durability);
+                for op in ops.drain(..) {
+                    match op {
+                        BatchOp::Put { cf, key, value } => {
+                            check_write_key(&key)?;
+                            with_tagged(&key, |key| fb.insert(open.cf(cf), key, &value[..]));
+                        }
+                        BatchOp::Delete { cf, key } => with_tagged(&key, |key| fb.remove(open.cf(cf), key)),
+                    }
+                }
+                if let Some(floor) = floor {
+                    fb.insert(&open.own, FLOOR_KEY, floor.to_vec());
+                }
+                if let Some(position) = position {
+                    fb.insert(&open.own, POSITION_KEY, position);
+                }
+                open.wrote(fb.commit())
+            })
+        })
+    }
+
     fn persist_written(&self) -> Result<()> {
         if !self.options.group_commit {
             return Ok(());
@@ -685,53 +746,7 @@ impl KvBackend for Backend {
     }
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
-        self.with_open(|open| {
-            open.floor.write(batch, |batch, floor| {
-                let durability = match self.options.sync {
-                    _ if self.options.group_commit => None,
-                    Sync::Always => Some(PersistMode::SyncData),
-                    _ => Some(PersistMode::Buffer),
-                };
-                // One record, written without a fjall batch (its journal entry, the keyspace
-                // set its commit builds and the keyspace references it holds): durable when
-                // the batches around it are, at the next `persist_written`.
-                open.bound_memtables(self.options.write_buffer_bytes, &self.writes_near_bound);
-                let position = self.position.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                if durability.is_none()
-                    && open.single_writes
-                    && floor.is_none()
-                    && position.is_none()
-                    && batch.ops().len() == 1
-                {
-                    let written = match batch.into_ops().into_iter().next() {
-                        Some(BatchOp::Put { cf, key, value }) => {
-                            check_write_key(&key)?;
-                            with_tagged(&key, |key| open.cf(cf).insert(key, &value[..]))
-                        }
-                        Some(BatchOp::Delete { cf, key }) => with_tagged(&key, |key| open.cf(cf).remove(key)),
-                        None => Ok(()),
-                    };
-                    return open.wrote(written);
-                }
-                let mut fb = open.db.batch().durability(durability);
-                for op in batch.into_ops() {
-                    match op {
-                        BatchOp::Put { cf, key, value } => {
-                            check_write_key(&key)?;
-                            with_tagged(&key, |key| fb.insert(open.cf(cf), key, &value[..]));
-                        }
-                        BatchOp::Delete { cf, key } => with_tagged(&key, |key| fb.remove(open.cf(cf), key)),
-                    }
-                }
-                if let Some(floor) = floor {
-                    fb.insert(&open.own, FLOOR_KEY, floor.to_vec());
-                }
-                if let Some(position) = position {
-                    fb.insert(&open.own, POSITION_KEY, position);
-                }
-                open.wrote(fb.commit())
-            })
-        })
+        self.write_ops(&mut batch.into_ops())
     }
 }
 
@@ -873,6 +888,9 @@ mod tests {
         put(&held, b"k", b"2");
         assert_eq!(held.get(ColumnFamily::Subkey, b"k").expect("get").as_deref(), Some(&b"2"[..]));
         assert_eq!(fjall(b"k"), None, "held until the persist");
+        let past = KeyRange { start: b"l".to_vec(), end: None };
+        assert_eq!(held.scan(ColumnFamily::Subkey, &past, Direction::Forward).expect("scan").count(), 0);
+        assert_eq!(fjall(b"k"), None, "a scan of a range without held records commits nothing");
         held.persist_written().expect("persist");
         assert_eq!(fjall(b"k").as_deref(), Some(&b"2"[..]));
 
