@@ -3,9 +3,24 @@
 //! MULTI/EXEC.
 //!
 //! Every command reads what it needs, then submits all its writes as one
-//! [`crate::backend::WriteBatch`]; a command that fails writes nothing. Each type family
-//! lives in its own file; names, arity, flags and key specs live in [`table`], and one
-//! match (`dispatch.rs`) leads from a command's row to its handler. Commands run through
+//! [`crate::backend::WriteBatch`]; a command that fails writes nothing. Names, arity, flags
+//! and key specs live in [`table`], and one match (`dispatch.rs`) leads from a command's row
+//! to its handler.
+//!
+//! # Where things are
+//!
+//! - `families/`: the command families, one module per [`table::Family`] the library
+//!   answers (`string`, `hash`, `list`, `set`, `zset/`, `stream/`, `bitmap/`, `geo/`, `hll/`,
+//!   and the key-level `keyspace`, `generic`, `sort`, `dump`). Each parses its commands'
+//!   arguments and reads and writes its type's records through the [`Db`]; a family that
+//!   needs more than a file keeps its typed storage apart (`zset/core.rs`,
+//!   `stream/core.rs`, `bitmap/store.rs`) from its argument parsing (`parse.rs`).
+//! - this folder: the machinery the families share. The [`Db`] (`db.rs`, its methods by
+//!   concern in `db/`), [`Engine`] and [`Session`] (`engine.rs`, `session.rs`, with `locks`,
+//!   `overlay` for EXEC, `counts`, `access`, `listeners`, `blocking`, `cursor`), what a
+//!   command produces (`reply`, `error`, `notify`, `propagate`), the command [`table`] and
+//!   `dispatch`, and the helpers of several families (`args`, `glob`, `subkeys`,
+//!   `long_double`, `rdb_file`). Commands run through
 //! [`Db::run`] / [`Db::execute`] (one client) or [`Engine::execute`] (many): the families'
 //! typed methods are the crate's own.
 //!
