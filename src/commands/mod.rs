@@ -5,7 +5,8 @@
 //! Every command reads what it needs, then submits all its writes as one
 //! [`crate::backend::WriteBatch`]; a command that fails writes nothing. Names, arity, flags
 //! and key specs live in [`table`], and one match (`dispatch.rs`) leads from a command's row
-//! to its handler.
+//! to its handler. Commands run through [`Db::run`] / [`Db::execute`] (one client) or
+//! [`Engine::execute`] (many): the families' typed methods are the crate's own.
 //!
 //! # Where things are
 //!
@@ -20,9 +21,7 @@
 //!   `overlay` for EXEC, `counts`, `access`, `listeners`, `blocking`, `cursor`), what a
 //!   command produces (`reply`, `error`, `notify`, `propagate`), the command [`table`] and
 //!   `dispatch`, and the helpers of several families (`args`, `glob`, `subkeys`,
-//!   `long_double`, `rdb_file`). Commands run through
-//! [`Db::run`] / [`Db::execute`] (one client) or [`Engine::execute`] (many): the families'
-//! typed methods are the crate's own.
+//!   `long_double`, `rdb_file`).
 //!
 //! A handler builds the RESP3-shaped [`Reply`] whatever the client's protocol; folding to
 //! RESP2 is [`Reply::write`]'s job alone (see `reply.rs`). A blocking command that cannot be
