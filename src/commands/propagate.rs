@@ -27,7 +27,7 @@ pub struct Propagated {
 
 impl Propagated {
     /// `DEL key` in database `db`: an expired or evicted key's deletion.
-    pub fn deletion(db: usize, key: Bytes) -> Self {
+    pub(crate) fn deletion(db: usize, key: Bytes) -> Self {
         Propagated { db, argv: vec![Bytes::from_static(b"DEL"), key] }
     }
 }

@@ -68,7 +68,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors, and the first error `visit` returns (the walk stops there).
-    pub fn each_rdb_value(
+    pub(crate) fn each_rdb_value(
         &self,
         mut visit: impl FnMut(&[u8], RdbValue, u64) -> CommandResult<()>,
     ) -> CommandResult<u64> {
@@ -134,7 +134,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn restore_value(
+    pub(crate) fn restore_value(
         &mut self,
         key: &[u8],
         exists: bool,
