@@ -113,32 +113,28 @@ impl<'a> Metadata<'a> {
     /// would not decode). The version is a [`Version::Short`]: of an [`Version::Id`], which
     /// [`super::KeyLayout::encode_metadata`] refuses for these layouts, the last 8 bytes.
     pub fn encode(&self, out: &mut impl BufMut) {
-        let flags = Flags::new(self.ty, self.blind_write && self.ty.is_collection()).byte();
+        out.put_u8(Flags::new(self.ty, self.blind_write && self.ty.is_collection()).byte());
+        out.put_u64(self.expire_ms);
         // As in `decode`, only the types that carry extra fields build them.
         let extra = Extra::carried_by(self.ty);
         if self.ty.is_single_kv() {
-            out.put_u8(flags);
-            out.put_u64(self.expire_ms);
             if extra {
                 self.fields().encode(&[], out);
             }
             out.put_slice(self.value);
             return;
         }
-        // The fixed fields go out in one copy: each `put_*` checks the buffer's room anew.
-        let mut fixed = [0u8; 41];
-        fixed[0] = flags;
-        fixed[1..9].copy_from_slice(&self.expire_ms.to_be_bytes());
-        fixed[9..17].copy_from_slice(&self.version.last_8_bytes());
-        fixed[17..25].copy_from_slice(&(if self.blind_write { 0 } else { self.size }).to_be_bytes());
-        let len = if self.ty == RedisType::List {
-            fixed[25..33].copy_from_slice(&self.head.to_be_bytes());
-            fixed[33..41].copy_from_slice(&self.tail.to_be_bytes());
-            41
-        } else {
-            25
-        };
-        out.put_slice(&fixed[..len]);
+        out.put_u64(match self.version {
+            Version::Short(v) => v,
+            Version::Id(id) => {
+                u64::from_be_bytes([id[8], id[9], id[10], id[11], id[12], id[13], id[14], id[15]])
+            }
+        });
+        out.put_u64(if self.blind_write { 0 } else { self.size });
+        if self.ty == RedisType::List {
+            out.put_u64(self.head);
+            out.put_u64(self.tail);
+        }
         if extra {
             self.fields().encode(self.value, out);
         }

@@ -44,15 +44,6 @@ impl Version {
         }
     }
 
-    /// The last 8 bytes of the version as its record stores them: a [`Version::Short`]
-    /// big-endian, the tail of a [`Version::Id`].
-    pub(crate) fn last_8_bytes(self) -> [u8; 8] {
-        match self {
-            Version::Short(v) => v.to_be_bytes(),
-            Version::Id(id) => [id[8], id[9], id[10], id[11], id[12], id[13], id[14], id[15]],
-        }
-    }
-
     /// The 64-bit version.
     ///
     /// # Errors
