@@ -8,7 +8,7 @@
 //! |---|---|
 //! | [`codec`] | the bytes: record layouts, metadata, ordered doubles, list indices, versions, slots |
 //! | [`backend`] | the storage trait, the in-memory reference backend, the conformance kit |
-//! | [`commands`] | Redis semantics: [`commands::Db`], `execute(argv) -> Reply`, one file per type; the command table with key specs; [`commands::Engine`] + [`commands::Session`] for many clients on many threads, MULTI/EXEC/WATCH |
+//! | [`commands`] | Redis semantics: [`commands::Db`], `execute(argv) -> Reply`, one module per command family; the command table with key specs; [`commands::Engine`] + [`commands::Session`] for many clients on many threads, MULTI/EXEC/WATCH |
 //! | [`gc`] | lazy deletion: the garbage decision, the expiry sweep, a compaction pass |
 //! | [`fsck`] | a consistency check over a whole store: sizes, zset score records, list indexes |
 //!

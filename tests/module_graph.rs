@@ -1,10 +1,11 @@
 //! The library's modules import each other without a circle, and each layer imports only
 //! the layers below it: `error`, then `codec`, `backend`, `commands`, then `gc` and `fsck`.
 //!
-//! A module is a file of `src/` or of a layer's directory (`commands/db.rs`), or a directory
-//! of files (`commands/zset/`); a layer's `mod.rs` is the layer's own module. An import is a
-//! path the code names (`crate::`, `super::`, `self::` or a child module's name); a name
-//! imported through a re-export counts as an import of the module that defines it, and a
+//! A module is a file of `src/`, of a layer's directory (`commands/db.rs`) or of
+//! `commands/families/`, or a directory of files (`commands/families/zset/`); a layer's
+//! `mod.rs` is the layer's own module. An import is a path the code names (`crate::`,
+//! `super::`, `self::` or a child module's name); a name imported through a re-export
+//! counts as an import of the module that defines it, and a
 //! `pub use` itself imports nothing. Comments and test modules are left out.
 
 #[path = "support/import_graph.rs"]
@@ -197,10 +198,11 @@ fn sources(src: &Path) -> Vec<Source> {
         .collect()
 }
 
-/// The graph's node for a module: a file of `src/` or of a layer (deeper files fold into
-/// their directory's module).
+/// The graph's node for a module: a file of `src/`, of a layer or of `commands/families/`
+/// (deeper files fold into their directory's module).
 fn node(module: &[String]) -> String {
-    module[..module.len().min(2)].join("::")
+    let depth = if module.get(1).is_some_and(|m| m == "families") { 3 } else { 2 };
+    module[..module.len().min(depth)].join("::")
 }
 
 /// Module name -> the modules its code names, and the crate's modules.

@@ -197,7 +197,7 @@ pub fn decode_member_score(bytes: &[u8]) -> Result<f64> {
 ///
 /// # Errors
 /// [`Error::NanScore`] for NaN.
-pub fn encode_raw_score(x: f64) -> Result<[u8; 8]> {
+pub(crate) fn encode_raw_score(x: f64) -> Result<[u8; 8]> {
     if x.is_nan() {
         return Err(Error::NanScore);
     }
@@ -208,7 +208,7 @@ pub fn encode_raw_score(x: f64) -> Result<[u8; 8]> {
 ///
 /// # Errors
 /// [`Error::Truncated`] or [`Error::TrailingBytes`] unless 8 bytes; [`Error::NanScore`].
-pub fn decode_raw_score(bytes: &[u8]) -> Result<f64> {
+pub(crate) fn decode_raw_score(bytes: &[u8]) -> Result<f64> {
     let b: [u8; 8] = match bytes.try_into() {
         Ok(b) => b,
         Err(_) if bytes.len() < 8 => {

@@ -195,7 +195,7 @@ impl Extra {
     }
 
     /// Whether these are the fields of `ty`.
-    pub fn fits(&self, ty: RedisType) -> bool {
+    pub(crate) fn fits(&self, ty: RedisType) -> bool {
         matches!(
             (self, ty),
             (Extra::Stream(_), RedisType::Stream)

@@ -43,7 +43,7 @@ use crate::error::{Error, Result};
 pub const DEFAULT_NAMESPACE: &[u8] = b"__namespace";
 
 /// The type tag NeoKV's first encoding put after the user key of a string record.
-pub const NEOKV_LEGACY_STRING_TAG: u8 = b'S';
+pub(crate) const NEOKV_LEGACY_STRING_TAG: u8 = b'S';
 
 /// Which system's key framing a [`KeyLayout`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -186,7 +186,7 @@ impl KeyLayout {
     }
 
     /// Whether new collections of `ty` keep no count (camellia encode version 1).
-    pub fn writes_uncounted(&self, ty: RedisType) -> bool {
+    pub(crate) fn writes_uncounted(&self, ty: RedisType) -> bool {
         match ty {
             RedisType::Hash => self.uncounted.hash,
             RedisType::Set => self.uncounted.set,
@@ -415,7 +415,7 @@ impl KeyLayout {
 
     /// Whether score keys sort by score (camellia's raw IEEE bits put negative scores after
     /// the positive ones, largest magnitude last).
-    pub fn scores_ordered(&self) -> bool {
+    pub(crate) fn scores_ordered(&self) -> bool {
         self.kind != LayoutKind::Camellia
     }
 
@@ -609,7 +609,7 @@ impl KeyLayout {
     ///
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
-    pub fn member_prefix(&self, key: &[u8], version: Version) -> Result<Vec<u8>> {
+    pub(crate) fn member_prefix(&self, key: &[u8], version: Version) -> Result<Vec<u8>> {
         self.member_prefix_with_room(key, version, 0)
     }
 
@@ -1189,7 +1189,7 @@ pub struct KeyOwner<'a> {
 }
 
 /// How long a NeoKV namespace is: region id and index id, 8 bytes each.
-pub const NEOKV_NAMESPACE_LEN: usize = 16;
+pub(crate) const NEOKV_NAMESPACE_LEN: usize = 16;
 
 /// NeoKV's namespace bytes for a region and index: each id big-endian with its sign bit
 /// flipped, so ids order as signed numbers (NeoKV's `MutTableKey::append_i64`).

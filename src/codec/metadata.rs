@@ -64,7 +64,7 @@ impl<'a> Metadata<'a> {
 
     /// This metadata without a string's value (every other field copied): what a reader
     /// keeps of a record whose bytes it does not hold on to.
-    pub fn without_value(&self) -> Metadata<'static> {
+    pub(crate) fn without_value(&self) -> Metadata<'static> {
         Metadata { value: &[], ..*self }
     }
 

@@ -23,8 +23,8 @@ pub use extra::{
     BloomFields, Extra, Float, StreamFields, StreamId, TDigestFields, TimeSeriesFields, TopKFields,
 };
 pub use key::{
-    DEFAULT_NAMESPACE, KeyLayout, KeyOwner, KeyRange, LayoutKind, MetadataKey, NEOKV_LEGACY_STRING_TAG,
-    NEOKV_NAMESPACE_LEN, RoutedKey, ScoreKey, Subkey, neokv_ids, neokv_namespace, prefix_successor,
+    DEFAULT_NAMESPACE, KeyLayout, KeyOwner, KeyRange, LayoutKind, MetadataKey, RoutedKey, ScoreKey, Subkey,
+    neokv_ids, neokv_namespace, prefix_successor,
 };
 pub use list::{LIST_INITIAL_INDEX, position_of, push_back_tail, push_front_index, stored_index};
 pub use metadata::{Metadata, decode_neokv_legacy, encode_neokv_legacy, peek_type_and_expire};
@@ -32,10 +32,8 @@ pub use rdb_file::{
     RdbEntry, RdbFileOptions, RdbFileReader, RdbFileWriter, RdbHeader, RdbItem, RdbReplication,
 };
 pub use slot::{SLOT_COUNT, hash_tag, key_slot};
-pub use stream::{
-    ConsumerValue, GroupValue, PendingValue, StreamSub, decode_entry, encode_entry, group_records_prefix,
-    groups_prefix,
-};
+pub use stream::{ConsumerValue, GroupValue, PendingValue, StreamSub, decode_entry, encode_entry};
+pub(crate) use stream::{group_records_prefix, groups_prefix};
 pub use types::{FLAG_64BIT, FLAG_BLIND_WRITE, FLAG_RESERVED, Flags, RedisType, TYPE_MASK};
 pub use version::{Clock, ManualClock, SystemClock, Version, VersionGenerator};
 

@@ -89,7 +89,7 @@ impl RdbValue {
 
     /// A list, set, sorted set or hash without elements: Redis refuses one in a DUMP payload
     /// and skips one in a file.
-    pub fn is_empty_collection(&self) -> bool {
+    pub(crate) fn is_empty_collection(&self) -> bool {
         match self {
             RdbValue::String(_) | RdbValue::Stream(_) => false,
             RdbValue::List(v) | RdbValue::Set(v) => v.is_empty(),

@@ -134,7 +134,7 @@ impl RdbFileWriter {
     }
 
     /// One auxiliary field.
-    pub fn aux(&mut self, out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    pub(crate) fn aux(&mut self, out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
         self.part(out, |out, compress| {
             out.push(OPCODE_AUX);
             put_string(out, name, compress);

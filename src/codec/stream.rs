@@ -154,7 +154,7 @@ impl StreamSub<'_> {
 
 /// The `sub` prefix every consumer group's own record starts with: what a scan over a
 /// stream's groups ranges over.
-pub fn groups_prefix() -> [u8; 9] {
+pub(crate) fn groups_prefix() -> [u8; 9] {
     let mut out = [0xFF; 9];
     out[8] = GROUP;
     out
@@ -162,7 +162,7 @@ pub fn groups_prefix() -> [u8; 9] {
 
 /// The `sub` prefix every consumer and pending record of `group` starts with (`kind` 2 or
 /// 3): what a scan over one group's consumers or pending entries ranges over.
-pub fn group_records_prefix(pending: bool, group: &[u8]) -> Vec<u8> {
+pub(crate) fn group_records_prefix(pending: bool, group: &[u8]) -> Vec<u8> {
     group_head(if pending { PENDING } else { CONSUMER }, group, 0)
 }
 

@@ -27,10 +27,10 @@ use crate::error::{Error, Result};
 pub const SYSTEM_PREFIX: &[u8] = b"kv";
 
 /// The marker byte of a sorted set's member records.
-pub const WITHOUT_SCORE: u8 = 0;
+pub(crate) const WITHOUT_SCORE: u8 = 0;
 
 /// The marker byte of a sorted set's score records.
-pub const WITH_SCORE: u8 = 1;
+pub(crate) const WITH_SCORE: u8 = 1;
 
 /// The record type byte of the expire index.
 pub const EXPIRE: u8 = b'e';
@@ -61,12 +61,12 @@ pub fn type_byte(ty: RedisType) -> Option<u8> {
 /// TiTea's signed list position of the engine's index `index`: the engine's initial index
 /// is TiTea's 0, so a new list's first RPUSH lands on 0 and its first LPUSH on −1, as
 /// TiTea's `RPush` and `LPush` write them.
-pub fn list_position(index: u64) -> i64 {
+pub(crate) fn list_position(index: u64) -> i64 {
     ((index ^ SIGN) as i64).wrapping_add(1)
 }
 
 /// The engine's list index of TiTea's position `position` ([`list_position`] inverted).
-pub fn list_index(position: i64) -> u64 {
+pub(crate) fn list_index(position: i64) -> u64 {
     (position.wrapping_sub(1) as u64) ^ SIGN
 }
 
@@ -175,7 +175,7 @@ pub fn decode_score_text(bytes: &[u8]) -> Result<f64> {
 ///
 /// # Errors
 /// [`Error::UnsupportedType`] for a type TiTea does not store.
-pub fn expire_value(meta: &Metadata<'_>) -> Result<Vec<u8>> {
+pub(crate) fn expire_value(meta: &Metadata<'_>) -> Result<Vec<u8>> {
     let ty = type_byte(meta.ty).ok_or(Error::UnsupportedType { name: meta.ty.name(), id: meta.ty as u8 })?;
     let mut out = meta.version.id()?.to_vec();
     out.push(ty);

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::error::CommandError;
-pub use super::glob::{Glob, glob_match, glob_match_counted};
+pub use super::glob::{Glob, glob_match};
 use super::long_double;
 
 /// Byte strings (a command's keys, fields or members) each kept once, in the order first
@@ -132,7 +132,7 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
 ///
 /// # Errors
 /// [`CommandError::NotInteger`].
-pub fn int_arg(s: &[u8]) -> Result<i64, CommandError> {
+pub(crate) fn int_arg(s: &[u8]) -> Result<i64, CommandError> {
     parse_i64(s).ok_or(CommandError::NotInteger)
 }
 
@@ -286,7 +286,7 @@ fn hex_float(s: &[u8]) -> Option<Strtod> {
 
 /// Redis' `getDoubleFromObject`: the whole argument must be a number, no leading space,
 /// no overflow or underflow to zero, not NaN. Accepts hex floats and `inf`.
-pub fn parse_f64(s: &[u8]) -> Option<f64> {
+pub(crate) fn parse_f64(s: &[u8]) -> Option<f64> {
     if s.is_empty() || s[0].is_ascii_whitespace() || s[0] == b'\x0b' {
         return None;
     }
@@ -301,7 +301,7 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
 ///
 /// # Errors
 /// [`CommandError::NotFloat`].
-pub fn float_arg(s: &[u8]) -> Result<f64, CommandError> {
+pub(crate) fn float_arg(s: &[u8]) -> Result<f64, CommandError> {
     parse_f64(s).ok_or(CommandError::NotFloat)
 }
 
@@ -340,7 +340,7 @@ pub fn cursor_arg(s: &[u8]) -> Result<u64, CommandError> {
 /// long double cannot hold; "ERR timeout is negative" for a negative result — including the
 /// infinities and anything from 9223372036854775.808 seconds up, whose conversion yields
 /// `LLONG_MIN` on x86-64.
-pub fn timeout_arg(s: &[u8]) -> Result<Option<std::time::Duration>, CommandError> {
+pub(crate) fn timeout_arg(s: &[u8]) -> Result<Option<std::time::Duration>, CommandError> {
     let seconds =
         long_double::parse(s).ok_or_else(|| CommandError::err("timeout is not a float or out of range"))?;
     let ms = long_double::times_1000_ceil_as_i64(seconds);
@@ -353,7 +353,7 @@ pub fn timeout_arg(s: &[u8]) -> Result<Option<std::time::Duration>, CommandError
 /// Normalises a Redis index range (LRANGE, LTRIM, ZRANGE by rank…) against a length:
 /// negative indexes count from the end, the start is clamped to 0 and the stop to
 /// `len - 1`. `None` when the range is empty, else the inclusive `(start, stop)`.
-pub fn normalize_range(start: i64, stop: i64, len: i64) -> Option<(i64, i64)> {
+pub(crate) fn normalize_range(start: i64, stop: i64, len: i64) -> Option<(i64, i64)> {
     let start = if start < 0 { len.saturating_add(start).max(0) } else { start };
     let stop = if stop < 0 { len.saturating_add(stop) } else { stop };
     if start > stop || start >= len {
@@ -366,7 +366,7 @@ pub fn normalize_range(start: i64, stop: i64, len: i64) -> Option<(i64, i64)> {
 ///
 /// # Errors
 /// Redis 7.0's texts for a non-integer or `i64::MIN`.
-pub fn random_count_arg(arg: &[u8]) -> Result<i64, CommandError> {
+pub(crate) fn random_count_arg(arg: &[u8]) -> Result<i64, CommandError> {
     let n = int_arg(arg)?;
     if n == i64::MIN {
         return Err(CommandError::err(
@@ -381,7 +381,7 @@ pub fn random_count_arg(arg: &[u8]) -> Result<i64, CommandError> {
 ///
 /// # Errors
 /// "ERR value is out of range" when `with_values` and `|count| > i64::MAX / 2`.
-pub fn check_pairs_count(count: i64, with_values: bool) -> Result<(), CommandError> {
+pub(crate) fn check_pairs_count(count: i64, with_values: bool) -> Result<(), CommandError> {
     if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return Err(CommandError::err("value is out of range"));
     }
@@ -396,7 +396,7 @@ pub fn format_g17(x: f64) -> String {
 
 /// Formats a double as C's `%.<precision>g` (`precision` >= 1; NaN as `nan`): Lua 5.1
 /// prints numbers as `%.14g`.
-pub fn format_g(x: f64, precision: usize) -> String {
+pub(crate) fn format_g(x: f64, precision: usize) -> String {
     if x.is_nan() {
         return "nan".into();
     }

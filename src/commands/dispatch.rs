@@ -6,9 +6,11 @@ use bytes::Bytes;
 
 use super::db::Db;
 use super::error::CommandError;
+use super::families::{
+    bitmap, dump, generic, geo, hash, hll, keyspace, list, set, sort, stream, string, zset,
+};
 use super::reply::{CommandResult, Reply};
 use super::table::{self, CommandInfo, Family as F};
-use super::{bitmap, dump, generic, geo, hash, hll, keyspace, list, set, sort, stream, string, zset};
 use crate::backend::KvBackend;
 
 /// A data command's handler: gets the whole argv (`argv[0]` is the name), arity already

@@ -109,7 +109,7 @@ impl Glob {
     /// Whether `subject` matches, and the steps it took: one per token tried against a
     /// subject byte, plus one per class item compared. Never more than
     /// `(|pattern| + 1) · (|subject| + 1)`.
-    pub fn matches_counted(&self, subject: &[u8]) -> (bool, u64) {
+    pub(crate) fn matches_counted(&self, subject: &[u8]) -> (bool, u64) {
         if subject.is_empty() {
             return (self.tokens.is_empty(), 1);
         }
@@ -170,7 +170,8 @@ pub fn glob_match(pattern: &[u8], subject: &[u8]) -> bool {
 }
 
 /// [`glob_match`] and the steps it took ([`Glob::matches_counted`]).
-pub fn glob_match_counted(pattern: &[u8], subject: &[u8]) -> (bool, u64) {
+#[cfg(test)]
+fn glob_match_counted(pattern: &[u8], subject: &[u8]) -> (bool, u64) {
     Glob::new(pattern).matches_counted(subject)
 }
 

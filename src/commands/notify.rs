@@ -109,7 +109,7 @@ impl NotifyFlags {
     }
 
     /// Whether `self` and `other` share a class.
-    pub fn intersects(self, other: NotifyFlags) -> bool {
+    pub(crate) fn intersects(self, other: NotifyFlags) -> bool {
         self.0 & other.0 != 0
     }
 

@@ -28,7 +28,7 @@ pub struct Propagated {
 impl Propagated {
     /// `DEL key` in database `db`, or `UNLINK key` when `lazy`: an expired or evicted key's
     /// deletion.
-    pub fn deletion(db: usize, key: Bytes, lazy: bool) -> Self {
+    pub(crate) fn deletion(db: usize, key: Bytes, lazy: bool) -> Self {
         Propagated { db, argv: vec![deletion_name(lazy), key] }
     }
 }

@@ -1,6 +1,6 @@
 //! The command table: every command's arity, flags and key specs as Redis 7.0's
 //! `COMMAND INFO` reports them, in one place, with the key extraction an engine locks or
-//! routes by ([`keys`]) and the `COMMAND` replies built from it ([`command_reply`]).
+//! routes by ([`keys`]) and the `COMMAND` replies built from it (`command_reply`).
 //!
 //! The rows live in `table_data.rs`, generated from a real redis-server by
 //! `scripts/gen_command_table.py`; the `command_table` test compares them with one.
@@ -273,7 +273,7 @@ impl CommandInfo {
     /// The argument index of the command's one key when its only key spec is one argument
     /// at a fixed index (GET, SET, LPUSH, HSET…: most commands), the key [`key_positions`]
     /// finds there, told without allocating; `None` for every other shape.
-    pub fn fixed_key(&self) -> Option<usize> {
+    pub(crate) fn fixed_key(&self) -> Option<usize> {
         match self.keys {
             [KeySpec { begin: Begin::Index(i), find: Find::Range { lastkey: 0, .. }, .. }] => Some(*i),
             _ => None,
@@ -287,14 +287,14 @@ impl CommandInfo {
 
     /// Whether it works on the whole keyspace rather than on named keys (FLUSHDB, SCAN,
     /// DBSIZE…): a data command without key specs.
-    pub fn is_keyspace_wide(&self) -> bool {
+    pub(crate) fn is_keyspace_wide(&self) -> bool {
         self.keys.is_empty() && self.has(flag::WRITE | flag::READONLY)
     }
 
     /// Whether this call reads keys named by the data it reads (SORT's `BY w_*` and
     /// `GET h_*->f`), which no lock taken beforehand can name: the engine runs such a call
     /// alone, as it runs FLUSHALL.
-    pub fn reads_derived_keys(&self, argv: &[Bytes]) -> bool {
+    pub(crate) fn reads_derived_keys(&self, argv: &[Bytes]) -> bool {
         let derived = |spec: &KeySpec| spec.begin == Begin::Unknown && spec.flags.contains(&"RO");
         if !self.keys.iter().any(derived) {
             return false;
@@ -445,7 +445,7 @@ fn slot_of(head: u128, len: usize) -> usize {
 }
 
 /// [`lookup`] for a name in any case; `None` for unknown names.
-pub fn lookup_bytes(name: &[u8]) -> Option<&'static CommandInfo> {
+pub(crate) fn lookup_bytes(name: &[u8]) -> Option<&'static CommandInfo> {
     position_of(name).map(|row| &TABLE[row])
 }
 
@@ -636,7 +636,7 @@ pub fn keys(argv: &[Bytes]) -> Vec<Bytes> {
 /// The `COMMAND INFO` entry of one command: name, arity, flags, first, last, step, ACL
 /// categories, tips (none), key specs, subcommands (none). Flags, categories, tips, key
 /// specs and subcommands are RESP3 sets, each key spec a map (as Redis 7.0 sends them).
-pub fn info_reply(info: &CommandInfo) -> Reply {
+pub(crate) fn info_reply(info: &CommandInfo) -> Reply {
     let flags = flag::NAMES
         .iter()
         .enumerate()
@@ -707,7 +707,7 @@ fn spec_reply(spec: &KeySpec) -> Reply {
 
 /// The reply to `COMMAND [INFO name… | COUNT | GETKEYS command arg…]` (argv includes
 /// `COMMAND` itself, and passed [`super::resolve`]: subcommand and arity are checked).
-pub fn command_reply(argv: &[Bytes]) -> Reply {
+pub(crate) fn command_reply(argv: &[Bytes]) -> Reply {
     let Some(sub) = argv.get(1) else {
         return Reply::Array(top_level().map(info_reply).collect());
     };

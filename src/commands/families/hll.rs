@@ -7,10 +7,10 @@ mod sketch;
 
 use bytes::Bytes;
 
-use super::notify::NotifyFlags;
-use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
+use crate::commands::notify::NotifyFlags;
+use crate::commands::{CommandError, CommandResult, Db, Reply};
 
 fn not_hll() -> CommandError {
     CommandError::Other("WRONGTYPE Key is not a valid HyperLogLog string value.".into())
@@ -55,7 +55,7 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-pub(super) fn pfadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn pfadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let key = &argv[1];
     let (mut hll, expire_ms, mut updated) = match db.lookup_hll(key)? {
         Some((hll, expire_ms)) => (hll, expire_ms, false),
@@ -82,7 +82,7 @@ pub(super) fn pfadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResu
     Ok(Reply::Integer(i64::from(updated)))
 }
 
-pub(super) fn pfcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn pfcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     if argv.len() > 2 {
         let (max, _) = db.merged_registers(&argv[1..])?;
         return Ok(Reply::Integer(sketch::estimate(&sketch::raw_histogram(&max)) as i64));
@@ -101,7 +101,7 @@ pub(super) fn pfcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRe
     Ok(Reply::Integer(card as i64))
 }
 
-pub(super) fn pfmerge<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn pfmerge<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let dest = &argv[1];
     // The destination is one of the sources, as in Redis.
     let (max, any_dense) = db.merged_registers(&argv[1..])?;
@@ -122,7 +122,7 @@ pub(super) fn pfmerge<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRe
 /// PFDEBUG GETREG|DECODE|ENCODING|TODENSE key: the registers (a sparse HLL is made dense
 /// first, and stays so), the sparse opcodes as text (`z:len`, `Z:len`, `v:value,len`), the
 /// encoding, or the conversion to dense (1 if it converted).
-pub(super) fn pfdebug<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn pfdebug<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = String::from_utf8_lossy(&argv[1]).into_owned();
     let key = &argv[2];
     let Some((mut hll, expire)) = db.lookup_hll(key)? else {
@@ -179,7 +179,7 @@ pub(super) fn pfdebug<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRe
 }
 
 /// PFSELFTEST: Redis' self test of the HyperLogLog code, on this implementation.
-pub(super) fn pfselftest<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
+pub(crate) fn pfselftest<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
     let seed = db.random_u64();
     self_test(10_000_000, seed).map(|()| Reply::OK).map_err(CommandError::Other)
 }
@@ -246,7 +246,7 @@ fn self_test(elements: u64, seed: u64) -> Result<(), String> {
 
 /// Whether a string value is a HyperLogLog (PFADD and PFMERGE write only those; Redis keeps
 /// them as `raw` strings whatever their length).
-pub(super) fn is_hll(value: &[u8]) -> bool {
+pub(crate) fn is_hll(value: &[u8]) -> bool {
     sketch::is_valid(value)
 }
 

@@ -7,12 +7,12 @@
 
 use bytes::Bytes;
 
-use super::args::int_arg;
-use super::notify::NotifyFlags;
-use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::rdb::{self, RdbValue};
 use crate::codec::{ColumnFamily, Metadata, RedisType, push_back_tail};
+use crate::commands::args::int_arg;
+use crate::commands::notify::NotifyFlags;
+use crate::commands::{CommandError, CommandResult, Db, Reply};
 
 /// RESTORE's options after the payload.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -68,7 +68,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors, and the first error `visit` returns (the walk stops there).
-    pub fn each_rdb_value(
+    pub(crate) fn each_rdb_value(
         &self,
         mut visit: impl FnMut(&[u8], RdbValue, u64) -> CommandResult<()>,
     ) -> CommandResult<u64> {
@@ -134,7 +134,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn restore_value(
+    pub(crate) fn restore_value(
         &mut self,
         key: &[u8],
         exists: bool,
@@ -236,7 +236,7 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-pub(super) fn dump_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn dump_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(db.dump(&argv[1])?.map_or(Reply::Nil, |p| Reply::Bulk(Bytes::from(p))))
 }
 
@@ -244,7 +244,7 @@ pub(super) fn dump_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandR
 /// checked first, as Redis does; IDLETIME sets the key's last-use time (OBJECT IDLETIME)
 /// and FREQ its access counter (OBJECT FREQ), each only under the policy that keeps it (LRU
 /// times, LFU counters), as Redis; naming both is a syntax error.
-pub(super) fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut opts = RestoreOptions::default();
     let (mut idle, mut freq) = (None, None);
     let mut j = 4;
@@ -282,7 +282,7 @@ pub(super) fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> Comma
         (false, Some(secs), _) => db.set_idle_secs(&argv[1], secs),
         (true, _, Some(counter)) => db.set_freq(&argv[1], counter),
         // A new object's counter, even over a key it replaced.
-        (true, _, None) => db.set_freq(&argv[1], super::access::LFU_INIT),
+        (true, _, None) => db.set_freq(&argv[1], crate::commands::access::LFU_INIT),
         _ => {}
     }
     Ok(Reply::OK)

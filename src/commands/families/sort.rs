@@ -11,12 +11,12 @@
 
 use bytes::Bytes;
 
-use super::args::{int_arg, strtod};
-use super::notify::NotifyFlags;
-use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::RedisType;
 use crate::codec::rdb::RdbValue;
+use crate::commands::args::{int_arg, strtod};
+use crate::commands::notify::NotifyFlags;
+use crate::commands::{CommandError, CommandResult, Db, Reply};
 
 /// The parsed options of one SORT.
 #[derive(Debug, Default)]
@@ -31,11 +31,11 @@ struct SortSpec<'a> {
     store: Option<&'a [u8]>,
 }
 
-pub(super) fn sort<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn sort<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes]) -> CommandResult {
     sort_generic(db, argv, false)
 }
 
-pub(super) fn sort_ro<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn sort_ro<B: KvBackend>(db: &mut Db<'_, B>, argv: &[Bytes]) -> CommandResult {
     sort_generic(db, argv, true)
 }
 

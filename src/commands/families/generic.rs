@@ -10,11 +10,11 @@
 
 use bytes::Bytes;
 
-use super::args::{int_arg, parse_i64};
-use super::db::RECORD_OVERHEAD;
-use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend};
 use crate::codec::RedisType;
+use crate::commands::args::{int_arg, parse_i64};
+use crate::commands::db::RECORD_OVERHEAD;
+use crate::commands::{CommandError, CommandResult, Db, Reply};
 
 /// Redis' `OBJ_SHARED_REFCOUNT`: small integers are shared objects.
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;
@@ -152,7 +152,7 @@ impl<B: KvBackend> Db<'_, B> {
 }
 
 /// MEMORY USAGE key [SAMPLES count] (an estimate: see [`Db::memory_usage`]) and MEMORY HELP.
-pub(super) fn memory<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn memory<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = argv[1].to_ascii_lowercase();
     match (sub.as_slice(), argv.len()) {
         (b"help", 2) => Ok(Reply::Array(MEMORY_HELP.iter().map(|l| Reply::Status((*l).into())).collect())),
@@ -185,7 +185,7 @@ pub(super) fn memory<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRes
 
 /// `OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key` and `OBJECT HELP`. IDLETIME answers under an
 /// LRU (or no) policy and FREQ under an LFU one, each with Redis' error otherwise.
-pub(super) fn object<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn object<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = argv[1].to_ascii_lowercase();
     let arity = match sub.as_slice() {
         b"help" => 2,
@@ -238,14 +238,14 @@ pub(super) fn object<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRes
     })
 }
 
-pub(super) fn touch<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn touch<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.touch(&argv[1..])?))
 }
 
 /// `WAIT numreplicas timeout` (milliseconds): there are no replicas, so `0` — at once for
 /// `numreplicas <= 0` (and inside MULTI), else after blocking until the timeout (forever
 /// for 0), as Redis 7.0 waits for acknowledgements that never come. It blocks on no key.
-pub(super) fn wait<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn wait<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let replicas = int_arg(&argv[1])?;
     let timeout = match parse_i64(&argv[2]) {
         Some(t) if t >= 0 => (t > 0).then(|| std::time::Duration::from_millis(t as u64)),
@@ -260,7 +260,7 @@ pub(super) fn wait<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResul
 
 /// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]`, Redis 7.0's dynamic program
 /// and its walk back from the end, so the matches come out in Redis' order.
-pub(super) fn lcs<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn lcs<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Both keys are looked up before either is type-checked (Redis reports both expired).
     let (a, b) = (db.lcs_operand(&argv[1]), db.lcs_operand(&argv[2]));
     let (a, b) = (a?, b?);

@@ -33,11 +33,11 @@ use self::core::{Entry, Stream, err};
 use self::groups::{Claimant, Delivered, GroupRead};
 use self::parse::{parse_add_or_trim, parse_bound, parse_claim, parse_id, parse_read, strict_id};
 use self::read::PendingQuery;
-use super::args::{int_arg, parse_i64};
-use super::notify::NotifyFlags;
-use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{KvBackend, WriteBatch};
 use crate::codec::{GroupValue, StreamId};
+use crate::commands::args::{int_arg, parse_i64};
+use crate::commands::notify::NotifyFlags;
+use crate::commands::{CommandError, CommandResult, Db, Reply};
 
 /// How many entries a woken XREAD without COUNT is served (Redis' default).
 const BLOCKED_COUNT: &str = "1000";
@@ -125,7 +125,7 @@ fn commit_group_batch<B: KvBackend>(
     Ok(())
 }
 
-pub(super) fn xadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let args = parse_add_or_trim(argv, true)?;
     let field_pos = args.id_pos + 1;
     if argv.len() < field_pos + 2 || (argv.len() - field_pos) % 2 == 1 {
@@ -178,7 +178,7 @@ fn exact_trim(argv: &[Bytes], end: usize, s: &Stream) -> Vec<Bytes> {
     out
 }
 
-pub(super) fn xtrim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xtrim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let args = parse_add_or_trim(argv, false)?;
     let key = &argv[1];
     let Some(mut s) = db.stream(key)? else { return Ok(Reply::Integer(0)) };
@@ -195,15 +195,15 @@ pub(super) fn xtrim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResu
     Ok(Reply::Integer(trimmed as i64))
 }
 
-pub(super) fn xlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.stream(&argv[1])?.map_or(0, |s| s.len() as i64)))
 }
 
-pub(super) fn xrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     range(db, argv, false)
 }
 
-pub(super) fn xrevrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xrevrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     range(db, argv, true)
 }
 
@@ -229,7 +229,7 @@ fn range<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], rev: bool) -> CommandResu
     Ok(entries_reply(db.stream_records(&argv[1], &s).range(start, end, rev, count)?))
 }
 
-pub(super) fn xdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let key = &argv[1];
     let Some(s) = db.stream(key)? else { return Ok(Reply::Integer(0)) };
     let ids = argv[2..].iter().map(|a| strict_id(a)).collect::<CommandResult<Vec<_>>>()?;
@@ -242,7 +242,7 @@ pub(super) fn xdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResul
     Ok(Reply::Integer(deleted as i64))
 }
 
-pub(super) fn xsetid<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xsetid<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let id = strict_id(&argv[2])?;
     let (mut entries_added, mut max_deleted) = (None, StreamId::MIN);
     let mut i = 3;
@@ -284,7 +284,7 @@ struct ReadKey<'a> {
     group: Option<GroupValue>,
 }
 
-pub(super) fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let group_cmd = argv[0].len() == 10;
     let args = parse_read(argv, group_cmd)?;
     let (group, streams_at) = (args.group, args.streams_at);
@@ -391,7 +391,7 @@ pub(super) fn xread<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResu
     }
 }
 
-pub(super) fn xgroup<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xgroup<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = argv[1].to_ascii_lowercase();
     if sub == b"help" {
         return Ok(help(&[
@@ -519,7 +519,7 @@ pub(super) fn xgroup<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRes
     Ok(reply)
 }
 
-pub(super) fn xack<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xack<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let (key, group) = (&argv[1], argv[2].as_ref());
     let Some(s) = db.stream(key)? else { return Ok(Reply::Integer(0)) };
     let records = db.stream_records(key, &s);
@@ -533,7 +533,7 @@ pub(super) fn xack<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResul
     Ok(Reply::Integer(acked as i64))
 }
 
-pub(super) fn xpending<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xpending<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let (key, group) = (&argv[1], argv[2].as_ref());
     let summary = argv.len() == 3;
     if !summary && !(6..=9).contains(&argv.len()) {
@@ -595,7 +595,7 @@ pub(super) fn xpending<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandR
     ))
 }
 
-pub(super) fn xclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let (key, group, name) = (&argv[1], argv[2].as_ref(), argv[3].as_ref());
     let (s, g) = stream_and_group(db, key, group)?;
     let min_idle =
@@ -618,7 +618,7 @@ pub(super) fn xclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRes
     Ok(Reply::Array(claimed.into_iter().map(|d| delivered_reply(d, args.justid)).collect()))
 }
 
-pub(super) fn xautoclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xautoclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let (key, group, name) = (&argv[1], argv[2].as_ref(), argv[3].as_ref());
     let min_idle =
         parse_i64(&argv[4]).ok_or_else(|| err("ERR Invalid min-idle-time argument for XAUTOCLAIM"))?.max(0);
@@ -653,7 +653,7 @@ pub(super) fn xautoclaim<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> Comman
     ]))
 }
 
-pub(super) fn xinfo<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn xinfo<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let sub = argv[1].to_ascii_lowercase();
     if sub == b"help" {
         if argv.len() != 2 {

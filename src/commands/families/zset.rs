@@ -12,7 +12,7 @@
 //! computed without storing (ZADD INCR on a new member, ZUNION) print `-0` like Redis.
 //!
 //! The blocking pops (BZPOPMIN, BZPOPMAX, BZMPOP) serve at once when a key holds a zset,
-//! else block on their keys ([`super::Block`]), or inside MULTI answer the nil array.
+//! else block on their keys ([`crate::commands::Block`]), or inside MULTI answer the nil array.
 
 mod core;
 mod parse;
@@ -25,11 +25,11 @@ use bytes::Bytes;
 pub use self::core::ScoredMember;
 pub(crate) use self::core::ZKey;
 use self::parse::{lex_range, score_range};
-use super::args::int_arg;
-use super::args::{check_pairs_count, cursor_arg, float_arg, random_count_arg, timeout_arg};
-use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::KvBackend;
 use crate::codec::RedisType;
+use crate::commands::args::int_arg;
+use crate::commands::args::{check_pairs_count, cursor_arg, float_arg, random_count_arg, timeout_arg};
+use crate::commands::{CommandError, CommandResult, Db, Reply};
 
 /// The largest `|count|` ZRANDMEMBER accepts for a negative count (members may repeat):
 /// a library limit, since such a reply is built in memory.
@@ -173,7 +173,7 @@ fn items_reply(items: Vec<ScoredMember>, withscores: bool) -> Reply {
     }
 }
 
-pub(super) fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut flags = ZAddFlags::default();
     let mut i = 2;
     while i < argv.len() {
@@ -210,41 +210,41 @@ pub(super) fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResul
     })
 }
 
-pub(super) fn zincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn zincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let incr = float_arg(&argv[2])?;
     db.zincrby(&argv[1], incr, &argv[3]).map(score_reply)
 }
 
-pub(super) fn zrem<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn zrem<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.zrem(&argv[1], &argv[2..]).map(Reply::Integer)
 }
 
-pub(super) fn zcard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn zcard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.zcard(&argv[1])? as i64))
 }
 
-pub(super) fn zscore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn zscore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(db.zscore(&argv[1], &argv[2])?.map_or(Reply::Nil, score_reply))
 }
 
-pub(super) fn zmscore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn zmscore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let scores = db.zmscore(&argv[1], &argv[2..])?;
     Ok(Reply::Array(scores.into_iter().map(|s| s.map_or(Reply::Nil, score_reply)).collect()))
 }
 
-pub(super) fn zcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn zcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let range = score_range(&argv[2], &argv[3])?;
     db.zcount(&argv[1], &range).map(Reply::Integer)
 }
 
-pub(super) fn zlexcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn zlexcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let range = lex_range(&argv[2], &argv[3])?;
     db.zlexcount(&argv[1], &range).map(Reply::Integer)
 }
 
 /// Which range a ZRANGE-like command reads: by rank, score or lex, or as its options say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Kind {
+pub(crate) enum Kind {
     Auto,
     Rank,
     Score,
@@ -252,7 +252,7 @@ pub(super) enum Kind {
 }
 
 /// Redis' `zrangeGenericCommand`: options, then conflicts, then the range, then the key.
-pub(super) fn range_cmd<B: KvBackend>(
+pub(crate) fn range_cmd<B: KvBackend>(
     db: &mut Db<B>,
     argv: &[Bytes],
     key_idx: usize,
@@ -311,11 +311,11 @@ pub(super) fn range_cmd<B: KvBackend>(
     }
 }
 
-pub(super) fn zrank<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], rev: bool) -> CommandResult {
+pub(crate) fn zrank<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], rev: bool) -> CommandResult {
     Ok(db.zrank(&argv[1], &argv[2], rev)?.map_or(Reply::Nil, Reply::Integer))
 }
 
-pub(super) fn zremrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], kind: Kind) -> CommandResult {
+pub(crate) fn zremrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], kind: Kind) -> CommandResult {
     let spec = match kind {
         Kind::Score => RangeSpec::Score(score_range(&argv[2], &argv[3])?),
         Kind::Lex => RangeSpec::Lex(lex_range(&argv[2], &argv[3])?),
@@ -326,13 +326,13 @@ pub(super) fn zremrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], kind: Kind
 
 /// Redis' `getPositiveLongFromObjectOrReply` / `getRangeLongFromObjectOrReply`.
 fn ranged_long(arg: &[u8], min: i64, message: &str) -> CommandResult<i64> {
-    match super::args::parse_i64(arg) {
+    match crate::commands::args::parse_i64(arg) {
         Some(n) if n >= min => Ok(n),
         _ => Err(CommandError::err(message)),
     }
 }
 
-pub(super) fn zpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResult {
+pub(crate) fn zpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResult {
     if argv.len() > 3 {
         return Err(CommandError::Syntax);
     }
@@ -360,7 +360,7 @@ fn mpop_reply(popped: Option<(Bytes, Vec<ScoredMember>)>) -> Reply {
 }
 
 /// ZMPOP (`numkeys_idx` 1).
-pub(super) fn zmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], numkeys_idx: usize) -> CommandResult {
+pub(crate) fn zmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], numkeys_idx: usize) -> CommandResult {
     let (keys, max, count) = parse_zmpop(argv, numkeys_idx)?;
     Ok(mpop_reply(db.zmpop(keys, max, count)?))
 }
@@ -392,7 +392,7 @@ fn parse_zmpop(argv: &[Bytes], numkeys_idx: usize) -> CommandResult<(&[Bytes], b
     Ok((&argv[numkeys_idx + 1..where_idx], max, count.unwrap_or(1)))
 }
 
-pub(super) fn bzpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResult {
+pub(crate) fn bzpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> CommandResult {
     let last = argv.len() - 1;
     let timeout = timeout_arg(&argv[last])?;
     Ok(match db.zmpop(&argv[1..last], max, 1)? {
@@ -404,7 +404,7 @@ pub(super) fn bzpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], max: bool) -> 
     })
 }
 
-pub(super) fn bzmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn bzmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis parses numkeys, MIN|MAX and COUNT before the timeout.
     let (keys, max, count) = parse_zmpop(argv, 2)?;
     let timeout = timeout_arg(&argv[1])?;
@@ -414,7 +414,7 @@ pub(super) fn bzmpop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRes
     })
 }
 
-pub(super) fn zrandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn zrandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     if argv.len() == 2 {
         return Ok(Reply::bulk_or_nil(db.zrandmember_one(&argv[1])?));
     }
@@ -445,7 +445,7 @@ fn check_setop_types<B: KvBackend>(db: &Db<B>, keys: &[Bytes]) -> CommandResult<
 }
 
 /// Redis' `zunionInterDiffGenericCommand`.
-pub(super) fn setop_cmd<B: KvBackend>(
+pub(crate) fn setop_cmd<B: KvBackend>(
     db: &mut Db<B>,
     argv: &[Bytes],
     op: SetOp,
@@ -473,7 +473,8 @@ pub(super) fn setop_cmd<B: KvBackend>(
             let w = argv[j + 1..j + 1 + keys.len()]
                 .iter()
                 .map(|a| {
-                    super::args::parse_f64(a).ok_or_else(|| CommandError::err("weight value is not a float"))
+                    crate::commands::args::parse_f64(a)
+                        .ok_or_else(|| CommandError::err("weight value is not a float"))
                 })
                 .collect::<CommandResult<Vec<_>>>()?;
             weights = Some(w);
@@ -504,7 +505,7 @@ pub(super) fn setop_cmd<B: KvBackend>(
     }
 }
 
-pub(super) fn zintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn zintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let numkeys = int_arg(&argv[1])?;
     if numkeys < 1 {
         return Err(CommandError::err("at least 1 input key is needed for 'zintercard' command"));
@@ -527,7 +528,7 @@ pub(super) fn zintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> Comman
     Ok(Reply::Integer(db.zintercard(keys, limit)? as i64))
 }
 
-pub(super) fn zscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn zscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let cursor = cursor_arg(&argv[2])?;
     let empty = || Reply::Array(vec![Reply::bulk(b"0"), Reply::Array(Vec::new())]);
     if db.lookup_of(&argv[1], RedisType::ZSet)?.is_none() {
@@ -556,7 +557,7 @@ pub(super) fn zscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResu
     // ZSCAN's scores are bulk strings in both protocols (Redis 7.0).
     let items = items
         .into_iter()
-        .flat_map(|(m, s)| [Reply::Bulk(m), Reply::Bulk(Bytes::from(super::args::format_g17(s)))])
+        .flat_map(|(m, s)| [Reply::Bulk(m), Reply::Bulk(Bytes::from(crate::commands::args::format_g17(s)))])
         .collect();
     Ok(Reply::Array(vec![Reply::Bulk(Bytes::from(next.to_string())), Reply::Array(items)]))
 }

@@ -9,19 +9,19 @@
 //! range scan yielding n records, writes are all in one batch.
 //!
 //! The blocking forms (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP) serve at once when a key
-//! holds a list; otherwise they block on their keys ([`super::Block`]: BLMOVE and BRPOPLPUSH
+//! holds a list; otherwise they block on their keys ([`crate::commands::Block`]: BLMOVE and BRPOPLPUSH
 //! on the source only), or inside MULTI answer their timeout reply (nil array; BLMOVE and
 //! BRPOPLPUSH a nil bulk).
 
 use bytes::Bytes;
 
-use super::args::{int_arg, normalize_range, timeout_arg};
-use super::notify::NotifyFlags;
-use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{
     ColumnFamily, KeyRange, Metadata, RedisType, Version, push_back_tail, push_front_index, stored_index,
 };
+use crate::commands::args::{int_arg, normalize_range, timeout_arg};
+use crate::commands::notify::NotifyFlags;
+use crate::commands::{CommandError, CommandResult, Db, Reply};
 
 /// One end of a list: `LEFT` is the head (position 0), `RIGHT` the tail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -814,12 +814,14 @@ fn rank_zero() -> CommandError {
 
 /// Redis' `getPositiveLongFromObjectOrReply`: 0..=i64::MAX, else `message`.
 fn positive_arg(arg: &[u8], message: &str) -> CommandResult<u64> {
-    super::args::parse_i64(arg).and_then(|n| u64::try_from(n).ok()).ok_or_else(|| CommandError::err(message))
+    crate::commands::args::parse_i64(arg)
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or_else(|| CommandError::err(message))
 }
 
 /// Redis' `getRangeLongFromObjectOrReply(1, LONG_MAX)`: 1..=i64::MAX, else `message`.
 fn strictly_positive_arg(arg: &[u8], message: &str) -> CommandResult<u64> {
-    super::args::parse_i64(arg)
+    crate::commands::args::parse_i64(arg)
         .filter(|&n| n > 0)
         .and_then(|n| u64::try_from(n).ok())
         .ok_or_else(|| CommandError::err(message))
@@ -834,19 +836,19 @@ fn push_cmd<B: KvBackend>(
     db.list_push(&argv[1], end, &argv[2..], only_existing).map(Reply::Integer)
 }
 
-pub(super) fn lpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn lpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     push_cmd(db, argv, ListEnd::Left, false)
 }
 
-pub(super) fn rpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn rpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     push_cmd(db, argv, ListEnd::Right, false)
 }
 
-pub(super) fn lpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn lpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     push_cmd(db, argv, ListEnd::Left, true)
 }
 
-pub(super) fn rpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn rpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     push_cmd(db, argv, ListEnd::Right, true)
 }
 
@@ -864,19 +866,19 @@ fn pop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], end: ListEnd, name: &st
     }
 }
 
-pub(super) fn lpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn lpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     pop_cmd(db, argv, ListEnd::Left, "lpop")
 }
 
-pub(super) fn rpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn rpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     pop_cmd(db, argv, ListEnd::Right, "rpop")
 }
 
-pub(super) fn llen_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn llen_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.llen(&argv[1]).map(Reply::Integer)
 }
 
-pub(super) fn lindex_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn lindex_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis looks the key up before parsing the index.
     let Some(meta) = db.list_meta(&argv[1])? else {
         return Ok(Reply::Nil);
@@ -885,13 +887,13 @@ pub(super) fn lindex_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> Comman
     db.lindex_in(&argv[1], &meta, index).map(Reply::bulk_or_nil)
 }
 
-pub(super) fn lrange_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn lrange_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let start = int_arg(&argv[2])?;
     let stop = int_arg(&argv[3])?;
     db.lrange(&argv[1], start, stop).map(Reply::bulks)
 }
 
-pub(super) fn lset_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn lset_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis looks the key up before parsing the index.
     let meta = db.list_meta(&argv[1])?.ok_or(CommandError::NoSuchKey)?;
     let index = int_arg(&argv[2])?;
@@ -899,12 +901,12 @@ pub(super) fn lset_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandR
     Ok(Reply::OK)
 }
 
-pub(super) fn lrem_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn lrem_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let count = int_arg(&argv[2])?;
     db.lrem(&argv[1], count, &argv[3]).map(Reply::Integer)
 }
 
-pub(super) fn linsert_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn linsert_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let before = if argv[2].eq_ignore_ascii_case(b"before") {
         true
     } else if argv[2].eq_ignore_ascii_case(b"after") {
@@ -915,14 +917,14 @@ pub(super) fn linsert_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> Comma
     db.linsert(&argv[1], before, &argv[3], &argv[4]).map(Reply::Integer)
 }
 
-pub(super) fn ltrim_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn ltrim_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let start = int_arg(&argv[2])?;
     let stop = int_arg(&argv[3])?;
     db.ltrim(&argv[1], start, stop)?;
     Ok(Reply::OK)
 }
 
-pub(super) fn lpos_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn lpos_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut opts = LposOptions::default();
     let mut with_count = false;
     let mut j = 3;
@@ -954,13 +956,13 @@ pub(super) fn lpos_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandR
     })
 }
 
-pub(super) fn lmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn lmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let from = ListEnd::parse(&argv[3])?;
     let to = ListEnd::parse(&argv[4])?;
     db.lmove(&argv[1], &argv[2], from, to).map(Reply::bulk_or_nil)
 }
 
-pub(super) fn rpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn rpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.lmove(&argv[1], &argv[2], ListEnd::Right, ListEnd::Left).map(Reply::bulk_or_nil)
 }
 
@@ -994,7 +996,7 @@ fn mpop_reply(result: Option<(Bytes, Vec<Bytes>)>) -> Reply {
     }
 }
 
-pub(super) fn lmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn lmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let (keys, end, count) = parse_mpop(argv, 1)?;
     db.lmpop(keys, end, count).map(mpop_reply)
 }
@@ -1010,22 +1012,22 @@ fn bpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], end: ListEnd) -> Comma
     })
 }
 
-pub(super) fn blpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn blpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     bpop_cmd(db, argv, ListEnd::Left)
 }
 
-pub(super) fn brpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn brpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     bpop_cmd(db, argv, ListEnd::Right)
 }
 
-pub(super) fn blmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn blmove_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let from = ListEnd::parse(&argv[3])?;
     let to = ListEnd::parse(&argv[4])?;
     let timeout = timeout_arg(&argv[5])?;
     blmove(db, argv, from, to, timeout)
 }
 
-pub(super) fn brpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn brpoplpush_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let timeout = timeout_arg(&argv[3])?;
     blmove(db, argv, ListEnd::Right, ListEnd::Left, timeout)
 }
@@ -1044,7 +1046,7 @@ fn blmove<B: KvBackend>(
     })
 }
 
-pub(super) fn blmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn blmpop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     // Redis parses numkeys, the end and COUNT before the timeout.
     let (keys, end, count) = parse_mpop(argv, 2)?;
     let timeout = timeout_arg(&argv[1])?;

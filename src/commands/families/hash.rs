@@ -21,13 +21,13 @@
 
 use bytes::Bytes;
 
-use super::args::{Distinct, check_pairs_count, cursor_arg, int_arg, parse_i64, random_count_arg};
-use super::long_double::{self, LongDouble};
-use super::notify::NotifyFlags;
-use super::subkeys::{Pick, parse_scan_options, scan_reply};
-use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
+use crate::commands::args::{Distinct, check_pairs_count, cursor_arg, int_arg, parse_i64, random_count_arg};
+use crate::commands::long_double::{self, LongDouble};
+use crate::commands::notify::NotifyFlags;
+use crate::commands::subkeys::{Pick, parse_scan_options, scan_reply};
+use crate::commands::{CommandError, CommandResult, Db, Reply};
 
 impl<B: KvBackend> Db<'_, B> {
     /// HSET: sets each field to its value (a later duplicate field wins) and returns how many
@@ -250,68 +250,68 @@ fn field_pairs<'a>(args: &'a [Bytes], name: &str) -> CommandResult<&'a [Bytes]> 
     Ok(args)
 }
 
-pub(super) fn hset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let pairs = field_pairs(&argv[2..], "hset")?;
     db.hset(&argv[1], pairs).map(Reply::Integer)
 }
 
-pub(super) fn hmset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hmset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let pairs = field_pairs(&argv[2..], "hmset")?;
     db.hset(&argv[1], pairs)?;
     Ok(Reply::OK)
 }
 
-pub(super) fn hsetnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hsetnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hsetnx(&argv[1], &argv[2], &argv[3]).map(|b| Reply::Integer(b.into()))
 }
 
-pub(super) fn hget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hget(&argv[1], &argv[2]).map(Reply::bulk_or_nil)
 }
 
-pub(super) fn hmget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hmget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let values = db.hmget(&argv[1], &argv[2..])?;
     Ok(Reply::Array(values.into_iter().map(Reply::bulk_or_nil).collect()))
 }
 
-pub(super) fn hdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hdel(&argv[1], &argv[2..]).map(Reply::Integer)
 }
 
-pub(super) fn hlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hlen(&argv[1]).map(Reply::Integer)
 }
 
-pub(super) fn hstrlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hstrlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.hget(&argv[1], &argv[2])?.map_or(0, |v| v.len() as i64)))
 }
 
-pub(super) fn hexists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hexists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.hget(&argv[1], &argv[2])?.is_some().into()))
 }
 
-pub(super) fn hkeys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hkeys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulks(db.hgetall(&argv[1])?.into_iter().map(|(f, _)| f)))
 }
 
-pub(super) fn hvals<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hvals<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulks(db.hgetall(&argv[1])?.into_iter().map(|(_, v)| v)))
 }
 
-pub(super) fn hgetall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hgetall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hgetall(&argv[1]).map(map_reply)
 }
 
-pub(super) fn hincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hincrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let delta = int_arg(&argv[3])?;
     db.hincrby(&argv[1], &argv[2], delta).map(Reply::Integer)
 }
 
-pub(super) fn hincrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hincrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.hincrbyfloat(&argv[1], &argv[2], &argv[3]).map(Reply::Bulk)
 }
 
-pub(super) fn hrandfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hrandfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     if argv.len() == 2 {
         let picked = db.hrandfield(&argv[1], 1)?;
         return Ok(picked.into_iter().next().map_or(Reply::Nil, |(f, _)| Reply::Bulk(f)));
@@ -326,7 +326,7 @@ pub(super) fn hrandfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> Comman
     Ok(if withvalues { pairs_reply(picked) } else { Reply::bulks(picked.into_iter().map(|(f, _)| f)) })
 }
 
-pub(super) fn hscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn hscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let cursor = cursor_arg(&argv[2])?;
     let Some(meta) = db.lookup_of(&argv[1], RedisType::Hash)? else { return Ok(scan_reply(0, Vec::new())) };
     let opts = parse_scan_options(&argv[3..])?;

@@ -7,12 +7,12 @@
 
 use bytes::Bytes;
 
-use super::args::{Distinct, int_arg};
-use super::long_double;
-use super::notify::NotifyFlags;
-use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType};
+use crate::commands::args::{Distinct, int_arg};
+use crate::commands::long_double;
+use crate::commands::notify::NotifyFlags;
+use crate::commands::{CommandError, CommandResult, Db, Reply};
 
 /// The largest string Redis accepts (`proto-max-bulk-len`, 512 MB).
 pub const MAX_STRING_LEN: u64 = 512 * 1024 * 1024;
@@ -337,7 +337,7 @@ impl<B: KvBackend> Db<'_, B> {
             None => (0, 0),
         };
         let new = old.checked_add(delta).ok_or(CommandError::Overflow)?;
-        self.write_string_at(mkey, super::reply::decimal(new, &mut [0; 20]), expire_ms)?;
+        self.write_string_at(mkey, crate::commands::reply::decimal(new, &mut [0; 20]), expire_ms)?;
         self.notify(NotifyFlags::STRING, "incrby", key);
         Ok(new)
     }
@@ -365,7 +365,7 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-pub(super) fn get<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn get<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulk_or_nil(db.get(&argv[1])?))
 }
 
@@ -443,7 +443,7 @@ fn expire_ms_of(kind: ExpireKind, arg: &[u8], now_ms: i64, name: &str) -> Comman
     Ok(ms)
 }
 
-pub(super) fn set<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn set<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let o = parse_string_options(&argv[3..], true)?;
     let expire_at_ms = match o.expire {
         Some((kind, arg)) => Some(expire_ms_of(kind, arg, db.now_i64(), "set")?),
@@ -460,7 +460,7 @@ pub(super) fn set<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult
     })
 }
 
-pub(super) fn setnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn setnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let opts = SetOptions { nx: true, ..SetOptions::default() };
     Ok(Reply::Integer(i64::from(db.set(&argv[1], &argv[2], opts)?.0)))
 }
@@ -477,24 +477,24 @@ fn setex_generic<B: KvBackend>(
     Ok(Reply::OK)
 }
 
-pub(super) fn setex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn setex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     setex_generic(db, argv, ExpireKind::Ex, "setex")
 }
 
-pub(super) fn psetex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn psetex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     setex_generic(db, argv, ExpireKind::Px, "psetex")
 }
 
-pub(super) fn getset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn getset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let opts = SetOptions { get: true, ..SetOptions::default() };
     Ok(Reply::bulk_or_nil(db.set(&argv[1], &argv[2], opts)?.1))
 }
 
-pub(super) fn getdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn getdel<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulk_or_nil(db.getdel(&argv[1])?))
 }
 
-pub(super) fn getex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn getex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let o = parse_string_options(&argv[2..], false)?;
     // Redis looks the key up (nil, WRONGTYPE) before validating the expire time.
     match db.lookup(&argv[1])? {
@@ -515,7 +515,7 @@ pub(super) fn getex<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResu
     Ok(Reply::bulk_or_nil(db.getex(&argv[1], expiry)?))
 }
 
-pub(super) fn mget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn mget<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Array(db.mget(&argv[1..])?.into_iter().map(Reply::bulk_or_nil).collect()))
 }
 
@@ -526,54 +526,54 @@ fn pairs_of(argv: &[Bytes], name: &str) -> CommandResult<Vec<(Bytes, Bytes)>> {
     Ok(argv[1..].chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect())
 }
 
-pub(super) fn mset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn mset<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.mset(&pairs_of(argv, "mset")?, false)?;
     Ok(Reply::OK)
 }
 
-pub(super) fn msetnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn msetnx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.mset(&pairs_of(argv, "msetnx")?, true)?)))
 }
 
-pub(super) fn append<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn append<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.append(&argv[1], &argv[2])?))
 }
 
-pub(super) fn strlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn strlen<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.strlen(&argv[1])?))
 }
 
-pub(super) fn getrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn getrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let start = int_arg(&argv[2])?;
     let end = int_arg(&argv[3])?;
     Ok(Reply::Bulk(db.getrange(&argv[1], start, end)?))
 }
 
-pub(super) fn setrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn setrange<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let offset = int_arg(&argv[2])?;
     Ok(Reply::Integer(db.setrange(&argv[1], offset, &argv[3])?))
 }
 
-pub(super) fn incr<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn incr<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.incrby(&argv[1], 1)?))
 }
 
-pub(super) fn decr<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn decr<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.incrby(&argv[1], -1)?))
 }
 
-pub(super) fn incrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn incrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let delta = int_arg(&argv[2])?;
     Ok(Reply::Integer(db.incrby(&argv[1], delta)?))
 }
 
-pub(super) fn decrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn decrby<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let delta = int_arg(&argv[2])?;
     let delta = delta.checked_neg().ok_or_else(|| CommandError::err("decrement would overflow"))?;
     Ok(Reply::Integer(db.incrby(&argv[1], delta)?))
 }
 
-pub(super) fn incrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn incrbyfloat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Bulk(db.incrbyfloat(&argv[1], &argv[2])?))
 }
 

@@ -20,11 +20,11 @@ mod order;
 use bytes::Bytes;
 
 use self::geohash::{Extent, Shape};
-use super::args::{float_arg, int_arg, parse_f64};
-use super::long_double::{LongDouble, format_human};
 use super::zset::ZAddFlags;
-use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::KvBackend;
+use crate::commands::args::{float_arg, int_arg, parse_f64};
+use crate::commands::long_double::{LongDouble, format_human};
+use crate::commands::{CommandError, CommandResult, Db, Reply};
 
 fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
@@ -100,7 +100,7 @@ fn coordinate(x: f64) -> Reply {
     Reply::DoubleText(Bytes::from(format_human(LongDouble::from_f64(x))))
 }
 
-pub(super) fn geoadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn geoadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut flags = ZAddFlags::default();
     let mut first = 2;
     while let Some(opt) = argv.get(first) {
@@ -130,7 +130,7 @@ pub(super) fn geoadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRes
     Ok(Reply::Integer(out.added + if flags.ch { out.updated } else { 0 }))
 }
 
-pub(super) fn geodist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn geodist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let to_meters = match argv.len() {
         5 => unit(&argv[4])?,
         n if n > 5 => return Err(CommandError::Syntax),
@@ -142,14 +142,14 @@ pub(super) fn geodist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRe
     Ok(Reply::Bulk(distance_text(geohash::distance(x1, y1, x2, y2) / to_meters)))
 }
 
-pub(super) fn geohash_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn geohash_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let scores = db.zmscore(&argv[1], &argv[2..])?;
     Ok(Reply::Array(
         scores.into_iter().map(|s| s.map_or(Reply::Nil, |s| Reply::bulk(&geohash::base32(s)))).collect(),
     ))
 }
 
-pub(super) fn geopos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn geopos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let scores = db.zmscore(&argv[1], &argv[2..])?;
     let point = |s: f64| {
         let [x, y] = geohash::score_to_point(s);
@@ -160,7 +160,7 @@ pub(super) fn geopos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRes
 
 /// Where a search's centre comes from.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Centre {
+pub(crate) enum Centre {
     /// GEORADIUS: `key lon lat radius unit`.
     Coords,
     /// GEORADIUSBYMEMBER: `key member radius unit`.
@@ -171,7 +171,7 @@ pub(super) enum Centre {
 
 /// Whether and how a search stores its result.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Store {
+pub(crate) enum Store {
     /// Never (the `_RO` forms and GEOSEARCH).
     No,
     /// STORE / STOREDIST options (GEORADIUS, GEORADIUSBYMEMBER).
@@ -182,9 +182,9 @@ pub(super) enum Store {
 
 /// Which GEORADIUS-like command a search is.
 #[derive(Clone, Copy)]
-pub(super) struct Variant {
-    pub(super) from: Centre,
-    pub(super) store: Store,
+pub(crate) struct Variant {
+    pub(crate) from: Centre,
+    pub(crate) store: Store,
 }
 
 /// ASC / DESC.
@@ -354,7 +354,7 @@ fn parse_query<'a, B: KvBackend>(
 
 /// GEOSEARCH, GEOSEARCHSTORE, GEORADIUS… : parse, scan the boxes, order, then reply or
 /// store (one batch; an empty result deletes the destination).
-pub(super) fn search<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], v: Variant) -> CommandResult {
+pub(crate) fn search<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], v: Variant) -> CommandResult {
     let src = &argv[if v.store == Store::Destination { 2 } else { 1 }];
     let z = db.zkey(src)?;
     let q = parse_query(db, argv, v, src, z.is_some())?;

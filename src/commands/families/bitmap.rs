@@ -11,10 +11,10 @@ mod store;
 use bytes::Bytes;
 
 use self::bits::{FieldType, Overflow, low_mask};
-use super::args::{int_arg, parse_i64};
-use super::notify::NotifyFlags;
-use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{KvBackend, WriteBatch};
+use crate::commands::args::{int_arg, parse_i64};
+use crate::commands::notify::NotifyFlags;
+use crate::commands::{CommandError, CommandResult, Db, Reply};
 
 pub(crate) use store::Bits;
 
@@ -39,7 +39,7 @@ fn offset_arg(arg: &[u8], bits: Option<u32>) -> CommandResult<u64> {
     Ok(offset as u64)
 }
 
-pub(super) fn setbit<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn setbit<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let offset = offset_arg(&argv[2], None)?;
     let on = match parse_i64(&argv[3]) {
         Some(v @ (0 | 1)) => v == 1,
@@ -70,7 +70,7 @@ pub(super) fn setbit<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRes
     Ok(Reply::Integer(i64::from(old)))
 }
 
-pub(super) fn getbit<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn getbit<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let offset = offset_arg(&argv[2], None)?;
     let bit = match db.open_bits(&argv[1], false)? {
         Some(mut bits) => bits.bit(db, &argv[1], offset)?,
@@ -102,7 +102,7 @@ fn bit_span(start: i64, end: i64, total: i64, is_bit: bool) -> Option<(u64, u64)
     Some(if is_bit { (start, end) } else { (start * 8, end * 8 + 7) })
 }
 
-pub(super) fn bitcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn bitcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let Some(view) = db.bit_view(&argv[1])? else {
         return Ok(Reply::Integer(0));
     };
@@ -123,7 +123,7 @@ pub(super) fn bitcount<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandR
     Ok(Reply::Integer(span.map_or(0, |(lo, hi)| view.count(lo, hi) as i64)))
 }
 
-pub(super) fn bitpos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn bitpos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let bit = match parse_i64(&argv[2]) {
         Some(v @ (0 | 1)) => v == 1,
         Some(_) => return Err(CommandError::err("The bit argument must be 1 or 0.")),
@@ -156,7 +156,7 @@ pub(super) fn bitpos<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRes
     Ok(Reply::Integer(pos))
 }
 
-pub(super) fn bitop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn bitop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let op = argv[1].to_ascii_lowercase();
     if !matches!(&op[..], b"and" | b"or" | b"xor" | b"not") {
         return Err(CommandError::Syntax);
@@ -347,10 +347,10 @@ fn bitfield_generic<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], read_only: boo
     Ok(Reply::Array(replies))
 }
 
-pub(super) fn bitfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn bitfield<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     bitfield_generic(db, argv, false)
 }
 
-pub(super) fn bitfield_ro<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn bitfield_ro<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     bitfield_generic(db, argv, true)
 }

@@ -6,11 +6,11 @@
 
 use bytes::Bytes;
 
-use super::args::{Distinct, Glob, cursor_arg, int_arg};
-use super::notify::NotifyFlags;
-use super::{CommandError, CommandResult, DATABASES, Db, Entry, Reply};
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, Metadata, RedisType};
+use crate::commands::args::{Distinct, Glob, cursor_arg, int_arg};
+use crate::commands::notify::NotifyFlags;
+use crate::commands::{CommandError, CommandResult, DATABASES, Db, Entry, Reply};
 
 /// The NX / XX / GT / LT conditions of the EXPIRE family.
 ///
@@ -514,9 +514,9 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(keys)
     }
 
-    /// The number of keys in the selected database. Under an [`super::Engine`] over a store
+    /// The number of keys in the selected database. Under an [`crate::commands::Engine`] over a store
     /// no other process writes, in O(1) from the counts the commits keep (see
-    /// [`super::Engine::key_count`]): as in Redis, an expired key whose record nobody has
+    /// [`crate::commands::Engine::key_count`]): as in Redis, an expired key whose record nobody has
     /// deleted yet still counts. Otherwise (a bare `Db`, a store several server nodes share)
     /// a scan of the metadata records that counts live keys only.
     ///
@@ -611,11 +611,11 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-pub(super) fn del<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn del<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.del(&argv[1..]).map(Reply::Integer)
 }
 
-pub(super) fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut n = 0;
     for key in &argv[1..] {
         if db.lookup_meta(key)?.is_some() {
@@ -625,7 +625,7 @@ pub(super) fn exists<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRes
     Ok(Reply::Integer(n))
 }
 
-pub(super) fn type_<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn type_<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::status(db.lookup_meta(&argv[1])?.map_or("none", |meta| meta.ty.reply_name())))
 }
 
@@ -655,19 +655,19 @@ fn expire_generic<B: KvBackend>(
     Ok(Reply::Integer(i64::from(db.expire_at_ms(&argv[1], when, cond)?)))
 }
 
-pub(super) fn expire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn expire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     expire_generic(db, argv, 1000, true, "expire")
 }
 
-pub(super) fn pexpire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn pexpire<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     expire_generic(db, argv, 1, true, "pexpire")
 }
 
-pub(super) fn expireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn expireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     expire_generic(db, argv, 1000, false, "expireat")
 }
 
-pub(super) fn pexpireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn pexpireat<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     expire_generic(db, argv, 1, false, "pexpireat")
 }
 
@@ -676,36 +676,36 @@ fn to_seconds(ms: i64) -> i64 {
     if ms < 0 { ms } else { ms.saturating_add(500) / 1000 }
 }
 
-pub(super) fn ttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn ttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(to_seconds(db.pttl(&argv[1])?)))
 }
 
-pub(super) fn pttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn pttl<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.pttl(&argv[1])?))
 }
 
-pub(super) fn expiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn expiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(to_seconds(db.pexpiretime(&argv[1])?)))
 }
 
-pub(super) fn pexpiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn pexpiretime<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.pexpiretime(&argv[1])?))
 }
 
-pub(super) fn persist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn persist<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.persist(&argv[1])?)))
 }
 
-pub(super) fn rename<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn rename<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.rename(&argv[1], &argv[2], false)?;
     Ok(Reply::OK)
 }
 
-pub(super) fn renamenx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn renamenx<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.rename(&argv[1], &argv[2], true)?)))
 }
 
-pub(super) fn copy<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn copy<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let mut replace = false;
     let mut target = None;
     let mut j = 3;
@@ -724,7 +724,7 @@ pub(super) fn copy<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResul
     Ok(Reply::Integer(i64::from(db.copy(&argv[1], &argv[2], target, replace)?)))
 }
 
-pub(super) fn scan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn scan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let cursor = cursor_arg(&argv[1])?;
     let mut count = 10usize;
     let mut pattern: Option<&[u8]> = None;
@@ -754,15 +754,15 @@ pub(super) fn scan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResul
     Ok(Reply::Array(vec![Reply::bulk(next.to_string().as_bytes()), Reply::bulks(keys)]))
 }
 
-pub(super) fn keys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn keys<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulks(db.keys(&argv[1])?))
 }
 
-pub(super) fn randomkey<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
+pub(crate) fn randomkey<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
     Ok(Reply::bulk_or_nil(db.randomkey()?))
 }
 
-pub(super) fn dbsize<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
+pub(crate) fn dbsize<B: KvBackend>(db: &mut Db<B>, _argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.dbsize()?))
 }
 
@@ -775,19 +775,19 @@ fn flush_mode(argv: &[Bytes]) -> CommandResult<()> {
     }
 }
 
-pub(super) fn flushdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn flushdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     flush_mode(argv)?;
     db.flushdb()?;
     Ok(Reply::OK)
 }
 
-pub(super) fn flushall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn flushall<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     flush_mode(argv)?;
     db.flushall()?;
     Ok(Reply::OK)
 }
 
-pub(super) fn ping<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn ping<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     match argv.len() {
         1 => Ok(Reply::status("PONG")),
         2 => Ok(Reply::Bulk(argv[1].clone())),
@@ -795,7 +795,7 @@ pub(super) fn ping<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResu
     }
 }
 
-pub(super) fn echo<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn echo<B: KvBackend>(_db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Bulk(argv[1].clone()))
 }
 
@@ -817,12 +817,12 @@ fn db_index_arg(arg: &[u8]) -> CommandResult<usize> {
 }
 
 /// `MOVE key db`.
-pub(super) fn move_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn move_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(i64::from(db.move_key(&argv[1], db_index_arg(&argv[2])?)?)))
 }
 
 /// `SWAPDB a b`: see [`Db::swapdb`].
-pub(super) fn swapdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn swapdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let index = |arg: &[u8], which: &str| {
         let i = int_arg(arg).ok().and_then(|i| i32::try_from(i).ok());
         i.ok_or_else(|| CommandError::err(format!("invalid {which} DB index")))
@@ -836,7 +836,7 @@ pub(super) fn swapdb<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRes
     Ok(Reply::OK)
 }
 
-pub(super) fn select<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn select<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let index = int_arg(&argv[1])?;
     let index = usize::try_from(index).map_err(|_| CommandError::err("DB index is out of range"))?;
     db.select(index)?;

@@ -22,12 +22,12 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 
-use super::args::{Distinct, cursor_arg, random_count_arg};
-use super::notify::NotifyFlags;
-use super::subkeys::{Pick, parse_scan_options, scan_reply};
-use super::{CommandError, CommandResult, Db, Reply};
 use crate::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
 use crate::codec::{Metadata, RedisType, Version};
+use crate::commands::args::{Distinct, cursor_arg, random_count_arg};
+use crate::commands::notify::NotifyFlags;
+use crate::commands::subkeys::{Pick, parse_scan_options, scan_reply};
+use crate::commands::{CommandError, CommandResult, Db, Reply};
 
 impl<B: KvBackend> Db<'_, B> {
     /// SADD: adds the members; returns how many were new. Reads the metadata and the members
@@ -367,23 +367,23 @@ impl<B: KvBackend> Db<'_, B> {
     }
 }
 
-pub(super) fn sadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn sadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.sadd(&argv[1], &argv[2..]).map(Reply::Integer)
 }
 
-pub(super) fn srem<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn srem<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.srem(&argv[1], &argv[2..]).map(Reply::Integer)
 }
 
-pub(super) fn scard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn scard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     db.scard(&argv[1]).map(Reply::Integer)
 }
 
-pub(super) fn sismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn sismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.smismember(&argv[1], &argv[2..3])?[0].into()))
 }
 
-pub(super) fn smismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn smismember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let found = db.smismember(&argv[1], &argv[2..])?;
     Ok(Reply::Array(found.into_iter().map(|b| Reply::Integer(b.into())).collect()))
 }
@@ -393,15 +393,15 @@ fn set_reply(members: Vec<Bytes>) -> Reply {
     Reply::Set(members.into_iter().map(Reply::Bulk).collect())
 }
 
-pub(super) fn smembers<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn smembers<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(set_reply(db.smembers(&argv[1])?))
 }
 
-pub(super) fn spop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn spop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     match argv.len() {
         2 => Ok(db.spop(&argv[1], 1)?.into_iter().next().map_or(Reply::Nil, Reply::Bulk)),
         3 => {
-            let count = super::args::parse_i64(&argv[2])
+            let count = crate::commands::args::parse_i64(&argv[2])
                 .filter(|n| *n >= 0)
                 .ok_or_else(|| CommandError::err("value is out of range, must be positive"))?;
             Ok(set_reply(db.spop(&argv[1], count as u64)?))
@@ -410,7 +410,7 @@ pub(super) fn spop<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResul
     }
 }
 
-pub(super) fn srandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn srandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     match argv.len() {
         2 => Ok(db.srandmember(&argv[1], 1)?.into_iter().next().map_or(Reply::Nil, Reply::Bulk)),
         3 => {
@@ -421,16 +421,16 @@ pub(super) fn srandmember<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> Comma
     }
 }
 
-pub(super) fn smove<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn smove<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(Reply::Integer(db.smove(&argv[1], &argv[2], &argv[3])?.into()))
 }
 
-pub(super) fn sinter<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn sinter<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(set_reply(db.sinter(&argv[1..], 0)?))
 }
 
-pub(super) fn sintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
-    let numkeys = super::args::parse_i64(&argv[1])
+pub(crate) fn sintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    let numkeys = crate::commands::args::parse_i64(&argv[1])
         .filter(|n| *n > 0)
         .ok_or_else(|| CommandError::err("numkeys should be greater than 0"))?;
     if numkeys > (argv.len() - 2) as i64 {
@@ -442,7 +442,7 @@ pub(super) fn sintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> Comman
     let mut i = 2 + numkeys;
     while i < argv.len() {
         if argv[i].eq_ignore_ascii_case(b"limit") && i + 1 < argv.len() {
-            let n = super::args::parse_i64(&argv[i + 1])
+            let n = crate::commands::args::parse_i64(&argv[i + 1])
                 .filter(|n| *n >= 0)
                 .ok_or_else(|| CommandError::err("LIMIT can't be negative"))?;
             limit = usize::try_from(n).unwrap_or(usize::MAX);
@@ -454,30 +454,30 @@ pub(super) fn sintercard<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> Comman
     Ok(Reply::Integer(db.sinter(keys, limit)?.len() as i64))
 }
 
-pub(super) fn sinterstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn sinterstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let members = db.sinter(&argv[2..], 0)?;
     db.store_set_as(&argv[1], &members, "sinterstore").map(Reply::Integer)
 }
 
-pub(super) fn sunion<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn sunion<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(set_reply(db.sunion(&argv[1..])?))
 }
 
-pub(super) fn sunionstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn sunionstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let members = db.sunion(&argv[2..])?;
     db.store_set_as(&argv[1], &members, "sunionstore").map(Reply::Integer)
 }
 
-pub(super) fn sdiff<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn sdiff<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     Ok(set_reply(db.sdiff(&argv[1..])?))
 }
 
-pub(super) fn sdiffstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn sdiffstore<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let members = db.sdiff(&argv[2..])?;
     db.store_set_as(&argv[1], &members, "sdiffstore").map(Reply::Integer)
 }
 
-pub(super) fn sscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+pub(crate) fn sscan<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
     let cursor = cursor_arg(&argv[2])?;
     let Some(meta) = db.lookup_of(&argv[1], RedisType::Set)? else { return Ok(scan_reply(0, Vec::new())) };
     let opts = parse_scan_options(&argv[3..])?;
