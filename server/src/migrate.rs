@@ -1,5 +1,5 @@
-//! MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password]
-//! [AUTH2 username password] [KEYS key…], as Redis 7.0: each key that exists is DUMPed and
+//! `MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password]
+//! [AUTH2 username password] [KEYS key…]`, as Redis 7.0: each key that exists is DUMPed and
 //! sent with its remaining TTL as `RESTORE key ttl payload [REPLACE]` (after `ASKING` in
 //! cluster mode, as Redis' RESTORE-ASKING), behind `AUTH` and `SELECT db`, in one write on
 //! a connection of its own (`timeout` ms to connect and for each reply; 0 means 1000); the
