@@ -86,7 +86,7 @@ fn load_into(
     let mut loader = RdbLoader::new(&engine);
     let mut counting = Counting { inner: input, read: 0, progress };
     let bytes = RdbFileReader::read_from(&mut counting, &mut |item| loader.take(item))?;
-    let (mut counts, codes) = loader.finish();
+    let (mut counts, codes) = loader.finish()?;
     counts.bytes = bytes;
     if !codes.is_empty() {
         let codes: Vec<String> = codes.iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();
