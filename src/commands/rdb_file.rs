@@ -1,6 +1,7 @@
 //! Whole databases to and from RDB files ([`crate::codec::RdbFileWriter`],
 //! [`crate::codec::RdbFileReader`]): what SAVE, BGSAVE, a full sync and `rediskv-inspect`
-//! write and load. Keys go one at a time, so memory holds one key (and a piece of the file).
+//! write and load. A save holds one key (and a piece of the file) in memory; a load, one
+//! batch of keys (about 4 MiB of records, or one larger key).
 
 use std::collections::BTreeMap;
 
