@@ -1,5 +1,6 @@
 //! A `dump.rdb` into a new store directory ([`import`]) and a store to a `dump.rdb`
-//! ([`export`]), one key at a time: memory holds the largest key and 64 KiB of the file.
+//! ([`export`]), streaming: memory holds 64 KiB of the file and the largest key (an export)
+//! or one batch of keys (about 4 MiB, an import).
 //! Both go through the engine ([`rediskv::commands::save_rdb`], [`rediskv::commands::RdbLoader`]),
 //! so every layout works; the function libraries and the SWAPDB mapping travel in the
 //! server's own files beside the data ([`rediskv_engine::server_files`]).
@@ -86,7 +87,7 @@ fn load_into(
     let mut loader = RdbLoader::new(&engine);
     let mut counting = Counting { inner: input, read: 0, progress };
     let bytes = RdbFileReader::read_from(&mut counting, &mut |item| loader.take(item))?;
-    let (mut counts, codes) = loader.finish();
+    let (mut counts, codes) = loader.finish()?;
     counts.bytes = bytes;
     if !codes.is_empty() {
         let codes: Vec<String> = codes.iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();

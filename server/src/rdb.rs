@@ -192,17 +192,25 @@ pub fn load_rdb(state: &State, input: &mut dyn Read) -> Result<RdbStats, String>
     };
     flush()?;
     let mut loader = RdbLoader::new(&**engine);
-    let loaded = RdbFileReader::read_from(input, &mut |item| loader.take(item));
-    let (mut stats, codes) = loader.finish();
-    let codes: Vec<String> = codes.iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();
-    let loaded = loaded.and_then(|bytes| {
-        stats.bytes = bytes;
-        state.scripts.replace_codes(&codes).map_err(|e| format!("a function library does not load: {e}"))
-    });
-    if let Err(e) = loaded {
-        let _ = flush();
-        return Err(e);
+    if state.store.name() == "etcd" {
+        // etcd refuses a transaction of more than `--max-txn-ops` operations: a key a batch.
+        loader = loader.with_batch_ops(1);
     }
+    let read = RdbFileReader::read_from(input, &mut |item| loader.take(item));
+    let loaded = read.and_then(|bytes| {
+        let (mut stats, codes) = loader.finish()?;
+        stats.bytes = bytes;
+        let codes: Vec<String> = codes.iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();
+        state.scripts.replace_codes(&codes).map_err(|e| format!("a function library does not load: {e}"))?;
+        Ok(stats)
+    });
+    let stats = match loaded {
+        Ok(stats) => stats,
+        Err(e) => {
+            let _ = flush();
+            return Err(e);
+        }
+    };
     if let Err(e) = state.store.save_functions(&state.scripts.dump_codes()) {
         crate::log::warning!("Cannot save the function libraries: {e}");
     }

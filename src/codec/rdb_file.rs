@@ -96,7 +96,7 @@ pub struct RdbReplication {
 /// [`RdbFileWriter::finish`].
 pub struct RdbFileWriter {
     options: RdbFileOptions,
-    crc: crc::Digest<'static, u64>,
+    crc: crc::Digest<'static, u64, crc::Table<16>>,
 }
 
 impl std::fmt::Debug for RdbFileWriter {
@@ -253,7 +253,7 @@ pub struct RdbFileReader {
     expire_at_ms: Option<i64>,
     idle: Option<u64>,
     freq: Option<u8>,
-    crc: crc::Digest<'static, u64>,
+    crc: crc::Digest<'static, u64, crc::Table<16>>,
     /// No more bytes will come.
     finished: bool,
     /// After a read that ran out of bytes, how many unread bytes to wait for before trying

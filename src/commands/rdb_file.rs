@@ -1,13 +1,14 @@
 //! Whole databases to and from RDB files ([`crate::codec::RdbFileWriter`],
 //! [`crate::codec::RdbFileReader`]): what SAVE, BGSAVE, a full sync and `rediskv-inspect`
-//! write and load. Keys go one at a time, so memory holds one key (and a piece of the file).
+//! write and load. A save holds one key (and a piece of the file) in memory; a load, one
+//! batch of keys (about 4 MiB of records, or one larger key).
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
 use super::{CommandError, Db, Engine};
-use crate::backend::KvBackend;
+use crate::backend::{BatchOp, KvBackend, WriteBatch};
 use crate::codec::{RdbFileOptions, RdbFileWriter, RdbHeader, RdbItem};
 
 /// Bytes gathered before [`save_rdb`] hands them on.
@@ -111,13 +112,24 @@ pub fn save_rdb<B: KvBackend>(
     Ok(counts)
 }
 
-/// Stores the keys of an RDB file's items, one batch per key, through a [`Db`] of the engine
-/// it was made on, and keeps the function libraries for the caller. Keys already expired are
-/// not stored.
+/// Operations [`RdbLoader`] gathers in one batch before it writes them.
+const LOAD_BATCH_OPS: usize = 4096;
+
+/// Bytes of keys and values [`RdbLoader`] gathers in one batch before it writes them.
+const LOAD_BATCH_BYTES: usize = 4 << 20;
+
+/// Stores the keys of an RDB file's items through a [`Db`] of the engine it was made on,
+/// many keys to a batch, and keeps the function libraries for the caller. Keys already
+/// expired are not stored. A key is never split between batches: on a failure the caller
+/// empties the store (a loaded file is all or nothing), so the batches need not be atomic
+/// together.
 pub struct RdbLoader<'e, B: KvBackend> {
     db: Db<'e, &'e B>,
     counts: RdbCounts,
     functions: Vec<Bytes>,
+    batch: WriteBatch,
+    batch_bytes: usize,
+    batch_ops: usize,
 }
 
 impl<B: KvBackend> std::fmt::Debug for RdbLoader<'_, B> {
@@ -130,7 +142,21 @@ impl<'e, B: KvBackend> RdbLoader<'e, B> {
     /// A loader into `engine`, which should hold no key (it does not look: a key in the file
     /// replaces the one there).
     pub fn new(engine: &'e Engine<B>) -> Self {
-        RdbLoader { db: engine.db(&engine.session()), counts: RdbCounts::default(), functions: Vec::new() }
+        RdbLoader {
+            db: engine.db(&engine.session()),
+            counts: RdbCounts::default(),
+            functions: Vec::new(),
+            batch: WriteBatch::new(),
+            batch_bytes: 0,
+            batch_ops: LOAD_BATCH_OPS,
+        }
+    }
+
+    /// Writes a batch once it holds `ops` operations (at least one key's): 1 writes each key
+    /// in a batch of its own, for a store that refuses large batches (etcd).
+    pub fn with_batch_ops(mut self, ops: usize) -> Self {
+        self.batch_ops = ops.max(1);
+        self
     }
 
     /// Takes one item of the file.
@@ -142,6 +168,8 @@ impl<'e, B: KvBackend> RdbLoader<'e, B> {
             RdbItem::Entry(entry) => {
                 let index = usize::try_from(entry.db).unwrap_or(usize::MAX);
                 if self.db.index() != index {
+                    // A batch holds the keys of one database (its counts are of that one).
+                    self.write_batch()?;
                     self.db.select(index).map_err(|e| format!("database {}: {e}", entry.db))?;
                 }
                 let expire = entry.expire_at_ms.unwrap_or(0);
@@ -150,8 +178,15 @@ impl<'e, B: KvBackend> RdbLoader<'e, B> {
                     return Ok(());
                 }
                 let ty = entry.value.type_name();
-                self.db.restore_value(&entry.key, false, entry.value, expire).map_err(|e| e.to_string())?;
+                let before = self.batch.len();
+                self.db
+                    .queue_value(&mut self.batch, &entry.key, entry.value, expire as u64)
+                    .map_err(|e| e.to_string())?;
+                self.batch_bytes += self.batch.ops()[before..].iter().map(op_bytes).sum::<usize>();
                 self.counts.count(ty);
+                if self.batch.len() >= self.batch_ops || self.batch_bytes >= LOAD_BATCH_BYTES {
+                    self.write_batch()?;
+                }
             }
             RdbItem::Function(code) => {
                 self.functions.push(code);
@@ -162,8 +197,26 @@ impl<'e, B: KvBackend> RdbLoader<'e, B> {
         Ok(())
     }
 
-    /// What was loaded, and the function libraries' code.
-    pub fn finish(self) -> (RdbCounts, Vec<Bytes>) {
-        (self.counts, self.functions)
+    /// Writes the keys gathered.
+    fn write_batch(&mut self) -> Result<(), String> {
+        self.batch_bytes = 0;
+        self.db.commit(std::mem::take(&mut self.batch)).map_err(|e| e.to_string())
+    }
+
+    /// Writes the last keys; returns what was loaded, and the function libraries' code.
+    ///
+    /// # Errors
+    /// The store's refusal.
+    pub fn finish(mut self) -> Result<(RdbCounts, Vec<Bytes>), String> {
+        self.write_batch()?;
+        Ok((self.counts, self.functions))
+    }
+}
+
+/// The bytes an operation writes.
+fn op_bytes(op: &BatchOp) -> usize {
+    match op {
+        BatchOp::Put { key, value, .. } => key.len() + value.len(),
+        BatchOp::Delete { key, .. } => key.len(),
     }
 }

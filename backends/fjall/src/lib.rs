@@ -451,8 +451,8 @@ impl Open {
     }
 
     /// Holds a write while the memtables of all keyspaces together are past
-    /// [`memtables_limit`]: seals the largest active memtable (fjall flushes it) and waits
-    /// for the flushes to bring them under it. fjall bounds each keyspace alone (a memtable
+    /// [`memtables_limit`]: seals every active memtable (fjall flushes them) and waits for
+    /// the flushes to bring them under it. fjall bounds each keyspace alone (a memtable
     /// and up to four sealed ones waiting for a flush), so without this a load outrunning
     /// the flushes holds several times the write buffer. The wait is bounded (a failed
     /// flush poisons the database: the write then reports it). Past five eighths of the
@@ -467,12 +467,14 @@ impl Open {
             self.seal_early(limit, writes_near_bound);
             return;
         }
-        let largest = self.keyspaces().max_by_key(|ks| ks.tree.active_memtable().size());
-        if let Some(ks) = largest
-            && ks.tree.active_memtable().size() > 0
-        {
-            // An error here poisons the database; the commit reports it.
-            let _ = ks.rotate_memtable();
+        // Every active memtable is sealed, not only the largest: the others together may
+        // hold more than the bound themselves (a load writes several keyspaces at once),
+        // and no flush would then bring the total under it.
+        for ks in self.keyspaces() {
+            if ks.tree.active_memtable().size() > 0 {
+                // An error here poisons the database; the commit reports it.
+                let _ = ks.rotate_memtable();
+            }
         }
         let deadline = std::time::Instant::now() + MEMTABLES_WAIT;
         while self.db.write_buffer_size() > limit && std::time::Instant::now() < deadline {

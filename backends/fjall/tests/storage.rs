@@ -24,7 +24,7 @@ fn journal_bytes(dir: &std::path::Path) -> u64 {
 fn a_flush_releases_the_journals() {
     let dir = TempDir::new("fjall-journal");
     // Memtables of 128 MiB: nothing is flushed before the flush asked for.
-    let options = Options { write_buffer_bytes: 512 << 20, ..Options::default() };
+    let options = Options { write_buffer_bytes: 1 << 30, ..Options::default() };
     let backend = rediskv_fjall::open(dir.path(), options).expect("open");
     // 80 MB of 1 KB values: past the 64 MB at which fjall starts a new journal file.
     let value = vec![b'v'; 1000];

@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use crate::backend::{Direction, KvBackend, WriteBatch};
 use crate::codec::rdb::{self, RdbValue};
-use crate::codec::{ColumnFamily, Metadata, RedisType, push_back_tail};
+use crate::codec::{ColumnFamily, KeyRange, LayoutKind, Metadata, RedisType, Version, push_back_tail};
 use crate::commands::args::int_arg;
 use crate::commands::notify::NotifyFlags;
 use crate::commands::{CommandError, CommandResult, Db, Reply};
@@ -62,9 +62,16 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(Some((value, meta.expire_ms)))
     }
 
-    /// Calls `visit(key, value, expire_ms)` for every live key of the selected database, in
-    /// key order, with its value as DUMP carries it; reads one key at a time. Returns how
-    /// many keys of a Kvrocks-only type it skipped (they have no RDB form).
+    /// Calls `visit(key, value, expire_ms)` for every live key of the selected database, with
+    /// its value as DUMP carries it. Returns how many keys of a Kvrocks-only type it skipped
+    /// (they have no RDB form).
+    ///
+    /// Two ordered scans, no read per key: the metadata records (strings whole, from their
+    /// record), then for the layouts whose elements lie under the namespace's prefix
+    /// (Kvrocks, NeoKV) the element records, a collection's records together, each checked
+    /// against its metadata record (records of a deleted or replaced collection are left
+    /// out). The other layouts, streams and bitmaps read each key as DUMP does. Keys go in
+    /// no particular order; memory holds one key.
     ///
     /// # Errors
     /// Storage errors, and the first error `visit` returns (the walk stops there).
@@ -72,21 +79,107 @@ impl<B: KvBackend> Db<'_, B> {
         &self,
         mut visit: impl FnMut(&[u8], RdbValue, u64) -> CommandResult<()>,
     ) -> CommandResult<u64> {
-        let (mut skipped, mut failed) = (0, None);
-        self.walk_keys(|key, _| {
-            let step = match self.rdb_value(key) {
-                Ok(Some((value, expire_ms))) => visit(key, value, expire_ms),
-                // Expired between the walk's read and this one.
-                Ok(None) => Ok(()),
-                Err(CommandError::WrongType) => {
-                    skipped += 1;
-                    Ok(())
-                }
-                Err(e) => Err(e),
+        let layout = self.layout();
+        let grouped = matches!(layout.kind(), LayoutKind::Kvrocks | LayoutKind::NeoKv);
+        let range = layout.namespace_range();
+        let now = self.now_ms();
+        let mut skipped = 0;
+        for item in self.backend().scan(ColumnFamily::Metadata, &range, Direction::Forward)? {
+            let (k, v) = item?;
+            let (Ok(meta), Ok(decoded)) = (layout.decode_metadata(&v), layout.decode_metadata_key(&k)) else {
+                continue;
             };
-            step.map_err(|e| failed = Some(e)).is_ok()
-        })?;
-        failed.map_or(Ok(skipped), Err)
+            if !meta.is_live(now) {
+                continue;
+            }
+            let key = decoded.user_key;
+            match meta.ty {
+                RedisType::String => visit(key, RdbValue::String(slice_of(&v, meta.value)), meta.expire_ms)?,
+                RedisType::Hash | RedisType::Set | RedisType::List | RedisType::ZSet if grouped => {}
+                _ => match self.rdb_value(key) {
+                    Ok(Some((value, expire_ms))) => visit(key, value, expire_ms)?,
+                    // Expired between the scan's read and this one.
+                    Ok(None) => {}
+                    Err(CommandError::WrongType) => skipped += 1,
+                    Err(e) => return Err(e),
+                },
+            }
+        }
+        if grouped {
+            self.each_collection(&range, now, &mut visit)?;
+        }
+        Ok(skipped)
+    }
+
+    /// The hashes, sets, lists and sorted sets of the selected database, from one scan of
+    /// the element records in `range` (the namespace's prefix): see [`Db::each_rdb_value`].
+    fn each_collection(
+        &self,
+        range: &KeyRange,
+        now: u64,
+        visit: &mut impl FnMut(&[u8], RdbValue, u64) -> CommandResult<()>,
+    ) -> CommandResult<()> {
+        let layout = self.layout();
+        // The collection whose records the scan is in, its metadata when it is live at that
+        // version, and its records so far.
+        let mut current: Option<(Bytes, Version, Option<Metadata<'static>>)> = None;
+        let mut records: Vec<(Bytes, Bytes)> = Vec::new();
+        let mut emit = |current: Option<(Bytes, Version, Option<Metadata<'static>>)>,
+                        records: &mut Vec<(Bytes, Bytes)>|
+         -> CommandResult<()> {
+            let taken = std::mem::take(records);
+            let Some((key, _, Some(meta))) = current else { return Ok(()) };
+            let value = match meta.ty {
+                RedisType::Hash => RdbValue::Hash(taken),
+                RedisType::Set => RdbValue::Set(taken.into_iter().map(|(m, _)| m).collect()),
+                RedisType::List => RdbValue::List(taken.into_iter().map(|(_, v)| v).collect()),
+                _ => RdbValue::ZSet(
+                    taken
+                        .into_iter()
+                        .map(|(m, score)| Ok((m, layout.decode_member_score(&score)?)))
+                        .collect::<crate::Result<_>>()?,
+                ),
+            };
+            visit(&key, value, meta.expire_ms)
+        };
+        for item in self.backend().scan(ColumnFamily::Subkey, range, Direction::Forward)? {
+            let (k, v) = item?;
+            // Records of other forms (NeoKV's first strings) are no collection's.
+            let Ok(sub) = layout.decode_subkey(&k) else { continue };
+            let same = current
+                .as_ref()
+                .is_some_and(|(key, version, _)| key == sub.user_key && *version == sub.version);
+            if !same {
+                emit(current.take(), &mut records)?;
+                let meta = self.collection_meta(sub.user_key, sub.version, now)?;
+                current = Some((Bytes::copy_from_slice(sub.user_key), sub.version, meta));
+            }
+            if let Some((_, _, Some(meta))) = &current {
+                let element = match meta.ty {
+                    RedisType::ZSet => layout.decode_member(sub.sub)?,
+                    _ => sub.sub,
+                };
+                records.push((slice_of(&k, element), v));
+            }
+        }
+        emit(current, &mut records)
+    }
+
+    /// The metadata of the live hash, set, list or sorted set `key` at `version`; `None` for
+    /// anything else (the records of a deleted or replaced collection).
+    fn collection_meta(
+        &self,
+        key: &[u8],
+        version: Version,
+        now: u64,
+    ) -> CommandResult<Option<Metadata<'static>>> {
+        let Some(raw) = self.backend().get(ColumnFamily::Metadata, &self.metadata_key(key))? else {
+            return Ok(None);
+        };
+        let Ok(meta) = self.layout().decode_metadata(&raw) else { return Ok(None) };
+        let collection =
+            matches!(meta.ty, RedisType::Hash | RedisType::Set | RedisType::List | RedisType::ZSet);
+        Ok((collection && meta.version == version && meta.is_live(now)).then(|| meta.without_value()))
     }
 
     /// Creates `key` from a DUMP payload, expiring at `ttl_ms` (0: never; relative to now
@@ -286,4 +379,15 @@ pub(crate) fn restore_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> Comma
         _ => {}
     }
     Ok(Reply::OK)
+}
+
+/// `part` of `record` as its own [`Bytes`]: shared when it lies in the record, else copied.
+fn slice_of(record: &Bytes, part: &[u8]) -> Bytes {
+    let (start, end) = (record.as_ptr() as usize, record.as_ptr() as usize + record.len());
+    let at = part.as_ptr() as usize;
+    if !part.is_empty() && at >= start && at + part.len() <= end {
+        record.slice_ref(part)
+    } else {
+        Bytes::copy_from_slice(part)
+    }
 }
