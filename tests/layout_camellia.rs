@@ -380,26 +380,3 @@ fn databases_gc_and_fsck_on_camellia_records() {
     run(&mut db, "SELECT 3");
     assert_eq!(run(&mut db, "HGET h3 f"), bulk("v"));
 }
-
-/// camellia writes a new key version into a string at every write (`SetCommander`:
-/// `new KeyMeta(…, System.currentTimeMillis(), …)`) and keeps it across EXPIRE
-/// (`ExpireCommander`: `keyMeta.getKeyVersion()`); the engine writes its own versions there,
-/// as for collections: `unix_us << 11` plus a counter.
-#[test]
-fn strings_get_a_version_at_every_write() {
-    let (mut db, clock) = db_of(layout());
-    let version = |db: &Db<'static, MemoryBackend>| {
-        let raw = db.backend().get(ColumnFamily::Metadata, &layout().metadata_key(b"s")).unwrap().unwrap();
-        u64::from_be_bytes(raw[2..10].try_into().unwrap())
-    };
-    assert_eq!(run(&mut db, "SET s a"), Reply::OK);
-    let first = version(&db);
-    assert_eq!(first >> 11, T0_MS * 1000, "the time of the write");
-    clock.advance_ms(1);
-    assert_eq!(run(&mut db, "SET s b"), Reply::OK);
-    let second = version(&db);
-    assert!(second >> 11 == (T0_MS + 1) * 1000 && second > first, "{first} then {second}");
-    assert_eq!(run(&mut db, "PEXPIRE s 5000"), int(1));
-    assert_eq!(version(&db), second, "EXPIRE keeps the version");
-    assert_eq!(run(&mut db, "GET s"), Reply::bulk(b"b"));
-}
