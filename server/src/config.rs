@@ -366,6 +366,17 @@ impl Config {
             || self.get("tls-cluster") == "yes"
     }
 
+    /// Which deletions the replication stream names UNLINK (`lazyfree-lazy-expire`,
+    /// `lazyfree-lazy-eviction`, `lazyfree-lazy-user-del`).
+    pub fn lazy_deletes(&self) -> rediskv::commands::LazyDeletes {
+        let on = |name| self.get(name) == "yes";
+        rediskv::commands::LazyDeletes {
+            expire: on("lazyfree-lazy-expire"),
+            eviction: on("lazyfree-lazy-eviction"),
+            user_del: on("lazyfree-lazy-user-del"),
+        }
+    }
+
     /// The AUTH a link to another server sends (to its primary, to a cluster node):
     /// `AUTH [masteruser] masterauth`, when `masterauth` is set.
     pub fn link_auth(&self) -> Option<Vec<String>> {

@@ -413,6 +413,11 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
                 }
             },
         );
+        let started = Arc::downgrade(state);
+        moves.set_start(move |slot, to| match started.upgrade() {
+            Some(state) => slot_move::start(&state, slot, to),
+            None => rediskv::commands::Reply::Error("ERR the server is shutting down".into()),
+        });
         let _ = node.moves.set(moves);
         let _ = node.etcd.set(etcd.clone());
         cluster::membership::spawn(node, etcd, ttl);

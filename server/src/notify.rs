@@ -61,23 +61,12 @@ pub fn configure(state: &State) {
         NotifyFlags::parse(state.config().get("notify-keyspace-events").as_bytes()).unwrap_or_default();
     state.notify_flags.store(flags.bits(), Relaxed);
     let node_entries = state.config().number("stream-node-max-entries").max(0) as u64;
-    let lazy = lazy_deletes(&state.config());
+    let lazy = state.config().lazy_deletes();
     for engine in state.engines() {
         // Events cost a copy of each key written: recorded only while some class is on.
         engine.set_events(flags != NotifyFlags::NONE);
         engine.set_new_events(flags.contains(NotifyFlags::NEW));
         engine.set_stream_node_entries(node_entries);
         engine.set_lazy_deletes(lazy);
-    }
-}
-
-/// Which deletions the replication stream names UNLINK (`lazyfree-lazy-expire`,
-/// `lazyfree-lazy-eviction`, `lazyfree-lazy-user-del`).
-pub fn lazy_deletes(config: &crate::config::Config) -> rediskv::commands::LazyDeletes {
-    let on = |name| config.get(name) == "yes";
-    rediskv::commands::LazyDeletes {
-        expire: on("lazyfree-lazy-expire"),
-        eviction: on("lazyfree-lazy-eviction"),
-        user_del: on("lazyfree-lazy-user-del"),
     }
 }

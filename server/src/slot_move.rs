@@ -97,8 +97,17 @@ pub fn clusterx(argv: &[Bytes], state: &State) -> Reply {
     }
 }
 
+/// Starts the move of `slot` to node `to` for CLUSTER SETSLOT MIGRATING (the moves' start
+/// hook, [`Moves::set_start`]).
+pub fn start(state: &State, slot: u16, to: &str) -> Reply {
+    match state.cluster.get().and_then(|c| Some((c, c.moves.get()?))) {
+        Some((cluster, moves)) => start_move(cluster, moves, slot, to),
+        None => Reply::Error("ERR This instance has cluster support disabled".into()),
+    }
+}
+
 /// CLUSTERX MIGRATE: checks and starts the move of `slot` to node `to`.
-pub(crate) fn start_move(cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
+fn start_move(cluster: &Cluster, moves: &Moves, slot: u16, to: &str) -> Reply {
     if cluster.topology().owner(slot).is_none_or(|n| n.id != cluster.myself.id) {
         return Reply::Error("ERR Can't migrate slot which doesn't belong to me".into());
     }

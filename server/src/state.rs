@@ -246,7 +246,7 @@ impl State {
                 let flags = rediskv::commands::NotifyFlags::from_bits(self.notify_flags.load(Relaxed));
                 engine.set_new_events(flags.contains(rediskv::commands::NotifyFlags::NEW));
                 engine.set_stream_node_entries(self.config().number("stream-node-max-entries").max(0) as u64);
-                engine.set_lazy_deletes(crate::notify::lazy_deletes(&self.config()));
+                engine.set_lazy_deletes(self.config().lazy_deletes());
                 let config = self.config();
                 let param = |name| config.number(name).clamp(0, i64::from(u32::MAX)) as u32;
                 let lfu =

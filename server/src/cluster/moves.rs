@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use rediskv::codec::key_slot;
-use rediskv::commands::{Propagated, Propagation};
+use rediskv::commands::{Propagated, Propagation, Reply};
 
 use crate::replication::Replication;
 use crate::store::ClosedSlot;
@@ -30,7 +30,12 @@ pub struct Moves {
     primary: OnceLock<RoleHook<Option<(String, u16)>>>,
     /// Makes the node a primary (REPLICAOF NO ONE).
     promote: OnceLock<RoleHook<()>>,
+    /// Starts moving a slot to a node (CLUSTERX MIGRATE's start, run by `crate::slot_move`).
+    start: OnceLock<StartHook>,
 }
+
+/// Starts the move of a slot to the node of this id; answers what CLUSTERX MIGRATE would.
+type StartHook = Box<dyn Fn(u16, &str) -> Reply + Send + Sync>;
 
 /// A question or an order to the server, set at start (the cluster module does not reach
 /// the server's state).
@@ -72,6 +77,7 @@ impl Moves {
             report: Mutex::new(Report::default()),
             primary: OnceLock::new(),
             promote: OnceLock::new(),
+            start: OnceLock::new(),
         }
     }
 
@@ -84,6 +90,20 @@ impl Moves {
     ) {
         let _ = self.primary.set(Box::new(primary));
         let _ = self.promote.set(Box::new(promote));
+    }
+
+    /// Tells the moves how to start one (CLUSTER SETSLOT MIGRATING starts it as CLUSTERX
+    /// MIGRATE does).
+    pub fn set_start(&self, start: impl Fn(u16, &str) -> Reply + Send + Sync + 'static) {
+        let _ = self.start.set(Box::new(start));
+    }
+
+    /// Starts moving `slot` to node `to`, through the hook set at start.
+    pub fn start(&self, slot: u16, to: &str) -> Reply {
+        match self.start.get() {
+            Some(start) => start(slot, to),
+            None => Reply::Error("ERR slot moves are not ready yet".into()),
+        }
     }
 
     /// What refuses the store's commits: the closed slot, the lease.

@@ -61,7 +61,7 @@ pub fn setslot(cluster: &Cluster, argv: &[Bytes]) -> Reply {
         }
         ("migrating", 3, Some(node)) => {
             if let Some(moves) = cluster.moves.get() {
-                let started = crate::slot_move::start_move(cluster, moves, slot, &node.id);
+                let started = moves.start(slot, &node.id);
                 if started.is_error() {
                     return started;
                 }
