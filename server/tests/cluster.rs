@@ -1057,26 +1057,7 @@ mod over_etcd {
         assert_eq!(c.cmd(&["SET", &format!("{{{tag}}}:ttl"), "x", "EX", "1000"]), Value::Status("OK".into()));
         let stop = Arc::new(AtomicBool::new(false));
         // Every INCR is acknowledged (no node dies): each answer is one more than the last.
-        let workers: Vec<_> = (0..4)
-            .map(|w| {
-                let (ports, stop, key) = (ports.clone(), stop.clone(), format!("{{{tag}}}:counter:{w}"));
-                std::thread::spawn(move || {
-                    let mut router = Router::new(&ports);
-                    let mut last = 0;
-                    while !stop.load(Ordering::Relaxed) {
-                        match router.cmd(&["INCR", &key]) {
-                            Ok(Value::Int(n)) => {
-                                assert_eq!(n, last + 1, "{key}");
-                                last = n;
-                            }
-                            other => panic!("{key}: {other:?}"),
-                        }
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    (key, last)
-                })
-            })
-            .collect();
+        let workers = incr_load(&ports, (0..4).map(|w| format!("{{{tag}}}:counter:{w}")).collect(), &stop);
         // redis-py's RedisCluster INCRs a key of the slot too (it follows MOVED and retries
         // TRYAGAIN by itself).
         let stop_file = std::env::temp_dir().join(format!("rediskv-move-stop-{}", std::process::id()));
