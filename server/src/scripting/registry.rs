@@ -32,11 +32,6 @@ pub(super) struct Running {
     pub(super) function: Option<String>,
     /// The command that started it (FUNCTION STATS).
     pub(super) command: Vec<Bytes>,
-    /// It ran a write command: it cannot be killed.
-    pub(super) wrote: bool,
-    /// The server was out of memory when it started and it may not ignore that (no
-    /// `allow-oom`): its first command that may grow memory fails with OOM, as in Redis.
-    pub(super) oom: bool,
 }
 
 /// The script cache, the function libraries and the running script, shared by every thread.
@@ -59,6 +54,9 @@ pub struct Scripts {
     /// can tell (changed under `running`'s lock).
     pub(super) handing: AtomicUsize,
     pub(super) kill: Arc<AtomicBool>,
+    /// The running script ran a write command: it cannot be killed (set by the thread that
+    /// runs it, without `running`'s lock; cleared when a script claims `running`).
+    pub(super) wrote: AtomicBool,
     /// The script thread's queue.
     pub jobs: std::sync::OnceLock<std::sync::mpsc::Sender<Job>>,
 }
@@ -148,6 +146,7 @@ impl Scripts {
             self.handing.fetch_sub(1, Relaxed);
         }
         self.kill.store(false, Relaxed);
+        self.wrote.store(false, Relaxed);
         *slot = Some(running);
         self.active.store(true, Relaxed);
         // Commands waiting for a script on its way here time it from now.
@@ -218,7 +217,7 @@ impl Scripts {
         let Some(r) = running.as_ref() else {
             return Reply::Error("NOTBUSY No scripts in execution right now.".into());
         };
-        if r.wrote {
+        if self.wrote.load(Relaxed) {
             return Reply::Error(
                 "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.".into(),
             );
@@ -513,13 +512,8 @@ mod tests {
 
     /// Marks a script as running from now on, as `eval` does before it runs one.
     fn start(scripts: &Scripts) {
-        *lock(&scripts.running) = Some(Running {
-            since: Instant::now(),
-            function: None,
-            command: Vec::new(),
-            wrote: false,
-            oom: false,
-        });
+        *lock(&scripts.running) =
+            Some(Running { since: Instant::now(), function: None, command: Vec::new() });
         scripts.active.store(true, Relaxed);
     }
 

@@ -18,8 +18,15 @@ pub(super) struct Vm {
     pub(super) generation: u64,
     /// The scripts this state compiled.
     pub(super) scripts: CompiledScripts,
-    /// function name → (callback, flags).
-    pub(super) functions: HashMap<String, (RegistryKey, Vec<String>)>,
+    /// The registered functions by name.
+    pub(super) functions: HashMap<String, VmFunction>,
+}
+
+/// A registered function in a thread's state, with the flags FCALL checks.
+pub(super) struct VmFunction {
+    pub(super) function: mlua::Function,
+    pub(super) no_writes: bool,
+    pub(super) allow_oom: bool,
 }
 
 /// Defines Redis' `pcall`, the runner that calls a script under the error handler, and the
@@ -353,6 +360,9 @@ impl Vm {
     /// registered.
     pub(super) fn register(&self, body: &str) -> Result<Vec<(FunctionInfo, RegistryKey)>, String> {
         let lua = &self.lua;
+        if let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>() {
+            bridge.site.begin(None);
+        }
         let registered: RefCell<Vec<(FunctionInfo, RegistryKey)>> = RefCell::new(Vec::new());
         let run = lua.scope(|scope| {
             let register = scope.create_function(|lua, args: MultiValue| {
@@ -424,7 +434,7 @@ impl Vm {
                 .call(loading)?;
             lua.named_registry_value::<Table>(PROTECTED)?.raw_set(&loading, true)?;
             g.raw_set("redis", loading)?;
-            let compiled = lua.load(body).set_name("@user_function").set_mode(mlua::ChunkMode::Text).into_function();
+            let compiled = lua.load(body).set_name(FUNCTION_CHUNK).set_mode(mlua::ChunkMode::Text).into_function();
             let result = compiled
                 .map_err(|e| mlua::Error::RuntimeError(format!("Error compiling function: {}", lua_message(&e))))
                 .and_then(|f| {
@@ -474,7 +484,19 @@ pub(super) struct CallSite {
     pub(super) source: RefCell<String>,
     /// 0: none noted in this invocation.
     pub(super) line: Cell<i32>,
+    /// The chunk name of all the user code the running invocation can reach
+    /// ([`SCRIPT_CHUNK`] or [`FUNCTION_CHUNK`]), when known: then a mark reads only the line
+    /// (a frame's source is the dearer half of a mark). Unknown once `loadstring` or `load`
+    /// made code in this state, and while a library loads.
+    pub(super) chunk: Cell<Option<&'static str>>,
+    /// `loadstring` or `load` ran in this state.
+    pub(super) loaded: Cell<bool>,
 }
+
+/// The chunk name of a script's code (EVAL), as Redis names it.
+pub(super) const SCRIPT_CHUNK: &str = "@user_script";
+/// The chunk name of a library's code (FUNCTION LOAD), as Redis names it.
+pub(super) const FUNCTION_CHUNK: &str = "@user_function";
 
 impl CallSite {
     /// Notes the place of the frame `level` levels up (the caller of the prelude's
@@ -482,18 +504,25 @@ impl CallSite {
     pub(super) fn mark(&self, lua: &Lua, level: usize) {
         if let Some(frame) = lua.inspect_stack(level) {
             self.line.set(frame.curr_line());
-            let source = frame.source();
-            let name = source.source.as_deref().unwrap_or("");
-            let mut kept = self.source.borrow_mut();
-            if *kept != name {
-                kept.clear();
-                kept.push_str(name);
+            match self.chunk.get() {
+                Some(name) => self.keep_source(name),
+                None => self.keep_source(frame.source().source.as_deref().unwrap_or("")),
             }
         }
     }
 
-    pub(super) fn clear(&self) {
+    fn keep_source(&self, name: &str) {
+        let mut kept = self.source.borrow_mut();
+        if *kept != name {
+            kept.clear();
+            kept.push_str(name);
+        }
+    }
+
+    /// Starts an invocation whose user code is all of chunk `chunk` (`None`: not known).
+    pub(super) fn begin(&self, chunk: Option<&'static str>) {
         self.line.set(0);
+        self.chunk.set(chunk.filter(|_| !self.loaded.get()));
     }
 
     /// Lua's place (`luaL_where`) of the frame `level` up, as an error raised there starts:
@@ -699,6 +728,11 @@ pub(super) fn sandboxed_loader(
 ) -> mlua::Result<mlua::Function> {
     let name = if reader { "load" } else { "loadstring" };
     lua.create_function(move |lua, args: MultiValue| {
+        if let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>() {
+            // Code with a chunk name of its own: marks read each frame's source from now on.
+            bridge.site.loaded.set(true);
+            bridge.site.chunk.set(None);
+        }
         let chunkname = match args.get(1) {
             None | Some(Value::Nil) => None,
             Some(v @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
@@ -806,7 +840,11 @@ pub(super) fn with_vm<R>(scripts: &Scripts, f: impl FnOnce(&mut Vm) -> Result<R,
             for lib in libraries {
                 let (_, body) = library_metadata(&lib.code).map_err(|e| Reply::Error(format!("ERR {e}")))?;
                 for (info, key) in vm.register(&body).map_err(|e| Reply::Error(format!("ERR {e}")))? {
-                    vm.functions.insert(info.name, (key, info.flags));
+                    let function =
+                        vm.lua.registry_value(&key).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+                    let flag = |name: &str| info.flags.iter().any(|f| f == name);
+                    let (no_writes, allow_oom) = (flag("no-writes"), flag("allow-oom"));
+                    vm.functions.insert(info.name, VmFunction { function, no_writes, allow_oom });
                 }
             }
             *slot = Some(vm);
