@@ -38,9 +38,10 @@
 # Caps, to emulate machines of a fixed size on one machine (cgroup v1's cpu controller,
 # mounted at /sys/fs/cgroup/cpu; root): ETCD_CPU=0.2 puts each etcd cluster's members in a
 # cgroup of its own allowed 0.2 of a core (a 10 ms period, so a capped process is never held
-# back for long), NODE_CPU=0.3 each node in its own. Each such cgroup also weighs 100 times a
-# process of the machine's (cpu.shares), so that it gets its cap on a machine busy with other
-# work: a machine of that size of its own. The cgroups are removed on exit.
+# back for long), NODE_CPU=0.3 each node in its own, and with either the redis-benchmarks
+# share one of CLIENT_CPU (1) core. Each such cgroup also weighs 100 times a process of the
+# machine's (cpu.shares), so that it gets its cap on a machine busy with other work: a machine
+# of that size of its own. The cgroups are removed on exit.
 #
 # RUNS>1 prints each figure's median over the runs with its lowest and highest. Everything is
 # stopped on exit.
@@ -58,6 +59,7 @@ LOAD=${LOAD:-slots}
 ETCD_MEMBERS=${ETCD_MEMBERS:-1}
 ETCD_CPU=${ETCD_CPU:-}
 NODE_CPU=${NODE_CPU:-}
+CLIENT_CPU=${CLIENT_CPU:-1}
 # Where the etcd members keep their data (a temp dir; /dev/shm for a disk whose fsync costs
 # nothing).
 ETCD_DIR=${ETCD_DIR:-}
@@ -222,6 +224,8 @@ shares() {
             hi=$((((store + 1) * 16384 + stores - 1) / stores - 1))
             if [ "$first" -gt "$lo" ]; then lo=$first; fi
             if [ "$last" -lt "$hi" ]; then hi=$last; fi
+            # The node serves none of this cluster's slots.
+            if [ "$hi" -lt "$lo" ]; then continue; fi
             clients=$(((CLIENTS * (hi - lo + 1) + 8192) / 16384))
             requests=$((N * (hi - lo + 1) / 16384))
             # A share smaller than half a client's gets no load (a few slots left by a rebalance).
@@ -237,8 +241,9 @@ run_load() {
     if [ "$LOAD" = cluster ]; then
         # redis-benchmark refuses --cluster with one node; its keys span every slot anyway.
         [ "$nodes" -gt 1 ] || cluster=()
-        redis-benchmark "${cluster[@]}" -p "${PORTS[0]}" -q -r 100000 -n "$N" -P "$P" \
-            -c "$CLIENTS" -t "$test" >"$WORK/load.out" 2>&1 </dev/null
+        spawn_in "$CLIENT_GROUP" redis-benchmark "${cluster[@]}" -p "${PORTS[0]}" -q -r 100000 \
+            -n "$N" -P "$P" -c "$CLIENTS" -t "$test" >"$WORK/load.out" 2>&1 </dev/null
+        wait "$!"
         echo "$N"
         return
     fi
@@ -250,8 +255,8 @@ run_load() {
             incr) key=(INCR "counter:{$tag}:__rand_int__") ;;
             *) echo "LOAD=slots runs set, get and incr" >&2; exit 1 ;;
         esac
-        redis-benchmark -p "$port" -q -r 100000 -n "$requests" -P "$P" -c "$clients" "${key[@]}" \
-            >"$WORK/load-$port-$tag.out" 2>&1 </dev/null &
+        spawn_in "$CLIENT_GROUP" redis-benchmark -p "$port" -q -r 100000 -n "$requests" -P "$P" \
+            -c "$clients" "${key[@]}" >"$WORK/load-$port-$tag.out" 2>&1 </dev/null
         loads+=("$!")
         sent=$((sent + requests))
     done <"$WORK/shares"
@@ -289,6 +294,11 @@ for stores in "${STORE_COUNTS[@]}"; do
         for _ in $(seq 1 "$RUNS"); do
             round=$((round + 1))
             ENDPOINTS=() ETCD_PIDS=() NODE_PIDS=() PORTS=()
+            CLIENT_GROUP=""
+            if [ -n "$ETCD_CPU$NODE_CPU" ]; then
+                make_cgroup "r$round-client" "$CLIENT_CPU"
+                CLIENT_GROUP=$GROUP
+            fi
             for i in $(seq 1 "$stores"); do
                 make_cgroup "r$round-e$i" "$ETCD_CPU"
                 start_etcd_cluster "r$round-e$i" "$GROUP"
