@@ -3,8 +3,8 @@
 # holding the data, with the CPU each command costs the nodes and the etcds.
 #
 #   benches/cluster_benchmark.sh                        # NODES=1,2,3 STORES=1,2,3 N=10000
-#   NODES=3 STORES=1,2,3 TESTS=set,incr ETCD_CPU=0.2 NODE_CPU=0.3 RUNS=3 benches/cluster_benchmark.sh
-#   ENGINE=fjall LOAD=cluster NODES=1,2,3 N=200000 benches/cluster_benchmark.sh
+#   NODES=3 STORES=1,2,3 ETCD_CPU=0.2 NODE_CPU=0.3 RUNS=3 benches/cluster_benchmark.sh
+#   ENGINE=fjall LOAD=cluster NODES=1,2,3 N=100000 NODE_CPU=0.1 RUNS=3 benches/cluster_benchmark.sh
 #   SERVER_BIN=path/to/rediskv-server benches/cluster_benchmark.sh   # a server built elsewhere
 #
 # For each number of etcd clusters (STORES) and of nodes, RUNS times: starts that many etcd
