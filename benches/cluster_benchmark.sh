@@ -347,7 +347,7 @@ for stores in "${STORE_COUNTS[@]}"; do
                 "$(cut -d' ' -f1 "$results" | median)" "$(cut -d' ' -f2 "$results" | median)" \
                 "$(cut -d' ' -f3 "$results" | median)" "$(cut -d' ' -f4 "$results" | median)" \
                 "$(cut -d' ' -f5 "$results" | median)" \
-                "$(cut -d' ' -f6 "$results" | sort -n | sed -n '1p;$p' | paste -sd- | sed 's/-/–/')"
+                "$(cut -d' ' -f6 "$results" | sort -n | sed -n '1p;$p' | uniq | paste -sd- | sed 's/-/–/')"
         done
     done
 done
