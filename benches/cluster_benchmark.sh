@@ -72,7 +72,7 @@ CPU_PERIOD_US=10000
 CPU_SHARES=102400
 
 cd "$(dirname "$0")/.."
-# require_tools, free_port
+# require_tools, free_port, start_until_ready
 . benches/lib.sh
 require_tools etcd redis-benchmark redis-cli
 case "$ENGINE" in
@@ -120,16 +120,14 @@ make_cgroup() {
     awk -v cap="$2" -v period="$CPU_PERIOD_US" 'BEGIN { printf "%d\n", cap * period }' >"$GROUP/cpu.cfs_quota_us"
 }
 
-# Runs the command given in the background inside cgroup $1 (none when empty), every thread
-# of it from its start; its pid is in $!.
-spawn_in() {
+# Runs the command given in cgroup $1 (none when empty), every thread of it from its start,
+# in place of the shell: call it in the background (`exec_in_cgroup "$group" cmd &`), so
+# that $! is the command's pid.
+exec_in_cgroup() {
     local group=$1
     shift
-    if [ -n "$group" ]; then
-        sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$group" "$@" &
-    else
-        "$@" &
-    fi
+    [ -z "$group" ] || exec sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$group" "$@"
+    exec "$@"
 }
 
 # utime + stime of the processes given, in clock ticks.
@@ -154,12 +152,12 @@ start_etcd_cluster() {
     CLUSTER_URLS=""
     for i in $(seq 1 "$ETCD_MEMBERS"); do
         local client=${clients[$((i - 1))]} peer=${peers[$((i - 1))]}
-        spawn_in "$group" etcd --name "$name-$i" --data-dir "$ETCD_WORK/$name-$i" \
+        exec_in_cgroup "$group" etcd --name "$name-$i" --data-dir "$ETCD_WORK/$name-$i" \
             --listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
             --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
             --initial-cluster "$initial" --initial-cluster-state new \
             --max-txn-ops 100000 --max-request-bytes 67108864 --log-level error --logger zap \
-            >"$WORK/$name-$i.log" 2>&1
+            >"$WORK/$name-$i.log" 2>&1 &
         ETCD_PIDS+=("$!")
         PIDS+=("$!")
         CLUSTER_URLS+="${CLUSTER_URLS:+,}http://127.0.0.1:$client"
@@ -168,7 +166,7 @@ start_etcd_cluster() {
 
 # Starts node $1 (port $2) in cgroup $3 with the engine's flags; adds its pid to NODE_PIDS.
 start_node() {
-    local name=$1 port=$2 group=$3 engine pid up
+    local name=$1 port=$2 group=$3 engine
     if [ "$ENGINE" = etcd ]; then
         engine=(--engine etcd --etcd-endpoints "${ENDPOINTS[0]}" --etcd-max-txn-ops 100000
             --etcd-max-request-bytes 67108864 "${DATA[@]}")
@@ -176,25 +174,10 @@ start_node() {
         engine=(--engine fjall --dir "$WORK/$name" --cluster-etcd "${ENDPOINTS[0]}"
             --cluster-initial-nodes "$nodes")
     fi
-    # A node that cannot reach etcd yet exits: start it again.
-    for _ in $(seq 1 50); do
-        spawn_in "$group" "$SERVER_BIN" "${engine[@]}" --etcd-prefix bench/ --port "$port" \
-            --threads "$THREADS" --cluster-enabled yes >"$WORK/$name.log" 2>&1
-        pid=$!
-        up=0
-        for _ in $(seq 1 100); do
-            if [ "$(redis-cli -p "$port" ping 2>/dev/null)" = "PONG" ]; then up=1; break; fi
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.05
-        done
-        if [ "$up" = 1 ]; then break; fi
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-        sleep 0.2
-    done
-    [ "$up" = 1 ] || { echo "$name did not start: $(cat "$WORK/$name.log")" >&2; exit 1; }
-    NODE_PIDS+=("$pid")
-    PIDS+=("$pid")
+    start_until_ready "$port" "$WORK/$name.log" exec_in_cgroup "$group" "$SERVER_BIN" "${engine[@]}" \
+        --etcd-prefix bench/ --port "$port" --threads "$THREADS" --cluster-enabled yes
+    NODE_PIDS+=("$SERVER_PID")
+    PIDS+=("$SERVER_PID")
 }
 
 # The slot ranges of the nodes, one "first last port" a line (CLUSTER NODES of node $1).
@@ -241,8 +224,8 @@ run_load() {
     if [ "$LOAD" = cluster ]; then
         # redis-benchmark refuses --cluster with one node; its keys span every slot anyway.
         [ "$nodes" -gt 1 ] || cluster=()
-        spawn_in "$CLIENT_GROUP" redis-benchmark "${cluster[@]}" -p "${PORTS[0]}" -q -r 100000 \
-            -n "$N" -P "$P" -c "$CLIENTS" -t "$test" >"$WORK/load.out" 2>&1 </dev/null
+        exec_in_cgroup "$CLIENT_GROUP" redis-benchmark "${cluster[@]}" -p "${PORTS[0]}" -q \
+            -r 100000 -n "$N" -P "$P" -c "$CLIENTS" -t "$test" >"$WORK/load.out" 2>&1 </dev/null &
         wait "$!"
         echo "$N"
         return
@@ -255,8 +238,8 @@ run_load() {
             incr) key=(INCR "counter:{$tag}:__rand_int__") ;;
             *) echo "LOAD=slots runs set, get and incr" >&2; exit 1 ;;
         esac
-        spawn_in "$CLIENT_GROUP" redis-benchmark -p "$port" -q -r 100000 -n "$requests" -P "$P" \
-            -c "$clients" "${key[@]}" >"$WORK/load-$port-$tag.out" 2>&1 </dev/null
+        exec_in_cgroup "$CLIENT_GROUP" redis-benchmark -p "$port" -q -r 100000 -n "$requests" \
+            -P "$P" -c "$clients" "${key[@]}" >"$WORK/load-$port-$tag.out" 2>&1 </dev/null &
         loads+=("$!")
         sent=$((sent + requests))
     done <"$WORK/shares"
