@@ -481,6 +481,18 @@ impl Store {
         }
     }
 
+    /// Starts (`true`) or ends a bulk load into the emptied store ([`DiskBackend::bulk_load`]):
+    /// ending one syncs it.
+    ///
+    /// # Errors
+    /// The engine's sync failed.
+    pub fn bulk_load(&self, on: bool) -> Result<(), String> {
+        match self {
+            Store::Disk { disk, .. } => disk.bulk_load(on).map_err(|e| e.to_string()),
+            _ => Ok(()),
+        }
+    }
+
     /// Hands every write so far to the OS (group commit): called before replies are written,
     /// so whatever a reply acknowledges or shows survives a killed process.
     ///
