@@ -130,16 +130,6 @@ exec_in_cgroup() {
     exec "$@"
 }
 
-# utime + stime of the processes given, in clock ticks.
-cpu_ticks() {
-    local total=0 pid
-    for pid in "$@"; do
-        # The fields after the command's name (which may hold spaces): utime is the 12th.
-        total=$((total + $(sed 's/.*) //' "/proc/$pid/stat" | awk '{ print $12 + $13 }')))
-    done
-    echo "$total"
-}
-
 # Starts etcd cluster $1 of ETCD_MEMBERS members in cgroup $2; sets CLUSTER_URLS (the client
 # URLs, comma-separated) and adds the members' pids to ETCD_PIDS.
 start_etcd_cluster() {

@@ -67,3 +67,17 @@ build_server() {
     fi
     SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
 }
+
+# utime + stime of the processes given and of their children waited for (redis-server's
+# fork for a snapshot), in clock ticks (`getconf CLK_TCK` a second); a process that has
+# exited counts 0.
+cpu_ticks() {
+    local total=0 pid stat
+    for pid in "$@"; do
+        stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+        # The fields after the command's name (which may hold spaces): utime, stime, cutime
+        # and cstime are the 12th to 15th.
+        total=$((total + $(echo "${stat##*) }" | awk '{ print $12 + $13 + $14 + $15 }')))
+    done
+    echo "$total"
+}

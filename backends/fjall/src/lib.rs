@@ -87,7 +87,7 @@ mod housekeeping;
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -175,6 +175,8 @@ pub struct Backend {
     open: RwLock<Option<Open>>,
     /// Writes seen past five eighths of the memtables' bound ([`Open::seal_early`]).
     writes_near_bound: AtomicU32,
+    /// A bulk load is under way ([`DiskBackend::bulk_load`]).
+    bulk_load: AtomicBool,
     /// The position every batch also writes ([`DiskBackend::set_position`]).
     position: Mutex<Option<Vec<u8>>>,
     /// Batches a reopen dropped before a persist reported on them.
@@ -217,6 +219,7 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
         slot,
         open: RwLock::new(Some(open)),
         writes_near_bound: AtomicU32::new(0),
+        bulk_load: AtomicBool::new(false),
         position: Mutex::default(),
         dropped: DroppedWrites::default(),
     })
@@ -343,6 +346,11 @@ fn journal_allocated_bytes(dir: &Path) -> u64 {
         .map(|e| e.metadata().map_or(0, |m| m.blocks() * 512))
         .sum()
 }
+
+/// How many times the write buffer a bulk load may hold in memtables
+/// ([`Backend::write_buffer_now`]): with the default 64 MiB, 64 MiB counted (about twice
+/// that in memory) instead of 8 MiB.
+const BULK_LOAD_BUFFER: u64 = 8;
 
 /// fjall's flush and compaction threads (see [`open_database`]).
 const FJALL_WORKERS: usize = 1;
@@ -536,6 +544,14 @@ impl Backend {
         f(open.as_ref().ok_or_else(|| err("the database is closed: it could not be opened again"))?)
     }
 
+    /// The write buffer the memtables' bound is taken from ([`memtables_limit`]): during a
+    /// bulk load, [`BULK_LOAD_BUFFER`] times [`Options::write_buffer_bytes`], so that the
+    /// load waits for flushes only when they fall behind, not each time an eighth fills.
+    fn write_buffer_now(&self) -> u64 {
+        let bytes = self.options.write_buffer_bytes;
+        if self.bulk_load.load(Ordering::Relaxed) { bytes.saturating_mul(BULK_LOAD_BUFFER) } else { bytes }
+    }
+
     /// The options the directory was opened with.
     pub fn options(&self) -> &Options {
         &self.options
@@ -649,6 +665,16 @@ impl DiskBackend for Backend {
         })
     }
 
+    /// While on, a larger memtables' bound ([`Backend::write_buffer_now`]); at the end, the
+    /// journal synced.
+    fn bulk_load(&self, on: bool) -> Result<()> {
+        self.bulk_load.store(on, Ordering::Relaxed);
+        if on {
+            return Ok(());
+        }
+        self.with_open(|open| open.db.persist(PersistMode::SyncAll).map_err(err))
+    }
+
     fn position(&self) -> Result<Option<Vec<u8>>> {
         self.with_open(|open| Ok(open.own.get(POSITION_KEY).map_err(err)?.map(|v| v.to_vec())))
     }
@@ -666,7 +692,7 @@ impl DiskBackend for Backend {
                 // One record, written without a fjall batch (its journal entry, the keyspace
                 // set its commit builds and the keyspace references it holds): durable when
                 // the batches around it are, at the next `persist_written`.
-                open.bound_memtables(self.options.write_buffer_bytes, &self.writes_near_bound);
+                open.bound_memtables(self.write_buffer_now(), &self.writes_near_bound);
                 let bytes = ops
                     .iter()
                     .map(|op| match op {
