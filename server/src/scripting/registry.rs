@@ -510,6 +510,21 @@ pub fn eval_may_write(scripts: &Scripts, argv: &[Bytes]) -> bool {
 mod tests {
     use super::*;
 
+    /// The one line a chunk's code is on: after leading line feeds, before trailing white
+    /// space; none for code on two lines, or with a carriage return (a line break to Lua).
+    #[test]
+    fn single_line_finds_the_code_line() {
+        assert_eq!(single_line(b"return redis.call('get', KEYS[1])"), Some(1));
+        assert_eq!(single_line(b"\nreturn 1\n\n"), Some(2));
+        assert_eq!(single_line(b"\n \n\treturn 1 "), Some(3));
+        assert_eq!(single_line(b"local x = 1\nreturn x"), None);
+        assert_eq!(single_line(b"local x = 1\rreturn x"), None);
+        assert_eq!(single_line(b"\r\nreturn 1"), None);
+        assert_eq!(single_line(b"return [[a\nb]]"), None);
+        assert_eq!(single_line(b" \n "), None);
+        assert_eq!(single_line(b""), None);
+    }
+
     /// Marks a script as running from now on, as `eval` does before it runs one.
     fn start(scripts: &Scripts) {
         *lock(&scripts.running) =

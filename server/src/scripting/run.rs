@@ -174,6 +174,8 @@ fn noscript() -> Reply {
 pub(super) struct Compiled {
     pub(super) function: mlua::Function,
     pub(super) flags: ScriptFlags,
+    /// The one line all its code is on, if it is (see [`single_line`]).
+    pub(super) line: Option<i32>,
 }
 
 /// What a script's `#!lua flags=…` line declares (Redis 7.0); without one, compat mode.
@@ -206,7 +208,7 @@ fn compile(lua: &Lua, body: &[u8]) -> Result<Compiled, Reply> {
             Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
         })?;
     set_env(lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
-    Ok(Compiled { function, flags })
+    Ok(Compiled { function, flags, line: single_line(&body[shebang_len..]) })
 }
 
 /// A script's SHA1 as 40 lowercase hex digits, the key of the threads' compiled scripts.
@@ -352,13 +354,13 @@ pub(super) fn run(
         (caller.acl, caller.engine, &caller.facts, caller.inline_until, caller.handed, caller.lane);
     let result = with_vm(scripts, |vm| {
         let lua = &vm.lua;
-        let f = match &target {
+        let (f, line) = match &target {
             Target::Script(sha) => match vm.scripts.get(sha) {
-                Some(compiled) => &compiled.function,
+                Some(compiled) => (&compiled.function, compiled.line),
                 None => return Err(noscript()),
             },
             Target::Function(name) => match vm.functions.get(name) {
-                Some(function) => &function.function,
+                Some(function) => (&function.function, function.line),
                 None => return Err(Reply::Error("ERR Function not found".into())),
             },
         };
@@ -377,7 +379,7 @@ pub(super) fn run(
             // A store's conflict runs the script again from the start, with nothing written.
             scripts.wrote.store(false, Relaxed);
             facts.read_any.set(false);
-            let run = Run { runner: &vm.runner, f, target: &target, keys, args };
+            let run = Run { runner: &vm.runner, f, line, target: &target, keys, args };
             run_once(lua, run, (read_only, oom, db, lane), acl, host, until, facts, call)
         });
         let gave_up = matches!(reply, Ok(Err(Abandoned)));
@@ -409,6 +411,8 @@ pub(super) fn run(
 pub(super) struct Run<'a> {
     pub(super) runner: &'a mlua::Function,
     pub(super) f: &'a mlua::Function,
+    /// The one line all the code of `f`'s chunk is on, if it is.
+    pub(super) line: Option<i32>,
     pub(super) target: &'a Target,
     pub(super) keys: &'a [Bytes],
     pub(super) args: &'a [Bytes],
@@ -429,7 +433,7 @@ pub(super) enum Tally {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_once(
     lua: &Lua,
-    Run { runner, f, target, keys, args: arguments }: Run<'_>,
+    Run { runner, f, line, target, keys, args: arguments }: Run<'_>,
     (read_only, oom, db, lane): (bool, bool, usize, usize),
     acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
     host: &dyn Host,
@@ -442,10 +446,15 @@ pub(super) fn run_once(
         return Ok(Reply::Error("ERR Lua state without its bridge".into()));
     };
     bridge.resp3.set(false);
-    bridge.site.begin(Some(match target {
-        Target::Script(_) => SCRIPT_CHUNK,
-        Target::Function(_) => FUNCTION_CHUNK,
-    }));
+    // Known from the start, the place a mark would note: `redis` is then looked up without
+    // a mark.
+    let placed = bridge.site.begin(
+        Some(match target {
+            Target::Script(_) => SCRIPT_CHUNK,
+            Target::Function(_) => FUNCTION_CHUNK,
+        }),
+        line,
+    );
     bridge.abandoned.set(false);
     let call = RefCell::new(call);
     // This attempt ran a write command ([`Scripts::wrote`]).
@@ -559,7 +568,7 @@ pub(super) fn run_once(
         let sequence = |items: &[Bytes]| lua.create_sequence_from(items.iter().map(|item| lua_bytes(item)));
         let (key_table, arg_table) = (sequence(keys)?, sequence(arguments)?);
         let is_script = matches!(target, Target::Script(_));
-        let (ok, value): (bool, Value) = runner.call((f, key_table, arg_table, run, is_script))?;
+        let (ok, value): (bool, Value) = runner.call((f, key_table, arg_table, run, is_script, placed))?;
         let counted = matches!(&value, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false));
         facts.error_counted.set(counted);
         Ok(if ok { lua_to_reply(&value, bridge.resp3.get()) } else { error_reply(&value) })
