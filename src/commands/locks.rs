@@ -78,10 +78,15 @@ impl Default for KeyLocks {
     }
 }
 
+/// A key stripe, held.
 enum Guard<'a> {
     Read(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
     Write(#[allow(dead_code)] RwLockWriteGuard<'a, ()>),
-    /// Every copy of the global lock, exclusive.
+}
+
+/// The global lock, held: the calling thread's copy shared, or every copy exclusive.
+enum Global<'a> {
+    Own(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
     All(#[allow(dead_code)] Vec<RwLockWriteGuard<'a, ()>>),
 }
 
@@ -90,7 +95,7 @@ pub struct LockGuard<'a> {
     // Most commands name one key: its stripe is held without allocating.
     _one: Option<Guard<'a>>,
     _keys: Vec<Guard<'a>>,
-    _global: Guard<'a>,
+    _global: Global<'a>,
 }
 
 /// The stripe of `key`: a multiply-rotate hash over its bytes eight at a time (a byte-wise
@@ -109,11 +114,11 @@ impl KeyLocks {
         keys: impl IntoIterator<Item = (&'k [u8], bool)>,
     ) -> LockGuard<'_> {
         let global = if whole_keyspace {
-            Guard::All(
+            Global::All(
                 self.global.iter().map(|c| c.0.write().unwrap_or_else(PoisonError::into_inner)).collect(),
             )
         } else {
-            Guard::Read(self.own_global().read().unwrap_or_else(PoisonError::into_inner))
+            Global::Own(self.own_global().read().unwrap_or_else(PoisonError::into_inner))
         };
         self.lock_keys(global, keys)
     }
@@ -125,7 +130,7 @@ impl KeyLocks {
     }
 
     /// Every copy of the global lock, exclusive, if none is held or waited for now.
-    fn try_lock_all(&self) -> Option<Guard<'_>> {
+    fn try_lock_all(&self) -> Option<Global<'_>> {
         let mut held = Vec::with_capacity(self.global.len());
         for copy in self.global.iter() {
             match copy.0.try_write() {
@@ -134,16 +139,16 @@ impl KeyLocks {
                 Err(TryLockError::WouldBlock) => return None,
             }
         }
-        Some(Guard::All(held))
+        Some(Global::All(held))
     }
 
     /// The calling thread's copy of the global lock, shared, if no whole-keyspace holder
     /// holds or waits for it now.
     #[inline]
-    fn try_lock_own(&self) -> Option<Guard<'_>> {
+    fn try_lock_own(&self) -> Option<Global<'_>> {
         match self.own_global().try_read() {
-            Ok(guard) => Some(Guard::Read(guard)),
-            Err(TryLockError::Poisoned(e)) => Some(Guard::Read(e.into_inner())),
+            Ok(guard) => Some(Global::Own(guard)),
+            Err(TryLockError::Poisoned(e)) => Some(Global::Own(e.into_inner())),
             Err(TryLockError::WouldBlock) => None,
         }
     }
@@ -171,10 +176,10 @@ impl KeyLocks {
     /// The stripes of `keys` under `global` (none when it is exclusive).
     fn lock_keys<'a, 'k>(
         &'a self,
-        global: Guard<'a>,
+        global: Global<'a>,
         keys: impl IntoIterator<Item = (&'k [u8], bool)>,
     ) -> LockGuard<'a> {
-        if matches!(global, Guard::All(_)) {
+        if matches!(global, Global::All(_)) {
             return LockGuard { _one: None, _keys: Vec::new(), _global: global };
         }
         let mut keys = keys.into_iter().map(|(k, w)| (stripe(k), w));
