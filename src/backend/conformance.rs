@@ -319,7 +319,7 @@ macro_rules! kv_backend_conformance {
         $(
             #[test]
             fn $check() {
-                $crate::backend::conformance::$check($make);
+                $crate::conformance::$check($make);
             }
         )*
     };
