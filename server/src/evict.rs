@@ -6,7 +6,7 @@
 //!
 //! Which key: the random policies draw one from the next database in turn; the others
 //! sample `maxmemory-samples` keys of every database (read in key order from a random
-//! point: [`rediskv::Db::sample_keys`]) into a pool of the 16 best candidates
+//! point: [`rediskv::Engine::eviction_sample`]) into a pool of the 16 best candidates
 //! kept between passes, and evict the best: the longest idle (LRU), the lowest access
 //! counter (LFU) or the nearest expiry (volatile-ttl). Volatile policies look only at keys
 //! with a TTL, found among at most [`VOLATILE_VISITS`] records per sample.

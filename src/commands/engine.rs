@@ -371,7 +371,11 @@ impl<B: KvBackend> Engine<B> {
         Ok((deleted, garbage))
     }
 
-    /// A sample of database `index` for an eviction pass: see [`Db::sample_keys`].
+    /// Up to `count` live keys of database `index` (only those with a TTL when `volatile`),
+    /// read in key order from a random point and wrapping at the end, after visiting at most
+    /// `visits` records: an eviction pass's sample. The point is drawn between the first and
+    /// last keys, so that keys sharing a prefix do not always yield the same sample. Touches
+    /// no key.
     ///
     /// # Errors
     /// Storage errors.

@@ -138,7 +138,7 @@ impl Shared {
     }
 
     /// Records `new` events from now on (see [`Db::set_new_events`](super::Db::set_new_events)).
-    pub fn set_new_events(&self, on: bool) {
+    pub(crate) fn set_new_events(&self, on: bool) {
         self.new_events.store(on, Ordering::Relaxed);
     }
 
