@@ -665,7 +665,7 @@ impl DiskBackend for Backend {
         })
     }
 
-    /// While on, a larger memtables' bound ([`Backend::write_buffer_now`]); at the end, the
+    /// While on, a larger memtables' bound (`Backend::write_buffer_now`); at the end, the
     /// journal synced.
     fn bulk_load(&self, on: bool) -> Result<()> {
         self.bulk_load.store(on, Ordering::Relaxed);
