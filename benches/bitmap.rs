@@ -4,8 +4,8 @@
 //! commands together from a fresh database per iteration.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use rediskv::backend::MemoryBackend;
-use rediskv::commands::{Db, Reply};
+use rediskv::MemoryBackend;
+use rediskv::{Db, Reply};
 
 fn fresh(strings: bool) -> Db<'static, MemoryBackend> {
     let mut db = Db::new(MemoryBackend::new());

@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use rediskv::codec::{
+use rediskv::{
     KeyLayout, Metadata, RedisType, Version, VersionGenerator, decode_f64, decode_neokv_legacy, encode_f64,
     encode_neokv_legacy,
 };

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
-use rediskv::backend::MemoryBackend;
-use rediskv::commands::{Engine, Listeners, Session, table};
+use rediskv::MemoryBackend;
+use rediskv::{Engine, Listeners, Session, table};
 
 fn argv(line: &str) -> Vec<Bytes> {
     line.split_whitespace().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect()

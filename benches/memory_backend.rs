@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
-use rediskv::backend::{ColumnFamily, Direction, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::KeyRange;
+use rediskv::KeyRange;
+use rediskv::{ColumnFamily, Direction, KvBackend, MemoryBackend, WriteBatch};
 
 #[path = "../tests/common/rng.rs"]
 mod rng;

@@ -2,9 +2,9 @@
 //! prints every record it wrote — column family, key and value in hex — and what each part
 //! means.
 
-use rediskv::backend::{ColumnFamily, MemoryBackend};
-use rediskv::codec::{KeyLayout, Metadata, RedisType, decode_f64_slice};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, MemoryBackend};
+use rediskv::{Db, Reply};
+use rediskv::{KeyLayout, Metadata, RedisType, decode_f64_slice};
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")

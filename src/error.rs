@@ -3,7 +3,7 @@
 /// Everything that can go wrong in the codec and the backend layer.
 ///
 /// Command-level failures (WRONGTYPE, syntax errors…) are not errors of the library: they are
-/// Redis error replies, see [`crate::commands::CommandError`].
+/// Redis error replies ([`crate::Reply::Error`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// The input ended before a field could be read.

@@ -28,7 +28,7 @@
 //! have no subkeys —, another version, expired, or empty).
 //!
 //! The check reads only; backend failures are its only errors, and nothing it reads can make
-//! it panic. It works on any [`KvBackend`] and does not use [`crate::commands`].
+//! it panic. It works on any [`KvBackend`] and does not use the command layer.
 
 use std::collections::HashMap;
 use std::fmt;

@@ -2,41 +2,26 @@
 //!
 //! `rediskv` turns Redis keys into records of four column families and back, byte-compatible
 //! with Apache Kvrocks by default, and runs Redis 7.0 command semantics against any store that
-//! implements [`backend::KvBackend`]. It does no I/O of its own.
+//! implements [`KvBackend`]. It does no I/O of its own.
 //!
-//! | module | answers |
+//! Everything is named at the crate root; the modules behind it are private.
+//!
+//! | you are writing | use |
 //! |---|---|
-//! | [`codec`] | the bytes: record layouts, metadata, ordered doubles, list indices, versions, slots |
-//! | [`backend`] | the storage trait, the in-memory reference backend, the conformance kit |
-//! | [`commands`] | Redis semantics: [`commands::Db`], `execute(argv) -> Reply`, one module per command family; the command table with key specs; [`commands::Engine`] + [`commands::Session`] for many clients on many threads, MULTI/EXEC/WATCH |
-//! | [`gc`] | lazy deletion: the garbage decision, the expiry sweep, a compaction pass |
-//! | [`fsck`] | a consistency check over a whole store: sizes, zset score records, list indexes |
+//! | a store | [`KvBackend`], [`WriteBatch`] ([`BatchOp`], [`ColumnFamily`], [`Direction`]), then [`kv_backend_conformance!`] over it; [`MemoryBackend`] is the reference, [`MetadataCache`] a cache to wrap a slow store in, [`FaultyBackend`] a store that fails on demand |
+//! | an engine or embedding | [`Engine`] + a [`Session`] per client (MULTI/EXEC/WATCH, blocking, keyspace events), or [`Db`] for one client; every command goes through its argv; answers are [`Reply`], written as RESP2 or RESP3 by [`Reply::write`] |
+//! | a server around the engine | the command [`table`] (arity, flags, key specs), [`resolve`], [`args`] (argument parsing as Redis does it), [`NotifyFlags`]/[`Event`]/[`Effects`] (keyspace events), [`Propagation`]/[`Propagated`] (replication), [`Listeners`] (pub/sub), [`RdbSave`]/[`RdbLoader`]/[`save_rdb`] (RDB files) |
+//! | a tool that reads or writes records | the codec: [`KeyLayout`] ([`LayoutKind`], [`KeyRange`], [`Subkey`]), [`Metadata`], [`RedisType`], [`Version`], [`encode_f64`], [`key_slot`], the stream records ([`StreamId`], [`GroupValue`]…), RDB payloads ([`rdb`]) and files ([`RdbFileReader`], [`RdbFileWriter`]), the other systems' layouts ([`camellia`], [`titea`]) |
+//! | maintenance | [`gc`] (the garbage decision for a store's compaction filter, the expiry sweep, the collector) and [`fsck`] (a consistency check over a whole store) |
 //!
-//! The layers are one-way, each using only those above it in the table.
-//!
-//! # What to use
-//!
-//! - **Running commands**: [`commands::Db`] for one client (`Db::new(backend)`, then
-//!   [`commands::Db::run`] or [`commands::Db::execute`] with an argv), or
-//!   [`commands::Engine`] with a [`commands::Session`] per client for many clients on many
-//!   threads (MULTI/EXEC/WATCH, blocking commands, keyspace events). Every command goes
-//!   through its name: there is no typed per-command API. Replies are [`commands::Reply`],
-//!   written as RESP2 or RESP3 by [`commands::Reply::write`].
-//! - **A store**: implement [`backend::KvBackend`] and run [`kv_backend_conformance!`] over
-//!   it; [`backend::MemoryBackend`] is the reference, [`backend::MetadataCache`] a cache to
-//!   wrap a slow store in.
-//! - **The bytes**: [`codec`], for tools that read or write a store's records directly
-//!   (layouts, metadata, encodings, RDB payloads).
-//! - **Maintenance**: [`gc`] (the garbage decision for a store's compaction filter, the
-//!   expiry sweep, the collector) and [`fsck`].
-//! - **A server's own commands**: [`commands::table`] (arity, flags, key specs),
-//!   [`commands::resolve`], [`commands::args`] (argument parsing as Redis does it).
+//! Inside, the layers are one-way: `codec` (the bytes) → `backend` (the storage trait) →
+//! `commands` (Redis semantics) → `gc` and `fsck`.
 //!
 //! # Format
 //!
 //! All integers are big-endian; `ns` is the namespace (default `__namespace`), `slot` is
 //! present only with cluster slots on, `md5` only with a hash-spread prefix, and `prefix`
-//! only with a fixed prefix (see [`codec::KeyLayout`]).
+//! only with a fixed prefix (see [`KeyLayout`]).
 //!
 //! | record | CF | key | value |
 //! |---|---|---|---|
@@ -50,7 +35,7 @@
 //! | zset score | Score | `… version score:8 member` | empty |
 //! | bitmap, sortedint | Metadata | as above | `flags expire version size` (bitmap: size in bytes) |
 //! | bitmap fragment | Subkey | `… version offset` (decimal ASCII byte offset, a multiple of 1024) | ≤ 1024 bytes; bit `i` is bit `i % 8` (from the LSB) of byte `i / 8` |
-//! | stream, bloom, hyperloglog, tdigest, timeseries, topk | Metadata | as above | `flags expire version size` then the type's fields ([`codec::Extra`]) |
+//! | stream, bloom, hyperloglog, tdigest, timeseries, topk | Metadata | as above | `flags expire version size` then the type's fields ([`Extra`]) |
 //! | JSON | Metadata | as above | `flags expire format:u8 document` |
 //!
 //! `flags = 0x80 | type` (String 1, Hash 2, List 3, Set 4, ZSet 5, Bitmap 6, Sortedint 7,
@@ -59,14 +44,13 @@
 //! subkeys); stream, bloom, hyperloglog, tdigest, timeseries and topk exist with size 0. Expire is unix milliseconds, 0 for none. Legacy records (bit 7
 //! clear) with a u32 expire in seconds and a u32 size are read, never written.
 //!
-//! A `version:u64` is a [`codec::Version::Short`]; TiTea's layout puts a 16-byte
-//! [`codec::Version::Id`] in its place, and a layout refuses the other variant.
+//! A `version:u64` is a [`Version::Short`]; TiTea's layout puts a 16-byte
+//! [`Version::Id`] in its place, and a layout refuses the other variant.
 //!
 //! # Example
 //!
 //! ```
-//! use rediskv::backend::MemoryBackend;
-//! use rediskv::commands::{Db, Reply};
+//! use rediskv::{Db, MemoryBackend, Reply};
 //!
 //! let mut db = Db::new(MemoryBackend::new());
 //! assert_eq!(db.run(&["PING"]), Reply::status("PONG"));
@@ -77,7 +61,7 @@
 //!
 //! The repository's `docs/` directory: `layout.md` (every byte of every record, the
 //! layout options), `library.md` (engine, sessions, transactions, threads, RESP3),
-//! `backend.md` (implementing [`backend::KvBackend`] and wiring [`gc`] into a store's
+//! `backend.md` (implementing [`KvBackend`] and wiring [`gc`] into a store's
 //! compaction), `compatibility.md` (every Redis 7.0 command, implemented or not, and every
 //! known difference), `testing.md`, `benchmarks.md`, and for the server `server.md` and
 //! `etcd.md`.
@@ -88,11 +72,31 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-pub mod backend;
-pub mod codec;
-pub mod commands;
+mod backend;
+mod codec;
+mod commands;
 mod error;
 pub mod fsck;
 pub mod gc;
 
+pub use backend::{
+    BatchOp, CONFLICT_ATTEMPTS, Direction, FaultyBackend, KvBackend, KvPair, MemoryBackend, MetadataCache,
+    ScanIter, Snapshot, WriteBatch, conformance,
+};
+pub use codec::{
+    BloomFields, Clock, ColumnFamily, ConsumerValue, DEFAULT_NAMESPACE, Extra, FLAG_64BIT, FLAG_BLIND_WRITE,
+    FLAG_RESERVED, Flags, Float, GroupValue, KeyLayout, KeyOwner, KeyRange, LIST_INITIAL_INDEX, LayoutKind,
+    ManualClock, Metadata, MetadataKey, PendingValue, RdbEntry, RdbFileOptions, RdbFileReader, RdbFileWriter,
+    RdbHeader, RdbItem, RdbReplication, RedisType, RoutedKey, SLOT_COUNT, ScoreKey, StreamFields, StreamId,
+    StreamSub, Subkey, SystemClock, TDigestFields, TYPE_MASK, TimeSeriesFields, TopKFields, Version,
+    VersionGenerator, camellia, decode_entry, decode_f64, decode_f64_slice, decode_neokv_legacy,
+    encode_entry, encode_f64, encode_neokv_legacy, hash_tag, key_slot, neokv_ids, neokv_namespace,
+    peek_type_and_expire, position_of, prefix_successor, push_back_tail, push_front_index, rdb, stored_index,
+    titea,
+};
+pub use commands::{
+    Block, DATABASES, Db, Effects, Engine, Entry, Event, HeldAnswer, KeyCount, LazyDeletes, Listeners,
+    Listening, NotifyFlags, Propagated, Propagation, Protocol, RdbCounts, RdbLoader, RdbSave, Reply, Sampled,
+    Session, Touch, TouchedKey, args, check_row, exec_abort, resolve, save_rdb, table,
+};
 pub use error::{Error, Result};

@@ -7,9 +7,9 @@ mod common;
 
 use bytes::Bytes;
 use common::*;
-use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend};
-use rediskv::codec::{KeyLayout, Metadata, RedisType};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, KvBackend, MemoryBackend};
+use rediskv::{Db, Reply};
+use rediskv::{KeyLayout, Metadata, RedisType};
 
 /// The bitmap's decoded metadata record.
 fn meta_of(db: &Db<MemoryBackend>, key: &str) -> Metadata<'static> {

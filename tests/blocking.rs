@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use client::{Client, RedisServer};
-use rediskv::backend::MemoryBackend;
-use rediskv::commands::{Engine, Protocol, Reply, Session};
+use rediskv::MemoryBackend;
+use rediskv::{Engine, Protocol, Reply, Session};
 
 fn server() -> Option<RedisServer> {
     RedisServer::start_or_skip("blocking test")
@@ -274,7 +274,7 @@ fn blocks_name_their_keys_database_timeout_and_timeout_reply() {
     engine.execute(&mut s, &argv("PING"));
     assert!(s.take_block().is_none());
     // Db::execute (no session) never blocks: the timeout reply at once.
-    let mut db = rediskv::commands::Db::new(MemoryBackend::new());
+    let mut db = rediskv::Db::new(MemoryBackend::new());
     assert_eq!(db.run(&["BLPOP", "q", "0"]), Reply::NilArray);
 }
 

@@ -8,7 +8,7 @@
 //! - 1700000000123 ms = `00 00 01 8B CF E5 68 7B`; 1700000000 s = `65 53 F1 00`.
 
 use rediskv::Error;
-use rediskv::codec::{
+use rediskv::{
     DEFAULT_NAMESPACE, Extra, FLAG_64BIT, FLAG_BLIND_WRITE, FLAG_RESERVED, Flags, KeyLayout, KeyOwner,
     KeyRange, LIST_INITIAL_INDEX, Metadata, MetadataKey, RedisType, SLOT_COUNT, TYPE_MASK, Version,
     VersionGenerator, decode_f64, decode_f64_slice, encode_f64, hash_tag, key_slot, peek_type_and_expire,
@@ -801,8 +801,8 @@ fn list_index_golden() {
     assert_eq!(push_front_index(0), Err(Error::ListIndexOverflow));
     assert_eq!(push_back_tail(u64::MAX), Err(Error::ListIndexOverflow));
     assert_eq!(stored_index(u64::MAX, 1), Err(Error::ListIndexOverflow));
-    assert_eq!(rediskv::codec::position_of(head, head + 2), Ok(2));
-    assert_eq!(rediskv::codec::position_of(head, head - 1), Err(Error::ListIndexOverflow));
+    assert_eq!(rediskv::position_of(head, head + 2), Ok(2));
+    assert_eq!(rediskv::position_of(head, head - 1), Err(Error::ListIndexOverflow));
 }
 
 #[test]

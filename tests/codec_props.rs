@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 
 use rediskv::Error;
-use rediskv::codec::{
+use rediskv::{
     Extra, Flags, KeyLayout, KeyOwner, LIST_INITIAL_INDEX, Metadata, MetadataKey, RedisType, Version,
     VersionGenerator, decode_f64_slice, encode_f64, key_slot, peek_type_and_expire, position_of,
     push_back_tail, push_front_index, stored_index,

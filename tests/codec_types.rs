@@ -8,13 +8,13 @@
 //! f64::MAX = `7FEFFFFFFFFFFFFF` (ordered `FFEF…`).
 
 use proptest::prelude::*;
+use rediskv::ColumnFamily;
 use rediskv::Error;
-use rediskv::backend::ColumnFamily;
-use rediskv::codec::{
+use rediskv::gc::{Decision, decide};
+use rediskv::{
     BloomFields, Extra, Float, KeyLayout, Metadata, RedisType, StreamFields, StreamId, TDigestFields,
     TimeSeriesFields, TopKFields, Version, peek_type_and_expire,
 };
-use rediskv::gc::{Decision, decide};
 
 fn h(s: &str) -> Vec<u8> {
     let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();

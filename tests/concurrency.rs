@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
 use bytes::Bytes;
-use rediskv::backend::MemoryBackend;
-use rediskv::codec::KeyLayout;
-use rediskv::commands::{Engine, Reply};
+use rediskv::KeyLayout;
+use rediskv::MemoryBackend;
+use rediskv::{Engine, Reply};
 
 #[path = "common/rng.rs"]
 mod rng;
@@ -237,7 +237,7 @@ fn swapdb_beside_cross_database_transfers_keeps_the_sum() {
     engine.run(&mut s, &["SELECT", "1"]);
     engine.run(&mut s, &["SET", "n", "1000"]);
     let ops = ops_per_thread() / 2;
-    let txn = |engine: &Engine<MemoryBackend>, s: &mut rediskv::commands::Session, lines: &[&[&str]]| {
+    let txn = |engine: &Engine<MemoryBackend>, s: &mut rediskv::Session, lines: &[&[&str]]| {
         assert_eq!(engine.run(s, &["MULTI"]), Reply::OK);
         for line in lines {
             engine.run(s, line);
@@ -371,5 +371,5 @@ fn a_held_keyspace_is_answered_not_waited_for() {
 fn engine_is_send_and_sync() {
     fn assert_sync<T: Send + Sync>() {}
     assert_sync::<Engine<MemoryBackend>>();
-    assert_sync::<Engine<Arc<dyn rediskv::backend::KvBackend + Send + Sync>>>();
+    assert_sync::<Engine<Arc<dyn rediskv::KvBackend + Send + Sync>>>();
 }

@@ -5,12 +5,12 @@
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use rediskv::backend::CONFLICT_ATTEMPTS;
-use rediskv::backend::{ColumnFamily, Direction, KvBackend, MemoryBackend, ScanIter, WriteBatch};
-use rediskv::codec::{KeyRange, ManualClock};
-use rediskv::commands::{Engine, Reply};
+use rediskv::CONFLICT_ATTEMPTS;
 use rediskv::gc::{ExpirySweep, expire_step};
+use rediskv::{ColumnFamily, Direction, KvBackend, MemoryBackend, ScanIter, WriteBatch};
+use rediskv::{Engine, Reply};
 use rediskv::{Error, Result};
+use rediskv::{KeyRange, ManualClock};
 
 /// What the [`Refusing`] backend saw.
 #[derive(Debug, Default)]
@@ -166,7 +166,7 @@ fn the_memory_backend_keeps_the_defaults() {
 
 #[test]
 fn a_failed_read_inside_exec_commits_nothing() {
-    use rediskv::backend::FaultyBackend;
+    use rediskv::FaultyBackend;
     let mut failures = 0;
     for n in 0..12 {
         let engine = Engine::new(FaultyBackend::new(MemoryBackend::new()));
@@ -218,8 +218,7 @@ impl KvBackend for Stamped {
     fn write(&self, batch: WriteBatch) -> Result<()> {
         let mut stamps = self.stamps.lock().unwrap();
         for op in batch.ops() {
-            let (rediskv::backend::BatchOp::Put { cf, key, .. }
-            | rediskv::backend::BatchOp::Delete { cf, key }) = op;
+            let (rediskv::BatchOp::Put { cf, key, .. } | rediskv::BatchOp::Delete { cf, key }) = op;
             *stamps.entry((*cf, key.to_vec())).or_default() += 1;
         }
         self.inner.write(batch)

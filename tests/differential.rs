@@ -42,7 +42,7 @@
 //! reclaims them); huge negative random counts (Redis 7.0 tries to build them).
 
 /// The store under the engine: in memory.
-type Backend = rediskv::backend::MemoryBackend;
+type Backend = rediskv::MemoryBackend;
 
 /// An empty store for each sequence.
 fn new_backend() -> Backend {

@@ -15,8 +15,8 @@ mod rdb_fixtures;
 
 use client::{Client, RedisServer, fold_resp2};
 use rdb_fixtures::{fixtures, keys};
-use rediskv::backend::MemoryBackend;
-use rediskv::commands::{Db, Reply};
+use rediskv::MemoryBackend;
+use rediskv::{Db, Reply};
 
 fn call<A: AsRef<[u8]>>(redis: &mut Client, argv: &[A]) -> Reply {
     redis.call(argv).expect("redis-server answers")

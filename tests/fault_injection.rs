@@ -22,9 +22,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use rediskv::backend::{ColumnFamily, FaultyBackend, KvBackend, MemoryBackend};
-use rediskv::codec::{Clock, KeyLayout, ManualClock, Metadata};
-use rediskv::commands::{Db, Reply};
+use rediskv::{Clock, KeyLayout, ManualClock, Metadata};
+use rediskv::{ColumnFamily, FaultyBackend, KvBackend, MemoryBackend};
+use rediskv::{Db, Reply};
 
 macro_rules! argv {
     ($($a:expr),* $(,)?) => { Vec::<Vec<u8>>::from([$($crate::kit::Arg::arg($a)),*]) };

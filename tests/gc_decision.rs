@@ -1,9 +1,9 @@
 //! The garbage decision, the expiry sweep and the compaction pass on hand-built records.
 
 use bytes::Bytes;
-use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{KeyLayout, Metadata, RedisType, Version};
 use rediskv::gc::{Collector, Decision, ExpirySweep, compact, decide, decide_with_metadata};
+use rediskv::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
+use rediskv::{KeyLayout, Metadata, RedisType, Version};
 
 const NOW: u64 = 1_000_000;
 const GRACE: u64 = 300_000;

@@ -10,10 +10,10 @@ use proptest::prelude::*;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend};
-use rediskv::codec::{Clock, KeyLayout, ManualClock, Metadata, RedisType};
-use rediskv::commands::{Db, Reply};
 use rediskv::gc::{Collector, Decision, ExpirySweep, compact, decide};
+use rediskv::{Clock, KeyLayout, ManualClock, Metadata, RedisType};
+use rediskv::{ColumnFamily, KvBackend, MemoryBackend};
+use rediskv::{Db, Reply};
 
 const KEYS: [&str; 5] = ["a", "b", "c", "d", "e"];
 
@@ -205,7 +205,7 @@ fn collector_beside_a_writer_never_drops_live_records() {
 /// now and then delete the fresh value.
 #[test]
 fn active_expiry_never_deletes_a_key_rewritten_since_it_was_found() {
-    use rediskv::commands::Engine;
+    use rediskv::Engine;
     use rediskv::gc::expire_step;
 
     let clock = Arc::new(ManualClock::new(T0_MS));
@@ -215,12 +215,12 @@ fn active_expiry_never_deletes_a_key_rewritten_since_it_was_found() {
         let (engine, done) = (engine.clone(), done.clone());
         std::thread::spawn(move || {
             let mut expired = 0usize;
-            let mut sweep = ExpirySweep::new(rediskv::codec::KeyRange::prefix(Vec::new()));
+            let mut sweep = ExpirySweep::new(rediskv::KeyRange::prefix(Vec::new()));
             while !done.load(Ordering::Acquire) {
                 let step = expire_step(&*engine, &mut sweep, engine.now_ms(), 4).unwrap();
                 expired += step.removed.len();
                 if step.done {
-                    sweep = ExpirySweep::new(rediskv::codec::KeyRange::prefix(Vec::new()));
+                    sweep = ExpirySweep::new(rediskv::KeyRange::prefix(Vec::new()));
                 }
             }
             expired
@@ -251,10 +251,10 @@ fn active_expiry_never_deletes_a_key_rewritten_since_it_was_found() {
 fn active_expiry_rechecks_a_key_recreated_right_after_the_sweep_read_it() {
     use std::sync::Mutex;
 
-    use rediskv::backend::{Direction, ScanIter, WriteBatch};
-    use rediskv::codec::KeyRange;
-    use rediskv::commands::Engine;
+    use rediskv::Engine;
+    use rediskv::KeyRange;
     use rediskv::gc::expire_step;
+    use rediskv::{Direction, ScanIter, WriteBatch};
 
     type Hook = Box<dyn FnOnce(&MemoryBackend) + Send>;
     struct Racy {
@@ -314,7 +314,7 @@ fn active_expiry_rechecks_a_key_recreated_right_after_the_sweep_read_it() {
 /// deleted nor reported; after the hold, the next lookup deletes it with its `expired` event.
 #[test]
 fn held_expiry_leaves_expired_keys_in_place_until_the_hold_ends() {
-    use rediskv::commands::Engine;
+    use rediskv::Engine;
 
     let clock = Arc::new(ManualClock::new(T0_MS));
     let engine = Engine::new(MemoryBackend::new()).with_clock(clock.clone());
@@ -335,7 +335,7 @@ fn held_expiry_leaves_expired_keys_in_place_until_the_hold_ends() {
 /// more than 64 records (Redis' lazyfree threshold) count as deferred frees.
 #[test]
 fn deleted_big_collections_count_as_deferred_frees() {
-    use rediskv::commands::Engine;
+    use rediskv::Engine;
 
     let clock = Arc::new(ManualClock::new(T0_MS));
     let engine = Engine::new(MemoryBackend::new()).with_clock(clock.clone());

@@ -8,8 +8,8 @@
 mod client;
 
 use client::{RedisServer, fold, fold_resp2};
-use rediskv::backend::MemoryBackend;
-use rediskv::commands::{Db, Engine, Protocol, Reply};
+use rediskv::MemoryBackend;
+use rediskv::{Db, Engine, Protocol, Reply};
 
 fn build() -> Vec<(String, Vec<String>)> {
     let n = |count: usize, f: &dyn Fn(usize) -> Vec<String>| (0..count).flat_map(f).collect::<Vec<_>>();

@@ -7,8 +7,8 @@
 mod common;
 
 use common::*;
-use rediskv::backend::{FaultyBackend, MemoryBackend};
-use rediskv::commands::{Db, Reply};
+use rediskv::{Db, Reply};
+use rediskv::{FaultyBackend, MemoryBackend};
 
 fn sicily() -> Db<'static, MemoryBackend> {
     let (mut db, _) = db();

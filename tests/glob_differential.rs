@@ -11,9 +11,9 @@ mod client;
 use std::collections::BTreeSet;
 
 use client::RedisServer;
-use rediskv::backend::MemoryBackend;
-use rediskv::commands::args::glob_match;
-use rediskv::commands::{Db, Reply};
+use rediskv::MemoryBackend;
+use rediskv::args::glob_match;
+use rediskv::{Db, Reply};
 
 #[path = "common/rng.rs"]
 mod rng;

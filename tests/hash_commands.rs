@@ -4,13 +4,17 @@ mod common;
 use std::collections::{BTreeMap, HashSet};
 
 use common::*;
-use rediskv::backend::{KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{ColumnFamily, Metadata};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, Metadata};
+use rediskv::{Db, Reply};
+use rediskv::{KvBackend, MemoryBackend, WriteBatch};
 
 fn put_string(db: &mut Db<MemoryBackend>, key: &str) {
     let mut batch = WriteBatch::new();
-    batch.put(ColumnFamily::Metadata, db.metadata_key(key.as_bytes()), Metadata::string(b"v", 0).to_vec());
+    batch.put(
+        ColumnFamily::Metadata,
+        db.layout().metadata_key(key.as_bytes()),
+        Metadata::string(b"v", 0).to_vec(),
+    );
     db.backend_mut().write(batch).unwrap();
 }
 
@@ -307,11 +311,11 @@ fn expired_hash_is_recreated_empty() {
     let (mut db, clock) = db();
     run(&mut db, "HSET h a 1 b 2");
     // Give it an expiry by rewriting its metadata record.
-    let raw = db.backend().get(ColumnFamily::Metadata, &db.metadata_key(b"h")).unwrap().unwrap();
+    let raw = db.backend().get(ColumnFamily::Metadata, &db.layout().metadata_key(b"h")).unwrap().unwrap();
     let mut meta = Metadata::decode(&raw).unwrap();
     meta.expire_ms = T0_MS + 10;
     let mut batch = WriteBatch::new();
-    batch.put(ColumnFamily::Metadata, db.metadata_key(b"h"), meta.to_vec());
+    batch.put(ColumnFamily::Metadata, db.layout().metadata_key(b"h"), meta.to_vec());
     db.backend_mut().write(batch).unwrap();
     clock.advance_ms(11);
     assert_eq!(run(&mut db, "HLEN h"), int(0));
@@ -336,7 +340,7 @@ fn blind_write_hashes() {
     assert_eq!(run(&mut db, "HLEN h"), int(2));
     assert_eq!(items(run(&mut db, "HRANDFIELD h 5")).len(), 2);
     // The record carries the blind-write flag and size 0.
-    let raw = db.backend().get(ColumnFamily::Metadata, &db.metadata_key(b"h")).unwrap().unwrap();
+    let raw = db.backend().get(ColumnFamily::Metadata, &db.layout().metadata_key(b"h")).unwrap().unwrap();
     let meta = Metadata::decode(&raw).unwrap();
     assert!(meta.blind_write);
     assert_eq!(meta.size, 0);

@@ -7,9 +7,9 @@ mod common;
 
 use bytes::Bytes;
 use common::*;
-use rediskv::commands::Reply;
+use rediskv::Reply;
 
-fn get(db: &mut rediskv::commands::Db<'static, rediskv::backend::MemoryBackend>, key: &str) -> Vec<u8> {
+fn get(db: &mut rediskv::Db<'static, rediskv::MemoryBackend>, key: &str) -> Vec<u8> {
     match run(db, &format!("GET {key}")) {
         Reply::Bulk(b) => b.to_vec(),
         other => panic!("{other:?}"),
@@ -129,10 +129,10 @@ fn object_encoding_of_a_hll_is_raw() {
 /// a WATCH on it holds (a PFADD that changes it does not).
 #[test]
 fn pfdebug_todense_leaves_a_watch_standing() {
-    let engine = rediskv::commands::Engine::new(rediskv::backend::MemoryBackend::new());
+    let engine = rediskv::Engine::new(rediskv::MemoryBackend::new());
     let mut s = engine.session();
     assert_eq!(engine.run(&mut s, &["PFADD", "h", "a", "b"]), Reply::Integer(1));
-    let exec = |s: &mut rediskv::commands::Session, between: &[&str]| {
+    let exec = |s: &mut rediskv::Session, between: &[&str]| {
         assert_eq!(engine.run(s, &["WATCH", "h"]), Reply::OK);
         engine.run(s, between);
         assert_eq!(engine.run(s, &["MULTI"]), Reply::OK);

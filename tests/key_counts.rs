@@ -15,10 +15,10 @@ use std::thread;
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use rediskv::backend::{Direction, FaultyBackend, KvBackend, MemoryBackend};
-use rediskv::codec::{Clock, ColumnFamily, ManualClock};
-use rediskv::commands::{Engine, KeyCount, Reply, Session};
 use rediskv::gc::{self, ExpirySweep};
+use rediskv::{Clock, ColumnFamily, ManualClock};
+use rediskv::{Direction, FaultyBackend, KvBackend, MemoryBackend};
+use rediskv::{Engine, KeyCount, Reply, Session};
 
 const T0_MS: u64 = 1_767_225_600_000;
 /// The databases the random sequences use.
@@ -289,12 +289,12 @@ fn shared_store_scans() {
         fn scan<'a>(
             &'a self,
             cf: ColumnFamily,
-            range: &rediskv::codec::KeyRange,
+            range: &rediskv::KeyRange,
             direction: Direction,
-        ) -> rediskv::Result<rediskv::backend::ScanIter<'a>> {
+        ) -> rediskv::Result<rediskv::ScanIter<'a>> {
             self.0.scan(cf, range, direction)
         }
-        fn write(&self, batch: rediskv::backend::WriteBatch) -> rediskv::Result<()> {
+        fn write(&self, batch: rediskv::WriteBatch) -> rediskv::Result<()> {
             self.0.write(batch)
         }
         fn is_shared(&self) -> bool {

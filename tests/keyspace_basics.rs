@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use rediskv::commands::Reply;
+use rediskv::Reply;
 
 #[test]
 fn unknown_command_and_arity_errors_match_redis() {
@@ -28,12 +28,12 @@ fn ping_echo_type_of_missing() {
 
 #[test]
 fn undecodable_metadata_is_an_error_naming_the_user_key() {
-    use rediskv::backend::{KvBackend, WriteBatch};
-    use rediskv::codec::ColumnFamily;
+    use rediskv::ColumnFamily;
+    use rediskv::{KvBackend, WriteBatch};
     let (mut db, _) = db();
     let mut batch = WriteBatch::new();
     // Flags byte 0x3F: reserved bits set, which no writer produces.
-    batch.put(ColumnFamily::Metadata, db.metadata_key(b"bad"), vec![0x3F]);
+    batch.put(ColumnFamily::Metadata, db.layout().metadata_key(b"bad"), vec![0x3F]);
     db.backend().write(batch).unwrap();
     let Reply::Error(text) = run(&mut db, "lpop bad") else { panic!("expected an error") };
     assert!(text.contains("undecodable metadata of key 'bad'"), "{text}");

@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use bytes::Bytes;
 use common::*;
-use rediskv::backend::{KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{ColumnFamily, Metadata, RedisType, Version};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, Metadata, RedisType, Version};
+use rediskv::{Db, Reply};
+use rediskv::{KvBackend, MemoryBackend, WriteBatch};
 
 /// Writes a collection record with the given subkeys (and score records for a zset),
 /// returning its version.
@@ -17,11 +17,11 @@ fn put_collection(db: &mut Db<MemoryBackend>, ty: RedisType, key: &str, subs: &[
     let mut meta = Metadata::collection(ty, version);
     meta.size = subs.len() as u64;
     let mut batch = WriteBatch::new();
-    batch.put(ColumnFamily::Metadata, db.metadata_key(key.as_bytes()), meta.to_vec());
+    batch.put(ColumnFamily::Metadata, db.layout().metadata_key(key.as_bytes()), meta.to_vec());
     for (i, (sub, value)) in subs.iter().enumerate() {
         batch.put(
             ColumnFamily::Subkey,
-            db.subkey(key.as_bytes(), version, sub.as_bytes()).unwrap(),
+            db.layout().subkey(key.as_bytes(), version, sub.as_bytes()).unwrap(),
             value.to_string(),
         );
         if ty == RedisType::ZSet {
@@ -33,16 +33,24 @@ fn put_collection(db: &mut Db<MemoryBackend>, ty: RedisType, key: &str, subs: &[
     version
 }
 
-/// The live metadata of `key`, decoded.
-fn meta_of(db: &Db<MemoryBackend>, key: &str) -> Metadata<'static> {
-    db.lookup(key.as_bytes()).unwrap().expect("key exists").meta
+/// The version and size in `key`'s metadata record.
+fn meta_of(db: &Db<MemoryBackend>, key: &str) -> (Version, u64) {
+    let record = db.backend().get(ColumnFamily::Metadata, &db.layout().metadata_key(key.as_bytes())).unwrap();
+    let meta = Metadata::decode(record.as_deref().expect("key exists")).unwrap();
+    (meta.version, meta.size)
 }
 
 /// The `(sub, value)` records under `key` at `version`.
 fn subs_of(db: &Db<MemoryBackend>, key: &str, version: Version) -> Vec<(Bytes, Bytes)> {
-    db.scan_subkeys(key.as_bytes(), version, rediskv::backend::Direction::Forward)
+    let prefix_len = db.layout().subkey_prefix(key.as_bytes(), version, 0).unwrap().len();
+    let range = db.layout().subkey_range(key.as_bytes(), version).unwrap();
+    db.backend()
+        .scan(ColumnFamily::Subkey, &range, rediskv::Direction::Forward)
         .unwrap()
-        .map(Result::unwrap)
+        .map(|item| {
+            let (sub, value) = item.unwrap();
+            (sub.slice(prefix_len..), value)
+        })
         .collect()
 }
 
@@ -178,8 +186,7 @@ fn persist() {
     let v = put_collection(&mut db, RedisType::Set, "s", &[("m", "")]);
     run(&mut db, "EXPIRE s 100");
     assert_eq!(run(&mut db, "PERSIST s"), int(1));
-    assert_eq!(meta_of(&db, "s").version, v);
-    assert_eq!(meta_of(&db, "s").size, 1);
+    assert_eq!(meta_of(&db, "s"), (v, 1));
 }
 
 #[test]
@@ -215,18 +222,15 @@ fn rename_collection_copies_records_under_a_fresh_version() {
     assert_eq!(run(&mut db, "EXISTS z"), int(0));
     assert_eq!(run(&mut db, "TYPE dst"), Reply::status("zset"));
     assert_eq!(run(&mut db, "TTL dst"), int(50));
-    let meta = meta_of(&db, "dst");
-    assert_ne!(meta.version, old);
-    assert_eq!(meta.size, 2);
-    assert_eq!(subs_of(&db, "dst", meta.version), subs_of(&db, "z", old));
+    let (version, size) = meta_of(&db, "dst");
+    assert_ne!(version, old);
+    assert_eq!(size, 2);
+    assert_eq!(subs_of(&db, "dst", version), subs_of(&db, "z", old));
     // Two score records copied, the old ones left as garbage.
     assert_eq!(db.backend().len(ColumnFamily::Score), 4);
-    let range = db.layout().score_range(b"dst", meta.version, None).unwrap();
-    let copied: Vec<_> = db
-        .backend()
-        .scan(ColumnFamily::Score, &range, rediskv::backend::Direction::Forward)
-        .unwrap()
-        .collect();
+    let range = db.layout().score_range(b"dst", version, None).unwrap();
+    let copied: Vec<_> =
+        db.backend().scan(ColumnFamily::Score, &range, rediskv::Direction::Forward).unwrap().collect();
     assert_eq!(copied.len(), 2);
     // The old subkeys are still there (lazy deletion), under the old version.
     assert_eq!(subs_of(&db, "z", old).len(), 2);
@@ -271,9 +275,9 @@ fn copy_collection_to_another_db() {
     assert_eq!(run(&mut db, "TYPE h"), Reply::status("hash"));
     let src = subs_of(&db, "h", old);
     run(&mut db, "SELECT 3");
-    let meta = meta_of(&db, "h2");
-    assert_ne!(meta.version, old);
-    assert_eq!(subs_of(&db, "h2", meta.version), src);
+    let (version, _) = meta_of(&db, "h2");
+    assert_ne!(version, old);
+    assert_eq!(subs_of(&db, "h2", version), src);
     assert_eq!(run(&mut db, "KEYS *"), bulks(&["h2"]));
 }
 

@@ -17,11 +17,11 @@ use common::*;
 use std::sync::Arc;
 
 use rediskv::Error;
-use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::camellia::{self, CamelliaRoute};
-use rediskv::codec::{KeyLayout, LayoutKind, ManualClock, Metadata, RedisType, Version};
-use rediskv::commands::{Db, Reply};
+use rediskv::camellia::{self, CamelliaRoute};
 use rediskv::fsck::{self, Fsck};
+use rediskv::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
+use rediskv::{Db, Reply};
+use rediskv::{KeyLayout, LayoutKind, ManualClock, Metadata, RedisType, Version};
 
 const FOO: &str = "00000003 666F6F";
 const VERSION: Version = Version::Short(0x0102_0304_0506_0708);

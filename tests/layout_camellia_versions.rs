@@ -9,9 +9,9 @@ mod common;
 use common::*;
 use std::sync::Arc;
 
-use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend};
-use rediskv::codec::{KeyLayout, ManualClock};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, KvBackend, MemoryBackend};
+use rediskv::{Db, Reply};
+use rediskv::{KeyLayout, ManualClock};
 
 fn layout() -> KeyLayout {
     KeyLayout::camellia(b"ns")

@@ -15,13 +15,13 @@ use common::*;
 use std::sync::Arc;
 
 use rediskv::Error;
-use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{
+use rediskv::fsck::{self, Fsck, Problem};
+use rediskv::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
+use rediskv::{Db, Reply};
+use rediskv::{
     Extra, KeyLayout, LayoutKind, ManualClock, Metadata, RedisType, Version, decode_neokv_legacy,
     encode_neokv_legacy, neokv_ids, neokv_namespace,
 };
-use rediskv::commands::{Db, Reply};
-use rediskv::fsck::{self, Fsck, Problem};
 
 const NS: &str = "8000000000000001 8000000000000002";
 const FOO: &str = "2F96 00000003 666F6F";

@@ -15,18 +15,22 @@ mod common;
 use common::*;
 use std::sync::Arc;
 
-use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::titea;
-use rediskv::codec::{
-    Clock, KeyLayout, LIST_INITIAL_INDEX, LayoutKind, ManualClock, Metadata, RedisType, Version,
-};
-use rediskv::commands::{Db, Engine, Reply};
 use rediskv::fsck::{self, Fsck};
+use rediskv::titea;
+use rediskv::{Clock, KeyLayout, LIST_INITIAL_INDEX, LayoutKind, ManualClock, Metadata, RedisType, Version};
+use rediskv::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
+use rediskv::{Db, Engine, Reply};
 
 const HEAD: &str = "6B76 612E62";
 const ID: Version = Version::Id([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
 const ID_HEX: &str = "000102030405060708090A0B0C0D0E0F";
 const EXP: &str = "0000018BCFE5687B";
+
+/// The version in `key`'s metadata record, decoded as `db`'s layout reads it.
+fn version_of<B: KvBackend>(db: &Db<'_, B>, key: &[u8]) -> Version {
+    let record = db.backend().get(ColumnFamily::Metadata, &db.layout().metadata_key(key)).unwrap();
+    db.layout().decode_metadata(&record.expect("key exists")).unwrap().version
+}
 
 fn layout() -> KeyLayout {
     KeyLayout::titea(b"a.b")
@@ -227,7 +231,7 @@ fn records_titea_wrote_are_read() {
 fn writes_keep_the_index_records() {
     let (mut db, clock) = db();
     assert_eq!(run(&mut db, "HSET h a 1"), int(1));
-    let id = db.lookup(b"h").unwrap().unwrap().meta.version;
+    let id = version_of(&db, b"h");
     assert!(matches!(id, Version::Id(b) if b[..8] != [0; 8]), "a 16-byte id");
     let meta = get(&db, ColumnFamily::Metadata, &layout().metadata_key(b"h")).unwrap();
     assert_eq!(meta[titea::CREATED_AT], (T0_MS / 1000).to_be_bytes(), "created-at in seconds");
@@ -248,7 +252,7 @@ fn writes_keep_the_index_records() {
     assert_eq!(get(&db, ColumnFamily::Metadata, &exp), None);
     // RENAME moves the collection to a new id and marks the old one.
     run(&mut db, "ZADD z 1 a 2 b");
-    let old = db.lookup(b"z").unwrap().unwrap().meta.version;
+    let old = version_of(&db, b"z");
     assert_eq!(run(&mut db, "RENAME z z2"), Reply::OK);
     assert!(get(&db, ColumnFamily::Metadata, &layout().gc_record_key(b"a.b", old).unwrap()).is_some());
     assert_eq!(run(&mut db, "ZRANGE z2 0 -1 WITHSCORES"), bulks(&["a", "1", "b", "2"]));
@@ -275,7 +279,7 @@ fn new_lists_start_at_titeas_positions() {
         ("r", "3E 0000000000000000", "0000000000000000 0000000000000000"),
         ("l", "3C FFFFFFFFFFFFFFFF", "FFFFFFFFFFFFFFFF FFFFFFFFFFFFFFFF"),
     ] {
-        let id = db.lookup(key.as_bytes()).unwrap().unwrap().meta.version.to_string();
+        let id = version_of(&db, key.as_bytes()).to_string();
         let element = get(&db, ColumnFamily::Subkey, &h(&format!("{HEAD} 64 {id} {sub}")));
         assert_eq!(element, Some(b"a".to_vec()), "{key}");
         let meta = get(&db, ColumnFamily::Metadata, &layout().metadata_key(key.as_bytes())).unwrap();
@@ -319,7 +323,7 @@ fn watch_sees_an_element_write_without_a_metadata_write() {
     // TiTea's element records name no key: the engine finds the key by the id it looked up.
     let engine = Engine::with_layout(MemoryBackend::new(), layout());
     let (mut a, mut b) = (engine.session(), engine.session());
-    let run_in = |s: &mut rediskv::commands::Session, line: &str| engine.execute(s, &argv(line));
+    let run_in = |s: &mut rediskv::Session, line: &str| engine.execute(s, &argv(line));
     run_in(&mut a, "HSET h f 1");
     run_in(&mut a, "ZADD z 1 m");
     for (change, key) in [("HSET h f 2", "h"), ("ZADD z 5 m", "z")] {
@@ -364,9 +368,9 @@ fn versions_of_the_other_variant_are_errors() {
     let (mut db, _clock) = db();
     assert!(matches!(db.new_version(), Version::Id(_)));
     run(&mut db, "SET s v");
-    assert!(matches!(db.lookup(b"s").unwrap().unwrap().meta.version, Version::Id(_)), "strings get ids");
+    assert!(matches!(version_of(&db, b"s"), Version::Id(_)), "strings get ids");
     let mut kvrocks = Db::new(MemoryBackend::new());
     assert!(matches!(kvrocks.new_version(), Version::Short(_)));
     run(&mut kvrocks, "SET s v");
-    assert_eq!(kvrocks.lookup(b"s").unwrap().unwrap().meta.version, Version::NONE);
+    assert_eq!(version_of(&kvrocks, b"s"), Version::NONE);
 }

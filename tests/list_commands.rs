@@ -5,30 +5,30 @@
 mod common;
 use bytes::Bytes;
 use common::*;
-use rediskv::backend::{KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{ColumnFamily, LIST_INITIAL_INDEX, Metadata, RedisType};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, LIST_INITIAL_INDEX, Metadata, RedisType};
+use rediskv::{Db, Reply};
+use rediskv::{KvBackend, MemoryBackend, WriteBatch};
 
 /// Makes `key` a string holding `v` by writing its metadata record directly.
 fn set_string(db: &mut Db<MemoryBackend>, key: &str, v: &str) {
     let mut batch = WriteBatch::new();
     batch.put(
         ColumnFamily::Metadata,
-        db.metadata_key(key.as_bytes()),
+        db.layout().metadata_key(key.as_bytes()),
         Metadata::string(v.as_bytes(), 0).to_vec(),
     );
     db.backend_mut().write(batch).unwrap();
 }
 
 fn meta(db: &Db<MemoryBackend>, key: &str) -> Option<Metadata<'static>> {
-    let raw = db.backend().get(ColumnFamily::Metadata, &db.metadata_key(key.as_bytes())).unwrap()?;
+    let raw = db.backend().get(ColumnFamily::Metadata, &db.layout().metadata_key(key.as_bytes())).unwrap()?;
     let m = Metadata::decode(&raw).unwrap();
     Some(Metadata { value: &[], ..m })
 }
 
 fn put_meta(db: &mut Db<MemoryBackend>, key: &str, m: &Metadata<'_>) {
     let mut batch = WriteBatch::new();
-    batch.put(ColumnFamily::Metadata, db.metadata_key(key.as_bytes()), m.to_vec());
+    batch.put(ColumnFamily::Metadata, db.layout().metadata_key(key.as_bytes()), m.to_vec());
     db.backend_mut().write(batch).unwrap();
 }
 
@@ -36,7 +36,7 @@ fn put_meta(db: &mut Db<MemoryBackend>, key: &str, m: &Metadata<'_>) {
 fn live_subkeys(db: &Db<MemoryBackend>, key: &str) -> usize {
     let Some(m) = meta(db, key) else { return 0 };
     let range = db.layout().subkey_range(key.as_bytes(), m.version).unwrap();
-    db.backend().scan(ColumnFamily::Subkey, &range, rediskv::backend::Direction::Forward).unwrap().count()
+    db.backend().scan(ColumnFamily::Subkey, &range, rediskv::Direction::Forward).unwrap().count()
 }
 
 fn ints(items: &[i64]) -> Reply {
@@ -302,11 +302,7 @@ fn ltrim_cases() {
     assert_eq!(meta(&db, "l"), None);
     // The trimmed element's record is left for lazy deletion, under the dead version.
     let range = db.layout().subkey_range(b"l", version).unwrap();
-    let left = db
-        .backend()
-        .scan(ColumnFamily::Subkey, &range, rediskv::backend::Direction::Forward)
-        .unwrap()
-        .count();
+    let left = db.backend().scan(ColumnFamily::Subkey, &range, rediskv::Direction::Forward).unwrap().count();
     assert_eq!(left, 1);
     // Pushing again starts a fresh version with fresh indices.
     assert_eq!(run(&mut db, "RPUSH l z"), int(1));
@@ -572,14 +568,14 @@ fn index_overflow_is_an_error_not_a_wrap() {
     run(&mut db, "RPUSH l a");
     // Move the list to the very top of the index space.
     let mut m = meta(&db, "l").unwrap();
-    let keys_old = db.subkey(b"l", m.version, &m.head.to_be_bytes()).unwrap();
-    let keys_new = db.subkey(b"l", m.version, &(u64::MAX - 1).to_be_bytes()).unwrap();
+    let keys_old = db.layout().subkey(b"l", m.version, &m.head.to_be_bytes()).unwrap();
+    let keys_new = db.layout().subkey(b"l", m.version, &(u64::MAX - 1).to_be_bytes()).unwrap();
     let mut batch = WriteBatch::new();
     batch.delete(ColumnFamily::Subkey, keys_old);
     batch.put(ColumnFamily::Subkey, keys_new, Bytes::from_static(b"a"));
     m.head = u64::MAX - 1;
     m.tail = u64::MAX;
-    batch.put(ColumnFamily::Metadata, db.metadata_key(b"l"), m.to_vec());
+    batch.put(ColumnFamily::Metadata, db.layout().metadata_key(b"l"), m.to_vec());
     db.backend_mut().write(batch).unwrap();
     assert_eq!(all(&mut db, "l"), bulks(&["a"]));
     let r = run(&mut db, "RPUSH l b");
@@ -596,15 +592,15 @@ fn index_overflow_is_an_error_not_a_wrap() {
     run(&mut db, "RPUSH l a");
     let mut m = meta(&db, "l").unwrap();
     let mut batch = WriteBatch::new();
-    batch.delete(ColumnFamily::Subkey, db.subkey(b"l", m.version, &m.head.to_be_bytes()).unwrap());
+    batch.delete(ColumnFamily::Subkey, db.layout().subkey(b"l", m.version, &m.head.to_be_bytes()).unwrap());
     batch.put(
         ColumnFamily::Subkey,
-        db.subkey(b"l", m.version, &0u64.to_be_bytes()).unwrap(),
+        db.layout().subkey(b"l", m.version, &0u64.to_be_bytes()).unwrap(),
         Bytes::from_static(b"a"),
     );
     m.head = 0;
     m.tail = 1;
-    batch.put(ColumnFamily::Metadata, db.metadata_key(b"l"), m.to_vec());
+    batch.put(ColumnFamily::Metadata, db.layout().metadata_key(b"l"), m.to_vec());
     db.backend_mut().write(batch).unwrap();
     assert!(run(&mut db, "LPUSH l b").is_error());
     assert!(run(&mut db, "LMOVE l l RIGHT LEFT").is_error());

@@ -8,9 +8,9 @@ use std::collections::{HashMap, VecDeque};
 use bytes::Bytes;
 use common::*;
 use proptest::prelude::*;
-use rediskv::backend::{Direction, KvBackend, MemoryBackend};
-use rediskv::codec::{ColumnFamily, Metadata};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, Metadata};
+use rediskv::{Db, Reply};
+use rediskv::{Direction, KvBackend, MemoryBackend};
 
 const KEYS: [&str; 2] = ["a", "b"];
 
@@ -279,7 +279,8 @@ fn apply(model: &mut Model, op: &Op) -> (Vec<String>, Reply) {
 }
 
 fn live_subkeys(db: &Db<MemoryBackend>, key: &str) -> usize {
-    let Some(raw) = db.backend().get(ColumnFamily::Metadata, &db.metadata_key(key.as_bytes())).unwrap()
+    let Some(raw) =
+        db.backend().get(ColumnFamily::Metadata, &db.layout().metadata_key(key.as_bytes())).unwrap()
     else {
         return 0;
     };

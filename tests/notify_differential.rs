@@ -24,9 +24,9 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use rediskv::backend::MemoryBackend;
-use rediskv::codec::ManualClock;
-use rediskv::commands::{Engine, NotifyFlags, Reply, Session};
+use rediskv::ManualClock;
+use rediskv::MemoryBackend;
+use rediskv::{Engine, NotifyFlags, Reply, Session};
 
 /// `argv!["GET", g.key()]` → `Vec<Vec<u8>>`.
 macro_rules! argv {

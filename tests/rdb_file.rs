@@ -21,11 +21,9 @@ use client::{Client, RedisServer};
 use proptest::prelude::*;
 use rdb_fixtures::normalized;
 use rediskv::Error;
-use rediskv::codec::rdb::{RdbValue, restore};
-use rediskv::codec::{
-    RdbEntry, RdbFileOptions, RdbFileReader, RdbFileWriter, RdbHeader, RdbItem, RdbReplication,
-};
-use rediskv::commands::Reply;
+use rediskv::Reply;
+use rediskv::rdb::{RdbValue, restore};
+use rediskv::{RdbEntry, RdbFileOptions, RdbFileReader, RdbFileWriter, RdbHeader, RdbItem, RdbReplication};
 
 const LIBRARY: &str =
     "#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return 1 end)";

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use proptest::prelude::*;
 use rediskv::Error;
-use rediskv::codec::rdb::{RdbValue, dump, restore};
+use rediskv::rdb::{RdbValue, dump, restore};
 
 fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
@@ -152,8 +152,8 @@ proptest! {
         let _ = restore(&body);
         let mut function = vec![245];
         function.extend_from_slice(&body);
-        let _ = rediskv::codec::rdb::restore_functions(&seal(&function));
-        let _ = rediskv::codec::rdb::restore_functions(&body);
+        let _ = rediskv::rdb::restore_functions(&seal(&function));
+        let _ = rediskv::rdb::restore_functions(&body);
     }
 }
 
@@ -161,7 +161,7 @@ proptest! {
 /// 14-bit-length string, version 10, CRC-64): read back, and written byte for byte the same.
 #[test]
 fn function_payloads_match_redis() {
-    use rediskv::codec::rdb::{dump_functions, restore_functions};
+    use rediskv::rdb::{dump_functions, restore_functions};
     let code: &[u8] = b"#!lua name=t\nredis.register_function('f', function() return 1 end)";
     let redis: &[u8] =
         b"\xf5@B#!lua name=t\nredis.register_function('f', function() return 1 end)\n\x00\xe6\xe6\x92\xdf\xfa\xa1\xad\xcf";
@@ -180,8 +180,8 @@ fn function_payloads_match_redis() {
 /// the module table of `codec::rdb`.
 #[test]
 fn stream_payload_by_hand() {
-    use rediskv::codec::StreamId;
-    use rediskv::codec::rdb::RdbStream;
+    use rediskv::StreamId;
+    use rediskv::rdb::RdbStream;
     let id = StreamId { ms: 1, seq: 1 };
     #[rustfmt::skip]
     let listpack: &[u8] = &[

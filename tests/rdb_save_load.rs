@@ -10,10 +10,10 @@ mod rdb_fixtures;
 use std::collections::BTreeMap;
 
 use rdb_fixtures::normalized;
-use rediskv::backend::MemoryBackend;
-use rediskv::codec::rdb::{RdbValue, restore};
-use rediskv::codec::{KeyLayout, RdbFileOptions, RdbFileReader, RdbHeader, RdbItem};
-use rediskv::commands::{Engine, RdbLoader, RdbSave, Reply, Session, save_rdb};
+use rediskv::MemoryBackend;
+use rediskv::rdb::{RdbValue, restore};
+use rediskv::{Engine, RdbLoader, RdbSave, Reply, Session, save_rdb};
+use rediskv::{KeyLayout, RdbFileOptions, RdbFileReader, RdbHeader, RdbItem};
 
 const DATABASES: usize = 4;
 

@@ -8,8 +8,8 @@
 mod client;
 
 use client::RedisServer;
-use rediskv::backend::MemoryBackend;
-use rediskv::commands::{Engine, Protocol, Reply};
+use rediskv::MemoryBackend;
+use rediskv::{Engine, Protocol, Reply};
 
 /// Lines run in order on both sides; collections are kept small and in an order Redis
 /// lists them in (sorted members, insertion order equal to member order).

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use rediskv::commands::{Protocol, Reply};
+use rediskv::{Protocol, Reply};
 
 /// A strict RESP2/RESP3 parser: returns the length of the one value at the start of `buf`,
 /// or why it is malformed.

@@ -5,13 +5,17 @@ mod common;
 use std::collections::{BTreeSet, HashSet};
 
 use common::*;
-use rediskv::backend::{KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{ColumnFamily, Metadata};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, Metadata};
+use rediskv::{Db, Reply};
+use rediskv::{KvBackend, MemoryBackend, WriteBatch};
 
 fn put_string(db: &mut Db<MemoryBackend>, key: &str) {
     let mut batch = WriteBatch::new();
-    batch.put(ColumnFamily::Metadata, db.metadata_key(key.as_bytes()), Metadata::string(b"v", 0).to_vec());
+    batch.put(
+        ColumnFamily::Metadata,
+        db.layout().metadata_key(key.as_bytes()),
+        Metadata::string(b"v", 0).to_vec(),
+    );
     db.backend_mut().write(batch).unwrap();
 }
 
@@ -348,7 +352,7 @@ fn blind_write_sets() {
     assert_eq!(run(&mut db, "SMEMBERS s"), bulks(&["a", "b"]));
     assert_eq!(run(&mut db, "SREM s a nosuch"), int(2));
     assert_eq!(run(&mut db, "SCARD s"), int(1));
-    let raw = db.backend().get(ColumnFamily::Metadata, &db.metadata_key(b"s")).unwrap().unwrap();
+    let raw = db.backend().get(ColumnFamily::Metadata, &db.layout().metadata_key(b"s")).unwrap().unwrap();
     let meta = Metadata::decode(&raw).unwrap();
     assert!(meta.blind_write);
     assert_eq!(meta.size, 0);

@@ -2,9 +2,9 @@
 
 mod common;
 use common::*;
-use rediskv::backend::{KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{ColumnFamily, Metadata, RedisType};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, Metadata, RedisType};
+use rediskv::{Db, Reply};
+use rediskv::{KvBackend, MemoryBackend, WriteBatch};
 
 const SYNTAX: &str = "ERR syntax error";
 const NOT_INT: &str = "ERR value is not an integer or out of range";
@@ -16,8 +16,12 @@ fn put_hash(db: &mut Db<MemoryBackend>, key: &str) {
     let mut meta = Metadata::collection(RedisType::Hash, version);
     meta.size = 1;
     let mut batch = WriteBatch::new();
-    batch.put(ColumnFamily::Metadata, db.metadata_key(key.as_bytes()), meta.to_vec());
-    batch.put(ColumnFamily::Subkey, db.subkey(key.as_bytes(), version, b"f").unwrap(), b"v".to_vec());
+    batch.put(ColumnFamily::Metadata, db.layout().metadata_key(key.as_bytes()), meta.to_vec());
+    batch.put(
+        ColumnFamily::Subkey,
+        db.layout().subkey(key.as_bytes(), version, b"f").unwrap(),
+        b"v".to_vec(),
+    );
     db.backend_mut().write(batch).unwrap();
 }
 

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use common::{T0_MS, bulk, err, int};
-use rediskv::backend::{ColumnFamily, Direction, KvBackend, MemoryBackend, ScanIter, WriteBatch};
-use rediskv::codec::{KeyRange, ManualClock};
-use rediskv::commands::{Engine, Listeners, Reply, Session, Touch};
+use rediskv::{ColumnFamily, Direction, KvBackend, MemoryBackend, ScanIter, WriteBatch};
+use rediskv::{Engine, Listeners, Reply, Session, Touch};
+use rediskv::{KeyRange, ManualClock};
 
 fn engine() -> (Engine<MemoryBackend>, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(T0_MS));

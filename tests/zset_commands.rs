@@ -10,16 +10,16 @@ mod common;
 use common::*;
 
 use bytes::Bytes;
-use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{Metadata, RedisType};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
+use rediskv::{Db, Reply};
+use rediskv::{Metadata, RedisType};
 
 /// Writes a string key directly (the string family is tested elsewhere).
 fn set_string(db: &mut Db<MemoryBackend>, key: &str, value: &str) {
     let mut batch = WriteBatch::new();
     batch.put(
         ColumnFamily::Metadata,
-        db.metadata_key(key.as_bytes()),
+        db.layout().metadata_key(key.as_bytes()),
         Metadata::string(value.as_bytes(), 0).to_vec(),
     );
     db.backend_mut().write(batch).unwrap();
@@ -34,11 +34,11 @@ fn sadd_raw(db: &mut Db<MemoryBackend>, key: &str, members: &[&str]) {
     for m in members {
         batch.put(
             ColumnFamily::Subkey,
-            db.subkey(key.as_bytes(), version, m.as_bytes()).unwrap(),
+            db.layout().subkey(key.as_bytes(), version, m.as_bytes()).unwrap(),
             Bytes::new(),
         );
     }
-    batch.put(ColumnFamily::Metadata, db.metadata_key(key.as_bytes()), meta.to_vec());
+    batch.put(ColumnFamily::Metadata, db.layout().metadata_key(key.as_bytes()), meta.to_vec());
     db.backend_mut().write(batch).unwrap();
 }
 
@@ -1380,21 +1380,19 @@ fn zrangestore_cmd() {
 /// Every (member, score) of `key` under its live version, read from the Subkey CF and from
 /// the Score CF; the two must agree.
 fn records(db: &Db<MemoryBackend>, key: &str) -> Vec<(Vec<u8>, f64)> {
-    let raw = db.backend().get(ColumnFamily::Metadata, &db.metadata_key(key.as_bytes())).unwrap();
+    let raw = db.backend().get(ColumnFamily::Metadata, &db.layout().metadata_key(key.as_bytes())).unwrap();
     let Some(raw) = raw else { return Vec::new() };
     let meta = Metadata::decode(&raw).unwrap();
     let layout = db.layout();
     let range = layout.subkey_range(key.as_bytes(), meta.version).unwrap();
     let mut by_member = Vec::new();
-    for item in db.backend().scan(ColumnFamily::Subkey, &range, rediskv::backend::Direction::Forward).unwrap()
-    {
+    for item in db.backend().scan(ColumnFamily::Subkey, &range, rediskv::Direction::Forward).unwrap() {
         let (k, v) = item.unwrap();
         let sk = layout.decode_subkey(&k).unwrap();
-        by_member.push((sk.sub.to_vec(), rediskv::codec::decode_f64_slice(&v).unwrap()));
+        by_member.push((sk.sub.to_vec(), rediskv::decode_f64_slice(&v).unwrap()));
     }
     let mut by_score = Vec::new();
-    for item in db.backend().scan(ColumnFamily::Score, &range, rediskv::backend::Direction::Forward).unwrap()
-    {
+    for item in db.backend().scan(ColumnFamily::Score, &range, rediskv::Direction::Forward).unwrap() {
         let (k, v) = item.unwrap();
         assert!(v.is_empty());
         let sk = layout.decode_score_key(&k).unwrap();
@@ -1444,15 +1442,17 @@ fn store_replaces_any_type_under_a_fresh_version() {
     run(&mut db, "zadd a 1 x 2 y");
     assert_eq!(run(&mut db, "zunionstore d 1 a"), int(2));
     assert_eq!(run(&mut db, "type d"), Reply::status("zset"));
-    let v1 =
-        Metadata::decode(&db.backend().get(ColumnFamily::Metadata, &db.metadata_key(b"d")).unwrap().unwrap())
-            .unwrap()
-            .version;
+    let v1 = Metadata::decode(
+        &db.backend().get(ColumnFamily::Metadata, &db.layout().metadata_key(b"d")).unwrap().unwrap(),
+    )
+    .unwrap()
+    .version;
     assert_eq!(run(&mut db, "zrangestore d a 0 0"), int(1));
-    let v2 =
-        Metadata::decode(&db.backend().get(ColumnFamily::Metadata, &db.metadata_key(b"d")).unwrap().unwrap())
-            .unwrap()
-            .version;
+    let v2 = Metadata::decode(
+        &db.backend().get(ColumnFamily::Metadata, &db.layout().metadata_key(b"d")).unwrap().unwrap(),
+    )
+    .unwrap()
+    .version;
     assert!(v2 > v1);
     assert_eq!(records(&db, "d"), vec![(b"x".to_vec(), 1.0)]);
     // The destination may be a source.
@@ -1465,7 +1465,7 @@ fn store_replaces_any_type_under_a_fresh_version() {
 fn expired_zset_starts_over() {
     let (mut db, clock) = db();
     run(&mut db, "zadd z 1 a 2 b");
-    let key = db.metadata_key(b"z");
+    let key = db.layout().metadata_key(b"z");
     let raw = db.backend().get(ColumnFamily::Metadata, &key).unwrap().unwrap();
     let meta = Metadata::decode(&raw).unwrap();
     let expiring = Metadata { expire_ms: T0_MS + 10, ..meta };
@@ -1649,9 +1649,9 @@ impl KvBackend for Counting {
     fn scan<'a>(
         &'a self,
         cf: ColumnFamily,
-        range: &rediskv::codec::KeyRange,
-        direction: rediskv::backend::Direction,
-    ) -> rediskv::Result<rediskv::backend::ScanIter<'a>> {
+        range: &rediskv::KeyRange,
+        direction: rediskv::Direction,
+    ) -> rediskv::Result<rediskv::ScanIter<'a>> {
         self.inner.scan(cf, range, direction)
     }
     fn write(&self, batch: WriteBatch) -> rediskv::Result<()> {

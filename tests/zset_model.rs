@@ -8,10 +8,10 @@ use common::*;
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use rediskv::backend::{ColumnFamily, Direction, KvBackend, MemoryBackend};
-use rediskv::codec::{Metadata, decode_f64_slice};
-use rediskv::commands::args::format_g17;
-use rediskv::commands::{Db, Reply};
+use rediskv::args::format_g17;
+use rediskv::{ColumnFamily, Direction, KvBackend, MemoryBackend};
+use rediskv::{Db, Reply};
+use rediskv::{Metadata, decode_f64_slice};
 
 const KEYS: [&str; 3] = ["a", "b", "c"];
 const MEMBERS: [&str; 6] = ["m", "n", "o", "p", "q", "r"];
@@ -575,7 +575,7 @@ fn view(model: &Model, k: usize) -> Vec<(String, f64)> {
 
 /// The (member, score) pairs of `key` read from both column families, checked equal.
 fn stored_pairs(db: &Db<MemoryBackend>, key: &str) -> Option<BTreeMap<String, f64>> {
-    let raw = db.backend().get(ColumnFamily::Metadata, &db.metadata_key(key.as_bytes())).unwrap()?;
+    let raw = db.backend().get(ColumnFamily::Metadata, &db.layout().metadata_key(key.as_bytes())).unwrap()?;
     let meta = Metadata::decode(&raw).unwrap();
     let layout = db.layout();
     let range = layout.subkey_range(key.as_bytes(), meta.version).unwrap();

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::Criterion;
-use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{Metadata, RedisType};
-use rediskv::commands::Db;
+use rediskv::Db;
+use rediskv::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
+use rediskv::{Metadata, RedisType};
 
 fn argv(parts: &[&str]) -> Vec<Bytes> {
     parts.iter().map(|p| Bytes::copy_from_slice(p.as_bytes())).collect()
@@ -22,11 +22,11 @@ fn build_hash(db: &mut Db<MemoryBackend>, key: &[u8], n: usize) -> Vec<u8> {
     meta.size = n as u64;
     let mut batch = WriteBatch::new();
     for i in 0..n {
-        let sub = db.subkey(key, version, format!("field:{i}").as_bytes()).unwrap();
+        let sub = db.layout().subkey(key, version, format!("field:{i}").as_bytes()).unwrap();
         batch.put(ColumnFamily::Subkey, sub, Bytes::from(format!("value:{i}")));
     }
     let record = meta.to_vec();
-    batch.put(ColumnFamily::Metadata, db.metadata_key(key), record.clone());
+    batch.put(ColumnFamily::Metadata, db.layout().metadata_key(key), record.clone());
     db.backend_mut().write(batch).unwrap();
     record
 }
@@ -64,7 +64,7 @@ pub fn benches(c: &mut Criterion) {
     let small = build_hash(&mut db, b"h1", 1);
     for (name, key, record) in [("DEL 1-field hash", "h1", small), ("DEL 1M-field hash", "h1m", big)] {
         let del = argv(&["DEL", key]);
-        let meta_key = db.metadata_key(key.as_bytes());
+        let meta_key = db.layout().metadata_key(key.as_bytes());
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;

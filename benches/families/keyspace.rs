@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::Criterion;
-use rediskv::backend::MemoryBackend;
-use rediskv::commands::Db;
+use rediskv::Db;
+use rediskv::MemoryBackend;
 
 pub fn benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("keyspace");

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::Criterion;
-use rediskv::backend::{KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{ColumnFamily, LIST_INITIAL_INDEX, Metadata, RedisType};
-use rediskv::commands::Db;
+use rediskv::Db;
+use rediskv::{ColumnFamily, LIST_INITIAL_INDEX, Metadata, RedisType};
+use rediskv::{KvBackend, MemoryBackend, WriteBatch};
 
 fn argv(parts: &[&str]) -> Vec<Bytes> {
     parts.iter().map(|p| Bytes::copy_from_slice(p.as_bytes())).collect()
@@ -29,7 +29,7 @@ fn fill(db: &mut Db<MemoryBackend>, key: &[u8], n: u64) {
     }
     meta.size = n;
     meta.tail = LIST_INITIAL_INDEX + n;
-    batch.put(ColumnFamily::Metadata, db.metadata_key(key), meta.to_vec());
+    batch.put(ColumnFamily::Metadata, db.layout().metadata_key(key), meta.to_vec());
     db.backend_mut().write(batch).unwrap();
 }
 

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::Criterion;
-use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{Metadata, RedisType};
-use rediskv::commands::Db;
+use rediskv::Db;
+use rediskv::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
+use rediskv::{Metadata, RedisType};
 
 fn argv(parts: &[&str]) -> Vec<Bytes> {
     parts.iter().map(|p| Bytes::copy_from_slice(p.as_bytes())).collect()
@@ -21,10 +21,10 @@ fn build_set(db: &mut Db<MemoryBackend>, key: &[u8], start: usize, n: usize) {
     meta.size = n as u64;
     let mut batch = WriteBatch::new();
     for i in start..start + n {
-        let sub = db.subkey(key, version, format!("member:{i}").as_bytes()).unwrap();
+        let sub = db.layout().subkey(key, version, format!("member:{i}").as_bytes()).unwrap();
         batch.put(ColumnFamily::Subkey, sub, Bytes::new());
     }
-    batch.put(ColumnFamily::Metadata, db.metadata_key(key), meta.to_vec());
+    batch.put(ColumnFamily::Metadata, db.layout().metadata_key(key), meta.to_vec());
     db.backend_mut().write(batch).unwrap();
 }
 

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::Criterion;
-use rediskv::backend::MemoryBackend;
-use rediskv::commands::Db;
+use rediskv::Db;
+use rediskv::MemoryBackend;
 
 fn argv(parts: &[&str]) -> Vec<Bytes> {
     parts.iter().map(|p| Bytes::copy_from_slice(p.as_bytes())).collect()

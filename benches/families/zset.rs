@@ -9,9 +9,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
-use rediskv::backend::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{Metadata, RedisType, encode_f64};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, KvBackend, MemoryBackend, WriteBatch};
+use rediskv::{Db, Reply};
+use rediskv::{Metadata, RedisType, encode_f64};
 
 fn argv(line: &str) -> Vec<Bytes> {
     line.split_whitespace().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect()
@@ -38,7 +38,7 @@ fn build(db: &mut Db<MemoryBackend>, key: &str, n: u64, stride: u64) {
     }
     let mut meta = Metadata::collection(RedisType::ZSet, version);
     meta.size = n;
-    batch.put(ColumnFamily::Metadata, db.metadata_key(key.as_bytes()), meta.to_vec());
+    batch.put(ColumnFamily::Metadata, db.layout().metadata_key(key.as_bytes()), meta.to_vec());
     db.backend_mut().write(batch).unwrap();
 }
 

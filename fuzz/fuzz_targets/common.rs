@@ -2,7 +2,7 @@
 #![allow(dead_code)] // each target uses part of it
 
 use md5::{Digest, Md5};
-use rediskv::codec::{KeyLayout, key_slot};
+use rediskv::{KeyLayout, key_slot};
 
 /// A layout chosen by `data[0]` (bit 0: cluster slots, bits 1..: md5 length mod 17) and
 /// `data[1]` (fixed prefix length mod 7, a prefix of `00 00 00 07 00 03`), and the rest.

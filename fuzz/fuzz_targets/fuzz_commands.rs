@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use rediskv::backend::MemoryBackend;
-use rediskv::codec::{Clock, KeyLayout, ManualClock};
-use rediskv::commands::{Db, Reply};
+use rediskv::MemoryBackend;
+use rediskv::{Clock, KeyLayout, ManualClock};
+use rediskv::{Db, Reply};
 use rediskv::fsck::Fsck;
 
 #[rustfmt::skip]

@@ -4,7 +4,7 @@
 //! input: byte order equals numeric order.
 
 use libfuzzer_sys::fuzz_target;
-use rediskv::codec::{decode_f64_slice, encode_f64};
+use rediskv::{decode_f64_slice, encode_f64};
 
 const ZERO_ALIAS: [u8; 8] = [0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF];
 

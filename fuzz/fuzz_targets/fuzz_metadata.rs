@@ -5,7 +5,7 @@
 //! fuzz/seeds/fuzz_metadata` starts from one record of each type.
 
 use libfuzzer_sys::fuzz_target;
-use rediskv::codec::{Flags, Metadata, peek_type_and_expire};
+use rediskv::{Flags, Metadata, peek_type_and_expire};
 
 fuzz_target!(|data: &[u8]| {
     if let Some(&first) = data.first() {
@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     let peeked = peek_type_and_expire(data);
     let Ok(meta) = Metadata::decode(data) else { return };
     assert_eq!(peeked, Ok((meta.ty, meta.expire_ms)));
-    let _ = rediskv::gc::decide_with_metadata(&rediskv::codec::KeyLayout::default(), data, meta.version, 0, 0);
+    let _ = rediskv::gc::decide_with_metadata(&rediskv::KeyLayout::default(), data, meta.version, 0, 0);
     let encoded = meta.to_vec();
     assert_eq!(encoded.len(), meta.encoded_len());
     assert_eq!(Metadata::decode(&encoded), Ok(meta));

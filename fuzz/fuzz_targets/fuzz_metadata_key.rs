@@ -3,7 +3,7 @@
 //! rebuild the input, and a canonical key re-encodes to the same bytes.
 
 use libfuzzer_sys::fuzz_target;
-use rediskv::codec::KeyOwner;
+use rediskv::KeyOwner;
 
 #[path = "common.rs"]
 mod common;

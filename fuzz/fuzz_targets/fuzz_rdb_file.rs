@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use rediskv::Error;
-use rediskv::codec::{RdbFileReader, RdbItem};
+use rediskv::{RdbFileReader, RdbItem};
 
 fn read_in_pieces(file: &[u8], piece: usize) -> Result<Vec<RdbItem>, Error> {
     let mut reader = RdbFileReader::new();

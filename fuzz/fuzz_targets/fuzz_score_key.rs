@@ -4,7 +4,7 @@
 //! alias of zero, 7F FF FF FF FF FF FF FF).
 
 use libfuzzer_sys::fuzz_target;
-use rediskv::codec::encode_f64;
+use rediskv::encode_f64;
 
 #[path = "common.rs"]
 mod common;

@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use rediskv::backend::{Direction, KvBackend};
-use rediskv::codec::{ColumnFamily, KeyLayout};
-use rediskv::commands::{Engine, Reply};
+use rediskv::{ColumnFamily, KeyLayout};
+use rediskv::{Direction, KvBackend};
+use rediskv::{Engine, Reply};
 
 use crate::record::Error;
 use crate::store::{Store, database_of, namespaces};
@@ -42,7 +42,7 @@ impl Report {
 pub fn count_keys(store: &dyn KvBackend) -> Result<u64, Error> {
     let mut n = 0;
     for item in store
-        .scan(ColumnFamily::Metadata, &rediskv::codec::KeyRange::prefix(Vec::new()), Direction::Forward)
+        .scan(ColumnFamily::Metadata, &rediskv::KeyRange::prefix(Vec::new()), Direction::Forward)
         .map_err(|e| e.to_string())?
     {
         item.map_err(|e| e.to_string())?;
@@ -128,11 +128,11 @@ pub fn convert(
 }
 
 /// Where a key goes: the target engine and session, or why the target cannot hold it.
-type Destination<'a, C> = Result<(&'a Engine<C>, &'a mut rediskv::commands::Session), &'a str>;
+type Destination<'a, C> = Result<(&'a Engine<C>, &'a mut rediskv::Session), &'a str>;
 
 fn writer_of<'a, C: KvBackend>(
     writer: &'a Option<Engine<C>>,
-    session: &'a mut Option<rediskv::commands::Session>,
+    session: &'a mut Option<rediskv::Session>,
     to: &'a Result<KeyLayout, Error>,
 ) -> Destination<'a, C> {
     match (writer, session, to) {
@@ -145,7 +145,7 @@ fn writer_of<'a, C: KvBackend>(
 /// Copies `key` to its destination, or reports why it cannot go there.
 fn move_key<B: KvBackend, C: KvBackend>(
     reader: &Engine<B>,
-    read: &mut rediskv::commands::Session,
+    read: &mut rediskv::Session,
     to: Destination<'_, C>,
     key: &[u8],
     report: &mut Report,
@@ -163,7 +163,7 @@ fn move_key<B: KvBackend, C: KvBackend>(
 /// (none for Kvrocks). The walk reads the namespace's subkeys; the keys come back in memory,
 /// at most one per legacy record.
 fn legacy_only_keys(store: &dyn KvBackend, layout: &KeyLayout) -> Result<Vec<Vec<u8>>, Error> {
-    if layout.kind() != rediskv::codec::LayoutKind::NeoKv {
+    if layout.kind() != rediskv::LayoutKind::NeoKv {
         return Ok(Vec::new());
     }
     let mut keys = Vec::new();
@@ -182,9 +182,9 @@ fn legacy_only_keys(store: &dyn KvBackend, layout: &KeyLayout) -> Result<Vec<Vec
 
 fn copy_key<B: KvBackend, C: KvBackend>(
     reader: &Engine<B>,
-    read: &mut rediskv::commands::Session,
+    read: &mut rediskv::Session,
     writer: &Engine<C>,
-    write: &mut rediskv::commands::Session,
+    write: &mut rediskv::Session,
     key: &[u8],
     report: &mut Report,
 ) -> Result<(), Error> {

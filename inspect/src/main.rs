@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rediskv::codec::camellia::CamelliaRoute;
-use rediskv::codec::{KeyLayout, RedisType};
+use rediskv::camellia::CamelliaRoute;
+use rediskv::{KeyLayout, RedisType};
 use rediskv_inspect::convert::convert;
 use rediskv_inspect::record::{self, column_family, hex, redis_type, unhex};
 use rediskv_inspect::store::{self, Filter};
@@ -56,7 +56,7 @@ fn layout(args: &mut Vec<String>) -> Result<KeyLayout, String> {
         take(args, "--hash-prefix")?.map_or(Ok(0), |v| v.parse().map_err(|_| "--hash-prefix is a number"))?;
     let layout = match take(args, "--layout")?.as_deref().unwrap_or("kvrocks") {
         "kvrocks" => {
-            let ns = namespace.as_deref().map_or(rediskv::codec::DEFAULT_NAMESPACE, str::as_bytes);
+            let ns = namespace.as_deref().map_or(rediskv::DEFAULT_NAMESPACE, str::as_bytes);
             KeyLayout::new(ns).map_err(|e| e.to_string())?.with_cluster_slots(slots)
         }
         "neokv" => KeyLayout::neokv(region.unwrap_or(1), index.unwrap_or(1)),
@@ -122,7 +122,7 @@ fn run(mut args: Vec<String>) -> Result<(), String> {
             if !route.is_empty() {
                 let key = json.get("key").ok_or("missing field 'key'")?;
                 let key = record::json_bytes(key, "key")?;
-                rec.key = [route.prefix(rediskv::codec::key_slot(&key)), rec.key].concat();
+                rec.key = [route.prefix(rediskv::key_slot(&key)), rec.key].concat();
             }
             let out = serde_json::json!({ "cf": record::cf_name(rec.cf), "key": hex(&rec.key), "value": hex(&rec.value) });
             println!("{out}");
@@ -201,7 +201,7 @@ fn run(mut args: Vec<String>) -> Result<(), String> {
             let dir = PathBuf::from(take(&mut args, "--dir")?.ok_or("export needs --dir")?);
             let file = PathBuf::from(take(&mut args, "--file")?.ok_or("export needs --file")?);
             let engine = take(&mut args, "--engine")?.unwrap_or_else(|| "fjall".into());
-            let options = rediskv::codec::RdbFileOptions {
+            let options = rediskv::RdbFileOptions {
                 compression: !take_switch(&mut args, "--no-compression"),
                 checksum: !take_switch(&mut args, "--no-checksum"),
             };
@@ -250,7 +250,7 @@ fn copy_side_files(from: &Path, to: &Path) -> Result<usize, String> {
 }
 
 /// `string 3, hash 2, …`: the keys by type.
-fn by_type(counts: &rediskv::commands::RdbCounts) -> String {
+fn by_type(counts: &rediskv::RdbCounts) -> String {
     let parts: Vec<String> = counts.by_type.iter().map(|(ty, n)| format!("{ty} {n}")).collect();
     if parts.is_empty() { "none".into() } else { parts.join(", ") }
 }

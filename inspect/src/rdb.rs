@@ -1,15 +1,15 @@
 //! A `dump.rdb` into a new store directory ([`import`]) and a store to a `dump.rdb`
 //! ([`export`]), streaming: memory holds 64 KiB of the file and the largest key (an export)
 //! or one batch of keys (about 4 MiB, an import).
-//! Both go through the engine ([`rediskv::commands::save_rdb`], [`rediskv::commands::RdbLoader`]),
+//! Both go through the engine ([`rediskv::save_rdb`], [`rediskv::RdbLoader`]),
 //! so every layout works; the function libraries and the SWAPDB mapping travel in the
 //! server's own files beside the data ([`rediskv_engine::server_files`]).
 
 use std::io::{Read, Write};
 use std::path::Path;
 
-use rediskv::codec::{KeyLayout, RdbFileOptions, RdbFileReader, RdbHeader};
-use rediskv::commands::{DATABASES, Engine, RdbCounts, RdbLoader, RdbSave, save_rdb};
+use rediskv::{DATABASES, Engine, RdbCounts, RdbLoader, RdbSave, save_rdb};
+use rediskv::{KeyLayout, RdbFileOptions, RdbFileReader, RdbHeader};
 use rediskv_engine::server_files;
 
 use crate::record::Error;
@@ -113,7 +113,7 @@ pub fn export(
     let (source, layout) = store::open_existing(engine, dir)?;
     let reader = Engine::with_layout(source.clone(), layout.clone());
     // The server keeps the default namespace's mapping under that namespace's name.
-    let ns = String::from_utf8_lossy(rediskv::codec::DEFAULT_NAMESPACE);
+    let ns = String::from_utf8_lossy(rediskv::DEFAULT_NAMESPACE);
     if let Some(slots) = server_files::load_db_slots(dir, &ns) {
         reader.restore_db_slots(&slots);
     }
@@ -124,7 +124,7 @@ pub fn export(
     let total = sizes.iter().map(|s| s.0).sum();
     let functions = server_files::load_functions(dir).unwrap_or_default();
     let ctime = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let used_mem = rediskv::codec::ColumnFamily::ALL.iter().map(|cf| source.disk_bytes(*cf)).sum();
+    let used_mem = rediskv::ColumnFamily::ALL.iter().map(|cf| source.disk_bytes(*cf)).sum();
     let save = RdbSave {
         header: RdbHeader { redis_ver: "7.0.15".into(), ctime, used_mem, replication: None },
         functions: &functions,

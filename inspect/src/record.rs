@@ -23,7 +23,7 @@
 //! A TiTea element record names its collection by object id only: [`decode`] prints an empty
 //! `key` (`store::dump` the owner's), which [`encode`] does not read.
 
-use rediskv::codec::{
+use rediskv::{
     ColumnFamily, ConsumerValue, Extra, GroupValue, KeyLayout, LIST_INITIAL_INDEX, LayoutKind, Metadata,
     PendingValue, RedisType, StreamId, StreamSub, Version, decode_entry, decode_neokv_legacy, encode_entry,
     encode_neokv_legacy, neokv_ids, neokv_namespace, titea,

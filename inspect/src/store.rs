@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use rediskv::backend::{Direction, KvBackend};
-use rediskv::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, RedisType, Version};
+use rediskv::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, RedisType, Version};
+use rediskv::{Direction, KvBackend};
 use rediskv_engine::{DiskBackend, Options, Sync};
 
 use crate::record::{self, Error};
@@ -236,7 +236,7 @@ pub fn namespaces(store: &dyn KvBackend, layout: &KeyLayout) -> Result<Vec<Vec<u
 /// index id `base`; camellia's `<n>:<ns>` and TiTea's `<ns>:<n>` are database n of the
 /// layout's namespace.
 pub fn database_of(layout: &KeyLayout, namespace: &[u8]) -> (Vec<u8>, usize) {
-    let databases = rediskv::commands::DATABASES;
+    let databases = rediskv::DATABASES;
     match layout.kind() {
         LayoutKind::Kvrocks => {
             if let Some(colon) = namespace.iter().rposition(|&b| b == b':') {
@@ -262,7 +262,7 @@ pub fn database_of(layout: &KeyLayout, namespace: &[u8]) -> (Vec<u8>, usize) {
         }
         LayoutKind::NeoKv => {
             let (Some((region, index)), Some((base_region, base_index))) =
-                (rediskv::codec::neokv_ids(namespace), layout.neokv_ids())
+                (rediskv::neokv_ids(namespace), layout.neokv_ids())
             else {
                 return (namespace.to_vec(), 0);
             };

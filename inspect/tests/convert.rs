@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use rediskv::codec::{ColumnFamily, KeyLayout, KeyRange, RedisType, Version};
-use rediskv::commands::{Engine, Reply};
+use rediskv::{ColumnFamily, KeyLayout, KeyRange, RedisType, Version};
+use rediskv::{Engine, Reply};
 use rediskv_engine::testkit::TempDir;
 use rediskv_inspect::convert::convert;
 use rediskv_inspect::record::{self, Record};
@@ -220,11 +220,11 @@ fn assert_records_encode_back(name: &str, store: &Store, layout: &KeyLayout) -> 
     assert_eq!(lines.len() as u64, n);
     let mut records = Vec::new();
     for cf in ColumnFamily::ALL {
-        let scan = rediskv::backend::KvBackend::scan(
+        let scan = rediskv::KvBackend::scan(
             store.as_ref(),
             cf,
             &KeyRange::prefix(Vec::new()),
-            rediskv::backend::Direction::Forward,
+            rediskv::Direction::Forward,
         )
         .unwrap();
         records.extend(scan.map(|r| r.unwrap()).map(|(k, v)| Record {
@@ -247,12 +247,12 @@ fn every_dumped_record_encodes_back_to_its_bytes() {
         let dir = TempDir::new("inspect-records");
         let store = open(dir.path(), &layout);
         load(&store, &layout, 77);
-        if layout.kind() == rediskv::codec::LayoutKind::NeoKv {
+        if layout.kind() == rediskv::LayoutKind::NeoKv {
             // A string of NeoKV's first encoding too.
-            let mut batch = rediskv::backend::WriteBatch::new();
+            let mut batch = rediskv::WriteBatch::new();
             let key = layout.legacy_string_key(&layout.metadata_key(b"legacy")).unwrap();
-            batch.put(ColumnFamily::Subkey, key, rediskv::codec::encode_neokv_legacy(5, b"old"));
-            rediskv::backend::KvBackend::write(store.as_ref(), batch).unwrap();
+            batch.put(ColumnFamily::Subkey, key, rediskv::encode_neokv_legacy(5, b"old"));
+            rediskv::KvBackend::write(store.as_ref(), batch).unwrap();
         }
         let lines = assert_records_encode_back(name, &store, &layout);
         assert!(lines.len() > 800, "{name}: {} records", lines.len());
@@ -434,12 +434,12 @@ fn strings_of_neokvs_first_encoding_are_converted() {
     let from = KeyLayout::neokv(1, 1);
     let (dir, out) = (TempDir::new("convert-legacy"), TempDir::new("convert-legacy-out"));
     let source = open(dir.path(), &from);
-    let mut batch = rediskv::backend::WriteBatch::new();
+    let mut batch = rediskv::WriteBatch::new();
     for (key, expire) in [(&b"old"[..], 0), (b"old-ttl", now_ms() + 100_000_000)] {
         let legacy = from.legacy_string_key(&from.metadata_key(key)).unwrap();
-        batch.put(ColumnFamily::Subkey, legacy, rediskv::codec::encode_neokv_legacy(expire, b"v"));
+        batch.put(ColumnFamily::Subkey, legacy, rediskv::encode_neokv_legacy(expire, b"v"));
     }
-    rediskv::backend::KvBackend::write(source.as_ref(), batch).unwrap();
+    rediskv::KvBackend::write(source.as_ref(), batch).unwrap();
     let target = open(out.path(), &KeyLayout::default());
     let report = convert(&source, &from, &target, &KeyLayout::default(), &mut |_, _| {}).unwrap();
     assert_eq!((report.converted, report.skipped_count), (2, 0));

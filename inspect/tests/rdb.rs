@@ -9,8 +9,8 @@ use std::process::Command;
 
 use bytes::Bytes;
 use rdb_fixtures::normalized;
-use rediskv::codec::rdb::{RdbGroup, RdbStream, RdbValue};
-use rediskv::codec::{KeyLayout, RdbFileOptions, RdbFileReader, RdbFileWriter, RdbHeader, RdbItem, StreamId};
+use rediskv::rdb::{RdbGroup, RdbStream, RdbValue};
+use rediskv::{KeyLayout, RdbFileOptions, RdbFileReader, RdbFileWriter, RdbHeader, RdbItem, StreamId};
 use rediskv_engine::testkit::TempDir;
 
 // The workspace's shared test helpers (this crate is not published alone).

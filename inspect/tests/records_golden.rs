@@ -19,7 +19,7 @@
 //! - `z` = 7A, `m` = 6D, `s` = 73, `bar` = `626172`; version `0102030405060708` =
 //!   72623859790382856.
 
-use rediskv::codec::{ColumnFamily, KeyLayout, LIST_INITIAL_INDEX, RedisType};
+use rediskv::{ColumnFamily, KeyLayout, LIST_INITIAL_INDEX, RedisType};
 use rediskv_inspect::record::{self, Record, json_score, score_json, unhex};
 use serde_json::{Value, json};
 

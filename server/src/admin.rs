@@ -4,10 +4,10 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use rediskv::backend::{KvBackend, WriteBatch};
-use rediskv::codec::{ColumnFamily, KeyRange};
-use rediskv::commands::Reply;
-use rediskv::commands::args::parse_i64;
+use rediskv::Reply;
+use rediskv::args::parse_i64;
+use rediskv::{ColumnFamily, KeyRange};
+use rediskv::{KvBackend, WriteBatch};
 
 use crate::state::{DEFAULT_NAMESPACE, State};
 use crate::{config, tracking};
@@ -49,7 +49,7 @@ pub fn namespace(argv: &[Bytes], state: &State) -> Reply {
                 Err("forbidden to add namespace when requirepass was empty")
             } else if ns == DEFAULT_NAMESPACE {
                 Err("forbidden to add the default namespace")
-            } else if state.engine.layout().kind() != rediskv::codec::LayoutKind::Kvrocks {
+            } else if state.engine.layout().kind() != rediskv::LayoutKind::Kvrocks {
                 Err("the store's layout has no namespaces")
             } else if token == config.get("requirepass") || token == config.get("masterauth") {
                 Err("the token is duplicated with requirepass or masterauth")
@@ -112,8 +112,7 @@ pub fn flush_backend(state: &State) -> Reply {
     let mut batch = WriteBatch::new();
     let backend = state.store.backend();
     for cf in ColumnFamily::ALL {
-        let scan = match backend.scan(cf, &KeyRange::prefix(Vec::new()), rediskv::backend::Direction::Forward)
-        {
+        let scan = match backend.scan(cf, &KeyRange::prefix(Vec::new()), rediskv::Direction::Forward) {
             Ok(scan) => scan,
             Err(e) => return Reply::Error(format!("ERR {e}")),
         };

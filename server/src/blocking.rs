@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
 use bytes::Bytes;
-use rediskv::commands::{Listeners, Listening, Reply, Session};
+use rediskv::{Listeners, Listening, Reply, Session};
 
 use crate::client_info::ClientInfo;
 use crate::mailbox::{Loops, Message};
@@ -104,7 +104,7 @@ impl Blocked {
         engine: &Arc<SharedEngine>,
         mut session: Session,
         argv: Vec<Bytes>,
-        block: rediskv::commands::Block,
+        block: rediskv::Block,
     ) -> Parking {
         let argv = block.retry_argv().map_or(argv, <[Bytes]>::to_vec);
         let mut registry = lock(&self.registry);

@@ -8,8 +8,8 @@ pub fn unix_micros() -> u64 {
 }
 
 /// TIME's reply: the Unix time, in seconds and the microseconds past them.
-pub fn time_reply() -> rediskv::commands::Reply {
-    use rediskv::commands::Reply;
+pub fn time_reply() -> rediskv::Reply {
+    use rediskv::Reply;
     let micros = unix_micros();
     Reply::Array(vec![
         Reply::bulk_int((micros / 1_000_000) as i64),

@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
-use rediskv::commands::args::glob_match;
+use rediskv::Reply;
+use rediskv::args::glob_match;
 
 use crate::resp::split_args;
 
@@ -368,9 +368,9 @@ impl Config {
 
     /// Which deletions the replication stream names UNLINK (`lazyfree-lazy-expire`,
     /// `lazyfree-lazy-eviction`, `lazyfree-lazy-user-del`).
-    pub fn lazy_deletes(&self) -> rediskv::commands::LazyDeletes {
+    pub fn lazy_deletes(&self) -> rediskv::LazyDeletes {
         let on = |name| self.get(name) == "yes";
-        rediskv::commands::LazyDeletes {
+        rediskv::LazyDeletes {
             expire: on("lazyfree-lazy-expire"),
             eviction: on("lazyfree-lazy-eviction"),
             user_del: on("lazyfree-lazy-user-del"),
@@ -632,11 +632,8 @@ fn special(name: &str, value: String, starting: bool) -> Result<String, Refusal>
         },
         "databases" => {
             let n: i64 = value.parse().unwrap_or(0);
-            if !(1..=rediskv::commands::DATABASES as i64).contains(&n) {
-                return Err(format!(
-                    "argument must be between 1 and {} inclusive",
-                    rediskv::commands::DATABASES
-                ));
+            if !(1..=rediskv::DATABASES as i64).contains(&n) {
+                return Err(format!("argument must be between 1 and {} inclusive", rediskv::DATABASES));
             }
             Ok(value)
         }
@@ -669,7 +666,7 @@ fn special(name: &str, value: String, starting: bool) -> Result<String, Refusal>
 
 /// notify-keyspace-events as Redis 7.0 normalises it (the library parses and prints it).
 fn keyspace_events(value: &str) -> Result<String, Refusal> {
-    rediskv::commands::NotifyFlags::parse(value.as_bytes()).map(|f| f.to_string()).map_err(Refusal::from)
+    rediskv::NotifyFlags::parse(value.as_bytes()).map(|f| f.to_string()).map_err(Refusal::from)
 }
 
 /// CONFIG GET/SET/RESETSTAT/REWRITE/HELP. `reset_stats` runs for RESETSTAT; `apply` opens

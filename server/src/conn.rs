@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, Bytes, BytesMut};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
-use rediskv::commands::Reply;
+use rediskv::Reply;
 use rustls::{ServerConfig, ServerConnection};
 
 use crate::client::{Client, Next};
@@ -313,7 +313,7 @@ impl EventLoop {
                 if let Some((session, reply)) = self.state.blocked.cancel(info.id) {
                     // WAIT answers how many replicas acknowledged, whatever their number.
                     let acked = self.state.replication.end_wait(info.id);
-                    let reply = acked.map_or(reply, |n| rediskv::commands::Reply::Integer(n as i64));
+                    let reply = acked.map_or(reply, |n| rediskv::Reply::Integer(n as i64));
                     let mut bytes = Vec::new();
                     reply.write(crate::pubsub::protocol(info), &mut bytes);
                     conn.resume(session, &bytes, &self.state);
@@ -609,7 +609,7 @@ impl Connection {
 
     /// Gives a parked client its session back with its answer, and goes on with its
     /// pipeline.
-    fn resume(&mut self, session: rediskv::commands::Session, answer: &[u8], state: &State) {
+    fn resume(&mut self, session: rediskv::Session, answer: &[u8], state: &State) {
         self.client.resume(session);
         let start = self.out.len();
         self.out.extend_from_slice(answer);

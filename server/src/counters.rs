@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
-use rediskv::commands::table::{self, CommandInfo};
+use rediskv::table::{self, CommandInfo};
 
 use crate::sync::lock;
 

@@ -6,12 +6,12 @@
 //!
 //! Which key: the random policies draw one from the next database in turn; the others
 //! sample `maxmemory-samples` keys of every database (read in key order from a random
-//! point: [`rediskv::commands::Db::sample_keys`]) into a pool of the 16 best candidates
+//! point: [`rediskv::Engine::eviction_sample`]) into a pool of the 16 best candidates
 //! kept between passes, and evict the best: the longest idle (LRU), the lowest access
 //! counter (LFU) or the nearest expiry (volatile-ttl). Volatile policies look only at keys
 //! with a TTL, found among at most [`VOLATILE_VISITS`] records per sample.
 //!
-//! A key is evicted as DEL deletes it ([`rediskv::commands::Engine::evict`]: its metadata
+//! A key is evicted as DEL deletes it ([`rediskv::Engine::evict`]: its metadata
 //! record, one batch, O(1) for a collection), then announced: the `evicted` keyspace event,
 //! the tracking invalidations (a client's own before its reply), INFO `evicted_keys`. An
 //! evicted collection's records stay until the collector drops them, as Redis' lazily freed
@@ -29,7 +29,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rediskv::commands::Event;
+use rediskv::Event;
 
 use crate::client_info::ClientInfo;
 use crate::counters::{Candidate, POOL_SIZE, Policy};
@@ -60,7 +60,7 @@ pub fn configure(state: &State) {
     }
 }
 
-/// What [`rediskv::commands::Engine::set_lfu`] takes under `policy`.
+/// What [`rediskv::Engine::set_lfu`] takes under `policy`.
 pub fn lfu_params(state: &State, policy: Policy) -> Option<(u32, u32)> {
     let config = state.config();
     let param = |name| config.number(name).clamp(0, i64::from(u32::MAX)) as u32;
@@ -178,7 +178,7 @@ fn announce(
 
 /// The databases with keys (with keys with a TTL for a volatile policy), of every engine.
 fn targets(state: &State, volatile: bool) -> Vec<(Arc<SharedEngine>, usize)> {
-    let databases = state.config().number("databases").clamp(1, rediskv::commands::DATABASES as i64) as usize;
+    let databases = state.config().number("databases").clamp(1, rediskv::DATABASES as i64) as usize;
     let mut all = Vec::new();
     for engine in state.engines() {
         for db in 0..databases {
@@ -204,7 +204,7 @@ fn pick(state: &State, policy: Policy, samples: usize) -> Option<Candidate> {
     if targets.is_empty() {
         return None;
     }
-    let candidate = |engine: &SharedEngine, db, sampled: rediskv::commands::Sampled| Candidate {
+    let candidate = |engine: &SharedEngine, db, sampled: rediskv::Sampled| Candidate {
         score: match policy {
             Policy::AllkeysLfu | Policy::VolatileLfu => 255 - u64::from(sampled.freq),
             Policy::VolatileTtl => u64::MAX - sampled.expire_ms,

@@ -9,8 +9,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
-use rediskv::commands::args::parse_i64;
+use rediskv::Reply;
+use rediskv::args::parse_i64;
 
 use crate::failover_plan::{Phase, Plan};
 use crate::state::{Pause, State};

@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use rediskv::backend::{Direction, KvBackend};
-use rediskv::codec::ColumnFamily;
-use rediskv::commands::{DATABASES, Reply};
+use rediskv::ColumnFamily;
+use rediskv::{DATABASES, Reply};
+use rediskv::{Direction, KvBackend};
 
 use crate::clock::unix_micros;
 use crate::state::State;
@@ -540,7 +540,7 @@ fn keyspace(state: &State, base: &[u8], index: usize) -> (u64, u64, u64) {
     for (key, value) in scan.flatten() {
         if let (Some(cluster), Some(topology)) = (cluster, &topology) {
             let Ok(key) = layout.decode_metadata_key(&key) else { continue };
-            if !cluster.holds(topology, rediskv::codec::key_slot(key.user_key)) {
+            if !cluster.holds(topology, rediskv::key_slot(key.user_key)) {
                 continue;
             }
         }

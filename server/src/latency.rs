@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
+use rediskv::Reply;
 
 use crate::config::Config;
 use crate::counters::CommandStats;

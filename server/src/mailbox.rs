@@ -41,7 +41,7 @@ pub enum Message {
         /// The client id (a reused token's new client is not the addressee).
         client: u64,
         /// The session the blocked command ran with.
-        session: Box<rediskv::commands::Session>,
+        session: Box<rediskv::Session>,
         /// The answer, RESP bytes.
         bytes: Vec<u8>,
     },

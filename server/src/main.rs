@@ -80,7 +80,7 @@ mod wakeups;
 use std::sync::Arc;
 
 use config::Config;
-use rediskv::codec::{KeyLayout, LayoutKind, RedisType};
+use rediskv::{KeyLayout, LayoutKind, RedisType};
 
 /// mimalloc instead of glibc's malloc: under the LSM engines' many short-lived buffers glibc
 /// spent a third of a loop's time consolidating free chunks (perf, HSET on fjall); Redis links
@@ -416,7 +416,7 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
         let started = Arc::downgrade(state);
         moves.set_start(move |slot, to| match started.upgrade() {
             Some(state) => slot_move::start(&state, slot, to),
-            None => rediskv::commands::Reply::Error("ERR the server is shutting down".into()),
+            None => rediskv::Reply::Error("ERR the server is shutting down".into()),
         });
         let _ = node.moves.set(moves);
         let _ = node.etcd.set(etcd.clone());
@@ -436,7 +436,7 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
         return;
     }
     let _ = ttl;
-    let everything = vec![Some(myself); usize::from(rediskv::codec::SLOT_COUNT)];
+    let everything = vec![Some(myself); usize::from(rediskv::SLOT_COUNT)];
     node.set_topology(cluster::Topology::from_owners(&everything, 1, 0));
 }
 
@@ -568,11 +568,10 @@ fn main() {
     }
     // A node that moves slots with their data captures the stream of the slot it moves.
     #[cfg(feature = "etcd")]
-    let propagation: Arc<dyn rediskv::commands::Propagation> =
-        match state.cluster.get().and_then(|c| c.moves.get()) {
-            Some(moves) => moves.clone(),
-            None => state.replication.clone(),
-        };
+    let propagation: Arc<dyn rediskv::Propagation> = match state.cluster.get().and_then(|c| c.moves.get()) {
+        Some(moves) => moves.clone(),
+        None => state.replication.clone(),
+    };
     #[cfg(not(feature = "etcd"))]
     let propagation = state.replication.clone();
     state.engine.set_propagation(propagation);

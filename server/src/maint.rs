@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use rediskv::codec::ColumnFamily;
+use rediskv::ColumnFamily;
 use rediskv::gc::{self, Collector, ExpirySweep};
 
 use crate::state::{SharedEngine, State};
@@ -36,7 +36,7 @@ const COLLECT_SHARE: u32 = 10;
 /// How long a pass that found nothing waits before the next one.
 const IDLE: Duration = Duration::from_secs(1);
 /// A collector pass runs when a command may have left garbage
-/// ([`rediskv::commands::Effects::garbage`]), and at least this often anyway.
+/// ([`rediskv::Effects::garbage`]), and at least this often anyway.
 const COLLECT_EVERY: Duration = Duration::from_secs(60);
 
 /// The longest wait between expiry passes over a database where nothing expires and no
@@ -47,7 +47,7 @@ const IDLE_MAX: Duration = Duration::from_secs(16);
 /// What follows the writes of a command, an EXEC or a script: keyspace notifications,
 /// hints to the maintenance thread, the SWAPDB mapping saved. `lane` is the event loop's
 /// index on a loop, [`crate::counters::LaneSum::shared_lane`] elsewhere.
-pub fn after_writes(state: &State, lane: usize, engine: &SharedEngine, session: &rediskv::commands::Session) {
+pub fn after_writes(state: &State, lane: usize, engine: &SharedEngine, session: &rediskv::Session) {
     let effects = session.effects();
     crate::notify::command_events(state, lane, effects, session.events());
     if effects.garbage {

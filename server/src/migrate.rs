@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
-use rediskv::commands::args::parse_i64;
+use rediskv::Reply;
+use rediskv::args::parse_i64;
 
 use crate::tls::Dialed;
 

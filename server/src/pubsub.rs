@@ -13,8 +13,8 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use rediskv::commands::args::Glob;
-use rediskv::commands::{Protocol, Reply};
+use rediskv::args::Glob;
+use rediskv::{Protocol, Reply};
 
 use crate::client_info::ClientInfo;
 use crate::mailbox::Loops;

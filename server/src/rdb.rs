@@ -3,7 +3,7 @@
 //! [`snapshot`], [`write_rdb`], [`load_rdb`].
 //!
 //! A save reads a [`Snapshot`]: the store's own point-in-time view
-//! ([`rediskv::backend::KvBackend::snapshot`]: O(1) on fjall, a copy under the store's lock in
+//! ([`rediskv::KvBackend::snapshot`]: O(1) on fjall, a copy under the store's lock in
 //! memory) taken while no command of the default namespace runs, with the SWAPDB mapping and
 //! the function libraries of that moment. BGSAVE takes it in the command and writes the file on
 //! a thread of its own, so the event loops keep serving meanwhile. The file is written to
@@ -19,11 +19,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use rediskv::backend::{ColumnFamily, Direction, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{
-    KeyLayout, KeyRange, RdbFileOptions, RdbFileReader, RdbHeader, RdbItem, RdbReplication,
-};
-use rediskv::commands::{Engine, RdbLoader, RdbSave, save_rdb};
+use rediskv::{ColumnFamily, Direction, KvBackend, MemoryBackend, WriteBatch};
+use rediskv::{Engine, RdbLoader, RdbSave, save_rdb};
+use rediskv::{KeyLayout, KeyRange, RdbFileOptions, RdbFileReader, RdbHeader, RdbItem, RdbReplication};
 
 use crate::persistence::Persistence;
 use crate::state::State;
@@ -35,7 +33,7 @@ const RETRY_DELAY_SECS: u64 = 5;
 /// The default namespace's data and function libraries at one moment, for reading at
 /// leisure ([`write_rdb`]) while the server goes on.
 pub struct Snapshot {
-    store: rediskv::backend::Snapshot,
+    store: rediskv::Snapshot,
     layout: KeyLayout,
     slots: Vec<usize>,
     databases: usize,
@@ -59,7 +57,7 @@ impl Snapshot {
     ///
     /// # Errors
     /// The snapshot's SWAPDB mapping is not a permutation.
-    pub fn engine(&self) -> Result<Engine<rediskv::backend::Snapshot>, String> {
+    pub fn engine(&self) -> Result<Engine<rediskv::Snapshot>, String> {
         let engine = Engine::with_layout(self.store.clone(), self.layout.clone());
         if !engine.restore_db_slots(&self.slots) {
             return Err("the snapshot's SWAPDB mapping is not a permutation".into());
@@ -69,7 +67,7 @@ impl Snapshot {
 }
 
 /// What a save or a load did.
-pub type RdbStats = rediskv::commands::RdbCounts;
+pub type RdbStats = rediskv::RdbCounts;
 
 /// Takes a [`Snapshot`] of the default namespace: waits for the commands running to finish,
 /// holds the next ones back while it takes the store's snapshot, the SWAPDB mapping and the
@@ -89,7 +87,7 @@ pub fn snapshot(state: &State) -> Result<Snapshot, String> {
 /// As [`snapshot`].
 pub fn snapshot_at<T>(state: &State, at: impl FnOnce() -> T) -> Result<(Snapshot, T), String> {
     let engine = &state.engine;
-    let databases = state.config().number("databases").clamp(1, rediskv::commands::DATABASES as i64) as usize;
+    let databases = state.config().number("databases").clamp(1, rediskv::DATABASES as i64) as usize;
     let options = {
         let config = state.config();
         RdbFileOptions {
@@ -126,7 +124,7 @@ pub fn snapshot_at<T>(state: &State, at: impl FnOnce() -> T) -> Result<(Snapshot
 
 /// A copy in memory of every record of a store that takes no snapshot of its own (RocksDB,
 /// etcd): O(data) in time and memory, while no command runs.
-fn copy_of(backend: &dyn KvBackend) -> rediskv::Result<rediskv::backend::Snapshot> {
+fn copy_of(backend: &dyn KvBackend) -> rediskv::Result<rediskv::Snapshot> {
     let copy = MemoryBackend::new();
     let all = KeyRange { start: Vec::new(), end: None };
     for cf in ColumnFamily::ALL {
@@ -189,7 +187,7 @@ pub fn load_rdb(state: &State, input: &mut (dyn Read + Send)) -> Result<RdbStats
     let engine = &state.engine;
     let _alone = engine.locks().lock(true, std::iter::empty());
     let flush = || match engine.db(&engine.session()).run(&["FLUSHALL"]) {
-        rediskv::commands::Reply::Error(e) => Err(format!("cannot flush: {e}")),
+        rediskv::Reply::Error(e) => Err(format!("cannot flush: {e}")),
         _ => Ok(()),
     };
     flush()?;
@@ -430,7 +428,7 @@ pub fn load_at_start(state: &State) -> Result<(), String> {
 /// Whether the default namespace holds no key in any database.
 fn store_is_empty(state: &State) -> Result<bool, String> {
     let engine = &state.engine;
-    for i in 0..rediskv::commands::DATABASES {
+    for i in 0..rediskv::DATABASES {
         match engine.key_count(i).map_err(|e| e.to_string())? {
             Some(c) if c.keys > 0 => return Ok(false),
             Some(_) => {}
@@ -439,8 +437,8 @@ fn store_is_empty(state: &State) -> Result<bool, String> {
                 let mut db = engine.db(&session);
                 db.select(i).map_err(|e| e.to_string())?;
                 match db.run(&["DBSIZE"]) {
-                    rediskv::commands::Reply::Integer(0) => {}
-                    rediskv::commands::Reply::Error(e) => return Err(e),
+                    rediskv::Reply::Integer(0) => {}
+                    rediskv::Reply::Error(e) => return Err(e),
                     _ => return Ok(false),
                 }
             }
@@ -476,11 +474,11 @@ mod tests {
 
     #[test]
     fn an_empty_snapshot_writes_a_file_of_its_functions_only() {
-        let store: rediskv::backend::Snapshot = Arc::new(rediskv::backend::MemoryBackend::new());
+        let store: rediskv::Snapshot = Arc::new(rediskv::MemoryBackend::new());
         let snapshot = Snapshot {
             store,
             layout: KeyLayout::default(),
-            slots: (0..rediskv::commands::DATABASES).collect(),
+            slots: (0..rediskv::DATABASES).collect(),
             databases: 16,
             functions: vec!["#!lua name=x\n".into()],
             ctime: 1,

@@ -487,7 +487,7 @@ pub fn settle_file_changes(state: &State) -> Result<(), String> {
         } else {
             engine.execute(&mut session, command)
         };
-        if let rediskv::commands::Reply::Error(e) = reply {
+        if let rediskv::Reply::Error(e) = reply {
             crate::log::warning!("A command of the stored transaction fails again: {e}");
         }
     }

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rediskv::commands::table::CommandInfo;
-use rediskv::commands::{Reply, Session};
+use rediskv::table::CommandInfo;
+use rediskv::{Reply, Session};
 
 use crate::acl::User;
 use crate::client_info::ClientInfo;

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering:
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use rediskv::codec::KeyLayout;
-use rediskv::commands::{Engine, Listeners};
+use rediskv::KeyLayout;
+use rediskv::{Engine, Listeners};
 
 use crate::client_info::{ClientInfo, Clients, Peers};
 use crate::clock::unix_micros;
@@ -243,8 +243,8 @@ impl State {
                 if let Some(me) = self.me.get() {
                     engine.answer_while_held(busy_answer(me.clone()));
                 }
-                let flags = rediskv::commands::NotifyFlags::from_bits(self.notify_flags.load(Relaxed));
-                engine.set_new_events(flags.contains(rediskv::commands::NotifyFlags::NEW));
+                let flags = rediskv::NotifyFlags::from_bits(self.notify_flags.load(Relaxed));
+                engine.set_new_events(flags.contains(rediskv::NotifyFlags::NEW));
                 engine.set_stream_node_entries(self.config().number("stream-node-max-entries").max(0) as u64);
                 engine.set_lazy_deletes(self.config().lazy_deletes());
                 let config = self.config();
@@ -364,7 +364,7 @@ impl State {
     }
 
     /// Deleted collections of more than 64 records (Redis' lazyfree threshold) left for
-    /// the collector, over every engine (see [`rediskv::commands::Engine::deferred_frees`]).
+    /// the collector, over every engine (see [`rediskv::Engine::deferred_frees`]).
     pub fn deferred_frees(&self) -> u64 {
         self.engines().iter().map(|e| e.deferred_frees()).sum()
     }
@@ -390,7 +390,7 @@ impl State {
 }
 
 /// [`crate::scripting::Scripts::busy`] for a command waiting for the keyspace.
-fn busy_answer(state: std::sync::Weak<State>) -> rediskv::commands::HeldAnswer {
+fn busy_answer(state: std::sync::Weak<State>) -> rediskv::HeldAnswer {
     Box::new(move |argv| {
         let state = state.upgrade()?;
         let threshold = state.config().number("busy-reply-threshold").max(0) as u64;

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rediskv::backend::{KvBackend, MemoryBackend, MetadataCache};
-use rediskv::codec::{ColumnFamily, KeyLayout};
+use rediskv::{ColumnFamily, KeyLayout};
+use rediskv::{KvBackend, MemoryBackend, MetadataCache};
 use rediskv_engine::{DiskBackend, GroupCommit, Options, Sync, server_files};
 
 /// Any backend, shared between threads. One vtable call per store access costs a few
@@ -825,7 +825,7 @@ impl KvBackend for SlotGuard {
         cf: ColumnFamily,
         key: &[u8],
         bound: &[u8],
-        direction: rediskv::backend::Direction,
+        direction: rediskv::Direction,
     ) -> rediskv::Result<Option<bytes::Bytes>> {
         self.inner.get_ahead(cf, key, bound, direction)
     }
@@ -835,12 +835,12 @@ impl KvBackend for SlotGuard {
     fn scan<'a>(
         &'a self,
         cf: ColumnFamily,
-        range: &rediskv::codec::KeyRange,
-        direction: rediskv::backend::Direction,
-    ) -> rediskv::Result<rediskv::backend::ScanIter<'a>> {
+        range: &rediskv::KeyRange,
+        direction: rediskv::Direction,
+    ) -> rediskv::Result<rediskv::ScanIter<'a>> {
         self.inner.scan(cf, range, direction)
     }
-    fn write(&self, batch: rediskv::backend::WriteBatch) -> rediskv::Result<()> {
+    fn write(&self, batch: rediskv::WriteBatch) -> rediskv::Result<()> {
         if let Some(slot) = ROUTED.with(|r| r.get())
             && self.closed.refuses(slot)
         {
@@ -863,13 +863,13 @@ impl KvBackend for SlotGuard {
     fn is_shared(&self) -> bool {
         self.inner.is_shared()
     }
-    fn snapshot(&self) -> rediskv::Result<Option<rediskv::backend::Snapshot>> {
+    fn snapshot(&self) -> rediskv::Result<Option<rediskv::Snapshot>> {
         self.inner.snapshot()
     }
 }
 
 /// The engine type: the library's thread-safe `Engine` over the shared store.
-pub type SharedEngine = rediskv::commands::Engine<Backend>;
+pub type SharedEngine = rediskv::Engine<Backend>;
 
 /// Debug builds: kills the process (`kill -9`) when the environment variable `name` is set,
 /// the tests' way to stop a replica between two durable steps.

@@ -3,7 +3,7 @@
 //! and the answer's way back to the client's event loop.
 
 use bytes::Bytes;
-use rediskv::commands::{Reply, Session};
+use rediskv::{Reply, Session};
 
 use crate::blocking::{Host, Parked, send_answer};
 use crate::state::State;

@@ -343,7 +343,7 @@ mod over_etcd {
         (0..)
             .map(|i| format!("{name}:{i}"))
             .find(|k| {
-                let slot = i64::from(::rediskv::codec::key_slot(k.as_bytes()));
+                let slot = i64::from(::rediskv::key_slot(k.as_bytes()));
                 table.iter().any(|r| r.0 <= slot && slot <= r.1 && r.2 == i64::from(port))
             })
             .unwrap()
@@ -367,7 +367,7 @@ mod over_etcd {
         // Each node serves its keys and redirects the others' to their owner.
         for &owner in &ports {
             let key = key_of(owner, "k");
-            let slot = ::rediskv::codec::key_slot(key.as_bytes());
+            let slot = ::rediskv::key_slot(key.as_bytes());
             for &asked in &ports {
                 let mut c = common::Client::connect(asked);
                 let reply = c.cmd(&["SET", &key, "v"]);
@@ -387,7 +387,7 @@ mod over_etcd {
         }
         // A script's command on a key another node serves, as redis-server 7.0.15 refuses it
         // (the sha is its script's).
-        let slot_a = ::rediskv::codec::key_slot(b"a");
+        let slot_a = ::rediskv::key_slot(b"a");
         let table = slots(ports[0]);
         let elsewhere = ports
             .iter()
@@ -531,7 +531,7 @@ mod over_etcd {
         assert_eq!(words(&subscribers[0].read()), ["message", "news", "lua"]);
         // Sharded: the slot's owner serves its SSUBSCRIBE clients, the others redirect.
         let channel = key_of(ports[2], "shard");
-        let slot = ::rediskv::codec::key_slot(channel.as_bytes());
+        let slot = ::rediskv::key_slot(channel.as_bytes());
         let moved = Value::Error(format!("MOVED {slot} 127.0.0.1:{}", ports[2]));
         assert_eq!(common::Client::connect(ports[0]).cmd(&["SSUBSCRIBE", &channel]), moved);
         let mut shard = common::Client::connect(ports[2]);
@@ -570,7 +570,7 @@ mod over_etcd {
             assert!(!keys.is_empty(), "node {port} holds keys");
             let table = slots(port);
             let mine = |k: &str| {
-                let slot = i64::from(::rediskv::codec::key_slot(k.as_bytes()));
+                let slot = i64::from(::rediskv::key_slot(k.as_bytes()));
                 table.iter().any(|r| r.0 <= slot && slot <= r.1 && r.2 == i64::from(port))
             };
             assert!(keys.iter().all(|k| mine(k)), "node {port}: {keys:?}");
@@ -592,7 +592,7 @@ mod over_etcd {
             scanned.sort();
             assert_eq!(scanned, keys);
             assert!(mine(&c.cmd(&["RANDOMKEY"]).text()));
-            let slot = ::rediskv::codec::key_slot(keys[0].as_bytes()).to_string();
+            let slot = ::rediskv::key_slot(keys[0].as_bytes()).to_string();
             let Value::Int(in_slot) = c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot]) else { panic!() };
             assert!(in_slot >= 1);
             for &other in ports.iter().filter(|p| **p != port) {
@@ -636,7 +636,7 @@ mod over_etcd {
             .flat_map(|r| r.0..=r.1)
             .take(100)
             .collect();
-        let moving = |k: &String| owned.contains(&i64::from(::rediskv::codec::key_slot(k.as_bytes())));
+        let moving = |k: &String| owned.contains(&i64::from(::rediskv::key_slot(k.as_bytes())));
         let mut keys: Vec<String> = (0..).map(|i| format!("reshard:{i}")).filter(moving).take(3).collect();
         keys.push(key_of(*ports.last().unwrap(), "reshard"));
         let stop = Arc::new(AtomicBool::new(false));
@@ -842,7 +842,7 @@ mod over_etcd {
         let last = table.iter().filter(|r| r.2 == i64::from(ports[0])).map(|r| r.1).max().unwrap();
         let key = (0..)
             .map(|i| format!("parked:{i}"))
-            .find(|k| i64::from(::rediskv::codec::key_slot(k.as_bytes())) == last)
+            .find(|k| i64::from(::rediskv::key_slot(k.as_bytes())) == last)
             .unwrap();
         let mut parked = common::Client::connect(ports[0]);
         parked.set_read_timeout(Duration::from_secs(30));
@@ -924,7 +924,7 @@ mod over_etcd {
         // Its commit compared the table it routed by, which changed: nothing applied, and
         // the client is sent to the slot's owner now.
         let reply = client.read();
-        let slot = ::rediskv::codec::key_slot(key.as_bytes());
+        let slot = ::rediskv::key_slot(key.as_bytes());
         assert!(matches!(&reply, Value::Error(e) if e.starts_with(&format!("MOVED {slot} "))), "{reply:?}");
         let mut router = Router::new(&ports);
         assert_eq!(router.cmd(&["GET", key]), Ok(Value::Bulk(Some(b"6".to_vec()))));
@@ -945,18 +945,18 @@ mod over_etcd {
         wait_shared(&ports, Duration::from_secs(20));
         // Slots 0-8191 in the first cluster, 8192-16383 in the second.
         let data = [first.open("two/"), second.open("two/")];
-        let layout = ::rediskv::codec::KeyLayout::default();
+        let layout = ::rediskv::KeyLayout::default();
         let mut router = Router::new(&ports);
         for i in 0..40 {
             let key = format!("spread:{i}");
             assert_eq!(router.cmd(&["SET", &key, "v"]), Ok(Value::Status("OK".into())));
-            let store = usize::from(::rediskv::codec::key_slot(key.as_bytes()) >= 8192);
+            let store = usize::from(::rediskv::key_slot(key.as_bytes()) >= 8192);
             let metadata = layout.metadata_key(key.as_bytes());
             let found: Vec<bool> = data
                 .iter()
                 .map(|d| {
-                    use ::rediskv::backend::KvBackend;
-                    d.get(::rediskv::backend::ColumnFamily::Metadata, &metadata).unwrap().is_some()
+                    use ::rediskv::KvBackend;
+                    d.get(::rediskv::ColumnFamily::Metadata, &metadata).unwrap().is_some()
                 })
                 .collect();
             assert_eq!(found, [store == 0, store == 1], "{key}");
@@ -978,7 +978,7 @@ mod over_etcd {
         let key = (0..)
             .map(|i| format!("fenced:{i}"))
             .find(|k| {
-                let slot = i64::from(::rediskv::codec::key_slot(k.as_bytes()));
+                let slot = i64::from(::rediskv::key_slot(k.as_bytes()));
                 slot >= 8192 && table.iter().any(|r| r.0 <= slot && slot <= r.1 && r.2 == owner)
             })
             .unwrap();
@@ -1043,7 +1043,7 @@ mod over_etcd {
         let (from, to) = (ports[0], ports[1]);
         // A slot of the first node, filled with keys of its hash tag.
         let tag = key_of(from, "tag");
-        let slot = ::rediskv::codec::key_slot(tag.as_bytes());
+        let slot = ::rediskv::key_slot(tag.as_bytes());
         const FILLED: usize = 5000;
         let mut c = common::Client::connect(from);
         for chunk in (0..FILLED).collect::<Vec<_>>().chunks(500) {
@@ -1246,12 +1246,12 @@ mod over_etcd {
             (0..)
                 .map(|n| format!("{name}:{n}"))
                 .find(|k| {
-                    let slot = i64::from(::rediskv::codec::key_slot(k.as_bytes()));
+                    let slot = i64::from(::rediskv::key_slot(k.as_bytes()));
                     table.iter().any(|r| r.0 <= slot && slot <= r.1 && r.2 == i64::from(ports[i]))
                 })
                 .unwrap()
         };
-        let slot_of = |key: &str| ::rediskv::codec::key_slot(key.as_bytes());
+        let slot_of = |key: &str| ::rediskv::key_slot(key.as_bytes());
         let (key0, key1) = (key_on(0, "k"), key_on(1, "k"));
 
         // A plaintext client: the plaintext ports, and the bus port of the TLS one (Redis').
@@ -1464,7 +1464,7 @@ mod over_etcd {
         let mut r = replica.client();
         assert_eq!(
             r.cmd(&["GET", "promoted"]),
-            Value::Error(format!("MOVED {} 127.0.0.1:{port}", ::rediskv::codec::key_slot(b"promoted")))
+            Value::Error(format!("MOVED {} 127.0.0.1:{port}", ::rediskv::key_slot(b"promoted")))
         );
         // PUBLISH reaches the replica's subscribers once; SPUBLISH its SSUBSCRIBE clients
         // (the slot's shard is its owner and the owner's replicas).
@@ -1525,7 +1525,7 @@ mod over_etcd {
         );
         assert_eq!(r.cmd(&["GET", "fenced"]), Value::Bulk(Some(b"101".to_vec())));
         // Back, it reads the table and sends the slots' clients to their new owner.
-        let slot = ::rediskv::codec::key_slot(b"fenced");
+        let slot = ::rediskv::key_slot(b"fenced");
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             match paused.cmd(&["INCR", "fenced"]) {

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use common::{Client, Value, rediskv};
 use rdb_fixtures::normalized;
-use rediskv::codec::rdb::{RdbValue, restore};
-use rediskv::codec::{RdbFileReader, RdbItem};
+use rediskv::rdb::{RdbValue, restore};
+use rediskv::{RdbFileReader, RdbItem};
 
 const LIBRARY: &str =
     "#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return 1 end)";

@@ -4,7 +4,7 @@
 //! breaks the contract. Run them all from your own tests with the macro:
 //!
 //! ```
-//! rediskv::kv_backend_conformance!(rediskv::backend::MemoryBackend::new());
+//! rediskv::kv_backend_conformance!(rediskv::MemoryBackend::new());
 //! ```
 //! which expands to one `#[test]` per check, or call [`run_all`] from one test.
 
@@ -319,7 +319,7 @@ macro_rules! kv_backend_conformance {
         $(
             #[test]
             fn $check() {
-                $crate::backend::conformance::$check($make);
+                $crate::conformance::$check($make);
             }
         )*
     };

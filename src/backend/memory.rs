@@ -1071,7 +1071,7 @@ impl std::ops::Index<usize> for Maps {
 /// Shareable between threads (`&self` everywhere): a batch is applied under the write lock,
 /// so no reader sees half of it. A scan reads the map in batches, taking the read lock once
 /// per batch, so a long scan never holds writers off; it sees each batch as of the moment it
-/// is read (commands get their consistency from the key locks of [`crate::commands`]).
+/// is read (commands get their consistency from the key locks of [`crate::Engine`]).
 #[derive(Debug, Default)]
 pub struct MemoryBackend {
     cfs: RwLock<Maps>,

@@ -113,27 +113,37 @@ impl<'a> Metadata<'a> {
     /// would not decode). The version is a [`Version::Short`]: of an [`Version::Id`], which
     /// [`super::KeyLayout::encode_metadata`] refuses for these layouts, the last 8 bytes.
     pub fn encode(&self, out: &mut impl BufMut) {
-        out.put_u8(Flags::new(self.ty, self.blind_write && self.ty.is_collection()).byte());
-        out.put_u64(self.expire_ms);
+        let flags = Flags::new(self.ty, self.blind_write && self.ty.is_collection()).byte();
         // As in `decode`, only the types that carry extra fields build them.
         let extra = Extra::carried_by(self.ty);
         if self.ty.is_single_kv() {
+            out.put_u8(flags);
+            out.put_u64(self.expire_ms);
             if extra {
                 self.fields().encode(&[], out);
             }
             out.put_slice(self.value);
             return;
         }
-        out.put_u64(match self.version {
+        // The fixed fields go out as one copy of a fixed length (25 bytes, a list's 41): one
+        // capacity check instead of one per field.
+        let version = match self.version {
             Version::Short(v) => v,
             Version::Id(id) => {
                 u64::from_be_bytes([id[8], id[9], id[10], id[11], id[12], id[13], id[14], id[15]])
             }
-        });
-        out.put_u64(if self.blind_write { 0 } else { self.size });
+        };
+        let mut head = [0u8; 41];
+        head[0] = flags;
+        head[1..9].copy_from_slice(&self.expire_ms.to_be_bytes());
+        head[9..17].copy_from_slice(&version.to_be_bytes());
+        head[17..25].copy_from_slice(&(if self.blind_write { 0 } else { self.size }).to_be_bytes());
         if self.ty == RedisType::List {
-            out.put_u64(self.head);
-            out.put_u64(self.tail);
+            head[25..33].copy_from_slice(&self.head.to_be_bytes());
+            head[33..41].copy_from_slice(&self.tail.to_be_bytes());
+            out.put_slice(&head);
+        } else {
+            out.put_slice(&head[..25]);
         }
         if extra {
             self.fields().encode(self.value, out);

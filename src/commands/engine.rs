@@ -100,7 +100,7 @@ impl<B: KvBackend> Engine<B> {
     }
 
     /// Sends every commit's replication stream to `propagation` from now on, while it is
-    /// [`Propagation::active`] (see [`super::propagate`]). Set once; `false` if it was set.
+    /// [`Propagation::active`] (see `propagate.rs`). Set once; `false` if it was set.
     pub fn set_propagation(&self, propagation: Arc<dyn Propagation>) -> bool {
         self.propagation.set(propagation).is_ok()
     }
@@ -260,7 +260,7 @@ impl<B: KvBackend> Engine<B> {
         self.key_of(&touched.metadata_key)
     }
 
-    /// The user keys of `touched` that count as modified ([`TouchedKey::modified`]): what
+    /// The user keys of `touched` that count as modified (`TouchedKey::modified`): what
     /// client tracking invalidates.
     pub fn modified_keys(&self, touched: &[TouchedKey]) -> Vec<Bytes> {
         touched.iter().filter(|t| t.modified()).filter_map(|t| self.touched_key(t)).map(|(_, k)| k).collect()
@@ -302,7 +302,7 @@ impl<B: KvBackend> Engine<B> {
     }
 
     /// How many deleted keys (DEL, UNLINK, expiry) were collections of more than
-    /// [`super::LAZYFREE_THRESHOLD`] records, left for the collector rather than freed
+    /// `LAZYFREE_THRESHOLD` records, left for the collector rather than freed
     /// by the deleting command: Redis' lazily freed objects.
     pub fn deferred_frees(&self) -> u64 {
         self.shared.deferred_frees.load(std::sync::atomic::Ordering::Relaxed)
@@ -371,7 +371,11 @@ impl<B: KvBackend> Engine<B> {
         Ok((deleted, garbage))
     }
 
-    /// A sample of database `index` for an eviction pass: see [`Db::sample_keys`].
+    /// Up to `count` live keys of database `index` (only those with a TTL when `volatile`),
+    /// read in key order from a random point and wrapping at the end, after visiting at most
+    /// `visits` records: an eviction pass's sample. The point is drawn between the first and
+    /// last keys, so that keys sharing a prefix do not always yield the same sample. Touches
+    /// no key.
     ///
     /// # Errors
     /// Storage errors.

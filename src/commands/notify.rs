@@ -86,7 +86,7 @@ impl NotifyFlags {
     /// notifications off.
     ///
     /// # Errors
-    /// [`INVALID_FLAGS`] for any other character.
+    /// `INVALID_FLAGS` for any other character.
     pub fn parse(text: &[u8]) -> Result<NotifyFlags, &'static str> {
         text.iter().try_fold(NotifyFlags::NONE, |flags, &c| {
             let class = match c {

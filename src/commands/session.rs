@@ -147,7 +147,7 @@ impl Session {
 
     /// The keys the last executed command (or EXEC) modified or found expired, in order
     /// (Redis' `signalModifiedKey`), and those it only made ready for blocked clients
-    /// ([`super::Touch::Ready`]: not [`TouchedKey::modified`]);
+    /// ([`super::Touch::Ready`]: not `TouchedKey::modified`);
     /// [`super::Engine::touched_key`] names their database and key. Blocked clients wake up
     /// from all of these; WATCH and client tracking heed the modified ones. An engine with
     /// [`super::Engine::with_listeners`] records the written and ready ones only while

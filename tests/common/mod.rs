@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rediskv::backend::MemoryBackend;
-use rediskv::codec::ManualClock;
-use rediskv::commands::{Db, Reply};
+use rediskv::ManualClock;
+use rediskv::MemoryBackend;
+use rediskv::{Db, Reply};
 
 /// The bytes of a hex literal (whitespace ignored): how golden vectors are written.
 pub fn h(s: &str) -> Vec<u8> {
@@ -42,7 +42,7 @@ pub fn run(db: &mut Db<MemoryBackend>, line: &str) -> Reply {
 
 /// [`run`] as a RESP3 client reads the reply.
 pub fn run3(db: &mut Db<MemoryBackend>, line: &str) -> Reply {
-    client::fold(&db.run(&line.split_whitespace().collect::<Vec<_>>()), rediskv::commands::Protocol::Resp3)
+    client::fold(&db.run(&line.split_whitespace().collect::<Vec<_>>()), rediskv::Protocol::Resp3)
 }
 
 /// A bulk reply.
@@ -88,11 +88,11 @@ pub fn strings(reply: Reply) -> Vec<String> {
 /// and the refused command's `error` (the other command applied, as an EXEC with a failing
 /// command is), and `a` holds 1 after. The engine, for further checks.
 pub fn assert_refused_in_exec(
-    layout: rediskv::codec::KeyLayout,
+    layout: rediskv::KeyLayout,
     refused: &str,
     error: &str,
-) -> (rediskv::commands::Engine<MemoryBackend>, rediskv::commands::Session) {
-    let engine = rediskv::commands::Engine::with_layout(MemoryBackend::new(), layout);
+) -> (rediskv::Engine<MemoryBackend>, rediskv::Session) {
+    let engine = rediskv::Engine::with_layout(MemoryBackend::new(), layout);
     let mut session = engine.session();
     let mut exec = |line: &str| engine.execute(&mut session, &argv(line));
     assert_eq!(exec("MULTI"), Reply::OK);

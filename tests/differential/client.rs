@@ -6,7 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use bytes::Bytes;
-use rediskv::commands::{Protocol, Reply};
+use rediskv::{Protocol, Reply};
 
 #[path = "../support/missing_tool.rs"]
 mod missing_tool;

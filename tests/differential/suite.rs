@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use rediskv::codec::{KeyLayout, ManualClock};
-use rediskv::commands::{Engine as KvEngine, Protocol, Reply, Session};
+use rediskv::{KeyLayout, ManualClock};
+use rediskv::{Engine as KvEngine, Protocol, Reply, Session};
 
 /// `argv!["GET", g.key()]` → `Vec<Vec<u8>>`.
 macro_rules! argv {

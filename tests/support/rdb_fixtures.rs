@@ -2,7 +2,7 @@
 //! (DUMP/RESTORE's and the RDB file's tests with a real redis-server), and values put in one
 //! order for comparing.
 
-use rediskv::codec::rdb::RdbValue;
+use rediskv::rdb::RdbValue;
 
 /// Commands that build one key per type and encoding Redis 7.0 has.
 pub fn fixtures() -> Vec<Vec<Vec<u8>>> {

@@ -24,8 +24,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
-use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Snapshot, WriteBatch};
-use rediskv::codec::KeyRange;
+use rediskv::KeyRange;
+use rediskv::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Snapshot, WriteBatch};
 use rediskv::{Error, Result};
 
 use crate::{DiskBackend, DroppedWrites, Usage};

@@ -22,9 +22,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rediskv::backend::{BatchOp, KvBackend, WriteBatch};
-use rediskv::codec::{ColumnFamily, KeyLayout, Metadata, Version, VersionGenerator};
 use rediskv::gc::{self, Decision};
+use rediskv::{BatchOp, KvBackend, WriteBatch};
+use rediskv::{ColumnFamily, KeyLayout, Metadata, Version, VersionGenerator};
 use rediskv::{Error, Result};
 
 mod group_commit;
@@ -263,9 +263,9 @@ pub fn cf_name(cf: ColumnFamily) -> &'static str {
 /// have, stays).
 pub fn cf_name_for(layout: &KeyLayout, cf: ColumnFamily) -> &'static str {
     match (layout.kind(), cf) {
-        (rediskv::codec::LayoutKind::NeoKv, ColumnFamily::Metadata) => "redis_metadata",
-        (rediskv::codec::LayoutKind::NeoKv, ColumnFamily::Subkey) => "data",
-        (rediskv::codec::LayoutKind::NeoKv, ColumnFamily::Score) => "redis_zset_score",
+        (rediskv::LayoutKind::NeoKv, ColumnFamily::Metadata) => "redis_metadata",
+        (rediskv::LayoutKind::NeoKv, ColumnFamily::Subkey) => "data",
+        (rediskv::LayoutKind::NeoKv, ColumnFamily::Score) => "redis_zset_score",
         _ => cf_name(cf),
     }
 }
@@ -288,14 +288,14 @@ pub const POSITION_KEY: &[u8] = b"rediskv:replication-position";
 pub fn manifest(layout: &KeyLayout) -> Vec<u8> {
     let system = match layout.neokv_ids() {
         Some((region, index)) => format!("neokv region {region} index {index}"),
-        None if layout.kind() == rediskv::codec::LayoutKind::TiTea => {
+        None if layout.kind() == rediskv::LayoutKind::TiTea => {
             format!("titea namespace \"{}\"", layout.namespace().escape_ascii())
         }
-        None if layout.kind() == rediskv::codec::LayoutKind::Camellia => format!(
+        None if layout.kind() == rediskv::LayoutKind::Camellia => format!(
             "camellia namespace \"{}\"; hash version {}; set version {}",
             layout.namespace().escape_ascii(),
-            layout.encode_version(rediskv::codec::RedisType::Hash),
-            layout.encode_version(rediskv::codec::RedisType::Set),
+            layout.encode_version(rediskv::RedisType::Hash),
+            layout.encode_version(rediskv::RedisType::Set),
         ),
         None => format!(
             "namespace \"{}\"; cluster slots {}",
@@ -331,9 +331,9 @@ pub fn layout_from_manifest(stored: &[u8]) -> Option<KeyLayout> {
         let (set, after) = after.strip_prefix("set version ")?.split_once("; ")?;
         rest = after;
         KeyLayout::camellia(&namespace)
-            .with_encode_version(rediskv::codec::RedisType::Hash, hash.parse().ok()?)
+            .with_encode_version(rediskv::RedisType::Hash, hash.parse().ok()?)
             .ok()?
-            .with_encode_version(rediskv::codec::RedisType::Set, set.parse().ok()?)
+            .with_encode_version(rediskv::RedisType::Set, set.parse().ok()?)
             .ok()?
     } else {
         let namespace;
@@ -495,8 +495,8 @@ pub fn max_version(ops: &[BatchOp]) -> u64 {
     ops.iter()
         .filter_map(|op| match op {
             BatchOp::Put { cf: ColumnFamily::Metadata, value, .. } => Metadata::decode(value)
-                .or_else(|_| rediskv::codec::camellia::decode_metadata(value))
-                .or_else(|_| rediskv::codec::titea::decode_metadata(value))
+                .or_else(|_| rediskv::camellia::decode_metadata(value))
+                .or_else(|_| rediskv::titea::decode_metadata(value))
                 .ok()
                 .map(|m| match m.version {
                     Version::Short(v) => v,
@@ -726,7 +726,7 @@ mod tests {
             KeyLayout::camellia(b"default"),
             KeyLayout::titea(b"default.default"),
             KeyLayout::camellia(b"a \"b\"; c")
-                .with_encode_version(rediskv::codec::RedisType::Set, 1)
+                .with_encode_version(rediskv::RedisType::Set, 1)
                 .unwrap()
                 .with_hash_prefix(8)
                 .unwrap(),
@@ -740,7 +740,7 @@ mod tests {
             b"rediskv layout v1; namespace \"__namespace\"; cluster slots off; hash prefix 0; fixed prefix \"\""
         );
         assert_eq!(
-            manifest(&KeyLayout::camellia(b"n").with_encode_version(rediskv::codec::RedisType::Hash, 1).unwrap()),
+            manifest(&KeyLayout::camellia(b"n").with_encode_version(rediskv::RedisType::Hash, 1).unwrap()),
             b"rediskv layout v1; camellia namespace \"n\"; hash version 1; set version 0; hash prefix 0; fixed prefix \"\""
         );
         for bad in [

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
-use rediskv::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use rediskv::codec::{KeyLayout, KeyRange, ManualClock, Metadata, Version};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, Direction, KvBackend, WriteBatch};
+use rediskv::{Db, Reply};
+use rediskv::{KeyLayout, KeyRange, ManualClock, Metadata, Version};
 
 use crate::{DiskBackend, Options, Sync, now_ms};
 
@@ -75,9 +75,9 @@ impl<B: KvBackend> KvBackend for InTempDir<B> {
     fn scan<'a>(
         &'a self,
         cf: ColumnFamily,
-        range: &rediskv::codec::KeyRange,
+        range: &rediskv::KeyRange,
         direction: Direction,
-    ) -> rediskv::Result<rediskv::backend::ScanIter<'a>> {
+    ) -> rediskv::Result<rediskv::ScanIter<'a>> {
         self.get().scan(cf, range, direction)
     }
     fn write(&self, batch: WriteBatch) -> rediskv::Result<()> {
@@ -92,7 +92,7 @@ impl<B: KvBackend> KvBackend for InTempDir<B> {
     fn is_shared(&self) -> bool {
         self.get().is_shared()
     }
-    fn snapshot(&self) -> rediskv::Result<Option<rediskv::backend::Snapshot>> {
+    fn snapshot(&self) -> rediskv::Result<Option<rediskv::Snapshot>> {
         self.get().snapshot()
     }
     fn retry_pause(&self, attempt: u32, elapsed: std::time::Duration) -> Option<std::time::Duration> {
@@ -135,7 +135,7 @@ pub const READS: &[&[&str]] = &[
 
 /// The largest collection version on disk.
 pub fn max_version<B: KvBackend>(backend: &B) -> Version {
-    let all = rediskv::codec::KeyRange { start: Vec::new(), end: None };
+    let all = rediskv::KeyRange { start: Vec::new(), end: None };
     backend
         .scan(ColumnFamily::Metadata, &all, Direction::Forward)
         .expect("scan metadata")
@@ -274,7 +274,8 @@ pub fn clock_set_back_child<B: DiskBackend>(open: impl Fn(&Path, Options) -> red
     let mut db = Db::new(open(Path::new(&dir), Options::default()).expect("open in child"));
     let top = max_version(db.backend());
     assert!(matches!(db.run(&["HSET", "now", "f", "v"]), Reply::Integer(1)));
-    let ours = db.lookup(b"now").expect("lookup").expect("exists").meta.version;
+    let record = db.backend().get(ColumnFamily::Metadata, &db.layout().metadata_key(b"now")).expect("get");
+    let ours = Metadata::decode(&record.expect("exists")).expect("metadata").version;
     assert!(ours > top, "version {ours} after reopen is not above {top} written before");
 }
 
@@ -347,7 +348,7 @@ pub fn put<B: KvBackend>(backend: &B, key: &[u8], value: &[u8]) {
 pub fn load_one_collection<B: KvBackend>(backend: &B) -> u64 {
     let mut raw = 0;
     for chunk in 0..20 {
-        let mut batch = rediskv::backend::WriteBatch::new();
+        let mut batch = rediskv::WriteBatch::new();
         for i in 0..1000 {
             let key = format!("\x0b__namespace\0\0\0\x05bighash{chunk:04}{i:04}-field");
             let value = format!("value-{:08}-0123456789-0123456789-0123456789", chunk * 1000 + i);
@@ -507,7 +508,7 @@ pub fn foreign_layout_on_disk<B: DiskBackend>(
     stored_layout: impl Fn(&Path) -> rediskv::Result<Option<KeyLayout>>,
 ) {
     let dir = TempDir::new(layout.kind().name());
-    let lists = layout.stores(rediskv::codec::RedisType::List);
+    let lists = layout.stores(rediskv::RedisType::List);
     let options = || Options { layout: layout.clone(), ..Options::default() };
     assert_eq!(stored_layout(dir.path()).expect("no store yet"), None);
     {
@@ -560,9 +561,9 @@ pub fn list_walks_behind_the_cache<B: DiskBackend>(open: impl Fn(&Path, Options)
     for layout in [KeyLayout::default(), KeyLayout::titea(b"default.default")] {
         let dir = TempDir::new("list-walks");
         let options = Options { layout: layout.clone(), ..Options::default() };
-        let store = rediskv::backend::MetadataCache::new(open(dir.path(), options).expect("open"));
+        let store = rediskv::MetadataCache::new(open(dir.path(), options).expect("open"));
         let mut db = Db::with_layout(&store, layout.clone());
-        let mut model = Db::with_layout(rediskv::backend::MemoryBackend::new(), layout.clone());
+        let mut model = Db::with_layout(rediskv::MemoryBackend::new(), layout.clone());
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move |n: u64| {
             seed ^= seed << 13;
@@ -799,7 +800,7 @@ macro_rules! engine_scenarios {
 
         #[test]
         fn a_neokv_store_collects_its_garbage_and_reopens() {
-            let layout = rediskv::codec::KeyLayout::neokv(3, 5);
+            let layout = rediskv::KeyLayout::neokv(3, 5);
             testkit::foreign_layout_on_disk(layout, open, |path: &std::path::Path| {
                 $krate::stored_layout(path)
             });
@@ -807,7 +808,7 @@ macro_rules! engine_scenarios {
 
         #[test]
         fn a_titea_store_collects_its_garbage_and_reopens() {
-            let layout = rediskv::codec::KeyLayout::titea(b"default.default");
+            let layout = rediskv::KeyLayout::titea(b"default.default");
             testkit::foreign_layout_on_disk(layout, open, |path: &std::path::Path| {
                 $krate::stored_layout(path)
             });
@@ -815,7 +816,7 @@ macro_rules! engine_scenarios {
 
         #[test]
         fn a_camellia_store_collects_its_garbage_and_reopens() {
-            let layout = rediskv::codec::KeyLayout::camellia(b"ns");
+            let layout = rediskv::KeyLayout::camellia(b"ns");
             testkit::foreign_layout_on_disk(layout, open, |path: &std::path::Path| {
                 $krate::stored_layout(path)
             });

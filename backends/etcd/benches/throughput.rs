@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use rediskv::backend::{KvBackend, MemoryBackend};
-use rediskv::commands::{Engine, Reply};
+use rediskv::{Engine, Reply};
+use rediskv::{KvBackend, MemoryBackend};
 use rediskv_etcd::testkit as common;
 
 const CLIENTS: usize = 8;

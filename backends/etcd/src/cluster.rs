@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
-use rediskv::codec::prefix_successor;
+use rediskv::prefix_successor;
 use rediskv::{Error, Result};
 
 use crate::{Backend, err};

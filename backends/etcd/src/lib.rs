@@ -1,9 +1,9 @@
 //! rediskv's [`KvBackend`] over an [etcd](https://etcd.io) v3 cluster: several stateless
-//! rediskv processes (each an [`rediskv::commands::Engine`] over its own [`Backend`]) serve
+//! rediskv processes (each an [`rediskv::Engine`] over its own [`Backend`]) serve
 //! the same data, and etcd's Raft log gives replication and failover.
 //!
 //! ```no_run
-//! use rediskv::commands::Engine;
+//! use rediskv::Engine;
 //! use rediskv_etcd::Options;
 //!
 //! let options = Options::new(["http://127.0.0.1:2379", "http://127.0.0.1:22379"]);
@@ -55,7 +55,7 @@
 //! feed that makes them cross-node: every node's metadata puts and deletes, from an etcd
 //! watch on the `m` range (the server does not consume it yet).
 //!
-//! Outside begin..finish (tools, [`rediskv::gc::Collector`], [`rediskv::commands::Db::new`]),
+//! Outside begin..finish (tools, [`rediskv::gc::Collector`], [`rediskv::Db::new`]),
 //! each read sees the latest revision and each batch is one unconditional `Txn`.
 //!
 //! # Limits
@@ -119,11 +119,11 @@ use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, GetOptions, KvClient, SortOrder, SortTarget, Txn, TxnOp,
     TxnOpResponse,
 };
-use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
-use rediskv::codec::{KeyLayout, KeyRange, Version, prefix_successor};
-use rediskv::commands::Engine;
+use rediskv::Engine;
 use rediskv::gc::{self, CollectStep, Collector, ExpirySweep, SweepStep};
+use rediskv::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
 use rediskv::{Error, Result};
+use rediskv::{KeyLayout, KeyRange, Version, prefix_successor};
 use rediskv_engine::{FLOOR_KEY, MANIFEST_KEY, VersionFloor, check_manifest, manifest};
 
 /// How an etcd cluster is reached and used.

@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use rediskv::Result;
-use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, KvPair, ScanIter, WriteBatch};
-use rediskv::codec::{KeyLayout, KeyRange, LayoutKind, SLOT_COUNT, key_slot};
+use rediskv::{BatchOp, ColumnFamily, Direction, KvBackend, KvPair, ScanIter, WriteBatch};
+use rediskv::{KeyLayout, KeyRange, LayoutKind, SLOT_COUNT, key_slot};
 
 use crate::Backend;
 
@@ -103,7 +103,7 @@ impl SlotStores {
         // Every key from the start up to the end shares the start's bytes up to its user key.
         let owner = &range.start[..owner_end];
         let within = range.end.as_deref().is_some_and(|end| {
-            end.starts_with(owner) || rediskv::codec::prefix_successor(owner).is_some_and(|s| *end <= *s)
+            end.starts_with(owner) || rediskv::prefix_successor(owner).is_some_and(|s| *end <= *s)
         });
         within.then(|| self.store(cf, &range.start))
     }

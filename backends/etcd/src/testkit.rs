@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::{Backend, Options, Tls};
-use rediskv::backend::{ColumnFamily, KvBackend};
+use rediskv::{ColumnFamily, KvBackend};
 use rediskv_engine::testkit::TempDir;
 
 /// Limits the test clusters are started with (a 10,000-field HSET fits).

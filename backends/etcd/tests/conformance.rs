@@ -9,7 +9,7 @@ fn conformance_kit_on_a_three_member_cluster() {
         return;
     };
     let n = std::sync::atomic::AtomicUsize::new(0);
-    rediskv::backend::conformance::run_all(|| {
+    rediskv::conformance::run_all(|| {
         cluster.open(&format!("conformance{}/", n.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))
     });
 }

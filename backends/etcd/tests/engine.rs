@@ -5,9 +5,9 @@
 use rediskv_etcd::testkit as common;
 
 use bytes::Bytes;
-use rediskv::backend::{ColumnFamily, KvBackend, WriteBatch};
-use rediskv::codec::KeyLayout;
-use rediskv::commands::{Engine, Reply};
+use rediskv::KeyLayout;
+use rediskv::{ColumnFamily, KvBackend, WriteBatch};
+use rediskv::{Engine, Reply};
 use rediskv_engine::testkit::{self, max_version};
 
 fn bulk(s: &str) -> Reply {

@@ -12,9 +12,9 @@ use std::thread;
 use std::time::Duration;
 
 use bytes::Bytes;
-use rediskv::backend::{ColumnFamily, Direction, KvBackend, WriteBatch};
-use rediskv::codec::{KeyLayout, ManualClock, Metadata, RedisType, Version};
-use rediskv::commands::{Engine, Reply};
+use rediskv::{ColumnFamily, Direction, KvBackend, WriteBatch};
+use rediskv::{Engine, Reply};
+use rediskv::{KeyLayout, ManualClock, Metadata, RedisType, Version};
 use rediskv_etcd::{Backend, Maintenance};
 
 fn ops() -> usize {
@@ -256,7 +256,7 @@ fn commands_spread_over_two_nodes_answer_as_the_memory_engine() {
         Engine::new(cluster.open("diff/")).with_clock(clock.clone()),
         Engine::new(cluster.open("diff/")).with_clock(clock.clone()),
     ];
-    let model = Engine::new(rediskv::backend::MemoryBackend::new()).with_clock(clock.clone());
+    let model = Engine::new(rediskv::MemoryBackend::new()).with_clock(clock.clone());
     let mut sessions = [nodes[0].session(), nodes[1].session()];
     let mut model_session = model.session();
     let mut rng = 0x9e37_79b9_7f4a_7c15_u64;

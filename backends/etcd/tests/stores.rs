@@ -7,9 +7,9 @@ use rediskv_etcd::testkit as common;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rediskv::backend::{ColumnFamily, KvBackend};
-use rediskv::codec::{KeyLayout, key_slot};
-use rediskv::commands::{Engine, Reply};
+use rediskv::{ColumnFamily, KvBackend};
+use rediskv::{Engine, Reply};
+use rediskv::{KeyLayout, key_slot};
 use rediskv_etcd::{FENCED, SlotStores, slot_store};
 
 fn bulk(s: &str) -> Reply {
@@ -62,8 +62,8 @@ fn each_key_s_records_live_in_its_slot_s_cluster_and_scans_merge() {
         let scan = engine.backend().scan(ColumnFamily::Metadata, &layout.namespace_range(), direction);
         scan.unwrap().map(|r| r.unwrap().0).collect()
     };
-    let forward = walk(rediskv::backend::Direction::Forward);
-    let mut reverse = walk(rediskv::backend::Direction::Reverse);
+    let forward = walk(rediskv::Direction::Forward);
+    let mut reverse = walk(rediskv::Direction::Reverse);
     reverse.reverse();
     let mut sorted = forward.clone();
     sorted.sort();
@@ -74,11 +74,7 @@ fn each_key_s_records_live_in_its_slot_s_cluster_and_scans_merge() {
     assert_eq!(engine.run(&mut s, &["FLUSHALL"]), Reply::OK);
     assert_eq!(engine.run(&mut s, &["DBSIZE"]), Reply::Integer(0));
     for store in &stores {
-        let left = store.scan(
-            ColumnFamily::Metadata,
-            &layout.namespace_range(),
-            rediskv::backend::Direction::Forward,
-        );
+        let left = store.scan(ColumnFamily::Metadata, &layout.namespace_range(), rediskv::Direction::Forward);
         assert_eq!(left.unwrap().count(), 0);
     }
 }

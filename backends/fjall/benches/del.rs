@@ -5,8 +5,8 @@
 //! makes the same 1,000 or 1,000,000 fields live again), then times `DEL`.
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use rediskv::backend::{ColumnFamily, KvBackend, WriteBatch};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, KvBackend, WriteBatch};
+use rediskv::{Db, Reply};
 use rediskv_engine::testkit::{TempDir, fill_hash};
 use rediskv_fjall::{Options, Sync, open};
 
@@ -18,7 +18,7 @@ fn del(c: &mut Criterion) {
     for n in [1_000usize, 1_000_000] {
         let key = format!("hash-{n}");
         fill_hash(&mut db, &key, n);
-        let meta_key = db.metadata_key(key.as_bytes());
+        let meta_key = db.layout().metadata_key(key.as_bytes());
         let meta = backend.get(ColumnFamily::Metadata, &meta_key).expect("read").expect("hash exists");
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter_batched(

@@ -21,9 +21,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use fjall::{Database, KeyspaceCreateOptions};
-use rediskv::backend::{ColumnFamily, KvBackend, MetadataCache, WriteBatch};
-use rediskv::codec::{KeyLayout, Metadata, RedisType, Version};
-use rediskv::commands::{Db, Reply};
+use rediskv::{ColumnFamily, KvBackend, MetadataCache, WriteBatch};
+use rediskv::{Db, Reply};
+use rediskv::{KeyLayout, Metadata, RedisType, Version};
 use rediskv_engine::testkit::TempDir;
 use rediskv_fjall::{Options, Sync, open};
 

@@ -2,7 +2,7 @@
 //! store.
 //!
 //! ```no_run
-//! use rediskv::commands::Db;
+//! use rediskv::Db;
 //! use rediskv_fjall::{Options, Sync};
 //!
 //! let backend = rediskv_fjall::open("./data", Options { sync: Sync::Always, ..Options::default() })?;
@@ -48,7 +48,7 @@
 //! snapshot, and the command engine locks the keys of a command for its duration, which is
 //! what the library's consistency contract asks of a single-process backend (no snapshot is
 //! taken per command). Every metadata record read is decoded once: one that does not decode
-//! is an error naming its key, never skipped. A [`rediskv::backend::WriteBatch`] becomes one
+//! is an error naming its key, never skipped. A [`rediskv::WriteBatch`] becomes one
 //! fjall batch, atomic across keyspaces (one journal entry). With [`Options::group_commit`]
 //! the batch waits in the journal's buffer, and [`DiskBackend::persist_written`] writes (with
 //! [`Sync::Always`], also syncs) every waiting batch at once; there a batch of one record (a
@@ -98,10 +98,10 @@ use fjall::{
     AbstractTree, CompressionType, Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions,
     PersistMode, Readable,
 };
+use rediskv::KeyRange;
 use rediskv::Result;
-use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
-use rediskv::codec::KeyRange;
 use rediskv::gc::Decision;
+use rediskv::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
 use rediskv_engine::{
     CF_NAMES, DroppedWrites, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, VersionFloor,
     backend_error, cf_name, check_manifest, manifest, max_version,
@@ -323,7 +323,7 @@ fn open_database(path: &Path, options: &Options, slot: &MetadataSlot) -> Result<
 /// # Errors
 /// [`rediskv::Error::Backend`] when fjall cannot open the directory, or the manifest is not
 /// one this crate writes.
-pub fn stored_layout(path: impl AsRef<Path>) -> Result<Option<rediskv::codec::KeyLayout>> {
+pub fn stored_layout(path: impl AsRef<Path>) -> Result<Option<rediskv::KeyLayout>> {
     let path = path.as_ref();
     // fjall's own marker: without it there is no store to read (and nothing is created).
     if !path.join("version").exists() {
@@ -665,7 +665,7 @@ impl DiskBackend for Backend {
         })
     }
 
-    /// While on, a larger memtables' bound ([`Backend::write_buffer_now`]); at the end, the
+    /// While on, a larger memtables' bound (`Backend::write_buffer_now`); at the end, the
     /// journal synced.
     fn bulk_load(&self, on: bool) -> Result<()> {
         self.bulk_load.store(on, Ordering::Relaxed);
@@ -799,7 +799,7 @@ impl KvBackend for Backend {
     }
 
     /// fjall's cross-keyspace snapshot: O(1).
-    fn snapshot(&self) -> Result<Option<rediskv::backend::Snapshot>> {
+    fn snapshot(&self) -> Result<Option<rediskv::Snapshot>> {
         self.with_open(|open| {
             Ok(Some(Arc::new(Snapshot { snapshot: open.db.snapshot(), cfs: open.cfs.clone() }) as _))
         })
@@ -872,7 +872,7 @@ impl KvBackend for Snapshot {
 /// Makes a [`GcCompactionFilter`] per compaction of one column family.
 struct GcFactory {
     slot: MetadataSlot,
-    layout: rediskv::codec::KeyLayout,
+    layout: rediskv::KeyLayout,
     cf: ColumnFamily,
     grace_ms: u64,
 }
@@ -921,7 +921,7 @@ impl CompactionFilter for GcCompactionFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rediskv::backend::WriteBatch;
+    use rediskv::WriteBatch;
     use rediskv_engine::testkit::{TempDir, group_commit, put};
 
     #[test]

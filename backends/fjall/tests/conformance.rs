@@ -11,14 +11,14 @@ rediskv::kv_backend_conformance!(fresh());
 
 #[test]
 fn run_all_in_one_directory_each() {
-    rediskv::backend::conformance::run_all(fresh);
+    rediskv::conformance::run_all(fresh);
 }
 
 /// The kit again with group commit, as the server opens a store: a write of one record
 /// then goes to its keyspace without a fjall batch.
 #[test]
 fn run_all_with_group_commit() {
-    rediskv::backend::conformance::run_all(|| {
+    rediskv::conformance::run_all(|| {
         InTempDir::open("fjall-conformance-group-commit", |path| {
             open(path, Options { group_commit: true, ..Options::default() })
         })
@@ -29,8 +29,8 @@ fn run_all_with_group_commit() {
 /// its slots, list walks from its runs read ahead through fjall's scans.
 #[test]
 fn run_all_behind_the_metadata_cache() {
-    rediskv::backend::conformance::run_all(|| {
-        rediskv::backend::MetadataCache::new(InTempDir::open("fjall-conformance-cached", |path| {
+    rediskv::conformance::run_all(|| {
+        rediskv::MetadataCache::new(InTempDir::open("fjall-conformance-cached", |path| {
             open(path, Options { group_commit: true, ..Options::default() })
         }))
     });
@@ -41,8 +41,8 @@ fn run_all_behind_the_metadata_cache() {
 /// its reads find their records held, or committed by a scan or a snapshot.
 #[test]
 fn run_all_as_the_server_opens_it() {
-    rediskv::backend::conformance::run_all(|| {
-        rediskv::backend::MetadataCache::new(InTempDir::open("fjall-conformance-held", |path| {
+    rediskv::conformance::run_all(|| {
+        rediskv::MetadataCache::new(InTempDir::open("fjall-conformance-held", |path| {
             open(path, Options { group_commit: true, ..Options::default() })
                 .map(rediskv_engine::GroupCommit::new)
         }))

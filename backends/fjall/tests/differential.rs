@@ -19,11 +19,11 @@ std::thread_local! {
 /// The test's database, emptied (every record of the four column families deleted in one
 /// batch).
 fn new_backend() -> Backend {
-    use rediskv::backend::{Direction, KvBackend, WriteBatch};
-    use rediskv::codec::KeyRange;
+    use rediskv::KeyRange;
+    use rediskv::{Direction, KvBackend, WriteBatch};
     let store = STORE.with(|(_, store)| store.clone());
     let mut batch = WriteBatch::new();
-    for cf in rediskv::codec::ColumnFamily::ALL {
+    for cf in rediskv::ColumnFamily::ALL {
         for item in store.scan(cf, &KeyRange::prefix(Vec::new()), Direction::Forward).expect("scan") {
             batch.delete(cf, item.expect("record").0);
         }

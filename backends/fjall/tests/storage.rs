@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use rediskv::backend::{ColumnFamily, KvBackend, WriteBatch};
+use rediskv::{ColumnFamily, KvBackend, WriteBatch};
 use rediskv_engine::DiskBackend;
 use rediskv_engine::testkit::{self, TempDir};
 use rediskv_fjall::Options;
@@ -261,9 +261,9 @@ fn a_live_snapshot_keeps_what_the_collector_would_drop() {
     let backend = rediskv_fjall::open(dir.path(), Options::default()).expect("open");
     testkit::load_one_collection(&backend);
     backend.flush().expect("flush");
-    let all = rediskv::codec::KeyRange { start: Vec::new(), end: None };
+    let all = rediskv::KeyRange { start: Vec::new(), end: None };
     let count = |b: &dyn KvBackend| {
-        b.scan(ColumnFamily::Subkey, &all, rediskv::backend::Direction::Forward).expect("scan").count()
+        b.scan(ColumnFamily::Subkey, &all, rediskv::Direction::Forward).expect("scan").count()
     };
     let records = count(&backend);
     assert!(records > 0);

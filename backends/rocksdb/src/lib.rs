@@ -2,7 +2,7 @@
 //! families, so a directory it writes has Kvrocks' record layout.
 //!
 //! ```no_run
-//! use rediskv::commands::Db;
+//! use rediskv::Db;
 //! use rediskv_rocksdb::{Options, Sync};
 //!
 //! let backend = rediskv_rocksdb::open("./data", Options { sync: Sync::Everysec, ..Options::default() })?;
@@ -70,9 +70,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use rediskv::Result;
-use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
-use rediskv::codec::{KeyLayout, KeyRange};
 use rediskv::gc::Decision as GcDecision;
+use rediskv::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
+use rediskv::{KeyLayout, KeyRange};
 pub use rediskv_engine::{DiskBackend, Options, Sync, Usage};
 use rediskv_engine::{
     DroppedWrites, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, Syncer, VersionFloor,
@@ -161,7 +161,7 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
 /// # Errors
 /// [`rediskv::Error::Backend`] when RocksDB cannot open the directory, or the manifest is not
 /// one this crate writes.
-pub fn stored_layout(path: impl AsRef<Path>) -> Result<Option<rediskv::codec::KeyLayout>> {
+pub fn stored_layout(path: impl AsRef<Path>) -> Result<Option<rediskv::KeyLayout>> {
     let path = path.as_ref();
     if !path.join("CURRENT").exists() {
         return Ok(None);

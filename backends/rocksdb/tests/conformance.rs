@@ -11,14 +11,14 @@ rediskv::kv_backend_conformance!(fresh());
 
 #[test]
 fn run_all_in_one_directory_each() {
-    rediskv::backend::conformance::run_all(fresh);
+    rediskv::conformance::run_all(fresh);
 }
 
 /// The kit behind the server's `MetadataCache`, as the server opens a store: metadata from
 /// its slots, list walks from its runs read ahead through RocksDB's iterators.
 #[test]
 fn run_all_behind_the_metadata_cache() {
-    rediskv::backend::conformance::run_all(|| rediskv::backend::MetadataCache::new(fresh()));
+    rediskv::conformance::run_all(|| rediskv::MetadataCache::new(fresh()));
 }
 
 /// The kit as the server opens a store: group commit, each round's batches held in memory
@@ -26,8 +26,8 @@ fn run_all_behind_the_metadata_cache() {
 /// its reads find their records held, or committed by a scan or a snapshot.
 #[test]
 fn run_all_as_the_server_opens_it() {
-    rediskv::backend::conformance::run_all(|| {
-        rediskv::backend::MetadataCache::new(InTempDir::open("rocksdb-conformance-held", |path| {
+    rediskv::conformance::run_all(|| {
+        rediskv::MetadataCache::new(InTempDir::open("rocksdb-conformance-held", |path| {
             open(path, Options { group_commit: true, ..Options::default() })
                 .map(rediskv_engine::GroupCommit::new)
         }))

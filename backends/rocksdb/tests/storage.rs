@@ -2,7 +2,7 @@
 //! are in tables (after a flush, SAVE's operation, or a compaction), compressed tables, and
 //! the usage figures INFO memory shows.
 
-use rediskv::backend::{ColumnFamily, KvBackend};
+use rediskv::{ColumnFamily, KvBackend};
 use rediskv_engine::DiskBackend;
 use rediskv_engine::testkit::{self, TempDir};
 use rediskv_rocksdb::Options;

@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rediskv::commands::args::parse_i64;
-use rediskv::commands::table::{self, flag};
-use rediskv::commands::{Reply, Session};
+use rediskv::args::parse_i64;
+use rediskv::table::{self, flag};
+use rediskv::{Reply, Session};
 
 use super::{Client, Next, ReplyMode};
 use crate::acl;

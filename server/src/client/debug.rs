@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
+use rediskv::Reply;
 
 use super::Client;
 use crate::state::State;

@@ -3,8 +3,8 @@
 //! the engine's; every other row runs in the engine ([`Client::run_in_engine`]).
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
-use rediskv::commands::table::CommandInfo;
+use rediskv::Reply;
+use rediskv::table::CommandInfo;
 
 use super::{Client, Next, flush, keyspace, replicas, scripts, server, subscribe};
 use crate::scripting;

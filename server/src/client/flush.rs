@@ -6,8 +6,8 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
-use rediskv::commands::table::CommandInfo;
+use rediskv::Reply;
+use rediskv::table::CommandInfo;
 
 use super::{Client, Next};
 use crate::admin;

@@ -4,9 +4,9 @@
 //! own slots' keys. Elsewhere (or inside MULTI) they run in the engine.
 
 use bytes::Bytes;
-use rediskv::codec::key_slot;
-use rediskv::commands::Reply;
-use rediskv::commands::table::{self, CommandInfo};
+use rediskv::Reply;
+use rediskv::key_slot;
+use rediskv::table::{self, CommandInfo};
 
 use super::{Client, Next};
 use crate::cluster::Cluster;

@@ -2,12 +2,12 @@
 //! replicas' acknowledgements (see [`crate::replication`]), ROLE, REPLICAOF and FAILOVER.
 
 use bytes::Bytes;
-use rediskv::commands::args::parse_i64;
-use rediskv::commands::table::CommandInfo;
+use rediskv::args::parse_i64;
+use rediskv::table::CommandInfo;
 use std::sync::Arc;
 
-use rediskv::codec::RdbReplication;
-use rediskv::commands::Reply;
+use rediskv::RdbReplication;
+use rediskv::Reply;
 
 use super::{Client, Next, ReplyMode};
 use crate::client_info::ClientInfo;

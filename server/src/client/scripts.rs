@@ -3,8 +3,8 @@
 //! [`crate::scripting`]).
 
 use bytes::Bytes;
-use rediskv::commands::table::{CommandInfo, flag};
-use rediskv::commands::{Reply, Session};
+use rediskv::table::{CommandInfo, flag};
+use rediskv::{Reply, Session};
 
 use super::{Client, Next};
 use crate::clock::unix_micros;

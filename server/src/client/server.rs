@@ -6,8 +6,8 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
-use rediskv::commands::table::CommandInfo;
+use rediskv::Reply;
+use rediskv::table::CommandInfo;
 
 use super::{Client, Next, arity};
 use crate::admin as ops;
@@ -272,7 +272,7 @@ pub(super) fn migrate(
     if !request.copy && !moved.is_empty() {
         let mut del = vec![Bytes::from_static(b"DEL")];
         del.extend(moved);
-        if let Ok(info) = rediskv::commands::table::find(&del) {
+        if let Ok(info) = rediskv::table::find(&del) {
             let deleted = c.run_in_engine(info, &del, state).0;
             if deleted.is_error() {
                 return done(deleted);

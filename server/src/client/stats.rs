@@ -1,7 +1,7 @@
 //! INFO commandstats, errorstats and keyspace hits for the commands a client runs.
 
-use rediskv::commands::Reply;
-use rediskv::commands::table::CommandInfo;
+use rediskv::Reply;
+use rediskv::table::CommandInfo;
 
 use super::Client;
 use crate::state::State;

@@ -2,8 +2,8 @@
 //! RESP2 subscribed mode (see [`crate::pubsub`]).
 
 use bytes::Bytes;
-use rediskv::commands::Reply;
-use rediskv::commands::table::CommandInfo;
+use rediskv::Reply;
+use rediskv::table::CommandInfo;
 
 use super::{Client, Next, arity};
 use crate::pubsub::{Kind, pubsub_command};

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rediskv::codec::SLOT_COUNT;
+use rediskv::SLOT_COUNT;
 use rediskv_etcd::Backend;
 
 use super::{Cluster, Node, Topology};

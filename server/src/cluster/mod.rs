@@ -28,9 +28,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
-use rediskv::codec::{SLOT_COUNT, key_slot};
-use rediskv::commands::Reply;
-use rediskv::commands::table::{self, CommandInfo};
+use rediskv::Reply;
+use rediskv::table::{self, CommandInfo};
+use rediskv::{SLOT_COUNT, key_slot};
 
 /// A node of the cluster, as clients reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -526,8 +526,8 @@ impl Cluster {
                 Err(e) => e,
             },
             ("getkeysinslot", [slot, count]) => {
-                let count = rediskv::commands::args::parse_i64(count);
-                match (count, rediskv::commands::args::parse_i64(slot)) {
+                let count = rediskv::args::parse_i64(count);
+                match (count, rediskv::args::parse_i64(slot)) {
                     (None, _) | (_, None) => {
                         Reply::Error("ERR value is not an integer or out of range".into())
                     }
@@ -758,7 +758,7 @@ pub fn keys_in_slot(
     if !cluster.holds(&cluster.topology(), slot) {
         return Vec::new();
     }
-    let mut session = rediskv::commands::Session::new(0);
+    let mut session = rediskv::Session::new(0);
     let Reply::Array(keys) =
         engine.execute(&mut session, &[Bytes::from_static(b"KEYS"), Bytes::from_static(b"*")])
     else {
@@ -790,7 +790,7 @@ pub fn fenced(reply: &Reply) -> bool {
 }
 
 fn parse_slot(arg: &[u8]) -> Result<u16, Reply> {
-    match rediskv::commands::args::parse_i64(arg) {
+    match rediskv::args::parse_i64(arg) {
         None => Err(Reply::Error("ERR value is not an integer or out of range".into())),
         Some(slot) if (0..i64::from(SLOT_COUNT)).contains(&slot) => Ok(slot as u16),
         Some(_) => Err(Reply::Error("ERR Invalid slot".into())),

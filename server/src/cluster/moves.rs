@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
-use rediskv::codec::key_slot;
-use rediskv::commands::{Propagated, Propagation, Reply};
+use rediskv::key_slot;
+use rediskv::{Propagated, Propagation, Reply};
 
 use crate::replication::Replication;
 use crate::store::ClosedSlot;
@@ -208,7 +208,7 @@ impl Propagation for Moves {
 /// Whether a command has a key in `slot`.
 fn touches(argv: &[Bytes], slot: u16) -> bool {
     super::resolve(argv)
-        .and_then(|(info, argv)| rediskv::commands::table::key_positions(info, argv).ok())
+        .and_then(|(info, argv)| rediskv::table::key_positions(info, argv).ok())
         .is_some_and(|at| at.into_iter().any(|i| key_slot(&argv[i]) == slot))
 }
 

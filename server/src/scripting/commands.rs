@@ -163,7 +163,7 @@ pub fn function_command(argv: &[Bytes], scripts: &Scripts, save: &dyn Fn(&Script
                     let Some(p) = argv.get(i + 1) else {
                         return Reply::Error("ERR library name argument was not given".into());
                     };
-                    pattern = Some(rediskv::commands::args::Glob::new(p));
+                    pattern = Some(rediskv::args::Glob::new(p));
                     i += 1;
                 } else {
                     return Reply::Error(format!(
@@ -244,7 +244,7 @@ pub fn function_command(argv: &[Bytes], scripts: &Scripts, save: &dyn Fn(&Script
         b"dump" if argv.len() == 2 => {
             let libs = lock(&scripts.libraries);
             return Reply::Bulk(
-                rediskv::codec::rdb::dump_functions(libs.values().map(|l| l.code.as_bytes())).into(),
+                rediskv::rdb::dump_functions(libs.values().map(|l| l.code.as_bytes())).into(),
             );
         }
         b"restore" if argv.len() <= 4 => {

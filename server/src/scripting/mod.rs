@@ -11,7 +11,7 @@
 //! first run and is rebuilt when SCRIPT FLUSH or a library change bumps the generation
 //! (FUNCTION LOAD checks a library in a fresh state). One script runs at a time (the
 //! running slot, [`Scripts::claim`]), through
-//! [`rediskv::commands::Engine::atomically_or_abandon`]: alone, seeing its own writes,
+//! [`rediskv::Engine::atomically_or_abandon`]: alone, seeing its own writes,
 //! committed as one batch (a script that fails after writing keeps its writes, as in Redis).
 //!
 //! The sandbox follows Redis': the `base`, `table`, `string` and `math` libraries, `bit`,
@@ -36,9 +36,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mlua::{HookTriggers, Lua, LuaOptions, MultiValue, RegistryKey, StdLib, Table, Value, VmState};
-use rediskv::commands::args::parse_i64;
-use rediskv::commands::table::{self, flag};
-use rediskv::commands::{Protocol, Reply};
+use rediskv::args::parse_i64;
+use rediskv::table::{self, flag};
+use rediskv::{Protocol, Reply};
 use sha1::{Digest, Sha1};
 
 use crate::lua_struct::caller_place;

@@ -318,7 +318,7 @@ impl Scripts {
     /// FUNCTION RESTORE: joins the payload's libraries to the current ones under `policy`,
     /// all or nothing, with Redis' errors.
     pub(super) fn restore(&self, payload: &[u8], policy: Policy) -> Result<(), String> {
-        let codes = rediskv::codec::rdb::restore_functions(payload).map_err(|e| match e {
+        let codes = rediskv::rdb::restore_functions(payload).map_err(|e| match e {
             rediskv::Error::DumpFormat(text) => text.to_string(),
             _ => "DUMP payload version or checksum are wrong".to_string(),
         })?;

@@ -11,7 +11,7 @@ pub struct Job {
     /// The command's lowercase name.
     pub name: String,
     /// The client's session, handed back with the answer.
-    pub session: rediskv::commands::Session,
+    pub session: rediskv::Session,
     /// The engine of the client's namespace.
     pub engine: Arc<SharedEngine>,
     /// The client (where the answer goes).
@@ -30,7 +30,7 @@ pub struct Job {
 }
 
 /// A script's reply, the invalidation pushes it owes its client, and the client's session.
-pub type Answer = (Reply, Vec<u8>, Box<rediskv::commands::Session>);
+pub type Answer = (Reply, Vec<u8>, Box<rediskv::Session>);
 
 /// How long a script may run on the event loop that received it before it gives up and runs
 /// on the script thread: the most a script holds up the other clients of its loop.
@@ -72,7 +72,7 @@ pub struct Caller<'a> {
     /// The engine of its namespace.
     pub engine: &'a SharedEngine,
     /// Its session (database, MULTI).
-    pub session: &'a mut rediskv::commands::Session,
+    pub session: &'a mut rediskv::Session,
     /// Its ACL check for each command a script runs: `Err(text)` refuses it.
     pub acl: &'a dyn Fn(&[Bytes]) -> Result<(), String>,
     /// `Some(deadline)` on the client's event loop: the script gives up, having written

@@ -59,7 +59,7 @@ impl<B: KvBackend> Db<'_, B> {
 
     /// Whether access frequencies are kept instead of last-use times (an LFU policy:
     /// see [`crate::commands::Engine::set_lfu`]).
-    pub fn lfu(&self) -> bool {
+    pub(crate) fn lfu(&self) -> bool {
         self.shared.access.lfu()
     }
 

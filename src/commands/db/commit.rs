@@ -190,7 +190,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors; then nothing was written or recorded.
-    pub fn commit(&mut self, mut batch: WriteBatch) -> CommandResult<()> {
+    pub(crate) fn commit(&mut self, mut batch: WriteBatch) -> CommandResult<()> {
         let base = &self.shared.base_layout;
         if let Some(ty) = self.journal.get_mut().refused.take() {
             return Err(CommandError::err(format!(

@@ -35,7 +35,7 @@ pub enum Touch {
 impl TouchedKey {
     /// Whether the key counts as modified (Redis' `signalModifiedKey`): for WATCH and
     /// client tracking; every touch wakes blocked clients.
-    pub fn modified(&self) -> bool {
+    pub(crate) fn modified(&self) -> bool {
         self.kind != Touch::Ready
     }
 }

@@ -14,7 +14,7 @@ use crate::commands::reply::CommandResult;
 
 impl<B: KvBackend> Db<'_, B> {
     /// The metadata key of `key` in the selected database.
-    pub fn metadata_key(&self, key: &[u8]) -> Vec<u8> {
+    pub(crate) fn metadata_key(&self, key: &[u8]) -> Vec<u8> {
         self.layout().metadata_key(key)
     }
 
@@ -22,7 +22,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// A storage error for a key over 4 GiB.
-    pub fn subkey(&self, key: &[u8], version: Version, sub: &[u8]) -> CommandResult<Vec<u8>> {
+    pub(crate) fn subkey(&self, key: &[u8], version: Version, sub: &[u8]) -> CommandResult<Vec<u8>> {
         Ok(self.layout().subkey(key, version, sub)?)
     }
 
@@ -30,7 +30,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// A storage error when the backend fails or the record does not decode.
-    pub fn lookup(&self, key: &[u8]) -> CommandResult<Option<Entry>> {
+    pub(crate) fn lookup(&self, key: &[u8]) -> CommandResult<Option<Entry>> {
         self.lookup_in(self.layout(), key)
     }
 
@@ -296,7 +296,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors, when starting or from any item.
-    pub fn scan_subkeys(
+    pub(crate) fn scan_subkeys(
         &self,
         key: &[u8],
         version: Version,

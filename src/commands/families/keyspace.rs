@@ -370,15 +370,11 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(())
     }
 
-    /// Up to `count` live keys of the selected database (only those with a TTL when
-    /// `volatile`), read in key order from a random point and wrapping at the end, after
-    /// visiting at most `visits` records: an eviction pass's sample. The point is drawn
-    /// between the first and last keys, so that keys sharing a prefix do not always yield
-    /// the same sample. Touches no key.
+    /// [`crate::Engine::eviction_sample`] of the selected database.
     ///
     /// # Errors
     /// Storage errors.
-    pub fn sample_keys(
+    pub(crate) fn sample_keys(
         &mut self,
         count: usize,
         volatile: bool,
@@ -843,7 +839,7 @@ pub(crate) fn select<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandRes
     Ok(Reply::OK)
 }
 
-/// A key an eviction pass sampled ([`Db::sample_keys`]).
+/// A key an eviction pass sampled ([`crate::Engine::eviction_sample`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sampled {
     /// The key.
