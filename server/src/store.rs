@@ -462,6 +462,18 @@ impl Store {
         }
     }
 
+    /// [`Store::persist_written`] on the disk engine's writer thread: true when `done` will
+    /// be called from it with the result; false (nothing called) when the caller must
+    /// persist itself — no such thread (memory, etcd), or nothing to wait for.
+    pub fn persist_async(&self, done: impl FnOnce(Result<(), String>) + Send + 'static) -> bool {
+        match self {
+            Store::Disk { disk, .. } => {
+                disk.persist_async(Box::new(move |result| done(result.map_err(|e| e.to_string())))).is_ok()
+            }
+            _ => false,
+        }
+    }
+
     /// Brings a disk store back to what its directory holds after a failed write (see
     /// [`DiskBackend::reopen`]) and forgets the metadata records kept in memory; nothing to
     /// do in memory or over etcd. Call it while no command runs.

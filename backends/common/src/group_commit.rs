@@ -1,18 +1,27 @@
-//! [`GroupCommit`]: a round's batches held in memory and handed to the engine as one.
+//! [`GroupCommit`]: a round's batches held in memory and handed to the engine as one, on a
+//! thread of its own.
 //!
-//! With [`crate::Options::group_commit`] the server calls [`DiskBackend::persist_written`]
-//! once per round of replies. In between, each command's batch is only kept here, in a map
-//! from record key to its last value (or its deletion), which reads look at first; the
-//! persist then writes the whole map to the engine as one atomic batch (each command's batch
-//! wholly inside it) and hands it to the OS. A key written by many commands of one round (a
-//! list's metadata under LPUSH, a counter under INCR) reaches the engine's memtable and
-//! journal once, and the engine's per-batch work (its journal entry, locks, sequence
-//! number) is paid once per round instead of once per command.
+//! With [`crate::Options::group_commit`] the server persists once per round of replies. In
+//! between, each command's batch is only kept here, in a map from record key to its last
+//! value (or its deletion), which reads look at first; the persist then writes the whole map
+//! to the engine as one atomic batch (each command's batch wholly inside it) and hands it to
+//! the OS. A key written by many commands of one round (a list's metadata under LPUSH, a
+//! counter under INCR) reaches the engine's memtable and journal once, and the engine's
+//! per-batch work (its journal entry, locks, sequence number) is paid once per round
+//! instead of once per command.
+//!
+//! [`DiskBackend::persist_async`] hands that work to the writer thread: the map moves to
+//! the batch being written, which reads look at after the held map and before the engine,
+//! and the caller serves its next round while the engine takes the last one; the writer
+//! then calls back, and only then do the round's replies go out. Batches reach the engine in
+//! the order they were written: one commit at a time (the writer's, or one made on the
+//! caller's thread), each taking everything held.
 //!
 //! Snapshots, flushes and compactions first commit what is held, and so does a scan of a
-//! range holding a held record, so they read the engine alone. A round that holds more than [`MAX_HELD_BYTES`] (a large MULTI, a script, a
-//! load) is committed as it goes, at a batch's end: as an engine batch written without
-//! [`DiskBackend::persist_written`], it is durable only at the next persist.
+//! range holding a held record, so they read the engine alone. A round that holds more than
+//! [`MAX_HELD_BYTES`] (a large MULTI, a script, a load) is committed as it goes, at a
+//! batch's end: as an engine batch written without a persist, it is durable only at the
+//! next persist.
 //!
 //! What acknowledged means is unchanged: a reply goes out only after the persist that
 //! covers its batches (with `appendfsync always`, after their sync). A failed commit drops
@@ -20,148 +29,258 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 
 use bytes::Bytes;
 use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Snapshot, WriteBatch};
 use rediskv::codec::KeyRange;
 use rediskv::{Error, Result};
 
-use crate::{DiskBackend, DroppedWrites, Usage};
+use crate::{DiskBackend, DroppedWrites, Persisted, Usage};
 
 /// Past this many bytes of held keys and values, a write commits what is held at once.
 pub const MAX_HELD_BYTES: usize = 4 << 20;
 
+/// The last value of each key written (`None`: deleted), per column family in
+/// [`ColumnFamily::ALL`]'s order.
+type Records = [HashMap<Bytes, Option<Bytes>, BuildHasherDefault<KeyHasher>>; 4];
+
 /// What a round has written and the engine does not hold yet.
 #[derive(Default)]
 struct Held {
-    /// The last value of each key written (`None`: deleted), per column family in
-    /// [`ColumnFamily::ALL`]'s order.
-    records: [HashMap<Bytes, Option<Bytes>, BuildHasherDefault<KeyHasher>>; 4],
+    records: Records,
     /// Bytes of the keys and values in `records`.
     bytes: usize,
     /// The replica's stream position stamped when the last held batch was written
     /// ([`DiskBackend::stamp_writes`]): the one the engine's batch of them carries.
     stamp: Option<Vec<u8>>,
-    /// The batch a commit hands to the engine, kept with its room between rounds.
-    ops: Vec<BatchOp>,
+    /// The maps of the last batch written, emptied, for the next round (their room kept).
+    spare: Records,
 }
 
-/// A [`DiskBackend`] whose writes wait in memory for the next
-/// [`DiskBackend::persist_written`] (see the module docs). Only for a backend opened with
-/// [`crate::Options::group_commit`], whose caller persists before it acknowledges.
-pub struct GroupCommit<B: DiskBackend> {
+/// What the writer thread is asked for.
+#[derive(Default)]
+struct Requests {
+    /// Called once everything held when they were queued is persisted.
+    waiting: Vec<Persisted>,
+    /// The writer has taken requests and not called them back yet.
+    busy: bool,
+    /// The [`GroupCommit`] is dropped: the writer answers what is queued and ends.
+    stop: bool,
+}
+
+/// What the caller's threads and the writer thread share.
+struct Shared<B> {
     inner: B,
     held: Mutex<Held>,
     /// Whether `held` may hold records: reads skip its lock while it is empty.
     holding: AtomicBool,
+    /// The batch being committed: taken out of `held`, not yet all in the engine.
+    writing: Mutex<Option<Arc<Records>>>,
+    /// Whether `writing` holds a batch: reads skip its lock otherwise.
+    committing: AtomicBool,
+    /// Held by a commit from taking `held` until the engine holds it, so that batches
+    /// reach the engine in order.
+    order: Mutex<()>,
     /// The position [`DiskBackend::stamp_writes`] gave for the next batches.
     stamp: Mutex<Option<Vec<u8>>>,
     /// A reopen dropped held batches: the next persist fails, so that none of them is
     /// acknowledged.
     dropped: DroppedWrites,
+    requests: Mutex<Requests>,
+    /// Wakes the writer when a request is queued.
+    wake: Condvar,
 }
 
-impl<B: DiskBackend> GroupCommit<B> {
-    /// Puts `inner`'s writes behind a round's map.
+/// A [`DiskBackend`] whose writes wait in memory for the next
+/// [`DiskBackend::persist_written`] or [`DiskBackend::persist_async`] (see the module
+/// docs). Only for a backend opened with [`crate::Options::group_commit`], whose caller
+/// persists before it acknowledges.
+pub struct GroupCommit<B: DiskBackend + Send + Sync + 'static> {
+    shared: Arc<Shared<B>>,
+    writer: Option<JoinHandle<()>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<B: DiskBackend + Send + Sync + 'static> GroupCommit<B> {
+    /// Puts `inner`'s writes behind a round's map, with a writer thread for
+    /// [`DiskBackend::persist_async`].
+    ///
+    /// # Panics
+    /// The writer thread could not be started.
     pub fn new(inner: B) -> Self {
-        GroupCommit {
+        let shared = Arc::new(Shared {
             inner,
             held: Mutex::default(),
             holding: AtomicBool::new(false),
+            writing: Mutex::default(),
+            committing: AtomicBool::new(false),
+            order: Mutex::default(),
             stamp: Mutex::default(),
             dropped: DroppedWrites::default(),
-        }
+            requests: Mutex::default(),
+            wake: Condvar::new(),
+        });
+        let writer = shared.clone();
+        let writer = std::thread::Builder::new()
+            .name("group-commit".into())
+            .spawn(move || writer.write_rounds())
+            .expect("the group commit thread starts");
+        GroupCommit { shared, writer: Some(writer) }
     }
 
     /// The engine behind it.
     pub fn inner(&self) -> &B {
-        &self.inner
+        &self.shared.inner
+    }
+}
+
+impl<B: DiskBackend> Shared<B> {
+    /// The writer thread: persists what is held for each batch of requests, then answers
+    /// them, in the order they came.
+    fn write_rounds(&self) {
+        loop {
+            let waiting = {
+                let mut requests = lock(&self.requests);
+                while requests.waiting.is_empty() && !requests.stop {
+                    requests = self.wake.wait(requests).unwrap_or_else(|e| e.into_inner());
+                }
+                if requests.waiting.is_empty() {
+                    return;
+                }
+                requests.busy = true;
+                std::mem::take(&mut requests.waiting)
+            };
+            let persisted = self.persist();
+            lock(&self.requests).busy = false;
+            for done in waiting {
+                done(persisted.clone());
+            }
+        }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// What the round holds for `key`: `Some(None)` for a deletion, `None` when it holds
-    /// nothing of it.
+    /// What the round holds for `key`: `Some(None)` for a deletion, `None` when neither the
+    /// round nor the batch being committed holds it.
     fn held(&self, cf: ColumnFamily, key: &[u8]) -> Option<Option<Bytes>> {
-        if !self.holding.load(Ordering::Acquire) {
+        if self.holding.load(Ordering::SeqCst)
+            && let Some(value) = lock(&self.held).records[slot(cf)].get(key)
+        {
+            return Some(value.clone());
+        }
+        if !self.committing.load(Ordering::SeqCst) {
             return None;
         }
-        self.lock().records[slot(cf)].get(key).cloned()
+        lock(&self.writing).as_ref()?[slot(cf)].get(key).cloned()
     }
 
-    /// Whether the round holds a record of `cf` in `range`.
+    /// Whether the round or the batch being committed holds a record of `cf` in `range`.
     fn holds_in(&self, cf: ColumnFamily, range: &KeyRange) -> bool {
-        self.holding.load(Ordering::Acquire)
-            && self.lock().records[slot(cf)].keys().any(|key| range.contains(key))
+        let any = |records: &Records| records[slot(cf)].keys().any(|key| range.contains(key));
+        (self.holding.load(Ordering::SeqCst) && any(&lock(&self.held).records))
+            || (self.committing.load(Ordering::SeqCst) && lock(&self.writing).as_deref().is_some_and(any))
     }
 
-    /// Writes what is held to the engine as one batch. The records stay visible here until
-    /// the engine holds them (readers then find them in one or the other).
+    /// Writes what is held to the engine as one batch, after the batch being committed.
     fn commit(&self) -> Result<()> {
-        if !self.holding.load(Ordering::Acquire) {
+        let _order = lock(&self.order);
+        self.commit_held()
+    }
+
+    /// [`Shared::commit`] under `order`. The records stay visible in `writing` until the
+    /// engine holds them (readers then find them in one or the other).
+    fn commit_held(&self) -> Result<()> {
+        if !self.holding.load(Ordering::SeqCst) {
             return Ok(());
         }
-        // Readers wait on the lock until the engine holds the records taken out here.
-        let mut held = self.lock();
-        let Held { records, ops, stamp, .. } = &mut *held;
-        for (cf, records) in ColumnFamily::ALL.iter().zip(records.iter_mut()) {
-            ops.extend(records.drain().map(|(key, value)| match value {
-                Some(value) => BatchOp::Put { cf: *cf, key, value },
-                None => BatchOp::Delete { cf: *cf, key },
+        let (records, stamp) = {
+            let mut held = lock(&self.held);
+            let spare = std::mem::take(&mut held.spare);
+            let records = Arc::new(std::mem::replace(&mut held.records, spare));
+            *lock(&self.writing) = Some(records.clone());
+            self.committing.store(true, Ordering::SeqCst);
+            self.holding.store(false, Ordering::SeqCst);
+            held.bytes = 0;
+            (records, held.stamp.take())
+        };
+        let mut ops = Vec::with_capacity(records.iter().map(HashMap::len).sum());
+        for (cf, records) in ColumnFamily::ALL.iter().zip(records.iter()) {
+            ops.extend(records.iter().map(|(key, value)| match value {
+                Some(value) => BatchOp::Put { cf: *cf, key: key.clone(), value: value.clone() },
+                None => BatchOp::Delete { cf: *cf, key: key.clone() },
             }));
         }
         // The engine's batch carries the position of its last command, not a position
         // stamped since for a command not written yet.
-        self.inner.stamp_writes(stamp.clone());
-        let written = if ops.is_empty() { Ok(()) } else { self.inner.write_ops(ops) };
-        held.clear();
-        self.holding.store(false, Ordering::Release);
+        self.inner.stamp_writes(stamp);
+        let written = if ops.is_empty() { Ok(()) } else { self.inner.write_ops(&mut ops) };
+        drop(ops);
+        let taken = lock(&self.writing).take();
+        self.committing.store(false, Ordering::SeqCst);
+        drop(records);
+        // Readers look records up under the lock and keep no reference: the maps are ours
+        // again, kept for a later round.
+        if let Some(mut spare) = taken.and_then(|r| Arc::try_unwrap(r).ok()) {
+            spare.iter_mut().for_each(HashMap::clear);
+            lock(&self.held).spare = spare;
+        }
         written
+    }
+
+    /// Commits what is held and hands every batch the engine took to the OS.
+    fn persist(&self) -> Result<()> {
+        let _order = lock(&self.order);
+        if let Some(e) = self.dropped.take() {
+            return Err(e);
+        }
+        self.commit_held()?;
+        self.inner.persist_written()
     }
 }
 
-impl<B: DiskBackend> KvBackend for GroupCommit<B> {
+impl<B: DiskBackend + Send + Sync + 'static> KvBackend for GroupCommit<B> {
     fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
-        match self.held(cf, key) {
+        match self.shared.held(cf, key) {
             Some(value) => Ok(value),
-            None => self.inner.get(cf, key),
+            None => self.shared.inner.get(cf, key),
         }
     }
 
     fn get_with(&self, cf: ColumnFamily, key: &[u8], read: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
-        match self.held(cf, key) {
+        match self.shared.held(cf, key) {
             Some(value) => {
                 read(value.as_deref());
                 Ok(())
             }
-            None => self.inner.get_with(cf, key, read),
+            None => self.shared.inner.get_with(cf, key, read),
         }
     }
 
     /// Reads the engine, after committing what is held when a held record lies in `range`
     /// (a list's read-ahead below the elements popped this round commits nothing).
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
-        if self.holds_in(cf, range) {
-            self.commit()?;
+        if self.shared.holds_in(cf, range) {
+            self.shared.commit()?;
         }
-        self.inner.scan(cf, range, direction)
+        self.shared.inner.scan(cf, range, direction)
     }
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
-        let limit = self.inner.max_key_len();
+        let shared = &*self.shared;
+        let limit = shared.inner.max_key_len();
         if let Some(long) = batch.ops().iter().find(|op| op_key(op).len() > limit) {
             return Err(Error::Backend(format!(
                 "a key of {} bytes is over the limit of {limit}",
                 op_key(long).len()
             )));
         }
-        let stamp = self.stamp.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let stamp = lock(&shared.stamp).clone();
         let full = {
-            let mut held = self.lock();
+            let mut held = lock(&shared.held);
             held.stamp = stamp;
             for op in batch.into_ops() {
                 let (cf, key, value) = match op {
@@ -171,15 +290,15 @@ impl<B: DiskBackend> KvBackend for GroupCommit<B> {
                 held.bytes += key.len() + value.as_ref().map_or(0, Bytes::len);
                 held.records[slot(cf)].insert(key, value);
             }
-            self.holding.store(true, Ordering::Release);
+            shared.holding.store(true, Ordering::SeqCst);
             held.bytes > MAX_HELD_BYTES
         };
-        if full { self.commit() } else { Ok(()) }
+        if full { shared.commit() } else { Ok(()) }
     }
 
     fn snapshot(&self) -> Result<Option<Snapshot>> {
-        self.commit()?;
-        self.inner.snapshot()
+        self.shared.commit()?;
+        self.shared.inner.snapshot()
     }
 }
 
@@ -189,78 +308,99 @@ fn op_key(op: &BatchOp) -> &Bytes {
     }
 }
 
-impl<B: DiskBackend> DiskBackend for GroupCommit<B> {
+impl<B: DiskBackend + Send + Sync + 'static> DiskBackend for GroupCommit<B> {
     fn flush(&self) -> Result<()> {
-        self.commit()?;
-        self.inner.flush()
+        self.shared.commit()?;
+        self.shared.inner.flush()
     }
 
     fn compact(&self) -> Result<()> {
-        self.commit()?;
-        self.inner.compact()
+        self.shared.commit()?;
+        self.shared.inner.compact()
     }
 
     fn disk_bytes(&self, cf: ColumnFamily) -> u64 {
-        self.inner.disk_bytes(cf)
+        self.shared.inner.disk_bytes(cf)
     }
 
     fn approximate_records(&self, cf: ColumnFamily) -> Option<u64> {
-        self.inner.approximate_records(cf)
+        self.shared.inner.approximate_records(cf)
     }
 
     fn usage(&self) -> Usage {
-        self.inner.usage()
+        self.shared.inner.usage()
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.inner.memory_bytes()
+        self.shared.inner.memory_bytes()
     }
 
     fn max_key_len(&self) -> usize {
-        self.inner.max_key_len()
+        self.shared.inner.max_key_len()
     }
 
     fn stamp_writes(&self, position: Option<Vec<u8>>) {
-        *self.stamp.lock().unwrap_or_else(|e| e.into_inner()) = position;
+        *lock(&self.shared.stamp) = position;
     }
 
     /// Commits what is held first (with the position its batches were stamped with).
     fn set_position(&self, position: Option<Vec<u8>>) -> Result<()> {
-        self.commit()?;
+        let _order = lock(&self.shared.order);
+        self.shared.commit_held()?;
         self.stamp_writes(position.clone());
-        self.inner.set_position(position)
+        self.shared.inner.set_position(position)
     }
 
     fn position(&self) -> Result<Option<Vec<u8>>> {
-        self.inner.position()
+        self.shared.inner.position()
     }
 
     fn persist_written(&self) -> Result<()> {
-        if let Some(e) = self.dropped.take() {
-            return Err(e);
+        self.shared.persist()
+    }
+
+    /// Queues `done` for the writer thread, unless nothing is held nor being persisted:
+    /// then `done` comes back, for [`DiskBackend::persist_written`] on the caller's thread
+    /// (a round of reads alone costs no thread switch).
+    fn persist_async(&self, done: Persisted) -> std::result::Result<(), Persisted> {
+        let shared = &*self.shared;
+        let mut requests = lock(&shared.requests);
+        if !shared.holding.load(Ordering::SeqCst) && !requests.busy && requests.waiting.is_empty() {
+            return Err(done);
         }
-        self.commit()?;
-        self.inner.persist_written()
+        requests.waiting.push(done);
+        drop(requests);
+        shared.wake.notify_one();
+        Ok(())
     }
 
     /// Drops what the round held (no persist took it: the next persist fails), then reopens
     /// the engine.
     fn reopen(&self) -> Result<()> {
-        let mut held = self.lock();
-        if self.holding.swap(false, Ordering::AcqRel) {
-            self.dropped.dropped();
+        let shared = &*self.shared;
+        let _order = lock(&shared.order);
+        let mut held = lock(&shared.held);
+        if shared.holding.swap(false, Ordering::SeqCst) {
+            shared.dropped.dropped();
         }
         held.clear();
         drop(held);
-        self.inner.reopen()
+        shared.inner.reopen()
     }
 }
 
-impl<B: DiskBackend> Drop for GroupCommit<B> {
-    /// Hands what is held to the engine, which keeps it on a clean close as it keeps the
-    /// batches it took that no persist covered.
+impl<B: DiskBackend + Send + Sync + 'static> Drop for GroupCommit<B> {
+    /// Answers what waits for the writer and hands what is held to the engine, which keeps
+    /// it on a clean close as it keeps the batches it took that no persist covered.
     fn drop(&mut self) {
-        let _ = self.commit();
+        lock(&self.shared.requests).stop = true;
+        self.shared.wake.notify_one();
+        // (Dropped by the writer itself, from a callback holding the last reference, it
+        // ends on its own after that callback.)
+        if let Some(writer) = self.writer.take().filter(|w| w.thread().id() != std::thread::current().id()) {
+            let _ = writer.join();
+        }
+        let _ = self.shared.commit();
     }
 }
 
@@ -290,8 +430,7 @@ impl Hasher for KeyHasher {
 
 impl Held {
     fn clear(&mut self) {
-        self.records.iter_mut().for_each(|records| records.clear());
-        self.ops.clear();
+        self.records.iter_mut().for_each(HashMap::clear);
         self.bytes = 0;
     }
 }

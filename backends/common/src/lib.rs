@@ -33,6 +33,9 @@ pub mod testkit;
 
 pub use group_commit::{GroupCommit, MAX_HELD_BYTES};
 
+/// Called with the result of a [`DiskBackend::persist_async`].
+pub type Persisted = Box<dyn FnOnce(Result<()>) + Send>;
+
 /// What an on-disk backend offers beyond [`KvBackend`]: durability and compaction on demand,
 /// and a size figure.
 pub trait DiskBackend: KvBackend {
@@ -82,6 +85,18 @@ pub trait DiskBackend: KvBackend {
     /// # Errors
     /// [`Error::Backend`] when the write to the OS fails (the engine then refuses later writes).
     fn persist_written(&self) -> Result<()>;
+
+    /// [`DiskBackend::persist_written`] on another thread: returns at once and calls `done`
+    /// with its result, from that thread, once every batch written so far is persisted; the
+    /// caller serves more commands meanwhile, their reads seeing those batches. `Err(done)`
+    /// (the default) when the engine has no such thread, or nothing to wait for: the caller
+    /// then persists itself.
+    ///
+    /// # Errors
+    /// `done`, given back.
+    fn persist_async(&self, done: Persisted) -> std::result::Result<(), Persisted> {
+        Err(done)
+    }
 
     /// Writes `ops` as one batch, as [`KvBackend::write`] does, and leaves `ops` empty with
     /// its room kept: [`GroupCommit`] reuses one vector for every round's batch (a batch of
