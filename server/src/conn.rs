@@ -165,6 +165,9 @@ struct EventLoop {
     persisting: std::collections::VecDeque<Persisting>,
     /// The number of the next round handed to the writer thread.
     next_round: u64,
+    /// A round was queued and neither persisted here nor handed to the writer thread yet
+    /// ([`EventLoop::run`]).
+    unstarted: bool,
 }
 
 /// A round handed to the store's writer thread ([`Store::persist_async`]): its number, the
@@ -192,17 +195,29 @@ impl EventLoop {
             last_retry: Instant::now(),
             persisting: std::collections::VecDeque::new(),
             next_round: 0,
+            unstarted: false,
         }
     }
 
     fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
-            if let Err(e) = self.poll.poll(&mut events, Some(TICK)) {
+            // With a round queued, a look: requests waiting are served while the writer
+            // thread persists the round; with none, the loop persists it itself.
+            let timeout = if self.unstarted { Duration::ZERO } else { TICK };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
                 return Err(e);
+            }
+            if std::mem::take(&mut self.unstarted) {
+                if events.is_empty() {
+                    // Its callback wakes the loop for the replies.
+                    self.state.store.persist_queued();
+                    continue;
+                }
+                self.state.store.start_persist();
             }
             // One reading of the clock for the round: when its reads happened, and whether
             // the tick is due.
@@ -236,9 +251,10 @@ impl EventLoop {
     /// the sends back to back, so the client is woken once for the round rather than once per
     /// connection, each of those wake-ups costing a cross-CPU interrupt.
     ///
-    /// A disk engine persists on its writer thread: the replies then wait (their connections
-    /// run no more requests) while the loop serves the next round, and go out when the
-    /// writer's [`Message::Persisted`] arrives ([`EventLoop::persisted`]).
+    /// A disk engine persists on its writer thread when the loop has requests waiting: the
+    /// replies then wait (their connections run no more requests) while the loop serves
+    /// them, and go out when the writer's [`Message::Persisted`] arrives
+    /// ([`EventLoop::persisted`]).
     fn reply_round(&mut self) {
         let mut ready = std::mem::take(&mut self.ready);
         let waiting = ready
@@ -258,6 +274,7 @@ impl EventLoop {
             });
             if queued {
                 self.next_round += 1;
+                self.unstarted = true;
                 let mut tokens = Vec::new();
                 for &token in &ready {
                     if let Some(conn) = self.conns.get_mut(token)

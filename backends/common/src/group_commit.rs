@@ -10,12 +10,14 @@
 //! per-batch work (its journal entry, locks, sequence number) is paid once per round
 //! instead of once per command.
 //!
-//! [`DiskBackend::persist_async`] hands that work to the writer thread: the map moves to
-//! the batch being written, which reads look at after the held map and before the engine,
-//! and the caller serves its next round while the engine takes the last one; the writer
-//! then calls back, and only then do the round's replies go out. Batches reach the engine in
-//! the order they were written: one commit at a time (the writer's, or one made on the
-//! caller's thread), each taking everything held.
+//! [`DiskBackend::persist_async`] queues that work: the caller then either hands it to the
+//! writer thread ([`DiskBackend::start_persist`]: it has another round to serve meanwhile)
+//! or does it itself ([`DiskBackend::persist_queued`]: it has nothing else to do, and a
+//! thread switch would only add a wake-up). Either way the map moves to the batch being
+//! written, which reads look at after the held map and before the engine, and each queued
+//! callback is called, in the order queued, once its round is persisted; only then do the
+//! round's replies go out. Batches reach the engine in the order they were written: one
+//! commit at a time, each taking everything held.
 //!
 //! Snapshots, flushes and compactions first commit what is held, and so does a scan of a
 //! range holding a held record, so they read the engine alone. A round that holds more than
@@ -65,8 +67,10 @@ struct Held {
 struct Requests {
     /// Called once everything held when they were queued is persisted.
     waiting: Vec<Persisted>,
-    /// The writer has taken requests and not called them back yet.
+    /// A persist has taken requests and not persisted them yet.
     busy: bool,
+    /// The writer thread is asked to persist what is queued.
+    started: bool,
     /// The [`GroupCommit`] is dropped: the writer answers what is queued and ends.
     stop: bool,
 }
@@ -90,8 +94,12 @@ struct Shared<B> {
     /// acknowledged.
     dropped: DroppedWrites,
     requests: Mutex<Requests>,
-    /// Wakes the writer when a request is queued.
+    /// Wakes the writer ([`DiskBackend::start_persist`]).
     wake: Condvar,
+    /// Held by whoever persists queued requests, from taking them until they are called
+    /// back: callbacks come in the order queued (a failure is reported before any later
+    /// round's success).
+    persisting: Mutex<()>,
 }
 
 /// A [`DiskBackend`] whose writes wait in memory for the next
@@ -125,6 +133,7 @@ impl<B: DiskBackend + Send + Sync + 'static> GroupCommit<B> {
             dropped: DroppedWrites::default(),
             requests: Mutex::default(),
             wake: Condvar::new(),
+            persisting: Mutex::default(),
         });
         let writer = shared.clone();
         let writer = std::thread::Builder::new()
@@ -141,26 +150,38 @@ impl<B: DiskBackend + Send + Sync + 'static> GroupCommit<B> {
 }
 
 impl<B: DiskBackend> Shared<B> {
-    /// The writer thread: persists what is held for each batch of requests, then answers
-    /// them, in the order they came.
+    /// The writer thread: whenever started, persists what is queued.
     fn write_rounds(&self) {
         loop {
-            let waiting = {
+            {
                 let mut requests = lock(&self.requests);
-                while requests.waiting.is_empty() && !requests.stop {
+                while !requests.started && !requests.stop {
                     requests = self.wake.wait(requests).unwrap_or_else(|e| e.into_inner());
                 }
-                if requests.waiting.is_empty() {
+                if !requests.started && requests.waiting.is_empty() {
                     return;
                 }
-                requests.busy = true;
-                std::mem::take(&mut requests.waiting)
-            };
-            let persisted = self.persist();
-            lock(&self.requests).busy = false;
-            for done in waiting {
-                done(persisted.clone());
+                requests.started = false;
             }
+            self.persist_queued();
+        }
+    }
+
+    /// Persists what is held for the requests queued so far, then calls them back.
+    fn persist_queued(&self) {
+        let _one = lock(&self.persisting);
+        let waiting = {
+            let mut requests = lock(&self.requests);
+            if requests.waiting.is_empty() {
+                return;
+            }
+            requests.busy = true;
+            std::mem::take(&mut requests.waiting)
+        };
+        let persisted = self.persist();
+        lock(&self.requests).busy = false;
+        for done in waiting {
+            done(persisted.clone());
         }
     }
 
@@ -359,9 +380,9 @@ impl<B: DiskBackend + Send + Sync + 'static> DiskBackend for GroupCommit<B> {
         self.shared.persist()
     }
 
-    /// Queues `done` for the writer thread, unless nothing is held nor being persisted:
-    /// then `done` comes back, for [`DiskBackend::persist_written`] on the caller's thread
-    /// (a round of reads alone costs no thread switch).
+    /// Queues `done`, unless nothing is held nor being persisted: then `done` comes back,
+    /// for [`DiskBackend::persist_written`] on the caller's thread (a round of reads alone
+    /// costs nothing more).
     fn persist_async(&self, done: Persisted) -> std::result::Result<(), Persisted> {
         let shared = &*self.shared;
         let mut requests = lock(&shared.requests);
@@ -369,9 +390,16 @@ impl<B: DiskBackend + Send + Sync + 'static> DiskBackend for GroupCommit<B> {
             return Err(done);
         }
         requests.waiting.push(done);
-        drop(requests);
-        shared.wake.notify_one();
         Ok(())
+    }
+
+    fn start_persist(&self) {
+        lock(&self.shared.requests).started = true;
+        self.shared.wake.notify_one();
+    }
+
+    fn persist_queued(&self) {
+        self.shared.persist_queued();
     }
 
     /// Drops what the round held (no persist took it: the next persist fails), then reopens
@@ -393,7 +421,11 @@ impl<B: DiskBackend + Send + Sync + 'static> Drop for GroupCommit<B> {
     /// Answers what waits for the writer and hands what is held to the engine, which keeps
     /// it on a clean close as it keeps the batches it took that no persist covered.
     fn drop(&mut self) {
-        lock(&self.shared.requests).stop = true;
+        {
+            let mut requests = lock(&self.shared.requests);
+            requests.stop = true;
+            requests.started = true;
+        }
         self.shared.wake.notify_one();
         // (Dropped by the writer itself, from a callback holding the last reference, it
         // ends on its own after that callback.)
@@ -438,4 +470,143 @@ impl Held {
 /// `cf`'s place in [`ColumnFamily::ALL`].
 fn slot(cf: ColumnFamily) -> usize {
     ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+
+    use rediskv::backend::MemoryBackend;
+
+    use super::*;
+
+    /// An engine whose persists each wait for the test's verdict, after saying they began.
+    struct Gated {
+        memory: MemoryBackend,
+        began: Mutex<Sender<()>>,
+        verdicts: Mutex<Receiver<Result<()>>>,
+    }
+
+    impl KvBackend for Gated {
+        fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+            self.memory.get(cf, key)
+        }
+
+        fn scan<'a>(
+            &'a self,
+            cf: ColumnFamily,
+            range: &KeyRange,
+            direction: Direction,
+        ) -> Result<ScanIter<'a>> {
+            self.memory.scan(cf, range, direction)
+        }
+
+        fn write(&self, batch: WriteBatch) -> Result<()> {
+            self.memory.write(batch)
+        }
+    }
+
+    impl DiskBackend for Gated {
+        fn flush(&self) -> Result<()> {
+            Ok(())
+        }
+
+        fn compact(&self) -> Result<()> {
+            Ok(())
+        }
+
+        fn disk_bytes(&self, _cf: ColumnFamily) -> u64 {
+            0
+        }
+
+        fn persist_written(&self) -> Result<()> {
+            lock(&self.began).send(()).expect("the test listens");
+            lock(&self.verdicts).recv().expect("a verdict")
+        }
+    }
+
+    /// A held engine, the end that says when its persists began, the end that decides
+    /// them, and a queue of the persists' callbacks' results, tagged.
+    #[allow(clippy::type_complexity)]
+    fn gated() -> (
+        GroupCommit<Gated>,
+        Receiver<()>,
+        Sender<Result<()>>,
+        Sender<(u8, Result<()>)>,
+        Receiver<(u8, Result<()>)>,
+    ) {
+        let (began_tx, began) = channel();
+        let (verdict, verdicts) = channel();
+        let (done_tx, done) = channel();
+        let engine = Gated {
+            memory: MemoryBackend::new(),
+            began: Mutex::new(began_tx),
+            verdicts: Mutex::new(verdicts),
+        };
+        (GroupCommit::new(engine), began, verdict, done_tx, done)
+    }
+
+    fn put(backend: &dyn KvBackend, value: &'static [u8]) {
+        let mut batch = WriteBatch::new();
+        batch.put(ColumnFamily::Subkey, Bytes::from_static(b"k"), Bytes::from_static(value));
+        backend.write(batch).expect("write");
+    }
+
+    fn read(backend: &dyn KvBackend) -> Option<Bytes> {
+        backend.get(ColumnFamily::Subkey, b"k").expect("get")
+    }
+
+    fn queue(held: &GroupCommit<Gated>, done: &Sender<(u8, Result<()>)>, tag: u8) {
+        let done = done.clone();
+        let callback: Persisted = Box::new(move |persisted| done.send((tag, persisted)).expect("send"));
+        assert!(held.persist_async(callback).is_ok(), "round {tag} is queued");
+    }
+
+    #[test]
+    fn a_round_is_called_back_only_after_the_engine_persisted_it() {
+        let (held, began, verdict, done_tx, done) = gated();
+        put(&held, b"1");
+        queue(&held, &done_tx, 1);
+        held.start_persist();
+        began.recv().expect("the writer thread persists");
+        // The engine holds the round (its batch is written before the persist) and has not
+        // persisted it: no callback yet, and the loop's reads and writes go on.
+        assert_eq!(read(held.inner()).as_deref(), Some(&b"1"[..]));
+        assert_eq!(done.try_recv().err(), Some(TryRecvError::Empty), "called back before persisted");
+        put(&held, b"2");
+        assert_eq!(read(&held).as_deref(), Some(&b"2"[..]), "a later write reads back over the round");
+        assert_eq!(read(held.inner()).as_deref(), Some(&b"1"[..]), "and waits for its own round");
+        verdict.send(Ok(())).expect("verdict");
+        assert_eq!(done.recv().expect("called back"), (1, Ok(())));
+
+        // The next round, persisted on the caller's thread: called back there.
+        queue(&held, &done_tx, 2);
+        verdict.send(Ok(())).expect("verdict");
+        held.persist_queued();
+        assert_eq!(done.try_recv().expect("called back on this thread"), (2, Ok(())));
+        assert_eq!(read(held.inner()).as_deref(), Some(&b"2"[..]));
+        assert!(held.persist_async(Box::new(|_| panic!("nothing to wait for"))).is_err());
+    }
+
+    #[test]
+    fn a_failed_persist_fails_every_round_it_covered_and_no_later_one() {
+        let (held, began, verdict, done_tx, done) = gated();
+        put(&held, b"1");
+        queue(&held, &done_tx, 1);
+        put(&held, b"2");
+        queue(&held, &done_tx, 2);
+        held.start_persist();
+        began.recv().expect("the writer thread persists");
+        // Queued while the writer persists rounds 1 and 2: a persist of its own.
+        put(&held, b"3");
+        queue(&held, &done_tx, 3);
+        let failure = Error::Backend("no space left on device".into());
+        verdict.send(Err(failure.clone())).expect("verdict");
+        assert_eq!(done.recv().expect("called back"), (1, Err(failure.clone())));
+        assert_eq!(done.recv().expect("called back"), (2, Err(failure)));
+        held.start_persist();
+        began.recv().expect("the writer thread persists again");
+        verdict.send(Ok(())).expect("verdict");
+        assert_eq!(done.recv().expect("called back"), (3, Ok(())));
+    }
 }

@@ -86,17 +86,25 @@ pub trait DiskBackend: KvBackend {
     /// [`Error::Backend`] when the write to the OS fails (the engine then refuses later writes).
     fn persist_written(&self) -> Result<()>;
 
-    /// [`DiskBackend::persist_written`] on another thread: returns at once and calls `done`
-    /// with its result, from that thread, once every batch written so far is persisted; the
-    /// caller serves more commands meanwhile, their reads seeing those batches. `Err(done)`
-    /// (the default) when the engine has no such thread, or nothing to wait for: the caller
-    /// then persists itself.
+    /// Queues a [`DiskBackend::persist_written`] of every batch written so far: `done` is
+    /// called with its result once it ran, on the writer thread after
+    /// [`DiskBackend::start_persist`] or on the caller's in [`DiskBackend::persist_queued`]
+    /// (one of the two must follow). Meanwhile the caller may serve more commands, their
+    /// reads seeing those batches. `Err(done)` (the default) when the engine has no writer
+    /// thread, or nothing to wait for: the caller then persists itself.
     ///
     /// # Errors
     /// `done`, given back.
     fn persist_async(&self, done: Persisted) -> std::result::Result<(), Persisted> {
         Err(done)
     }
+
+    /// Hands what [`DiskBackend::persist_async`] queued to the writer thread.
+    fn start_persist(&self) {}
+
+    /// Runs what [`DiskBackend::persist_async`] queued on this thread, unless the writer
+    /// took it already (then waits for it).
+    fn persist_queued(&self) {}
 
     /// Writes `ops` as one batch, as [`KvBackend::write`] does, and leaves `ops` empty with
     /// its room kept: [`GroupCommit`] reuses one vector for every round's batch (a batch of
