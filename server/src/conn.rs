@@ -312,7 +312,9 @@ impl EventLoop {
             let refusal = (self.state.writes.failures() != since).then(|| self.state.writes.refusal());
             for token in tokens {
                 let Some(conn) = self.conns.get_mut(token) else { continue };
-                if conn.awaiting.is_none_or(|(r, _)| r > round) {
+                // (None: a message's persist sent them already, not the requests that came
+                // meanwhile.)
+                if conn.awaiting.is_some_and(|(r, _)| r > round) {
                     continue;
                 }
                 conn.awaiting = None;
