@@ -360,6 +360,12 @@ impl<B: DiskBackend + Send + Sync + 'static> DiskBackend for GroupCommit<B> {
         self.shared.inner.max_key_len()
     }
 
+    /// Commits what is held first: its writes then end before the load's.
+    fn bulk_load(&self, on: bool) -> Result<()> {
+        self.shared.commit()?;
+        self.shared.inner.bulk_load(on)
+    }
+
     fn stamp_writes(&self, position: Option<Vec<u8>>) {
         *lock(&self.shared.stamp) = position;
     }
