@@ -285,6 +285,11 @@ fn lazy_deletions_reach_replicas_as_unlink() {
             if command == ["UNLINK", "short"] {
                 return names;
             }
+            // The primary's keepalive: redis-server sends one when its once-a-second cron
+            // first meets the replica, which this test does not control.
+            if command.len() == 1 && command[0].eq_ignore_ascii_case("ping") {
+                continue;
+            }
             if !(command[0] == "SET" && command[1].starts_with('e')) {
                 names.insert(command[0].to_uppercase());
             }
