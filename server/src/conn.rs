@@ -160,6 +160,24 @@ struct EventLoop {
     round_failures: u64,
     /// When loop 0 last retried the store's writes while they fail.
     last_retry: Instant,
+    /// Rounds whose replies wait for the store's writer thread, oldest first
+    /// ([`EventLoop::reply_round`]).
+    persisting: std::collections::VecDeque<Persisting>,
+    /// The number of the next round handed to the writer thread.
+    next_round: u64,
+    /// A round was queued and neither persisted here nor handed to the writer thread yet
+    /// ([`EventLoop::run`]).
+    unstarted: bool,
+}
+
+/// A round handed to the store's writer thread ([`Store::persist_async`]): its number, the
+/// store's failure count when it began, and the connections whose replies wait for it.
+///
+/// [`Store::persist_async`]: crate::store::Store::persist_async
+struct Persisting {
+    round: u64,
+    since: u64,
+    tokens: Vec<usize>,
 }
 
 impl EventLoop {
@@ -175,17 +193,31 @@ impl EventLoop {
             ready: Vec::new(),
             round_failures: 0,
             last_retry: Instant::now(),
+            persisting: std::collections::VecDeque::new(),
+            next_round: 0,
+            unstarted: false,
         }
     }
 
     fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
-            if let Err(e) = self.poll.poll(&mut events, Some(TICK)) {
+            // With a round queued, a look: requests waiting are served while the writer
+            // thread persists the round; with none, the loop persists it itself.
+            let timeout = if self.unstarted { Duration::ZERO } else { TICK };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
                 return Err(e);
+            }
+            if std::mem::take(&mut self.unstarted) {
+                if events.is_empty() {
+                    // Its callback wakes the loop for the replies.
+                    self.state.store.persist_queued();
+                    continue;
+                }
+                self.state.store.start_persist();
             }
             // One reading of the clock for the round: when its reads happened, and whether
             // the tick is due.
@@ -218,18 +250,87 @@ impl EventLoop {
     /// sleeps: one persist of the store's buffered writes for all of them (group commit), then
     /// the sends back to back, so the client is woken once for the round rather than once per
     /// connection, each of those wake-ups costing a cross-CPU interrupt.
+    ///
+    /// A disk engine persists on its writer thread when the loop has requests waiting: the
+    /// replies then wait (their connections run no more requests) while the loop serves
+    /// them, and go out when the writer's [`Message::Persisted`] arrives
+    /// ([`EventLoop::persisted`]).
     fn reply_round(&mut self) {
         let mut ready = std::mem::take(&mut self.ready);
-        let waiting = ready.iter().any(|&t| self.conns.get(t).is_some_and(|c| c.written < c.out.len()));
-        let refusal = if waiting { persist_round(&self.state, self.round_failures) } else { None };
+        let waiting = ready
+            .iter()
+            .any(|&t| self.conns.get(t).is_some_and(|c| c.awaiting.is_none() && c.written < c.out.len()));
+        let mut refusal = None;
+        if waiting {
+            let (round, since) = (self.next_round, self.round_failures);
+            let (state, mailbox) = (self.state.clone(), self.mailbox.clone());
+            let queued = self.state.store.persist_async(move |persisted| {
+                // Recorded before any loop hears of a later round, which a failed one
+                // may have dropped.
+                if let Err(e) = persisted {
+                    state.write_failed(&e);
+                }
+                mailbox.send(Message::Persisted(round));
+            });
+            if queued {
+                self.next_round += 1;
+                self.unstarted = true;
+                let mut tokens = Vec::new();
+                for &token in &ready {
+                    if let Some(conn) = self.conns.get_mut(token)
+                        && conn.awaiting.is_none()
+                        && conn.unacked.is_some()
+                    {
+                        conn.awaiting = Some((round, since));
+                        tokens.push(token);
+                    }
+                }
+                self.persisting.push_back(Persisting { round, since, tokens });
+            } else {
+                refusal = persist_round(&self.state, since);
+            }
+        }
         for token in ready.drain(..) {
             let Some(conn) = self.conns.get_mut(token) else { continue };
             conn.ready = false;
+            if conn.awaiting.is_some() {
+                continue;
+            }
             conn.settle_round(refusal.as_deref(), &self.state);
             let keep = conn.send(&self.state);
             self.settle(token, keep);
         }
         self.ready = ready;
+    }
+
+    /// The writer thread persisted every round up to `round`: their replies go out (or
+    /// their refusals, when the store failed since they began), and their connections run
+    /// what they sent meanwhile, replying at this round's end.
+    fn persisted(&mut self, round: u64) {
+        while self.persisting.front().is_some_and(|p| p.round <= round) {
+            let Some(Persisting { since, tokens, .. }) = self.persisting.pop_front() else { break };
+            let refusal = (self.state.writes.failures() != since).then(|| self.state.writes.refusal());
+            for token in tokens {
+                let Some(conn) = self.conns.get_mut(token) else { continue };
+                // (None: a message's persist sent them already, not the requests that came
+                // meanwhile.)
+                if conn.awaiting.is_some_and(|(r, _)| r > round) {
+                    continue;
+                }
+                conn.awaiting = None;
+                conn.settle_round(refusal.as_deref(), &self.state);
+                let mut keep = conn.send(&self.state);
+                if keep && !conn.parked && !conn.closing && !conn.buf.is_empty() {
+                    conn.run_requests(&self.state);
+                    if !conn.ready {
+                        conn.ready = true;
+                        self.ready.push(token);
+                    }
+                    keep = true;
+                }
+                self.settle(token, keep);
+            }
+        }
     }
 
     /// Handles every queued message; true when asked to look at all connections.
@@ -269,6 +370,7 @@ impl EventLoop {
                     self.settle(token, keep);
                 }
                 Message::Kick => kicked = true,
+                Message::Persisted(round) => self.persisted(round),
             }
         }
         kicked
@@ -478,6 +580,10 @@ struct Connection {
     /// Where the replies not yet acknowledged by a persist start in `out`, and how many
     /// commands they answer ([`Connection::settle_round`]).
     unacked: Option<(usize, usize)>,
+    /// They wait for the store's writer thread: the round handed to it and the store's
+    /// failure count when that round began ([`EventLoop::reply_round`]). No request runs
+    /// meanwhile, so that later replies never pass them.
+    awaiting: Option<(u64, u64)>,
 }
 
 impl Connection {
@@ -501,6 +607,7 @@ impl Connection {
             uncounted: 0,
             ready: false,
             unacked: None,
+            awaiting: None,
         }
     }
 
@@ -551,7 +658,7 @@ impl Connection {
                     }
                 }
             }
-            if !self.parked {
+            if !self.parked && self.awaiting.is_none() {
                 self.run_requests(state);
             }
             if self.buf.is_empty() {
@@ -621,8 +728,10 @@ impl Connection {
 
     /// Persists the store's buffered writes ([`persist_round`], for a round that began at
     /// failure count `since`), then [`Connection::send`]s; false when the connection is done.
+    /// Replies waiting for the writer thread are covered by this persist too, and go.
     fn finish(&mut self, state: &State, since: u64) -> bool {
         if self.written < self.out.len() {
+            let since = self.awaiting.take().map_or(since, |(_, began)| began.min(since));
             let refusal = persist_round(state, since);
             self.settle_round(refusal.as_deref(), state);
         }

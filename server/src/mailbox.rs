@@ -47,6 +47,9 @@ pub enum Message {
     },
     /// Look at every connection now (CLIENT KILL, CLIENT UNPAUSE).
     Kick,
+    /// The store's writer thread persisted the loop's rounds up to this one
+    /// ([`crate::store::Store::persist_async`]).
+    Persisted(u64),
 }
 
 /// An event loop's inbox.

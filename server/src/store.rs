@@ -505,6 +505,33 @@ impl Store {
         }
     }
 
+    /// Queues a [`Store::persist_written`] (see [`DiskBackend::persist_async`]): true when
+    /// `done` will be called with the result, after [`Store::start_persist`] or
+    /// [`Store::persist_queued`]; false (nothing called) when the caller must persist
+    /// itself — no writer thread (memory, etcd), or nothing to wait for.
+    pub fn persist_async(&self, done: impl FnOnce(Result<(), String>) + Send + 'static) -> bool {
+        match self {
+            Store::Disk { disk, .. } => {
+                disk.persist_async(Box::new(move |result| done(result.map_err(|e| e.to_string())))).is_ok()
+            }
+            _ => false,
+        }
+    }
+
+    /// Hands what [`Store::persist_async`] queued to the disk engine's writer thread.
+    pub fn start_persist(&self) {
+        if let Store::Disk { disk, .. } = self {
+            disk.start_persist();
+        }
+    }
+
+    /// Persists what [`Store::persist_async`] queued on this thread.
+    pub fn persist_queued(&self) {
+        if let Store::Disk { disk, .. } = self {
+            disk.persist_queued();
+        }
+    }
+
     /// Brings a disk store back to what its directory holds after a failed write (see
     /// [`DiskBackend::reopen`]) and forgets the metadata records kept in memory; nothing to
     /// do in memory or over etcd. Call it while no command runs.

@@ -1,18 +1,29 @@
-//! [`GroupCommit`]: a round's batches held in memory and handed to the engine as one.
+//! [`GroupCommit`]: a round's batches held in memory and handed to the engine as one, on a
+//! thread of its own.
 //!
-//! With [`crate::Options::group_commit`] the server calls [`DiskBackend::persist_written`]
-//! once per round of replies. In between, each command's batch is only kept here, in a map
-//! from record key to its last value (or its deletion), which reads look at first; the
-//! persist then writes the whole map to the engine as one atomic batch (each command's batch
-//! wholly inside it) and hands it to the OS. A key written by many commands of one round (a
-//! list's metadata under LPUSH, a counter under INCR) reaches the engine's memtable and
-//! journal once, and the engine's per-batch work (its journal entry, locks, sequence
-//! number) is paid once per round instead of once per command.
+//! With [`crate::Options::group_commit`] the server persists once per round of replies. In
+//! between, each command's batch is only kept here, in a map from record key to its last
+//! value (or its deletion), which reads look at first; the persist then writes the whole map
+//! to the engine as one atomic batch (each command's batch wholly inside it) and hands it to
+//! the OS. A key written by many commands of one round (a list's metadata under LPUSH, a
+//! counter under INCR) reaches the engine's memtable and journal once, and the engine's
+//! per-batch work (its journal entry, locks, sequence number) is paid once per round
+//! instead of once per command.
+//!
+//! [`DiskBackend::persist_async`] queues that work: the caller then either hands it to the
+//! writer thread ([`DiskBackend::start_persist`]: it has another round to serve meanwhile)
+//! or does it itself ([`DiskBackend::persist_queued`]: it has nothing else to do, and a
+//! thread switch would only add a wake-up). Either way the map moves to the batch being
+//! written, which reads look at after the held map and before the engine, and each queued
+//! callback is called, in the order queued, once its round is persisted; only then do the
+//! round's replies go out. Batches reach the engine in the order they were written: one
+//! commit at a time, each taking everything held.
 //!
 //! Snapshots, flushes and compactions first commit what is held, and so does a scan of a
-//! range holding a held record, so they read the engine alone. A round that holds more than [`MAX_HELD_BYTES`] (a large MULTI, a script, a
-//! load) is committed as it goes, at a batch's end: as an engine batch written without
-//! [`DiskBackend::persist_written`], it is durable only at the next persist.
+//! range holding a held record, so they read the engine alone. A round that holds more than
+//! [`MAX_HELD_BYTES`] (a large MULTI, a script, a load) is committed as it goes, at a
+//! batch's end: as an engine batch written without a persist, it is durable only at the
+//! next persist.
 //!
 //! What acknowledged means is unchanged: a reply goes out only after the persist that
 //! covers its batches (with `appendfsync always`, after their sync). A failed commit drops
@@ -20,148 +31,277 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 
 use bytes::Bytes;
 use rediskv::KeyRange;
 use rediskv::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Snapshot, WriteBatch};
 use rediskv::{Error, Result};
 
-use crate::{DiskBackend, DroppedWrites, Usage};
+use crate::{DiskBackend, DroppedWrites, Persisted, Usage};
 
 /// Past this many bytes of held keys and values, a write commits what is held at once.
 pub const MAX_HELD_BYTES: usize = 4 << 20;
 
+/// The last value of each key written (`None`: deleted), per column family in
+/// [`ColumnFamily::ALL`]'s order.
+type Records = [HashMap<Bytes, Option<Bytes>, BuildHasherDefault<KeyHasher>>; 4];
+
 /// What a round has written and the engine does not hold yet.
 #[derive(Default)]
 struct Held {
-    /// The last value of each key written (`None`: deleted), per column family in
-    /// [`ColumnFamily::ALL`]'s order.
-    records: [HashMap<Bytes, Option<Bytes>, BuildHasherDefault<KeyHasher>>; 4],
+    records: Records,
     /// Bytes of the keys and values in `records`.
     bytes: usize,
     /// The replica's stream position stamped when the last held batch was written
     /// ([`DiskBackend::stamp_writes`]): the one the engine's batch of them carries.
     stamp: Option<Vec<u8>>,
-    /// The batch a commit hands to the engine, kept with its room between rounds.
-    ops: Vec<BatchOp>,
+    /// The maps of the last batch written, emptied, for the next round (their room kept).
+    spare: Records,
 }
 
-/// A [`DiskBackend`] whose writes wait in memory for the next
-/// [`DiskBackend::persist_written`] (see the module docs). Only for a backend opened with
-/// [`crate::Options::group_commit`], whose caller persists before it acknowledges.
-pub struct GroupCommit<B: DiskBackend> {
+/// What the writer thread is asked for.
+#[derive(Default)]
+struct Requests {
+    /// Called once everything held when they were queued is persisted.
+    waiting: Vec<Persisted>,
+    /// A persist has taken requests and not persisted them yet.
+    busy: bool,
+    /// The writer thread is asked to persist what is queued.
+    started: bool,
+    /// The [`GroupCommit`] is dropped: the writer answers what is queued and ends.
+    stop: bool,
+}
+
+/// What the caller's threads and the writer thread share.
+struct Shared<B> {
     inner: B,
     held: Mutex<Held>,
     /// Whether `held` may hold records: reads skip its lock while it is empty.
     holding: AtomicBool,
+    /// The batch being committed: taken out of `held`, not yet all in the engine.
+    writing: Mutex<Option<Arc<Records>>>,
+    /// Whether `writing` holds a batch: reads skip its lock otherwise.
+    committing: AtomicBool,
+    /// Held by a commit from taking `held` until the engine holds it, so that batches
+    /// reach the engine in order.
+    order: Mutex<()>,
     /// The position [`DiskBackend::stamp_writes`] gave for the next batches.
     stamp: Mutex<Option<Vec<u8>>>,
     /// A reopen dropped held batches: the next persist fails, so that none of them is
     /// acknowledged.
     dropped: DroppedWrites,
+    requests: Mutex<Requests>,
+    /// Wakes the writer ([`DiskBackend::start_persist`]).
+    wake: Condvar,
+    /// Held by whoever persists queued requests, from taking them until they are called
+    /// back: callbacks come in the order queued (a failure is reported before any later
+    /// round's success).
+    persisting: Mutex<()>,
 }
 
-impl<B: DiskBackend> GroupCommit<B> {
-    /// Puts `inner`'s writes behind a round's map.
+/// A [`DiskBackend`] whose writes wait in memory for the next
+/// [`DiskBackend::persist_written`] or [`DiskBackend::persist_async`] (see the module
+/// docs). Only for a backend opened with [`crate::Options::group_commit`], whose caller
+/// persists before it acknowledges.
+pub struct GroupCommit<B: DiskBackend + Send + Sync + 'static> {
+    shared: Arc<Shared<B>>,
+    writer: Option<JoinHandle<()>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<B: DiskBackend + Send + Sync + 'static> GroupCommit<B> {
+    /// Puts `inner`'s writes behind a round's map, with a writer thread for
+    /// [`DiskBackend::persist_async`].
+    ///
+    /// # Panics
+    /// The writer thread could not be started.
     pub fn new(inner: B) -> Self {
-        GroupCommit {
+        let shared = Arc::new(Shared {
             inner,
             held: Mutex::default(),
             holding: AtomicBool::new(false),
+            writing: Mutex::default(),
+            committing: AtomicBool::new(false),
+            order: Mutex::default(),
             stamp: Mutex::default(),
             dropped: DroppedWrites::default(),
-        }
+            requests: Mutex::default(),
+            wake: Condvar::new(),
+            persisting: Mutex::default(),
+        });
+        let writer = shared.clone();
+        let writer = std::thread::Builder::new()
+            .name("group-commit".into())
+            .spawn(move || writer.write_rounds())
+            .expect("the group commit thread starts");
+        GroupCommit { shared, writer: Some(writer) }
     }
 
     /// The engine behind it.
     pub fn inner(&self) -> &B {
-        &self.inner
+        &self.shared.inner
+    }
+}
+
+impl<B: DiskBackend> Shared<B> {
+    /// The writer thread: whenever started, persists what is queued.
+    fn write_rounds(&self) {
+        loop {
+            {
+                let mut requests = lock(&self.requests);
+                while !requests.started && !requests.stop {
+                    requests = self.wake.wait(requests).unwrap_or_else(|e| e.into_inner());
+                }
+                if !requests.started && requests.waiting.is_empty() {
+                    return;
+                }
+                requests.started = false;
+            }
+            self.persist_queued();
+        }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    /// Persists what is held for the requests queued so far, then calls them back.
+    fn persist_queued(&self) {
+        let _one = lock(&self.persisting);
+        let waiting = {
+            let mut requests = lock(&self.requests);
+            if requests.waiting.is_empty() {
+                return;
+            }
+            requests.busy = true;
+            std::mem::take(&mut requests.waiting)
+        };
+        let persisted = self.persist();
+        lock(&self.requests).busy = false;
+        for done in waiting {
+            done(persisted.clone());
+        }
     }
 
-    /// What the round holds for `key`: `Some(None)` for a deletion, `None` when it holds
-    /// nothing of it.
+    /// What the round holds for `key`: `Some(None)` for a deletion, `None` when neither the
+    /// round nor the batch being committed holds it.
     fn held(&self, cf: ColumnFamily, key: &[u8]) -> Option<Option<Bytes>> {
-        if !self.holding.load(Ordering::Acquire) {
+        if self.holding.load(Ordering::SeqCst)
+            && let Some(value) = lock(&self.held).records[slot(cf)].get(key)
+        {
+            return Some(value.clone());
+        }
+        if !self.committing.load(Ordering::SeqCst) {
             return None;
         }
-        self.lock().records[slot(cf)].get(key).cloned()
+        lock(&self.writing).as_ref()?[slot(cf)].get(key).cloned()
     }
 
-    /// Whether the round holds a record of `cf` in `range`.
+    /// Whether the round or the batch being committed holds a record of `cf` in `range`.
     fn holds_in(&self, cf: ColumnFamily, range: &KeyRange) -> bool {
-        self.holding.load(Ordering::Acquire)
-            && self.lock().records[slot(cf)].keys().any(|key| range.contains(key))
+        let any = |records: &Records| records[slot(cf)].keys().any(|key| range.contains(key));
+        (self.holding.load(Ordering::SeqCst) && any(&lock(&self.held).records))
+            || (self.committing.load(Ordering::SeqCst) && lock(&self.writing).as_deref().is_some_and(any))
     }
 
-    /// Writes what is held to the engine as one batch. The records stay visible here until
-    /// the engine holds them (readers then find them in one or the other).
+    /// Writes what is held to the engine as one batch, after the batch being committed.
     fn commit(&self) -> Result<()> {
-        if !self.holding.load(Ordering::Acquire) {
+        let _order = lock(&self.order);
+        self.commit_held()
+    }
+
+    /// [`Shared::commit`] under `order`. The records stay visible in `writing` until the
+    /// engine holds them (readers then find them in one or the other).
+    fn commit_held(&self) -> Result<()> {
+        if !self.holding.load(Ordering::SeqCst) {
             return Ok(());
         }
-        // Readers wait on the lock until the engine holds the records taken out here.
-        let mut held = self.lock();
-        let Held { records, ops, stamp, .. } = &mut *held;
-        for (cf, records) in ColumnFamily::ALL.iter().zip(records.iter_mut()) {
-            ops.extend(records.drain().map(|(key, value)| match value {
-                Some(value) => BatchOp::Put { cf: *cf, key, value },
-                None => BatchOp::Delete { cf: *cf, key },
+        let (records, stamp) = {
+            let mut held = lock(&self.held);
+            let spare = std::mem::take(&mut held.spare);
+            let records = Arc::new(std::mem::replace(&mut held.records, spare));
+            *lock(&self.writing) = Some(records.clone());
+            self.committing.store(true, Ordering::SeqCst);
+            self.holding.store(false, Ordering::SeqCst);
+            held.bytes = 0;
+            (records, held.stamp.take())
+        };
+        let mut ops = Vec::with_capacity(records.iter().map(HashMap::len).sum());
+        for (cf, records) in ColumnFamily::ALL.iter().zip(records.iter()) {
+            ops.extend(records.iter().map(|(key, value)| match value {
+                Some(value) => BatchOp::Put { cf: *cf, key: key.clone(), value: value.clone() },
+                None => BatchOp::Delete { cf: *cf, key: key.clone() },
             }));
         }
         // The engine's batch carries the position of its last command, not a position
         // stamped since for a command not written yet.
-        self.inner.stamp_writes(stamp.clone());
-        let written = if ops.is_empty() { Ok(()) } else { self.inner.write_ops(ops) };
-        held.clear();
-        self.holding.store(false, Ordering::Release);
+        self.inner.stamp_writes(stamp);
+        let written = if ops.is_empty() { Ok(()) } else { self.inner.write_ops(&mut ops) };
+        drop(ops);
+        let taken = lock(&self.writing).take();
+        self.committing.store(false, Ordering::SeqCst);
+        drop(records);
+        // Readers look records up under the lock and keep no reference: the maps are ours
+        // again, kept for a later round.
+        if let Some(mut spare) = taken.and_then(|r| Arc::try_unwrap(r).ok()) {
+            spare.iter_mut().for_each(HashMap::clear);
+            lock(&self.held).spare = spare;
+        }
         written
+    }
+
+    /// Commits what is held and hands every batch the engine took to the OS.
+    fn persist(&self) -> Result<()> {
+        let _order = lock(&self.order);
+        if let Some(e) = self.dropped.take() {
+            return Err(e);
+        }
+        self.commit_held()?;
+        self.inner.persist_written()
     }
 }
 
-impl<B: DiskBackend> KvBackend for GroupCommit<B> {
+impl<B: DiskBackend + Send + Sync + 'static> KvBackend for GroupCommit<B> {
     fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
-        match self.held(cf, key) {
+        match self.shared.held(cf, key) {
             Some(value) => Ok(value),
-            None => self.inner.get(cf, key),
+            None => self.shared.inner.get(cf, key),
         }
     }
 
     fn get_with(&self, cf: ColumnFamily, key: &[u8], read: &mut dyn FnMut(Option<&[u8]>)) -> Result<()> {
-        match self.held(cf, key) {
+        match self.shared.held(cf, key) {
             Some(value) => {
                 read(value.as_deref());
                 Ok(())
             }
-            None => self.inner.get_with(cf, key, read),
+            None => self.shared.inner.get_with(cf, key, read),
         }
     }
 
     /// Reads the engine, after committing what is held when a held record lies in `range`
     /// (a list's read-ahead below the elements popped this round commits nothing).
     fn scan<'a>(&'a self, cf: ColumnFamily, range: &KeyRange, direction: Direction) -> Result<ScanIter<'a>> {
-        if self.holds_in(cf, range) {
-            self.commit()?;
+        if self.shared.holds_in(cf, range) {
+            self.shared.commit()?;
         }
-        self.inner.scan(cf, range, direction)
+        self.shared.inner.scan(cf, range, direction)
     }
 
     fn write(&self, batch: WriteBatch) -> Result<()> {
-        let limit = self.inner.max_key_len();
+        let shared = &*self.shared;
+        let limit = shared.inner.max_key_len();
         if let Some(long) = batch.ops().iter().find(|op| op_key(op).len() > limit) {
             return Err(Error::Backend(format!(
                 "a key of {} bytes is over the limit of {limit}",
                 op_key(long).len()
             )));
         }
-        let stamp = self.stamp.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let stamp = lock(&shared.stamp).clone();
         let full = {
-            let mut held = self.lock();
+            let mut held = lock(&shared.held);
             held.stamp = stamp;
             for op in batch.into_ops() {
                 let (cf, key, value) = match op {
@@ -171,15 +311,15 @@ impl<B: DiskBackend> KvBackend for GroupCommit<B> {
                 held.bytes += key.len() + value.as_ref().map_or(0, Bytes::len);
                 held.records[slot(cf)].insert(key, value);
             }
-            self.holding.store(true, Ordering::Release);
+            shared.holding.store(true, Ordering::SeqCst);
             held.bytes > MAX_HELD_BYTES
         };
-        if full { self.commit() } else { Ok(()) }
+        if full { shared.commit() } else { Ok(()) }
     }
 
     fn snapshot(&self) -> Result<Option<Snapshot>> {
-        self.commit()?;
-        self.inner.snapshot()
+        self.shared.commit()?;
+        self.shared.inner.snapshot()
     }
 }
 
@@ -189,84 +329,116 @@ fn op_key(op: &BatchOp) -> &Bytes {
     }
 }
 
-impl<B: DiskBackend> DiskBackend for GroupCommit<B> {
+impl<B: DiskBackend + Send + Sync + 'static> DiskBackend for GroupCommit<B> {
     fn flush(&self) -> Result<()> {
-        self.commit()?;
-        self.inner.flush()
+        self.shared.commit()?;
+        self.shared.inner.flush()
     }
 
     fn compact(&self) -> Result<()> {
-        self.commit()?;
-        self.inner.compact()
+        self.shared.commit()?;
+        self.shared.inner.compact()
     }
 
     fn disk_bytes(&self, cf: ColumnFamily) -> u64 {
-        self.inner.disk_bytes(cf)
+        self.shared.inner.disk_bytes(cf)
     }
 
     fn approximate_records(&self, cf: ColumnFamily) -> Option<u64> {
-        self.inner.approximate_records(cf)
+        self.shared.inner.approximate_records(cf)
     }
 
     fn usage(&self) -> Usage {
-        self.inner.usage()
+        self.shared.inner.usage()
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.inner.memory_bytes()
+        self.shared.inner.memory_bytes()
     }
 
     fn max_key_len(&self) -> usize {
-        self.inner.max_key_len()
+        self.shared.inner.max_key_len()
     }
 
     /// Commits what is held first: its writes then end before the load's.
     fn bulk_load(&self, on: bool) -> Result<()> {
-        self.commit()?;
-        self.inner.bulk_load(on)
+        self.shared.commit()?;
+        self.shared.inner.bulk_load(on)
     }
 
     fn stamp_writes(&self, position: Option<Vec<u8>>) {
-        *self.stamp.lock().unwrap_or_else(|e| e.into_inner()) = position;
+        *lock(&self.shared.stamp) = position;
     }
 
     /// Commits what is held first (with the position its batches were stamped with).
     fn set_position(&self, position: Option<Vec<u8>>) -> Result<()> {
-        self.commit()?;
+        let _order = lock(&self.shared.order);
+        self.shared.commit_held()?;
         self.stamp_writes(position.clone());
-        self.inner.set_position(position)
+        self.shared.inner.set_position(position)
     }
 
     fn position(&self) -> Result<Option<Vec<u8>>> {
-        self.inner.position()
+        self.shared.inner.position()
     }
 
     fn persist_written(&self) -> Result<()> {
-        if let Some(e) = self.dropped.take() {
-            return Err(e);
+        self.shared.persist()
+    }
+
+    /// Queues `done`, unless nothing is held nor being persisted: then `done` comes back,
+    /// for [`DiskBackend::persist_written`] on the caller's thread (a round of reads alone
+    /// costs nothing more).
+    fn persist_async(&self, done: Persisted) -> std::result::Result<(), Persisted> {
+        let shared = &*self.shared;
+        let mut requests = lock(&shared.requests);
+        if !shared.holding.load(Ordering::SeqCst) && !requests.busy && requests.waiting.is_empty() {
+            return Err(done);
         }
-        self.commit()?;
-        self.inner.persist_written()
+        requests.waiting.push(done);
+        Ok(())
+    }
+
+    fn start_persist(&self) {
+        lock(&self.shared.requests).started = true;
+        self.shared.wake.notify_one();
+    }
+
+    fn persist_queued(&self) {
+        self.shared.persist_queued();
     }
 
     /// Drops what the round held (no persist took it: the next persist fails), then reopens
     /// the engine.
     fn reopen(&self) -> Result<()> {
-        let mut held = self.lock();
-        if self.holding.swap(false, Ordering::AcqRel) {
-            self.dropped.dropped();
+        let shared = &*self.shared;
+        let _order = lock(&shared.order);
+        let mut held = lock(&shared.held);
+        if shared.holding.swap(false, Ordering::SeqCst) {
+            shared.dropped.dropped();
         }
         held.clear();
         drop(held);
-        self.inner.reopen()
+        shared.inner.reopen()
     }
 }
 
-impl<B: DiskBackend> Drop for GroupCommit<B> {
-    /// Hands what is held to the engine, which keeps it on a clean close as it keeps the
-    /// batches it took that no persist covered.
+impl<B: DiskBackend + Send + Sync + 'static> Drop for GroupCommit<B> {
+    /// Answers what waits for the writer and hands what is held to the engine, which keeps
+    /// it on a clean close as it keeps the batches it took that no persist covered.
     fn drop(&mut self) {
-        let _ = self.commit();
+        {
+            let mut requests = lock(&self.shared.requests);
+            requests.stop = true;
+            requests.started = true;
+        }
+        self.shared.wake.notify_one();
+        // (Dropped by the writer itself, from a callback holding the last reference, it
+        // ends on its own after that callback.)
+        if let Some(writer) = self.writer.take().filter(|w| w.thread().id() != std::thread::current().id()) {
+            let _ = writer.join();
+        }
+        let _ = self.shared.commit();
     }
 }
 
@@ -296,8 +468,7 @@ impl Hasher for KeyHasher {
 
 impl Held {
     fn clear(&mut self) {
-        self.records.iter_mut().for_each(|records| records.clear());
-        self.ops.clear();
+        self.records.iter_mut().for_each(HashMap::clear);
         self.bytes = 0;
     }
 }
@@ -305,4 +476,143 @@ impl Held {
 /// `cf`'s place in [`ColumnFamily::ALL`].
 fn slot(cf: ColumnFamily) -> usize {
     ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+
+    use rediskv::backend::MemoryBackend;
+
+    use super::*;
+
+    /// An engine whose persists each wait for the test's verdict, after saying they began.
+    struct Gated {
+        memory: MemoryBackend,
+        began: Mutex<Sender<()>>,
+        verdicts: Mutex<Receiver<Result<()>>>,
+    }
+
+    impl KvBackend for Gated {
+        fn get(&self, cf: ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+            self.memory.get(cf, key)
+        }
+
+        fn scan<'a>(
+            &'a self,
+            cf: ColumnFamily,
+            range: &KeyRange,
+            direction: Direction,
+        ) -> Result<ScanIter<'a>> {
+            self.memory.scan(cf, range, direction)
+        }
+
+        fn write(&self, batch: WriteBatch) -> Result<()> {
+            self.memory.write(batch)
+        }
+    }
+
+    impl DiskBackend for Gated {
+        fn flush(&self) -> Result<()> {
+            Ok(())
+        }
+
+        fn compact(&self) -> Result<()> {
+            Ok(())
+        }
+
+        fn disk_bytes(&self, _cf: ColumnFamily) -> u64 {
+            0
+        }
+
+        fn persist_written(&self) -> Result<()> {
+            lock(&self.began).send(()).expect("the test listens");
+            lock(&self.verdicts).recv().expect("a verdict")
+        }
+    }
+
+    /// A held engine, the end that says when its persists began, the end that decides
+    /// them, and a queue of the persists' callbacks' results, tagged.
+    #[allow(clippy::type_complexity)]
+    fn gated() -> (
+        GroupCommit<Gated>,
+        Receiver<()>,
+        Sender<Result<()>>,
+        Sender<(u8, Result<()>)>,
+        Receiver<(u8, Result<()>)>,
+    ) {
+        let (began_tx, began) = channel();
+        let (verdict, verdicts) = channel();
+        let (done_tx, done) = channel();
+        let engine = Gated {
+            memory: MemoryBackend::new(),
+            began: Mutex::new(began_tx),
+            verdicts: Mutex::new(verdicts),
+        };
+        (GroupCommit::new(engine), began, verdict, done_tx, done)
+    }
+
+    fn put(backend: &dyn KvBackend, value: &'static [u8]) {
+        let mut batch = WriteBatch::new();
+        batch.put(ColumnFamily::Subkey, Bytes::from_static(b"k"), Bytes::from_static(value));
+        backend.write(batch).expect("write");
+    }
+
+    fn read(backend: &dyn KvBackend) -> Option<Bytes> {
+        backend.get(ColumnFamily::Subkey, b"k").expect("get")
+    }
+
+    fn queue(held: &GroupCommit<Gated>, done: &Sender<(u8, Result<()>)>, tag: u8) {
+        let done = done.clone();
+        let callback: Persisted = Box::new(move |persisted| done.send((tag, persisted)).expect("send"));
+        assert!(held.persist_async(callback).is_ok(), "round {tag} is queued");
+    }
+
+    #[test]
+    fn a_round_is_called_back_only_after_the_engine_persisted_it() {
+        let (held, began, verdict, done_tx, done) = gated();
+        put(&held, b"1");
+        queue(&held, &done_tx, 1);
+        held.start_persist();
+        began.recv().expect("the writer thread persists");
+        // The engine holds the round (its batch is written before the persist) and has not
+        // persisted it: no callback yet, and the loop's reads and writes go on.
+        assert_eq!(read(held.inner()).as_deref(), Some(&b"1"[..]));
+        assert_eq!(done.try_recv().err(), Some(TryRecvError::Empty), "called back before persisted");
+        put(&held, b"2");
+        assert_eq!(read(&held).as_deref(), Some(&b"2"[..]), "a later write reads back over the round");
+        assert_eq!(read(held.inner()).as_deref(), Some(&b"1"[..]), "and waits for its own round");
+        verdict.send(Ok(())).expect("verdict");
+        assert_eq!(done.recv().expect("called back"), (1, Ok(())));
+
+        // The next round, persisted on the caller's thread: called back there.
+        queue(&held, &done_tx, 2);
+        verdict.send(Ok(())).expect("verdict");
+        held.persist_queued();
+        assert_eq!(done.try_recv().expect("called back on this thread"), (2, Ok(())));
+        assert_eq!(read(held.inner()).as_deref(), Some(&b"2"[..]));
+        assert!(held.persist_async(Box::new(|_| panic!("nothing to wait for"))).is_err());
+    }
+
+    #[test]
+    fn a_failed_persist_fails_every_round_it_covered_and_no_later_one() {
+        let (held, began, verdict, done_tx, done) = gated();
+        put(&held, b"1");
+        queue(&held, &done_tx, 1);
+        put(&held, b"2");
+        queue(&held, &done_tx, 2);
+        held.start_persist();
+        began.recv().expect("the writer thread persists");
+        // Queued while the writer persists rounds 1 and 2: a persist of its own.
+        put(&held, b"3");
+        queue(&held, &done_tx, 3);
+        let failure = Error::Backend("no space left on device".into());
+        verdict.send(Err(failure.clone())).expect("verdict");
+        assert_eq!(done.recv().expect("called back"), (1, Err(failure.clone())));
+        assert_eq!(done.recv().expect("called back"), (2, Err(failure)));
+        held.start_persist();
+        began.recv().expect("the writer thread persists again");
+        verdict.send(Ok(())).expect("verdict");
+        assert_eq!(done.recv().expect("called back"), (3, Ok(())));
+    }
 }

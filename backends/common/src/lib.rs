@@ -33,6 +33,9 @@ pub mod testkit;
 
 pub use group_commit::{GroupCommit, MAX_HELD_BYTES};
 
+/// Called with the result of a [`DiskBackend::persist_async`].
+pub type Persisted = Box<dyn FnOnce(Result<()>) + Send>;
+
 /// What an on-disk backend offers beyond [`KvBackend`]: durability and compaction on demand,
 /// and a size figure.
 pub trait DiskBackend: KvBackend {
@@ -82,6 +85,26 @@ pub trait DiskBackend: KvBackend {
     /// # Errors
     /// [`Error::Backend`] when the write to the OS fails (the engine then refuses later writes).
     fn persist_written(&self) -> Result<()>;
+
+    /// Queues a [`DiskBackend::persist_written`] of every batch written so far: `done` is
+    /// called with its result once it ran, on the writer thread after
+    /// [`DiskBackend::start_persist`] or on the caller's in [`DiskBackend::persist_queued`]
+    /// (one of the two must follow). Meanwhile the caller may serve more commands, their
+    /// reads seeing those batches. `Err(done)` (the default) when the engine has no writer
+    /// thread, or nothing to wait for: the caller then persists itself.
+    ///
+    /// # Errors
+    /// `done`, given back.
+    fn persist_async(&self, done: Persisted) -> std::result::Result<(), Persisted> {
+        Err(done)
+    }
+
+    /// Hands what [`DiskBackend::persist_async`] queued to the writer thread.
+    fn start_persist(&self) {}
+
+    /// Runs what [`DiskBackend::persist_async`] queued on this thread, unless the writer
+    /// took it already (then waits for it).
+    fn persist_queued(&self) {}
 
     /// Writes `ops` as one batch, as [`KvBackend::write`] does, and leaves `ops` empty with
     /// its room kept: [`GroupCommit`] reuses one vector for every round's batch (a batch of

@@ -330,6 +330,41 @@ pub fn group_commit_child<B: DiskBackend>(open: impl Fn(&Path, Options) -> redis
     std::process::abort();
 }
 
+/// [`crate::GroupCommit`]'s [`DiskBackend::persist_async`]: a round handed to the writer
+/// thread is read back at once, a later write over it too, and the callback comes once the
+/// engine holds it; one persisted on the caller's thread is called back there, in the order
+/// written; with nothing held, the callback comes back to the caller.
+pub fn group_commit_persists_on_its_thread<B: DiskBackend + Send + std::marker::Sync + 'static>(
+    open: impl Fn(&Path, Options) -> rediskv::Result<B>,
+) {
+    let dir = TempDir::new("group-commit-thread");
+    let held = crate::GroupCommit::new(open(dir.path(), group_commit()).expect("open"));
+    let (sent, done) = std::sync::mpsc::channel();
+    let persist_async = |held: &crate::GroupCommit<B>| {
+        let sent = sent.clone();
+        held.persist_async(Box::new(move |persisted| sent.send(persisted).expect("send"))).is_ok()
+    };
+    let value = |backend: &dyn KvBackend| backend.get(ColumnFamily::Subkey, b"k").expect("get");
+    put(&held, b"k", b"1");
+    assert!(persist_async(&held), "a held write is queued");
+    held.start_persist();
+    assert_eq!(value(&held).as_deref(), Some(&b"1"[..]), "read while it is written");
+    put(&held, b"k", b"2");
+    assert_eq!(value(&held).as_deref(), Some(&b"2"[..]), "the later write over it");
+    done.recv().expect("called back").expect("persisted");
+    assert!(value(held.inner()).is_some(), "the engine holds the round once it is called back");
+    // Unless the writer took it with the first round.
+    if persist_async(&held) {
+        held.persist_queued();
+        assert!(done.try_recv().expect("called back on this thread").is_ok());
+    }
+    assert_eq!(value(held.inner()).as_deref(), Some(&b"2"[..]), "in the order written");
+    assert!(!persist_async(&held), "nothing held: the caller persists itself");
+    drop(held);
+    let backend = open(dir.path(), Options::default()).expect("reopen");
+    assert_eq!(value(&backend).as_deref(), Some(&b"2"[..]));
+}
+
 /// Options with group commit: writes wait for [`DiskBackend::persist_written`].
 pub fn group_commit() -> Options {
     Options { group_commit: true, ..Options::default() }
@@ -752,6 +787,11 @@ macro_rules! engine_scenarios {
         fn group_commit_holds_a_round_until_persisted() {
             let child = testkit::group_commit_child_command("group_commit_held_child");
             testkit::group_commit_parent(open, child, Sync::Always);
+        }
+
+        #[test]
+        fn group_commit_persists_on_its_thread() {
+            testkit::group_commit_persists_on_its_thread(open);
         }
 
         #[test]
