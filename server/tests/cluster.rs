@@ -943,9 +943,14 @@ mod over_etcd {
             (0..3).map(|_| node_with(&first, "two/", NODE_TIMEOUT_MS, &stores)).collect();
         let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
         wait_shared(&ports, Duration::from_secs(20));
-        // Slots 0-8191 in the first cluster, 8192-16383 in the second.
-        let data = [first.open("two/"), second.open("two/")];
-        let layout = ::rediskv::codec::KeyLayout::default();
+        // Slots 0-8191 in the first cluster, 8192-16383 in the second, each key in Kvrocks'
+        // cluster form (its slot after the namespace).
+        let layout = ::rediskv::codec::KeyLayout::default().with_cluster_slots(true);
+        let open = |etcd: &Cluster| {
+            let options = rediskv_etcd::Options { layout: layout.clone(), ..etcd.options("two/") };
+            rediskv_etcd::open(options).expect("open etcd backend")
+        };
+        let data = [open(&first), open(&second)];
         let mut router = Router::new(&ports);
         for i in 0..40 {
             let key = format!("spread:{i}");
@@ -1166,6 +1171,102 @@ mod over_etcd {
             "move: slot {slot}, {copied} keys copied, {forwarded} writes forwarded, {} ms in all, closed to writes {} ms",
             info_field(from, "migrating_time_ms").unwrap(),
             info_field(from, "migrating_closed_ms").unwrap()
+        );
+    }
+
+    /// A fjall node of a cluster writes Kvrocks' cluster form (the slot in every key): its
+    /// slots' keys are counted and listed from the slot's own range, and its store refuses a
+    /// start without `cluster-enabled`. A slot that moves away takes its shard channels: each
+    /// subscriber is sent `sunsubscribe` for each, counting its shard channels left, as a
+    /// redis-server 7.0.15 cluster node that loses the slot does (RESP2 and RESP3).
+    #[test]
+    fn a_slot_that_moves_away_takes_its_keys_range_and_unsubscribes_its_shard_channels() {
+        let Some(etcd) = Cluster::start("a_slot_that_moves_away_takes_its_shard_channels", 1) else {
+            return;
+        };
+        let mut nodes: Vec<Server> = (0..2).map(|_| disk_node(&etcd, "channels/", 2, &[])).collect();
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        let (from, to) = (ports[0], ports[1]);
+        let tag = key_of(from, "moving");
+        let slot = ::rediskv::codec::key_slot(tag.as_bytes());
+        let stays = key_of(from, "staying");
+        let stays_slot = ::rediskv::codec::key_slot(stays.as_bytes());
+        assert_ne!(slot, stays_slot);
+        let mut c = common::Client::connect(from);
+        for (name, n) in [(&tag, 300), (&stays, 200)] {
+            let mut argv = vec!["MSET".to_string()];
+            for i in 0..n {
+                argv.extend([format!("{{{name}}}:{i}"), i.to_string()]);
+            }
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            assert_eq!(c.cmd(&argv), Value::Status("OK".into()));
+        }
+        assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]), Value::Int(300));
+        assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &stays_slot.to_string()]), Value::Int(200));
+        let listed = c.cmd(&["CLUSTER", "GETKEYSINSLOT", &slot.to_string(), "7"]).texts();
+        assert_eq!(listed.len(), 7);
+        assert!(listed.iter().all(|k| k.starts_with(&format!("{{{tag}}}:"))), "{listed:?}");
+
+        let (a, b) = (format!("{{{tag}}}a"), format!("{{{tag}}}b"));
+        let mut resp2 = common::Client::connect(from);
+        assert_eq!(words(&resp2.cmd(&["SSUBSCRIBE", &a, &b])), ["ssubscribe", &a, "1"]);
+        assert_eq!(words(&resp2.read()), ["ssubscribe", &b, "2"]);
+        assert_eq!(words(&resp2.cmd(&["SSUBSCRIBE", &stays])), ["ssubscribe", &stays, "3"]);
+        let mut resp3 = common::Client::connect(from);
+        resp3.cmd(&["HELLO", "3"]);
+        assert_eq!(
+            resp3.cmd(&["SSUBSCRIBE", &a]),
+            Value::Push(vec![
+                Value::Bulk(Some(b"ssubscribe".to_vec())),
+                Value::Bulk(Some(a.clone().into_bytes())),
+                Value::Int(1)
+            ])
+        );
+
+        let target = common::Client::connect(to).cmd(&["CLUSTER", "MYID"]).text();
+        assert_eq!(c.cmd(&["CLUSTERX", "MIGRATE", &slot.to_string(), &target]), Value::Status("OK".into()));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while info_field(from, "migrating_state").as_deref() != Some("success") {
+            assert_ne!(info_field(from, "migrating_state").as_deref(), Some("fail"));
+            assert!(Instant::now() < deadline, "the move never ended");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Redis: one message per channel, in channel order, the count going down; a RESP2
+        // client still subscribed to a shard channel stays in subscribed mode.
+        assert_eq!(words(&resp2.read()), ["sunsubscribe", &a, "2"]);
+        assert_eq!(words(&resp2.read()), ["sunsubscribe", &b, "1"]);
+        assert_eq!(words(&resp2.cmd(&["PING"])), ["pong", ""]);
+        assert_eq!(
+            resp3.read(),
+            Value::Push(vec![
+                Value::Bulk(Some(b"sunsubscribe".to_vec())),
+                Value::Bulk(Some(a.clone().into_bytes())),
+                Value::Int(0)
+            ])
+        );
+        assert_eq!(resp3.cmd(&["PING"]), Value::Status("PONG".into()));
+        assert_eq!(c.cmd(&["PUBSUB", "SHARDCHANNELS"]).texts(), vec![stays]);
+        assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]), Value::Int(0));
+        assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &stays_slot.to_string()]), Value::Int(200));
+        let mut there = common::Client::connect(to);
+        assert_eq!(there.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]), Value::Int(300));
+        assert_eq!(there.cmd(&["DBSIZE"]), Value::Int(300));
+
+        // The store holds the cluster form: a start without cluster-enabled is refused.
+        nodes[0].kill();
+        let dir = nodes[0].dir().unwrap().to_str().unwrap().to_string();
+        let out = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
+            .args(["--engine", "fjall", "--dir", &dir, "--port", "0"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            text.contains("cluster slots on")
+                && text.contains("refusing to open it with")
+                && text.contains("cluster slots off"),
+            "{text}"
         );
     }
 

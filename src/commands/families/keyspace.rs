@@ -7,7 +7,7 @@
 use bytes::Bytes;
 
 use crate::backend::{Direction, KvBackend, WriteBatch};
-use crate::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, Metadata, RedisType};
+use crate::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, Metadata, RedisType, key_slot};
 use crate::commands::args::{Distinct, Glob, cursor_arg, int_arg};
 use crate::commands::notify::NotifyFlags;
 use crate::commands::{CommandError, CommandResult, DATABASES, Db, Entry, Reply};
@@ -339,16 +339,17 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(true)
     }
 
-    /// Walks the metadata records of the selected database from just after the metadata
-    /// key `after` (from the start when `None`), calling `visit(metadata key, live)` until
-    /// it returns false; `live` is `Some((user key, type))` for a live key and `None` for
-    /// an expired, empty or undecodable record.
+    /// Walks the metadata records of the selected database in `range` (its namespace's, or
+    /// a slot's) from just after the metadata key `after` (from the start when `None`),
+    /// calling `visit(metadata key, live)` until it returns false; `live` is
+    /// `Some((user key, type))` for a live key and `None` for an expired, empty or
+    /// undecodable record.
     fn walk_records(
         &self,
+        mut range: KeyRange,
         after: Option<&[u8]>,
         mut visit: impl FnMut(&Bytes, Option<(&[u8], RedisType)>) -> bool,
     ) -> CommandResult<()> {
-        let mut range: KeyRange = self.layout().namespace_range();
         if let Some(after) = after {
             let mut start = after.to_vec();
             start.push(0);
@@ -430,7 +431,26 @@ impl<B: KvBackend> Db<'_, B> {
     /// Walks the live keys of the selected database, calling `visit(user key, type)` until
     /// it returns false.
     pub(crate) fn walk_keys(&self, mut visit: impl FnMut(&[u8], RedisType) -> bool) -> CommandResult<()> {
-        self.walk_records(None, |_, live| live.is_none_or(|(key, ty)| visit(key, ty)))
+        self.walk_records(self.layout().namespace_range(), None, |_, live| {
+            live.is_none_or(|(key, ty)| visit(key, ty))
+        })
+    }
+
+    /// Walks the live keys of the selected database in cluster slot `slot`, calling
+    /// `visit(user key)` until it returns false: a scan of the slot's own range when the
+    /// layout writes the slot into its keys ([`KeyLayout::slot_range`]), else a walk of every
+    /// key.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn walk_slot(&self, slot: u16, mut visit: impl FnMut(&[u8]) -> bool) -> CommandResult<()> {
+        let (range, every_key) = match self.layout().slot_range(slot) {
+            Ok(range) => (range, false),
+            Err(_) => (self.layout().namespace_range(), true),
+        };
+        self.walk_records(range, None, |_, live| {
+            live.is_none_or(|(key, _)| (every_key && key_slot(key) != slot) || visit(key))
+        })
     }
 
     /// One SCAN step: examines up to `count` live keys after `cursor` (0 starts over),
@@ -461,7 +481,7 @@ impl<B: KvBackend> Db<'_, B> {
         let mut keys = Vec::new();
         let mut others = Vec::new();
         let glob = pattern.map(Glob::new);
-        self.walk_records(after.as_deref(), |meta_key, live| {
+        self.walk_records(self.layout().namespace_range(), after.as_deref(), |meta_key, live| {
             if examined == count || visits == max_visits {
                 more = true;
                 return false;
