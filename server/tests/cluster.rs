@@ -933,6 +933,27 @@ mod over_etcd {
         assert_eq!(router.cmd(&["INCR", key]), Ok(Value::Int(7)));
     }
 
+    /// Over the etcd engine, a slot given away by CLUSTER SETSLOT … NODE takes its shard
+    /// channels: the subscriber is sent `sunsubscribe`, as by a redis-server 7.0.15 node.
+    #[test]
+    fn a_slot_given_away_by_setslot_unsubscribes_its_shard_channels() {
+        let Some(etcd) = Cluster::start("a_slot_given_away_by_setslot_unsubscribes", 1) else { return };
+        let nodes: Vec<Server> = (0..2).map(|_| node(&etcd, "setslot/")).collect();
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        let channel = key_of(ports[0], "news");
+        let slot = ::rediskv::codec::key_slot(channel.as_bytes()).to_string();
+        let mut subscriber = common::Client::connect(ports[0]);
+        assert_eq!(words(&subscriber.cmd(&["SSUBSCRIBE", &channel])), ["ssubscribe", &channel, "1"]);
+        let target = common::Client::connect(ports[1]).cmd(&["CLUSTER", "MYID"]).text();
+        let mut admin = common::Client::connect(ports[0]);
+        assert_eq!(admin.cmd(&["CLUSTER", "SETSLOT", &slot, "NODE", &target]), Value::Status("OK".into()));
+        assert_eq!(words(&subscriber.read()), ["sunsubscribe", &channel, "0"]);
+        // Out of subscribed mode: a RESP2 PING answers PONG.
+        assert_eq!(subscriber.cmd(&["PING"]), Value::Status("PONG".into()));
+        assert_eq!(words(&admin.cmd(&["PUBSUB", "SHARDNUMSUB", &channel])), [channel.as_str(), "0"]);
+    }
+
     #[test]
     fn over_two_data_clusters_each_slot_s_keys_live_in_its_cluster_and_fencing_holds() {
         let test = "over_two_data_clusters_each_slot_s_keys_live_in_its_cluster";
@@ -1609,6 +1630,11 @@ mod over_etcd {
         while paused.cmd(&["WAIT", "1", "100"]) != Value::Int(1) {
             assert!(Instant::now() < deadline, "the replica never caught up");
         }
+        // A RESP3 subscriber of the slot's shard channel on the primary.
+        let mut subscriber = primary.client();
+        subscriber.set_read_timeout(Duration::from_secs(30));
+        subscriber.cmd(&["HELLO", "3"]);
+        assert_eq!(words(&subscriber.cmd(&["SSUBSCRIBE", "fenced"])), ["ssubscribe", "fenced", "1"]);
         let pid = primary.pid().to_string();
         assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
         // Sent while it is paused: read and run the moment it resumes, by the table it had.
@@ -1637,5 +1663,9 @@ mod over_etcd {
             assert!(Instant::now() < deadline, "never redirected");
             std::thread::sleep(Duration::from_millis(50));
         }
+        // The slot left it with its lease, and so did the slot's shard channel.
+        let lost = subscriber.read();
+        assert!(matches!(lost, Value::Push(_)), "{lost:?}");
+        assert_eq!(words(&lost), ["sunsubscribe", "fenced", "0"]);
     }
 }
