@@ -2,7 +2,11 @@
 
 mod common;
 use common::*;
-use rediskv::commands::Reply;
+use std::sync::Arc;
+
+use rediskv::backend::MemoryBackend;
+use rediskv::codec::ManualClock;
+use rediskv::commands::{Db, Reply};
 
 #[test]
 fn unknown_command_and_arity_errors_match_redis() {
@@ -37,4 +41,56 @@ fn undecodable_metadata_is_an_error_naming_the_user_key() {
     db.backend().write(batch).unwrap();
     let Reply::Error(text) = run(&mut db, "lpop bad") else { panic!("expected an error") };
     assert!(text.contains("undecodable metadata of key 'bad'"), "{text}");
+}
+
+/// A cluster slot's live keys: from the slot's own range when the layout writes slots (Kvrocks'
+/// cluster form), else from a walk of every key; the same keys either way, expired ones left
+/// out, and the walk stops when told.
+#[test]
+fn walk_slot_lists_a_slot_s_live_keys_in_both_forms() {
+    use rediskv::codec::{KeyLayout, key_slot};
+    let slot = key_slot(b"tag");
+    let keys_of = |layout: KeyLayout| {
+        let clock = Arc::new(ManualClock::new(T0_MS));
+        let mut db = Db::with_layout(MemoryBackend::new(), layout).with_clock(clock.clone());
+        for line in
+            ["MSET {tag}:a 1 {tag}:b 2 other 3 {tag2}:c 4", "HSET {tag}:h f v", "SET {tag}:gone x PX 1"]
+        {
+            assert_ne!(run(&mut db, line), Reply::Nil);
+        }
+        clock.advance_ms(2);
+        let mut found = Vec::new();
+        db.walk_slot(slot, |key| {
+            found.push(String::from_utf8(key.to_vec()).unwrap());
+            true
+        })
+        .unwrap();
+        let mut first = Vec::new();
+        db.walk_slot(slot, |key| {
+            first.push(key.to_vec());
+            false
+        })
+        .unwrap();
+        assert_eq!(first.len(), 1);
+        (found, db)
+    };
+    let walked = keys_of(KeyLayout::default()).0;
+    assert_eq!(walked, ["{tag}:a", "{tag}:b", "{tag}:h"]);
+    let (ranged, db) = keys_of(KeyLayout::default().with_cluster_slots(true));
+    assert_eq!(ranged, walked);
+    // The cluster form reads the slot's range only: a record stored under the slot's prefix
+    // is listed (a walk would check its key's slot).
+    let mut stray = db.layout().slot_range(slot).unwrap().start;
+    stray.extend_from_slice(b"elsewhere");
+    let value = db.layout().encode_metadata(&rediskv::codec::Metadata::string(b"v", 0)).unwrap();
+    let mut batch = rediskv::backend::WriteBatch::new();
+    batch.put(rediskv::codec::ColumnFamily::Metadata, stray, value);
+    rediskv::backend::KvBackend::write(db.backend(), batch).unwrap();
+    let mut listed = Vec::new();
+    db.walk_slot(slot, |key| {
+        listed.push(key.to_vec());
+        true
+    })
+    .unwrap();
+    assert!(listed.contains(&b"elsewhere".to_vec()), "{listed:?}");
 }
