@@ -72,6 +72,22 @@ fn walk_slot_lists_a_slot_s_live_keys_in_both_forms() {
         })
         .unwrap();
         assert_eq!(first.len(), 1);
+        // Over a run of slots: those slots' keys (here every slot's).
+        let mut all = Vec::new();
+        db.walk_slots(0, 16383, |key| {
+            all.push(String::from_utf8(key.to_vec()).unwrap());
+            true
+        })
+        .unwrap();
+        all.sort();
+        assert_eq!(all, ["other", "{tag2}:c", "{tag}:a", "{tag}:b", "{tag}:h"]);
+        let mut none = Vec::new();
+        db.walk_slots(slot + 1, 16383, |key| {
+            none.push(key.to_vec());
+            true
+        })
+        .unwrap();
+        assert!(none.iter().all(|k| key_slot(k) > slot), "{none:?}");
         (found, db)
     };
     let walked = keys_of(KeyLayout::default()).0;

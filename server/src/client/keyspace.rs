@@ -92,12 +92,29 @@ impl Client {
         }
     }
 
-    /// Every key of this node's keyspace in database 0 (one walk of the store's keys).
+    /// Every key of this node's keyspace in database 0: a scan of each range of slots it
+    /// owns when the layout writes slots into its keys, else one walk of the store's keys.
     fn own_keys(&mut self, cluster: &Cluster) -> Result<Vec<Reply>, Reply> {
-        match self.engine.execute(&mut self.session, &command_of(&[b"KEYS", b"*"])) {
-            Reply::Array(keys) => Ok(held(cluster, keys)),
-            other => Err(other),
+        if !self.engine.layout().cluster_slots() {
+            return match self.engine.execute(&mut self.session, &command_of(&[b"KEYS", b"*"])) {
+                Reply::Array(keys) => Ok(held(cluster, keys)),
+                other => Err(other),
+            };
         }
+        let topology = cluster.topology();
+        let db = self.engine.db(&self.session);
+        let mut keys = Vec::new();
+        for (first, last, _) in topology.ranges.iter().filter(|r| r.2.id == cluster.myself.id) {
+            db.walk_slots(*first, *last, |key| {
+                // A slot being given away is out of the keyspace already.
+                if cluster.holds(&topology, key_slot(key)) {
+                    keys.push(Reply::Bulk(Bytes::copy_from_slice(key)));
+                }
+                true
+            })
+            .map_err(|e| Reply::Error(e.to_string()))?;
+        }
+        Ok(keys)
     }
 
     /// FLUSHDB and FLUSHALL over a shared store: deletes the keys of the slots this node

@@ -443,13 +443,27 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// Storage errors.
-    pub fn walk_slot(&self, slot: u16, mut visit: impl FnMut(&[u8]) -> bool) -> CommandResult<()> {
-        let (range, every_key) = match self.layout().slot_range(slot) {
-            Ok(range) => (range, false),
-            Err(_) => (self.layout().namespace_range(), true),
+    pub fn walk_slot(&self, slot: u16, visit: impl FnMut(&[u8]) -> bool) -> CommandResult<()> {
+        self.walk_slots(slot, slot, visit)
+    }
+
+    /// [`Db::walk_slot`] over the slots `first..=last`, in slot order when the layout writes
+    /// slots (one scan of their range), else in key order.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn walk_slots(
+        &self,
+        first: u16,
+        last: u16,
+        mut visit: impl FnMut(&[u8]) -> bool,
+    ) -> CommandResult<()> {
+        let (range, every_key) = match (self.layout().slot_range(first), self.layout().slot_range(last)) {
+            (Ok(first), Ok(last)) => (KeyRange { start: first.start, end: last.end }, false),
+            _ => (self.layout().namespace_range(), true),
         };
         self.walk_records(range, None, |_, live| {
-            live.is_none_or(|(key, _)| (every_key && key_slot(key) != slot) || visit(key))
+            live.is_none_or(|(key, _)| (every_key && !(first..=last).contains(&key_slot(key))) || visit(key))
         })
     }
 
