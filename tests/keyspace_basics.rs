@@ -110,3 +110,62 @@ fn walk_slot_lists_a_slot_s_live_keys_in_both_forms() {
     .unwrap();
     assert!(listed.contains(&b"elsewhere".to_vec()), "{listed:?}");
 }
+
+/// A session restricted to some cluster slots (a cluster node's keyspace over a shared
+/// store): in Kvrocks' cluster form KEYS, SCAN, DBSIZE and RANDOMKEY read only those slots'
+/// ranges; under a layout without slots they read every key (the server filters them).
+#[test]
+fn keyspace_commands_read_only_the_session_s_slots_in_the_cluster_form() {
+    use rediskv::codec::{KeyLayout, key_slot};
+    use rediskv::commands::{Engine, Session};
+    let words =
+        |line: &str| line.split(' ').map(|w| bytes::Bytes::copy_from_slice(w.as_bytes())).collect::<Vec<_>>();
+    let texts = |reply: Reply| -> Vec<String> {
+        let Reply::Array(items) = reply else { panic!("{reply:?}") };
+        let mut texts: Vec<String> = items
+            .into_iter()
+            .map(|r| match r {
+                Reply::Bulk(b) => String::from_utf8(b.to_vec()).unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        texts.sort();
+        texts
+    };
+    let all = ["{a}:1", "{a}:2", "{b}:1", "{c}:1"];
+    for cluster_form in [false, true] {
+        let engine =
+            Engine::with_layout(MemoryBackend::new(), KeyLayout::default().with_cluster_slots(cluster_form));
+        let mut s = Session::new(1);
+        assert_eq!(engine.execute(&mut s, &words("MSET {a}:1 1 {a}:2 2 {b}:1 3 {c}:1 4")), Reply::OK);
+        let (a, c) = (key_slot(b"a"), key_slot(b"c"));
+        s.set_key_slots(Some(vec![(c, c), (a, a)]));
+        let seen: &[&str] = if cluster_form { &["{a}:1", "{a}:2", "{c}:1"] } else { &all };
+        assert_eq!(texts(engine.execute(&mut s, &words("KEYS *"))), seen);
+        assert_eq!(texts(engine.execute(&mut s, &words("KEYS {a}*"))), ["{a}:1", "{a}:2"]);
+        assert_eq!(engine.execute(&mut s, &words("DBSIZE")), Reply::Integer(seen.len() as i64));
+        let mut scanned = Vec::new();
+        let mut cursor = "0".to_string();
+        loop {
+            let Reply::Array(mut page) = engine.execute(&mut s, &words(&format!("SCAN {cursor} COUNT 1")))
+            else {
+                panic!("SCAN")
+            };
+            scanned.extend(texts(page.pop().unwrap()));
+            let Some(Reply::Bulk(next)) = page.pop() else { panic!("cursor") };
+            cursor = String::from_utf8(next.to_vec()).unwrap();
+            if cursor == "0" {
+                break;
+            }
+        }
+        scanned.sort();
+        assert_eq!(scanned, seen);
+        for _ in 0..20 {
+            let Reply::Bulk(key) = engine.execute(&mut s, &words("RANDOMKEY")) else { panic!("RANDOMKEY") };
+            assert!(seen.contains(&std::str::from_utf8(&key).unwrap()), "{key:?}");
+        }
+        s.set_key_slots(None);
+        assert_eq!(texts(engine.execute(&mut s, &words("KEYS *"))), all);
+        assert_eq!(engine.execute(&mut s, &words("DBSIZE")), Reply::Integer(4));
+    }
+}

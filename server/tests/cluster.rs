@@ -1273,6 +1273,9 @@ mod over_etcd {
         let mut there = common::Client::connect(to);
         assert_eq!(there.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]), Value::Int(300));
         assert_eq!(there.cmd(&["DBSIZE"]), Value::Int(300));
+        // Both stores decode and check clean in the cluster form (each key under its slot).
+        assert_eq!(c.cmd(&["FSCK"]), Value::Array(Some(vec![])));
+        assert_eq!(there.cmd(&["FSCK"]), Value::Array(Some(vec![])));
 
         // The store holds the cluster form: a start without cluster-enabled is refused.
         nodes[0].kill();
