@@ -13,7 +13,8 @@
 # yes --cluster-etcd … --cluster-initial-nodes 2` in a temp dir, fills one slot of the first
 # with N `SET {tag}:i <100 bytes>`, then moves it back and forth RUNS times, printing what
 # CLUSTER INFO says of each move (keys copied, writes forwarded, ms in all, ms closed) and the
-# target's DBSIZE, and first how long CLUSTER COUNTKEYSINSLOT of the slot takes (median of 5).
+# target's DBSIZE, and first how long CLUSTER COUNTKEYSINSLOT of the slot and of a slot of a
+# few keys take (median of 5).
 # Everything is stopped on exit.
 set -euo pipefail
 
@@ -96,14 +97,19 @@ PY
 echo "slot $SLOT: $N keys; node dbsizes $(redis-cli -p "$A" dbsize) and $(redis-cli -p "$B" dbsize)"
 python3 - "$A" "$SLOT" <<'PY'
 import sys, time, redis
-port, slot = int(sys.argv[1]), sys.argv[2]
+port, slot = int(sys.argv[1]), int(sys.argv[2])
 c = redis.Redis(port=port)
-times = []
-for _ in range(5):
-    start = time.perf_counter()
-    count = c.execute_command('CLUSTER', 'COUNTKEYSINSLOT', slot)
-    times.append((time.perf_counter() - start) * 1000)
-print('COUNTKEYSINSLOT %s: %d, median %.1f ms' % (slot, count, sorted(times)[2]))
+# The moving slot, and a slot of the same node holding a few `other:` keys.
+mine = [(s[0], s[1]) for s in c.execute_command('CLUSTER', 'SLOTS') if s[2][1] == port]
+small = next((s for s in (c.execute_command('CLUSTER', 'KEYSLOT', 'other:%d' % i) for i in range(1000))
+              if s != slot and any(a <= s <= b for a, b in mine)), None)
+for s in [slot] + ([small] if small is not None else []):
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        count = c.execute_command('CLUSTER', 'COUNTKEYSINSLOT', s)
+        times.append((time.perf_counter() - start) * 1000)
+    print('COUNTKEYSINSLOT %s: %d, median %.1f ms' % (s, count, sorted(times)[2]))
 PY
 if [ -n "${LOAD:-}" ]; then
     for w in 1 2 3 4; do
