@@ -59,22 +59,10 @@ ENDPOINTS=${ENDPOINTS%,}
 NODES=()
 for n in 1 2; do
     port=$(free_port)
-    # The cluster elects a leader first: a node that cannot reach it exits; try again.
-    for _ in $(seq 1 50); do
-        "$BIN" --engine etcd --etcd-endpoints "$ENDPOINTS" --etcd-prefix bench/ \
-            --etcd-max-txn-ops 100000 --etcd-max-request-bytes 67108864 --port "$port" --threads "$THREADS" \
-            >"$WORK/node$n.log" 2>&1 &
-        pid=$!
-        up=0
-        for _ in $(seq 1 100); do
-            if [ "$(redis-cli -p "$port" ping 2>/dev/null)" = "PONG" ]; then up=1; break; fi
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.05
-        done
-        if [ "$up" = 1 ]; then PIDS+=("$pid"); break; fi
-        sleep 0.2
-    done
-    [ "$up" = 1 ] || { echo "etcd_server.sh: node $n did not start: $(cat "$WORK/node$n.log")" >&2; exit 1; }
+    start_until_ready "$port" "$WORK/node$n.log" "$BIN" --engine etcd --etcd-endpoints "$ENDPOINTS" \
+        --etcd-prefix bench/ --etcd-max-txn-ops 100000 --etcd-max-request-bytes 67108864 \
+        --port "$port" --threads "$THREADS"
+    PIDS+=("$SERVER_PID")
     NODES+=("$port")
 done
 

@@ -6,6 +6,7 @@
 #   ROUNDS=3 ENGINE=memory benches/latency_benchmark.sh
 #   SERVER_BIN=/path/to/rediskv-server benches/latency_benchmark.sh   # that binary
 #   PGO=1 benches/latency_benchmark.sh                  # the profile-guided build (scripts/build_pgo.sh)
+#   BASE_BIN=/path/to/older/rediskv-server benches/latency_benchmark.sh   # also that binary
 #
 # Builds `rediskv-server` in release (unless SERVER_BIN). Each of ROUNDS rounds starts
 # redis-server (`--save '' --appendonly no`), then `rediskv-server --threads 1 --engine ENGINE
@@ -18,7 +19,9 @@
 # and stops it. Prints each round's ops/s, p99 and longest request (ms, from `--csv`), then
 # per test the median of each over the rounds and the medians of two ratios taken within
 # each round: rediskv's ops/s over redis-server's, and rediskv's p99 over redis-server's.
-# Both servers are stopped on exit, whatever happens.
+# With BASE_BIN, each round also runs that rediskv-server the same way, after the other two,
+# and its columns follow (its ratios to redis-server taken within each round, as rediskv's).
+# Every server is stopped on exit, whatever happens.
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-5}
@@ -29,6 +32,7 @@ LARGE_N=${LARGE_N:-20000}
 LARGE_CLIENTS=${LARGE_CLIENTS:-10}
 LARGE_BYTES=${LARGE_BYTES:-100000}
 ENGINE=${ENGINE:-fjall}
+BASE_BIN=${BASE_BIN:-}
 APPENDFSYNC=${APPENDFSYNC:-everysec}
 
 cd "$(dirname "$0")/.."
@@ -52,11 +56,13 @@ start() {
     local dir
     dir=$(mktemp -d "$WORK/$1.XXXX")
     PORT=$(free_port)
+    local bin=$SERVER_BIN
+    [ "$1" = base ] && bin=$BASE_BIN
     if [ "$1" = redis ]; then
         redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
             --dir "$dir" --loglevel warning >"$dir.log" 2>&1 &
     else
-        "$SERVER_BIN" --port "$PORT" --threads 1 --engine "$ENGINE" --save "" --dir "$dir/data" \
+        "$bin" --port "$PORT" --threads 1 --engine "$ENGINE" --save "" --dir "$dir/data" \
             --appendfsync "$APPENDFSYNC" >"$dir.log" 2>&1 &
     fi
     PID=$!
@@ -78,7 +84,7 @@ bench() {
 RESULTS=$WORK/results
 : >"$RESULTS"
 for round in $(seq 1 "$ROUNDS"); do
-    for server in redis rediskv; do
+    for server in redis rediskv ${BASE_BIN:+base}; do
         start "$server"
         echo "tail-set $server $round $(bench -n "$N" -c "$CLIENTS" -r "$KEYSPACE" -d 3 -t set)" >>"$RESULTS"
         echo "tail-get $server $round $(bench -n "$N" -c "$CLIENTS" -r "$KEYSPACE" -d 3 -t get)" >>"$RESULTS"
@@ -96,16 +102,25 @@ median() {
     sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+SERVERS="rediskv ${BASE_BIN:+base}"
 echo
-echo "medians of $ROUNDS rounds (rediskv: --engine $ENGINE --appendfsync $APPENDFSYNC --threads 1)"
-printf '%-10s %12s %9s %9s %12s %9s %9s %10s %10s\n' test "redis ops/s" "p99 ms" "max ms" "rediskv ops/s" "p99 ms" "max ms" "ops ratio" "p99 ratio"
+echo "medians of $ROUNDS rounds (rediskv: --engine $ENGINE --appendfsync $APPENDFSYNC --threads 1${BASE_BIN:+; base: $BASE_BIN})"
+printf '%-10s %12s %9s %9s' test "redis ops/s" "p99 ms" "max ms"
+for server in $SERVERS; do
+    printf ' %13s %9s %9s %10s %10s' "$server ops/s" "p99 ms" "max ms" "ops ratio" "p99 ratio"
+done
+printf '\n'
 for test in tail-set tail-get large-set large-get; do
     col() { awk -v t="$test" -v s="$1" -v c="$2" '$1 == t && $2 == s { print $c }' "$RESULTS" | median; }
-    # Per round: rediskv's figure over redis-server's.
+    # Per round: server $1's figure over redis-server's.
     ratio() {
-        awk -v t="$test" -v c="$1" '$1 == t { v[$2 " " $3] = $c; r[$3] = 1 }
-            END { for (i in r) if (v["redis " i] > 0) print v["rediskv " i] / v["redis " i] }' "$RESULTS" | median
+        awk -v t="$test" -v s="$1" -v c="$2" '$1 == t { v[$2 " " $3] = $c; r[$3] = 1 }
+            END { for (i in r) if (v["redis " i] > 0) print v[s " " i] / v["redis " i] }' "$RESULTS" | median
     }
-    printf '%-10s %12.0f %9.3f %9.3f %12.0f %9.3f %9.3f %10.2f %10.2f\n' "$test" "$(col redis 4)" "$(col redis 5)" "$(col redis 6)" \
-        "$(col rediskv 4)" "$(col rediskv 5)" "$(col rediskv 6)" "$(ratio 4)" "$(ratio 5)"
+    printf '%-10s %12.0f %9.3f %9.3f' "$test" "$(col redis 4)" "$(col redis 5)" "$(col redis 6)"
+    for server in $SERVERS; do
+        printf ' %13.0f %9.3f %9.3f %10.2f %10.2f' "$(col "$server" 4)" "$(col "$server" 5)" "$(col "$server" 6)" \
+            "$(ratio "$server" 4)" "$(ratio "$server" 5)"
+    done
+    printf '\n'
 done

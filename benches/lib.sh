@@ -25,6 +25,28 @@ wait_ready() {
     exit 1
 }
 
+# Starts the server command given after $1 (its port) and $2 (its log) in the background until
+# it answers PING: a node that cannot reach etcd yet (its cluster still electing a leader)
+# exits, and is started again. Sets SERVER_PID; else says so and exits.
+start_until_ready() {
+    local port=$1 log=$2
+    shift 2
+    for _ in $(seq 1 50); do
+        "$@" >"$log" 2>&1 &
+        SERVER_PID=$!
+        for _ in $(seq 1 100); do
+            [ "$(redis-cli -p "$port" ping 2>/dev/null)" = "PONG" ] && return 0
+            kill -0 "$SERVER_PID" 2>/dev/null || break
+            sleep 0.05
+        done
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+        sleep 0.2
+    done
+    echo "$(basename "$0"): the server on port $port did not start: $(cat "$log")" >&2
+    exit 1
+}
+
 # Sets SERVER_BIN to a release build of rediskv-server (with PGO=1 the profile-guided one of
 # scripts/build_pgo.sh), unless it is set already; the build's output goes to $1/build.log,
 # shown if the build fails.
@@ -44,4 +66,18 @@ build_server() {
         exit 1
     fi
     SERVER_BIN=${CARGO_TARGET_DIR:-target}/release/rediskv-server
+}
+
+# utime + stime of the processes given and of their children waited for (redis-server's
+# fork for a snapshot), in clock ticks (`getconf CLK_TCK` a second); a process that has
+# exited counts 0.
+cpu_ticks() {
+    local total=0 pid stat
+    for pid in "$@"; do
+        stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+        # The fields after the command's name (which may hold spaces): utime, stime, cutime
+        # and cstime are the 12th to 15th.
+        total=$((total + $(echo "${stat##*) }" | awk '{ print $12 + $13 + $14 + $15 }')))
+    done
+    echo "$total"
 }

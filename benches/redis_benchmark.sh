@@ -113,14 +113,6 @@ for port in "${KV_PORTS[@]}"; do wait_ready "$port"; done
 
 TICK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
-# utime + stime of process `pid`, in clock ticks (fields 14 and 15 of /proc/<pid>/stat,
-# counted after the parenthesised command name, which may hold spaces).
-cpu_ticks() {
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
-    echo "${stat##*) }" | awk '{ print $12 + $13 }'
-}
-
 # One test against one server (port, pid) at pipeline depth `p`: prints "ops/s cpu-µs/command",
 # or "error error" (redis-benchmark stops at the first error reply, e.g. a command the
 # engine does not implement yet).

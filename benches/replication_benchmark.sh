@@ -19,7 +19,8 @@
 #              sampling every 0.1 s the primary's master_repl_offset minus the replica's
 #              slave_repl_offset; prints the benchmark's rate, the median and largest lag (bytes),
 #              and the seconds the replica took to catch up once the benchmark ended.
-# Every server is stopped on exit, whatever happens.
+# The full sync's CPU (utime + stime) of the primary and of the replica is printed beside its
+# time: on a shared machine it is the steadier figure. Every server is stopped on exit, whatever happens.
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-1}
@@ -45,6 +46,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 build_server "$WORK"
+TICK=$(getconf CLK_TCK)
 
 echo "writing $KEYS keys of mixed types…" >&2
 python3 - "$KEYS" >"$WORK/data.resp" <<'PY'
@@ -75,7 +77,7 @@ for i in range(int(sys.argv[1])):
         cmd("ZADD", f"z:{i}", 1, value, 2.5, i, 3, "a")
 PY
 
-# Starts a server of kind `$1` (redis or rediskv) on a fresh directory; sets PORT and LOG.
+# Starts a server of kind `$1` (redis or rediskv) on a fresh directory; sets PORT, PID and LOG.
 start() {
     local dir
     dir=$(mktemp -d "$WORK/$1.XXXX")
@@ -88,7 +90,8 @@ start() {
         "$SERVER_BIN" --port "$PORT" --threads 2 --engine "$ENGINE" --save "" --dir "$dir/data" \
             --repl-backlog-size 256mb >"$LOG" 2>&1 &
     fi
-    PIDS+=($!)
+    PID=$!
+    PIDS+=("$PID")
     wait_ready "$PORT"
 }
 
@@ -123,16 +126,19 @@ RESULTS=$WORK/results
 for round in $(seq 1 "$ROUNDS"); do
     for server in redis rediskv; do
         start "$server"
-        primary=$PORT primary_log=$LOG
+        primary=$PORT primary_pid=$PID primary_log=$LOG
         load_start=$(now)
         redis-cli -p "$primary" --pipe <"$WORK/data.resp" >/dev/null
         load_s=$(echo "$(now) - $load_start" | bc)
         start "$server"
-        replica=$PORT replica_log=$LOG
+        replica=$PORT replica_pid=$PID replica_log=$LOG
+        primary_ticks=$(cpu_ticks "$primary_pid") replica_ticks=$(cpu_ticks "$replica_pid")
         sync_start=$(now)
         redis-cli -p "$replica" replicaof 127.0.0.1 "$primary" >/dev/null
         until caught_up "$primary" "$replica"; do sleep 0.05; done
         sync_s=$(echo "$(now) - $sync_start" | bc)
+        primary_cpu=$(echo "($(cpu_ticks "$primary_pid") - $primary_ticks) / $TICK" | bc -l)
+        replica_cpu=$(echo "($(cpu_ticks "$replica_pid") - $replica_ticks) / $TICK" | bc -l)
         if [ "$server" = redis ]; then
             bytes=$(grep -o 'receiving [0-9]* bytes from master' "$replica_log" | awk '{ print $2 }' | tail -1)
         else
@@ -158,16 +164,16 @@ for round in $(seq 1 "$ROUNDS"); do
         rate=$(tail -1 "$WORK/bench.csv" | tr -d '"' | awk -F, '{ print $2 }')
         lag_median=$(median <"$WORK/lag")
         lag_max=$(sort -g "$WORK/lag" | tail -1)
-        echo "$server $round $keys $load_s $sync_s $bytes $rate $lag_median $lag_max $catch_up_s" >>"$RESULTS"
+        echo "$server $round $keys $load_s $sync_s $bytes $rate $lag_median $lag_max $catch_up_s $primary_cpu $replica_cpu" >>"$RESULTS"
         stop_all
     done
-    grep " $round " "$RESULTS" | awk '{ printf "round %s %-7s %8d keys  load %6.1f s  full sync %6.2f s %11d bytes  SET -P 16 %9.0f ops/s  lag median %10d B  max %10d B  caught up %5.2f s after\n", $2, $1, $3, $4, $5, $6, $7, $8, $9, $10 }'
+    grep " $round " "$RESULTS" | awk '{ printf "round %s %-7s %8d keys  load %6.1f s  full sync %6.2f s (CPU primary %5.2f s, replica %5.2f s) %11d bytes  SET -P 16 %9.0f ops/s  lag median %10d B  max %10d B  caught up %5.2f s after\n", $2, $1, $3, $4, $5, $11, $12, $6, $7, $8, $9, $10 }'
 done
 
 echo
 echo "medians of $ROUNDS rounds ($KEYS keys; rediskv: --engine $ENGINE --threads 2)"
-printf '%-8s %11s %13s %14s %14s %14s %12s\n' server "sync s" "sync bytes" "SET ops/s" "lag median B" "lag max B" "catch-up s"
+printf '%-8s %11s %13s %13s %13s %14s %14s %14s %12s\n' server "sync s" "primary CPU s" "replica CPU s" "sync bytes" "SET ops/s" "lag median B" "lag max B" "catch-up s"
 for server in redis rediskv; do
     col() { awk -v s="$server" -v c="$1" '$1 == s { print $c }' "$RESULTS" | median; }
-    printf '%-8s %11.2f %13.0f %14.0f %14.0f %14.0f %12.2f\n' "$server" "$(col 5)" "$(col 6)" "$(col 7)" "$(col 8)" "$(col 9)" "$(col 10)"
+    printf '%-8s %11.2f %13.2f %13.2f %13.0f %14.0f %14.0f %14.0f %12.2f\n' "$server" "$(col 5)" "$(col 11)" "$(col 12)" "$(col 6)" "$(col 7)" "$(col 8)" "$(col 9)" "$(col 10)"
 done

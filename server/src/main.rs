@@ -560,6 +560,12 @@ fn main() {
         log::warning!("Cannot load the saved function libraries: {e}");
         std::process::exit(1);
     }
+    // Before anything propagates: the transaction's commands run again are not this
+    // server's writes.
+    if let Err(e) = replica::settle_file_changes(&state) {
+        log::warning!("{e}");
+        std::process::exit(1);
+    }
     log::warning!("Server initialized");
     if let Err(e) = rdb::load_at_start(&state) {
         log::warning!("Cannot load the RDB file: {e}");

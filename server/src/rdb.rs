@@ -20,7 +20,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use rediskv::backend::{ColumnFamily, Direction, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::codec::{KeyLayout, KeyRange, RdbFileOptions, RdbFileReader, RdbHeader, RdbReplication};
+use rediskv::codec::{
+    KeyLayout, KeyRange, RdbFileOptions, RdbFileReader, RdbHeader, RdbItem, RdbReplication,
+};
 use rediskv::commands::{Engine, RdbLoader, RdbSave, save_rdb};
 
 use crate::persistence::Persistence;
@@ -183,7 +185,7 @@ fn write_rdb_counting(
 ///
 /// # Errors
 /// The input is not a valid RDB file, a read failed, or the store refused a write.
-pub fn load_rdb(state: &State, input: &mut dyn Read) -> Result<RdbStats, String> {
+pub fn load_rdb(state: &State, input: &mut (dyn Read + Send)) -> Result<RdbStats, String> {
     let engine = &state.engine;
     let _alone = engine.locks().lock(true, std::iter::empty());
     let flush = || match engine.db(&engine.session()).run(&["FLUSHALL"]) {
@@ -191,14 +193,19 @@ pub fn load_rdb(state: &State, input: &mut dyn Read) -> Result<RdbStats, String>
         _ => Ok(()),
     };
     flush()?;
+    // Counted again at their next use: a write to an uncounted database reads nothing of
+    // what it replaces, where a counted one reads each key's record first.
+    engine.forget_key_counts();
     let mut loader = RdbLoader::new(&**engine);
     if state.store.name() == "etcd" {
         // etcd refuses a transaction of more than `--max-txn-ops` operations: a key a batch.
         loader = loader.with_batch_ops(1);
     }
-    let read = RdbFileReader::read_from(input, &mut |item| loader.take(item));
+    state.store.bulk_load(true)?;
+    let read = read_beside(input, &mut |item| loader.take(item));
     let loaded = read.and_then(|bytes| {
         let (mut stats, codes) = loader.finish()?;
+        state.store.bulk_load(false)?;
         stats.bytes = bytes;
         let codes: Vec<String> = codes.iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();
         state.scripts.replace_codes(&codes).map_err(|e| format!("a function library does not load: {e}"))?;
@@ -207,6 +214,7 @@ pub fn load_rdb(state: &State, input: &mut dyn Read) -> Result<RdbStats, String>
     let stats = match loaded {
         Ok(stats) => stats,
         Err(e) => {
+            let _ = state.store.bulk_load(false);
             let _ = flush();
             return Err(e);
         }
@@ -217,6 +225,41 @@ pub fn load_rdb(state: &State, input: &mut dyn Read) -> Result<RdbStats, String>
     state.rdb.loaded.store(stats.keys, Relaxed);
     state.rdb.load_expired.store(stats.skipped, Relaxed);
     Ok(stats)
+}
+
+/// Items of an RDB file parsed from this many at a time on the parsing thread.
+const PARSED_ITEMS: usize = 256;
+
+/// [`RdbFileReader::read_from`] on a thread of its own, handing its items to `take` on this
+/// one: the file is parsed while the store writes.
+///
+/// # Errors
+/// As [`RdbFileReader::read_from`].
+fn read_beside(
+    input: &mut (dyn Read + Send),
+    take: &mut dyn FnMut(RdbItem) -> Result<(), String>,
+) -> Result<u64, String> {
+    std::thread::scope(|scope| {
+        let (sender, items) = std::sync::mpsc::sync_channel::<Vec<RdbItem>>(8);
+        let parser = scope.spawn(move || {
+            let mut parsed = Vec::with_capacity(PARSED_ITEMS);
+            let hand_on = |parsed: &mut Vec<RdbItem>| {
+                let full = std::mem::replace(parsed, Vec::with_capacity(PARSED_ITEMS));
+                // Refused once `take` failed: its error is the one reported.
+                sender.send(full).map_err(|_| String::new())
+            };
+            let bytes = RdbFileReader::read_from(input, &mut |item| {
+                parsed.push(item);
+                if parsed.len() < PARSED_ITEMS { Ok(()) } else { hand_on(&mut parsed) }
+            })?;
+            hand_on(&mut parsed)?;
+            Ok(bytes)
+        });
+        let taken = items.iter().flatten().try_for_each(&mut *take);
+        drop(items);
+        let read = parser.join().unwrap_or_else(|_| Err("the RDB parser failed".into()));
+        taken.and(read)
+    })
 }
 
 /// `dir`/`dbfilename`.
@@ -410,7 +453,6 @@ fn store_is_empty(state: &State) -> Result<bool, String> {
 mod tests {
     use super::*;
     use bytes::Bytes;
-    use rediskv::codec::RdbItem;
 
     #[test]
     fn a_copy_holds_every_record_of_every_column_family() {

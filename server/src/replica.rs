@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::client::{Client, Next};
-use crate::replication::{StreamPosition, Sync, encode};
+use crate::replication::{FileChanges, StreamPosition, Sync, encode};
 use crate::resp::{Limits, Parsed};
 use crate::state::State;
 use crate::tls::Dialed;
@@ -212,7 +212,7 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
         load_payload(state, &mut primary, generation)?;
         state.replication.follow(id, off, Sync::Full);
         state.link.set_stream_db(0);
-        let position = StreamPosition { replid: id.to_string(), offset: off, db: 0 };
+        let position = StreamPosition { replid: id.to_string(), offset: off, db: 0, file_changes: None };
         state.store.set_position(Some(&position))?;
         (id.to_string(), off)
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
@@ -229,7 +229,8 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
         i.replid = replid.clone();
         i.last_io = Instant::now();
     });
-    stream(state, generation, primary, StreamPosition { replid, offset, db: state.link.stream_db() })
+    let at = StreamPosition { replid, offset, db: state.link.stream_db(), file_changes: None };
+    stream(state, generation, primary, at)
 }
 
 /// Reads the full sync's RDB payload (`$len` or an EOF-marked diskless one) into the
@@ -343,6 +344,7 @@ fn stream(
         let mut last_ack: Option<Instant> = None;
         let mut last_io = Instant::now();
         let mut args = Vec::new();
+        let mut transaction = Transaction::default();
         loop {
             if !state.link.current(generation) {
                 return Ok(());
@@ -388,10 +390,11 @@ fn stream(
                     // A SELECT in a MULTI takes effect with its EXEC, which is the unit's
                     // only write: the database after the last SELECT is right for both.
                     let selected = selected_db(&argv);
+                    let file_changes = transaction.take(&argv, state);
                     if keeps_position {
                         let db = selected.unwrap_or_else(|| state.link.stream_db());
-                        let after =
-                            StreamPosition { replid: replid.clone(), offset: offset + consumed as u64, db };
+                        let offset = offset + consumed as u64;
+                        let after = StreamPosition { replid: replid.clone(), offset, db, file_changes };
                         state.store.stamp_writes(Some(&after));
                     }
                     master.execute(&argv, state);
@@ -423,6 +426,83 @@ fn stream(
         }
     }
     result
+}
+
+/// The SWAPDB and FUNCTION commands of the stream's open `MULTI`: their changes are kept in
+/// files beside the data, written after the batch of the transaction's keys.
+#[derive(Default)]
+struct Transaction {
+    open: bool,
+    file_commands: Vec<Vec<Bytes>>,
+}
+
+impl Transaction {
+    /// Follows the stream's next command; at the `EXEC` of a transaction that changes the
+    /// files, what they hold now and the commands that change them.
+    fn take(&mut self, argv: &[Bytes], state: &State) -> Option<FileChanges> {
+        let name = argv[0].to_ascii_lowercase();
+        match name.as_slice() {
+            b"multi" => {
+                self.open = true;
+                self.file_commands.clear();
+            }
+            b"swapdb" | b"function" if self.open => self.file_commands.push(argv.to_vec()),
+            b"exec" | b"discard" => {
+                let commands = std::mem::take(&mut self.file_commands);
+                let exec = name == b"exec" && std::mem::take(&mut self.open);
+                self.open = false;
+                return (exec && !commands.is_empty()).then(|| FileChanges {
+                    commands,
+                    db_slots: state.engine.db_slots(),
+                    functions: state.scripts.dump_codes(),
+                });
+            }
+            _ => {}
+        }
+        None
+    }
+}
+
+/// A restarted replica whose store's last batch is a transaction's that also changes the
+/// files beside the data ([`FileChanges`]), with no file written after it: the process may
+/// have stopped between that batch and the files. Puts SWAPDB's mapping and the function
+/// libraries back as they were before the transaction, runs its SWAPDB and FUNCTION
+/// commands again and saves the files at its position: the data then holds the whole
+/// transaction, and the stream continues after it.
+///
+/// # Errors
+/// A file could not be saved, or the stored state does not load.
+pub fn settle_file_changes(state: &State) -> Result<(), String> {
+    let Some(at) = state.store.unsettled_position() else { return Ok(()) };
+    let Some(changes) = &at.file_changes else { return Ok(()) };
+    let engine = &state.engine;
+    if !engine.restore_db_slots(&changes.db_slots) {
+        return Err("the SWAPDB mapping stored with the transaction is corrupt".into());
+    }
+    state.scripts.replace_codes(&changes.functions)?;
+    let mut session = engine.session();
+    for command in &changes.commands {
+        let reply = if command[0].eq_ignore_ascii_case(b"function") {
+            crate::scripting::function_command(command, &state.scripts, &|_| {})
+        } else {
+            engine.execute(&mut session, command)
+        };
+        if let rediskv::commands::Reply::Error(e) = reply {
+            crate::log::warning!("A command of the stored transaction fails again: {e}");
+        }
+    }
+    // The files at the transaction's position, then that position without the changes: a
+    // stop between the two settles again, to the same files.
+    state.store.stamp_writes(Some(&at.plain()));
+    let ns = String::from_utf8_lossy(engine.layout().namespace()).into_owned();
+    state
+        .store
+        .save_db_slots(&ns, &engine.db_slots())
+        .and_then(|()| state.store.save_functions(&state.scripts.dump_codes()))
+        .map_err(|e| format!("cannot save the transaction's files: {e}"))?;
+    state.store.store_position(Some(&at.plain()))?;
+    state.store.stamp_writes(None);
+    Ok(())
 }
 
 /// The database `SELECT db` selects.

@@ -98,11 +98,54 @@ pub struct StreamPosition {
     pub offset: u64,
     /// The database the stream selected last.
     pub db: usize,
+    /// The transaction ending here changes the files beside the data as well as keys.
+    pub file_changes: Option<FileChanges>,
+}
+
+/// What a transaction of the stream (`MULTI … EXEC`) changes in the files a replica keeps
+/// beside the data (SWAPDB's mapping, the function libraries), with what they held before
+/// it. Its position carries them in the batch of the transaction's keys: a replica stopped
+/// after that batch and before the files are written puts the files back as they were and
+/// runs these commands again ([`crate::replica::settle_file_changes`]), so the transaction
+/// is whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChanges {
+    /// The transaction's SWAPDB and FUNCTION commands, in order.
+    pub commands: Vec<Vec<Bytes>>,
+    /// The database → namespace slot mapping before them.
+    pub db_slots: Vec<usize>,
+    /// The function libraries' code before them.
+    pub functions: Vec<String>,
+}
+
+impl StreamPosition {
+    /// The position without its file changes: what the files beside the data record.
+    pub fn plain(&self) -> StreamPosition {
+        StreamPosition { file_changes: None, ..self.clone() }
+    }
 }
 
 impl std::fmt::Display for StreamPosition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {} {}", self.replid, self.offset, self.db)
+        write!(f, "{} {} {}", self.replid, self.offset, self.db)?;
+        if let Some(changes) = &self.file_changes {
+            // RESP arrays (the mapping, the libraries, then the commands), in hex: one word.
+            let mut out = Vec::new();
+            let slots: Vec<String> = changes.db_slots.iter().map(usize::to_string).collect();
+            encode(&mut out, std::iter::once(&b"slots"[..]).chain(slots.iter().map(|s| s.as_bytes())));
+            encode(
+                &mut out,
+                std::iter::once(&b"functions"[..]).chain(changes.functions.iter().map(|c| c.as_bytes())),
+            );
+            for command in &changes.commands {
+                encode(&mut out, command.iter().map(|a| &a[..]));
+            }
+            write!(f, " ")?;
+            for b in out {
+                write!(f, "{b:02x}")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -114,8 +157,49 @@ impl std::str::FromStr for StreamPosition {
         let replid = words.next().filter(|id| id.len() == 40).ok_or(())?.to_string();
         let offset = words.next().and_then(|o| o.parse().ok()).ok_or(())?;
         let db = words.next().and_then(|d| d.parse().ok()).ok_or(())?;
-        Ok(StreamPosition { replid, offset, db })
+        let file_changes = match words.next() {
+            Some(hex) => Some(parse_file_changes(hex).ok_or(())?),
+            None => None,
+        };
+        Ok(StreamPosition { replid, offset, db, file_changes })
     }
+}
+
+/// [`FileChanges`] as [`StreamPosition`]'s text carries them.
+fn parse_file_changes(hex: &str) -> Option<FileChanges> {
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| hex.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect::<Option<_>>()?;
+    let mut arrays = Vec::new();
+    let (mut used, mut args) = (0, Vec::new());
+    while used < bytes.len() {
+        match crate::resp::parse(&bytes[used..], &mut args, crate::resp::Limits::default()).ok()? {
+            crate::resp::Parsed::Command { consumed } => {
+                arrays.push(
+                    args.iter()
+                        .map(|r| Bytes::copy_from_slice(&bytes[used + r.start..used + r.end]))
+                        .collect(),
+                );
+                used += consumed;
+            }
+            _ => return None,
+        }
+    }
+    let mut arrays = arrays.into_iter();
+    let slots: Vec<Bytes> = arrays.next().filter(|a: &Vec<Bytes>| a.first().is_some_and(|n| n == "slots"))?;
+    let functions = arrays.next().filter(|a| a.first().is_some_and(|n| n == "functions"))?;
+    Some(FileChanges {
+        db_slots: slots[1..]
+            .iter()
+            .map(|s| std::str::from_utf8(s).ok()?.parse().ok())
+            .collect::<Option<_>>()?,
+        functions: functions[1..]
+            .iter()
+            .map(|c| String::from_utf8(c.to_vec()).ok())
+            .collect::<Option<_>>()?,
+        commands: arrays.collect(),
+    })
 }
 
 /// How [`Replication::follow`] takes a stream over.

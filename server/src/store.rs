@@ -306,12 +306,11 @@ impl Store {
 
     /// Every later write also records `position` in its batch ([`DiskBackend::stamp_writes`]),
     /// and so does every file saved beside the data ([`Store::save_db_slots`],
-    /// [`Store::save_functions`]).
+    /// [`Store::save_functions`]), without its file changes.
     pub fn stamp_writes(&self, position: Option<&crate::replication::StreamPosition>) {
         if let Store::Disk { disk, stamp, .. } = self {
-            let position = position.map(|p| p.to_string());
-            disk.stamp_writes(position.clone().map(String::into_bytes));
-            *crate::sync::lock(stamp) = position;
+            disk.stamp_writes(position.map(|p| p.to_string().into_bytes()));
+            *crate::sync::lock(stamp) = position.map(|p| p.plain().to_string());
         }
     }
 
@@ -321,28 +320,59 @@ impl Store {
     /// # Errors
     /// The engine's write failed.
     pub fn set_position(&self, position: Option<&crate::replication::StreamPosition>) -> Result<(), String> {
+        self.store_position(position)?;
         match self {
-            Store::Disk { disk, dir, stamp, .. } => {
-                disk.set_position(position.map(|p| p.to_string().into_bytes())).map_err(|e| e.to_string())?;
-                *crate::sync::lock(stamp) = position.map(|p| p.to_string());
-                server_files::forget_positions(dir).map_err(|e| e.to_string())
-            }
+            Store::Disk { dir, .. } => server_files::forget_positions(dir).map_err(|e| e.to_string()),
             _ => Ok(()),
         }
+    }
+
+    /// Records `position` now (`None`: forgets the stored one), and with every later write;
+    /// the files beside the data keep theirs.
+    ///
+    /// # Errors
+    /// The engine's write failed.
+    pub fn store_position(
+        &self,
+        position: Option<&crate::replication::StreamPosition>,
+    ) -> Result<(), String> {
+        if let Store::Disk { disk, .. } = self {
+            disk.set_position(position.map(|p| p.to_string().into_bytes())).map_err(|e| e.to_string())?;
+            self.stamp_writes(position);
+        }
+        Ok(())
     }
 
     /// The stream position the data stands at, if stored (and readable): the newest of the
     /// one in the store's batches and those of the files beside it (a SWAPDB or FUNCTION
     /// change the stream made after the store's last write).
     pub fn position(&self) -> Option<crate::replication::StreamPosition> {
-        let Store::Disk { disk, dir, .. } = self else { return None };
-        let stored = disk.position().ok()??;
-        let stored = String::from_utf8(stored).ok()?;
+        let Store::Disk { dir, .. } = self else { return None };
+        let stored = self.stored_position()?;
         let parse = |text: &str| text.parse::<crate::replication::StreamPosition>().ok();
-        std::iter::once(stored)
-            .chain(server_files::positions(dir))
-            .filter_map(|p| parse(&p))
+        std::iter::once(stored.plain())
+            .chain(server_files::positions(dir).iter().filter_map(|p| parse(p)))
             .max_by_key(|p| p.offset)
+    }
+
+    /// The position the store's batches carry, with a transaction's file changes if its
+    /// batch is the last one written.
+    fn stored_position(&self) -> Option<crate::replication::StreamPosition> {
+        let Store::Disk { disk, .. } = self else { return None };
+        String::from_utf8(disk.position().ok()??).ok()?.parse().ok()
+    }
+
+    /// The position of a transaction whose keys' batch is stored while the files beside the
+    /// data may not hold all its changes: the store's batches carry its file changes and no
+    /// file was written after it (files are written in stream order, so one written later
+    /// means the transaction's were all written).
+    pub fn unsettled_position(&self) -> Option<crate::replication::StreamPosition> {
+        let Store::Disk { dir, .. } = self else { return None };
+        let stored = self.stored_position().filter(|p| p.file_changes.is_some())?;
+        let parse = |text: &str| text.parse::<crate::replication::StreamPosition>().ok();
+        let later_file =
+            server_files::positions(dir).iter().filter_map(|p| parse(p)).any(|p| p.offset > stored.offset);
+        (!later_file).then_some(stored)
     }
 
     /// The stream position of a file saved now: the stamp, once the writes before it are
@@ -352,6 +382,7 @@ impl Store {
         let position = crate::sync::lock(stamp).clone();
         if position.is_some() {
             self.persist_written().map_err(std::io::Error::other)?;
+            crash_point("REDISKV_CRASH_BEFORE_FILE");
         }
         Ok(position)
     }
@@ -447,6 +478,18 @@ impl Store {
         match self {
             Store::Disk { disk, .. } => disk.flush().map_err(|e| e.to_string()),
             _ => Ok(()), // memory keeps nothing; etcd acknowledged every commit durably
+        }
+    }
+
+    /// Starts (`true`) or ends a bulk load into the emptied store ([`DiskBackend::bulk_load`]):
+    /// ending one syncs it.
+    ///
+    /// # Errors
+    /// The engine's sync failed.
+    pub fn bulk_load(&self, on: bool) -> Result<(), String> {
+        match self {
+            Store::Disk { disk, .. } => disk.bulk_load(on).map_err(|e| e.to_string()),
+            _ => Ok(()),
         }
     }
 
@@ -827,6 +870,15 @@ impl KvBackend for SlotGuard {
 
 /// The engine type: the library's thread-safe `Engine` over the shared store.
 pub type SharedEngine = rediskv::commands::Engine<Backend>;
+
+/// Debug builds: kills the process (`kill -9`) when the environment variable `name` is set,
+/// the tests' way to stop a replica between two durable steps.
+fn crash_point(name: &str) {
+    if cfg!(debug_assertions) && std::env::var_os(name).is_some() {
+        let _ = std::process::Command::new("kill").args(["-9", &std::process::id().to_string()]).status();
+        std::process::abort();
+    }
+}
 
 #[cfg(test)]
 mod tests {

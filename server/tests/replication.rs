@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Client, Server, Value, redis, rediskv};
+use common::{Client, Server, Value, redis, rediskv, rediskv_with_env};
 
 /// Connects to `server` as a replica does (REPLCONF capa, PSYNC ? -1) and reads the full
 /// sync: the link then carries the stream (a disk-based sync's at once; a diskless one's
@@ -755,6 +755,63 @@ fn a_replica_killed_after_swapdb_or_function_continues_after_it() {
         let functions = |s: &Server| s.client().cmd(&["FUNCTION", "LIST"]);
         assert_eq!(functions(&replica), functions(&primary));
         assert_eq!(sync_counts(&mut p), ["1".to_string(), (round + 1).to_string()], "no second full sync");
+    }
+    drop(replica);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A transaction from the primary that writes keys and swaps databases or changes the
+/// functions: a replica killed between the batch of its keys and the file of its SWAPDB
+/// mapping or function libraries (`REDISKV_CRASH_BEFORE_FILE`, a debug build's kill point)
+/// restarts with the whole transaction — the primary's data and functions — and continues
+/// after it with `+CONTINUE`.
+#[test]
+fn a_replica_killed_between_a_transactions_keys_and_its_files_has_all_of_it() {
+    let primary = rediskv(&[]);
+    let dir = std::env::temp_dir().join(format!("rediskv-test-killed-in-exec-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let of_primary = format!("127.0.0.1 {}", primary.port);
+    let start_replica = |crash: bool| {
+        let env: &[(&str, &str)] = if crash { &[("REDISKV_CRASH_BEFORE_FILE", "1")] } else { &[] };
+        rediskv_with_env(
+            env,
+            &["--engine", "fjall", "--dir", dir.to_str().unwrap(), "--replicaof", &of_primary],
+        )
+    };
+    let mut replica = start_replica(false);
+    let mut p = primary.client();
+    p.cmd(&["SET", "in0", "a"]);
+    p.cmd(&["SELECT", "1"]);
+    p.cmd(&["SET", "in1", "b"]);
+    let library = "#!lua name=lib\nredis.register_function('f', function() return 1 end)";
+    let again = "#!lua name=lib\nredis.register_function('g', function() return 2 end)";
+    let rounds: [&[&[&str]]; 2] = [
+        &[&["SET", "k1", "x"], &["SWAPDB", "0", "1"], &["INCR", "n"]],
+        &[
+            &["INCR", "n"],
+            &["FUNCTION", "LOAD", library],
+            &["SWAPDB", "1", "2"],
+            &["FUNCTION", "LOAD", "REPLACE", again],
+        ],
+    ];
+    for (round, commands) in rounds.into_iter().enumerate() {
+        wait_caught_up(&primary, &replica);
+        replica.kill();
+        replica = start_replica(true);
+        wait_caught_up(&primary, &replica);
+        assert_eq!(p.cmd(&["MULTI"]), Value::Status("OK".into()));
+        for command in commands {
+            assert_eq!(p.cmd(command), Value::Status("QUEUED".into()), "{command:?}");
+        }
+        assert!(matches!(p.cmd(&["EXEC"]), Value::Array(_)));
+        assert!(!replica.wait_exit().success(), "killed before the files");
+        replica = start_replica(false);
+        wait_caught_up(&primary, &replica);
+        assert_same_data(&primary, &replica);
+        let functions = |s: &Server| s.client().cmd(&["FUNCTION", "LIST"]);
+        assert_eq!(functions(&replica), functions(&primary));
+        let partial = (2 * round + 2).to_string();
+        assert_eq!(sync_counts(&mut p), ["1".to_string(), partial], "no second full sync");
     }
     drop(replica);
     let _ = std::fs::remove_dir_all(&dir);

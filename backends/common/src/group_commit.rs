@@ -220,6 +220,12 @@ impl<B: DiskBackend> DiskBackend for GroupCommit<B> {
         self.inner.max_key_len()
     }
 
+    /// Commits what is held first: its writes then end before the load's.
+    fn bulk_load(&self, on: bool) -> Result<()> {
+        self.commit()?;
+        self.inner.bulk_load(on)
+    }
+
     fn stamp_writes(&self, position: Option<Vec<u8>>) {
         *self.stamp.lock().unwrap_or_else(|e| e.into_inner()) = position;
     }

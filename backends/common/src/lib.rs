@@ -128,6 +128,18 @@ pub trait DiskBackend: KvBackend {
         Ok(None)
     }
 
+    /// Marks a bulk load into an emptied store: `true` before its first write, `false` after
+    /// its last. A crash during one starts it over (a replica's full sync, an RDB loaded at
+    /// start), so the engine may hold more in memory meanwhile; ending one syncs what it
+    /// wrote, before the caller records that the load is done. Default: nothing changes.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when the sync at the end fails.
+    fn bulk_load(&self, on: bool) -> Result<()> {
+        let _ = on;
+        Ok(())
+    }
+
     /// The longest record key the engine takes. Default: no limit.
     fn max_key_len(&self) -> usize {
         usize::MAX

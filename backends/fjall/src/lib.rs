@@ -37,6 +37,12 @@
 //! flushes the memtables keeping the oldest one. The journal is not compressed; tables and
 //! blob files are.
 //!
+//! fjall syncs the journal holding its lock, which every write takes: under
+//! [`Sync::Everysec`] a thread of this crate syncs it instead, once a second, through a file
+//! handle of its own, and (unless [`Sync::Always`]) after each MiB written, so that the sync
+//! fjall still does at each flush finds little to write. The same thread seals memtables
+//! (which deletes the files compactions replaced) for the writers.
+//!
 //! # Reads and writes
 //! Point reads and scans read the keyspaces directly: each scan iterates one consistent
 //! snapshot, and the command engine locks the keys of a command for its duration, which is
@@ -77,9 +83,11 @@
 //! (writers beside a compaction loop, checked by `fsck`) has not hit it.
 #![deny(missing_docs)]
 
+mod housekeeping;
+
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -95,10 +103,12 @@ use rediskv::backend::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Wr
 use rediskv::codec::KeyRange;
 use rediskv::gc::Decision;
 use rediskv_engine::{
-    CF_NAMES, DroppedWrites, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, Syncer,
-    VersionFloor, backend_error, cf_name, check_manifest, manifest, max_version,
+    CF_NAMES, DroppedWrites, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, VersionFloor,
+    backend_error, cf_name, check_manifest, manifest, max_version,
 };
 pub use rediskv_engine::{DiskBackend, Options, Sync, Usage};
+
+use housekeeping::{Housekeeping, Syncs, seal_from};
 
 /// The byte stored before every record key.
 pub const KEY_TAG: u8 = 0;
@@ -165,6 +175,8 @@ pub struct Backend {
     open: RwLock<Option<Open>>,
     /// Writes seen past five eighths of the memtables' bound ([`Open::seal_early`]).
     writes_near_bound: AtomicU32,
+    /// A bulk load is under way ([`DiskBackend::bulk_load`]).
+    bulk_load: AtomicBool,
     /// The position every batch also writes ([`DiskBackend::set_position`]).
     position: Mutex<Option<Vec<u8>>>,
     /// Batches a reopen dropped before a persist reported on them.
@@ -178,7 +190,8 @@ struct Open {
     cfs: [Keyspace; 4],
     own: Keyspace,
     floor: VersionFloor,
-    syncer: Option<Syncer>,
+    /// Syncs the journal and seals memtables off the writing threads.
+    housekeeping: Option<Housekeeping>,
     pending: PendingWrites,
     /// Whether a group-committed write of one record goes to its keyspace directly, without
     /// a fjall batch ([`MANUAL_JOURNAL_KEY`]).
@@ -206,6 +219,7 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Backend> {
         slot,
         open: RwLock::new(Some(open)),
         writes_near_bound: AtomicU32::new(0),
+        bulk_load: AtomicBool::new(false),
         position: Mutex::default(),
         dropped: DroppedWrites::default(),
     })
@@ -281,15 +295,25 @@ fn open_database(path: &Path, options: &Options, slot: &MetadataSlot) -> Result<
     let single_writes = own.contains_key(MANUAL_JOURNAL_KEY).map_err(err)?;
     let floor = VersionFloor::restore(own.get(FLOOR_KEY).map_err(err)?.as_deref())?;
     *slot.write().unwrap_or_else(|e| e.into_inner()) = Some(cfs[0].clone());
-    let syncer = (options.sync == Sync::Everysec).then(|| {
-        let db = db.clone();
-        Syncer::start(Duration::from_secs(1), move || {
-            // A failed sync poisons the database: the next write reports it.
-            let _ = db.persist(PersistMode::SyncData);
-        })
-    });
+    let keyspaces: Vec<Keyspace> = cfs.iter().chain([&own]).cloned().collect();
+    let syncs = match options.sync {
+        Sync::Always => Syncs::Never,
+        Sync::Everysec => Syncs::EverySecond,
+        Sync::No => Syncs::Writeback,
+    };
+    let housekeeping =
+        Housekeeping::start(path, db.clone(), syncs, move |at_least| seal_from(&keyspaces, at_least));
     let pending = PendingWrites::default();
-    Ok(Open { db, cfs, own, floor, syncer, pending, single_writes, failed_write: Mutex::default() })
+    Ok(Open {
+        db,
+        cfs,
+        own,
+        floor,
+        housekeeping: Some(housekeeping),
+        pending,
+        single_writes,
+        failed_write: Mutex::default(),
+    })
 }
 
 /// The layout the directory at `path` was written with (`None` for a directory without a
@@ -322,6 +346,11 @@ fn journal_allocated_bytes(dir: &Path) -> u64 {
         .map(|e| e.metadata().map_or(0, |m| m.blocks() * 512))
         .sum()
 }
+
+/// How many times the write buffer a bulk load may hold in memtables
+/// ([`Backend::write_buffer_now`]): with the default 64 MiB, 64 MiB counted (about twice
+/// that in memory) instead of 8 MiB.
+const BULK_LOAD_BUFFER: u64 = 8;
 
 /// fjall's flush and compaction threads (see [`open_database`]).
 const FJALL_WORKERS: usize = 1;
@@ -392,11 +421,15 @@ fn keyspace_options(memtable_bytes: u64) -> KeyspaceCreateOptions {
 }
 
 impl Open {
-    /// Counts a write fjall took, or keeps the error of one it refused ([`Open::failed_write`]).
-    fn wrote(&self, written: fjall::Result<()>) -> Result<()> {
+    /// Counts a write fjall took, of `bytes` of keys and values, or keeps the error of one
+    /// it refused ([`Open::failed_write`]).
+    fn wrote(&self, written: fjall::Result<()>, bytes: usize) -> Result<()> {
         match written {
             Ok(()) => {
                 self.pending.wrote();
+                if let Some(housekeeping) = &self.housekeeping {
+                    housekeeping.wrote(bytes as u64);
+                }
                 Ok(())
             }
             Err(e) => {
@@ -470,24 +503,19 @@ impl Open {
         // Every active memtable is sealed, not only the largest: the others together may
         // hold more than the bound themselves (a load writes several keyspaces at once),
         // and no flush would then bring the total under it.
-        for ks in self.keyspaces() {
-            if ks.tree.active_memtable().size() > 0 {
-                // An error here poisons the database; the commit reports it.
-                let _ = ks.rotate_memtable();
-            }
-        }
+        self.seal(1);
         let deadline = std::time::Instant::now() + MEMTABLES_WAIT;
         while self.db.write_buffer_size() > limit && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
 
-    /// Seals every active memtable holding three eighths of `limit` or more, looked at once
-    /// per [`SEAL_CHECK`] writes: fjall flushes it while writes go on, so a write waits in
-    /// [`Open::bound_memtables`] only when the flushes fall behind the writes, not each
-    /// time the memtables fill. A wait holds the event loop that writes: sealed only at the
-    /// bound, 400,000 pipelined LPUSHes waited 16 times, 300 ms in all; sealed from five
-    /// eighths, not once (docs/benchmarks.md).
+    /// Asks [`Housekeeping`] to seal every active memtable holding three eighths of the
+    /// bound or more, once per [`SEAL_CHECK`] writes: fjall flushes it while writes go on,
+    /// so a write waits in [`Open::bound_memtables`] only when the flushes fall behind the
+    /// writes, not each time the memtables fill. A wait holds the event loop that writes:
+    /// sealed only at the bound, 400,000 pipelined LPUSHes waited 16 times, 300 ms in all;
+    /// sealed from five eighths, not once (docs/benchmarks.md).
     fn seal_early(&self, limit: u64, writes_near_bound: &AtomicU32) {
         // Relaxed load and store, not an increment: a check skipped or repeated by a race
         // costs nothing.
@@ -496,11 +524,15 @@ impl Open {
         if !writes.is_multiple_of(SEAL_CHECK) {
             return;
         }
-        for ks in self.keyspaces() {
-            if ks.tree.active_memtable().size() >= limit / 8 * 3 {
-                // An error here poisons the database; the commit reports it.
-                let _ = ks.rotate_memtable();
-            }
+        self.seal(limit / 8 * 3);
+    }
+
+    /// Seals every active memtable of `at_least` bytes or more, on [`Housekeeping`]'s
+    /// thread: sealing also deletes the files compactions replaced, which takes a while.
+    fn seal(&self, at_least: u64) {
+        match &self.housekeeping {
+            Some(housekeeping) => housekeeping.ask_seal(at_least),
+            None => seal_from(self.keyspaces(), at_least),
         }
     }
 }
@@ -510,6 +542,14 @@ impl Backend {
     fn with_open<T>(&self, f: impl FnOnce(&Open) -> Result<T>) -> Result<T> {
         let open = self.open.read().unwrap_or_else(|e| e.into_inner());
         f(open.as_ref().ok_or_else(|| err("the database is closed: it could not be opened again"))?)
+    }
+
+    /// The write buffer the memtables' bound is taken from ([`memtables_limit`]): during a
+    /// bulk load, [`BULK_LOAD_BUFFER`] times [`Options::write_buffer_bytes`], so that the
+    /// load waits for flushes only when they fall behind, not each time an eighth fills.
+    fn write_buffer_now(&self) -> u64 {
+        let bytes = self.options.write_buffer_bytes;
+        if self.bulk_load.load(Ordering::Relaxed) { bytes.saturating_mul(BULK_LOAD_BUFFER) } else { bytes }
     }
 
     /// The options the directory was opened with.
@@ -533,7 +573,7 @@ impl Backend {
         let mut open = self.open.write().unwrap_or_else(|e| e.into_inner());
         if let Some(mut closing) = open.take() {
             self.dropped.closing(&closing.pending);
-            closing.syncer = None;
+            closing.housekeeping = None;
             if sync {
                 let _ = closing.db.persist(PersistMode::SyncAll);
             }
@@ -616,12 +656,23 @@ impl DiskBackend for Backend {
                 _ => Some(PersistMode::Buffer),
             };
             let mut fb = open.db.batch().durability(durability);
+            let bytes = position.as_ref().map_or(0, Vec::len);
             match position {
                 Some(position) => fb.insert(&open.own, POSITION_KEY, position),
                 None => fb.remove(&open.own, POSITION_KEY),
             }
-            open.wrote(fb.commit())
+            open.wrote(fb.commit(), bytes)
         })
+    }
+
+    /// While on, a larger memtables' bound ([`Backend::write_buffer_now`]); at the end, the
+    /// journal synced.
+    fn bulk_load(&self, on: bool) -> Result<()> {
+        self.bulk_load.store(on, Ordering::Relaxed);
+        if on {
+            return Ok(());
+        }
+        self.with_open(|open| open.db.persist(PersistMode::SyncAll).map_err(err))
     }
 
     fn position(&self) -> Result<Option<Vec<u8>>> {
@@ -641,7 +692,14 @@ impl DiskBackend for Backend {
                 // One record, written without a fjall batch (its journal entry, the keyspace
                 // set its commit builds and the keyspace references it holds): durable when
                 // the batches around it are, at the next `persist_written`.
-                open.bound_memtables(self.options.write_buffer_bytes, &self.writes_near_bound);
+                open.bound_memtables(self.write_buffer_now(), &self.writes_near_bound);
+                let bytes = ops
+                    .iter()
+                    .map(|op| match op {
+                        BatchOp::Put { key, value, .. } => key.len() + value.len(),
+                        BatchOp::Delete { key, .. } => key.len(),
+                    })
+                    .sum();
                 let position = self.position.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 if durability.is_none()
                     && open.single_writes
@@ -657,7 +715,7 @@ impl DiskBackend for Backend {
                         Some(BatchOp::Delete { cf, key }) => with_tagged(&key, |key| open.cf(cf).remove(key)),
                         None => Ok(()),
                     };
-                    return open.wrote(written);
+                    return open.wrote(written, bytes);
                 }
                 let mut fb = fjall::OwnedWriteBatch::with_capacity(open.db.clone(), ops.len() + 2)
                     .durability(durability);
@@ -676,7 +734,7 @@ impl DiskBackend for Backend {
                 if let Some(position) = position {
                     fb.insert(&open.own, POSITION_KEY, position);
                 }
-                open.wrote(fb.commit())
+                open.wrote(fb.commit(), bytes)
             })
         })
     }

@@ -293,9 +293,19 @@ pub fn rediskv_with_config(config: &str, args: &[&str]) -> Server {
     start(&["redis.conf"], Some(config), args)
 }
 
+/// Starts rediskv-server on a free port with extra arguments and environment variables.
+pub fn rediskv_with_env(env: &[(&str, &str)], args: &[&str]) -> Server {
+    start_with_env(&[], None, args, env)
+}
+
 /// Starts rediskv-server with `before` (a config file) and `args`; `config_text`, if any, is
 /// written to the file `before` names, in the server's own directory.
 fn start(before: &[&str], config_text: Option<&str>, args: &[&str]) -> Server {
+    start_with_env(before, config_text, args, &[])
+}
+
+/// [`start`], with environment variables `env` set for the server.
+fn start_with_env(before: &[&str], config_text: Option<&str>, args: &[&str], env: &[(&str, &str)]) -> Server {
     // The memory engine unless a test picks one (the default, fjall, would write ./data).
     let engine: &[&str] = if args.contains(&"--engine") { &[] } else { &["--engine", "memory"] };
     // A directory of its own, unless the test names one: a SAVE writes its dump.rdb there, and
@@ -318,6 +328,7 @@ fn start(before: &[&str], config_text: Option<&str>, args: &[&str]) -> Server {
         }
     }
     let mut child = command
+        .envs(env.iter().copied())
         .args(before)
         .args(["--port", "0"])
         .args(engine)
