@@ -11,7 +11,8 @@
 //! `rocksdb` feature), and a replica takes its killed primary's slots. On both kinds of
 //! cluster `redis-cli --cluster reshard` moves 100 slots under an INCR load, and PUBLISH
 //! reaches every node's subscribers; over etcd each node's keyspace is its own slots' keys.
-//! MIGRATE answers as redis-server's. Two nodes with `tls-cluster yes` and passwords, over
+//! MIGRATE answers as redis-server's. A cluster node's store is in Kvrocks' cluster form,
+//! which rediskv-inspect decodes and the library's fsck finds clean. Two nodes with `tls-cluster yes` and passwords, over
 //! an etcd serving TLS, tell TLS clients the TLS ports and plaintext ones the plaintext
 //! ports, and move a slot over the TLS, authenticated link. The etcd tests need the `etcd`
 //! feature: `cargo test -p rediskv-server --features etcd --test cluster`.
@@ -193,6 +194,70 @@ fn migrate_moves_keys_as_redis_does() {
         assert_eq!(a, b, "reply {i}");
     }
     assert_eq!(ours.len(), theirs.len());
+}
+
+/// A node with `cluster-enabled yes` over fjall (one node serving every slot) writes Kvrocks'
+/// cluster form: its FSCK is clean, a slot's count reads its keys, and once it is stopped its
+/// directory opens with the layout its manifest records (slots on), rediskv-inspect's dump
+/// decodes every record with the slot its key hashes to, and the library's fsck finds
+/// nothing wrong.
+#[test]
+fn a_cluster_node_s_store_is_in_kvrocks_cluster_form_for_inspect_and_fsck() {
+    let mut node = common::rediskv_on_disk("fjall", &["--cluster-enabled", "yes"]);
+    let mut c = node.client();
+    let writes: &[&[&str]] = &[
+        &["SET", "{user1}:name", "alice"],
+        &["HSET", "{user1}:profile", "city", "Oslo", "age", "41"],
+        &["SADD", "set", "x", "y", "z"],
+        &["ZADD", "zset", "1.5", "m", "2", "n"],
+        &["RPUSH", "list", "a", "b", "c"],
+        &["XADD", "stream", "1-1", "f", "v"],
+        &["SET", "ttl", "v", "PX", "100000"],
+    ];
+    for command in writes {
+        assert!(!matches!(c.cmd(command), Value::Error(_)), "{command:?}");
+    }
+    assert_eq!(c.cmd(&["FSCK"]), Value::Array(Some(vec![])));
+    // slot("user1") = 8106: both {user1} keys, read from the slot's range.
+    assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", "8106"]), Value::Int(2));
+    c.send(&[b"SHUTDOWN"]);
+    assert_eq!(c.try_read(), None, "SHUTDOWN closes the connection");
+    node.wait_exit();
+
+    let dir = node.dir().expect("a directory of its own");
+    let (store, layout) = rediskv_inspect::store::open_existing("fjall", dir).unwrap();
+    assert!(layout.cluster_slots(), "the manifest records the cluster form");
+    let now_ms = u64::try_from(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis(),
+    )
+    .unwrap();
+    assert_eq!(::rediskv::fsck::check(&store, &layout, now_ms).unwrap(), vec![]);
+    let mut out = Vec::new();
+    let filter = rediskv_inspect::store::Filter::default();
+    let written = rediskv_inspect::store::dump(&*store, &layout, &filter, &mut out).unwrap();
+    let records: Vec<serde_json::Value> =
+        String::from_utf8(out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len() as u64, written);
+    let mut keys = Vec::new();
+    for record in &records {
+        assert!(record.get("error").is_none(), "{record}");
+        let key = record["key"].as_str().unwrap_or_else(|| panic!("a key: {record}"));
+        let slot = ::rediskv::codec::key_slot(key.as_bytes());
+        assert_eq!(record["slot"].as_u64(), Some(u64::from(slot)), "{record}");
+        if record["cf"] == "metadata" {
+            keys.push(key.to_string());
+        }
+    }
+    keys.sort();
+    let mut expected: Vec<String> = writes.iter().map(|w| w[1].to_string()).collect();
+    expected.sort();
+    assert_eq!(keys, expected);
+    // The subkeys are there too, each with its owner's slot (checked above).
+    assert!(
+        records.iter().any(|r| r["cf"] == "subkey" && r["key"] == "{user1}:profile" && r["field"] == "city")
+    );
+    assert!(records.iter().any(|r| r["cf"] == "score" && r["key"] == "zset" && r["member"] == "m"));
+    assert!(records.iter().any(|r| r["cf"] == "stream" && r["key"] == "stream"));
 }
 
 #[cfg(feature = "etcd")]
