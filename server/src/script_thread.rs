@@ -96,6 +96,7 @@ pub fn run_command(
         acl: &acl,
         inline_until: inline.then(|| std::time::Instant::now() + scripting::INLINE_BUDGET),
         handed,
+        lane: if inline { info.loop_index } else { usize::MAX },
         facts: Default::default(),
     };
     let read_only = name.ends_with("_ro");
@@ -210,9 +211,8 @@ impl Host for State {
         }
     }
 
-    fn count(&self, info: &CommandInfo, usec: u64, failed: bool) {
-        let stats = &self.stats.commands;
-        stats.count(stats.lanes() - 1, info, Some(usec), failed);
+    fn count(&self, lane: usize, info: &CommandInfo, usec: u64, failed: bool) {
+        self.stats.commands.count(lane, info, Some(usec), failed);
     }
 
     fn count_error(&self, refused: Option<&CommandInfo>, error: &str) {

@@ -64,6 +64,10 @@ fn eval_script(server: &Server) -> Vec<Value> {
             &["EVAL", "return redis.call('xread','STREAMS','block','0')", "0"],
             &["EVAL", "return redis.sha1hex()", "0"],
             &["EVAL", "return redis.sha1hex(12)", "0"],
+            // Code `loadstring` makes, tail-calling a command that fails: placed in its own
+            // chunk (the first `loadstring` of the state, in a one-line script).
+            &["EVAL", "local f = loadstring(\"return redis.call('nosuch')\") return f()", "0"],
+            &["EVAL", "return redis.call('nosuch')", "0"],
             &["EVAL", "return print", "0"],
             &["EVAL", "return loadstring(string.dump(function() return 1 end))", "0"],
             &["EVAL", "return 1", "-1"],

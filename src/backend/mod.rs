@@ -96,16 +96,53 @@ impl BatchOp {
 
 /// Puts and deletes across column families, applied all-or-nothing and in order: when two
 /// operations touch the same key, the later one wins.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct WriteBatch {
     ops: Vec<BatchOp>,
+    /// What the commit's key counts need of one metadata put (the last one the command
+    /// queued with [`WriteBatch::put_metadata`], by its place in `ops`), so that they do
+    /// not decode the record the command has just encoded.
+    written: Option<(usize, WrittenMetadata)>,
 }
+
+/// Of a metadata record a command writes: what it adds to the key counts
+/// ([`crate::commands::counts`]: `None` when it is no key, else its expiry) and its version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WrittenMetadata {
+    pub(crate) counted: Option<u64>,
+    pub(crate) version: crate::codec::Version,
+}
+
+/// Batches are equal when their operations are.
+impl PartialEq for WriteBatch {
+    fn eq(&self, other: &Self) -> bool {
+        self.ops == other.ops
+    }
+}
+
+impl Eq for WriteBatch {}
 
 impl WriteBatch {
     /// An empty batch, with room for a few operations: nearly every batch gets one, and a
     /// first push that grows the vector costs more than allocating it here.
     pub fn new() -> Self {
-        WriteBatch { ops: Vec::with_capacity(4) }
+        WriteBatch { ops: Vec::with_capacity(4), written: None }
+    }
+
+    /// Adds a put of a metadata record at `key`, which decodes to what `written` says.
+    pub(crate) fn put_metadata(
+        &mut self,
+        key: impl Into<Bytes>,
+        value: impl Into<Bytes>,
+        written: WrittenMetadata,
+    ) {
+        self.written = Some((self.ops.len(), written));
+        self.put(ColumnFamily::Metadata, key, value);
+    }
+
+    /// What [`WriteBatch::put_metadata`] said of the operation at `index`, if it queued it.
+    pub(crate) fn written(&self, index: usize) -> Option<WrittenMetadata> {
+        self.written.filter(|(at, _)| *at == index).map(|(_, written)| written)
     }
 
     /// Adds a put.

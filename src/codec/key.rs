@@ -502,6 +502,12 @@ impl KeyLayout {
         RoutedKey { layout: self, key, slot, hash }
     }
 
+    /// Whether record keys start `[ns_len][ns]` and nothing else (Kvrocks without cluster
+    /// slots or an md5 prefix, what most servers run): no route to work out per key.
+    fn plain_route(&self) -> bool {
+        self.kind == LayoutKind::Kvrocks && !self.cluster_slots && self.hash_prefix_len == 0
+    }
+
     /// Writes the metadata key of `key`: `[prefix][ns_len][ns][slot]?[md5]?[key]`.
     pub fn encode_metadata_key(&self, key: &[u8], out: &mut impl BufMut) {
         self.routed(key).encode_metadata_key(out);
@@ -509,6 +515,13 @@ impl KeyLayout {
 
     /// The metadata key of `key`, in a new vector.
     pub fn metadata_key(&self, key: &[u8]) -> Vec<u8> {
+        if self.plain_route() {
+            // `[ns_len][ns][key]`, on every command's path.
+            let mut out = Vec::with_capacity(self.head.len() + key.len());
+            out.extend_from_slice(&self.head);
+            out.extend_from_slice(key);
+            return out;
+        }
         self.routed(key).metadata_key()
     }
 
@@ -526,6 +539,16 @@ impl KeyLayout {
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
     pub fn subkey_prefix(&self, key: &[u8], version: Version, extra: usize) -> Result<Vec<u8>> {
+        if self.plain_route() {
+            let version = version.short()?;
+            let len = u32::try_from(key.len()).map_err(|_| Error::KeyTooLong(key.len()))?;
+            let mut out = Vec::with_capacity(self.head.len() + 12 + key.len() + extra);
+            out.extend_from_slice(&self.head);
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(key);
+            out.extend_from_slice(&version.to_be_bytes());
+            return Ok(out);
+        }
         self.routed(key).subkey_prefix(version, extra)
     }
 
@@ -549,6 +572,11 @@ impl KeyLayout {
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
     pub fn subkey(&self, key: &[u8], version: Version, sub: &[u8]) -> Result<Vec<u8>> {
+        if self.plain_route() {
+            let mut out = self.subkey_prefix(key, version, sub.len())?;
+            out.extend_from_slice(sub);
+            return Ok(out);
+        }
         self.routed(key).subkey(version, sub)
     }
 
@@ -1029,6 +1057,9 @@ impl RoutedKey<'_> {
 
     /// The metadata key, in a new vector.
     pub fn metadata_key(&self) -> Vec<u8> {
+        if self.layout.plain_route() {
+            return self.layout.metadata_key(self.key);
+        }
         // Exactly the length: a full vector becomes `Bytes` without another allocation.
         let len_field = if self.layout.kind == LayoutKind::NeoKv { 4 } else { 0 };
         let mut out = Vec::with_capacity(self.route_len() + len_field + self.key.len());
@@ -1080,6 +1111,9 @@ impl RoutedKey<'_> {
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
     pub fn subkey_prefix(&self, version: Version, extra: usize) -> Result<Vec<u8>> {
+        if self.layout.plain_route() {
+            return self.layout.subkey_prefix(self.key, version, extra);
+        }
         let mut out = Vec::with_capacity(self.route_len() + 12 + self.key.len() + extra);
         self.encode_subkey_prefix(version, &mut out)?;
         Ok(out)

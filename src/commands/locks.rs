@@ -9,9 +9,12 @@
 //!   one key too, with a fixed memory cost whatever the number of keys;
 //! - a command locks its stripes in ascending index order, each once, so two commands can
 //!   never wait for each other in a cycle: no deadlock;
-//! - one global `RwLock` sits above the stripes: every command takes it shared, and the
+//! - one global lock sits above the stripes: every command takes it shared, and the
 //!   commands that touch the whole keyspace (FLUSHDB, FLUSHALL, and EXEC of a transaction
-//!   holding one) take it exclusive, so they never see or leave half a command.
+//!   holding one) take it exclusive, so they never see or leave half a command. It is
+//!   [`GLOBAL_COPIES`] `RwLock`s, each on a cache line of its own: a thread takes its own
+//!   copy shared, an exclusive holder takes them all in order, so threads on different
+//!   cores do not pass one lock word back and forth on every command.
 //!
 //! A holder of the whole keyspace may run long (a script in [`super::Engine::atomically`]):
 //! [`KeyLocks::lock_or`] polls the global lock meanwhile and may give up, so that the thread
@@ -22,6 +25,8 @@
 //! batches, which keeps [`crate::backend::KvBackend`] small. A key hashes by its bytes only
 //! (not its database), so `COPY src dst DB n` locks `dst` in every database at once.
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 /// How many key stripes.
@@ -30,22 +35,59 @@ pub const STRIPES: usize = 1024;
 /// How often [`KeyLocks::lock_or`] tries again for a global lock held by another.
 const HELD_POLL: std::time::Duration = std::time::Duration::from_micros(100);
 
+/// How many copies of the global lock: more than the event loops and other threads that
+/// run commands at once, so that each usually has a copy to itself.
+const GLOBAL_COPIES: usize = 16;
+
+/// One copy of the global lock, alone on its cache lines (128 bytes: adjacent-line
+/// prefetchers pull pairs of 64-byte lines).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct GlobalCopy(RwLock<()>);
+
+/// The copy of the global lock the calling thread takes shared: threads are numbered in
+/// the order they first take one.
+#[inline]
+fn own_copy() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    // Constant-initialised (no lazy-init check on every read); `usize::MAX`: none yet.
+    thread_local!(static COPY: Cell<usize> = const { Cell::new(usize::MAX) });
+    COPY.with(|copy| match copy.get() {
+        usize::MAX => {
+            let own = NEXT.fetch_add(1, Ordering::Relaxed) % GLOBAL_COPIES;
+            copy.set(own);
+            own
+        }
+        own => own,
+    })
+}
+
 /// The global lock and the key stripes.
 #[derive(Debug)]
 pub struct KeyLocks {
-    global: RwLock<()>,
+    global: Box<[GlobalCopy]>,
     stripes: Box<[RwLock<()>]>,
 }
 
 impl Default for KeyLocks {
     fn default() -> Self {
-        KeyLocks { global: RwLock::new(()), stripes: (0..STRIPES).map(|_| RwLock::new(())).collect() }
+        KeyLocks {
+            global: (0..GLOBAL_COPIES).map(|_| GlobalCopy::default()).collect(),
+            stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
+        }
     }
 }
 
+/// A key stripe, held.
 enum Guard<'a> {
     Read(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
     Write(#[allow(dead_code)] RwLockWriteGuard<'a, ()>),
+}
+
+/// The global lock, held: the calling thread's copy shared, or every copy exclusive.
+enum Global<'a> {
+    Own(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
+    All(#[allow(dead_code)] Vec<RwLockWriteGuard<'a, ()>>),
 }
 
 /// Locks held for one command; dropping it releases them.
@@ -53,7 +95,7 @@ pub struct LockGuard<'a> {
     // Most commands name one key: its stripe is held without allocating.
     _one: Option<Guard<'a>>,
     _keys: Vec<Guard<'a>>,
-    _global: Guard<'a>,
+    _global: Global<'a>,
 }
 
 /// The stripe of `key`: a multiply-rotate hash over its bytes eight at a time (a byte-wise
@@ -72,11 +114,43 @@ impl KeyLocks {
         keys: impl IntoIterator<Item = (&'k [u8], bool)>,
     ) -> LockGuard<'_> {
         let global = if whole_keyspace {
-            Guard::Write(self.global.write().unwrap_or_else(PoisonError::into_inner))
+            Global::All(
+                self.global.iter().map(|c| c.0.write().unwrap_or_else(PoisonError::into_inner)).collect(),
+            )
         } else {
-            Guard::Read(self.global.read().unwrap_or_else(PoisonError::into_inner))
+            Global::Own(self.own_global().read().unwrap_or_else(PoisonError::into_inner))
         };
         self.lock_keys(global, keys)
+    }
+
+    /// The calling thread's copy of the global lock.
+    #[inline]
+    fn own_global(&self) -> &RwLock<()> {
+        &self.global[own_copy() % GLOBAL_COPIES].0
+    }
+
+    /// Every copy of the global lock, exclusive, if none is held or waited for now.
+    fn try_lock_all(&self) -> Option<Global<'_>> {
+        let mut held = Vec::with_capacity(self.global.len());
+        for copy in self.global.iter() {
+            match copy.0.try_write() {
+                Ok(guard) => held.push(guard),
+                Err(TryLockError::Poisoned(e)) => held.push(e.into_inner()),
+                Err(TryLockError::WouldBlock) => return None,
+            }
+        }
+        Some(Global::All(held))
+    }
+
+    /// The calling thread's copy of the global lock, shared, if no whole-keyspace holder
+    /// holds or waits for it now.
+    #[inline]
+    fn try_lock_own(&self) -> Option<Global<'_>> {
+        match self.own_global().try_read() {
+            Ok(guard) => Some(Global::Own(guard)),
+            Err(TryLockError::Poisoned(e)) => Some(Global::Own(e.into_inner())),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 
     /// [`KeyLocks::lock`], but while another holder keeps the global lock in the way it
@@ -89,19 +163,7 @@ impl KeyLocks {
         give_up: &mut dyn FnMut() -> bool,
     ) -> Option<LockGuard<'_>> {
         let global = loop {
-            let attempt = if whole_keyspace {
-                match self.global.try_write() {
-                    Ok(guard) => Some(Guard::Write(guard)),
-                    Err(TryLockError::Poisoned(e)) => Some(Guard::Write(e.into_inner())),
-                    Err(TryLockError::WouldBlock) => None,
-                }
-            } else {
-                match self.global.try_read() {
-                    Ok(guard) => Some(Guard::Read(guard)),
-                    Err(TryLockError::Poisoned(e)) => Some(Guard::Read(e.into_inner())),
-                    Err(TryLockError::WouldBlock) => None,
-                }
-            };
+            let attempt = if whole_keyspace { self.try_lock_all() } else { self.try_lock_own() };
             match attempt {
                 Some(guard) => break guard,
                 None if give_up() => return None,
@@ -114,10 +176,10 @@ impl KeyLocks {
     /// The stripes of `keys` under `global` (none when it is exclusive).
     fn lock_keys<'a, 'k>(
         &'a self,
-        global: Guard<'a>,
+        global: Global<'a>,
         keys: impl IntoIterator<Item = (&'k [u8], bool)>,
     ) -> LockGuard<'a> {
-        if matches!(global, Guard::Write(_)) {
+        if matches!(global, Global::All(_)) {
             return LockGuard { _one: None, _keys: Vec::new(), _global: global };
         }
         let mut keys = keys.into_iter().map(|(k, w)| (stripe(k), w));
@@ -137,12 +199,7 @@ impl KeyLocks {
     /// The global lock, shared, if no whole-keyspace command holds it or waits for it now
     /// (perhaps this very thread: a script); `None` otherwise, without blocking.
     pub fn try_lock_shared(&self) -> Option<LockGuard<'_>> {
-        let global = match self.global.try_read() {
-            Ok(guard) => guard,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        Some(LockGuard { _one: None, _keys: Vec::new(), _global: Guard::Read(global) })
+        Some(LockGuard { _one: None, _keys: Vec::new(), _global: self.try_lock_own()? })
     }
 
     /// Blocks until stripe `i` is held: exclusive when `write`, shared otherwise.
@@ -181,6 +238,36 @@ mod tests {
         assert!(locks.lock_or(true, std::iter::empty(), &mut || true).is_none());
         drop(got);
         assert!(locks.lock_or(true, std::iter::empty(), &mut || panic!("asked")).is_some());
+    }
+
+    /// Threads take different copies of the global lock shared, and a whole-keyspace holder
+    /// still excludes every one of them (and they it).
+    #[test]
+    fn the_keyspace_excludes_commands_on_every_thread() {
+        let locks = KeyLocks::default();
+        let (taken, released) = (std::sync::Barrier::new(2), std::sync::atomic::AtomicBool::new(false));
+        std::thread::scope(|s| {
+            let copies: std::collections::HashSet<usize> =
+                (0..4).map(|_| s.spawn(own_copy)).map(|t| t.join().unwrap()).collect();
+            assert_eq!(copies.len(), 4, "four threads, four copies");
+            let held = locks.lock(true, std::iter::empty());
+            for _ in 0..4 {
+                let refused = s.spawn(|| locks.lock_or(false, [(&b"k"[..], false)], &mut || true).is_none());
+                assert!(refused.join().unwrap(), "a command ran while the keyspace was held");
+            }
+            drop(held);
+            s.spawn(|| {
+                let guard = locks.lock(false, [(&b"k"[..], false)]);
+                taken.wait();
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                released.store(true, Ordering::SeqCst);
+                drop(guard);
+            });
+            taken.wait();
+            let guard = locks.lock(true, std::iter::empty());
+            assert!(released.load(Ordering::SeqCst), "the keyspace was held beside a command");
+            drop(guard);
+        });
     }
 
     /// Keys that differ in one byte anywhere (typical `user:1234` names, short and long)

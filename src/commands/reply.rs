@@ -224,8 +224,15 @@ impl Reply {
 
 /// `$len\r\n` then the bytes and `\r\n`.
 fn bulk(out: &mut Vec<u8>, prefix: u8, bytes: &[u8]) {
+    let mut digits = [0; 20];
+    let len = decimal(bytes.len() as i64, &mut digits);
+    // One capacity check for the whole reply; a one-digit length without a copy call.
+    out.reserve(len.len() + bytes.len() + 5);
     out.push(prefix);
-    out.extend_from_slice(decimal(bytes.len() as i64, &mut [0; 20]));
+    match len {
+        [digit] => out.push(*digit),
+        _ => out.extend_from_slice(len),
+    }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(bytes);
     out.extend_from_slice(b"\r\n");

@@ -26,11 +26,52 @@ pub fn acl_check(user: &crate::acl::User, restricted: bool) -> impl Fn(&[Bytes])
     }
 }
 
-/// A `redis.call`'s argument as a command's: a string, an integer, or a number as Lua prints
-/// it; `None` for anything else.
-pub(super) fn lua_arg(lua: &Lua, v: &Value) -> mlua::Result<Option<Bytes>> {
+/// Bytes a command function's string arguments often repeat, taken without a copy: the
+/// running invocation's keys and arguments (the client's bytes) and the command names the
+/// state has seen ([`Bridge::names`]).
+#[derive(Default)]
+pub(super) struct Known<'a> {
+    pub(super) keys: &'a [Bytes],
+    pub(super) args: &'a [Bytes],
+    pub(super) names: Option<&'a RefCell<Vec<Bytes>>>,
+}
+
+/// How many of an invocation's keys and of its arguments [`Known`] compares.
+const KNOWN_SCAN: usize = 8;
+/// How many command names a state keeps ([`Bridge::names`]), and their longest.
+const NAMES_KEPT: usize = 32;
+const NAME_LEN: usize = 32;
+
+impl Known<'_> {
+    /// The `i`-th argument's bytes as `Bytes`: shared with an equal one known, else a copy.
+    fn bytes(&self, i: usize, bytes: &[u8]) -> Bytes {
+        let equal = |b: &&Bytes| b.len() == bytes.len() && b[..] == *bytes;
+        if i == 0 {
+            let Some(names) = self.names else { return Bytes::copy_from_slice(bytes) };
+            if let Some(name) = names.borrow().iter().find(equal) {
+                return name.clone();
+            }
+            // A name as the command table spells it shares the table's: its clones count no
+            // references.
+            let spelled = table::all().iter().find(|c| c.name.as_bytes() == bytes);
+            let name = spelled
+                .map_or_else(|| Bytes::copy_from_slice(bytes), |c| Bytes::from_static(c.name.as_bytes()));
+            let mut names = names.borrow_mut();
+            if names.len() < NAMES_KEPT && bytes.len() <= NAME_LEN {
+                names.push(name.clone());
+            }
+            return name;
+        }
+        let mut known = self.keys.iter().take(KNOWN_SCAN).chain(self.args.iter().take(KNOWN_SCAN));
+        known.find(equal).cloned().unwrap_or_else(|| Bytes::copy_from_slice(bytes))
+    }
+}
+
+/// A `redis.call`'s `i`-th argument as a command's: a string, an integer, or a number as Lua
+/// prints it; `None` for anything else.
+pub(super) fn lua_arg(lua: &Lua, v: &Value, i: usize, known: &Known<'_>) -> mlua::Result<Option<Bytes>> {
     Ok(match v {
-        Value::String(s) => Some(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::String(s) => Some(known.bytes(i, &s.as_bytes())),
         Value::Integer(n) => Some(Bytes::from(n.to_string())),
         // As Redis' lua_tolstring: its Lua prints numbers as `%.17g`.
         Value::Number(n) if !n.is_nan() => Some(Bytes::from(rediskv::commands::args::format_g17(*n))),
@@ -59,8 +100,8 @@ pub(super) fn lua_argv(
 }
 
 /// [`lua_argv`] of a command function's arguments as they came.
-pub(super) fn direct_argv(lua: &Lua, args: &MultiValue) -> mlua::Result<Argv> {
-    lua_argv(args.len(), |i| lua_arg(lua, &args[i]))
+pub(super) fn direct_argv(lua: &Lua, args: &MultiValue, known: &Known<'_>) -> mlua::Result<Argv> {
+    lua_argv(args.len(), |i| lua_arg(lua, &args[i], i, known))
 }
 
 /// How many arguments a command function (`redis.call`, `redis.pcall`,
@@ -106,13 +147,13 @@ pub(super) fn command_function_maker(lua: &Lua, current: &Table) -> mlua::Result
 
 /// The mode (without [`PACKED`]) and the command a command function's Rust side gets (see
 /// [`command_function_maker`]).
-pub(super) fn command_args(lua: &Lua, mut args: MultiValue) -> mlua::Result<(i64, Argv)> {
+pub(super) fn command_args(lua: &Lua, mut args: MultiValue, known: &Known<'_>) -> mlua::Result<(i64, Argv)> {
     let mode = match args.pop_front() {
         Some(Value::Integer(mode)) => mode,
         _ => CALL,
     };
     if mode & PACKED == 0 {
-        return Ok((mode, direct_argv(lua, &args)?));
+        return Ok((mode, direct_argv(lua, &args, known)?));
     }
     let n = match args.front() {
         Some(Value::Integer(n)) => *n as usize,
@@ -121,7 +162,7 @@ pub(super) fn command_args(lua: &Lua, mut args: MultiValue) -> mlua::Result<(i64
     let Some(Value::Table(packed)) = args.get(1) else {
         return Ok((mode & !PACKED, lua_argv(0, |_| Ok(None))?));
     };
-    let argv = lua_argv(n, |i| lua_arg(lua, &packed.raw_get::<Value>(i + 1)?))?;
+    let argv = lua_argv(n, |i| lua_arg(lua, &packed.raw_get::<Value>(i + 1)?, i, known))?;
     Ok((mode & !PACKED, argv))
 }
 
@@ -136,13 +177,15 @@ pub(super) struct Bridge {
     pub(super) resp3: Cell<bool>,
     /// The running invocation gave up on the event loop (see [`Caller::inline_until`]).
     pub(super) abandoned: Cell<bool>,
+    /// Command names the state's scripts ran, shared by their commands (see [`Known`]).
+    pub(super) names: RefCell<Vec<Bytes>>,
 }
 
 /// The command functions' Rust side between invocations: `redis.call` raises and
 /// `redis.pcall` answers Redis' error, `redis.acl_check_cmd` raises its own.
 pub(super) fn outside_invocation(lua: &Lua) -> mlua::Result<mlua::Function> {
     lua.create_function(|lua, args: MultiValue| {
-        let (mode, _) = command_args(lua, args)?;
+        let (mode, _) = command_args(lua, args, &Known::default())?;
         if mode == ACL_CHECK {
             return Err(mlua::Error::RuntimeError(
                 "redis.acl_check_cmd can only be called inside a script invocation".into(),

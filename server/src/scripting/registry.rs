@@ -32,11 +32,6 @@ pub(super) struct Running {
     pub(super) function: Option<String>,
     /// The command that started it (FUNCTION STATS).
     pub(super) command: Vec<Bytes>,
-    /// It ran a write command: it cannot be killed.
-    pub(super) wrote: bool,
-    /// The server was out of memory when it started and it may not ignore that (no
-    /// `allow-oom`): its first command that may grow memory fails with OOM, as in Redis.
-    pub(super) oom: bool,
 }
 
 /// The script cache, the function libraries and the running script, shared by every thread.
@@ -59,6 +54,9 @@ pub struct Scripts {
     /// can tell (changed under `running`'s lock).
     pub(super) handing: AtomicUsize,
     pub(super) kill: Arc<AtomicBool>,
+    /// The running script ran a write command: it cannot be killed (set by the thread that
+    /// runs it, without `running`'s lock; cleared when a script claims `running`).
+    pub(super) wrote: AtomicBool,
     /// The script thread's queue.
     pub jobs: std::sync::OnceLock<std::sync::mpsc::Sender<Job>>,
 }
@@ -148,6 +146,7 @@ impl Scripts {
             self.handing.fetch_sub(1, Relaxed);
         }
         self.kill.store(false, Relaxed);
+        self.wrote.store(false, Relaxed);
         *slot = Some(running);
         self.active.store(true, Relaxed);
         // Commands waiting for a script on its way here time it from now.
@@ -218,7 +217,7 @@ impl Scripts {
         let Some(r) = running.as_ref() else {
             return Reply::Error("NOTBUSY No scripts in execution right now.".into());
         };
-        if r.wrote {
+        if self.wrote.load(Relaxed) {
             return Reply::Error(
                 "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.".into(),
             );
@@ -511,15 +510,25 @@ pub fn eval_may_write(scripts: &Scripts, argv: &[Bytes]) -> bool {
 mod tests {
     use super::*;
 
+    /// The one line a chunk's code is on: after leading line feeds, before trailing white
+    /// space; none for code on two lines, or with a carriage return (a line break to Lua).
+    #[test]
+    fn single_line_finds_the_code_line() {
+        assert_eq!(single_line(b"return redis.call('get', KEYS[1])"), Some(1));
+        assert_eq!(single_line(b"\nreturn 1\n\n"), Some(2));
+        assert_eq!(single_line(b"\n \n\treturn 1 "), Some(3));
+        assert_eq!(single_line(b"local x = 1\nreturn x"), None);
+        assert_eq!(single_line(b"local x = 1\rreturn x"), None);
+        assert_eq!(single_line(b"\r\nreturn 1"), None);
+        assert_eq!(single_line(b"return [[a\nb]]"), None);
+        assert_eq!(single_line(b" \n "), None);
+        assert_eq!(single_line(b""), None);
+    }
+
     /// Marks a script as running from now on, as `eval` does before it runs one.
     fn start(scripts: &Scripts) {
-        *lock(&scripts.running) = Some(Running {
-            since: Instant::now(),
-            function: None,
-            command: Vec::new(),
-            wrote: false,
-            oom: false,
-        });
+        *lock(&scripts.running) =
+            Some(Running { since: Instant::now(), function: None, command: Vec::new() });
         scripts.active.store(true, Relaxed);
     }
 

@@ -55,8 +55,9 @@ pub trait Host {
     fn write_refusal(&self) -> Option<String>;
     /// Shows a command a script runs in database `db` to the MONITOR clients (`[db lua]`).
     fn monitor(&self, argv: &[Bytes], db: usize);
-    /// Counts a command a script ran in INFO commandstats, as a client's.
-    fn count(&self, info: &table::CommandInfo, usec: u64, failed: bool);
+    /// Counts a command a script ran in INFO commandstats, as a client's, in counter lane
+    /// `lane` ([`Caller::lane`]).
+    fn count(&self, lane: usize, info: &table::CommandInfo, usec: u64, failed: bool);
     /// Counts an error a command a script ran answered or was refused with (INFO
     /// errorstats), and a refused command's `rejected_calls`.
     fn count_error(&self, refused: Option<&table::CommandInfo>, error: &str);
@@ -82,6 +83,9 @@ pub struct Caller<'a> {
     /// On the script thread: the script gave up on its event loop while it ran
     /// ([`RunFacts::handing`]), and starts here as the script on its way.
     pub handed: bool,
+    /// The counter lane of the thread it runs on (INFO commandstats): its event loop's index,
+    /// or any past the loops' for the script thread.
+    pub lane: usize,
     /// What the run found out.
     pub facts: RunFacts,
 }
@@ -170,6 +174,8 @@ fn noscript() -> Reply {
 pub(super) struct Compiled {
     pub(super) function: mlua::Function,
     pub(super) flags: ScriptFlags,
+    /// The one line all its code is on, if it is (see [`single_line`]).
+    pub(super) line: Option<i32>,
 }
 
 /// What a script's `#!lua flags=…` line declares (Redis 7.0); without one, compat mode.
@@ -195,14 +201,14 @@ fn compile(lua: &Lua, body: &[u8]) -> Result<Compiled, Reply> {
     // The shebang line goes, its line feed stays: line numbers are the user's.
     let function = lua
         .load(&body[shebang_len..])
-        .set_name("@user_script")
+        .set_name(SCRIPT_CHUNK)
         .set_mode(mlua::ChunkMode::Text)
         .into_function()
         .map_err(|e| {
             Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
         })?;
     set_env(lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
-    Ok(Compiled { function, flags })
+    Ok(Compiled { function, flags, line: single_line(&body[shebang_len..]) })
 }
 
 /// A script's SHA1 as 40 lowercase hex digits, the key of the threads' compiled scripts.
@@ -285,9 +291,7 @@ pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply 
     // This thread's state holds every library's functions with their flags.
     let found = with_vm(caller.host.scripts(), |vm| {
         let named = vm.functions.iter().find(|(name, _)| name.as_bytes().eq_ignore_ascii_case(&argv[1]));
-        let function = named.map(|(name, (_, flags))| {
-            (name.clone(), flags.iter().any(|f| f == "no-writes"), flags.iter().any(|f| f == "allow-oom"))
-        });
+        let function = named.map(|(name, f)| (name.clone(), f.no_writes, f.allow_oom));
         function.ok_or_else(|| Reply::Error("ERR Function not found".into()))
     });
     let (name, no_writes, allow_oom) = match found {
@@ -346,42 +350,37 @@ pub(super) fn run(
         Target::Function(name) => Some(name.clone()),
     };
 
-    let (acl, engine, facts, until, handed) =
-        (caller.acl, caller.engine, &caller.facts, caller.inline_until, caller.handed);
+    let (acl, engine, facts, until, handed, lane) =
+        (caller.acl, caller.engine, &caller.facts, caller.inline_until, caller.handed, caller.lane);
     let result = with_vm(scripts, |vm| {
         let lua = &vm.lua;
-        let f: mlua::Function = match &target {
+        let (f, line) = match &target {
             Target::Script(sha) => match vm.scripts.get(sha) {
-                Some(compiled) => compiled.function.clone(),
+                Some(compiled) => (&compiled.function, compiled.line),
                 None => return Err(noscript()),
             },
             Target::Function(name) => match vm.functions.get(name) {
-                Some((key, _)) => lua.registry_value(key).map_err(|e| Reply::Error(format!("ERR {e}")))?,
+                Some(function) => (&function.function, function.line),
                 None => return Err(Reply::Error("ERR Function not found".into())),
             },
         };
         // Running before the engine's whole-keyspace lock is asked for: from then on a
         // command of another client waits in the gate for the script's end or BUSY, never
         // for that lock (one script runs at a time).
-        let running = Running {
-            since: Instant::now(),
-            function: function.clone(),
-            command: argv.to_vec(),
-            wrote: false,
-            oom: !allow_oom && host.out_of_memory(),
-        };
+        let running = Running { since: Instant::now(), function: function.clone(), command: argv.to_vec() };
+        // Out of memory when it starts, and not allowed to ignore it (`allow-oom`): its first
+        // command that may grow memory fails with OOM, as in Redis.
+        let oom = !allow_oom && host.out_of_memory();
         if !scripts.claim(running, until.is_none(), handed) {
             facts.abandoned.set(true);
             return Ok(Reply::Nil);
         }
         let reply = engine.atomically_or_abandon(caller.session, |call| {
             // A store's conflict runs the script again from the start, with nothing written.
-            if let Some(r) = lock(&scripts.running).as_mut() {
-                r.wrote = false;
-            }
+            scripts.wrote.store(false, Relaxed);
             facts.read_any.set(false);
-            let run = Run { runner: &vm.runner, f: &f, target: &target, keys, args };
-            run_once(lua, run, read_only, db, acl, host, until, facts, call)
+            let run = Run { runner: &vm.runner, f, line, target: &target, keys, args };
+            run_once(lua, run, (read_only, oom, db, lane), acl, host, until, facts, call)
         });
         let gave_up = matches!(reply, Ok(Err(Abandoned)));
         scripts.end_running(gave_up);
@@ -412,6 +411,8 @@ pub(super) fn run(
 pub(super) struct Run<'a> {
     pub(super) runner: &'a mlua::Function,
     pub(super) f: &'a mlua::Function,
+    /// The one line all the code of `f`'s chunk is on, if it is.
+    pub(super) line: Option<i32>,
     pub(super) target: &'a Target,
     pub(super) keys: &'a [Bytes],
     pub(super) args: &'a [Bytes],
@@ -432,9 +433,8 @@ pub(super) enum Tally {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_once(
     lua: &Lua,
-    Run { runner, f, target, keys, args }: Run<'_>,
-    read_only: bool,
-    db: usize,
+    Run { runner, f, line, target, keys, args: arguments }: Run<'_>,
+    (read_only, oom, db, lane): (bool, bool, usize, usize),
     acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
     host: &dyn Host,
     until: Option<Instant>,
@@ -446,9 +446,19 @@ pub(super) fn run_once(
         return Ok(Reply::Error("ERR Lua state without its bridge".into()));
     };
     bridge.resp3.set(false);
-    bridge.site.clear();
+    // Known from the start, the place a mark would note: `redis` is then looked up without
+    // a mark.
+    let placed = bridge.site.begin(
+        Some(match target {
+            Target::Script(_) => SCRIPT_CHUNK,
+            Target::Function(_) => FUNCTION_CHUNK,
+        }),
+        line,
+    );
     bridge.abandoned.set(false);
     let call = RefCell::new(call);
+    // This attempt ran a write command ([`Scripts::wrote`]).
+    let wrote = Cell::new(false);
     let tallies = RefCell::new(Vec::new());
     let count_error = |refused: Option<&'static table::CommandInfo>, text: &str| {
         tallies.borrow_mut().push(Tally::Error(refused, text.to_string()));
@@ -491,22 +501,20 @@ pub(super) fn run_once(
                             if info.has(flag::READONLY) {
                                 facts.read_any.set(true);
                             }
-                            let mut running = lock(&scripts.running);
-                            if let Some(r) = running.as_mut() {
-                                if r.oom && !r.wrote && info.has(flag::DENYOOM) {
-                                    drop(running);
-                                    count_error(Some(info), OOM);
-                                    return Ok(Value::Table(counted_error_table(lua, OOM)?));
-                                }
-                                if let Some(refusal) = info.is_write().then(|| host.write_refusal()).flatten()
-                                {
-                                    drop(running);
+                            if oom && !wrote.get() && info.has(flag::DENYOOM) {
+                                count_error(Some(info), OOM);
+                                return Ok(Value::Table(counted_error_table(lua, OOM)?));
+                            }
+                            if info.is_write() {
+                                if let Some(refusal) = host.write_refusal() {
                                     count_error(Some(info), &refusal);
                                     return Ok(Value::Table(counted_error_table(lua, &refusal)?));
                                 }
-                                r.wrote |= info.is_write();
+                                // The running script's first write makes it unkillable.
+                                if !wrote.replace(true) {
+                                    scripts.wrote.store(true, Relaxed);
+                                }
                             }
-                            drop(running);
                             // Counted in INFO commandstats like a client's command, as Redis.
                             let started = Instant::now();
                             let reply = (call.borrow_mut())(&argv);
@@ -534,18 +542,15 @@ pub(super) fn run_once(
             }
             Ok(value)
         };
+        let names = &bridge.names;
         let run = scope.create_function(move |lua, args: MultiValue| {
-            let (mode, argv) = command_args(lua, args)?;
+            let known = Known { keys, args: arguments, names: Some(names) };
+            let (mode, argv) = command_args(lua, args, &known)?;
             if mode == ACL_CHECK {
                 return acl_check_cmd(lua, argv).map(Value::Boolean);
             }
             answer(lua, raw(lua, argv)?, mode == CALL)
         })?;
-        // One string at a time: mlua holds every Lua string Rust holds in a slot of a thread
-        // of its own, and that thread has only 8,000 (`LUAI_MAXCSTACK`).
-        let sequence = |items: &[Bytes]| lua.create_sequence_from(items.iter().map(|item| lua_bytes(item)));
-        let key_table = sequence(keys)?;
-        let arg_table = sequence(args)?;
         let kill = scripts.kill.clone();
         let b = bridge.clone();
         lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |lua, _| {
@@ -558,8 +563,12 @@ pub(super) fn run_once(
             }
             Ok(VmState::Continue)
         });
+        // One string at a time: mlua holds every Lua string Rust holds in a slot of a thread
+        // of its own, and that thread has only 8,000 (`LUAI_MAXCSTACK`).
+        let sequence = |items: &[Bytes]| lua.create_sequence_from(items.iter().map(|item| lua_bytes(item)));
+        let (key_table, arg_table) = (sequence(keys)?, sequence(arguments)?);
         let is_script = matches!(target, Target::Script(_));
-        let (ok, value): (bool, Value) = runner.call((f, key_table, arg_table, run, is_script))?;
+        let (ok, value): (bool, Value) = runner.call((f, key_table, arg_table, run, is_script, placed))?;
         let counted = matches!(&value, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false));
         facts.error_counted.set(counted);
         Ok(if ok { lua_to_reply(&value, bridge.resp3.get()) } else { error_reply(&value) })
@@ -572,7 +581,7 @@ pub(super) fn run_once(
     }
     for tally in tallies.into_inner() {
         match tally {
-            Tally::Count(info, usec, failed) => host.count(info, usec, failed),
+            Tally::Count(info, usec, failed) => host.count(lane, info, usec, failed),
             Tally::Error(refused, text) => host.count_error(refused, &text),
         }
     }

@@ -18,15 +18,25 @@ pub(super) struct Vm {
     pub(super) generation: u64,
     /// The scripts this state compiled.
     pub(super) scripts: CompiledScripts,
-    /// function name → (callback, flags).
-    pub(super) functions: HashMap<String, (RegistryKey, Vec<String>)>,
+    /// The registered functions by name.
+    pub(super) functions: HashMap<String, VmFunction>,
+}
+
+/// A registered function in a thread's state, with the flags FCALL checks.
+pub(super) struct VmFunction {
+    pub(super) function: mlua::Function,
+    pub(super) no_writes: bool,
+    pub(super) allow_oom: bool,
+    /// The one line all its library's code is on, if it is (see [`single_line`]).
+    pub(super) line: Option<i32>,
 }
 
 /// Defines Redis' `pcall`, the runner that calls a script under the error handler, and the
 /// global protection: the globals scripts see (their environment, also given to the code
 /// `loadstring` and `load` make), the library tables and the strings' metatable are
 /// read-only views (assignment, `setmetatable`, `rawset` and `table.insert` refuse them), a
-/// script can neither create globals nor read undefined ones; where it looks up `redis` or
+/// script can neither create globals nor read undefined ones; where it looks up `redis` (in
+/// an invocation whose place is not known from its start: see [`CallSite::begin`]) or
 /// `setmetatable`, `rawset`, `getmetatable` or `table.insert`, [`CallSite`] notes. Takes the
 /// `pcall` error converter, the mark function and the place function (see [`CallSite::place`]);
 /// answers the pieces the server keeps (see [`Vm::new`]), none of them a global.
@@ -140,7 +150,8 @@ local function set_loading(on)
 end
 -- Where a script looks up `redis`, `setmetatable`, `rawset` or `getmetatable` is noted: their
 -- functions here are Lua functions, which take over the script's frame when called as
--- `return f(...)`, and an error one raises then gets this place.
+-- `return f(...)`, and an error one raises then gets this place. (`redis` only reaches
+-- `lookup` when the runner has not put it in `fast`.)
 local redis_view = views.redis
 local function lookup(_, k)
   if k == 'redis' then
@@ -165,7 +176,8 @@ local function lookup(_, k)
 end
 -- The scripts' globals stay empty, so that every assignment reaches __newindex (Lua 5.1
 -- calls it only for a missing key). A lookup first finds the global in `fast` (KEYS and ARGV,
--- set there for each script, and every global `lookup` answers as it is, without noting),
+-- set there for each script, `redis` when the runner puts it there, and every global
+-- `lookup` answers as it is, without noting),
 -- a table index with no function call; the rest go to `lookup`.
 fast = setmetatable_({}, {__index = lookup})
 for k, v in pairs(G) do
@@ -184,13 +196,16 @@ answers[env] = view({__index = lookup})
 local handler = __redis__err__handler
 local f_, keys_, args_
 local function call_f() return f_(keys_, args_) end
-local function run(f, keys, args, call, script)
+local function run(f, keys, args, call, script, placed)
   if script then fast.KEYS, fast.ARGV = keys, args end
+  -- `placed`: the place a mark would note is noted already (see CallSite::begin), and
+  -- `redis` is found in `fast`, without a call.
+  rawset_(fast, 'redis', placed and redis_view or nil)
   current.run = call or outside
   f_, keys_, args_ = f, keys, args
   return xpcall(call_f, handler)
 end
-return {run = run, env = env, set_loading = set_loading, protected = protected, string_meta = string_meta}
+return {run = run, env = env, set_loading = set_loading, protected = protected, string_meta = string_meta, fast = fast}
 "#;
 
 /// Lua's collector starts a cycle when its heap reaches this percentage of what the last one
@@ -333,9 +348,13 @@ impl Vm {
             &current,
             &outside,
         ))?;
-        for (key, piece) in
-            [(RUN, "run"), (ENV, "env"), (SET_LOADING, "set_loading"), (PROTECTED, "protected")]
-        {
+        for (key, piece) in [
+            (RUN, "run"),
+            (ENV, "env"),
+            (SET_LOADING, "set_loading"),
+            (PROTECTED, "protected"),
+            (FAST, "fast"),
+        ] {
             lua.set_named_registry_value(key, pieces.raw_get::<Value>(piece)?)?;
         }
         lua.set_type_metatable::<mlua::String>(Some(pieces.raw_get("string_meta")?));
@@ -353,6 +372,9 @@ impl Vm {
     /// registered.
     pub(super) fn register(&self, body: &str) -> Result<Vec<(FunctionInfo, RegistryKey)>, String> {
         let lua = &self.lua;
+        if let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>() {
+            bridge.site.begin(None, None);
+        }
         let registered: RefCell<Vec<(FunctionInfo, RegistryKey)>> = RefCell::new(Vec::new());
         let run = lua.scope(|scope| {
             let register = scope.create_function(|lua, args: MultiValue| {
@@ -424,7 +446,7 @@ impl Vm {
                 .call(loading)?;
             lua.named_registry_value::<Table>(PROTECTED)?.raw_set(&loading, true)?;
             g.raw_set("redis", loading)?;
-            let compiled = lua.load(body).set_name("@user_function").set_mode(mlua::ChunkMode::Text).into_function();
+            let compiled = lua.load(body).set_name(FUNCTION_CHUNK).set_mode(mlua::ChunkMode::Text).into_function();
             let result = compiled
                 .map_err(|e| mlua::Error::RuntimeError(format!("Error compiling function: {}", lua_message(&e))))
                 .and_then(|f| {
@@ -440,7 +462,7 @@ impl Vm {
                     });
                     let set_loading: mlua::Function = lua.named_registry_value(SET_LOADING)?;
                     set_loading.call::<()>(true)?;
-                    let called: mlua::Result<(bool, Value)> = runner.call((f, Value::Nil, Value::Nil, Value::Nil, false));
+                    let called: mlua::Result<(bool, Value)> = runner.call((f, Value::Nil, Value::Nil, Value::Nil, false, false));
                     set_loading.call::<()>(false)?;
                     lua.remove_hook();
                     let (ok, err) = called?;
@@ -474,7 +496,32 @@ pub(super) struct CallSite {
     pub(super) source: RefCell<String>,
     /// 0: none noted in this invocation.
     pub(super) line: Cell<i32>,
+    /// The chunk name of all the user code the running invocation can reach
+    /// ([`SCRIPT_CHUNK`] or [`FUNCTION_CHUNK`]), when known: then a mark reads only the line
+    /// (a frame's source is the dearer half of a mark). Unknown once `loadstring` or `load`
+    /// made code in this state, and while a library loads.
+    pub(super) chunk: Cell<Option<&'static str>>,
+    /// `loadstring` or `load` ran in this state.
+    pub(super) loaded: Cell<bool>,
 }
+
+/// The line all of `code`'s tokens are on, counted as Lua counts lines, if they are all on
+/// one: leading line feeds only move it, and trailing white space has no token. A carriage
+/// return anywhere (Lua counts it as a line break, alone or paired) answers `None`.
+pub(super) fn single_line(code: &[u8]) -> Option<i32> {
+    let end = code.iter().rposition(|c| !c.is_ascii_whitespace())? + 1;
+    let start = code.iter().position(|c| !c.is_ascii_whitespace())?;
+    let (lead, rest) = (&code[..start], &code[start..end]);
+    if lead.contains(&b'\r') || rest.iter().any(|&c| c == b'\n' || c == b'\r') {
+        return None;
+    }
+    Some(1 + lead.iter().filter(|&&c| c == b'\n').count() as i32)
+}
+
+/// The chunk name of a script's code (EVAL), as Redis names it.
+pub(super) const SCRIPT_CHUNK: &str = "@user_script";
+/// The chunk name of a library's code (FUNCTION LOAD), as Redis names it.
+pub(super) const FUNCTION_CHUNK: &str = "@user_function";
 
 impl CallSite {
     /// Notes the place of the frame `level` levels up (the caller of the prelude's
@@ -482,18 +529,38 @@ impl CallSite {
     pub(super) fn mark(&self, lua: &Lua, level: usize) {
         if let Some(frame) = lua.inspect_stack(level) {
             self.line.set(frame.curr_line());
-            let source = frame.source();
-            let name = source.source.as_deref().unwrap_or("");
-            let mut kept = self.source.borrow_mut();
-            if *kept != name {
-                kept.clear();
-                kept.push_str(name);
+            match self.chunk.get() {
+                Some(name) => self.keep_source(name),
+                None => self.keep_source(frame.source().source.as_deref().unwrap_or("")),
             }
         }
     }
 
-    pub(super) fn clear(&self) {
-        self.line.set(0);
+    fn keep_source(&self, name: &str) {
+        let mut kept = self.source.borrow_mut();
+        if *kept != name {
+            kept.clear();
+            kept.push_str(name);
+        }
+    }
+
+    /// Starts an invocation whose user code is all of chunk `chunk` (`None`: not known), all
+    /// of it on line `line` when that is known. Then every mark would note that chunk and
+    /// line: they are noted now, and the answer is true (the invocation needs no marks).
+    pub(super) fn begin(&self, chunk: Option<&'static str>, line: Option<i32>) -> bool {
+        let chunk = chunk.filter(|_| !self.loaded.get());
+        self.chunk.set(chunk);
+        match (chunk, line) {
+            (Some(name), Some(line)) => {
+                self.line.set(line);
+                self.keep_source(name);
+                true
+            }
+            _ => {
+                self.line.set(0);
+                false
+            }
+        }
     }
 
     /// Lua's place (`luaL_where`) of the frame `level` up, as an error raised there starts:
@@ -673,6 +740,7 @@ pub(super) const ENV: &str = "__redis_env";
 pub(super) const SET_LOADING: &str = "__redis_set_loading";
 pub(super) const PROTECTED: &str = "__redis_protected";
 pub(super) const SLOT: &str = "__redis_slot";
+pub(super) const FAST: &str = "__redis_fast";
 
 /// The type Lua's argument errors name: `no value` for a missing argument.
 pub(super) fn lua_type(v: Option<&Value>) -> &'static str {
@@ -699,6 +767,13 @@ pub(super) fn sandboxed_loader(
 ) -> mlua::Result<mlua::Function> {
     let name = if reader { "load" } else { "loadstring" };
     lua.create_function(move |lua, args: MultiValue| {
+        if let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>() {
+            // Code with a chunk name of its own: marks read each frame's source from now on,
+            // and every lookup of `redis` marks again.
+            bridge.site.loaded.set(true);
+            bridge.site.chunk.set(None);
+            lua.named_registry_value::<Table>(FAST)?.raw_set("redis", Value::Nil)?;
+        }
         let chunkname = match args.get(1) {
             None | Some(Value::Nil) => None,
             Some(v @ (Value::String(_) | Value::Integer(_) | Value::Number(_))) => {
@@ -805,8 +880,13 @@ pub(super) fn with_vm<R>(scripts: &Scripts, f: impl FnOnce(&mut Vm) -> Result<R,
             let libraries: Vec<Library> = lock(&scripts.libraries).values().cloned().collect();
             for lib in libraries {
                 let (_, body) = library_metadata(&lib.code).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+                let line = single_line(body.as_bytes());
                 for (info, key) in vm.register(&body).map_err(|e| Reply::Error(format!("ERR {e}")))? {
-                    vm.functions.insert(info.name, (key, info.flags));
+                    let function =
+                        vm.lua.registry_value(&key).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+                    let flag = |name: &str| info.flags.iter().any(|f| f == name);
+                    let (no_writes, allow_oom) = (flag("no-writes"), flag("allow-oom"));
+                    vm.functions.insert(info.name, VmFunction { function, no_writes, allow_oom, line });
                 }
             }
             *slot = Some(vm);

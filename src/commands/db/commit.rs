@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::{Db, Touch, TouchedKey};
-use crate::backend::{BatchOp, KvBackend, WriteBatch};
+use crate::backend::{BatchOp, KvBackend, WriteBatch, WrittenMetadata};
 use crate::codec::{ColumnFamily, LayoutKind, Metadata};
 use crate::commands::counts::{Delta, KeyCount, add_delta, counted, counted_meta};
 use crate::commands::error::CommandError;
@@ -27,12 +27,12 @@ pub(super) struct Changes<'g> {
 /// Whether writing `new` over `old` (each `None` for no record, `Some(None)` for one that
 /// does not decode) leaves a collection's elements behind: its metadata deleted, or replaced
 /// by another version's. A record that does not decode counts as a collection.
-fn replaces_collection(old: Option<&Option<Metadata<'_>>>, new: Option<&Option<Metadata<'_>>>) -> bool {
+fn replaces_collection(old: Option<&Option<Metadata<'_>>>, new: Option<Option<WrittenMetadata>>) -> bool {
     match old {
         None => false,
         Some(None) => true,
         Some(Some(old)) if old.ty.is_single_kv() => false,
-        Some(Some(old)) => new.is_none_or(|new| new.as_ref().is_some_and(|new| new.version != old.version)),
+        Some(Some(old)) => new.is_none_or(|new| new.is_some_and(|new| new.version != old.version)),
     }
 }
 
@@ -96,10 +96,19 @@ impl<B: KvBackend> Db<'_, B> {
         // only when the batch writes several metadata records.
         let several = batch.ops().iter().filter(|op| is_metadata(op)).nth(1).is_some();
         let mut current: Option<HashMap<&[u8], Option<u64>>> = several.then(HashMap::new);
-        for op in batch.ops() {
+        for (i, op) in batch.ops().iter().enumerate() {
             let (key, new) = match op {
                 BatchOp::Put { cf: ColumnFamily::Metadata, key, value } => {
-                    (key, Some(base.decode_metadata(value).ok()))
+                    let decode = || {
+                        let meta = base.decode_metadata(value).ok()?;
+                        Some(WrittenMetadata { counted: counted_meta(&meta), version: meta.version })
+                    };
+                    let written = batch.written(i);
+                    debug_assert!(
+                        written.is_none_or(|w| Some(w) == decode()),
+                        "{written:?} is not what {key:?} holds"
+                    );
+                    (key, Some(written.or_else(decode)))
                 }
                 BatchOp::Delete { cf: ColumnFamily::Metadata, key } => (key, None),
                 _ => continue,
@@ -120,7 +129,7 @@ impl<B: KvBackend> Db<'_, B> {
             let remembered = self.read_memo.borrow().get(key).copied();
             let old = match remembered {
                 Some(old) => {
-                    changes.garbage |= replaces_collection(old.as_ref(), new.as_ref());
+                    changes.garbage |= replaces_collection(old.as_ref(), new);
                     earlier.unwrap_or_else(|| old.flatten().as_ref().and_then(counted_meta))
                 }
                 None => {
@@ -135,7 +144,7 @@ impl<B: KvBackend> Db<'_, B> {
                 }
             };
             let Some(slot) = slot else { continue };
-            let new = new.flatten().as_ref().and_then(counted_meta);
+            let new = new.flatten().and_then(|new| new.counted);
             if let Some(current) = &mut current {
                 current.insert(key, new);
             }

@@ -250,11 +250,9 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// [`CommandError::WrongType`] for a collection; storage errors.
     pub(crate) fn lookup_string(&self, key: &[u8]) -> CommandResult<Option<Bytes>> {
-        match self.lookup_stringlike(key)? {
-            None => Ok(None),
-            Some(e) if e.meta.ty == RedisType::String => Ok(Some(e.value)),
-            Some(_) => Err(CommandError::WrongType),
-        }
+        // The value copied where the store keeps the record: not the whole record copied
+        // out, then cut.
+        Ok(self.read_string_at(key, &self.metadata_key(key), Bytes::copy_from_slice)?.map(|(_, v)| v))
     }
 
     /// [`Db::lookup`], with a bitmap turned into the string Redis would hold (type String,

@@ -6,8 +6,9 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use super::{Changes, Db, LAZYFREE_THRESHOLD, RECORD_OVERHEAD};
-use crate::backend::{Direction, KvBackend, WriteBatch};
-use crate::codec::{ColumnFamily, KeyLayout, Metadata, RedisType};
+use crate::backend::{Direction, KvBackend, WriteBatch, WrittenMetadata};
+use crate::codec::{ColumnFamily, KeyLayout, LayoutKind, Metadata, RedisType, Version};
+use crate::commands::counts::counted_meta;
 use crate::commands::reply::CommandResult;
 
 impl<B: KvBackend> Db<'_, B> {
@@ -135,7 +136,14 @@ impl<B: KvBackend> Db<'_, B> {
                 if !self.read_memo.borrow().touched(&mkey) {
                     self.shared.access.written(&mkey, self.now_ms() / 1000);
                 }
-                batch.put(ColumnFamily::Metadata, mkey, value);
+                // The Kvrocks form decodes to what the key counts need of `meta`: they need
+                // not decode it again (the other forms may store less).
+                if matches!(layout.kind(), LayoutKind::Kvrocks | LayoutKind::NeoKv) {
+                    let version = if meta.ty.is_single_kv() { Version::NONE } else { meta.version };
+                    batch.put_metadata(mkey, value, WrittenMetadata { counted: counted_meta(meta), version });
+                } else {
+                    batch.put(ColumnFamily::Metadata, mkey, value);
+                }
             }
             Err(_) => self.journal.borrow_mut().refused = Some(meta.ty),
         }

@@ -255,7 +255,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// # Errors
     /// [`CommandError::WrongType`]; storage errors.
     pub(crate) fn strlen(&self, key: &[u8]) -> CommandResult<i64> {
-        Ok(self.lookup_string(key)?.map_or(0, |v| len_i64(v.len())))
+        Ok(self.read_string_at(key, &self.metadata_key(key), <[u8]>::len)?.map_or(0, |(_, len)| len_i64(len)))
     }
 
     /// GETRANGE: the bytes from `start` to `end` inclusive; negative indexes count from
