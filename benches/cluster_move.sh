@@ -6,12 +6,16 @@
 #   LOAD=1 benches/cluster_move.sh           # with four redis-py RedisCluster INCR loops on
 #                                            # keys of the slot meanwhile
 #   SERVER_BIN=path/to/rediskv-server benches/cluster_move.sh   # a server built elsewhere
+#   OTHER=100000 benches/cluster_move.sh     # with 100,000 more keys over every slot, so
+#                                            # that the nodes hold keys of other slots
 #
 # Starts a 1-member etcd and two `rediskv-server --engine fjall --threads 2 --cluster-enabled
 # yes --cluster-etcd … --cluster-initial-nodes 2` in a temp dir, fills one slot of the first
 # with N `SET {tag}:i <100 bytes>`, then moves it back and forth RUNS times, printing what
 # CLUSTER INFO says of each move (keys copied, writes forwarded, ms in all, ms closed) and the
-# target's DBSIZE. Everything is stopped on exit.
+# target's DBSIZE, and first how long CLUSTER COUNTKEYSINSLOT of the slot and of a slot of a
+# few keys take (median of 5).
+# Everything is stopped on exit.
 set -euo pipefail
 
 N=${N:-100000}
@@ -80,7 +84,33 @@ for i in range(n):
         p.execute()
 p.execute()
 PY
-echo "slot $SLOT: $(redis-cli -p "$A" dbsize) keys"
+python3 - "$A" "${OTHER:-0}" <<'PY'
+import sys, redis
+port, n = int(sys.argv[1]), int(sys.argv[2])
+p = redis.RedisCluster(host='127.0.0.1', port=port).pipeline(transaction=False)
+for i in range(n):
+    p.set('other:%d' % i, 'x' * 100)
+    if i % 1000 == 999:
+        p.execute()
+p.execute()
+PY
+echo "slot $SLOT: $N keys; node dbsizes $(redis-cli -p "$A" dbsize) and $(redis-cli -p "$B" dbsize)"
+python3 - "$A" "$SLOT" <<'PY'
+import sys, time, redis
+port, slot = int(sys.argv[1]), int(sys.argv[2])
+c = redis.Redis(port=port)
+# The moving slot, and a slot of the same node holding a few `other:` keys.
+mine = [(s[0], s[1]) for s in c.execute_command('CLUSTER', 'SLOTS') if s[2][1] == port]
+small = next((s for s in (c.execute_command('CLUSTER', 'KEYSLOT', 'other:%d' % i) for i in range(1000))
+              if s != slot and any(a <= s <= b for a, b in mine)), None)
+for s in [slot] + ([small] if small is not None else []):
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        count = c.execute_command('CLUSTER', 'COUNTKEYSINSLOT', s)
+        times.append((time.perf_counter() - start) * 1000)
+    print('COUNTKEYSINSLOT %s: %d, median %.1f ms' % (s, count, sorted(times)[2]))
+PY
 if [ -n "${LOAD:-}" ]; then
     for w in 1 2 3 4; do
         python3 - "$A" "$TAG" "$w" "$WORK/stop" <<'PY' &

@@ -825,3 +825,30 @@ fn version_golden() {
     let v = VersionGenerator::new(0).next(now_us);
     assert_eq!(v >> 11, now_us);
 }
+
+/// Kvrocks' cluster form (`cluster-enabled yes`, `slot_id_encoded`), bytes written by hand
+/// from its `redis_metadata.cc`: `ComposeNamespaceKey` puts the big-endian slot (`PutFixed16`
+/// of `GetSlotIdFromKey`, CRC16 of the hash tag) between the namespace and the key;
+/// `InternalKey::Encode` puts it in the same place before the key length of a subkey;
+/// `ComposeSlotKeyPrefix` is `[ns_len][ns][slot]`, every metadata key of the slot.
+#[test]
+fn kvrocks_cluster_form_golden() {
+    let layout = KeyLayout::default().with_cluster_slots(true);
+    // slot("{user1}:name") = slot("user1") = 8106 = 1F AA.
+    let meta = cat(&[NS, "1FAA 7B75736572317D3A6E616D65"]);
+    assert_eq!(layout.metadata_key(b"{user1}:name"), meta);
+    let decoded = layout.decode_metadata_key(&meta).unwrap();
+    assert_eq!((decoded.slot, decoded.user_key), (Some(8106), &b"{user1}:name"[..]));
+    let sub = cat(&[NS, "1FAA 0000000C 7B75736572317D3A6E616D65", VERSION_HEX, "6631"]);
+    assert_eq!(layout.subkey(b"{user1}:name", VERSION, b"f1").unwrap(), sub);
+    let sk = layout.decode_subkey(&sub).unwrap();
+    assert_eq!((sk.slot, sk.user_key, sk.sub), (Some(8106), &b"{user1}:name"[..], &b"f1"[..]));
+    // Score 1.5 = 3FF8… with its sign bit flipped.
+    assert_eq!(
+        layout.score_key(b"foo", VERSION, 1.5, b"m").unwrap(),
+        cat(&[NS, "2F96 00000003 666F6F", VERSION_HEX, "BFF8000000000000 6D"])
+    );
+    assert_eq!(layout.slot_range(8106).unwrap(), KeyRange::prefix(cat(&[NS, "1FAA"])));
+    assert!(layout.slot_range(8106).unwrap().contains(&sub), "a slot's subkeys share its prefix");
+    assert_eq!(layout.owner_metadata_key(&sk.owner()), meta);
+}

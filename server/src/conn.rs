@@ -340,15 +340,9 @@ impl EventLoop {
         for message in messages {
             match message {
                 Message::Accept(stream, peer, tls) => self.accept(stream, peer, tls),
-                Message::Deliver { token, client, bytes } => {
-                    let Some(conn) = self.conns.get_mut(token) else { continue };
-                    if conn.client.info.id != client {
-                        continue;
-                    }
-                    conn.out.extend_from_slice(&bytes);
-                    let keep = conn.finish(&self.state, self.round_failures)
-                        && conn.within_output_limit(&self.state);
-                    self.settle(token, keep);
+                Message::Deliver { token, client, bytes } => self.deliver(token, client, |_| bytes),
+                Message::ShardsLost { token, client, channels } => {
+                    self.deliver(token, client, |conn| conn.client.lose_shards(&channels))
                 }
                 Message::Payload { token, client, bytes } => {
                     let Some(conn) = self.conns.get_mut(token) else { continue };
@@ -374,6 +368,19 @@ impl EventLoop {
             }
         }
         kicked
+    }
+
+    /// Appends what `bytes` makes for the connection at `token` (when it is still `client`'s)
+    /// to its output: a message of pub/sub or tracking.
+    fn deliver(&mut self, token: usize, client: u64, bytes: impl FnOnce(&mut Connection) -> Vec<u8>) {
+        let Some(conn) = self.conns.get_mut(token) else { return };
+        if conn.client.info.id != client {
+            return;
+        }
+        let bytes = bytes(conn);
+        conn.out.extend_from_slice(&bytes);
+        let keep = conn.finish(&self.state, self.round_failures) && conn.within_output_limit(&self.state);
+        self.settle(token, keep);
     }
 
     /// Updates a connection's interest after it ran, or closes it.

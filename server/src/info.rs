@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use rediskv::ColumnFamily;
+use rediskv::{ColumnFamily, KeyRange};
 use rediskv::{DATABASES, Reply};
 use rediskv::{Direction, KvBackend};
 
@@ -519,7 +519,8 @@ fn section(name: &str, state: &State, namespace: &[u8], out: &mut String) {
 /// Keys, keys with a TTL, and their mean remaining TTL in ms, of database `index` of a
 /// namespace: in O(1) from the engine's counts (which include expired keys not deleted yet,
 /// as Redis'); over a store several server nodes share, one scan of the database's metadata
-/// records (live keys only; a cluster node's, of the slots it serves).
+/// records (live keys only; a cluster node's, of the slots it serves: only their ranges in
+/// Kvrocks' cluster form).
 fn keyspace(state: &State, base: &[u8], index: usize) -> (u64, u64, u64) {
     let engine = state.engines().into_iter().find(|e| e.layout().namespace() == base);
     let now = unix_micros() / 1000;
@@ -534,10 +535,17 @@ fn keyspace(state: &State, base: &[u8], index: usize) -> (u64, u64, u64) {
     let Some(layout) = engine.as_ref().and_then(|e| e.db_layout(index).cloned()) else { return (0, 0, 0) };
     let (mut keys, mut expires, mut ttl_sum) = (0u64, 0u64, 0u64);
     let backend = state.store.backend();
-    let Ok(scan) = backend.scan(ColumnFamily::Metadata, &layout.namespace_range(), Direction::Forward) else {
-        return (0, 0, 0);
+    // Where the layout writes each key's slot, only the node's slot ranges are read.
+    let ranges: Vec<KeyRange> = match (cluster, &topology) {
+        (Some(cluster), Some(topology)) if layout.cluster_slots() => (topology.ranges.iter())
+            .filter(|r| r.2.id == cluster.myself.id)
+            .filter_map(|r| layout.slots_range(r.0, r.1).ok())
+            .collect(),
+        _ => vec![layout.namespace_range()],
     };
-    for (key, value) in scan.flatten() {
+    let scans = ranges.iter().map(|range| backend.scan(ColumnFamily::Metadata, range, Direction::Forward));
+    let Ok(scans) = scans.collect::<Result<Vec<_>, _>>() else { return (0, 0, 0) };
+    for (key, value) in scans.into_iter().flatten().flatten() {
         if let (Some(cluster), Some(topology)) = (cluster, &topology) {
             let Ok(key) = layout.decode_metadata_key(&key) else { continue };
             if !cluster.holds(topology, rediskv::key_slot(key.user_key)) {

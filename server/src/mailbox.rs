@@ -45,6 +45,16 @@ pub enum Message {
         /// The answer, RESP bytes.
         bytes: Vec<u8>,
     },
+    /// Shard channels a client was subscribed to whose slot left the node: it forgets them
+    /// and is sent a `sunsubscribe` message for each.
+    ShardsLost {
+        /// The connection's token in that loop.
+        token: usize,
+        /// The client id (a reused token's new client is not the addressee).
+        client: u64,
+        /// The channels, in the order of the messages.
+        channels: Vec<bytes::Bytes>,
+    },
     /// Look at every connection now (CLIENT KILL, CLIENT UNPAUSE).
     Kick,
     /// The store's writer thread persisted the loop's rounds up to this one

@@ -282,6 +282,12 @@ fn options() -> Result<Start, String> {
             layout.kind().name()
         ));
     }
+    // As Kvrocks with `cluster-enabled yes`: every key carries its slot, so a slot's keys are
+    // one range of the store (the store's manifest then refuses a start without it).
+    let layout = match layout.kind() {
+        LayoutKind::Kvrocks => layout.with_cluster_slots(config.get("cluster-enabled") == "yes"),
+        _ => layout,
+    };
     Ok(Start { config, engine, threads, data_dir, etcd, cluster_etcd, initial_nodes, layout, memory })
 }
 
@@ -385,11 +391,16 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
     }
     let node = Arc::new(cluster::Cluster::new(myself.clone()));
     node.set_tls_cluster(tls_cluster);
-    // A parked client whose slot moved gets its redirection.
+    // A parked client whose slot moved gets its redirection; the shard channels of a slot
+    // this node no longer serves are dropped, their subscribers told.
     let weak = Arc::downgrade(state);
     node.on_change(Box::new(move || {
         if let Some(state) = weak.upgrade() {
             state.blocked.wake_all(&*state);
+            if let Some(cluster) = state.cluster.get() {
+                let topology = cluster.topology();
+                state.pubsub.drop_shards(&state.loops, |slot| cluster.serves(&topology, slot));
+            }
         }
     }));
     let _ = state.cluster.set(node.clone());

@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use rediskv::args::Glob;
+use rediskv::key_slot;
 use rediskv::{Protocol, Reply};
 
 use crate::client_info::ClientInfo;
@@ -117,6 +118,43 @@ impl PubSub {
         deliveries.len()
     }
 
+    /// Drops every shard channel of a slot `serves` refuses, with its subscribers: what a
+    /// node does when it no longer serves the slot, as Redis 7.0's `removeChannelsInSlot`.
+    /// Each subscriber's loop is told which channels it lost (in slot order, then by name), so
+    /// that it forgets them and gets Redis' `sunsubscribe` message for each.
+    pub fn drop_shards(&self, loops: &Loops, serves: impl Fn(u16) -> bool) {
+        if self.total.load(Relaxed) == 0 {
+            return;
+        }
+        let mut lost: Vec<(u16, Bytes, Subscribers)> = Vec::new();
+        {
+            let mut maps = lock(&self.maps);
+            let shards = &mut maps[Kind::Shard.index()];
+            shards.retain(|channel, subs| {
+                let slot = key_slot(channel);
+                if serves(slot) {
+                    return true;
+                }
+                self.total.fetch_sub(subs.len(), Relaxed);
+                lost.push((slot, channel.clone(), std::mem::take(subs)));
+                false
+            });
+        }
+        lost.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let mut by_client: BTreeMap<u64, (Arc<ClientInfo>, Vec<Bytes>)> = BTreeMap::new();
+        for (_, channel, subs) in lost {
+            for (id, client) in subs {
+                by_client.entry(id).or_insert_with(|| (client, Vec::new())).1.push(channel.clone());
+            }
+        }
+        for (client, channels) in by_client.into_values() {
+            loops.send(
+                client.loop_index,
+                Message::ShardsLost { token: client.token, client: client.id, channels },
+            );
+        }
+    }
+
     /// PUBSUB CHANNELS / SHARDCHANNELS: the active channels matching `pattern` (all without).
     pub fn channels(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Bytes> {
         let glob = pattern.map(Glob::new);
@@ -199,6 +237,21 @@ impl Subscriptions {
         }
         if names.is_empty() {
             replies.push(confirmation(kind, false, None, self.count(kind)));
+        }
+        self.publish_counts(client);
+        replies
+    }
+
+    /// Forgets the shard channels of `lost` the client still had (the registry dropped them:
+    /// [`PubSub::drop_shards`]), with a `sunsubscribe` message for each, as Redis.
+    pub fn lose_shards(&mut self, client: &ClientInfo, lost: &[Bytes]) -> Vec<Reply> {
+        let mut replies = Vec::new();
+        for channel in lost {
+            let shards = &mut self.sets[Kind::Shard.index()];
+            if let Some(at) = shards.iter().position(|n| n == channel) {
+                shards.remove(at);
+                replies.push(confirmation(Kind::Shard, false, Some(channel), self.count(Kind::Shard)));
+            }
         }
         self.publish_counts(client);
         replies

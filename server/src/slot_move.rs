@@ -44,8 +44,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rediskv::KvBackend;
+use rediskv::SLOT_COUNT;
 use rediskv::{Engine, Propagated, Reply, Session};
-use rediskv::{SLOT_COUNT, key_slot};
 
 use crate::cluster::moves::{Moves, Outgoing};
 use crate::cluster::{Cluster, Node, Topology};
@@ -351,36 +351,23 @@ fn import(state: &State, cluster: &Cluster, moves: &Moves, slot: u16, step: &str
     }
 }
 
-/// Calls `each` with every key of database 0 in `slot` (a walk of every key: there is no
-/// slot index).
+/// Calls `each` with every live key of database 0 in `slot`: a scan of the slot's own range
+/// when the layout writes slots into its keys (a cluster node on Kvrocks' layout), else a walk
+/// of every key.
 fn for_keys_in_slot<B: KvBackend>(
     engine: &Engine<B>,
     slot: u16,
     each: &mut dyn FnMut(Bytes) -> Result<(), String>,
 ) -> Result<(), String> {
-    let mut session = Session::new(0);
-    let mut cursor = Bytes::from_static(b"0");
-    loop {
-        let step = engine.execute(
-            &mut session,
-            &[Bytes::from_static(b"SCAN"), cursor, Bytes::from_static(b"COUNT"), Bytes::from_static(b"1000")],
-        );
-        let Reply::Array(mut parts) = step else { return Err(format!("SCAN answered {step:?}")) };
-        let (Some(Reply::Array(keys)), Some(Reply::Bulk(next))) = (parts.pop(), parts.pop()) else {
-            return Err("SCAN answered no cursor".into());
-        };
-        for key in keys {
-            if let Reply::Bulk(key) = key
-                && key_slot(&key) == slot
-            {
-                each(key)?;
-            }
-        }
-        if next.as_ref() == b"0" {
-            return Ok(());
-        }
-        cursor = next;
-    }
+    let mut outcome = Ok(());
+    engine
+        .db(&Session::new(0))
+        .walk_slot(slot, |key| {
+            outcome = each(Bytes::copy_from_slice(key));
+            outcome.is_ok()
+        })
+        .map_err(|e| e.to_string())?;
+    outcome
 }
 
 /// Deletes every key of `slot`; answers how many.

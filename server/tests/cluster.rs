@@ -11,7 +11,8 @@
 //! `rocksdb` feature), and a replica takes its killed primary's slots. On both kinds of
 //! cluster `redis-cli --cluster reshard` moves 100 slots under an INCR load, and PUBLISH
 //! reaches every node's subscribers; over etcd each node's keyspace is its own slots' keys.
-//! MIGRATE answers as redis-server's. Two nodes with `tls-cluster yes` and passwords, over
+//! MIGRATE answers as redis-server's. A cluster node's store is in Kvrocks' cluster form,
+//! which rediskv-inspect decodes and the library's fsck finds clean. Two nodes with `tls-cluster yes` and passwords, over
 //! an etcd serving TLS, tell TLS clients the TLS ports and plaintext ones the plaintext
 //! ports, and move a slot over the TLS, authenticated link. The etcd tests need the `etcd`
 //! feature: `cargo test -p rediskv-server --features etcd --test cluster`.
@@ -193,6 +194,70 @@ fn migrate_moves_keys_as_redis_does() {
         assert_eq!(a, b, "reply {i}");
     }
     assert_eq!(ours.len(), theirs.len());
+}
+
+/// A node with `cluster-enabled yes` over fjall (one node serving every slot) writes Kvrocks'
+/// cluster form: its FSCK is clean, a slot's count reads its keys, and once it is stopped its
+/// directory opens with the layout its manifest records (slots on), rediskv-inspect's dump
+/// decodes every record with the slot its key hashes to, and the library's fsck finds
+/// nothing wrong.
+#[test]
+fn a_cluster_node_s_store_is_in_kvrocks_cluster_form_for_inspect_and_fsck() {
+    let mut node = common::rediskv_on_disk("fjall", &["--cluster-enabled", "yes"]);
+    let mut c = node.client();
+    let writes: &[&[&str]] = &[
+        &["SET", "{user1}:name", "alice"],
+        &["HSET", "{user1}:profile", "city", "Oslo", "age", "41"],
+        &["SADD", "set", "x", "y", "z"],
+        &["ZADD", "zset", "1.5", "m", "2", "n"],
+        &["RPUSH", "list", "a", "b", "c"],
+        &["XADD", "stream", "1-1", "f", "v"],
+        &["SET", "ttl", "v", "PX", "100000"],
+    ];
+    for command in writes {
+        assert!(!matches!(c.cmd(command), Value::Error(_)), "{command:?}");
+    }
+    assert_eq!(c.cmd(&["FSCK"]), Value::Array(Some(vec![])));
+    // slot("user1") = 8106: both {user1} keys, read from the slot's range.
+    assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", "8106"]), Value::Int(2));
+    c.send(&[b"SHUTDOWN"]);
+    assert_eq!(c.try_read(), None, "SHUTDOWN closes the connection");
+    node.wait_exit();
+
+    let dir = node.dir().expect("a directory of its own");
+    let (store, layout) = rediskv_inspect::store::open_existing("fjall", dir).unwrap();
+    assert!(layout.cluster_slots(), "the manifest records the cluster form");
+    let now_ms = u64::try_from(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis(),
+    )
+    .unwrap();
+    assert_eq!(::rediskv::fsck::check(&store, &layout, now_ms).unwrap(), vec![]);
+    let mut out = Vec::new();
+    let filter = rediskv_inspect::store::Filter::default();
+    let written = rediskv_inspect::store::dump(&*store, &layout, &filter, &mut out).unwrap();
+    let records: Vec<serde_json::Value> =
+        String::from_utf8(out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len() as u64, written);
+    let mut keys = Vec::new();
+    for record in &records {
+        assert!(record.get("error").is_none(), "{record}");
+        let key = record["key"].as_str().unwrap_or_else(|| panic!("a key: {record}"));
+        let slot = ::rediskv::key_slot(key.as_bytes());
+        assert_eq!(record["slot"].as_u64(), Some(u64::from(slot)), "{record}");
+        if record["cf"] == "metadata" {
+            keys.push(key.to_string());
+        }
+    }
+    keys.sort();
+    let mut expected: Vec<String> = writes.iter().map(|w| w[1].to_string()).collect();
+    expected.sort();
+    assert_eq!(keys, expected);
+    // The subkeys are there too, each with its owner's slot (checked above).
+    assert!(
+        records.iter().any(|r| r["cf"] == "subkey" && r["key"] == "{user1}:profile" && r["field"] == "city")
+    );
+    assert!(records.iter().any(|r| r["cf"] == "score" && r["key"] == "zset" && r["member"] == "m"));
+    assert!(records.iter().any(|r| r["cf"] == "stream" && r["key"] == "stream"));
 }
 
 #[cfg(feature = "etcd")]
@@ -933,6 +998,27 @@ mod over_etcd {
         assert_eq!(router.cmd(&["INCR", key]), Ok(Value::Int(7)));
     }
 
+    /// Over the etcd engine, a slot given away by CLUSTER SETSLOT … NODE takes its shard
+    /// channels: the subscriber is sent `sunsubscribe`, as by a redis-server 7.0.15 node.
+    #[test]
+    fn a_slot_given_away_by_setslot_unsubscribes_its_shard_channels() {
+        let Some(etcd) = Cluster::start("a_slot_given_away_by_setslot_unsubscribes", 1) else { return };
+        let nodes: Vec<Server> = (0..2).map(|_| node(&etcd, "setslot/")).collect();
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        let channel = key_of(ports[0], "news");
+        let slot = ::rediskv::key_slot(channel.as_bytes()).to_string();
+        let mut subscriber = common::Client::connect(ports[0]);
+        assert_eq!(words(&subscriber.cmd(&["SSUBSCRIBE", &channel])), ["ssubscribe", &channel, "1"]);
+        let target = common::Client::connect(ports[1]).cmd(&["CLUSTER", "MYID"]).text();
+        let mut admin = common::Client::connect(ports[0]);
+        assert_eq!(admin.cmd(&["CLUSTER", "SETSLOT", &slot, "NODE", &target]), Value::Status("OK".into()));
+        assert_eq!(words(&subscriber.read()), ["sunsubscribe", &channel, "0"]);
+        // Out of subscribed mode: a RESP2 PING answers PONG.
+        assert_eq!(subscriber.cmd(&["PING"]), Value::Status("PONG".into()));
+        assert_eq!(words(&admin.cmd(&["PUBSUB", "SHARDNUMSUB", &channel])), [channel.as_str(), "0"]);
+    }
+
     #[test]
     fn over_two_data_clusters_each_slot_s_keys_live_in_its_cluster_and_fencing_holds() {
         let test = "over_two_data_clusters_each_slot_s_keys_live_in_its_cluster";
@@ -943,9 +1029,14 @@ mod over_etcd {
             (0..3).map(|_| node_with(&first, "two/", NODE_TIMEOUT_MS, &stores)).collect();
         let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
         wait_shared(&ports, Duration::from_secs(20));
-        // Slots 0-8191 in the first cluster, 8192-16383 in the second.
-        let data = [first.open("two/"), second.open("two/")];
-        let layout = ::rediskv::KeyLayout::default();
+        // Slots 0-8191 in the first cluster, 8192-16383 in the second, each key in Kvrocks'
+        // cluster form (its slot after the namespace).
+        let layout = ::rediskv::KeyLayout::default().with_cluster_slots(true);
+        let open = |etcd: &Cluster| {
+            let options = rediskv_etcd::Options { layout: layout.clone(), ..etcd.options("two/") };
+            rediskv_etcd::open(options).expect("open etcd backend")
+        };
+        let data = [open(&first), open(&second)];
         let mut router = Router::new(&ports);
         for i in 0..40 {
             let key = format!("spread:{i}");
@@ -1166,6 +1257,105 @@ mod over_etcd {
             "move: slot {slot}, {copied} keys copied, {forwarded} writes forwarded, {} ms in all, closed to writes {} ms",
             info_field(from, "migrating_time_ms").unwrap(),
             info_field(from, "migrating_closed_ms").unwrap()
+        );
+    }
+
+    /// A fjall node of a cluster writes Kvrocks' cluster form (the slot in every key): its
+    /// slots' keys are counted and listed from the slot's own range, and its store refuses a
+    /// start without `cluster-enabled`. A slot that moves away takes its shard channels: each
+    /// subscriber is sent `sunsubscribe` for each, counting its shard channels left, as a
+    /// redis-server 7.0.15 cluster node that loses the slot does (RESP2 and RESP3).
+    #[test]
+    fn a_slot_that_moves_away_takes_its_keys_range_and_unsubscribes_its_shard_channels() {
+        let Some(etcd) = Cluster::start("a_slot_that_moves_away_takes_its_shard_channels", 1) else {
+            return;
+        };
+        let mut nodes: Vec<Server> = (0..2).map(|_| disk_node(&etcd, "channels/", 2, &[])).collect();
+        let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+        wait_shared(&ports, Duration::from_secs(20));
+        let (from, to) = (ports[0], ports[1]);
+        let tag = key_of(from, "moving");
+        let slot = ::rediskv::key_slot(tag.as_bytes());
+        let stays = key_of(from, "staying");
+        let stays_slot = ::rediskv::key_slot(stays.as_bytes());
+        assert_ne!(slot, stays_slot);
+        let mut c = common::Client::connect(from);
+        for (name, n) in [(&tag, 300), (&stays, 200)] {
+            let mut argv = vec!["MSET".to_string()];
+            for i in 0..n {
+                argv.extend([format!("{{{name}}}:{i}"), i.to_string()]);
+            }
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            assert_eq!(c.cmd(&argv), Value::Status("OK".into()));
+        }
+        assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]), Value::Int(300));
+        assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &stays_slot.to_string()]), Value::Int(200));
+        let listed = c.cmd(&["CLUSTER", "GETKEYSINSLOT", &slot.to_string(), "7"]).texts();
+        assert_eq!(listed.len(), 7);
+        assert!(listed.iter().all(|k| k.starts_with(&format!("{{{tag}}}:"))), "{listed:?}");
+
+        let (a, b) = (format!("{{{tag}}}a"), format!("{{{tag}}}b"));
+        let mut resp2 = common::Client::connect(from);
+        assert_eq!(words(&resp2.cmd(&["SSUBSCRIBE", &a, &b])), ["ssubscribe", &a, "1"]);
+        assert_eq!(words(&resp2.read()), ["ssubscribe", &b, "2"]);
+        assert_eq!(words(&resp2.cmd(&["SSUBSCRIBE", &stays])), ["ssubscribe", &stays, "3"]);
+        let mut resp3 = common::Client::connect(from);
+        resp3.cmd(&["HELLO", "3"]);
+        assert_eq!(
+            resp3.cmd(&["SSUBSCRIBE", &a]),
+            Value::Push(vec![
+                Value::Bulk(Some(b"ssubscribe".to_vec())),
+                Value::Bulk(Some(a.clone().into_bytes())),
+                Value::Int(1)
+            ])
+        );
+
+        let target = common::Client::connect(to).cmd(&["CLUSTER", "MYID"]).text();
+        assert_eq!(c.cmd(&["CLUSTERX", "MIGRATE", &slot.to_string(), &target]), Value::Status("OK".into()));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while info_field(from, "migrating_state").as_deref() != Some("success") {
+            assert_ne!(info_field(from, "migrating_state").as_deref(), Some("fail"));
+            assert!(Instant::now() < deadline, "the move never ended");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Redis: one message per channel, in channel order, the count going down; a RESP2
+        // client still subscribed to a shard channel stays in subscribed mode.
+        assert_eq!(words(&resp2.read()), ["sunsubscribe", &a, "2"]);
+        assert_eq!(words(&resp2.read()), ["sunsubscribe", &b, "1"]);
+        assert_eq!(words(&resp2.cmd(&["PING"])), ["pong", ""]);
+        assert_eq!(
+            resp3.read(),
+            Value::Push(vec![
+                Value::Bulk(Some(b"sunsubscribe".to_vec())),
+                Value::Bulk(Some(a.clone().into_bytes())),
+                Value::Int(0)
+            ])
+        );
+        assert_eq!(resp3.cmd(&["PING"]), Value::Status("PONG".into()));
+        assert_eq!(c.cmd(&["PUBSUB", "SHARDCHANNELS"]).texts(), vec![stays]);
+        assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]), Value::Int(0));
+        assert_eq!(c.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &stays_slot.to_string()]), Value::Int(200));
+        let mut there = common::Client::connect(to);
+        assert_eq!(there.cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]), Value::Int(300));
+        assert_eq!(there.cmd(&["DBSIZE"]), Value::Int(300));
+        // Both stores decode and check clean in the cluster form (each key under its slot).
+        assert_eq!(c.cmd(&["FSCK"]), Value::Array(Some(vec![])));
+        assert_eq!(there.cmd(&["FSCK"]), Value::Array(Some(vec![])));
+
+        // The store holds the cluster form: a start without cluster-enabled is refused.
+        nodes[0].kill();
+        let dir = nodes[0].dir().unwrap().to_str().unwrap().to_string();
+        let out = Command::new(env!("CARGO_BIN_EXE_rediskv-server"))
+            .args(["--engine", "fjall", "--dir", &dir, "--port", "0"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            text.contains("cluster slots on")
+                && text.contains("refusing to open it with")
+                && text.contains("cluster slots off"),
+            "{text}"
         );
     }
 
@@ -1508,6 +1698,11 @@ mod over_etcd {
         while paused.cmd(&["WAIT", "1", "100"]) != Value::Int(1) {
             assert!(Instant::now() < deadline, "the replica never caught up");
         }
+        // A RESP3 subscriber of the slot's shard channel on the primary.
+        let mut subscriber = primary.client();
+        subscriber.set_read_timeout(Duration::from_secs(30));
+        subscriber.cmd(&["HELLO", "3"]);
+        assert_eq!(words(&subscriber.cmd(&["SSUBSCRIBE", "fenced"])), ["ssubscribe", "fenced", "1"]);
         let pid = primary.pid().to_string();
         assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
         // Sent while it is paused: read and run the moment it resumes, by the table it had.
@@ -1536,5 +1731,9 @@ mod over_etcd {
             assert!(Instant::now() < deadline, "never redirected");
             std::thread::sleep(Duration::from_millis(50));
         }
+        // The slot left it with its lease, and so did the slot's shard channel.
+        let lost = subscriber.read();
+        assert!(matches!(lost, Value::Push(_)), "{lost:?}");
+        assert_eq!(words(&lost), ["sunsubscribe", "fenced", "0"]);
     }
 }

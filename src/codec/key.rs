@@ -788,6 +788,15 @@ impl KeyLayout {
         Ok(KeyRange::prefix(start))
     }
 
+    /// Every metadata key of this namespace in the cluster slots `first..=last`: one range,
+    /// the slots being in order in the keys.
+    ///
+    /// # Errors
+    /// [`Error::LayoutMismatch`] when the layout has no cluster slots.
+    pub fn slots_range(&self, first: u16, last: u16) -> Result<KeyRange> {
+        Ok(KeyRange { start: self.slot_range(first)?.start, end: self.slot_range(last)?.end })
+    }
+
     /// Reads the head and route shared by all records: prefix, namespace, slot, md5.
     fn read_route<'a>(&self, r: &mut Reader<'a>, tag: Tag) -> Result<(&'a [u8], Option<u16>, &'a [u8])> {
         if self.kind == LayoutKind::TiTea {

@@ -121,6 +121,8 @@ pub struct Db<'a, B> {
     /// What the running command propagates instead of its arguments, when it says so
     /// ([`Db::propagate_instead`]).
     instead: RefCell<Option<Vec<Vec<Bytes>>>>,
+    /// The cluster slots the keyspace walks read ([`super::Session::set_key_slots`]).
+    pub(crate) key_slots: Option<Arc<[(u16, u16)]>>,
 }
 
 impl<B: KvBackend> Db<'static, B> {
@@ -177,6 +179,7 @@ impl<'a, B: KvBackend> Db<'a, B> {
             ran_ms: 0,
             propagated: None,
             instead: RefCell::default(),
+            key_slots: None,
         }
     }
 

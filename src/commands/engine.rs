@@ -251,7 +251,9 @@ impl<B: KvBackend> Engine<B> {
     /// A [`Db`] over `session`'s database, without locks: for single-threaded use and tests
     /// (typed calls such as `engine.db(&s).get(b"k")`).
     pub fn db(&self, session: &Session) -> Db<'_, &B> {
-        Db::over(&self.backend, Share::Borrowed(&self.shared), session.db)
+        let mut db = Db::over(&self.backend, Share::Borrowed(&self.shared), session.db);
+        db.key_slots.clone_from(&session.key_slots);
+        db
     }
 
     /// The database and user key a [`TouchedKey`] names (`None` if its namespace is not one
@@ -564,6 +566,7 @@ impl<B: KvBackend> Engine<B> {
         let reply = self.transaction(|| {
             if std::mem::replace(&mut retry, true) {
                 db = self.db_over(&self.backend, index);
+                db.key_slots.clone_from(&session.key_slots);
             }
             commands.iter().map(|c| run(&mut db, c)).next_back().unwrap_or(Reply::NilArray)
         });

@@ -28,6 +28,8 @@ pub struct Session {
     pub(crate) time_ms: u64,
     pub(crate) block: Option<Block>,
     pub(crate) swapped: Vec<(usize, usize)>,
+    /// The cluster slots KEYS, SCAN, DBSIZE and RANDOMKEY read ([`Session::set_key_slots`]).
+    pub(crate) key_slots: Option<Arc<[(u16, u16)]>>,
 }
 
 /// An open MULTI: the queued commands, and whether one was refused while queueing.
@@ -66,6 +68,7 @@ impl Session {
             time_ms: 0,
             block: None,
             swapped: Vec::new(),
+            key_slots: None,
         }
     }
 
@@ -172,6 +175,18 @@ impl Session {
     /// clock.
     pub fn set_time(&mut self, unix_ms: u64) {
         self.time_ms = unix_ms;
+    }
+
+    /// Restricts KEYS, SCAN, DBSIZE and RANDOMKEY to the keys of the cluster slot ranges
+    /// `first..=last` given (all keys with `None`), where the layout writes each key's slot
+    /// ([`crate::codec::KeyLayout::cluster_slots`]): each range of slots is then one range of
+    /// the store, and only those are read. Under another layout it changes nothing (the
+    /// caller filters the keys). A cluster node over a shared store sets its own slots.
+    pub fn set_key_slots(&mut self, ranges: Option<Vec<(u16, u16)>>) {
+        self.key_slots = ranges.map(|mut ranges| {
+            ranges.sort_unstable();
+            ranges.into()
+        });
     }
 
     /// What the last executed command (or EXEC, or script) did, counted whether or not its

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use rediskv::{KeyLayout, ManualClock};
+use rediskv::{KeyLayout, LayoutKind, ManualClock};
 use rediskv::{Engine as KvEngine, Protocol, Reply, Session};
 
 /// `argv!["GET", g.key()]` → `Vec<Vec<u8>>`.
@@ -851,6 +851,13 @@ fn engine_replies_match_redis() {
     compare_with_redis(KeyLayout::default(), &[]);
 }
 
+/// The same comparison with Kvrocks' cluster form (`cluster-enabled yes`: the slot in every
+/// key), named `kvrocks-cluster` in `DIFF_LAYOUTS`.
+#[test]
+fn engine_on_kvrocks_cluster_layout_replies_match_redis() {
+    compare_with_redis(KeyLayout::default().with_cluster_slots(true), &[]);
+}
+
 /// The same comparison with NeoKV's records. NeoKV has no stream type, so the stream
 /// family is left out (an XADD there answers an error, see docs/layouts.md).
 #[test]
@@ -876,9 +883,12 @@ fn engine_on_titea_layout_replies_match_redis() {
 
 /// Runs the comparison with the engine writing `layout`'s records, without the families
 /// or generators named in `unsupported` (the layout's system cannot store their type). `DIFF_LAYOUTS`
-/// (`kvrocks,neokv,camellia,titea`) picks which layouts run.
+/// (`kvrocks,kvrocks-cluster,neokv,camellia,titea`) picks which layouts run.
 fn compare_with_redis(layout: KeyLayout, unsupported: &[&str]) {
-    let name = layout.kind().name();
+    let name = match layout.kind() {
+        LayoutKind::Kvrocks if layout.cluster_slots() => "kvrocks-cluster",
+        kind => kind.name(),
+    };
     if std::env::var("DIFF_LAYOUTS").is_ok_and(|v| !v.split(',').any(|l| l == name)) {
         eprintln!("differential on the {name} layout: not in DIFF_LAYOUTS");
         return;

@@ -482,7 +482,7 @@ fn slot(cf: ColumnFamily) -> usize {
 mod tests {
     use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 
-    use rediskv::backend::MemoryBackend;
+    use rediskv::MemoryBackend;
 
     use super::*;
 

@@ -1,7 +1,10 @@
 //! A cluster node's own keyspace over a store the nodes share (the etcd engine): DBSIZE,
 //! KEYS, SCAN, RANDOMKEY, FLUSHDB and FLUSHALL see only the keys of the slots the node
 //! serves ([`crate::cluster::Cluster::holds`]), as each Redis Cluster node holds only its
-//! own slots' keys. Elsewhere (or inside MULTI) they run in the engine.
+//! own slots' keys. Where the layout writes each key's slot (Kvrocks' cluster form), they
+//! read only the node's slot ranges of the store
+//! ([`rediskv::Session::set_key_slots`]). Elsewhere (or inside MULTI) they run in
+//! the engine.
 
 use bytes::Bytes;
 use rediskv::Reply;
@@ -24,7 +27,14 @@ pub(super) fn command(
 ) -> (Reply, Next) {
     match state.cluster.get().filter(|cluster| cluster.shares_store()) {
         Some(cluster) if !c.session.in_multi() => {
-            (c.own_keyspace(cluster, info, argv, state), Next::Continue)
+            // Where the layout writes each key's slot, the engine reads only these slots'
+            // ranges of the store; `held` still checks each key (a slot being given away).
+            let topology = cluster.topology();
+            let mine = topology.ranges.iter().filter(|r| r.2.id == cluster.myself.id);
+            c.session.set_key_slots(Some(mine.map(|r| (r.0, r.1)).collect()));
+            let reply = c.own_keyspace(cluster, info, argv, state);
+            c.session.set_key_slots(None);
+            (reply, Next::Continue)
         }
         _ => c.run_in_engine(info, argv, state),
     }
@@ -92,7 +102,8 @@ impl Client {
         }
     }
 
-    /// Every key of this node's keyspace in database 0 (one walk of the store's keys).
+    /// Every key of this node's keyspace in database 0: one read of its slots' ranges of the
+    /// store where the layout writes slots into its keys, else one walk of the store's keys.
     fn own_keys(&mut self, cluster: &Cluster) -> Result<Vec<Reply>, Reply> {
         match self.engine.execute(&mut self.session, &command_of(&[b"KEYS", b"*"])) {
             Reply::Array(keys) => Ok(held(cluster, keys)),

@@ -81,3 +81,17 @@ pub(super) fn ping(
     }
     c.run_in_engine(info, argv, state)
 }
+
+impl Client {
+    /// Shard channels this client listened to left the node with their slot
+    /// ([`crate::pubsub::PubSub::drop_shards`]): answers the RESP of Redis' `sunsubscribe`
+    /// message for each it still had.
+    pub fn lose_shards(&mut self, channels: &[Bytes]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let protocol = crate::pubsub::protocol(&self.info);
+        for reply in self.subs.lose_shards(&self.info, channels) {
+            reply.write(protocol, &mut out);
+        }
+        out
+    }
+}

@@ -357,6 +357,12 @@ impl Cluster {
         topology.owner(slot).is_some_and(|n| n.id == self.myself.id)
     }
 
+    /// Whether this node serves `slot`'s shard channels: it owns the slot or replicates its
+    /// owner (Redis' replicas keep a slot's channels too).
+    pub fn serves(&self, topology: &Topology, slot: u16) -> bool {
+        topology.owner(slot).is_some_and(|n| n.id == self.myself.id || self.replicates(n))
+    }
+
     /// The slot this node is closing to writes to hand it over, if any.
     fn closed(&self) -> Option<u16> {
         #[cfg(feature = "etcd")]
@@ -747,30 +753,26 @@ pub fn resolve(argv: &[Bytes]) -> Option<(&'static CommandInfo, &[Bytes])> {
     table::find(argv).ok().map(|info| (info, argv))
 }
 
-/// Up to `count` keys of database 0 in `slot` (a walk of every key: there is no slot index);
-/// none when the slot is not in this node's keyspace ([`Cluster::holds`]).
+/// Up to `count` keys of database 0 in `slot` (a scan of the slot's own range when the
+/// layout writes slots into its keys, else a walk of every key); none when the slot is not in
+/// this node's keyspace ([`Cluster::holds`]).
 pub fn keys_in_slot(
     cluster: &Cluster,
     engine: &crate::store::SharedEngine,
     slot: u16,
     count: usize,
 ) -> Vec<Bytes> {
-    if !cluster.holds(&cluster.topology(), slot) {
-        return Vec::new();
+    let mut keys = Vec::new();
+    if count == 0 || !cluster.holds(&cluster.topology(), slot) {
+        return keys;
     }
-    let mut session = rediskv::Session::new(0);
-    let Reply::Array(keys) =
-        engine.execute(&mut session, &[Bytes::from_static(b"KEYS"), Bytes::from_static(b"*")])
-    else {
-        return Vec::new();
-    };
-    keys.into_iter()
-        .filter_map(|k| match k {
-            Reply::Bulk(key) if key_slot(&key) == slot => Some(key),
-            _ => None,
-        })
-        .take(count)
-        .collect()
+    let session = rediskv::Session::new(0);
+    // A store that fails mid-walk answers the keys found so far.
+    let _ = engine.db(&session).walk_slot(slot, |key| {
+        keys.push(Bytes::copy_from_slice(key));
+        keys.len() < count
+    });
+    keys
 }
 
 /// A redirection or cluster error (its EXEC is not turned into EXECABORT, as in Redis).

@@ -7,7 +7,7 @@
 use bytes::Bytes;
 
 use crate::backend::{Direction, KvBackend, WriteBatch};
-use crate::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, Metadata, RedisType};
+use crate::codec::{ColumnFamily, KeyLayout, KeyRange, LayoutKind, Metadata, RedisType, key_slot};
 use crate::commands::args::{Distinct, Glob, cursor_arg, int_arg};
 use crate::commands::notify::NotifyFlags;
 use crate::commands::{CommandError, CommandResult, DATABASES, Db, Entry, Reply};
@@ -339,35 +339,55 @@ impl<B: KvBackend> Db<'_, B> {
         Ok(true)
     }
 
-    /// Walks the metadata records of the selected database from just after the metadata
-    /// key `after` (from the start when `None`), calling `visit(metadata key, live)` until
-    /// it returns false; `live` is `Some((user key, type))` for a live key and `None` for
-    /// an expired, empty or undecodable record.
+    /// Walks the metadata records of the selected database in `ranges` (in order: its
+    /// namespace's, or runs of slots) from just after the metadata key `after` (from the
+    /// start when `None`), calling `visit(metadata key, live)` until it returns false; `live`
+    /// is `Some((user key, type))` for a live key and `None` for an expired, empty or
+    /// undecodable record.
     fn walk_records(
         &self,
+        ranges: &[KeyRange],
         after: Option<&[u8]>,
         mut visit: impl FnMut(&Bytes, Option<(&[u8], RedisType)>) -> bool,
     ) -> CommandResult<()> {
-        let mut range: KeyRange = self.layout().namespace_range();
-        if let Some(after) = after {
-            let mut start = after.to_vec();
-            start.push(0);
-            if start > range.start {
-                range.start = start;
-            }
-        }
         let now = self.now_ms();
-        for item in self.backend().scan(ColumnFamily::Metadata, &range, Direction::Forward)? {
-            let (k, v) = item?;
-            let live = match (self.layout().decode_metadata(&v), self.layout().decode_metadata_key(&k)) {
-                (Ok(meta), Ok(decoded)) if meta.is_live(now) => Some((decoded.user_key, meta.ty)),
-                _ => None,
-            };
-            if !visit(&k, live) {
-                break;
+        for range in ranges {
+            let mut range = range.clone();
+            if let Some(after) = after {
+                let mut start = after.to_vec();
+                start.push(0);
+                if start > range.start {
+                    range.start = start;
+                }
+            }
+            if range.end.as_ref().is_some_and(|end| range.start >= *end) {
+                continue;
+            }
+            for item in self.backend().scan(ColumnFamily::Metadata, &range, Direction::Forward)? {
+                let (k, v) = item?;
+                let live = match (self.layout().decode_metadata(&v), self.layout().decode_metadata_key(&k)) {
+                    (Ok(meta), Ok(decoded)) if meta.is_live(now) => Some((decoded.user_key, meta.ty)),
+                    _ => None,
+                };
+                if !visit(&k, live) {
+                    return Ok(());
+                }
             }
         }
         Ok(())
+    }
+
+    /// Where KEYS, SCAN, DBSIZE and RANDOMKEY read: the ranges of the session's slots
+    /// ([`super::super::Session::set_key_slots`]) when the layout writes slots, else the
+    /// namespace's.
+    fn key_ranges(&self) -> Vec<KeyRange> {
+        match (&self.key_slots, self.layout().cluster_slots()) {
+            (Some(slots), true) => slots
+                .iter()
+                .filter_map(|&(first, last)| self.layout().slots_range(first, last).ok())
+                .collect(),
+            _ => vec![self.layout().namespace_range()],
+        }
     }
 
     /// [`crate::Engine::eviction_sample`] of the selected database.
@@ -426,7 +446,38 @@ impl<B: KvBackend> Db<'_, B> {
     /// Walks the live keys of the selected database, calling `visit(user key, type)` until
     /// it returns false.
     pub(crate) fn walk_keys(&self, mut visit: impl FnMut(&[u8], RedisType) -> bool) -> CommandResult<()> {
-        self.walk_records(None, |_, live| live.is_none_or(|(key, ty)| visit(key, ty)))
+        self.walk_records(&self.key_ranges(), None, |_, live| live.is_none_or(|(key, ty)| visit(key, ty)))
+    }
+
+    /// Walks the live keys of the selected database in cluster slot `slot`, calling
+    /// `visit(user key)` until it returns false: a scan of the slot's own range when the
+    /// layout writes the slot into its keys ([`KeyLayout::slot_range`]), else a walk of every
+    /// key.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn walk_slot(&self, slot: u16, visit: impl FnMut(&[u8]) -> bool) -> CommandResult<()> {
+        self.walk_slots(slot, slot, visit)
+    }
+
+    /// [`Db::walk_slot`] over the slots `first..=last`, in slot order when the layout writes
+    /// slots (one scan of their range), else in key order.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn walk_slots(
+        &self,
+        first: u16,
+        last: u16,
+        mut visit: impl FnMut(&[u8]) -> bool,
+    ) -> CommandResult<()> {
+        let (range, every_key) = match self.layout().slots_range(first, last) {
+            Ok(range) => (range, false),
+            Err(_) => (self.layout().namespace_range(), true),
+        };
+        self.walk_records(&[range], None, |_, live| {
+            live.is_none_or(|(key, _)| (every_key && !(first..=last).contains(&key_slot(key))) || visit(key))
+        })
     }
 
     /// One SCAN step: examines up to `count` live keys after `cursor` (0 starts over),
@@ -457,7 +508,7 @@ impl<B: KvBackend> Db<'_, B> {
         let mut keys = Vec::new();
         let mut others = Vec::new();
         let glob = pattern.map(Glob::new);
-        self.walk_records(after.as_deref(), |meta_key, live| {
+        self.walk_records(&self.key_ranges(), after.as_deref(), |meta_key, live| {
             if examined == count || visits == max_visits {
                 more = true;
                 return false;
@@ -513,12 +564,16 @@ impl<B: KvBackend> Db<'_, B> {
     /// The number of keys in the selected database. Under an [`crate::commands::Engine`] over a store
     /// no other process writes, in O(1) from the counts the commits keep (see
     /// [`crate::commands::Engine::key_count`]): as in Redis, an expired key whose record nobody has
-    /// deleted yet still counts. Otherwise (a bare `Db`, a store several server nodes share)
-    /// a scan of the metadata records that counts live keys only.
+    /// deleted yet still counts. Otherwise (a bare `Db`, a store several server nodes share,
+    /// a session restricted to some slots) a scan of the metadata records that counts live
+    /// keys only.
     ///
     /// # Errors
     /// Storage errors (from the scan, or the first count of the database).
     pub(crate) fn dbsize(&self) -> CommandResult<i64> {
+        if self.key_slots.is_some() {
+            return self.live_keys();
+        }
         match self.key_count()? {
             Some(count) => Ok(i64::try_from(count.keys).unwrap_or(i64::MAX)),
             None => self.live_keys(),
