@@ -976,8 +976,7 @@ mod over_etcd {
         let mut client = common::Client::connect(ports[paused]);
         client.set_read_timeout(Duration::from_secs(30));
         assert_eq!(client.cmd(&["INCR", key]), Value::Int(1));
-        let pid = nodes[paused].pid().to_string();
-        assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+        nodes[paused].pause();
         // Sent while it is paused: read and run the moment it resumes, by its old table.
         client.send_raw(&encode(&[b"INCR", key.as_bytes()]));
         wait_shared(&others, Duration::from_secs(20));
@@ -985,7 +984,7 @@ mod over_etcd {
         for n in 2..=6 {
             assert_eq!(router.cmd(&["INCR", key]), Ok(Value::Int(n)));
         }
-        assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+        nodes[paused].resume();
         // Its commit compared the table it routed by, which changed: nothing applied, and
         // the client is sent to the slot's owner now.
         let reply = client.read();
@@ -1703,14 +1702,13 @@ mod over_etcd {
         subscriber.set_read_timeout(Duration::from_secs(30));
         subscriber.cmd(&["HELLO", "3"]);
         assert_eq!(words(&subscriber.cmd(&["SSUBSCRIBE", "fenced"])), ["ssubscribe", "fenced", "1"]);
-        let pid = primary.pid().to_string();
-        assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+        primary.pause();
         // Sent while it is paused: read and run the moment it resumes, by the table it had.
         paused.send_raw(&encode(&[b"INCR", b"fenced"]));
         wait_shared(&[replica.port], Duration::from_secs(20));
         let mut r = replica.client();
         assert_eq!(r.cmd(&["INCR", "fenced"]), Value::Int(101));
-        assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+        primary.resume();
         // Its lease may have run out: the write is refused, never acknowledged, and the
         // client asks again (TRYAGAIN) or is sent to the slots' owner now (MOVED).
         let reply = paused.read();

@@ -605,14 +605,10 @@ fn redis_replicates_rediskv() {
     assert_eq!(p.cmd(&["WAIT", "1", "5000"]), Value::Int(1));
 
     // The link breaks for 5 seconds while the primary keeps writing.
-    let signal = |sig: &str| {
-        let ok = std::process::Command::new("kill").args([sig, &replica.pid().to_string()]).status().unwrap();
-        assert!(ok.success());
-    };
-    signal("-STOP");
+    replica.pause();
     assert_eq!(p.cmd(&["CLIENT", "KILL", "TYPE", "replica"]), Value::Int(1));
     Load::start(primary.port).finish_after(Duration::from_secs(5));
-    signal("-CONT");
+    replica.resume();
     wait_caught_up(&primary, &replica);
     assert_same_data(&primary, &replica);
     assert_eq!(sync_counts(&mut p), ["1", "1"], "one full sync, then one partial");

@@ -105,8 +105,8 @@ pub struct WriteBatch {
     written: Option<(usize, WrittenMetadata)>,
 }
 
-/// Of a metadata record a command writes: what it adds to the key counts
-/// ([`crate::commands::counts`]: `None` when it is no key, else its expiry) and its version.
+/// Of a metadata record a command writes: what it adds to the key counts (`None` when it is
+/// no key, else its expiry) and its version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct WrittenMetadata {
     pub(crate) counted: Option<u64>,

@@ -223,6 +223,36 @@ impl Server {
         self.child.wait().expect("wait for the server")
     }
 
+    /// `kill -STOP`, and waits until every thread of the process is stopped (the signal is
+    /// delivered to each thread when it next runs: a thread busy on another core could
+    /// still read a request sent right after `kill` returned).
+    pub fn pause(&self) {
+        self.signal("-STOP");
+        let tasks = format!("/proc/{}/task", self.pid());
+        let stopped = || {
+            std::fs::read_dir(&tasks).unwrap().flatten().all(|task| {
+                let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+                // The state follows the command's name, which may hold spaces.
+                stat.rsplit_once(") ").is_none_or(|(_, rest)| rest.starts_with('T') || rest.starts_with('t'))
+            })
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !stopped() {
+            assert!(std::time::Instant::now() < deadline, "pid {} did not stop", self.pid());
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// `kill -CONT` after [`Server::pause`].
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let sent = std::process::Command::new("kill").args([signal, &self.pid().to_string()]).status();
+        assert!(sent.expect("run kill").success(), "kill {signal} {}", self.pid());
+    }
+
     /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
