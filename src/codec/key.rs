@@ -515,13 +515,6 @@ impl KeyLayout {
 
     /// The metadata key of `key`, in a new vector.
     pub fn metadata_key(&self, key: &[u8]) -> Vec<u8> {
-        if self.plain_route() {
-            // `[ns_len][ns][key]`, on every command's path.
-            let mut out = Vec::with_capacity(self.head.len() + key.len());
-            out.extend_from_slice(&self.head);
-            out.extend_from_slice(key);
-            return out;
-        }
         self.routed(key).metadata_key()
     }
 
@@ -539,16 +532,6 @@ impl KeyLayout {
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
     pub fn subkey_prefix(&self, key: &[u8], version: Version, extra: usize) -> Result<Vec<u8>> {
-        if self.plain_route() {
-            let version = version.short()?;
-            let len = u32::try_from(key.len()).map_err(|_| Error::KeyTooLong(key.len()))?;
-            let mut out = Vec::with_capacity(self.head.len() + 12 + key.len() + extra);
-            out.extend_from_slice(&self.head);
-            out.extend_from_slice(&len.to_be_bytes());
-            out.extend_from_slice(key);
-            out.extend_from_slice(&version.to_be_bytes());
-            return Ok(out);
-        }
         self.routed(key).subkey_prefix(version, extra)
     }
 
@@ -572,11 +555,6 @@ impl KeyLayout {
     /// # Errors
     /// As [`KeyLayout::encode_subkey_prefix`].
     pub fn subkey(&self, key: &[u8], version: Version, sub: &[u8]) -> Result<Vec<u8>> {
-        if self.plain_route() {
-            let mut out = self.subkey_prefix(key, version, sub.len())?;
-            out.extend_from_slice(sub);
-            return Ok(out);
-        }
         self.routed(key).subkey(version, sub)
     }
 
@@ -1058,7 +1036,11 @@ impl RoutedKey<'_> {
     /// The metadata key, in a new vector.
     pub fn metadata_key(&self) -> Vec<u8> {
         if self.layout.plain_route() {
-            return self.layout.metadata_key(self.key);
+            // `[ns_len][ns][key]`, on every command's path.
+            let mut out = Vec::with_capacity(self.layout.head.len() + self.key.len());
+            out.extend_from_slice(&self.layout.head);
+            out.extend_from_slice(self.key);
+            return out;
         }
         // Exactly the length: a full vector becomes `Bytes` without another allocation.
         let len_field = if self.layout.kind == LayoutKind::NeoKv { 4 } else { 0 };
@@ -1112,7 +1094,14 @@ impl RoutedKey<'_> {
     /// As [`RoutedKey::encode_subkey_prefix`].
     pub fn subkey_prefix(&self, version: Version, extra: usize) -> Result<Vec<u8>> {
         if self.layout.plain_route() {
-            return self.layout.subkey_prefix(self.key, version, extra);
+            let version = version.short()?;
+            let len = u32::try_from(self.key.len()).map_err(|_| Error::KeyTooLong(self.key.len()))?;
+            let mut out = Vec::with_capacity(self.layout.head.len() + 12 + self.key.len() + extra);
+            out.extend_from_slice(&self.layout.head);
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(self.key);
+            out.extend_from_slice(&version.to_be_bytes());
+            return Ok(out);
         }
         let mut out = Vec::with_capacity(self.route_len() + 12 + self.key.len() + extra);
         self.encode_subkey_prefix(version, &mut out)?;
