@@ -1164,14 +1164,19 @@ mod over_etcd {
              print(last)\n",
             stop_file.display().to_string()
         );
-        let python = Command::new("python3")
+        let mut python = Command::new("python3")
             .args(["-c", &script])
             .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         // Moved once redis-py is under way (its first INCR stored).
         let deadline = Instant::now() + Duration::from_secs(30);
         while common::Client::connect(from).cmd(&["GET", &py_key]) == Value::Bulk(None) {
+            if python.try_wait().unwrap().is_some() {
+                let out = python.wait_with_output().unwrap();
+                panic!("redis-py exited ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+            }
             assert!(Instant::now() < deadline, "redis-py never INCRed");
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -1202,7 +1207,11 @@ mod over_etcd {
         let out = python.wait_with_output().unwrap();
         let _ = std::fs::remove_file(&stop_file);
         let py_last = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        assert!(out.status.success() && py_last.parse::<i64>().unwrap() > 0, "redis-py: {py_last:?}");
+        assert!(
+            out.status.success() && py_last.parse::<i64>().unwrap() > 0,
+            "redis-py: {py_last:?} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         // Both nodes name the target the slot's owner, which holds every key and every INCR.
         for port in &ports {
             let table = slots(*port);
