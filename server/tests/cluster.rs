@@ -1150,7 +1150,9 @@ mod over_etcd {
         let workers = incr_load(&ports, (0..4).map(|w| format!("{{{tag}}}:counter:{w}")).collect(), &stop);
         // redis-py's RedisCluster INCRs a key of the slot too (it follows MOVED and retries
         // TRYAGAIN by itself).
-        let stop_file = std::env::temp_dir().join(format!("rediskv-move-stop-{}", std::process::id()));
+        // Its own file: the fjall and RocksDB variants run at once in one process.
+        let stop_file =
+            std::env::temp_dir().join(format!("rediskv-move-stop-{engine}-{}", std::process::id()));
         let _ = std::fs::remove_file(&stop_file);
         let py_key = format!("{{{tag}}}:py");
         let script = format!(
