@@ -66,7 +66,7 @@ pub fn command(argv: &[Bytes], state: &State) -> Reply {
     }
     let target = match target {
         Some((host, port)) => {
-            let port = u16::try_from(port).ok().filter(|p| state.replication.acked_by(&host, *p).is_some());
+            let port = u16::try_from(port).ok().filter(|p| state.replication.has_replica(&host, *p));
             let Some(port) = port else { return err("FAILOVER target HOST and PORT is not a replica.") };
             crate::log::notice!("FAILOVER requested to {host}:{port}.");
             Some((host, port))

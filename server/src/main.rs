@@ -409,7 +409,7 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
     #[cfg(feature = "etcd")]
     if let Some((etcd, moves)) = local {
         slot_move::set_server(Arc::downgrade(state));
-        let (asked, promoted) = (Arc::downgrade(state), Arc::downgrade(state));
+        let (asked, synced, promoted) = (Arc::downgrade(state), Arc::downgrade(state), Arc::downgrade(state));
         moves.set_role(
             move || {
                 let state = asked.upgrade()?;
@@ -418,6 +418,7 @@ fn join_cluster(state: &Arc<state::State>, topology: Option<(store::EtcdFlags, u
                     (link.host, link.port)
                 })
             },
+            move || synced.upgrade().is_some_and(|state| state.link.is_synced()),
             move || {
                 if let Some(state) = promoted.upgrade() {
                     role::stop_replicating(&state);

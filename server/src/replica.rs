@@ -202,6 +202,8 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
             return Err(format!("bad FULLRESYNC reply: {reply}"));
         };
         crate::log::notice!("Full resync from the primary: replication id {id}, offset {off}");
+        // The data is emptied and loaded: no longer the primary's stream until it ends.
+        state.link.set_synced(false);
         state.link.update(|i| {
             i.state = "sync";
             i.sync_read = 0;
@@ -229,6 +231,9 @@ fn session(state: &State, generation: u64) -> Result<(), String> {
         i.replid = replid.clone();
         i.last_io = Instant::now();
     });
+    if let Some(_applying) = state.link.applying(generation) {
+        state.link.set_synced(true);
+    }
     let at = StreamPosition { replid, offset, db: state.link.stream_db(), file_changes: None };
     stream(state, generation, primary, at)
 }
@@ -336,7 +341,9 @@ fn stream(
     primary.set_timeout(Duration::from_millis(100));
     let mut master = MasterClient::new(state, &primary);
     if at.db != 0 {
-        master.execute(&[Bytes::from_static(b"SELECT"), Bytes::from(at.db.to_string())], state);
+        // Not applied: the link has ended, which the loop below sees first.
+        let select = [Bytes::from_static(b"SELECT"), Bytes::from(at.db.to_string())];
+        master.execute(&select, state, generation, None);
     }
     let keeps_position = state.store.keeps_position();
     let StreamPosition { replid, mut offset, .. } = at;
@@ -391,13 +398,16 @@ fn stream(
                     // only write: the database after the last SELECT is right for both.
                     let selected = selected_db(&argv);
                     let file_changes = transaction.take(&argv, state);
-                    if keeps_position {
+                    let after = keeps_position.then(|| {
                         let db = selected.unwrap_or_else(|| state.link.stream_db());
                         let offset = offset + consumed as u64;
-                        let after = StreamPosition { replid: replid.clone(), offset, db, file_changes };
-                        state.store.stamp_writes(Some(&after));
+                        StreamPosition { replid: replid.clone(), offset, db, file_changes }
+                    });
+                    if !master.execute(&argv, state, generation, after.as_ref()) {
+                        // Another REPLICAOF (a promotion) ended this link: nothing more of
+                        // its stream is applied.
+                        break;
                     }
-                    master.execute(&argv, state);
                     if let Some(db) = selected {
                         state.link.set_stream_db(db);
                     }
@@ -540,12 +550,31 @@ impl MasterClient {
         MasterClient { client: Client::master(info, state), out: Vec::new() }
     }
 
-    fn execute(&mut self, argv: &[Bytes], state: &State) {
-        while self.client.execute(argv, state, &mut self.out) == Next::Wait {
-            // A CLIENT PAUSE holds it: the stream waits, in order.
+    /// Applies `argv` (its writes stamped with the stream position `after`, when the store
+    /// keeps it) unless another REPLICAOF ended the link of `generation`: false then, and
+    /// nothing is applied.
+    fn execute(
+        &mut self,
+        argv: &[Bytes],
+        state: &State,
+        generation: u64,
+        after: Option<&StreamPosition>,
+    ) -> bool {
+        loop {
+            let next = {
+                let Some(_applying) = state.link.applying(generation) else { return false };
+                if after.is_some() {
+                    state.store.stamp_writes(after);
+                }
+                self.client.execute(argv, state, &mut self.out)
+            };
+            self.out.clear();
+            if next != Next::Wait {
+                return true;
+            }
+            // A CLIENT PAUSE holds it: the stream waits, in order (REPLICAOF does not).
             std::thread::sleep(Duration::from_millis(10));
         }
-        self.out.clear();
     }
 
     fn close(mut self, state: &State) {

@@ -72,6 +72,9 @@ struct Replica {
     /// The offset it last acknowledged, and when.
     ack: u64,
     ack_at: Instant,
+    /// It acknowledged since it registered: it holds the stream up to `ack` (a replica in
+    /// a full sync holds nothing until it has loaded the payload and acknowledges).
+    acked: bool,
     /// While its full sync's payload is being written: the stream since the snapshot, sent
     /// after the payload.
     held: Option<Vec<u8>>,
@@ -408,6 +411,7 @@ impl Replication {
         if let Some(r) = inner.replicas.iter_mut().find(|r| r.client.id == client) {
             r.ack = r.ack.max(offset);
             r.ack_at = Instant::now();
+            r.acked = true;
         }
         let mut satisfied = Vec::new();
         let mut i = 0;
@@ -465,16 +469,27 @@ impl Replication {
         inner.replicas.iter().filter(|r| r.ack_at.elapsed().as_secs() <= max_lag).count()
     }
 
-    /// The offset the replica announced as `host:port` acknowledged, if it is connected.
+    /// Whether a replica announced as `host:port` is connected.
+    pub fn has_replica(&self, host: &str, port: u16) -> bool {
+        let inner = lock(&self.inner);
+        inner.replicas.iter().any(|r| r.ip.eq_ignore_ascii_case(host) && r.port == port)
+    }
+
+    /// The offset the replica announced as `host:port` acknowledged, if it is connected and
+    /// acknowledged since.
     pub fn acked_by(&self, host: &str, port: u16) -> Option<u64> {
         let inner = lock(&self.inner);
-        inner.replicas.iter().find(|r| r.ip.eq_ignore_ascii_case(host) && r.port == port).map(|r| r.ack)
+        inner
+            .replicas
+            .iter()
+            .find(|r| r.acked && r.ip.eq_ignore_ascii_case(host) && r.port == port)
+            .map(|r| r.ack)
     }
 
     /// The address of a replica that acknowledged `offset`, if any.
     pub fn replica_acked(&self, offset: u64) -> Option<(String, u16)> {
         let inner = lock(&self.inner);
-        inner.replicas.iter().find(|r| r.ack == offset).map(|r| (r.ip.clone(), r.port))
+        inner.replicas.iter().find(|r| r.acked && r.ack == offset).map(|r| (r.ip.clone(), r.port))
     }
 
     /// Whether any replica is connected.
@@ -682,6 +697,7 @@ impl Inner {
             port: hello.port,
             ack: 0,
             ack_at: Instant::now(),
+            acked: false,
             held,
             over_soft_since: None,
         });
@@ -689,7 +705,7 @@ impl Inner {
 
     /// How many replicas acknowledged `target`.
     fn acked(&self, target: u64) -> usize {
-        self.replicas.iter().filter(|r| r.ack >= target).count()
+        self.replicas.iter().filter(|r| r.acked && r.ack >= target).count()
     }
 }
 
@@ -717,8 +733,14 @@ pub struct LinkStatus {
     replica: AtomicBool,
     /// The link is synced and streaming.
     up: AtomicBool,
+    /// The data holds the stream of the primary of this REPLICAOF up to an offset: a sync
+    /// with it ended, and no full sync has emptied the data since.
+    synced: AtomicBool,
     /// Bumped by every REPLICAOF: a link thread of an older one stops.
     generation: std::sync::atomic::AtomicU64,
+    /// Held by the link thread while it applies a command of the stream, and to bump
+    /// `generation`: once REPLICAOF returns, no command of the link it ended is applied.
+    applying: Mutex<()>,
     /// The database the primary's stream selected last: a link that continues the stream
     /// starts its commands there, as Redis keeps its cached master client's.
     stream_db: std::sync::atomic::AtomicUsize,
@@ -777,6 +799,18 @@ impl LinkStatus {
         self.up.load(Relaxed)
     }
 
+    /// Whether the data holds the primary's stream up to an offset (its link may be down
+    /// since): not before the first sync with it ends, nor while a full sync loads.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub fn is_synced(&self) -> bool {
+        self.synced.load(Relaxed)
+    }
+
+    /// Records whether the data holds the primary's stream ([`LinkStatus::is_synced`]).
+    pub fn set_synced(&self, synced: bool) {
+        self.synced.store(synced, Relaxed);
+    }
+
     /// The database the primary's stream selected last.
     pub fn stream_db(&self) -> usize {
         self.stream_db.load(Relaxed)
@@ -803,18 +837,21 @@ impl LinkStatus {
 
     /// The state change of [`LinkStatus::start`]; returns the link's generation.
     fn begin(&self, host: &str, port: u16) -> u64 {
+        let _applying = lock(&self.applying);
         let mut info = lock(&self.info);
         info.host = host.to_string();
         info.port = port;
         info.state = "connect";
         info.down_since = info.down_since.or(Some(Instant::now()));
         self.up.store(false, Relaxed);
+        self.synced.store(false, Relaxed);
         self.replica.store(true, Relaxed);
         self.generation.fetch_add(1, Relaxed) + 1
     }
 
     /// Stops replicating (REPLICAOF NO ONE): the link thread stops.
     pub fn stop(&self) {
+        let _applying = lock(&self.applying);
         self.generation.fetch_add(1, Relaxed);
         self.replica.store(false, Relaxed);
         self.up.store(false, Relaxed);
@@ -823,6 +860,13 @@ impl LinkStatus {
     /// Whether a link thread of `generation` should go on.
     pub fn current(&self, generation: u64) -> bool {
         self.generation.load(Relaxed) == generation
+    }
+
+    /// For the link thread of `generation` to apply a command of its stream while it holds
+    /// the guard; `None` once another REPLICAOF ended that link.
+    pub fn applying(&self, generation: u64) -> Option<std::sync::MutexGuard<'_, ()>> {
+        let guard = lock(&self.applying);
+        self.current(generation).then_some(guard)
     }
 
     /// A copy of where the link stands.

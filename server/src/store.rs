@@ -758,7 +758,8 @@ fn etcd_tls(flags: &EtcdFlags, endpoints: &[String]) -> Result<Option<rediskv_et
 /// be its own: the slot it is handing to another node (from the moment the node closes it
 /// until the new owner takes it, commands routed to it commit nothing), and its etcd lease
 /// (once the lease may have run out, another node may hold its slots: commands routed to
-/// any slot commit nothing until the node has registered again and read the table).
+/// any slot commit nothing until the node has registered again and read the table, and
+/// from then on only commands routed by that table or a newer one).
 #[derive(Debug)]
 pub struct ClosedSlot {
     /// `u32::MAX`: none.
@@ -766,6 +767,9 @@ pub struct ClosedSlot {
     /// Milliseconds since [`lease_clock`]'s start until which the lease surely holds;
     /// `u64::MAX`: no lease to keep (a node alone, or over the etcd engine).
     lease_until_ms: std::sync::atomic::AtomicU64,
+    /// The revision of the table the node read under its current lease: a command routed
+    /// by an older table (read under a lease that may have run out) commits nothing.
+    table_floor: std::sync::atomic::AtomicI64,
 }
 
 impl Default for ClosedSlot {
@@ -773,6 +777,7 @@ impl Default for ClosedSlot {
         ClosedSlot {
             slot: std::sync::atomic::AtomicU32::new(u32::MAX),
             lease_until_ms: std::sync::atomic::AtomicU64::new(u64::MAX),
+            table_floor: std::sync::atomic::AtomicI64::new(0),
         }
     }
 }
@@ -803,21 +808,35 @@ impl ClosedSlot {
         self.lease_until_ms.store(ms, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// Whether a commit routed to `slot` must be refused.
-    fn refuses(&self, slot: u16) -> bool {
+    /// The node's new lease holds until `until`, and the table it read under it is at
+    /// revision `table`: commands routed by an older table still commit nothing.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub fn lease_granted(&self, table: i64, until: std::time::Instant) {
+        // The floor first: a commit that sees the new lease sees it too.
+        self.table_floor.fetch_max(table, std::sync::atomic::Ordering::SeqCst);
+        self.lease_holds_until(Some(until));
+    }
+
+    /// Whether a commit routed to `slot` by the table at `revision` must be refused.
+    fn refuses(&self, slot: u16, revision: i64) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        // The lease before the floor (stored in the other order by `lease_granted`).
         self.get() == Some(slot)
-            || lease_clock() >= self.lease_until_ms.load(std::sync::atomic::Ordering::SeqCst)
+            || lease_clock() >= self.lease_until_ms.load(SeqCst)
+            || revision < self.table_floor.load(SeqCst)
     }
 }
 
 thread_local! {
-    /// The slot of the command the calling thread runs (cluster mode), set when it is routed.
-    static ROUTED: std::cell::Cell<Option<u16>> = const { std::cell::Cell::new(None) };
+    /// The slot of the command the calling thread runs (cluster mode) and the revision of
+    /// the table it was routed by, set when it is routed.
+    static ROUTED: std::cell::Cell<Option<(u16, i64)>> = const { std::cell::Cell::new(None) };
 }
 
-/// Records the slot the calling thread's next commits belong to (`None`: no slot's).
-pub fn route_writes(slot: Option<u16>) {
-    ROUTED.with(|r| r.set(slot));
+/// Records the slot the calling thread's next commits belong to (`None`: no slot's) and the
+/// revision of the table they were routed by.
+pub fn route_writes(slot: Option<u16>, revision: i64) {
+    ROUTED.with(|r| r.set(slot.map(|slot| (slot, revision))));
 }
 
 /// Words in the error of a commit refused because its slot was closed (it is being handed
@@ -825,8 +844,9 @@ pub fn route_writes(slot: Option<u16>) {
 pub const SLOT_CLOSED: &str = "the slot is being handed to another node";
 
 /// A disk store that refuses the commits of commands routed to its [`ClosedSlot`], or to any
-/// slot while the node's lease may have run out. A commit runs under its keys' locks, so once
-/// a node closed the slot and waited for the keyspace lock, no commit of the slot can follow.
+/// slot while the node's lease may have run out or by a table read under an earlier lease.
+/// A commit runs under its keys' locks, so once a node closed the slot and waited for the
+/// keyspace lock, no commit of the slot can follow.
 struct SlotGuard {
     inner: Arc<DiskCache>,
     closed: Arc<ClosedSlot>,
@@ -868,8 +888,8 @@ impl KvBackend for SlotGuard {
         self.inner.scan(cf, range, direction)
     }
     fn write(&self, batch: rediskv::WriteBatch) -> rediskv::Result<()> {
-        if let Some(slot) = ROUTED.with(|r| r.get())
-            && self.closed.refuses(slot)
+        if let Some((slot, revision)) = ROUTED.with(|r| r.get())
+            && self.closed.refuses(slot, revision)
         {
             return Err(rediskv::Error::Backend(SLOT_CLOSED.into()));
         }
@@ -927,6 +947,26 @@ mod tests {
         status.recovered();
         assert!(!status.failing());
         assert_eq!(status.failures(), 2);
+    }
+
+    #[test]
+    fn a_new_lease_commits_only_commands_routed_by_the_table_read_under_it() {
+        let closed = super::ClosedSlot::default();
+        assert!(!closed.refuses(5, 0), "no lease to keep");
+        let later = std::time::Instant::now() + std::time::Duration::from_secs(600);
+        closed.lease_holds_until(Some(later));
+        assert!(!closed.refuses(5, 3));
+        closed.lease_holds_until(Some(std::time::Instant::now()));
+        assert!(closed.refuses(5, 3), "the lease may have run out");
+        // Registered again, the table read at revision 9: a command routed by the table of
+        // the lease that ran out commits nothing, even while the new lease holds.
+        closed.lease_granted(9, later);
+        assert!(closed.refuses(5, 3));
+        assert!(!closed.refuses(5, 9) && !closed.refuses(5, 10));
+        closed.lease_holds_until(Some(later));
+        assert!(closed.refuses(5, 3), "renewals keep the floor");
+        closed.set(Some(5));
+        assert!(closed.refuses(5, 9) && !closed.refuses(6, 9));
     }
 
     #[test]

@@ -1708,6 +1708,8 @@ mod over_etcd {
         while paused.cmd(&["WAIT", "1", "100"]) != Value::Int(1) {
             assert!(Instant::now() < deadline, "the replica never caught up");
         }
+        // Acknowledged: the replica holds the key (not still loading its full sync).
+        assert_eq!(replica.client().cmd(&["DBSIZE"]), Value::Int(1));
         // A RESP3 subscriber of the slot's shard channel on the primary.
         let mut subscriber = primary.client();
         subscriber.set_read_timeout(Duration::from_secs(30));
@@ -1716,9 +1718,20 @@ mod over_etcd {
         primary.pause();
         // Sent while it is paused: read and run the moment it resumes, by the table it had.
         paused.send_raw(&encode(&[b"INCR", b"fenced"]));
-        wait_shared(&[replica.port], Duration::from_secs(20));
+        // The test means a primary stopped all along: one resumed by a SIGCONT from elsewhere
+        // (the kernel's, to an orphaned process group) keeps or loses its lease at random.
+        let resumed = "the primary was resumed by a SIGCONT from elsewhere";
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let whole = vec![(0, 16383, i64::from(replica.port))];
+        while slots(replica.port) != whole {
+            assert!(primary.stopped(), "{resumed}");
+            assert!(Instant::now() < deadline, "the replica never took the slots: {:?}", slots(replica.port));
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let mut r = replica.client();
-        assert_eq!(r.cmd(&["INCR", "fenced"]), Value::Int(101));
+        let incr = r.cmd(&["INCR", "fenced"]);
+        assert!(primary.stopped(), "{resumed}; the replica answered {incr:?}");
+        assert_eq!(incr, Value::Int(101));
         primary.resume();
         // Its lease may have run out: the write is refused, never acknowledged, and the
         // client asks again (TRYAGAIN) or is sent to the slots' owner now (MOVED).

@@ -614,6 +614,30 @@ fn redis_replicates_rediskv() {
     assert_eq!(sync_counts(&mut p), ["1", "1"], "one full sync, then one partial");
 }
 
+/// WAIT counts a replica once it has acknowledged: not while its full sync is under way,
+/// even when the writes WAIT waits for came before the sync (the stream's offset is still 0,
+/// which the replica's first acknowledgement will reach).
+#[test]
+fn wait_counts_no_replica_before_its_first_acknowledgement() {
+    let primary = rediskv(&["--threads", "2"]);
+    let mut p = primary.client();
+    assert_eq!(p.cmd(&["SET", "before", "1"]), Value::Status("OK".into()));
+    let mut link = primary.client();
+    link.send(&[b"PSYNC", b"?", b"-1"]);
+    match link.read() {
+        Value::Status(line) => assert!(line.starts_with("FULLRESYNC ") && line.ends_with(" 0"), "{line}"),
+        other => panic!("PSYNC answered {other:?}"),
+    }
+    // The payload is not read, nor acknowledged: the replica holds nothing yet.
+    assert_eq!(p.cmd(&["WAIT", "1", "100"]), Value::Int(0));
+    // Acknowledged up to the stream's end now (past that WAIT's GETACK): counted.
+    let Value::Array(Some(role)) = p.cmd(&["ROLE"]) else { panic!("ROLE") };
+    let Value::Int(offset) = role[1] else { panic!("{role:?}") };
+    assert!(offset > 0, "{role:?}");
+    link.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()]);
+    assert_eq!(p.cmd(&["WAIT", "1", "5000"]), Value::Int(1));
+}
+
 /// Without replicas: WAIT (waiting out its timeout), ROLE, REPLCONF and REPLICAOF's
 /// refusals, and INFO replication's fields, as redis-server answers them.
 #[test]

@@ -16,7 +16,7 @@
 //! nodes' addresses.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rediskv::SLOT_COUNT;
@@ -111,26 +111,26 @@ pub fn take_over(
 }
 
 /// Registers this node and follows the cluster's records on a thread of its own, for as long
-/// as the process lives; `ttl` is the lease's (`cluster-node-timeout`).
+/// as the process lives; `ttl` is the lease's (`cluster-node-timeout`). Another thread
+/// renews the lease, so that a slow look at the records (a take-over, a promotion) never
+/// delays a renewal.
 pub fn spawn(cluster: Arc<Cluster>, etcd: Arc<Backend>, ttl: Duration) {
+    let lease = Arc::new(Lease {
+        ttl,
+        closed: cluster.moves.get().map(|m| m.guard().clone()),
+        state: Mutex::new(LeaseState::default()),
+    });
+    let (keeper, keeper_etcd) = (lease.clone(), etcd.clone());
+    let _ = std::thread::Builder::new().name("cluster-lease".into()).spawn(move || keeper.keep(&keeper_etcd));
     let _ = std::thread::Builder::new().name("cluster".into()).spawn(move || {
         // `host port [tls-port]`: a node without a TLS port writes what every version reads.
         let value = cluster.myself.address();
         let renew = ttl / 3;
-        // A node keeping its slots' data commits to them only while its lease surely holds
-        // (no other node can have taken them): until a renewal sent at `t`, to `t` + the
-        // lease's whole seconds less a tenth for the clocks' drift.
-        let lease_seconds = Duration::from_secs(ttl.as_secs().max(1));
-        let holds = |sent: Option<Instant>| {
-            if let Some(closed) = cluster.moves.get().map(|m| m.guard()) {
-                closed.lease_holds_until(sent.map(|t| t + lease_seconds * 9 / 10));
-            }
-        };
         loop {
-            holds(None);
+            lease.lost();
             let sent = Instant::now();
-            let lease = match etcd.cluster_register(&cluster.myself.id, value.as_bytes(), ttl) {
-                Ok(lease) => lease,
+            let id = match etcd.cluster_register(&cluster.myself.id, value.as_bytes(), ttl) {
+                Ok(id) => id,
                 Err(e) => {
                     crate::log::warning!("Cannot register in the cluster ({e}): trying again in 1 s");
                     std::thread::sleep(Duration::from_secs(1));
@@ -138,55 +138,150 @@ pub fn spawn(cluster: Arc<Cluster>, etcd: Arc<Backend>, ttl: Duration) {
                 }
             };
             let changes = etcd.cluster_changes().ok();
-            let mut renewed = Instant::now();
+            lease.registered(id);
             // Registered again: its commits wait until the table it routes by is read.
             let mut lease_sent = Some(sent);
             loop {
                 match follow(&cluster, &etcd) {
                     Ok(()) => {
                         if let Some(sent) = lease_sent.take() {
-                            holds(Some(sent));
+                            lease.granted(id, sent, cluster.topology().revision);
                         }
                     }
                     Err(e) => crate::log::warning!("Cannot read the cluster's records: {e}"),
                 }
-                let wait = renew.saturating_sub(renewed.elapsed());
-                let watch_ended = match &changes {
-                    Some(changes) => {
-                        matches!(
-                            changes.recv_timeout(wait),
-                            Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
-                        )
+                // The records again at each change and every `renew` anyway; the end of the
+                // lease (or of the watch) is seen within a tenth of a second, and the node
+                // registers again.
+                let next_look = Instant::now() + renew;
+                let register_again = loop {
+                    if !lease.holds_lease(id) {
+                        break true;
                     }
-                    None => {
-                        std::thread::sleep(wait.min(Duration::from_millis(200)));
-                        false
+                    let wait =
+                        next_look.saturating_duration_since(Instant::now()).min(Duration::from_millis(100));
+                    if wait.is_zero() {
+                        break false;
+                    }
+                    match &changes {
+                        Some(changes) => match changes.recv_timeout(wait) {
+                            Ok(()) => break false,
+                            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break true,
+                            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        },
+                        None => std::thread::sleep(wait),
                     }
                 };
-                if renewed.elapsed() >= renew {
-                    // A lease that ran out (or cannot be renewed) is replaced: registering
-                    // again under a new one is harmless while the old one lives.
-                    let sent = Instant::now();
-                    match etcd.cluster_keep_alive(lease) {
-                        Ok(true) => {
-                            renewed = sent;
-                            if lease_sent.is_none() {
-                                holds(Some(sent));
-                            }
-                        }
-                        Ok(false) => break,
-                        Err(e) => {
-                            crate::log::warning!("Cannot renew the cluster lease ({e}): registering again");
-                            break;
-                        }
-                    }
-                }
-                if watch_ended {
+                if register_again {
                     break;
                 }
             }
         }
     });
+}
+
+/// The node's etcd lease, renewed by a thread of its own: what a node keeping its slots'
+/// data may commit depends on it ([`crate::store::ClosedSlot`]).
+struct Lease {
+    ttl: Duration,
+    /// A node keeping its slots' data: what refuses its commits.
+    closed: Option<Arc<crate::store::ClosedSlot>>,
+    state: Mutex<LeaseState>,
+}
+
+#[derive(Default)]
+struct LeaseState {
+    /// The lease the node is registered under (`None`: registering).
+    id: Option<i64>,
+    /// The table has been read under it: its renewals extend the node's commits.
+    granted: bool,
+}
+
+impl Lease {
+    /// A node keeping its slots' data commits to them only while its lease surely holds (no
+    /// other node can have taken them): until a renewal sent at `sent`, to `sent` + the
+    /// lease's whole seconds less a tenth for the clocks' drift.
+    fn until(&self, sent: Instant) -> Instant {
+        sent + Duration::from_secs(self.ttl.as_secs().max(1)) * 9 / 10
+    }
+
+    /// The lease may have run out: no commit until the node registered again and read the
+    /// table.
+    fn lost(&self) {
+        let mut state = crate::sync::lock(&self.state);
+        *state = LeaseState::default();
+        if let Some(closed) = &self.closed {
+            closed.lease_holds_until(None);
+        }
+    }
+
+    /// Registered under lease `id`.
+    fn registered(&self, id: i64) {
+        *crate::sync::lock(&self.state) = LeaseState { id: Some(id), granted: false };
+    }
+
+    /// The table at `revision` was read under lease `id`, granted by a request sent at
+    /// `sent`: commands routed by it (or a newer one) commit until the lease may run out.
+    /// A command routed by the table of the lease that ran out (its slots may have gone
+    /// meanwhile) commits nothing.
+    fn granted(&self, id: i64, sent: Instant, revision: i64) {
+        let mut state = crate::sync::lock(&self.state);
+        if state.id != Some(id) {
+            return;
+        }
+        state.granted = true;
+        if let Some(closed) = &self.closed {
+            closed.lease_granted(revision, self.until(sent));
+        }
+    }
+
+    /// Whether the node is still registered under lease `id`.
+    fn holds_lease(&self, id: i64) -> bool {
+        crate::sync::lock(&self.state).id == Some(id)
+    }
+
+    /// Renews the lease every third of its time, for as long as the process lives; a lease
+    /// that ran out (or cannot be renewed) is [`Lease::lost`], and the node registers again
+    /// (harmless while the old one lives).
+    fn keep(&self, etcd: &Backend) {
+        let renew = self.ttl / 3;
+        let mut renewed = Instant::now();
+        loop {
+            std::thread::sleep(renew.saturating_sub(renewed.elapsed()).max(Duration::from_millis(10)));
+            let Some(id) = crate::sync::lock(&self.state).id else {
+                // Registering: the registration grants the lease its whole time.
+                renewed = Instant::now();
+                continue;
+            };
+            let sent = Instant::now();
+            let kept = etcd.cluster_keep_alive(id);
+            let mut state = crate::sync::lock(&self.state);
+            if state.id != Some(id) {
+                continue;
+            }
+            match kept {
+                Ok(true) => {
+                    renewed = sent;
+                    if let (true, Some(closed)) = (state.granted, &self.closed) {
+                        closed.lease_holds_until(Some(self.until(sent)));
+                    }
+                }
+                Ok(false) => {
+                    *state = LeaseState::default();
+                    if let Some(closed) = &self.closed {
+                        closed.lease_holds_until(None);
+                    }
+                }
+                Err(e) => {
+                    crate::log::warning!("Cannot renew the cluster lease ({e}): registering again");
+                    *state = LeaseState::default();
+                    if let Some(closed) = &self.closed {
+                        closed.lease_holds_until(None);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Reads the records, applies the rebalance they call for, and takes the table.
@@ -216,7 +311,7 @@ pub fn follow(cluster: &Cluster, etcd: &Backend) -> rediskv::Result<()> {
         };
         if next.is_none()
             && let Some(moves) = cluster.moves.get()
-            && let Some(primary) = moves.primary()
+            && let Some(primary) = moves.successor_of()
             && let Some((next, gone)) = take_over(&current, &primary, &cluster.myself, &records.nodes)
         {
             // The primary's lease ran out: its replica takes its slots, while it stays gone.

@@ -699,7 +699,7 @@ impl Cluster {
     /// they commit only while the table is unchanged, on a disk store only while the slot is
     /// not closed for a move and the node's lease surely holds.
     pub fn fence(&self, store: &crate::store::Store, slot: Option<u16>, revision: i64) {
-        crate::store::route_writes(slot);
+        crate::store::route_writes(slot, revision);
         #[cfg(feature = "etcd")]
         for etcd in store.etcd_data() {
             etcd.fence(slot.map(|_| revision));

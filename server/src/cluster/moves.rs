@@ -28,6 +28,8 @@ pub struct Moves {
     pub(crate) report: Mutex<Report>,
     /// What the node's replication says: the primary it follows, if any.
     primary: OnceLock<RoleHook<Option<(String, u16)>>>,
+    /// Whether its data holds its primary's stream up to an offset.
+    synced: OnceLock<RoleHook<bool>>,
     /// Makes the node a primary (REPLICAOF NO ONE).
     promote: OnceLock<RoleHook<()>>,
     /// Starts moving a slot to a node (CLUSTERX MIGRATE's start, run by `crate::slot_move`).
@@ -76,19 +78,22 @@ impl Moves {
             running: AtomicBool::new(false),
             report: Mutex::new(Report::default()),
             primary: OnceLock::new(),
+            synced: OnceLock::new(),
             promote: OnceLock::new(),
             start: OnceLock::new(),
         }
     }
 
-    /// Tells the moves how to ask for the primary this node follows and how to make the
-    /// node a primary.
+    /// Tells the moves how to ask for the primary this node follows, whether its data holds
+    /// that primary's stream, and how to make the node a primary.
     pub fn set_role(
         &self,
         primary: impl Fn() -> Option<(String, u16)> + Send + Sync + 'static,
+        synced: impl Fn() -> bool + Send + Sync + 'static,
         promote: impl Fn() + Send + Sync + 'static,
     ) {
         let _ = self.primary.set(Box::new(primary));
+        let _ = self.synced.set(Box::new(synced));
         let _ = self.promote.set(Box::new(promote));
     }
 
@@ -124,6 +129,14 @@ impl Moves {
     /// The address of the primary this node replicates, if it is a replica.
     pub fn primary(&self) -> Option<(String, u16)> {
         self.primary.get().and_then(|primary| primary())
+    }
+
+    /// The address of the primary this node may take the slots of when that primary is
+    /// gone: the one it replicates, once its data holds that primary's stream (a replica
+    /// that never synced, or that is loading a full sync, would serve the slots without
+    /// their data).
+    pub fn successor_of(&self) -> Option<(String, u16)> {
+        self.primary().filter(|_| self.synced.get().is_some_and(|synced| synced()))
     }
 
     /// Makes this replica a primary (REPLICAOF NO ONE): it took its primary's slots.

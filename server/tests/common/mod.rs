@@ -228,19 +228,23 @@ impl Server {
     /// still read a request sent right after `kill` returned).
     pub fn pause(&self) {
         self.signal("-STOP");
-        let tasks = format!("/proc/{}/task", self.pid());
-        let stopped = || {
-            std::fs::read_dir(&tasks).unwrap().flatten().all(|task| {
-                let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-                // The state follows the command's name, which may hold spaces.
-                stat.rsplit_once(") ").is_none_or(|(_, rest)| rest.starts_with('T') || rest.starts_with('t'))
-            })
-        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !stopped() {
+        while !self.stopped() {
             assert!(std::time::Instant::now() < deadline, "pid {} did not stop", self.pid());
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
+    }
+
+    /// Whether every thread of the process is stopped (after [`Server::pause`], until
+    /// [`Server::resume`] or a `SIGCONT` from elsewhere: the kernel sends one to a process
+    /// group left orphaned with a stopped process in it).
+    pub fn stopped(&self) -> bool {
+        let tasks = format!("/proc/{}/task", self.pid());
+        std::fs::read_dir(&tasks).unwrap().flatten().all(|task| {
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            // The state follows the command's name, which may hold spaces.
+            stat.rsplit_once(") ").is_none_or(|(_, rest)| rest.starts_with('T') || rest.starts_with('t'))
+        })
     }
 
     /// `kill -CONT` after [`Server::pause`].
