@@ -26,11 +26,15 @@
 //! memtables per keyspace: each keyspace's memtable is sealed past a quarter of
 //! [`Options::write_buffer_bytes`], fixed when fjall creates the keyspace (a directory
 //! keeps the size it was created with), and up to four sealed ones may wait for a flush.
-//! Across keyspaces a write waits while fjall counts more than an eighth of the write buffer
-//! in memtables, sealing the largest: a record's skiplist node and buffers take about twice
-//! what fjall counts for it, and the rest of the buffer is for what flushes and compactions
-//! hold while they write tables (of 16 MiB). Keys and values are fjall's own slices (up to
-//! 20 bytes are held inline in the memtable's node), copied into [`Bytes`] when read.
+//! Across keyspaces a write waits while the memtables take more than a quarter of the write
+//! buffer in memory, sealing every active one. What they take is estimated from what fjall
+//! counts (keys, values and a fixed size per record) and the records' mean size: a small
+//! record's skiplist node and buffers take about as much again, a large one's little more
+//! than its value, so memtables of 100 KB strings hold nearly twice the bytes of memtables of
+//! small records and are flushed half as often. The rest of the buffer is for what flushes
+//! and compactions hold while they write tables (of 16 MiB). Keys and values are fjall's
+//! own slices (up to 20 bytes are held inline in the memtable's node), copied into
+//! [`Bytes`] when read.
 //!
 //! Beside the journal being written (fjall starts a new one past 64 MB), the sealed journals
 //! hold at most [`Options::write_buffer_bytes`] or 64 MiB, whichever is more: past it fjall
@@ -348,8 +352,8 @@ fn journal_allocated_bytes(dir: &Path) -> u64 {
 }
 
 /// How many times the write buffer a bulk load may hold in memtables
-/// ([`Backend::write_buffer_now`]): with the default 64 MiB, 64 MiB counted (about twice
-/// that in memory) instead of 8 MiB.
+/// ([`Backend::write_buffer_now`]): with the default 64 MiB, 128 MiB in memory instead of
+/// 16 MiB.
 const BULK_LOAD_BUFFER: u64 = 8;
 
 /// fjall's flush and compaction threads (see [`open_database`]).
@@ -372,17 +376,29 @@ fn max_memtable_bytes(write_buffer_bytes: u64) -> u64 {
 /// compactions move only their pointers.
 const LARGE_VALUE: u32 = 4096;
 
-/// The most fjall's memtable accounting may hold across keyspaces before a write waits for
-/// flushes: an eighth of [`Options::write_buffer_bytes`]. fjall counts a record's key, value
-/// and fixed size; its skiplist node and the buffers of keys and values past 20 bytes take
-/// about as much again, and a flushed memtable stays in memory until fjall drops the
-/// versions naming it. The rest of the write buffer is what the flushes and compactions
-/// writing tables hold meanwhile (each output table's filter and index partitions until it
-/// ends, blocks on their way) and the allocator's room between memory freed by one and
-/// taken by the next: with half the buffer counted instead, a load of 3M records of each
-/// kind peaked 60 MB over the budget (`benches/storage_cost.sh`).
+/// The most the memtables of all keyspaces together may take in memory before a write waits
+/// for flushes: a quarter of [`Options::write_buffer_bytes`], as [`Open::memtables_memory`]
+/// estimates it from what fjall counts. The rest of the write buffer is what the flushes
+/// and compactions writing tables hold meanwhile (each output table's filter and index
+/// partitions until it ends, blocks on their way) and the allocator's room between memory
+/// freed by one and taken by the next: with memtables of small records taking half the
+/// buffer instead, a load of 3M records of each kind peaked 60 MB over the budget
+/// (`benches/storage_cost.sh`).
 fn memtables_limit(write_buffer_bytes: u64) -> u64 {
-    (write_buffer_bytes / 8).max(1 << 20)
+    (write_buffer_bytes / 4).max(2 << 20)
+}
+
+/// What [`Open::memtables_memory`] adds at most for each record beyond what fjall counts for
+/// it (its key, value and fixed size): the skiplist node and the buffers of keys and values
+/// past 20 bytes, and the allocator's rounding of them.
+const RECORD_OVERHEAD: u64 = 512;
+
+/// `bytes` of memory in fjall's count, where `counted` counted bytes take `memory`.
+fn scale(bytes: u64, counted: u64, memory: u64) -> u64 {
+    if memory == 0 {
+        return bytes;
+    }
+    (u128::from(bytes) * u128::from(counted) / u128::from(memory)) as u64
 }
 
 /// The size of the tables compactions write. A compaction keeps an output table's filter
@@ -483,40 +499,68 @@ impl Open {
         Ok(())
     }
 
-    /// Holds a write while the memtables of all keyspaces together are past
-    /// [`memtables_limit`]: seals every active memtable (fjall flushes them) and waits for
-    /// the flushes to bring them under it. fjall bounds each keyspace alone (a memtable
-    /// and up to four sealed ones waiting for a flush), so without this a load outrunning
-    /// the flushes holds several times the write buffer. The wait is bounded (a failed
-    /// flush poisons the database: the write then reports it). Past five eighths of the
-    /// bound, [`Open::seal_early`] starts flushes before the bound is reached.
+    /// Holds a write while the memtables of all keyspaces together take more than
+    /// [`memtables_limit`] in memory ([`Open::memtables_memory`]): seals every active
+    /// memtable (fjall flushes them) and waits for the flushes to bring them under it. fjall
+    /// bounds each keyspace alone (a memtable and up to four sealed ones waiting for a
+    /// flush), so without this a load outrunning the flushes holds several times the write
+    /// buffer. The wait is bounded (a failed flush poisons the database: the write then
+    /// reports it). Past five eighths of the bound, [`Open::seal_early`] starts flushes
+    /// before the bound is reached.
     fn bound_memtables(&self, write_buffer_bytes: u64, writes_near_bound: &AtomicU32) {
         let limit = memtables_limit(write_buffer_bytes);
-        let size = self.db.write_buffer_size();
-        if size <= limit / 8 * 5 {
+        let counted = self.db.write_buffer_size();
+        // The memtables take at most twice what fjall counts: nothing to look at below.
+        if counted.saturating_mul(2) <= limit / 8 * 5 {
             return;
         }
-        if size <= limit {
-            self.seal_early(limit, writes_near_bound);
+        let memory = self.memtables_memory(counted);
+        if memory <= limit / 8 * 5 {
+            return;
+        }
+        if memory <= limit {
+            self.seal_early(scale(limit / 8 * 3, counted, memory), writes_near_bound);
             return;
         }
         // Every active memtable is sealed, not only the largest: the others together may
         // hold more than the bound themselves (a load writes several keyspaces at once),
-        // and no flush would then bring the total under it.
+        // and no flush would then bring the total under it. The wait counts in the proportion
+        // of records measured before the seal (the new memtables hold too few to tell).
         self.seal(1);
+        let counted_limit = scale(limit, counted, memory);
         let deadline = std::time::Instant::now() + MEMTABLES_WAIT;
-        while self.db.write_buffer_size() > limit && std::time::Instant::now() < deadline {
+        while self.db.write_buffer_size() > counted_limit && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
 
-    /// Asks [`Housekeeping`] to seal every active memtable holding three eighths of the
-    /// bound or more, once per [`SEAL_CHECK`] writes: fjall flushes it while writes go on,
+    /// What memtables holding `counted` bytes by fjall's count take in memory, estimated from
+    /// the records of the active memtables: what fjall counts, plus for each record its
+    /// skiplist node and buffers, which take about as much again for a small record and at
+    /// most [`RECORD_OVERHEAD`] and an eighth of its size for a large one (a 100 KB value
+    /// takes about its own size, a 20-byte key and a 3-byte value twice what fjall counts).
+    /// Without active records to measure, twice what fjall counts.
+    fn memtables_memory(&self, counted: u64) -> u64 {
+        let (records, bytes) = self.keyspaces().fold((0u64, 0u64), |(records, bytes), ks| {
+            let memtable = ks.tree.active_memtable();
+            (records + memtable.len() as u64, bytes + memtable.size())
+        });
+        if records == 0 || bytes == 0 {
+            return counted.saturating_mul(2);
+        }
+        // The records `counted` holds, at the active memtables' bytes per record.
+        let held = (u128::from(counted) * u128::from(records) / u128::from(bytes)) as u64;
+        let overhead = held.saturating_mul(RECORD_OVERHEAD).saturating_add(counted / 8).min(counted);
+        counted + overhead
+    }
+
+    /// Asks [`Housekeeping`] to seal every active memtable of `at_least` bytes or more by
+    /// fjall's count, once per [`SEAL_CHECK`] writes: fjall flushes it while writes go on,
     /// so a write waits in [`Open::bound_memtables`] only when the flushes fall behind the
     /// writes, not each time the memtables fill. A wait holds the event loop that writes:
     /// sealed only at the bound, 400,000 pipelined LPUSHes waited 16 times, 300 ms in all;
     /// sealed from five eighths, not once (docs/benchmarks.md).
-    fn seal_early(&self, limit: u64, writes_near_bound: &AtomicU32) {
+    fn seal_early(&self, at_least: u64, writes_near_bound: &AtomicU32) {
         // Relaxed load and store, not an increment: a check skipped or repeated by a race
         // costs nothing.
         let writes = writes_near_bound.load(Ordering::Relaxed);
@@ -524,7 +568,7 @@ impl Open {
         if !writes.is_multiple_of(SEAL_CHECK) {
             return;
         }
-        self.seal(limit / 8 * 3);
+        self.seal(at_least);
     }
 
     /// Seals every active memtable of `at_least` bytes or more, on [`Housekeeping`]'s
@@ -546,7 +590,7 @@ impl Backend {
 
     /// The write buffer the memtables' bound is taken from ([`memtables_limit`]): during a
     /// bulk load, [`BULK_LOAD_BUFFER`] times [`Options::write_buffer_bytes`], so that the
-    /// load waits for flushes only when they fall behind, not each time an eighth fills.
+    /// load waits for flushes only when they fall behind, not each time a quarter fills.
     fn write_buffer_now(&self) -> u64 {
         let bytes = self.options.write_buffer_bytes;
         if self.bulk_load.load(Ordering::Relaxed) { bytes.saturating_mul(BULK_LOAD_BUFFER) } else { bytes }
