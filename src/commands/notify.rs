@@ -193,7 +193,7 @@ impl Effects {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Event {
     /// Its class (one [`NotifyFlags`] bit): the flag that must be on to publish it.
-    pub class: NotifyFlags,
+    pub(crate) class: NotifyFlags,
     /// The event name (`set`, `lpush`, `del`, `expired`, `rename_from`, …).
     pub name: &'static str,
     /// The database of the key.

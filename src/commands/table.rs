@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::Reply;
 pub(super) use super::table_data::{TABLE, UNSERVED};
 
-/// Command flags, as bits of [`CommandInfo::flags`] (Redis' `CMD_*`).
+/// Command flags (Redis' `CMD_*`), bits a row has or not ([`CommandInfo::has`]).
 pub mod flag {
     /// Modifies data.
     pub const WRITE: u32 = 1;
@@ -94,8 +94,8 @@ pub mod flag {
     ];
 }
 
-/// The engine's and the server's own attributes of a command, bits of
-/// [`CommandInfo::attrs`] beside Redis' [`flag`]s (which `COMMAND INFO` reports; these it
+/// The engine's and the server's own attributes of a command ([`CommandInfo::is`]), beside
+/// Redis' [`flag`]s (which `COMMAND INFO` reports; these it
 /// does not).
 pub mod attr {
     /// Refused to a client logged in with a namespace token: Kvrocks' admin commands (not
@@ -198,13 +198,13 @@ pub enum Find {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeySpec {
     /// Redis' explanatory note, when it has one.
-    pub notes: Option<&'static str>,
+    pub(crate) notes: Option<&'static str>,
     /// Access flags (`RW`, `RO`, `OW`, `RM`, `access`, `update`, `insert`, `delete`).
     pub flags: &'static [&'static str],
     /// Where the search starts.
-    pub begin: Begin,
+    pub(crate) begin: Begin,
     /// How keys are found from there.
-    pub find: Find,
+    pub(crate) find: Find,
 }
 
 /// A command's metadata.
@@ -217,18 +217,18 @@ pub struct CommandInfo {
     /// Redis arity: `n > 0` exactly n arguments including the name, `-n` at least n.
     pub arity: i32,
     /// [`flag`] bits.
-    pub flags: u32,
+    pub(crate) flags: u32,
     /// The legacy `(first key, last key, step)` of `COMMAND INFO`.
-    pub legacy: (i32, i32, i32),
+    pub(crate) legacy: (i32, i32, i32),
     /// ACL categories, space-separated.
     pub acl: &'static str,
     /// Key specs.
-    pub keys: &'static [KeySpec],
+    pub(crate) keys: &'static [KeySpec],
     /// A container (OBJECT, COMMAND): its subcommands have rows of their own, named
     /// `container|subcommand`, with their own arity, flags and key specs.
-    pub has_subcommands: bool,
+    pub(crate) has_subcommands: bool,
     /// [`attr`] bits.
-    pub attrs: u32,
+    pub(crate) attrs: u32,
 }
 
 impl CommandInfo {

@@ -25,14 +25,6 @@ impl<B: KvBackend> Db<'_, B> {
         self.shared.blind_write.store(on, Ordering::Relaxed);
     }
 
-    /// Turns the recording of `new` events (class `n`, a command created a key) on or off.
-    /// Off by default: finding which keys a commit creates costs a read per metadata write,
-    /// so a server turns it on only while `notify-keyspace-events` has `n`. Shared by every
-    /// session of an [`crate::commands::Engine`].
-    pub fn set_new_events(&mut self, on: bool) {
-        self.shared.set_new_events(on);
-    }
-
     /// Whether blind-write mode is on.
     pub(crate) fn blind_write(&self) -> bool {
         self.shared.blind_write.load(Ordering::Relaxed)
