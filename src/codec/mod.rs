@@ -26,7 +26,8 @@ pub use key::{
     DEFAULT_NAMESPACE, KeyLayout, KeyOwner, KeyRange, LayoutKind, MetadataKey, RoutedKey, ScoreKey, Subkey,
     neokv_ids, neokv_namespace, prefix_successor,
 };
-pub use list::{LIST_INITIAL_INDEX, position_of, push_back_tail, push_front_index, stored_index};
+pub use list::LIST_INITIAL_INDEX;
+pub(crate) use list::{push_back_tail, push_front_index, stored_index};
 pub use metadata::{Metadata, decode_neokv_legacy, encode_neokv_legacy, peek_type_and_expire};
 pub use rdb_file::{
     RdbEntry, RdbFileOptions, RdbFileReader, RdbFileWriter, RdbHeader, RdbItem, RdbReplication,

@@ -299,7 +299,8 @@ impl<B: KvBackend> Engine<B> {
         self.shared.lazy_deletes.store(lazy.bits(), std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Sets the node size of approximate stream trimming: see [`Db::set_stream_node_entries`].
+    /// Sets the node size approximate stream trimming (`MAXLEN ~`, `MINID ~`) removes whole
+    /// (Redis' `stream-node-max-entries`, 100 by default; 0: unbounded), for every session.
     pub fn set_stream_node_entries(&self, entries: u64) {
         self.shared.stream_node_entries.store(entries, std::sync::atomic::Ordering::Relaxed);
     }

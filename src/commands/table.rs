@@ -27,9 +27,9 @@ pub mod flag {
     /// Not allowed in scripts.
     pub const NOSCRIPT: u32 = 1 << 6;
     /// May block the client.
-    pub const BLOCKING: u32 = 1 << 7;
+    pub(crate) const BLOCKING: u32 = 1 << 7;
     /// Allowed while loading.
-    pub const LOADING: u32 = 1 << 8;
+    pub(crate) const LOADING: u32 = 1 << 8;
     /// Allowed on a stale replica.
     pub const STALE: u32 = 1 << 9;
     /// Not shown by MONITOR.
@@ -47,25 +47,21 @@ pub mod flag {
     pub const MAY_REPLICATE: u32 = 1 << 15;
     /// Sentinel.
     pub const SENTINEL: u32 = 1 << 16;
-    /// Sentinel only.
-    pub const ONLY_SENTINEL: u32 = 1 << 17;
     /// Keys are optional.
-    pub const NO_MANDATORY_KEYS: u32 = 1 << 18;
+    pub(crate) const NO_MANDATORY_KEYS: u32 = 1 << 18;
     /// Refused while the server loads its data asynchronously.
-    pub const NO_ASYNC_LOADING: u32 = 1 << 19;
+    pub(crate) const NO_ASYNC_LOADING: u32 = 1 << 19;
     /// Protected.
     pub const PROTECTED: u32 = 1 << 20;
-    /// Module without cluster support.
-    pub const MODULE_NO_CLUSTER: u32 = 1 << 21;
     /// Not allowed inside MULTI.
     pub const NO_MULTI: u32 = 1 << 22;
     /// Key positions depend on the arguments (key specs say how).
-    pub const MOVABLEKEYS: u32 = 1 << 23;
+    pub(crate) const MOVABLEKEYS: u32 = 1 << 23;
     /// Allowed while a script is busy.
     pub const ALLOW_BUSY: u32 = 1 << 24;
 
     /// The flag names in the order `COMMAND INFO` lists them, bit `i` named `NAMES[i]`.
-    pub const NAMES: [&str; 25] = [
+    pub(crate) const NAMES: [&str; 25] = [
         "write",
         "readonly",
         "denyoom",
@@ -110,7 +106,7 @@ pub mod attr {
     pub const OWN: u32 = 1 << 3;
     /// Redis' `LOOKUP_NOTOUCH`: its lookups leave the keys' last-use time (OBJECT IDLETIME)
     /// alone.
-    pub const NO_TOUCH: u32 = 1 << 4;
+    pub(crate) const NO_TOUCH: u32 = 1 << 4;
 }
 
 /// Which file implements a command (the session layer answers [`Family::Session`]).
