@@ -164,7 +164,7 @@ impl ExpirySweep {
         self.done
     }
 
-    /// Runs one bounded step: [`ExpirySweep::find`], then deletes what it found in one batch.
+    /// Runs one bounded step: finds expired metadata records, then deletes what it found in one batch.
     /// Only for a backend no command writes meanwhile; beside running commands use
     /// [`expire_step`], which re-checks each key under its lock.
     ///
@@ -188,7 +188,12 @@ impl ExpirySweep {
     ///
     /// # Errors
     /// Backend errors; the position then did not move.
-    pub fn find<B: KvBackend>(&mut self, backend: &B, now_ms: u64, batch_size: usize) -> Result<SweepStep> {
+    pub(crate) fn find<B: KvBackend>(
+        &mut self,
+        backend: &B,
+        now_ms: u64,
+        batch_size: usize,
+    ) -> Result<SweepStep> {
         let mut step = SweepStep { done: self.done, ..SweepStep::default() };
         if self.done || batch_size == 0 {
             return Ok(step);
@@ -223,8 +228,8 @@ fn expiry(layout: &KeyLayout, value: &[u8]) -> Option<u64> {
 }
 
 /// One step of active expiry beside running commands (Redis' active expire cycle): the
-/// sweep finds expired metadata records, then [`Engine::delete_expired`] deletes each under
-/// its key's lock after a fresh read, all in one batch — a key a client recreated since the
+/// sweep finds expired metadata records, then the [`Engine`] deletes each under its key's
+/// lock after a fresh read, all in one batch — a key a client recreated since the
 /// sweep read it is not touched. Returns the sweep's step with [`SweepStep::removed`] holding
 /// the metadata keys actually deleted and [`SweepStep::expired`] their databases and user
 /// keys, for `expired` notifications ([`crate::Event`]).
@@ -298,7 +303,7 @@ pub struct CollectStep {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CollectorStats {
     /// Records examined.
-    pub examined: u64,
+    pub(crate) examined: u64,
     /// Records deleted.
     pub dropped: u64,
     /// Complete passes over the three column families.

@@ -88,11 +88,10 @@ pub use codec::{
     FLAG_RESERVED, Flags, Float, GroupValue, KeyLayout, KeyOwner, KeyRange, LIST_INITIAL_INDEX, LayoutKind,
     ManualClock, Metadata, MetadataKey, PendingValue, RdbEntry, RdbFileOptions, RdbFileReader, RdbFileWriter,
     RdbHeader, RdbItem, RdbReplication, RedisType, RoutedKey, SLOT_COUNT, ScoreKey, StreamFields, StreamId,
-    StreamSub, Subkey, SystemClock, TDigestFields, TYPE_MASK, TimeSeriesFields, TopKFields, Version,
-    VersionGenerator, camellia, decode_entry, decode_f64, decode_f64_slice, decode_neokv_legacy,
-    encode_entry, encode_f64, encode_neokv_legacy, hash_tag, key_slot, neokv_ids, neokv_namespace,
-    peek_type_and_expire, position_of, prefix_successor, push_back_tail, push_front_index, rdb, stored_index,
-    titea,
+    StreamSub, Subkey, TDigestFields, TYPE_MASK, TimeSeriesFields, TopKFields, Version, VersionGenerator,
+    camellia, decode_entry, decode_f64, decode_f64_slice, decode_neokv_legacy, encode_entry, encode_f64,
+    encode_neokv_legacy, hash_tag, key_slot, neokv_ids, neokv_namespace, peek_type_and_expire,
+    prefix_successor, rdb, titea,
 };
 pub use commands::{
     Block, DATABASES, Db, Effects, Engine, Entry, Event, HeldAnswer, KeyCount, LazyDeletes, Listeners,

@@ -12,7 +12,7 @@ use rediskv::{
     DEFAULT_NAMESPACE, Extra, FLAG_64BIT, FLAG_BLIND_WRITE, FLAG_RESERVED, Flags, KeyLayout, KeyOwner,
     KeyRange, LIST_INITIAL_INDEX, Metadata, MetadataKey, RedisType, SLOT_COUNT, TYPE_MASK, Version,
     VersionGenerator, decode_f64, decode_f64_slice, encode_f64, hash_tag, key_slot, peek_type_and_expire,
-    prefix_successor, push_back_tail, push_front_index, stored_index,
+    prefix_successor,
 };
 
 /// Bytes from a hex string; whitespace is ignored.
@@ -791,19 +791,6 @@ fn cluster_slot_golden() {
 // ---------------------------------------------------------------------------------------
 // List indices and versions
 // ---------------------------------------------------------------------------------------
-
-#[test]
-fn list_index_golden() {
-    let head = LIST_INITIAL_INDEX;
-    assert_eq!(push_front_index(head), Ok(0x7FFF_FFFF_FFFF_FFFE));
-    assert_eq!(push_back_tail(head), Ok(0x8000_0000_0000_0000));
-    assert_eq!(stored_index(head, 3), Ok(0x8000_0000_0000_0002));
-    assert_eq!(push_front_index(0), Err(Error::ListIndexOverflow));
-    assert_eq!(push_back_tail(u64::MAX), Err(Error::ListIndexOverflow));
-    assert_eq!(stored_index(u64::MAX, 1), Err(Error::ListIndexOverflow));
-    assert_eq!(rediskv::position_of(head, head + 2), Ok(2));
-    assert_eq!(rediskv::position_of(head, head - 1), Err(Error::ListIndexOverflow));
-}
 
 #[test]
 fn version_golden() {

@@ -2,8 +2,6 @@
 //! injectivity, range exclusivity and contiguity, no panics on arbitrary input, and
 //! strictly increasing versions.
 
-use std::collections::VecDeque;
-
 use md5::{Digest, Md5};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -11,9 +9,8 @@ use proptest::sample::select;
 
 use rediskv::Error;
 use rediskv::{
-    Extra, Flags, KeyLayout, KeyOwner, LIST_INITIAL_INDEX, Metadata, MetadataKey, RedisType, Version,
-    VersionGenerator, decode_f64_slice, encode_f64, key_slot, peek_type_and_expire, position_of,
-    push_back_tail, push_front_index, stored_index,
+    Extra, Flags, KeyLayout, KeyOwner, Metadata, MetadataKey, RedisType, Version, VersionGenerator,
+    decode_f64_slice, encode_f64, key_slot, peek_type_and_expire,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -301,45 +298,6 @@ proptest! {
         let k2 = layout.score_key(b"z", Version::Short(7), s2, &m2).unwrap();
         let expected = s1.partial_cmp(&s2).unwrap().then_with(|| m1.cmp(&m2));
         prop_assert_eq!(k1.cmp(&k2), expected);
-    }
-}
-
-proptest! {
-    #[test]
-    fn list_index_order_is_position_order(pushes in vec(any::<bool>(), 0..300)) {
-        // true = LPUSH, false = RPUSH. Element i is the i-th pushed.
-        let mut head = LIST_INITIAL_INDEX;
-        let mut tail = LIST_INITIAL_INDEX;
-        let mut logical: VecDeque<usize> = VecDeque::new();
-        let mut stored: Vec<u64> = Vec::new();
-        for (i, &front) in pushes.iter().enumerate() {
-            if front {
-                head = push_front_index(head).unwrap();
-                stored.push(head);
-                logical.push_front(i);
-            } else {
-                stored.push(tail);
-                tail = push_back_tail(tail).unwrap();
-                logical.push_back(i);
-            }
-        }
-        prop_assert_eq!(tail - head, pushes.len() as u64);
-        // Order the elements by their stored subkey bytes.
-        let layout = KeyLayout::default();
-        let mut by_bytes: Vec<(Vec<u8>, usize)> = stored
-            .iter()
-            .enumerate()
-            .map(|(i, idx)| (layout.subkey(b"list", Version::Short(9), &idx.to_be_bytes()).unwrap(), i))
-            .collect();
-        by_bytes.sort();
-        let order: Vec<usize> = by_bytes.into_iter().map(|(_, i)| i).collect();
-        prop_assert_eq!(order, logical.iter().copied().collect::<Vec<_>>());
-        // Position <-> stored index.
-        for (pos, &elem) in logical.iter().enumerate() {
-            prop_assert_eq!(stored_index(head, pos as u64), Ok(stored[elem]));
-            prop_assert_eq!(position_of(head, stored[elem]), Ok(pos as u64));
-            prop_assert!(stored[elem] >= head && stored[elem] < tail);
-        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! The glob matcher against a real redis-server 7.0: random keys (binary, with every glob
 //! metacharacter, and the empty key) are SET on both, then random patterns go to `KEYS` on
-//! both and to [`glob_match`] directly; all three must pick the same keys. Without
+//! both and to [`Glob`] directly; all three must pick the same keys. Without
 //! `redis-server` the test is skipped loudly, or fails when `CI=true`.
 //! `GLOB_ROUNDS=n` changes the number of key sets (default 20, 150 patterns each).
 
@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use client::RedisServer;
 use rediskv::MemoryBackend;
-use rediskv::args::glob_match;
+use rediskv::args::Glob;
 use rediskv::{Db, Reply};
 
 #[path = "common/rng.rs"]
@@ -68,7 +68,7 @@ fn glob_matches_redis_keys() {
             let argv = [&b"KEYS"[..], &pattern];
             let want = key_set(&redis.call(&argv).unwrap());
             let ours: BTreeSet<Vec<u8>> =
-                keys.iter().filter(|k| pattern == b"*" || glob_match(&pattern, k)).cloned().collect();
+                keys.iter().filter(|k| pattern == b"*" || Glob::new(&pattern).matches(k)).cloned().collect();
             let engine = key_set(&db.run(&argv));
             let p = pattern.escape_ascii();
             assert_eq!(show(&ours), show(&want), "glob_match, pattern {p} (round {round}, seed {seed:#x})");

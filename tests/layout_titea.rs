@@ -139,11 +139,11 @@ fn metadata_values_golden() {
     for cut in 0..full.len() {
         assert!(l.decode_metadata(&full[..cut]).is_err(), "{cut} bytes");
     }
-    assert_eq!(titea::score_text(1.5), "1.5");
-    assert_eq!(titea::score_text(f64::NEG_INFINITY), "-inf");
-    assert_eq!(titea::decode_score_text(b"+Inf").unwrap(), f64::INFINITY);
-    assert_eq!(titea::decode_score_text(b"1e3").unwrap(), 1000.0);
-    assert!(titea::decode_score_text(b"NaN").is_err());
+    assert_eq!(layout().encode_member_score(1.5).unwrap(), b"1.5");
+    assert_eq!(layout().encode_member_score(f64::NEG_INFINITY).unwrap(), b"-inf");
+    assert_eq!(layout().decode_member_score(b"+Inf").unwrap(), f64::INFINITY);
+    assert_eq!(layout().decode_member_score(b"1e3").unwrap(), 1000.0);
+    assert!(layout().decode_member_score(b"NaN").is_err());
 }
 
 #[test]

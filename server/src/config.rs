@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use rediskv::Reply;
-use rediskv::args::glob_match;
+use rediskv::args::Glob;
 
 use crate::resp::split_args;
 
@@ -348,9 +348,9 @@ impl Config {
             let pattern = pattern.to_ascii_lowercase();
             // A hidden parameter answers its exact name only, as in Redis.
             let exact = !pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'['));
+            let glob = Glob::new(&pattern);
             for (name, p) in &self.params {
-                if (exact || !p.hidden) && glob_match(&pattern, name.as_bytes()) && seen.insert(name.as_str())
-                {
+                if (exact || !p.hidden) && glob.matches(name.as_bytes()) && seen.insert(name.as_str()) {
                     out.push((Reply::bulk(name.as_bytes()), Reply::bulk(p.value.as_bytes())));
                 }
             }

@@ -2,17 +2,16 @@
 //! script command on its event loop, or, for a script that gives up there (see
 //! [`scripting::Caller::inline_until`]), on the script thread [`spawn`] starts, which runs
 //! what the loops hand it one at a time and answers through their mailboxes. The server's
-//! shared state is the scripts' [`Host`].
+//! shared state is the scripts' [`scripting::Host`] (in `client::scripts`).
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rediskv::table::CommandInfo;
 use rediskv::{Reply, Session};
 
 use crate::acl::User;
 use crate::client_info::ClientInfo;
-use crate::scripting::{self, Caller, Host, Job, Scripts};
+use crate::scripting::{self, Caller, Job};
 use crate::state::State;
 use crate::store::SharedEngine;
 
@@ -187,55 +186,4 @@ fn run_job(state: &State, mut job: Job) {
             bytes,
         },
     );
-}
-
-impl Host for State {
-    fn scripts(&self) -> &Scripts {
-        &self.scripts
-    }
-
-    fn out_of_memory(&self) -> bool {
-        crate::info::out_of_memory(self)
-    }
-
-    fn write_refusal(&self) -> Option<String> {
-        // As Redis checks a script's writes: the store first, then the good replicas.
-        let too_few_replicas = !self.link.is_replica() && self.replication.too_few_replicas();
-        (self.writes.failing().then(|| self.writes.refusal()))
-            .or_else(|| too_few_replicas.then(|| crate::replication::NOREPLICAS.into()))
-    }
-
-    fn monitor(&self, argv: &[Bytes], db: usize) {
-        if self.monitors.any() {
-            self.monitors.feed(&self.loops, argv, crate::clock::unix_micros(), db, "lua");
-        }
-    }
-
-    fn count(&self, lane: usize, info: &CommandInfo, usec: u64, failed: bool) {
-        self.stats.commands.count(lane, info, Some(usec), failed);
-    }
-
-    fn count_error(&self, refused: Option<&CommandInfo>, error: &str) {
-        self.stats.error(error);
-        if let Some(info) = refused {
-            let stats = &self.stats.commands;
-            stats.count(stats.lanes() - 1, info, None, true);
-        }
-    }
-
-    /// PUBLISH, SPUBLISH, TIME and INFO from a script.
-    fn server_command(&self, argv: &[Bytes]) -> Reply {
-        match argv[0].to_ascii_lowercase().as_slice() {
-            b"info" => crate::info::info(argv, self, self.engine.layout().namespace()),
-            b"time" => crate::clock::time_reply(),
-            name => {
-                let shard = name == b"spublish";
-                if !shard && let Some(cluster) = self.cluster.get() {
-                    // To the other nodes' subscribers too, as a client's PUBLISH.
-                    cluster.relay_publish(&argv[1], &argv[2]);
-                }
-                Reply::Integer(self.pubsub.publish(&self.loops, &argv[1], &argv[2], shard) as i64)
-            }
-        }
-    }
 }

@@ -82,11 +82,6 @@ impl<B: KvBackend> FaultyBackend<B> {
         self.fired.load(Ordering::SeqCst)
     }
 
-    /// The wrapped backend.
-    pub fn inner(&self) -> &B {
-        &self.inner
-    }
-
     /// Gives the wrapped backend back.
     pub fn into_inner(self) -> B {
         self.inner
@@ -229,16 +224,16 @@ mod tests {
     #[test]
     fn a_failed_write_applies_nothing() {
         let b = store();
-        let before = b.inner().clone();
+        let before = b.inner.clone();
         b.fail_write(1);
         b.write(WriteBatch::new()).unwrap();
         let mut batch = WriteBatch::new();
         batch.delete(ColumnFamily::Subkey, b"a".to_vec());
         batch.put(ColumnFamily::Metadata, b"m".to_vec(), b"x".to_vec());
         assert!(matches!(b.write(batch.clone()), Err(Error::Backend(_))));
-        assert_eq!(b.inner(), &before);
+        assert_eq!(b.inner, before);
         b.write(batch).unwrap();
-        assert_ne!(b.inner(), &before);
+        assert_ne!(b.inner, before);
         assert_eq!((b.writes(), b.fired()), (3, 1));
     }
 }

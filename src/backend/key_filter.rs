@@ -110,7 +110,7 @@ impl KeyFilter {
     /// bits each, rounded up to a power of two of words (at least 64 words); all its
     /// layers together take at most `max_bytes` (rounded down to a power of two, at least
     /// 512).
-    pub fn with_capacity(keys: u64, max_bytes: u64) -> KeyFilter {
+    pub(crate) fn with_capacity(keys: u64, max_bytes: u64) -> KeyFilter {
         let wanted = keys.saturating_mul(BITS_PER_SIZED_KEY as u64).div_ceil(64).max(64).next_power_of_two();
         let most = (max_bytes / 8).max(64);
         let most = 1u64 << (63 - most.leading_zeros());
@@ -130,7 +130,7 @@ impl KeyFilter {
     }
 
     /// The filter's size in bytes, all layers.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.layers().map(|l| l.words.len() * 8).sum()
     }
 
@@ -143,7 +143,7 @@ impl KeyFilter {
     /// Records the key whose hash is `hash`: in the newest layer, and when that passes
     /// [`LAYER_FILL`], makes the next layer (one insert allocates it; the others go on
     /// into the old one meanwhile).
-    pub fn insert(&self, hash: u64) {
+    pub(crate) fn insert(&self, hash: u64) {
         let Some(top) = self.layers().next_back() else { return };
         if top.insert(hash) && !self.busy.load(Ordering::Relaxed) {
             self.grow(top);
@@ -175,13 +175,13 @@ impl KeyFilter {
 
     /// Whether the key whose hash is `hash` may have been recorded: false only for a key
     /// never recorded, unless the filter is past [`MAX_FILL`] (then always true).
-    pub fn may_hold(&self, hash: u64) -> bool {
+    pub(crate) fn may_hold(&self, hash: u64) -> bool {
         self.layers().rev().any(|l| l.may_hold(hash)) || self.full()
     }
 
     /// Whether the newest layer is past [`MAX_FILL`] (no room was left for another), so the
     /// filter answers "may hold" for every key.
-    pub fn full(&self) -> bool {
+    pub(crate) fn full(&self) -> bool {
         self.layers().next_back().is_none_or(|top| top.set.load(Ordering::Relaxed) > top.most_set)
     }
 }

@@ -87,7 +87,7 @@ pub enum BatchOp {
 
 impl BatchOp {
     /// The column family it writes.
-    pub fn cf(&self) -> ColumnFamily {
+    pub(crate) fn cf(&self) -> ColumnFamily {
         match self {
             BatchOp::Put { cf, .. } | BatchOp::Delete { cf, .. } => *cf,
         }

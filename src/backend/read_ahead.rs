@@ -127,7 +127,7 @@ impl Runs {
 
     /// The answer for `key` from a run, or whether to read ahead. A read that a run does not
     /// answer leaves its span (`key` to `bound` in `direction`) as a hint for the next one.
-    pub fn lookup(&self, key: &[u8], bound: &[u8], direction: Direction) -> Lookup {
+    pub(crate) fn lookup(&self, key: &[u8], bound: &[u8], direction: Direction) -> Lookup {
         let mut state = self.lock();
         state.clock += 1;
         let now = state.clock;
@@ -153,7 +153,7 @@ impl Runs {
     ///
     /// # Errors
     /// The store's, from its scan; nothing is kept then.
-    pub fn read_ahead<B: KvBackend + ?Sized>(
+    pub(crate) fn read_ahead<B: KvBackend + ?Sized>(
         &self,
         store: &B,
         key: &[u8],
@@ -218,7 +218,7 @@ impl Runs {
 
     /// Before the store takes a batch with subkey records (`ops`, the whole batch): the
     /// runs lose the subkeys it deletes, and a run one of its subkey puts falls in goes.
-    pub fn start_write(&self, ops: &[BatchOp]) {
+    pub(crate) fn start_write(&self, ops: &[BatchOp]) {
         self.started.fetch_add(1, Ordering::SeqCst);
         if self.active.load(Ordering::SeqCst) == 0 {
             return;
@@ -246,7 +246,7 @@ impl Runs {
     }
 
     /// Drops every run (the store changed behind them).
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         let mut state = self.lock();
         state.runs.clear();
         self.active.store(0, Ordering::SeqCst);
@@ -254,7 +254,7 @@ impl Runs {
 
     /// After the store took (`written`) or refused a batch [`Runs::start_write`] saw:
     /// after a refusal no run is kept (they may lack records the store still has).
-    pub fn end_write(&self, written: bool) {
+    pub(crate) fn end_write(&self, written: bool) {
         if !written && self.active.load(Ordering::SeqCst) > 0 {
             let mut state = self.lock();
             state.runs.clear();

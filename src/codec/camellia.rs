@@ -110,7 +110,7 @@ pub fn peek_type_and_expire(bytes: &[u8]) -> Result<(RedisType, u64)> {
 /// A score as Java's `Double.toString` writes it, what camellia keeps in a zset member's
 /// record: the shortest digits that read back to the same double, plain between 10^-3 and
 /// 10^7 (`"1.5"`, `"100.0"`), else `d.dddE±n` (`"1.0E10"`, `"1.0E-5"`); `"Infinity"`.
-pub fn java_double_string(x: f64) -> String {
+pub(crate) fn java_double_string(x: f64) -> String {
     use std::fmt::Write;
     if x.is_nan() {
         return "NaN".into();
@@ -169,7 +169,7 @@ pub fn java_double_string(x: f64) -> String {
 /// # Errors
 /// [`Error::InvalidField`] for bytes that are not such a number, and [`Error::NanScore`] for
 /// `NaN`.
-pub fn decode_member_score(bytes: &[u8]) -> Result<f64> {
+pub(crate) fn decode_member_score(bytes: &[u8]) -> Result<f64> {
     let bad = || Error::InvalidField { what: "camellia member score", value: bytes.len() as u64 };
     let text = std::str::from_utf8(bytes).map_err(|_| bad())?.trim();
     let (sign, body) = match text.as_bytes().first() {

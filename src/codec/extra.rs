@@ -173,7 +173,7 @@ pub enum Extra {
 
 impl Extra {
     /// The fields a new, empty value of `ty` carries (Kvrocks' constructors' defaults).
-    pub fn default_for(ty: RedisType) -> Extra {
+    pub(crate) fn default_for(ty: RedisType) -> Extra {
         match ty {
             RedisType::Stream => {
                 Extra::Stream(StreamFields { group_number: Some(0), ..StreamFields::default() })
@@ -209,7 +209,7 @@ impl Extra {
     }
 
     /// The bytes [`Extra::encode`] writes; `value` is the time series' source key.
-    pub fn encoded_len(&self, value: &[u8]) -> usize {
+    pub(crate) fn encoded_len(&self, value: &[u8]) -> usize {
         match self {
             Extra::None => 0,
             Extra::Stream(s) => 88 + if s.group_number.is_some() { 8 } else { 0 },
@@ -223,7 +223,7 @@ impl Extra {
 
     /// Writes the fields as in the module table; `value` is the time series' source key
     /// (written with its u32 length; ignored by the other types).
-    pub fn encode(&self, value: &[u8], out: &mut impl BufMut) {
+    pub(crate) fn encode(&self, value: &[u8], out: &mut impl BufMut) {
         match self {
             Extra::None => {}
             Extra::Stream(s) => {

@@ -382,7 +382,8 @@ impl KeyLayout {
     /// The score in a sorted-set member's subkey value ([`KeyLayout::encode_member_score`]).
     ///
     /// # Errors
-    /// As [`decode_f64_slice`] or [`super::camellia::decode_member_score`].
+    /// As [`decode_f64_slice`]; for camellia and TiTea, [`Error::InvalidField`] for text that
+    /// is not a decimal number those systems read.
     pub fn decode_member_score(&self, bytes: &[u8]) -> Result<f64> {
         match self.kind {
             LayoutKind::Camellia => camellia::decode_member_score(bytes),
@@ -518,19 +519,13 @@ impl KeyLayout {
         self.routed(key).metadata_key()
     }
 
-    /// Writes the prefix shared by every subkey and score key of `key` at `version`:
-    /// `[prefix][ns_len][ns][slot]?[md5]?[key_len u32][key][version u64]`.
+    /// The prefix shared by every subkey and score key of `key` at `version`
+    /// (`[prefix][ns_len][ns][slot]?[md5]?[key_len u32][key][version u64]`), in a new vector
+    /// with room for `extra` bytes.
     ///
     /// # Errors
-    /// As [`RoutedKey::encode_subkey_prefix`].
-    pub fn encode_subkey_prefix(&self, key: &[u8], version: Version, out: &mut impl BufMut) -> Result<()> {
-        self.routed(key).encode_subkey_prefix(version, out)
-    }
-
-    /// The subkey prefix of `key` at `version`, in a new vector with room for `extra` bytes.
-    ///
-    /// # Errors
-    /// As [`KeyLayout::encode_subkey_prefix`].
+    /// [`Error::KeyTooLong`] for a key over `u32::MAX` bytes; [`Error::LayoutMismatch`] for a
+    /// [`Version`] of the other variant than the layout's.
     pub fn subkey_prefix(&self, key: &[u8], version: Version, extra: usize) -> Result<Vec<u8>> {
         self.routed(key).subkey_prefix(version, extra)
     }
@@ -539,7 +534,7 @@ impl KeyLayout {
     /// or a list index as u64 big-endian).
     ///
     /// # Errors
-    /// As [`KeyLayout::encode_subkey_prefix`].
+    /// As [`KeyLayout::subkey_prefix`].
     pub fn encode_subkey(
         &self,
         key: &[u8],
@@ -553,7 +548,7 @@ impl KeyLayout {
     /// The subkey of `sub`, in a new vector.
     ///
     /// # Errors
-    /// As [`KeyLayout::encode_subkey_prefix`].
+    /// As [`KeyLayout::subkey_prefix`].
     pub fn subkey(&self, key: &[u8], version: Version, sub: &[u8]) -> Result<Vec<u8>> {
         self.routed(key).subkey(version, sub)
     }
@@ -561,7 +556,7 @@ impl KeyLayout {
     /// Writes a score key: the subkey prefix, the ordered score, then the member.
     ///
     /// # Errors
-    /// As [`KeyLayout::encode_subkey_prefix`], and [`Error::NanScore`] for NaN.
+    /// As [`KeyLayout::subkey_prefix`], and [`Error::NanScore`] for NaN.
     pub fn encode_score_key(
         &self,
         key: &[u8],
@@ -584,7 +579,7 @@ impl KeyLayout {
     /// Every subkey of `key` at `version`, and no other record.
     ///
     /// # Errors
-    /// As [`KeyLayout::encode_subkey_prefix`].
+    /// As [`KeyLayout::subkey_prefix`].
     pub fn subkey_range(&self, key: &[u8], version: Version) -> Result<KeyRange> {
         Ok(KeyRange::prefix(self.subkey_prefix(key, version, 0)?))
     }
@@ -592,7 +587,7 @@ impl KeyLayout {
     /// Every score key of `key` at `version`, starting at `from` (inclusive) when given.
     ///
     /// # Errors
-    /// As [`KeyLayout::encode_subkey_prefix`], and [`Error::NanScore`] for a NaN bound.
+    /// As [`KeyLayout::subkey_prefix`], and [`Error::NanScore`] for a NaN bound.
     pub fn score_range(&self, key: &[u8], version: Version, from: Option<f64>) -> Result<KeyRange> {
         let mut range = KeyRange::prefix(self.score_prefix(key, version, 0)?);
         if let Some(score) = from {
@@ -605,7 +600,7 @@ impl KeyLayout {
     /// camellia's `k#` where its subkeys have `s#`), with room for `extra` bytes.
     ///
     /// # Errors
-    /// As [`KeyLayout::encode_subkey_prefix`].
+    /// As [`KeyLayout::subkey_prefix`].
     pub fn score_prefix(&self, key: &[u8], version: Version, extra: usize) -> Result<Vec<u8>> {
         self.routed(key).score_prefix(version, extra)
     }
@@ -614,7 +609,7 @@ impl KeyLayout {
     /// prefix, and TiTea's marker byte 0 (which tells them from its score records).
     ///
     /// # Errors
-    /// As [`KeyLayout::encode_subkey_prefix`].
+    /// As [`KeyLayout::subkey_prefix`].
     pub(crate) fn member_prefix(&self, key: &[u8], version: Version) -> Result<Vec<u8>> {
         self.member_prefix_with_room(key, version, 0)
     }
@@ -631,7 +626,7 @@ impl KeyLayout {
     /// The record of `member` of the sorted set `key` at `version` (its value is the score).
     ///
     /// # Errors
-    /// As [`KeyLayout::encode_subkey_prefix`].
+    /// As [`KeyLayout::subkey_prefix`].
     pub fn member_key(&self, key: &[u8], version: Version, member: &[u8]) -> Result<Vec<u8>> {
         // Built at its length: growing the prefix's vector would move it.
         let mut out = self.member_prefix_with_room(key, version, member.len())?;
@@ -987,7 +982,7 @@ impl RoutedKey<'_> {
     }
 
     /// Writes the metadata key, as [`KeyLayout::encode_metadata_key`].
-    pub fn encode_metadata_key(&self, out: &mut impl BufMut) {
+    pub(crate) fn encode_metadata_key(&self, out: &mut impl BufMut) {
         self.put_route(out, Tag::Metadata);
         if self.layout.kind == LayoutKind::NeoKv {
             out.put_u32(self.key.len() as u32);
@@ -995,7 +990,7 @@ impl RoutedKey<'_> {
         out.put_slice(self.key);
     }
 
-    /// Whether `bytes` is this key's metadata key (what [`RoutedKey::metadata_key`] writes),
+    /// Whether `bytes` is this key's metadata key (what [`KeyLayout::metadata_key`] builds),
     /// found without building it.
     pub fn is_metadata_key(&self, bytes: &[u8]) -> bool {
         if self.layout.kind == LayoutKind::TiTea {
@@ -1034,7 +1029,7 @@ impl RoutedKey<'_> {
     }
 
     /// The metadata key, in a new vector.
-    pub fn metadata_key(&self) -> Vec<u8> {
+    pub(crate) fn metadata_key(&self) -> Vec<u8> {
         if self.layout.plain_route() {
             // `[ns_len][ns][key]`, on every command's path.
             let mut out = Vec::with_capacity(self.layout.head.len() + self.key.len());
@@ -1050,12 +1045,13 @@ impl RoutedKey<'_> {
         out
     }
 
-    /// Writes the subkey prefix at `version`, as [`KeyLayout::encode_subkey_prefix`].
+    /// Writes the prefix shared by every subkey and score key of the key at `version`:
+    /// `[prefix][ns_len][ns][slot]?[md5]?[key_len u32][key][version u64]`.
     ///
     /// # Errors
     /// [`Error::KeyTooLong`] for a key over `u32::MAX` bytes; [`Error::LayoutMismatch`] for a
     /// [`Version`] of the other variant than the layout's.
-    pub fn encode_subkey_prefix(&self, version: Version, out: &mut impl BufMut) -> Result<()> {
+    pub(crate) fn encode_subkey_prefix(&self, version: Version, out: &mut impl BufMut) -> Result<()> {
         self.encode_record_prefix(version, out, Tag::Subkey)
     }
 
@@ -1082,7 +1078,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
-    pub fn score_prefix(&self, version: Version, extra: usize) -> Result<Vec<u8>> {
+    pub(crate) fn score_prefix(&self, version: Version, extra: usize) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.route_len() + 12 + self.key.len() + extra);
         self.encode_record_prefix(version, &mut out, Tag::Score)?;
         Ok(out)
@@ -1092,7 +1088,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
-    pub fn subkey_prefix(&self, version: Version, extra: usize) -> Result<Vec<u8>> {
+    pub(crate) fn subkey_prefix(&self, version: Version, extra: usize) -> Result<Vec<u8>> {
         if self.layout.plain_route() {
             let version = version.short()?;
             let len = u32::try_from(self.key.len()).map_err(|_| Error::KeyTooLong(self.key.len()))?;
@@ -1111,7 +1107,7 @@ impl RoutedKey<'_> {
     /// Writes the subkey of `sub` at `version`, as [`KeyLayout::encode_subkey`].
     ///
     /// # Errors
-    /// As [`RoutedKey::encode_subkey_prefix`].
+    /// As [`KeyLayout::subkey_prefix`].
     pub fn encode_subkey(&self, version: Version, sub: &[u8], out: &mut impl BufMut) -> Result<()> {
         self.encode_subkey_prefix(version, out)?;
         out.put_slice(sub);
@@ -1122,7 +1118,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
-    pub fn subkey(&self, version: Version, sub: &[u8]) -> Result<Vec<u8>> {
+    pub(crate) fn subkey(&self, version: Version, sub: &[u8]) -> Result<Vec<u8>> {
         let mut out = self.subkey_prefix(version, sub.len())?;
         out.extend_from_slice(sub);
         Ok(out)
@@ -1132,7 +1128,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`], and [`Error::NanScore`] for NaN.
-    pub fn encode_score_key(
+    pub(crate) fn encode_score_key(
         &self,
         version: Version,
         score: f64,
@@ -1150,7 +1146,7 @@ impl RoutedKey<'_> {
     ///
     /// # Errors
     /// As [`RoutedKey::encode_score_key`].
-    pub fn score_key(&self, version: Version, score: f64, member: &[u8]) -> Result<Vec<u8>> {
+    pub(crate) fn score_key(&self, version: Version, score: f64, member: &[u8]) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.route_len() + 20 + self.key.len() + member.len());
         self.encode_score_key(version, score, member, &mut out)?;
         Ok(out)

@@ -69,7 +69,7 @@ impl<'a> Metadata<'a> {
     }
 
     /// The metadata of a new, empty collection with the given version. Lists start with
-    /// head = tail = [`LIST_INITIAL_INDEX`]; the extra fields are [`Extra::default_for`].
+    /// head = tail = [`LIST_INITIAL_INDEX`]; the type's extra fields have their defaults.
     pub fn collection(ty: RedisType, version: Version) -> Metadata<'static> {
         let (head, tail) =
             if ty == RedisType::List { (LIST_INITIAL_INDEX, LIST_INITIAL_INDEX) } else { (0, 0) };
@@ -79,7 +79,7 @@ impl<'a> Metadata<'a> {
 
     /// The extra fields [`Metadata::encode`] writes: [`Metadata::extra`] when it belongs to
     /// the type, else the type's defaults.
-    pub fn fields(&self) -> Extra {
+    pub(crate) fn fields(&self) -> Extra {
         if self.extra.fits(self.ty) { self.extra } else { Extra::default_for(self.ty) }
     }
 
@@ -108,7 +108,7 @@ impl<'a> Metadata<'a> {
 
     /// Writes the 64-bit form: flags, expire u64, then the value (strings), version and size
     /// (hash, set, zset) or version, size, head and tail (lists), then the type's
-    /// [`Metadata::fields`] (a JSON document after its format byte). A blind-write collection
+    /// extra fields ([`Metadata::extra`]; a JSON document after its format byte). A blind-write collection
     /// writes size 0. The blind-write bit is only written for collections (a string with it
     /// would not decode). The version is a [`Version::Short`]: of an [`Version::Id`], which
     /// [`super::KeyLayout::encode_metadata`] refuses for these layouts, the last 8 bytes.

@@ -26,7 +26,8 @@ pub use key::{
     DEFAULT_NAMESPACE, KeyLayout, KeyOwner, KeyRange, LayoutKind, MetadataKey, RoutedKey, ScoreKey, Subkey,
     neokv_ids, neokv_namespace, prefix_successor,
 };
-pub use list::{LIST_INITIAL_INDEX, position_of, push_back_tail, push_front_index, stored_index};
+pub use list::LIST_INITIAL_INDEX;
+pub(crate) use list::{push_back_tail, push_front_index, stored_index};
 pub use metadata::{Metadata, decode_neokv_legacy, encode_neokv_legacy, peek_type_and_expire};
 pub use rdb_file::{
     RdbEntry, RdbFileOptions, RdbFileReader, RdbFileWriter, RdbHeader, RdbItem, RdbReplication,
@@ -35,7 +36,8 @@ pub use slot::{SLOT_COUNT, hash_tag, key_slot};
 pub use stream::{ConsumerValue, GroupValue, PendingValue, StreamSub, decode_entry, encode_entry};
 pub(crate) use stream::{group_records_prefix, groups_prefix};
 pub use types::{FLAG_64BIT, FLAG_BLIND_WRITE, FLAG_RESERVED, Flags, RedisType, TYPE_MASK};
-pub use version::{Clock, ManualClock, SystemClock, Version, VersionGenerator};
+pub(crate) use version::SystemClock;
+pub use version::{Clock, ManualClock, Version, VersionGenerator};
 
 /// The column families records live in (docs/layout.md). A backend with one key space maps each
 /// to a distinct one-byte prefix.
@@ -57,7 +59,7 @@ impl ColumnFamily {
         [ColumnFamily::Metadata, ColumnFamily::Subkey, ColumnFamily::Score, ColumnFamily::Stream];
 
     /// Kvrocks' name for the column family.
-    pub const fn kvrocks_name(self) -> &'static str {
+    pub(crate) const fn kvrocks_name(self) -> &'static str {
         match self {
             ColumnFamily::Metadata => "metadata",
             ColumnFamily::Subkey => "default",

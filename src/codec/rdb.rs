@@ -76,7 +76,7 @@ pub enum RdbValue {
 
 impl RdbValue {
     /// The type's name, as TYPE answers it.
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self {
             RdbValue::String(_) => "string",
             RdbValue::List(_) => "list",

@@ -369,7 +369,7 @@ impl RdbFileReader {
     }
 
     /// The file offset of the next byte to read.
-    pub fn offset(&self) -> u64 {
+    pub(crate) fn offset(&self) -> u64 {
         self.base + self.pos as u64
     }
 

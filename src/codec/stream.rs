@@ -26,7 +26,7 @@ impl StreamId {
     pub const MAX: StreamId = StreamId { ms: u64::MAX, seq: u64::MAX };
 
     /// The 16 bytes of an entry's `sub`: `ms` then `seq`, big-endian.
-    pub fn to_bytes(self) -> [u8; 16] {
+    pub(crate) fn to_bytes(self) -> [u8; 16] {
         let mut out = [0u8; 16];
         out[..8].copy_from_slice(&self.ms.to_be_bytes());
         out[8..].copy_from_slice(&self.seq.to_be_bytes());
@@ -34,7 +34,7 @@ impl StreamId {
     }
 
     /// The id after this one, `None` after [`StreamId::MAX`].
-    pub fn next(self) -> Option<StreamId> {
+    pub(crate) fn next(self) -> Option<StreamId> {
         match self.seq.checked_add(1) {
             Some(seq) => Some(StreamId { seq, ..self }),
             None => self.ms.checked_add(1).map(|ms| StreamId { ms, seq: 0 }),
@@ -42,7 +42,7 @@ impl StreamId {
     }
 
     /// The id before this one, `None` before [`StreamId::MIN`].
-    pub fn prev(self) -> Option<StreamId> {
+    pub(crate) fn prev(self) -> Option<StreamId> {
         match self.seq.checked_sub(1) {
             Some(seq) => Some(StreamId { seq, ..self }),
             None => self.ms.checked_sub(1).map(|ms| StreamId { ms, seq: u64::MAX }),

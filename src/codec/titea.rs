@@ -153,7 +153,7 @@ pub fn encode_metadata(meta: &Metadata<'_>, out: &mut impl BufMut) -> Result<()>
 
 /// A score as the text TiTea keeps in a member's records (Go's `ParseFloat` reads it):
 /// the shortest digits that read back to the same double, `inf` / `-inf`.
-pub fn score_text(x: f64) -> String {
+pub(crate) fn score_text(x: f64) -> String {
     format!("{:?}", x + 0.0)
 }
 
@@ -162,7 +162,7 @@ pub fn score_text(x: f64) -> String {
 ///
 /// # Errors
 /// [`Error::InvalidField`] for bytes that are not a number, [`Error::NanScore`] for NaN.
-pub fn decode_score_text(bytes: &[u8]) -> Result<f64> {
+pub(crate) fn decode_score_text(bytes: &[u8]) -> Result<f64> {
     let bad = || Error::InvalidField { what: "titea member score", value: bytes.len() as u64 };
     let x: f64 = std::str::from_utf8(bytes).map_err(|_| bad())?.parse().map_err(|_| bad())?;
     if x.is_nan() {

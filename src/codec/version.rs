@@ -37,7 +37,7 @@ impl Version {
     pub const NONE: Version = Version::Short(0);
 
     /// Whether this is [`Version::NONE`] or an all-zero id.
-    pub fn is_none(self) -> bool {
+    pub(crate) fn is_none(self) -> bool {
         match self {
             Version::Short(v) => v == 0,
             Version::Id(id) => id == [0; 16],
@@ -112,7 +112,7 @@ pub trait Clock: Send + Sync {
 
 /// The system clock.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_us(&self) -> u64 {

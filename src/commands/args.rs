@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::error::CommandError;
-pub use super::glob::{Glob, glob_match};
+pub use super::glob::Glob;
 use super::long_double;
 
 /// Byte strings (a command's keys, fields or members) each kept once, in the order first
@@ -310,7 +310,7 @@ pub(crate) fn float_arg(s: &[u8]) -> Result<f64, CommandError> {
 ///
 /// # Errors
 /// "ERR invalid cursor".
-pub fn cursor_arg(s: &[u8]) -> Result<u64, CommandError> {
+pub(crate) fn cursor_arg(s: &[u8]) -> Result<u64, CommandError> {
     let invalid = || CommandError::err("invalid cursor");
     if s.is_empty() {
         return Ok(0);

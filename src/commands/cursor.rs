@@ -26,7 +26,7 @@ struct Cursors {
 
 impl CursorStore {
     /// Remembers `position` and returns a fresh non-zero cursor for it.
-    pub fn save(&self, position: Vec<u8>) -> u64 {
+    pub(crate) fn save(&self, position: Vec<u8>) -> u64 {
         let mut c = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         c.next += 1;
         let id = c.next;
@@ -41,7 +41,7 @@ impl CursorStore {
     }
 
     /// The position of `cursor`, or `None` for 0 and unknown cursors (start over).
-    pub fn resolve(&self, cursor: u64) -> Option<Vec<u8>> {
+    pub(crate) fn resolve(&self, cursor: u64) -> Option<Vec<u8>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner).positions.get(&cursor).cloned()
     }
 }

@@ -62,9 +62,9 @@ pub(crate) const RECORD_OVERHEAD: u64 = 16;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// The decoded metadata; `value` is empty (the bytes are in [`Entry::value`]).
-    pub meta: Metadata<'static>,
+    pub(crate) meta: Metadata<'static>,
     /// A string's value; empty for collections.
-    pub value: Bytes,
+    pub(crate) value: Bytes,
 }
 
 /// Redis' `LAZYFREE_THRESHOLD`: a deleted value of more allocations than this goes to its
@@ -223,11 +223,6 @@ impl<'a, B: KvBackend> Db<'a, B> {
     /// The backend, mutably (for maintenance such as [`crate::gc`]).
     pub fn backend_mut(&mut self) -> &mut B {
         &mut self.backend
-    }
-
-    /// Gives the backend back.
-    pub fn into_backend(self) -> B {
-        self.backend
     }
 
     /// The layout of the selected database.

@@ -281,8 +281,9 @@ impl<B: KvBackend> Engine<B> {
         self.shared.set_events(on);
     }
 
-    /// Records `new` events (class `n`) from now on, or stops: see [`Db::set_new_events`].
-    /// A server turns it on while `notify-keyspace-events` has `n`.
+    /// Records `new` events (class `n`, a command created a key) from now on, or stops. Off
+    /// by default: finding which keys a commit creates costs a read per metadata write, so a
+    /// server turns it on only while `notify-keyspace-events` has `n`.
     pub fn set_new_events(&self, on: bool) {
         self.shared.set_new_events(on);
     }
@@ -298,7 +299,8 @@ impl<B: KvBackend> Engine<B> {
         self.shared.lazy_deletes.store(lazy.bits(), std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Sets the node size of approximate stream trimming: see [`Db::set_stream_node_entries`].
+    /// Sets the node size approximate stream trimming (`MAXLEN ~`, `MINID ~`) removes whole
+    /// (Redis' `stream-node-max-entries`, 100 by default; 0: unbounded), for every session.
     pub fn set_stream_node_entries(&self, entries: u64) {
         self.shared.stream_node_entries.store(entries, std::sync::atomic::Ordering::Relaxed);
     }
@@ -326,7 +328,7 @@ impl<B: KvBackend> Engine<B> {
     ///
     /// # Errors
     /// Storage errors; nothing was deleted then.
-    pub fn delete_expired(&self, metadata_keys: &[Bytes], now_ms: u64) -> crate::Result<Vec<Bytes>> {
+    pub(crate) fn delete_expired(&self, metadata_keys: &[Bytes], now_ms: u64) -> crate::Result<Vec<Bytes>> {
         self.delete_expired_keys(metadata_keys, now_ms, true).map(|(deleted, _)| deleted)
     }
 
@@ -449,7 +451,7 @@ impl<B: KvBackend> Engine<B> {
     /// Runs one command for `session` (argv as in [`Db::execute`]), with Redis 7.0's
     /// MULTI/EXEC/DISCARD/WATCH/UNWATCH semantics and errors, and `COMMAND` from the table.
     /// Afterwards [`Session::touched`] lists the keys it modified and [`Session::events`] its
-    /// keyspace events; keys it found expired have been deleted (see [`Engine::delete_expired`]).
+    /// keyspace events; keys it found expired have been deleted.
     ///
     /// A blocking command that cannot be served now leaves a [`super::Block`] in the session
     /// ([`Session::take_block`]) and its reply is not an answer (see [`super::Block`]).

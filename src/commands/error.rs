@@ -40,7 +40,7 @@ pub enum CommandError {
 
 impl CommandError {
     /// An `ERR`-coded error with the given message.
-    pub fn err(message: impl std::fmt::Display) -> Self {
+    pub(crate) fn err(message: impl std::fmt::Display) -> Self {
         CommandError::Other(format!("ERR {message}"))
     }
 }

@@ -165,7 +165,7 @@ impl Glob {
 
 /// Redis glob matching (`stringmatchlen`, see [`Glob`]) of one subject; compile a [`Glob`]
 /// to match many.
-pub fn glob_match(pattern: &[u8], subject: &[u8]) -> bool {
+pub(crate) fn glob_match(pattern: &[u8], subject: &[u8]) -> bool {
     Glob::new(pattern).matches(subject)
 }
 

@@ -156,7 +156,7 @@ impl KeyLocks {
     /// [`KeyLocks::lock`], but while another holder keeps the global lock in the way it
     /// polls it (every 100 µs), calling `give_up` before each wait: `None` (nothing held)
     /// once that says so.
-    pub fn lock_or<'k>(
+    pub(crate) fn lock_or<'k>(
         &self,
         whole_keyspace: bool,
         keys: impl IntoIterator<Item = (&'k [u8], bool)>,
@@ -198,7 +198,7 @@ impl KeyLocks {
 
     /// The global lock, shared, if no whole-keyspace command holds it or waits for it now
     /// (perhaps this very thread: a script); `None` otherwise, without blocking.
-    pub fn try_lock_shared(&self) -> Option<LockGuard<'_>> {
+    pub(crate) fn try_lock_shared(&self) -> Option<LockGuard<'_>> {
         Some(LockGuard { _one: None, _keys: Vec::new(), _global: self.try_lock_own()? })
     }
 

@@ -23,33 +23,31 @@ impl NotifyFlags {
     /// No class: notifications off (the default).
     pub const NONE: NotifyFlags = NotifyFlags(0);
     /// `K`: publish on `__keyspace@<db>__:<key>`.
-    pub const KEYSPACE: NotifyFlags = NotifyFlags(1 << 0);
+    pub(crate) const KEYSPACE: NotifyFlags = NotifyFlags(1 << 0);
     /// `E`: publish on `__keyevent@<db>__:<event>`.
-    pub const KEYEVENT: NotifyFlags = NotifyFlags(1 << 1);
+    pub(crate) const KEYEVENT: NotifyFlags = NotifyFlags(1 << 1);
     /// `g`: generic commands (DEL, EXPIRE, RENAME, …).
-    pub const GENERIC: NotifyFlags = NotifyFlags(1 << 2);
+    pub(crate) const GENERIC: NotifyFlags = NotifyFlags(1 << 2);
     /// `$`: string commands.
     pub const STRING: NotifyFlags = NotifyFlags(1 << 3);
     /// `l`: list commands.
-    pub const LIST: NotifyFlags = NotifyFlags(1 << 4);
+    pub(crate) const LIST: NotifyFlags = NotifyFlags(1 << 4);
     /// `s`: set commands.
-    pub const SET: NotifyFlags = NotifyFlags(1 << 5);
+    pub(crate) const SET: NotifyFlags = NotifyFlags(1 << 5);
     /// `h`: hash commands.
-    pub const HASH: NotifyFlags = NotifyFlags(1 << 6);
+    pub(crate) const HASH: NotifyFlags = NotifyFlags(1 << 6);
     /// `z`: sorted set commands.
-    pub const ZSET: NotifyFlags = NotifyFlags(1 << 7);
+    pub(crate) const ZSET: NotifyFlags = NotifyFlags(1 << 7);
     /// `x`: a key expired (found by a command or by active expiry).
-    pub const EXPIRED: NotifyFlags = NotifyFlags(1 << 8);
+    pub(crate) const EXPIRED: NotifyFlags = NotifyFlags(1 << 8);
     /// `e`: a key evicted for maxmemory.
-    pub const EVICTED: NotifyFlags = NotifyFlags(1 << 9);
+    pub(crate) const EVICTED: NotifyFlags = NotifyFlags(1 << 9);
     /// `t`: stream commands.
-    pub const STREAM: NotifyFlags = NotifyFlags(1 << 10);
+    pub(crate) const STREAM: NotifyFlags = NotifyFlags(1 << 10);
     /// `m`: a read of a missing key (not in `A`).
-    pub const KEY_MISS: NotifyFlags = NotifyFlags(1 << 11);
-    /// A key loaded from an RDB file (modules only, no letter).
-    pub const LOADED: NotifyFlags = NotifyFlags(1 << 12);
+    pub(crate) const KEY_MISS: NotifyFlags = NotifyFlags(1 << 11);
     /// `d`: module key types.
-    pub const MODULE: NotifyFlags = NotifyFlags(1 << 13);
+    pub(crate) const MODULE: NotifyFlags = NotifyFlags(1 << 13);
     /// `n`: a key was created (not in `A`).
     pub const NEW: NotifyFlags = NotifyFlags(1 << 14);
     /// `A`: `g$lshzxetd`.
@@ -193,7 +191,7 @@ impl Effects {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Event {
     /// Its class (one [`NotifyFlags`] bit): the flag that must be on to publish it.
-    pub class: NotifyFlags,
+    pub(crate) class: NotifyFlags,
     /// The event name (`set`, `lpush`, `del`, `expired`, `rename_from`, …).
     pub name: &'static str,
     /// The database of the key.

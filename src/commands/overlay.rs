@@ -26,7 +26,7 @@ pub struct Overlay<'a, B: ?Sized> {
 
 impl<'a, B: KvBackend + ?Sized> Overlay<'a, B> {
     /// An overlay with no writes yet.
-    pub fn new(base: &'a B) -> Self {
+    pub(crate) fn new(base: &'a B) -> Self {
         Overlay { base, pending: RefCell::new(BTreeMap::new()), failure: RefCell::new(None) }
     }
 
@@ -45,7 +45,7 @@ impl<'a, B: KvBackend + ?Sized> Overlay<'a, B> {
     }
 
     /// Every buffered write as one batch: one put or delete per record, its final state.
-    pub fn into_batch(self) -> WriteBatch {
+    pub(crate) fn into_batch(self) -> WriteBatch {
         let mut batch = WriteBatch::new();
         for ((cf, key), value) in self.pending.into_inner() {
             match value {

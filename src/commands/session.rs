@@ -14,7 +14,6 @@ use super::{Block, CommandInfo, Event, TouchedKey};
 #[derive(Debug)]
 pub struct Session {
     id: u64,
-    name: Option<Bytes>,
     resp: u8,
     pub(crate) db: usize,
     pub(crate) multi: Option<Multi>,
@@ -58,7 +57,6 @@ impl Session {
     pub fn new(id: u64) -> Self {
         Session {
             id,
-            name: None,
             resp: 2,
             db: 0,
             multi: None,
@@ -83,25 +81,9 @@ impl Session {
         self.id
     }
 
-    /// The client name (`CLIENT SETNAME`), if set.
-    pub fn name(&self) -> Option<&Bytes> {
-        self.name.as_ref()
-    }
-
-    /// Sets or clears the client name.
-    pub fn set_name(&mut self, name: Option<Bytes>) {
-        self.name = name;
-    }
-
     /// The RESP protocol version the client speaks (2, or 3 after the server's `HELLO 3`).
     pub fn resp(&self) -> u8 {
         self.resp
-    }
-
-    /// The protocol to write this client's replies in ([`super::Reply::write`]): RESP3 when
-    /// [`Session::resp`] is 3.
-    pub fn protocol(&self) -> super::Protocol {
-        if self.resp == 3 { super::Protocol::Resp3 } else { super::Protocol::Resp2 }
     }
 
     /// Sets the RESP protocol version.

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::Reply;
 pub(super) use super::table_data::{TABLE, UNSERVED};
 
-/// Command flags, as bits of [`CommandInfo::flags`] (Redis' `CMD_*`).
+/// Command flags (Redis' `CMD_*`), bits a row has or not ([`CommandInfo::has`]).
 pub mod flag {
     /// Modifies data.
     pub const WRITE: u32 = 1;
@@ -27,9 +27,9 @@ pub mod flag {
     /// Not allowed in scripts.
     pub const NOSCRIPT: u32 = 1 << 6;
     /// May block the client.
-    pub const BLOCKING: u32 = 1 << 7;
+    pub(crate) const BLOCKING: u32 = 1 << 7;
     /// Allowed while loading.
-    pub const LOADING: u32 = 1 << 8;
+    pub(crate) const LOADING: u32 = 1 << 8;
     /// Allowed on a stale replica.
     pub const STALE: u32 = 1 << 9;
     /// Not shown by MONITOR.
@@ -47,25 +47,21 @@ pub mod flag {
     pub const MAY_REPLICATE: u32 = 1 << 15;
     /// Sentinel.
     pub const SENTINEL: u32 = 1 << 16;
-    /// Sentinel only.
-    pub const ONLY_SENTINEL: u32 = 1 << 17;
     /// Keys are optional.
-    pub const NO_MANDATORY_KEYS: u32 = 1 << 18;
+    pub(crate) const NO_MANDATORY_KEYS: u32 = 1 << 18;
     /// Refused while the server loads its data asynchronously.
-    pub const NO_ASYNC_LOADING: u32 = 1 << 19;
+    pub(crate) const NO_ASYNC_LOADING: u32 = 1 << 19;
     /// Protected.
     pub const PROTECTED: u32 = 1 << 20;
-    /// Module without cluster support.
-    pub const MODULE_NO_CLUSTER: u32 = 1 << 21;
     /// Not allowed inside MULTI.
     pub const NO_MULTI: u32 = 1 << 22;
     /// Key positions depend on the arguments (key specs say how).
-    pub const MOVABLEKEYS: u32 = 1 << 23;
+    pub(crate) const MOVABLEKEYS: u32 = 1 << 23;
     /// Allowed while a script is busy.
     pub const ALLOW_BUSY: u32 = 1 << 24;
 
     /// The flag names in the order `COMMAND INFO` lists them, bit `i` named `NAMES[i]`.
-    pub const NAMES: [&str; 25] = [
+    pub(crate) const NAMES: [&str; 25] = [
         "write",
         "readonly",
         "denyoom",
@@ -94,8 +90,8 @@ pub mod flag {
     ];
 }
 
-/// The engine's and the server's own attributes of a command, bits of
-/// [`CommandInfo::attrs`] beside Redis' [`flag`]s (which `COMMAND INFO` reports; these it
+/// The engine's and the server's own attributes of a command ([`CommandInfo::is`]), beside
+/// Redis' [`flag`]s (which `COMMAND INFO` reports; these it
 /// does not).
 pub mod attr {
     /// Refused to a client logged in with a namespace token: Kvrocks' admin commands (not
@@ -110,7 +106,7 @@ pub mod attr {
     pub const OWN: u32 = 1 << 3;
     /// Redis' `LOOKUP_NOTOUCH`: its lookups leave the keys' last-use time (OBJECT IDLETIME)
     /// alone.
-    pub const NO_TOUCH: u32 = 1 << 4;
+    pub(crate) const NO_TOUCH: u32 = 1 << 4;
 }
 
 /// Which file implements a command (the session layer answers [`Family::Session`]).
@@ -198,13 +194,13 @@ pub enum Find {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeySpec {
     /// Redis' explanatory note, when it has one.
-    pub notes: Option<&'static str>,
+    pub(crate) notes: Option<&'static str>,
     /// Access flags (`RW`, `RO`, `OW`, `RM`, `access`, `update`, `insert`, `delete`).
     pub flags: &'static [&'static str],
     /// Where the search starts.
-    pub begin: Begin,
+    pub(crate) begin: Begin,
     /// How keys are found from there.
-    pub find: Find,
+    pub(crate) find: Find,
 }
 
 /// A command's metadata.
@@ -217,18 +213,18 @@ pub struct CommandInfo {
     /// Redis arity: `n > 0` exactly n arguments including the name, `-n` at least n.
     pub arity: i32,
     /// [`flag`] bits.
-    pub flags: u32,
+    pub(crate) flags: u32,
     /// The legacy `(first key, last key, step)` of `COMMAND INFO`.
-    pub legacy: (i32, i32, i32),
+    pub(crate) legacy: (i32, i32, i32),
     /// ACL categories, space-separated.
     pub acl: &'static str,
     /// Key specs.
-    pub keys: &'static [KeySpec],
+    pub(crate) keys: &'static [KeySpec],
     /// A container (OBJECT, COMMAND): its subcommands have rows of their own, named
     /// `container|subcommand`, with their own arity, flags and key specs.
-    pub has_subcommands: bool,
+    pub(crate) has_subcommands: bool,
     /// [`attr`] bits.
-    pub attrs: u32,
+    pub(crate) attrs: u32,
 }
 
 impl CommandInfo {

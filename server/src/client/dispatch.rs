@@ -1,6 +1,8 @@
 //! The one place a command's row leads to the server's code: [`handler`] maps the rows the
 //! server answers itself to their handlers, as the library's `commands::dispatch` does for
 //! the engine's; every other row runs in the engine ([`Client::run_in_engine`]).
+//! [`script_handler`] maps those of them a script may run (`redis.call`) to their handlers
+//! without a client.
 
 use bytes::Bytes;
 use rediskv::Reply;
@@ -13,6 +15,10 @@ use crate::state::State;
 /// A server command's handler: the client, the command's row, its whole argv (`argv[0]` is
 /// the name) and the server; the reply and what the connection does next.
 pub(super) type Handler = fn(&mut Client, &'static CommandInfo, &[Bytes], &State) -> (Reply, Next);
+
+/// A server command's handler when a script runs it: the server, the command's row and its
+/// whole argv, its arity, ACL and flags checked by the script's bridge; the reply.
+pub(crate) type ScriptHandler = fn(&State, &'static CommandInfo, &[Bytes]) -> Reply;
 
 /// The handler of `info`'s row when the server answers it, `None` when the engine does.
 /// Some handlers give a command back to the engine in the cases the server leaves to it
@@ -62,6 +68,19 @@ pub(super) fn handler(info: &CommandInfo) -> Option<Handler> {
         "ping" => subscribe::ping,
         "flushall" => flush::flushall,
         "dbsize" | "keys" | "scan" | "randomkey" | "flushdb" => keyspace::command,
+        _ => return None,
+    };
+    Some(run)
+}
+
+/// The handler of `info`'s row when a script runs it and the server answers it ([`handler`]),
+/// `None` for the server's commands scripts may not run. INFO from a script reports the
+/// default namespace.
+pub(crate) fn script_handler(info: &CommandInfo) -> Option<ScriptHandler> {
+    let run: ScriptHandler = match info.container() {
+        "time" => |_, _, _| crate::clock::time_reply(),
+        "info" => |state, _, argv| crate::info::info(argv, state, state.engine.layout().namespace()),
+        "publish" | "spublish" => subscribe::publish_from_script,
         _ => return None,
     };
     Some(run)

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use rediskv::table::{CommandInfo, flag};
 use rediskv::{Reply, Session};
 
-use super::{Client, Next};
+use super::{Client, Next, dispatch};
 use crate::clock::unix_micros;
 use crate::script_thread;
 use crate::scripting;
@@ -145,5 +145,52 @@ impl Client {
             _ => self.error_counted.set(outcome.error_counted),
         }
         outcome.reply
+    }
+}
+
+/// The server, as the scripts see it: its server commands through [`dispatch::script_handler`].
+impl scripting::Host for State {
+    fn scripts(&self) -> &scripting::Scripts {
+        &self.scripts
+    }
+
+    fn out_of_memory(&self) -> bool {
+        crate::info::out_of_memory(self)
+    }
+
+    fn write_refusal(&self) -> Option<String> {
+        // As Redis checks a script's writes: the store first, then the good replicas.
+        let too_few_replicas = !self.link.is_replica() && self.replication.too_few_replicas();
+        (self.writes.failing().then(|| self.writes.refusal()))
+            .or_else(|| too_few_replicas.then(|| crate::replication::NOREPLICAS.into()))
+    }
+
+    fn monitor(&self, argv: &[Bytes], db: usize) {
+        if self.monitors.any() {
+            self.monitors.feed(&self.loops, argv, unix_micros(), db, "lua");
+        }
+    }
+
+    fn count(&self, lane: usize, info: &CommandInfo, usec: u64, failed: bool) {
+        self.stats.commands.count(lane, info, Some(usec), failed);
+    }
+
+    fn count_error(&self, refused: Option<&CommandInfo>, error: &str) {
+        self.stats.error(error);
+        if let Some(info) = refused {
+            let stats = &self.stats.commands;
+            stats.count(stats.lanes() - 1, info, None, true);
+        }
+    }
+
+    fn runs_for_scripts(&self, info: &CommandInfo) -> bool {
+        dispatch::script_handler(info).is_some()
+    }
+
+    fn server_command(&self, info: &'static CommandInfo, argv: &[Bytes]) -> Reply {
+        match dispatch::script_handler(info) {
+            Some(run) => run(self, info, argv),
+            None => Reply::Error("ERR This Redis command is not allowed from script".into()),
+        }
     }
 }

@@ -11,7 +11,6 @@ use rediskv::table::CommandInfo;
 
 use super::{Client, Next, arity};
 use crate::admin as ops;
-use crate::clock::unix_micros;
 use crate::info as report;
 use crate::state::State;
 
@@ -20,13 +19,7 @@ fn done(reply: Reply) -> (Reply, Next) {
 }
 
 pub(super) fn time(_: &mut Client, _: &'static CommandInfo, argv: &[Bytes], _: &State) -> (Reply, Next) {
-    done(arity(argv, 1, || {
-        let micros = unix_micros();
-        Reply::Array(vec![
-            Reply::bulk_int((micros / 1_000_000) as i64),
-            Reply::bulk_int((micros % 1_000_000) as i64),
-        ])
-    }))
+    done(arity(argv, 1, crate::clock::time_reply))
 }
 
 pub(super) fn lastsave(

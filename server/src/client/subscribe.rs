@@ -47,15 +47,27 @@ pub(super) fn publish(
     state: &State,
 ) -> (Reply, Next) {
     let reply = arity(argv, 3, || {
-        let shard = info.container() == "spublish";
-        let relayed =
-            !shard && state.cluster.get().is_some_and(|cluster| cluster.relay_publish(&argv[1], &argv[2]));
+        let (receivers, relayed) = deliver(info, argv, state);
         if !relayed {
             state.replication.propagate_command(c.session.db(), argv);
         }
-        Reply::Integer(state.pubsub.publish(&state.loops, &argv[1], &argv[2], shard) as i64)
+        receivers
     });
     (reply, Next::Continue)
+}
+
+/// PUBLISH and SPUBLISH from a script: delivered as a client's, not propagated on their own.
+pub(crate) fn publish_from_script(state: &State, info: &'static CommandInfo, argv: &[Bytes]) -> Reply {
+    deliver(info, argv, state).0
+}
+
+/// Delivers `argv`'s message here, and in a cluster kept in etcd a PUBLISH to the other
+/// nodes: the reply counting this node's receivers, and whether it was relayed.
+fn deliver(info: &CommandInfo, argv: &[Bytes], state: &State) -> (Reply, bool) {
+    let shard = info.container() == "spublish";
+    let relayed =
+        !shard && state.cluster.get().is_some_and(|cluster| cluster.relay_publish(&argv[1], &argv[2]));
+    (Reply::Integer(state.pubsub.publish(&state.loops, &argv[1], &argv[2], shard) as i64), relayed)
 }
 
 pub(super) fn pubsub(

@@ -228,13 +228,14 @@ pub(super) fn counted_error_table(lua: &Lua, text: &str) -> mlua::Result<Table> 
     Ok(t)
 }
 
-/// The checks Redis makes on a command a script runs; `Ok(None)` for a command the server
-/// answers itself.
+/// The checks Redis makes on a command a script runs, and its row: one the server answers
+/// itself ([`table::Family::Server`]) only when `host` runs it for scripts.
 pub(super) fn check_command(
     argv: &[Bytes],
     read_only: bool,
     acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
-) -> Result<Option<&'static table::CommandInfo>, String> {
+    host: &dyn Host,
+) -> Result<&'static table::CommandInfo, String> {
     let info = match table::find(argv) {
         Ok(info) => info,
         Err(Some(container)) => {
@@ -262,12 +263,8 @@ pub(super) fn check_command(
             String::from_utf8_lossy(&argv[0])
         ));
     }
-    if info.family == table::Family::Server {
-        // The server's own commands a script may run (see `server_command`).
-        return match info.name {
-            "publish" | "spublish" | "time" | "info" => Ok(None),
-            _ => Err("This Redis command is not allowed from script".into()),
-        };
+    if info.family == table::Family::Server && !host.runs_for_scripts(info) {
+        return Err("This Redis command is not allowed from script".into());
     }
-    Ok(Some(info))
+    Ok(info)
 }

@@ -61,8 +61,11 @@ pub trait Host {
     /// Counts an error a command a script ran answered or was refused with (INFO
     /// errorstats), and a refused command's `rejected_calls`.
     fn count_error(&self, refused: Option<&table::CommandInfo>, error: &str);
-    /// The server's own commands a script may run: PUBLISH, SPUBLISH, TIME and INFO.
-    fn server_command(&self, argv: &[Bytes]) -> Reply;
+    /// Whether a script may run `info`, a command the server answers itself (its family is
+    /// [`table::Family::Server`]).
+    fn runs_for_scripts(&self, info: &table::CommandInfo) -> bool;
+    /// Runs such a command for a script.
+    fn server_command(&self, info: &'static table::CommandInfo, argv: &[Bytes]) -> Reply;
 }
 
 /// What the scripting commands need of the client that runs them.
@@ -487,17 +490,26 @@ pub(super) fn run_once(
                 Err(text) => return Ok(Value::Table(error_table(lua, text)?)),
             };
             let mut counted = false;
-            let reply = match check_command(&argv, read_only, acl) {
+            let reply = match check_command(&argv, read_only, acl, host) {
                 Err(text) => {
                     // Refused before running, as Redis counts it.
                     let text = format!("ERR {text}");
                     count_error(table::find(&argv).ok(), &text);
                     return Ok(Value::Table(counted_error_table(lua, &text)?));
                 }
-                Ok(found) => {
+                Ok(info) => {
                     host.monitor(&argv, db);
-                    match found {
-                        Some(info) => {
+                    match info.family {
+                        table::Family::Server => {
+                            // A publish cannot be taken back: an attempt on the event loop
+                            // gives up before it.
+                            if until.is_some() && info.has(flag::PUBSUB) {
+                                bridge.abandoned.set(true);
+                                return Err(stop(lua, abandoned()));
+                            }
+                            host.server_command(info, &argv)
+                        }
+                        _ => {
                             if info.has(flag::READONLY) {
                                 facts.read_any.set(true);
                             }
@@ -526,13 +538,6 @@ pub(super) fn run_once(
                             }
                             reply
                         }
-                        // A publish cannot be taken back: an attempt on the event loop gives
-                        // up before it.
-                        None if until.is_some() && publishes(&argv) => {
-                            bridge.abandoned.set(true);
-                            return Err(stop(lua, abandoned()));
-                        }
-                        None => host.server_command(&argv),
                     }
                 }
             };
@@ -586,12 +591,6 @@ pub(super) fn run_once(
         }
     }
     Ok(result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e)))))
-}
-
-/// Whether a command a script runs publishes (the server's own commands it may run are
-/// PUBLISH, SPUBLISH, TIME and INFO).
-pub(super) fn publishes(argv: &[Bytes]) -> bool {
-    argv[0].eq_ignore_ascii_case(b"publish") || argv[0].eq_ignore_ascii_case(b"spublish")
 }
 
 /// Ends the running invocation with `error`: from now on every line fails, as Redis stops a

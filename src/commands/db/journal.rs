@@ -14,7 +14,7 @@ use crate::commands::notify::{Effects, Event, NotifyFlags};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TouchedKey {
     /// The metadata record key (`[ns_len][ns]…[user key]`).
-    pub metadata_key: Bytes,
+    pub(crate) metadata_key: Bytes,
     /// What happened to it.
     pub kind: Touch,
 }

@@ -137,7 +137,7 @@ impl Shared {
         self.events.store(on, Ordering::Relaxed);
     }
 
-    /// Records `new` events from now on (see [`Db::set_new_events`](super::Db::set_new_events)).
+    /// Records `new` events from now on (see [`Engine::set_new_events`](crate::Engine::set_new_events)).
     pub(crate) fn set_new_events(&self, on: bool) {
         self.new_events.store(on, Ordering::Relaxed);
     }

@@ -8,14 +8,8 @@ use crate::backend::KvBackend;
 use crate::codec::RedisType;
 
 impl<B: KvBackend> Db<'_, B> {
-    /// Sets the node size approximate stream trimming (`MAXLEN ~`, `MINID ~`) removes whole
-    /// (Redis' `stream-node-max-entries`, 100 by default; 0: unbounded). Shared by every
-    /// session of an [`crate::commands::Engine`].
-    pub fn set_stream_node_entries(&mut self, entries: u64) {
-        self.shared.stream_node_entries.store(entries, Ordering::Relaxed);
-    }
-
-    /// The node size of [`Db::set_stream_node_entries`].
+    /// The node size approximate stream trimming removes whole
+    /// ([`crate::commands::Engine::set_stream_node_entries`]).
     pub(crate) fn stream_node_entries(&self) -> u64 {
         self.shared.stream_node_entries.load(Ordering::Relaxed)
     }
@@ -23,14 +17,6 @@ impl<B: KvBackend> Db<'_, B> {
     /// Turns blind-write mode on or off for hashes and sets (docs/layout.md, extensions).
     pub fn set_blind_write(&mut self, on: bool) {
         self.shared.blind_write.store(on, Ordering::Relaxed);
-    }
-
-    /// Turns the recording of `new` events (class `n`, a command created a key) on or off.
-    /// Off by default: finding which keys a commit creates costs a read per metadata write,
-    /// so a server turns it on only while `notify-keyspace-events` has `n`. Shared by every
-    /// session of an [`crate::commands::Engine`].
-    pub fn set_new_events(&mut self, on: bool) {
-        self.shared.set_new_events(on);
     }
 
     /// Whether blind-write mode is on.

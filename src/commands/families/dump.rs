@@ -18,9 +18,9 @@ use crate::commands::{CommandError, CommandResult, Db, Reply};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RestoreOptions {
     /// Overwrite an existing key instead of answering BUSYKEY.
-    pub replace: bool,
+    pub(crate) replace: bool,
     /// The TTL is an absolute unix time in milliseconds.
-    pub absttl: bool,
+    pub(crate) absttl: bool,
 }
 
 impl<B: KvBackend> Db<'_, B> {

@@ -19,13 +19,13 @@ use crate::commands::{CommandError, CommandResult, DATABASES, Db, Entry, Reply};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ExpireCondition {
     /// Set only when the key has no expiry.
-    pub nx: bool,
+    pub(crate) nx: bool,
     /// Set only when the key has an expiry.
-    pub xx: bool,
+    pub(crate) xx: bool,
     /// Set only when the new expiry is later than the current one.
-    pub gt: bool,
+    pub(crate) gt: bool,
     /// Set only when the new expiry is earlier than the current one.
-    pub lt: bool,
+    pub(crate) lt: bool,
 }
 
 impl ExpireCondition {
@@ -34,7 +34,7 @@ impl ExpireCondition {
     /// # Errors
     /// "ERR Unsupported option X", "ERR NX and XX, GT or LT options at the same time are not
     /// compatible", "ERR GT and LT options at the same time are not compatible".
-    pub fn parse(options: &[Bytes]) -> CommandResult<Self> {
+    pub(crate) fn parse(options: &[Bytes]) -> CommandResult<Self> {
         let mut c = ExpireCondition::default();
         for opt in options {
             match opt.to_ascii_lowercase().as_slice() {

@@ -37,7 +37,7 @@ impl ListEnd {
     ///
     /// # Errors
     /// [`CommandError::Syntax`] for anything else.
-    pub fn parse(arg: &[u8]) -> CommandResult<ListEnd> {
+    pub(crate) fn parse(arg: &[u8]) -> CommandResult<ListEnd> {
         if arg.eq_ignore_ascii_case(b"left") {
             Ok(ListEnd::Left)
         } else if arg.eq_ignore_ascii_case(b"right") {
@@ -69,11 +69,11 @@ impl ListEnd {
 pub struct LposOptions {
     /// Which match to start from: 1 = first from the head, -1 = first from the tail. Never 0.
     /// `i64::MIN` behaves as -1 (as in Redis 7.0, where negating it leaves it negative).
-    pub rank: i64,
+    pub(crate) rank: i64,
     /// How many positions to return; 0 = all matches.
-    pub count: u64,
+    pub(crate) count: u64,
     /// How many elements to compare at most; 0 = the whole list.
-    pub maxlen: u64,
+    pub(crate) maxlen: u64,
 }
 
 impl Default for LposOptions {

@@ -10,7 +10,7 @@
 //!
 //! Trimming with `~` removes only whole nodes, as Redis does: a node holds
 //! `stream-node-max-entries` consecutive entries by the order they were added
-//! ([`Db::set_stream_node_entries`]). Redis also closes a node at `stream-node-max-bytes`;
+//! ([`crate::commands::Engine::set_stream_node_entries`]). Redis also closes a node at `stream-node-max-bytes`;
 //! here only the entry count does, so a stream of large entries may keep more under `~`
 //! than Redis would.
 //!

@@ -21,16 +21,16 @@ pub const MAX_STRING_LEN: u64 = 512 * 1024 * 1024;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SetOptions {
     /// NX: only when the key does not exist.
-    pub nx: bool,
+    pub(crate) nx: bool,
     /// XX: only when the key exists.
-    pub xx: bool,
+    pub(crate) xx: bool,
     /// GET: read the old value (the key must then hold a string or be missing).
-    pub get: bool,
+    pub(crate) get: bool,
     /// The absolute expiry in unix milliseconds (a past time stores the key already
     /// expired); `None` means no expiry (or, with `keep_ttl`, the current one).
-    pub expire_at_ms: Option<i64>,
+    pub(crate) expire_at_ms: Option<i64>,
     /// KEEPTTL: keep the current expiry.
-    pub keep_ttl: bool,
+    pub(crate) keep_ttl: bool,
 }
 
 /// What GETEX does to the expiry.

@@ -39,18 +39,18 @@ pub const MAX_RANDOM_REPEATS: i64 = 1 << 24;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScoreBound {
     /// The bound's score (`-inf` and `inf` allowed, never NaN).
-    pub value: f64,
+    pub(crate) value: f64,
     /// Whether the bound itself is excluded (`(1.5`).
-    pub exclusive: bool,
+    pub(crate) exclusive: bool,
 }
 
 /// A score range `min..max`, each end inclusive or exclusive.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScoreRange {
     /// The low end.
-    pub min: ScoreBound,
+    pub(crate) min: ScoreBound,
     /// The high end.
-    pub max: ScoreBound,
+    pub(crate) max: ScoreBound,
 }
 
 /// One end of a lex range.
@@ -70,9 +70,9 @@ pub enum LexBound {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LexRange {
     /// The low end.
-    pub min: LexBound,
+    pub(crate) min: LexBound,
     /// The high end.
-    pub max: LexBound,
+    pub(crate) max: LexBound,
 }
 
 /// What a range selects.
@@ -95,41 +95,41 @@ pub enum RangeSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RangeQuery {
     /// What to select; for score and lex ranges `min` is always the low end, even with `rev`.
-    pub spec: RangeSpec,
+    pub(crate) spec: RangeSpec,
     /// Highest first (REV); rank positions then count from the highest.
-    pub rev: bool,
+    pub(crate) rev: bool,
     /// LIMIT offset count (score and lex ranges): a negative offset selects nothing, a
     /// negative count means no limit.
-    pub limit: Option<(i64, i64)>,
+    pub(crate) limit: Option<(i64, i64)>,
 }
 
 /// ZADD's options.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ZAddFlags {
     /// Only add new members.
-    pub nx: bool,
+    pub(crate) nx: bool,
     /// Only update existing members.
-    pub xx: bool,
+    pub(crate) xx: bool,
     /// Only update when the new score is greater.
-    pub gt: bool,
+    pub(crate) gt: bool,
     /// Only update when the new score is less.
-    pub lt: bool,
+    pub(crate) lt: bool,
     /// Count changed members in the reply, not just added ones.
-    pub ch: bool,
+    pub(crate) ch: bool,
     /// Increment instead of set (one pair only); the reply is the new score.
-    pub incr: bool,
+    pub(crate) incr: bool,
 }
 
 /// What ZADD did.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ZAddOutcome {
     /// Members added.
-    pub added: i64,
+    pub(crate) added: i64,
     /// Existing members whose score changed.
-    pub updated: i64,
+    pub(crate) updated: i64,
     /// With INCR: the member's new score, `None` when NX/XX/GT/LT skipped it. Otherwise the
     /// score of the last pair applied.
-    pub score: Option<f64>,
+    pub(crate) score: Option<f64>,
 }
 
 /// ZUNION/ZINTER AGGREGATE.

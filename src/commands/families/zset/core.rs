@@ -387,7 +387,7 @@ pub(super) struct ZEdit<'k> {
 impl<'k> ZEdit<'k> {
     /// Starts editing the sorted set at `key`: a missing or expired key starts as an empty
     /// set under a fresh version, written only if a member gets added.
-    pub fn open<B: KvBackend>(db: &Db<B>, key: &'k [u8]) -> CommandResult<Self> {
+    pub(crate) fn open<B: KvBackend>(db: &Db<B>, key: &'k [u8]) -> CommandResult<Self> {
         let existing = db.lookup_of(key, RedisType::ZSet)?;
         let existed = existing.is_some();
         let meta = existing.unwrap_or_else(|| Metadata::collection(RedisType::ZSet, db.new_version()));
@@ -395,7 +395,7 @@ impl<'k> ZEdit<'k> {
     }
 
     /// The member's score as of now in this command.
-    pub fn get<B: KvBackend>(&mut self, db: &Db<B>, member: &'k [u8]) -> CommandResult<Option<f64>> {
+    pub(crate) fn get<B: KvBackend>(&mut self, db: &Db<B>, member: &'k [u8]) -> CommandResult<Option<f64>> {
         if let Some(at) = self.members.position(member) {
             return Ok(self.members.value(at).1);
         }
@@ -406,14 +406,14 @@ impl<'k> ZEdit<'k> {
 
     /// Sets (or removes, with `None`) the member's score; [`ZEdit::get`] must have been
     /// called for it first.
-    pub fn set(&mut self, member: &[u8], score: Option<f64>) {
+    pub(crate) fn set(&mut self, member: &[u8], score: Option<f64>) {
         if let Some(at) = self.members.position(member) {
             self.members.value_mut(at).1 = score;
         }
     }
 
     /// Queues the net changes and the metadata into one batch and commits it.
-    pub fn finish<B: KvBackend>(self, db: &mut Db<B>) -> CommandResult<()> {
+    pub(crate) fn finish<B: KvBackend>(self, db: &mut Db<B>) -> CommandResult<()> {
         let mut batch = WriteBatch::new();
         let mut size = self.meta.size as i64;
         let version = self.meta.version;

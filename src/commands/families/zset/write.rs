@@ -17,7 +17,7 @@ impl ZAddFlags {
     /// "ERR XX and NX options at the same time are not compatible", "ERR GT, LT, and/or NX
     /// options at the same time are not compatible", "ERR INCR option supports a single
     /// increment-element pair", in that order.
-    pub fn validate(&self, pairs: usize) -> CommandResult<()> {
+    pub(crate) fn validate(&self, pairs: usize) -> CommandResult<()> {
         if self.nx && self.xx {
             return Err(CommandError::err("XX and NX options at the same time are not compatible"));
         }
