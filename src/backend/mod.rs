@@ -141,6 +141,7 @@ impl WriteBatch {
     }
 
     /// What [`WriteBatch::put_metadata`] said of the operation at `index`, if it queued it.
+    #[inline]
     pub(crate) fn written(&self, index: usize) -> Option<WrittenMetadata> {
         self.written.filter(|(at, _)| *at == index).map(|(_, written)| written)
     }

@@ -87,6 +87,7 @@ impl Delta {
 }
 
 /// Adds `delta` for namespace `slot` to `deltas`.
+#[inline]
 pub(crate) fn add_delta(deltas: &mut Vec<(usize, Delta)>, slot: usize, delta: Delta) {
     // An overwrite that keeps the key and its TTL (most writes) changes nothing: no entry,
     // so its batch allocates no list and touches no counter.
@@ -144,6 +145,7 @@ impl KeyCounts {
     }
 
     /// Whether namespace `slot` has been counted (writes then keep its counts).
+    #[inline]
     pub(crate) fn is_counted(&self, slot: usize) -> bool {
         self.slots.get(slot).is_some_and(|s| s.known.load(Ordering::SeqCst))
     }

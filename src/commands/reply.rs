@@ -161,6 +161,8 @@ impl Reply {
             out.extend_from_slice(b"\r\n");
         }
         match self {
+            // The commonest status whole, with no scan of its text.
+            Reply::Status(s) if s == "OK" => out.extend_from_slice(b"+OK\r\n"),
             Reply::Status(s) => safe_line(out, b'+', s.as_bytes()),
             Reply::Error(e) => safe_line(out, b'-', e.as_bytes()),
             Reply::Integer(n) => line(out, b':', decimal(*n, &mut [0; 20])),

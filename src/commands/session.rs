@@ -137,6 +137,7 @@ impl Session {
     /// from all of these; WATCH and client tracking heed the modified ones. An engine with
     /// [`super::Engine::with_listeners`] records the written and ready ones only while
     /// someone listens.
+    #[inline]
     pub fn touched(&self) -> &[TouchedKey] {
         self.journal.as_ref().map_or(&[], |j| &j.touched)
     }

@@ -229,6 +229,7 @@ pub struct CommandInfo {
 
 impl CommandInfo {
     /// The name the family knows the command by: the container's for a subcommand.
+    #[inline]
     pub fn container(&self) -> &'static str {
         // Only these families have subcommand rows: a data command is its own container.
         if !matches!(self.family, Family::Server | Family::Session | Family::Generic | Family::Stream) {

@@ -182,12 +182,14 @@ static EMPTY_JOURNAL: Journal = Journal {
 impl std::ops::Deref for JournalSlot {
     type Target = Journal;
 
+    #[inline]
     fn deref(&self) -> &Journal {
         self.0.as_deref().unwrap_or(&EMPTY_JOURNAL)
     }
 }
 
 impl std::ops::DerefMut for JournalSlot {
+    #[inline]
     fn deref_mut(&mut self) -> &mut Journal {
         self.0.get_or_insert_with(Box::default)
     }

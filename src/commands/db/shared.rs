@@ -88,6 +88,7 @@ impl Shared {
     }
 
     /// Whether commands record the keys they modify now (see [`Listeners`]).
+    #[inline]
     pub(crate) fn records_modified(&self) -> bool {
         self.listeners.as_ref().is_none_or(Listeners::any)
     }
@@ -97,6 +98,7 @@ impl Shared {
     }
 
     /// The namespace database `index` uses now.
+    #[inline]
     pub(crate) fn slot(&self, index: usize) -> Option<usize> {
         self.slots.get(index).map(|s| s.load(Ordering::SeqCst))
     }
@@ -143,14 +145,22 @@ impl Shared {
     }
 
     /// The layout of database `index`.
+    #[inline]
     pub(crate) fn layout_of(&self, index: usize) -> CommandResult<&KeyLayout> {
-        let slot = self.slot(index);
-        match slot.and_then(|s| self.layouts.get(s)) {
+        match self.slot(index).and_then(|s| self.layouts.get(s)) {
             Some(Some(layout)) => Ok(layout),
-            Some(None) => Err(layout_for(&self.base_layout, slot.unwrap_or(index))
+            _ => Err(self.no_layout(index)),
+        }
+    }
+
+    /// Why database `index` has no layout: out of range, or its namespace's error.
+    #[cold]
+    fn no_layout(&self, index: usize) -> CommandError {
+        match self.slot(index).filter(|&s| s < self.layouts.len()) {
+            Some(slot) => layout_for(&self.base_layout, slot)
                 .err()
-                .map_or_else(|| CommandError::err("DB index is out of range"), CommandError::from)),
-            None => Err(CommandError::err("DB index is out of range")),
+                .map_or_else(|| CommandError::err("DB index is out of range"), CommandError::from),
+            None => CommandError::err("DB index is out of range"),
         }
     }
 
