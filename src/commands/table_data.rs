@@ -3,8 +3,9 @@
 
 use super::table::{Begin, CommandInfo, Family, Find, KeySpec, attr, flag};
 
-/// Every command the engine knows, sorted by name.
-pub(super) const TABLE: &[CommandInfo] = &[
+/// Every command the engine knows, sorted by name. A `static`, so that every crate sees one
+/// copy: [`CommandInfo::position`] finds a row by its address in it.
+pub(super) static TABLE: &[CommandInfo] = &[
     CommandInfo {
         name: "acl",
         family: Family::Server,
@@ -5213,7 +5214,7 @@ pub(super) const TABLE: &[CommandInfo] = &[
 
 /// Redis' commands and subcommands the engine and the server do not run, sorted by name:
 /// ACL rules may name them, as Redis' do.
-pub(super) const UNSERVED: &[CommandInfo] = &[
+pub(super) static UNSERVED: &[CommandInfo] = &[
     CommandInfo {
         name: "command|docs",
         family: Family::Server,
