@@ -785,21 +785,27 @@ impl<B: KvBackend> Engine<B> {
         session: &mut Session,
         mut body: impl FnMut(&mut dyn FnMut(&[Bytes]) -> Reply) -> R,
     ) -> Result<R, Reply> {
-        let run =
-            self.atomically_or_abandon(session, |call| Ok::<R, std::convert::Infallible>(body(call)))?;
+        let run = self.atomically_or_abandon(session, |call| {
+            Ok::<R, std::convert::Infallible>(body(&mut |argv: &[Bytes]| match resolve(argv) {
+                Ok(info) => call(info, argv),
+                Err(reply) => reply,
+            }))
+        })?;
         Ok(run.unwrap_or_else(|never| match never {}))
     }
 
     /// [`Engine::atomically`], except that `body` may abandon its run: when it answers
     /// `Err`, nothing its commands wrote is committed (a SWAPDB among them is undone), no
-    /// one hears of them, and the `Err` comes back as `Ok(Err(..))`.
+    /// one hears of them, and the `Err` comes back as `Ok(Err(..))`; and that `body` runs
+    /// each command with the row [`table::find`] gave for it (the command's or subcommand's,
+    /// or the container's when the subcommand is unknown), which is not looked up again.
     ///
     /// # Errors
     /// As [`Engine::atomically`].
     pub fn atomically_or_abandon<R, A>(
         &self,
         session: &mut Session,
-        mut body: impl FnMut(&mut dyn FnMut(&[Bytes]) -> Reply) -> Result<R, A>,
+        mut body: impl FnMut(&mut dyn FnMut(&'static CommandInfo, &[Bytes]) -> Reply) -> Result<R, A>,
     ) -> Result<Result<R, A>, Reply> {
         session.clear_results();
         let guard = self.locks.lock(true, std::iter::empty());
@@ -815,7 +821,10 @@ impl<B: KvBackend> Engine<B> {
             let overlay = Overlay::new(&self.backend);
             let mut db = self.db_over(&overlay, start_db);
             db.defer_counts();
-            let result = match body(&mut |argv: &[Bytes]| db.execute(argv)) {
+            let result = match body(&mut |info, argv: &[Bytes]| match super::check_row(info, argv) {
+                Ok(info) => db.execute_resolved(info, argv),
+                Err(reply) => reply,
+            }) {
                 Ok(result) => result,
                 Err(abandoned) => {
                     undo(db.take_swapped());

@@ -13,8 +13,10 @@
 //!   commands that touch the whole keyspace (FLUSHDB, FLUSHALL, and EXEC of a transaction
 //!   holding one) take it exclusive, so they never see or leave half a command. It is
 //!   [`GLOBAL_COPIES`] `RwLock`s, each on a cache line of its own: a thread takes its own
-//!   copy shared, an exclusive holder takes them all in order, so threads on different
-//!   cores do not pass one lock word back and forth on every command.
+//!   copy shared, an exclusive holder takes in order all those taken so far (see
+//!   [`KeyLocks::used`]), so threads on different cores do not pass one lock word back and
+//!   forth on every command, and an exclusive holder locks only as many as threads ran
+//!   commands.
 //!
 //! A holder of the whole keyspace may run long (a script in [`super::Engine::atomically`]):
 //! [`KeyLocks::lock_or`] polls the global lock meanwhile and may give up, so that the thread
@@ -27,7 +29,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 /// How many key stripes.
 pub const STRIPES: usize = 1024;
@@ -66,6 +68,12 @@ fn own_copy() -> usize {
 #[derive(Debug)]
 pub struct KeyLocks {
     global: Box<[GlobalCopy]>,
+    /// The copies of `global` before this one have been taken shared (or are about to be):
+    /// the others need no exclusive locking. It grows under `using`, which an exclusive
+    /// holder keeps for as long as it holds the copies, so that a thread whose copy is new
+    /// waits for the holder before it takes it.
+    used: AtomicUsize,
+    using: Mutex<()>,
     stripes: Box<[RwLock<()>]>,
 }
 
@@ -73,6 +81,8 @@ impl Default for KeyLocks {
     fn default() -> Self {
         KeyLocks {
             global: (0..GLOBAL_COPIES).map(|_| GlobalCopy::default()).collect(),
+            used: AtomicUsize::new(0),
+            using: Mutex::new(()),
             stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
         }
     }
@@ -84,10 +94,11 @@ enum Guard<'a> {
     Write(#[allow(dead_code)] RwLockWriteGuard<'a, ()>),
 }
 
-/// The global lock, held: the calling thread's copy shared, or every copy exclusive.
+/// The global lock, held: the calling thread's copy shared, or every copy taken so far
+/// exclusive, with [`KeyLocks::using`] (released after them).
 enum Global<'a> {
     Own(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
-    All(#[allow(dead_code)] Vec<RwLockWriteGuard<'a, ()>>),
+    All(#[allow(dead_code)] Vec<RwLockWriteGuard<'a, ()>>, #[allow(dead_code)] MutexGuard<'a, ()>),
 }
 
 /// Locks held for one command; dropping it releases them.
@@ -114,39 +125,87 @@ impl KeyLocks {
         keys: impl IntoIterator<Item = (&'k [u8], bool)>,
     ) -> LockGuard<'_> {
         let global = if whole_keyspace {
-            Global::All(
-                self.global.iter().map(|c| c.0.write().unwrap_or_else(PoisonError::into_inner)).collect(),
-            )
+            let (using, used) = self.used_copies(true).expect("waited for");
+            let copies = self.global[..used].iter();
+            Global::All(copies.map(|c| c.0.write().unwrap_or_else(PoisonError::into_inner)).collect(), using)
         } else {
             Global::Own(self.own_global().read().unwrap_or_else(PoisonError::into_inner))
         };
         self.lock_keys(global, keys)
     }
 
-    /// The calling thread's copy of the global lock.
+    /// The calling thread's copy of the global lock, counted in [`KeyLocks::used`].
     #[inline]
     fn own_global(&self) -> &RwLock<()> {
-        &self.global[own_copy() % GLOBAL_COPIES].0
+        let own = own_copy();
+        if own >= self.used.load(Ordering::Acquire) {
+            self.use_copy(own);
+        }
+        &self.global[own].0
     }
 
-    /// Every copy of the global lock, exclusive, if none is held or waited for now.
+    /// Counts copy `own` in [`KeyLocks::used`], after any exclusive holder is done.
+    #[cold]
+    fn use_copy(&self, own: usize) {
+        let _using = self.using.lock().unwrap_or_else(PoisonError::into_inner);
+        self.count_copy(own);
+    }
+
+    /// Counts copy `own` in [`KeyLocks::used`]; `using` held (its only writers hold it).
+    fn count_copy(&self, own: usize) {
+        if own >= self.used.load(Ordering::Acquire) {
+            self.used.store(own + 1, Ordering::Release);
+        }
+    }
+
+    /// [`KeyLocks::using`] and how many copies have been taken shared, for an exclusive
+    /// holder (the calling thread's copy counted: it may take it while it holds them all);
+    /// `None` when `wait` is false and another holds `using`.
+    fn used_copies(&self, wait: bool) -> Option<(MutexGuard<'_, ()>, usize)> {
+        let own = own_copy();
+        let using = if wait {
+            self.using.lock().unwrap_or_else(PoisonError::into_inner)
+        } else {
+            match self.using.try_lock() {
+                Ok(guard) => guard,
+                Err(TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(TryLockError::WouldBlock) => return None,
+            }
+        };
+        self.count_copy(own);
+        Some((using, self.used.load(Ordering::Acquire)))
+    }
+
+    /// Every copy of the global lock taken so far, exclusive, if none is held or waited
+    /// for now.
     fn try_lock_all(&self) -> Option<Global<'_>> {
-        let mut held = Vec::with_capacity(self.global.len());
-        for copy in self.global.iter() {
+        let (using, used) = self.used_copies(false)?;
+        let mut held = Vec::with_capacity(used);
+        for copy in self.global[..used].iter() {
             match copy.0.try_write() {
                 Ok(guard) => held.push(guard),
                 Err(TryLockError::Poisoned(e)) => held.push(e.into_inner()),
                 Err(TryLockError::WouldBlock) => return None,
             }
         }
-        Some(Global::All(held))
+        Some(Global::All(held, using))
     }
 
     /// The calling thread's copy of the global lock, shared, if no whole-keyspace holder
     /// holds or waits for it now.
     #[inline]
     fn try_lock_own(&self) -> Option<Global<'_>> {
-        match self.own_global().try_read() {
+        let own = own_copy();
+        if own >= self.used.load(Ordering::Acquire) {
+            // A new copy is counted only when no exclusive holder holds `using`.
+            let _using = match self.using.try_lock() {
+                Ok(guard) => guard,
+                Err(TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(TryLockError::WouldBlock) => return None,
+            };
+            self.count_copy(own);
+        }
+        match self.global[own].0.try_read() {
             Ok(guard) => Some(Global::Own(guard)),
             Err(TryLockError::Poisoned(e)) => Some(Global::Own(e.into_inner())),
             Err(TryLockError::WouldBlock) => None,
@@ -179,7 +238,7 @@ impl KeyLocks {
         global: Global<'a>,
         keys: impl IntoIterator<Item = (&'k [u8], bool)>,
     ) -> LockGuard<'a> {
-        if matches!(global, Global::All(_)) {
+        if matches!(global, Global::All(..)) {
             return LockGuard { _one: None, _keys: Vec::new(), _global: global };
         }
         let mut keys = keys.into_iter().map(|(k, w)| (stripe(k), w));

@@ -123,26 +123,24 @@ pub(super) const PCALL: i64 = 1;
 pub(super) const ACL_CHECK: i64 = 2;
 pub(super) const PACKED: i64 = 4;
 
-/// The maker of a command function of Lua's: `make(mode)` calls `current.run(mode, ...)` with
-/// up to [`PACK_PAST`] arguments, else `current.run(mode + PACKED, n, {...})` (`n` counts the
-/// nils a table cannot). `current.run` is the running invocation's function, or one that
-/// refuses (the prelude's runner sets it for each call: a library's load gets the refusing
-/// one). Being a Lua function, a command function takes over its
-/// caller's frame when called as `return redis.call(…)`: [`CallSite`] keeps that caller's
-/// place for the error handler.
-pub(super) fn command_function_maker(lua: &Lua, current: &Table) -> mlua::Result<mlua::Function> {
+/// The maker of a command function of Lua's: `make(mode)` calls `run(mode, ...)` with up to
+/// [`PACK_PAST`] arguments, else `run(mode + PACKED, n, {...})` (`n` counts the nils a table
+/// cannot). `run` is the state's Rust function [`Bridge::command`]. Being a Lua function, a
+/// command function takes over its caller's frame when called as `return redis.call(…)`:
+/// [`CallSite`] keeps that caller's place for the error handler.
+pub(super) fn command_function_maker(lua: &Lua, run: &mlua::Function) -> mlua::Result<mlua::Function> {
     lua.load(format!(
-        "local select, current = select, ...
+        "local select, run = select, ...
          return function(mode)
            return function(...)
              local n = select('#', ...)
-             if n > {PACK_PAST} then return current.run(mode + {PACKED}, n, {{...}}) end
-             return current.run(mode, ...)
+             if n > {PACK_PAST} then return run(mode + {PACKED}, n, {{...}}) end
+             return run(mode, ...)
            end
          end"
     ))
     .set_name("=redis_prelude")
-    .call(current)
+    .call(run)
 }
 
 /// The mode (without [`PACKED`]) and the command a command function's Rust side gets (see
@@ -179,21 +177,77 @@ pub(super) struct Bridge {
     pub(super) abandoned: Cell<bool>,
     /// Command names the state's scripts ran, shared by their commands (see [`Known`]).
     pub(super) names: RefCell<Vec<Bytes>>,
+    /// The hook of the runs (SCRIPT KILL's flag, the inline deadline) is the state's: another
+    /// (a killed run's, a library load's) replaces it until the next run installs it again.
+    pub(super) hooked: Cell<bool>,
+    /// SCRIPT KILL's flag, for the hook.
+    pub(super) kill: RefCell<Option<Arc<AtomicBool>>>,
+    /// The running invocation's deadline on its event loop, for the hook (see
+    /// [`Caller::inline_until`]); `None` outside an invocation.
+    pub(super) until: Cell<Option<Instant>>,
+    /// The counts the running invocation owes (see [`Tally`]), a buffer kept from run to run.
+    pub(super) tallies: RefCell<Vec<Tally>>,
+    /// The running invocation's side of the command functions, lent by [`Bridge::lend`].
+    lent: Cell<Option<std::ptr::NonNull<Invocation<'static>>>>,
+}
+
+/// The Rust side of the command functions (`redis.call`, `redis.pcall`,
+/// `redis.acl_check_cmd`) for one invocation: their arguments as they came, their answer.
+pub(super) type Invocation<'a> = dyn Fn(&Lua, MultiValue) -> mlua::Result<Value> + 'a;
+
+impl Bridge {
+    /// The command functions' Rust function (`current.run`, made once per state): the lent
+    /// invocation's, or, between invocations, [`outside_invocation`].
+    pub(super) fn command(&self, lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
+        match self.lent.get() {
+            Some(invocation) => {
+                // SAFETY: `lent` holds a pointer only while `lend` runs its body, and `lend`
+                // borrows the invocation for all that time: it is alive, and only shared
+                // references to it exist (it is `Fn`).
+                let invocation = unsafe { invocation.as_ref() };
+                invocation(lua, args)
+            }
+            None => outside_invocation(lua, args),
+        }
+    }
+
+    /// Runs `body` with `invocation` answering the command functions; after it, as before it,
+    /// they answer as outside an invocation (also when `body` panics). One long-lived Rust
+    /// function reaches the invocation's, which borrows the run's state: making a scoped Lua
+    /// function for each run and destroying it after costs about 1,900 instructions a script
+    /// (`benches/callgrind_commands.sh`, EVALSHA).
+    pub(super) fn lend<R>(&self, invocation: &Invocation<'_>, body: impl FnOnce() -> R) -> R {
+        struct Restore<'b>(&'b Bridge, Option<std::ptr::NonNull<Invocation<'static>>>);
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                self.0.lent.set(self.1);
+            }
+        }
+        let pointer = std::ptr::NonNull::from(invocation);
+        // SAFETY: only the lifetime bound of the trait object changes (the same fat pointer);
+        // the pointer is dereferenced only while it is lent, within this call (see
+        // `Bridge::command`), and `Restore` takes it back before this call returns or unwinds.
+        let pointer = unsafe {
+            std::mem::transmute::<std::ptr::NonNull<Invocation<'_>>, std::ptr::NonNull<Invocation<'static>>>(
+                pointer,
+            )
+        };
+        let _restore = Restore(self, self.lent.replace(Some(pointer)));
+        body()
+    }
 }
 
 /// The command functions' Rust side between invocations: `redis.call` raises and
 /// `redis.pcall` answers Redis' error, `redis.acl_check_cmd` raises its own.
-pub(super) fn outside_invocation(lua: &Lua) -> mlua::Result<mlua::Function> {
-    lua.create_function(|lua, args: MultiValue| {
-        let (mode, _) = command_args(lua, args, &Known::default())?;
-        if mode == ACL_CHECK {
-            return Err(mlua::Error::RuntimeError(
-                "redis.acl_check_cmd can only be called inside a script invocation".into(),
-            ));
-        }
-        let refusal = error_table(lua, "ERR redis.call/pcall can only be called inside a script invocation")?;
-        answer(lua, Value::Table(refusal), mode == CALL)
-    })
+pub(super) fn outside_invocation(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
+    let (mode, _) = command_args(lua, args, &Known::default())?;
+    if mode == ACL_CHECK {
+        return Err(mlua::Error::RuntimeError(
+            "redis.acl_check_cmd can only be called inside a script invocation".into(),
+        ));
+    }
+    let refusal = error_table(lua, "ERR redis.call/pcall can only be called inside a script invocation")?;
+    answer(lua, Value::Table(refusal), mode == CALL)
 }
 
 /// A command's reply as `redis.call` (`raise`) or `redis.pcall` gives it: `redis.call` raises

@@ -217,7 +217,10 @@ pub fn function_command(argv: &[Bytes], scripts: &Scripts, save: &dyn Fn(&Script
             let script = match running.as_ref() {
                 Some(r) => Reply::Map(vec![
                     pair("name", Reply::bulk(r.function.as_deref().unwrap_or("").as_bytes())),
-                    pair("command", Reply::Array(r.command.iter().cloned().map(Reply::Bulk).collect())),
+                    pair(
+                        "command",
+                        Reply::Array(unpack_command(&r.command).into_iter().map(Reply::bulk).collect()),
+                    ),
                     pair("duration_ms", Reply::Integer(r.since.elapsed().as_millis() as i64)),
                 ]),
                 None => Reply::Nil,

@@ -370,7 +370,8 @@ pub(super) fn run(
         // Running before the engine's whole-keyspace lock is asked for: from then on a
         // command of another client waits in the gate for the script's end or BUSY, never
         // for that lock (one script runs at a time).
-        let running = Running { since: Instant::now(), function: function.clone(), command: argv.to_vec() };
+        let running =
+            Running { since: Instant::now(), function: function.clone(), command: pack_command(argv) };
         // Out of memory when it starts, and not allowed to ignore it (`allow-oom`): its first
         // command that may grow memory fails with OOM, as in Redis.
         let oom = !allow_oom && host.out_of_memory();
@@ -431,8 +432,8 @@ pub(super) enum Tally {
 }
 
 /// One attempt: fresh KEYS/ARGV, the hook for SCRIPT KILL (and the inline deadline `until`),
-/// the command functions bound to `call` (one Rust function of the attempt's scope, which
-/// they call directly).
+/// the command functions bound to `call` (lent to the state's bridge for the attempt, see
+/// [`Bridge::lend`]), which runs a command by the row [`check_command`] found.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_once(
     lua: &Lua,
@@ -442,7 +443,7 @@ pub(super) fn run_once(
     host: &dyn Host,
     until: Option<Instant>,
     facts: &RunFacts,
-    call: &mut dyn FnMut(&[Bytes]) -> Reply,
+    call: &mut dyn FnMut(&'static table::CommandInfo, &[Bytes]) -> Reply,
 ) -> Result<Reply, Abandoned> {
     let scripts = host.scripts();
     let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>().map(|b| Rc::clone(&b)) else {
@@ -462,134 +463,146 @@ pub(super) fn run_once(
     let call = RefCell::new(call);
     // This attempt ran a write command ([`Scripts::wrote`]).
     let wrote = Cell::new(false);
-    let tallies = RefCell::new(Vec::new());
+    // The state's buffer, kept from run to run.
+    let tallies = RefCell::new(std::mem::take(&mut *bridge.tallies.borrow_mut()));
     let count_error = |refused: Option<&'static table::CommandInfo>, text: &str| {
         tallies.borrow_mut().push(Tally::Error(refused, text.to_string()));
     };
-    let result = lua.scope(|scope| {
-        // redis.acl_check_cmd: whether the script's user may run the command.
-        let acl_check_cmd = |lua: &Lua, argv: Argv| -> mlua::Result<bool> {
-            // Errors are raised as Redis raises them: the error reply as the script's error.
-            let raise = |text: &str| -> mlua::Error {
-                match error_table(lua, text)
-                    .and_then(|t| lua.set_named_registry_value("__redis_pending_error", t))
-                {
-                    Ok(()) => mlua::Error::RuntimeError(text.trim_start_matches("ERR ").into()),
-                    Err(e) => e,
-                }
-            };
-            let argv = argv.map_err(raise)?;
-            if crate::acl::resolve(&argv).is_err() {
-                return Err(raise("ERR Invalid command passed to redis.acl_check_cmd()"));
+    // redis.acl_check_cmd: whether the script's user may run the command.
+    let acl_check_cmd = |lua: &Lua, argv: Argv| -> mlua::Result<bool> {
+        // Errors are raised as Redis raises them: the error reply as the script's error.
+        let raise = |text: &str| -> mlua::Error {
+            match error_table(lua, text)
+                .and_then(|t| lua.set_named_registry_value("__redis_pending_error", t))
+            {
+                Ok(()) => mlua::Error::RuntimeError(text.trim_start_matches("ERR ").into()),
+                Err(e) => e,
             }
-            Ok(acl(&argv).is_ok())
         };
-        let raw = |lua: &Lua, argv: Argv| -> mlua::Result<Value> {
-            let argv = match argv {
-                Ok(argv) => argv,
-                Err(text) => return Ok(Value::Table(error_table(lua, text)?)),
-            };
-            let mut counted = false;
-            let reply = match check_command(&argv, read_only, acl, host) {
-                Err(text) => {
-                    // Refused before running, as Redis counts it.
-                    let text = format!("ERR {text}");
-                    count_error(table::find(&argv).ok(), &text);
-                    return Ok(Value::Table(counted_error_table(lua, &text)?));
-                }
-                Ok(info) => {
-                    host.monitor(&argv, db);
-                    match info.family {
-                        table::Family::Server => {
-                            // A publish cannot be taken back: an attempt on the event loop
-                            // gives up before it.
-                            if until.is_some() && info.has(flag::PUBSUB) {
-                                bridge.abandoned.set(true);
-                                return Err(stop(lua, abandoned()));
-                            }
-                            host.server_command(info, &argv)
+        let argv = argv.map_err(raise)?;
+        if crate::acl::resolve(&argv).is_err() {
+            return Err(raise("ERR Invalid command passed to redis.acl_check_cmd()"));
+        }
+        Ok(acl(&argv).is_ok())
+    };
+    let raw = |lua: &Lua, argv: Argv| -> mlua::Result<Value> {
+        let argv = match argv {
+            Ok(argv) => argv,
+            Err(text) => return Ok(Value::Table(error_table(lua, text)?)),
+        };
+        let mut counted = false;
+        let reply = match check_command(&argv, read_only, acl, host) {
+            Err(text) => {
+                // Refused before running, as Redis counts it.
+                let text = format!("ERR {text}");
+                count_error(table::find(&argv).ok(), &text);
+                return Ok(Value::Table(counted_error_table(lua, &text)?));
+            }
+            Ok(info) => {
+                host.monitor(&argv, db);
+                match info.family {
+                    table::Family::Server => {
+                        // A publish cannot be taken back: an attempt on the event loop gives
+                        // up before it.
+                        if until.is_some() && info.has(flag::PUBSUB) {
+                            bridge.abandoned.set(true);
+                            return Err(stop(lua, abandoned()));
                         }
-                        _ => {
-                            if info.has(flag::READONLY) {
-                                facts.read_any.set(true);
-                            }
-                            if oom && !wrote.get() && info.has(flag::DENYOOM) {
-                                count_error(Some(info), OOM);
-                                return Ok(Value::Table(counted_error_table(lua, OOM)?));
-                            }
-                            if info.is_write() {
-                                if let Some(refusal) = host.write_refusal() {
-                                    count_error(Some(info), &refusal);
-                                    return Ok(Value::Table(counted_error_table(lua, &refusal)?));
-                                }
-                                // The running script's first write makes it unkillable.
-                                if !wrote.replace(true) {
-                                    scripts.wrote.store(true, Relaxed);
-                                }
-                            }
-                            // Counted in INFO commandstats like a client's command, as Redis.
-                            let started = Instant::now();
-                            let reply = (call.borrow_mut())(&argv);
-                            let usec = started.elapsed().as_micros() as u64;
-                            tallies.borrow_mut().push(Tally::Count(info, usec, reply.is_error()));
-                            if let Reply::Error(e) = &reply {
-                                count_error(None, e);
-                                counted = true;
-                            }
-                            reply
+                        host.server_command(info, &argv)
+                    }
+                    _ => {
+                        if info.has(flag::READONLY) {
+                            facts.read_any.set(true);
                         }
+                        if oom && !wrote.get() && info.has(flag::DENYOOM) {
+                            count_error(Some(info), OOM);
+                            return Ok(Value::Table(counted_error_table(lua, OOM)?));
+                        }
+                        if info.is_write() {
+                            if let Some(refusal) = host.write_refusal() {
+                                count_error(Some(info), &refusal);
+                                return Ok(Value::Table(counted_error_table(lua, &refusal)?));
+                            }
+                            // The running script's first write makes it unkillable.
+                            if !wrote.replace(true) {
+                                scripts.wrote.store(true, Relaxed);
+                            }
+                        }
+                        // Counted in INFO commandstats like a client's command, as Redis.
+                        let started = Instant::now();
+                        let reply = (call.borrow_mut())(info, &argv);
+                        let usec = started.elapsed().as_micros() as u64;
+                        tallies.borrow_mut().push(Tally::Count(info, usec, reply.is_error()));
+                        if let Reply::Error(e) = &reply {
+                            count_error(None, e);
+                            counted = true;
+                        }
+                        reply
                     }
                 }
-            };
-            let value = reply_to_lua(lua, &reply, bridge.resp3.get())?;
-            if let (true, Value::Table(t)) = (counted, &value) {
-                t.set(COUNTED, true)?;
             }
-            Ok(value)
         };
-        let names = &bridge.names;
-        let run = scope.create_function(move |lua, args: MultiValue| {
-            let known = Known { keys, args: arguments, names: Some(names) };
-            let (mode, argv) = command_args(lua, args, &known)?;
-            if mode == ACL_CHECK {
-                return acl_check_cmd(lua, argv).map(Value::Boolean);
-            }
-            answer(lua, raw(lua, argv)?, mode == CALL)
-        })?;
-        let kill = scripts.kill.clone();
-        let b = bridge.clone();
-        lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |lua, _| {
-            if kill.load(Relaxed) {
-                return Err(stop(lua, killed()));
-            }
-            if until.is_some_and(|until| Instant::now() >= until) {
-                b.abandoned.set(true);
-                return Err(stop(lua, abandoned()));
-            }
-            Ok(VmState::Continue)
-        });
+        let value = reply_to_lua(lua, &reply, bridge.resp3.get())?;
+        if let (true, Value::Table(t)) = (counted, &value) {
+            t.set(COUNTED, true)?;
+        }
+        Ok(value)
+    };
+    let names = &bridge.names;
+    let invocation = |lua: &Lua, args: MultiValue| -> mlua::Result<Value> {
+        let known = Known { keys, args: arguments, names: Some(names) };
+        let (mode, argv) = command_args(lua, args, &known)?;
+        if mode == ACL_CHECK {
+            return acl_check_cmd(lua, argv).map(Value::Boolean);
+        }
+        answer(lua, raw(lua, argv)?, mode == CALL)
+    };
+    let result = bridge.lend(&invocation, || -> mlua::Result<Reply> {
+        // The run's hook, installed once and kept while no other replaces it.
+        bridge.until.set(until);
+        if !bridge.kill.borrow().as_ref().is_some_and(|kill| Arc::ptr_eq(kill, &scripts.kill)) {
+            *bridge.kill.borrow_mut() = Some(scripts.kill.clone());
+        }
+        if !bridge.hooked.replace(true) {
+            let b = bridge.clone();
+            lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |lua, _| {
+                if b.kill.borrow().as_ref().is_some_and(|kill| kill.load(Relaxed)) {
+                    return Err(stop(lua, killed()));
+                }
+                if b.until.get().is_some_and(|until| Instant::now() >= until) {
+                    b.abandoned.set(true);
+                    return Err(stop(lua, abandoned()));
+                }
+                Ok(VmState::Continue)
+            });
+        }
+        let is_script = matches!(target, Target::Script(_));
         // One string at a time: mlua holds every Lua string Rust holds in a slot of a thread
         // of its own, and that thread has only 8,000 (`LUAI_MAXCSTACK`).
         let sequence = |items: &[Bytes]| lua.create_sequence_from(items.iter().map(|item| lua_bytes(item)));
         let (key_table, arg_table) = (sequence(keys)?, sequence(arguments)?);
-        let is_script = matches!(target, Target::Script(_));
-        let (ok, value): (bool, Value) = runner.call((f, key_table, arg_table, run, is_script, placed))?;
+        let (ok, value): (bool, Value) = runner.call((f, key_table, arg_table, is_script, placed))?;
         let counted = matches!(&value, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false));
         facts.error_counted.set(counted);
         Ok(if ok { lua_to_reply(&value, bridge.resp3.get()) } else { error_reply(&value) })
     });
-    lua.remove_hook();
-    // The scope's function is gone: the command functions refuse until the next run (the
-    // runner's next call puts `outside` or that run's function in its place).
+    bridge.until.set(None);
+    if !bridge.hooked.get() {
+        // `stop`'s hook.
+        lua.remove_hook();
+    }
+    // The invocation is taken back: the command functions refuse until the next run.
     if bridge.abandoned.get() {
         return Err(Abandoned);
     }
-    for tally in tallies.into_inner() {
+    let mut tallies = tallies.into_inner();
+    for tally in tallies.drain(..) {
         match tally {
             Tally::Count(info, usec, failed) => host.count(lane, info, usec, failed),
             Tally::Error(refused, text) => host.count_error(refused, &text),
         }
     }
+    *bridge.tallies.borrow_mut() = tallies;
     Ok(result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e)))))
 }
 
@@ -597,6 +610,9 @@ pub(super) fn run_once(
 /// killed script (a pcall catches one error, the next line outside it ends the script).
 pub(super) fn stop(lua: &Lua, error: mlua::Error) -> mlua::Error {
     let again = error.clone();
+    if let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>() {
+        bridge.hooked.set(false);
+    }
     lua.set_hook(HookTriggers::EVERY_LINE, move |_, _| Err(again.clone()));
     error
 }

@@ -12,8 +12,7 @@ pub(super) fn redis_version_num(version: &str) -> i64 {
 /// Sandboxed Lua, with Redis' libraries and the prelude below.
 pub(super) struct Vm {
     pub(super) lua: Lua,
-    /// The prelude's runner (`RUN`): calls a script or function under the error handler,
-    /// with the Rust function its command functions call (see [`command_function_maker`]).
+    /// The prelude's runner (`RUN`): calls a script or function under the error handler.
     pub(super) runner: mlua::Function,
     pub(super) generation: u64,
     /// The scripts this state compiled.
@@ -41,7 +40,7 @@ pub(super) struct VmFunction {
 /// `pcall` error converter, the mark function and the place function (see [`CallSite::place`]);
 /// answers the pieces the server keeps (see [`Vm::new`]), none of them a global.
 pub(super) const PRELUDE: &str = r#"
-local error_text, mark, place, current, outside = ...
+local error_text, mark, place = ...
 local G = _G
 local error, select, unpack, pcall_, maxn, setmetatable_ = error, select, unpack, pcall, table.maxn, setmetatable
 local type, tonumber, find, sub = type, tonumber, string.find, string.sub
@@ -190,18 +189,16 @@ env = setmetatable_({}, env_meta)
 rawset_(fast, '_G', env)
 protected[env] = true
 answers[env] = view({__index = lookup})
--- Calls a script (KEYS and ARGV its globals) or a function under the error handler, with
--- `call` as the command functions' Rust function (`current.run`; without one, `outside`).
--- It returns what xpcall does, in its own tail call: after SCRIPT KILL every new line fails.
+-- Calls a script (KEYS and ARGV its globals) or a function under the error handler. It
+-- returns what xpcall does, in its own tail call: after SCRIPT KILL every new line fails.
 local handler = __redis__err__handler
 local f_, keys_, args_
 local function call_f() return f_(keys_, args_) end
-local function run(f, keys, args, call, script, placed)
+local function run(f, keys, args, script, placed)
   if script then fast.KEYS, fast.ARGV = keys, args end
   -- `placed`: the place a mark would note is noted already (see CallSite::begin), and
   -- `redis` is found in `fast`, without a call.
   rawset_(fast, 'redis', placed and redis_view or nil)
-  current.run = call or outside
   f_, keys_, args_ = f, keys, args
   return xpcall(call_f, handler)
 end
@@ -256,11 +253,10 @@ impl Vm {
         g.set("cmsgpack", crate::cmsgpack::library(&lua)?)?;
         g.set("struct", crate::lua_struct::library(&lua)?)?;
         let redis = lua.create_table()?;
-        // The command functions call the running invocation's function through `current`.
-        let current = lua.create_table()?;
-        let outside = outside_invocation(&lua)?;
-        current.raw_set("run", &outside)?;
-        let make = command_function_maker(&lua, &current)?;
+        // The command functions reach the running invocation through the bridge.
+        let b = bridge.clone();
+        let command = lua.create_function(move |lua, args: MultiValue| b.command(lua, args))?;
+        let make = command_function_maker(&lua, &command)?;
         redis.set("call", make.call::<mlua::Function>(CALL)?)?;
         // The Redis version this server answers as (INFO's redis_version).
         redis.set("REDIS_VERSION", crate::config::REDIS_VERSION)?;
@@ -345,8 +341,6 @@ impl Vm {
             lua.create_function(error_text)?,
             mark,
             place,
-            &current,
-            &outside,
         ))?;
         for (key, piece) in [
             (RUN, "run"),
@@ -454,6 +448,9 @@ impl Vm {
                     let runner: mlua::Function = lua.named_registry_value(RUN)?;
                     // A library's top-level code gets half a second, as in Redis.
                     let started = Instant::now();
+                    if let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>() {
+                        bridge.hooked.set(false);
+                    }
                     lua.set_hook(HookTriggers::new().every_nth_instruction(10_000), move |_, _| {
                         if started.elapsed() > std::time::Duration::from_millis(500) {
                             return Err(mlua::Error::RuntimeError("FUNCTION LOAD timeout".into()));
@@ -462,7 +459,7 @@ impl Vm {
                     });
                     let set_loading: mlua::Function = lua.named_registry_value(SET_LOADING)?;
                     set_loading.call::<()>(true)?;
-                    let called: mlua::Result<(bool, Value)> = runner.call((f, Value::Nil, Value::Nil, Value::Nil, false, false));
+                    let called: mlua::Result<(bool, Value)> = runner.call((f, Value::Nil, Value::Nil, false, false));
                     set_loading.call::<()>(false)?;
                     lua.remove_hook();
                     let (ok, err) = called?;
