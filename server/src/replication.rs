@@ -624,15 +624,20 @@ impl Propagation for Replication {
     fn propagate(&self, unit: Vec<Propagated>) {
         let mut bytes = Vec::new();
         let mut inner = lock(&self.inner);
+        let mut select = |bytes: &mut Vec<u8>, db: usize| {
+            if inner.selected != Some(db) {
+                encode(bytes, [&b"SELECT"[..], db.to_string().as_bytes()]);
+                inner.selected = Some(db);
+            }
+        };
         let transaction = unit.len() > 1;
         if transaction {
+            // In the first command's database, as Redis propagates MULTI.
+            select(&mut bytes, unit[0].db);
             encode(&mut bytes, [&b"MULTI"[..]]);
         }
         for command in &unit {
-            if inner.selected != Some(command.db) {
-                encode(&mut bytes, [&b"SELECT"[..], command.db.to_string().as_bytes()]);
-                inner.selected = Some(command.db);
-            }
+            select(&mut bytes, command.db);
             encode(&mut bytes, command.argv.iter().map(|a| a.as_ref()));
         }
         if transaction {

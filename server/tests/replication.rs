@@ -88,6 +88,14 @@ const STREAM_SCRIPT: &[&[&str]] = &[
     &["EVAL", "redis.call('set', 'e', '1') redis.call('incr', 'e')", "0"],
     &["EVAL", "return redis.call('get', 'e')", "0"],
     &["EVAL", "redis.call('select', '3') redis.call('set', 'e3', '1')", "0"],
+    // A script's PUBLISH and SPUBLISH are replicated, inside its MULTI/EXEC when it wrote.
+    &["EVAL", "redis.call('set', 'p', '1') redis.call('publish', 'ch', 'm1')", "0"],
+    &["EVAL", "redis.call('publish', 'ch', 'm2')", "0"],
+    &[
+        "EVAL",
+        "redis.call('select', '2') redis.call('spublish', 'ch', 'm3') redis.call('set', 'p2', '1')",
+        "0",
+    ],
     &["RPUSH", "l", "a", "b", "c", "d"],
     &["BLPOP", "l", "0"],
     &["BRPOPLPUSH", "l", "l2", "0"],

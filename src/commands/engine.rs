@@ -799,6 +799,8 @@ impl<B: KvBackend> Engine<B> {
     /// one hears of them, and the `Err` comes back as `Ok(Err(..))`; and that `body` runs
     /// each command with the row [`table::find`] gave for it (the command's or subcommand's,
     /// or the container's when the subcommand is unknown), which is not looked up again.
+    /// A row of the server's own ([`table::Family::Server`]: a PUBLISH the server ran for
+    /// the body) is not run: it takes its place in the replication stream, answered `OK`.
     ///
     /// # Errors
     /// As [`Engine::atomically`].
@@ -821,9 +823,17 @@ impl<B: KvBackend> Engine<B> {
             let overlay = Overlay::new(&self.backend);
             let mut db = self.db_over(&overlay, start_db);
             db.defer_counts();
-            let result = match body(&mut |info, argv: &[Bytes]| match super::check_row(info, argv) {
-                Ok(info) => db.execute_resolved(info, argv),
-                Err(reply) => reply,
+            let result = match body(&mut |info, argv: &[Bytes]| {
+                // A row the server answers (a script's PUBLISH) ran in the server: only its
+                // place in the replication stream is the engine's.
+                if info.family == table::Family::Server {
+                    db.propagate_ran(argv);
+                    return Reply::OK;
+                }
+                match super::check_row(info, argv) {
+                    Ok(info) => db.execute_resolved(info, argv),
+                    Err(reply) => reply,
+                }
             }) {
                 Ok(result) => result,
                 Err(abandoned) => {

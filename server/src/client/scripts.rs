@@ -187,6 +187,10 @@ impl scripting::Host for State {
         dispatch::script_handler(info).is_some()
     }
 
+    fn replicates_publish(&self) -> bool {
+        self.cluster.get().is_none()
+    }
+
     fn server_command(&self, info: &'static CommandInfo, argv: &[Bytes]) -> Reply {
         match dispatch::script_handler(info) {
             Some(run) => run(self, info, argv),

@@ -66,6 +66,8 @@ pub trait Host {
     fn runs_for_scripts(&self, info: &table::CommandInfo) -> bool;
     /// Runs such a command for a script.
     fn server_command(&self, info: &'static table::CommandInfo, argv: &[Bytes]) -> Reply;
+    /// Whether a PUBLISH a script ran reaches the replicas (not in cluster mode, as Redis).
+    fn replicates_publish(&self) -> bool;
 }
 
 /// What the scripting commands need of the client that runs them.
@@ -508,7 +510,13 @@ pub(super) fn run_once(
                             bridge.abandoned.set(true);
                             return Err(stop(lua, abandoned()));
                         }
-                        host.server_command(info, &argv)
+                        let reply = host.server_command(info, &argv);
+                        // A PUBLISH joins the script's replication stream, as Redis' does
+                        // outside cluster mode.
+                        if info.has(flag::MAY_REPLICATE) && !reply.is_error() && host.replicates_publish() {
+                            (call.borrow_mut())(info, &argv);
+                        }
+                        reply
                     }
                     _ => {
                         if info.has(flag::READONLY) {

@@ -42,6 +42,16 @@ impl<B: KvBackend> Db<'_, B> {
         }
     }
 
+    /// Appends `argv`, a command the server ran itself among this `Db`'s commands (a
+    /// script's PUBLISH, which Redis replicates inside the script's MULTI/EXEC), to the
+    /// recorded stream as it is.
+    pub(crate) fn propagate_ran(&mut self, argv: &[Bytes]) {
+        let db = self.index();
+        if let Some(stream) = &mut self.propagated {
+            stream.push(Propagated { db, argv: argv.to_vec() });
+        }
+    }
+
     /// Appends to the recorded stream what the command just run propagates: the deletion of
     /// each key it found expired, then its effects if it changed something (or what it
     /// propagates instead, [`Db::propagate_instead`]).
