@@ -208,7 +208,11 @@ impl Lease {
     /// The lease may have run out: no commit until the node registered again and read the
     /// table.
     fn lost(&self) {
-        let mut state = crate::sync::lock(&self.state);
+        self.forget(&mut crate::sync::lock(&self.state));
+    }
+
+    /// [`Lease::lost`], with the state's lock held.
+    fn forget(&self, state: &mut LeaseState) {
         *state = LeaseState::default();
         if let Some(closed) = &self.closed {
             closed.lease_holds_until(None);
@@ -266,18 +270,10 @@ impl Lease {
                         closed.lease_holds_until(Some(self.until(sent)));
                     }
                 }
-                Ok(false) => {
-                    *state = LeaseState::default();
-                    if let Some(closed) = &self.closed {
-                        closed.lease_holds_until(None);
-                    }
-                }
+                Ok(false) => self.forget(&mut state),
                 Err(e) => {
                     crate::log::warning!("Cannot renew the cluster lease ({e}): registering again");
-                    *state = LeaseState::default();
-                    if let Some(closed) = &self.closed {
-                        closed.lease_holds_until(None);
-                    }
+                    self.forget(&mut state);
                 }
             }
         }
