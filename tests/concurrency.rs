@@ -373,3 +373,21 @@ fn engine_is_send_and_sync() {
     assert_sync::<Engine<MemoryBackend>>();
     assert_sync::<Engine<Arc<dyn rediskv::KvBackend + Send + Sync>>>();
 }
+
+/// `atomically` runs no command a server answers (its caller has no server): PUBLISH gets
+/// the error `Db::execute` gives it, and the commands beside it run.
+#[test]
+fn atomically_answers_a_server_command_that_it_needs_a_session() {
+    let engine = Engine::new(MemoryBackend::new());
+    let mut session = engine.session();
+    let argv =
+        |words: &[&str]| words.iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect::<Vec<_>>();
+    let replies = engine
+        .atomically(&mut session, |call| {
+            [call(&argv(&["PUBLISH", "ch", "m"])), call(&argv(&["SET", "k", "v"]))]
+        })
+        .unwrap();
+    assert_eq!(replies[0], Reply::Error("ERR PUBLISH needs a client session".into()));
+    assert_eq!(replies[1], Reply::OK);
+    assert_eq!(engine.execute(&mut session, &argv(&["GET", "k"])), Reply::Bulk(Bytes::from_static(b"v")));
+}

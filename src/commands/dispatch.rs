@@ -290,6 +290,12 @@ pub fn check_row(info: &'static CommandInfo, argv: &[Bytes]) -> Result<&'static 
     Ok(info)
 }
 
+/// The reply to a command a [`Db`] does not run alone: MULTI and its kin, which need a
+/// [`super::Session`], and the commands a server answers.
+pub(crate) fn needs_session(info: &CommandInfo) -> Reply {
+    Reply::Error(format!("ERR {} needs a client session", info.name.to_uppercase()))
+}
+
 /// [`check_row`]'s error, apart so that the accepted path builds no formatting frame.
 #[cold]
 #[inline(never)]
@@ -331,7 +337,7 @@ impl<B: KvBackend> Db<'_, B> {
                 .run_command(info.is_write(), |db| run(db, argv))
                 .unwrap_or_else(|e| Reply::Error(e.to_string())),
             Action::Command => table::command_reply(argv),
-            _ => Reply::Error(format!("ERR {} needs a client session", info.name.to_uppercase())),
+            _ => needs_session(info),
         };
         self.end_command(!reply.is_error());
         if let Some(mark) = mark {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use bytes::Bytes;
 
 use super::db::{Share, Shared, expired_keys};
-use super::dispatch::{Action, action};
+use super::dispatch::{Action, action, needs_session};
 use super::listeners::Listeners;
 use super::locks::{KeyLocks, LockGuard};
 use super::overlay::Overlay;
@@ -787,6 +787,8 @@ impl<B: KvBackend> Engine<B> {
     ) -> Result<R, Reply> {
         let run = self.atomically_or_abandon(session, |call| {
             Ok::<R, std::convert::Infallible>(body(&mut |argv: &[Bytes]| match resolve(argv) {
+                // `call` takes a server's row as one its caller ran: here no one ran it.
+                Ok(info) if info.family == table::Family::Server => needs_session(info),
                 Ok(info) => call(info, argv),
                 Err(reply) => reply,
             }))
