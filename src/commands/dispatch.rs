@@ -1,6 +1,6 @@
 //! From a command's row to its code: [`resolve`] finds the row `argv` runs (or Redis'
-//! error), [`action`] maps the row to what runs it, in one match, and [`Db::execute`] runs
-//! a data command's handler.
+//! error), [`action`] maps the row to what runs it, in one match, [`replicated`] to how it
+//! reaches the replicas, and [`Db::execute`] runs a data command's handler.
 
 use bytes::Bytes;
 
@@ -9,6 +9,7 @@ use super::error::CommandError;
 use super::families::{
     bitmap, dump, generic, geo, hash, hll, keyspace, list, set, sort, stream, string, zset,
 };
+use super::propagate::Replicated;
 use super::reply::{CommandResult, Reply};
 use super::table::{self, CommandInfo, Family as F};
 use crate::backend::KvBackend;
@@ -259,6 +260,39 @@ pub(crate) fn action<B: KvBackend>(info: &CommandInfo) -> Action<B> {
     Action::Data(run)
 }
 
+/// How `info`'s row reaches the replicas when it changed something: [`action`]'s companion,
+/// keyed the same way. A row not named here is propagated as it was given.
+pub(crate) fn replicated(info: &CommandInfo) -> Replicated {
+    use Replicated as R;
+    match (info.family, info.container()) {
+        (F::Keyspace, "expire") => R::Expire { unit_ms: 1000, absolute: false },
+        (F::Keyspace, "pexpire") => R::Expire { unit_ms: 1, absolute: false },
+        (F::Keyspace, "expireat") => R::Expire { unit_ms: 1000, absolute: true },
+        (F::Keyspace, "pexpireat") => R::Expire { unit_ms: 1, absolute: true },
+        (F::Keyspace, "flushdb" | "flushall" | "swapdb") => R::Always,
+        (F::String, "set") => R::Set,
+        (F::String, "setex") => R::SetWithTtl { unit_ms: 1000 },
+        (F::String, "psetex") => R::SetWithTtl { unit_ms: 1 },
+        (F::String, "getex") => R::GetEx,
+        (F::String, "getdel") => R::GetDel,
+        (F::String, "incrbyfloat") => R::IncrByFloat,
+        (F::Hash, "hincrbyfloat") => R::HIncrByFloat,
+        (F::Set, "spop") => R::SPop,
+        (F::List, "blpop") => R::BlockingPop { pop: b"LPOP" },
+        (F::List, "brpop") => R::BlockingPop { pop: b"RPOP" },
+        (F::List, "brpoplpush") => R::BRPopLPush,
+        (F::List, "blmove") => R::BLMove,
+        (F::List, "lmpop" | "blmpop") => R::MPop { option: b"left", first: b"LPOP", second: b"RPOP" },
+        (F::Zset, "bzpopmin") => R::BlockingPop { pop: b"ZPOPMIN" },
+        (F::Zset, "bzpopmax") => R::BlockingPop { pop: b"ZPOPMAX" },
+        (F::Zset, "zmpop" | "bzmpop") => R::MPop { option: b"min", first: b"ZPOPMIN", second: b"ZPOPMAX" },
+        (F::Stream, "xadd") => R::XAdd,
+        // Their effects are the claims they propagate themselves (`Db::propagate_instead`).
+        (F::Stream, "xreadgroup" | "xclaim" | "xautoclaim") => R::Itself,
+        _ => R::Verbatim,
+    }
+}
+
 /// Looks `argv[0]` (and a container's subcommand) up and checks the arity: the command's
 /// metadata, or Redis 7.0's error reply for an unknown command or subcommand or a wrong
 /// argument count.
@@ -341,7 +375,7 @@ impl<B: KvBackend> Db<'_, B> {
         };
         self.end_command(!reply.is_error());
         if let Some(mark) = mark {
-            self.propagate_command(mark, db, info, argv, &reply);
+            self.propagate_command(mark, db, replicated(info), argv, &reply);
         }
         reply
     }
@@ -377,6 +411,45 @@ mod tests {
                 F::Session => assert!(!matches!(action, Action::Server | Action::Data(_)), "{}", info.name),
                 _ => assert!(matches!(action, Action::Data(_)), "{} has no handler", info.name),
             }
+        }
+    }
+
+    #[test]
+    fn rows_replicated_by_their_effects_are_found_under_their_families() {
+        let rewritten = [
+            "expire",
+            "pexpire",
+            "expireat",
+            "pexpireat",
+            "flushdb",
+            "flushall",
+            "swapdb",
+            "set",
+            "setex",
+            "psetex",
+            "getex",
+            "getdel",
+            "incrbyfloat",
+            "hincrbyfloat",
+            "spop",
+            "blpop",
+            "brpop",
+            "brpoplpush",
+            "blmove",
+            "lmpop",
+            "blmpop",
+            "bzpopmin",
+            "bzpopmax",
+            "zmpop",
+            "bzmpop",
+            "xadd",
+            "xreadgroup",
+            "xclaim",
+            "xautoclaim",
+        ];
+        for info in table::all() {
+            let how = replicated(info);
+            assert_eq!(how != Replicated::Verbatim, rewritten.contains(&info.name), "{}: {how:?}", info.name);
         }
     }
 }

@@ -14,7 +14,6 @@
 use bytes::Bytes;
 
 use super::Reply;
-use super::table::CommandInfo;
 
 /// One command of the replication stream: the database it runs in and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,11 +69,70 @@ pub trait Propagation: Send + Sync {
     fn propagate(&self, unit: Vec<Propagated>);
 }
 
+/// How a data command's row reaches the replicas once it changed something (Redis'
+/// `dirty`); [`super::dispatch::replicated`] gives each row its form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Replicated {
+    /// Its own arguments.
+    Verbatim,
+    /// Its own arguments, even when it changed nothing (Redis' `forceCommandPropagation`):
+    /// emptying or swapping databases.
+    Always,
+    /// Nothing: the command propagates its effects itself (`Db::propagate_instead`).
+    Itself,
+    /// `EXPIRE`'s kin: `PEXPIREAT` of the absolute time, or the key's deletion when that is
+    /// past. `unit_ms` is the argument's unit; `absolute` whether it is a unix time.
+    Expire {
+        /// Milliseconds in one unit of the argument (1000 for seconds).
+        unit_ms: i64,
+        /// Whether the argument is a unix time rather than a time to live.
+        absolute: bool,
+    },
+    /// `SET`: with an expiry option `SET key value PXAT when`, else itself without `GET`.
+    Set,
+    /// `SETEX` (`unit_ms` 1000) and `PSETEX` (1): `SET key value PXAT when`.
+    SetWithTtl {
+        /// Milliseconds in one unit of the TTL argument.
+        unit_ms: i64,
+    },
+    /// `GETEX`: `PEXPIREAT`, `PERSIST` or the key's deletion.
+    GetEx,
+    /// `GETDEL`: the key's deletion.
+    GetDel,
+    /// `INCRBYFLOAT`: `SET key result KEEPTTL`.
+    IncrByFloat,
+    /// `HINCRBYFLOAT`: `HSET key field result`.
+    HIncrByFloat,
+    /// `SPOP`: `SREM` of each member popped (`DEL` when it took the whole set).
+    SPop,
+    /// A blocking pop of one element (`BLPOP`…): `pop` of the key that answered.
+    BlockingPop {
+        /// The non-blocking command.
+        pop: &'static [u8],
+    },
+    /// `BRPOPLPUSH`: `RPOPLPUSH`.
+    BRPopLPush,
+    /// `BLMOVE`: `LMOVE`.
+    BLMove,
+    /// `LMPOP`/`ZMPOP` and their blocking forms: `first key count` when an argument is
+    /// `first`'s option (`LEFT`, `MIN`), else `second key count`.
+    MPop {
+        /// The option that picks `first`.
+        option: &'static [u8],
+        /// The pop for `option`.
+        first: &'static [u8],
+        /// The pop otherwise.
+        second: &'static [u8],
+    },
+    /// `XADD`: with the id it added in place of `*`.
+    XAdd,
+}
+
 /// The commands `argv` (which answered `reply`, at `now_ms`) propagates, given that it
-/// changed something (Redis' `dirty`): usually `argv` itself. `exists` tells whether a key
-/// exists after the command; `lazy` names its deletions.
+/// changed something, in the form `how`: usually `argv` itself. `exists` tells whether a
+/// key exists after the command; `lazy` names its deletions.
 pub(crate) fn effects(
-    info: &CommandInfo,
+    how: Replicated,
     argv: &[Bytes],
     reply: &Reply,
     now_ms: u64,
@@ -88,14 +146,12 @@ pub(crate) fn effects(
     let int = |i: usize| std::str::from_utf8(&arg(i)).ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or(0);
     let at = |ms: i64| (now_ms as i64).saturating_add(ms).max(0) as u64;
     let verbatim = || vec![argv.to_vec()];
-    match info.name {
-        "expire" | "pexpire" | "expireat" | "pexpireat" => {
-            let when = match info.name {
-                "expire" => at(int(2).saturating_mul(1000)),
-                "pexpire" => at(int(2)),
-                "expireat" => int(2).saturating_mul(1000).max(0) as u64,
-                _ => int(2).max(0) as u64,
-            };
+    match how {
+        Replicated::Verbatim | Replicated::Always => verbatim(),
+        Replicated::Itself => Vec::new(),
+        Replicated::Expire { unit_ms, absolute } => {
+            let ms = int(2).saturating_mul(unit_ms);
+            let when = if absolute { ms.max(0) as u64 } else { at(ms) };
             if when <= now_ms {
                 return vec![vec![deletion_name(lazy.expire), key()]];
             }
@@ -103,7 +159,7 @@ pub(crate) fn effects(
             out.extend(argv.iter().skip(3).cloned());
             vec![out]
         }
-        "set" => match expiry_option(argv, 3, now_ms) {
+        Replicated::Set => match expiry_option(argv, 3, now_ms) {
             Some(when) => vec![vec![b(b"SET"), key(), arg(2), b(b"PXAT"), num(when)]],
             // GET only answers: the replica need not.
             None => vec![
@@ -114,23 +170,24 @@ pub(crate) fn effects(
                     .collect(),
             ],
         },
-        "setex" => vec![vec![b(b"SET"), key(), arg(3), b(b"PXAT"), num(at(int(2).saturating_mul(1000)))]],
-        "psetex" => vec![vec![b(b"SET"), key(), arg(3), b(b"PXAT"), num(at(int(2)))]],
-        "getex" => match expiry_option(argv, 2, now_ms) {
+        Replicated::SetWithTtl { unit_ms } => {
+            vec![vec![b(b"SET"), key(), arg(3), b(b"PXAT"), num(at(int(2).saturating_mul(unit_ms)))]]
+        }
+        Replicated::GetEx => match expiry_option(argv, 2, now_ms) {
             Some(when) if when <= now_ms => vec![vec![deletion_name(lazy.expire), key()]],
             Some(when) => vec![vec![b(b"PEXPIREAT"), key(), num(when)]],
             None => vec![vec![b(b"PERSIST"), key()]],
         },
-        "getdel" => vec![vec![deletion_name(lazy.user_del), key()]],
-        "incrbyfloat" => match reply {
+        Replicated::GetDel => vec![vec![deletion_name(lazy.user_del), key()]],
+        Replicated::IncrByFloat => match reply {
             Reply::Bulk(value) => vec![vec![b(b"SET"), key(), value.clone(), b(b"KEEPTTL")]],
             _ => verbatim(),
         },
-        "hincrbyfloat" => match reply {
+        Replicated::HIncrByFloat => match reply {
             Reply::Bulk(value) => vec![vec![b(b"HSET"), key(), arg(2), value.clone()]],
             _ => verbatim(),
         },
-        "spop" => match reply {
+        Replicated::SPop => match reply {
             Reply::Bulk(member) => vec![vec![b(b"SREM"), key(), member.clone()]],
             // A count that took the whole set deletes it.
             Reply::Array(_) | Reply::Set(_) if !exists(&key()) => vec![vec![b(b"DEL"), key()]],
@@ -143,37 +200,20 @@ pub(crate) fn effects(
                 .collect(),
             _ => verbatim(),
         },
-        "blpop" | "brpop" => match reply_key(reply) {
-            Some(popped) => {
-                vec![vec![b(if info.name == "blpop" { b"LPOP" } else { b"RPOP" }), popped]]
-            }
+        Replicated::BlockingPop { pop } => match reply_key(reply) {
+            Some(popped) => vec![vec![b(pop), popped]],
             None => Vec::new(),
         },
-        "brpoplpush" => vec![vec![b(b"RPOPLPUSH"), key(), arg(2)]],
-        "blmove" => vec![vec![b(b"LMOVE"), key(), arg(2), arg(3), arg(4)]],
-        "lmpop" | "blmpop" => {
-            let left = argv.iter().any(|a| a.eq_ignore_ascii_case(b"left"));
+        Replicated::BRPopLPush => vec![vec![b(b"RPOPLPUSH"), key(), arg(2)]],
+        Replicated::BLMove => vec![vec![b(b"LMOVE"), key(), arg(2), arg(3), arg(4)]],
+        Replicated::MPop { option, first, second } => {
+            let pop = if argv.iter().any(|a| a.eq_ignore_ascii_case(option)) { first } else { second };
             match popped_count(reply) {
-                Some((popped, n)) => vec![vec![b(if left { b"LPOP" } else { b"RPOP" }), popped, num(n)]],
+                Some((popped, n)) => vec![vec![b(pop), popped, num(n)]],
                 None => Vec::new(),
             }
         }
-        "bzpopmin" | "bzpopmax" => match reply_key(reply) {
-            Some(popped) => {
-                vec![vec![b(if info.name == "bzpopmin" { b"ZPOPMIN" } else { b"ZPOPMAX" }), popped]]
-            }
-            None => Vec::new(),
-        },
-        "zmpop" | "bzmpop" => {
-            let min = argv.iter().any(|a| a.eq_ignore_ascii_case(b"min"));
-            match popped_count(reply) {
-                Some((popped, n)) => {
-                    vec![vec![b(if min { b"ZPOPMIN" } else { b"ZPOPMAX" }), popped, num(n)]]
-                }
-                None => Vec::new(),
-            }
-        }
-        "xadd" => match (reply, xadd_id_position(argv)) {
+        Replicated::XAdd => match (reply, xadd_id_position(argv)) {
             (Reply::Bulk(id), Some(i)) => {
                 let mut out = argv.to_vec();
                 out[i] = id.clone();
@@ -181,16 +221,7 @@ pub(crate) fn effects(
             }
             _ => verbatim(),
         },
-        // Their effects are the claims they propagate themselves (`Db::propagate_instead`).
-        "xreadgroup" | "xclaim" | "xautoclaim" => Vec::new(),
-        _ => verbatim(),
     }
-}
-
-/// Whether a command is propagated even when it changed nothing (Redis'
-/// `forceCommandPropagation`): emptying or swapping databases.
-pub(crate) fn always_propagated(info: &CommandInfo) -> bool {
-    matches!(info.name, "flushdb" | "flushall" | "swapdb")
 }
 
 /// The absolute expiry (unix ms) the `EX|PX|EXAT|PXAT n` option among `argv[from..]` sets;

@@ -5,8 +5,7 @@ use bytes::Bytes;
 use super::{Db, Touch};
 use crate::backend::KvBackend;
 use crate::commands::Reply;
-use crate::commands::propagate::Propagated;
-use crate::commands::table::CommandInfo;
+use crate::commands::propagate::{Propagated, Replicated};
 
 impl<B: KvBackend> Db<'_, B> {
     /// Records the replication stream of the commands this `Db` runs ([`Db::take_propagated`]).
@@ -54,12 +53,12 @@ impl<B: KvBackend> Db<'_, B> {
 
     /// Appends to the recorded stream what the command just run propagates: the deletion of
     /// each key it found expired, then its effects if it changed something (or what it
-    /// propagates instead, [`Db::propagate_instead`]).
+    /// propagates instead, [`Db::propagate_instead`]), in the form `how` of its row.
     pub(crate) fn propagate_command(
         &mut self,
         mark: (u64, usize),
         db: usize,
-        info: &CommandInfo,
+        how: Replicated,
         argv: &[Bytes],
         reply: &Reply,
     ) {
@@ -74,8 +73,7 @@ impl<B: KvBackend> Db<'_, B> {
                 }
             }
         }
-        let changed =
-            journal.effects.changes > changes || crate::commands::propagate::always_propagated(info);
+        let changed = journal.effects.changes > changes || how == Replicated::Always;
         drop(journal);
         if let Some(instead) = self.instead.take() {
             if !reply.is_error() {
@@ -84,7 +82,7 @@ impl<B: KvBackend> Db<'_, B> {
         } else if changed && !reply.is_error() {
             let exists = |key: &[u8]| matches!(self.lookup(key), Ok(Some(_)));
             let lazy = self.shared.lazy_deletes();
-            let effects = crate::commands::propagate::effects(info, argv, reply, self.ran_ms, &exists, lazy);
+            let effects = crate::commands::propagate::effects(how, argv, reply, self.ran_ms, &exists, lazy);
             unit.extend(effects.into_iter().map(|argv| Propagated { db, argv }));
         }
         if let Some(stream) = &mut self.propagated {
