@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use rediskv::MemoryBackend;
-use rediskv::{Engine, Listeners, Session, table};
+use rediskv::server::{Listeners, table};
+use rediskv::{Engine, Session};
 
 fn argv(line: &str) -> Vec<Bytes> {
     line.split_whitespace().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect()

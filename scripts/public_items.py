@@ -5,7 +5,7 @@ usage: cargo doc -p rediskv --no-deps && scripts/public_items.py [target/doc/red
 
 Prints the items `all.html` lists (modules' functions, types, traits, constants, macros),
 the members their pages document (inherent methods, fields, variants, trait items; trait
-implementations left out) and the sum; with a type name, also that type's inherent methods.
+implementations left out), the sum, and the sum under each top-level module; with a type name, also that type's inherent methods.
 """
 import collections
 import os
@@ -18,6 +18,7 @@ kinds = collections.Counter(path.rsplit("/", 1)[-1].split(".")[0] for path in it
 MEMBER = re.compile(r'id="(method|tymethod|structfield|variant|associatedconstant|associatedtype)\.([A-Za-z0-9_]+)"')
 END = re.compile(r'id="(trait-implementations|synthetic-implementations|blanket-implementations|implementors)"')
 members = collections.Counter()
+by_module = collections.Counter()
 methods_of = {}
 for path in items:
     text = open(os.path.join(root, path)).read()
@@ -25,10 +26,12 @@ for path in items:
     own = text[: end.start()] if end else text
     found = {(kind, name) for kind, name in MEMBER.findall(own)}
     members.update(kind for kind, _ in found)
+    by_module[path.split("/")[0] if "/" in path else "(root)"] += 1 + len(found)
     name = path.rsplit("/", 1)[-1].split(".")[1]
     methods_of.setdefault(name, set()).update(n for k, n in found if k == "method")
 print("items:", len(items), dict(sorted(kinds.items())))
 print("members:", sum(members.values()), dict(sorted(members.items())))
 print("public items:", len(items) + sum(members.values()))
+print("by top module (items + members):", dict(by_module.most_common()))
 for name in sys.argv[2:]:
     print(f"{name} public methods:", len(methods_of.get(name, ())))

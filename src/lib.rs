@@ -9,8 +9,8 @@
 //! | you are writing | use |
 //! |---|---|
 //! | a store | [`KvBackend`], [`WriteBatch`] ([`BatchOp`], [`ColumnFamily`], [`Direction`]), then [`kv_backend_conformance!`] over it; [`MemoryBackend`] is the reference, [`MetadataCache`] a cache to wrap a slow store in, [`FaultyBackend`] a store that fails on demand |
-//! | an engine or embedding | [`Engine`] + a [`Session`] per client (MULTI/EXEC/WATCH, blocking, keyspace events), or [`Db`] for one client; every command goes through its argv; answers are [`Reply`], written as RESP2 or RESP3 by [`Reply::write`] |
-//! | a server around the engine | the command [`table`] (arity, flags, key specs), [`resolve`], [`args`] (argument parsing as Redis does it), [`NotifyFlags`]/[`Event`]/[`Effects`] (keyspace events), [`Propagation`]/[`Propagated`] (replication), [`Listeners`] (pub/sub), [`RdbSave`]/[`RdbLoader`]/[`save_rdb`] (RDB files) |
+//! | an engine or embedding | [`Engine`] + a [`Session`] per client (MULTI/EXEC/WATCH, blocking, keyspace events), or [`Db`] for one client; every command goes through its argv; answers are [`Reply`], written as RESP2 or RESP3 ([`Protocol`]) by [`Reply::write`] |
+//! | a server around the engine | the [`server`] module: the command table, argument parsing, keyspace events, the replication stream, pub/sub, blocking, RDB files |
 //! | a tool that reads or writes records | the codec: [`KeyLayout`] ([`LayoutKind`], [`KeyRange`], [`Subkey`]), [`Metadata`], [`RedisType`], [`Version`], [`encode_f64`], [`key_slot`], the stream records ([`StreamId`], [`GroupValue`]…), RDB payloads ([`rdb`]) and files ([`RdbFileReader`], [`RdbFileWriter`]), the other systems' layouts ([`camellia`], [`titea`]) |
 //! | maintenance | [`gc`] (the garbage decision for a store's compaction filter, the expiry sweep, the collector) and [`fsck`] (a consistency check over a whole store) |
 //!
@@ -93,9 +93,20 @@ pub use codec::{
     encode_neokv_legacy, hash_tag, key_slot, neokv_ids, neokv_namespace, peek_type_and_expire,
     prefix_successor, rdb, titea,
 };
-pub use commands::{
-    Block, DATABASES, Db, Effects, Engine, Entry, Event, HeldAnswer, KeyCount, LazyDeletes, Listeners,
-    Listening, NotifyFlags, Propagated, Propagation, Protocol, RdbCounts, RdbLoader, RdbSave, Reply, Sampled,
-    Session, Touch, TouchedKey, args, check_row, exec_abort, resolve, save_rdb, table,
-};
+pub use commands::{DATABASES, Db, Engine, Protocol, Reply, Session};
 pub use error::{Error, Result};
+
+/// What a server around the [`Engine`] needs beyond running commands: the command [`table`]
+/// (arity, flags, key specs) with [`resolve`] and [`args`] (argument parsing as Redis does
+/// it), keyspace events ([`NotifyFlags`], [`Event`], [`Effects`]), the replication stream
+/// ([`Propagation`], [`Propagated`], [`LazyDeletes`]), pub/sub ([`Listeners`]), blocking
+/// ([`Block`], [`HeldAnswer`]), eviction ([`Sampled`]), per-database counts ([`KeyCount`]),
+/// modified keys for WATCH and client tracking ([`TouchedKey`], [`Touch`]) and RDB files
+/// ([`RdbSave`], [`RdbLoader`], [`save_rdb`]). An engine or a store needs none of it.
+pub mod server {
+    pub use crate::commands::{
+        Block, Effects, Event, HeldAnswer, KeyCount, LazyDeletes, Listeners, Listening, NotifyFlags,
+        Propagated, Propagation, RdbCounts, RdbLoader, RdbSave, Sampled, Touch, TouchedKey, args, check_row,
+        exec_abort, resolve, save_rdb, table,
+    };
+}

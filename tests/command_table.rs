@@ -9,7 +9,8 @@ mod client;
 use bytes::Bytes;
 use client::RedisServer;
 use rediskv::MemoryBackend;
-use rediskv::{Engine, Protocol, Reply, table};
+use rediskv::server::table;
+use rediskv::{Engine, Protocol, Reply};
 
 fn server() -> Option<RedisServer> {
     RedisServer::start_or_skip("command_table test")
@@ -165,5 +166,5 @@ fn command_getkeys_matches_redis() {
 #[test]
 fn keys_name_what_getkeys_names() {
     let argv: Vec<Bytes> = ["ZUNIONSTORE", "d", "2", "a", "b"].iter().map(|s| Bytes::from(*s)).collect();
-    assert_eq!(rediskv::table::keys(&argv), [&b"d"[..], b"a", b"b"]);
+    assert_eq!(rediskv::server::table::keys(&argv), [&b"d"[..], b"a", b"b"]);
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use client::RedisServer;
 use rediskv::MemoryBackend;
-use rediskv::args::Glob;
+use rediskv::server::args::Glob;
 use rediskv::{Db, Reply};
 
 #[path = "common/rng.rs"]

@@ -16,9 +16,10 @@ use std::thread;
 use bytes::Bytes;
 use proptest::prelude::*;
 use rediskv::gc::{self, ExpirySweep};
+use rediskv::server::KeyCount;
 use rediskv::{Clock, ColumnFamily, ManualClock};
 use rediskv::{Direction, FaultyBackend, KvBackend, MemoryBackend};
-use rediskv::{Engine, KeyCount, Reply, Session};
+use rediskv::{Engine, Reply, Session};
 
 const T0_MS: u64 = 1_767_225_600_000;
 /// The databases the random sequences use.

@@ -26,7 +26,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use rediskv::ManualClock;
 use rediskv::MemoryBackend;
-use rediskv::{Engine, NotifyFlags, Reply, Session};
+use rediskv::server::NotifyFlags;
+use rediskv::{Engine, Reply, Session};
 
 /// `argv!["GET", g.key()]` → `Vec<Vec<u8>>`.
 macro_rules! argv {

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use rediskv::gc::{ExpirySweep, expire_step};
+use rediskv::server::NotifyFlags;
 use rediskv::{ColumnFamily, MemoryBackend};
-use rediskv::{Engine, NotifyFlags, Reply, Session};
+use rediskv::{Engine, Reply, Session};
 use rediskv::{KeyRange, ManualClock};
 
 const NOW: u64 = 1_700_000_000_000;
@@ -146,7 +147,7 @@ fn active_expiry_names_what_it_deleted() {
     expired.sort();
     assert_eq!(expired, [(0, Bytes::from_static(b"gone")), (3, Bytes::from_static(b"list"))]);
     let (db, key) = expired[1].clone();
-    let messages = rediskv::Event::expired(db, key).messages(NotifyFlags::parse(b"Ex").unwrap());
+    let messages = rediskv::server::Event::expired(db, key).messages(NotifyFlags::parse(b"Ex").unwrap());
     assert_eq!(messages, [(Bytes::from_static(b"__keyevent@3__:expired"), Bytes::from_static(b"list"))]);
     assert_eq!(engine.run(&mut s, &["DBSIZE"]), Reply::Integer(0));
     let remaining = engine.backend().records(ColumnFamily::Metadata);

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use rdb_fixtures::normalized;
 use rediskv::MemoryBackend;
 use rediskv::rdb::{RdbValue, restore};
-use rediskv::{Engine, RdbLoader, RdbSave, Reply, Session, save_rdb};
+use rediskv::server::{RdbLoader, RdbSave, save_rdb};
+use rediskv::{Engine, Reply, Session};
 use rediskv::{KeyLayout, RdbFileOptions, RdbFileReader, RdbHeader, RdbItem};
 
 const DATABASES: usize = 4;

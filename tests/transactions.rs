@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use common::{T0_MS, bulk, err, int};
+use rediskv::server::{Listeners, Touch};
 use rediskv::{ColumnFamily, Direction, KvBackend, MemoryBackend, ScanIter, WriteBatch};
-use rediskv::{Engine, Listeners, Reply, Session, Touch};
+use rediskv::{Engine, Reply, Session};
 use rediskv::{KeyRange, ManualClock};
 
 fn engine() -> (Engine<MemoryBackend>, Arc<ManualClock>) {

@@ -8,7 +8,7 @@ use common::*;
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use rediskv::args::format_g17;
+use rediskv::server::args::format_g17;
 use rediskv::{ColumnFamily, Direction, KvBackend, MemoryBackend};
 use rediskv::{Db, Reply};
 use rediskv::{Metadata, decode_f64_slice};

@@ -250,7 +250,7 @@ fn copy_side_files(from: &Path, to: &Path) -> Result<usize, String> {
 }
 
 /// `string 3, hash 2, …`: the keys by type.
-fn by_type(counts: &rediskv::RdbCounts) -> String {
+fn by_type(counts: &rediskv::server::RdbCounts) -> String {
     let parts: Vec<String> = counts.by_type.iter().map(|(ty, n)| format!("{ty} {n}")).collect();
     if parts.is_empty() { "none".into() } else { parts.join(", ") }
 }

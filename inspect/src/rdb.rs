@@ -1,14 +1,15 @@
 //! A `dump.rdb` into a new store directory ([`import`]) and a store to a `dump.rdb`
 //! ([`export`]), streaming: memory holds 64 KiB of the file and the largest key (an export)
 //! or one batch of keys (about 4 MiB, an import).
-//! Both go through the engine ([`rediskv::save_rdb`], [`rediskv::RdbLoader`]),
+//! Both go through the engine ([`rediskv::server::save_rdb`], [`rediskv::server::RdbLoader`]),
 //! so every layout works; the function libraries and the SWAPDB mapping travel in the
 //! server's own files beside the data ([`rediskv_engine::server_files`]).
 
 use std::io::{Read, Write};
 use std::path::Path;
 
-use rediskv::{DATABASES, Engine, RdbCounts, RdbLoader, RdbSave, save_rdb};
+use rediskv::server::{RdbCounts, RdbLoader, RdbSave, save_rdb};
+use rediskv::{DATABASES, Engine};
 use rediskv::{KeyLayout, RdbFileOptions, RdbFileReader, RdbHeader};
 use rediskv_engine::server_files;
 

@@ -3,7 +3,7 @@
 //! Users are made and changed by `ACL SETUSER` (every rule of Redis 7.0, selectors
 //! included), checked by [`User::check`] in the server's gate before a command runs, and
 //! listed, saved and loaded in Redis' own text form. The commands rules name, and their
-//! categories, are the command table's rows ([`rediskv::table`]: Redis 7.0's
+//! categories, are the command table's rows ([`rediskv::server::table`]: Redis 7.0's
 //! categories, and Redis' commands the server does not run; rediskv's own admin commands
 //! COMPACT, FSCK and NAMESPACE are `@admin @slow @dangerous`). Passwords are kept as
 //! SHA-256 hashes and compared in constant time.
@@ -19,8 +19,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use rediskv::Reply;
-use rediskv::args::{Glob, parse_i64};
-use rediskv::table::{self, CommandInfo, flag};
+use rediskv::server::args::{Glob, parse_i64};
+use rediskv::server::table::{self, CommandInfo, flag};
 use sha2::{Digest, Sha256};
 
 use crate::sync::lock;

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use rediskv::Reply;
-use rediskv::args::parse_i64;
+use rediskv::server::args::parse_i64;
 use rediskv::{ColumnFamily, KeyRange};
 use rediskv::{KvBackend, WriteBatch};
 

@@ -22,7 +22,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
 use bytes::Bytes;
-use rediskv::{Listeners, Listening, Reply, Session};
+use rediskv::server::{Listeners, Listening};
+use rediskv::{Reply, Session};
 
 use crate::client_info::ClientInfo;
 use crate::mailbox::{Loops, Message};
@@ -104,7 +105,7 @@ impl Blocked {
         engine: &Arc<SharedEngine>,
         mut session: Session,
         argv: Vec<Bytes>,
-        block: rediskv::Block,
+        block: rediskv::server::Block,
     ) -> Parking {
         let argv = block.retry_argv().map_or(argv, <[Bytes]>::to_vec);
         let mut registry = lock(&self.registry);

@@ -157,7 +157,7 @@ impl ClientInfo {
     }
 
     /// Records that it runs (or ran until) `unix_us`, and, when `command` is given, which one.
-    pub fn ran(&self, unix_us: u64, command: Option<&rediskv::table::CommandInfo>) {
+    pub fn ran(&self, unix_us: u64, command: Option<&rediskv::server::table::CommandInfo>) {
         self.last_at.store(unix_us, Relaxed);
         if let Some(command) = command {
             match command.position() {
@@ -172,7 +172,7 @@ impl ClientInfo {
 
     /// The name of the command it last ran (`NULL` before any).
     fn last_command(&self) -> String {
-        match rediskv::table::all().get(self.last_cmd.load(Relaxed)) {
+        match rediskv::server::table::all().get(self.last_cmd.load(Relaxed)) {
             Some(info) => info.name.to_string(),
             None => lock(&self.last_other).clone(),
         }

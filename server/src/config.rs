@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use rediskv::Reply;
-use rediskv::args::Glob;
+use rediskv::server::args::Glob;
 
 use crate::resp::split_args;
 
@@ -368,9 +368,9 @@ impl Config {
 
     /// Which deletions the replication stream names UNLINK (`lazyfree-lazy-expire`,
     /// `lazyfree-lazy-eviction`, `lazyfree-lazy-user-del`).
-    pub fn lazy_deletes(&self) -> rediskv::LazyDeletes {
+    pub fn lazy_deletes(&self) -> rediskv::server::LazyDeletes {
         let on = |name| self.get(name) == "yes";
-        rediskv::LazyDeletes {
+        rediskv::server::LazyDeletes {
             expire: on("lazyfree-lazy-expire"),
             eviction: on("lazyfree-lazy-eviction"),
             user_del: on("lazyfree-lazy-user-del"),
@@ -666,7 +666,7 @@ fn special(name: &str, value: String, starting: bool) -> Result<String, Refusal>
 
 /// notify-keyspace-events as Redis 7.0 normalises it (the library parses and prints it).
 fn keyspace_events(value: &str) -> Result<String, Refusal> {
-    rediskv::NotifyFlags::parse(value.as_bytes()).map(|f| f.to_string()).map_err(Refusal::from)
+    rediskv::server::NotifyFlags::parse(value.as_bytes()).map(|f| f.to_string()).map_err(Refusal::from)
 }
 
 /// CONFIG GET/SET/RESETSTAT/REWRITE/HELP. `reset_stats` runs for RESETSTAT; `apply` opens

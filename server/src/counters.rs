@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
-use rediskv::table::{self, CommandInfo};
+use rediskv::server::table::{self, CommandInfo};
 
 use crate::sync::lock;
 

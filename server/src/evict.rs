@@ -29,7 +29,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rediskv::Event;
+use rediskv::server::Event;
 
 use crate::client_info::ClientInfo;
 use crate::counters::{Candidate, POOL_SIZE, Policy};
@@ -204,7 +204,7 @@ fn pick(state: &State, policy: Policy, samples: usize) -> Option<Candidate> {
     if targets.is_empty() {
         return None;
     }
-    let candidate = |engine: &SharedEngine, db, sampled: rediskv::Sampled| Candidate {
+    let candidate = |engine: &SharedEngine, db, sampled: rediskv::server::Sampled| Candidate {
         score: match policy {
             Policy::AllkeysLfu | Policy::VolatileLfu => 255 - u64::from(sampled.freq),
             Policy::VolatileTtl => u64::MAX - sampled.expire_ms,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rediskv::Reply;
-use rediskv::args::parse_i64;
+use rediskv::server::args::parse_i64;
 
 use crate::failover_plan::{Phase, Plan};
 use crate::state::{Pause, State};

@@ -580,10 +580,11 @@ fn main() {
     }
     // A node that moves slots with their data captures the stream of the slot it moves.
     #[cfg(feature = "etcd")]
-    let propagation: Arc<dyn rediskv::Propagation> = match state.cluster.get().and_then(|c| c.moves.get()) {
-        Some(moves) => moves.clone(),
-        None => state.replication.clone(),
-    };
+    let propagation: Arc<dyn rediskv::server::Propagation> =
+        match state.cluster.get().and_then(|c| c.moves.get()) {
+            Some(moves) => moves.clone(),
+            None => state.replication.clone(),
+        };
     #[cfg(not(feature = "etcd"))]
     let propagation = state.replication.clone();
     state.engine.set_propagation(propagation);

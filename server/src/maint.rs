@@ -36,7 +36,7 @@ const COLLECT_SHARE: u32 = 10;
 /// How long a pass that found nothing waits before the next one.
 const IDLE: Duration = Duration::from_secs(1);
 /// A collector pass runs when a command may have left garbage
-/// ([`rediskv::Effects::garbage`]), and at least this often anyway.
+/// ([`rediskv::server::Effects::garbage`]), and at least this often anyway.
 const COLLECT_EVERY: Duration = Duration::from_secs(60);
 
 /// The longest wait between expiry passes over a database where nothing expires and no

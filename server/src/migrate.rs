@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use rediskv::Reply;
-use rediskv::args::parse_i64;
+use rediskv::server::args::parse_i64;
 
 use crate::tls::Dialed;
 

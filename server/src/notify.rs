@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use rediskv::{Effects, Event, NotifyFlags};
+use rediskv::server::{Effects, Event, NotifyFlags};
 
 use crate::state::State;
 

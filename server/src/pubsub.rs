@@ -13,8 +13,8 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
-use rediskv::args::Glob;
 use rediskv::key_slot;
+use rediskv::server::args::Glob;
 use rediskv::{Protocol, Reply};
 
 use crate::client_info::ClientInfo;

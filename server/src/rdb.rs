@@ -19,8 +19,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
+use rediskv::Engine;
+use rediskv::server::{RdbLoader, RdbSave, save_rdb};
 use rediskv::{ColumnFamily, Direction, KvBackend, MemoryBackend, WriteBatch};
-use rediskv::{Engine, RdbLoader, RdbSave, save_rdb};
 use rediskv::{KeyLayout, KeyRange, RdbFileOptions, RdbFileReader, RdbHeader, RdbItem, RdbReplication};
 
 use crate::persistence::Persistence;
@@ -67,7 +68,7 @@ impl Snapshot {
 }
 
 /// What a save or a load did.
-pub type RdbStats = rediskv::RdbCounts;
+pub type RdbStats = rediskv::server::RdbCounts;
 
 /// Takes a [`Snapshot`] of the default namespace: waits for the commands running to finish,
 /// holds the next ones back while it takes the store's snapshot, the SWAPDB mapping and the

@@ -3,7 +3,7 @@
 //! WAIT and ROLE, and what a replica's link reports ([`LinkStatus`]); `replica.rs` runs
 //! the replica's side (REPLICAOF).
 //!
-//! The stream is fed by the engine ([`rediskv::Propagation`]): each commit's
+//! The stream is fed by the engine ([`rediskv::server::Propagation`]): each commit's
 //! effects arrive while the commit's key locks are held, and are appended under the
 //! backlog's lock, so two commits on one key are in the stream in their commit order, and
 //! an EXEC or a script is one MULTI/EXEC unit. Nothing is kept before the first replica
@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
-use rediskv::{Propagated, Propagation, Reply};
+use rediskv::Reply;
+use rediskv::server::{Propagated, Propagation};
 
 use crate::client_info::ClientInfo;
 use crate::mailbox::{Mailbox, Message};

@@ -45,7 +45,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use rediskv::KvBackend;
 use rediskv::SLOT_COUNT;
-use rediskv::{Engine, Propagated, Reply, Session};
+use rediskv::server::Propagated;
+use rediskv::{Engine, Reply, Session};
 
 use crate::cluster::moves::{Moves, Outgoing};
 use crate::cluster::{Cluster, Node, Topology};
@@ -82,7 +83,7 @@ pub fn clusterx(argv: &[Bytes], state: &State) -> Reply {
     };
     let text =
         |i: usize| argv.get(i).map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).unwrap_or_default();
-    let slot = match argv.get(2).and_then(|a| rediskv::args::parse_i64(a)) {
+    let slot = match argv.get(2).and_then(|a| rediskv::server::args::parse_i64(a)) {
         Some(slot) if (0..i64::from(SLOT_COUNT)).contains(&slot) => slot as u16,
         _ if argv.len() == 4 => return Reply::Error("ERR Invalid slot".into()),
         _ => return Reply::Error("ERR wrong number of arguments for 'clusterx' command".into()),

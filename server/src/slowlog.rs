@@ -96,7 +96,7 @@ impl SlowLog {
             }
             ("len", 2) => Reply::Integer(lock(&self.entries).len() as i64),
             ("get", 2 | 3) => {
-                let count = match argv.get(2).map(|c| rediskv::args::parse_i64(c)) {
+                let count = match argv.get(2).map(|c| rediskv::server::args::parse_i64(c)) {
                     None => 10,
                     Some(Some(n)) if n >= -1 => n,
                     Some(_) => return Reply::Error("ERR count should be greater than or equal to -1".into()),

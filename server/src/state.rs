@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering:
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+use rediskv::Engine;
 use rediskv::KeyLayout;
-use rediskv::{Engine, Listeners};
+use rediskv::server::Listeners;
 
 use crate::client_info::{ClientInfo, Clients, Peers};
 use crate::clock::unix_micros;
@@ -243,8 +244,8 @@ impl State {
                 if let Some(me) = self.me.get() {
                     engine.answer_while_held(busy_answer(me.clone()));
                 }
-                let flags = rediskv::NotifyFlags::from_bits(self.notify_flags.load(Relaxed));
-                engine.set_new_events(flags.contains(rediskv::NotifyFlags::NEW));
+                let flags = rediskv::server::NotifyFlags::from_bits(self.notify_flags.load(Relaxed));
+                engine.set_new_events(flags.contains(rediskv::server::NotifyFlags::NEW));
                 engine.set_stream_node_entries(self.config().number("stream-node-max-entries").max(0) as u64);
                 engine.set_lazy_deletes(self.config().lazy_deletes());
                 let config = self.config();
@@ -390,7 +391,7 @@ impl State {
 }
 
 /// [`crate::scripting::Scripts::busy`] for a command waiting for the keyspace.
-fn busy_answer(state: std::sync::Weak<State>) -> rediskv::HeldAnswer {
+fn busy_answer(state: std::sync::Weak<State>) -> rediskv::server::HeldAnswer {
     Box::new(move |argv| {
         let state = state.upgrade()?;
         let threshold = state.config().number("busy-reply-threshold").max(0) as u64;

@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use rediskv::{Listeners, Listening, Protocol, Reply};
+use rediskv::server::{Listeners, Listening};
+use rediskv::{Protocol, Reply};
 
 use crate::client_info::{ClientInfo, Peers, TrackingMode as Mode};
 use crate::mailbox::Message;
@@ -313,7 +314,7 @@ pub fn client_tracking(args: &[Bytes], client: &ClientInfo, tracking: &Tracking,
                 if mode.redirect != 0 {
                     return err("A client can only redirect to a single other client");
                 }
-                let Some(id) = rediskv::args::parse_i64(&args[i]) else {
+                let Some(id) = rediskv::server::args::parse_i64(&args[i]) else {
                     return err("value is not an integer or out of range");
                 };
                 if id <= 0 || !lock(peers.clients).contains_key(&(id as u64)) {

@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rediskv::args::parse_i64;
-use rediskv::table::{self, flag};
+use rediskv::server::args::parse_i64;
+use rediskv::server::table::{self, flag};
 use rediskv::{Reply, Session};
 
 use super::{Client, Next, ReplyMode};

@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use rediskv::Reply;
-use rediskv::table::CommandInfo;
+use rediskv::server::table::CommandInfo;
 
 use super::{Client, Next, flush, keyspace, replicas, scripts, server, subscribe};
 use crate::scripting;

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use rediskv::Reply;
-use rediskv::table::CommandInfo;
+use rediskv::server::table::CommandInfo;
 
 use super::{Client, Next};
 use crate::admin;

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use rediskv::Reply;
-use rediskv::table::{self, CommandInfo, Family, attr, flag};
+use rediskv::server::table::{self, CommandInfo, Family, attr, flag};
 
 use super::Client;
 use crate::acl;
@@ -28,7 +28,7 @@ impl Client {
         state: &State,
         early: &mut Vec<u8>,
     ) -> Option<Option<Reply>> {
-        if let Err(refusal) = rediskv::check_row(info, argv) {
+        if let Err(refusal) = rediskv::server::check_row(info, argv) {
             return Some(Some(refusal));
         }
         let name = info.container();

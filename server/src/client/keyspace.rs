@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use rediskv::Reply;
 use rediskv::key_slot;
-use rediskv::table::{self, CommandInfo};
+use rediskv::server::table::{self, CommandInfo};
 
 use super::{Client, Next};
 use crate::cluster::Cluster;

@@ -25,8 +25,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use bytes::Bytes;
-use rediskv::args::parse_i64;
-use rediskv::table::{self, CommandInfo, Family, attr, flag};
+use rediskv::server::args::parse_i64;
+use rediskv::server::table::{self, CommandInfo, Family, attr, flag};
 use rediskv::{Protocol, Reply, Session};
 
 use crate::acl;
@@ -210,7 +210,7 @@ impl Client {
             Err(Some(info)) => info,
             Err(None) => {
                 // As Redis, an unknown command is refused before AUTH and every other check.
-                let refusal = rediskv::resolve(argv).err().unwrap_or(Reply::NilArray);
+                let refusal = rediskv::server::resolve(argv).err().unwrap_or(Reply::NilArray);
                 self.session.flag_transaction();
                 self.count_error(state, &refusal);
                 self.send(refusal, out, None);
@@ -232,7 +232,7 @@ impl Client {
                 // A refused EXEC ends the transaction, as Redis' execCommandAbort (a cluster
                 // redirection is answered as it is).
                 if !crate::cluster::is_redirection(&refusal) {
-                    refusal = rediskv::exec_abort(refusal);
+                    refusal = rediskv::server::exec_abort(refusal);
                 }
                 if self.session.in_multi() {
                     self.engine.execute(&mut self.session, &[Bytes::from_static(b"DISCARD")]);
@@ -413,7 +413,7 @@ impl Client {
     }
 
     /// Hands the session to the blocked-client registry; the connection waits for its answer.
-    fn park(&mut self, argv: &[Bytes], block: rediskv::Block, state: &State) -> (Reply, Next) {
+    fn park(&mut self, argv: &[Bytes], block: rediskv::server::Block, state: &State) -> (Reply, Next) {
         let session = std::mem::replace(&mut self.session, Session::new(self.info.id));
         match state.blocked.park(state, &self.info, &self.engine, session, argv.to_vec(), block) {
             Parking::Served(session, reply) => {

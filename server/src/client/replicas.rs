@@ -2,8 +2,8 @@
 //! replicas' acknowledgements (see [`crate::replication`]), ROLE, REPLICAOF and FAILOVER.
 
 use bytes::Bytes;
-use rediskv::args::parse_i64;
-use rediskv::table::CommandInfo;
+use rediskv::server::args::parse_i64;
+use rediskv::server::table::CommandInfo;
 use std::sync::Arc;
 
 use rediskv::RdbReplication;

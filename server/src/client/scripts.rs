@@ -3,7 +3,7 @@
 //! [`crate::scripting`]).
 
 use bytes::Bytes;
-use rediskv::table::{CommandInfo, flag};
+use rediskv::server::table::{CommandInfo, flag};
 use rediskv::{Reply, Session};
 
 use super::{Client, Next, dispatch};

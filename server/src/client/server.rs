@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use rediskv::Reply;
-use rediskv::table::CommandInfo;
+use rediskv::server::table::CommandInfo;
 
 use super::{Client, Next, arity};
 use crate::admin as ops;
@@ -265,7 +265,7 @@ pub(super) fn migrate(
     if !request.copy && !moved.is_empty() {
         let mut del = vec![Bytes::from_static(b"DEL")];
         del.extend(moved);
-        if let Ok(info) = rediskv::table::find(&del) {
+        if let Ok(info) = rediskv::server::table::find(&del) {
             let deleted = c.run_in_engine(info, &del, state).0;
             if deleted.is_error() {
                 return done(deleted);

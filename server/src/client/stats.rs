@@ -1,7 +1,7 @@
 //! INFO commandstats, errorstats and keyspace hits for the commands a client runs.
 
 use rediskv::Reply;
-use rediskv::table::CommandInfo;
+use rediskv::server::table::CommandInfo;
 
 use super::Client;
 use crate::state::State;

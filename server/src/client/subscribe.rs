@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use rediskv::Reply;
-use rediskv::table::CommandInfo;
+use rediskv::server::table::CommandInfo;
 
 use super::{Client, Next, arity};
 use crate::pubsub::{Kind, pubsub_command};

@@ -29,7 +29,7 @@ use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
 use rediskv::Reply;
-use rediskv::table::{self, CommandInfo};
+use rediskv::server::table::{self, CommandInfo};
 use rediskv::{SLOT_COUNT, key_slot};
 
 /// A node of the cluster, as clients reach it.
@@ -532,8 +532,8 @@ impl Cluster {
                 Err(e) => e,
             },
             ("getkeysinslot", [slot, count]) => {
-                let count = rediskv::args::parse_i64(count);
-                match (count, rediskv::args::parse_i64(slot)) {
+                let count = rediskv::server::args::parse_i64(count);
+                match (count, rediskv::server::args::parse_i64(slot)) {
                     (None, _) | (_, None) => {
                         Reply::Error("ERR value is not an integer or out of range".into())
                     }
@@ -792,7 +792,7 @@ pub fn fenced(reply: &Reply) -> bool {
 }
 
 fn parse_slot(arg: &[u8]) -> Result<u16, Reply> {
-    match rediskv::args::parse_i64(arg) {
+    match rediskv::server::args::parse_i64(arg) {
         None => Err(Reply::Error("ERR value is not an integer or out of range".into())),
         Some(slot) if (0..i64::from(SLOT_COUNT)).contains(&slot) => Ok(slot as u16),
         Some(_) => Err(Reply::Error("ERR Invalid slot".into())),

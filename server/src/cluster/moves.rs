@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
+use rediskv::Reply;
 use rediskv::key_slot;
-use rediskv::{Propagated, Propagation, Reply};
+use rediskv::server::{Propagated, Propagation};
 
 use crate::replication::Replication;
 use crate::store::ClosedSlot;
@@ -221,7 +222,7 @@ impl Propagation for Moves {
 /// Whether a command has a key in `slot`.
 fn touches(argv: &[Bytes], slot: u16) -> bool {
     super::resolve(argv)
-        .and_then(|(info, argv)| rediskv::table::key_positions(info, argv).ok())
+        .and_then(|(info, argv)| rediskv::server::table::key_positions(info, argv).ok())
         .is_some_and(|at| at.into_iter().any(|i| key_slot(&argv[i]) == slot))
 }
 

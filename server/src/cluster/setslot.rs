@@ -44,7 +44,7 @@ pub fn setslot(cluster: &Cluster, argv: &[Bytes]) -> Reply {
     if cluster.moves.get().is_some_and(|m| m.primary().is_some()) {
         return Reply::Error("ERR Please use SETSLOT only with masters.".into());
     }
-    let slot = match rediskv::args::parse_i64(&args[0]) {
+    let slot = match rediskv::server::args::parse_i64(&args[0]) {
         Some(slot) if (0..i64::from(rediskv::SLOT_COUNT)).contains(&slot) => slot as u16,
         _ => return Reply::Error("ERR Invalid or out of range slot".into()),
     };
@@ -164,7 +164,7 @@ pub fn before_keys_in_slot(cluster: &Cluster, argv: &[Bytes]) -> Option<Reply> {
     if !(sub.eq_ignore_ascii_case(b"getkeysinslot") || sub.eq_ignore_ascii_case(b"countkeysinslot")) {
         return None;
     }
-    let slot = u16::try_from(rediskv::args::parse_i64(argv.get(2)?)?).ok()?;
+    let slot = u16::try_from(rediskv::server::args::parse_i64(argv.get(2)?)?).ok()?;
     if !matches!(lock(&cluster.marks).get(&slot), Some(Mark::Migrating(_))) {
         return None;
     }

@@ -74,7 +74,7 @@ pub(super) fn lua_arg(lua: &Lua, v: &Value, i: usize, known: &Known<'_>) -> mlua
         Value::String(s) => Some(known.bytes(i, &s.as_bytes())),
         Value::Integer(n) => Some(Bytes::from(n.to_string())),
         // As Redis' lua_tolstring: its Lua prints numbers as `%.17g`.
-        Value::Number(n) if !n.is_nan() => Some(Bytes::from(rediskv::args::format_g17(*n))),
+        Value::Number(n) if !n.is_nan() => Some(Bytes::from(rediskv::server::args::format_g17(*n))),
         Value::Number(_) => lua.coerce_string(v.clone())?.map(|s| Bytes::copy_from_slice(&s.as_bytes())),
         _ => None,
     })

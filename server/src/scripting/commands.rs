@@ -163,7 +163,7 @@ pub fn function_command(argv: &[Bytes], scripts: &Scripts, save: &dyn Fn(&Script
                     let Some(p) = argv.get(i + 1) else {
                         return Reply::Error("ERR library name argument was not given".into());
                     };
-                    pattern = Some(rediskv::args::Glob::new(p));
+                    pattern = Some(rediskv::server::args::Glob::new(p));
                     i += 1;
                 } else {
                     return Reply::Error(format!(

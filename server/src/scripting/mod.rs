@@ -36,8 +36,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mlua::{HookTriggers, Lua, LuaOptions, MultiValue, RegistryKey, StdLib, Table, Value, VmState};
-use rediskv::args::parse_i64;
-use rediskv::table::{self, flag};
+use rediskv::server::args::parse_i64;
+use rediskv::server::table::{self, flag};
 use rediskv::{Protocol, Reply};
 use sha1::{Digest, Sha1};
 
