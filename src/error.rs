@@ -4,7 +4,13 @@
 ///
 /// Command-level failures (WRONGTYPE, syntax errors…) are not errors of the library: they are
 /// Redis error replies ([`crate::Reply::Error`]).
+///
+/// The tag is a whole word (`repr(u64)`; the variants' fields are 8-byte aligned, so the enum
+/// is no larger for it): a `Result<T, Error>` is then copied and tested word by word, where a
+/// one-byte tag puts a small `Ok` payload such as `[u8; 8]` at an odd offset and has the
+/// compiler move it, and check for a `String` to free, byte by byte.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[repr(u64)]
 pub enum Error {
     /// The input ended before a field could be read.
     #[error("truncated {what}: need {need} bytes, have {have}")]

@@ -24,7 +24,12 @@ use crate::error::{Error, Result};
 /// produce its own. Strings carry [`Version::NONE`] until a layout that versions them
 /// ([`super::KeyLayout::versions_strings`]) gives them one. Versions of one variant order as
 /// their records do.
+///
+/// The tag is a whole word (`repr(u64)`, 24 bytes as with a one-byte tag), so an `Id` sits
+/// at offset 8 and a version (and a decoded record holding one) is copied word by word, not
+/// byte by byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u64)]
 pub enum Version {
     /// A 64-bit version.
     Short(u64),
