@@ -19,6 +19,8 @@ pub(super) struct Vm {
     /// The prelude's runner (`RUN`), in the registry: calls a script or function under the
     /// error handler.
     pub(super) runner: RawRef,
+    /// The KEYS and ARGV tables the state's scripts get (see [`call_runner`]).
+    pub(super) tables: (RawRef, RawRef),
     pub(super) generation: u64,
     /// The scripts this state compiled.
     pub(super) scripts: CompiledScripts,
@@ -364,6 +366,8 @@ impl Vm {
         lua.set_type_metatable::<mlua::String>(Some(pieces.raw_get("string_meta")?));
         let runner: mlua::Function = pieces.raw_get("run")?;
         let (main, runner) = raw_ref(&lua, &runner)?;
+        let table = || -> mlua::Result<RawRef> { Ok(raw_ref(&lua, &lua.create_table()?)?.1) };
+        let tables = (table()?, table()?);
         lua.set_named_registry_value(
             RETHROW,
             lua.load("local error = error return function(e) error(e, 0) end")
@@ -375,6 +379,7 @@ impl Vm {
             bridge,
             main,
             runner,
+            tables,
             generation: u64::MAX,
             scripts: CompiledScripts::default(),
             functions: HashMap::new(),
@@ -893,19 +898,19 @@ pub(super) fn chunk_id(name: &[u8]) -> Vec<u8> {
 #[derive(Clone, Copy)]
 pub(super) struct MainState(pub(super) *mut mlua::ffi::lua_State);
 
-/// A function held in the registry of a state under an integer reference, as long as the
+/// A value held in the registry of a state under an integer reference, as long as the
 /// state lives (scripts and functions are dropped only with their state).
 #[derive(Clone, Copy)]
 pub(super) struct RawRef(pub(super) std::ffi::c_int);
 
-/// `f` held in `lua`'s registry, and `lua`'s main thread.
-pub(super) fn raw_ref(lua: &Lua, f: &mlua::Function) -> mlua::Result<(MainState, RawRef)> {
+/// `value` held in `lua`'s registry, and `lua`'s main thread.
+pub(super) fn raw_ref(lua: &Lua, value: impl mlua::IntoLua) -> mlua::Result<(MainState, RawRef)> {
     let made = Cell::new((std::ptr::null_mut(), 0));
     // SAFETY: the closure runs in `exec_raw`'s protected call on the main thread (`lua` is
-    // not running: no coroutine is current), with `f` alone on its stack, which `luaL_ref`
+    // not running: no coroutine is current), with `value` alone on its stack, which `luaL_ref`
     // pops.
     unsafe {
-        lua.exec_raw::<()>(f, |state| {
+        lua.exec_raw::<()>(value, |state| {
             made.set((state, mlua::ffi::luaL_ref(state, mlua::ffi::LUA_REGISTRYINDEX)));
         })?;
     }
@@ -926,7 +931,7 @@ pub(super) fn with_vm<R>(scripts: &Scripts, f: impl FnOnce(&mut Vm) -> Result<R,
                 let (_, body) = library_metadata(&lib.code).map_err(|e| Reply::Error(format!("ERR {e}")))?;
                 let line = single_line(body.as_bytes());
                 for (info, key) in vm.register(&body).map_err(|e| Reply::Error(format!("ERR {e}")))? {
-                    let function =
+                    let function: mlua::Function =
                         vm.lua.registry_value(&key).map_err(|e| Reply::Error(format!("ERR {e}")))?;
                     let flag = |name: &str| info.flags.iter().any(|f| f == name);
                     let (no_writes, allow_oom) = (flag("no-writes"), flag("allow-oom"));
