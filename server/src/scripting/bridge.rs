@@ -172,7 +172,7 @@ const FAST_LEN: usize = 1024;
 /// [`push_plain`] pushes and no error; otherwise it answers [`PENDING`] (the outcome waits
 /// for [`Bridge::finish`]) or [`SLOW`] (nothing ran). Reading the arguments from Lua's stack
 /// and pushing the reply there, without mlua's conversions of each value to and from its
-/// own, saves about 3,000 instructions a script of two commands
+/// own, saves about 2,000 instructions a script of two commands
 /// (`TESTS=evalsha benches/callgrind_commands.sh`).
 ///
 /// # Safety

@@ -451,7 +451,7 @@ pub(super) enum Tally {
     Error(Option<&'static table::CommandInfo>, String),
 }
 
-/// One attempt: fresh KEYS/ARGV, the hook for SCRIPT KILL (and the inline deadline `until`),
+/// One attempt: KEYS/ARGV (see [`call_runner`]), the hook for SCRIPT KILL (and the inline deadline `until`),
 /// the command functions bound to `call` (lent to the state's bridge for the attempt, see
 /// [`Bridge::lend`]), which runs a command by the row [`check_command`] found.
 #[allow(clippy::too_many_arguments)]
