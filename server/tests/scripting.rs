@@ -142,6 +142,26 @@ fn eval_script(server: &Server) -> Vec<Value> {
             &["SCRIPT", "KILL"],
             &["SCRIPT", "NOSUCH"],
             &["SCRIPT"],
+            // What a script does to KEYS and ARGV does not reach the next script's.
+            &[
+                "EVAL",
+                "KEYS[1] = 'changed' KEYS[3] = 'added' KEYS.field = 1 table.insert(ARGV, 'more') \
+                 setmetatable(ARGV, {__index = function() return 'meta' end}) return #KEYS",
+                "2",
+                "k1",
+                "k2",
+                "a1",
+            ],
+            &[
+                "EVAL",
+                "return {#KEYS, KEYS[1], tostring(KEYS[3]), tostring(KEYS.field), #ARGV, ARGV[1], \
+                 tostring(ARGV[2]), tostring(getmetatable(ARGV))}",
+                "1",
+                "k1",
+                "a1",
+            ],
+            &["EVAL", "KEYS[2] = 'x' return KEYS", "1", "k"],
+            &["EVAL", "return {#KEYS, #ARGV}", "0"],
         ],
     );
     // RESP3: what a RESP3 client gets from a script that speaks RESP3.

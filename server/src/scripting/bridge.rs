@@ -123,16 +123,27 @@ pub(super) const PCALL: i64 = 1;
 pub(super) const ACL_CHECK: i64 = 2;
 pub(super) const PACKED: i64 = 4;
 
-/// The maker of a command function of Lua's: `make(mode)` calls `run(mode, ...)` with up to
-/// [`PACK_PAST`] arguments, else `run(mode + PACKED, n, {...})` (`n` counts the nils a table
-/// cannot). `run` is the state's Rust function [`Bridge::command`]. Being a Lua function, a
-/// command function takes over its caller's frame when called as `return redis.call(…)`:
-/// [`CallSite`] keeps that caller's place for the error handler.
-pub(super) fn command_function_maker(lua: &Lua, run: &mlua::Function) -> mlua::Result<mlua::Function> {
+/// The maker of a command function of Lua's: `make(mode)` calls `fast(mode, ...)` (the
+/// state's [`fast_command`]), and when it cannot answer alone, `finish(mode)` (its
+/// [`PENDING`]: the command ran, its outcome waits in [`Bridge::pending`]) or, for its
+/// [`SLOW`] (the command did not run), `run(mode, ...)`, or past [`PACK_PAST`] arguments
+/// `run(mode + PACKED, n, {...})` (`n` counts the nils a table cannot). `run` is
+/// the state's Rust function [`Bridge::command`], `finish` [`Bridge::finish`]. Being a Lua
+/// function, a command function takes over its caller's frame when called as
+/// `return redis.call(…)`: [`CallSite`] keeps that caller's place for the error handler.
+pub(super) fn command_function_maker(
+    lua: &Lua,
+    run: &mlua::Function,
+    fast: &mlua::Function,
+    finish: &mlua::Function,
+) -> mlua::Result<mlua::Function> {
     lua.load(format!(
-        "local select, run = select, ...
+        "local select, run, fast, finish, SLOW, PENDING = select, ...
          return function(mode)
            return function(...)
+             local reply = fast(mode, ...)
+             if reply == PENDING then return finish(mode) end
+             if reply ~= SLOW then return reply end
              local n = select('#', ...)
              if n > {PACK_PAST} then return run(mode + {PACKED}, n, {{...}}) end
              return run(mode, ...)
@@ -140,7 +151,150 @@ pub(super) fn command_function_maker(lua: &Lua, run: &mlua::Function) -> mlua::R
          end"
     ))
     .set_name("=redis_prelude")
-    .call(run)
+    .call((run, fast, finish, mlua::LightUserData(SLOW), mlua::LightUserData(PENDING)))
+}
+
+/// What [`fast_command`] answers when the command functions' Rust function must take the
+/// command as it came (it did not run it).
+pub(super) const SLOW: *mut std::ffi::c_void = std::ptr::without_provenance_mut(1);
+/// What [`fast_command`] answers when it ran the command and [`Bridge::finish`] makes its
+/// outcome a Lua value.
+pub(super) const PENDING: *mut std::ffi::c_void = std::ptr::without_provenance_mut(2);
+
+/// The arrays [`fast_command`] pushes itself: at most this deep and this long; longer or
+/// deeper replies go through [`Bridge::finish`].
+const FAST_DEPTH: usize = 4;
+const FAST_LEN: usize = 1024;
+
+/// The command functions' first step, a Lua C function with the state's [`Bridge`] as its
+/// upvalue: `fast(mode, ...)` runs `redis.call`'s or `redis.pcall`'s command when every
+/// argument is a string and an invocation is lent, and pushes its reply when it is one
+/// [`push_plain`] pushes and no error; otherwise it answers [`PENDING`] (the outcome waits
+/// for [`Bridge::finish`]) or [`SLOW`] (nothing ran). Reading the arguments from Lua's stack
+/// and pushing the reply there, without mlua's conversions of each value to and from its
+/// own, saves about 2,000 instructions a script of two commands
+/// (`TESTS=evalsha benches/callgrind_commands.sh`).
+///
+/// # Safety
+///
+/// Called by Lua only, as the C closure [`Bridge::fast_function`] makes: its upvalue points to
+/// the state's `Bridge`, which the state's app data keeps alive as long as the state.
+pub(super) unsafe extern "C-unwind" fn fast_command(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    // SAFETY: the upvalue is the pointer `Bridge::fast_function` gave, to the `Bridge` the
+    // state's app data holds (an `Rc` never moved nor dropped before the state closes).
+    let bridge = unsafe { &*(ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const Bridge) };
+    // No Rust value with a destructor is alive outside `fast_step` when Lua is called: a
+    // Lua error (a `longjmp`) crosses no Rust frame that would need unwinding. The Lua calls
+    // made here push and set values only: mlua's allocator aborts rather than fail (no
+    // memory limit is set), so they raise no memory error.
+    let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `state` is the state Lua called this function with.
+        unsafe { fast_step(state, bridge) }
+    }));
+    let sentinel = match answer {
+        Ok(None) => return 1,
+        Ok(Some(sentinel)) => sentinel,
+        Err(panic) => {
+            bridge.pending.set(Some(Outcome::Panic(panic)));
+            PENDING
+        }
+    };
+    // SAFETY: as above; a light userdata needs no allocation.
+    unsafe { ffi::lua_pushlightuserdata(state, sentinel) };
+    1
+}
+
+/// [`fast_command`]'s work: `None` when it pushed the reply, else the sentinel to push.
+///
+/// # Safety
+///
+/// `state` is the running state, with `fast`'s arguments on its stack.
+unsafe fn fast_step(state: *mut mlua::ffi::lua_State, bridge: &Bridge) -> Option<*mut std::ffi::c_void> {
+    use mlua::ffi;
+    // SAFETY (each Lua call below): `state` is the running state; every index read is
+    // within `1..=n`, its stack.
+    let n = unsafe { ffi::lua_gettop(state) };
+    let mode = unsafe { ffi::lua_tointeger(state, 1) };
+    if n < 2 || (mode != CALL && mode != PCALL) {
+        return Some(SLOW);
+    }
+    let invocation = bridge.lent.get()?;
+    // SAFETY: as in `Bridge::command`: lent only while `Bridge::lend` runs its body.
+    let invocation = unsafe { invocation.as_ref() };
+    let mut argv = Vec::with_capacity(n as usize - 1);
+    for at in 2..=n {
+        if unsafe { ffi::lua_type(state, at) } != ffi::LUA_TSTRING {
+            return Some(SLOW);
+        }
+        let mut len = 0;
+        let text = unsafe { ffi::lua_tolstring(state, at, &mut len) };
+        // SAFETY: a string's bytes, which stay while it is on the stack (all of this loop).
+        let bytes = unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len) };
+        argv.push(invocation.known.bytes(at as usize - 2, bytes));
+    }
+    let outcome = (invocation.command)(Ok(argv));
+    let resp3 = bridge.resp3.get();
+    if let Outcome::Reply(reply, false) = &outcome
+        && !reply.is_error()
+        && plain(reply, FAST_DEPTH)
+        // SAFETY: as above; it fails rather than raise.
+        && unsafe { ffi::lua_checkstack(state, 2 * FAST_DEPTH as std::ffi::c_int + 4) } != 0
+    {
+        // SAFETY: `plain` said it is pushed whole, with the stack room checked.
+        unsafe { push_plain(state, reply, resp3) };
+        return None;
+    }
+    bridge.pending.set(Some(outcome));
+    Some(PENDING)
+}
+
+/// Whether [`push_plain`] pushes `reply`: what [`reply_to_lua`] converts without writing it
+/// out, arrays at most `depth` deep and [`FAST_LEN`] long.
+fn plain(reply: &Reply, depth: usize) -> bool {
+    match reply {
+        Reply::Integer(_) | Reply::Bulk(_) | Reply::Nil | Reply::NilArray => true,
+        Reply::Status(s) => !s.bytes().any(|b| b == b'\r' || b == b'\n'),
+        Reply::Array(items) => {
+            depth > 0 && items.len() <= FAST_LEN && items.iter().all(|item| plain(item, depth - 1))
+        }
+        _ => false,
+    }
+}
+
+/// Pushes `reply` as the Lua value [`reply_to_lua`] makes of it.
+///
+/// # Safety
+///
+/// `state` is the running state, with room for two values per level of `reply`'s nesting
+/// and [`plain`] true of it.
+unsafe fn push_plain(state: *mut mlua::ffi::lua_State, reply: &Reply, resp3: bool) {
+    use mlua::ffi;
+    // SAFETY (each Lua call below): as the caller promises.
+    unsafe {
+        match reply {
+            Reply::Integer(n) => ffi::lua_pushinteger(state, *n as ffi::lua_Integer),
+            Reply::Bulk(b) => {
+                ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
+            }
+            Reply::Nil | Reply::NilArray if resp3 => ffi::lua_pushnil(state),
+            Reply::Nil | Reply::NilArray => ffi::lua_pushboolean(state, 0),
+            Reply::Status(s) => {
+                ffi::lua_createtable(state, 0, 1);
+                ffi::lua_pushlstring(state, c"ok".as_ptr(), 2);
+                ffi::lua_pushlstring(state, s.as_ptr().cast(), s.len());
+                ffi::lua_rawset(state, -3);
+            }
+            Reply::Array(items) => {
+                ffi::lua_createtable(state, items.len() as std::ffi::c_int, 0);
+                for (i, item) in items.iter().enumerate() {
+                    push_plain(state, item, resp3);
+                    ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
+                }
+            }
+            _ => ffi::lua_pushnil(state),
+        }
+    }
 }
 
 /// The mode (without [`PACKED`]) and the command a command function's Rust side gets (see
@@ -167,6 +321,52 @@ pub(super) fn command_args(lua: &Lua, mut args: MultiValue, known: &Known<'_>) -
 /// A command's arguments, or the error reply they make.
 pub(super) type Argv = Result<Vec<Bytes>, &'static str>;
 
+/// What a command a script runs comes to, before it is the Lua value its command function
+/// answers (see [`Outcome::into_lua`]).
+pub(super) enum Outcome {
+    /// Refused with an error table of this text; `true`: counted in INFO errorstats already
+    /// (see [`COUNTED`]).
+    Refused(std::borrow::Cow<'static, str>, bool),
+    /// The command's reply; `true`: an error reply counted already.
+    Reply(Reply, bool),
+    /// The running invocation gives up on the event loop (see [`Caller::inline_until`]).
+    Abandon,
+    /// The command's Rust side panicked in [`fast_command`]: the panic goes on in
+    /// [`Bridge::finish`], where mlua carries it.
+    Panic(Box<dyn std::any::Any + Send>),
+}
+
+impl Outcome {
+    /// The Lua value of the outcome, as the command function answers it before
+    /// [`answer`] raises an error reply for `redis.call`.
+    pub(super) fn into_lua(self, lua: &Lua, resp3: bool) -> mlua::Result<Value> {
+        match self {
+            Outcome::Refused(text, false) => Ok(Value::Table(error_table(lua, &text)?)),
+            Outcome::Refused(text, true) => Ok(Value::Table(counted_error_table(lua, &text)?)),
+            Outcome::Reply(reply, counted) => {
+                let value = reply_to_lua(lua, &reply, resp3)?;
+                if let (true, Value::Table(t)) = (counted, &value) {
+                    t.set(COUNTED, true)?;
+                }
+                Ok(value)
+            }
+            Outcome::Abandon => Err(stop(lua, abandoned())),
+            Outcome::Panic(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+/// The running invocation's side of the command functions (`redis.call`, `redis.pcall`,
+/// `redis.acl_check_cmd`), lent to the state's [`Bridge`] for the invocation.
+pub(super) struct Invocation<'a> {
+    /// Runs a command (or answers its arguments' error).
+    pub(super) command: &'a dyn Fn(Argv) -> Outcome,
+    /// `redis.acl_check_cmd`.
+    pub(super) acl_check: &'a dyn Fn(&Lua, Argv) -> mlua::Result<bool>,
+    /// The bytes the invocation's commands often repeat.
+    pub(super) known: Known<'a>,
+}
+
 /// What the Lua state's long-lived functions share with the invocation running now.
 #[derive(Default)]
 pub(super) struct Bridge {
@@ -187,28 +387,52 @@ pub(super) struct Bridge {
     pub(super) until: Cell<Option<Instant>>,
     /// The counts the running invocation owes (see [`Tally`]), a buffer kept from run to run.
     pub(super) tallies: RefCell<Vec<Tally>>,
+    /// The rows of the commands the state's scripts ran last (see [`check_command`]).
+    pub(super) rows: Cell<[Option<&'static table::CommandInfo>; 2]>,
+    /// The outcome of the command [`fast_command`] ran, for [`Bridge::finish`].
+    pending: Cell<Option<Outcome>>,
     /// The running invocation's side of the command functions, lent by [`Bridge::lend`].
     lent: Cell<Option<std::ptr::NonNull<Invocation<'static>>>>,
 }
 
-/// The Rust side of the command functions (`redis.call`, `redis.pcall`,
-/// `redis.acl_check_cmd`) for one invocation: their arguments as they came, their answer.
-pub(super) type Invocation<'a> = dyn Fn(&Lua, MultiValue) -> mlua::Result<Value> + 'a;
-
 impl Bridge {
-    /// The command functions' Rust function (`current.run`, made once per state): the lent
-    /// invocation's, or, between invocations, [`outside_invocation`].
+    /// The command functions' Rust function for what [`fast_command`] leaves (`run`, made
+    /// once per state): the lent invocation's, or, between invocations,
+    /// [`outside_invocation`].
     pub(super) fn command(&self, lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
         match self.lent.get() {
             Some(invocation) => {
                 // SAFETY: `lent` holds a pointer only while `lend` runs its body, and `lend`
                 // borrows the invocation for all that time: it is alive, and only shared
-                // references to it exist (it is `Fn`).
+                // references to it exist.
                 let invocation = unsafe { invocation.as_ref() };
-                invocation(lua, args)
+                let (mode, argv) = command_args(lua, args, &invocation.known)?;
+                if mode == ACL_CHECK {
+                    return (invocation.acl_check)(lua, argv).map(Value::Boolean);
+                }
+                answer(lua, (invocation.command)(argv).into_lua(lua, self.resp3.get())?, mode == CALL)
             }
             None => outside_invocation(lua, args),
         }
+    }
+
+    /// The command functions' answer for a command [`fast_command`] ran and did not answer
+    /// (`finish(mode)`, made once per state).
+    pub(super) fn finish(&self, lua: &Lua, mode: i64) -> mlua::Result<Value> {
+        let Some(outcome) = self.pending.take() else { return Ok(Value::Nil) };
+        answer(lua, outcome.into_lua(lua, self.resp3.get())?, mode == CALL)
+    }
+
+    /// [`fast_command`] as the state's Lua function, with this bridge as its upvalue.
+    ///
+    /// # Safety
+    ///
+    /// `self` is the bridge `lua`'s app data holds, for as long as the state lives.
+    pub(super) unsafe fn fast_function(&self, lua: &Lua) -> mlua::Result<mlua::Function> {
+        let this = mlua::LightUserData(std::ptr::from_ref(self).cast_mut().cast());
+        // SAFETY: the closure only consumes the light userdata `exec_raw` pushed and pushes
+        // the C closure it answers.
+        unsafe { lua.exec_raw(this, |state| mlua::ffi::lua_pushcclosure(state, fast_command, 1)) }
     }
 
     /// Runs `body` with `invocation` answering the command functions; after it, as before it,
@@ -221,17 +445,13 @@ impl Bridge {
         impl Drop for Restore<'_> {
             fn drop(&mut self) {
                 self.0.lent.set(self.1);
+                self.0.pending.set(None);
             }
         }
-        let pointer = std::ptr::NonNull::from(invocation);
-        // SAFETY: only the lifetime bound of the trait object changes (the same fat pointer);
-        // the pointer is dereferenced only while it is lent, within this call (see
-        // `Bridge::command`), and `Restore` takes it back before this call returns or unwinds.
-        let pointer = unsafe {
-            std::mem::transmute::<std::ptr::NonNull<Invocation<'_>>, std::ptr::NonNull<Invocation<'static>>>(
-                pointer,
-            )
-        };
+        // Only the lifetime parameter changes: the pointer is dereferenced only while it is
+        // lent, within this call (see `Bridge::command`), and `Restore` takes it back before
+        // this call returns or unwinds.
+        let pointer = std::ptr::NonNull::from(invocation).cast::<Invocation<'static>>();
         let _restore = Restore(self, self.lent.replace(Some(pointer)));
         body()
     }
@@ -284,13 +504,23 @@ pub(super) fn counted_error_table(lua: &Lua, text: &str) -> mlua::Result<Table> 
 
 /// The checks Redis makes on a command a script runs, and its row: one the server answers
 /// itself ([`table::Family::Server`]) only when `host` runs it for scripts.
+/// `recent` holds the rows of the commands found last: one whose name `argv` repeats is
+/// taken without a lookup in the command table (see [`table::find_repeated`]).
 pub(super) fn check_command(
     argv: &[Bytes],
+    recent: &Cell<[Option<&'static table::CommandInfo>; 2]>,
     read_only: bool,
     acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
     host: &dyn Host,
 ) -> Result<&'static table::CommandInfo, String> {
-    let info = match table::find(argv) {
+    let rows = recent.get();
+    let name = argv.first().map_or(&[][..], |name| &name[..]);
+    let last = rows.iter().flatten().find(|row| name.eq_ignore_ascii_case(row.name.as_bytes()));
+    let found = table::find_repeated(argv, last.copied());
+    if let (Ok(info), None) = (found, last) {
+        recent.set([Some(info), rows[0]]);
+    }
+    let info = match found {
         Ok(info) => info,
         Err(Some(container)) => {
             if !container.arity_ok(argv.len()) {

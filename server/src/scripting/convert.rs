@@ -208,21 +208,3 @@ fn plain_reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<Opt
         _ => return Ok(None),
     }))
 }
-
-/// Bytes as a Lua string: pushed straight onto Lua's stack when they are UTF-8 (mlua's path
-/// for `&str`), else made a string first.
-pub(super) fn lua_bytes(bytes: &[u8]) -> mlua::Either<&str, LuaBytes<'_>> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => mlua::Either::Left(text),
-        Err(_) => mlua::Either::Right(LuaBytes(bytes)),
-    }
-}
-
-/// Bytes that become a Lua string (see [`lua_bytes`]).
-pub(super) struct LuaBytes<'a>(&'a [u8]);
-
-impl mlua::IntoLua for LuaBytes<'_> {
-    fn into_lua(self, lua: &Lua) -> mlua::Result<Value> {
-        lua.create_string(self.0).map(Value::String)
-    }
-}

@@ -177,7 +177,8 @@ fn noscript() -> Reply {
 
 /// A script compiled in a thread's Lua state, with what its `#!lua` line declares.
 pub(super) struct Compiled {
-    pub(super) function: mlua::Function,
+    /// The compiled chunk, in the registry.
+    pub(super) raw: RawRef,
     pub(super) flags: ScriptFlags,
     /// The one line all its code is on, if it is (see [`single_line`]).
     pub(super) line: Option<i32>,
@@ -213,7 +214,8 @@ fn compile(lua: &Lua, body: &[u8]) -> Result<Compiled, Reply> {
             Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
         })?;
     set_env(lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
-    Ok(Compiled { function, flags, line: single_line(&body[shebang_len..]) })
+    let (_, raw) = raw_ref(lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+    Ok(Compiled { raw, flags, line: single_line(&body[shebang_len..]) })
 }
 
 /// A script's SHA1 as 40 lowercase hex digits, the key of the threads' compiled scripts.
@@ -361,11 +363,11 @@ pub(super) fn run(
         let lua = &vm.lua;
         let (f, line) = match &target {
             Target::Script(sha) => match vm.scripts.get(sha) {
-                Some(compiled) => (&compiled.function, compiled.line),
+                Some(compiled) => (compiled.raw, compiled.line),
                 None => return Err(noscript()),
             },
             Target::Function(name) => match vm.functions.get(name) {
-                Some(function) => (&function.function, function.line),
+                Some(function) => (function.raw, function.line),
                 None => return Err(Reply::Error("ERR Function not found".into())),
             },
         };
@@ -385,7 +387,17 @@ pub(super) fn run(
             // A store's conflict runs the script again from the start, with nothing written.
             scripts.wrote.store(false, Relaxed);
             facts.read_any.set(false);
-            let run = Run { runner: &vm.runner, f, line, target: &target, keys, args };
+            let run = Run {
+                bridge: &vm.bridge,
+                main: vm.main,
+                runner: vm.runner,
+                tables: vm.tables,
+                f,
+                line,
+                target: &target,
+                keys,
+                args,
+            };
             run_once(lua, run, (read_only, oom, db, lane), acl, host, until, facts, call)
         });
         let gave_up = matches!(reply, Ok(Err(Abandoned)));
@@ -415,8 +427,14 @@ pub(super) fn run(
 /// What one attempt calls: the prelude's runner, the script or function, its keys and
 /// arguments.
 pub(super) struct Run<'a> {
-    pub(super) runner: &'a mlua::Function,
-    pub(super) f: &'a mlua::Function,
+    /// The state's bridge.
+    pub(super) bridge: &'a Rc<Bridge>,
+    /// The state's main thread.
+    pub(super) main: MainState,
+    pub(super) runner: RawRef,
+    /// The state's KEYS and ARGV tables for scripts.
+    pub(super) tables: (RawRef, RawRef),
+    pub(super) f: RawRef,
     /// The one line all the code of `f`'s chunk is on, if it is.
     pub(super) line: Option<i32>,
     pub(super) target: &'a Target,
@@ -433,13 +451,13 @@ pub(super) enum Tally {
     Error(Option<&'static table::CommandInfo>, String),
 }
 
-/// One attempt: fresh KEYS/ARGV, the hook for SCRIPT KILL (and the inline deadline `until`),
+/// One attempt: KEYS/ARGV (see [`call_runner`]), the hook for SCRIPT KILL (and the inline deadline `until`),
 /// the command functions bound to `call` (lent to the state's bridge for the attempt, see
 /// [`Bridge::lend`]), which runs a command by the row [`check_command`] found.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_once(
     lua: &Lua,
-    Run { runner, f, line, target, keys, args: arguments }: Run<'_>,
+    Run { bridge, main, runner, tables, f, line, target, keys, args: arguments }: Run<'_>,
     (read_only, oom, db, lane): (bool, bool, usize, usize),
     acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
     host: &dyn Host,
@@ -448,9 +466,6 @@ pub(super) fn run_once(
     call: &mut dyn FnMut(&'static table::CommandInfo, &[Bytes]) -> Reply,
 ) -> Result<Reply, Abandoned> {
     let scripts = host.scripts();
-    let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>().map(|b| Rc::clone(&b)) else {
-        return Ok(Reply::Error("ERR Lua state without its bridge".into()));
-    };
     bridge.resp3.set(false);
     // Known from the start, the place a mark would note: `redis` is then looked up without
     // a mark.
@@ -487,83 +502,70 @@ pub(super) fn run_once(
         }
         Ok(acl(&argv).is_ok())
     };
-    let raw = |lua: &Lua, argv: Argv| -> mlua::Result<Value> {
+    let command = |argv: Argv| -> Outcome {
         let argv = match argv {
             Ok(argv) => argv,
-            Err(text) => return Ok(Value::Table(error_table(lua, text)?)),
+            Err(text) => return Outcome::Refused(text.into(), false),
         };
-        let mut counted = false;
-        let reply = match check_command(&argv, read_only, acl, host) {
+        let info = match check_command(&argv, &bridge.rows, read_only, acl, host) {
+            Ok(info) => info,
             Err(text) => {
                 // Refused before running, as Redis counts it.
                 let text = format!("ERR {text}");
                 count_error(table::find(&argv).ok(), &text);
-                return Ok(Value::Table(counted_error_table(lua, &text)?));
-            }
-            Ok(info) => {
-                host.monitor(&argv, db);
-                match info.family {
-                    table::Family::Server => {
-                        // A publish cannot be taken back: an attempt on the event loop gives
-                        // up before it.
-                        if until.is_some() && info.has(flag::PUBSUB) {
-                            bridge.abandoned.set(true);
-                            return Err(stop(lua, abandoned()));
-                        }
-                        let reply = host.server_command(info, &argv);
-                        // A PUBLISH joins the script's replication stream, as Redis' does
-                        // outside cluster mode.
-                        if info.has(flag::MAY_REPLICATE) && !reply.is_error() && host.replicates_publish() {
-                            (call.borrow_mut())(info, &argv);
-                        }
-                        reply
-                    }
-                    _ => {
-                        if info.has(flag::READONLY) {
-                            facts.read_any.set(true);
-                        }
-                        if oom && !wrote.get() && info.has(flag::DENYOOM) {
-                            count_error(Some(info), OOM);
-                            return Ok(Value::Table(counted_error_table(lua, OOM)?));
-                        }
-                        if info.is_write() {
-                            if let Some(refusal) = host.write_refusal() {
-                                count_error(Some(info), &refusal);
-                                return Ok(Value::Table(counted_error_table(lua, &refusal)?));
-                            }
-                            // The running script's first write makes it unkillable.
-                            if !wrote.replace(true) {
-                                scripts.wrote.store(true, Relaxed);
-                            }
-                        }
-                        // Counted in INFO commandstats like a client's command, as Redis.
-                        let started = Instant::now();
-                        let reply = (call.borrow_mut())(info, &argv);
-                        let usec = started.elapsed().as_micros() as u64;
-                        tallies.borrow_mut().push(Tally::Count(info, usec, reply.is_error()));
-                        if let Reply::Error(e) = &reply {
-                            count_error(None, e);
-                            counted = true;
-                        }
-                        reply
-                    }
-                }
+                return Outcome::Refused(text.into(), true);
             }
         };
-        let value = reply_to_lua(lua, &reply, bridge.resp3.get())?;
-        if let (true, Value::Table(t)) = (counted, &value) {
-            t.set(COUNTED, true)?;
+        host.monitor(&argv, db);
+        if info.family == table::Family::Server {
+            // A publish cannot be taken back: an attempt on the event loop gives up before it.
+            if until.is_some() && info.has(flag::PUBSUB) {
+                bridge.abandoned.set(true);
+                return Outcome::Abandon;
+            }
+            let reply = host.server_command(info, &argv);
+            // A PUBLISH joins the script's replication stream, as Redis' does outside
+            // cluster mode.
+            if info.has(flag::MAY_REPLICATE) && !reply.is_error() && host.replicates_publish() {
+                (call.borrow_mut())(info, &argv);
+            }
+            return Outcome::Reply(reply, false);
         }
-        Ok(value)
+        if info.has(flag::READONLY) {
+            facts.read_any.set(true);
+        }
+        if oom && !wrote.get() && info.has(flag::DENYOOM) {
+            count_error(Some(info), OOM);
+            return Outcome::Refused(OOM.into(), true);
+        }
+        if info.is_write() {
+            if let Some(refusal) = host.write_refusal() {
+                count_error(Some(info), &refusal);
+                return Outcome::Refused(refusal.into(), true);
+            }
+            // The running script's first write makes it unkillable.
+            if !wrote.replace(true) {
+                scripts.wrote.store(true, Relaxed);
+            }
+        }
+        // Counted in INFO commandstats like a client's command, as Redis.
+        let started = Instant::now();
+        let reply = (call.borrow_mut())(info, &argv);
+        let usec = started.elapsed().as_micros() as u64;
+        tallies.borrow_mut().push(Tally::Count(info, usec, reply.is_error()));
+        let counted = match &reply {
+            Reply::Error(e) => {
+                count_error(None, e);
+                true
+            }
+            _ => false,
+        };
+        Outcome::Reply(reply, counted)
     };
-    let names = &bridge.names;
-    let invocation = |lua: &Lua, args: MultiValue| -> mlua::Result<Value> {
-        let known = Known { keys, args: arguments, names: Some(names) };
-        let (mode, argv) = command_args(lua, args, &known)?;
-        if mode == ACL_CHECK {
-            return acl_check_cmd(lua, argv).map(Value::Boolean);
-        }
-        answer(lua, raw(lua, argv)?, mode == CALL)
+    let invocation = Invocation {
+        command: &command,
+        acl_check: &acl_check_cmd,
+        known: Known { keys, args: arguments, names: Some(&bridge.names) },
     };
     let result = bridge.lend(&invocation, || -> mlua::Result<Reply> {
         // The run's hook, installed once and kept while no other replaces it.
@@ -585,11 +587,16 @@ pub(super) fn run_once(
             });
         }
         let is_script = matches!(target, Target::Script(_));
-        // One string at a time: mlua holds every Lua string Rust holds in a slot of a thread
-        // of its own, and that thread has only 8,000 (`LUAI_MAXCSTACK`).
-        let sequence = |items: &[Bytes]| lua.create_sequence_from(items.iter().map(|item| lua_bytes(item)));
-        let (key_table, arg_table) = (sequence(keys)?, sequence(arguments)?);
-        let (ok, value): (bool, Value) = runner.call((f, key_table, arg_table, is_script, placed))?;
+        let resp3 = &bridge.resp3;
+        let (ok, value) =
+            match call_runner(lua, main, (runner, f), (keys, arguments), tables, (is_script, placed), resp3)?
+            {
+                Ran::Reply(reply) => {
+                    facts.error_counted.set(false);
+                    return Ok(reply);
+                }
+                Ran::Value(ok, value) => (ok, value),
+            };
         let counted = matches!(&value, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false));
         facts.error_counted.set(counted);
         Ok(if ok { lua_to_reply(&value, bridge.resp3.get()) } else { error_reply(&value) })
@@ -612,6 +619,122 @@ pub(super) fn run_once(
     }
     *bridge.tallies.borrow_mut() = tallies;
     Ok(result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e)))))
+}
+
+/// What [`call_runner`] got back from the runner.
+enum Ran {
+    /// A result it converted itself (a string, a number, a boolean, nil).
+    Reply(Reply),
+    /// xpcall's success, and the result or error value, for [`lua_to_reply`] or
+    /// [`error_reply`].
+    Value(bool, Value),
+}
+
+/// Calls the prelude's runner: `runner(f, KEYS, ARGV, script, placed)`, KEYS and ARGV tables
+/// of `keys` and `args`: for a script (`script`), `tables`, the state's, emptied first (a
+/// script keeps nothing past its run: it can neither make globals nor change a library's
+/// tables, and its result is converted before the next run); for a function, which may
+/// keep them, new ones. Reusing a script's saves about 600 instructions a script
+/// (`TESTS=evalsha benches/callgrind_commands.sh`); answers what it returns, xpcall's success and the script's
+/// result or error table: converted here when it is a result of a plain type (in the
+/// protocol `resp3` holds once it ran), else as an mlua value. The call is made on the main thread's stack, without mlua's handle for each
+/// value, its protected-call closures and its conversion of the arguments and results:
+/// about 2,000 instructions less a script (`TESTS=evalsha benches/callgrind_commands.sh`).
+fn call_runner(
+    lua: &Lua,
+    main: MainState,
+    (runner, f): (RawRef, RawRef),
+    (keys, args): (&[Bytes], &[Bytes]),
+    tables: (RawRef, RawRef),
+    (script, placed): (bool, bool),
+    resp3: &Cell<bool>,
+) -> mlua::Result<Ran> {
+    use mlua::ffi;
+    let state = main.0;
+    // SAFETY: `state` is the main thread of `lua`, alive with it, and no Lua code runs on it
+    // now (a script command runs from the event loop, not from Lua), so its stack is mlua's
+    // between its calls: this leaves it as it found it. Until `lua_pcall` nothing raises a
+    // Lua error (pushes and table stores only; mlua's allocator aborts rather than fail, no
+    // memory limit being set); the runner's errors end in `lua_pcall`. `runner` and `f` are
+    // registry slots `raw_ref` filled in this state.
+    let (status, ok) = unsafe {
+        let top = ffi::lua_gettop(state);
+        if ffi::lua_checkstack(state, 8) == 0 {
+            return Err(mlua::Error::StackError);
+        }
+        ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, runner.0 as ffi::lua_Integer);
+        ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, f.0 as ffi::lua_Integer);
+        for (items, kept) in [(keys, tables.0), (args, tables.1)] {
+            match kept {
+                // A script's: the state's table, emptied of what the last script left.
+                kept if script => {
+                    ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, kept.0 as ffi::lua_Integer);
+                    let table = ffi::lua_gettop(state);
+                    ffi::lua_pushnil(state);
+                    while ffi::lua_next(state, table) != 0 {
+                        ffi::lua_pop(state, 1);
+                        ffi::lua_pushvalue(state, -1);
+                        ffi::lua_pushnil(state);
+                        ffi::lua_rawset(state, table);
+                    }
+                    ffi::lua_pushnil(state);
+                    ffi::lua_setmetatable(state, table);
+                }
+                _ => ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as std::ffi::c_int, 0),
+            }
+            for (i, item) in items.iter().enumerate() {
+                ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
+            }
+        }
+        ffi::lua_pushboolean(state, std::ffi::c_int::from(script));
+        ffi::lua_pushboolean(state, std::ffi::c_int::from(placed));
+        let status = ffi::lua_pcall(state, 5, 2, 0);
+        if status != 0 {
+            // The error, for mlua to raise again below (a Rust panic it carries included).
+            ffi::lua_setfield(state, ffi::LUA_REGISTRYINDEX, RESULT.as_ptr());
+            ffi::lua_settop(state, top);
+            (status, false)
+        } else {
+            let ok = ffi::lua_toboolean(state, -2) != 0;
+            let kind = ffi::lua_type(state, -1);
+            let reply = match kind {
+                _ if !ok => None,
+                ffi::LUA_TSTRING => {
+                    let mut len = 0;
+                    let text = ffi::lua_tolstring(state, -1, &mut len);
+                    Some(Reply::Bulk(Bytes::copy_from_slice(std::slice::from_raw_parts(
+                        text.cast::<u8>(),
+                        len,
+                    ))))
+                }
+                ffi::LUA_TNUMBER => Some(Reply::Integer(ffi::lua_tonumber(state, -1) as i64)),
+                // The protocol `redis.setresp` left.
+                ffi::LUA_TBOOLEAN => Some(match (ffi::lua_toboolean(state, -1) != 0, resp3.get()) {
+                    (b, true) => Reply::Boolean(b),
+                    (true, false) => Reply::Integer(1),
+                    (false, false) => Reply::Nil,
+                }),
+                ffi::LUA_TTABLE => None,
+                _ => Some(Reply::Nil),
+            };
+            if let Some(reply) = reply {
+                ffi::lua_settop(state, top);
+                return Ok(Ran::Reply(reply));
+            }
+            ffi::lua_setfield(state, ffi::LUA_REGISTRYINDEX, RESULT.as_ptr());
+            ffi::lua_settop(state, top);
+            (status, ok)
+        }
+    };
+    let name = RESULT.to_str().expect("an ASCII name");
+    let value: Value = lua.named_registry_value(name)?;
+    lua.unset_named_registry_value(name)?;
+    if status != 0 {
+        let rethrow: mlua::Function = lua.named_registry_value(RETHROW)?;
+        return Err(rethrow.call::<()>(value).err().unwrap_or(mlua::Error::StackError));
+    }
+    Ok(Ran::Value(ok, value))
 }
 
 /// Ends the running invocation with `error`: from now on every line fails, as Redis stops a

@@ -12,8 +12,15 @@ pub(super) fn redis_version_num(version: &str) -> i64 {
 /// Sandboxed Lua, with Redis' libraries and the prelude below.
 pub(super) struct Vm {
     pub(super) lua: Lua,
-    /// The prelude's runner (`RUN`): calls a script or function under the error handler.
-    pub(super) runner: mlua::Function,
+    /// The state's bridge (also its app data).
+    pub(super) bridge: Rc<Bridge>,
+    /// The state's main thread, where [`call_runner`] calls past mlua.
+    pub(super) main: MainState,
+    /// The prelude's runner (`RUN`), in the registry: calls a script or function under the
+    /// error handler.
+    pub(super) runner: RawRef,
+    /// The KEYS and ARGV tables the state's scripts get (see [`call_runner`]).
+    pub(super) tables: (RawRef, RawRef),
     pub(super) generation: u64,
     /// The scripts this state compiled.
     pub(super) scripts: CompiledScripts,
@@ -23,7 +30,8 @@ pub(super) struct Vm {
 
 /// A registered function in a thread's state, with the flags FCALL checks.
 pub(super) struct VmFunction {
-    pub(super) function: mlua::Function,
+    /// The function, in the registry.
+    pub(super) raw: RawRef,
     pub(super) no_writes: bool,
     pub(super) allow_oom: bool,
     /// The one line all its library's code is on, if it is (see [`single_line`]).
@@ -256,7 +264,11 @@ impl Vm {
         // The command functions reach the running invocation through the bridge.
         let b = bridge.clone();
         let command = lua.create_function(move |lua, args: MultiValue| b.command(lua, args))?;
-        let make = command_function_maker(&lua, &command)?;
+        let b = bridge.clone();
+        let finish = lua.create_function(move |lua, mode: i64| b.finish(lua, mode))?;
+        // SAFETY: `bridge` is the state's app data, kept as long as the state.
+        let fast = unsafe { bridge.fast_function(&lua)? };
+        let make = command_function_maker(&lua, &command, &fast, &finish)?;
         redis.set("call", make.call::<mlua::Function>(CALL)?)?;
         // The Redis version this server answers as (INFO's redis_version).
         redis.set("REDIS_VERSION", crate::config::REDIS_VERSION)?;
@@ -352,10 +364,22 @@ impl Vm {
             lua.set_named_registry_value(key, pieces.raw_get::<Value>(piece)?)?;
         }
         lua.set_type_metatable::<mlua::String>(Some(pieces.raw_get("string_meta")?));
-        let runner = pieces.raw_get("run")?;
+        let runner: mlua::Function = pieces.raw_get("run")?;
+        let (main, runner) = raw_ref(&lua, &runner)?;
+        let table = || -> mlua::Result<RawRef> { Ok(raw_ref(&lua, &lua.create_table()?)?.1) };
+        let tables = (table()?, table()?);
+        lua.set_named_registry_value(
+            RETHROW,
+            lua.load("local error = error return function(e) error(e, 0) end")
+                .set_name("=redis_prelude")
+                .call::<mlua::Function>(())?,
+        )?;
         Ok(Vm {
             lua,
+            bridge,
+            main,
             runner,
+            tables,
             generation: u64::MAX,
             scripts: CompiledScripts::default(),
             functions: HashMap::new(),
@@ -738,6 +762,10 @@ pub(super) const SET_LOADING: &str = "__redis_set_loading";
 pub(super) const PROTECTED: &str = "__redis_protected";
 pub(super) const SLOT: &str = "__redis_slot";
 pub(super) const FAST: &str = "__redis_fast";
+/// Registry names of what [`call_runner`] hands mlua: a result it does not convert itself,
+/// and the function that raises an error again through mlua.
+pub(super) const RESULT: &std::ffi::CStr = c"__redis_result";
+pub(super) const RETHROW: &str = "__redis_rethrow";
 
 /// The type Lua's argument errors name: `no value` for a missing argument.
 pub(super) fn lua_type(v: Option<&Value>) -> &'static str {
@@ -866,6 +894,30 @@ pub(super) fn chunk_id(name: &[u8]) -> Vec<u8> {
     }
 }
 
+/// A state's main thread, for the calls [`call_runner`] makes on its stack.
+#[derive(Clone, Copy)]
+pub(super) struct MainState(pub(super) *mut mlua::ffi::lua_State);
+
+/// A value held in the registry of a state under an integer reference, as long as the
+/// state lives (scripts and functions are dropped only with their state).
+#[derive(Clone, Copy)]
+pub(super) struct RawRef(pub(super) std::ffi::c_int);
+
+/// `value` held in `lua`'s registry, and `lua`'s main thread.
+pub(super) fn raw_ref(lua: &Lua, value: impl mlua::IntoLua) -> mlua::Result<(MainState, RawRef)> {
+    let made = Cell::new((std::ptr::null_mut(), 0));
+    // SAFETY: the closure runs in `exec_raw`'s protected call on the main thread (`lua` is
+    // not running: no coroutine is current), with `value` alone on its stack, which `luaL_ref`
+    // pops.
+    unsafe {
+        lua.exec_raw::<()>(value, |state| {
+            made.set((state, mlua::ffi::luaL_ref(state, mlua::ffi::LUA_REGISTRYINDEX)));
+        })?;
+    }
+    let (state, slot) = made.get();
+    Ok((MainState(state), RawRef(slot)))
+}
+
 /// Runs `f` on this thread's Lua state, rebuilt first if the scripts or libraries changed.
 pub(super) fn with_vm<R>(scripts: &Scripts, f: impl FnOnce(&mut Vm) -> Result<R, Reply>) -> Result<R, Reply> {
     VM.with(|cell| {
@@ -879,11 +931,13 @@ pub(super) fn with_vm<R>(scripts: &Scripts, f: impl FnOnce(&mut Vm) -> Result<R,
                 let (_, body) = library_metadata(&lib.code).map_err(|e| Reply::Error(format!("ERR {e}")))?;
                 let line = single_line(body.as_bytes());
                 for (info, key) in vm.register(&body).map_err(|e| Reply::Error(format!("ERR {e}")))? {
-                    let function =
+                    let function: mlua::Function =
                         vm.lua.registry_value(&key).map_err(|e| Reply::Error(format!("ERR {e}")))?;
                     let flag = |name: &str| info.flags.iter().any(|f| f == name);
                     let (no_writes, allow_oom) = (flag("no-writes"), flag("allow-oom"));
-                    vm.functions.insert(info.name, VmFunction { function, no_writes, allow_oom, line });
+                    let (_, raw) =
+                        raw_ref(&vm.lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+                    vm.functions.insert(info.name, VmFunction { raw, no_writes, allow_oom, line });
                 }
             }
             *slot = Some(vm);
