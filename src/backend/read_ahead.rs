@@ -27,7 +27,7 @@ use crate::codec::KeyRange;
 use crate::error::Result;
 
 /// The most records one scan reads ahead.
-pub const RUN_RECORDS: usize = 128;
+pub const RUN_RECORDS: usize = 512;
 
 /// A scan stops reading ahead past this many bytes of values.
 pub const RUN_BYTES: usize = 64 << 10;
@@ -315,7 +315,7 @@ mod tests {
             assert_eq!(pop(&cache, 1, 0, tail).as_deref(), Some(&(tail - 1).to_be_bytes()[..]));
         }
         let store = cache.inner();
-        // The first pop is a point read; every later one comes from a run of 128.
+        // The first pop is a point read; every later one comes from a run of RUN_RECORDS.
         assert_eq!(store.subkey_reads.load(Ordering::Relaxed), 1);
         assert_eq!(store.scans.load(Ordering::Relaxed), 999usize.div_ceil(RUN_RECORDS));
     }

@@ -55,6 +55,11 @@ struct Held {
     records: Records,
     /// Bytes of the keys and values in `records`.
     bytes: usize,
+    /// The least and the greatest key of each column family's records, in the same order,
+    /// once a scan asked ([`Held::bounded`]): a scan of a range outside them needs no look
+    /// at each record. Kept up to date by the writes after that scan; `None` until then, so
+    /// that a round without scans does not pay for them.
+    bounds: [Option<(Vec<u8>, Vec<u8>)>; 4],
     /// The replica's stream position stamped when the last held batch was written
     /// ([`DiskBackend::stamp_writes`]): the one the engine's batch of them carries.
     stamp: Option<Vec<u8>>,
@@ -202,7 +207,13 @@ impl<B: DiskBackend> Shared<B> {
     /// Whether the round or the batch being committed holds a record of `cf` in `range`.
     fn holds_in(&self, cf: ColumnFamily, range: &KeyRange) -> bool {
         let any = |records: &Records| records[slot(cf)].keys().any(|key| range.contains(key));
-        (self.holding.load(Ordering::SeqCst) && any(&lock(&self.held).records))
+        let held_in = |held: &mut Held| {
+            let Some((least, greatest)) = held.bounded(cf) else { return false };
+            range.end.as_deref().is_none_or(|end| least.as_slice() < end)
+                && greatest.as_slice() >= range.start.as_slice()
+                && any(&held.records)
+        };
+        (self.holding.load(Ordering::SeqCst) && held_in(&mut lock(&self.held)))
             || (self.committing.load(Ordering::SeqCst) && lock(&self.writing).as_deref().is_some_and(any))
     }
 
@@ -226,6 +237,7 @@ impl<B: DiskBackend> Shared<B> {
             self.committing.store(true, Ordering::SeqCst);
             self.holding.store(false, Ordering::SeqCst);
             held.bytes = 0;
+            held.bounds = Default::default();
             (records, held.stamp.take())
         };
         let mut ops = Vec::with_capacity(records.iter().map(HashMap::len).sum());
@@ -309,6 +321,16 @@ impl<B: DiskBackend + Send + Sync + 'static> KvBackend for GroupCommit<B> {
                     BatchOp::Delete { cf, key } => (cf, key, None),
                 };
                 held.bytes += key.len() + value.as_ref().map_or(0, Bytes::len);
+                if let Some((least, greatest)) = &mut held.bounds[slot(cf)] {
+                    if key.as_ref() < least.as_slice() {
+                        least.clear();
+                        least.extend_from_slice(&key);
+                    }
+                    if key.as_ref() > greatest.as_slice() {
+                        greatest.clear();
+                        greatest.extend_from_slice(&key);
+                    }
+                }
                 held.records[slot(cf)].insert(key, value);
             }
             shared.holding.store(true, Ordering::SeqCst);
@@ -469,7 +491,24 @@ impl Hasher for KeyHasher {
 impl Held {
     fn clear(&mut self) {
         self.records.iter_mut().for_each(HashMap::clear);
+        self.bounds = Default::default();
         self.bytes = 0;
+    }
+
+    /// The least and the greatest key held in `cf` (`None` when it holds none), found once
+    /// and then kept up to date by the writes ([`Held::bounds`]).
+    fn bounded(&mut self, cf: ColumnFamily) -> Option<&(Vec<u8>, Vec<u8>)> {
+        let records = &self.records[slot(cf)];
+        if records.is_empty() {
+            return None;
+        }
+        let bounds = &mut self.bounds[slot(cf)];
+        if bounds.is_none() {
+            let least = records.keys().min()?.to_vec();
+            let greatest = records.keys().max()?.to_vec();
+            *bounds = Some((least, greatest));
+        }
+        bounds.as_ref()
     }
 }
 
@@ -566,6 +605,38 @@ mod tests {
         let done = done.clone();
         let callback: Persisted = Box::new(move |persisted| done.send((tag, persisted)).expect("send"));
         assert!(held.persist_async(callback).is_ok(), "round {tag} is queued");
+    }
+
+    /// A scan commits what is held only when a held record lies in its range, also after
+    /// writes extended the held keys past the ones an earlier scan saw.
+    #[test]
+    fn a_scan_commits_only_for_a_held_record_in_its_range() {
+        let (held, ..) = gated();
+        let write = |key: &'static [u8]| {
+            let mut batch = WriteBatch::new();
+            batch.put(ColumnFamily::Subkey, Bytes::from_static(key), Bytes::from_static(b"v"));
+            held.write(batch).expect("write");
+        };
+        let scan = |start: &[u8], end: Option<&[u8]>| {
+            let range = KeyRange { start: start.to_vec(), end: end.map(<[u8]>::to_vec) };
+            held.scan(ColumnFamily::Subkey, &range, Direction::Forward).expect("scan").count()
+        };
+        let in_engine = |key: &[u8]| held.inner().get(ColumnFamily::Subkey, key).expect("get").is_some();
+        write(b"m");
+        assert_eq!(scan(b"a", Some(b"c")), 0);
+        assert!(!in_engine(b"m"), "nothing held in the range: nothing committed");
+        write(b"b");
+        write(b"n");
+        assert_eq!(scan(b"o", None), 0);
+        assert!(!in_engine(b"b"), "past the greatest key held");
+        assert_eq!(scan(b"a", Some(b"c")), 1, "the record written after the first scan");
+        assert!(in_engine(b"b") && in_engine(b"m") && in_engine(b"n"), "the round is committed whole");
+        write(b"x");
+        assert_eq!(scan(b"y", None), 0);
+        assert_eq!(scan(b"a", Some(b"x")), 3);
+        assert!(!in_engine(b"x"), "the next round's bounds start over");
+        assert_eq!(scan(b"w", None), 1);
+        assert!(in_engine(b"x"));
     }
 
     #[test]
