@@ -254,23 +254,37 @@ impl Chunk {
     #[inline]
     fn find(&self, suffix: &[u8]) -> std::result::Result<usize, usize> {
         let head = head(suffix);
-        // The ends first: a list's pushes and pops, and keys written in order, go there.
+        // The ends first: a list's pushes and pops, and keys written in order, go there. A
+        // key at either end is settled with one comparison, even when its neighbours share
+        // its head (a list's elements in a chunk whose prefix stops before their indexes).
         let n = self.slots.len();
         if let Some(last) = self.slots.last() {
             if last.head < head {
                 return Err(n);
             }
-            if last.head == head && (n == 1 || self.slots[n - 2].head < head) {
-                // The only key with this head.
-                return match compare(self.suffix_at(last.off), suffix) {
-                    std::cmp::Ordering::Less => Err(n),
-                    std::cmp::Ordering::Equal => Ok(n - 1),
-                    std::cmp::Ordering::Greater => Err(n - 1),
-                };
+            if last.head == head {
+                match compare(self.suffix_at(last.off), suffix) {
+                    std::cmp::Ordering::Less => return Err(n),
+                    std::cmp::Ordering::Equal => return Ok(n - 1),
+                    // The only key with this head: the key goes just before it.
+                    std::cmp::Ordering::Greater if n == 1 || self.slots[n - 2].head < head => {
+                        return Err(n - 1);
+                    }
+                    std::cmp::Ordering::Greater => {}
+                }
             }
         }
-        if self.slots.first().is_some_and(|first| first.head > head) {
-            return Err(0);
+        if let Some(first) = self.slots.first() {
+            if first.head > head {
+                return Err(0);
+            }
+            if first.head == head {
+                match compare(self.suffix_at(first.off), suffix) {
+                    std::cmp::Ordering::Greater => return Err(0),
+                    std::cmp::Ordering::Equal => return Ok(0),
+                    std::cmp::Ordering::Less => {}
+                }
+            }
         }
         // The first slot with the same head or a greater one; the buffer is read only there,
         // unless several keys share the head.

@@ -7,9 +7,10 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
+use super::memo::Found;
 use super::{Db, Touch, TouchedKey};
 use crate::backend::{BatchOp, KvBackend, WriteBatch, WrittenMetadata};
-use crate::codec::{ColumnFamily, LayoutKind, Metadata};
+use crate::codec::{ColumnFamily, LayoutKind};
 use crate::commands::counts::{Delta, KeyCount, add_delta, counted, counted_meta};
 use crate::commands::error::CommandError;
 use crate::commands::reply::CommandResult;
@@ -27,11 +28,11 @@ pub(super) struct Changes<'g> {
 /// Whether writing `new` over `old` (each `None` for no record, `Some(None)` for one that
 /// does not decode) leaves a collection's elements behind: its metadata deleted, or replaced
 /// by another version's. A record that does not decode counts as a collection.
-fn replaces_collection(old: Option<&Option<Metadata<'_>>>, new: Option<Option<WrittenMetadata>>) -> bool {
+fn replaces_collection(old: Option<&Option<Found>>, new: Option<Option<WrittenMetadata>>) -> bool {
     match old {
         None => false,
         Some(None) => true,
-        Some(Some(old)) if old.ty.is_single_kv() => false,
+        Some(Some(old)) if old.single_kv => false,
         Some(Some(old)) => new.is_none_or(|new| new.is_some_and(|new| new.version != old.version)),
     }
 }
@@ -130,7 +131,7 @@ impl<B: KvBackend> Db<'_, B> {
             let old = match remembered {
                 Some(old) => {
                     changes.garbage |= replaces_collection(old.as_ref(), new);
-                    earlier.unwrap_or_else(|| old.flatten().as_ref().and_then(counted_meta))
+                    earlier.unwrap_or_else(|| old.flatten().and_then(|found| found.counted))
                 }
                 None => {
                     changes.garbage = true;

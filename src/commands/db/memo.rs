@@ -3,14 +3,40 @@
 
 use super::Db;
 use crate::backend::KvBackend;
-use crate::codec::Metadata;
+use crate::codec::{Metadata, Version};
+use crate::commands::counts::counted_meta;
 
 /// How many metadata records a [`Db`] remembers between writes: a command reads a few.
 pub(super) const READ_MEMO: usize = 8;
 
 /// What a command found in a metadata record: `None` when there is none, `Some(None)` when
-/// it does not decode, else its metadata (without a string's value).
-type Recalled = Option<Option<Metadata<'static>>>;
+/// it does not decode, else what its commit needs of it.
+pub(super) type Recalled = Option<Option<Found>>;
+
+/// What a commit needs of a metadata record its command looked up (a few words, not the
+/// whole [`Metadata`], which the memo would copy at every lookup).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// What it adds to the key counts ([`counted_meta`]): `None` when it is no key (an
+    /// empty collection), else its expiry.
+    pub(crate) counted: Option<u64>,
+    /// Whether its type keeps its value in the record alone (no elements).
+    pub(crate) single_kv: bool,
+    /// Its version.
+    pub(crate) version: Version,
+}
+
+impl Found {
+    /// What the commit needs of `meta`.
+    pub(crate) fn of(meta: &Metadata<'_>) -> Found {
+        Found { counted: counted_meta(meta), single_kv: meta.ty.is_single_kv(), version: meta.version }
+    }
+
+    /// Whether the key exists at `now_ms`, as [`Metadata::is_live`].
+    pub(crate) fn is_live(&self, now_ms: u64) -> bool {
+        self.counted.is_some_and(|expire_ms| expire_ms == 0 || expire_ms >= now_ms)
+    }
+}
 
 /// The metadata records a command looked up ([`Db::lookup_at`]): each key a range of
 /// `keys`, with what it found and whether the lookup set the key's last-use time. Handed

@@ -182,7 +182,7 @@ impl<B: KvBackend> Db<'_, B> {
         let now = self.now_ms();
         let live = meta.is_live(now);
         let touches = live && self.touching;
-        self.remember(mkey, Some(Some(meta)), touches);
+        self.remember(mkey, Some(Some(super::memo::Found::of(&meta))), touches);
         if !live {
             if meta.is_expired(now) {
                 self.record_expired(mkey);
@@ -322,7 +322,8 @@ impl<B: KvBackend> Db<'_, B> {
         let raw = self.backend.get(ColumnFamily::Metadata, mkey)?;
         if self.remembering.get() {
             let base = &self.shared.base_layout;
-            let found = raw.as_deref().map(|raw| base.decode_metadata(raw).ok().map(|m| m.without_value()));
+            let found =
+                raw.as_deref().map(|raw| base.decode_metadata(raw).ok().map(|m| super::memo::Found::of(&m)));
             self.remember(mkey, found, false);
         }
         match raw {
