@@ -232,7 +232,7 @@ fn expiry(layout: &KeyLayout, value: &[u8]) -> Option<u64> {
 /// lock after a fresh read, all in one batch — a key a client recreated since the
 /// sweep read it is not touched. Returns the sweep's step with [`SweepStep::removed`] holding
 /// the metadata keys actually deleted and [`SweepStep::expired`] their databases and user
-/// keys, for `expired` notifications ([`crate::Event`]).
+/// keys, for `expired` notifications ([`crate::server::Event`]).
 ///
 /// # Errors
 /// Backend errors; nothing was deleted then.

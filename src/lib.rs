@@ -96,14 +96,15 @@ pub use codec::{
 pub use commands::{DATABASES, Db, Engine, Protocol, Reply, Session};
 pub use error::{Error, Result};
 
-/// What a server around the [`Engine`] needs beyond running commands: the command [`table`]
-/// (arity, flags, key specs) with [`resolve`] and [`args`] (argument parsing as Redis does
-/// it), keyspace events ([`NotifyFlags`], [`Event`], [`Effects`]), the replication stream
-/// ([`Propagation`], [`Propagated`], [`LazyDeletes`]), pub/sub ([`Listeners`]), blocking
-/// ([`Block`], [`HeldAnswer`]), eviction ([`Sampled`]), per-database counts ([`KeyCount`]),
-/// modified keys for WATCH and client tracking ([`TouchedKey`], [`Touch`]) and RDB files
-/// ([`RdbSave`], [`RdbLoader`], [`save_rdb`]). An engine or a store needs none of it.
 pub mod server {
+    //! What a server around the [`Engine`](crate::Engine) needs beyond running commands: the command [`table`]
+    //! (arity, flags, key specs) with [`resolve`] and [`args`] (argument parsing as Redis does
+    //! it), keyspace events ([`NotifyFlags`], [`Event`], [`Effects`]), the replication stream
+    //! ([`Propagation`], [`Propagated`], [`LazyDeletes`]), pub/sub ([`Listeners`]), blocking
+    //! ([`Block`], [`HeldAnswer`]), eviction ([`Sampled`]), per-database counts ([`KeyCount`]),
+    //! modified keys for WATCH and client tracking ([`TouchedKey`], [`Touch`]) and RDB files
+    //! ([`RdbSave`], [`RdbLoader`], [`save_rdb`]). An engine or a store needs none of it.
+
     pub use crate::commands::{
         Block, Effects, Event, HeldAnswer, KeyCount, LazyDeletes, Listeners, Listening, NotifyFlags,
         Propagated, Propagation, RdbCounts, RdbLoader, RdbSave, Sampled, Touch, TouchedKey, args, check_row,

@@ -14,12 +14,12 @@ pub(super) struct Vm {
     pub(super) lua: Lua,
     /// The state's bridge (also its app data).
     pub(super) bridge: Rc<Bridge>,
-    /// The state's main thread, where [`call_runner`] calls past mlua.
+    /// The state's main thread, where `run::call_runner` calls past mlua.
     pub(super) main: MainState,
     /// The prelude's runner (`RUN`), in the registry: calls a script or function under the
     /// error handler.
     pub(super) runner: RawRef,
-    /// The KEYS and ARGV tables the state's scripts get (see [`call_runner`]).
+    /// The KEYS and ARGV tables the state's scripts get (see `run::call_runner`).
     pub(super) tables: (RawRef, RawRef),
     pub(super) generation: u64,
     /// The scripts this state compiled.
@@ -762,7 +762,7 @@ pub(super) const SET_LOADING: &str = "__redis_set_loading";
 pub(super) const PROTECTED: &str = "__redis_protected";
 pub(super) const SLOT: &str = "__redis_slot";
 pub(super) const FAST: &str = "__redis_fast";
-/// Registry names of what [`call_runner`] hands mlua: a result it does not convert itself,
+/// Registry names of what `run::call_runner` hands mlua: a result it does not convert itself,
 /// and the function that raises an error again through mlua.
 pub(super) const RESULT: &std::ffi::CStr = c"__redis_result";
 pub(super) const RETHROW: &str = "__redis_rethrow";
@@ -894,7 +894,7 @@ pub(super) fn chunk_id(name: &[u8]) -> Vec<u8> {
     }
 }
 
-/// A state's main thread, for the calls [`call_runner`] makes on its stack.
+/// A state's main thread, for the calls `run::call_runner` makes on its stack.
 #[derive(Clone, Copy)]
 pub(super) struct MainState(pub(super) *mut mlua::ffi::lua_State);
 
