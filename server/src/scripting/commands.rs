@@ -213,19 +213,30 @@ pub fn function_command(argv: &[Bytes], scripts: &Scripts, save: &dyn Fn(&Script
         }
         b"stats" if argv.len() == 2 => {
             let pair = |k: &str, v: Reply| (Reply::bulk(k.as_bytes()), v);
-            let running = lock(&scripts.running);
-            let script = match running.as_ref() {
-                Some(r) => Reply::Map(vec![
-                    pair("name", Reply::bulk(r.function.as_deref().unwrap_or("").as_bytes())),
-                    pair(
-                        "command",
-                        Reply::Array(unpack_command(&r.command).into_iter().map(Reply::bulk).collect()),
-                    ),
-                    pair("duration_ms", Reply::Integer(r.since.elapsed().as_millis() as i64)),
-                ]),
+            let running = lock(&scripts.running)
+                .as_ref()
+                .map(|r| (r.function, r.command.clone(), r.since.elapsed().as_millis() as i64));
+            let libs = lock(&scripts.libraries);
+            let script = match running {
+                Some((function, command, duration)) => {
+                    let command = unpack_command(&command);
+                    // A function's name as registered: FCALL finds it whatever its case.
+                    let name = match command.get(1) {
+                        Some(called) if function => libs
+                            .values()
+                            .flat_map(|l| l.functions.iter())
+                            .find(|f| f.name.as_bytes().eq_ignore_ascii_case(called))
+                            .map_or(*called, |f| f.name.as_bytes()),
+                        _ => &b""[..],
+                    };
+                    Reply::Map(vec![
+                        pair("name", Reply::bulk(name)),
+                        pair("command", Reply::Array(command.iter().copied().map(Reply::bulk).collect())),
+                        pair("duration_ms", Reply::Integer(duration)),
+                    ])
+                }
                 None => Reply::Nil,
             };
-            let libs = lock(&scripts.libraries);
             let functions: usize = libs.values().map(|l| l.functions.len()).sum();
             return Reply::Map(vec![
                 pair("running_script", script),

@@ -28,8 +28,8 @@ pub struct FunctionInfo {
 /// The script running now (for BUSY, SCRIPT KILL and FUNCTION STATS).
 pub(super) struct Running {
     pub(super) since: Instant,
-    /// A function's name, or `None` for EVAL.
-    pub(super) function: Option<String>,
+    /// It is a function (FCALL): the command's second argument names it.
+    pub(super) function: bool,
     /// The command that started it (FUNCTION STATS), packed by [`pack_command`].
     pub(super) command: Vec<u8>,
 }
@@ -225,7 +225,7 @@ impl Scripts {
         if self.allowed_while_busy(argv) {
             return None;
         }
-        let text = if r.function.is_some() {
+        let text = if r.function {
             "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
         } else {
             "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
@@ -244,7 +244,7 @@ impl Scripts {
                 "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.".into(),
             );
         }
-        match (eval, r.function.is_some()) {
+        match (eval, r.function) {
             (true, true) => Reply::Error(
                 "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
                     .into(),
@@ -545,6 +545,34 @@ mod tests {
         assert!(unpack_command(&pack_command(&[])).is_empty());
     }
 
+    /// A chunk assigns a global when its code or a function it defines has `SETGLOBAL`, in a
+    /// dump stripped or not; reads, locals, table fields and upvalues assign none; bytes that
+    /// are not a whole Lua 5.1 dump answer nothing.
+    #[test]
+    fn assigns_globals_reads_the_bytecode() {
+        let lua = Lua::new();
+        let assigns = |code: &str, strip: bool| {
+            let f = lua.load(code).into_function().expect("compiles");
+            assigns_globals(&f.dump(strip))
+        };
+        for strip in [true, false] {
+            let reads = "local v = redis.call('get', KEYS[1]) return redis.call('incr', KEYS[1])";
+            assert_eq!(assigns(reads, strip), Some(false));
+            assert_eq!(assigns("local t = {x = 1, 2.5, 'a', true} t.y = nil return t", strip), Some(false));
+            assert_eq!(assigns("local u = 1 local function f() u = 2 end f() return u", strip), Some(false));
+            assert_eq!(assigns("x = 1", strip), Some(true));
+            assert_eq!(
+                assigns("local function f() return function() y = 2 end end return f", strip),
+                Some(true)
+            );
+        }
+        let dump = lua.load("return KEYS[1]").into_function().expect("compiles").dump(false);
+        assert_eq!(assigns_globals(&dump[..dump.len() - 1]), None);
+        assert_eq!(assigns_globals(&[dump.as_slice(), b"x"].concat()), None);
+        assert_eq!(assigns_globals(b"return 1"), None);
+        assert_eq!(assigns_globals(&[]), None);
+    }
+
     /// The one line a chunk's code is on: after leading line feeds, before trailing white
     /// space; none for code on two lines, or with a carriage return (a line break to Lua).
     #[test]
@@ -563,7 +591,7 @@ mod tests {
     /// Marks a script as running from now on, as `eval` does before it runs one.
     fn start(scripts: &Scripts) {
         *lock(&scripts.running) =
-            Some(Running { since: Instant::now(), function: None, command: Vec::new() });
+            Some(Running { since: Instant::now(), function: false, command: Vec::new() });
         scripts.active.store(true, Relaxed);
     }
 

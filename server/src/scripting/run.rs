@@ -213,7 +213,7 @@ fn compile(lua: &Lua, body: &[u8]) -> Result<Compiled, Reply> {
         .map_err(|e| {
             Reply::Error(format!("ERR Error compiling script (new function): {}", lua_message(&e)))
         })?;
-    set_env(lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+    set_fast_env(lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
     let (_, raw) = raw_ref(lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
     Ok(Compiled { raw, flags, line: single_line(&body[shebang_len..]) })
 }
@@ -298,10 +298,11 @@ pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply 
     // This thread's state holds every library's functions with their flags.
     let found = with_vm(caller.host.scripts(), |vm| {
         let named = vm.functions.iter().find(|(name, _)| name.as_bytes().eq_ignore_ascii_case(&argv[1]));
-        let function = named.map(|(name, f)| (name.clone(), f.no_writes, f.allow_oom));
+        let function =
+            named.map(|(_, f)| (Target::Function(f.name.clone(), f.raw, f.line), f.no_writes, f.allow_oom));
         function.ok_or_else(|| Reply::Error("ERR Function not found".into()))
     });
-    let (name, no_writes, allow_oom) = match found {
+    let (target, no_writes, allow_oom) = match found {
         Ok(found) => found,
         Err(e) => return e,
     };
@@ -316,7 +317,7 @@ pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply 
     if read_only && !no_writes {
         return Reply::Error("ERR Can not execute a script with write flag using *_ro command.".into());
     }
-    run(caller, Target::Function(name), keys, args, read_only || no_writes, allow_oom, argv)
+    run(caller, target, keys, args, read_only || no_writes, allow_oom, argv)
 }
 
 /// numkeys, keys and arguments of EVAL/FCALL, or Redis' errors.
@@ -336,7 +337,9 @@ pub fn split_keys(argv: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
 
 pub(super) enum Target {
     Script(ShaKey),
-    Function(String),
+    /// A function found in the thread's state: its name as registered, the function, and the
+    /// one line all its library's code is on, if it is.
+    Function(Rc<str>, RawRef, Option<i32>),
 }
 
 /// Runs a script or function atomically and converts its result.
@@ -352,10 +355,6 @@ pub(super) fn run(
     let host = caller.host;
     let scripts = host.scripts();
     let db = caller.session.db();
-    let function = match &target {
-        Target::Script(_) => None,
-        Target::Function(name) => Some(name.clone()),
-    };
 
     let (acl, engine, facts, until, handed, lane) =
         (caller.acl, caller.engine, &caller.facts, caller.inline_until, caller.handed, caller.lane);
@@ -366,16 +365,16 @@ pub(super) fn run(
                 Some(compiled) => (compiled.raw, compiled.line),
                 None => return Err(noscript()),
             },
-            Target::Function(name) => match vm.functions.get(name) {
-                Some(function) => (function.raw, function.line),
-                None => return Err(Reply::Error("ERR Function not found".into())),
-            },
+            Target::Function(_, raw, line) => (*raw, *line),
         };
         // Running before the engine's whole-keyspace lock is asked for: from then on a
         // command of another client waits in the gate for the script's end or BUSY, never
         // for that lock (one script runs at a time).
-        let running =
-            Running { since: Instant::now(), function: function.clone(), command: pack_command(argv) };
+        let running = Running {
+            since: Instant::now(),
+            function: matches!(target, Target::Function(..)),
+            command: pack_command(argv),
+        };
         // Out of memory when it starts, and not allowed to ignore it (`allow-oom`): its first
         // command that may grow memory fails with OOM, as in Redis.
         let oom = !allow_oom && host.out_of_memory();
@@ -416,7 +415,7 @@ pub(super) fn run(
         Reply::Error(e) => {
             let label = match &target {
                 Target::Script(sha) => sha.as_str(),
-                Target::Function(name) => name,
+                Target::Function(name, ..) => name,
             };
             Reply::Error(e.replace("\u{0}LABEL\u{0}", label))
         }
@@ -472,7 +471,7 @@ pub(super) fn run_once(
     let placed = bridge.site.begin(
         Some(match target {
             Target::Script(_) => SCRIPT_CHUNK,
-            Target::Function(_) => FUNCTION_CHUNK,
+            Target::Function(..) => FUNCTION_CHUNK,
         }),
         line,
     );

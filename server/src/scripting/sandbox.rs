@@ -30,6 +30,8 @@ pub(super) struct Vm {
 
 /// A registered function in a thread's state, with the flags FCALL checks.
 pub(super) struct VmFunction {
+    /// Its name as registered.
+    pub(super) name: Rc<str>,
     /// The function, in the registry.
     pub(super) raw: RawRef,
     pub(super) no_writes: bool,
@@ -202,11 +204,21 @@ answers[env] = view({__index = lookup})
 local handler = __redis__err__handler
 local f_, keys_, args_
 local function call_f() return f_(keys_, args_) end
+-- What `run` set in `fast` last: scripts get the same KEYS and ARGV tables every time, and
+-- `placed` changes rarely (see CallSite::begin; `loadstring` takes `redis` out of `fast`
+-- itself, and no later invocation is placed).
+local script_keys, was_placed
 local function run(f, keys, args, script, placed)
-  if script then fast.KEYS, fast.ARGV = keys, args end
+  if script and keys ~= script_keys then
+    fast.KEYS, fast.ARGV = keys, args
+    script_keys = keys
+  end
   -- `placed`: the place a mark would note is noted already (see CallSite::begin), and
   -- `redis` is found in `fast`, without a call.
-  rawset_(fast, 'redis', placed and redis_view or nil)
+  if placed ~= was_placed then
+    rawset_(fast, 'redis', placed and redis_view or nil)
+    was_placed = placed
+  end
   f_, keys_, args_ = f, keys, args
   return xpcall(call_f, handler)
 end
@@ -753,6 +765,119 @@ pub(super) fn set_env(lua: &Lua, f: &mlua::Function) -> mlua::Result<()> {
     Ok(())
 }
 
+/// Gives `f` the globals' table itself (the prelude's `fast`) when no code of its own assigns
+/// a global (see [`assigns_globals`]), else the protected globals ([`set_env`]). A global read
+/// from `fast` is one table index; from the protected globals, an empty table whose
+/// `__index` is `fast`, it is two. Code that assigns no global cannot change `fast` (its
+/// `_G` is still the protected view, `rawset` refuses that view, and `setfenv` and `getfenv`
+/// are not there), and what it reads, and the errors for what it reads, are the same. The
+/// functions `f` makes take its environment, and are in its bytecode.
+pub(super) fn set_fast_env(lua: &Lua, f: &mlua::Function) -> mlua::Result<()> {
+    match assigns_globals(&f.dump(true)) {
+        Some(false) => {
+            f.set_environment(lua.named_registry_value(FAST)?)?;
+            Ok(())
+        }
+        _ => set_env(lua, f),
+    }
+}
+
+/// Whether Lua 5.1 bytecode (`string.dump`'s, stripped or not) assigns a global: whether
+/// the function or one it defines has a `SETGLOBAL` instruction. `None` for bytes that are
+/// not such a dump, as this reader knows it.
+pub(super) fn assigns_globals(dump: &[u8]) -> Option<bool> {
+    /// Lua 5.1's `OP_SETGLOBAL`, in the low 6 bits of an instruction.
+    const SETGLOBAL: u32 = 7;
+    struct Reader<'a> {
+        bytes: &'a [u8],
+        int: usize,
+        size_t: usize,
+    }
+    impl Reader<'_> {
+        fn take(&mut self, n: usize) -> Option<&[u8]> {
+            if n > self.bytes.len() {
+                return None;
+            }
+            let (taken, rest) = self.bytes.split_at(n);
+            self.bytes = rest;
+            Some(taken)
+        }
+        fn number(&mut self, width: usize) -> Option<usize> {
+            let bytes = self.take(width)?;
+            let mut n: u64 = 0;
+            for (i, &b) in bytes.iter().enumerate().take(8) {
+                n |= u64::from(b) << (8 * i);
+            }
+            usize::try_from(n).ok()
+        }
+        fn int(&mut self) -> Option<usize> {
+            self.number(self.int)
+        }
+        fn string(&mut self) -> Option<()> {
+            let len = self.number(self.size_t)?;
+            self.take(len).map(|_| ())
+        }
+        /// One function (and those it defines): whether one has a `SETGLOBAL`.
+        fn function(&mut self, depth: usize) -> Option<bool> {
+            if depth > 200 {
+                return None;
+            }
+            self.string()?;
+            self.take(2 * self.int + 4)?;
+            let code = self.int()?;
+            let mut assigns = false;
+            for _ in 0..code {
+                let op = self.take(4)?;
+                assigns |= u32::from_le_bytes([op[0], op[1], op[2], op[3]]) & 0x3f == SETGLOBAL;
+            }
+            for _ in 0..self.int()? {
+                match self.take(1)?[0] {
+                    0 => {}
+                    1 => {
+                        self.take(1)?;
+                    }
+                    3 => {
+                        self.take(8)?;
+                    }
+                    4 => self.string()?,
+                    _ => return None,
+                }
+            }
+            for _ in 0..self.int()? {
+                assigns |= self.function(depth + 1)?;
+            }
+            let lines = self.int()?;
+            self.take(lines.checked_mul(self.int)?)?;
+            for _ in 0..self.int()? {
+                self.string()?;
+                self.take(2 * self.int)?;
+            }
+            for _ in 0..self.int()? {
+                self.string()?;
+            }
+            Some(assigns)
+        }
+    }
+    // The header: signature, version 5.1, official format, little-endian, the sizes of an
+    // int and a size_t, 4-byte instructions, 8-byte floating-point numbers.
+    let header = dump.get(..12)?;
+    if header[..6] != *b"\x1bLua\x51\x00"
+        || header[6] != 1
+        || header[9] != 4
+        || header[10] != 8
+        || header[11] != 0
+    {
+        return None;
+    }
+    let (int, size_t) = (usize::from(header[7]), usize::from(header[8]));
+    if !matches!(int, 4 | 8) || !matches!(size_t, 4 | 8) {
+        return None;
+    }
+    let mut reader = Reader { bytes: &dump[12..], int, size_t };
+    let assigns = reader.function(0)?;
+    reader.bytes.is_empty().then_some(assigns)
+}
+
 /// Registry names of the prelude's pieces: the runner, the scripts' globals, the switch for a
 /// library's load, the read-only tables; and of the slot `redis.register_function` reaches
 /// the running FUNCTION LOAD through.
@@ -935,9 +1060,11 @@ pub(super) fn with_vm<R>(scripts: &Scripts, f: impl FnOnce(&mut Vm) -> Result<R,
                         vm.lua.registry_value(&key).map_err(|e| Reply::Error(format!("ERR {e}")))?;
                     let flag = |name: &str| info.flags.iter().any(|f| f == name);
                     let (no_writes, allow_oom) = (flag("no-writes"), flag("allow-oom"));
+                    set_fast_env(&vm.lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
                     let (_, raw) =
                         raw_ref(&vm.lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
-                    vm.functions.insert(info.name, VmFunction { raw, no_writes, allow_oom, line });
+                    let name: Rc<str> = info.name.as_str().into();
+                    vm.functions.insert(info.name, VmFunction { name, raw, no_writes, allow_oom, line });
                 }
             }
             *slot = Some(vm);
