@@ -105,133 +105,155 @@ pub(super) fn direct_argv(lua: &Lua, args: &MultiValue, known: &Known<'_>) -> ml
 }
 
 /// How many arguments a command function (`redis.call`, `redis.pcall`,
-/// `redis.acl_check_cmd`) passes to its Rust function as they are; past it they travel
+/// `redis.acl_check_cmd`) passes to [`Bridge::command`] as they are; past it they travel
 /// packed in one table. Lua 5.1 lets a C function (a Rust one included) use only
 /// `LUAI_MAXCSTACK` (8,000) stack slots, its arguments among them, and mlua holds each string
 /// argument in a slot of a thread of its own that has no more: a Rust function given 8,000
-/// arguments can neither read them all nor push a reply (it works up to about 7,990). A Lua
-/// function has no such limit, and Redis' `redis.call` takes what `unpack` gives (7,999
-/// values). Reading a table costs more per value than reading arguments, so only calls this
-/// big pay for it; the rest of the 8,000 slots is a margin for what else holds one.
+/// arguments can neither read them all nor push a reply (it works up to about 7,990). Redis'
+/// `redis.call` takes what `unpack` gives (7,999 values). Reading a table costs more per
+/// value than reading arguments, so only calls this big pay for it; the rest of the 8,000
+/// slots is a margin for what else holds one.
 pub(super) const PACK_PAST: usize = 7000;
 
-/// What a command function asks of the Rust function behind it (its first argument):
-/// `redis.call`, `redis.pcall` or `redis.acl_check_cmd`, plus [`PACKED`] when the command's
-/// arguments come packed (see [`PACK_PAST`]).
+/// What a command function asks of [`Bridge::command`] (its first argument): `redis.call`,
+/// `redis.pcall` or `redis.acl_check_cmd`, plus [`PACKED`] when the command's arguments come
+/// packed (see [`PACK_PAST`]).
 pub(super) const CALL: i64 = 0;
 pub(super) const PCALL: i64 = 1;
 pub(super) const ACL_CHECK: i64 = 2;
 pub(super) const PACKED: i64 = 4;
-
-/// The maker of a command function of Lua's: `make(mode)` calls `fast(mode, ...)` (the
-/// state's [`fast_command`]), and when it cannot answer alone, `finish(mode)` (its
-/// [`PENDING`]: the command ran, its outcome waits in [`Bridge::pending`]) or, for its
-/// [`SLOW`] (the command did not run), `run(mode, ...)`, or past [`PACK_PAST`] arguments
-/// `run(mode + PACKED, n, {...})` (`n` counts the nils a table cannot). `run` is
-/// the state's Rust function [`Bridge::command`], `finish` [`Bridge::finish`]. Being a Lua
-/// function, a command function takes over its caller's frame when called as
-/// `return redis.call(…)`: [`CallSite`] keeps that caller's place for the error handler.
-pub(super) fn command_function_maker(
-    lua: &Lua,
-    run: &mlua::Function,
-    fast: &mlua::Function,
-    finish: &mlua::Function,
-) -> mlua::Result<mlua::Function> {
-    lua.load(format!(
-        "local select, run, fast, finish, SLOW, PENDING = select, ...
-         return function(mode)
-           return function(...)
-             local reply = fast(mode, ...)
-             if reply == PENDING then return finish(mode) end
-             if reply ~= SLOW then return reply end
-             local n = select('#', ...)
-             if n > {PACK_PAST} then return run(mode + {PACKED}, n, {{...}}) end
-             return run(mode, ...)
-           end
-         end"
-    ))
-    .set_name("=redis_prelude")
-    .call((run, fast, finish, mlua::LightUserData(SLOW), mlua::LightUserData(PENDING)))
-}
-
-/// What [`fast_command`] answers when the command functions' Rust function must take the
-/// command as it came (it did not run it).
-pub(super) const SLOW: *mut std::ffi::c_void = std::ptr::without_provenance_mut(1);
-/// What [`fast_command`] answers when it ran the command and [`Bridge::finish`] makes its
-/// outcome a Lua value.
-pub(super) const PENDING: *mut std::ffi::c_void = std::ptr::without_provenance_mut(2);
 
 /// The arrays [`fast_command`] pushes itself: at most this deep and this long; longer or
 /// deeper replies go through [`Bridge::finish`].
 const FAST_DEPTH: usize = 4;
 const FAST_LEN: usize = 1024;
 
-/// The command functions' first step, a Lua C function with the state's [`Bridge`] as its
-/// upvalue: `fast(mode, ...)` runs `redis.call`'s or `redis.pcall`'s command when every
-/// argument is a string and an invocation is lent, and pushes its reply when it is one
-/// [`push_plain`] pushes and no error; otherwise it answers [`PENDING`] (the outcome waits
-/// for [`Bridge::finish`]) or [`SLOW`] (nothing ran). Reading the arguments from Lua's stack
-/// and pushing the reply there, without mlua's conversions of each value to and from its
-/// own, saves about 2,000 instructions a script of two commands
-/// (`TESTS=evalsha benches/callgrind_commands.sh`).
-///
-/// # Safety
-///
-/// Called by Lua only, as the C closure [`Bridge::fast_function`] makes: its upvalue points to
-/// the state's `Bridge`, which the state's app data keeps alive as long as the state.
-pub(super) unsafe extern "C-unwind" fn fast_command(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
-    use mlua::ffi;
-    // SAFETY: the upvalue is the pointer `Bridge::fast_function` gave, to the `Bridge` the
-    // state's app data holds (an `Rc` never moved nor dropped before the state closes).
-    let bridge = unsafe { &*(ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const Bridge) };
-    // No Rust value with a destructor is alive outside `fast_step` when Lua is called: a
-    // Lua error (a `longjmp`) crosses no Rust frame that would need unwinding. The Lua calls
-    // made here push and set values only: mlua's allocator aborts rather than fail (no
-    // memory limit is set), so they raise no memory error.
-    let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: `state` is the state Lua called this function with.
-        unsafe { fast_step(state, bridge) }
-    }));
-    let sentinel = match answer {
-        Ok(None) => return 1,
-        Ok(Some(sentinel)) => sentinel,
-        Err(panic) => {
-            bridge.pending.set(Some(Outcome::Panic(panic)));
-            PENDING
-        }
-    };
-    // SAFETY: as above; a light userdata needs no allocation.
-    unsafe { ffi::lua_pushlightuserdata(state, sentinel) };
-    1
+/// What [`fast_step`] did with a command.
+enum Step {
+    /// It ran the command and pushed its reply.
+    Pushed,
+    /// It ran the command; its outcome waits in [`Bridge::pending`] for [`Bridge::finish`].
+    Pending,
+    /// It did not run the command: [`Bridge::command`] takes it as it came.
+    Slow,
 }
 
-/// [`fast_command`]'s work: `None` when it pushed the reply, else the sentinel to push.
+/// A command function of Lua's (`redis.call`, `redis.pcall`, `redis.acl_check_cmd`), a Lua
+/// C function with four upvalues: the state's [`Bridge`], its mode ([`CALL`], [`PCALL`] or
+/// [`ACL_CHECK`]), `run` (the state's Rust function [`Bridge::command`]) and `finish`
+/// ([`Bridge::finish`]). It runs `redis.call`'s or `redis.pcall`'s command itself when every
+/// argument is a string and an invocation is lent, and answers its reply when it is one
+/// [`push_plain`] pushes and no error; otherwise it answers `finish(mode)` for a command it
+/// ran, or `run(mode, ...)` for one it did not, past [`PACK_PAST`] arguments
+/// `run(mode + PACKED, n, {...})` (`n` counts the nils a table cannot). Reading the arguments
+/// from Lua's stack and pushing the reply there, without mlua's conversions of each value to
+/// and from its own, saves about 2,000 instructions a script of two commands; being a C
+/// function rather than a Lua one that calls one, about 1,000 more
+/// (`TESTS=evalsha benches/callgrind_commands.sh`). Being a C function, it runs above the
+/// frame of the code that called it, also when called as `return redis.call(…)`: an error
+/// raised in it is placed at that code's line.
 ///
 /// # Safety
 ///
-/// `state` is the running state, with `fast`'s arguments on its stack.
-unsafe fn fast_step(state: *mut mlua::ffi::lua_State, bridge: &Bridge) -> Option<*mut std::ffi::c_void> {
+/// Called by Lua only, as the C closure [`Bridge::command_function`] makes: its first
+/// upvalue points to the state's `Bridge`, which the state's app data keeps alive as long as
+/// the state.
+pub(super) unsafe extern "C-unwind" fn fast_command(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    // SAFETY: the upvalue is the pointer `Bridge::command_function` gave, to the `Bridge`
+    // the state's app data holds (an `Rc` never moved nor dropped before the state closes).
+    let bridge = unsafe { &*(ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const Bridge) };
+    // SAFETY: the second upvalue is the mode, an integer.
+    let mode = unsafe { ffi::lua_tointeger(state, ffi::lua_upvalueindex(2)) };
+    let step = if mode == CALL || mode == PCALL {
+        // No Rust value with a destructor is alive outside `fast_step` when Lua is called
+        // (here or below): a Lua error (a `longjmp`) crosses no Rust frame that would need
+        // unwinding. The Lua calls `fast_step` makes push and set values only: mlua's
+        // allocator aborts rather than fail (no memory limit is set), so they raise no
+        // memory error.
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: `state` is the state Lua called this function with.
+            unsafe { fast_step(state, bridge) }
+        }));
+        match answer {
+            Ok(step) => step,
+            Err(panic) => {
+                bridge.pending.set(Some(Outcome::Panic(panic)));
+                Step::Pending
+            }
+        }
+    } else {
+        Step::Slow
+    };
+    // SAFETY (each Lua call below): `state` is the running state; the functions called are
+    // the upvalues, mlua's Rust functions, whose errors (and panics, which mlua carries as
+    // errors) go on as this function's. The stack room: a C function starts with
+    // `LUA_MINSTACK` (20) free slots; this one pushes at most three past its arguments.
+    unsafe {
+        match step {
+            Step::Pushed => 1,
+            Step::Pending => {
+                ffi::lua_settop(state, 0);
+                ffi::lua_pushvalue(state, ffi::lua_upvalueindex(4));
+                ffi::lua_pushinteger(state, mode as ffi::lua_Integer);
+                ffi::lua_call(state, 1, 1);
+                1
+            }
+            Step::Slow => {
+                let n = ffi::lua_gettop(state);
+                if n as usize > PACK_PAST {
+                    // The arguments into one table, the last first (each store pops it).
+                    ffi::lua_createtable(state, n, 0);
+                    ffi::lua_insert(state, 1);
+                    for i in (1..=n).rev() {
+                        ffi::lua_rawseti(state, 1, i as ffi::lua_Integer);
+                    }
+                    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(3));
+                    ffi::lua_insert(state, 1);
+                    ffi::lua_pushinteger(state, (mode + PACKED) as ffi::lua_Integer);
+                    ffi::lua_insert(state, 2);
+                    ffi::lua_pushinteger(state, n as ffi::lua_Integer);
+                    ffi::lua_insert(state, 3);
+                    ffi::lua_call(state, 3, ffi::LUA_MULTRET);
+                } else {
+                    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(3));
+                    ffi::lua_insert(state, 1);
+                    ffi::lua_pushinteger(state, mode as ffi::lua_Integer);
+                    ffi::lua_insert(state, 2);
+                    ffi::lua_call(state, n + 1, ffi::LUA_MULTRET);
+                }
+                ffi::lua_gettop(state)
+            }
+        }
+    }
+}
+
+/// [`fast_command`]'s work for `redis.call` and `redis.pcall`.
+///
+/// # Safety
+///
+/// `state` is the running state, with the command function's arguments on its stack.
+unsafe fn fast_step(state: *mut mlua::ffi::lua_State, bridge: &Bridge) -> Step {
     use mlua::ffi;
     // SAFETY (each Lua call below): `state` is the running state; every index read is
     // within `1..=n`, its stack.
     let n = unsafe { ffi::lua_gettop(state) };
-    let mode = unsafe { ffi::lua_tointeger(state, 1) };
-    if n < 2 || (mode != CALL && mode != PCALL) {
-        return Some(SLOW);
+    if n < 1 {
+        return Step::Slow;
     }
-    let invocation = bridge.lent.get()?;
+    let Some(invocation) = bridge.lent.get() else { return Step::Slow };
     // SAFETY: as in `Bridge::command`: lent only while `Bridge::lend` runs its body.
     let invocation = unsafe { invocation.as_ref() };
-    let mut argv = Vec::with_capacity(n as usize - 1);
-    for at in 2..=n {
+    let mut argv = Vec::with_capacity(n as usize);
+    for at in 1..=n {
         if unsafe { ffi::lua_type(state, at) } != ffi::LUA_TSTRING {
-            return Some(SLOW);
+            return Step::Slow;
         }
         let mut len = 0;
         let text = unsafe { ffi::lua_tolstring(state, at, &mut len) };
         // SAFETY: a string's bytes, which stay while it is on the stack (all of this loop).
         let bytes = unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len) };
-        argv.push(invocation.known.bytes(at as usize - 2, bytes));
+        argv.push(invocation.known.bytes(at as usize - 1, bytes));
     }
     let outcome = (invocation.command)(Ok(argv));
     let resp3 = bridge.resp3.get();
@@ -243,10 +265,10 @@ unsafe fn fast_step(state: *mut mlua::ffi::lua_State, bridge: &Bridge) -> Option
     {
         // SAFETY: `plain` said it is pushed whole, with the stack room checked.
         unsafe { push_plain(state, reply, resp3) };
-        return None;
+        return Step::Pushed;
     }
     bridge.pending.set(Some(outcome));
-    Some(PENDING)
+    Step::Pending
 }
 
 /// Whether [`push_plain`] pushes `reply`: what [`reply_to_lua`] converts without writing it
@@ -298,7 +320,7 @@ unsafe fn push_plain(state: *mut mlua::ffi::lua_State, reply: &Reply, resp3: boo
 }
 
 /// The mode (without [`PACKED`]) and the command a command function's Rust side gets (see
-/// [`command_function_maker`]).
+/// [`fast_command`]).
 pub(super) fn command_args(lua: &Lua, mut args: MultiValue, known: &Known<'_>) -> mlua::Result<(i64, Argv)> {
     let mode = match args.pop_front() {
         Some(Value::Integer(mode)) => mode,
@@ -423,16 +445,27 @@ impl Bridge {
         answer(lua, outcome.into_lua(lua, self.resp3.get())?, mode == CALL)
     }
 
-    /// [`fast_command`] as the state's Lua function, with this bridge as its upvalue.
+    /// The command function of `mode` ([`fast_command`] with its upvalues): `run` is the
+    /// state's Rust function for [`Bridge::command`], `finish` for [`Bridge::finish`].
     ///
     /// # Safety
     ///
     /// `self` is the bridge `lua`'s app data holds, for as long as the state lives.
-    pub(super) unsafe fn fast_function(&self, lua: &Lua) -> mlua::Result<mlua::Function> {
+    pub(super) unsafe fn command_function(
+        &self,
+        lua: &Lua,
+        mode: i64,
+        run: &mlua::Function,
+        finish: &mlua::Function,
+    ) -> mlua::Result<mlua::Function> {
         let this = mlua::LightUserData(std::ptr::from_ref(self).cast_mut().cast());
-        // SAFETY: the closure only consumes the light userdata `exec_raw` pushed and pushes
-        // the C closure it answers.
-        unsafe { lua.exec_raw(this, |state| mlua::ffi::lua_pushcclosure(state, fast_command, 1)) }
+        // SAFETY: the closure only consumes the four values `exec_raw` pushed and pushes the
+        // C closure it answers.
+        unsafe {
+            lua.exec_raw((this, mode, run, finish), |state| {
+                mlua::ffi::lua_pushcclosure(state, fast_command, 4)
+            })
+        }
     }
 
     /// Runs `body` with `invocation` answering the command functions; after it, as before it,

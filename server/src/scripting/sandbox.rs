@@ -279,14 +279,13 @@ impl Vm {
         let b = bridge.clone();
         let finish = lua.create_function(move |lua, mode: i64| b.finish(lua, mode))?;
         // SAFETY: `bridge` is the state's app data, kept as long as the state.
-        let fast = unsafe { bridge.fast_function(&lua)? };
-        let make = command_function_maker(&lua, &command, &fast, &finish)?;
-        redis.set("call", make.call::<mlua::Function>(CALL)?)?;
+        let make = |mode| unsafe { bridge.command_function(&lua, mode, &command, &finish) };
+        redis.set("call", make(CALL)?)?;
         // The Redis version this server answers as (INFO's redis_version).
         redis.set("REDIS_VERSION", crate::config::REDIS_VERSION)?;
         redis.set("REDIS_VERSION_NUM", redis_version_num(crate::config::REDIS_VERSION))?;
-        redis.set("pcall", make.call::<mlua::Function>(PCALL)?)?;
-        redis.set("acl_check_cmd", make.call::<mlua::Function>(ACL_CHECK)?)?;
+        redis.set("pcall", make(PCALL)?)?;
+        redis.set("acl_check_cmd", make(ACL_CHECK)?)?;
         redis.set(
             "sha1hex",
             lua.create_function(|_, args: MultiValue| match args.iter().collect::<Vec<_>>()[..] {
