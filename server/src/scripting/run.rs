@@ -389,7 +389,7 @@ pub(super) fn run(
             let run = Run {
                 bridge: &vm.bridge,
                 main: vm.main,
-                runner: vm.runner,
+                globals: (vm.handler, vm.fast, vm.redis),
                 tables: vm.tables,
                 f,
                 line,
@@ -423,14 +423,16 @@ pub(super) fn run(
     }
 }
 
-/// What one attempt calls: the prelude's runner, the script or function, its keys and
-/// arguments.
+/// What one attempt calls: the script or function under the error handler, with its keys
+/// and arguments.
 pub(super) struct Run<'a> {
     /// The state's bridge.
     pub(super) bridge: &'a Rc<Bridge>,
     /// The state's main thread.
     pub(super) main: MainState,
-    pub(super) runner: RawRef,
+    /// The error handler, the globals' table and the scripts' view of `redis` (see
+    /// [`Vm`]).
+    pub(super) globals: (RawRef, RawRef, RawRef),
     /// The state's KEYS and ARGV tables for scripts.
     pub(super) tables: (RawRef, RawRef),
     pub(super) f: RawRef,
@@ -456,7 +458,7 @@ pub(super) enum Tally {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_once(
     lua: &Lua,
-    Run { bridge, main, runner, tables, f, line, target, keys, args: arguments }: Run<'_>,
+    Run { bridge, main, globals, tables, f, line, target, keys, args: arguments }: Run<'_>,
     (read_only, oom, db, lane): (bool, bool, usize, usize),
     acl: &dyn Fn(&[Bytes]) -> Result<(), String>,
     host: &dyn Host,
@@ -586,16 +588,21 @@ pub(super) fn run_once(
             });
         }
         let is_script = matches!(target, Target::Script(_));
-        let resp3 = &bridge.resp3;
-        let (ok, value) =
-            match call_runner(lua, main, (runner, f), (keys, arguments), tables, (is_script, placed), resp3)?
-            {
-                Ran::Reply(reply) => {
-                    facts.error_counted.set(false);
-                    return Ok(reply);
-                }
-                Ran::Value(ok, value) => (ok, value),
-            };
+        let (ok, value) = match call_runner(
+            lua,
+            main,
+            (globals, f),
+            (keys, arguments),
+            tables,
+            (is_script, placed),
+            bridge,
+        )? {
+            Ran::Reply(reply) => {
+                facts.error_counted.set(false);
+                return Ok(reply);
+            }
+            Ran::Value(ok, value) => (ok, value),
+        };
         let counted = matches!(&value, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false));
         facts.error_counted.set(counted);
         Ok(if ok { lua_to_reply(&value, bridge.resp3.get()) } else { error_reply(&value) })
@@ -620,54 +627,84 @@ pub(super) fn run_once(
     Ok(result.unwrap_or_else(|e| Reply::Error(format!("ERR Error running script: {}", lua_message(&e)))))
 }
 
-/// What [`call_runner`] got back from the runner.
+/// What [`call_runner`] got back.
 enum Ran {
     /// A result it converted itself (a string, a number, a boolean, nil).
     Reply(Reply),
-    /// xpcall's success, and the result or error value, for [`lua_to_reply`] or
+    /// Whether the call succeeded, and the result or error value, for [`lua_to_reply`] or
     /// [`error_reply`].
     Value(bool, Value),
 }
 
-/// Calls the prelude's runner: `runner(f, KEYS, ARGV, script, placed)`, KEYS and ARGV tables
-/// of `keys` and `args`: for a script (`script`), `tables`, the state's, emptied first (a
-/// script keeps nothing past its run: it can neither make globals nor change a library's
-/// tables, and its result is converted before the next run); for a function, which may
-/// keep them, new ones. Reusing a script's saves about 600 instructions a script
-/// (`TESTS=evalsha benches/callgrind_commands.sh`); answers what it returns, xpcall's success and the script's
-/// result or error table: converted here when it is a result of a plain type (in the
-/// protocol `resp3` holds once it ran), else as an mlua value. The call is made on the main thread's stack, without mlua's handle for each
-/// value, its protected-call closures and its conversion of the arguments and results:
-/// about 2,000 instructions less a script (`TESTS=evalsha benches/callgrind_commands.sh`).
+/// Calls `f(KEYS, ARGV)` under the error handler (as Redis' `lua_pcall` with its handler),
+/// KEYS and ARGV tables of `keys` and `args`: for a script (`script`), `tables`, the state's,
+/// emptied first (a script keeps nothing past its run: it can neither make globals nor
+/// change a library's tables, and its result is converted before the next run), which are
+/// also its globals `KEYS` and `ARGV`; for a function, which may keep them, new ones. The
+/// globals' `redis` is the scripts' view of it when the invocation is `placed` (see
+/// [`CallSite::begin`]), else missing (the prelude's lookup answers it, noting where). Reusing
+/// a script's tables saves about 600 instructions a script, calling `f` without a Lua
+/// function around it about 800 (`TESTS=evalsha benches/callgrind_commands.sh`). Answers
+/// whether the call succeeded, and the result or the error table: converted here when it is
+/// a result of a plain type (in the protocol the bridge's `resp3` holds once it ran), else as
+/// an mlua value. The call is made on the main thread's stack, without mlua's handle for each
+/// value, its protected-call closures and its conversion of the arguments and results: about
+/// 2,000 instructions less a script.
 fn call_runner(
     lua: &Lua,
     main: MainState,
-    (runner, f): (RawRef, RawRef),
+    ((handler, fast, redis), f): ((RawRef, RawRef, RawRef), RawRef),
     (keys, args): (&[Bytes], &[Bytes]),
     tables: (RawRef, RawRef),
     (script, placed): (bool, bool),
-    resp3: &Cell<bool>,
+    bridge: &Bridge,
 ) -> mlua::Result<Ran> {
     use mlua::ffi;
     let state = main.0;
+    let registry = |state, slot: RawRef| {
+        // SAFETY: as below.
+        unsafe { ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, slot.0 as ffi::lua_Integer) };
+    };
     // SAFETY: `state` is the main thread of `lua`, alive with it, and no Lua code runs on it
     // now (a script command runs from the event loop, not from Lua), so its stack is mlua's
     // between its calls: this leaves it as it found it. Until `lua_pcall` nothing raises a
     // Lua error (pushes and table stores only; mlua's allocator aborts rather than fail, no
-    // memory limit being set); the runner's errors end in `lua_pcall`. `runner` and `f` are
+    // memory limit being set); the script's errors end in `lua_pcall`. The `RawRef`s are
     // registry slots `raw_ref` filled in this state.
-    let (status, ok) = unsafe {
+    let ok = unsafe {
         let top = ffi::lua_gettop(state);
         if ffi::lua_checkstack(state, 8) == 0 {
             return Err(mlua::Error::StackError);
         }
-        ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, runner.0 as ffi::lua_Integer);
-        ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, f.0 as ffi::lua_Integer);
+        let keys_set = script && !bridge.keys_set.get();
+        if keys_set || bridge.placed.get() != Some(placed) {
+            registry(state, fast);
+            if keys_set {
+                for (name, table) in [(c"KEYS", tables.0), (c"ARGV", tables.1)] {
+                    ffi::lua_pushstring(state, name.as_ptr());
+                    registry(state, table);
+                    ffi::lua_rawset(state, -3);
+                }
+                bridge.keys_set.set(true);
+            }
+            if bridge.placed.get() != Some(placed) {
+                ffi::lua_pushstring(state, c"redis".as_ptr());
+                match placed {
+                    true => registry(state, redis),
+                    false => ffi::lua_pushnil(state),
+                }
+                ffi::lua_rawset(state, -3);
+                bridge.placed.set(Some(placed));
+            }
+            ffi::lua_settop(state, top);
+        }
+        registry(state, handler);
+        registry(state, f);
         for (items, kept) in [(keys, tables.0), (args, tables.1)] {
             match kept {
                 // A script's: the state's table, emptied of what the last script left.
                 kept if script => {
-                    ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, kept.0 as ffi::lua_Integer);
+                    registry(state, kept);
                     let table = ffi::lua_gettop(state);
                     ffi::lua_pushnil(state);
                     while ffi::lua_next(state, table) != 0 {
@@ -686,53 +723,36 @@ fn call_runner(
                 ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
             }
         }
-        ffi::lua_pushboolean(state, std::ffi::c_int::from(script));
-        ffi::lua_pushboolean(state, std::ffi::c_int::from(placed));
-        let status = ffi::lua_pcall(state, 5, 2, 0);
-        if status != 0 {
-            // The error, for mlua to raise again below (a Rust panic it carries included).
-            ffi::lua_setfield(state, ffi::LUA_REGISTRYINDEX, RESULT.as_ptr());
-            ffi::lua_settop(state, top);
-            (status, false)
-        } else {
-            let ok = ffi::lua_toboolean(state, -2) != 0;
-            let kind = ffi::lua_type(state, -1);
-            let reply = match kind {
-                _ if !ok => None,
-                ffi::LUA_TSTRING => {
-                    let mut len = 0;
-                    let text = ffi::lua_tolstring(state, -1, &mut len);
-                    Some(Reply::Bulk(Bytes::copy_from_slice(std::slice::from_raw_parts(
-                        text.cast::<u8>(),
-                        len,
-                    ))))
-                }
-                ffi::LUA_TNUMBER => Some(Reply::Integer(ffi::lua_tonumber(state, -1) as i64)),
-                // The protocol `redis.setresp` left.
-                ffi::LUA_TBOOLEAN => Some(match (ffi::lua_toboolean(state, -1) != 0, resp3.get()) {
-                    (b, true) => Reply::Boolean(b),
-                    (true, false) => Reply::Integer(1),
-                    (false, false) => Reply::Nil,
-                }),
-                ffi::LUA_TTABLE => None,
-                _ => Some(Reply::Nil),
-            };
-            if let Some(reply) = reply {
-                ffi::lua_settop(state, top);
-                return Ok(Ran::Reply(reply));
+        let ok = ffi::lua_pcall(state, 2, 1, top + 1) == 0;
+        let reply = match ffi::lua_type(state, -1) {
+            _ if !ok => None,
+            ffi::LUA_TSTRING => {
+                let mut len = 0;
+                let text = ffi::lua_tolstring(state, -1, &mut len);
+                Some(Reply::Bulk(Bytes::copy_from_slice(std::slice::from_raw_parts(text.cast::<u8>(), len))))
             }
-            ffi::lua_setfield(state, ffi::LUA_REGISTRYINDEX, RESULT.as_ptr());
+            ffi::LUA_TNUMBER => Some(Reply::Integer(ffi::lua_tonumber(state, -1) as i64)),
+            // The protocol `redis.setresp` left.
+            ffi::LUA_TBOOLEAN => Some(match (ffi::lua_toboolean(state, -1) != 0, bridge.resp3.get()) {
+                (b, true) => Reply::Boolean(b),
+                (true, false) => Reply::Integer(1),
+                (false, false) => Reply::Nil,
+            }),
+            ffi::LUA_TTABLE => None,
+            _ => Some(Reply::Nil),
+        };
+        if let Some(reply) = reply {
             ffi::lua_settop(state, top);
-            (status, ok)
+            return Ok(Ran::Reply(reply));
         }
+        // The result or the error, for mlua to take below.
+        ffi::lua_setfield(state, ffi::LUA_REGISTRYINDEX, RESULT.as_ptr());
+        ffi::lua_settop(state, top);
+        ok
     };
     let name = RESULT.to_str().expect("an ASCII name");
     let value: Value = lua.named_registry_value(name)?;
     lua.unset_named_registry_value(name)?;
-    if status != 0 {
-        let rethrow: mlua::Function = lua.named_registry_value(RETHROW)?;
-        return Err(rethrow.call::<()>(value).err().unwrap_or(mlua::Error::StackError));
-    }
     Ok(Ran::Value(ok, value))
 }
 

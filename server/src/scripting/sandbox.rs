@@ -16,9 +16,12 @@ pub(super) struct Vm {
     pub(super) bridge: Rc<Bridge>,
     /// The state's main thread, where `run::call_runner` calls past mlua.
     pub(super) main: MainState,
-    /// The prelude's runner (`RUN`), in the registry: calls a script or function under the
-    /// error handler.
-    pub(super) runner: RawRef,
+    /// The error handler scripts and functions are called under (`__redis__err__handler`),
+    /// the globals' table (the prelude's `fast`) and the scripts' view of `redis`, in the
+    /// registry.
+    pub(super) handler: RawRef,
+    pub(super) fast: RawRef,
+    pub(super) redis: RawRef,
     /// The KEYS and ARGV tables the state's scripts get (see `run::call_runner`).
     pub(super) tables: (RawRef, RawRef),
     pub(super) generation: u64,
@@ -184,9 +187,9 @@ local function lookup(_, k)
   return v
 end
 -- The scripts' globals stay empty, so that every assignment reaches __newindex (Lua 5.1
--- calls it only for a missing key). A lookup first finds the global in `fast` (KEYS and ARGV,
--- set there for each script, `redis` when the runner puts it there, and every global
--- `lookup` answers as it is, without noting),
+-- calls it only for a missing key). A lookup first finds the global in `fast` (KEYS and ARGV
+-- and, when an invocation needs no marks, `redis`, all set there by the server, and every
+-- global `lookup` answers as it is, without noting),
 -- a table index with no function call; the rest go to `lookup`.
 fast = setmetatable_({}, {__index = lookup})
 for k, v in pairs(G) do
@@ -199,30 +202,18 @@ env = setmetatable_({}, env_meta)
 rawset_(fast, '_G', env)
 protected[env] = true
 answers[env] = view({__index = lookup})
--- Calls a script (KEYS and ARGV its globals) or a function under the error handler. It
--- returns what xpcall does, in its own tail call: after SCRIPT KILL every new line fails.
+-- Calls a library's code under the error handler. It returns what xpcall does, in its own
+-- tail call: after a timeout every new line fails. (Scripts and functions are called from
+-- the server, see run::call_runner.)
 local handler = __redis__err__handler
-local f_, keys_, args_
-local function call_f() return f_(keys_, args_) end
--- What `run` set in `fast` last: scripts get the same KEYS and ARGV tables every time, and
--- `placed` changes rarely (see CallSite::begin; `loadstring` takes `redis` out of `fast`
--- itself, and no later invocation is placed).
-local script_keys, was_placed
-local function run(f, keys, args, script, placed)
-  if script and keys ~= script_keys then
-    fast.KEYS, fast.ARGV = keys, args
-    script_keys = keys
-  end
-  -- `placed`: the place a mark would note is noted already (see CallSite::begin), and
-  -- `redis` is found in `fast`, without a call.
-  if placed ~= was_placed then
-    rawset_(fast, 'redis', placed and redis_view or nil)
-    was_placed = placed
-  end
-  f_, keys_, args_ = f, keys, args
+local f_
+local function call_f() return f_() end
+local function run(f)
+  f_ = f
   return xpcall(call_f, handler)
 end
-return {run = run, env = env, set_loading = set_loading, protected = protected, string_meta = string_meta, fast = fast}
+return {run = run, env = env, set_loading = set_loading, protected = protected, string_meta = string_meta, fast = fast,
+  redis = redis_view, handler = handler}
 "#;
 
 /// Lua's collector starts a cycle when its heap reaches this percentage of what the last one
@@ -375,21 +366,18 @@ impl Vm {
             lua.set_named_registry_value(key, pieces.raw_get::<Value>(piece)?)?;
         }
         lua.set_type_metatable::<mlua::String>(Some(pieces.raw_get("string_meta")?));
-        let runner: mlua::Function = pieces.raw_get("run")?;
-        let (main, runner) = raw_ref(&lua, &runner)?;
+        let (main, handler) = raw_ref(&lua, pieces.raw_get::<mlua::Function>("handler")?)?;
+        let (_, fast) = raw_ref(&lua, pieces.raw_get::<Table>("fast")?)?;
+        let (_, redis_view) = raw_ref(&lua, pieces.raw_get::<Table>("redis")?)?;
         let table = || -> mlua::Result<RawRef> { Ok(raw_ref(&lua, &lua.create_table()?)?.1) };
         let tables = (table()?, table()?);
-        lua.set_named_registry_value(
-            RETHROW,
-            lua.load("local error = error return function(e) error(e, 0) end")
-                .set_name("=redis_prelude")
-                .call::<mlua::Function>(())?,
-        )?;
         Ok(Vm {
             lua,
             bridge,
             main,
-            runner,
+            handler,
+            fast,
+            redis: redis_view,
             tables,
             generation: u64::MAX,
             scripts: CompiledScripts::default(),
@@ -494,7 +482,7 @@ impl Vm {
                     });
                     let set_loading: mlua::Function = lua.named_registry_value(SET_LOADING)?;
                     set_loading.call::<()>(true)?;
-                    let called: mlua::Result<(bool, Value)> = runner.call((f, Value::Nil, Value::Nil, false, false));
+                    let called: mlua::Result<(bool, Value)> = runner.call(f);
                     set_loading.call::<()>(false)?;
                     lua.remove_hook();
                     let (ok, err) = called?;
@@ -886,10 +874,9 @@ pub(super) const SET_LOADING: &str = "__redis_set_loading";
 pub(super) const PROTECTED: &str = "__redis_protected";
 pub(super) const SLOT: &str = "__redis_slot";
 pub(super) const FAST: &str = "__redis_fast";
-/// Registry names of what `run::call_runner` hands mlua: a result it does not convert itself,
-/// and the function that raises an error again through mlua.
+/// Registry name of what `run::call_runner` hands mlua: a result or error it does not
+/// convert itself.
 pub(super) const RESULT: &std::ffi::CStr = c"__redis_result";
-pub(super) const RETHROW: &str = "__redis_rethrow";
 
 /// The type Lua's argument errors name: `no value` for a missing argument.
 pub(super) fn lua_type(v: Option<&Value>) -> &'static str {
@@ -922,6 +909,7 @@ pub(super) fn sandboxed_loader(
             bridge.site.loaded.set(true);
             bridge.site.chunk.set(None);
             lua.named_registry_value::<Table>(FAST)?.raw_set("redis", Value::Nil)?;
+            bridge.placed.set(Some(false));
         }
         let chunkname = match args.get(1) {
             None | Some(Value::Nil) => None,
