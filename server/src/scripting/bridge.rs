@@ -414,9 +414,6 @@ pub(super) struct Bridge {
     /// The state's KEYS and ARGV tables are the globals `KEYS` and `ARGV` (set when the
     /// first script runs).
     pub(super) keys_set: Cell<bool>,
-    /// Whether the globals' `redis` is the scripts' view of it (see [`CallSite::begin`]),
-    /// when known.
-    pub(super) placed: Cell<Option<bool>>,
     /// The outcome of the command [`fast_command`] ran, for [`Bridge::finish`].
     pending: Cell<Option<Outcome>>,
     /// The running invocation's side of the command functions, lent by [`Bridge::lend`].

@@ -389,7 +389,7 @@ pub(super) fn run(
             let run = Run {
                 bridge: &vm.bridge,
                 main: vm.main,
-                globals: (vm.handler, vm.fast, vm.redis),
+                globals: (vm.handler, vm.fast),
                 tables: vm.tables,
                 f,
                 line,
@@ -430,9 +430,8 @@ pub(super) struct Run<'a> {
     pub(super) bridge: &'a Rc<Bridge>,
     /// The state's main thread.
     pub(super) main: MainState,
-    /// The error handler, the globals' table and the scripts' view of `redis` (see
-    /// [`Vm`]).
-    pub(super) globals: (RawRef, RawRef, RawRef),
+    /// The error handler and the globals' table (see [`Vm`]).
+    pub(super) globals: (RawRef, RawRef),
     /// The state's KEYS and ARGV tables for scripts.
     pub(super) tables: (RawRef, RawRef),
     pub(super) f: RawRef,
@@ -468,9 +467,8 @@ pub(super) fn run_once(
 ) -> Result<Reply, Abandoned> {
     let scripts = host.scripts();
     bridge.resp3.set(false);
-    // Known from the start, the place a mark would note: `redis` is then looked up without
-    // a mark.
-    let placed = bridge.site.begin(
+    // Known from the start, the place a mark would note (see `CallSite::begin`).
+    bridge.site.begin(
         Some(match target {
             Target::Script(_) => SCRIPT_CHUNK,
             Target::Function(..) => FUNCTION_CHUNK,
@@ -588,21 +586,14 @@ pub(super) fn run_once(
             });
         }
         let is_script = matches!(target, Target::Script(_));
-        let (ok, value) = match call_runner(
-            lua,
-            main,
-            (globals, f),
-            (keys, arguments),
-            tables,
-            (is_script, placed),
-            bridge,
-        )? {
-            Ran::Reply(reply) => {
-                facts.error_counted.set(false);
-                return Ok(reply);
-            }
-            Ran::Value(ok, value) => (ok, value),
-        };
+        let (ok, value) =
+            match call_runner(lua, main, (globals, f), (keys, arguments), tables, is_script, bridge)? {
+                Ran::Reply(reply) => {
+                    facts.error_counted.set(false);
+                    return Ok(reply);
+                }
+                Ran::Value(ok, value) => (ok, value),
+            };
         let counted = matches!(&value, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false));
         facts.error_counted.set(counted);
         Ok(if ok { lua_to_reply(&value, bridge.resp3.get()) } else { error_reply(&value) })
@@ -640,9 +631,7 @@ enum Ran {
 /// KEYS and ARGV tables of `keys` and `args`: for a script (`script`), `tables`, the state's,
 /// emptied first (a script keeps nothing past its run: it can neither make globals nor
 /// change a library's tables, and its result is converted before the next run), which are
-/// also its globals `KEYS` and `ARGV`; for a function, which may keep them, new ones. The
-/// globals' `redis` is the scripts' view of it when the invocation is `placed` (see
-/// [`CallSite::begin`]), else missing (the prelude's lookup answers it, noting where). Reusing
+/// also its globals `KEYS` and `ARGV`; for a function, which may keep them, new ones. Reusing
 /// a script's tables saves about 600 instructions a script, calling `f` without a Lua
 /// function around it about 800 (`TESTS=evalsha benches/callgrind_commands.sh`). Answers
 /// whether the call succeeded, and the result or the error table: converted here when it is
@@ -653,10 +642,10 @@ enum Ran {
 fn call_runner(
     lua: &Lua,
     main: MainState,
-    ((handler, fast, redis), f): ((RawRef, RawRef, RawRef), RawRef),
+    ((handler, fast), f): ((RawRef, RawRef), RawRef),
     (keys, args): (&[Bytes], &[Bytes]),
     tables: (RawRef, RawRef),
-    (script, placed): (bool, bool),
+    script: bool,
     bridge: &Bridge,
 ) -> mlua::Result<Ran> {
     use mlua::ffi;
@@ -676,27 +665,15 @@ fn call_runner(
         if ffi::lua_checkstack(state, 8) == 0 {
             return Err(mlua::Error::StackError);
         }
-        let keys_set = script && !bridge.keys_set.get();
-        if keys_set || bridge.placed.get() != Some(placed) {
+        if script && !bridge.keys_set.get() {
             registry(state, fast);
-            if keys_set {
-                for (name, table) in [(c"KEYS", tables.0), (c"ARGV", tables.1)] {
-                    ffi::lua_pushstring(state, name.as_ptr());
-                    registry(state, table);
-                    ffi::lua_rawset(state, -3);
-                }
-                bridge.keys_set.set(true);
-            }
-            if bridge.placed.get() != Some(placed) {
-                ffi::lua_pushstring(state, c"redis".as_ptr());
-                match placed {
-                    true => registry(state, redis),
-                    false => ffi::lua_pushnil(state),
-                }
+            for (name, table) in [(c"KEYS", tables.0), (c"ARGV", tables.1)] {
+                ffi::lua_pushstring(state, name.as_ptr());
+                registry(state, table);
                 ffi::lua_rawset(state, -3);
-                bridge.placed.set(Some(placed));
             }
             ffi::lua_settop(state, top);
+            bridge.keys_set.set(true);
         }
         registry(state, handler);
         registry(state, f);

@@ -16,12 +16,10 @@ pub(super) struct Vm {
     pub(super) bridge: Rc<Bridge>,
     /// The state's main thread, where `run::call_runner` calls past mlua.
     pub(super) main: MainState,
-    /// The error handler scripts and functions are called under (`__redis__err__handler`),
-    /// the globals' table (the prelude's `fast`) and the scripts' view of `redis`, in the
-    /// registry.
+    /// The error handler scripts and functions are called under (`__redis__err__handler`)
+    /// and the globals' table (the prelude's `fast`), in the registry.
     pub(super) handler: RawRef,
     pub(super) fast: RawRef,
-    pub(super) redis: RawRef,
     /// The KEYS and ARGV tables the state's scripts get (see `run::call_runner`).
     pub(super) tables: (RawRef, RawRef),
     pub(super) generation: u64,
@@ -43,12 +41,11 @@ pub(super) struct VmFunction {
     pub(super) line: Option<i32>,
 }
 
-/// Defines Redis' `pcall`, the runner that calls a script under the error handler, and the
-/// global protection: the globals scripts see (their environment, also given to the code
-/// `loadstring` and `load` make), the library tables and the strings' metatable are
+/// Defines Redis' `pcall`, the runner that calls a library's code under the error handler,
+/// and the global protection: the globals scripts see (their environment, also given to the
+/// code `loadstring` and `load` make), the library tables and the strings' metatable are
 /// read-only views (assignment, `setmetatable`, `rawset` and `table.insert` refuse them), a
-/// script can neither create globals nor read undefined ones; where it looks up `redis` (in
-/// an invocation whose place is not known from its start: see [`CallSite::begin`]) or
+/// script can neither create globals nor read undefined ones; where it looks up
 /// `setmetatable`, `rawset`, `getmetatable` or `table.insert`, [`CallSite`] notes. Takes the
 /// `pcall` error converter, the mark function and the place function (see [`CallSite::place`]);
 /// answers the pieces the server keeps (see [`Vm::new`]), none of them a global.
@@ -160,15 +157,14 @@ local function set_loading(on)
   loading = on
   env_meta.__index = on and getmetatable_(fast).__index or fast
 end
--- Where a script looks up `redis`, `setmetatable`, `rawset` or `getmetatable` is noted: their
+-- Where a script looks up `setmetatable`, `rawset` or `getmetatable` is noted: their
 -- functions here are Lua functions, which take over the script's frame when called as
--- `return f(...)`, and an error one raises then gets this place. (`redis` only reaches
--- `lookup` when the runner has not put it in `fast`.)
+-- `return f(...)`, and an error one raises then gets this place. (`redis` reaches `lookup`
+-- only while a library loads.)
 local redis_view = views.redis
 local function lookup(_, k)
   if k == 'redis' then
     if loading then return G.redis end
-    mark()
     return redis_view
   end
   if loading then
@@ -180,20 +176,18 @@ local function lookup(_, k)
   local v = rawget(G, k)
   -- The view of a library table (while a library loads, `redis` is its own table).
   if v ~= nil and v == originals[k] then
-    if k == 'redis' then mark() end
     v = views[k]
   end
   if v == nil then error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2) end
   return v
 end
 -- The scripts' globals stay empty, so that every assignment reaches __newindex (Lua 5.1
--- calls it only for a missing key). A lookup first finds the global in `fast` (KEYS and ARGV
--- and, when an invocation needs no marks, `redis`, all set there by the server, and every
--- global `lookup` answers as it is, without noting),
--- a table index with no function call; the rest go to `lookup`.
+-- calls it only for a missing key). A lookup first finds the global in `fast` (KEYS and ARGV,
+-- set there by the server, and every global `lookup` answers as it is, without noting), a
+-- table index with no function call; the rest go to `lookup`.
 fast = setmetatable_({}, {__index = lookup})
 for k, v in pairs(G) do
-  if k ~= 'redis' and k ~= 'setmetatable' and k ~= 'rawset' and k ~= 'getmetatable' then
+  if k ~= 'setmetatable' and k ~= 'rawset' and k ~= 'getmetatable' then
     rawset_(fast, k, views[k] or v)
   end
 end
@@ -213,7 +207,7 @@ local function run(f)
   return xpcall(call_f, handler)
 end
 return {run = run, env = env, set_loading = set_loading, protected = protected, string_meta = string_meta, fast = fast,
-  redis = redis_view, handler = handler}
+  handler = handler}
 "#;
 
 /// Lua's collector starts a cycle when its heap reaches this percentage of what the last one
@@ -238,8 +232,8 @@ impl Vm {
             "__redis__err__handler",
             lua.create_function(move |lua, err: Value| error_handler(lua, err, &b.site))?,
         )?;
-        // The prelude's global lookup notes where `redis` and `setmetatable` are looked up
-        // (level 2: above this function and the lookup).
+        // The prelude's global lookup notes where `setmetatable`, `rawset`, `getmetatable`
+        // and `table.insert` are looked up (level 2: above this function and the lookup).
         let b = bridge.clone();
         let mark = lua.create_function(move |lua, ()| {
             b.site.mark(lua, 2);
@@ -368,7 +362,6 @@ impl Vm {
         lua.set_type_metatable::<mlua::String>(Some(pieces.raw_get("string_meta")?));
         let (main, handler) = raw_ref(&lua, pieces.raw_get::<mlua::Function>("handler")?)?;
         let (_, fast) = raw_ref(&lua, pieces.raw_get::<Table>("fast")?)?;
-        let (_, redis_view) = raw_ref(&lua, pieces.raw_get::<Table>("redis")?)?;
         let table = || -> mlua::Result<RawRef> { Ok(raw_ref(&lua, &lua.create_table()?)?.1) };
         let tables = (table()?, table()?);
         Ok(Vm {
@@ -377,7 +370,6 @@ impl Vm {
             main,
             handler,
             fast,
-            redis: redis_view,
             tables,
             generation: u64::MAX,
             scripts: CompiledScripts::default(),
@@ -504,13 +496,13 @@ impl Vm {
     }
 }
 
-/// Where user code last looked up `redis`, `setmetatable`, `rawset`, `getmetatable` or
-/// `table.insert`, whose functions here are Lua functions (`redis.call`, `redis.pcall`,
-/// `redis.acl_check_cmd`, the sandbox's guards). Such a function called as `return f(…)` takes over its caller's frame (a
-/// Lua tail call; a C function would run above it), so an error it raises finds no script
-/// frame on the stack: the error handler takes this place instead, the line of the `redis`
-/// in `return redis.call(…)`. (The sandbox's `pcall` is a Lua function too, but raises
-/// nothing itself.)
+/// Where user code last looked up `setmetatable`, `rawset`, `getmetatable` or
+/// `table.insert`, whose functions here are Lua functions (the sandbox's guards). Such a
+/// function called as `return f(…)` takes over its caller's frame (a Lua tail call; a C
+/// function, as `redis.call`, runs above it), so an error it raises finds no script frame on
+/// the stack: the error handler takes this place instead, the line of the `rawset` in
+/// `return rawset(…)`. (The sandbox's `pcall` is a Lua function too, but raises nothing
+/// itself.)
 #[derive(Default)]
 pub(super) struct CallSite {
     pub(super) source: RefCell<String>,
@@ -566,20 +558,16 @@ impl CallSite {
 
     /// Starts an invocation whose user code is all of chunk `chunk` (`None`: not known), all
     /// of it on line `line` when that is known. Then every mark would note that chunk and
-    /// line: they are noted now, and the answer is true (the invocation needs no marks).
-    pub(super) fn begin(&self, chunk: Option<&'static str>, line: Option<i32>) -> bool {
+    /// line: they are noted now.
+    pub(super) fn begin(&self, chunk: Option<&'static str>, line: Option<i32>) {
         let chunk = chunk.filter(|_| !self.loaded.get());
         self.chunk.set(chunk);
         match (chunk, line) {
             (Some(name), Some(line)) => {
                 self.line.set(line);
                 self.keep_source(name);
-                true
             }
-            _ => {
-                self.line.set(0);
-                false
-            }
+            _ => self.line.set(0),
         }
     }
 
@@ -904,12 +892,9 @@ pub(super) fn sandboxed_loader(
     let name = if reader { "load" } else { "loadstring" };
     lua.create_function(move |lua, args: MultiValue| {
         if let Some(bridge) = lua.app_data_ref::<Rc<Bridge>>() {
-            // Code with a chunk name of its own: marks read each frame's source from now on,
-            // and every lookup of `redis` marks again.
+            // Code with a chunk name of its own: marks read each frame's source from now on.
             bridge.site.loaded.set(true);
             bridge.site.chunk.set(None);
-            lua.named_registry_value::<Table>(FAST)?.raw_set("redis", Value::Nil)?;
-            bridge.placed.set(Some(false));
         }
         let chunkname = match args.get(1) {
             None | Some(Value::Nil) => None,
