@@ -573,6 +573,49 @@ mod tests {
         assert_eq!(assigns_globals(&[]), None);
     }
 
+    /// A function keeps or passes on its first two arguments when its own code copies,
+    /// calls, returns or captures them, uses them as keys, `self` or operands, or takes
+    /// `...`; indexing, length, tests, comparisons and stores into them keep nothing.
+    #[test]
+    fn keeps_arguments_reads_the_bytecode() {
+        let lua = Lua::new();
+        let keeps = |code: &str| {
+            let chunk = format!("return {code}");
+            let f: mlua::Function = lua.load(chunk).eval().expect("a function");
+            keeps_arguments(&f.dump(true))
+        };
+        for code in [
+            "function(keys) local v = redis.call('get', keys[1]) return redis.call('incr', keys[1]) end",
+            "function(keys, args) for i = 1, #keys do redis.call('set', keys[i], args[i]) end return #args end",
+            "function(k, a) if k and k == a then k[1] = a[2] end local t = {k[1], a[1]} return t end",
+            "function() local t = {} return t end",
+        ] {
+            assert_eq!(keeps(code), Some(false), "{code}");
+        }
+        for code in [
+            "function(keys) return keys end",
+            "function(keys, args) return args end",
+            "function(keys) local k = keys return k[1] end",
+            "function(keys) saved = keys end",
+            "function(keys) local t = {} t.k = keys end",
+            "function(keys) local t = {} t[keys] = 1 end",
+            "function(keys) local t = {} return t[keys] end",
+            "function(keys) return {keys} end",
+            "function(keys) return redis.call('get', unpack(keys)) end",
+            "function(keys) return keys:find() end",
+            "function(keys) return function() return keys end end",
+            "function(keys, args) local x = args or 1 return x end",
+            "function(keys) return 1 + keys end",
+            "function(keys) for k, v in pairs(keys) do end end",
+            "function(...) local keys = ... return keys[1] end",
+            // Its register is read as a whole, whatever it holds by then.
+            "function(keys) keys = {} return keys end",
+        ] {
+            assert_eq!(keeps(code), Some(true), "{code}");
+        }
+        assert_eq!(keeps_arguments(b"function"), None);
+    }
+
     /// The one line a chunk's code is on: after leading line feeds, before trailing white
     /// space; none for code on two lines, or with a carriage return (a line break to Lua).
     #[test]

@@ -298,8 +298,9 @@ pub fn fcall(argv: &[Bytes], caller: &mut Caller<'_>, read_only: bool) -> Reply 
     // This thread's state holds every library's functions with their flags.
     let found = with_vm(caller.host.scripts(), |vm| {
         let named = vm.functions.iter().find(|(name, _)| name.as_bytes().eq_ignore_ascii_case(&argv[1]));
-        let function =
-            named.map(|(_, f)| (Target::Function(f.name.clone(), f.raw, f.line), f.no_writes, f.allow_oom));
+        let function = named.map(|(_, f)| {
+            (Target::Function(f.name.clone(), f.raw, f.line, f.lends), f.no_writes, f.allow_oom)
+        });
         function.ok_or_else(|| Reply::Error("ERR Function not found".into()))
     });
     let (target, no_writes, allow_oom) = match found {
@@ -337,9 +338,10 @@ pub fn split_keys(argv: &[Bytes]) -> Result<(&[Bytes], &[Bytes]), Reply> {
 
 pub(super) enum Target {
     Script(ShaKey),
-    /// A function found in the thread's state: its name as registered, the function, and the
-    /// one line all its library's code is on, if it is.
-    Function(Rc<str>, RawRef, Option<i32>),
+    /// A function found in the thread's state: its name as registered, the function, the
+    /// one line all its library's code is on, if it is, and whether it gets the state's
+    /// tables (see [`VmFunction::lends`]).
+    Function(Rc<str>, RawRef, Option<i32>, bool),
 }
 
 /// Runs a script or function atomically and converts its result.
@@ -365,7 +367,7 @@ pub(super) fn run(
                 Some(compiled) => (compiled.raw, compiled.line),
                 None => return Err(noscript()),
             },
-            Target::Function(_, raw, line) => (*raw, *line),
+            Target::Function(_, raw, line, _) => (*raw, *line),
         };
         // Running before the engine's whole-keyspace lock is asked for: from then on a
         // command of another client waits in the gate for the script's end or BUSY, never
@@ -390,7 +392,11 @@ pub(super) fn run(
                 bridge: &vm.bridge,
                 main: vm.main,
                 globals: (vm.handler, vm.fast),
-                tables: vm.tables,
+                tables: match &target {
+                    Target::Script(_) => Some(vm.tables),
+                    Target::Function(.., true) => Some(vm.function_tables),
+                    Target::Function(..) => None,
+                },
                 f,
                 line,
                 target: &target,
@@ -432,8 +438,8 @@ pub(super) struct Run<'a> {
     pub(super) main: MainState,
     /// The error handler and the globals' table (see [`Vm`]).
     pub(super) globals: (RawRef, RawRef),
-    /// The state's KEYS and ARGV tables for scripts.
-    pub(super) tables: (RawRef, RawRef),
+    /// The state's tables for the keys and arguments, if the script or function gets them.
+    pub(super) tables: Option<(RawRef, RawRef)>,
     pub(super) f: RawRef,
     /// The one line all the code of `f`'s chunk is on, if it is.
     pub(super) line: Option<i32>,
@@ -628,11 +634,12 @@ enum Ran {
 }
 
 /// Calls `f(KEYS, ARGV)` under the error handler (as Redis' `lua_pcall` with its handler),
-/// KEYS and ARGV tables of `keys` and `args`: for a script (`script`), `tables`, the state's,
-/// emptied first (a script keeps nothing past its run: it can neither make globals nor
-/// change a library's tables, and its result is converted before the next run), which are
-/// also its globals `KEYS` and `ARGV`; for a function, which may keep them, new ones. Reusing
-/// a script's tables saves about 600 instructions a script, calling `f` without a Lua
+/// KEYS and ARGV tables of `keys` and `args`: `tables`, the state's, emptied first, for a
+/// script (which keeps nothing past its run: it can neither make globals nor change a
+/// library's tables, and its result is converted before the next run; they are also its
+/// globals `KEYS` and `ARGV`) and for a function that keeps neither
+/// ([`VmFunction::lends`]); new ones for another function. Reusing the tables saves about
+/// 600 instructions a script, and about 700 a function call, calling `f` without a Lua
 /// function around it about 800 (`TESTS=evalsha benches/callgrind_commands.sh`). Answers
 /// whether the call succeeded, and the result or the error table: converted here when it is
 /// a result of a plain type (in the protocol the bridge's `resp3` holds once it ran), else as
@@ -644,7 +651,7 @@ fn call_runner(
     main: MainState,
     ((handler, fast), f): ((RawRef, RawRef), RawRef),
     (keys, args): (&[Bytes], &[Bytes]),
-    tables: (RawRef, RawRef),
+    tables: Option<(RawRef, RawRef)>,
     script: bool,
     bridge: &Bridge,
 ) -> mlua::Result<Ran> {
@@ -665,7 +672,7 @@ fn call_runner(
         if ffi::lua_checkstack(state, 8) == 0 {
             return Err(mlua::Error::StackError);
         }
-        if script && !bridge.keys_set.get() {
+        if let (true, false, Some(tables)) = (script, bridge.keys_set.get(), tables) {
             registry(state, fast);
             for (name, table) in [(c"KEYS", tables.0), (c"ARGV", tables.1)] {
                 ffi::lua_pushstring(state, name.as_ptr());
@@ -677,10 +684,10 @@ fn call_runner(
         }
         registry(state, handler);
         registry(state, f);
-        for (items, kept) in [(keys, tables.0), (args, tables.1)] {
+        for (items, kept) in [(keys, tables.map(|t| t.0)), (args, tables.map(|t| t.1))] {
             match kept {
-                // A script's: the state's table, emptied of what the last script left.
-                kept if script => {
+                // The state's table, emptied of what the last run left.
+                Some(kept) => {
                     registry(state, kept);
                     let table = ffi::lua_gettop(state);
                     ffi::lua_pushnil(state);
@@ -693,7 +700,7 @@ fn call_runner(
                     ffi::lua_pushnil(state);
                     ffi::lua_setmetatable(state, table);
                 }
-                _ => ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as std::ffi::c_int, 0),
+                None => ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as std::ffi::c_int, 0),
             }
             for (i, item) in items.iter().enumerate() {
                 ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());

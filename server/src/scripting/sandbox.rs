@@ -20,8 +20,10 @@ pub(super) struct Vm {
     /// and the globals' table (the prelude's `fast`), in the registry.
     pub(super) handler: RawRef,
     pub(super) fast: RawRef,
-    /// The KEYS and ARGV tables the state's scripts get (see `run::call_runner`).
+    /// The KEYS and ARGV tables the state's scripts get, and the keys and arguments tables
+    /// of the functions that keep neither (see `run::call_runner`).
     pub(super) tables: (RawRef, RawRef),
+    pub(super) function_tables: (RawRef, RawRef),
     pub(super) generation: u64,
     /// The scripts this state compiled.
     pub(super) scripts: CompiledScripts,
@@ -39,6 +41,9 @@ pub(super) struct VmFunction {
     pub(super) allow_oom: bool,
     /// The one line all its library's code is on, if it is (see [`single_line`]).
     pub(super) line: Option<i32>,
+    /// It keeps nor passes on its keys and arguments tables (see [`keeps_arguments`]): it
+    /// gets the state's `function_tables`.
+    pub(super) lends: bool,
 }
 
 /// Defines Redis' `pcall`, the runner that calls a library's code under the error handler,
@@ -364,6 +369,7 @@ impl Vm {
         let (_, fast) = raw_ref(&lua, pieces.raw_get::<Table>("fast")?)?;
         let table = || -> mlua::Result<RawRef> { Ok(raw_ref(&lua, &lua.create_table()?)?.1) };
         let tables = (table()?, table()?);
+        let function_tables = (table()?, table()?);
         Ok(Vm {
             lua,
             bridge,
@@ -371,6 +377,7 @@ impl Vm {
             handler,
             fast,
             tables,
+            function_tables,
             generation: u64::MAX,
             scripts: CompiledScripts::default(),
             functions: HashMap::new(),
@@ -761,96 +768,183 @@ pub(super) fn set_fast_env(lua: &Lua, f: &mlua::Function) -> mlua::Result<()> {
 /// the function or one it defines has a `SETGLOBAL` instruction. `None` for bytes that are
 /// not such a dump, as this reader knows it.
 pub(super) fn assigns_globals(dump: &[u8]) -> Option<bool> {
-    /// Lua 5.1's `OP_SETGLOBAL`, in the low 6 bits of an instruction.
-    const SETGLOBAL: u32 = 7;
-    struct Reader<'a> {
-        bytes: &'a [u8],
-        int: usize,
-        size_t: usize,
-    }
-    impl Reader<'_> {
-        fn take(&mut self, n: usize) -> Option<&[u8]> {
-            if n > self.bytes.len() {
-                return None;
-            }
-            let (taken, rest) = self.bytes.split_at(n);
-            self.bytes = rest;
-            Some(taken)
-        }
-        fn number(&mut self, width: usize) -> Option<usize> {
-            let bytes = self.take(width)?;
-            let mut n: u64 = 0;
-            for (i, &b) in bytes.iter().enumerate().take(8) {
-                n |= u64::from(b) << (8 * i);
-            }
-            usize::try_from(n).ok()
-        }
-        fn int(&mut self) -> Option<usize> {
-            self.number(self.int)
-        }
-        fn string(&mut self) -> Option<()> {
-            let len = self.number(self.size_t)?;
-            self.take(len).map(|_| ())
-        }
-        /// One function (and those it defines): whether one has a `SETGLOBAL`.
-        fn function(&mut self, depth: usize) -> Option<bool> {
-            if depth > 200 {
-                return None;
-            }
-            self.string()?;
-            self.take(2 * self.int + 4)?;
-            let code = self.int()?;
-            let mut assigns = false;
-            for _ in 0..code {
-                let op = self.take(4)?;
-                assigns |= u32::from_le_bytes([op[0], op[1], op[2], op[3]]) & 0x3f == SETGLOBAL;
-            }
-            for _ in 0..self.int()? {
-                match self.take(1)?[0] {
-                    0 => {}
-                    1 => {
-                        self.take(1)?;
-                    }
-                    3 => {
-                        self.take(8)?;
-                    }
-                    4 => self.string()?,
-                    _ => return None,
-                }
-            }
-            for _ in 0..self.int()? {
-                assigns |= self.function(depth + 1)?;
-            }
-            let lines = self.int()?;
-            self.take(lines.checked_mul(self.int)?)?;
-            for _ in 0..self.int()? {
-                self.string()?;
-                self.take(2 * self.int)?;
-            }
-            for _ in 0..self.int()? {
-                self.string()?;
-            }
-            Some(assigns)
-        }
-    }
-    // The header: signature, version 5.1, official format, little-endian, the sizes of an
-    // int and a size_t, 4-byte instructions, 8-byte floating-point numbers.
-    let header = dump.get(..12)?;
-    if header[..6] != *b"\x1bLua\x51\x00"
-        || header[6] != 1
-        || header[9] != 4
-        || header[10] != 8
-        || header[11] != 0
-    {
-        return None;
-    }
-    let (int, size_t) = (usize::from(header[7]), usize::from(header[8]));
-    if !matches!(int, 4 | 8) || !matches!(size_t, 4 | 8) {
-        return None;
-    }
-    let mut reader = Reader { bytes: &dump[12..], int, size_t };
-    let assigns = reader.function(0)?;
+    let mut reader = DumpReader::new(dump)?;
+    let assigns = reader.function(0, &mut |_, _| {})?;
     reader.bytes.is_empty().then_some(assigns)
+}
+
+/// Whether a function (Lua 5.1 bytecode as [`assigns_globals`] reads it) keeps or passes on
+/// the tables it gets as its first two arguments (a registered function's keys and
+/// arguments), or may. It does not when its code uses them only to index them, take their
+/// length, compare or test them, or write into them: it neither copies them to another
+/// register, an upvalue, a global or a table, nor calls or returns them, nor uses them as a
+/// key, a method's `self` or an operand of arithmetic or concatenation (where another
+/// value's metamethod would get them), nor reaches its arguments as `...`. (Tables without a
+/// metatable, they call no metamethod of their own; the functions it defines reach them
+/// only as upvalues, which its code would copy.) Then the tables can be the state's own
+/// from call to call. `None` for bytes that are not such a dump.
+pub(super) fn keeps_arguments(dump: &[u8]) -> Option<bool> {
+    // Lua 5.1's opcodes this reads.
+    const MOVE: u32 = 0;
+    const SETGLOBAL: u32 = 7;
+    const SETUPVAL: u32 = 8;
+    const SETTABLE: u32 = 9;
+    const GETTABLE: u32 = 6;
+    const SELF: u32 = 11;
+    const ADD: u32 = 12;
+    const POW: u32 = 17;
+    const CONCAT: u32 = 21;
+    const TESTSET: u32 = 27;
+    const CALL: u32 = 28;
+    const TAILCALL: u32 = 29;
+    const RETURN: u32 = 30;
+    const FORLOOP: u32 = 31;
+    const FORPREP: u32 = 32;
+    const TFORLOOP: u32 = 33;
+    const SETLIST: u32 = 34;
+    let mut reader = DumpReader::new(dump)?;
+    let mut keeps = false;
+    let (mut vararg, mut params) = (false, 0);
+    reader.function(0, &mut |depth, code| match code {
+        Code::Header { params: named, is_vararg } if depth == 0 => {
+            (vararg, params) = (is_vararg, named.min(2))
+        }
+        Code::Instruction(i) if depth == 0 => {
+            let (op, a, b, c) = (i & 0x3f, (i >> 6) & 0xff, i >> 23, (i >> 14) & 0x1ff);
+            // An argument's register: the first two hold the first two parameters (an RK
+            // operand below 256 is a register).
+            let arg = |r: u32| r < params;
+            keeps |= match op {
+                // As a key (a table's `__index` or `__newindex` gets it), or an operand of
+                // arithmetic (the other operand's metamethod gets it).
+                GETTABLE => arg(c),
+                SELF | ADD..=POW => arg(b) || arg(c),
+                MOVE | TESTSET | CONCAT => arg(b),
+                SETGLOBAL | SETUPVAL | CALL | TAILCALL | FORLOOP | FORPREP | TFORLOOP | SETLIST => arg(a),
+                SETTABLE => arg(b) || arg(c),
+                RETURN => arg(a) && b != 1,
+                _ => false,
+            };
+        }
+        _ => {}
+    })?;
+    reader.bytes.is_empty().then_some(keeps || vararg)
+}
+
+/// What [`DumpReader::function`] shows of a function's code.
+enum Code {
+    /// Its header: how many parameters it names, whether it takes `...`.
+    Header { params: u32, is_vararg: bool },
+    /// One instruction.
+    Instruction(u32),
+}
+
+/// A reader of Lua 5.1 bytecode as `string.dump` writes it (`ldump.c`): little-endian, 4-byte
+/// instructions, 8-byte floating-point numbers.
+struct DumpReader<'a> {
+    bytes: &'a [u8],
+    int: usize,
+    size_t: usize,
+}
+
+impl<'a> DumpReader<'a> {
+    /// The reader of `dump` past its header, if the header is one it reads: signature,
+    /// version 5.1, official format, little-endian, the sizes of an int and a size_t, 4-byte
+    /// instructions, 8-byte floating-point numbers.
+    fn new(dump: &'a [u8]) -> Option<DumpReader<'a>> {
+        let header = dump.get(..12)?;
+        if header[..6] != *b"\x1bLua\x51\x00"
+            || header[6] != 1
+            || header[9] != 4
+            || header[10] != 8
+            || header[11] != 0
+        {
+            return None;
+        }
+        let (int, size_t) = (usize::from(header[7]), usize::from(header[8]));
+        if !matches!(int, 4 | 8) || !matches!(size_t, 4 | 8) {
+            return None;
+        }
+        Some(DumpReader { bytes: &dump[12..], int, size_t })
+    }
+
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if n > self.bytes.len() {
+            return None;
+        }
+        let (taken, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        Some(taken)
+    }
+
+    fn number(&mut self, width: usize) -> Option<usize> {
+        let bytes = self.take(width)?;
+        let mut n: u64 = 0;
+        for (i, &b) in bytes.iter().enumerate().take(8) {
+            n |= u64::from(b) << (8 * i);
+        }
+        usize::try_from(n).ok()
+    }
+
+    fn int(&mut self) -> Option<usize> {
+        self.number(self.int)
+    }
+
+    fn string(&mut self) -> Option<()> {
+        let len = self.number(self.size_t)?;
+        self.take(len).map(|_| ())
+    }
+
+    /// One function (at `depth`: 0 for the dump's, 1 for one it defines…) and those it
+    /// defines, each one's header and instructions shown to `see`: whether one has a
+    /// `SETGLOBAL`.
+    fn function(&mut self, depth: usize, see: &mut dyn FnMut(usize, Code)) -> Option<bool> {
+        /// Lua 5.1's `OP_SETGLOBAL`, in the low 6 bits of an instruction.
+        const SETGLOBAL: u32 = 7;
+        if depth > 200 {
+            return None;
+        }
+        self.string()?;
+        // The first and last lines, the upvalue and parameter counts, the vararg flag and
+        // the stack size.
+        let header = self.take(2 * self.int + 4)?;
+        let (params, is_vararg) = (header[2 * self.int + 1], header[2 * self.int + 2]);
+        see(depth, Code::Header { params: u32::from(params), is_vararg: is_vararg != 0 });
+        let code = self.int()?;
+        let mut assigns = false;
+        for _ in 0..code {
+            let op = self.take(4)?;
+            let instruction = u32::from_le_bytes([op[0], op[1], op[2], op[3]]);
+            assigns |= instruction & 0x3f == SETGLOBAL;
+            see(depth, Code::Instruction(instruction));
+        }
+        for _ in 0..self.int()? {
+            match self.take(1)?[0] {
+                0 => {}
+                1 => {
+                    self.take(1)?;
+                }
+                3 => {
+                    self.take(8)?;
+                }
+                4 => self.string()?,
+                _ => return None,
+            }
+        }
+        for _ in 0..self.int()? {
+            assigns |= self.function(depth + 1, see)?;
+        }
+        let lines = self.int()?;
+        self.take(lines.checked_mul(self.int)?)?;
+        for _ in 0..self.int()? {
+            self.string()?;
+            self.take(2 * self.int)?;
+        }
+        for _ in 0..self.int()? {
+            self.string()?;
+        }
+        Some(assigns)
+    }
 }
 
 /// Registry names of the prelude's pieces: the runner, the scripts' globals, the switch for a
@@ -1033,10 +1127,12 @@ pub(super) fn with_vm<R>(scripts: &Scripts, f: impl FnOnce(&mut Vm) -> Result<R,
                     let flag = |name: &str| info.flags.iter().any(|f| f == name);
                     let (no_writes, allow_oom) = (flag("no-writes"), flag("allow-oom"));
                     set_fast_env(&vm.lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
+                    let lends = keeps_arguments(&function.dump(true)) == Some(false);
                     let (_, raw) =
                         raw_ref(&vm.lua, &function).map_err(|e| Reply::Error(format!("ERR {e}")))?;
                     let name: Rc<str> = info.name.as_str().into();
-                    vm.functions.insert(info.name, VmFunction { name, raw, no_writes, allow_oom, line });
+                    vm.functions
+                        .insert(info.name, VmFunction { name, raw, no_writes, allow_oom, line, lends });
                 }
             }
             *slot = Some(vm);
