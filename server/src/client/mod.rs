@@ -232,7 +232,8 @@ impl Client {
             }
         };
         // A data command's counts may wait; anything else runs with them up to date.
-        let deferred = self.defers && stats::batched(info).is_some();
+        let row = if self.defers { stats::batched(info) } else { None };
+        let deferred = row.is_some();
         if !deferred {
             self.flush_counts(state);
         }
@@ -258,7 +259,7 @@ impl Client {
                     self.multi_server.clear();
                 }
             }
-            self.count(state, info, None, &refusal);
+            self.count(state, info, None, None, &refusal);
             self.send(refusal, out, Some(info));
             return Next::Continue;
         }
@@ -294,7 +295,7 @@ impl Client {
         if deferred {
             self.unpublished = Some((info, ended));
         }
-        self.count(state, info, Some(usec), &reply);
+        self.count(state, info, row, Some(usec), &reply);
         if next == Next::Parked {
             return next;
         }
@@ -354,9 +355,16 @@ impl Client {
     fn send(&mut self, reply: Reply, out: &mut Vec<u8>, info: Option<&CommandInfo>) {
         if self.reply == ReplyMode::On && self.more.is_empty() {
             // The commonest replies written here, the same bytes as `Reply::write`'s.
+            // (OK and an integer hold nothing to free: forgotten, no drop to run.)
             return match reply {
-                Reply::Status(std::borrow::Cow::Borrowed("OK")) => out.extend_from_slice(b"+OK\r\n"),
-                Reply::Integer(n) => write_number(b':', n, &[], out),
+                Reply::Status(std::borrow::Cow::Borrowed("OK")) => {
+                    out.extend_from_slice(b"+OK\r\n");
+                    std::mem::forget(reply);
+                }
+                Reply::Integer(n) => {
+                    write_number(b':', n, &[], out);
+                    std::mem::forget(reply);
+                }
                 Reply::Bulk(bytes) => write_number(b'$', bytes.len() as i64, &bytes, out),
                 reply if self.session.resp() == 3 => reply.write(Protocol::Resp3, out),
                 reply => write_consuming(reply, out),

@@ -9,8 +9,16 @@ use crate::state::State;
 
 impl Client {
     /// INFO commandstats/errorstats and totals for one command of row `info`: `usec` of
-    /// running, or `None` when refused before running.
-    pub(super) fn count(&mut self, state: &State, info: &CommandInfo, usec: Option<u64>, reply: &Reply) {
+    /// running, or `None` when refused before running; held back ([`Client::flush_counts`])
+    /// with `batched`, its [`batched`] row when the client defers counts.
+    pub(super) fn count(
+        &mut self,
+        state: &State,
+        info: &CommandInfo,
+        batched: Option<usize>,
+        usec: Option<u64>,
+        reply: &Reply,
+    ) {
         let stats = &state.stats;
         self.count_error(state, reply);
         // A made-up subcommand is refused before running, as in Redis: not counted, and
@@ -19,8 +27,8 @@ impl Client {
             return;
         }
         let lane = self.info.loop_index;
-        match (usec, batched(info)) {
-            (Some(usec), Some(row)) if self.defers => {
+        match (usec, batched) {
+            (Some(usec), Some(row)) => {
                 stats.commands.count_pending(lane, &mut self.pending, row, usec, reply.is_error());
             }
             _ => stats.commands.count(lane, info, usec, reply.is_error()),
