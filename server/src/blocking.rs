@@ -153,6 +153,11 @@ impl Blocked {
         Some((parked.session, parked.timeout_reply))
     }
 
+    /// Whether any client is parked.
+    pub fn any(&self) -> bool {
+        self.count.load(Relaxed) != 0
+    }
+
     /// Serves the clients waiting on what `session`'s last command touched (run it after
     /// every command, on the engine it ran on).
     pub fn wake(&self, host: &impl Host, engine: &SharedEngine, session: &Session) {

@@ -800,9 +800,9 @@ impl Connection {
 
     /// Runs the complete requests in the query buffer, one after the other.
     fn run_requests(&mut self, state: &State) {
-        self.client.batch();
+        self.client.batch(state);
         self.run_batch(state);
-        self.client.batch();
+        self.client.batch(state);
     }
 
     fn run_batch(&mut self, state: &State) {
@@ -812,6 +812,9 @@ impl Connection {
             return;
         }
         let max_bulk = state.max_bulk.load(Relaxed);
+        // CLIENT LIST shows the query buffer with the running command in it: the batch's
+        // requests, from the first one on, as Redis' until it trims them after the batch.
+        self.publish_query_buffer();
         while !self.closing && !self.parked {
             let limits = Limits { max_bulk, authenticated: self.client.authenticated() };
             let parsed = match parse(&self.buf, &mut self.ranges, limits) {
@@ -832,8 +835,6 @@ impl Connection {
                     break;
                 }
                 Parsed::Command { consumed } => {
-                    // CLIENT LIST shows the query buffer with the running command in it.
-                    self.publish_query_buffer();
                     let spare = self.buf.capacity() - consumed;
                     let frame = if consumed > SHARED_REQUEST && spare > consumed / 4 {
                         let frame = Bytes::copy_from_slice(&self.buf[..consumed]);
@@ -850,7 +851,6 @@ impl Connection {
                     argv_of(frame, &self.ranges, &mut argv);
                 }
                 Parsed::Inline { consumed, args } => {
-                    self.publish_query_buffer();
                     let _ = self.buf.split_to(consumed);
                     argv.extend(args.into_iter().map(Bytes::from));
                 }

@@ -194,6 +194,67 @@ impl CommandStats {
         }
     }
 
+    /// Counts like [`CommandStats::count`] into `pending`, for a command of row `row` of
+    /// the table, adding what `pending` held for another row to `lane` first.
+    pub fn count_pending(
+        &self,
+        lane: usize,
+        pending: &mut PendingCounts,
+        row: usize,
+        usec: u64,
+        failed: bool,
+    ) {
+        if pending.row != row {
+            self.flush(lane, pending);
+            pending.row = row;
+        }
+        pending.processed += 1;
+        pending.delta[0] += 1;
+        pending.delta[1] += usec;
+        pending.delta[3] += u64::from(failed);
+        if self.tracking.load(Relaxed) {
+            let bucket = latency_bucket(usec);
+            pending.buckets[bucket] += 1;
+            pending.touched |= 1 << bucket;
+        }
+    }
+
+    /// Adds what `pending` holds to `lane` (as [`CommandStats::count`]) and empties it.
+    pub fn flush(&self, lane: usize, pending: &mut PendingCounts) {
+        if pending.processed == 0 && pending.hits == 0 && pending.misses == 0 {
+            return;
+        }
+        let lane = &self.lanes[lane.min(self.lanes.len() - 1)];
+        for (which, n) in [(PROCESSED, pending.processed), (HITS, pending.hits), (MISSES, pending.misses)] {
+            if n > 0 {
+                lane.add(&lane.totals[which], n);
+            }
+        }
+        let row = pending.row;
+        if row < lane.rows.len() {
+            lane.add_row(row, pending.delta, None);
+            let mut touched = pending.touched;
+            while touched != 0 {
+                let bucket = touched.trailing_zeros() as usize;
+                touched &= touched - 1;
+                lane.add(&lane.buckets[row][bucket], pending.buckets[bucket]);
+                pending.buckets[bucket] = 0;
+            }
+        }
+        pending.row = usize::MAX;
+        pending.delta = [0; 4];
+        pending.touched = 0;
+        pending.processed = 0;
+        pending.hits = 0;
+        pending.misses = 0;
+    }
+
+    /// Counts a read command's keyspace `hits` and `misses` into `pending`.
+    pub fn keyspace_pending(pending: &mut PendingCounts, hits: u64, misses: u64) {
+        pending.hits += hits;
+        pending.misses += misses;
+    }
+
     /// Counts a failure of a call counted when it blocked (its answer, when served, was an
     /// error: an XREADGROUP whose group was destroyed).
     pub fn count_failure(&self, name: &str) {
@@ -276,6 +337,39 @@ impl CommandStats {
             lane.totals.iter().for_each(|c| c.store(0, Relaxed));
         }
         lock(&self.other).clear();
+    }
+}
+
+/// One client's counts not added to its event loop's lane yet: the calls of the table row
+/// it ran last, their latency buckets, and its commands processed and keyspace hits and
+/// misses. A client running a pipeline of one command adds them once per batch of
+/// requests instead of once per command ([`CommandStats::count_pending`]); it adds them
+/// ([`CommandStats::flush`]) before anything that may read the counters runs.
+#[derive(Debug)]
+pub struct PendingCounts {
+    /// The row the calls are of (`usize::MAX`: none).
+    row: usize,
+    /// Calls, µs, rejected and failed of `row`.
+    delta: [u64; 4],
+    /// Calls per latency bucket of `row`; `touched` has a bit per bucket that holds some.
+    buckets: [u64; LATENCY_BUCKETS],
+    touched: u32,
+    processed: u64,
+    hits: u64,
+    misses: u64,
+}
+
+impl Default for PendingCounts {
+    fn default() -> Self {
+        PendingCounts {
+            row: usize::MAX,
+            delta: [0; 4],
+            buckets: [0; LATENCY_BUCKETS],
+            touched: 0,
+            processed: 0,
+            hits: 0,
+            misses: 0,
+        }
     }
 }
 
@@ -586,6 +680,35 @@ mod tests {
         stats.reset();
         assert!(stats.snapshot().is_empty());
         assert_eq!((stats.processed(), stats.hits_and_misses()), (0, (0, 0)));
+    }
+
+    /// Counts held back in a client's pending counts, flushed when another row comes and at
+    /// the end, add up to what counting each call at once adds.
+    #[test]
+    fn pending_counts_add_up_to_direct_counts() {
+        let find =
+            |name: &'static str| table::find(&[bytes::Bytes::from_static(name.as_bytes())]).ok().unwrap();
+        let (get, set) = (find("GET"), find("SET"));
+        let calls = [(get, 1, false), (get, 3, false), (get, 3000, true), (set, 5, false), (get, 0, false)];
+        let (direct, held) = (CommandStats::with_lanes(2), CommandStats::with_lanes(2));
+        let mut pending = PendingCounts::default();
+        for (info, usec, failed) in calls {
+            direct.count(0, info, Some(usec), failed);
+            held.count_pending(0, &mut pending, info.position().unwrap(), usec, failed);
+        }
+        direct.keyspace(0, 2, 1);
+        CommandStats::keyspace_pending(&mut pending, 2, 1);
+        assert_eq!(held.snapshot()["set"].calls, 1, "GET's and SET's were flushed when the row changed");
+        assert_eq!(held.processed(), 4);
+        held.flush(0, &mut pending);
+        let view = |s: &CommandStats| {
+            let snap: Vec<_> =
+                s.snapshot().into_iter().map(|(n, c)| (n, c.calls, c.usec, c.rejected, c.failed)).collect();
+            (snap, s.histograms(), s.processed(), s.hits_and_misses())
+        };
+        assert_eq!(view(&held), view(&direct));
+        held.flush(0, &mut pending);
+        assert_eq!(view(&held), view(&direct), "a second flush adds nothing");
     }
 
     /// Each event loop writes its own lane while several other threads share the last one:

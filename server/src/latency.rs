@@ -41,12 +41,18 @@ impl Latency {
 
     /// Records that `event` took `usec` µs (now), when the monitor is on and that reaches the
     /// threshold. A command under it costs one atomic load: the clock is read only for a sample.
+    #[inline]
     pub fn observe(&self, event: &str, usec: u64) {
         let threshold = self.threshold_ms.load(Relaxed);
         let ms = usec / 1000;
         if threshold == 0 || ms < threshold {
             return;
         }
+        self.sample(event, ms);
+    }
+
+    #[cold]
+    fn sample(&self, event: &str, ms: u64) {
         let unix_secs = crate::clock::unix_secs();
         let mut events = lock(&self.events);
         let series = events.entry(event.to_string()).or_default();

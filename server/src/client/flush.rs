@@ -73,12 +73,13 @@ impl Client {
     /// or FLUSHALL.
     /// Whether running `name` now empties databases: a FLUSHDB or FLUSHALL outside MULTI (one
     /// inside is only queued), or an EXEC whose queue holds one.
+    /// (`name` is the row's: lowercase.)
     pub(super) fn flushes(&self, name: &str) -> bool {
-        let flush = |n: &[u8]| n.eq_ignore_ascii_case(b"flushdb") || n.eq_ignore_ascii_case(b"flushall");
         if self.session.in_multi() {
+            let flush = |n: &[u8]| n.eq_ignore_ascii_case(b"flushdb") || n.eq_ignore_ascii_case(b"flushall");
             return name == "exec" && self.session.queued().any(|c| flush(&c[0]));
         }
-        flush(name.as_bytes())
+        matches!(name, "flushdb" | "flushall")
     }
 
     /// After the engine ran `name` successfully: the clients blocked on the databases a

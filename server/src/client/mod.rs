@@ -117,6 +117,15 @@ pub struct Client {
     error_counted: std::cell::Cell<bool>,
     /// What it said of itself with REPLCONF, should it become a replica.
     replica_hello: crate::replication::ReplicaHello,
+    /// Whether it holds back the counts of its data commands and the publication of the
+    /// last one it ran until [`Client::flush_counts`] (a client of an event loop, which
+    /// flushes at the end of each batch of requests), or publishes them at once.
+    defers: bool,
+    /// The counts it holds back.
+    pending: crate::counters::PendingCounts,
+    /// The data command it ran last and when it ended, not yet published in its
+    /// [`ClientInfo`].
+    unpublished: Option<(&'static CommandInfo, u64)>,
 }
 
 impl Client {
@@ -125,6 +134,7 @@ impl Client {
         let acl_generation = state.acl.generation();
         let user = state.acl.default_user();
         let session = Session::new(info.id);
+        let defers = info.loop_index < state.stats.commands.lanes() - 1;
         Client {
             info,
             authenticated: user.open(),
@@ -152,6 +162,9 @@ impl Client {
             master: false,
             error_counted: std::cell::Cell::new(false),
             replica_hello: Default::default(),
+            defers,
+            pending: Default::default(),
+            unpublished: None,
         }
     }
 
@@ -188,9 +201,10 @@ impl Client {
     }
 
     /// Starts or ends a batch of requests read together: within one, a command's start is the
-    /// previous one's end.
-    pub fn batch(&mut self) {
+    /// previous one's end. Publishes what the batch held back ([`Client::flush_counts`]).
+    pub fn batch(&mut self, state: &State) {
         self.last_end = None;
+        self.flush_counts(state);
     }
 
     /// Runs one command and appends its reply to `out` (unless CLIENT REPLY says not to).
@@ -217,12 +231,17 @@ impl Client {
                 return Next::Continue;
             }
         };
+        // A data command's counts may wait; anything else runs with them up to date.
+        let row = if self.defers { stats::batched(info) } else { None };
+        let deferred = row.is_some();
+        if !deferred {
+            self.flush_counts(state);
+        }
         if self.acl_generation != state.acl.generation() {
             self.reload_user(state);
         }
-        let mut early = Vec::new();
-        let refusal = self.refusal(info, argv, state, &mut early);
-        out.append(&mut early);
+        // Keys evicted on the way leave this client's invalidations before the reply.
+        let refusal = self.refusal(info, argv, state, out);
         if let Some(refusal) = refusal {
             let Some(mut refusal) = refusal else { return Next::Wait };
             if refusal.is_error() {
@@ -240,15 +259,18 @@ impl Client {
                     self.multi_server.clear();
                 }
             }
-            self.count(state, info, None, &refusal);
+            self.count(state, info, None, None, &refusal);
             self.send(refusal, out, Some(info));
             return Next::Continue;
         }
         // One reading of the wall clock times the command and is the time its expiry checks
         // see, as Redis' `call`.
         let started = self.last_end.take().unwrap_or_else(unix_micros);
-        // CLIENT INFO/LIST show the running command, as Redis does.
-        self.info.ran(started, Some(info));
+        // CLIENT INFO/LIST show the running command, as Redis does (a data command's
+        // is published with its end, when the batch ends: nothing reads it meanwhile).
+        if !deferred {
+            self.info.ran(started, Some(info));
+        }
         self.session.set_time(started / 1000);
         // EXEC runs the queue inside the engine: MONITOR shows its commands first, as Redis.
         let queued: Vec<Vec<Bytes>> = if info.name == "exec" && state.monitors.any() {
@@ -270,7 +292,10 @@ impl Client {
         if state.monitors.any() {
             self.monitor(info, argv, &queued, &reply, state);
         }
-        self.count(state, info, Some(usec), &reply);
+        if deferred {
+            self.unpublished = Some((info, ended));
+        }
+        self.count(state, info, row, Some(usec), &reply);
         if next == Next::Parked {
             return next;
         }
@@ -280,9 +305,11 @@ impl Client {
             state.slowlog.record(argv, usec, unix_micros() / 1_000_000, &self.info.addr, client_name);
         }
         if info.is(attr::KEYED_READ) {
-            stats::keyspace_hits(state, self.info.loop_index, &reply);
+            stats::keyspace_hits(self, state, &reply);
         }
-        self.info.ran(ended, None);
+        if !deferred {
+            self.info.ran(ended, None);
+        }
         self.last_end = Some(ended);
         self.send(reply, out, Some(info));
         if !self.pushes.is_empty() {
@@ -326,6 +353,23 @@ impl Client {
     /// Writes a reply unless CLIENT REPLY OFF/SKIP holds it back (`info`: the command that
     /// answers it, `None` for an unknown one).
     fn send(&mut self, reply: Reply, out: &mut Vec<u8>, info: Option<&CommandInfo>) {
+        if self.reply == ReplyMode::On && self.more.is_empty() {
+            // The commonest replies written here, the same bytes as `Reply::write`'s.
+            // (OK and an integer hold nothing to free: forgotten, no drop to run.)
+            return match reply {
+                Reply::Status(std::borrow::Cow::Borrowed("OK")) => {
+                    out.extend_from_slice(b"+OK\r\n");
+                    std::mem::forget(reply);
+                }
+                Reply::Integer(n) => {
+                    write_number(b':', n, &[], out);
+                    std::mem::forget(reply);
+                }
+                Reply::Bulk(bytes) => write_number(b'$', bytes.len() as i64, &bytes, out),
+                reply if self.session.resp() == 3 => reply.write(Protocol::Resp3, out),
+                reply => write_consuming(reply, out),
+            };
+        }
         // CLIENT REPLY SKIP skips the command after itself, not itself.
         let client = self.reply != ReplyMode::On && info.is_some_and(|i| i.container() == "client");
         self.send_one(reply, out, client);
@@ -405,7 +449,9 @@ impl Client {
         // its writes unblock after the whole transaction.
         let (reply, next) =
             if was_in_multi { self.after_multi_command(name, reply, state) } else { (reply, Next::Continue) };
-        state.blocked.wake(state, &self.engine, &self.session);
+        if state.blocked.any() {
+            state.blocked.wake(state, &self.engine, &self.session);
+        }
         if succeeded {
             self.wake_flushed(name, state);
         }
@@ -492,6 +538,35 @@ impl Client {
     }
 }
 
+/// Appends `<prefix>n\r\n`, and for the prefix `$` then `data` and `\r\n`: as `Reply::write`
+/// writes `Reply::Integer(n)` (`:`) and a `Reply::Bulk` of `n` bytes (`$`).
+fn write_number(prefix: u8, n: i64, data: &[u8], out: &mut Vec<u8>) {
+    let mut digits = [0u8; 24];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        digits[at] = b'-';
+    }
+    at -= 1;
+    digits[at] = prefix;
+    out.reserve(digits.len() - at + 4 + data.len());
+    out.extend_from_slice(&digits[at..]);
+    out.extend_from_slice(b"\r\n");
+    if prefix == b'$' {
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
 /// Encodes a reply in RESP2 like `Reply::write_resp`, freeing each element of an array
 /// (set, map, push) as soon as its bytes are out, so a huge reply (KEYS, LRANGE 0 -1,
 /// SMEMBERS) never sits in memory twice: at any moment it is the encoded part plus the rest.
@@ -556,5 +631,22 @@ mod tests {
         reply.write_resp(&mut expect);
         write_consuming(reply, &mut got);
         assert_eq!(got, expect);
+    }
+
+    #[test]
+    fn integers_and_bulks_are_written_as_write_resp_writes_them() {
+        for n in [0, 7, 10, -1, -10, 123_456_789, i64::MAX, i64::MIN] {
+            let (mut expect, mut got) = (Vec::new(), Vec::new());
+            Reply::Integer(n).write_resp(&mut expect);
+            write_number(b':', n, &[], &mut got);
+            assert_eq!(got, expect, "{n}");
+        }
+        for len in [0, 1, 9, 10, 99, 100, 12_345] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let (mut expect, mut got) = (Vec::new(), Vec::new());
+            Reply::bulk(&data).write_resp(&mut expect);
+            write_number(b'$', len as i64, &data, &mut got);
+            assert_eq!(got, expect, "{len}");
+        }
     }
 }
