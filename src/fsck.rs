@@ -402,7 +402,7 @@ impl<B: KvBackend> Walk<'_, B> {
                 found.push(bad(key, ColumnFamily::Stream, record, "stream group's pending count disagrees"));
             }
         }
-        if let Extra::Stream(fields) = meta.extra
+        if let Extra::Stream(fields) = &meta.extra
             && fields.group_number.is_some_and(|n| n != groups)
         {
             found.push(bad(key, ColumnFamily::Metadata, key.clone(), "stream group count disagrees"));

@@ -124,7 +124,7 @@ fn metadata_golden_encode_and_decode() {
         reused.clear();
         meta.encode(&mut reused);
         assert_eq!(reused, bytes, "encode into Vec {what}");
-        assert_eq!(Metadata::decode(&bytes), Ok(meta), "decode {what}");
+        assert_eq!(Metadata::decode(&bytes), Ok(meta.clone()), "decode {what}");
         assert_eq!(peek_type_and_expire(&bytes), Ok((meta.ty, meta.expire_ms)), "peek {what}");
     }
 }

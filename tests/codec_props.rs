@@ -175,7 +175,7 @@ proptest! {
         let bytes = meta.to_vec();
         prop_assert_eq!(bytes.len(), meta.encoded_len());
         prop_assert_eq!(bytes[0] & 0x80, 0x80, "always the 64-bit form");
-        prop_assert_eq!(Metadata::decode(&bytes), Ok(meta));
+        prop_assert_eq!(Metadata::decode(&bytes), Ok(meta.clone()));
         prop_assert_eq!(peek_type_and_expire(&bytes), Ok((meta.ty, meta.expire_ms)));
         let mut reused = vec![1, 2, 3];
         reused.clear();

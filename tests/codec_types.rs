@@ -34,7 +34,7 @@ fn id(ms: u64, seq: u64) -> StreamId {
 }
 
 fn stream(group_number: Option<u64>) -> Extra {
-    Extra::Stream(StreamFields {
+    Extra::Stream(Box::new(StreamFields {
         last_generated_id: id(5, 1),
         recorded_first_entry_id: id(1, 0),
         max_deleted_entry_id: id(0, 0),
@@ -42,7 +42,7 @@ fn stream(group_number: Option<u64>) -> Extra {
         last_entry_id: id(5, 1),
         entries_added: 5,
         group_number,
-    })
+    }))
 }
 
 const STREAM_BODY: &str = "0000000000000005 0000000000000001  0000000000000001 0000000000000000
@@ -79,13 +79,13 @@ fn vectors() -> Vec<(&'static str, Metadata<'static>, Vec<u8>)> {
                 RedisType::BloomFilter,
                 0,
                 7,
-                Extra::Bloom(BloomFields {
+                Extra::Bloom(Box::new(BloomFields {
                     n_filters: 1,
                     expansion: 2,
                     base_capacity: 100,
                     error_rate: Float::new(0.01),
                     bloom_bytes: 128,
-                }),
+                })),
                 b"",
             ),
             h(&format!("89 0000000000000000 {v} 0000000000000007 0001 0002 00000064 BF847AE147AE147B 00000080")),
@@ -107,7 +107,7 @@ fn vectors() -> Vec<(&'static str, Metadata<'static>, Vec<u8>)> {
                 RedisType::TDigest,
                 0,
                 0,
-                Extra::TDigest(TDigestFields {
+                Extra::TDigest(Box::new(TDigestFields {
                     compression: 100,
                     capacity: 610,
                     unmerged_nodes: 1,
@@ -118,7 +118,7 @@ fn vectors() -> Vec<(&'static str, Metadata<'static>, Vec<u8>)> {
                     maximum: Float::new(f64::MAX),
                     total_observations: 3,
                     merge_times: 1,
-                }),
+                })),
                 b"",
             ),
             h(&format!(
@@ -132,13 +132,13 @@ fn vectors() -> Vec<(&'static str, Metadata<'static>, Vec<u8>)> {
                 RedisType::TimeSeries,
                 0,
                 4,
-                Extra::TimeSeries(TimeSeriesFields {
+                Extra::TimeSeries(Box::new(TimeSeriesFields {
                     retention_time: 3_600_000,
                     chunk_size: 256,
                     chunk_type: 1,
                     duplicate_policy: 2,
                     last_timestamp: Some(EXPIRE_MS),
-                }),
+                })),
                 b"src",
             ),
             h(&format!(
@@ -151,7 +151,7 @@ fn vectors() -> Vec<(&'static str, Metadata<'static>, Vec<u8>)> {
                 RedisType::TopK,
                 0,
                 0,
-                Extra::TopK(TopKFields { top_k: 50, width: 2000, depth: 7, decay: Float::new(0.925) }),
+                Extra::TopK(Box::new(TopKFields { top_k: 50, width: 2000, depth: 7, decay: Float::new(0.925) })),
                 b"",
             ),
             h(&format!("8E 0000000000000000 {v} 0000000000000000 00000032 07D0 00000007 BFED99999999999A")),
@@ -164,7 +164,7 @@ fn golden_encode_and_decode() {
     for (what, m, bytes) in vectors() {
         assert_eq!(m.to_vec(), bytes, "encode {what}");
         assert_eq!(m.encoded_len(), bytes.len(), "encoded_len {what}");
-        assert_eq!(Metadata::decode(&bytes), Ok(m), "decode {what}");
+        assert_eq!(Metadata::decode(&bytes), Ok(m.clone()), "decode {what}");
         assert_eq!(peek_type_and_expire(&bytes), Ok((m.ty, m.expire_ms)), "peek {what}");
     }
 }
@@ -186,10 +186,9 @@ fn legacy_forms_decode() {
 fn truncation_and_trailing_bytes() {
     for (what, m, bytes) in vectors() {
         let optional_tail = matches!(
-            m.extra,
-            Extra::Stream(StreamFields { group_number: Some(_), .. })
-                | Extra::TimeSeries(TimeSeriesFields { last_timestamp: Some(_), .. })
-        );
+            &m.extra,
+            Extra::Stream(f) if f.group_number.is_some()
+        ) || matches!(&m.extra, Extra::TimeSeries(t) if t.last_timestamp.is_some());
         for len in 0..bytes.len() {
             let cut = Metadata::decode(&bytes[..len]);
             let fixed_end = if m.ty == RedisType::Json { 10 } else { bytes.len() };
@@ -264,7 +263,7 @@ fn liveness_and_gc_for_every_type() {
     for ty in RedisType::ALL {
         let m = Metadata { version: VERSION, ..Metadata::collection(ty, VERSION) };
         let empty = m.to_vec();
-        let full = Metadata { size: 1, ..m }.to_vec();
+        let full = Metadata { size: 1, ..m.clone() }.to_vec();
         let verdict = |raw: &[u8]| decide(&layout, ColumnFamily::Subkey, &sub, |_| Some(raw.to_vec()), 0, 0);
         let expect_empty =
             if ty.is_single_kv() || !ty.is_emptyable() { Decision::Drop } else { Decision::Keep };
@@ -286,7 +285,7 @@ fn extra_for(ty: RedisType) -> BoxedStrategy<Extra> {
     match ty {
         RedisType::Stream => (sid(), sid(), sid(), sid(), sid(), any::<u64>(), any::<Option<u64>>())
             .prop_map(|(a, b, c, d, e, n, g)| {
-                Extra::Stream(StreamFields {
+                Extra::Stream(Box::new(StreamFields {
                     last_generated_id: a,
                     recorded_first_entry_id: b,
                     max_deleted_entry_id: c,
@@ -294,19 +293,25 @@ fn extra_for(ty: RedisType) -> BoxedStrategy<Extra> {
                     last_entry_id: e,
                     entries_added: n,
                     group_number: g,
-                })
+                }))
             })
             .boxed(),
         RedisType::BloomFilter => (any::<u16>(), any::<u16>(), any::<u32>(), float(), any::<u32>())
             .prop_map(|(n_filters, expansion, base_capacity, error_rate, bloom_bytes)| {
-                Extra::Bloom(BloomFields { n_filters, expansion, base_capacity, error_rate, bloom_bytes })
+                Extra::Bloom(Box::new(BloomFields {
+                    n_filters,
+                    expansion,
+                    base_capacity,
+                    error_rate,
+                    bloom_bytes,
+                }))
             })
             .boxed(),
         RedisType::Json => any::<u8>().prop_map(|format| Extra::Json { format }).boxed(),
         RedisType::HyperLogLog => Just(Extra::HyperLogLog { encode_type: 0 }).boxed(),
         RedisType::TDigest => (any::<[u32; 2]>(), any::<[u64; 6]>(), float(), float())
             .prop_map(|(c, n, minimum, maximum)| {
-                Extra::TDigest(TDigestFields {
+                Extra::TDigest(Box::new(TDigestFields {
                     compression: c[0],
                     capacity: c[1],
                     unmerged_nodes: n[0],
@@ -317,22 +322,24 @@ fn extra_for(ty: RedisType) -> BoxedStrategy<Extra> {
                     maximum,
                     total_observations: n[4],
                     merge_times: n[5],
-                })
+                }))
             })
             .boxed(),
         RedisType::TimeSeries => (any::<u64>(), any::<u64>(), any::<u8>(), any::<u8>(), any::<Option<u64>>())
             .prop_map(|(retention_time, chunk_size, chunk_type, duplicate_policy, last_timestamp)| {
-                Extra::TimeSeries(TimeSeriesFields {
+                Extra::TimeSeries(Box::new(TimeSeriesFields {
                     retention_time,
                     chunk_size,
                     chunk_type,
                     duplicate_policy,
                     last_timestamp,
-                })
+                }))
             })
             .boxed(),
         RedisType::TopK => (any::<u32>(), any::<u16>(), any::<u32>(), float())
-            .prop_map(|(top_k, width, depth, decay)| Extra::TopK(TopKFields { top_k, width, depth, decay }))
+            .prop_map(|(top_k, width, depth, decay)| {
+                Extra::TopK(Box::new(TopKFields { top_k, width, depth, decay }))
+            })
             .boxed(),
         _ => Just(Extra::None).boxed(),
     }

@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = rediskv::gc::decide_with_metadata(&rediskv::KeyLayout::default(), data, meta.version, 0, 0);
     let encoded = meta.to_vec();
     assert_eq!(encoded.len(), meta.encoded_len());
-    assert_eq!(Metadata::decode(&encoded), Ok(meta));
+    assert_eq!(Metadata::decode(&encoded), Ok(meta.clone()));
     let wide = data[0] & 0x80 != 0;
     if wide {
         let mut expected = data.to_vec();

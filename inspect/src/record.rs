@@ -160,7 +160,7 @@ fn metadata_fields(layout: &KeyLayout, meta: &Metadata<'_>, raw: &[u8], out: &mu
     if meta.extra != Extra::None {
         let extra = raw.get(header_len(meta.ty)..raw.len() - meta.value.len()).unwrap_or_default();
         out.insert("extra".into(), hex(extra).into());
-        if let Extra::Stream(fields) = meta.extra {
+        if let Extra::Stream(fields) = &meta.extra {
             out.insert("last_id".into(), fields.last_generated_id.to_string().into());
             out.insert("entries_added".into(), fields.entries_added.into());
         }

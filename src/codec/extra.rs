@@ -143,16 +143,17 @@ pub struct TopKFields {
     pub decay: Float,
 }
 
-/// The type-specific fields of a metadata record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The type-specific fields of a metadata record. The fields of more than a byte are kept
+/// out of line, so that a [`crate::codec::Metadata`] moves as a few words.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Extra {
     /// No extra fields (string, hash, list, set, zset, bitmap, sortedint).
     #[default]
     None,
     /// A stream's counters.
-    Stream(StreamFields),
+    Stream(Box<StreamFields>),
     /// A bloom filter's parameters.
-    Bloom(BloomFields),
+    Bloom(Box<BloomFields>),
     /// A JSON document's storage format.
     Json {
         /// 0 JSON text, 1 CBOR.
@@ -164,11 +165,11 @@ pub enum Extra {
         encode_type: u8,
     },
     /// A t-digest's counters.
-    TDigest(TDigestFields),
+    TDigest(Box<TDigestFields>),
     /// A time series' parameters.
-    TimeSeries(TimeSeriesFields),
+    TimeSeries(Box<TimeSeriesFields>),
     /// A top-k sketch's parameters.
-    TopK(TopKFields),
+    TopK(Box<TopKFields>),
 }
 
 impl Extra {
@@ -176,20 +177,21 @@ impl Extra {
     pub(crate) fn default_for(ty: RedisType) -> Extra {
         match ty {
             RedisType::Stream => {
-                Extra::Stream(StreamFields { group_number: Some(0), ..StreamFields::default() })
+                Extra::Stream(Box::new(StreamFields { group_number: Some(0), ..StreamFields::default() }))
             }
-            RedisType::BloomFilter => Extra::Bloom(BloomFields::default()),
+            RedisType::BloomFilter => Extra::Bloom(Box::default()),
             RedisType::Json => Extra::Json { format: 0 },
             RedisType::HyperLogLog => Extra::HyperLogLog { encode_type: 0 },
-            RedisType::TDigest => Extra::TDigest(TDigestFields {
+            RedisType::TDigest => Extra::TDigest(Box::new(TDigestFields {
                 minimum: Float::new(f64::MAX),
                 maximum: Float::new(f64::MIN),
                 ..TDigestFields::default()
-            }),
-            RedisType::TimeSeries => {
-                Extra::TimeSeries(TimeSeriesFields { last_timestamp: Some(0), ..TimeSeriesFields::default() })
-            }
-            RedisType::TopK => Extra::TopK(TopKFields::default()),
+            })),
+            RedisType::TimeSeries => Extra::TimeSeries(Box::new(TimeSeriesFields {
+                last_timestamp: Some(0),
+                ..TimeSeriesFields::default()
+            })),
+            RedisType::TopK => Extra::TopK(Box::default()),
             _ => Extra::None,
         }
     }
@@ -308,7 +310,7 @@ impl Extra {
             RedisType::Stream => {
                 let mut id = || -> Result<StreamId> { Ok(StreamId { ms: r.u64()?, seq: r.u64()? }) };
                 let (a, b, c, d, e) = (id()?, id()?, id()?, id()?, id()?);
-                Extra::Stream(StreamFields {
+                Extra::Stream(Box::new(StreamFields {
                     last_generated_id: a,
                     recorded_first_entry_id: b,
                     max_deleted_entry_id: c,
@@ -316,15 +318,15 @@ impl Extra {
                     last_entry_id: e,
                     entries_added: r.u64()?,
                     group_number: optional_u64(r)?,
-                })
+                }))
             }
-            RedisType::BloomFilter => Extra::Bloom(BloomFields {
+            RedisType::BloomFilter => Extra::Bloom(Box::new(BloomFields {
                 n_filters: r.u16()?,
                 expansion: r.u16()?,
                 base_capacity: r.u32()?,
                 error_rate: Float::from_ordered(r.u64()?),
                 bloom_bytes: r.u32()?,
-            }),
+            })),
             RedisType::Json => Extra::Json { format: r.u8()? },
             RedisType::HyperLogLog => match r.u8()? {
                 0 => Extra::HyperLogLog { encode_type: 0 },
@@ -332,7 +334,7 @@ impl Extra {
                     return Err(Error::InvalidField { what: "hyperloglog encode type", value: other.into() });
                 }
             },
-            RedisType::TDigest => Extra::TDigest(TDigestFields {
+            RedisType::TDigest => Extra::TDigest(Box::new(TDigestFields {
                 compression: r.u32()?,
                 capacity: r.u32()?,
                 unmerged_nodes: r.u64()?,
@@ -343,7 +345,7 @@ impl Extra {
                 maximum: Float::from_ordered(r.u64()?),
                 total_observations: r.u64()?,
                 merge_times: r.u64()?,
-            }),
+            })),
             RedisType::TimeSeries => {
                 let retention_time = r.u64()?;
                 let chunk_size = r.u64()?;
@@ -359,14 +361,14 @@ impl Extra {
                     duplicate_policy,
                     last_timestamp,
                 };
-                return Ok((Extra::TimeSeries(fields), source));
+                return Ok((Extra::TimeSeries(Box::new(fields)), source));
             }
-            RedisType::TopK => Extra::TopK(TopKFields {
+            RedisType::TopK => Extra::TopK(Box::new(TopKFields {
                 top_k: r.u32()?,
                 width: r.u16()?,
                 depth: r.u32()?,
                 decay: Float::from_ordered(r.u64()?),
-            }),
+            })),
             _ => Extra::None,
         };
         Ok((extra, &[]))

@@ -22,7 +22,7 @@ use crate::error::Result;
 ///
 /// All integers are big-endian. Legacy records (flags bit 7 clear) have a u32 expire in
 /// seconds and a u32 size; they decode to the same struct, expire converted to milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Metadata<'a> {
     /// The value's type.
     pub ty: RedisType,
@@ -64,8 +64,9 @@ impl<'a> Metadata<'a> {
 
     /// This metadata without a string's value (every other field copied): what a reader
     /// keeps of a record whose bytes it does not hold on to.
-    pub(crate) fn without_value(&self) -> Metadata<'static> {
-        Metadata { value: &[], ..*self }
+    pub(crate) fn without_value(self) -> Metadata<'static> {
+        let Metadata { ty, expire_ms, version, size, head, tail, blind_write, value: _, extra } = self;
+        Metadata { ty, expire_ms, version, size, head, tail, blind_write, value: &[], extra }
     }
 
     /// The metadata of a new, empty collection with the given version. Lists start with
@@ -79,8 +80,12 @@ impl<'a> Metadata<'a> {
 
     /// The extra fields [`Metadata::encode`] writes: [`Metadata::extra`] when it belongs to
     /// the type, else the type's defaults.
-    pub(crate) fn fields(&self) -> Extra {
-        if self.extra.fits(self.ty) { self.extra } else { Extra::default_for(self.ty) }
+    pub(crate) fn fields(&self) -> std::borrow::Cow<'_, Extra> {
+        if self.extra.fits(self.ty) {
+            std::borrow::Cow::Borrowed(&self.extra)
+        } else {
+            std::borrow::Cow::Owned(Extra::default_for(self.ty))
+        }
     }
 
     /// Whether the key has expired at `now_ms`: `expire != 0 && expire < now`.

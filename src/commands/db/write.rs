@@ -124,7 +124,7 @@ impl<B: KvBackend> Db<'_, B> {
         // string a command made (TiTea keeps a live string's id: `titea_index_records`).
         let stamped;
         let meta = if meta.ty == RedisType::String && meta.version.is_none() && layout.versions_strings() {
-            stamped = Metadata { version: self.new_version(), ..*meta };
+            stamped = Metadata { version: self.new_version(), ..meta.clone() };
             &stamped
         } else {
             meta

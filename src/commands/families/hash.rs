@@ -42,6 +42,7 @@ impl<B: KvBackend> Db<'_, B> {
     pub(crate) fn hset(&mut self, key: &[u8], fields_and_values: &[Bytes]) -> CommandResult<i64> {
         let pairs = fields_and_values.chunks_exact(2);
         let existed = self.lookup_of(key, RedisType::Hash)?;
+        let found = existed.is_some();
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Hash));
         // One subkey per distinct field, each built once; a repeated field keeps its first
         // slot and its last value, as Redis applies the pairs in order.
@@ -55,7 +56,7 @@ impl<B: KvBackend> Db<'_, B> {
         }
         let added = if meta.blind_write {
             pairs.len() as i64
-        } else if existed.is_some() {
+        } else if found {
             let present = self.subkeys_present(writes.entries().iter().map(|(_, (k, _))| k.as_slice()))?;
             present.iter().filter(|p| !**p).count() as i64
         } else {
@@ -68,7 +69,7 @@ impl<B: KvBackend> Db<'_, B> {
         for (_, (sub, v)) in writes.into_entries() {
             batch.put(ColumnFamily::Subkey, sub, v.clone());
         }
-        if existed.is_none() || (!meta.blind_write && added > 0) {
+        if !found || (!meta.blind_write && added > 0) {
             self.put_collection(&mut batch, key, &meta);
         }
         self.commit(batch)?;

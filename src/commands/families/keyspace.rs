@@ -79,7 +79,7 @@ impl ExpireCondition {
 
 /// The metadata record of `entry` with another expiry (strings keep their value).
 fn with_expire(entry: &Entry, expire_ms: u64) -> Metadata<'_> {
-    Metadata { expire_ms, value: &entry.value, ..entry.meta }
+    Metadata { expire_ms, value: &entry.value, ..entry.meta.clone() }
 }
 
 /// The expiry of a live entry as Redis' signed milliseconds, `None` when persistent.
@@ -203,7 +203,7 @@ impl<B: KvBackend> Db<'_, B> {
         dst_layout: &KeyLayout,
         dst: &[u8],
     ) -> CommandResult<()> {
-        let mut meta = Metadata { value: &entry.value, ..entry.meta };
+        let mut meta = Metadata { value: &entry.value, ..entry.meta.clone() };
         if meta.ty.is_collection() {
             let version = self.new_version();
             let cfs: &[ColumnFamily] = match meta.ty {

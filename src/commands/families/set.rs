@@ -38,6 +38,7 @@ impl<B: KvBackend> Db<'_, B> {
     /// WRONGTYPE for a non-set key; storage errors.
     pub(crate) fn sadd(&mut self, key: &[u8], members: &[Bytes]) -> CommandResult<i64> {
         let existed = self.lookup_of(key, RedisType::Set)?;
+        let found = existed.is_some();
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Set));
         let mut batch = WriteBatch::new();
         if meta.blind_write {
@@ -48,7 +49,7 @@ impl<B: KvBackend> Db<'_, B> {
                     self.layout().set_member_value(m),
                 );
             }
-            if existed.is_none() {
+            if !found {
                 self.put_metadata(&mut batch, key, &meta);
             }
             self.commit(batch)?;
@@ -56,7 +57,7 @@ impl<B: KvBackend> Db<'_, B> {
             return Ok(members.len() as i64);
         }
         let unique = Distinct::of(members.iter().map(Bytes::as_ref));
-        let (subkeys, present) = if existed.is_some() {
+        let (subkeys, present) = if found {
             self.read_subkeys(key, meta.version, unique.items())?
         } else {
             let subkeys = unique.items().map(|m| self.subkey(key, meta.version, m));
@@ -200,8 +201,9 @@ impl<B: KvBackend> Db<'_, B> {
             smeta.size -= 1;
             self.put_collection(&mut batch, src, &smeta);
         }
+        let dfound = dexisting.is_some();
         let mut dmeta = dexisting.unwrap_or_else(|| self.new_collection(RedisType::Set));
-        let present = dexisting.is_some() && self.get_subkey(dst, dmeta.version, member)?.is_some();
+        let present = dfound && self.get_subkey(dst, dmeta.version, member)?.is_some();
         if !present {
             batch.put(
                 ColumnFamily::Subkey,
@@ -211,7 +213,7 @@ impl<B: KvBackend> Db<'_, B> {
             if !dmeta.blind_write {
                 dmeta.size += 1;
             }
-            if dexisting.is_none() || !dmeta.blind_write {
+            if !dfound || !dmeta.blind_write {
                 self.put_collection(&mut batch, dst, &dmeta);
             }
         }
@@ -333,12 +335,16 @@ impl<B: KvBackend> Db<'_, B> {
     /// WRONGTYPE when any key holds another type; storage errors.
     pub(crate) fn sdiff(&self, keys: &[Bytes]) -> CommandResult<Vec<Bytes>> {
         let metas = self.set_metas(keys)?;
-        let Some(first) = metas[0] else { return Ok(Vec::new()) };
+        let Some(first) = &metas[0] else { return Ok(Vec::new()) };
         if keys[1..].iter().any(|k| k == &keys[0]) {
             return Ok(Vec::new());
         }
-        let probe: Vec<(&[u8], Version)> =
-            keys.iter().zip(&metas).skip(1).filter_map(|(k, m)| m.map(|m| (k.as_ref(), m.version))).collect();
+        let probe: Vec<(&[u8], Version)> = keys
+            .iter()
+            .zip(&metas)
+            .skip(1)
+            .filter_map(|(k, m)| m.as_ref().map(|m| (k.as_ref(), m.version)))
+            .collect();
         self.filter_members(&keys[0], first.version, &probe, false, 0)
     }
 

@@ -44,8 +44,8 @@ pub(super) struct Stream {
 
 impl Stream {
     pub(super) fn new(meta: Metadata<'static>) -> Self {
-        let f = match meta.fields() {
-            Extra::Stream(f) => f,
+        let f = match meta.fields().into_owned() {
+            Extra::Stream(f) => *f,
             _ => StreamFields::default(),
         };
         Stream { meta, f }
@@ -156,7 +156,7 @@ impl<'d, B: KvBackend> Db<'d, B> {
 
     /// Queues the stream's metadata (kept when empty: a stream exists with no entries).
     pub(super) fn put_stream(&self, batch: &mut WriteBatch, key: &[u8], s: &Stream) {
-        let meta = Metadata { extra: Extra::Stream(s.f), ..s.meta };
+        let meta = Metadata { extra: Extra::Stream(Box::new(s.f)), ..s.meta.clone() };
         self.put_metadata(batch, key, &meta);
     }
 }

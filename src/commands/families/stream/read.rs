@@ -114,7 +114,7 @@ impl<B: KvBackend> Db<'_, B> {
         key: &[u8],
         meta: &Metadata<'_>,
     ) -> CommandResult<RdbStream> {
-        let s = Stream::new(meta.without_value());
+        let s = Stream::new(meta.clone().without_value());
         let records = self.stream_records(key, &s);
         let mut entries = Vec::with_capacity(usize::try_from(s.len()).unwrap_or(0).min(1 << 20));
         for (id, value) in records.entries(StreamId::MIN, StreamId::MAX, false, 0)? {

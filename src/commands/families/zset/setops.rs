@@ -20,7 +20,7 @@ struct Source<'k> {
 
 impl Source<'_> {
     fn len(&self) -> u64 {
-        self.meta.map_or(0, |m| m.size)
+        self.meta.as_ref().map_or(0, |m| m.size)
     }
 }
 
@@ -76,7 +76,7 @@ impl<B: KvBackend> Db<'_, B> {
 
     /// Every (member, score) of a source: sets give score 1.
     fn load(&self, src: &Source<'_>) -> CommandResult<Vec<ScoredMember>> {
-        let Some(meta) = src.meta else { return Ok(Vec::new()) };
+        let Some(meta) = &src.meta else { return Ok(Vec::new()) };
         if meta.ty == RedisType::Set {
             return self
                 .scan_subkeys(src.key, meta.version, Direction::Forward)?
@@ -88,7 +88,7 @@ impl<B: KvBackend> Db<'_, B> {
 
     /// A point lookup of `member` in a source: its score, 1 for a set member.
     fn probe(&self, src: &Source<'_>, member: &[u8]) -> CommandResult<Option<f64>> {
-        let Some(meta) = src.meta else { return Ok(None) };
+        let Some(meta) = &src.meta else { return Ok(None) };
         if meta.ty == RedisType::Set {
             return Ok(self.get_subkey(src.key, meta.version, member)?.map(|_| 1.0));
         }

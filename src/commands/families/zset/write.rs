@@ -126,7 +126,7 @@ impl<B: KvBackend> Db<'_, B> {
                 removed += 1;
             }
         }
-        let meta = Metadata { size: edit.meta.size.saturating_sub(removed), ..edit.meta };
+        let meta = Metadata { size: edit.meta.size.saturating_sub(removed), ..edit.meta.clone() };
         edit.finish(self)?;
         if removed > 0 {
             self.notify_edit(NotifyFlags::ZSET, "zrem", key, &meta);
