@@ -23,9 +23,10 @@
 //! fjall's block cache has [`Options::cache_bytes`]. Filters and indexes are partitioned at
 //! every level: their partitions go through the cache, and only each table's top-level
 //! indexes stay beside it ([`Usage::pinned`], a few entries per MB of table). fjall bounds
-//! memtables per keyspace: each keyspace's memtable is sealed past a quarter of
-//! [`Options::write_buffer_bytes`], fixed when fjall creates the keyspace (a directory
-//! keeps the size it was created with), and up to four sealed ones may wait for a flush.
+//! memtables per keyspace: the `default` and `zset_score` keyspaces' memtables are sealed
+//! past a sixteenth of [`Options::write_buffer_bytes`], the others' past a quarter, fixed
+//! when fjall creates the keyspace (a directory keeps the sizes it was created with), and
+//! up to four sealed ones may wait for a flush.
 //! Across keyspaces a write waits while the memtables take more than a quarter of the write
 //! buffer in memory, sealing every active one. What they take is estimated from what fjall
 //! counts (keys, values and a fixed size per record) and the records' mean size: a small
@@ -38,8 +39,8 @@
 //!
 //! Beside the journal being written (fjall starts a new one past 64 MB), the sealed journals
 //! hold at most [`Options::write_buffer_bytes`] or 64 MiB, whichever is more: past it fjall
-//! flushes the memtables keeping the oldest one. The journal is not compressed; tables and
-//! blob files are.
+//! flushes the memtables keeping the oldest one. The journal and the tables of the first two
+//! levels are not compressed; deeper tables and blob files are.
 //!
 //! fjall syncs the journal holding its lock, which every write takes: under
 //! [`Sync::Everysec`] a thread of this crate syncs it instead, once a second, through a file
@@ -97,7 +98,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use fjall::compaction::filter::{CompactionFilter, Context, Factory, ItemAccessor, Verdict};
-use fjall::config::{CompressionPolicy, PartitioningPolicy};
+use fjall::config::{
+    BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry, PartitioningPolicy,
+};
 use fjall::{
     AbstractTree, CompressionType, Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions,
     PersistMode, Readable,
@@ -259,11 +262,16 @@ fn open_database(path: &Path, options: &Options, slot: &MetadataSlot) -> Result<
         .worker_threads(FJALL_WORKERS)
         .open()
         .map_err(err)?;
-    let memtable_bytes = max_memtable_bytes(options.write_buffer_bytes);
     let mut names = CF_NAMES.iter().map(|(_, name)| *name).chain([OWN_KEYSPACE]);
     let fresh = !names.any(|name| db.keyspace_exists(name));
     let keyspace = |name: &str| {
         let options = || {
+            let subkeys = [ColumnFamily::Subkey, ColumnFamily::Score].map(cf_name).contains(&name);
+            let memtable_bytes = if subkeys {
+                subkey_memtable_bytes(options.write_buffer_bytes)
+            } else {
+                max_memtable_bytes(options.write_buffer_bytes)
+            };
             let options = keyspace_options(memtable_bytes);
             // Strings live in the metadata records: a large value goes to blob files, which
             // compaction does not rewrite (the subkey families keep their compaction filter,
@@ -371,6 +379,17 @@ fn max_memtable_bytes(write_buffer_bytes: u64) -> u64 {
     (write_buffer_bytes / 4).max(1 << 20)
 }
 
+/// The memtable size of the keyspaces of subkeys (`default`, `zset_score`) for
+/// [`Options::write_buffer_bytes`]: a sixteenth of it (at least 1 MiB; 4 MiB by default).
+/// Each record of a list, hash, set or sorted set is its own memtable insert (a round's
+/// writes to one key are one insert only for metadata), a skiplist search comparing keys
+/// that share their owner's prefix: in a smaller memtable the search is shorter. Smaller
+/// still, the scans of a list's pops read through more sealed memtables and tables
+/// (docs/benchmarks.md).
+fn subkey_memtable_bytes(write_buffer_bytes: u64) -> u64 {
+    (write_buffer_bytes / 16).max(1 << 20)
+}
+
 /// Values of at least this many bytes in the metadata keyspace (strings) are kept in blob
 /// files beside its tables (fjall's key-value separation): a flush writes them once and
 /// compactions move only their pointers.
@@ -406,6 +425,9 @@ fn scale(bytes: u64, counted: u64, memory: u64) -> u64 {
 /// default is 64 MiB).
 const TABLE_BYTES: u64 = 16 << 20;
 
+/// Bits per key of every table's bloom filter (about 1% false positives).
+const BLOOM_BITS_PER_KEY: f32 = 10.0;
+
 /// How many writes past five eighths of the memtables' bound [`Open::seal_early`] lets go
 /// between two looks at the keyspaces' memtables (each look takes every keyspace's lock).
 const SEAL_CHECK: u32 = 16;
@@ -413,9 +435,13 @@ const SEAL_CHECK: u32 = 16;
 /// The longest a write waits for flushes in [`Open::bound_memtables`].
 const MEMTABLES_WAIT: Duration = Duration::from_secs(10);
 
-/// Every keyspace's options: LZ4 on the data blocks of every level (the records of one key
-/// share long prefixes; fjall leaves its first two levels uncompressed by default), memtables
-/// of `memtable_bytes`, and filters and indexes partitioned at every level. fjall's default
+/// Every keyspace's options: LZ4 on the data blocks from the third level on (the records of
+/// one key share long prefixes; the first two levels, written by flushes and the first
+/// compactions, are rewritten soon: compressing them costs each pushed or popped list
+/// element about 350 instructions), bloom filters of 10 bits per key on every
+/// level (fjall's default builds the first level's for a false positive rate of 1 in 10,000,
+/// about twice the bits and hashes per key), memtables of `memtable_bytes`, and filters and
+/// indexes partitioned at every level. fjall's default
 /// (partitioned from the fourth level only) builds a table's whole filter from 8 bytes per
 /// key before writing it, reads a table's whole filter and index block through the cache,
 /// and pins them outside it on the first levels: memory growing with the tables, not bounded
@@ -429,7 +455,14 @@ fn keyspace_options(memtable_bytes: u64) -> KeyspaceCreateOptions {
         .compaction_strategy(Arc::new(
             fjall::compaction::Leveled::default().with_table_target_size(TABLE_BYTES),
         ))
-        .data_block_compression_policy(CompressionPolicy::all(CompressionType::Lz4))
+        .data_block_compression_policy(CompressionPolicy::new([
+            CompressionType::None,
+            CompressionType::None,
+            CompressionType::Lz4,
+        ]))
+        .filter_policy(FilterPolicy::all(FilterPolicyEntry::Bloom(BloomConstructionPolicy::BitsPerKey(
+            BLOOM_BITS_PER_KEY,
+        ))))
         .filter_block_partitioning_policy(PartitioningPolicy::all(true))
         .index_block_partitioning_policy(PartitioningPolicy::all(true))
         .max_memtable_size(memtable_bytes)
@@ -763,15 +796,21 @@ impl DiskBackend for Backend {
                 }
                 let mut fb = fjall::OwnedWriteBatch::with_capacity(open.db.clone(), ops.len() + 2)
                     .durability(durability);
-                for op in ops.drain(..) {
+                let mut added = Ok(());
+                for op in in_key_order(ops) {
                     match op {
                         BatchOp::Put { cf, key, value } => {
-                            check_write_key(&key)?;
-                            with_tagged(&key, |key| fb.insert(open.cf(cf), key, &value[..]));
+                            added = check_write_key(key);
+                            if added.is_err() {
+                                break;
+                            }
+                            with_tagged(key, |key| fb.insert(open.cf(*cf), key, &value[..]));
                         }
-                        BatchOp::Delete { cf, key } => with_tagged(&key, |key| fb.remove(open.cf(cf), key)),
+                        BatchOp::Delete { cf, key } => with_tagged(key, |key| fb.remove(open.cf(*cf), key)),
                     }
                 }
+                ops.clear();
+                added?;
                 if let Some(floor) = floor {
                     fb.insert(&open.own, FLOOR_KEY, floor.to_vec());
                 }
@@ -852,6 +891,32 @@ impl KvBackend for Backend {
     fn write(&self, batch: WriteBatch) -> Result<()> {
         self.write_ops(&mut batch.into_ops())
     }
+}
+
+/// `ops` ordered by column family and key, those of one key in the order given (what the
+/// batch means is unchanged). fjall inserts a batch's records into the memtable one after
+/// the other, each a skiplist search from the top: in key order each search walks the
+/// nodes the last one walked, which the caches still hold, where in a round's order (a hash
+/// map's) each walk reaches memory anew. Under pipelined LPUSH the server's CPU per command
+/// is about a fifth lower in key order, though sorting adds instructions
+/// (docs/benchmarks.md).
+fn in_key_order(ops: &[BatchOp]) -> impl Iterator<Item = &BatchOp> {
+    fn place(op: &BatchOp) -> (usize, &[u8]) {
+        let (cf, key) = match op {
+            BatchOp::Put { cf, key, .. } | BatchOp::Delete { cf, key } => (*cf, key),
+        };
+        (ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0), &key[..])
+    }
+    let mut order: Vec<(usize, &[u8], usize)> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| {
+            let (cf, key) = place(op);
+            (cf, key, i)
+        })
+        .collect();
+    order.sort_unstable();
+    order.into_iter().map(move |(_, _, i)| &ops[i])
 }
 
 /// `cf`'s keyspace among the four, which are in [`ColumnFamily::ALL`]'s order.

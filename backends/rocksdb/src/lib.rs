@@ -19,7 +19,10 @@
 //! records, the layout manifest and the version floor ([`rediskv_engine::MANIFEST_KEY`],
 //! [`rediskv_engine::FLOOR_KEY`]).
 //!
-//! Tables are LZ4-compressed at every level and carry a 10-bit bloom filter each. A flush
+//! Tables are LZ4-compressed at every level and carry a 10-bit bloom filter each. The
+//! families of subkeys have memtables of an eighth of [`Options::write_buffer_bytes`], the
+//! others of RocksDB's default (64 MiB) or the whole bound when it is less, and a batch's
+//! records go into the memtable in key order. A flush
 //! ([`DiskBackend::flush`], the server's SAVE) writes every family's memtables to tables, so
 //! the WAL files are deleted; the WAL files are also bounded at 64 MiB, past which RocksDB
 //! flushes the families keeping the oldest one.
@@ -205,6 +208,16 @@ fn cf_options(cache: &Cache, write_buffer_bytes: u64) -> rocksdb::Options {
     cf_options
 }
 
+/// The memtable size of the families of subkeys (`default`, `zset_score`): an eighth of
+/// `write_buffer_bytes` (8 MiB by default), at least 1 MiB. Each record of a list, hash, set
+/// or sorted set is its own memtable insert, and a scan stepping back through a memtable
+/// (a list's pops from the right) searches the skiplist again at each step: in a smaller
+/// memtable both are shorter. Smaller still (4 MiB), the extra flushes and compactions cost
+/// more than that saves (docs/benchmarks.md).
+fn subkey_write_buffer_bytes(write_buffer_bytes: u64) -> usize {
+    (write_buffer_bytes / 8).clamp(1 << 20, 64 << 20) as usize
+}
+
 /// Opens the database in `path` (for reads only if `read_only`: RocksDB then writes nothing)
 /// and points the compaction filters' `slot` at it.
 fn open_database(
@@ -228,6 +241,9 @@ fn open_database(
     db_options.set_max_total_wal_size(MAX_TOTAL_WAL_BYTES);
     let descriptor = |cf: Option<ColumnFamily>| {
         let mut cf_options = cf_options(cache, options.write_buffer_bytes);
+        if matches!(cf, Some(ColumnFamily::Subkey | ColumnFamily::Score)) {
+            cf_options.set_write_buffer_size(subkey_write_buffer_bytes(options.write_buffer_bytes));
+        }
         let name = match cf {
             Some(cf) => {
                 if cf != ColumnFamily::Metadata {
@@ -500,10 +516,11 @@ impl KvBackend for Backend {
         self.with_open(|open| {
             open.floor.write(batch, |batch, floor| {
                 let mut wb = rocksdb::WriteBatch::default();
-                for op in batch.into_ops() {
+                let ops = batch.into_ops();
+                for op in in_key_order(&ops) {
                     match op {
-                        BatchOp::Put { cf, key, value } => wb.put_cf(open.cf(cf)?, key, value),
-                        BatchOp::Delete { cf, key } => wb.delete_cf(open.cf(cf)?, key),
+                        BatchOp::Put { cf, key, value } => wb.put_cf(open.cf(*cf)?, key, value),
+                        BatchOp::Delete { cf, key } => wb.delete_cf(open.cf(*cf)?, key),
                     }
                 }
                 if let Some(floor) = floor {
@@ -518,6 +535,31 @@ impl KvBackend for Backend {
             })
         })
     }
+}
+
+/// `ops` ordered by column family and key, those of one key in the order given (what the
+/// batch means is unchanged). RocksDB's memtable inserts a batch's records one after the
+/// other, each starting its skiplist search from where the last one ended: in key order a
+/// search takes a few steps, where in a round's order (a hash map's) each searched the
+/// whole list, about 4,000 instructions per pushed or popped list element
+/// (docs/benchmarks.md).
+fn in_key_order(ops: &[BatchOp]) -> impl Iterator<Item = &BatchOp> {
+    fn place(op: &BatchOp) -> (usize, &[u8]) {
+        let (cf, key) = match op {
+            BatchOp::Put { cf, key, .. } | BatchOp::Delete { cf, key } => (*cf, key),
+        };
+        (ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0), &key[..])
+    }
+    let mut order: Vec<(usize, &[u8], usize)> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| {
+            let (cf, key) = place(op);
+            (cf, key, i)
+        })
+        .collect();
+    order.sort_unstable();
+    order.into_iter().map(move |(_, _, i)| &ops[i])
 }
 
 /// Records a scan reads through one RocksDB iterator before it lets the database go.
