@@ -10,10 +10,11 @@
 #   SERVER_BIN=/path/to/rediskv-server KEEP=/tmp/cg benches/callgrind_commands.sh
 #   PGO=1 benches/callgrind_commands.sh                 # the profile-guided build (scripts/build_pgo.sh)
 #   TESTS=evalsha,fcall benches/callgrind_commands.sh   # a script's GET and INCR, as command_benchmark.sh's
+#   THREADS=2 TESTS=set,get benches/callgrind_commands.sh   # rediskv-server with two event loops
 #
 # Builds `rediskv-server` in release (unless SERVER_BIN), then starts redis-server and
-# `rediskv-server --threads 1 --engine ENGINE`, each under `valgrind --tool=callgrind` on a
-# free loopback port, one after the other. For each test of TESTS: a warm-up run
+# `rediskv-server --threads THREADS --engine ENGINE` (THREADS: 1 unless set), each under
+# `valgrind --tool=callgrind` on a free loopback port, one after the other. For each test of TESTS: a warm-up run
 # (`redis-benchmark -n WARM -P P -c CLIENTS -t <test>`; for `evalsha` and `fcall`, the
 # script and the function of benches/command_benchmark.sh, loaded first), callgrind's counters zeroed
 # (`callgrind_control -z`), the measured run of N requests, and a dump of the counters
@@ -38,6 +39,7 @@ N=${N:-100000}
 WARM=${WARM:-20000}
 P=${P:-16}
 CLIENTS=${CLIENTS:-50}
+THREADS=${THREADS:-1}
 TESTS=${TESTS:-set,get,incr,lpush,rpop,sadd,hset,zadd}
 CACHE=${CACHE:-}
 ENGINE=${ENGINE:-memory}
@@ -138,7 +140,7 @@ measure redis "$REDIS_PORT" -- redis-server --port "$REDIS_PORT" --bind 127.0.0.
     --appendonly no --daemonize no --dir "$WORK" --loglevel warning >"$WORK/redis.counts"
 KV_PORT=$(free_port)
 echo "rediskv-server ($ENGINE) under callgrind…" >&2
-measure rediskv "$KV_PORT" -- "$SERVER_BIN" --port "$KV_PORT" --threads 1 --engine "$ENGINE" --save "" \
+measure rediskv "$KV_PORT" -- "$SERVER_BIN" --port "$KV_PORT" --threads "$THREADS" --engine "$ENGINE" --save "" \
     --dir "$WORK/data" --appendfsync "$APPENDFSYNC" >"$WORK/rediskv.counts"
 
 echo "instructions per command, P=$P, -c $CLIENTS, N=$N ($ENGINE engine)"

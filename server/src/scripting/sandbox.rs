@@ -41,7 +41,7 @@ pub(super) struct VmFunction {
     pub(super) allow_oom: bool,
     /// The one line all its library's code is on, if it is (see [`single_line`]).
     pub(super) line: Option<i32>,
-    /// It keeps nor passes on its keys and arguments tables (see [`keeps_arguments`]): it
+    /// It neither keeps nor passes on its keys and arguments tables (see [`keeps_arguments`]): it
     /// gets the state's `function_tables`.
     pub(super) lends: bool,
 }
