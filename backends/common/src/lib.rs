@@ -531,6 +531,31 @@ pub fn max_version(ops: &[BatchOp]) -> u64 {
         .unwrap_or(0)
 }
 
+/// `ops` ordered by column family ([`ColumnFamily::ALL`]'s order) and key, those of one key
+/// in the order given, so what the batch means is unchanged. Both engines insert a batch's
+/// records into a skiplist memtable one after the other: in key order each search walks the
+/// nodes the last one walked (RocksDB starts it where the last one ended), where in a round's
+/// order (a hash map's) each walks the list anew (docs/benchmarks.md: RocksDB's insert from
+/// about 3,700 instructions a record to 560; fjall's CPU per pipelined LPUSH a fifth lower).
+pub fn in_key_order(ops: &[BatchOp]) -> impl Iterator<Item = &BatchOp> {
+    fn place(op: &BatchOp) -> (usize, &[u8]) {
+        let (cf, key) = match op {
+            BatchOp::Put { cf, key, .. } | BatchOp::Delete { cf, key } => (*cf, key),
+        };
+        (ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0), &key[..])
+    }
+    let mut order: Vec<(usize, &[u8], usize)> = ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| {
+            let (cf, key) = place(op);
+            (cf, key, i)
+        })
+        .collect();
+    order.sort_unstable();
+    order.into_iter().map(move |(_, _, i)| &ops[i])
+}
+
 /// Unix time in milliseconds.
 pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
@@ -737,6 +762,28 @@ pub fn backend_error(engine: &str, e: impl std::fmt::Display) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_in_key_order_keeps_each_keys_records_in_their_order() {
+        use bytes::Bytes;
+        let put = |cf, key: &'static [u8], value: &'static [u8]| BatchOp::Put {
+            cf,
+            key: Bytes::from_static(key),
+            value: Bytes::from_static(value),
+        };
+        let delete = |cf, key: &'static [u8]| BatchOp::Delete { cf, key: Bytes::from_static(key) };
+        let ops = vec![
+            put(ColumnFamily::Subkey, b"b", b"1"),
+            put(ColumnFamily::Metadata, b"z", b"m"),
+            delete(ColumnFamily::Subkey, b"a"),
+            delete(ColumnFamily::Subkey, b"b"),
+            put(ColumnFamily::Subkey, b"a", b"2"),
+            put(ColumnFamily::Subkey, b"b", b"3"),
+        ];
+        let ordered: Vec<&BatchOp> = in_key_order(&ops).collect();
+        let expected = [&ops[1], &ops[2], &ops[4], &ops[0], &ops[3], &ops[5]];
+        assert_eq!(ordered, expected);
+    }
 
     #[test]
     fn every_manifest_names_its_layout_back() {

@@ -797,7 +797,7 @@ impl DiskBackend for Backend {
                 let mut fb = fjall::OwnedWriteBatch::with_capacity(open.db.clone(), ops.len() + 2)
                     .durability(durability);
                 let mut added = Ok(());
-                for op in in_key_order(ops) {
+                for op in rediskv_engine::in_key_order(ops) {
                     match op {
                         BatchOp::Put { cf, key, value } => {
                             added = check_write_key(key);
@@ -891,32 +891,6 @@ impl KvBackend for Backend {
     fn write(&self, batch: WriteBatch) -> Result<()> {
         self.write_ops(&mut batch.into_ops())
     }
-}
-
-/// `ops` ordered by column family and key, those of one key in the order given (what the
-/// batch means is unchanged). fjall inserts a batch's records into the memtable one after
-/// the other, each a skiplist search from the top: in key order each search walks the
-/// nodes the last one walked, which the caches still hold, where in a round's order (a hash
-/// map's) each walk reaches memory anew. Under pipelined LPUSH the server's CPU per command
-/// is about a fifth lower in key order, though sorting adds instructions
-/// (docs/benchmarks.md).
-fn in_key_order(ops: &[BatchOp]) -> impl Iterator<Item = &BatchOp> {
-    fn place(op: &BatchOp) -> (usize, &[u8]) {
-        let (cf, key) = match op {
-            BatchOp::Put { cf, key, .. } | BatchOp::Delete { cf, key } => (*cf, key),
-        };
-        (ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0), &key[..])
-    }
-    let mut order: Vec<(usize, &[u8], usize)> = ops
-        .iter()
-        .enumerate()
-        .map(|(i, op)| {
-            let (cf, key) = place(op);
-            (cf, key, i)
-        })
-        .collect();
-    order.sort_unstable();
-    order.into_iter().map(move |(_, _, i)| &ops[i])
 }
 
 /// `cf`'s keyspace among the four, which are in [`ColumnFamily::ALL`]'s order.

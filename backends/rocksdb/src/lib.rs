@@ -517,7 +517,7 @@ impl KvBackend for Backend {
             open.floor.write(batch, |batch, floor| {
                 let mut wb = rocksdb::WriteBatch::default();
                 let ops = batch.into_ops();
-                for op in in_key_order(&ops) {
+                for op in rediskv_engine::in_key_order(&ops) {
                     match op {
                         BatchOp::Put { cf, key, value } => wb.put_cf(open.cf(*cf)?, key, value),
                         BatchOp::Delete { cf, key } => wb.delete_cf(open.cf(*cf)?, key),
@@ -535,31 +535,6 @@ impl KvBackend for Backend {
             })
         })
     }
-}
-
-/// `ops` ordered by column family and key, those of one key in the order given (what the
-/// batch means is unchanged). RocksDB's memtable inserts a batch's records one after the
-/// other, each starting its skiplist search from where the last one ended: in key order a
-/// search takes a few steps, where in a round's order (a hash map's) each searched the
-/// whole list, about 4,000 instructions per pushed or popped list element
-/// (docs/benchmarks.md).
-fn in_key_order(ops: &[BatchOp]) -> impl Iterator<Item = &BatchOp> {
-    fn place(op: &BatchOp) -> (usize, &[u8]) {
-        let (cf, key) = match op {
-            BatchOp::Put { cf, key, .. } | BatchOp::Delete { cf, key } => (*cf, key),
-        };
-        (ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0), &key[..])
-    }
-    let mut order: Vec<(usize, &[u8], usize)> = ops
-        .iter()
-        .enumerate()
-        .map(|(i, op)| {
-            let (cf, key) = place(op);
-            (cf, key, i)
-        })
-        .collect();
-    order.sort_unstable();
-    order.into_iter().map(move |(_, _, i)| &ops[i])
 }
 
 /// Records a scan reads through one RocksDB iterator before it lets the database go.
