@@ -284,11 +284,6 @@ impl Replication {
         self.min_replicas_lag.store(config.number("min-replicas-max-lag").max(0) as u64, Relaxed);
     }
 
-    /// Whether `min-replicas-to-write` is set (writes may then be refused).
-    pub fn wants_replicas(&self) -> bool {
-        self.min_replicas.load(Relaxed) > 0
-    }
-
     /// Whether a write must be refused for want of good replicas (`min-replicas-to-write`
     /// replicas that acknowledged within `min-replicas-max-lag` seconds).
     pub fn too_few_replicas(&self) -> bool {

@@ -129,7 +129,6 @@ impl Client {
             return Some(Some(Reply::Error(state.writes.refusal())));
         }
         if !self.master
-            && (state.link.is_replica() || state.replication.wants_replicas())
             && let Some(refusal) = self.replication_refusal(info, argv, state)
         {
             return Some(Some(refusal));
