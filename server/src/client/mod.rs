@@ -354,18 +354,14 @@ impl Client {
     /// answers it, `None` for an unknown one).
     fn send(&mut self, reply: Reply, out: &mut Vec<u8>, info: Option<&CommandInfo>) {
         if self.reply == ReplyMode::On && self.more.is_empty() {
-            // The commonest replies written here, the same bytes as `Reply::write`'s.
-            // (OK and an integer hold nothing to free: forgotten, no drop to run.)
+            // The commonest replies, the same in RESP2 and RESP3, written at once (OK and an
+            // integer hold nothing to free: forgotten, no drop to run).
             return match reply {
-                Reply::Status(std::borrow::Cow::Borrowed("OK")) => {
-                    out.extend_from_slice(b"+OK\r\n");
+                Reply::Status(std::borrow::Cow::Borrowed("OK")) | Reply::Integer(_) => {
+                    reply.write_resp(out);
                     std::mem::forget(reply);
                 }
-                Reply::Integer(n) => {
-                    write_number(b':', n, &[], out);
-                    std::mem::forget(reply);
-                }
-                Reply::Bulk(bytes) => write_number(b'$', bytes.len() as i64, &bytes, out),
+                Reply::Bulk(_) => reply.write_resp(out),
                 reply if self.session.resp() == 3 => reply.write(Protocol::Resp3, out),
                 reply => write_consuming(reply, out),
             };
@@ -538,35 +534,6 @@ impl Client {
     }
 }
 
-/// Appends `<prefix>n\r\n`, and for the prefix `$` then `data` and `\r\n`: as `Reply::write`
-/// writes `Reply::Integer(n)` (`:`) and a `Reply::Bulk` of `n` bytes (`$`).
-fn write_number(prefix: u8, n: i64, data: &[u8], out: &mut Vec<u8>) {
-    let mut digits = [0u8; 24];
-    let mut at = digits.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        at -= 1;
-        digits[at] = b'-';
-    }
-    at -= 1;
-    digits[at] = prefix;
-    out.reserve(digits.len() - at + 4 + data.len());
-    out.extend_from_slice(&digits[at..]);
-    out.extend_from_slice(b"\r\n");
-    if prefix == b'$' {
-        out.extend_from_slice(data);
-        out.extend_from_slice(b"\r\n");
-    }
-}
-
 /// Encodes a reply in RESP2 like `Reply::write_resp`, freeing each element of an array
 /// (set, map, push) as soon as its bytes are out, so a huge reply (KEYS, LRANGE 0 -1,
 /// SMEMBERS) never sits in memory twice: at any moment it is the encoded part plus the rest.
@@ -631,22 +598,5 @@ mod tests {
         reply.write_resp(&mut expect);
         write_consuming(reply, &mut got);
         assert_eq!(got, expect);
-    }
-
-    #[test]
-    fn integers_and_bulks_are_written_as_write_resp_writes_them() {
-        for n in [0, 7, 10, -1, -10, 123_456_789, i64::MAX, i64::MIN] {
-            let (mut expect, mut got) = (Vec::new(), Vec::new());
-            Reply::Integer(n).write_resp(&mut expect);
-            write_number(b':', n, &[], &mut got);
-            assert_eq!(got, expect, "{n}");
-        }
-        for len in [0, 1, 9, 10, 99, 100, 12_345] {
-            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-            let (mut expect, mut got) = (Vec::new(), Vec::new());
-            Reply::bulk(&data).write_resp(&mut expect);
-            write_number(b'$', len as i64, &data, &mut got);
-            assert_eq!(got, expect, "{len}");
-        }
     }
 }
