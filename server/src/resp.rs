@@ -187,6 +187,38 @@ pub fn parse(buf: &[u8], args: &mut Vec<Range<usize>>, limits: Limits) -> Result
     Ok(Parsed::Command { consumed: pos })
 }
 
+/// A bulk argument of at least this many bytes is a big one (Redis' `PROTO_MBULK_BIG_ARG`):
+/// the query buffer makes room for exactly the rest of its request ([`big_arg_end`]).
+pub const BIG_ARG: usize = 32 * 1024;
+
+/// Where the request at the start of `buf` ends at the least, when `buf` holds its headers up
+/// to a bulk argument of [`BIG_ARG`] bytes or more and not all of that argument's data: the
+/// end of that argument and its CRLF. `None` for anything else: a complete request, one
+/// still missing a header, an inline one, one that [`parse`] refuses under `limits` or one
+/// whose headers take its slower path (signs, leading zeros).
+pub fn big_arg_end(buf: &[u8], limits: Limits) -> Option<usize> {
+    if buf.first() != Some(&b'*') || !limits.authenticated {
+        return None;
+    }
+    let (count, cr) = plain_header(buf, 1)?;
+    let mut pos = cr + 2;
+    for _ in 0..count.min(MULTIBULK_MAX) {
+        if buf.get(pos) != Some(&b'$') {
+            return None;
+        }
+        let (len, cr) = plain_header(buf, pos + 1)?;
+        if len > limits.max_bulk {
+            return None;
+        }
+        let end = (cr + 2).checked_add(usize::try_from(len).ok()?)?.checked_add(2)?;
+        if end > buf.len() {
+            return (len as usize >= BIG_ARG).then_some(end);
+        }
+        pos = end;
+    }
+    None
+}
+
 /// Redis' "expected '$', got 'x'" (Redis prints the byte raw).
 fn expected_dollar(got: u8) -> ProtocolError {
     ProtocolError(format!("expected '$', got '{}'", String::from_utf8_lossy(&[got])).into())
@@ -433,6 +465,35 @@ mod tests {
         // Redis accepts counts up to INT_MAX and waits for the data.
         incomplete(b"*2147483647\r\n");
         incomplete(b"*1\r\n$536870912\r\n");
+    }
+
+    #[test]
+    fn a_big_argument_says_where_its_request_ends() {
+        let limits = Limits::default();
+        let big = BIG_ARG + 5;
+        let mut req = format!("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${big}\r\n").into_bytes();
+        let end = req.len() + big + 2;
+        // Its header is not there yet: nothing known.
+        assert_eq!(big_arg_end(&req[..req.len() - 1], limits), None);
+        assert_eq!(big_arg_end(&req, limits), Some(end));
+        req.extend(std::iter::repeat_n(b'v', big));
+        assert_eq!(big_arg_end(&req, limits), Some(end));
+        req.extend_from_slice(b"\r\n");
+        assert_eq!(req.len(), end);
+        // Complete: parse takes it.
+        assert_eq!(big_arg_end(&req, limits), None);
+        incomplete(&req[..end - 1]);
+        assert!(
+            matches!(parse(&req, &mut Vec::new(), limits), Ok(Parsed::Command { consumed }) if consumed == end)
+        );
+        // A small argument, an unauthenticated client, a bulk over the limit: no room made.
+        assert_eq!(big_arg_end(b"*2\r\n$3\r\nGET\r\n$32767\r\nab", limits), None);
+        let unauth = Limits { authenticated: false, ..limits };
+        assert_eq!(big_arg_end(b"*2\r\n$3\r\nGET\r\n$40000\r\nab", unauth), None);
+        let small = Limits { max_bulk: 39_999, ..limits };
+        assert_eq!(big_arg_end(b"*2\r\n$3\r\nGET\r\n$40000\r\nab", small), None);
+        assert_eq!(big_arg_end(b"*2\r\n$3\r\nGET\r\n$40000\r\nab", limits), Some(21 + 40_002));
+        assert_eq!(big_arg_end(b"GET k\r\n", limits), None);
     }
 
     #[test]

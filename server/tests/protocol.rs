@@ -69,3 +69,45 @@ fn query_buffer_limit_closes_the_connection() {
         assert_eq!(server.client().cmd(&["PING"]), Value::Status("PONG".into()));
     }
 }
+
+#[test]
+fn big_arguments_arrive_whole_however_they_are_split() {
+    let server = rediskv(&[]);
+    let mut c = server.client();
+    // Values of varied bytes and sizes around the big-argument threshold (32 KB), sent in
+    // pieces, then pipelined behind and ahead of small requests.
+    let value =
+        |len: usize, seed: u8| -> Vec<u8> { (0..len).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect() };
+    let request = |key: &[u8], v: &[u8]| {
+        let mut r = format!("*3\r\n$3\r\nSET\r\n${}\r\n", key.len()).into_bytes();
+        r.extend_from_slice(key);
+        r.extend_from_slice(format!("\r\n${}\r\n", v.len()).as_bytes());
+        r.extend_from_slice(v);
+        r.extend_from_slice(b"\r\n");
+        r
+    };
+    let sizes = [32 * 1024 - 1, 32 * 1024, 100_000, 70_000, 100_000, 300_000];
+    for (i, &len) in sizes.iter().enumerate() {
+        let v = value(len, i as u8);
+        let r = request(format!("k{i}").as_bytes(), &v);
+        for piece in r.chunks(17_000 + i * 5000) {
+            c.send_raw(piece);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert_eq!(c.read(), Value::Status("OK".into()));
+        c.send(&[b"GET", format!("k{i}").as_bytes()]);
+        assert_eq!(c.read(), Value::Bulk(Some(v)), "value of {len} bytes");
+    }
+    let mut pipeline = b"*1\r\n$4\r\nPING\r\n".to_vec();
+    let (a, b) = (value(120_000, 7), value(50_000, 9));
+    pipeline.extend(request(b"a", &a));
+    pipeline.extend(request(b"b", &b));
+    pipeline.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n");
+    c.send_raw(&pipeline);
+    assert_eq!(c.read(), Value::Status("PONG".into()));
+    assert_eq!(c.read(), Value::Status("OK".into()));
+    assert_eq!(c.read(), Value::Status("OK".into()));
+    assert_eq!(c.read(), Value::Bulk(Some(a)));
+    c.send(&[b"GET", b"b"]);
+    assert_eq!(c.read(), Value::Bulk(Some(b)));
+}
