@@ -514,6 +514,11 @@ impl Conns {
     }
 }
 
+/// [`Connection::room_for_big_arg`] looks for a big argument in a query buffer of at least
+/// this many bytes: a client sends one with its headers, and the small requests that are
+/// most reads are left alone.
+const BIG_ARG_PEEK: usize = 4096;
+
 /// The most a connection keeps of an empty reply buffer: a larger one (a big reply) is
 /// given back once empty.
 const KEPT_BUFFER: usize = 16 * 1024;
@@ -696,6 +701,9 @@ impl Connection {
     /// with no spare room (see [`SHARED_REQUEST`]). The next request this big finds the
     /// room the last one left ([`Connection::run_batch`]).
     fn room_for_big_arg(&mut self, state: &State, limit: usize) {
+        if self.buf.len() < BIG_ARG_PEEK {
+            return;
+        }
         let limits =
             Limits { max_bulk: state.max_bulk.load(Relaxed), authenticated: self.client.authenticated() };
         let Some(end) = big_arg_end(&self.buf, limits) else { return };
