@@ -121,10 +121,17 @@ impl<B: KvBackend> Engine<B> {
     }
 
     /// Hands one commit's stream to the propagation (under the commit's locks).
+    #[inline]
     fn propagate(&self, unit: Vec<Propagated>) {
-        if unit.is_empty() {
-            return;
+        // Most commands propagate nothing (no replica, or nothing written): the test is
+        // inlined, the hand-over is not.
+        if !unit.is_empty() {
+            self.hand_over(unit);
         }
+    }
+
+    #[inline(never)]
+    fn hand_over(&self, unit: Vec<Propagated>) {
         if let Some(propagation) = self.propagation.get() {
             propagation.propagate(unit);
         }
@@ -464,6 +471,19 @@ impl<B: KvBackend> Engine<B> {
     /// when the subcommand is unknown): the name is not looked up again.
     pub fn execute_row(&self, session: &mut Session, info: &'static CommandInfo, argv: &[Bytes]) -> Reply {
         self.execute_as(session, super::check_row(info, argv), argv, false)
+    }
+
+    /// [`Engine::execute_row`] for a row [`super::check_row`] accepted for `argv` already (a
+    /// server checks a command's arity before its ACL and other refusals, as Redis does):
+    /// not checked again.
+    pub fn execute_checked(
+        &self,
+        session: &mut Session,
+        info: &'static CommandInfo,
+        argv: &[Bytes],
+    ) -> Reply {
+        debug_assert!(super::check_row(info, argv).is_ok(), "{} was not checked", info.name);
+        self.execute_as(session, Ok(info), argv, false)
     }
 
     /// Re-runs a parked client's blocking command (the same argv, the same session) after a

@@ -108,8 +108,13 @@ pub struct Client {
     /// then (one clock read per command; its time includes its parse, a fraction of a µs).
     /// `None` between batches of requests.
     last_end: Option<u64>,
-    /// The row of the last command it sent by name ([`table::find_repeated`]).
+    /// The row of the last command it sent that its name alone finds (neither a container
+    /// nor a subcommand), and that name's bytes as sent (`last_name[..last_len]`, names of
+    /// up to 16 bytes): a pipeline mostly repeats one command, and a compare of its name's
+    /// bytes costs a fraction of a lookup.
     last_row: Option<&'static CommandInfo>,
+    last_name: [u8; 16],
+    last_len: usize,
     /// The link to this server's primary: its commands are the replication stream.
     master: bool,
     /// The reply being counted is a script's error that a command of the script answered,
@@ -159,6 +164,8 @@ impl Client {
             asking: std::cell::Cell::new(false),
             last_end: None,
             last_row: None,
+            last_name: [0; 16],
+            last_len: 0,
             master: false,
             error_counted: std::cell::Cell::new(false),
             replica_hello: Default::default(),
@@ -216,11 +223,12 @@ impl Client {
         // The command's row, found once (a subcommand's own, or its container's when the
         // subcommand is unknown): the gate, the run, the engine, the statistics, the slow log
         // and MONITOR all read it.
-        let info = match table::find_repeated(argv, self.last_row) {
-            Ok(info) => {
-                self.last_row = Some(info);
-                info
-            }
+        let found = match self.repeated(argv) {
+            Some(info) => Ok(info),
+            None => table::find(argv).inspect(|info| self.remember_name(argv, info)),
+        };
+        let info = match found {
+            Ok(info) => info,
             Err(Some(info)) => info,
             Err(None) => {
                 // As Redis, an unknown command is refused before AUTH and every other check.
@@ -324,6 +332,29 @@ impl Client {
         next
     }
 
+    /// The row of the last command when `argv` names it by the same bytes (see
+    /// [`Client::last_row`]).
+    #[inline]
+    fn repeated(&self, argv: &[Bytes]) -> Option<&'static CommandInfo> {
+        let name = argv.first()?;
+        let len = self.last_len;
+        if name.len() == len && name[..] == self.last_name[..len] { self.last_row } else { None }
+    }
+
+    /// Remembers the row `find` gave for `argv` when its name alone finds it, under that
+    /// name's bytes.
+    fn remember_name(&mut self, argv: &[Bytes], info: &'static CommandInfo) {
+        self.last_row = None;
+        self.last_len = 0;
+        let Some(name) = argv.first() else { return };
+        if !info.named_alone() || name.len() > self.last_name.len() {
+            return;
+        }
+        self.last_name[..name.len()].copy_from_slice(name);
+        self.last_len = name.len();
+        self.last_row = Some(info);
+    }
+
     /// Shows a command that ran to the MONITOR clients, unless Redis would not: admin
     /// commands, commands refused before running, commands queued by MULTI (shown by EXEC).
     fn monitor(
@@ -425,7 +456,9 @@ impl Client {
         let was_in_multi = self.session.in_multi();
         let reads = if self.tracking { self.tracked_reads(name, argv) } else { Vec::new() };
         let flushes = self.flushes(name);
-        let reply = self.engine.execute_row(&mut self.session, info, argv);
+        // Every command reaches here past the gate, which checked its arity
+        // (`check_row`); the connection commands a transaction queued, when they were queued.
+        let reply = self.engine.execute_checked(&mut self.session, info, argv);
         if flushes && !reply.is_error() {
             // A flush leaves every collection's records as garbage, with no per-key
             // event to say so: start a collector pass.
