@@ -157,7 +157,24 @@ impl Client {
     /// Redis' replication refusals, in its order: too few good replicas to write
     /// (`min-replicas-to-write`), a write to a read-only replica, a command that needs data
     /// while the link is down and `replica-serve-stale-data` is off.
+    #[inline]
     fn replication_refusal(
+        &self,
+        info: &'static CommandInfo,
+        argv: &[Bytes],
+        state: &State,
+    ) -> Option<Reply> {
+        // A primary with enough replicas (or no `min-replicas-to-write`) refuses nothing:
+        // told here, without a call.
+        if !state.link.is_replica() && !state.replication.too_few_replicas() {
+            return None;
+        }
+        self.replication_refusal_checked(info, argv, state)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn replication_refusal_checked(
         &self,
         info: &'static CommandInfo,
         argv: &[Bytes],

@@ -115,6 +115,8 @@ pub struct Client {
     last_row: Option<&'static CommandInfo>,
     last_name: [u8; 16],
     last_len: usize,
+    /// `last_row`'s [`stats::batched`] row.
+    last_batched: Option<usize>,
     /// The link to this server's primary: its commands are the replication stream.
     master: bool,
     /// The reply being counted is a script's error that a command of the script answered,
@@ -166,6 +168,7 @@ impl Client {
             last_row: None,
             last_name: [0; 16],
             last_len: 0,
+            last_batched: None,
             master: false,
             error_counted: std::cell::Cell::new(false),
             replica_hello: Default::default(),
@@ -223,7 +226,8 @@ impl Client {
         // The command's row, found once (a subcommand's own, or its container's when the
         // subcommand is unknown): the gate, the run, the engine, the statistics, the slow log
         // and MONITOR all read it.
-        let found = match self.repeated(argv) {
+        let repeated = self.repeated(argv);
+        let found = match repeated {
             Some(info) => Ok(info),
             None => table::find(argv).inspect(|info| self.remember_name(argv, info)),
         };
@@ -240,7 +244,11 @@ impl Client {
             }
         };
         // A data command's counts may wait; anything else runs with them up to date.
-        let row = if self.defers { stats::batched(info) } else { None };
+        let row = match (self.defers, repeated) {
+            (false, _) => None,
+            (true, Some(_)) => self.last_batched,
+            (true, None) => stats::batched(info),
+        };
         let deferred = row.is_some();
         if !deferred {
             self.flush_counts(state);
@@ -353,6 +361,7 @@ impl Client {
         self.last_name[..name.len()].copy_from_slice(name);
         self.last_len = name.len();
         self.last_row = Some(info);
+        self.last_batched = stats::batched(info);
     }
 
     /// Shows a command that ran to the MONITOR clients, unless Redis would not: admin
