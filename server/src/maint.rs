@@ -54,15 +54,23 @@ pub fn after_writes(state: &State, lane: usize, engine: &SharedEngine, session: 
     if effects.garbage {
         state.maint.garbage_hint.fetch_add(1, Relaxed);
     }
+    let swapped = !session.swapped_dbs().is_empty();
     // SWAPDB may bring keys with TTLs into a database whose sweep backed off.
-    if effects.ttl_set || !session.swapped_dbs().is_empty() {
+    if effects.ttl_set || swapped {
         state.maint.ttl_hint.fetch_add(1, Relaxed);
     }
-    if !session.swapped_dbs().is_empty() {
-        let ns = String::from_utf8_lossy(engine.layout().namespace()).into_owned();
-        if let Err(e) = state.store.save_db_slots(&ns, &engine.db_slots()) {
-            crate::log::warning!("Cannot save the SWAPDB mapping: {e}");
-        }
+    if swapped {
+        save_db_slots(state, engine);
+    }
+}
+
+/// Saves the SWAPDB mapping of `engine`'s databases.
+#[cold]
+#[inline(never)]
+fn save_db_slots(state: &State, engine: &SharedEngine) {
+    let ns = String::from_utf8_lossy(engine.layout().namespace()).into_owned();
+    if let Err(e) = state.store.save_db_slots(&ns, &engine.db_slots()) {
+        crate::log::warning!("Cannot save the SWAPDB mapping: {e}");
     }
 }
 

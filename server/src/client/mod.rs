@@ -392,6 +392,7 @@ impl Client {
 
     /// Writes a reply unless CLIENT REPLY OFF/SKIP holds it back (`info`: the command that
     /// answers it, `None` for an unknown one).
+    #[inline]
     fn send(&mut self, reply: Reply, out: &mut Vec<u8>, info: Option<&CommandInfo>) {
         if self.reply == ReplyMode::On && self.more.is_empty() {
             // The commonest replies, the same in RESP2 and RESP3, written at once (OK and an
@@ -402,10 +403,26 @@ impl Client {
                     std::mem::forget(reply);
                 }
                 Reply::Bulk(_) => reply.write_resp(out),
-                reply if self.session.resp() == 3 => reply.write(Protocol::Resp3, out),
-                reply => write_consuming(reply, out),
+                reply => self.send_other(reply, out),
             };
         }
+        self.send_held(reply, out, info);
+    }
+
+    /// [`Client::send`] of a reply other than OK, an integer or a bulk string, replies on.
+    #[inline(never)]
+    fn send_other(&mut self, reply: Reply, out: &mut Vec<u8>) {
+        if self.session.resp() == 3 {
+            reply.write(Protocol::Resp3, out);
+        } else {
+            write_consuming(reply, out);
+        }
+    }
+
+    /// [`Client::send`] while CLIENT REPLY OFF/SKIP may hold the reply back, or a command
+    /// answers several.
+    #[inline(never)]
+    fn send_held(&mut self, reply: Reply, out: &mut Vec<u8>, info: Option<&CommandInfo>) {
         // CLIENT REPLY SKIP skips the command after itself, not itself.
         let client = self.reply != ReplyMode::On && info.is_some_and(|i| i.container() == "client");
         self.send_one(reply, out, client);
@@ -456,7 +473,8 @@ impl Client {
     /// writes (client tracking, notifications, blocked clients, the collector's hints).
     fn run_in_engine(&mut self, info: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
         let name = info.container();
-        if name == "select"
+        if info.family == Family::Keyspace
+            && name == "select"
             && parse_i64(argv.get(1).map_or(&[][..], |a| a))
                 .is_some_and(|i| i >= state.config().number("databases"))
         {
