@@ -47,7 +47,7 @@ const IDLE_MAX: Duration = Duration::from_secs(16);
 /// What follows the writes of a command, an EXEC or a script: keyspace notifications,
 /// hints to the maintenance thread, the SWAPDB mapping saved. `lane` is the event loop's
 /// index on a loop, [`crate::counters::LaneSum::shared_lane`] elsewhere.
-#[inline]
+#[inline(always)]
 pub fn after_writes(state: &State, lane: usize, engine: &SharedEngine, session: &rediskv::Session) {
     let effects = session.effects();
     crate::notify::command_events(state, lane, effects, session.events());

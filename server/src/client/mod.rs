@@ -453,6 +453,7 @@ impl Client {
     ///
     /// Every command runs from here: the server's own by their handlers
     /// ([`dispatch::handler`]), the rest in the engine.
+    #[inline]
     fn run(&mut self, info: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
         // A type's own commands have no handler (those are server, session, keyspace and
         // generic rows): straight to the engine, past the names.
@@ -482,7 +483,8 @@ impl Client {
         }
         let was_in_multi = self.session.in_multi();
         let reads = if self.tracking { self.tracked_reads(name, argv) } else { Vec::new() };
-        let flushes = self.flushes(name);
+        // FLUSHDB and FLUSHALL are keyspace rows, EXEC a session row: no other row flushes.
+        let flushes = matches!(info.family, Family::Keyspace | Family::Session) && self.flushes(name);
         // Every command reaches here past the gate, which checked its arity
         // (`check_row`); the connection commands a transaction queued, when they were queued.
         let reply = self.engine.execute_checked(&mut self.session, info, argv);
@@ -508,7 +510,7 @@ impl Client {
         if state.blocked.any() {
             state.blocked.wake(state, &self.engine, &self.session);
         }
-        if succeeded {
+        if succeeded && info.family == Family::Keyspace {
             self.wake_flushed(name, state);
         }
         (reply, next)
