@@ -170,7 +170,7 @@ impl Client {
     /// Redis' replication refusals, in its order: too few good replicas to write
     /// (`min-replicas-to-write`), a write to a read-only replica, a command that needs data
     /// while the link is down and `replica-serve-stale-data` is off.
-    #[inline]
+    #[inline(always)]
     fn replication_refusal(
         &self,
         info: &'static CommandInfo,

@@ -453,7 +453,7 @@ impl Client {
     ///
     /// Every command runs from here: the server's own by their handlers
     /// ([`dispatch::handler`]), the rest in the engine.
-    #[inline]
+    #[inline(always)]
     fn run(&mut self, info: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
         // A type's own commands have no handler (those are server, session, keyspace and
         // generic rows): straight to the engine, past the names.
