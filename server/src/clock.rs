@@ -4,7 +4,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Microseconds since the Unix epoch.
 pub fn unix_micros() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
+    // Seconds and micros apart: `as_micros` works in 128 bits.
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() * 1_000_000 + u64::from(d.subsec_micros()))
 }
 
 /// TIME's reply: the Unix time, in seconds and the microseconds past them.

@@ -794,6 +794,7 @@ impl Connection {
     }
 
     /// A command's reply was written to `out` from `start` on (nothing for CLIENT REPLY OFF).
+    #[inline]
     fn answered(&mut self, start: usize) {
         if self.out.len() > start {
             self.unacked.get_or_insert((start, 0)).1 += 1;
@@ -911,6 +912,7 @@ impl Connection {
 
     /// Runs one request; false when later requests must wait (a pause, a blocking command)
     /// or the connection closes.
+    #[inline(always)]
     fn run_one(&mut self, mut argv: Vec<Bytes>, state: &State) -> bool {
         if argv.is_empty() {
             self.argv = argv;

@@ -47,22 +47,30 @@ const IDLE_MAX: Duration = Duration::from_secs(16);
 /// What follows the writes of a command, an EXEC or a script: keyspace notifications,
 /// hints to the maintenance thread, the SWAPDB mapping saved. `lane` is the event loop's
 /// index on a loop, [`crate::counters::LaneSum::shared_lane`] elsewhere.
-#[inline]
+#[inline(always)]
 pub fn after_writes(state: &State, lane: usize, engine: &SharedEngine, session: &rediskv::Session) {
     let effects = session.effects();
     crate::notify::command_events(state, lane, effects, session.events());
     if effects.garbage {
         state.maint.garbage_hint.fetch_add(1, Relaxed);
     }
+    let swapped = !session.swapped_dbs().is_empty();
     // SWAPDB may bring keys with TTLs into a database whose sweep backed off.
-    if effects.ttl_set || !session.swapped_dbs().is_empty() {
+    if effects.ttl_set || swapped {
         state.maint.ttl_hint.fetch_add(1, Relaxed);
     }
-    if !session.swapped_dbs().is_empty() {
-        let ns = String::from_utf8_lossy(engine.layout().namespace()).into_owned();
-        if let Err(e) = state.store.save_db_slots(&ns, &engine.db_slots()) {
-            crate::log::warning!("Cannot save the SWAPDB mapping: {e}");
-        }
+    if swapped {
+        save_db_slots(state, engine);
+    }
+}
+
+/// Saves the SWAPDB mapping of `engine`'s databases.
+#[cold]
+#[inline(never)]
+fn save_db_slots(state: &State, engine: &SharedEngine) {
+    let ns = String::from_utf8_lossy(engine.layout().namespace()).into_owned();
+    if let Err(e) = state.store.save_db_slots(&ns, &engine.db_slots()) {
+        crate::log::warning!("Cannot save the SWAPDB mapping: {e}");
     }
 }
 

@@ -121,10 +121,17 @@ impl<B: KvBackend> Engine<B> {
     }
 
     /// Hands one commit's stream to the propagation (under the commit's locks).
+    #[inline]
     fn propagate(&self, unit: Vec<Propagated>) {
-        if unit.is_empty() {
-            return;
+        // Most commands propagate nothing (no replica, or nothing written): the test is
+        // inlined, the hand-over is not.
+        if !unit.is_empty() {
+            self.hand_over(unit);
         }
+    }
+
+    #[inline(never)]
+    fn hand_over(&self, unit: Vec<Propagated>) {
         if let Some(propagation) = self.propagation.get() {
             propagation.propagate(unit);
         }
@@ -466,6 +473,19 @@ impl<B: KvBackend> Engine<B> {
         self.execute_as(session, super::check_row(info, argv), argv, false)
     }
 
+    /// [`Engine::execute_row`] for a row [`super::check_row`] accepted for `argv` already (a
+    /// server checks a command's arity before its ACL and other refusals, as Redis does):
+    /// not checked again.
+    pub fn execute_checked(
+        &self,
+        session: &mut Session,
+        info: &'static CommandInfo,
+        argv: &[Bytes],
+    ) -> Reply {
+        debug_assert!(super::check_row(info, argv).is_ok(), "{} was not checked", info.name);
+        self.execute_as(session, Ok(info), argv, false)
+    }
+
     /// Re-runs a parked client's blocking command (the same argv, the same session) after a
     /// key it waits on was touched. As [`Engine::execute`], except that a waited-on key now
     /// holding another type is skipped instead of answering WRONGTYPE (Redis 7.0 leaves the
@@ -574,7 +594,11 @@ impl<B: KvBackend> Engine<B> {
         });
         self.propagate(db.take_propagated());
         session.db = db.index();
-        (session.journal, session.block, session.swapped) = db.hand_back();
+        let (journal, block, swapped) = db.hand_back();
+        // The session's were lent to the `Db` (or cleared): nothing to drop on the way back.
+        refill(&mut session.journal, journal);
+        refill(&mut session.block, block);
+        session.swapped = swapped;
         // Most commands touch no key anyone listens for (none recorded) and swap nothing.
         let touched = !session.touched().is_empty();
         if touched || !session.swapped.is_empty() {
@@ -945,6 +969,15 @@ impl<B: KvBackend> Engine<B> {
             self.watches.remove(&(w.db, w.key), &session.dirty);
         }
         session.dirty.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Puts `value` in `slot`, usually empty: the old value's drop is called only when there
+/// is one (an out-of-line drop of `None` costs a call on every command).
+#[inline]
+fn refill<T>(slot: &mut Option<T>, value: Option<T>) {
+    if let Some(old) = std::mem::replace(slot, value) {
+        drop(old);
     }
 }
 

@@ -97,16 +97,29 @@ enum Guard<'a> {
 /// The global lock, held: the calling thread's copy shared, or every copy taken so far
 /// exclusive, with [`KeyLocks::using`] (released after them).
 enum Global<'a> {
-    Own(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
-    All(#[allow(dead_code)] Vec<RwLockWriteGuard<'a, ()>>, #[allow(dead_code)] MutexGuard<'a, ()>),
+    Own(RwLockReadGuard<'a, ()>),
+    All(Vec<RwLockWriteGuard<'a, ()>>, MutexGuard<'a, ()>),
 }
 
 /// Locks held for one command; dropping it releases them.
 pub struct LockGuard<'a> {
-    // Most commands name one key: its stripe is held without allocating.
-    _one: Option<Guard<'a>>,
-    _keys: Vec<Guard<'a>>,
-    _global: Global<'a>,
+    _held: Held<'a>,
+}
+
+/// What a [`LockGuard`] holds. Flat, so that releasing the usual case (one key under the
+/// thread's copy of the global lock) is one match: no option, vector or nested enum to look
+/// at.
+#[allow(dead_code)]
+enum Held<'a> {
+    /// The stripe of a key written, and the thread's copy of the global lock, shared
+    /// (released in that order, as the fields drop).
+    Write(RwLockWriteGuard<'a, ()>, RwLockReadGuard<'a, ()>),
+    /// The stripe of a key read, and the thread's copy of the global lock, shared.
+    Read(RwLockReadGuard<'a, ()>, RwLockReadGuard<'a, ()>),
+    /// Any number of stripes, and the thread's copy of the global lock, shared.
+    Keys(Vec<Guard<'a>>, RwLockReadGuard<'a, ()>),
+    /// Every copy of the global lock taken so far, exclusive, with [`KeyLocks::using`].
+    All(Vec<RwLockWriteGuard<'a, ()>>, MutexGuard<'a, ()>),
 }
 
 /// The stripe of `key`: a multiply-rotate hash over its bytes eight at a time (a byte-wise
@@ -238,27 +251,33 @@ impl KeyLocks {
         global: Global<'a>,
         keys: impl IntoIterator<Item = (&'k [u8], bool)>,
     ) -> LockGuard<'a> {
-        if matches!(global, Global::All(..)) {
-            return LockGuard { _one: None, _keys: Vec::new(), _global: global };
-        }
+        let own = match global {
+            Global::Own(own) => own,
+            Global::All(copies, using) => return LockGuard { _held: Held::All(copies, using) },
+        };
         let mut keys = keys.into_iter().map(|(k, w)| (stripe(k), w));
         let (first, second) = (keys.next(), keys.next());
-        if second.is_none() {
-            let one = first.map(|s| self.take(s));
-            return LockGuard { _one: one, _keys: Vec::new(), _global: global };
-        }
-        let mut wanted: Vec<(usize, bool)> = first.into_iter().chain(second).chain(keys).collect();
-        // Sorted by stripe with writers first, so the dedup keeps the strongest mode.
-        wanted.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        wanted.dedup_by_key(|s| s.0);
-        let keys = wanted.into_iter().map(|s| self.take(s)).collect();
-        LockGuard { _one: None, _keys: keys, _global: global }
+        let held = match (first, second) {
+            (None, _) => Held::Keys(Vec::new(), own),
+            (Some(one), None) => match self.take(one) {
+                Guard::Write(stripe) => Held::Write(stripe, own),
+                Guard::Read(stripe) => Held::Read(stripe, own),
+            },
+            (Some(first), Some(second)) => {
+                let mut wanted: Vec<(usize, bool)> = [first, second].into_iter().chain(keys).collect();
+                // Sorted by stripe with writers first, so the dedup keeps the strongest mode.
+                wanted.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+                wanted.dedup_by_key(|s| s.0);
+                Held::Keys(wanted.into_iter().map(|s| self.take(s)).collect(), own)
+            }
+        };
+        LockGuard { _held: held }
     }
 
     /// The global lock, shared, if no whole-keyspace command holds it or waits for it now
     /// (perhaps this very thread: a script); `None` otherwise, without blocking.
     pub(crate) fn try_lock_shared(&self) -> Option<LockGuard<'_>> {
-        Some(LockGuard { _one: None, _keys: Vec::new(), _global: self.try_lock_own()? })
+        Some(self.lock_keys(self.try_lock_own()?, std::iter::empty()))
     }
 
     /// Blocks until stripe `i` is held: exclusive when `write`, shared otherwise.

@@ -242,6 +242,13 @@ impl CommandInfo {
         }
     }
 
+    /// Whether [`find`] gives this row for any argv whose first argument names it, whatever
+    /// follows: neither a container (its subcommand picks the row) nor a subcommand.
+    #[inline]
+    pub fn named_alone(&self) -> bool {
+        !self.has_subcommands && self.container().len() == self.name.len()
+    }
+
     /// Whether `argc` arguments (the name included) satisfy the arity.
     pub fn arity_ok(&self, argc: usize) -> bool {
         let argc = argc as i64;
@@ -350,9 +357,8 @@ pub fn find_repeated(
     last: Option<&'static CommandInfo>,
 ) -> Result<&'static CommandInfo, Option<&'static CommandInfo>> {
     if let (Some(info), Some(name)) = (last, argv.first())
-        && !info.has_subcommands
+        && info.named_alone()
         && name.eq_ignore_ascii_case(info.name.as_bytes())
-        && info.container().len() == info.name.len()
     {
         return Ok(info);
     }

@@ -96,31 +96,11 @@ impl Client {
                 return Some(None);
             }
         }
-        // As Redis 7.0: EXEC is checked for the queued commands (memory may have run out
-        // since they were queued), and inside MULTI every command but EXEC, DISCARD, QUIT and
-        // RESET is, since queueing takes memory too.
-        let in_multi = self.session.in_multi();
-        let denyoom = |c: &[Bytes]| table::find(c).is_ok_and(|i| i.has(flag::DENYOOM));
-        // A container's subcommand has its own flags (FUNCTION LOAD is deny-oom, FUNCTION
-        // LIST is not); a script command's come from the script's declared flags.
-        let checked = || {
-            info.has(flag::DENYOOM)
-                || scripting::denies_oom(&state.scripts, name, argv)
-                || (in_multi && !matches!(name, "exec" | "discard" | "quit" | "reset"))
-                || (in_multi && name == "exec" && self.session.queued().any(denyoom))
-        };
-        // Nothing to look at without a maxmemory (the usual case). As Redis, keys are
-        // evicted before any command runs; only deny-oom ones are refused when that
-        // cannot bring memory under the limit.
-        let limited = state.maxmemory.load(Relaxed) > 0;
-        if limited
-            && crate::evict::perform(state, Some(&self.info), early)
-            && checked()
-            && !self.info.no_evict.load(Relaxed)
+        // Nothing to look at without a maxmemory (the usual case).
+        if state.maxmemory.load(Relaxed) > 0
+            && let Some(oom) = self.oom_refusal(info, argv, state, early)
         {
-            return Some(Some(Reply::Error(
-                "OOM command not allowed when used memory > 'maxmemory'.".into(),
-            )));
+            return Some(Some(oom));
         }
         // As Redis 7.0 while its AOF cannot be written: what may write is refused (by its
         // flags, a script's declared flags, an EXEC's queue), and PING, so that a monitor
@@ -134,6 +114,39 @@ impl Client {
             return Some(Some(refusal));
         }
         None
+    }
+
+    /// Under a `maxmemory`: evicts keys, as Redis before any command runs; the OOM error
+    /// when that cannot bring memory under the limit and the command is refused then.
+    #[cold]
+    #[inline(never)]
+    fn oom_refusal(
+        &self,
+        info: &'static CommandInfo,
+        argv: &[Bytes],
+        state: &State,
+        early: &mut Vec<u8>,
+    ) -> Option<Reply> {
+        let name = info.container();
+        // As Redis 7.0: EXEC is checked for the queued commands (memory may have run out
+        // since they were queued), and inside MULTI every command but EXEC, DISCARD, QUIT and
+        // RESET is, since queueing takes memory too.
+        let in_multi = self.session.in_multi();
+        let denyoom = |c: &[Bytes]| table::find(c).is_ok_and(|i| i.has(flag::DENYOOM));
+        // A container's subcommand has its own flags (FUNCTION LOAD is deny-oom, FUNCTION
+        // LIST is not); a script command's come from the script's declared flags.
+        let checked = || {
+            info.has(flag::DENYOOM)
+                || scripting::denies_oom(&state.scripts, name, argv)
+                || (in_multi && !matches!(name, "exec" | "discard" | "quit" | "reset"))
+                || (in_multi && name == "exec" && self.session.queued().any(denyoom))
+        };
+        // Only deny-oom commands are refused when eviction cannot bring memory under the
+        // limit.
+        (crate::evict::perform(state, Some(&self.info), early)
+            && checked()
+            && !self.info.no_evict.load(Relaxed))
+        .then(|| Reply::Error("OOM command not allowed when used memory > 'maxmemory'.".into()))
     }
 
     /// Whether the command counts as a write, as Redis' `is_write_command`: by its flags, a
@@ -157,7 +170,24 @@ impl Client {
     /// Redis' replication refusals, in its order: too few good replicas to write
     /// (`min-replicas-to-write`), a write to a read-only replica, a command that needs data
     /// while the link is down and `replica-serve-stale-data` is off.
+    #[inline(always)]
     fn replication_refusal(
+        &self,
+        info: &'static CommandInfo,
+        argv: &[Bytes],
+        state: &State,
+    ) -> Option<Reply> {
+        // A primary with enough replicas (or no `min-replicas-to-write`) refuses nothing:
+        // told here, without a call.
+        if !state.link.is_replica() && !state.replication.too_few_replicas() {
+            return None;
+        }
+        self.replication_refusal_checked(info, argv, state)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn replication_refusal_checked(
         &self,
         info: &'static CommandInfo,
         argv: &[Bytes],

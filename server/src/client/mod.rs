@@ -108,8 +108,15 @@ pub struct Client {
     /// then (one clock read per command; its time includes its parse, a fraction of a µs).
     /// `None` between batches of requests.
     last_end: Option<u64>,
-    /// The row of the last command it sent by name ([`table::find_repeated`]).
+    /// The row of the last command it sent that its name alone finds (neither a container
+    /// nor a subcommand), and that name's bytes as sent (`last_name[..last_len]`, names of
+    /// up to 16 bytes): a pipeline mostly repeats one command, and a compare of its name's
+    /// bytes costs a fraction of a lookup.
     last_row: Option<&'static CommandInfo>,
+    last_name: [u8; 16],
+    last_len: usize,
+    /// `last_row`'s [`stats::batched`] row.
+    last_batched: Option<usize>,
     /// The link to this server's primary: its commands are the replication stream.
     master: bool,
     /// The reply being counted is a script's error that a command of the script answered,
@@ -159,6 +166,9 @@ impl Client {
             asking: std::cell::Cell::new(false),
             last_end: None,
             last_row: None,
+            last_name: [0; 16],
+            last_len: 0,
+            last_batched: None,
             master: false,
             error_counted: std::cell::Cell::new(false),
             replica_hello: Default::default(),
@@ -216,11 +226,13 @@ impl Client {
         // The command's row, found once (a subcommand's own, or its container's when the
         // subcommand is unknown): the gate, the run, the engine, the statistics, the slow log
         // and MONITOR all read it.
-        let info = match table::find_repeated(argv, self.last_row) {
-            Ok(info) => {
-                self.last_row = Some(info);
-                info
-            }
+        let repeated = self.repeated(argv);
+        let found = match repeated {
+            Some(info) => Ok(info),
+            None => table::find(argv).inspect(|info| self.remember_name(argv, info)),
+        };
+        let info = match found {
+            Ok(info) => info,
             Err(Some(info)) => info,
             Err(None) => {
                 // As Redis, an unknown command is refused before AUTH and every other check.
@@ -232,7 +244,11 @@ impl Client {
             }
         };
         // A data command's counts may wait; anything else runs with them up to date.
-        let row = if self.defers { stats::batched(info) } else { None };
+        let row = match (self.defers, repeated) {
+            (false, _) => None,
+            (true, Some(_)) => self.last_batched,
+            (true, None) => stats::batched(info),
+        };
         let deferred = row.is_some();
         if !deferred {
             self.flush_counts(state);
@@ -324,6 +340,30 @@ impl Client {
         next
     }
 
+    /// The row of the last command when `argv` names it by the same bytes (see
+    /// [`Client::last_row`]).
+    #[inline]
+    fn repeated(&self, argv: &[Bytes]) -> Option<&'static CommandInfo> {
+        let name = argv.first()?;
+        let len = self.last_len;
+        if name.len() == len && name[..] == self.last_name[..len] { self.last_row } else { None }
+    }
+
+    /// Remembers the row `find` gave for `argv` when its name alone finds it, under that
+    /// name's bytes.
+    fn remember_name(&mut self, argv: &[Bytes], info: &'static CommandInfo) {
+        self.last_row = None;
+        self.last_len = 0;
+        let Some(name) = argv.first() else { return };
+        if !info.named_alone() || name.len() > self.last_name.len() {
+            return;
+        }
+        self.last_name[..name.len()].copy_from_slice(name);
+        self.last_len = name.len();
+        self.last_row = Some(info);
+        self.last_batched = stats::batched(info);
+    }
+
     /// Shows a command that ran to the MONITOR clients, unless Redis would not: admin
     /// commands, commands refused before running, commands queued by MULTI (shown by EXEC).
     fn monitor(
@@ -352,6 +392,7 @@ impl Client {
 
     /// Writes a reply unless CLIENT REPLY OFF/SKIP holds it back (`info`: the command that
     /// answers it, `None` for an unknown one).
+    #[inline]
     fn send(&mut self, reply: Reply, out: &mut Vec<u8>, info: Option<&CommandInfo>) {
         if self.reply == ReplyMode::On && self.more.is_empty() {
             // The commonest replies, the same in RESP2 and RESP3, written at once (OK and an
@@ -362,10 +403,26 @@ impl Client {
                     std::mem::forget(reply);
                 }
                 Reply::Bulk(_) => reply.write_resp(out),
-                reply if self.session.resp() == 3 => reply.write(Protocol::Resp3, out),
-                reply => write_consuming(reply, out),
+                reply => self.send_other(reply, out),
             };
         }
+        self.send_held(reply, out, info);
+    }
+
+    /// [`Client::send`] of a reply other than OK, an integer or a bulk string, replies on.
+    #[inline(never)]
+    fn send_other(&mut self, reply: Reply, out: &mut Vec<u8>) {
+        if self.session.resp() == 3 {
+            reply.write(Protocol::Resp3, out);
+        } else {
+            write_consuming(reply, out);
+        }
+    }
+
+    /// [`Client::send`] while CLIENT REPLY OFF/SKIP may hold the reply back, or a command
+    /// answers several.
+    #[inline(never)]
+    fn send_held(&mut self, reply: Reply, out: &mut Vec<u8>, info: Option<&CommandInfo>) {
         // CLIENT REPLY SKIP skips the command after itself, not itself.
         let client = self.reply != ReplyMode::On && info.is_some_and(|i| i.container() == "client");
         self.send_one(reply, out, client);
@@ -396,6 +453,7 @@ impl Client {
     ///
     /// Every command runs from here: the server's own by their handlers
     /// ([`dispatch::handler`]), the rest in the engine.
+    #[inline(always)]
     fn run(&mut self, info: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
         // A type's own commands have no handler (those are server, session, keyspace and
         // generic rows): straight to the engine, past the names.
@@ -416,7 +474,8 @@ impl Client {
     /// writes (client tracking, notifications, blocked clients, the collector's hints).
     fn run_in_engine(&mut self, info: &'static CommandInfo, argv: &[Bytes], state: &State) -> (Reply, Next) {
         let name = info.container();
-        if name == "select"
+        if info.family == Family::Keyspace
+            && name == "select"
             && parse_i64(argv.get(1).map_or(&[][..], |a| a))
                 .is_some_and(|i| i >= state.config().number("databases"))
         {
@@ -424,8 +483,11 @@ impl Client {
         }
         let was_in_multi = self.session.in_multi();
         let reads = if self.tracking { self.tracked_reads(name, argv) } else { Vec::new() };
-        let flushes = self.flushes(name);
-        let reply = self.engine.execute_row(&mut self.session, info, argv);
+        // FLUSHDB and FLUSHALL are keyspace rows, EXEC a session row: no other row flushes.
+        let flushes = matches!(info.family, Family::Keyspace | Family::Session) && self.flushes(name);
+        // Every command reaches here past the gate, which checked its arity
+        // (`check_row`); the connection commands a transaction queued, when they were queued.
+        let reply = self.engine.execute_checked(&mut self.session, info, argv);
         if flushes && !reply.is_error() {
             // A flush leaves every collection's records as garbage, with no per-key
             // event to say so: start a collector pass.
@@ -448,7 +510,7 @@ impl Client {
         if state.blocked.any() {
             state.blocked.wake(state, &self.engine, &self.session);
         }
-        if succeeded {
+        if succeeded && info.family == Family::Keyspace {
             self.wake_flushed(name, state);
         }
         (reply, next)

@@ -11,6 +11,7 @@ impl Client {
     /// INFO commandstats/errorstats and totals for one command of row `info`: `usec` of
     /// running, or `None` when refused before running; held back ([`Client::flush_counts`])
     /// with `batched`, its [`batched`] row when the client defers counts.
+    #[inline]
     pub(super) fn count(
         &mut self,
         state: &State,
