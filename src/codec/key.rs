@@ -516,6 +516,9 @@ impl KeyLayout {
 
     /// The metadata key of `key`, in a new vector.
     pub fn metadata_key(&self, key: &[u8]) -> Vec<u8> {
+        if self.plain_route() {
+            return plain_metadata_key(&self.head, key);
+        }
         self.routed(key).metadata_key()
     }
 
@@ -527,6 +530,9 @@ impl KeyLayout {
     /// [`Error::KeyTooLong`] for a key over `u32::MAX` bytes; [`Error::LayoutMismatch`] for a
     /// [`Version`] of the other variant than the layout's.
     pub fn subkey_prefix(&self, key: &[u8], version: Version, extra: usize) -> Result<Vec<u8>> {
+        if self.plain_route() {
+            return plain_record_key(&self.head, key, version, &[], extra);
+        }
         self.routed(key).subkey_prefix(version, extra)
     }
 
@@ -550,6 +556,9 @@ impl KeyLayout {
     /// # Errors
     /// As [`KeyLayout::subkey_prefix`].
     pub fn subkey(&self, key: &[u8], version: Version, sub: &[u8]) -> Result<Vec<u8>> {
+        if self.plain_route() {
+            return plain_record_key(&self.head, key, version, sub, 0);
+        }
         self.routed(key).subkey(version, sub)
     }
 
@@ -628,6 +637,9 @@ impl KeyLayout {
     /// # Errors
     /// As [`KeyLayout::subkey_prefix`].
     pub fn member_key(&self, key: &[u8], version: Version, member: &[u8]) -> Result<Vec<u8>> {
+        if self.plain_route() {
+            return plain_record_key(&self.head, key, version, member, 0);
+        }
         // Built at its length: growing the prefix's vector would move it.
         let mut out = self.member_prefix_with_room(key, version, member.len())?;
         out.extend_from_slice(member);
@@ -1031,11 +1043,7 @@ impl RoutedKey<'_> {
     /// The metadata key, in a new vector.
     pub(crate) fn metadata_key(&self) -> Vec<u8> {
         if self.layout.plain_route() {
-            // `[ns_len][ns][key]`, on every command's path.
-            let mut out = Vec::with_capacity(self.layout.head.len() + self.key.len());
-            out.extend_from_slice(&self.layout.head);
-            out.extend_from_slice(self.key);
-            return out;
+            return plain_metadata_key(&self.layout.head, self.key);
         }
         // Exactly the length: a full vector becomes `Bytes` without another allocation.
         let len_field = if self.layout.kind == LayoutKind::NeoKv { 4 } else { 0 };
@@ -1090,14 +1098,7 @@ impl RoutedKey<'_> {
     /// As [`RoutedKey::encode_subkey_prefix`].
     pub(crate) fn subkey_prefix(&self, version: Version, extra: usize) -> Result<Vec<u8>> {
         if self.layout.plain_route() {
-            let version = version.short()?;
-            let len = u32::try_from(self.key.len()).map_err(|_| Error::KeyTooLong(self.key.len()))?;
-            let mut out = Vec::with_capacity(self.layout.head.len() + 12 + self.key.len() + extra);
-            out.extend_from_slice(&self.layout.head);
-            out.extend_from_slice(&len.to_be_bytes());
-            out.extend_from_slice(self.key);
-            out.extend_from_slice(&version.to_be_bytes());
-            return Ok(out);
+            return plain_record_key(&self.layout.head, self.key, version, &[], extra);
         }
         let mut out = Vec::with_capacity(self.route_len() + 12 + self.key.len() + extra);
         self.encode_subkey_prefix(version, &mut out)?;
@@ -1119,6 +1120,9 @@ impl RoutedKey<'_> {
     /// # Errors
     /// As [`RoutedKey::encode_subkey_prefix`].
     pub(crate) fn subkey(&self, version: Version, sub: &[u8]) -> Result<Vec<u8>> {
+        if self.layout.plain_route() {
+            return plain_record_key(&self.layout.head, self.key, version, sub, 0);
+        }
         let mut out = self.subkey_prefix(version, sub.len())?;
         out.extend_from_slice(sub);
         Ok(out)
@@ -1151,6 +1155,47 @@ impl RoutedKey<'_> {
         self.encode_score_key(version, score, member, &mut out)?;
         Ok(out)
     }
+}
+
+/// The metadata key `[head][key]` of a plain route ([`KeyLayout::plain_route`]), in a
+/// vector of exactly its length. Written into a zeroed vector by slice copies: appending
+/// each part costs a call per part.
+fn plain_metadata_key(head: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut out = vec![0; head.len() + key.len()];
+    let (h, k) = out.split_at_mut(head.len());
+    h.copy_from_slice(head);
+    k.copy_from_slice(key);
+    out
+}
+
+/// The record key `[head][key_len u32][key][version u64][sub]` of a plain route
+/// ([`KeyLayout::plain_route`]), with room for `extra` bytes more (none: exactly its
+/// length, so that it becomes `Bytes` without another allocation). Written as
+/// [`plain_metadata_key`] is.
+///
+/// # Errors
+/// As [`KeyLayout::subkey_prefix`].
+fn plain_record_key(head: &[u8], key: &[u8], version: Version, sub: &[u8], extra: usize) -> Result<Vec<u8>> {
+    let version = version.short()?;
+    let len = u32::try_from(key.len()).map_err(|_| Error::KeyTooLong(key.len()))?;
+    let n = head.len() + 12 + key.len() + sub.len();
+    let mut out = if extra == 0 {
+        vec![0; n]
+    } else {
+        let mut out = Vec::with_capacity(n + extra);
+        out.resize(n, 0);
+        out
+    };
+    let (h, rest) = out.split_at_mut(head.len());
+    h.copy_from_slice(head);
+    let (l, rest) = rest.split_at_mut(4);
+    l.copy_from_slice(&len.to_be_bytes());
+    let (k, rest) = rest.split_at_mut(key.len());
+    k.copy_from_slice(key);
+    let (v, s) = rest.split_at_mut(8);
+    v.copy_from_slice(&version.to_be_bytes());
+    s.copy_from_slice(sub);
+    Ok(out)
 }
 
 /// The parts of a metadata key.

@@ -157,6 +157,15 @@ impl<'a> Metadata<'a> {
 
     /// [`Metadata::encode`] into a new vector.
     pub fn to_vec(&self) -> Vec<u8> {
+        if self.ty == RedisType::String {
+            // Flags, expiry and value, as `encode` writes them, into a zeroed vector of their
+            // length by slice copies: a put per field costs a capacity check and a call each.
+            let mut out = vec![0; 9 + self.value.len()];
+            out[0] = Flags::new(self.ty, false).byte();
+            out[1..9].copy_from_slice(&self.expire_ms.to_be_bytes());
+            out[9..].copy_from_slice(self.value);
+            return out;
+        }
         let mut out = Vec::with_capacity(self.encoded_len());
         self.encode(&mut out);
         out

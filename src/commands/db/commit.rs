@@ -223,14 +223,22 @@ impl<B: KvBackend> Db<'_, B> {
             journal.touched.truncate(before);
             return Err(e);
         }
-        // A key whose `new` the command announced itself (before its commit) is not new again.
-        let announced = |(db, key): &(usize, Bytes)| {
-            journal.scratch.pending.iter().any(|e| e.name == "new" && e.db == *db && e.key == key)
-        };
-        let created: Vec<(usize, Bytes)> =
-            created.iter().filter_map(|k| self.shared.decode_touched(k)).filter(|k| !announced(k)).collect();
-        journal.settle(true, &self.shared);
-        journal.created = created;
+        // Settling drains the keys the last commit created: the journal's list is empty after.
+        if created.is_empty() {
+            journal.settle(true, &self.shared);
+        } else {
+            // A key whose `new` the command announced itself (before its commit) is not new again.
+            let announced = |(db, key): &(usize, Bytes)| {
+                journal.scratch.pending.iter().any(|e| e.name == "new" && e.db == *db && e.key == key)
+            };
+            let created: Vec<(usize, Bytes)> = created
+                .iter()
+                .filter_map(|k| self.shared.decode_touched(k))
+                .filter(|k| !announced(k))
+                .collect();
+            journal.settle(true, &self.shared);
+            journal.created = created;
+        }
         journal.effects.garbage |= garbage;
         Ok(())
     }

@@ -233,6 +233,7 @@ impl<B: KvBackend> Db<'_, B> {
     ///
     /// # Errors
     /// As [`Db::lookup_of`].
+    #[inline]
     pub(crate) fn lookup_of_at(
         &self,
         mkey: &[u8],

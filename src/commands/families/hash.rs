@@ -44,6 +44,28 @@ impl<B: KvBackend> Db<'_, B> {
         let existed = self.lookup_of(key, RedisType::Hash)?;
         let found = existed.is_some();
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Hash));
+        if let [field, value] = fields_and_values {
+            // One pair (the common case): its subkey, one read, and no list of writes.
+            let sub = self.subkey(key, meta.version, field)?;
+            let added = if meta.blind_write || !found {
+                1
+            } else {
+                let mut present = false;
+                self.backend().get_with(ColumnFamily::Subkey, &sub, &mut |v| present = v.is_some())?;
+                i64::from(!present)
+            };
+            if !meta.blind_write {
+                meta.size += added as u64;
+            }
+            let mut batch = WriteBatch::new();
+            batch.put(ColumnFamily::Subkey, sub, value.clone());
+            if !found || (!meta.blind_write && added > 0) {
+                self.put_collection(&mut batch, key, &meta);
+            }
+            self.commit(batch)?;
+            self.notify(NotifyFlags::HASH, "hset", key);
+            return Ok(added);
+        }
         // One subkey per distinct field, each built once; a repeated field keeps its first
         // slot and its last value, as Redis applies the pairs in order.
         let mut writes: Distinct<(Vec<u8>, &Bytes)> = Distinct::with_capacity(pairs.len());

@@ -40,6 +40,11 @@ impl<B: KvBackend> Db<'_, B> {
         let existed = self.lookup_of(key, RedisType::Set)?;
         let found = existed.is_some();
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Set));
+        if let [member] = members
+            && !meta.blind_write
+        {
+            return self.sadd_one(key, meta, found, member);
+        }
         let mut batch = WriteBatch::new();
         if meta.blind_write {
             for m in members {
@@ -79,6 +84,34 @@ impl<B: KvBackend> Db<'_, B> {
             self.notify(NotifyFlags::SET, "sadd", key);
         }
         Ok(added as i64)
+    }
+
+    /// [`Db::sadd`] of one member to a set that is not blind-write (`meta`, which `found`
+    /// or was made new): one subkey, one read, and no lists of members, subkeys or
+    /// answers; nothing allocated for a batch when the member is there already.
+    fn sadd_one(
+        &mut self,
+        key: &[u8],
+        mut meta: Metadata<'static>,
+        found: bool,
+        member: &[u8],
+    ) -> CommandResult<i64> {
+        let subkey = self.subkey(key, meta.version, member)?;
+        let mut present = false;
+        if found {
+            self.backend().get_with(ColumnFamily::Subkey, &subkey, &mut |value| present = value.is_some())?;
+        }
+        if present {
+            self.commit(WriteBatch::default())?;
+            return Ok(0);
+        }
+        let mut batch = WriteBatch::new();
+        batch.put(ColumnFamily::Subkey, subkey, self.layout().set_member_value(member));
+        meta.size += 1;
+        self.put_collection(&mut batch, key, &meta);
+        self.commit(batch)?;
+        self.notify(NotifyFlags::SET, "sadd", key);
+        Ok(1)
     }
 
     /// SREM: removes the members; returns how many were present (blind-write: how many were

@@ -444,6 +444,11 @@ fn expire_ms_of(kind: ExpireKind, arg: &[u8], now_ms: i64, name: &str) -> Comman
 }
 
 pub(crate) fn set<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResult {
+    if argv.len() == 3 {
+        // No options (the common SET): nothing to parse.
+        db.set(&argv[1], &argv[2], SetOptions::default())?;
+        return Ok(Reply::OK);
+    }
     let o = parse_string_options(&argv[3..], true)?;
     let expire_at_ms = match o.expire {
         Some((kind, arg)) => Some(expire_ms_of(kind, arg, db.now_i64(), "set")?),

@@ -200,9 +200,14 @@ pub(crate) fn zadd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> CommandResul
         return Err(CommandError::Syntax);
     }
     flags.validate(elements / 2)?;
-    let pairs =
-        argv[i..].chunks(2).map(|p| Ok((float_arg(&p[0])?, &p[1]))).collect::<CommandResult<Vec<_>>>()?;
-    let out = db.zadd(&argv[1], flags, &pairs)?;
+    let out = if let [score, member] = &argv[i..] {
+        // One pair (the common case): no list of pairs.
+        db.zadd(&argv[1], flags, &[(float_arg(score)?, member)])?
+    } else {
+        let pairs =
+            argv[i..].chunks(2).map(|p| Ok((float_arg(&p[0])?, &p[1]))).collect::<CommandResult<Vec<_>>>()?;
+        db.zadd(&argv[1], flags, &pairs)?
+    };
     Ok(if flags.incr {
         out.score.map_or(Reply::Nil, score_reply)
     } else {

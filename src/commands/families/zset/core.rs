@@ -414,7 +414,9 @@ impl<'k> ZEdit<'k> {
 
     /// Queues the net changes and the metadata into one batch and commits it.
     pub(crate) fn finish<B: KvBackend>(self, db: &mut Db<B>) -> CommandResult<()> {
-        let mut batch = WriteBatch::new();
+        // No room taken until a member changes: a ZADD of the scores there already writes
+        // nothing.
+        let mut batch = WriteBatch::default();
         let mut size = self.meta.size as i64;
         let version = self.meta.version;
         for &(member, (stored, now)) in self.members.entries() {
@@ -425,6 +427,9 @@ impl<'k> ZEdit<'k> {
             };
             if same {
                 continue;
+            }
+            if batch.is_empty() {
+                batch = WriteBatch::new();
             }
             if let Some(old) = stored {
                 if now.is_none() {
