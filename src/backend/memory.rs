@@ -299,6 +299,13 @@ impl Chunk {
                 }
             }
         }
+        self.find_inside(suffix, head)
+    }
+
+    /// [`Chunk::find`] for a key with this head that is neither at nor beyond either end:
+    /// out of line, so that a lookup inlines only the checks at the ends.
+    #[inline(never)]
+    fn find_inside(&self, suffix: &[u8], head: u32) -> std::result::Result<usize, usize> {
         // The first slot with the same head or a greater one; the buffer is read only there,
         // unless several keys share the head.
         let at = self.slots.partition_point(|s| s.head < head);
@@ -819,10 +826,18 @@ impl Family {
 
     /// Like [`Family::locate`] for a write: also remembers the chunk in the finger when the
     /// write before went there too.
+    #[inline]
     fn locate_mut(&mut self, key: &[u8]) -> Option<usize> {
-        if let Some(i) = self.finger.find(key) {
-            return Some(i);
+        match self.finger.find(key) {
+            Some(i) => Some(i),
+            None => self.locate_in_index(key),
         }
+    }
+
+    /// [`Family::locate_mut`] past the finger: out of line, so that a write the finger
+    /// places inlines only its check.
+    #[inline(never)]
+    fn locate_in_index(&mut self, key: &[u8]) -> Option<usize> {
         let (fence, i) = Family::floor_in(&self.index, self.first, key)?;
         if i as u32 == self.recent {
             let hi = Family::after_in(&self.index, fence).next().map(|(hi, _)| hi);
