@@ -264,7 +264,7 @@ impl Chunk {
     }
 
     /// Where the key with this suffix is (`Ok`) or would go (`Err`).
-    #[inline]
+    #[inline(always)]
     fn find(&self, suffix: &[u8]) -> std::result::Result<usize, usize> {
         let head = head(suffix);
         // The ends first: a list's pushes and pops, and keys written in order, go there. A
@@ -327,7 +327,7 @@ impl Chunk {
     }
 
     /// Where `key` is (`Ok`) or would go (`Err`).
-    #[inline]
+    #[inline(always)]
     fn search(&self, key: &[u8]) -> std::result::Result<usize, usize> {
         let prefix = self.prefix();
         if has_prefix(key, prefix) {
