@@ -606,7 +606,16 @@ impl Chunk {
             }
             _ => usize::MAX,
         };
-        let built = Chunk::pack_within(&[(self, other)], most);
+        let run = matches!(pos, Some(pos) if other.contains(&pos));
+        let mut built = Chunk::pack_within(&[(self, other)], most);
+        if run && !built.over() {
+            // The run fills this piece up to the bounds: room for that now, rather than a
+            // reallocation of both vectors every quarter of growth on the way.
+            let per_record = built.live().div_ceil(built.len().max(1));
+            let room = (per_record * (CHUNK_RECORDS + 1)).min(CHUNK_BYTES) + built.plen;
+            built.buf.reserve_exact(room.saturating_sub(built.buf.len()));
+            built.slots.reserve_exact((CHUNK_RECORDS + 1).saturating_sub(built.slots.len()));
+        }
         let mut kept = std::mem::take(self);
         kept.cut(keep.clone());
         let (lower, upper) = if keep.start == 0 { (kept, built) } else { (built, kept) };
