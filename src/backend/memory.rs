@@ -137,21 +137,21 @@ enum Old {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Slot {
     /// The first four bytes of the key suffix, big-endian, zero-padded: ordered like the
-    /// suffixes, and equal heads leave the order to the whole suffixes.
+    /// suffixes, and equal heads leave the order to the bytes after the fourth, or to the
+    /// lengths when either suffix has no more (see [`Chunk::cmp_tied`]).
     head: u32,
     off: u32,
 }
 
 #[inline]
 fn head(suffix: &[u8]) -> u32 {
-    if let Some(first) = suffix.first_chunk::<4>() {
-        return u32::from_be_bytes(*first);
+    match *suffix {
+        [a, b, c, d, ..] => u32::from_be_bytes([a, b, c, d]),
+        [a, b, c] => u32::from_be_bytes([a, b, c, 0]),
+        [a, b] => u32::from_be_bytes([a, b, 0, 0]),
+        [a] => u32::from_be_bytes([a, 0, 0, 0]),
+        [] => 0,
     }
-    let mut bytes = [0u8; 4];
-    for (b, s) in bytes.iter_mut().zip(suffix) {
-        *b = *s;
-    }
-    u32::from_be_bytes(bytes)
 }
 
 /// One record as a chunk stores it.
@@ -241,6 +241,19 @@ impl Chunk {
         self.buf.get(at..at.saturating_add(klen)).unwrap_or_default()
     }
 
+    /// Compares the key suffix of the record at offset `off` with `suffix`, whose heads are
+    /// equal: their first four bytes are settled, so only the bytes after them are compared,
+    /// and none when either suffix is no longer than four bytes (the shorter is then the
+    /// other's beginning, or both are the same).
+    #[inline]
+    fn cmp_tied(&self, off: u32, suffix: &[u8]) -> std::cmp::Ordering {
+        let stored = self.suffix_at(off);
+        match (stored.get(4..), suffix.get(4..)) {
+            (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() => a.cmp(b),
+            _ => stored.len().cmp(&suffix.len()),
+        }
+    }
+
     /// The whole key of record `i`.
     fn key(&self, i: usize) -> Vec<u8> {
         let suffix = self.entry(i).suffix;
@@ -251,7 +264,7 @@ impl Chunk {
     }
 
     /// Where the key with this suffix is (`Ok`) or would go (`Err`).
-    #[inline]
+    #[inline(always)]
     fn find(&self, suffix: &[u8]) -> std::result::Result<usize, usize> {
         let head = head(suffix);
         // The ends first: a list's pushes and pops, and keys written in order, go there. A
@@ -263,7 +276,7 @@ impl Chunk {
                 return Err(n);
             }
             if last.head == head {
-                match compare(self.suffix_at(last.off), suffix) {
+                match self.cmp_tied(last.off, suffix) {
                     std::cmp::Ordering::Less => return Err(n),
                     std::cmp::Ordering::Equal => return Ok(n - 1),
                     // The only key with this head: the key goes just before it.
@@ -279,22 +292,29 @@ impl Chunk {
                 return Err(0);
             }
             if first.head == head {
-                match compare(self.suffix_at(first.off), suffix) {
+                match self.cmp_tied(first.off, suffix) {
                     std::cmp::Ordering::Greater => return Err(0),
                     std::cmp::Ordering::Equal => return Ok(0),
                     std::cmp::Ordering::Less => {}
                 }
             }
         }
+        self.find_inside(suffix, head)
+    }
+
+    /// [`Chunk::find`] for a key with this head that is neither at nor beyond either end:
+    /// out of line, so that a lookup inlines only the checks at the ends.
+    #[inline(never)]
+    fn find_inside(&self, suffix: &[u8], head: u32) -> std::result::Result<usize, usize> {
         // The first slot with the same head or a greater one; the buffer is read only there,
         // unless several keys share the head.
         let at = self.slots.partition_point(|s| s.head < head);
         match self.slots.get(at) {
-            Some(s) if s.head == head => match compare(self.suffix_at(s.off), suffix) {
+            Some(s) if s.head == head => match self.cmp_tied(s.off, suffix) {
                 std::cmp::Ordering::Less => {
                     let ties = &self.slots[at + 1..];
                     let ties = &ties[..ties.partition_point(|s| s.head == head)];
-                    match ties.binary_search_by(|s| compare(self.suffix_at(s.off), suffix)) {
+                    match ties.binary_search_by(|s| self.cmp_tied(s.off, suffix)) {
                         Ok(i) => Ok(at + 1 + i),
                         Err(i) => Err(at + 1 + i),
                     }
@@ -307,7 +327,7 @@ impl Chunk {
     }
 
     /// Where `key` is (`Ok`) or would go (`Err`).
-    #[inline]
+    #[inline(always)]
     fn search(&self, key: &[u8]) -> std::result::Result<usize, usize> {
         let prefix = self.prefix();
         if has_prefix(key, prefix) {
@@ -586,7 +606,16 @@ impl Chunk {
             }
             _ => usize::MAX,
         };
-        let built = Chunk::pack_within(&[(self, other)], most);
+        let run = matches!(pos, Some(pos) if other.contains(&pos));
+        let mut built = Chunk::pack_within(&[(self, other)], most);
+        if run && !built.over() {
+            // The run fills this piece up to the bounds: room for that now, rather than a
+            // reallocation of both vectors every quarter of growth on the way.
+            let per_record = built.live().div_ceil(built.len().max(1));
+            let room = (per_record * (CHUNK_RECORDS + 1)).min(CHUNK_BYTES) + built.plen;
+            built.buf.reserve_exact(room.saturating_sub(built.buf.len()));
+            built.slots.reserve_exact((CHUNK_RECORDS + 1).saturating_sub(built.slots.len()));
+        }
         let mut kept = std::mem::take(self);
         kept.cut(keep.clone());
         let (lower, upper) = if keep.start == 0 { (kept, built) } else { (built, kept) };
@@ -806,10 +835,18 @@ impl Family {
 
     /// Like [`Family::locate`] for a write: also remembers the chunk in the finger when the
     /// write before went there too.
+    #[inline]
     fn locate_mut(&mut self, key: &[u8]) -> Option<usize> {
-        if let Some(i) = self.finger.find(key) {
-            return Some(i);
+        match self.finger.find(key) {
+            Some(i) => Some(i),
+            None => self.locate_in_index(key),
         }
+    }
+
+    /// [`Family::locate_mut`] past the finger: out of line, so that a write the finger
+    /// places inlines only its check.
+    #[inline(never)]
+    fn locate_in_index(&mut self, key: &[u8]) -> Option<usize> {
         let (fence, i) = Family::floor_in(&self.index, self.first, key)?;
         if i as u32 == self.recent {
             let hi = Family::after_in(&self.index, fence).next().map(|(hi, _)| hi);
@@ -1326,10 +1363,20 @@ mod tests {
 
     /// A key is found, or placed, at a chunk's ends as in its middle: before the first key,
     /// after the last, on the last, and among keys that share their first four bytes past
-    /// the prefix (the last slot's head tied with the one before it).
+    /// the prefix (the last slot's head tied with the one before it), or whose suffixes are
+    /// shorter and differ only in trailing zero bytes (equal heads too).
     #[test]
     fn a_search_at_either_end_agrees_with_the_sorted_keys() {
-        let keys: [&[u8]; 6] = [b"p\x10", b"p\x20", b"p\x30abcd1", b"p\x30abcd2", b"p\x30abcd3", b"p\x40"];
+        let keys: [&[u8]; 8] = [
+            b"p\x10",
+            b"p\x10\x00",
+            b"p\x10\x00\x00\x00\x00",
+            b"p\x20",
+            b"p\x30abcd1",
+            b"p\x30abcd2",
+            b"p\x30abcd3",
+            b"p\x40",
+        ];
         for n in 1..=keys.len() {
             for skip in 0..n {
                 // The chunk holds `n` keys but the one at `skip`, which is searched for as absent.
@@ -1340,7 +1387,20 @@ mod tests {
                     chunk.put(key, Some(b"v"));
                 }
                 let mut probes: Vec<&[u8]> = keys[..n].to_vec();
-                probes.extend([&b"p"[..], b"p\x05", b"p\x30", b"p\x30abcd", b"p\x30abcd9", b"p\x50", b"q"]);
+                probes.extend([
+                    &b"p"[..],
+                    b"p\x00",
+                    b"p\x05",
+                    b"p\x10\x00\x00",
+                    b"p\x10\x00\x00\x00",
+                    b"p\x10\x00\x00\x00\x00\x00",
+                    b"p\x30",
+                    b"p\x30abc",
+                    b"p\x30abcd",
+                    b"p\x30abcd9",
+                    b"p\x50",
+                    b"q",
+                ]);
                 for probe in probes {
                     let expected = held.binary_search(&probe);
                     assert_eq!(chunk.search(probe), expected, "{probe:?} among {held:?}");

@@ -84,20 +84,40 @@ impl Default for LposOptions {
 
 /// The stored keys of one list incarnation: the shared subkey prefix, then the index (as
 /// [`crate::codec::KeyLayout::list_sub`] writes it: TiTea's are signed positions).
+///
+/// Every key is built in a vector of exactly its length (the prefix is made with room for
+/// one index), which becomes the batch's `Bytes` without a second allocation.
+#[derive(Clone)]
 struct ElemKeys {
     prefix: Vec<u8>,
     titea: bool,
 }
 
 impl ElemKeys {
-    fn at(&self, index: u64) -> Vec<u8> {
-        let mut k = Vec::with_capacity(self.prefix.len() + 9);
-        k.extend_from_slice(&self.prefix);
+    /// The bytes of an index after the prefix.
+    fn sub_len(titea: bool) -> usize {
+        if titea { 9 } else { 8 }
+    }
+
+    fn push_sub(&self, key: &mut Vec<u8>, index: u64) {
         if self.titea {
-            k.extend_from_slice(&crate::codec::titea::list_sub(index));
+            key.extend_from_slice(&crate::codec::titea::list_sub(index));
         } else {
-            k.extend_from_slice(&index.to_be_bytes());
+            key.extend_from_slice(&index.to_be_bytes());
         }
+    }
+
+    fn at(&self, index: u64) -> Vec<u8> {
+        let mut k = Vec::with_capacity(self.prefix.len() + ElemKeys::sub_len(self.titea));
+        k.extend_from_slice(&self.prefix);
+        self.push_sub(&mut k, index);
+        k
+    }
+
+    /// The key at `index`, built in the prefix's own vector: the last key a command needs.
+    fn into_at(mut self, index: u64) -> Vec<u8> {
+        let mut k = std::mem::take(&mut self.prefix);
+        self.push_sub(&mut k, index);
         k
     }
 
@@ -141,7 +161,7 @@ fn list_range(meta: &Metadata<'_>, start: i64, stop: i64) -> Option<(u64, u64)> 
 impl<B: KvBackend> Db<'_, B> {
     fn elem_keys(&self, key: &[u8], version: Version) -> CommandResult<ElemKeys> {
         let titea = self.layout().kind() == crate::codec::LayoutKind::TiTea;
-        Ok(ElemKeys { prefix: self.layout().subkey_prefix(key, version, 9)?, titea })
+        Ok(ElemKeys { prefix: self.layout().subkey_prefix(key, version, ElemKeys::sub_len(titea))?, titea })
     }
 
     /// The live list at `key`, `None` when missing, WRONGTYPE for another type, and a
@@ -260,13 +280,14 @@ impl<B: KvBackend> Db<'_, B> {
         } else {
             self.list_or_create_at(&mkey)?
         };
-        let keys = ElemKeys {
-            prefix: routed.subkey_prefix(meta.version, 9)?,
-            titea: self.layout().kind() == crate::codec::LayoutKind::TiTea,
-        };
+        let titea = self.layout().kind() == crate::codec::LayoutKind::TiTea;
+        let keys = ElemKeys { prefix: routed.subkey_prefix(meta.version, ElemKeys::sub_len(titea))?, titea };
         let mut batch = WriteBatch::new();
-        for element in elements {
-            push_into(&mut batch, &keys, &mut meta, end, element.clone())?;
+        if let Some((last, rest)) = elements.split_last() {
+            for element in rest {
+                push_into(&mut batch, |i| keys.at(i), &mut meta, end, element.clone())?;
+            }
+            push_into(&mut batch, |i| keys.into_at(i), &mut meta, end, last.clone())?;
         }
         self.put_collection_at(&mut batch, mkey, &meta);
         self.commit(batch)?;
@@ -288,16 +309,55 @@ impl<B: KvBackend> Db<'_, B> {
         end: ListEnd,
         count: u64,
     ) -> CommandResult<Option<Vec<Bytes>>> {
+        let Some((mkey, keys, meta)) = self.list_to_pop(key)? else {
+            return Ok(None);
+        };
+        self.pop_in(key, mkey, keys, meta, end, count).map(Some)
+    }
+
+    /// LPOP/RPOP without a count: [`Db::list_pop`] of one element, `None` when the key is
+    /// missing. Cost: one metadata read, one point read, one delete and the metadata write.
+    ///
+    /// # Errors
+    /// WRONGTYPE; storage errors.
+    pub(crate) fn list_pop_one(&mut self, key: &[u8], end: ListEnd) -> CommandResult<Option<Bytes>> {
+        let Some((mkey, keys, mut meta)) = self.list_to_pop(key)? else {
+            return Ok(None);
+        };
+        if meta.size == 0 {
+            return Ok(None);
+        }
+        let mut batch = WriteBatch::new();
+        let value = self.take_end(&mut batch, keys, &mut meta, end)?;
+        self.finish_pop(key, mkey, batch, &meta, end)?;
+        Ok(Some(value))
+    }
+
+    /// The metadata key, element keys and metadata of the list at `key`, `None` when missing.
+    fn list_to_pop(&self, key: &[u8]) -> CommandResult<Option<(Vec<u8>, ElemKeys, Metadata<'static>)>> {
         let routed = self.layout().routed(key);
         let mkey = routed.metadata_key();
         let Some(meta) = self.list_meta_at(&mkey)? else {
             return Ok(None);
         };
-        let keys = ElemKeys {
-            prefix: routed.subkey_prefix(meta.version, 9)?,
-            titea: self.layout().kind() == crate::codec::LayoutKind::TiTea,
-        };
-        self.pop_in(key, mkey, keys, meta, end, count).map(Some)
+        let titea = self.layout().kind() == crate::codec::LayoutKind::TiTea;
+        let keys = ElemKeys { prefix: routed.subkey_prefix(meta.version, ElemKeys::sub_len(titea))?, titea };
+        Ok(Some((mkey, keys, meta)))
+    }
+
+    /// Writes a pop's metadata into `batch`, commits it and sends the pop's events.
+    fn finish_pop(
+        &mut self,
+        key: &[u8],
+        mkey: Vec<u8>,
+        mut batch: WriteBatch,
+        meta: &Metadata<'_>,
+        end: ListEnd,
+    ) -> CommandResult<()> {
+        self.put_collection_at(&mut batch, mkey, meta);
+        self.commit(batch)?;
+        self.notify_edit(NotifyFlags::LIST, end.pop_event(), key, meta);
+        Ok(())
     }
 
     /// Pops from a list whose metadata was read already.
@@ -317,7 +377,7 @@ impl<B: KvBackend> Db<'_, B> {
         let mut batch = WriteBatch::new();
         // One element is a point read (the common LPOP/RPOP), more are one range scan.
         let popped = if n == 1 {
-            vec![self.take_end(&mut batch, &keys, &mut meta, end)?]
+            vec![self.take_end(&mut batch, keys, &mut meta, end)?]
         } else {
             let popped = match end {
                 ListEnd::Left => self.read_span(key, &meta, 0, n, Direction::Forward)?,
@@ -326,9 +386,7 @@ impl<B: KvBackend> Db<'_, B> {
             pop_from(&mut batch, &keys, &mut meta, end, n);
             popped
         };
-        self.put_collection_at(&mut batch, mkey, &meta);
-        self.commit(batch)?;
-        self.notify_edit(NotifyFlags::LIST, end.pop_event(), key, &meta);
+        self.finish_pop(key, mkey, batch, &meta, end)?;
         Ok(popped)
     }
 
@@ -355,7 +413,7 @@ impl<B: KvBackend> Db<'_, B> {
     fn take_end(
         &self,
         batch: &mut WriteBatch,
-        keys: &ElemKeys,
+        keys: ElemKeys,
         meta: &mut Metadata<'static>,
         end: ListEnd,
     ) -> CommandResult<Bytes> {
@@ -363,13 +421,15 @@ impl<B: KvBackend> Db<'_, B> {
             ListEnd::Left => (meta.head, meta.tail, Direction::Forward),
             ListEnd::Right => (meta.tail - 1, meta.head, Direction::Reverse),
         };
-        let elem_key = keys.at(index);
         // The rest of the list on this side is what the next pops read: a store may read it
         // ahead. Not for a short list, where one scan costs more than the reads it saves.
-        let value = if meta.size >= READ_AHEAD_LEN && self.backend().reads_ahead() {
-            self.backend().get_ahead(ColumnFamily::Subkey, &elem_key, &keys.at(bound), direction)?
-        } else {
-            self.backend().get(ColumnFamily::Subkey, &elem_key)?
+        let bound_key = (meta.size >= READ_AHEAD_LEN && self.backend().reads_ahead()).then(|| keys.at(bound));
+        let elem_key = keys.into_at(index);
+        let value = match bound_key {
+            Some(bound_key) => {
+                self.backend().get_ahead(ColumnFamily::Subkey, &elem_key, &bound_key, direction)?
+            }
+            None => self.backend().get(ColumnFamily::Subkey, &elem_key)?,
         };
         let value = value.ok_or_else(corrupted)?;
         batch.delete(ColumnFamily::Subkey, elem_key);
@@ -712,15 +772,18 @@ impl<B: KvBackend> Db<'_, B> {
         let mut dst_meta = if same { None } else { Some(self.list_or_create_at(&self.metadata_key(dst))?) };
         let src_keys = self.elem_keys(src, src_meta.version)?;
         let mut batch = WriteBatch::new();
-        let value = self.take_end(&mut batch, &src_keys, &mut src_meta, from)?;
+        let value;
         match dst_meta.as_mut() {
             None => {
-                push_into(&mut batch, &src_keys, &mut src_meta, to, value.clone())?;
+                // The same list: the pop's key, then the push's.
+                value = self.take_end(&mut batch, src_keys.clone(), &mut src_meta, from)?;
+                push_into(&mut batch, |i| src_keys.into_at(i), &mut src_meta, to, value.clone())?;
                 self.put_collection(&mut batch, src, &src_meta);
             }
             Some(dm) => {
+                value = self.take_end(&mut batch, src_keys, &mut src_meta, from)?;
                 let dst_keys = self.elem_keys(dst, dm.version)?;
-                push_into(&mut batch, &dst_keys, dm, to, value.clone())?;
+                push_into(&mut batch, |i| dst_keys.into_at(i), dm, to, value.clone())?;
                 self.put_collection(&mut batch, src, &src_meta);
                 self.put_collection(&mut batch, dst, dm);
             }
@@ -766,9 +829,10 @@ fn slice_values(read: &[(u64, Bytes)], from: u64, to: u64) -> Vec<Bytes> {
 }
 
 /// Queues one element pushed onto `end`, updating head/tail/size in `meta`.
+/// `key_at` builds the element key of a stored index.
 fn push_into(
     batch: &mut WriteBatch,
-    keys: &ElemKeys,
+    key_at: impl FnOnce(u64) -> Vec<u8>,
     meta: &mut Metadata<'static>,
     end: ListEnd,
     value: Bytes,
@@ -776,12 +840,12 @@ fn push_into(
     match end {
         ListEnd::Left => {
             let index = push_front_index(meta.head)?;
-            batch.put(ColumnFamily::Subkey, keys.at(index), value);
+            batch.put(ColumnFamily::Subkey, key_at(index), value);
             meta.head = index;
         }
         ListEnd::Right => {
             let tail = push_back_tail(meta.tail)?;
-            batch.put(ColumnFamily::Subkey, keys.at(meta.tail), value);
+            batch.put(ColumnFamily::Subkey, key_at(meta.tail), value);
             meta.tail = tail;
         }
     }
@@ -854,7 +918,7 @@ pub(crate) fn rpushx_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes]) -> Comman
 
 fn pop_cmd<B: KvBackend>(db: &mut Db<B>, argv: &[Bytes], end: ListEnd, name: &str) -> CommandResult {
     match argv.len() {
-        2 => Ok(Reply::bulk_or_nil(db.list_pop(&argv[1], end, 1)?.and_then(|v| v.into_iter().next()))),
+        2 => Ok(Reply::bulk_or_nil(db.list_pop_one(&argv[1], end)?)),
         3 => {
             let count = positive_arg(&argv[2], "value is out of range, must be positive")?;
             Ok(match db.list_pop(&argv[1], end, count)? {
