@@ -29,13 +29,13 @@
 //! covers its batches (with `appendfsync always`, after their sync). A failed commit drops
 //! what was held, as a crash would, and the engine reports it at the next persist.
 
-use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
+use indexmap::IndexMap;
 use rediskv::KeyRange;
 use rediskv::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Snapshot, WriteBatch};
 use rediskv::{Error, Result};
@@ -46,8 +46,10 @@ use crate::{DiskBackend, DroppedWrites, Persisted, Usage};
 pub const MAX_HELD_BYTES: usize = 4 << 20;
 
 /// The last value of each key written (`None`: deleted), per column family in
-/// [`ColumnFamily::ALL`]'s order.
-type Records = [HashMap<Bytes, Option<Bytes>, BuildHasherDefault<KeyHasher>>; 4];
+/// [`ColumnFamily::ALL`]'s order, each map in the order its keys were first written: a
+/// round's pushes, pops and appends then reach [`crate::in_key_order`] in runs already in
+/// key order (or in reverse), which its sort takes in one pass.
+type Records = [IndexMap<Bytes, Option<Bytes>, BuildHasherDefault<KeyHasher>>; 4];
 
 /// What a round has written and the engine does not hold yet.
 #[derive(Default)]
@@ -240,7 +242,7 @@ impl<B: DiskBackend> Shared<B> {
             held.bounds = Default::default();
             (records, held.stamp.take())
         };
-        let mut ops = Vec::with_capacity(records.iter().map(HashMap::len).sum());
+        let mut ops = Vec::with_capacity(records.iter().map(IndexMap::len).sum());
         for (cf, records) in ColumnFamily::ALL.iter().zip(records.iter()) {
             ops.extend(records.iter().map(|(key, value)| match value {
                 Some(value) => BatchOp::Put { cf: *cf, key: key.clone(), value: value.clone() },
@@ -258,7 +260,7 @@ impl<B: DiskBackend> Shared<B> {
         // Readers look records up under the lock and keep no reference: the maps are ours
         // again, kept for a later round.
         if let Some(mut spare) = taken.and_then(|r| Arc::try_unwrap(r).ok()) {
-            spare.iter_mut().for_each(HashMap::clear);
+            spare.iter_mut().for_each(IndexMap::clear);
             lock(&self.held).spare = spare;
         }
         written
@@ -490,7 +492,7 @@ impl Hasher for KeyHasher {
 
 impl Held {
     fn clear(&mut self) {
-        self.records.iter_mut().for_each(HashMap::clear);
+        self.records.iter_mut().for_each(IndexMap::clear);
         self.bounds = Default::default();
         self.bytes = 0;
     }

@@ -544,16 +544,17 @@ pub fn in_key_order(ops: &[BatchOp]) -> impl Iterator<Item = &BatchOp> {
         };
         (ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0), &key[..])
     }
-    let mut order: Vec<(usize, &[u8], usize)> = ops
+    let mut order: Vec<(usize, &[u8], &BatchOp)> = ops
         .iter()
-        .enumerate()
-        .map(|(i, op)| {
+        .map(|op| {
             let (cf, key) = place(op);
-            (cf, key, i)
+            (cf, key, op)
         })
         .collect();
-    order.sort_unstable();
-    order.into_iter().map(move |(_, _, i)| &ops[i])
+    // Stable, so those of one key stay in the order given; it merges the runs already in
+    // order (or in reverse) it finds, so a round of pushes to one list sorts in one pass.
+    order.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    order.into_iter().map(|(_, _, op)| op)
 }
 
 /// Unix time in milliseconds.
