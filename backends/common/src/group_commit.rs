@@ -40,7 +40,7 @@ use rediskv::KeyRange;
 use rediskv::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Snapshot, WriteBatch};
 use rediskv::{Error, Result};
 
-use crate::{DiskBackend, DroppedWrites, Persisted, Usage};
+use crate::{DiskBackend, DroppedWrites, Persisted, Record, Usage};
 
 /// Past this many bytes of held keys and values, a write commits what is held at once.
 pub const MAX_HELD_BYTES: usize = 4 << 20;
@@ -242,18 +242,15 @@ impl<B: DiskBackend> Shared<B> {
             held.bounds = Default::default();
             (records, held.stamp.take())
         };
-        let mut ops = Vec::with_capacity(records.iter().map(IndexMap::len).sum());
+        let mut lent: Vec<Record<'_>> = Vec::with_capacity(records.iter().map(IndexMap::len).sum());
         for (cf, records) in ColumnFamily::ALL.iter().zip(records.iter()) {
-            ops.extend(records.iter().map(|(key, value)| match value {
-                Some(value) => BatchOp::Put { cf: *cf, key: key.clone(), value: value.clone() },
-                None => BatchOp::Delete { cf: *cf, key: key.clone() },
-            }));
+            lent.extend(records.iter().map(|(key, value)| (*cf, key, value.as_ref())));
         }
         // The engine's batch carries the position of its last command, not a position
         // stamped since for a command not written yet.
         self.inner.stamp_writes(stamp);
-        let written = if ops.is_empty() { Ok(()) } else { self.inner.write_ops(&mut ops) };
-        drop(ops);
+        let written = if lent.is_empty() { Ok(()) } else { self.inner.write_records(&mut lent) };
+        drop(lent);
         let taken = lock(&self.writing).take();
         self.committing.store(false, Ordering::SeqCst);
         drop(records);
