@@ -29,25 +29,27 @@
 //! covers its batches (with `appendfsync always`, after their sync). A failed commit drops
 //! what was held, as a crash would, and the engine reports it at the next persist.
 
-use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
+use indexmap::IndexMap;
 use rediskv::KeyRange;
 use rediskv::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, Snapshot, WriteBatch};
 use rediskv::{Error, Result};
 
-use crate::{DiskBackend, DroppedWrites, Persisted, Usage};
+use crate::{DiskBackend, DroppedWrites, Persisted, Record, Usage};
 
 /// Past this many bytes of held keys and values, a write commits what is held at once.
 pub const MAX_HELD_BYTES: usize = 4 << 20;
 
 /// The last value of each key written (`None`: deleted), per column family in
-/// [`ColumnFamily::ALL`]'s order.
-type Records = [HashMap<Bytes, Option<Bytes>, BuildHasherDefault<KeyHasher>>; 4];
+/// [`ColumnFamily::ALL`]'s order, each map in the order its keys were first written: a
+/// round's pushes, pops and appends then reach [`crate::in_key_order`] in runs already in
+/// key order (or in reverse), which its sort takes in one pass.
+type Records = [IndexMap<Bytes, Option<Bytes>, BuildHasherDefault<KeyHasher>>; 4];
 
 /// What a round has written and the engine does not hold yet.
 #[derive(Default)]
@@ -240,25 +242,22 @@ impl<B: DiskBackend> Shared<B> {
             held.bounds = Default::default();
             (records, held.stamp.take())
         };
-        let mut ops = Vec::with_capacity(records.iter().map(HashMap::len).sum());
+        let mut lent: Vec<Record<'_>> = Vec::with_capacity(records.iter().map(IndexMap::len).sum());
         for (cf, records) in ColumnFamily::ALL.iter().zip(records.iter()) {
-            ops.extend(records.iter().map(|(key, value)| match value {
-                Some(value) => BatchOp::Put { cf: *cf, key: key.clone(), value: value.clone() },
-                None => BatchOp::Delete { cf: *cf, key: key.clone() },
-            }));
+            lent.extend(records.iter().map(|(key, value)| (*cf, key, value.as_ref())));
         }
         // The engine's batch carries the position of its last command, not a position
         // stamped since for a command not written yet.
         self.inner.stamp_writes(stamp);
-        let written = if ops.is_empty() { Ok(()) } else { self.inner.write_ops(&mut ops) };
-        drop(ops);
+        let written = if lent.is_empty() { Ok(()) } else { self.inner.write_records(&mut lent) };
+        drop(lent);
         let taken = lock(&self.writing).take();
         self.committing.store(false, Ordering::SeqCst);
         drop(records);
         // Readers look records up under the lock and keep no reference: the maps are ours
         // again, kept for a later round.
         if let Some(mut spare) = taken.and_then(|r| Arc::try_unwrap(r).ok()) {
-            spare.iter_mut().for_each(HashMap::clear);
+            spare.iter_mut().for_each(IndexMap::clear);
             lock(&self.held).spare = spare;
         }
         written
@@ -490,7 +489,7 @@ impl Hasher for KeyHasher {
 
 impl Held {
     fn clear(&mut self) {
-        self.records.iter_mut().for_each(HashMap::clear);
+        self.records.iter_mut().for_each(IndexMap::clear);
         self.bounds = Default::default();
         self.bytes = 0;
     }

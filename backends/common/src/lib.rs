@@ -22,6 +22,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use rediskv::gc::{self, Decision};
 use rediskv::{BatchOp, KvBackend, WriteBatch};
 use rediskv::{ColumnFamily, KeyLayout, Metadata, Version, VersionGenerator};
@@ -107,9 +108,7 @@ pub trait DiskBackend: KvBackend {
     fn persist_queued(&self) {}
 
     /// Writes `ops` as one batch, as [`KvBackend::write`] does, and leaves `ops` empty with
-    /// its room kept: [`GroupCommit`] reuses one vector for every round's batch (a batch of
-    /// a round of pipelined commands grows past what the allocator keeps at hand: growing
-    /// a new one each round faulted fresh pages in on every persist).
+    /// its room kept, for a caller that reuses one vector for its batches.
     ///
     /// # Errors
     /// As [`KvBackend::write`].
@@ -122,6 +121,24 @@ pub trait DiskBackend: KvBackend {
             }
         }
         self.write(batch)
+    }
+
+    /// Writes `records` as one batch, as [`DiskBackend::write_ops`] does, lent rather than
+    /// owned: [`GroupCommit`] writes a round's records from its maps, which reads look at
+    /// until the engine holds them, without a copy of each key and value. The engine may
+    /// reorder `records`. Default: [`DiskBackend::write_ops`] of their clones.
+    ///
+    /// # Errors
+    /// As [`KvBackend::write`].
+    fn write_records(&self, records: &mut [Record<'_>]) -> Result<()> {
+        let mut ops = records
+            .iter()
+            .map(|&(cf, key, value)| match value {
+                Some(value) => BatchOp::Put { cf, key: key.clone(), value: value.clone() },
+                None => BatchOp::Delete { cf, key: key.clone() },
+            })
+            .collect();
+        self.write_ops(&mut ops)
     }
 
     /// Sets the stream position a replica will have applied once the next writes are in (an
@@ -515,20 +532,37 @@ impl VersionFloor {
 /// Kvrocks' value format, camellia's or TiTea's (the floor does not need to know the
 /// layout); of a TiTea object id, its first 8 bytes (the version it was made from).
 pub fn max_version(ops: &[BatchOp]) -> u64 {
-    ops.iter()
-        .filter_map(|op| match op {
-            BatchOp::Put { cf: ColumnFamily::Metadata, value, .. } => Metadata::decode(value)
+    max_version_of(ops.iter().filter_map(|op| match op {
+        BatchOp::Put { cf: ColumnFamily::Metadata, value, .. } => Some(&value[..]),
+        _ => None,
+    }))
+}
+
+/// [`max_version`] of the metadata `values` a batch puts.
+pub fn max_version_of<'a>(values: impl Iterator<Item = &'a [u8]>) -> u64 {
+    values
+        .filter_map(|value| {
+            Metadata::decode(value)
                 .or_else(|_| rediskv::camellia::decode_metadata(value))
                 .or_else(|_| rediskv::titea::decode_metadata(value))
                 .ok()
                 .map(|m| match m.version {
                     Version::Short(v) => v,
                     Version::Id([a, b, c, d, e, f, g, h, ..]) => u64::from_be_bytes([a, b, c, d, e, f, g, h]),
-                }),
-            _ => None,
+                })
         })
         .max()
         .unwrap_or(0)
+}
+
+/// A record lent to [`DiskBackend::write_records`]: its column family, key and value
+/// (`None`: a deletion).
+pub type Record<'a> = (ColumnFamily, &'a Bytes, Option<&'a Bytes>);
+
+/// Orders `records` as [`in_key_order`] orders a batch's operations.
+pub fn sort_records(records: &mut [Record<'_>]) {
+    let slot = |cf: ColumnFamily| ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0);
+    records.sort_by(|a, b| (slot(a.0), &a.1[..]).cmp(&(slot(b.0), &b.1[..])));
 }
 
 /// `ops` ordered by column family ([`ColumnFamily::ALL`]'s order) and key, those of one key
@@ -544,16 +578,17 @@ pub fn in_key_order(ops: &[BatchOp]) -> impl Iterator<Item = &BatchOp> {
         };
         (ColumnFamily::ALL.iter().position(|c| *c == cf).unwrap_or(0), &key[..])
     }
-    let mut order: Vec<(usize, &[u8], usize)> = ops
+    let mut order: Vec<(usize, &[u8], &BatchOp)> = ops
         .iter()
-        .enumerate()
-        .map(|(i, op)| {
+        .map(|op| {
             let (cf, key) = place(op);
-            (cf, key, i)
+            (cf, key, op)
         })
         .collect();
-    order.sort_unstable();
-    order.into_iter().map(move |(_, _, i)| &ops[i])
+    // Stable, so those of one key stay in the order given; it merges the runs already in
+    // order (or in reverse) it finds, so a round of pushes to one list sorts in one pass.
+    order.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    order.into_iter().map(|(_, _, op)| op)
 }
 
 /// Unix time in milliseconds.

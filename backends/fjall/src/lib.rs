@@ -110,8 +110,8 @@ use rediskv::Result;
 use rediskv::gc::Decision;
 use rediskv::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
 use rediskv_engine::{
-    CF_NAMES, DroppedWrites, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, VersionFloor,
-    backend_error, cf_name, check_manifest, manifest, max_version,
+    CF_NAMES, DroppedWrites, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, Record,
+    VersionFloor, backend_error, cf_name, check_manifest, manifest, max_version_of, sort_records,
 };
 pub use rediskv_engine::{DiskBackend, Options, Sync, Usage};
 
@@ -756,11 +756,29 @@ impl DiskBackend for Backend {
         self.with_open(|open| Ok(open.own.get(POSITION_KEY).map_err(err)?.map(|v| v.to_vec())))
     }
 
-    /// One fjall batch of `ops`, sized for them at once; a group-committed batch of one
-    /// record is inserted into its keyspace directly (see the module docs).
     fn write_ops(&self, ops: &mut Vec<BatchOp>) -> Result<()> {
+        let mut records: Vec<Record<'_>> = ops
+            .iter()
+            .map(|op| match op {
+                BatchOp::Put { cf, key, value } => (*cf, key, Some(value)),
+                BatchOp::Delete { cf, key } => (*cf, key, None),
+            })
+            .collect();
+        let written = self.write_records(&mut records);
+        drop(records);
+        ops.clear();
+        written
+    }
+
+    /// One fjall batch of `records`, sized for them at once; a group-committed batch of one
+    /// record is inserted into its keyspace directly (see the module docs).
+    fn write_records(&self, records: &mut [Record<'_>]) -> Result<()> {
+        let top =
+            max_version_of(records.iter().filter_map(|(cf, _, value)| {
+                value.filter(|_| *cf == ColumnFamily::Metadata).map(|v| &v[..])
+            }));
         self.with_open(|open| {
-            open.floor.write_ops(max_version(ops), |floor| {
+            open.floor.write_ops(top, |floor| {
                 let durability = match self.options.sync {
                     _ if self.options.group_commit => None,
                     Sync::Always => Some(PersistMode::SyncData),
@@ -770,47 +788,36 @@ impl DiskBackend for Backend {
                 // set its commit builds and the keyspace references it holds): durable when
                 // the batches around it are, at the next `persist_written`.
                 open.bound_memtables(self.write_buffer_now(), &self.writes_near_bound);
-                let bytes = ops
-                    .iter()
-                    .map(|op| match op {
-                        BatchOp::Put { key, value, .. } => key.len() + value.len(),
-                        BatchOp::Delete { key, .. } => key.len(),
-                    })
-                    .sum();
+                let bytes =
+                    records.iter().map(|(_, key, value)| key.len() + value.map_or(0, |v| v.len())).sum();
                 let position = self.position.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 if durability.is_none()
                     && open.single_writes
                     && floor.is_none()
                     && position.is_none()
-                    && ops.len() == 1
+                    && let [(cf, key, value)] = records
                 {
-                    let written = match ops.pop() {
-                        Some(BatchOp::Put { cf, key, value }) => {
-                            check_write_key(&key)?;
-                            with_tagged(&key, |key| open.cf(cf).insert(key, &value[..]))
+                    let written = match value {
+                        Some(value) => {
+                            check_write_key(key)?;
+                            with_tagged(key, |key| open.cf(*cf).insert(key, &value[..]))
                         }
-                        Some(BatchOp::Delete { cf, key }) => with_tagged(&key, |key| open.cf(cf).remove(key)),
-                        None => Ok(()),
+                        None => with_tagged(key, |key| open.cf(*cf).remove(key)),
                     };
                     return open.wrote(written, bytes);
                 }
-                let mut fb = fjall::OwnedWriteBatch::with_capacity(open.db.clone(), ops.len() + 2)
+                let mut fb = fjall::OwnedWriteBatch::with_capacity(open.db.clone(), records.len() + 2)
                     .durability(durability);
-                let mut added = Ok(());
-                for op in rediskv_engine::in_key_order(ops) {
-                    match op {
-                        BatchOp::Put { cf, key, value } => {
-                            added = check_write_key(key);
-                            if added.is_err() {
-                                break;
-                            }
+                sort_records(records);
+                for (cf, key, value) in records.iter() {
+                    match value {
+                        Some(value) => {
+                            check_write_key(key)?;
                             with_tagged(key, |key| fb.insert(open.cf(*cf), key, &value[..]));
                         }
-                        BatchOp::Delete { cf, key } => with_tagged(key, |key| fb.remove(open.cf(*cf), key)),
+                        None => with_tagged(key, |key| fb.remove(open.cf(*cf), key)),
                     }
                 }
-                ops.clear();
-                added?;
                 if let Some(floor) = floor {
                     fb.insert(&open.own, FLOOR_KEY, floor.to_vec());
                 }
