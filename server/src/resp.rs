@@ -99,7 +99,16 @@ fn header_line(buf: &[u8], start: usize, too_big: &'static str) -> Result<Option
 /// then `\r` and one more byte. Its number and the index of its `\r`, in one pass; `None`
 /// for anything else (incomplete, signed, malformed, long), which [`header_line`] and
 /// [`parse_len`] then judge as Redis does.
+#[inline(always)]
 fn plain_header(buf: &[u8], start: usize) -> Option<(i64, usize)> {
+    // One or two digits, the headers of nearly every request, read at once.
+    match buf.get(start..start + 4) {
+        Some(&[d @ b'0'..=b'9', b'\r', _, _]) => return Some((i64::from(d - b'0'), start + 1)),
+        Some(&[t @ b'1'..=b'9', u @ b'0'..=b'9', b'\r', _]) => {
+            return Some((i64::from(t - b'0') * 10 + i64::from(u - b'0'), start + 2));
+        }
+        _ => {}
+    }
     let mut n: i64 = 0;
     for (i, &c) in buf.iter().enumerate().skip(start) {
         match c {
@@ -542,7 +551,9 @@ mod tests {
                 (state % bound) as usize
             };
             // Mostly digits, then anything: the headers that come, and their near misses.
-            let mut buf: Vec<u8> = (0..next(22)).map(|_| alphabet[next(10)]).collect();
+            // Half of them one or two bytes long before the rest (the headers read at once).
+            let digits = if next(2) == 0 { next(3) } else { next(22) };
+            let mut buf: Vec<u8> = (0..digits).map(|_| alphabet[next(10)]).collect();
             buf.extend((0..next(4)).map(|_| alphabet[next(alphabet.len() as u64)]));
             if let Some((n, cr)) = plain_header(&buf, 0) {
                 taken += 1;
@@ -562,7 +573,13 @@ mod tests {
         {
             assert_eq!(plain_header(line, 0), None, "{:?}", line.escape_ascii().to_string());
         }
+        for line in [&b"05\r\n"[..], b"7\r", b"42\r", b"4\n\r\n", b"-7\r\n"] {
+            assert_eq!(plain_header(line, 0), None, "{:?}", line.escape_ascii().to_string());
+        }
         assert_eq!(plain_header(b"0\r\n", 0), Some((0, 1)));
+        assert_eq!(plain_header(b"7\r\n$", 0), Some((7, 1)));
+        assert_eq!(plain_header(b"$42\r\n", 1), Some((42, 3)));
+        assert_eq!(plain_header(b"10\r\n", 0), Some((10, 2)));
         assert_eq!(plain_header(b"*123456789012345678\r\n", 1), Some((123_456_789_012_345_678, 19)));
     }
 }

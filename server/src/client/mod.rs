@@ -392,7 +392,7 @@ impl Client {
 
     /// Writes a reply unless CLIENT REPLY OFF/SKIP holds it back (`info`: the command that
     /// answers it, `None` for an unknown one).
-    #[inline]
+    #[inline(always)]
     fn send(&mut self, reply: Reply, out: &mut Vec<u8>, info: Option<&CommandInfo>) {
         if self.reply == ReplyMode::On && self.more.is_empty() {
             // The commonest replies, the same in RESP2 and RESP3, written at once (OK and an
