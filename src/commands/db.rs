@@ -95,7 +95,8 @@ pub struct Db<'a, B> {
     pub(crate) touching: bool,
     /// A woken client's re-run ([`super::Engine::retry`]).
     retrying: bool,
-    block: Option<Block>,
+    /// Boxed: a command that does not block moves a pointer, not the [`Block`].
+    block: Option<Box<Block>>,
     swapped: Vec<(usize, usize)>,
     /// Writes to a transaction's overlay: their count changes wait in `counted` until the
     /// engine commits the overlay ([`Db::take_counted`]).

@@ -25,7 +25,7 @@ pub struct Session {
     pub(crate) journal: Option<Box<Journal>>,
     /// The time the next command runs at, given by the caller (0: the engine's clock).
     pub(crate) time_ms: u64,
-    pub(crate) block: Option<Block>,
+    pub(crate) block: Option<Box<Block>>,
     pub(crate) swapped: Vec<(usize, usize)>,
     /// The cluster slots KEYS, SCAN, DBSIZE and RANDOMKEY read ([`Session::set_key_slots`]).
     pub(crate) key_slots: Option<Arc<[(u16, u16)]>>,
@@ -119,7 +119,7 @@ impl Session {
     /// [`super::Engine::execute`] returned is not an answer; park the client as
     /// [`super::Block`] describes.
     pub fn take_block(&mut self) -> Option<Block> {
-        self.block.take()
+        self.block.take().map(|block| *block)
     }
 
     /// The database pairs the last executed command (SWAPDB, or an EXEC holding some)

@@ -70,8 +70,13 @@ impl<B: KvBackend> Db<'_, B> {
             return at_once;
         }
         let keys = keys.to_vec();
-        self.block =
-            Some(Block { keys, db: self.index, timeout, on_timeout: on_timeout.clone(), retry_argv });
+        self.block = Some(Box::new(Block {
+            keys,
+            db: self.index,
+            timeout,
+            on_timeout: on_timeout.clone(),
+            retry_argv,
+        }));
         on_timeout
     }
 }

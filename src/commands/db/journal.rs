@@ -154,7 +154,7 @@ impl Journal {
 
 /// What [`Db::hand_back`] returns to a session: the journal, the block and the swapped
 /// databases.
-pub(crate) type HandedBack = (Option<Box<Journal>>, Option<Block>, Vec<(usize, usize)>);
+pub(crate) type HandedBack = (Option<Box<Journal>>, Option<Box<Block>>, Vec<(usize, usize)>);
 
 /// A [`Db`]'s journal: the session's, lent for one command ([`Db::take_journal`], handed back
 /// by [`Db::hand_back`]), or the `Db`'s own, boxed at its first write. Moving it is moving a
