@@ -111,7 +111,7 @@ use rediskv::gc::Decision;
 use rediskv::{BatchOp, ColumnFamily, Direction, KvBackend, ScanIter, WriteBatch};
 use rediskv_engine::{
     CF_NAMES, DroppedWrites, FLOOR_KEY, GcFilter, MANIFEST_KEY, POSITION_KEY, PendingWrites, Record,
-    VersionFloor, backend_error, cf_name, check_manifest, manifest, max_version_of, sort_records,
+    VersionFloor, backend_error, cf_name, check_manifest, manifest, max_version_of, record_of, sort_records,
 };
 pub use rediskv_engine::{DiskBackend, Options, Sync, Usage};
 
@@ -757,13 +757,7 @@ impl DiskBackend for Backend {
     }
 
     fn write_ops(&self, ops: &mut Vec<BatchOp>) -> Result<()> {
-        let mut records: Vec<Record<'_>> = ops
-            .iter()
-            .map(|op| match op {
-                BatchOp::Put { cf, key, value } => (*cf, key, Some(value)),
-                BatchOp::Delete { cf, key } => (*cf, key, None),
-            })
-            .collect();
+        let mut records: Vec<Record<'_>> = ops.iter().map(record_of).collect();
         let written = self.write_records(&mut records);
         drop(records);
         ops.clear();
