@@ -44,7 +44,8 @@ impl<B: KvBackend> Db<'_, B> {
         let existed = self.lookup_of(key, RedisType::Hash)?;
         let found = existed.is_some();
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Hash));
-        if let [field, value] = fields_and_values {
+        let mut batch = WriteBatch::new();
+        let added = if let [field, value] = fields_and_values {
             // One pair (the common case): its subkey, one read, and no list of writes.
             let sub = self.subkey(key, meta.version, field)?;
             let added = if meta.blind_write || !found {
@@ -54,42 +55,35 @@ impl<B: KvBackend> Db<'_, B> {
                 self.backend().get_with(ColumnFamily::Subkey, &sub, &mut |v| present = v.is_some())?;
                 i64::from(!present)
             };
-            if !meta.blind_write {
-                meta.size += added as u64;
-            }
-            let mut batch = WriteBatch::new();
             batch.put(ColumnFamily::Subkey, sub, value.clone());
-            if !found || (!meta.blind_write && added > 0) {
-                self.put_collection(&mut batch, key, &meta);
-            }
-            self.commit(batch)?;
-            self.notify(NotifyFlags::HASH, "hset", key);
-            return Ok(added);
-        }
-        // One subkey per distinct field, each built once; a repeated field keeps its first
-        // slot and its last value, as Redis applies the pairs in order.
-        let mut writes: Distinct<(Vec<u8>, &Bytes)> = Distinct::with_capacity(pairs.len());
-        for pair in pairs.clone() {
-            let (f, v) = (&pair[0], &pair[1]);
-            match writes.position(f) {
-                Some(at) => writes.value_mut(at).1 = v,
-                None => writes.push(f, (self.subkey(key, meta.version, f)?, v)),
-            }
-        }
-        let added = if meta.blind_write {
-            pairs.len() as i64
-        } else if found {
-            let present = self.subkeys_present(writes.entries().iter().map(|(_, (k, _))| k.as_slice()))?;
-            present.iter().filter(|p| !**p).count() as i64
+            added
         } else {
-            writes.entries().len() as i64
+            // One subkey per distinct field, each built once; a repeated field keeps its first
+            // slot and its last value, as Redis applies the pairs in order.
+            let mut writes: Distinct<(Vec<u8>, &Bytes)> = Distinct::with_capacity(pairs.len());
+            for pair in pairs.clone() {
+                let (f, v) = (&pair[0], &pair[1]);
+                match writes.position(f) {
+                    Some(at) => writes.value_mut(at).1 = v,
+                    None => writes.push(f, (self.subkey(key, meta.version, f)?, v)),
+                }
+            }
+            let added = if meta.blind_write {
+                pairs.len() as i64
+            } else if found {
+                let present =
+                    self.subkeys_present(writes.entries().iter().map(|(_, (k, _))| k.as_slice()))?;
+                present.iter().filter(|p| !**p).count() as i64
+            } else {
+                writes.entries().len() as i64
+            };
+            for (_, (sub, v)) in writes.into_entries() {
+                batch.put(ColumnFamily::Subkey, sub, v.clone());
+            }
+            added
         };
         if !meta.blind_write {
             meta.size += added as u64;
-        }
-        let mut batch = WriteBatch::new();
-        for (_, (sub, v)) in writes.into_entries() {
-            batch.put(ColumnFamily::Subkey, sub, v.clone());
         }
         if !found || (!meta.blind_write && added > 0) {
             self.put_collection(&mut batch, key, &meta);

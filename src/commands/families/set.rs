@@ -40,13 +40,8 @@ impl<B: KvBackend> Db<'_, B> {
         let existed = self.lookup_of(key, RedisType::Set)?;
         let found = existed.is_some();
         let mut meta = existed.unwrap_or_else(|| self.new_collection(RedisType::Set));
-        if let [member] = members
-            && !meta.blind_write
-        {
-            return self.sadd_one(key, meta, found, member);
-        }
-        let mut batch = WriteBatch::new();
         if meta.blind_write {
+            let mut batch = WriteBatch::new();
             for m in members {
                 batch.put(
                     ColumnFamily::Subkey,
@@ -61,20 +56,39 @@ impl<B: KvBackend> Db<'_, B> {
             self.notify(NotifyFlags::SET, "sadd", key);
             return Ok(members.len() as i64);
         }
-        let unique = Distinct::of(members.iter().map(Bytes::as_ref));
-        let (subkeys, present) = if found {
-            self.read_subkeys(key, meta.version, unique.items())?
-        } else {
-            let subkeys = unique.items().map(|m| self.subkey(key, meta.version, m));
-            (subkeys.collect::<CommandResult<Vec<_>>>()?, vec![false; unique.items().len()])
-        };
-        let mut added = 0;
-        for ((m, subkey), present) in unique.items().zip(subkeys).zip(present) {
-            if !present {
-                added += 1;
-                batch.put(ColumnFamily::Subkey, subkey, self.layout().set_member_value(m));
+        // Nothing allocated for the batch until a member is new.
+        let mut batch = WriteBatch::default();
+        let added = if let [member] = members {
+            // One member (the common case): its subkey and one read, no lists of members,
+            // subkeys or answers.
+            let subkey = self.subkey(key, meta.version, member)?;
+            let mut present = false;
+            if found {
+                self.backend()
+                    .get_with(ColumnFamily::Subkey, &subkey, &mut |value| present = value.is_some())?;
             }
-        }
+            if !present {
+                batch = WriteBatch::new();
+                batch.put(ColumnFamily::Subkey, subkey, self.layout().set_member_value(member));
+            }
+            u64::from(!present)
+        } else {
+            let unique = Distinct::of(members.iter().map(Bytes::as_ref));
+            let (subkeys, present) = if found {
+                self.read_subkeys(key, meta.version, unique.items())?
+            } else {
+                let subkeys = unique.items().map(|m| self.subkey(key, meta.version, m));
+                (subkeys.collect::<CommandResult<Vec<_>>>()?, vec![false; unique.items().len()])
+            };
+            let mut added = 0;
+            for ((m, subkey), present) in unique.items().zip(subkeys).zip(present) {
+                if !present {
+                    added += 1;
+                    batch.put(ColumnFamily::Subkey, subkey, self.layout().set_member_value(m));
+                }
+            }
+            added
+        };
         if added > 0 {
             meta.size += added;
             self.put_collection(&mut batch, key, &meta);
@@ -84,34 +98,6 @@ impl<B: KvBackend> Db<'_, B> {
             self.notify(NotifyFlags::SET, "sadd", key);
         }
         Ok(added as i64)
-    }
-
-    /// [`Db::sadd`] of one member to a set that is not blind-write (`meta`, which `found`
-    /// or was made new): one subkey, one read, and no lists of members, subkeys or
-    /// answers; nothing allocated for a batch when the member is there already.
-    fn sadd_one(
-        &mut self,
-        key: &[u8],
-        mut meta: Metadata<'static>,
-        found: bool,
-        member: &[u8],
-    ) -> CommandResult<i64> {
-        let subkey = self.subkey(key, meta.version, member)?;
-        let mut present = false;
-        if found {
-            self.backend().get_with(ColumnFamily::Subkey, &subkey, &mut |value| present = value.is_some())?;
-        }
-        if present {
-            self.commit(WriteBatch::default())?;
-            return Ok(0);
-        }
-        let mut batch = WriteBatch::new();
-        batch.put(ColumnFamily::Subkey, subkey, self.layout().set_member_value(member));
-        meta.size += 1;
-        self.put_collection(&mut batch, key, &meta);
-        self.commit(batch)?;
-        self.notify(NotifyFlags::SET, "sadd", key);
-        Ok(1)
     }
 
     /// SREM: removes the members; returns how many were present (blind-write: how many were
